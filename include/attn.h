@@ -1,0 +1,15 @@
+/* attn — attention and Transformer layers in C11: training and inference on
+ * the CPU. Layers: kernels -> nn -> train -> apps. */
+#ifndef ATTN_H
+#define ATTN_H
+
+#include "attn/status.h"
+#include "attn/tensor.h"
+#include "attn/kernels.h"
+#include "attn/sdpa.h"
+#include "attn/safetensors.h"
+#include "attn/params.h"
+
+#define ATTN_VERSION "0.1.0"
+
+#endif

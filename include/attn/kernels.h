@@ -1,0 +1,94 @@
+/* attn — kernels: pure functions on pointers + shapes. f32 unless the name
+ * says otherwise. Row-major. Backward functions OVERWRITE their outputs unless
+ * documented as accumulating ("_acc"). All return ATTN_OK or an error status
+ * with a message (negative sizes, NULL pointers where data is required). */
+#ifndef ATTN_KERNELS_H
+#define ATTN_KERNELS_H
+
+#include <stdint.h>
+
+#include "attn/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- CPU features and threads -------------------------------------------- */
+typedef struct {
+  int avx2, fma, avx512f, avx512bw, avx512vl, avx512_bf16, avx512_fp16, avx512_vnni;
+  int amx_tile, amx_bf16, amx_int8;
+} attn_cpu_features;
+const attn_cpu_features *attn_cpu(void);
+/* Set the number of threads used by attn kernels (0 = all cores). */
+void attn_set_num_threads(int n);
+int attn_get_num_threads(void);
+
+/* ---- GEMM ------------------------------------------------------------------
+ * C[M,N] = alpha * op(A)[M,K] · op(B)[K,N] + beta * C.
+ * transa=0: A is M×K with row stride lda; transa=1: A is K×M (use Aᵀ).
+ * transb=0: B is K×N with row stride ldb; transb=1: B is N×K (use Bᵀ).
+ * beta == 0 means C is write-only (NaN in C is not propagated).
+ * Results do not depend on the thread count. */
+attn_status attn_gemm_f32(int transa, int transb, int64_t M, int64_t N, int64_t K,
+                          float alpha, const float *A, int64_t lda, const float *B,
+                          int64_t ldb, float beta, float *C, int64_t ldc);
+/* Plain reference (triple loop, double accumulation not used: f32 FMA order k=0..K-1). */
+attn_status attn_gemm_f32_ref(int transa, int transb, int64_t M, int64_t N, int64_t K,
+                              float alpha, const float *A, int64_t lda, const float *B,
+                              int64_t ldb, float beta, float *C, int64_t ldc);
+
+/* ---- softmax over the last dim: x,y [rows, n] ---------------------------- */
+attn_status attn_softmax_f32(const float *x, float *y, int64_t rows, int64_t n);
+/* dx = y * (dy - sum(dy*y)) ; y is the softmax output */
+attn_status attn_softmax_backward_f32(const float *y, const float *dy, float *dx, int64_t rows,
+                                      int64_t n);
+
+/* ---- LayerNorm over the last dim: x,y [rows, n]; weight,bias [n] or NULL ---
+ * Saves mean[rows] and rstd[rows] (1/sqrt(var+eps), biased var) for backward. */
+attn_status attn_layernorm_f32(const float *x, const float *weight, const float *bias, float *y,
+                               float *mean, float *rstd, int64_t rows, int64_t n, float eps);
+/* dx overwritten; dweight/dbias ACCUMULATED (may be NULL). */
+attn_status attn_layernorm_backward_f32(const float *x, const float *weight, const float *mean,
+                                        const float *rstd, const float *dy, float *dx,
+                                        float *dweight, float *dbias, int64_t rows, int64_t n);
+
+/* ---- activations, elementwise over n values (in-place allowed) ----------- */
+attn_status attn_relu_f32(const float *x, float *y, int64_t n);
+attn_status attn_relu_backward_f32(const float *x, const float *dy, float *dx, int64_t n);
+/* GELU with exact erf, as torch.nn.GELU() (approximate='none'). */
+attn_status attn_gelu_f32(const float *x, float *y, int64_t n);
+attn_status attn_gelu_backward_f32(const float *x, const float *dy, float *dx, int64_t n);
+
+/* ---- dropout: counter-based RNG (Philox-4x32-10), seed + offset ------------
+ * Element i is kept iff uniform(seed, offset + i) >= p; kept values scaled by
+ * 1/(1-p). mask[n] (1 = kept) is written if non-NULL. Same seed/offset give
+ * the same mask whatever the thread count. p in [0,1). */
+attn_status attn_dropout_f32(const float *x, float *y, uint8_t *mask, int64_t n, float p,
+                             uint64_t seed, uint64_t offset);
+attn_status attn_dropout_backward_f32(const float *dy, const uint8_t *mask, float *dx, int64_t n,
+                                      float p);
+/* uniform float in [0,1) for counter i under seed (the stream dropout uses) */
+float attn_rng_uniform(uint64_t seed, uint64_t i);
+/* standard normal for counter i under seed (Box-Muller on two uniforms) */
+float attn_rng_normal(uint64_t seed, uint64_t i);
+
+/* ---- embedding: ids [n] in [0,vocab), table [vocab, dim], y [n, dim] ------ */
+attn_status attn_embedding_f32(const int32_t *ids, int64_t n, const float *table, int64_t vocab,
+                               int64_t dim, float *y);
+/* dtable ACCUMULATED (rows may repeat); deterministic. */
+attn_status attn_embedding_backward_f32(const int32_t *ids, int64_t n, const float *dy,
+                                        int64_t vocab, int64_t dim, float *dtable);
+
+/* ---- cross-entropy: logits [rows, classes], targets [rows] ----------------
+ * Mean over rows whose target != ignore_index (like torch, reduction='mean'),
+ * with label smoothing in [0,1). loss may be NULL. dlogits [rows, classes]
+ * (may be NULL) receives d(mean loss)/d(logits). A target outside
+ * [0,classes) that is not ignore_index is ATTN_EINVAL. */
+attn_status attn_cross_entropy_f32(const float *logits, const int32_t *targets, int64_t rows,
+                                   int64_t classes, int32_t ignore_index, float label_smoothing,
+                                   float *loss, float *dlogits);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,22 @@
+/* attn CLI: one function per subcommand, each in cli_<name>.c.
+ * Each returns the process exit status (0 ok, 1 failure, 2 usage). */
+#ifndef ATTN_CLI_COMMANDS_H
+#define ATTN_CLI_COMMANDS_H
+
+typedef int (*attn_cmd_fn)(int argc, char **argv);
+
+typedef struct {
+  const char *name;
+  attn_cmd_fn fn;
+  const char *summary;
+} attn_cmd;
+
+/* Print "attn: <what>: <last error>" to stderr; returns 1. */
+int cli_fail(const char *what);
+
+int attn_cmd_version(int argc, char **argv);
+int attn_cmd_sdpa(int argc, char **argv);
+int attn_cmd_layer(int argc, char **argv);
+int attn_cmd_gradcheck(int argc, char **argv);
+
+#endif

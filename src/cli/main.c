@@ -1,0 +1,63 @@
+#include <stdio.h>
+#include <string.h>
+
+#include "attn.h"
+#include "cli/commands.h"
+
+/* Weak defaults let the tool build while a subcommand's file is missing. */
+#define WEAK_CMD(fn)                                                          \
+  __attribute__((weak)) int fn(int argc, char **argv) {                       \
+    (void)argc;                                                               \
+    fprintf(stderr, "attn: %s: not built into this binary\n", argv[0]);       \
+    return 1;                                                                 \
+  }
+WEAK_CMD(attn_cmd_sdpa)
+WEAK_CMD(attn_cmd_layer)
+WEAK_CMD(attn_cmd_gradcheck)
+
+static const attn_cmd commands[] = {
+    {"sdpa", attn_cmd_sdpa, "scaled dot-product attention on a safetensors file"},
+    {"layer", attn_cmd_layer, "run a PyTorch-named layer (mha/encoder/decoder) from a file"},
+    {"gradcheck", attn_cmd_gradcheck, "finite-difference check of every backward"},
+    {"version", attn_cmd_version, "print version and CPU features"},
+};
+
+int cli_fail(const char *what) {
+  fprintf(stderr, "attn: %s: %s\n", what, attn_last_error());
+  return 1;
+}
+
+int attn_cmd_version(int argc, char **argv) {
+  (void)argc;
+  (void)argv;
+  const attn_cpu_features *f = attn_cpu();
+  printf("attn %s\ncpu:%s%s%s%s%s%s%s\nthreads: %d\n", ATTN_VERSION, f->avx2 ? " avx2" : "",
+         f->avx512f ? " avx512f" : "", f->avx512bw ? " avx512bw" : "",
+         f->avx512_bf16 ? " avx512_bf16" : "", f->avx512_fp16 ? " avx512_fp16" : "",
+         f->amx_bf16 ? " amx_bf16" : "", f->amx_int8 ? " amx_int8" : "",
+         attn_get_num_threads());
+  return 0;
+}
+
+static void usage(FILE *out) {
+  fprintf(out, "usage: attn COMMAND [ARGS...]\n\ncommands:\n");
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+  fprintf(out, "\n'attn COMMAND --help' describes each.\n");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+    usage(stdout);
+    return 0;
+  }
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
+  fprintf(stderr, "attn: unknown command '%s'\n", argv[1]);
+  usage(stderr);
+  return 2;
+}

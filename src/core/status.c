@@ -1,0 +1,31 @@
+#include "attn/status.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+static _Thread_local char last_error[512];
+
+const char *attn_last_error(void) { return last_error; }
+
+void attn_clear_error(void) { last_error[0] = '\0'; }
+
+const char *attn_status_str(attn_status s) {
+  switch (s) {
+  case ATTN_OK: return "ok";
+  case ATTN_EINVAL: return "invalid argument";
+  case ATTN_ENOMEM: return "out of memory";
+  case ATTN_EIO: return "I/O error";
+  case ATTN_EFORMAT: return "bad file format";
+  case ATTN_EUNSUPPORTED: return "unsupported";
+  case ATTN_ENUMERIC: return "numeric error";
+  }
+  return "unknown status";
+}
+
+attn_status attn_set_error(attn_status s, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(last_error, sizeof last_error, fmt, ap);
+  va_end(ap);
+  return s;
+}

@@ -1,0 +1,104 @@
+/* Minimal test harness: RUN(fn) runs one test case; CHECK* record failures
+ * with file:line; main ends with HARNESS_END() which prints
+ * "# N passed, N failed" (read by tests/run.sh) and sets the exit status.
+ * Tolerances for f32 results are written next to each comparison. */
+#ifndef ATTN_TEST_HARNESS_H
+#define ATTN_TEST_HARNESS_H
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attn.h"
+
+static int h_passed, h_failed, h_case_failed;
+
+#define CHECK(cond)                                                                    \
+  do {                                                                                 \
+    if (!(cond)) {                                                                     \
+      printf("  %s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond);                \
+      h_case_failed = 1;                                                               \
+    }                                                                                  \
+  } while (0)
+
+#define CHECK_OK(expr)                                                                 \
+  do {                                                                                 \
+    attn_status s_ = (expr);                                                           \
+    if (s_ != ATTN_OK) {                                                               \
+      printf("  %s:%d: %s -> %s: %s\n", __FILE__, __LINE__, #expr, attn_status_str(s_), \
+             attn_last_error());                                                       \
+      h_case_failed = 1;                                                               \
+    }                                                                                  \
+  } while (0)
+
+/* expr must fail with status st and leave a non-empty message */
+#define CHECK_ERR(expr, st)                                                            \
+  do {                                                                                 \
+    attn_clear_error();                                                                \
+    attn_status s_ = (expr);                                                           \
+    if (s_ != (st) || attn_last_error()[0] == '\0') {                                  \
+      printf("  %s:%d: %s -> %s (\"%s\"), expected %s\n", __FILE__, __LINE__, #expr,   \
+             attn_status_str(s_), attn_last_error(), attn_status_str(st));             \
+      h_case_failed = 1;                                                               \
+    }                                                                                  \
+  } while (0)
+
+#define RUN(fn)                                                                        \
+  do {                                                                                 \
+    h_case_failed = 0;                                                                 \
+    fn();                                                                              \
+    if (h_case_failed) {                                                               \
+      h_failed++;                                                                      \
+      printf("FAIL %s\n", #fn);                                                        \
+    } else {                                                                           \
+      h_passed++;                                                                      \
+      printf("ok   %s\n", #fn);                                                        \
+    }                                                                                  \
+    fflush(stdout);                                                                    \
+  } while (0)
+
+#define HARNESS_END()                                                                  \
+  do {                                                                                 \
+    printf("# %d passed, %d failed\n", h_passed, h_failed);                            \
+    return h_failed ? 1 : 0;                                                           \
+  } while (0)
+
+/* Compare n floats: |got-want| <= atol + rtol*|want| elementwise; NaN/Inf must
+ * match exactly (e.g. lse = -inf on a masked row). Returns max abs error and
+ * marks the case failed (printing the first bad index) if out of tolerance. */
+static inline double check_close_at(const char *file, int line, const char *what,
+                                    const float *got, const float *want, long n, double atol,
+                                    double rtol) {
+  double maxerr = 0;
+  long bad = -1;
+  for (long i = 0; i < n; i++) {
+    double g = got[i], w = want[i];
+    if (!isfinite(w) || !isfinite(g)) {
+      if (!(isnan(w) && isnan(g)) && g != w && bad < 0) bad = i;
+      continue;
+    }
+    double e = fabs(g - w);
+    if (e > maxerr) maxerr = e;
+    if (e > atol + rtol * fabs(w) && bad < 0) bad = i;
+  }
+  if (bad >= 0) {
+    printf("  %s:%d: %s[%ld] = %.8g, want %.8g (atol %g rtol %g, max err %.3g)\n", file, line,
+           what, bad, (double)got[bad], (double)want[bad], atol, rtol, maxerr);
+    h_case_failed = 1;
+  }
+  return maxerr;
+}
+#define CHECK_CLOSE(what, got, want, n, atol, rtol)                                    \
+  check_close_at(__FILE__, __LINE__, what, got, want, (long)(n), atol, rtol)
+
+/* Deterministic test data: uniform in [lo, hi). */
+static inline void fill_uniform(float *x, long n, unsigned seed, float lo, float hi) {
+  unsigned s = seed * 2654435761u + 12345u;
+  for (long i = 0; i < n; i++) {
+    s = s * 1664525u + 1013904223u;
+    x[i] = lo + (hi - lo) * (float)((s >> 8) & 0xffffff) / 16777216.0f;
+  }
+}
+
+#endif

@@ -1,0 +1,60 @@
+/* Status codes, messages, dtypes and half-precision conversions. */
+#include "harness.h"
+
+static void test_error_message_is_set_and_cleared(void) {
+  attn_clear_error();
+  CHECK(attn_last_error()[0] == '\0');
+  CHECK(attn_set_error(ATTN_EINVAL, "tensor '%s' has rank %d", "q", 3) == ATTN_EINVAL);
+  CHECK(strcmp(attn_last_error(), "tensor 'q' has rank 3") == 0);
+  CHECK(strcmp(attn_status_str(ATTN_ENOMEM), "out of memory") == 0);
+}
+
+static void test_dtype_names_round_trip(void) {
+  for (int i = 0; i < ATTN_DTYPE_COUNT; i++) {
+    attn_dtype t;
+    CHECK_OK(attn_dtype_from_name(attn_dtype_name((attn_dtype)i), &t));
+    CHECK(t == (attn_dtype)i);
+  }
+  attn_dtype t;
+  CHECK_ERR(attn_dtype_from_name("F128", &t), ATTN_EUNSUPPORTED);
+  CHECK(attn_dtype_size(ATTN_BF16) == 2 && attn_dtype_size(ATTN_I64) == 8);
+}
+
+static void test_bf16_rounds_to_nearest_even(void) {
+  CHECK(attn_f32_to_bf16(1.0f) == 0x3f80);
+  /* 1 + 2^-8 is halfway between bf16 1.0 and 1.0078125: ties to even (1.0) */
+  CHECK(attn_f32_to_bf16(1.00390625f) == 0x3f80);
+  CHECK(attn_f32_to_bf16(1.01171875f) == 0x3f82); /* halfway, rounds up to even */
+  CHECK(attn_bf16_to_f32(0xc040) == -3.0f);
+  CHECK(isnan(attn_bf16_to_f32(attn_f32_to_bf16(NAN))));
+}
+
+static void test_f16_matches_ieee_half(void) {
+  CHECK(attn_f32_to_f16(1.0f) == 0x3c00);
+  CHECK(attn_f32_to_f16(-2.0f) == 0xc000);
+  CHECK(attn_f32_to_f16(65504.0f) == 0x7bff);
+  CHECK(attn_f32_to_f16(70000.0f) == 0x7c00);
+  CHECK(attn_f32_to_f16(5.9604645e-08f) == 0x0001); /* smallest subnormal */
+  CHECK(attn_f16_to_f32(0x0001) == 5.9604645e-08f);
+  CHECK(attn_f16_to_f32(0x3555) == 0.33325195f);
+  int exact = 1;
+  for (unsigned h = 0; h < 0x7c00; h++) /* every finite positive half round-trips */
+    if (attn_f32_to_f16(attn_f16_to_f32((uint16_t)h)) != h) exact = 0;
+  CHECK(exact);
+}
+
+static void test_cpu_features_are_consistent(void) {
+  const attn_cpu_features *f = attn_cpu();
+  CHECK(f != NULL);
+  if (f->avx512bw) CHECK(f->avx512f);
+  CHECK(attn_get_num_threads() >= 1);
+}
+
+int main(void) {
+  RUN(test_error_message_is_set_and_cleared);
+  RUN(test_dtype_names_round_trip);
+  RUN(test_bf16_rounds_to_nearest_even);
+  RUN(test_f16_matches_ieee_half);
+  RUN(test_cpu_features_are_consistent);
+  HARNESS_END();
+}
