@@ -1,0 +1,414 @@
+/* safetensors: round trips of every dtype, a file written from torch
+ * (tools/golden_safetensors.py), malformed inputs, atomic saves, fuzzing. */
+#include <dirent.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static char tmpdir[64];
+
+static void make_tmpdir(void) {
+  snprintf(tmpdir, sizeof tmpdir, "/tmp/attn_st_XXXXXX");
+  if (!mkdtemp(tmpdir)) {
+    printf("mkdtemp failed\n");
+    exit(1);
+  }
+}
+
+/* number of entries in tmpdir (besides . and ..) */
+static int dir_entries(const char *dir) {
+  DIR *d = opendir(dir);
+  int n = 0;
+  if (!d) return -1;
+  for (struct dirent *e; (e = readdir(d));)
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
+  closedir(d);
+  return n;
+}
+
+static unsigned char *read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  unsigned char *b = malloc((size_t)n + 1);
+  *len = fread(b, 1, (size_t)n, f);
+  fclose(f);
+  return b;
+}
+
+static void write_file(const char *path, const void *b, size_t n) {
+  FILE *f = fopen(path, "wb");
+  fwrite(b, 1, n, f);
+  fclose(f);
+}
+
+/* Bytes of a file: u64 length of `json`, json, then `data`. */
+static unsigned char *make_bytes(const char *json, const void *data, size_t dlen, size_t *len) {
+  size_t h = strlen(json);
+  unsigned char *b = malloc(8 + h + dlen + 1);
+  for (int i = 0; i < 8; i++) b[i] = (unsigned char)((uint64_t)h >> (8 * i));
+  memcpy(b + 8, json, h);
+  if (dlen) memcpy(b + 8 + h, data, dlen);
+  *len = 8 + h + dlen;
+  return b;
+}
+
+static attn_status parse_json(const char *json, size_t dlen) {
+  static const unsigned char zeros[64];
+  size_t len;
+  unsigned char *b = make_bytes(json, zeros, dlen, &len);
+  attn_st *st = NULL;
+  attn_status s = attn_st_parse(b, len, &st);
+  attn_st_free(st);
+  free(b);
+  return s;
+}
+
+static void test_round_trip_every_dtype(void) {
+  attn_st *st;
+  CHECK_OK(attn_st_new(&st));
+  int64_t sh[2] = {2, 3};
+  float f32[6] = {1, -2, 3.5f, 1e-30f, -0.0f, 65504};
+  uint16_t f16[6] = {0x3c00, 0xc000, 0x7bff, 0x0001, 0x8000, 0x7c00};
+  uint16_t bf16[6] = {0x3f80, 0xc040, 0x7f80, 0x0001, 0x8000, 0x4049};
+  int64_t i64[6] = {INT64_MIN, -1, 0, 1, INT64_MAX, 1234567890123LL};
+  int32_t i32[6] = {INT32_MIN, -1, 0, 1, INT32_MAX, 77};
+  int8_t i8[6] = {-128, -1, 0, 1, 127, 5};
+  uint8_t u8[6] = {0, 1, 2, 128, 255, 9};
+  uint8_t b8[6] = {1, 0, 1, 1, 0, 0};
+  const void *data[ATTN_DTYPE_COUNT] = {f32, f16, bf16, i64, i32, i8, u8, b8};
+  char name[32];
+  for (int d = 0; d < ATTN_DTYPE_COUNT; d++) {
+    snprintf(name, sizeof name, "t.%s", attn_dtype_name((attn_dtype)d));
+    CHECK_OK(attn_st_add(st, name, (attn_dtype)d, 2, sh, data[d]));
+  }
+  float scalar = 2.5f;
+  int64_t esh[3] = {3, 0, 2};
+  CHECK_OK(attn_st_add_f32(st, "scalar", 0, NULL, &scalar));
+  CHECK_OK(attn_st_add_f32(st, "empty", 3, esh, NULL));
+  CHECK_OK(attn_st_add_f32(st, "we\"ird\\name\n\x01 caf\xc3\xa9", 0, NULL, &scalar));
+  CHECK_OK(attn_st_set_meta(st, "config", "{\"d\": 64, \"s\": \"a\\\"b\"}"));
+  CHECK_OK(attn_st_set_meta(st, "empty", ""));
+  CHECK_OK(attn_st_set_meta(st, "config", "{\"d\": 32}")); /* replaces */
+  char path[128];
+  snprintf(path, sizeof path, "%s/rt.safetensors", tmpdir);
+  CHECK_OK(attn_st_save(st, path));
+
+  attn_st *ld = NULL;
+  CHECK_OK(attn_st_load(path, &ld));
+  if (!ld) {
+    attn_st_free(st);
+    return;
+  }
+  CHECK(attn_st_count(ld) == attn_st_count(st) && attn_st_count(ld) == ATTN_DTYPE_COUNT + 3);
+  for (int i = 0; i < attn_st_count(st); i++) {
+    CHECK(strcmp(attn_st_name(ld, i), attn_st_name(st, i)) == 0); /* insertion order kept */
+    const attn_tensor *a = attn_st_get(st, attn_st_name(st, i));
+    const attn_tensor *b = attn_st_get(ld, attn_st_name(st, i));
+    CHECK(a && b && a->dtype == b->dtype && a->ndim == b->ndim);
+    if (!a || !b) continue;
+    CHECK(memcmp(a->shape, b->shape, sizeof a->shape) == 0);
+    CHECK(attn_tensor_nbytes(a) == attn_tensor_nbytes(b));
+    CHECK(memcmp(a->data, b->data, attn_tensor_nbytes(a)) == 0);
+    CHECK(((uintptr_t)b->data & 63) == 0);
+  }
+  CHECK(attn_st_meta_count(ld) == 2);
+  CHECK(attn_st_meta(ld, "config") && strcmp(attn_st_meta(ld, "config"), "{\"d\": 32}") == 0);
+  CHECK(attn_st_meta(ld, "empty") && attn_st_meta(ld, "empty")[0] == '\0');
+  CHECK(attn_st_meta(ld, "nope") == NULL);
+  CHECK(attn_st_get(ld, "scalar")->ndim == 0 && *(float *)attn_st_get(ld, "scalar")->data == 2.5f);
+  CHECK(attn_tensor_numel(attn_st_get(ld, "empty")) == 0);
+
+  /* file layout: header length a multiple of 8, data right after */
+  size_t len;
+  unsigned char *b = read_file(path, &len);
+  uint64_t h = 0;
+  for (int i = 7; i >= 0; i--) h = (h << 8) | b[i];
+  CHECK(h % 8 == 0 && 8 + h <= len);
+  CHECK(b[8] == '{');
+  /* parsing from memory gives the same */
+  attn_st *mem = NULL;
+  CHECK_OK(attn_st_parse(b, len, &mem));
+  CHECK(attn_st_count(mem) == attn_st_count(st));
+  free(b);
+  attn_st_free(mem);
+  attn_st_free(ld);
+  attn_st_free(st);
+  unlink(path);
+}
+
+static void test_add_replaces_and_validates(void) {
+  attn_st *st;
+  CHECK_OK(attn_st_new(&st));
+  float x[4] = {1, 2, 3, 4};
+  int64_t s2[1] = {2}, s4[1] = {4}, neg[1] = {-1};
+  CHECK_OK(attn_st_add_f32(st, "a", 1, s2, x));
+  CHECK_OK(attn_st_add_f32(st, "b", 1, s2, x));
+  CHECK_OK(attn_st_add_f32(st, "a", 1, s4, x)); /* same name: replaced in place */
+  CHECK(attn_st_count(st) == 2 && strcmp(attn_st_name(st, 0), "a") == 0);
+  CHECK(attn_st_get(st, "a")->shape[0] == 4 && ((float *)attn_st_get(st, "a")->data)[3] == 4);
+  CHECK_ERR(attn_st_add_f32(st, "c", 1, neg, x), ATTN_EINVAL);
+  CHECK_ERR(attn_st_add_f32(st, "c", 1, s2, NULL), ATTN_EINVAL);
+  CHECK_ERR(attn_st_add_f32(st, "__metadata__", 1, s2, x), ATTN_EINVAL);
+  CHECK_ERR(attn_st_add_f32(st, "bad\xff", 1, s2, x), ATTN_EINVAL);
+  CHECK_ERR(attn_st_add(st, "c", ATTN_DTYPE_COUNT, 1, s2, x), ATTN_EINVAL);
+  CHECK_ERR(attn_st_add_f32(st, "c", 9, s2, x), ATTN_EINVAL);
+
+  const attn_tensor *t;
+  int64_t want[1] = {4}, any[1] = {-1}, wrong[1] = {3};
+  CHECK_OK(attn_st_expect(st, "a", ATTN_F32, 1, want, 1, &t));
+  CHECK(t == attn_st_get(st, "a"));
+  CHECK_OK(attn_st_expect(st, "a", ATTN_F32, 1, any, 1, &t));
+  CHECK_OK(attn_st_expect(st, "a", ATTN_F32, -1, NULL, 1, &t));
+  CHECK_OK(attn_st_expect(st, "zz", ATTN_F32, 1, want, 0, &t));
+  CHECK(t == NULL);
+  CHECK_ERR(attn_st_expect(st, "zz", ATTN_F32, 1, want, 1, &t), ATTN_EINVAL);
+  CHECK(strstr(attn_last_error(), "zz") != NULL);
+  CHECK_ERR(attn_st_expect(st, "a", ATTN_F32, 1, wrong, 1, &t), ATTN_EINVAL);
+  CHECK(strstr(attn_last_error(), "'a'") != NULL);
+  CHECK_ERR(attn_st_expect(st, "a", ATTN_BF16, 1, want, 1, &t), ATTN_EINVAL);
+  CHECK_ERR(attn_st_expect(st, "a", ATTN_F32, 2, NULL, 1, &t), ATTN_EINVAL);
+  attn_st_free(st);
+}
+
+static void test_reads_file_written_by_torch(void) {
+  attn_st *st = NULL;
+  CHECK_OK(attn_st_load("tests/golden/st_torch.safetensors", &st));
+  if (!st) return;
+  CHECK(attn_st_count(st) == 11);
+  CHECK(strcmp(attn_st_name(st, 0), "layer.weight") == 0);
+  const attn_tensor *t;
+  int64_t s23[2] = {2, 3};
+  CHECK_OK(attn_st_expect(st, "layer.weight", ATTN_F32, 2, s23, 1, &t));
+  for (int i = 0; t && i < 6; i++) CHECK(((float *)t->data)[i] == i * 0.5f - 1);
+  CHECK_OK(attn_st_expect(st, "emb.bf16", ATTN_BF16, 1, NULL, 1, &t));
+  const float bf[4] = {1.5f, -2.25f, 0.0078125f, -65536.0f};
+  for (int i = 0; t && i < 4; i++) CHECK(attn_bf16_to_f32(((uint16_t *)t->data)[i]) == bf[i]);
+  CHECK_OK(attn_st_expect(st, "half", ATTN_F16, 2, NULL, 1, &t));
+  const float hf[4] = {0.5f, -1.0f, 65504.0f, 0.000061035156f};
+  for (int i = 0; t && i < 4; i++) CHECK(attn_f16_to_f32(((uint16_t *)t->data)[i]) == hf[i]);
+  CHECK_OK(attn_st_expect(st, "mask", ATTN_BOOL, 1, NULL, 1, &t));
+  CHECK(t && memcmp(t->data, "\1\0\1", 3) == 0);
+  CHECK_OK(attn_st_expect(st, "ids", ATTN_I64, 1, NULL, 1, &t));
+  CHECK(t && ((int64_t *)t->data)[0] == -(1LL << 40) && ((int64_t *)t->data)[1] == 7);
+  CHECK(t && ((uintptr_t)t->data & 63) == 0); /* file offset 43, copy aligned */
+  CHECK_OK(attn_st_expect(st, "i32", ATTN_I32, 2, NULL, 1, &t));
+  CHECK(t && ((int32_t *)t->data)[0] == -5 && ((int32_t *)t->data)[1] == 6);
+  CHECK_OK(attn_st_expect(st, "i8", ATTN_I8, 1, NULL, 1, &t));
+  CHECK(t && ((int8_t *)t->data)[0] == -128 && ((int8_t *)t->data)[1] == 127);
+  CHECK_OK(attn_st_expect(st, "u8", ATTN_U8, 1, NULL, 1, &t));
+  CHECK(t && ((uint8_t *)t->data)[1] == 255);
+  CHECK_OK(attn_st_expect(st, "scalar", ATTN_F32, 0, NULL, 1, &t));
+  CHECK(t && *(float *)t->data == 3.25f);
+  int64_t e04[2] = {0, 4};
+  CHECK_OK(attn_st_expect(st, "empty", ATTN_F32, 2, e04, 1, &t));
+  /* "café 😀 \"q\"" arrives as \u00e9, a surrogate pair and \" escapes */
+  CHECK_OK(attn_st_expect(st, "caf\xc3\xa9 \xf0\x9f\x98\x80 \"q\"", ATTN_F32, 1, NULL, 1, &t));
+  CHECK(t && *(float *)t->data == 42.0f);
+  CHECK(attn_st_meta(st, "format") && strcmp(attn_st_meta(st, "format"), "pt") == 0);
+  CHECK(attn_st_meta(st, "note") && strcmp(attn_st_meta(st, "note"), "line\nbreak \xc3\xa9") == 0);
+  attn_st_free(st);
+}
+
+static void test_rejects_malformed_files(void) {
+  /* each must fail with ATTN_EFORMAT and a message */
+  const char *ok = "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}";
+  CHECK_OK(parse_json(ok, 8));
+  CHECK_ERR(parse_json(ok, 4), ATTN_EFORMAT); /* data truncated: offsets out of range */
+  CHECK_ERR(parse_json("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}", 8),
+            ATTN_EFORMAT);
+  CHECK(strstr(attn_last_error(), "<memory>") != NULL);
+  CHECK_ERR(parse_json("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8],}}", 8),
+            ATTN_EFORMAT); /* trailing comma */
+  CHECK_ERR(parse_json("{\"a\" {}}", 0), ATTN_EFORMAT);
+  CHECK_ERR(parse_json("[1,2]", 0), ATTN_EFORMAT);         /* not an object */
+  CHECK_ERR(parse_json("{} x", 0), ATTN_EFORMAT);          /* trailing garbage */
+  CHECK_ERR(parse_json("{\"a\":01}", 0), ATTN_EFORMAT);    /* leading zero */
+  CHECK_ERR(parse_json("{\"a\":\"\\x\"}", 0), ATTN_EFORMAT); /* bad escape */
+  CHECK_ERR(parse_json("{\"a\":\"\\ud800\"}", 0), ATTN_EFORMAT); /* lone surrogate */
+  CHECK_ERR(parse_json("{\"\xc3\x28\":1}", 0), ATTN_EFORMAT);     /* bad UTF-8 */
+  CHECK_ERR(parse_json("{\"a\":\"tab\there\"}", 0), ATTN_EFORMAT); /* raw control char */
+  CHECK_ERR(parse_json("{\"a\":{\"dtype\":\"F64\",\"shape\":[1],\"data_offsets\":[0,8]}}", 8),
+            ATTN_EFORMAT);
+  CHECK(strstr(attn_last_error(), "'a'") && strstr(attn_last_error(), "F64"));
+  CHECK_ERR(parse_json("{\"a\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}", 16),
+            ATTN_EFORMAT); /* size mismatch */
+  CHECK(strstr(attn_last_error(), "'a'") != NULL);
+  CHECK_ERR(parse_json("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,16]}}", 8),
+            ATTN_EFORMAT); /* out of range */
+  CHECK_ERR(parse_json("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,0]}}", 8),
+            ATTN_EFORMAT); /* begin > end */
+  CHECK_ERR(parse_json("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+                       "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}",
+                       16),
+            ATTN_EFORMAT); /* overlap */
+  CHECK(strstr(attn_last_error(), "overlap") != NULL);
+  CHECK_ERR(parse_json("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+                       "\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,16]}}",
+                       16),
+            ATTN_EFORMAT); /* duplicate name */
+  CHECK_ERR(parse_json("{\"__metadata__\":{\"k\":1}}", 0), ATTN_EFORMAT);
+  CHECK_ERR(parse_json("{\"__metadata__\":[\"k\"]}", 0), ATTN_EFORMAT);
+  CHECK_ERR(parse_json("{\"a\":{\"dtype\":\"F32\",\"shape\":[-1],\"data_offsets\":[0,0]}}", 0),
+            ATTN_EFORMAT);
+  CHECK_ERR(parse_json("{\"a\":{\"dtype\":\"F32\",\"shape\":[1.5],\"data_offsets\":[0,0]}}", 0),
+            ATTN_EFORMAT);
+  CHECK_ERR(parse_json("{\"a\":{\"dtype\":\"F32\",\"shape\":[2]}}", 8), ATTN_EFORMAT);
+  CHECK_ERR(parse_json("{\"a\":{\"dtype\":\"F32\",\"shape\":[1,1,1,1,1,1,1,1,1],"
+                       "\"data_offsets\":[0,4]}}",
+                       4),
+            ATTN_EFORMAT); /* rank 9 */
+  /* shape product overflows 64 bits */
+  CHECK_ERR(parse_json("{\"a\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296],"
+                       "\"data_offsets\":[0,0]}}",
+                       0),
+            ATTN_EFORMAT);
+  CHECK_ERR(parse_json("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],"
+                       "\"data_offsets\":[0,99999999999999999999999]}}",
+                       4),
+            ATTN_EFORMAT);
+  CHECK_ERR(parse_json("{\"a\\u0000b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}",
+                       4),
+            ATTN_EFORMAT);
+  /* nesting bomb: rejected by the depth limit, no stack overflow */
+  char deep[4100];
+  strcpy(deep, "{\"a\":");
+  for (int i = 0; i < 2000; i++) strcat(deep, "[");
+  CHECK_ERR(parse_json(deep, 0), ATTN_EFORMAT);
+  CHECK(strstr(attn_last_error(), "nesting") != NULL);
+
+  /* header length: too big for the file, too big absolutely, file shorter than 8 */
+  size_t len;
+  unsigned char *b = make_bytes(ok, "01234567", 8, &len);
+  attn_st *st = NULL;
+  b[0] = (unsigned char)(len - 8 + 1);
+  CHECK_ERR(attn_st_parse(b, len, &st), ATTN_EFORMAT);
+  b[0] = 0;
+  b[4] = 1; /* 2^32 */
+  CHECK_ERR(attn_st_parse(b, len, &st), ATTN_EFORMAT);
+  CHECK_ERR(attn_st_parse(b, 5, &st), ATTN_EFORMAT);
+  CHECK_ERR(attn_st_parse(b, 0, &st), ATTN_EFORMAT);
+  CHECK(st == NULL);
+  free(b);
+}
+
+static void test_rejects_truncated_files_on_disk(void) {
+  size_t len;
+  unsigned char *b = read_file("tests/golden/st_torch.safetensors", &len);
+  CHECK(b != NULL);
+  if (!b) return;
+  char path[128];
+  snprintf(path, sizeof path, "%s/trunc.safetensors", tmpdir);
+  size_t cuts[] = {0, 3, 8, 9, 100, len - 10, len - 1};
+  for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
+    write_file(path, b, cuts[i]);
+    attn_st *st = NULL;
+    CHECK_ERR(attn_st_load(path, &st), ATTN_EFORMAT);
+    CHECK(strstr(attn_last_error(), path) != NULL);
+    CHECK(st == NULL);
+  }
+  unlink(path);
+  attn_st *st = NULL;
+  CHECK_ERR(attn_st_load("tests/golden/does-not-exist.safetensors", &st), ATTN_EIO);
+  CHECK_ERR(attn_st_load(tmpdir, &st), ATTN_EIO); /* a directory */
+  free(b);
+}
+
+static void test_save_is_atomic(void) {
+  attn_st *st;
+  CHECK_OK(attn_st_new(&st));
+  float x[3] = {1, 2, 3};
+  int64_t s3[1] = {3};
+  CHECK_OK(attn_st_add_f32(st, "x", 1, s3, x));
+  char sub[128], path[160];
+  snprintf(sub, sizeof sub, "%s/atomic", tmpdir);
+  mkdir(sub, 0700);
+  snprintf(path, sizeof path, "%s/m.safetensors", sub);
+  CHECK_OK(attn_st_save(st, path));
+  CHECK_OK(attn_st_save(st, path)); /* overwrite */
+  CHECK(dir_entries(sub) == 1);     /* no tmp file left behind */
+
+  char bad[200];
+  snprintf(bad, sizeof bad, "%s/no/such/dir/m.safetensors", tmpdir);
+  CHECK_ERR(attn_st_save(st, bad), ATTN_EIO);
+  CHECK(strstr(attn_last_error(), "no/such/dir") != NULL);
+
+  /* rename onto a directory fails: tmp removed, the directory untouched */
+  char dpath[200];
+  snprintf(dpath, sizeof dpath, "%s/isdir", sub);
+  mkdir(dpath, 0700);
+  CHECK_ERR(attn_st_save(st, dpath), ATTN_EIO);
+  struct stat sb;
+  CHECK(stat(dpath, &sb) == 0 && S_ISDIR(sb.st_mode));
+  CHECK(dir_entries(sub) == 2);
+  rmdir(dpath);
+  unlink(path);
+  rmdir(sub);
+  attn_st_free(st);
+}
+
+/* Flips and truncates bytes of valid files many times: any status is fine as
+ * long as it is OK or EFORMAT, nothing crashes and (under ASan) nothing leaks. */
+static void test_fuzz_flips_and_truncations(void) {
+  size_t len;
+  unsigned char *orig = read_file("tests/golden/st_torch.safetensors", &len);
+  CHECK(orig != NULL);
+  if (!orig) return;
+  unsigned char *b = malloc(len);
+  unsigned s = 12345;
+  int n_ok = 0, n_bad = 0, n_other = 0;
+  for (int it = 0; it < 4000; it++) {
+    memcpy(b, orig, len);
+    size_t n = len;
+    s = s * 1664525u + 1013904223u;
+    int flips = 1 + (int)((s >> 24) % 4);
+    for (int k = 0; k < flips; k++) {
+      s = s * 1664525u + 1013904223u;
+      size_t at = (s >> 8) % len;
+      s = s * 1664525u + 1013904223u;
+      /* mostly inside the header where the parser works, sometimes the length */
+      if (it % 3 == 0) at = (s >> 8) % 16;
+      b[at] = (it % 2) ? (unsigned char)(s >> 16) : (unsigned char)(b[at] ^ (1u << ((s >> 4) & 7)));
+    }
+    if (it % 5 == 0) {
+      s = s * 1664525u + 1013904223u;
+      n = (s >> 8) % (len + 1);
+    }
+    attn_st *st = NULL;
+    attn_status r = attn_st_parse(b, n, &st);
+    if (r == ATTN_OK) {
+      n_ok++;
+      for (int i = 0; i < attn_st_count(st); i++) {
+        const attn_tensor *t = attn_st_get(st, attn_st_name(st, i));
+        if (!t || attn_tensor_nbytes(t) > len) n_other++;
+      }
+    } else if (r == ATTN_EFORMAT && attn_last_error()[0]) {
+      n_bad++;
+    } else {
+      n_other++;
+    }
+    attn_st_free(st);
+  }
+  printf("  fuzz: %d accepted, %d rejected\n", n_ok, n_bad);
+  CHECK(n_other == 0);
+  CHECK(n_bad > 1000 && n_ok > 10); /* both paths exercised */
+  free(b);
+  free(orig);
+}
+
+int main(void) {
+  make_tmpdir();
+  RUN(test_round_trip_every_dtype);
+  RUN(test_add_replaces_and_validates);
+  RUN(test_reads_file_written_by_torch);
+  RUN(test_rejects_malformed_files);
+  RUN(test_rejects_truncated_files_on_disk);
+  RUN(test_save_is_atomic);
+  RUN(test_fuzz_flips_and_truncations);
+  rmdir(tmpdir);
+  HARNESS_END();
+}
