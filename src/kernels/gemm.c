@@ -1,9 +1,243 @@
-/* GEMM dispatch. (Placeholder: forwards to the reference until the packed
- * AVX-512 path lands.) */
-#include "attn/kernels.h"
+/* GEMM: validation, path choice, and the BLIS-style packed driver shared by
+ * the AVX-512 and portable micro-kernels.
+ *
+ * C is cut into a grid of one chunk per thread (chunk edges on micro-tile
+ * boundaries). Within its chunk a thread loops
+ *   jc over columns by nc   (packed b~ [kc, nc] stays in this core's L2)
+ *   pc over K by kc         (same kc blocks whatever the thread count)
+ *   ic over rows by mc      (packed a~ [mc, kc])
+ *   ir by mr, jr by nr      (micro-kernel; a~ micro-panel stays in L1)
+ * Every element of C is computed by one thread, summing the same k blocks in
+ * the same order, so results do not depend on the number of threads. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/gemm_internal.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* a~ for rows [i0, i0+mc) and depth [p0, p0+kc): panels of mr rows, each
+ * stored k-major (a~[p*mr + r]); rows past mc are zero. */
+static void pack_a(int transa, const float *A, int64_t lda, int64_t i0, int64_t mc, int64_t p0,
+                   int64_t kc, int mr, float *dst) {
+  for (int64_t ir = 0; ir < mc; ir += mr, dst += (int64_t)mr * kc) {
+    int rows = (int)min64(mr, mc - ir);
+    if (rows < mr) memset(dst, 0, sizeof(float) * (size_t)(mr * kc));
+    if (transa) { /* A [K, M]: row p holds A(., p) contiguously */
+      for (int64_t p = 0; p < kc; p++) {
+        const float *src = A + (p0 + p) * lda + i0 + ir;
+        for (int r = 0; r < rows; r++) dst[p * mr + r] = src[r];
+      }
+    } else { /* A [M, K] */
+      for (int r = 0; r < rows; r++) {
+        const float *src = A + (i0 + ir + r) * lda + p0;
+        for (int64_t p = 0; p < kc; p++) dst[p * mr + r] = src[p];
+      }
+    }
+  }
+}
+
+/* b~ for depth [p0, p0+kc) and columns [j0, j0+nc): panels of nr columns,
+ * each stored k-major (b~[p*nr + c]); columns past nc are zero. */
+static void pack_b(int transb, const float *B, int64_t ldb, int64_t p0, int64_t kc, int64_t j0,
+                   int64_t nc, int nr, float *dst) {
+  for (int64_t jr = 0; jr < nc; jr += nr, dst += (int64_t)nr * kc) {
+    int cols = (int)min64(nr, nc - jr);
+    if (cols < nr) memset(dst, 0, sizeof(float) * (size_t)(nr * kc));
+    if (transb) { /* B [N, K]: row j holds B(., j) contiguously */
+      for (int c = 0; c < cols; c++) {
+        const float *src = B + (j0 + jr + c) * ldb + p0;
+        for (int64_t p = 0; p < kc; p++) dst[p * nr + c] = src[p];
+      }
+    } else { /* B [K, N] */
+      for (int64_t p = 0; p < kc; p++)
+        memcpy(dst + p * nr, B + (p0 + p) * ldb + j0 + jr, sizeof(float) * (size_t)cols);
+    }
+  }
+}
+
+typedef struct {
+  const attn_gemm_kernel_f32 *kr;
+  int transa, transb;
+  int64_t M, N, K, lda, ldb, ldc;
+  float alpha, beta;
+  const float *A, *B;
+  float *C;
+  int64_t kc;         /* depth of one k block (balanced: K split evenly) */
+  int64_t mc, nc;     /* packing block sizes actually used */
+  int tm, tn;         /* thread grid: tm row chunks x tn column chunks */
+  int64_t mp, np;     /* micro-panels along M and N */
+} gemm_plan;
+
+enum { TILE_MAX = 1024 }; /* mr * nr of any kernel */
+
+/* Rows [m0, m1) x columns [n0, n1) of C, with a~ / b~ buffers of this thread. */
+static void gemm_chunk(const gemm_plan *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
+                       float *abuf, float *bbuf) {
+  const attn_gemm_kernel_f32 *kr = g->kr;
+  const int mr = kr->mr, nr = kr->nr;
+  float tile[TILE_MAX] __attribute__((aligned(64)));
+  for (int64_t jc = n0; jc < n1; jc += g->nc) {
+    int64_t nc = min64(g->nc, n1 - jc);
+    for (int64_t pc = 0; pc < g->K; pc += g->kc) {
+      int64_t kc = min64(g->kc, g->K - pc);
+      float beta = pc == 0 ? g->beta : 1.0f; /* later k blocks accumulate */
+      pack_b(g->transb, g->B, g->ldb, pc, kc, jc, nc, nr, bbuf);
+      for (int64_t ic = m0; ic < m1; ic += g->mc) {
+        int64_t mc = min64(g->mc, m1 - ic);
+        pack_a(g->transa, g->A, g->lda, ic, mc, pc, kc, mr, abuf);
+        for (int64_t ir = 0; ir < mc; ir += mr) {
+          const float *ap = abuf + ir * kc;
+          int64_t rows = min64(mr, mc - ir);
+          for (int64_t jr = 0; jr < nc; jr += nr) {
+            const float *bp = bbuf + jr * kc;
+            int64_t cols = min64(nr, nc - jr);
+            float *c = g->C + (ic + ir) * g->ldc + jc + jr;
+            if (rows == mr && cols == nr) {
+              kr->ukr(kc, ap, bp, c, g->ldc, g->alpha, beta);
+              continue;
+            }
+            /* edge tile: full tile into tile[], then the valid part */
+            kr->ukr(kc, ap, bp, tile, nr, 1.0f, 0.0f);
+            for (int64_t r = 0; r < rows; r++) {
+              float *cr = c + r * g->ldc;
+              const float *tr = tile + r * nr;
+              if (beta == 0.0f)
+                for (int64_t j = 0; j < cols; j++) cr[j] = g->alpha * tr[j];
+              else
+                for (int64_t j = 0; j < cols; j++) cr[j] = g->alpha * tr[j] + beta * cr[j];
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+/* Chunk t of the thread grid as row/column ranges (on micro-tile edges). */
+static void chunk_range(const gemm_plan *g, int t, int64_t *m0, int64_t *m1, int64_t *n0,
+                        int64_t *n1) {
+  int ti = t / g->tn, tj = t % g->tn;
+  int64_t mr = g->kr->mr, nr = g->kr->nr;
+  *m0 = min64(g->M, ti * g->mp / g->tm * mr);
+  *m1 = min64(g->M, (ti + 1) * g->mp / g->tm * mr);
+  *n0 = min64(g->N, tj * g->np / g->tn * nr);
+  *n1 = min64(g->N, (tj + 1) * g->np / g->tn * nr);
+}
+
+/* Split nt threads into a tm x tn grid minimising the largest chunk. */
+static void choose_grid(gemm_plan *g, int nt) {
+  int64_t best = -1;
+  for (int tm = 1; tm <= nt; tm++) {
+    if (nt % tm) continue;
+    int tn = nt / tm;
+    if (tm > g->mp || tn > g->np) continue;
+    int64_t cost = ceil_div(g->mp, tm) * g->kr->mr * ceil_div(g->np, tn) * g->kr->nr;
+    /* ties: prefer splitting columns (each thread then packs its own b~) */
+    if (best < 0 || cost < best) {
+      best = cost;
+      g->tm = tm;
+      g->tn = tn;
+    }
+  }
+  if (best < 0) g->tm = g->tn = 1;
+}
+
+static attn_status gemm_packed(const attn_gemm_kernel_f32 *kr, int transa, int transb,
+                               int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                               int64_t lda, const float *B, int64_t ldb, float beta, float *C,
+                               int64_t ldc) {
+  gemm_plan g = {kr, transa, transb, M, N, K, lda, ldb, ldc, alpha, beta, A, B, C,
+                 0, 0, 0, 1, 1, ceil_div(M, kr->mr), ceil_div(N, kr->nr)};
+  g.kc = ceil_div(K, ceil_div(K, kr->kc));
+  /* Threads: at most one per 2^18 multiply-adds, and a grid that fits. */
+  int nt = attn_get_num_threads();
+  double work = (double)M * (double)N * (double)K;
+  if (work / 262144.0 < nt) nt = work < 2 * 262144.0 ? 1 : (int)(work / 262144.0);
+  while (nt > 1) {
+    choose_grid(&g, nt);
+    if (g.tm * g.tn == nt) break;
+    nt--;
+  }
+  if (nt <= 1) g.tm = g.tn = 1, nt = 1;
+  /* Buffers sized for the largest chunk, one pair per thread, 64-aligned. */
+  int64_t rows = ceil_div(g.mp, g.tm) * kr->mr, cols = ceil_div(g.np, g.tn) * kr->nr;
+  g.mc = min64(kr->mc, rows);
+  g.nc = min64(kr->nc, cols);
+  int64_t asize = (g.mc * g.kc + 15) / 16 * 16, bsize = (g.kc * g.nc + 15) / 16 * 16;
+  size_t per_thread = sizeof(float) * (size_t)(asize + bsize);
+  float *buf = aligned_alloc(64, per_thread * (size_t)nt);
+  if (!buf)
+    return attn_set_error(ATTN_ENOMEM, "gemm: cannot allocate %zu bytes of packing buffers",
+                          per_thread * (size_t)nt);
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nt) if (nt > 1)
+#endif
+  {
+    int t = 0, T = 1;
+#ifdef _OPENMP
+    t = omp_get_thread_num();
+    T = omp_get_num_threads();
+#endif
+    float *abuf = buf + (size_t)t * (size_t)(asize + bsize), *bbuf = abuf + asize;
+    /* fewer threads than planned (nested region): each takes several chunks */
+    for (int c = t; c < nt; c += T) {
+      int64_t m0, m1, n0, n1;
+      chunk_range(&g, c, &m0, &m1, &n0, &n1);
+      if (m0 < m1 && n0 < n1) gemm_chunk(&g, m0, m1, n0, n1, abuf, bbuf);
+    }
+  }
+  free(buf);
+  return ATTN_OK;
+}
+
+attn_status attn_gemm_f32_path(attn_gemm_path path, int transa, int transb, int64_t M,
+                               int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                               const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
+  if (M < 0 || N < 0 || K < 0)
+    return attn_set_error(ATTN_EINVAL, "gemm: negative size M=%lld N=%lld K=%lld",
+                          (long long)M, (long long)N, (long long)K);
+  if (M == 0 || N == 0) return ATTN_OK;
+  if (!C) return attn_set_error(ATTN_EINVAL, "gemm: C is NULL");
+  if (K > 0 && !A) return attn_set_error(ATTN_EINVAL, "gemm: A is NULL");
+  if (K > 0 && !B) return attn_set_error(ATTN_EINVAL, "gemm: B is NULL");
+  /* leading dims: at least the width of a stored row */
+  int64_t wa = transa ? M : K, wb = transb ? K : N;
+  if (K > 0 && lda < wa)
+    return attn_set_error(ATTN_EINVAL, "gemm: lda=%lld < %lld (row width of A%s)",
+                          (long long)lda, (long long)wa, transa ? ", stored K x M" : "");
+  if (K > 0 && ldb < wb)
+    return attn_set_error(ATTN_EINVAL, "gemm: ldb=%lld < %lld (row width of B%s)",
+                          (long long)ldb, (long long)wb, transb ? ", stored N x K" : "");
+  if (ldc < N)
+    return attn_set_error(ATTN_EINVAL, "gemm: ldc=%lld < N=%lld", (long long)ldc, (long long)N);
+  const attn_gemm_kernel_f32 *avx = attn_gemm_kernel_avx512_f32();
+  int have_avx = avx && attn_cpu()->avx512f;
+  if (path == ATTN_GEMM_AVX512 && !have_avx)
+    return attn_set_error(ATTN_EUNSUPPORTED, "gemm: AVX-512 path not available on this CPU");
+  if (path == ATTN_GEMM_AUTO) {
+    double work = (double)M * (double)N * (double)K;
+    if (K == 0 || M == 1 || work < ATTN_GEMM_SMALL_WORK)
+      path = ATTN_GEMM_SMALL;
+    else
+      path = have_avx ? ATTN_GEMM_AVX512 : ATTN_GEMM_GENERIC;
+  }
+  if (path == ATTN_GEMM_SMALL || K == 0) {
+    attn_gemm_small_f32(transa, transb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    return ATTN_OK;
+  }
+  const attn_gemm_kernel_f32 *kr = path == ATTN_GEMM_AVX512 ? avx : attn_gemm_kernel_generic_f32();
+  return gemm_packed(kr, transa, transb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
 
 attn_status attn_gemm_f32(int transa, int transb, int64_t M, int64_t N, int64_t K, float alpha,
                           const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
                           float *C, int64_t ldc) {
-  return attn_gemm_f32_ref(transa, transb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  return attn_gemm_f32_path(ATTN_GEMM_AUTO, transa, transb, M, N, K, alpha, A, lda, B, ldb, beta,
+                            C, ldc);
 }

@@ -1,0 +1,72 @@
+/* Portable GEMM pieces: the C micro-kernel the packed driver uses when the
+ * CPU has no AVX-512 (or ATTN_CPU=generic), and the unpacked small path. */
+#include "kernels/gemm_internal.h"
+
+enum { GEN_MR = 4, GEN_NR = 16 };
+
+/* c[4, 16] = alpha * a~[kc, 4] · b~[kc, 16] + beta * c. The accumulator
+ * block is small enough for the compiler to keep in vector registers. */
+static void ukr_generic_4x16(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
+                             float alpha, float beta) {
+  float acc[GEN_MR][GEN_NR] = {{0}};
+  for (int64_t p = 0; p < kc; p++) {
+    for (int i = 0; i < GEN_MR; i++) {
+      float ai = a[i];
+      for (int j = 0; j < GEN_NR; j++) acc[i][j] += ai * b[j];
+    }
+    a += GEN_MR;
+    b += GEN_NR;
+  }
+  for (int i = 0; i < GEN_MR; i++) {
+    float *ci = c + i * ldc;
+    if (beta == 0.0f)
+      for (int j = 0; j < GEN_NR; j++) ci[j] = alpha * acc[i][j];
+    else
+      for (int j = 0; j < GEN_NR; j++) ci[j] = alpha * acc[i][j] + beta * ci[j];
+  }
+}
+
+static const attn_gemm_kernel_f32 generic_kernel = {
+    .name = "generic 4x16",
+    .mr = GEN_MR,
+    .nr = GEN_NR,
+    .mc = 128,
+    .kc = 256,
+    .nc = 512,
+    .ukr = ukr_generic_4x16,
+};
+
+const attn_gemm_kernel_f32 *attn_gemm_kernel_generic_f32(void) { return &generic_kernel; }
+
+/* Small path: no packing, one f32 accumulator per element summed in order
+ * p = 0..K-1 and the same alpha/beta expression as the reference, so the
+ * result is bit-identical to attn_gemm_f32_ref. Columns go in chunks so the
+ * inner loop runs over contiguous accumulators. */
+enum { SMALL_CHUNK = 64 };
+
+void attn_gemm_small_f32(int transa, int transb, int64_t M, int64_t N, int64_t K, float alpha,
+                         const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                         float *C, int64_t ldc) {
+  float acc[SMALL_CHUNK];
+  for (int64_t i = 0; i < M; i++) {
+    for (int64_t j0 = 0; j0 < N; j0 += SMALL_CHUNK) {
+      int64_t nj = N - j0 < SMALL_CHUNK ? N - j0 : SMALL_CHUNK;
+      for (int64_t j = 0; j < nj; j++) acc[j] = 0.0f;
+      for (int64_t p = 0; p < K; p++) {
+        float a = transa ? A[p * lda + i] : A[i * lda + p];
+        if (transb) {
+          const float *bp = B + j0 * ldb + p; /* column p of B [N, K] */
+          for (int64_t j = 0; j < nj; j++) acc[j] += a * bp[j * ldb];
+        } else {
+          const float *bp = B + p * ldb + j0; /* row p of B [K, N] */
+          for (int64_t j = 0; j < nj; j++) acc[j] += a * bp[j];
+        }
+      }
+      float *c = C + i * ldc + j0;
+      if (beta == 0.0f)
+        for (int64_t j = 0; j < nj; j++) c[j] = alpha * acc[j];
+      else
+        for (int64_t j = 0; j < nj; j++) c[j] = alpha * acc[j] + beta * c[j];
+    }
+  }
+}

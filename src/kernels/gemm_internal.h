@@ -1,0 +1,55 @@
+/* Internal to the GEMM paths (driver and packing in gemm.c, portable
+ * micro-kernel and small path in gemm_generic.c, AVX-512 micro-kernel in
+ * gemm_avx512.c). Not part of the public API; tests and benches use it to
+ * run one path explicitly. */
+#ifndef ATTN_GEMM_INTERNAL_H
+#define ATTN_GEMM_INTERNAL_H
+
+#include <stdint.h>
+
+#include "attn/kernels.h"
+
+/* Micro-kernel: c[mr, nr] (row stride ldc) = alpha * a~ · b~ + beta * c over
+ * kc steps, where a~ [kc, mr] and b~ [kc, nr] are packed panels (k-major).
+ * beta == 0 means c is write-only. Always computes the full mr x nr tile. */
+typedef void (*attn_gemm_ukr_f32)(int64_t kc, const float *a, const float *b, float *c,
+                                  int64_t ldc, float alpha, float beta);
+
+/* A micro-kernel and the cache blocking it was tuned with.
+ * mc: rows of A packed at once (multiple of mr); kc: depth of one block;
+ * nc: columns of B packed at once, sized for L2 (multiple of nr). */
+typedef struct {
+  const char *name;
+  int mr, nr;
+  int64_t mc, kc, nc;
+  attn_gemm_ukr_f32 ukr;
+} attn_gemm_kernel_f32;
+
+/* NULL where the build has no AVX-512 code (not x86-64). The caller checks
+ * attn_cpu()->avx512f before using it. */
+const attn_gemm_kernel_f32 *attn_gemm_kernel_avx512_f32(void);
+const attn_gemm_kernel_f32 *attn_gemm_kernel_generic_f32(void);
+
+/* Which path attn_gemm_f32_path runs. AUTO is what attn_gemm_f32 does:
+ * SMALL below a size threshold, else AVX512 when the CPU has it, else
+ * GENERIC. Forcing AVX512 on a CPU without it gives ATTN_EUNSUPPORTED. */
+typedef enum {
+  ATTN_GEMM_AUTO = 0,
+  ATTN_GEMM_SMALL,   /* no packing; same k-order and rounding as the reference */
+  ATTN_GEMM_GENERIC, /* packed, portable C micro-kernel */
+  ATTN_GEMM_AVX512   /* packed, AVX-512 micro-kernel */
+} attn_gemm_path;
+
+/* M*N*K below this goes through the small path under AUTO. */
+#define ATTN_GEMM_SMALL_WORK 32768
+
+attn_status attn_gemm_f32_path(attn_gemm_path path, int transa, int transb, int64_t M,
+                               int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                               const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+
+/* The small path (gemm_generic.c), arguments already validated, M,N,K > 0. */
+void attn_gemm_small_f32(int transa, int transb, int64_t M, int64_t N, int64_t K, float alpha,
+                         const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                         float *C, int64_t ldc);
+
+#endif
