@@ -42,6 +42,11 @@ attn_status attn_softmax_f32(const float *x, float *y, int64_t rows, int64_t n);
 /* dx = y * (dy - sum(dy*y)) ; y is the softmax output */
 attn_status attn_softmax_backward_f32(const float *y, const float *dy, float *dx, int64_t rows,
                                       int64_t n);
+/* log-softmax, y = x - logsumexp(x) (a row of all -inf gives -inf, zero grad);
+ * dx = dy - exp(y) * sum(dy) ; y is the log-softmax output */
+attn_status attn_log_softmax_f32(const float *x, float *y, int64_t rows, int64_t n);
+attn_status attn_log_softmax_backward_f32(const float *y, const float *dy, float *dx,
+                                          int64_t rows, int64_t n);
 
 /* ---- LayerNorm over the last dim: x,y [rows, n]; weight,bias [n] or NULL ---
  * Saves mean[rows] and rstd[rows] (1/sqrt(var+eps), biased var) for backward. */

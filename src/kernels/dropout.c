@@ -1,0 +1,47 @@
+/* Dropout with the Philox counter RNG (rng.c): element i is kept iff
+ * attn_rng_uniform(seed, offset + i) >= p; kept values are scaled by 1/(1-p).
+ * Each element's draw depends only on (seed, offset + i), so the mask is the
+ * same for any thread count, and consecutive calls with offset advanced by n
+ * draw fresh numbers. */
+#include <math.h>
+
+#include "attn/kernels.h"
+
+#define PAR_MIN_ELEMS 16384
+
+static attn_status check_p(const char *op, float p) {
+  if (!(p >= 0.0f && p < 1.0f))
+    return attn_set_error(ATTN_EINVAL, "%s: p must be in [0, 1), got %g", op, (double)p);
+  return ATTN_OK;
+}
+
+attn_status attn_dropout_f32(const float *x, float *y, uint8_t *mask, int64_t n, float p,
+                             uint64_t seed, uint64_t offset) {
+  if (n < 0) return attn_set_error(ATTN_EINVAL, "dropout: negative size n=%lld", (long long)n);
+  attn_status st = check_p("dropout", p);
+  if (st != ATTN_OK) return st;
+  if (n > 0 && (!x || !y)) return attn_set_error(ATTN_EINVAL, "dropout: x or y is NULL");
+  float scale = 1.0f / (1.0f - p);
+#pragma omp parallel for num_threads(attn_get_num_threads()) if (n >= PAR_MIN_ELEMS)
+  for (int64_t i = 0; i < n; i++) {
+    int keep = attn_rng_uniform(seed, offset + (uint64_t)i) >= p;
+    y[i] = keep ? x[i] * scale : 0.0f;
+    if (mask) mask[i] = (uint8_t)keep;
+  }
+  return ATTN_OK;
+}
+
+attn_status attn_dropout_backward_f32(const float *dy, const uint8_t *mask, float *dx, int64_t n,
+                                      float p) {
+  if (n < 0)
+    return attn_set_error(ATTN_EINVAL, "dropout_backward: negative size n=%lld", (long long)n);
+  attn_status st = check_p("dropout_backward", p);
+  if (st != ATTN_OK) return st;
+  if (n > 0 && (!dy || !mask || !dx))
+    return attn_set_error(ATTN_EINVAL, "dropout_backward: NULL %s",
+                          !dy ? "dy" : !mask ? "mask" : "dx");
+  float scale = 1.0f / (1.0f - p);
+#pragma omp parallel for simd num_threads(attn_get_num_threads()) if (n >= PAR_MIN_ELEMS)
+  for (int64_t i = 0; i < n; i++) dx[i] = mask[i] ? dy[i] * scale : 0.0f;
+  return ATTN_OK;
+}

@@ -1,0 +1,126 @@
+/* LayerNorm over the last dim, f32, forward and backward.
+ * x, y, dy, dx [rows, n]; weight, bias, dweight, dbias [n]; mean, rstd [rows].
+ * Two-pass mean and biased variance (as torch), summed in double. Rows are
+ * split over threads for y and dx; dweight/dbias are summed over rows by
+ * column blocks, each block owned by one thread and summed in row order, so
+ * every result is the same for any thread count. */
+#include <math.h>
+
+#include "attn/kernels.h"
+
+#define PAR_MIN_ELEMS 32768
+#define COL_BLOCK 64 /* columns of dweight/dbias one thread owns at a time */
+
+static attn_status check_sizes(const char *op, int64_t rows, int64_t n) {
+  if (rows < 0 || n < 0)
+    return attn_set_error(ATTN_EINVAL, "%s: negative size rows=%lld n=%lld", op,
+                          (long long)rows, (long long)n);
+  return ATTN_OK;
+}
+
+// x, y [n]; writes *mean_out, *rstd_out
+static void layernorm_row(const float *x, const float *w, const float *b, float *y, float eps,
+                          int64_t n, float *mean_out, float *rstd_out) {
+  /* f32 data, double accumulators: a row with a large common offset (|x| ~
+   * 1e3, spread ~ 1) would lose ~1e-4 of its mean in an f32 sum. */
+  double s = 0.0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t j = 0; j < n; j++) s += x[j];
+  float mean = n > 0 ? (float)(s / (double)n) : 0.0f;
+  double ss = 0.0;
+#pragma omp simd reduction(+ : ss)
+  for (int64_t j = 0; j < n; j++) {
+    double d = (double)x[j] - (double)mean;
+    ss += d * d;
+  }
+  float var = n > 0 ? (float)(ss / (double)n) : 0.0f;
+  float rstd = 1.0f / sqrtf(var + eps);
+  if (w && b) {
+#pragma omp simd
+    for (int64_t j = 0; j < n; j++) y[j] = (x[j] - mean) * rstd * w[j] + b[j];
+  } else if (w) {
+#pragma omp simd
+    for (int64_t j = 0; j < n; j++) y[j] = (x[j] - mean) * rstd * w[j];
+  } else if (b) {
+#pragma omp simd
+    for (int64_t j = 0; j < n; j++) y[j] = (x[j] - mean) * rstd + b[j];
+  } else {
+#pragma omp simd
+    for (int64_t j = 0; j < n; j++) y[j] = (x[j] - mean) * rstd;
+  }
+  *mean_out = mean;
+  *rstd_out = rstd;
+}
+
+attn_status attn_layernorm_f32(const float *x, const float *weight, const float *bias, float *y,
+                               float *mean, float *rstd, int64_t rows, int64_t n, float eps) {
+  attn_status st = check_sizes("layernorm", rows, n);
+  if (st != ATTN_OK) return st;
+  if (!(eps >= 0.0f) || isinf(eps))
+    return attn_set_error(ATTN_EINVAL, "layernorm: eps must be finite and >= 0, got %g",
+                          (double)eps);
+  if (rows == 0) return ATTN_OK;
+  if (n > 0 && (!x || !y)) return attn_set_error(ATTN_EINVAL, "layernorm: x or y is NULL");
+#pragma omp parallel for num_threads(attn_get_num_threads()) if (rows * n >= PAR_MIN_ELEMS && rows > 1)
+  for (int64_t r = 0; r < rows; r++) {
+    float m, rs;
+    layernorm_row(x + r * n, weight, bias, y + r * n, eps, n, &m, &rs);
+    if (mean) mean[r] = m;
+    if (rstd) rstd[r] = rs;
+  }
+  return ATTN_OK;
+}
+
+// dx [n] of one row: dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * w
+static void layernorm_backward_row(const float *x, const float *w, float mean, float rstd,
+                                   const float *dy, float *dx, int64_t n) {
+  float sg = 0.0f, sgx = 0.0f;
+#pragma omp simd reduction(+ : sg, sgx)
+  for (int64_t j = 0; j < n; j++) {
+    float g = w ? dy[j] * w[j] : dy[j];
+    sg += g;
+    sgx += g * (x[j] - mean) * rstd;
+  }
+  float a = sg / (float)n, c = sgx / (float)n;
+#pragma omp simd
+  for (int64_t j = 0; j < n; j++) {
+    float g = w ? dy[j] * w[j] : dy[j];
+    dx[j] = rstd * (g - a - (x[j] - mean) * rstd * c);
+  }
+}
+
+attn_status attn_layernorm_backward_f32(const float *x, const float *weight, const float *mean,
+                                        const float *rstd, const float *dy, float *dx,
+                                        float *dweight, float *dbias, int64_t rows, int64_t n) {
+  attn_status st = check_sizes("layernorm_backward", rows, n);
+  if (st != ATTN_OK) return st;
+  if (rows == 0 || n == 0) return ATTN_OK;
+  if (!x || !mean || !rstd || !dy || !dx)
+    return attn_set_error(ATTN_EINVAL, "layernorm_backward: NULL %s",
+                          !x ? "x" : !mean ? "mean" : !rstd ? "rstd" : !dy ? "dy" : "dx");
+  int par = rows * n >= PAR_MIN_ELEMS;
+#pragma omp parallel for num_threads(attn_get_num_threads()) if (par && rows > 1)
+  for (int64_t r = 0; r < rows; r++)
+    layernorm_backward_row(x + r * n, weight, mean[r], rstd[r], dy + r * n, dx + r * n, n);
+  if (!dweight && !dbias) return ATTN_OK;
+  int64_t nblocks = (n + COL_BLOCK - 1) / COL_BLOCK;
+#pragma omp parallel for num_threads(attn_get_num_threads()) if (par && nblocks > 1)
+  for (int64_t blk = 0; blk < nblocks; blk++) {
+    int64_t j0 = blk * COL_BLOCK, nj = n - j0 < COL_BLOCK ? n - j0 : COL_BLOCK;
+    float gw[COL_BLOCK] = {0}, gb[COL_BLOCK] = {0};
+    for (int64_t r = 0; r < rows; r++) {
+      const float *xr = x + r * n + j0, *dyr = dy + r * n + j0;
+      float m = mean[r], rs = rstd[r];
+#pragma omp simd
+      for (int64_t j = 0; j < nj; j++) {
+        gw[j] += dyr[j] * (xr[j] - m) * rs;
+        gb[j] += dyr[j];
+      }
+    }
+    for (int64_t j = 0; j < nj; j++) {
+      if (dweight) dweight[j0 + j] += gw[j];
+      if (dbias) dbias[j0 + j] += gb[j];
+    }
+  }
+  return ATTN_OK;
+}
