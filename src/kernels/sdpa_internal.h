@@ -23,4 +23,43 @@ attn_status attn_sdpa_backward_flash(const attn_sdpa_desc *d, const float *q, co
                                      const float *v, const float *out, const float *lse,
                                      const float *dout, float *dq, float *dk, float *dv);
 
+/* ---- the masking rule, shared by every backend ---------------------------
+ * Keys j in [lo, hi) may be allowed for query i of batch b by causal, window
+ * and key_lens; keys outside are never allowed. lo >= hi means none. */
+static inline void attn_sdpa_key_range(const attn_sdpa_desc *d, int64_t b, int64_t i,
+                                       int64_t *lo, int64_t *hi) {
+  int64_t l = 0, h = d->Lk;
+  if (d->key_lens && d->key_lens[b] < h) h = d->key_lens[b];
+  if (d->causal && i + 1 < h) h = i + 1;
+  if (d->window_right >= 0 && d->window_right < h - i - 1) h = i + d->window_right + 1;
+  if (d->window_left >= 0 && i - d->window_left > l) l = i - d->window_left;
+  *lo = l;
+  *hi = h;
+}
+
+/* The bool mask entry for (b, h, i, j): 1 where it allows (or is absent). */
+static inline int attn_sdpa_bool_allows(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t i,
+                                        int64_t j) {
+  if (!d->bool_mask) return 1;
+  const int64_t *s = d->bool_mask_stride;
+  return d->bool_mask[b * s[0] + h * s[1] + i * s[2] + j * s[3]] != 0;
+}
+
+/* The additive mask entry for (b, h, i, j), 0 if absent. -inf disallows. */
+static inline float attn_sdpa_add_mask_at(const attn_sdpa_desc *d, int64_t b, int64_t h,
+                                          int64_t i, int64_t j) {
+  if (!d->add_mask) return 0.0f;
+  const int64_t *s = d->add_mask_stride;
+  return d->add_mask[b * s[0] + h * s[1] + i * s[2] + j * s[3]];
+}
+
+/* Is key j allowed for query i of (batch b, query head h)? Everything except
+ * an additive -inf (the caller checks the final logit for that). */
+static inline int attn_sdpa_key_allowed(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t i,
+                                        int64_t j) {
+  int64_t lo, hi;
+  attn_sdpa_key_range(d, b, i, &lo, &hi);
+  return j >= lo && j < hi && attn_sdpa_bool_allows(d, b, h, i, j);
+}
+
 #endif

@@ -1,0 +1,217 @@
+/* The reference ("math") SDPA, the one every fast path is tested against.
+ *
+ * Forward, per (batch b, query head h), with g = h / (Hq/Hkv) its K/V head:
+ *   S [Lq, Lk] = scale * Q Kᵀ                      (attn_gemm_f32)
+ *   P = softmax over the allowed keys of each row of S + add_mask
+ *       (max-subtracted; exp and the row sum in double, P stored as f32)
+ *   out [Lq, Dv] = P V                             (attn_gemm_f32)
+ *   lse_i = m_i + log(sum_j exp(s_ij - m_i))       (-inf when no key allowed)
+ * Backward, per (batch b, K/V head g), over its query heads in order (so the
+ * sums into dk/dv never depend on the thread count):
+ *   P = exp(S + add_mask - lse)   dv (+)= Pᵀ dout   dP = dout Vᵀ
+ *   D_i = rowsum(dout * out)      dS = P * (dP - D_i)   (0 where P = 0)
+ *   dq = scale * dS K             dk (+)= scale * dSᵀ Q
+ * A row with no allowed key gets out 0, lse -inf and zero gradient; NaN in
+ * q/k/v/masks/dout is not an error and propagates to the rows it touches.
+ * Scratch: one [Lq, Lk] (forward) or two (backward) f32 buffers per thread,
+ * allocated once per call. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attn/kernels.h"
+#include "kernels/sdpa_internal.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+static int thread_id(void) { return omp_get_thread_num(); }
+#else
+static int thread_id(void) { return 0; }
+#endif
+
+/* GEMM leading dimension of a [rows, cols] view whose row stride is `stride`
+ * (any value is fine for a single row; the GEMM wants >= cols). */
+static int64_t ld_of(int64_t stride, int64_t rows, int64_t cols) {
+  return rows > 1 ? stride : cols;
+}
+
+/* x [rows, cols] with row stride ld := 0 */
+static void zero_rows(float *x, int64_t rows, int64_t ld, int64_t cols) {
+  for (int64_t i = 0; i < rows; i++) memset(x + i * ld, 0, (size_t)cols * sizeof(float));
+}
+
+/* Threads for `tasks` independent tasks, and their scratch of `per` floats each. */
+static attn_status scratch_alloc(int64_t tasks, int64_t per, int *nt, float **buf) {
+  int n = attn_get_num_threads();
+  if (n < 1) n = 1;
+  if (n > tasks) n = (int)(tasks > 0 ? tasks : 1);
+  *nt = n;
+  *buf = NULL;
+  size_t bytes;
+  if (__builtin_mul_overflow((size_t)n, (size_t)per, &bytes) ||
+      __builtin_mul_overflow(bytes, sizeof(float), &bytes))
+    return attn_set_error(ATTN_ENOMEM, "sdpa: scratch of %d x %lld floats is too large", n,
+                          (long long)per);
+  if (bytes == 0) return ATTN_OK;
+  *buf = malloc(bytes);
+  if (!*buf)
+    return attn_set_error(ATTN_ENOMEM, "sdpa: cannot allocate %zu bytes of scratch", bytes);
+  return ATTN_OK;
+}
+
+/* Row i of (b, h): s [Lk] holds scale*q·k on entry, the probabilities on
+ * exit (0 for keys not allowed). Returns the log-sum-exp, -inf (and an all
+ * zero row) when no key is allowed. */
+static float softmax_row(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t i, float *s) {
+  int64_t lo, hi, allowed = 0;
+  attn_sdpa_key_range(d, b, i, &lo, &hi);
+  float m = -INFINITY;
+  for (int64_t j = 0; j < d->Lk; j++) {
+    float x = -INFINITY;
+    if (j >= lo && j < hi && attn_sdpa_bool_allows(d, b, h, i, j))
+      x = s[j] + attn_sdpa_add_mask_at(d, b, h, i, j);
+    if (x != -INFINITY) {
+      allowed++;
+      if (x > m) m = x; /* NaN never wins here but still poisons the sum */
+    }
+    s[j] = x;
+  }
+  if (allowed == 0) {
+    memset(s, 0, (size_t)d->Lk * sizeof(float));
+    return -INFINITY;
+  }
+  double sum = 0.0;
+  for (int64_t j = 0; j < d->Lk; j++)
+    if (s[j] != -INFINITY) sum += exp((double)s[j] - m);
+  for (int64_t j = 0; j < d->Lk; j++)
+    s[j] = s[j] == -INFINITY ? 0.0f : (float)(exp((double)s[j] - m) / sum);
+  return (float)((double)m + log(sum));
+}
+
+/* Row i of (b, h) in the backward: s [Lk] holds scale*q·k on entry and
+ * P = exp(logit - lse) on exit (0 for keys not allowed). */
+static void probs_row(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t i, float lse,
+                      float *s) {
+  int64_t lo, hi;
+  attn_sdpa_key_range(d, b, i, &lo, &hi);
+  for (int64_t j = 0; j < d->Lk; j++) {
+    float p = 0.0f;
+    if (lse != -INFINITY && j >= lo && j < hi && attn_sdpa_bool_allows(d, b, h, i, j)) {
+      float x = s[j] + attn_sdpa_add_mask_at(d, b, h, i, j);
+      if (x != -INFINITY) p = (float)exp((double)x - lse);
+    }
+    s[j] = p;
+  }
+}
+
+attn_status attn_sdpa_forward_math(const attn_sdpa_desc *d, const float *q, const float *k,
+                                   const float *v, float *out, float *lse, float *probs) {
+  attn_sdpa_resolved r;
+  attn_status st = attn_sdpa_validate(d, q, k, v, &r);
+  if (st) return st;
+  const int64_t B = d->B, Hq = d->Hq, Lq = d->Lq, Lk = d->Lk, D = d->D, Dv = d->Dv;
+  if (Lq == 0) return ATTN_OK;
+  if (!out || !lse) return attn_set_error(ATTN_EINVAL, "sdpa: %s is NULL", !out ? "out" : "lse");
+  const int64_t nsc = Lq * Lk, tasks = B * Hq; /* tasks: (b, h) pairs */
+  int64_t nprobs;
+  if (probs && __builtin_mul_overflow(tasks, nsc, &nprobs))
+    return attn_set_error(ATTN_EINVAL, "sdpa: probs [B,Hq,Lq,Lk] is too large");
+  int nt;
+  float *scratch;
+  if ((st = scratch_alloc(tasks, probs ? 0 : nsc, &nt, &scratch))) return st;
+
+  const int64_t ldq = ld_of(r.q[2], Lq, D), ldk = ld_of(r.k[2], Lk, D);
+  const int64_t ldv = ld_of(r.v[2], Lk, Dv), ldo = ld_of(r.o[2], Lq, Dv);
+  int bad = ATTN_OK; /* worst GEMM status; the GEMMs only fail on bad arguments */
+#pragma omp parallel for num_threads(nt) schedule(static) reduction(max : bad)
+  for (int64_t t = 0; t < tasks; t++) {
+    const int64_t b = t / Hq, h = t % Hq, g = h / r.group;
+    const float *Q = q + b * r.q[0] + h * r.q[1]; /* [Lq, D] */
+    const float *K = k + b * r.k[0] + g * r.k[1]; /* [Lk, D] */
+    const float *V = v + b * r.v[0] + g * r.v[1]; /* [Lk, Dv] */
+    float *O = out + b * r.o[0] + h * r.o[1];     /* [Lq, Dv] */
+    float *L = lse + t * Lq;                      /* [Lq] */
+    float *S = probs ? probs + t * nsc : scratch + (int64_t)thread_id() * nsc; /* [Lq, Lk] */
+    int s1 = ATTN_OK, s2 = ATTN_OK;
+    if (Lk > 0) s1 = attn_gemm_f32(0, 1, Lq, Lk, D, r.scale, Q, ldq, K, ldk, 0.0f, S, Lk);
+    for (int64_t i = 0; i < Lq; i++) L[i] = softmax_row(d, b, h, i, S + i * Lk);
+    if (Lk > 0) s2 = attn_gemm_f32(0, 0, Lq, Dv, Lk, 1.0f, S, Lk, V, ldv, 0.0f, O, ldo);
+    for (int64_t i = 0; i < Lq; i++) /* exact zeros even if V holds inf/NaN */
+      if (L[i] == -INFINITY) memset(O + i * r.o[2], 0, (size_t)Dv * sizeof(float));
+    if (s1 > bad) bad = s1;
+    if (s2 > bad) bad = s2;
+  }
+  free(scratch);
+  if (bad) return attn_set_error((attn_status)bad, "sdpa: math forward: GEMM failed");
+  return ATTN_OK;
+}
+
+attn_status attn_sdpa_backward_math(const attn_sdpa_desc *d, const float *q, const float *k,
+                                    const float *v, const float *out, const float *lse,
+                                    const float *dout, float *dq, float *dk, float *dv) {
+  attn_sdpa_resolved r;
+  attn_status st = attn_sdpa_validate(d, q, k, v, &r);
+  if (st) return st;
+  const int64_t B = d->B, Hq = d->Hq, Hkv = d->Hkv, Lq = d->Lq, Lk = d->Lk, D = d->D,
+                Dv = d->Dv;
+  if (Lq > 0 && (!out || !lse || !dout || !dq))
+    return attn_set_error(ATTN_EINVAL, "sdpa backward: %s is NULL",
+                          !out ? "out" : !lse ? "lse" : !dout ? "dout" : "dq");
+  if (Lk > 0 && (!dk || !dv))
+    return attn_set_error(ATTN_EINVAL, "sdpa backward: %s is NULL", !dk ? "dk" : "dv");
+  const int64_t nsc = Lq * Lk, tasks = B * Hkv; /* tasks: (b, g) pairs */
+  int nt;
+  float *scratch;
+  if ((st = scratch_alloc(tasks, 2 * nsc, &nt, &scratch))) return st;
+
+  const int64_t ldq = ld_of(r.q[2], Lq, D), ldk = ld_of(r.k[2], Lk, D);
+  const int64_t ldv = ld_of(r.v[2], Lk, Dv), ldo = ld_of(r.o[2], Lq, Dv);
+  int bad = ATTN_OK;
+#pragma omp parallel for num_threads(nt) schedule(static) reduction(max : bad)
+  for (int64_t t = 0; t < tasks; t++) {
+    const int64_t b = t / Hkv, g = t % Hkv;
+    const float *K = k + b * r.k[0] + g * r.k[1]; /* [Lk, D] */
+    const float *V = v + b * r.v[0] + g * r.v[1]; /* [Lk, Dv] */
+    float *dK = dk ? dk + b * r.k[0] + g * r.k[1] : NULL;
+    float *dV = dv ? dv + b * r.v[0] + g * r.v[1] : NULL;
+    float *P = scratch + (int64_t)thread_id() * 2 * nsc; /* [Lq, Lk] */
+    float *dS = P + nsc;                                  /* [Lq, Lk]: dP, then dS */
+    if (Lq == 0) { /* no query reads this head: its gradients are 0 */
+      zero_rows(dK, Lk, r.k[2], D);
+      zero_rows(dV, Lk, r.v[2], Dv);
+    }
+    for (int64_t hh = 0; hh < r.group && Lq > 0; hh++) {
+      const int64_t h = g * r.group + hh;
+      const float *Q = q + b * r.q[0] + h * r.q[1];     /* [Lq, D] */
+      const float *O = out + b * r.o[0] + h * r.o[1];   /* [Lq, Dv] */
+      const float *dO = dout + b * r.o[0] + h * r.o[1]; /* [Lq, Dv] */
+      const float *L = lse + (b * Hq + h) * Lq;         /* [Lq] */
+      float *dQ = dq + b * r.q[0] + h * r.q[1];         /* [Lq, D] */
+      const float beta = hh == 0 ? 0.0f : 1.0f;         /* first head overwrites dk, dv */
+      if (Lk == 0) {
+        zero_rows(dQ, Lq, r.q[2], D);
+        continue;
+      }
+      int s[5] = {0};
+      s[0] = attn_gemm_f32(0, 1, Lq, Lk, D, r.scale, Q, ldq, K, ldk, 0.0f, P, Lk);
+      for (int64_t i = 0; i < Lq; i++) probs_row(d, b, h, i, L[i], P + i * Lk);
+      s[1] = attn_gemm_f32(1, 0, Lk, Dv, Lq, 1.0f, P, Lk, dO, ldo, beta, dV, ldv);
+      s[2] = attn_gemm_f32(0, 1, Lq, Lk, Dv, 1.0f, dO, ldo, V, ldv, 0.0f, dS, Lk);
+      for (int64_t i = 0; i < Lq; i++) {
+        const float *oi = O + i * r.o[2], *doi = dO + i * r.o[2];
+        double Di = 0.0; /* rowsum(dout * out) */
+        for (int64_t c = 0; c < Dv; c++) Di += (double)doi[c] * oi[c];
+        float *pi = P + i * Lk, *si = dS + i * Lk;
+        for (int64_t j = 0; j < Lk; j++)
+          si[j] = pi[j] == 0.0f ? 0.0f : (float)(pi[j] * ((double)si[j] - Di));
+      }
+      s[3] = attn_gemm_f32(0, 0, Lq, D, Lk, r.scale, dS, Lk, K, ldk, 0.0f, dQ, ldq);
+      s[4] = attn_gemm_f32(1, 0, Lk, D, Lq, r.scale, dS, Lk, Q, ldq, beta, dK, ldk);
+      for (int x = 0; x < 5; x++)
+        if (s[x] > bad) bad = s[x];
+    }
+  }
+  free(scratch);
+  if (bad) return attn_set_error((attn_status)bad, "sdpa: math backward: GEMM failed");
+  return ATTN_OK;
+}
