@@ -1,0 +1,282 @@
+/* attn sdpa IN.safetensors OUT.safetensors [--backend B] [--threads N]:
+ * scaled dot-product attention (and its gradients) on tensors from a file. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "attn.h"
+#include "cli/commands.h"
+
+static const char usage_text[] =
+    "usage: attn sdpa IN.safetensors OUT.safetensors [--backend math|flash|auto] [--threads N]\n"
+    "\n"
+    "Scaled dot-product attention softmax(q kT * scale + mask) v, forward and backward.\n"
+    "IN holds (F32 unless said otherwise):\n"
+    "  q [B,Hq,Lq,D]  k [B,Hkv,Lk,D]  v [B,Hkv,Lk,Dv]   (Hq a multiple of Hkv)\n"
+    "  mask      optional, BOOL (true = may attend) or F32 (added to the logits; -inf\n"
+    "            disallows), broadcastable to [B,Hq,Lq,Lk] with numpy rules\n"
+    "  key_lens  optional, I32 or I64 [B]: keys j >= key_lens[b] are padding\n"
+    "  dout      optional, [B,Hq,Lq,Dv]: also compute the gradients\n"
+    "IN's __metadata__ may hold causal (0/1), window_left, window_right (-1 = unbounded:\n"
+    "key j is allowed for query i iff i-left <= j <= i+right) and scale (default 1/sqrt(D)).\n"
+    "OUT gets out [B,Hq,Lq,Dv] and lse [B,Hq,Lq]; with dout also dq, dk, dv.\n"
+    "A query row with no allowed key gets out 0, lse -inf and zero gradient.\n"
+    "  --backend  math (reference), flash (fused) or auto (flash where it can; default)\n"
+    "  --threads  number of threads (default: all cores)\n";
+
+static const char *const tensor_names[] = {"q", "k", "v", "mask", "key_lens", "dout"};
+static const char *const meta_keys[] = {"causal", "window_left", "window_right", "scale"};
+
+static int in_list(const char *s, const char *const *list, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(s, list[i])) return 1;
+  return 0;
+}
+
+/* whole-string integer */
+static int parse_i64(const char *s, int64_t *out) {
+  char *end;
+  errno = 0;
+  long long x = strtoll(s, &end, 10);
+  if (errno || end == s || *end) return 0;
+  *out = x;
+  return 1;
+}
+
+/* Reads the metadata of in into d. Unknown keys and bad values are errors. */
+static attn_status read_metadata(const attn_st *in, const char *path, attn_sdpa_desc *d) {
+  for (int i = 0; i < attn_st_meta_count(in); i++) {
+    const char *key = attn_st_meta_key(in, i);
+    if (!in_list(key, meta_keys, sizeof meta_keys / sizeof meta_keys[0]))
+      return attn_set_error(ATTN_EINVAL,
+                            "%s: unknown metadata key '%.100s' (expected causal, window_left, "
+                            "window_right, scale)",
+                            path, key);
+  }
+  const char *s;
+  if ((s = attn_st_meta(in, "causal"))) {
+    if (!strcmp(s, "1") || !strcasecmp(s, "true")) d->causal = 1;
+    else if (!strcmp(s, "0") || !strcasecmp(s, "false")) d->causal = 0;
+    else return attn_set_error(ATTN_EINVAL, "%s: metadata causal = '%.100s', expected 0 or 1", path, s);
+  }
+  const char *wkeys[2] = {"window_left", "window_right"};
+  int64_t *wvals[2] = {&d->window_left, &d->window_right};
+  for (int w = 0; w < 2; w++)
+    if ((s = attn_st_meta(in, wkeys[w])) && (!parse_i64(s, wvals[w]) || *wvals[w] < -1))
+      return attn_set_error(ATTN_EINVAL,
+                            "%s: metadata %s = '%.100s', expected an integer >= -1 (-1 = unbounded)",
+                            path, wkeys[w], s);
+  if ((s = attn_st_meta(in, "scale"))) {
+    char *end;
+    double x = strtod(s, &end);
+    if (end == s || *end || !isfinite(x) || !isfinite((float)x))
+      return attn_set_error(ATTN_EINVAL, "%s: metadata scale = '%.100s', expected a finite number",
+                            path, s);
+    d->has_scale = 1;
+    d->scale = (float)x;
+  }
+  return ATTN_OK;
+}
+
+static void shape_str(char *buf, size_t n, int ndim, const int64_t *shape) {
+  size_t used = (size_t)snprintf(buf, n, "[");
+  for (int i = 0; i < ndim && used < n; i++)
+    used += (size_t)snprintf(buf + used, n - used, "%s%lld", i ? ", " : "", (long long)shape[i]);
+  if (used < n) snprintf(buf + used, n - used, "]");
+}
+
+/* Strides (b, h, i, j) of mask m broadcast with numpy rules to full [B,Hq,Lq,Lk]. */
+static attn_status mask_strides(const attn_tensor *m, const int64_t full[4], int64_t st[4]) {
+  char a[128], b[128];
+  shape_str(a, sizeof a, m->ndim, m->shape);
+  shape_str(b, sizeof b, 4, full);
+  if (m->ndim > 4)
+    return attn_set_error(ATTN_EINVAL, "tensor 'mask' has shape %s: rank > 4, cannot broadcast to %s",
+                          a, b);
+  int64_t inner = 1;
+  for (int x = 3; x >= 0; x--) {
+    const int sd = x - (4 - m->ndim); /* right-aligned source dim */
+    st[x] = 0;
+    if (sd < 0) continue;
+    if (m->shape[sd] != 1 && m->shape[sd] != full[x])
+      return attn_set_error(ATTN_EINVAL, "tensor 'mask' has shape %s, not broadcastable to %s", a,
+                            b);
+    if (m->shape[sd] != 1) st[x] = inner;
+    inner *= m->shape[sd];
+  }
+  return ATTN_OK;
+}
+
+/* key_lens (I32 or I64 [B]) as int32 values in [0, Lk]; *out malloc'ed */
+static attn_status read_key_lens(const attn_tensor *t, int64_t B, int64_t Lk, int32_t **out) {
+  *out = NULL;
+  if ((t->dtype != ATTN_I32 && t->dtype != ATTN_I64) || t->ndim != 1 || t->shape[0] != B) {
+    char a[128];
+    shape_str(a, sizeof a, t->ndim, t->shape);
+    return attn_set_error(ATTN_EINVAL, "tensor 'key_lens' is %s %s, expected I32 or I64 [%lld]",
+                          attn_dtype_name(t->dtype), a, (long long)B);
+  }
+  int32_t *kl = malloc((size_t)B * sizeof *kl);
+  if (!kl) return attn_set_error(ATTN_ENOMEM, "key_lens: out of memory");
+  for (int64_t b = 0; b < B; b++) {
+    int64_t x = t->dtype == ATTN_I32 ? ((const int32_t *)t->data)[b] : ((const int64_t *)t->data)[b];
+    if (x < 0 || x > Lk) {
+      free(kl);
+      return attn_set_error(ATTN_EINVAL, "tensor 'key_lens'[%lld] = %lld is outside [0, Lk=%lld]",
+                            (long long)b, (long long)x, (long long)Lk);
+    }
+    kl[b] = (int32_t)x;
+  }
+  *out = kl;
+  return ATTN_OK;
+}
+
+/* a zeroed f32 buffer of a*b*c*d elements, or NULL with an error set */
+static float *alloc4(int64_t a, int64_t b, int64_t c, int64_t d, const char *name) {
+  int64_t n;
+  if (__builtin_mul_overflow(a, b, &n) || __builtin_mul_overflow(n, c, &n) ||
+      __builtin_mul_overflow(n, d, &n) || (uint64_t)n > SIZE_MAX / sizeof(float)) {
+    attn_set_error(ATTN_ENOMEM, "%s [%lld,%lld,%lld,%lld] is too large", name, (long long)a,
+                   (long long)b, (long long)c, (long long)d);
+    return NULL;
+  }
+  float *p = calloc((size_t)(n > 0 ? n : 1), sizeof(float));
+  if (!p) attn_set_error(ATTN_ENOMEM, "%s: cannot allocate %lld floats", name, (long long)n);
+  return p;
+}
+
+typedef struct {
+  float *out, *lse, *dq, *dk, *dv;
+  int32_t *key_lens;
+  attn_st *in, *res;
+} sdpa_job;
+
+static void job_free(sdpa_job *j) {
+  free(j->out), free(j->lse), free(j->dq), free(j->dk), free(j->dv), free(j->key_lens);
+  attn_st_free(j->in);
+  attn_st_free(j->res);
+}
+
+/* Everything between reading IN and writing OUT. */
+static attn_status run_sdpa(sdpa_job *j, const char *in_path, const char *out_path,
+                            attn_backend backend) {
+  attn_status st = attn_st_load(in_path, &j->in);
+  if (st) return st;
+  const attn_st *in = j->in;
+  for (int i = 0; i < attn_st_count(in); i++)
+    if (!in_list(attn_st_name(in, i), tensor_names, sizeof tensor_names / sizeof tensor_names[0]))
+      return attn_set_error(ATTN_EINVAL,
+                            "%s: unknown tensor '%.100s' (expected q, k, v, mask, key_lens, dout)",
+                            in_path, attn_st_name(in, i));
+  const attn_tensor *q, *k, *v, *mask, *kl, *dout;
+  if ((st = attn_st_expect(in, "q", ATTN_F32, 4, NULL, 1, &q))) return st;
+  const int64_t B = q->shape[0], Hq = q->shape[1], Lq = q->shape[2], D = q->shape[3];
+  const int64_t kshape[4] = {B, -1, -1, D};
+  if ((st = attn_st_expect(in, "k", ATTN_F32, 4, kshape, 1, &k))) return st;
+  const int64_t Hkv = k->shape[1], Lk = k->shape[2];
+  const int64_t vshape[4] = {B, Hkv, Lk, -1};
+  if ((st = attn_st_expect(in, "v", ATTN_F32, 4, vshape, 1, &v))) return st;
+  const int64_t Dv = v->shape[3];
+  if (Hkv < 1 || Hq % Hkv != 0)
+    return attn_set_error(ATTN_EINVAL, "tensor 'q' has %lld heads, not a multiple of k's %lld",
+                          (long long)Hq, (long long)Hkv);
+  const int64_t oshape[4] = {B, Hq, Lq, Dv};
+  if ((st = attn_st_expect(in, "dout", ATTN_F32, 4, oshape, 0, &dout))) return st;
+
+  attn_sdpa_desc d;
+  attn_sdpa_desc_init(&d, B, Hq, Hkv, Lq, Lk, D, Dv);
+  if ((st = read_metadata(in, in_path, &d))) return st;
+  if ((kl = attn_st_get(in, "key_lens"))) {
+    if ((st = read_key_lens(kl, B, Lk, &j->key_lens))) return st;
+    d.key_lens = j->key_lens;
+  }
+  if ((mask = attn_st_get(in, "mask"))) {
+    const int64_t full[4] = {B, Hq, Lq, Lk};
+    if (mask->dtype == ATTN_BOOL) {
+      d.bool_mask = mask->data;
+      st = mask_strides(mask, full, d.bool_mask_stride);
+    } else if (mask->dtype == ATTN_F32) {
+      d.add_mask = mask->data;
+      st = mask_strides(mask, full, d.add_mask_stride);
+    } else {
+      st = attn_set_error(ATTN_EINVAL, "tensor 'mask' has dtype %s, expected BOOL or F32",
+                          attn_dtype_name(mask->dtype));
+    }
+    if (st) return st;
+  }
+
+  if (!(j->out = alloc4(B, Hq, Lq, Dv, "out")) || !(j->lse = alloc4(B, Hq, Lq, 1, "lse")))
+    return ATTN_ENOMEM;
+  if ((st = attn_sdpa_forward(&d, backend, q->data, k->data, v->data, j->out, j->lse, NULL)))
+    return st;
+  if ((st = attn_st_new(&j->res))) return st;
+  const int64_t lshape[3] = {B, Hq, Lq};
+  if ((st = attn_st_add_f32(j->res, "out", 4, oshape, j->out)) ||
+      (st = attn_st_add_f32(j->res, "lse", 3, lshape, j->lse)))
+    return st;
+  if (dout) {
+    if (!(j->dq = alloc4(B, Hq, Lq, D, "dq")) || !(j->dk = alloc4(B, Hkv, Lk, D, "dk")) ||
+        !(j->dv = alloc4(B, Hkv, Lk, Dv, "dv")))
+      return ATTN_ENOMEM;
+    if ((st = attn_sdpa_backward(&d, backend, q->data, k->data, v->data, j->out, j->lse,
+                                 dout->data, j->dq, j->dk, j->dv)))
+      return st;
+    if ((st = attn_st_add_f32(j->res, "dq", 4, q->shape, j->dq)) ||
+        (st = attn_st_add_f32(j->res, "dk", 4, k->shape, j->dk)) ||
+        (st = attn_st_add_f32(j->res, "dv", 4, v->shape, j->dv)))
+      return st;
+  }
+  return attn_st_save(j->res, out_path); /* atomic: no partial OUT on failure */
+}
+
+int attn_cmd_sdpa(int argc, char **argv) {
+  const char *paths[2] = {NULL, NULL};
+  int npaths = 0;
+  attn_backend backend = ATTN_BACKEND_AUTO;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      fputs(usage_text, stdout);
+      return 0;
+    } else if (!strcmp(a, "--backend") || !strcmp(a, "--threads")) {
+      if (i + 1 >= argc) {
+        fprintf(stderr, "attn sdpa: %s needs a value\n%s", a, usage_text);
+        return 2;
+      }
+      const char *val = argv[++i];
+      if (!strcmp(a, "--backend")) {
+        if (attn_backend_from_name(val, &backend)) {
+          fprintf(stderr, "attn sdpa: %s\n", attn_last_error());
+          return 2;
+        }
+      } else {
+        int64_t n;
+        if (!parse_i64(val, &n) || n < 1 || n > 4096) {
+          fprintf(stderr, "attn sdpa: --threads '%s': expected an integer in [1, 4096]\n", val);
+          return 2;
+        }
+        attn_set_num_threads((int)n);
+      }
+    } else if (a[0] == '-' && a[1] != '\0') {
+      fprintf(stderr, "attn sdpa: unknown option '%s'\n%s", a, usage_text);
+      return 2;
+    } else if (npaths < 2) {
+      paths[npaths++] = a;
+    } else {
+      fprintf(stderr, "attn sdpa: unexpected argument '%s'\n%s", a, usage_text);
+      return 2;
+    }
+  }
+  if (npaths != 2) {
+    fprintf(stderr, "attn sdpa: expected IN.safetensors and OUT.safetensors\n%s", usage_text);
+    return 2;
+  }
+  sdpa_job job = {0};
+  attn_status st = run_sdpa(&job, paths[0], paths[1], backend);
+  job_free(&job);
+  if (st) return cli_fail("sdpa");
+  return 0;
+}

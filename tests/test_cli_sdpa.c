@@ -1,0 +1,290 @@
+/* `attn sdpa` end to end: the golden inputs through the built tool compared
+ * with the golden outputs, and bad inputs (exit code, message naming the
+ * tensor or key, no output file). The tool is $ATTN_BIN (set by `make test`),
+ * else <dir of this program>/../attn. Tolerances as in test_sdpa.c. */
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static char bin[512], tmpdir[64];
+
+static int file_exists(const char *path) {
+  struct stat s;
+  return stat(path, &s) == 0;
+}
+
+/* Runs `bin args` with stdout/stderr into tmpdir; returns the exit status and
+ * leaves stderr's text in err (and stdout's in out when non-NULL). */
+static int run_tool(const char *args, char *err, size_t nerr, char *out, size_t nout) {
+  char cmd[2048], ep[128], op[128];
+  snprintf(ep, sizeof ep, "%s/stderr.txt", tmpdir);
+  snprintf(op, sizeof op, "%s/stdout.txt", tmpdir);
+  snprintf(cmd, sizeof cmd, "'%s' %s >'%s' 2>'%s'", bin, args, op, ep);
+  int rc = system(cmd);
+  const char *paths[2] = {ep, op};
+  char *bufs[2] = {err, out};
+  size_t ns[2] = {nerr, nout};
+  for (int i = 0; i < 2; i++) {
+    if (!bufs[i]) continue;
+    bufs[i][0] = '\0';
+    FILE *f = fopen(paths[i], "r");
+    if (!f) continue;
+    size_t n = fread(bufs[i], 1, ns[i] - 1, f);
+    bufs[i][n] = '\0';
+    fclose(f);
+  }
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
+}
+
+static const char *const inputs[] = {"q", "k", "v", "mask", "key_lens", "dout"};
+
+/* Writes the input part (and metadata) of golden file `g` to path; skip names
+ * the given tensor. */
+static void write_input(const attn_st *g, const char *path, const char *skip) {
+  attn_st *in = NULL;
+  CHECK_OK(attn_st_new(&in));
+  for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++) {
+    const attn_tensor *t = attn_st_get(g, inputs[i]);
+    if (t && (!skip || strcmp(skip, inputs[i])))
+      CHECK_OK(attn_st_add(in, inputs[i], t->dtype, t->ndim, t->shape, t->data));
+  }
+  for (int i = 0; i < attn_st_meta_count(g); i++)
+    CHECK_OK(attn_st_set_meta(in, attn_st_meta_key(g, i), attn_st_meta(g, attn_st_meta_key(g, i))));
+  CHECK_OK(attn_st_save(in, path));
+  attn_st_free(in);
+}
+
+static void compare(const attn_st *got, const attn_st *want, const char *name, double atol,
+                    double rtol, double *maxerr) {
+  const attn_tensor *a = attn_st_get(got, name), *b = attn_st_get(want, name);
+  CHECK(a && b && a->dtype == ATTN_F32 && a->ndim == b->ndim);
+  if (!a || !b || a->ndim != b->ndim) return;
+  for (int i = 0; i < a->ndim; i++) CHECK(a->shape[i] == b->shape[i]);
+  double e = CHECK_CLOSE(name, a->data, b->data, attn_tensor_numel(b), atol, rtol);
+  if (e > *maxerr) *maxerr = e;
+}
+
+static void golden_through_cli(const char *name, const char *opts, double atol, double rtol) {
+  char gpath[256], in[128], out[128], args[512], err[4096];
+  snprintf(gpath, sizeof gpath, "tests/golden/sdpa_%s.safetensors", name);
+  snprintf(in, sizeof in, "%s/in.safetensors", tmpdir);
+  snprintf(out, sizeof out, "%s/out.safetensors", tmpdir);
+  attn_st *g = NULL, *o = NULL;
+  CHECK_OK(attn_st_load(gpath, &g));
+  if (!g) return;
+  write_input(g, in, NULL);
+  unlink(out);
+  snprintf(args, sizeof args, "sdpa '%s' '%s' %s", in, out, opts);
+  int rc = run_tool(args, err, sizeof err, NULL, 0);
+  if (rc != 0) printf("  %s: exit %d: %s", name, rc, err);
+  CHECK(rc == 0);
+  CHECK_OK(attn_st_load(out, &o));
+  if (o) {
+    double e = 0;
+    CHECK(attn_st_count(o) == 5);
+    compare(o, g, "out", atol, rtol, &e);
+    compare(o, g, "lse", atol, rtol, &e);
+    compare(o, g, "dq", atol, rtol, &e);
+    compare(o, g, "dk", atol, rtol, &e);
+    compare(o, g, "dv", atol, rtol, &e);
+    printf("  cli %-20s %-22s max abs err %.1e\n", name, opts, e);
+  }
+  attn_st_free(g);
+  attn_st_free(o);
+}
+
+static void test_cli_reproduces_golden_files(void) {
+  static const char *cases[] = {"plain", "causal", "causal_lq_lt_lk", "causal_lq_gt_lk", "window",
+                                "window_left_causal", "key_lens", "bool_mask_2d",
+                                "bool_mask_b11k", "add_mask", "gqa", "dv_ne_d", "masked_batch",
+                                "scale", "combined", "big"};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    golden_through_cli(cases[i], i % 2 ? "--backend math" : "", 1e-5, 1e-4);
+  golden_through_cli("combined", "--backend math --threads 1", 1e-5, 1e-4);
+  golden_through_cli("combined", "--threads 3", 1e-5, 1e-4);
+  golden_through_cli("large_logits", "", 1e-4, 1e-4);
+  golden_through_cli("large_offset", "", 2e-3, 2e-3);
+}
+
+/* without dout: only out and lse */
+static void test_cli_forward_only(void) {
+  char in[128], out[128], args[512], err[4096];
+  snprintf(in, sizeof in, "%s/in.safetensors", tmpdir);
+  snprintf(out, sizeof out, "%s/out.safetensors", tmpdir);
+  attn_st *g = NULL, *o = NULL;
+  CHECK_OK(attn_st_load("tests/golden/sdpa_key_lens.safetensors", &g));
+  if (!g) return;
+  write_input(g, in, "dout");
+  unlink(out);
+  snprintf(args, sizeof args, "sdpa '%s' '%s' --backend auto", in, out);
+  CHECK(run_tool(args, err, sizeof err, NULL, 0) == 0);
+  CHECK_OK(attn_st_load(out, &o));
+  if (o) {
+    double e = 0;
+    CHECK(attn_st_count(o) == 2 && attn_st_get(o, "dq") == NULL);
+    compare(o, g, "out", 1e-5, 1e-4, &e);
+    compare(o, g, "lse", 1e-5, 1e-4, &e);
+  }
+  attn_st_free(g);
+  attn_st_free(o);
+}
+
+static void test_cli_help_and_usage(void) {
+  char err[4096], out[8192];
+  CHECK(run_tool("sdpa --help", err, sizeof err, out, sizeof out) == 0);
+  CHECK(strstr(out, "usage: attn sdpa") && strstr(out, "--backend") && strstr(out, "key_lens"));
+  CHECK(run_tool("sdpa", err, sizeof err, NULL, 0) == 2);
+  CHECK(strstr(err, "usage") != NULL);
+  CHECK(run_tool("sdpa a b c", err, sizeof err, NULL, 0) == 2);
+  CHECK(run_tool("sdpa a b --frobnicate", err, sizeof err, NULL, 0) == 2);
+  CHECK(strstr(err, "--frobnicate") != NULL);
+  CHECK(run_tool("sdpa a b --backend fast", err, sizeof err, NULL, 0) == 2);
+  CHECK(strstr(err, "fast") != NULL);
+  CHECK(run_tool("sdpa a b --threads 0", err, sizeof err, NULL, 0) == 2);
+  CHECK(run_tool("sdpa a b --threads", err, sizeof err, NULL, 0) == 2);
+}
+
+/* ---- bad inputs: each is a modified copy of a golden input --------------- */
+
+typedef enum { ADD_TENSOR, REPLACE_TENSOR, SET_META } edit_kind;
+
+typedef struct {
+  const char *what;   /* for the log */
+  edit_kind kind;
+  const char *name;   /* tensor or metadata key */
+  attn_dtype dtype;   /* for tensors */
+  int ndim;
+  int64_t shape[5];
+  int64_t fill;       /* integer fill value (tensors) */
+  const char *value;  /* metadata value */
+  const char *expect; /* substring of the message */
+} bad_case;
+
+static void run_bad_case(const bad_case *c) {
+  char in[128], out[128], args[512], err[4096];
+  snprintf(in, sizeof in, "%s/bad.safetensors", tmpdir);
+  snprintf(out, sizeof out, "%s/bad_out.safetensors", tmpdir);
+  attn_st *g = NULL, *b = NULL;
+  CHECK_OK(attn_st_load("tests/golden/sdpa_combined.safetensors", &g));
+  if (!g) return;
+  write_input(g, in, c->kind == REPLACE_TENSOR ? c->name : NULL);
+  CHECK_OK(attn_st_load(in, &b));
+  if (c->kind == SET_META) {
+    CHECK_OK(attn_st_set_meta(b, c->name, c->value));
+  } else {
+    int64_t n = 1;
+    for (int i = 0; i < c->ndim; i++) n *= c->shape[i];
+    unsigned char *data = calloc((size_t)n, 8);
+    for (int64_t i = 0; i < n; i++) {
+      if (c->dtype == ATTN_I32) ((int32_t *)data)[i] = (int32_t)c->fill;
+      else if (c->dtype == ATTN_I64) ((int64_t *)data)[i] = c->fill;
+      else if (c->dtype == ATTN_F32) ((float *)data)[i] = (float)c->fill;
+      else if (c->dtype == ATTN_BOOL || c->dtype == ATTN_U8) data[i] = (unsigned char)c->fill;
+    }
+    CHECK_OK(attn_st_add(b, c->name, c->dtype, c->ndim, c->shape, data));
+    free(data);
+  }
+  CHECK_OK(attn_st_save(b, in));
+  unlink(out);
+  snprintf(args, sizeof args, "sdpa '%s' '%s'", in, out);
+  int rc = run_tool(args, err, sizeof err, NULL, 0);
+  if (rc != 1 || !strstr(err, c->expect) || file_exists(out)) {
+    printf("  bad input '%s': exit %d, message: %s", c->what, rc, err);
+    h_case_failed = 1;
+  }
+  attn_st_free(g);
+  attn_st_free(b);
+}
+
+static void test_cli_rejects_bad_inputs(void) {
+  /* combined: q [2,4,12,8] k [2,2,14,8] v [2,2,14,12] mask F32 [4,1,14], key_lens I32 [2] */
+  static const bad_case cases[] = {
+      {"unknown tensor", ADD_TENSOR, "qq", ATTN_F32, 1, {3}, 0, NULL, "'qq'"},
+      {"unknown metadata", SET_META, "causl", 0, 0, {0}, 0, "1", "'causl'"},
+      {"causal = 2", SET_META, "causal", 0, 0, {0}, 0, "2", "causal"},
+      {"window_left = abc", SET_META, "window_left", 0, 0, {0}, 0, "abc", "window_left"},
+      {"window_right = -2", SET_META, "window_right", 0, 0, {0}, 0, "-2", "window_right"},
+      {"scale = nan", SET_META, "scale", 0, 0, {0}, 0, "nan", "scale"},
+      {"scale = 1x", SET_META, "scale", 0, 0, {0}, 0, "1x", "scale"},
+      {"q I32", REPLACE_TENSOR, "q", ATTN_I32, 4, {2, 4, 12, 8}, 1, NULL, "'q'"},
+      {"q rank 3", REPLACE_TENSOR, "q", ATTN_F32, 3, {2, 4, 12}, 1, NULL, "'q'"},
+      {"q 3 heads", REPLACE_TENSOR, "q", ATTN_F32, 4, {2, 3, 12, 8}, 1, NULL, "multiple"},
+      {"k wrong D", REPLACE_TENSOR, "k", ATTN_F32, 4, {2, 2, 14, 7}, 1, NULL, "'k'"},
+      {"k wrong B", REPLACE_TENSOR, "k", ATTN_F32, 4, {1, 2, 14, 8}, 1, NULL, "'k'"},
+      {"v wrong Lk", REPLACE_TENSOR, "v", ATTN_F32, 4, {2, 2, 13, 12}, 1, NULL, "'v'"},
+      {"dout wrong Dv", REPLACE_TENSOR, "dout", ATTN_F32, 4, {2, 4, 12, 8}, 1, NULL, "'dout'"},
+      {"mask not broadcastable", REPLACE_TENSOR, "mask", ATTN_F32, 2, {12, 13}, 0, NULL, "'mask'"},
+      {"mask rank 5", REPLACE_TENSOR, "mask", ATTN_BOOL, 5, {1, 1, 1, 1, 1}, 1, NULL, "'mask'"},
+      {"mask I32", REPLACE_TENSOR, "mask", ATTN_I32, 2, {12, 14}, 1, NULL, "'mask'"},
+      {"key_lens too long", REPLACE_TENSOR, "key_lens", ATTN_I64, 1, {2}, 15, NULL, "key_lens"},
+      {"key_lens negative", REPLACE_TENSOR, "key_lens", ATTN_I32, 1, {2}, -1, NULL, "key_lens"},
+      {"key_lens shape", REPLACE_TENSOR, "key_lens", ATTN_I32, 1, {3}, 1, NULL, "key_lens"},
+      {"key_lens F32", REPLACE_TENSOR, "key_lens", ATTN_F32, 1, {2}, 1, NULL, "key_lens"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_bad_case(&cases[i]);
+}
+
+static void test_cli_bad_files(void) {
+  char args[512], err[4096], out[128], path[128];
+  snprintf(out, sizeof out, "%s/never.safetensors", tmpdir);
+  snprintf(args, sizeof args, "sdpa '%s/missing.safetensors' '%s'", tmpdir, out);
+  CHECK(run_tool(args, err, sizeof err, NULL, 0) == 1);
+  CHECK(strstr(err, "missing.safetensors") != NULL);
+  snprintf(path, sizeof path, "%s/garbage.safetensors", tmpdir);
+  FILE *f = fopen(path, "wb");
+  if (f) fputs("this is not a safetensors file", f), fclose(f);
+  snprintf(args, sizeof args, "sdpa '%s' '%s'", path, out);
+  CHECK(run_tool(args, err, sizeof err, NULL, 0) == 1);
+  CHECK(err[0] != '\0');
+  /* missing q */
+  attn_st *st = NULL;
+  CHECK_OK(attn_st_new(&st));
+  float x = 1;
+  const int64_t shape[4] = {1, 1, 1, 1};
+  CHECK_OK(attn_st_add_f32(st, "k", 4, shape, &x));
+  CHECK_OK(attn_st_add_f32(st, "v", 4, shape, &x));
+  CHECK_OK(attn_st_save(st, path));
+  attn_st_free(st);
+  CHECK(run_tool(args, err, sizeof err, NULL, 0) == 1);
+  CHECK(strstr(err, "'q'") != NULL);
+  CHECK(!file_exists(out));
+  /* the flash backend where it cannot run, or an output folder that does not exist */
+  snprintf(args, sizeof args, "sdpa tests/golden/sdpa_plain.safetensors '%s'", out);
+  CHECK(run_tool(args, err, sizeof err, NULL, 0) == 1); /* golden files hold outputs too */
+  CHECK(strstr(err, "unknown tensor") != NULL);
+}
+
+static void cleanup(void) {
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+  if (system(cmd) != 0) printf("  could not remove %s\n", tmpdir);
+}
+
+int main(int argc, char **argv) {
+  const char *env = getenv("ATTN_BIN");
+  if (env && env[0]) {
+    snprintf(bin, sizeof bin, "%s", env);
+  } else { /* BUILD/tests/test_cli_sdpa -> BUILD/attn */
+    snprintf(bin, sizeof bin, "%s", argc > 0 ? argv[0] : "");
+    char *slash = strrchr(bin, '/');
+    if (slash) *slash = '\0', slash = strrchr(bin, '/');
+    if (slash) strcpy(slash + 1, "attn");
+    else snprintf(bin, sizeof bin, "build/attn");
+  }
+  snprintf(tmpdir, sizeof tmpdir, "/tmp/attn_cli_sdpa_XXXXXX");
+  if (!mkdtemp(tmpdir)) {
+    printf("mkdtemp failed\n");
+    return 1;
+  }
+  if (!file_exists(bin)) printf("  %s not found (set ATTN_BIN)\n", bin);
+  RUN(test_cli_help_and_usage);
+  RUN(test_cli_reproduces_golden_files);
+  RUN(test_cli_forward_only);
+  RUN(test_cli_rejects_bad_inputs);
+  RUN(test_cli_bad_files);
+  cleanup();
+  HARNESS_END();
+}
