@@ -1,13 +1,214 @@
-/* Flash attention backend (placeholder until the fused kernel lands). */
-#include "kernels/sdpa_internal.h"
+/* Flash attention forward on the CPU: a fused, tiled SDPA that never stores
+ * the [Lq, Lk] scores (O(N) memory), exact up to f32 rounding.
+ *
+ * Work items (b, h, query block of BQ rows) run in parallel (dynamic, most
+ * expensive first); each row's arithmetic does not depend on the item or the
+ * thread, so results are identical for any thread count. Per item, for each
+ * key block of BC keys that some row may see (causal, window and key_lens
+ * skip whole tiles), and each row group of MR rows:
+ *   s [MR, BC] = q · kᵀ          (gemm on kᵀ packed once per call)
+ *   s = scale * s, masks         (logits, then bool/additive masks)
+ *   p = e^(s - m), m, l updated  (online softmax, one rescale per tile)
+ *   o [MR, Dv] = alpha * o + p v (gemm straight from v, rows strided)
+ * then out = o / l and lse = m + log l (out 0, lse -inf for a row with no
+ * allowed key). K/V heads are shared by their query heads (no copies). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attn/kernels.h"
+#include "kernels/sdpa_flash.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+static int thread_id(void) { return omp_get_thread_num(); }
+#else
+static int thread_id(void) { return 0; }
+#endif
+
+enum { BC = ATTN_FLASH_BC, MR = ATTN_FLASH_MR, NC = ATTN_FLASH_NC, BQ = 96 };
+
+const attn_flash_ops *attn_flash_ops_default(void) {
+  const attn_flash_ops *a = attn_flash_ops_avx512();
+  if (a && attn_cpu()->avx512f) return a;
+  return attn_flash_ops_generic();
+}
+
+void attn_flash_key_range(const attn_sdpa_desc *d, int64_t b, int64_t i, int64_t *lo,
+                          int64_t *hi) {
+  attn_sdpa_key_range(d, b, i, lo, hi);
+}
+
+int attn_flash_tile_bounds(const attn_sdpa_desc *d, int64_t b, int64_t i0, int R, int64_t j0,
+                           int nk, int *lo, int *hi) {
+  int64_t lo0, hi0, lo1, hi1, j1 = j0 + nk;
+  attn_sdpa_key_range(d, b, i0, &lo0, &hi0);
+  attn_sdpa_key_range(d, b, i0 + R - 1, &lo1, &hi1);
+  if (hi1 <= j0 || lo0 >= j1 || lo0 >= hi1) return 0; /* no row sees this block */
+  if (lo1 <= j0 && hi0 >= j1) {                         /* every row sees all of it */
+    for (int r = 0; r < R; r++) {
+      lo[r] = 0;
+      hi[r] = nk;
+    }
+    return 1;
+  }
+  int any = 0;
+  for (int r = 0; r < R; r++) {
+    int64_t l, h;
+    attn_sdpa_key_range(d, b, i0 + r, &l, &h);
+    l -= j0;
+    h -= j0;
+    if (l < 0) l = 0;
+    if (h > nk) h = nk;
+    if (h <= l) l = h = 0;
+    lo[r] = (int)l;
+    hi[r] = (int)h;
+    any |= h > l;
+  }
+  return any;
+}
+
+void attn_flash_elem_masks(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t i0, int R,
+                           int64_t j0, int nk, float *s) {
+  const int64_t *bs = d->bool_mask_stride, *as = d->add_mask_stride;
+  for (int r = 0; r < R; r++) {
+    float *sr = s + r * BC;
+    int64_t i = i0 + r;
+    if (d->bool_mask) {
+      const uint8_t *bm = d->bool_mask + b * bs[0] + h * bs[1] + i * bs[2] + j0 * bs[3];
+      for (int j = 0; j < nk; j++)
+        if (!bm[j * bs[3]]) sr[j] = -INFINITY;
+    }
+    if (d->add_mask) {
+      const float *am = d->add_mask + b * as[0] + h * as[1] + i * as[2] + j0 * as[3];
+      for (int j = 0; j < nk; j++)
+        if (sr[j] != -INFINITY) sr[j] += am[j * as[3]];
+    }
+  }
+}
+
+float *attn_flash_alloc(int64_t per_thread, int threads, const char *what) {
+  size_t n;
+  int64_t per = (per_thread + 15) & ~(int64_t)15; /* keep each thread's block 64-byte aligned */
+  if (per_thread < 0 || __builtin_mul_overflow((size_t)per, (size_t)threads, &n) ||
+      __builtin_mul_overflow(n, sizeof(float), &n)) {
+    attn_set_error(ATTN_ENOMEM, "sdpa flash: %s workspace too large", what);
+    return NULL;
+  }
+  void *p = NULL;
+  if (posix_memalign(&p, 64, n ? n : 64) != 0) {
+    attn_set_error(ATTN_ENOMEM, "sdpa flash: cannot allocate %zu bytes of %s workspace", n, what);
+    return NULL;
+  }
+  return p;
+}
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* One work item: rows [i0, i0+nq) of (b, h). ws: o [BQ, Dv], m, l [BQ], s [MR, BC]. */
+static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
+                         const attn_sdpa_resolved *rs, int64_t b, int64_t h, int64_t i0, int nq,
+                         const float *q, const float *kt, const float *v, float *out, float *lse,
+                         float *ws) {
+  const int64_t D = d->D, Dv = d->Dv, nkb = ceil_div(d->Lk, BC), kvh = h / rs->group;
+  float *o = ws, *m = o + (int64_t)BQ * Dv, *l = m + BQ, *s = l + BQ;
+  float alpha[MR];
+  int lo[MR], hi[MR];
+  const float *qh = q + b * rs->q[0] + h * rs->q[1];
+  const float *vh = v + b * rs->v[0] + kvh * rs->v[1];
+  const float *kth = kt + (b * d->Hkv + kvh) * nkb * D * BC;
+  memset(o, 0, (size_t)nq * Dv * sizeof(float));
+  for (int r = 0; r < nq; r++) {
+    m[r] = -INFINITY;
+    l[r] = 0.0f;
+  }
+  /* key blocks some row of the item may see */
+  int64_t lo0, hi0, lo1, hi1;
+  attn_flash_key_range(d, b, i0, &lo0, &hi0);
+  attn_flash_key_range(d, b, i0 + nq - 1, &lo1, &hi1);
+  int64_t kb0 = lo0 / BC, kb1 = hi1 > lo0 ? ceil_div(hi1, BC) : kb0;
+  int masks = d->bool_mask || d->add_mask;
+  for (int64_t kb = kb0; kb < kb1; kb++) {
+    int64_t j0 = kb * BC;
+    int nk = (int)(d->Lk - j0 < BC ? d->Lk - j0 : BC);
+    const float *ktb = kth + kb * D * BC, *vb = vh + j0 * rs->v[2];
+    for (int r0 = 0; r0 < nq; r0 += MR) {
+      int R = nq - r0 < MR ? nq - r0 : MR;
+      if (!attn_flash_tile_bounds(d, b, i0 + r0, R, j0, nk, lo, hi)) continue;
+      ops->gemm(R, BC, D, qh + (i0 + r0) * rs->q[2], rs->q[2], 1, ktb, BC, s, BC, NULL, 0);
+      ops->logits(R, s, rs->scale, lo, hi);
+      if (masks) attn_flash_elem_masks(d, b, h, i0 + r0, R, j0, nk, s);
+      ops->softmax_update(R, s, m + r0, l + r0, alpha);
+      for (int64_t c0 = 0; c0 < Dv; c0 += NC) {
+        int n = (int)(Dv - c0 < NC ? Dv - c0 : NC);
+        ops->gemm(R, n, nk, s, BC, 1, vb + c0, rs->v[2], o + r0 * Dv + c0, Dv, alpha, 1);
+      }
+    }
+  }
+  float *oh = out + b * rs->o[0] + h * rs->o[1];
+  float *lh = lse + (b * d->Hq + h) * d->Lq;
+  for (int r = 0; r < nq; r++) {
+    float *orow = oh + (i0 + r) * rs->o[2];
+    if (l[r] > 0.0f) {
+      float inv = 1.0f / l[r];
+      for (int64_t c = 0; c < Dv; c++) orow[c] = o[r * Dv + c] * inv;
+      lh[i0 + r] = m[r] + logf(l[r]);
+    } else {
+      memset(orow, 0, (size_t)Dv * sizeof(float));
+      lh[i0 + r] = -INFINITY;
+    }
+  }
+}
+
+attn_status attn_sdpa_forward_flash_ops(const attn_flash_ops *ops, const attn_sdpa_desc *d,
+                                        const float *q, const float *k, const float *v,
+                                        float *out, float *lse) {
+  attn_sdpa_resolved rs;
+  attn_status st = attn_sdpa_validate(d, q, k, v, &rs);
+  if (st) return st;
+  if (!ops) return attn_set_error(ATTN_EUNSUPPORTED, "sdpa flash: no kernels for this CPU");
+  if ((!out || !lse) && d->Lq > 0)
+    return attn_set_error(ATTN_EINVAL, "sdpa flash: %s is NULL", !out ? "out" : "lse");
+  if (d->Lq == 0) return ATTN_OK;
+  const int64_t B = d->B, Hq = d->Hq, Hkv = d->Hkv, D = d->D, Dv = d->Dv;
+  const int64_t nkb = ceil_div(d->Lk, BC), nqb = ceil_div(d->Lq, BQ);
+  int nt = attn_get_num_threads();
+  if (nt < 1) nt = 1;
+  /* kᵀ packed per key block: [B, Hkv, nkb, D, BC] */
+  int64_t kt_n;
+  if (__builtin_mul_overflow(B * Hkv * nkb, D * BC, &kt_n))
+    return attn_set_error(ATTN_ENOMEM, "sdpa flash: k too large");
+  float *kt = attn_flash_alloc(kt_n, 1, "packed k");
+  if (!kt) return ATTN_ENOMEM;
+  int64_t per = (int64_t)BQ * Dv + 2 * BQ + MR * BC;
+  float *ws = attn_flash_alloc(per, nt, "forward");
+  if (!ws) {
+    free(kt);
+    return ATTN_ENOMEM;
+  }
+  per = (per + 15) & ~(int64_t)15;
+  const int64_t npack = B * Hkv * nkb;
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (int64_t t = 0; t < npack; t++) {
+    int64_t bh = t / nkb, kb = t % nkb, b = bh / Hkv, g = bh % Hkv, j0 = kb * BC;
+    int64_t n = d->Lk - j0 < BC ? d->Lk - j0 : BC;
+    ops->pack_t(n, D, k + b * rs.k[0] + g * rs.k[1] + j0 * rs.k[2], rs.k[2], kt + t * D * BC);
+  }
+  const int64_t items = B * Hq * nqb;
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+  for (int64_t t = 0; t < items; t++) {
+    int64_t bh = t / nqb, qb = nqb - 1 - t % nqb; /* later query blocks first (causal) */
+    int64_t i0 = qb * BQ;
+    int nq = (int)(d->Lq - i0 < BQ ? d->Lq - i0 : BQ);
+    forward_item(ops, d, &rs, bh / Hq, bh % Hq, i0, nq, q, kt, v, out, lse,
+                 ws + thread_id() * per);
+  }
+  free(ws);
+  free(kt);
+  return ATTN_OK;
+}
 
 attn_status attn_sdpa_forward_flash(const attn_sdpa_desc *d, const float *q, const float *k,
                                     const float *v, float *out, float *lse) {
-  return attn_set_error(ATTN_EUNSUPPORTED, "sdpa: flash backend not built");
-}
-
-attn_status attn_sdpa_backward_flash(const attn_sdpa_desc *d, const float *q, const float *k,
-                                     const float *v, const float *out, const float *lse,
-                                     const float *dout, float *dq, float *dk, float *dv) {
-  return attn_set_error(ATTN_EUNSUPPORTED, "sdpa: flash backend not built");
+  return attn_sdpa_forward_flash_ops(attn_flash_ops_default(), d, q, k, v, out, lse);
 }

@@ -1,0 +1,73 @@
+/* Internal to the flash SDPA backend: the tile loop (sdpa_flash.c forward,
+ * sdpa_flash_backward.c backward) runs on a small table of tile kernels, so a
+ * different micro-kernel set (AVX-512 f32 today; bf16/AMX later) drops in
+ * without touching the loops. Tests use the *_ops entry points to run one
+ * kernel set explicitly.
+ *
+ * Tiles: keys in blocks of ATTN_FLASH_BC (64) columns; queries in row groups
+ * of at most ATTN_FLASH_MR (6) rows. A score tile s [R, BC] has row stride
+ * ATTN_FLASH_BC; columns past the block's key count are masked (-inf / 0). */
+#ifndef ATTN_SDPA_FLASH_H
+#define ATTN_SDPA_FLASH_H
+
+#include <stdint.h>
+
+#include "kernels/sdpa_internal.h"
+
+enum { ATTN_FLASH_BC = 64, ATTN_FLASH_MR = 6, ATTN_FLASH_NC = 64 };
+
+typedef struct {
+  const char *name;
+  /* c [R, n] (row stride ldc) = A·B (acc = 0) or cs[r] * c + A·B (acc = 1;
+   * cs NULL means 1), summing k = 0..K-1 in order, where A(r, k) =
+   * a[r*ars + k*acs] and row k of B is b + k*ldb (n contiguous floats).
+   * 1 <= R <= ATTN_FLASH_MR, 1 <= n <= ATTN_FLASH_NC, K >= 0. */
+  void (*gemm)(int R, int n, int64_t K, const float *a, int64_t ars, int64_t acs, const float *b,
+               int64_t ldb, float *c, int64_t ldc, const float *cs, int acc);
+  /* s [R, BC]: s := scale * s where lo[r] <= j < hi[r], -inf elsewhere. */
+  void (*logits)(int R, float *s, float scale, const int *lo, const int *hi);
+  /* Online softmax over one key block, s [R, BC] logits -> p = e^(s - m_new)
+   * (0 where s = -inf); per row m (running max), l (running sum) updated and
+   * alpha = e^(m_old - m_new) the factor for the output so far (1 while the
+   * row has seen no allowed key). */
+  void (*softmax_update)(int R, float *s, float *m, float *l, float *alpha);
+  /* Backward tile: s [R, BC] logits, dp [R, BC] = dout·vᵀ; writes
+   * p = e^(s - lse[r]) and ds = p * (dp - di[r]) * scale into p, ds
+   * [R, BC] (rows ldp apart); rows with lse = -inf give 0. */
+  void (*probs_grad)(int R, const float *s, const float *dp, const float *lse, const float *di,
+                     float scale, float *p, float *ds, int64_t ldp);
+  /* kt [D, BC] = transpose of x [n, D] (rows ldx apart), zero columns n..BC-1. */
+  void (*pack_t)(int64_t n, int64_t D, const float *x, int64_t ldx, float *kt);
+} attn_flash_ops;
+
+const attn_flash_ops *attn_flash_ops_generic(void);
+/* NULL where the build has no AVX-512 code; check attn_cpu()->avx512f. */
+const attn_flash_ops *attn_flash_ops_avx512(void);
+/* What the backend uses: AVX-512 when the CPU has it, else generic. */
+const attn_flash_ops *attn_flash_ops_default(void);
+
+attn_status attn_sdpa_forward_flash_ops(const attn_flash_ops *ops, const attn_sdpa_desc *d,
+                                        const float *q, const float *k, const float *v,
+                                        float *out, float *lse);
+attn_status attn_sdpa_backward_flash_ops(const attn_flash_ops *ops, const attn_sdpa_desc *d,
+                                         const float *q, const float *k, const float *v,
+                                         const float *out, const float *lse, const float *dout,
+                                         float *dq, float *dk, float *dv);
+
+/* ---- shared by forward and backward (sdpa_flash.c) ---------------------- */
+/* Keys j with lo <= j < hi may be allowed for query i (causal, window,
+ * key_lens); lo >= hi: none. Both are non-decreasing in i. */
+void attn_flash_key_range(const attn_sdpa_desc *d, int64_t b, int64_t i, int64_t *lo,
+                          int64_t *hi);
+/* Block-relative column bounds for rows i0..i0+R-1 against keys j0..j0+nk-1.
+ * Returns 0 when no row may attend to any key of the block (skip the tile). */
+int attn_flash_tile_bounds(const attn_sdpa_desc *d, int64_t b, int64_t i0, int R, int64_t j0,
+                           int nk, int *lo, int *hi);
+/* Bool and additive masks on a logits tile s [R, BC] (entries already -inf
+ * stay so): rows i0.., keys j0..j0+nk-1 of (b, h). */
+void attn_flash_elem_masks(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t i0, int R,
+                           int64_t j0, int nk, float *s);
+/* Per-thread scratch: n floats x threads, 64-byte aligned, or NULL (error set). */
+float *attn_flash_alloc(int64_t per_thread, int threads, const char *what);
+
+#endif

@@ -1,0 +1,186 @@
+/* AVX-512 tile kernels of the flash backend (selected at run time).
+ *
+ * gemm: c [R, n] (=|+=) A·B with R <= 6 rows and n <= 64 columns held in at
+ * most 6 x 4 zmm accumulators; per k step up to 4 loads of B (the last one
+ * masked for n % 16) and R broadcasts of A feed R x 4 FMAs. Every (R, number
+ * of vectors) pair is its own fully unrolled instance.
+ * The softmax kernels work on 64-column score tiles, 4 zmm per row, with the
+ * vectorised exp of vexp_avx512.h. */
+#include "kernels/sdpa_flash.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#include <math.h>
+
+#include "kernels/vexp_avx512.h"
+
+#define AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma")))
+#define AVX512_INLINE __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma"), always_inline)) static inline
+
+enum { BC = ATTN_FLASH_BC, MR = ATTN_FLASH_MR, NV = ATTN_FLASH_NC / 16 };
+
+/* The body every gemm instance inlines, with R and V (vectors) constants. */
+AVX512_INLINE void gemm_body(const int R, const int V, __mmask16 last, int64_t K, const float *a,
+                             int64_t ars, int64_t acs, const float *b, int64_t ldb, float *c,
+                             int64_t ldc, const float *cs, int acc) {
+  __m512 t[MR][NV];
+#pragma GCC unroll 6
+  for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+    for (int v = 0; v < V; v++) t[r][v] = _mm512_setzero_ps();
+  for (int64_t k = 0; k < K; k++) {
+    __m512 bv[NV];
+    const float *bk = b + k * ldb;
+#pragma GCC unroll 4
+    for (int v = 0; v < V; v++)
+      bv[v] = v == V - 1 ? _mm512_maskz_loadu_ps(last, bk + 16 * v) : _mm512_loadu_ps(bk + 16 * v);
+    const float *ak = a + k * acs;
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++) {
+      __m512 ar = _mm512_set1_ps(ak[r * ars]);
+#pragma GCC unroll 4
+      for (int v = 0; v < V; v++) t[r][v] = _mm512_fmadd_ps(ar, bv[v], t[r][v]);
+    }
+  }
+#pragma GCC unroll 6
+  for (int r = 0; r < R; r++) {
+    float *cr = c + r * ldc;
+    __m512 f = _mm512_set1_ps(cs ? cs[r] : 1.0f);
+#pragma GCC unroll 4
+    for (int v = 0; v < V; v++) {
+      __mmask16 mk = v == V - 1 ? last : (__mmask16)0xffff;
+      __m512 y = t[r][v];
+      if (acc) y = _mm512_fmadd_ps(f, _mm512_maskz_loadu_ps(mk, cr + 16 * v), y);
+      _mm512_mask_storeu_ps(cr + 16 * v, mk, y);
+    }
+  }
+}
+
+/* Dispatches to the body inlined with constant (R, V): one fully unrolled
+ * copy per case. */
+AVX512_TARGET static void gemm_avx512(int R, int n, int64_t K, const float *a, int64_t ars,
+                                      int64_t acs, const float *b, int64_t ldb, float *c,
+                                      int64_t ldc, const float *cs, int acc) {
+  int V = (n + 15) / 16, rem = n - 16 * (V - 1);
+  __mmask16 last = (__mmask16)(rem == 16 ? 0xffff : (1u << rem) - 1);
+  switch (R * 8 + V) {
+  case 9: gemm_body(1, 1, last, K, a, ars, acs, b, ldb, c, ldc, cs, acc); break;
+  case 10: gemm_body(1, 2, last, K, a, ars, acs, b, ldb, c, ldc, cs, acc); break;
+  case 11: gemm_body(1, 3, last, K, a, ars, acs, b, ldb, c, ldc, cs, acc); break;
+  case 12: gemm_body(1, 4, last, K, a, ars, acs, b, ldb, c, ldc, cs, acc); break;
+  case 17: gemm_body(2, 1, last, K, a, ars, acs, b, ldb, c, ldc, cs, acc); break;
+  case 18: gemm_body(2, 2, last, K, a, ars, acs, b, ldb, c, ldc, cs, acc); break;
+  case 19: gemm_body(2, 3, last, K, a, ars, acs, b, ldb, c, ldc, cs, acc); break;
+  case 20: gemm_body(2, 4, last, K, a, ars, acs, b, ldb, c, ldc, cs, acc); break;
+  case 25: gemm_body(3, 1, last, K, a, ars, acs, b, ldb, c, ldc, cs, acc); break;
+  case 26: gemm_body(3, 2, last, K, a, ars, acs, b, ldb, c, ldc, cs, acc); break;
+  case 27: gemm_body(3, 3, last, K, a, ars, acs, b, ldb, c, ldc, cs, acc); break;
+  case 28: gemm_body(3, 4, last, K, a, ars, acs, b, ldb, c, ldc, cs, acc); break;
+  case 33: gemm_body(4, 1, last, K, a, ars, acs, b, ldb, c, ldc, cs, acc); break;
+  case 34: gemm_body(4, 2, last, K, a, ars, acs, b, ldb, c, ldc, cs, acc); break;
+  case 35: gemm_body(4, 3, last, K, a, ars, acs, b, ldb, c, ldc, cs, acc); break;
+  case 36: gemm_body(4, 4, last, K, a, ars, acs, b, ldb, c, ldc, cs, acc); break;
+  case 41: gemm_body(5, 1, last, K, a, ars, acs, b, ldb, c, ldc, cs, acc); break;
+  case 42: gemm_body(5, 2, last, K, a, ars, acs, b, ldb, c, ldc, cs, acc); break;
+  case 43: gemm_body(5, 3, last, K, a, ars, acs, b, ldb, c, ldc, cs, acc); break;
+  case 44: gemm_body(5, 4, last, K, a, ars, acs, b, ldb, c, ldc, cs, acc); break;
+  case 49: gemm_body(6, 1, last, K, a, ars, acs, b, ldb, c, ldc, cs, acc); break;
+  case 50: gemm_body(6, 2, last, K, a, ars, acs, b, ldb, c, ldc, cs, acc); break;
+  case 51: gemm_body(6, 3, last, K, a, ars, acs, b, ldb, c, ldc, cs, acc); break;
+  case 52: gemm_body(6, 4, last, K, a, ars, acs, b, ldb, c, ldc, cs, acc); break;
+  default: break;
+  }
+}
+
+AVX512_INLINE __m512 col_index(int v) {
+  return _mm512_add_ps(_mm512_set_ps(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                       _mm512_set1_ps((float)(16 * v)));
+}
+
+AVX512_TARGET static void logits_avx512(int R, float *s, float scale, const int *lo,
+                                        const int *hi) {
+  __m512 vs = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(-INFINITY);
+  for (int r = 0; r < R; r++) {
+    float *sr = s + r * BC;
+    __m512 l = _mm512_set1_ps((float)lo[r]), h = _mm512_set1_ps((float)hi[r]);
+#pragma GCC unroll 4
+    for (int v = 0; v < BC / 16; v++) {
+      __m512 j = col_index(v);
+      __mmask16 ok = _mm512_cmp_ps_mask(j, l, _CMP_GE_OQ) & _mm512_cmp_ps_mask(j, h, _CMP_LT_OQ);
+      _mm512_storeu_ps(sr + 16 * v,
+                       _mm512_mask_mul_ps(ninf, ok, vs, _mm512_loadu_ps(sr + 16 * v)));
+    }
+  }
+}
+
+AVX512_TARGET static void softmax_update_avx512(int R, float *s, float *m, float *l,
+                                                float *alpha) {
+  for (int r = 0; r < R; r++) {
+    float *sr = s + r * BC;
+    __m512 x0 = _mm512_loadu_ps(sr), x1 = _mm512_loadu_ps(sr + 16);
+    __m512 x2 = _mm512_loadu_ps(sr + 32), x3 = _mm512_loadu_ps(sr + 48);
+    float mx = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(x0, x1), _mm512_max_ps(x2, x3)));
+    float mn = mx > m[r] ? mx : m[r];
+    if (mn == -INFINITY) {
+      __m512 z = _mm512_setzero_ps();
+      _mm512_storeu_ps(sr, z);
+      _mm512_storeu_ps(sr + 16, z);
+      _mm512_storeu_ps(sr + 32, z);
+      _mm512_storeu_ps(sr + 48, z);
+      alpha[r] = 1.0f;
+      continue;
+    }
+    __m512 vm = _mm512_set1_ps(mn);
+    x0 = attn_vexp16_avx512(_mm512_sub_ps(x0, vm));
+    x1 = attn_vexp16_avx512(_mm512_sub_ps(x1, vm));
+    x2 = attn_vexp16_avx512(_mm512_sub_ps(x2, vm));
+    x3 = attn_vexp16_avx512(_mm512_sub_ps(x3, vm));
+    _mm512_storeu_ps(sr, x0);
+    _mm512_storeu_ps(sr + 16, x1);
+    _mm512_storeu_ps(sr + 32, x2);
+    _mm512_storeu_ps(sr + 48, x3);
+    float sum = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(x0, x1), _mm512_add_ps(x2, x3)));
+    float a = m[r] == -INFINITY ? 0.0f : expf(m[r] - mn);
+    alpha[r] = a;
+    l[r] = l[r] * a + sum;
+    m[r] = mn;
+  }
+}
+
+AVX512_TARGET static void probs_grad_avx512(int R, const float *s, const float *dp,
+                                            const float *lse, const float *di, float scale,
+                                            float *p, float *ds, int64_t ldp) {
+  for (int r = 0; r < R; r++) {
+    const float *sr = s + r * BC, *dpr = dp + r * BC;
+    float *pr = p + r * ldp, *dsr = ds + r * ldp;
+    int dead = lse[r] == -INFINITY;
+    __m512 vl = _mm512_set1_ps(dead ? 0.0f : lse[r]), vd = _mm512_set1_ps(di[r]);
+    __m512 vs = _mm512_set1_ps(scale);
+#pragma GCC unroll 4
+    for (int v = 0; v < BC / 16; v++) {
+      __m512 pv = dead ? _mm512_setzero_ps()
+                       : attn_vexp16_avx512(_mm512_sub_ps(_mm512_loadu_ps(sr + 16 * v), vl));
+      _mm512_storeu_ps(pr + 16 * v, pv);
+      __m512 g = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(dpr + 16 * v), vd), vs);
+      _mm512_storeu_ps(dsr + 16 * v, _mm512_mul_ps(pv, g));
+    }
+  }
+}
+
+AVX512_TARGET static void pack_t_avx512(int64_t n, int64_t D, const float *x, int64_t ldx,
+                                        float *kt) {
+  for (int64_t dd = 0; dd < D; dd++) {
+    float *row = kt + dd * BC;
+    for (int64_t j = 0; j < n; j++) row[j] = x[j * ldx + dd];
+    for (int64_t j = n; j < BC; j++) row[j] = 0.0f;
+  }
+}
+
+static const attn_flash_ops avx512_ops = {"avx512",          gemm_avx512,
+                                          logits_avx512,     softmax_update_avx512,
+                                          probs_grad_avx512, pack_t_avx512};
+
+const attn_flash_ops *attn_flash_ops_avx512(void) { return &avx512_ops; }
+#else
+const attn_flash_ops *attn_flash_ops_avx512(void) { return 0; }
+#endif

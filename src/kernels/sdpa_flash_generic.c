@@ -1,0 +1,95 @@
+/* Portable C tile kernels of the flash backend (the fallback, and the
+ * reference the AVX-512 kernels are tested against). */
+#include <math.h>
+#include <string.h>
+
+#include "kernels/sdpa_flash.h"
+
+enum { BC = ATTN_FLASH_BC, MR = ATTN_FLASH_MR, NC = ATTN_FLASH_NC };
+
+/* c [R, n] (=|+=) A·B; see attn_flash_ops.gemm */
+static void gemm_generic(int R, int n, int64_t K, const float *a, int64_t ars, int64_t acs,
+                         const float *b, int64_t ldb, float *c, int64_t ldc, const float *cs,
+                         int acc) {
+  float t[MR][NC];
+  for (int r = 0; r < R; r++)
+    for (int j = 0; j < n; j++) t[r][j] = 0.0f;
+  for (int64_t k = 0; k < K; k++) {
+    const float *bk = b + k * ldb;
+    for (int r = 0; r < R; r++) {
+      float ar = a[r * ars + k * acs];
+      for (int j = 0; j < n; j++) t[r][j] += ar * bk[j];
+    }
+  }
+  for (int r = 0; r < R; r++) {
+    float *cr = c + r * ldc;
+    if (!acc)
+      for (int j = 0; j < n; j++) cr[j] = t[r][j];
+    else {
+      float f = cs ? cs[r] : 1.0f;
+      for (int j = 0; j < n; j++) cr[j] = f * cr[j] + t[r][j];
+    }
+  }
+}
+
+static void logits_generic(int R, float *s, float scale, const int *lo, const int *hi) {
+  for (int r = 0; r < R; r++) {
+    float *sr = s + r * BC;
+    for (int j = 0; j < BC; j++) sr[j] = (j >= lo[r] && j < hi[r]) ? scale * sr[j] : -INFINITY;
+  }
+}
+
+static void softmax_update_generic(int R, float *s, float *m, float *l, float *alpha) {
+  for (int r = 0; r < R; r++) {
+    float *sr = s + r * BC;
+    float mx = -INFINITY;
+    for (int j = 0; j < BC; j++)
+      if (sr[j] > mx) mx = sr[j];
+    float mn = mx > m[r] ? mx : m[r];
+    if (mn == -INFINITY) { /* nothing allowed yet */
+      memset(sr, 0, BC * sizeof(float));
+      alpha[r] = 1.0f;
+      continue;
+    }
+    float sum = 0.0f;
+    for (int j = 0; j < BC; j++) {
+      sr[j] = expf(sr[j] - mn);
+      sum += sr[j];
+    }
+    alpha[r] = expf(m[r] - mn);
+    l[r] = l[r] * alpha[r] + sum;
+    m[r] = mn;
+  }
+}
+
+static void probs_grad_generic(int R, const float *s, const float *dp, const float *lse,
+                               const float *di, float scale, float *p, float *ds, int64_t ldp) {
+  for (int r = 0; r < R; r++) {
+    const float *sr = s + r * BC, *dpr = dp + r * BC;
+    float *pr = p + r * ldp, *dsr = ds + r * ldp;
+    if (lse[r] == -INFINITY) {
+      memset(pr, 0, BC * sizeof(float));
+      memset(dsr, 0, BC * sizeof(float));
+      continue;
+    }
+    for (int j = 0; j < BC; j++) {
+      float pj = expf(sr[j] - lse[r]);
+      pr[j] = pj;
+      dsr[j] = pj * (dpr[j] - di[r]) * scale;
+    }
+  }
+}
+
+static void pack_t_generic(int64_t n, int64_t D, const float *x, int64_t ldx, float *kt) {
+  for (int64_t dd = 0; dd < D; dd++) {
+    float *row = kt + dd * BC;
+    for (int64_t j = 0; j < n; j++) row[j] = x[j * ldx + dd];
+    for (int64_t j = n; j < BC; j++) row[j] = 0.0f;
+  }
+}
+
+static const attn_flash_ops generic_ops = {"generic",          gemm_generic,
+                                           logits_generic,     softmax_update_generic,
+                                           probs_grad_generic, pack_t_generic};
+
+const attn_flash_ops *attn_flash_ops_generic(void) { return &generic_ops; }

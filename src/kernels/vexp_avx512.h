@@ -1,0 +1,33 @@
+/* e^x on 16 lanes, AVX-512 (include only from files built for AVX-512).
+ * x = n ln2 + r, |r| <= ln2/2 (ln2 split in two for an exact reduction);
+ * e^r = 1 + r + r^2 P(r), P of degree 5 (Cephes expf coefficients, rel.
+ * error ~1.5e-7); 2^n applied with vscalefps, which rounds correctly into
+ * denormals and overflows to inf. Inputs are clamped to [-104, 88.8] first:
+ * e^-104 is below half the smallest denormal, so -inf and very negative x
+ * give exactly 0. max/min keep NaN (operand order). */
+#ifndef ATTN_VEXP_AVX512_H
+#define ATTN_VEXP_AVX512_H
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma"), always_inline)) static inline __m512
+attn_vexp16_avx512(__m512 x) {
+  x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);
+  x = _mm512_min_ps(_mm512_set1_ps(88.8f), x);
+  __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  __m512 r2 = _mm512_mul_ps(r, r);
+  __m512 y = _mm512_add_ps(_mm512_fmadd_ps(p, r2, r), _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(y, n);
+}
+#endif
+#endif

@@ -1,0 +1,485 @@
+/* Flash SDPA backend: vectorised exp against expf, tile kernels AVX-512 vs
+ * portable, and the fused forward/backward against the math reference on
+ * many random shapes, masks and layouts, for both kernel sets.
+ *
+ * Tolerance vs math: |flash - math| <= 1e-5 + 1e-4 |math| for out and lse
+ * (the two differ only in f32 summation order and exp rounding); gradients
+ * get 2e-5 + 2e-4 |math| (one more product in their chain). */
+#include <stdint.h>
+
+#include "harness.h"
+#include "kernels/sdpa_flash.h"
+#include "kernels/vexp.h"
+
+static int have_avx512(void) { return attn_cpu()->avx512f && attn_flash_ops_avx512() != NULL; }
+
+/* ---- vectorised exp ------------------------------------------------------ */
+static int32_t ordered(float x) { /* float bits on a line ordered like the values */
+  int32_t i;
+  memcpy(&i, &x, 4);
+  return i < 0 ? INT32_MIN - i : i;
+}
+
+static void check_vexp(void (*f)(const float *, float *, int64_t)) {
+  enum { N = 400001 };
+  float *x = malloc(N * sizeof(float)), *y = malloc(N * sizeof(float));
+  for (int i = 0; i < N; i++) x[i] = -110.0f + 200.0f * (float)i / (N - 1); /* [-110, 90] */
+  x[1] = -INFINITY;
+  x[2] = INFINITY;
+  x[3] = 0.0f;
+  x[4] = -0.0f;
+  x[5] = 1e-30f;
+  x[6] = 88.7f;
+  x[7] = -87.4f; /* result just below FLT_MIN (denormal) */
+  x[8] = -103.9f;
+  f(x, y, N);
+  int64_t worst = 0;
+  int bad = -1;
+  for (int i = 0; i < N; i++) {
+    float want = expf(x[i]);
+    if (want >= 1.1754944e-38f && isfinite(want)) { /* normal result: a few ulp */
+      int64_t u = (int64_t)ordered(y[i]) - ordered(want);
+      if (u < 0) u = -u;
+      if (u > worst) worst = u;
+      if (u > 3 && bad < 0) bad = i;
+    } else if (isinf(want)) {
+      if (!(isinf(y[i]) && y[i] > 0) && bad < 0) bad = i;
+    } else if (fabsf(y[i] - want) > 2.9e-45f && bad < 0) { /* denormal: within 2 steps */
+      bad = i;
+    }
+  }
+  if (bad >= 0) printf("  vexp(%.9g) = %.9g, expf %.9g\n", x[bad], y[bad], expf(x[bad]));
+  CHECK(bad < 0);
+  CHECK(worst <= 3);
+  CHECK(y[1] == 0.0f && y[3] == 1.0f && y[4] == 1.0f && isinf(y[2]));
+  float nanin = NAN, nanout = 0;
+  f(&nanin, &nanout, 1);
+  CHECK(isnan(nanout));
+  /* short and odd lengths (masked tail) leave the rest untouched */
+  float a[19], b[19];
+  for (int i = 0; i < 19; i++) a[i] = (float)i - 9.0f, b[i] = -1.0f;
+  f(a, b, 17);
+  for (int i = 0; i < 17; i++) CHECK(fabsf(b[i] - expf(a[i])) <= 3e-7f * expf(a[i]));
+  CHECK(b[17] == -1.0f && b[18] == -1.0f);
+  free(x);
+  free(y);
+}
+
+static void vexp_avx512_wrap(const float *x, float *y, int64_t n) { attn_vexp_f32_avx512(x, y, n); }
+
+static void test_vexp_generic_matches_expf(void) { check_vexp(attn_vexp_f32_generic); }
+static void test_vexp_avx512_within_3_ulp(void) {
+  if (!have_avx512()) return;
+  check_vexp(vexp_avx512_wrap);
+}
+
+/* ---- tile kernels: AVX-512 vs portable ---------------------------------- */
+static void test_tile_gemm_avx512_matches_generic(void) {
+  if (!have_avx512()) return;
+  const attn_flash_ops *g = attn_flash_ops_generic(), *a = attn_flash_ops_avx512();
+  float A[6 * 80], Bm[80 * 70], C0[6 * 70], C1[6 * 70], cs[6] = {0.5f, 1, 2, -1, 0, 3};
+  fill_uniform(A, 6 * 80, 1, -1, 1);
+  fill_uniform(Bm, 80 * 70, 2, -1, 1);
+  for (int R = 1; R <= 6; R++)
+    for (int n = 1; n <= 64; n += (n < 20 ? 1 : 7))
+      for (int mode = 0; mode < 4; mode++) {
+        int64_t K = mode == 3 ? 0 : 37 + mode, ars = mode == 1 ? 1 : 80, acs = mode == 1 ? 6 : 1;
+        int acc = mode >= 2;
+        fill_uniform(C0, 6 * 70, 3, -1, 1);
+        memcpy(C1, C0, sizeof C0);
+        g->gemm(R, n, K, A, ars, acs, Bm, 70, C0, 70, mode == 2 ? cs : NULL, acc);
+        a->gemm(R, n, K, A, ars, acs, Bm, 70, C1, 70, mode == 2 ? cs : NULL, acc);
+        CHECK_CLOSE("gemm", C1, C0, 6 * 70, 1e-5, 1e-5); /* also: nothing outside [R, n] */
+      }
+}
+
+static void test_tile_softmax_avx512_matches_generic(void) {
+  if (!have_avx512()) return;
+  const attn_flash_ops *g = attn_flash_ops_generic(), *a = attn_flash_ops_avx512();
+  float s0[6 * 64], s1[6 * 64], m0[6], m1[6], l0[6], l1[6], al0[6], al1[6];
+  int lo[6] = {0, 3, 0, 10, 64, 0}, hi[6] = {64, 40, 1, 11, 64, 63};
+  for (int step = 0; step < 3; step++) {
+    fill_uniform(s0, 6 * 64, 10 + step, -30, 30);
+    memcpy(s1, s0, sizeof s0);
+    if (step == 0)
+      for (int r = 0; r < 6; r++) m0[r] = m1[r] = -INFINITY, l0[r] = l1[r] = 0;
+    g->logits(6, s0, 0.7f, lo, hi);
+    a->logits(6, s1, 0.7f, lo, hi);
+    CHECK_CLOSE("logits", s1, s0, 6 * 64, 0, 0);
+    g->softmax_update(6, s0, m0, l0, al0);
+    a->softmax_update(6, s1, m1, l1, al1);
+    CHECK_CLOSE("p", s1, s0, 6 * 64, 1e-7, 3e-7);
+    CHECK_CLOSE("m", m1, m0, 6, 0, 0);
+    CHECK_CLOSE("l", l1, l0, 6, 1e-6, 1e-6);
+    CHECK_CLOSE("alpha", al1, al0, 6, 1e-7, 3e-7);
+  }
+  CHECK(m0[4] == -INFINITY && l0[4] == 0 && al0[4] == 1.0f); /* row with no key */
+}
+
+/* ---- fused forward/backward vs math ------------------------------------- */
+typedef struct {
+  int B, Hq, Hkv, Lq, Lk, D, Dv;
+  int causal, wl, wr;
+  int key_lens;  /* 1: random lengths, batch 0 gets 0 when B > 1 */
+  int bool_mask; /* [B, 1, Lq, Lk] broadcast over heads */
+  int add_mask;  /* [1, Hq, Lq, Lk] broadcast over batch, some -inf */
+  int strided;   /* [B, L, H, D] layouts with padding */
+  float scale;   /* 0 = default */
+  float qmul;    /* q values times this (large logits) */
+} cfg;
+
+typedef struct {
+  attn_sdpa_desc d;
+  int32_t *kl;
+  uint8_t *bm;
+  float *am;
+  float *q, *k, *v, *dout;
+  int64_t nq, nk, nv, no, nl;
+} problem;
+
+/* Strides for [B, H, L, X]: contiguous, or [B, L, H, X+pad] when strided. */
+static int64_t layout(int strided, int64_t B, int64_t H, int64_t L, int64_t X, int64_t st[3]) {
+  if (!strided) {
+    st[0] = st[1] = st[2] = 0;
+    return B * H * L * X;
+  }
+  int64_t row = X + 3;
+  st[2] = H * row;
+  st[1] = row;
+  st[0] = L * H * row + 5;
+  return B * st[0];
+}
+
+static void make_problem(const cfg *c, unsigned seed, problem *p) {
+  memset(p, 0, sizeof *p);
+  attn_sdpa_desc *d = &p->d;
+  attn_sdpa_desc_init(d, c->B, c->Hq, c->Hkv, c->Lq, c->Lk, c->D, c->Dv);
+  d->causal = c->causal;
+  d->window_left = c->wl;
+  d->window_right = c->wr;
+  if (c->scale != 0) {
+    d->has_scale = 1;
+    d->scale = c->scale;
+  }
+  p->nq = layout(c->strided, c->B, c->Hq, c->Lq, c->D, d->q_stride);
+  p->nk = layout(c->strided, c->B, c->Hkv, c->Lk, c->D, d->k_stride);
+  p->nv = layout(c->strided, c->B, c->Hkv, c->Lk, c->Dv, d->v_stride);
+  p->no = layout(c->strided, c->B, c->Hq, c->Lq, c->Dv, d->o_stride);
+  p->nl = (int64_t)c->B * c->Hq * c->Lq;
+  p->q = malloc((p->nq + 1) * sizeof(float));
+  p->k = malloc((p->nk + 1) * sizeof(float));
+  p->v = malloc((p->nv + 1) * sizeof(float));
+  p->dout = malloc((p->no + 1) * sizeof(float));
+  fill_uniform(p->q, p->nq, seed, -c->qmul, c->qmul);
+  fill_uniform(p->k, p->nk, seed + 1, -1, 1);
+  fill_uniform(p->v, p->nv, seed + 2, -1, 1);
+  fill_uniform(p->dout, p->no, seed + 3, -1, 1);
+  if (c->key_lens) {
+    p->kl = malloc(c->B * sizeof(int32_t));
+    for (int b = 0; b < c->B; b++) p->kl[b] = (int32_t)((seed * 7 + b * 13) % (c->Lk + 1));
+    if (c->B > 1) p->kl[0] = 0;
+    p->kl[c->B - 1] = c->Lk; /* one full batch */
+    if (c->B > 2) p->kl[1] = c->Lk > 0 ? c->Lk - 1 : 0;
+    d->key_lens = p->kl;
+  }
+  int64_t n2 = (int64_t)c->Lq * c->Lk;
+  if (c->bool_mask) {
+    p->bm = malloc(c->B * n2 + 1);
+    float *u = malloc((c->B * n2 + 1) * sizeof(float));
+    fill_uniform(u, c->B * n2, seed + 4, 0, 1);
+    for (int64_t i = 0; i < c->B * n2; i++) p->bm[i] = u[i] > 0.2f;
+    free(u);
+    d->bool_mask = p->bm;
+    d->bool_mask_stride[0] = n2;
+    d->bool_mask_stride[1] = 0;
+    d->bool_mask_stride[2] = c->Lk;
+    d->bool_mask_stride[3] = 1;
+  }
+  if (c->add_mask) {
+    p->am = malloc((c->Hq * n2 + 1) * sizeof(float));
+    fill_uniform(p->am, c->Hq * n2, seed + 5, -2, 2);
+    for (int64_t i = 0; i < c->Hq * n2; i += 7) p->am[i] = -INFINITY;
+    d->add_mask = p->am;
+    d->add_mask_stride[0] = 0;
+    d->add_mask_stride[1] = n2;
+    d->add_mask_stride[2] = c->Lk;
+    d->add_mask_stride[3] = 1;
+  }
+}
+
+static void free_problem(problem *p) {
+  free(p->kl);
+  free(p->bm);
+  free(p->am);
+  free(p->q);
+  free(p->k);
+  free(p->v);
+  free(p->dout);
+}
+
+static float *zeros(int64_t n) { return calloc((size_t)n + 1, sizeof(float)); }
+
+/* Runs flash (ops) and math on one problem and compares everything. */
+static void compare_case(const attn_flash_ops *ops, const cfg *c, unsigned seed, int backward) {
+  problem p;
+  make_problem(c, seed, &p);
+  float *o0 = zeros(p.no), *o1 = zeros(p.no), *l0 = zeros(p.nl), *l1 = zeros(p.nl);
+  CHECK_OK(attn_sdpa_forward_math(&p.d, p.q, p.k, p.v, o0, l0, NULL));
+  CHECK_OK(attn_sdpa_forward_flash_ops(ops, &p.d, p.q, p.k, p.v, o1, l1));
+  double atol = 1e-5, rtol = 1e-4;
+  if (c->qmul > 4) atol = rtol = 1e-3; /* logits ~30x: rounding of q·k is ~30x larger */
+  int before = h_case_failed;
+  h_case_failed = 0;
+  CHECK_CLOSE("out", o1, o0, p.no, atol, rtol);
+  CHECK_CLOSE("lse", l1, l0, p.nl, atol, rtol);
+  for (int64_t i = 0; i < p.no; i++)
+    if (isnan(o1[i])) {
+      CHECK(!isnan(o1[i]));
+      break;
+    }
+  if (backward) {
+    float *g0[3] = {zeros(p.nq), zeros(p.nk), zeros(p.nv)};
+    float *g1[3] = {zeros(p.nq), zeros(p.nk), zeros(p.nv)};
+    CHECK_OK(attn_sdpa_backward_math(&p.d, p.q, p.k, p.v, o0, l0, p.dout, g0[0], g0[1], g0[2]));
+    CHECK_OK(attn_sdpa_backward_flash_ops(ops, &p.d, p.q, p.k, p.v, o0, l0, p.dout, g1[0],
+                                          g1[1], g1[2]));
+    double ga = 2 * atol, gr = 2 * rtol;
+    if (c->qmul > 4) ga = 1e-2, gr = 1e-2; /* dk sums q (30x) times ds */
+    CHECK_CLOSE("dq", g1[0], g0[0], p.nq, ga, gr);
+    CHECK_CLOSE("dk", g1[1], g0[1], p.nk, ga, gr);
+    CHECK_CLOSE("dv", g1[2], g0[2], p.nv, ga, gr);
+    for (int i = 0; i < 3; i++) free(g0[i]), free(g1[i]);
+  }
+  if (h_case_failed)
+    printf("  ^ %s B%d Hq%d Hkv%d Lq%d Lk%d D%d Dv%d causal%d w(%d,%d) kl%d bm%d am%d st%d "
+           "seed %u\n",
+           ops->name, c->B, c->Hq, c->Hkv, c->Lq, c->Lk, c->D, c->Dv, c->causal, c->wl, c->wr,
+           c->key_lens, c->bool_mask, c->add_mask, c->strided, seed);
+  h_case_failed |= before;
+  free(o0), free(o1), free(l0), free(l1);
+  free_problem(&p);
+}
+
+static const attn_flash_ops *ops_list[2];
+static int n_ops;
+
+static void for_each_ops(const cfg *c, unsigned seed, int backward) {
+  for (int i = 0; i < n_ops; i++) compare_case(ops_list[i], c, seed, backward);
+}
+
+static cfg plain(int Lq, int Lk, int D) {
+  cfg c = {1, 2, 2, Lq, Lk, D, D, 0, -1, -1, 0, 0, 0, 0, 0.0f, 1.0f};
+  return c;
+}
+
+static void test_head_dims(void) {
+  static const int dims[] = {1, 7, 32, 40, 64, 80, 128, 129, 256};
+  for (unsigned i = 0; i < sizeof dims / sizeof dims[0]; i++) {
+    cfg c = plain(37, 70, dims[i]);
+    c.Dv = dims[(i + 3) % 9] == 256 ? dims[i] : dims[(i + 3) % 9]; /* Dv != D mostly */
+    for_each_ops(&c, 100 + i, 1);
+  }
+}
+
+static void test_lengths_and_tails(void) {
+  static const int L[][2] = {{1, 1}, {1, 65}, {5, 3}, {64, 64}, {65, 129}, {130, 63}, {97, 200},
+                             {200, 97}, {7, 0}};
+  for (unsigned i = 0; i < sizeof L / sizeof L[0]; i++) {
+    cfg c = plain(L[i][0], L[i][1], 32);
+    for_each_ops(&c, 200 + i, 1);
+  }
+}
+
+static void test_causal_and_windows(void) {
+  static const int W[][3] = {{1, -1, -1}, {0, 5, -1}, {0, 20, 0}, {0, -1, 3}, {1, 70, -1},
+                             {0, 0, 0},   {1, 0, -1}, {0, 130, 70}};
+  static const int L[][2] = {{150, 150}, {100, 190}, {190, 100}};
+  for (unsigned i = 0; i < sizeof W / sizeof W[0]; i++)
+    for (unsigned j = 0; j < 3; j++) {
+      cfg c = plain(L[j][0], L[j][1], 24);
+      c.causal = W[i][0];
+      c.wl = W[i][1];
+      c.wr = W[i][2];
+      for_each_ops(&c, 300 + i * 3 + j, 1);
+    }
+}
+
+static void test_masks_key_lens_gqa(void) {
+  for (int m = 0; m < 8; m++) {
+    cfg c = plain(70 + m, 90 + 3 * m, 16 + 8 * m);
+    c.B = 3;
+    c.Hq = 4;
+    c.Hkv = m % 2 ? 1 : 2;
+    c.key_lens = m & 1;
+    c.bool_mask = (m >> 1) & 1;
+    c.add_mask = (m >> 2) & 1;
+    c.causal = m == 5;
+    c.scale = m == 6 ? 0.3f : 0.0f;
+    for_each_ops(&c, 400 + m, 1);
+  }
+}
+
+static void test_strided_layouts(void) {
+  cfg c = plain(67, 131, 40);
+  c.B = 2;
+  c.Hq = 6;
+  c.Hkv = 3;
+  c.Dv = 24;
+  c.strided = 1;
+  c.causal = 1;
+  for_each_ops(&c, 500, 1);
+  c.causal = 0;
+  c.key_lens = 1;
+  c.add_mask = 1;
+  for_each_ops(&c, 501, 1);
+}
+
+static void test_random_shapes(void) {
+  unsigned s = 12345;
+  for (int t = 0; t < 24; t++) {
+    s = s * 1103515245u + 12345u;
+    cfg c = plain(1 + (s >> 4) % 140, 1 + (s >> 12) % 170, 1 + (s >> 20) % 100);
+    c.Dv = 1 + (s >> 8) % 90;
+    c.Hkv = 1 + t % 2;
+    c.Hq = c.Hkv * (1 + (t / 2) % 3);
+    c.B = 1 + t % 3;
+    c.causal = (s >> 27) & 1;
+    c.wl = (s >> 28) & 1 ? (int)((s >> 5) % 50) : -1;
+    c.wr = (s >> 29) & 1 ? (int)((s >> 9) % 50) : -1;
+    c.key_lens = (s >> 30) & 1;
+    c.bool_mask = t % 5 == 0;
+    c.add_mask = t % 7 == 0;
+    c.strided = t % 4 == 0;
+    for_each_ops(&c, 600 + t, 1);
+  }
+}
+
+static void test_large_logits(void) {
+  cfg c = plain(90, 100, 64);
+  c.qmul = 30.0f; /* logits up to ~ +-100 */
+  c.causal = 1;
+  for_each_ops(&c, 700, 1);
+  /* one key dominates by e^1000: out is exactly its v row, lse finite */
+  for (int i = 0; i < n_ops; i++) {
+    attn_sdpa_desc d;
+    attn_sdpa_desc_init(&d, 1, 1, 1, 3, 130, 4, 4);
+    float q[12] = {0}, k[520] = {0}, v[520], out[12], lse[3];
+    fill_uniform(v, 520, 7, -1, 1);
+    for (int r = 0; r < 3; r++) q[r * 4] = 1000.0f;
+    k[100 * 4] = 2.0f; /* logit 1000 for key 100, 0 elsewhere */
+    k[5 * 4] = 1.0f;   /* 500 */
+    CHECK_OK(attn_sdpa_forward_flash_ops(ops_list[i], &d, q, k, v, out, lse));
+    for (int r = 0; r < 3; r++) {
+      CHECK_CLOSE("dominant out", out + r * 4, v + 400, 4, 0, 0);
+      CHECK(fabsf(lse[r] - 1000.0f) < 1e-3f);
+    }
+  }
+}
+
+static void test_fully_masked_rows_are_zero(void) {
+  for (int i = 0; i < n_ops; i++) {
+    cfg c = plain(20, 70, 8);
+    c.B = 2;
+    c.key_lens = 1; /* batch 0: key_lens 0 */
+    c.wl = 2;
+    c.wr = -1;
+    c.causal = 0;
+    problem p;
+    make_problem(&c, 800, &p);
+    p.d.window_right = 0;
+    p.kl[1] = 10; /* batch 1: rows >= 12 see no key (window [i-2, i] past key_lens) */
+    float *o = zeros(p.no), *l = zeros(p.nl), *g[3] = {zeros(p.nq), zeros(p.nk), zeros(p.nv)};
+    CHECK_OK(attn_sdpa_forward_flash_ops(ops_list[i], &p.d, p.q, p.k, p.v, o, l));
+    CHECK_OK(attn_sdpa_backward_flash_ops(ops_list[i], &p.d, p.q, p.k, p.v, o, l, p.dout, g[0],
+                                          g[1], g[2]));
+    for (int r = 0; r < 20; r++) {
+      CHECK(isinf(l[r]) && l[r] < 0); /* batch 0 */
+      int dead = r >= 12;
+      CHECK((isinf(l[2 * 20 + r]) && l[2 * 20 + r] < 0) == dead);
+    }
+    int nan = 0, nonzero = 0;
+    for (int64_t e = 0; e < p.no; e++) nan |= isnan(o[e]);
+    for (int t = 0; t < 3; t++) {
+      int64_t n = t == 0 ? p.nq : t == 1 ? p.nk : p.nv;
+      for (int64_t e = 0; e < n; e++) nan |= isnan(g[t][e]);
+    }
+    for (int64_t e = 0; e < 2 * 20 * 8; e++) nonzero |= o[e] != 0 || g[0][e] != 0; /* batch 0 */
+    for (int64_t e = 0; e < 2 * 70 * 8; e++) nonzero |= g[1][e] != 0 || g[2][e] != 0;
+    CHECK(!nan);
+    CHECK(!nonzero);
+    free(o), free(l);
+    for (int t = 0; t < 3; t++) free(g[t]);
+    free_problem(&p);
+  }
+}
+
+/* 1 and 2 threads give the same bits (forward and backward). */
+static void test_threads_bit_identical(void) {
+  for (int i = 0; i < n_ops; i++) {
+    cfg c = plain(150, 170, 48);
+    c.B = 1; /* few (b, kv head) items: backward splits keys into chunks */
+    c.Hq = 2;
+    c.Hkv = 1;
+    c.causal = 1;
+    c.add_mask = 1;
+    problem p;
+    make_problem(&c, 900, &p);
+    float *o[2], *l[2], *g[2][3];
+    for (int t = 0; t < 2; t++) {
+      attn_set_num_threads(t + 1);
+      o[t] = zeros(p.no), l[t] = zeros(p.nl);
+      for (int e = 0; e < 3; e++) g[t][e] = zeros(e == 0 ? p.nq : e == 1 ? p.nk : p.nv);
+      CHECK_OK(attn_sdpa_forward_flash_ops(ops_list[i], &p.d, p.q, p.k, p.v, o[t], l[t]));
+      CHECK_OK(attn_sdpa_backward_flash_ops(ops_list[i], &p.d, p.q, p.k, p.v, o[t], l[t], p.dout,
+                                            g[t][0], g[t][1], g[t][2]));
+    }
+    attn_set_num_threads(0);
+    CHECK(!memcmp(o[0], o[1], p.no * sizeof(float)));
+    CHECK(!memcmp(l[0], l[1], p.nl * sizeof(float)));
+    CHECK(!memcmp(g[0][0], g[1][0], p.nq * sizeof(float)));
+    CHECK(!memcmp(g[0][1], g[1][1], p.nk * sizeof(float)));
+    CHECK(!memcmp(g[0][2], g[1][2], p.nv * sizeof(float)));
+    for (int t = 0; t < 2; t++) {
+      free(o[t]), free(l[t]);
+      for (int e = 0; e < 3; e++) free(g[t][e]);
+    }
+    free_problem(&p);
+  }
+}
+
+static void test_public_api_flash_backend(void) {
+  cfg c = plain(33, 45, 16);
+  problem p;
+  make_problem(&c, 950, &p);
+  float *o0 = zeros(p.no), *o1 = zeros(p.no), *l0 = zeros(p.nl), *l1 = zeros(p.nl);
+  CHECK_OK(attn_sdpa_forward(&p.d, ATTN_BACKEND_FLASH, p.q, p.k, p.v, o1, l1, NULL));
+  CHECK_OK(attn_sdpa_forward(&p.d, ATTN_BACKEND_MATH, p.q, p.k, p.v, o0, l0, NULL));
+  CHECK_CLOSE("out", o1, o0, p.no, 1e-5, 1e-4);
+  CHECK_ERR(attn_sdpa_forward_flash(&p.d, p.q, p.k, p.v, NULL, l1), ATTN_EINVAL);
+  CHECK_ERR(attn_sdpa_backward_flash(&p.d, p.q, p.k, p.v, o1, l1, NULL, o0, o0, o0), ATTN_EINVAL);
+  p.d.Hkv = 3; /* Hq = 2 is not a multiple */
+  CHECK_ERR(attn_sdpa_forward_flash(&p.d, p.q, p.k, p.v, o1, l1), ATTN_EINVAL);
+  free(o0), free(o1), free(l0), free(l1);
+  free_problem(&p);
+}
+
+int main(void) {
+  ops_list[n_ops++] = attn_flash_ops_generic();
+  if (have_avx512()) ops_list[n_ops++] = attn_flash_ops_avx512();
+  printf("# kernel sets: %s%s\n", ops_list[0]->name, n_ops > 1 ? ", avx512" : "");
+  RUN(test_vexp_generic_matches_expf);
+  RUN(test_vexp_avx512_within_3_ulp);
+  RUN(test_tile_gemm_avx512_matches_generic);
+  RUN(test_tile_softmax_avx512_matches_generic);
+  RUN(test_head_dims);
+  RUN(test_lengths_and_tails);
+  RUN(test_causal_and_windows);
+  RUN(test_masks_key_lens_gqa);
+  RUN(test_strided_layouts);
+  RUN(test_random_shapes);
+  RUN(test_large_logits);
+  RUN(test_fully_masked_rows_are_zero);
+  RUN(test_threads_bit_identical);
+  RUN(test_public_api_flash_backend);
+  HARNESS_END();
+}
