@@ -9,6 +9,7 @@
 #include "attn/sdpa.h"
 #include "attn/safetensors.h"
 #include "attn/params.h"
+#include "attn/nn.h"
 #include "attn/train.h"
 
 #define ATTN_VERSION "0.1.0"

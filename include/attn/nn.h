@@ -1,0 +1,357 @@
+/* attn — nn modules, forward and backward, PyTorch semantics and state_dict
+ * names (llm.c style: <module>_forward / <module>_backward pairs with the same
+ * argument order).
+ *
+ * Conventions:
+ * - A module is declared into an attn_params with a name prefix (e.g.
+ *   "self_attn.") and declares its tensors under PyTorch's state_dict names;
+ *   then attn_params_alloc, then <module>_init (or load weights by name).
+ * - Activations are batch first and row-major: x [B, L, E] = [rows, E].
+ * - forward saves what backward needs: either in caller buffers named in the
+ *   signature or in a "<module>_saved" struct the forward (re)allocates; free
+ *   it with <module>_saved_free. A zeroed struct is a valid empty one.
+ * - backward ACCUMULATES parameter gradients into p->grad AND input
+ *   gradients into the dx buffers (dx += ...): the caller zeroes them. This
+ *   makes residuals and shared inputs (self-attention) plain sums.
+ * - Masks use PyTorch's module convention: a BOOL (uint8) mask is nonzero
+ *   where attention is NOT allowed; a float mask is added to the logits.
+ *   A query row with no allowed key gives output 0 and zero gradient (PyTorch
+ *   gives NaN; we give zeros).
+ * - Dropout (training only, p > 0) uses the seeded counter-based dropout
+ *   kernel: the mask depends only on ctx->seed, ctx->step and the module's
+ *   name, never on the thread count. */
+#ifndef ATTN_NN_H
+#define ATTN_NN_H
+
+#include <stdint.h>
+
+#include "attn/params.h"
+#include "attn/sdpa.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { ATTN_INIT_TORCH = 0, ATTN_INIT_XAVIER = 1 } attn_init;
+typedef enum { ATTN_ACT_RELU = 0, ATTN_ACT_GELU = 1 } attn_activation;
+/* "relu" | "gelu" */
+attn_status attn_activation_from_name(const char *name, attn_activation *out);
+
+/* How a forward/backward pair runs. A zeroed struct = inference-style run on
+ * the auto backend with dropout off. */
+typedef struct {
+  attn_backend backend; /* SDPA backend for attention */
+  int training;         /* dropout active iff training and p > 0 */
+  uint64_t seed;        /* dropout seed */
+  uint64_t step;        /* folded into the dropout stream (a new mask per step) */
+} attn_nn_ctx;
+
+/* ---- parameter initialisation (seeded, attn_rng_uniform) ------------------
+ * Each tensor draws from its own stream derived from seed and its name, so
+ * the result does not depend on declaration order. */
+attn_status attn_init_uniform(attn_params *p, int index, float bound, uint64_t seed);
+attn_status attn_init_const(attn_params *p, int index, float value);
+/* Xavier-uniform: U(-a, a), a = sqrt(6 / (fan_in + fan_out)), fan from [out, in]. */
+attn_status attn_init_xavier(attn_params *p, int index, uint64_t seed);
+
+/* ---- dense (the Linear maths on raw pointers) ------------------------------
+ * y [rows, out] = x [rows, in] · W[out, in]ᵀ + b[out] (b may be NULL) */
+attn_status attn_dense_forward_f32(const float *x, const float *W, const float *b, float *y,
+                                   int64_t rows, int64_t in, int64_t out);
+/* dx [rows, in] += dy · W (dx may be NULL); dW [out, in] += dyᵀ · x;
+ * db [out] += Σ_rows dy (db may be NULL). */
+attn_status attn_dense_backward_f32(const float *x, const float *W, const float *dy, float *dx,
+                                    float *dW, float *db, int64_t rows, int64_t in, int64_t out);
+
+/* ---- Linear: "<prefix>weight" [out, in], "<prefix>bias" [out] -------------- */
+typedef struct {
+  int64_t in, out;
+  int weight, bias; /* param indices; bias = -1 without bias */
+} attn_linear;
+attn_status attn_linear_declare(attn_linear *m, attn_params *p, const char *prefix, int64_t in,
+                                int64_t out, int bias);
+/* TORCH: kaiming_uniform(a=sqrt(5)) = U(±1/sqrt(in)) for weight and bias;
+ * XAVIER: Xavier-uniform weight, zero bias. */
+attn_status attn_linear_init(const attn_linear *m, attn_params *p, attn_init kind, uint64_t seed);
+/* y [rows, out] = x [rows, in] Wᵀ + b */
+attn_status attn_linear_forward(const attn_linear *m, const attn_params *p, const float *x,
+                                float *y, int64_t rows);
+/* dx [rows, in] += dy W (dx may be NULL); grads accumulated */
+attn_status attn_linear_backward(const attn_linear *m, attn_params *p, const float *x,
+                                 const float *dy, float *dx, int64_t rows);
+
+/* ---- LayerNorm: "<prefix>weight" [n], "<prefix>bias" [n] -------------------- */
+typedef struct {
+  int64_t n;
+  float eps;
+  int weight, bias;
+} attn_layernorm;
+attn_status attn_layernorm_declare(attn_layernorm *m, attn_params *p, const char *prefix,
+                                   int64_t n, float eps);
+/* weight 1, bias 0 (as torch) */
+attn_status attn_layernorm_init(const attn_layernorm *m, attn_params *p);
+/* x, y [rows, n]; mean, rstd [rows] saved for backward */
+attn_status attn_layernorm_forward(const attn_layernorm *m, const attn_params *p, const float *x,
+                                   float *y, float *mean, float *rstd, int64_t rows);
+/* dx [rows, n] += ∂L/∂x; weight/bias grads accumulated */
+attn_status attn_layernorm_backward(const attn_layernorm *m, attn_params *p, const float *x,
+                                    const float *mean, const float *rstd, const float *dy,
+                                    float *dx, int64_t rows);
+
+/* ---- multi-head attention ------------------------------------------------- */
+typedef enum {
+  /* nn.MultiheadAttention: packed "in_proj_weight" [3E, E] when kdim == vdim
+   * == E, else "q_proj_weight" [E,E], "k_proj_weight" [E,kdim],
+   * "v_proj_weight" [E,vdim]; "in_proj_bias" [3E]; "out_proj.weight/bias". */
+  ATTN_MHA_TORCH = 0,
+  /* the seeds' Linear projections E->E: "<q_name>.weight/.bias", ... and,
+   * with out_proj, "fc_out.weight/bias" (seed 004 SelfAttention and
+   * MultiHeadAttention, seed 000 SelfAttention). */
+  ATTN_MHA_SEED_LINEAR = 1,
+  /* seed 000 MultiHeadAttention: one head_dim×head_dim Linear per q/k/v,
+   * shared by all heads, no bias; "fc_out" with bias; scale 1/sqrt(E). */
+  ATTN_MHA_SEED_SHARED = 2
+} attn_mha_style;
+
+typedef struct {
+  int64_t embed_dim, num_heads;
+  int64_t kdim, vdim; /* 0 = embed_dim (TORCH style only) */
+  int bias;           /* projection biases (TORCH: in_proj_bias and out_proj.bias) */
+  int out_proj;       /* seed styles: 1 = "fc_out" Linear (with bias); TORCH: always */
+  float dropout;      /* on the attention probabilities */
+  float scale;        /* 0 = 1/sqrt(head_dim) */
+  attn_mha_style style;
+  const char *q_name, *k_name, *v_name; /* seed styles; NULL = "query", "key", "value" */
+} attn_mha_config;
+
+typedef struct {
+  attn_mha_config c;
+  int64_t head_dim;
+  int w[3];       /* weight param index for q, k, v (packed: all in_proj_weight) */
+  int64_t wo[3];  /* float offset of each weight inside its tensor */
+  int b[3];       /* bias param index or -1 */
+  int64_t bo[3];  /* float offset of each bias */
+  int64_t in[3];  /* input features of each projection (E, kdim, vdim; shared: hd) */
+  int64_t out[3]; /* output features (E; shared: hd) */
+  int has_out;
+  attn_linear out_lin;
+  uint64_t site; /* dropout stream id, from the prefix */
+} attn_mha;
+
+/* PyTorch's mask arguments (see the convention above). At most one of the
+ * bool/float pointers of each pair. */
+typedef struct {
+  const uint8_t *key_padding_bool; /* [B, Lk] nonzero = ignore this key */
+  const float *key_padding_float;  /* [B, Lk] added */
+  const uint8_t *attn_bool;        /* [Lq, Lk], or [B*H, Lq, Lk] with attn_per_head */
+  const float *attn_float;
+  int attn_per_head;
+  int causal; /* also disallow j > i (like is_causal) */
+} attn_mha_masks;
+
+typedef struct {
+  int64_t B, Lq, Lk;
+  int self; /* key = value = query */
+  float *q, *k, *v; /* projected [B, L, E] */
+  float *ctx;       /* attention output before out_proj [B, Lq, E] */
+  float *lse;       /* [B, H, Lq] */
+  float *probs;     /* dropout path: [B, H, Lq, Lk] softmax, and after dropout */
+  float *probs_drop;
+  uint8_t *drop_mask;
+  float *mask_add;      /* combined masks [B, Hm, Lq, Lk], Hm = 1 or H */
+  uint8_t *mask_allow;  /* (1 = may attend) */
+  int64_t mask_heads;
+  int causal;
+  int dropped; /* the explicit-probabilities (dropout) path ran */
+  void *arena;
+} attn_mha_saved;
+void attn_mha_saved_free(attn_mha_saved *s);
+
+attn_status attn_mha_declare(attn_mha *m, attn_params *p, const char *prefix,
+                             const attn_mha_config *c);
+/* TORCH: xavier_uniform in-projections, zero in_proj_bias / out_proj.bias,
+ * out_proj.weight as Linear. XAVIER: every weight Xavier, biases zero. Seed
+ * styles with TORCH: Linear defaults. */
+attn_status attn_mha_init(const attn_mha *m, attn_params *p, attn_init kind, uint64_t seed);
+/* query [B, Lq, E], key [B, Lk, kdim], value [B, Lk, vdim]; key == value ==
+ * NULL means self-attention (key = value = query, Lk = Lq).
+ * out [B, Lq, E]. attn_weights (may be NULL): [B, Lq, Lk] averaged over heads
+ * when average_weights, else [B, H, Lq, Lk] (the probabilities, after dropout
+ * when dropout ran, from the SDPA math path). masks may be NULL. */
+attn_status attn_mha_forward(const attn_mha *m, const attn_params *p, const attn_nn_ctx *ctx,
+                             attn_mha_saved *s, const float *query, const float *key,
+                             const float *value, int64_t B, int64_t Lq, int64_t Lk,
+                             const attn_mha_masks *masks, float *out, float *attn_weights,
+                             int average_weights);
+/* dquery [B,Lq,E] += ..., dkey/dvalue likewise (may be NULL; for
+ * self-attention everything goes to dquery). */
+attn_status attn_mha_backward(const attn_mha *m, attn_params *p, const attn_nn_ctx *ctx,
+                              const attn_mha_saved *s, const float *query, const float *key,
+                              const float *value, const float *dout, float *dquery,
+                              float *dkey, float *dvalue);
+
+/* ---- feed-forward: "<prefix><n1>.*" [ff, d], "<prefix><n2>.*" [d, ff] -------
+ * y = n2(dropout(act(n1(x)))) — torch's linear1/linear2 or the seed's fc1/fc2. */
+typedef struct {
+  attn_linear l1, l2;
+  attn_activation act;
+  float dropout;
+  uint64_t site;
+} attn_ffn;
+typedef struct {
+  int64_t rows;
+  float *h;  /* n1(x) [rows, ff] */
+  float *a;  /* act(h), after dropout [rows, ff] */
+  uint8_t *drop_mask;
+  void *arena;
+} attn_ffn_saved;
+void attn_ffn_saved_free(attn_ffn_saved *s);
+attn_status attn_ffn_declare(attn_ffn *m, attn_params *p, const char *prefix, const char *n1,
+                             const char *n2, int64_t d_model, int64_t d_ff, attn_activation act,
+                             float dropout);
+attn_status attn_ffn_init(const attn_ffn *m, attn_params *p, attn_init kind, uint64_t seed);
+/* x, y [rows, d_model] */
+attn_status attn_ffn_forward(const attn_ffn *m, const attn_params *p, const attn_nn_ctx *ctx,
+                             attn_ffn_saved *s, const float *x, float *y, int64_t rows);
+attn_status attn_ffn_backward(const attn_ffn *m, attn_params *p, const attn_nn_ctx *ctx,
+                              const attn_ffn_saved *s, const float *x, const float *dy, float *dx);
+
+/* ---- residual sublayer: pre-norm y = x + drop(f(LN(x))),
+ *      post-norm y = LN(x + drop(f(x))) ---------------------------------------- */
+typedef struct {
+  int64_t rows, n;
+  float *a;           /* f's input: LN(x) (pre-norm) */
+  float *h;           /* post-norm: x + drop(f) (the LN input) */
+  float *mean, *rstd; /* [rows] */
+  uint8_t *drop_mask;
+  void *arena;
+} attn_sublayer_saved;
+void attn_sublayer_saved_free(attn_sublayer_saved *s);
+
+/* ---- TransformerEncoderLayer / TransformerDecoderLayer (batch_first) -------- */
+typedef struct {
+  int64_t d_model, nhead, dim_feedforward;
+  float dropout;
+  attn_activation activation;
+  float layer_norm_eps;
+  int norm_first;
+  int bias; /* 1 as torch */
+} attn_layer_config;
+
+typedef struct {
+  attn_layer_config c;
+  attn_mha self_attn;
+  attn_ffn ff; /* linear1, linear2 */
+  attn_layernorm norm1, norm2;
+  uint64_t site;
+} attn_encoder_layer;
+typedef struct {
+  int64_t B, L;
+  attn_mha_saved sa;
+  attn_ffn_saved ff;
+  attn_sublayer_saved s1, s2;
+  float *x1;    /* output of the first sublayer [B, L, E] */
+  float *f_out; /* attention / ff outputs before dropout */
+  float *a_out;
+  void *arena;
+} attn_encoder_saved;
+void attn_encoder_saved_free(attn_encoder_saved *s);
+/* declares self_attn.*, linear1.*, linear2.*, norm1.*, norm2.* under prefix */
+attn_status attn_encoder_declare(attn_encoder_layer *m, attn_params *p, const char *prefix,
+                                 const attn_layer_config *c);
+attn_status attn_encoder_init(const attn_encoder_layer *m, attn_params *p, attn_init kind,
+                              uint64_t seed);
+/* src, out [B, L, E]; masks (src_mask, src_key_padding_mask) may be NULL */
+attn_status attn_encoder_forward(const attn_encoder_layer *m, const attn_params *p,
+                                 const attn_nn_ctx *ctx, attn_encoder_saved *s, const float *src,
+                                 int64_t B, int64_t L, const attn_mha_masks *masks, float *out);
+/* dsrc [B, L, E] += ... */
+attn_status attn_encoder_backward(const attn_encoder_layer *m, attn_params *p,
+                                  const attn_nn_ctx *ctx, const attn_encoder_saved *s,
+                                  const float *src, const float *dout, float *dsrc);
+
+typedef struct {
+  attn_layer_config c;
+  attn_mha self_attn, multihead_attn;
+  attn_ffn ff;
+  attn_layernorm norm1, norm2, norm3;
+  uint64_t site;
+} attn_decoder_layer;
+typedef struct {
+  int64_t B, L, Lm;
+  attn_mha_saved sa, ca;
+  attn_ffn_saved ff;
+  attn_sublayer_saved s1, s2, s3;
+  float *x1, *x2, *f_out;
+  void *arena;
+} attn_decoder_saved;
+void attn_decoder_saved_free(attn_decoder_saved *s);
+/* self_attn.*, multihead_attn.*, linear1.*, linear2.*, norm1/2/3.* */
+attn_status attn_decoder_declare(attn_decoder_layer *m, attn_params *p, const char *prefix,
+                                 const attn_layer_config *c);
+attn_status attn_decoder_init(const attn_decoder_layer *m, attn_params *p, attn_init kind,
+                              uint64_t seed);
+/* tgt, out [B, L, E]; memory [B, Lm, E]; tgt_masks (tgt_mask,
+ * tgt_key_padding_mask) and memory_masks (memory_mask,
+ * memory_key_padding_mask) may be NULL. */
+attn_status attn_decoder_forward(const attn_decoder_layer *m, const attn_params *p,
+                                 const attn_nn_ctx *ctx, attn_decoder_saved *s, const float *tgt,
+                                 const float *memory, int64_t B, int64_t L, int64_t Lm,
+                                 const attn_mha_masks *tgt_masks,
+                                 const attn_mha_masks *memory_masks, float *out);
+/* dtgt [B, L, E] += ..., dmemory [B, Lm, E] += ... (may be NULL) */
+attn_status attn_decoder_backward(const attn_decoder_layer *m, attn_params *p,
+                                  const attn_nn_ctx *ctx, const attn_decoder_saved *s,
+                                  const float *tgt, const float *memory, const float *dout,
+                                  float *dtgt, float *dmemory);
+
+/* ---- the seed 004 blocks -------------------------------------------------------
+ * MultiHeadAttention: y = layer_norm(fc_out(attn(x)) + x), names query.*,
+ * key.*, value.*, fc_out.*, layer_norm.*; with ffn: TransformerLayer, names
+ * attention.<those>, ffn.fc1.*, ffn.fc2.*, ffn.layer_norm.* and
+ * y = LN(fc2(relu(fc1(x))) + x) after the attention block. */
+typedef struct {
+  int has_ffn;
+  attn_mha attn;
+  attn_layernorm ln_attn;
+  attn_ffn ffn;
+  attn_layernorm ln_ffn;
+} attn_seed_layer;
+typedef struct {
+  int64_t B, L;
+  attn_mha_saved sa;
+  attn_ffn_saved ff;
+  attn_sublayer_saved s1, s2;
+  float *x1, *f_out;
+  void *arena;
+} attn_seed_layer_saved;
+void attn_seed_layer_saved_free(attn_seed_layer_saved *s);
+attn_status attn_seed_layer_declare(attn_seed_layer *m, attn_params *p, const char *prefix,
+                                    int64_t embed, int64_t heads, int64_t ff_dim, int has_ffn);
+attn_status attn_seed_layer_init(const attn_seed_layer *m, attn_params *p, attn_init kind,
+                                 uint64_t seed);
+attn_status attn_seed_layer_forward(const attn_seed_layer *m, const attn_params *p,
+                                    const attn_nn_ctx *ctx, attn_seed_layer_saved *s,
+                                    const float *x, int64_t B, int64_t L, float *out);
+attn_status attn_seed_layer_backward(const attn_seed_layer *m, attn_params *p,
+                                     const attn_nn_ctx *ctx, const attn_seed_layer_saved *s,
+                                     const float *x, const float *dout, float *dx);
+
+/* ---- running a PyTorch-named layer from named tensors (`attn layer`) -------
+ * in: __metadata__ kind = mha | encoder | decoder (or a seed kind:
+ * seed000_self_attention, seed000_mha, seed004_self_attention, seed004_mha,
+ * seed004_transformer, input "x"), num_heads, norm_first (0/1), activation
+ * (relu|gelu), layer_norm_eps, average_attn_weights (mha, default 1),
+ * batch_first (must be 1); the parameters under exactly the state_dict
+ * names; the inputs under PyTorch's argument names (batch first; BOOL masks
+ * true = NOT allowed, F32 masks added); optional dout. Tensors "out",
+ * "attn_weights" and "grad.*" (a reference export) are ignored; any other
+ * unknown name is an error naming it. *out receives "out", for mha
+ * "attn_weights", and with dout "grad.<name>" for every float input and
+ * parameter. On error *out is NULL. */
+attn_status attn_layer_run_st(const attn_st *in, attn_backend backend, attn_st **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,90 @@
+/* Feed-forward block y = n2(dropout(act(n1(x)))): torch's linear1/linear2
+ * inside the Transformer layers, the seed's fc1/fc2. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn/nn_internal.h"
+
+void attn_ffn_saved_free(attn_ffn_saved *s) {
+  if (!s) return;
+  nn_arena_release(&s->arena);
+  memset(s, 0, sizeof *s);
+}
+
+attn_status attn_ffn_declare(attn_ffn *m, attn_params *p, const char *prefix, const char *n1,
+                             const char *n2, int64_t d_model, int64_t d_ff, attn_activation act,
+                             float dropout) {
+  if (!m || !p || !prefix || !n1 || !n2)
+    return attn_set_error(ATTN_EINVAL, "ffn_declare: NULL argument");
+  if (!(dropout >= 0.0f && dropout < 1.0f) || (act != ATTN_ACT_RELU && act != ATTN_ACT_GELU))
+    return attn_set_error(ATTN_EINVAL, "ffn '%s': dropout must be in [0,1), act relu|gelu",
+                          prefix);
+  memset(m, 0, sizeof *m);
+  m->act = act;
+  m->dropout = dropout;
+  m->site = nn_hash(prefix, nn_hash("ffn", 0));
+  char a[ATTN_PARAM_NAME_MAX], b[ATTN_PARAM_NAME_MAX];
+  attn_status st = nn_name(a, prefix, n1);
+  if (!st) st = nn_name(b, a, ".");
+  if (!st) st = attn_linear_declare(&m->l1, p, b, d_model, d_ff, 1);
+  if (!st) st = nn_name(a, prefix, n2);
+  if (!st) st = nn_name(b, a, ".");
+  if (!st) st = attn_linear_declare(&m->l2, p, b, d_ff, d_model, 1);
+  return st;
+}
+
+attn_status attn_ffn_init(const attn_ffn *m, attn_params *p, attn_init kind, uint64_t seed) {
+  attn_status st = attn_linear_init(&m->l1, p, kind, seed);
+  return st ? st : attn_linear_init(&m->l2, p, kind, seed);
+}
+
+attn_status attn_ffn_forward(const attn_ffn *m, const attn_params *p, const attn_nn_ctx *ctx,
+                             attn_ffn_saved *s, const float *x, float *y, int64_t rows) {
+  if (!m || !p || !s || !x || !y)
+    return attn_set_error(ATTN_EINVAL, "ffn_forward: NULL argument");
+  attn_ffn_saved_free(s);
+  s->rows = rows;
+  int64_t n = rows * m->l1.out;
+  s->h = NN_ALLOC_F(&s->arena, n);
+  s->a = NN_ALLOC_F(&s->arena, n);
+  if (!s->h || !s->a) return ATTN_ENOMEM;
+  attn_status st = attn_linear_forward(&m->l1, p, x, s->h, rows);
+  if (st) return st;
+  st = m->act == ATTN_ACT_GELU ? attn_gelu_f32(s->h, s->a, n) : attn_relu_f32(s->h, s->a, n);
+  if (st) return st;
+  if (nn_dropout_on(ctx, m->dropout)) {
+    s->drop_mask = NN_ALLOC_U8(&s->arena, n);
+    float *t = nn_scratch(n);
+    if (!s->drop_mask || !t) {
+      free(t);
+      return ATTN_ENOMEM;
+    }
+    memcpy(t, s->a, (size_t)n * sizeof(float));
+    st = attn_dropout_f32(t, s->a, s->drop_mask, n, m->dropout, nn_dropout_seed(ctx, m->site), 0);
+    free(t);
+    if (st) return st;
+  }
+  return attn_linear_forward(&m->l2, p, s->a, y, rows);
+}
+
+attn_status attn_ffn_backward(const attn_ffn *m, attn_params *p, const attn_nn_ctx *ctx,
+                              const attn_ffn_saved *s, const float *x, const float *dy,
+                              float *dx) {
+  if (!m || !p || !s || !s->h || !x || !dy)
+    return attn_set_error(ATTN_EINVAL, "ffn_backward: NULL argument or no saved forward");
+  int64_t rows = s->rows, n = rows * m->l1.out;
+  float *da = nn_scratch(n), *dh = nn_scratch(n);
+  attn_status st = (!da || !dh) ? ATTN_ENOMEM : ATTN_OK;
+  if (!st) st = attn_linear_backward(&m->l2, p, s->a, dy, da, rows);
+  if (!st && s->drop_mask) {
+    st = attn_dropout_backward_f32(da, s->drop_mask, dh, n, m->dropout);
+    memcpy(da, dh, (size_t)n * sizeof(float));
+  }
+  if (!st)
+    st = m->act == ATTN_ACT_GELU ? attn_gelu_backward_f32(s->h, da, dh, n)
+                                 : attn_relu_backward_f32(s->h, da, dh, n);
+  if (!st) st = attn_linear_backward(&m->l1, p, x, dh, dx, rows);
+  free(da);
+  free(dh);
+  return st;
+}

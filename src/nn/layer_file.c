@@ -1,0 +1,438 @@
+/* Run a PyTorch-named layer from a set of named tensors: the `attn layer`
+ * file format (see attn_layer_run_st in nn.h). One function per kind reads
+ * sizes from the parameter shapes, declares the module under state_dict
+ * names, loads it, reads the inputs under PyTorch's argument names, runs
+ * forward (and backward with dout) and fills the output set. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn/nn_internal.h"
+
+typedef struct {
+  const char *kind;
+  int64_t heads;
+  int norm_first, average;
+  attn_activation act;
+  float eps;
+} layer_meta;
+
+typedef struct {
+  const attn_st *in;
+  attn_st *out;
+  attn_params p;
+  attn_nn_ctx ctx;
+  const float *dout;
+  const char *inputs[8]; /* input names this kind accepts */
+  int ninputs;
+} run_state;
+
+static attn_status meta_int(const attn_st *in, const char *key, int64_t lo, int64_t hi,
+                            int64_t def, int64_t *out) {
+  const char *s = attn_st_meta(in, key);
+  *out = def;
+  if (!s) return ATTN_OK;
+  char *end;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (errno || end == s || *end || v < lo || v > hi)
+    return attn_set_error(ATTN_EINVAL, "metadata '%s' = '%.60s': expected an integer in [%lld, %lld]",
+                          key, s, (long long)lo, (long long)hi);
+  *out = v;
+  return ATTN_OK;
+}
+
+static attn_status read_meta(const attn_st *in, layer_meta *m) {
+  static const char *known[] = {"kind", "num_heads", "norm_first", "activation", "layer_norm_eps",
+                                "batch_first", "average_attn_weights", "format"};
+  for (int i = 0; i < attn_st_meta_count(in); i++) {
+    const char *k = attn_st_meta_key(in, i);
+    int ok = 0;
+    for (size_t j = 0; j < sizeof known / sizeof known[0]; j++) ok |= !strcmp(k, known[j]);
+    if (!ok) return attn_set_error(ATTN_EINVAL, "unknown metadata key '%.100s'", k);
+  }
+  m->kind = attn_st_meta(in, "kind");
+  if (!m->kind) return attn_set_error(ATTN_EINVAL, "metadata 'kind' is missing (mha|encoder|decoder)");
+  int64_t v;
+  attn_status st = meta_int(in, "num_heads", 1, 1 << 20, 0, &m->heads);
+  if (!st) st = meta_int(in, "norm_first", 0, 1, 0, &v);
+  m->norm_first = (int)v;
+  if (!st) st = meta_int(in, "average_attn_weights", 0, 1, 1, &v);
+  m->average = (int)v;
+  if (!st) st = meta_int(in, "batch_first", 1, 1, 1, &v);
+  if (st) return st;
+  const char *a = attn_st_meta(in, "activation");
+  m->act = ATTN_ACT_RELU;
+  if (a && attn_activation_from_name(a, &m->act))
+    return attn_set_error(ATTN_EINVAL, "metadata 'activation' = '%.60s': expected relu or gelu", a);
+  const char *e = attn_st_meta(in, "layer_norm_eps");
+  m->eps = 1e-5f;
+  if (e) {
+    char *end;
+    double d = strtod(e, &end);
+    if (end == e || *end || !(d > 0.0) || !isfinite(d))
+      return attn_set_error(ATTN_EINVAL, "metadata 'layer_norm_eps' = '%.60s': expected a number > 0", e);
+    m->eps = (float)d;
+  }
+  return ATTN_OK;
+}
+
+/* A required/optional F32 tensor of rank ndim with shape (-1 = any). */
+static attn_status f32_in(const run_state *r, const char *name, int ndim, const int64_t *shape,
+                          int required, const attn_tensor **t) {
+  return attn_st_expect(r->in, name, ATTN_F32, ndim, shape, required, t);
+}
+
+/* A mask: BOOL/U8 (nonzero = not allowed) or F32 (added), of one of two shapes. */
+static attn_status mask_in(const run_state *r, const char *name, int64_t B, int64_t H, int64_t Lq,
+                           int64_t Lk, int allow_3d, const uint8_t **b, const float **f,
+                           int *per_head) {
+  const attn_tensor *t = attn_st_get(r->in, name);
+  *b = NULL;
+  *f = NULL;
+  if (per_head) *per_head = 0;
+  if (!t) return ATTN_OK;
+  if (t->dtype != ATTN_BOOL && t->dtype != ATTN_U8 && t->dtype != ATTN_F32)
+    return attn_set_error(ATTN_EINVAL, "mask '%s' has dtype %s: expected BOOL (true = not allowed) or F32",
+                          name, attn_dtype_name(t->dtype));
+  int ok;
+  if (!allow_3d) {  // key padding [B, Lk]
+    ok = t->ndim == 2 && t->shape[0] == B && t->shape[1] == Lk;
+  } else {
+    ok = (t->ndim == 2 && t->shape[0] == Lq && t->shape[1] == Lk) ||
+         (t->ndim == 3 && t->shape[0] == B * H && t->shape[1] == Lq && t->shape[2] == Lk);
+    if (per_head) *per_head = t->ndim == 3;
+  }
+  if (!ok)
+    return attn_set_error(ATTN_EINVAL, "mask '%s' has the wrong shape: expected %s", name,
+                          allow_3d ? "[Lq, Lk] or [B*num_heads, Lq, Lk]" : "[B, Lk]");
+  if (t->dtype == ATTN_F32)
+    *f = t->data;
+  else
+    *b = t->data;
+  return ATTN_OK;
+}
+
+static attn_status masks_in(const run_state *r, const char *attn_name, const char *kpm_name,
+                            int64_t B, int64_t H, int64_t Lq, int64_t Lk, attn_mha_masks *mk) {
+  memset(mk, 0, sizeof *mk);
+  attn_status st = mask_in(r, attn_name, B, H, Lq, Lk, 1, &mk->attn_bool, &mk->attn_float,
+                           &mk->attn_per_head);
+  if (!st) st = mask_in(r, kpm_name, B, H, Lq, Lk, 0, &mk->key_padding_bool,
+                        &mk->key_padding_float, NULL);
+  return st;
+}
+
+/* Every tensor must be a parameter, an accepted input, dout, or an exported
+ * reference output (out, attn_weights, grad.*), which is ignored. */
+static attn_status check_names(const run_state *r) {
+  for (int i = 0; i < attn_st_count(r->in); i++) {
+    const char *n = attn_st_name(r->in, i);
+    int ok = attn_params_find(&r->p, n) >= 0 || !strcmp(n, "dout") || !strcmp(n, "out") ||
+             !strcmp(n, "attn_weights") || !strncmp(n, "grad.", 5);
+    for (int j = 0; j < r->ninputs && !ok; j++) ok = !strcmp(n, r->inputs[j]);
+    if (!ok)
+      return attn_set_error(ATTN_EINVAL, "unexpected tensor '%.200s' (not a parameter or input of this kind)", n);
+  }
+  return ATTN_OK;
+}
+
+static attn_status load_params(run_state *r) {
+  attn_status st = attn_params_alloc(&r->p);
+  if (!st) st = check_names(r);
+  if (!st) st = attn_params_load_st(&r->p, r->in, "", 0);
+  return st;
+}
+
+static attn_status dout_in(run_state *r, const attn_tensor *like) {
+  const attn_tensor *t;
+  attn_status st = f32_in(r, "dout", like->ndim, like->shape, 0, &t);
+  r->dout = t ? t->data : NULL;
+  return st;
+}
+
+static attn_status add(run_state *r, const char *name, const attn_tensor *like, int64_t last,
+                       const float *data) {
+  int64_t sh[ATTN_MAX_DIMS];
+  memcpy(sh, like->shape, sizeof sh);
+  if (last > 0) sh[like->ndim - 1] = last;
+  return attn_st_add_f32(r->out, name, like->ndim, sh, data);
+}
+
+static float *buf_like(const attn_tensor *t, int64_t last) {
+  int64_t n = attn_tensor_numel(t);
+  if (last > 0) n = n / t->shape[t->ndim - 1] * last;
+  return nn_scratch(n);
+}
+
+/* ---- mha: nn.MultiheadAttention ------------------------------------------ */
+static attn_status run_mha(run_state *r, const layer_meta *lm) {
+  const attn_tensor *ow, *qw = NULL, *kw = NULL, *vw = NULL, *q, *k, *v;
+  attn_status st = f32_in(r, "out_proj.weight", 2, NULL, 1, &ow);
+  if (st) return st;
+  int64_t E = ow->shape[0], H = lm->heads;
+  if (ow->shape[1] != E) return attn_set_error(ATTN_EINVAL, "tensor 'out_proj.weight' is not square");
+  if (attn_st_get(r->in, "bias_k") || attn_st_get(r->in, "bias_v"))
+    return attn_set_error(ATTN_EUNSUPPORTED, "tensors 'bias_k'/'bias_v' (add_bias_kv) are not supported");
+  attn_mha_config c;
+  memset(&c, 0, sizeof c);
+  c.embed_dim = E;
+  c.num_heads = H;
+  c.bias = attn_st_get(r->in, "in_proj_bias") != NULL;
+  if (!attn_st_get(r->in, "in_proj_weight")) {
+    int64_t s2[2] = {E, -1};
+    st = f32_in(r, "q_proj_weight", 2, s2, 1, &qw);
+    if (!st) st = f32_in(r, "k_proj_weight", 2, s2, 1, &kw);
+    if (!st) st = f32_in(r, "v_proj_weight", 2, s2, 1, &vw);
+    if (st) return st;
+    c.kdim = kw->shape[1];
+    c.vdim = vw->shape[1];
+  }
+  attn_mha m;
+  if (H <= 0) return attn_set_error(ATTN_EINVAL, "metadata 'num_heads' is missing");
+  st = attn_mha_declare(&m, &r->p, "", &c);
+  if (!st) st = load_params(r);
+  int64_t s3[3] = {-1, -1, E};
+  if (!st) st = f32_in(r, "query", 3, s3, 1, &q);
+  if (st) return st;
+  int64_t B = q->shape[0], Lq = q->shape[1], kv[3] = {B, -1, m.c.kdim};
+  st = f32_in(r, "key", 3, kv, 0, &k);
+  kv[1] = k ? k->shape[1] : -1;
+  kv[2] = m.c.vdim;
+  if (!st) st = f32_in(r, "value", 3, kv, 0, &v);
+  if (st) return st;
+  if (!k != !v) return attn_set_error(ATTN_EINVAL, "tensors 'key' and 'value': give both or neither");
+  if (!k && (m.c.kdim != E || m.c.vdim != E))
+    return attn_set_error(ATTN_EINVAL, "tensor 'key' is missing (kdim/vdim differ from embed_dim)");
+  int64_t Lk = k ? k->shape[1] : Lq;
+  attn_mha_masks mk;
+  st = masks_in(r, "attn_mask", "key_padding_mask", B, H, Lq, Lk, &mk);
+  if (!st) st = dout_in(r, q);
+  if (st) return st;
+  int64_t wn = B * (lm->average ? 1 : H) * Lq * Lk;
+  float *out = buf_like(q, 0), *w = nn_scratch(wn), *dq = buf_like(q, 0);
+  float *dk = k ? buf_like(k, 0) : NULL, *dv = v ? buf_like(v, 0) : NULL;
+  attn_mha_saved s = {0};
+  st = (!out || !w || !dq || (k && (!dk || !dv))) ? ATTN_ENOMEM : ATTN_OK;
+  if (!st)
+    st = attn_mha_forward(&m, &r->p, &r->ctx, &s, q->data, k ? k->data : NULL,
+                          v ? v->data : NULL, B, Lq, Lk, &mk, out, w, lm->average);
+  if (!st) st = add(r, "out", q, 0, out);
+  if (!st) {
+    int64_t ws[4] = {B, H, Lq, Lk}, w3[3] = {B, Lq, Lk};
+    st = lm->average ? attn_st_add_f32(r->out, "attn_weights", 3, w3, w)
+                     : attn_st_add_f32(r->out, "attn_weights", 4, ws, w);
+  }
+  if (!st && r->dout) {
+    st = attn_mha_backward(&m, &r->p, &r->ctx, &s, q->data, k ? k->data : NULL,
+                           v ? v->data : NULL, r->dout, dq, dk, dv);
+    if (!st) st = add(r, "grad.query", q, 0, dq);
+    if (!st && k) st = add(r, "grad.key", k, 0, dk);
+    if (!st && v) st = add(r, "grad.value", v, 0, dv);
+  }
+  attn_mha_saved_free(&s);
+  free(out), free(w), free(dq), free(dk), free(dv);
+  return st;
+}
+
+static attn_layer_config layer_cfg(const layer_meta *lm, int64_t E, int64_t FF) {
+  attn_layer_config c;
+  memset(&c, 0, sizeof c);
+  c.d_model = E;
+  c.nhead = lm->heads;
+  c.dim_feedforward = FF;
+  c.activation = lm->act;
+  c.layer_norm_eps = lm->eps;
+  c.norm_first = lm->norm_first;
+  c.bias = 1;
+  return c;
+}
+
+static attn_status layer_dims(run_state *r, const layer_meta *lm, int64_t *E, int64_t *FF) {
+  const attn_tensor *ow, *l1;
+  attn_status st = f32_in(r, "self_attn.out_proj.weight", 2, NULL, 1, &ow);
+  if (!st) st = f32_in(r, "linear1.weight", 2, NULL, 1, &l1);
+  if (st) return st;
+  if (lm->heads <= 0) return attn_set_error(ATTN_EINVAL, "metadata 'num_heads' is missing");
+  *E = ow->shape[0];
+  *FF = l1->shape[0];
+  return ATTN_OK;
+}
+
+/* ---- encoder: nn.TransformerEncoderLayer ---------------------------------- */
+static attn_status run_encoder(run_state *r, const layer_meta *lm) {
+  int64_t E, FF;
+  attn_status st = layer_dims(r, lm, &E, &FF);
+  if (st) return st;
+  attn_layer_config c = layer_cfg(lm, E, FF);
+  attn_encoder_layer m;
+  st = attn_encoder_declare(&m, &r->p, "", &c);
+  if (!st) st = load_params(r);
+  const attn_tensor *x;
+  int64_t s3[3] = {-1, -1, E};
+  if (!st) st = f32_in(r, "src", 3, s3, 1, &x);
+  if (st) return st;
+  int64_t B = x->shape[0], L = x->shape[1];
+  attn_mha_masks mk;
+  st = masks_in(r, "src_mask", "src_key_padding_mask", B, lm->heads, L, L, &mk);
+  if (!st) st = dout_in(r, x);
+  if (st) return st;
+  float *out = buf_like(x, 0), *dx = buf_like(x, 0);
+  attn_encoder_saved s = {0};
+  st = (!out || !dx) ? ATTN_ENOMEM : ATTN_OK;
+  if (!st) st = attn_encoder_forward(&m, &r->p, &r->ctx, &s, x->data, B, L, &mk, out);
+  if (!st) st = add(r, "out", x, 0, out);
+  if (!st && r->dout) {
+    st = attn_encoder_backward(&m, &r->p, &r->ctx, &s, x->data, r->dout, dx);
+    if (!st) st = add(r, "grad.src", x, 0, dx);
+  }
+  attn_encoder_saved_free(&s);
+  free(out), free(dx);
+  return st;
+}
+
+/* ---- decoder: nn.TransformerDecoderLayer ---------------------------------- */
+static attn_status run_decoder(run_state *r, const layer_meta *lm) {
+  int64_t E, FF;
+  attn_status st = layer_dims(r, lm, &E, &FF);
+  if (st) return st;
+  attn_layer_config c = layer_cfg(lm, E, FF);
+  attn_decoder_layer m;
+  st = attn_decoder_declare(&m, &r->p, "", &c);
+  if (!st) st = load_params(r);
+  const attn_tensor *x, *mem;
+  int64_t s3[3] = {-1, -1, E};
+  if (!st) st = f32_in(r, "tgt", 3, s3, 1, &x);
+  if (!st) s3[0] = x->shape[0];
+  if (!st) st = f32_in(r, "memory", 3, s3, 1, &mem);
+  if (st) return st;
+  int64_t B = x->shape[0], L = x->shape[1], Lm = mem->shape[1];
+  attn_mha_masks tm, mm;
+  st = masks_in(r, "tgt_mask", "tgt_key_padding_mask", B, lm->heads, L, L, &tm);
+  if (!st) st = masks_in(r, "memory_mask", "memory_key_padding_mask", B, lm->heads, L, Lm, &mm);
+  if (!st) st = dout_in(r, x);
+  if (st) return st;
+  float *out = buf_like(x, 0), *dx = buf_like(x, 0), *dm = buf_like(mem, 0);
+  attn_decoder_saved s = {0};
+  st = (!out || !dx || !dm) ? ATTN_ENOMEM : ATTN_OK;
+  if (!st)
+    st = attn_decoder_forward(&m, &r->p, &r->ctx, &s, x->data, mem->data, B, L, Lm, &tm, &mm, out);
+  if (!st) st = add(r, "out", x, 0, out);
+  if (!st && r->dout) {
+    st = attn_decoder_backward(&m, &r->p, &r->ctx, &s, x->data, mem->data, r->dout, dx, dm);
+    if (!st) st = add(r, "grad.tgt", x, 0, dx);
+    if (!st) st = add(r, "grad.memory", mem, 0, dm);
+  }
+  attn_decoder_saved_free(&s);
+  free(out), free(dx), free(dm);
+  return st;
+}
+
+/* ---- the seeds' modules: input x [B, L, E] ---------------------------------- */
+static attn_status run_seed(run_state *r, const layer_meta *lm) {
+  const char *k = lm->kind;
+  int layer = !strcmp(k, "seed004_mha") || !strcmp(k, "seed004_transformer");
+  int has_ffn = !strcmp(k, "seed004_transformer");
+  int s000 = !strncmp(k, "seed000", 7);
+  const char *wname = layer ? (has_ffn ? "attention.fc_out.weight" : "fc_out.weight")
+                      : !strcmp(k, "seed000_mha") ? "fc_out.weight"
+                      : s000 ? "queries.weight" : "query.weight";
+  const attn_tensor *w, *x, *f1 = NULL;
+  attn_status st = f32_in(r, wname, 2, NULL, 1, &w);
+  if (!st && has_ffn) st = f32_in(r, "ffn.fc1.weight", 2, NULL, 1, &f1);
+  if (st) return st;
+  int64_t E = w->shape[1], H = lm->heads ? lm->heads : 1;
+  attn_mha mha;
+  attn_seed_layer sl;
+  if (layer) {
+    st = attn_seed_layer_declare(&sl, &r->p, "", E, H, f1 ? f1->shape[0] : 1, has_ffn);
+  } else {
+    attn_mha_config c;
+    memset(&c, 0, sizeof c);
+    c.embed_dim = E;
+    c.num_heads = strcmp(k, "seed000_mha") ? 1 : H;
+    c.bias = !s000;
+    c.out_proj = !strcmp(k, "seed000_mha");
+    c.style = strcmp(k, "seed000_mha") ? ATTN_MHA_SEED_LINEAR : ATTN_MHA_SEED_SHARED;
+    if (s000) {
+      c.q_name = "queries";
+      c.k_name = "keys";
+      c.v_name = "values";
+    }
+    st = attn_mha_declare(&mha, &r->p, "", &c);
+  }
+  if (!st) st = load_params(r);
+  int64_t s3[3] = {-1, -1, E};
+  if (!st) st = f32_in(r, "x", 3, s3, 1, &x);
+  if (!st) st = dout_in(r, x);
+  if (st) return st;
+  int64_t B = x->shape[0], L = x->shape[1];
+  float *out = buf_like(x, 0), *dx = buf_like(x, 0);
+  attn_seed_layer_saved ss = {0};
+  attn_mha_saved ms = {0};
+  st = (!out || !dx) ? ATTN_ENOMEM : ATTN_OK;
+  if (!st)
+    st = layer ? attn_seed_layer_forward(&sl, &r->p, &r->ctx, &ss, x->data, B, L, out)
+               : attn_mha_forward(&mha, &r->p, &r->ctx, &ms, x->data, NULL, NULL, B, L, L, NULL,
+                                  out, NULL, 0);
+  if (!st) st = add(r, "out", x, 0, out);
+  if (!st && r->dout) {
+    st = layer ? attn_seed_layer_backward(&sl, &r->p, &r->ctx, &ss, x->data, r->dout, dx)
+               : attn_mha_backward(&mha, &r->p, &r->ctx, &ms, x->data, NULL, NULL, r->dout, dx,
+                                   NULL, NULL);
+    if (!st) st = add(r, "grad.x", x, 0, dx);
+  }
+  attn_seed_layer_saved_free(&ss);
+  attn_mha_saved_free(&ms);
+  free(out), free(dx);
+  return st;
+}
+
+attn_status attn_layer_run_st(const attn_st *in, attn_backend backend, attn_st **out) {
+  if (!in || !out) return attn_set_error(ATTN_EINVAL, "layer_run_st: NULL argument");
+  *out = NULL;
+  layer_meta lm;
+  attn_status st = read_meta(in, &lm);
+  if (st) return st;
+  static const struct {
+    const char *kind;
+    attn_status (*fn)(run_state *, const layer_meta *);
+    const char *inputs[6];
+  } kinds[] = {
+      {"mha", run_mha, {"query", "key", "value", "key_padding_mask", "attn_mask"}},
+      {"encoder", run_encoder, {"src", "src_mask", "src_key_padding_mask"}},
+      {"decoder", run_decoder,
+       {"tgt", "memory", "tgt_mask", "memory_mask", "tgt_key_padding_mask",
+        "memory_key_padding_mask"}},
+      {"seed000_self_attention", run_seed, {"x"}},
+      {"seed000_mha", run_seed, {"x"}},
+      {"seed004_self_attention", run_seed, {"x"}},
+      {"seed004_mha", run_seed, {"x"}},
+      {"seed004_transformer", run_seed, {"x"}},
+  };
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+    if (strcmp(lm.kind, kinds[i].kind)) continue;
+    run_state r;
+    memset(&r, 0, sizeof r);
+    r.in = in;
+    r.ctx.backend = backend;
+    for (int j = 0; j < 6 && kinds[i].inputs[j]; j++) r.inputs[r.ninputs++] = kinds[i].inputs[j];
+    attn_params_init(&r.p);
+    st = attn_st_new(&r.out);
+    if (!st) st = kinds[i].fn(&r, &lm);
+    if (!st && r.dout) st = attn_params_store_st(&r.p, r.out, 1, "grad.");
+    attn_params_free(&r.p);
+    if (st) {
+      attn_st_free(r.out);
+      return st;
+    }
+    *out = r.out;
+    return ATTN_OK;
+  }
+  return attn_set_error(ATTN_EINVAL,
+                        "metadata 'kind' = '%.60s': expected mha, encoder, decoder or a seed kind "
+                        "(seed000_self_attention, seed000_mha, seed004_self_attention, "
+                        "seed004_mha, seed004_transformer)",
+                        lm.kind);
+}

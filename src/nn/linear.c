@@ -1,0 +1,93 @@
+/* Linear (and the dense maths under every projection): y = x Wᵀ + b. */
+#include <math.h>
+#include <stddef.h>
+
+#include "nn/nn_internal.h"
+
+static attn_status dense_check(const char *fn, const float *x, const float *W, const void *y,
+                               int64_t rows, int64_t in, int64_t out) {
+  if (rows < 0 || in <= 0 || out <= 0)
+    return attn_set_error(ATTN_EINVAL, "%s: bad sizes rows=%lld in=%lld out=%lld", fn,
+                          (long long)rows, (long long)in, (long long)out);
+  if ((!x && rows) || !W || (!y && rows))
+    return attn_set_error(ATTN_EINVAL, "%s: NULL x, W or output", fn);
+  return ATTN_OK;
+}
+
+attn_status attn_dense_forward_f32(const float *x, const float *W, const float *b, float *y,
+                                   int64_t rows, int64_t in, int64_t out) {
+  attn_status st = dense_check("dense_forward", x, W, y, rows, in, out);
+  if (st || rows == 0) return st;
+  if (b) {
+    for (int64_t r = 0; r < rows; r++)
+      for (int64_t o = 0; o < out; o++) y[r * out + o] = b[o];
+  }
+  // y [rows, out] (+)= x [rows, in] · W[out, in]ᵀ
+  return attn_gemm_f32(0, 1, rows, out, in, 1.0f, x, in, W, in, b ? 1.0f : 0.0f, y, out);
+}
+
+attn_status attn_dense_backward_f32(const float *x, const float *W, const float *dy, float *dx,
+                                    float *dW, float *db, int64_t rows, int64_t in, int64_t out) {
+  attn_status st = dense_check("dense_backward", x, W, dy, rows, in, out);
+  if (st) return st;
+  if (!dW) return attn_set_error(ATTN_EINVAL, "dense_backward: NULL dW");
+  if (rows == 0) return ATTN_OK;
+  if (dx) {  // dx [rows, in] += dy [rows, out] · W [out, in]
+    st = attn_gemm_f32(0, 0, rows, in, out, 1.0f, dy, out, W, in, 1.0f, dx, in);
+    if (st) return st;
+  }
+  // dW [out, in] += dyᵀ · x
+  st = attn_gemm_f32(1, 0, out, in, rows, 1.0f, dy, out, x, in, 1.0f, dW, in);
+  if (st) return st;
+  if (db) {
+    for (int64_t r = 0; r < rows; r++)
+      for (int64_t o = 0; o < out; o++) db[o] += dy[r * out + o];
+  }
+  return ATTN_OK;
+}
+
+attn_status attn_linear_declare(attn_linear *m, attn_params *p, const char *prefix, int64_t in,
+                                int64_t out, int bias) {
+  if (!m || !p || !prefix) return attn_set_error(ATTN_EINVAL, "linear_declare: NULL argument");
+  if (in <= 0 || out <= 0)
+    return attn_set_error(ATTN_EINVAL, "linear '%s': in=%lld out=%lld must be positive", prefix,
+                          (long long)in, (long long)out);
+  char name[ATTN_PARAM_NAME_MAX];
+  m->in = in;
+  m->out = out;
+  m->bias = -1;
+  int64_t ws[2] = {out, in};
+  attn_status st = nn_name(name, prefix, "weight");
+  if (!st) st = attn_params_declare(p, name, 2, ws, &m->weight);
+  if (!st && bias) {
+    st = nn_name(name, prefix, "bias");
+    if (!st) st = attn_params_declare(p, name, 1, &out, &m->bias);
+  }
+  return st;
+}
+
+attn_status attn_linear_init(const attn_linear *m, attn_params *p, attn_init kind, uint64_t seed) {
+  float bound = (float)(1.0 / sqrt((double)m->in));
+  attn_status st = kind == ATTN_INIT_XAVIER ? attn_init_xavier(p, m->weight, seed)
+                                            : attn_init_uniform(p, m->weight, bound, seed);
+  if (st || m->bias < 0) return st;
+  return kind == ATTN_INIT_XAVIER ? attn_init_const(p, m->bias, 0.0f)
+                                  : attn_init_uniform(p, m->bias, bound, seed);
+}
+
+attn_status attn_linear_forward(const attn_linear *m, const attn_params *p, const float *x,
+                                float *y, int64_t rows) {
+  if (!m || !p || !p->data) return attn_set_error(ATTN_EINVAL, "linear_forward: NULL module");
+  return attn_dense_forward_f32(x, attn_params_data(p, m->weight),
+                                m->bias >= 0 ? attn_params_data(p, m->bias) : NULL, y, rows,
+                                m->in, m->out);
+}
+
+attn_status attn_linear_backward(const attn_linear *m, attn_params *p, const float *x,
+                                 const float *dy, float *dx, int64_t rows) {
+  if (!m || !p || !p->grad) return attn_set_error(ATTN_EINVAL, "linear_backward: NULL module");
+  return attn_dense_backward_f32(x, attn_params_data(p, m->weight), dy, dx,
+                                 attn_params_grad(p, m->weight),
+                                 m->bias >= 0 ? attn_params_grad(p, m->bias) : NULL, rows, m->in,
+                                 m->out);
+}

@@ -1,0 +1,87 @@
+/* MHA backward: out projection, attention (attn_sdpa_backward, or the
+ * explicit-probabilities path when dropout ran), then the q/k/v projections.
+ * Everything accumulates into p->grad and dquery/dkey/dvalue. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn/nn_internal.h"
+
+/* dq, dk, dv [B, L, E] (overwritten) from dctx through drop(P) · V. */
+static attn_status explicit_backward(const attn_mha *m, const attn_mha_saved *s, float scale,
+                                     const float *dctx, float *dq, float *dk, float *dv) {
+  int64_t B = s->B, H = m->c.num_heads, Lq = s->Lq, Lk = s->Lk, E = m->c.embed_dim;
+  int64_t hd = m->head_dim, n = B * H * Lq * Lk;
+  float *dpd = nn_scratch(n), *dp = nn_scratch(n);
+  attn_status st = (!dpd || !dp) ? ATTN_ENOMEM : ATTN_OK;
+  for (int64_t b = 0; b < B && !st; b++)
+    for (int64_t h = 0; h < H && !st; h++) {
+      int64_t pb = (b * H + h) * Lq * Lk, qo = b * Lq * E + h * hd, ko = b * Lk * E + h * hd;
+      // dP_drop [Lq, Lk] = dctx_bh [Lq, hd] · v_bhᵀ
+      st = attn_gemm_f32(0, 1, Lq, Lk, hd, 1.0f, dctx + qo, E, s->v + ko, E, 0.0f, dpd + pb, Lk);
+      // dv_bh [Lk, hd] = P_dropᵀ · dctx_bh
+      if (!st)
+        st = attn_gemm_f32(1, 0, Lk, hd, Lq, 1.0f, s->probs_drop + pb, Lk, dctx + qo, E, 0.0f,
+                           dv + ko, E);
+    }
+  if (!st) st = attn_dropout_backward_f32(dpd, s->drop_mask, dp, n, m->c.dropout);
+  if (!st) st = attn_softmax_backward_f32(s->probs, dp, dpd, B * H * Lq, Lk);  // dS in dpd
+  for (int64_t b = 0; b < B && !st; b++)
+    for (int64_t h = 0; h < H && !st; h++) {
+      int64_t pb = (b * H + h) * Lq * Lk, qo = b * Lq * E + h * hd, ko = b * Lk * E + h * hd;
+      // dq_bh = scale · dS · k_bh ; dk_bh = scale · dSᵀ · q_bh
+      st = attn_gemm_f32(0, 0, Lq, hd, Lk, scale, dpd + pb, Lk, s->k + ko, E, 0.0f, dq + qo, E);
+      if (!st)
+        st = attn_gemm_f32(1, 0, Lk, hd, Lq, scale, dpd + pb, Lk, s->q + qo, E, 0.0f, dk + ko, E);
+    }
+  free(dpd);
+  free(dp);
+  return st;
+}
+
+attn_status attn_mha_backward(const attn_mha *m, attn_params *p, const attn_nn_ctx *ctx,
+                              const attn_mha_saved *s, const float *query, const float *key,
+                              const float *value, const float *dout, float *dquery,
+                              float *dkey, float *dvalue) {
+  static const attn_nn_ctx zero_ctx;
+  if (!ctx) ctx = &zero_ctx;
+  if (!m || !p || !p->grad || !s || !query || !dout)
+    return attn_set_error(ATTN_EINVAL, "mha_backward: NULL module, params, saved, query or dout");
+  if (!s->q) return attn_set_error(ATTN_EINVAL, "mha_backward: no saved forward");
+  if (!s->self && (!key || !value))
+    return attn_set_error(ATTN_EINVAL, "mha_backward: cross attention needs key and value");
+  int64_t B = s->B, Lq = s->Lq, Lk = s->Lk, E = m->c.embed_dim;
+  float *dctx = nn_scratch(B * Lq * E), *dq = nn_scratch(B * Lq * E);
+  float *dk = nn_scratch(B * Lk * E), *dv = nn_scratch(B * Lk * E);
+  attn_status st = (!dctx || !dq || !dk || !dv) ? ATTN_ENOMEM : ATTN_OK;
+  if (!st) {
+    if (m->has_out)
+      st = attn_linear_backward(&m->out_lin, p, s->ctx, dout, dctx, B * Lq);
+    else
+      memcpy(dctx, dout, (size_t)(B * Lq * E) * sizeof(float));
+  }
+  attn_sdpa_desc d;
+  nn_mha_desc(m, s, &d);
+  if (!st && s->dropped) {
+    float scale = d.has_scale ? d.scale : 1.0f / sqrtf((float)m->head_dim);
+    st = explicit_backward(m, s, scale, dctx, dq, dk, dv);
+  } else if (!st) {
+    st = attn_sdpa_backward(&d, ctx->backend, s->q, s->k, s->v, s->ctx, s->lse, dctx, dq, dk, dv);
+  }
+  const float *dproj[3] = {dq, dk, dv};
+  const float *src[3] = {query, s->self ? query : key, s->self ? query : value};
+  float *dsrc[3] = {dquery, s->self ? dquery : dkey, s->self ? dquery : dvalue};
+  for (int i = 0; i < 3 && !st; i++) {
+    int64_t rows = B * (i ? Lk : Lq);
+    if (m->c.style == ATTN_MHA_SEED_SHARED) rows *= m->c.num_heads;
+    st = attn_dense_backward_f32(src[i], attn_params_data(p, m->w[i]) + m->wo[i], dproj[i],
+                                 dsrc[i], attn_params_grad(p, m->w[i]) + m->wo[i],
+                                 m->b[i] >= 0 ? attn_params_grad(p, m->b[i]) + m->bo[i] : NULL,
+                                 rows, m->in[i], m->out[i]);
+  }
+  free(dctx);
+  free(dq);
+  free(dk);
+  free(dv);
+  return st;
+}

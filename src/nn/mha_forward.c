@@ -1,0 +1,116 @@
+/* MHA forward: project q/k/v into [B, L, E] (head h = columns h*hd..),
+ * attention through attn_sdpa_forward on strided views, out projection.
+ * With dropout on (training, p > 0) the probabilities are made explicit:
+ * P from the SDPA math path, dropout on P, ctx = drop(P) · V per head. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn/nn_internal.h"
+
+static const float *pick_src(int i, int self, const float *q, const float *k, const float *v) {
+  if (i == 0 || self) return q;
+  return i == 1 ? k : v;
+}
+
+static attn_status project(const attn_mha *m, const attn_params *p, int i, const float *x,
+                           float *y, int64_t rows) {
+  if (m->c.style == ATTN_MHA_SEED_SHARED) rows *= m->c.num_heads;  // [B*L*H, hd]
+  const float *W = attn_params_data(p, m->w[i]) + m->wo[i];
+  const float *b = m->b[i] >= 0 ? attn_params_data(p, m->b[i]) + m->bo[i] : NULL;
+  return attn_dense_forward_f32(x, W, b, y, rows, m->in[i], m->out[i]);
+}
+
+static attn_status explicit_probs(const attn_mha *m, const attn_nn_ctx *ctx, attn_mha_saved *s,
+                                  const attn_sdpa_desc *d) {
+  int64_t B = s->B, H = m->c.num_heads, Lq = s->Lq, Lk = s->Lk, E = m->c.embed_dim;
+  int64_t hd = m->head_dim, n = B * H * Lq * Lk;
+  s->probs = NN_ALLOC_F(&s->arena, n);
+  s->probs_drop = NN_ALLOC_F(&s->arena, n);
+  s->drop_mask = NN_ALLOC_U8(&s->arena, n);
+  if (!s->probs || !s->probs_drop || !s->drop_mask) return ATTN_ENOMEM;
+  attn_status st = attn_sdpa_forward(d, ATTN_BACKEND_MATH, s->q, s->k, s->v, s->ctx, s->lse,
+                                     s->probs);
+  if (!st)
+    st = attn_dropout_f32(s->probs, s->probs_drop, s->drop_mask, n, m->c.dropout,
+                          nn_dropout_seed(ctx, m->site), 0);
+  for (int64_t b = 0; b < B && !st; b++)
+    for (int64_t h = 0; h < H && !st; h++) {
+      // ctx_bh [Lq, hd] (ld E) = P_bh [Lq, Lk] · v_bh [Lk, hd] (ld E)
+      const float *P = s->probs_drop + (b * H + h) * Lq * Lk;
+      st = attn_gemm_f32(0, 0, Lq, hd, Lk, 1.0f, P, Lk, s->v + b * Lk * E + h * hd, E, 0.0f,
+                         s->ctx + b * Lq * E + h * hd, E);
+    }
+  return st;
+}
+
+static void write_weights(const attn_mha *m, const attn_mha_saved *s, const float *P, float *w,
+                          int average) {
+  int64_t B = s->B, H = m->c.num_heads, LL = s->Lq * s->Lk;
+  if (!average) {
+    memcpy(w, P, (size_t)(B * H * LL) * sizeof(float));
+    return;
+  }
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t e = 0; e < LL; e++) {
+      float acc = 0.0f;
+      for (int64_t h = 0; h < H; h++) acc += P[(b * H + h) * LL + e];
+      w[b * LL + e] = acc / (float)H;
+    }
+}
+
+attn_status attn_mha_forward(const attn_mha *m, const attn_params *p, const attn_nn_ctx *ctx,
+                             attn_mha_saved *s, const float *query, const float *key,
+                             const float *value, int64_t B, int64_t Lq, int64_t Lk,
+                             const attn_mha_masks *masks, float *out, float *attn_weights,
+                             int average_weights) {
+  static const attn_nn_ctx zero_ctx;
+  if (!ctx) ctx = &zero_ctx;
+  if (!m || !p || !p->data || !s || !query || !out)
+    return attn_set_error(ATTN_EINVAL, "mha_forward: NULL module, params, saved, query or out");
+  if ((key == NULL) != (value == NULL))
+    return attn_set_error(ATTN_EINVAL, "mha_forward: give both key and value, or neither");
+  int self = key == NULL;
+  if (self) Lk = Lq;
+  if (B <= 0 || Lq <= 0 || Lk <= 0)
+    return attn_set_error(ATTN_EINVAL, "mha_forward: B=%lld Lq=%lld Lk=%lld must be positive",
+                          (long long)B, (long long)Lq, (long long)Lk);
+  attn_mha_saved_free(s);
+  s->B = B;
+  s->Lq = Lq;
+  s->Lk = Lk;
+  s->self = self;
+  int64_t E = m->c.embed_dim, H = m->c.num_heads;
+  s->q = NN_ALLOC_F(&s->arena, B * Lq * E);
+  s->k = NN_ALLOC_F(&s->arena, B * Lk * E);
+  s->v = NN_ALLOC_F(&s->arena, B * Lk * E);
+  s->ctx = NN_ALLOC_F(&s->arena, B * Lq * E);
+  s->lse = NN_ALLOC_F(&s->arena, B * H * Lq);
+  if (!s->q || !s->k || !s->v || !s->ctx || !s->lse) return ATTN_ENOMEM;
+  float *dst[3] = {s->q, s->k, s->v};
+  attn_status st = ATTN_OK;
+  for (int i = 0; i < 3 && !st; i++)
+    st = project(m, p, i, pick_src(i, self, query, key, value), dst[i], B * (i ? Lk : Lq));
+  if (!st) st = nn_mha_build_masks(m, masks, s);
+  if (st) return st;
+  attn_sdpa_desc d;
+  nn_mha_desc(m, s, &d);
+  float *P = NULL, *tmp = NULL;
+  if (nn_dropout_on(ctx, m->c.dropout)) {
+    s->dropped = 1;
+    st = explicit_probs(m, ctx, s, &d);
+    P = s->probs_drop;
+  } else if (attn_weights) {  // the probabilities come from the math path
+    tmp = nn_scratch(B * H * Lq * Lk);
+    if (!tmp) return ATTN_ENOMEM;
+    st = attn_sdpa_forward(&d, ATTN_BACKEND_MATH, s->q, s->k, s->v, s->ctx, s->lse, tmp);
+    P = tmp;
+  } else {
+    st = attn_sdpa_forward(&d, ctx->backend, s->q, s->k, s->v, s->ctx, s->lse, NULL);
+  }
+  if (!st && attn_weights) write_weights(m, s, P, attn_weights, average_weights);
+  free(tmp);
+  if (st) return st;
+  if (m->has_out) return attn_linear_forward(&m->out_lin, p, s->ctx, out, B * Lq);
+  memcpy(out, s->ctx, (size_t)(B * Lq * E) * sizeof(float));
+  return ATTN_OK;
+}

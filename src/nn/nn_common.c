@@ -1,0 +1,130 @@
+/* Shared helpers of the nn layer: buffer arenas, names, dropout streams,
+ * activation names and parameter initialisers. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn/nn_internal.h"
+
+void nn_arena_release(void **slot) {
+  if (!slot || !*slot) return;
+  nn_arena *a = *slot;
+  for (int i = 0; i < a->count; i++) free(a->blocks[i]);
+  free(a->blocks);
+  free(a);
+  *slot = NULL;
+}
+
+void *nn_alloc(void **slot, int64_t n, size_t sz) {
+  if (n < 0 || (uint64_t)n > (SIZE_MAX / 2) / (sz ? sz : 1)) {
+    attn_set_error(ATTN_ENOMEM, "nn: buffer of %lld elements is too large", (long long)n);
+    return NULL;
+  }
+  nn_arena *a = *slot;
+  if (!a) {
+    a = calloc(1, sizeof *a);
+    if (!a) goto oom;
+    *slot = a;
+  }
+  if (a->count == a->cap) {
+    int nc = a->cap ? a->cap * 2 : 16;
+    void **b = realloc(a->blocks, (size_t)nc * sizeof *b);
+    if (!b) goto oom;
+    a->blocks = b;
+    a->cap = nc;
+  }
+  void *m = calloc((size_t)(n ? n : 1), sz);
+  if (!m) goto oom;
+  a->blocks[a->count++] = m;
+  return m;
+oom:
+  attn_set_error(ATTN_ENOMEM, "nn: out of memory (%lld elements)", (long long)n);
+  return NULL;
+}
+
+float *nn_scratch(int64_t n) {
+  if (n < 0 || (uint64_t)n > SIZE_MAX / 8) {
+    attn_set_error(ATTN_ENOMEM, "nn: scratch of %lld floats is too large", (long long)n);
+    return NULL;
+  }
+  float *m = calloc((size_t)(n ? n : 1), sizeof(float));
+  if (!m) attn_set_error(ATTN_ENOMEM, "nn: out of memory (%lld floats)", (long long)n);
+  return m;
+}
+
+uint64_t nn_hash(const char *s, uint64_t h) {
+  if (!h) h = 1469598103934665603ull;
+  for (; s && *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+static uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+uint64_t nn_dropout_seed(const attn_nn_ctx *ctx, uint64_t site) {
+  return splitmix64(ctx->seed ^ splitmix64(site ^ splitmix64(ctx->step)));
+}
+
+int nn_dropout_on(const attn_nn_ctx *ctx, float p) { return ctx && ctx->training && p > 0.0f; }
+
+attn_status nn_name(char *buf, const char *a, const char *b) {
+  size_t la = strlen(a), lb = strlen(b);
+  if (la + lb >= ATTN_PARAM_NAME_MAX)
+    return attn_set_error(ATTN_EINVAL, "parameter name '%.60s%.60s' is too long", a, b);
+  memcpy(buf, a, la);
+  memcpy(buf + la, b, lb + 1);
+  return ATTN_OK;
+}
+
+attn_status attn_activation_from_name(const char *name, attn_activation *out) {
+  if (name && !strcmp(name, "relu")) {
+    *out = ATTN_ACT_RELU;
+    return ATTN_OK;
+  }
+  if (name && !strcmp(name, "gelu")) {
+    *out = ATTN_ACT_GELU;
+    return ATTN_OK;
+  }
+  return attn_set_error(ATTN_EINVAL, "activation '%.60s' is not relu or gelu",
+                        name ? name : "(null)");
+}
+
+static attn_status check_index(const attn_params *p, int index, const char *fn) {
+  if (!p || !p->data || index < 0 || index >= p->count)
+    return attn_set_error(ATTN_EINVAL, "%s: parameter index %d invalid or params not allocated",
+                          fn, index);
+  return ATTN_OK;
+}
+
+attn_status attn_init_uniform(attn_params *p, int index, float bound, uint64_t seed) {
+  attn_status st = check_index(p, index, "attn_init_uniform");
+  if (st) return st;
+  const attn_param_view *v = &p->views[index];
+  uint64_t s = splitmix64(seed ^ nn_hash(v->name, 0));
+  float *d = attn_params_data(p, index);
+  for (int64_t i = 0; i < v->numel; i++)
+    d[i] = (2.0f * attn_rng_uniform(s, (uint64_t)i) - 1.0f) * bound;
+  return ATTN_OK;
+}
+
+attn_status attn_init_const(attn_params *p, int index, float value) {
+  attn_status st = check_index(p, index, "attn_init_const");
+  if (st) return st;
+  float *d = attn_params_data(p, index);
+  for (int64_t i = 0; i < p->views[index].numel; i++) d[i] = value;
+  return ATTN_OK;
+}
+
+attn_status attn_init_xavier(attn_params *p, int index, uint64_t seed) {
+  attn_status st = check_index(p, index, "attn_init_xavier");
+  if (st) return st;
+  const attn_param_view *v = &p->views[index];
+  if (v->ndim != 2)
+    return attn_set_error(ATTN_EINVAL, "attn_init_xavier: '%s' is not 2-d", v->name);
+  double a = sqrt(6.0 / (double)(v->shape[0] + v->shape[1]));
+  return attn_init_uniform(p, index, (float)a, seed);
+}

@@ -1,0 +1,67 @@
+/* Internal helpers of the nn layer (not public API): a small owner list of
+ * buffers for the "saved" structs, dropout streams, residual sublayers. */
+#ifndef ATTN_NN_INTERNAL_H
+#define ATTN_NN_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "attn/kernels.h"
+#include "attn/nn.h"
+
+/* An arena is a list of malloc'ed blocks freed together. */
+typedef struct {
+  void **blocks;
+  int count, cap;
+} nn_arena;
+
+/* Frees every block of *slot's arena and the arena itself; *slot = NULL. */
+void nn_arena_release(void **slot);
+/* Zeroed block of n elements of size sz, owned by the arena in *slot
+ * (created on first use). NULL (and ATTN_ENOMEM set) on failure. */
+void *nn_alloc(void **slot, int64_t n, size_t sz);
+#define NN_ALLOC_F(slot, n) ((float *)nn_alloc((slot), (n), sizeof(float)))
+#define NN_ALLOC_U8(slot, n) ((uint8_t *)nn_alloc((slot), (n), 1))
+
+/* Scratch buffer (not arena), zeroed; free with free(). */
+float *nn_scratch(int64_t n);
+
+/* FNV-1a of a string, for dropout stream ids. */
+uint64_t nn_hash(const char *s, uint64_t h);
+/* The dropout seed of a module's site for this ctx step. */
+uint64_t nn_dropout_seed(const attn_nn_ctx *ctx, uint64_t site);
+/* 1 when dropout with probability p runs under ctx. */
+int nn_dropout_on(const attn_nn_ctx *ctx, float p);
+
+/* "<a><b>" into buf (size ATTN_PARAM_NAME_MAX); ATTN_EINVAL if too long. */
+attn_status nn_name(char *buf, const char *a, const char *b);
+
+/* Residual sublayers (see nn.h). f's input comes from sub_in, f's output
+ * f_out goes to sub_out. */
+attn_status nn_sub_in(const attn_layernorm *ln, const attn_params *p, int norm_first,
+                      attn_sublayer_saved *s, const float *x, int64_t rows, const float **f_in);
+attn_status nn_sub_out(const attn_layernorm *ln, const attn_params *p, const attn_nn_ctx *ctx,
+                       int norm_first, float dropout, uint64_t site, attn_sublayer_saved *s,
+                       const float *x, const float *f_out, float *y);
+/* From dy: dx += residual path; df (overwritten [rows, n]) = ∂L/∂f_out. */
+attn_status nn_sub_out_backward(const attn_layernorm *ln, attn_params *p, int norm_first,
+                                float dropout, const attn_sublayer_saved *s, const float *dy,
+                                float *dx, float *df);
+/* From df_in (∂L/∂f_in): dx += through the pre-norm LN (or directly). */
+attn_status nn_sub_in_backward(const attn_layernorm *ln, attn_params *p, int norm_first,
+                               const attn_sublayer_saved *s, const float *x, const float *df_in,
+                               float *dx);
+
+/* MHA internals (mha_masks.c): combine PyTorch-style masks into s, and
+ * describe the SDPA call on s's projected q/k/v ([B, L, E] layouts). */
+attn_status nn_mha_build_masks(const attn_mha *m, const attn_mha_masks *mk, attn_mha_saved *s);
+void nn_mha_desc(const attn_mha *m, const attn_mha_saved *s, attn_sdpa_desc *d);
+
+/* Transformer layer helpers (encoder.c): config check, a torch-style
+ * attention "<prefix><name>" and a LayerNorm "<prefix><name>". */
+attn_status nn_layer_check(const attn_layer_config *c, const char *prefix);
+attn_status nn_layer_attn(attn_mha *a, attn_params *p, const char *prefix, const char *name,
+                          const attn_layer_config *c);
+attn_status nn_layer_norm(attn_layernorm *ln, attn_params *p, const char *prefix,
+                          const char *name, const attn_layer_config *c);
+#endif

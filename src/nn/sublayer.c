@@ -1,0 +1,89 @@
+/* Residual sublayers around f (attention or feed-forward):
+ *   pre-norm  (norm_first): y = x + drop(f(LN(x)))
+ *   post-norm:              y = LN(x + drop(f(x)))   (the seeds, torch's default) */
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn/nn_internal.h"
+
+void attn_sublayer_saved_free(attn_sublayer_saved *s) {
+  if (!s) return;
+  nn_arena_release(&s->arena);
+  memset(s, 0, sizeof *s);
+}
+
+attn_status nn_sub_in(const attn_layernorm *ln, const attn_params *p, int norm_first,
+                      attn_sublayer_saved *s, const float *x, int64_t rows, const float **f_in) {
+  attn_sublayer_saved_free(s);
+  s->rows = rows;
+  s->n = ln->n;
+  s->mean = NN_ALLOC_F(&s->arena, rows);
+  s->rstd = NN_ALLOC_F(&s->arena, rows);
+  if (!s->mean || !s->rstd) return ATTN_ENOMEM;
+  *f_in = x;
+  if (!norm_first) return ATTN_OK;
+  s->a = NN_ALLOC_F(&s->arena, rows * ln->n);
+  if (!s->a) return ATTN_ENOMEM;
+  *f_in = s->a;
+  return attn_layernorm_forward(ln, p, x, s->a, s->mean, s->rstd, rows);
+}
+
+attn_status nn_sub_out(const attn_layernorm *ln, const attn_params *p, const attn_nn_ctx *ctx,
+                       int norm_first, float dropout, uint64_t site, attn_sublayer_saved *s,
+                       const float *x, const float *f_out, float *y) {
+  int64_t n = s->rows * s->n;
+  float *fd = NULL;
+  if (nn_dropout_on(ctx, dropout)) {
+    s->drop_mask = NN_ALLOC_U8(&s->arena, n);
+    fd = nn_scratch(n);
+    attn_status st = (!s->drop_mask || !fd) ? ATTN_ENOMEM : ATTN_OK;
+    if (!st) st = attn_dropout_f32(f_out, fd, s->drop_mask, n, dropout, nn_dropout_seed(ctx, site), 0);
+    if (st) {
+      free(fd);
+      return st;
+    }
+    f_out = fd;
+  }
+  attn_status st = ATTN_OK;
+  if (norm_first) {
+    for (int64_t i = 0; i < n; i++) y[i] = x[i] + f_out[i];
+  } else {
+    s->h = NN_ALLOC_F(&s->arena, n);
+    if (!s->h) st = ATTN_ENOMEM;
+    for (int64_t i = 0; i < n && !st; i++) s->h[i] = x[i] + f_out[i];
+    if (!st) st = attn_layernorm_forward(ln, p, s->h, y, s->mean, s->rstd, s->rows);
+  }
+  free(fd);
+  return st;
+}
+
+attn_status nn_sub_out_backward(const attn_layernorm *ln, attn_params *p, int norm_first,
+                                float dropout, const attn_sublayer_saved *s, const float *dy,
+                                float *dx, float *df) {
+  int64_t n = s->rows * s->n;
+  float *dh = NULL;
+  attn_status st = ATTN_OK;
+  if (!norm_first) {  // through the LayerNorm of x + drop(f)
+    dh = nn_scratch(n);
+    if (!dh) return ATTN_ENOMEM;
+    st = attn_layernorm_backward(ln, p, s->h, s->mean, s->rstd, dy, dh, s->rows);
+    dy = dh;
+  }
+  if (!st) {
+    for (int64_t i = 0; i < n; i++) dx[i] += dy[i];
+    if (s->drop_mask)
+      st = attn_dropout_backward_f32(dy, s->drop_mask, df, n, dropout);
+    else
+      memcpy(df, dy, (size_t)n * sizeof(float));
+  }
+  free(dh);
+  return st;
+}
+
+attn_status nn_sub_in_backward(const attn_layernorm *ln, attn_params *p, int norm_first,
+                               const attn_sublayer_saved *s, const float *x, const float *df_in,
+                               float *dx) {
+  if (norm_first) return attn_layernorm_backward(ln, p, x, s->mean, s->rstd, df_in, dx, s->rows);
+  for (int64_t i = 0; i < s->rows * s->n; i++) dx[i] += df_in[i];
+  return ATTN_OK;
+}

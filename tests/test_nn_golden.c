@@ -1,0 +1,86 @@
+/* nn modules against PyTorch golden files (tools/golden_nn.py): every case
+ * runs through attn_layer_run_st (the `attn layer` path, which builds the
+ * modules under state_dict names) and compares out, attn_weights and every
+ * grad.<name> the file holds. The reference is float64 torch on f32-rounded
+ * inputs. Tolerance (f32): |got - want| <= 1e-4 * max(1, max|want|) + 1e-4 * |want|
+ * per tensor, i.e. ~1e-4 relative to the tensor's scale. */
+#include "harness.h"
+
+static double rel_worst; /* worst error / scale over all cases */
+
+static void run_case(const char *file) {
+  attn_st *in = NULL, *out = NULL;
+  CHECK_OK(attn_st_load(file, &in));
+  if (!in) return;
+  CHECK_OK(attn_layer_run_st(in, ATTN_BACKEND_MATH, &out));
+  double worst = 0;
+  int compared = 0;
+  for (int i = 0; out && i < attn_st_count(in); i++) {
+    const char *name = attn_st_name(in, i);
+    if (strcmp(name, "out") && strcmp(name, "attn_weights") && strncmp(name, "grad.", 5)) continue;
+    const attn_tensor *want = attn_st_get(in, name), *got = attn_st_get(out, name);
+    if (!got) {
+      printf("  %s: missing output '%s'\n", file, name);
+      h_case_failed = 1;
+      continue;
+    }
+    int64_t n = attn_tensor_numel(want);
+    CHECK(got->ndim == want->ndim && attn_tensor_numel(got) == n);
+    if (attn_tensor_numel(got) != n) continue;
+    double scale = 1;
+    for (int64_t k = 0; k < n; k++)
+      if (fabs(((float *)want->data)[k]) > scale) scale = fabs(((float *)want->data)[k]);
+    double e = CHECK_CLOSE(name, got->data, want->data, n, 1e-4 * scale, 1e-4);
+    if (e / scale > worst) worst = e / scale;
+    compared++;
+  }
+  /* every output we produce is in the file too (same set of gradients) */
+  for (int i = 0; out && i < attn_st_count(out); i++)
+    if (!attn_st_get(in, attn_st_name(out, i))) {
+      printf("  %s: extra output '%s'\n", file, attn_st_name(out, i));
+      h_case_failed = 1;
+    }
+  CHECK(compared >= 3);
+  printf("  %-48s %3d tensors, max err / scale %.2e\n", file, compared, worst);
+  if (worst > rel_worst) rel_worst = worst;
+  attn_st_free(in);
+  attn_st_free(out);
+}
+
+#define CASE(name)                                                   \
+  static void test_##name(void) { run_case("tests/golden/" #name ".safetensors"); }
+CASE(nn_mha_self)
+CASE(nn_mha_cross_kvdim)
+CASE(nn_mha_nobias_masks)
+CASE(nn_mha_perhead_float_masks)
+CASE(nn_mha_float_kpm)
+CASE(nn_encoder_post_relu)
+CASE(nn_encoder_pre_gelu_masks)
+CASE(nn_encoder_post_float_mask)
+CASE(nn_decoder_post_relu_masks)
+CASE(nn_decoder_pre_gelu_masks)
+CASE(nn_seed000_self_attention)
+CASE(nn_seed000_mha)
+CASE(nn_seed004_self_attention)
+CASE(nn_seed004_mha)
+CASE(nn_seed004_transformer)
+
+int main(void) {
+  RUN(test_nn_mha_self);
+  RUN(test_nn_mha_cross_kvdim);
+  RUN(test_nn_mha_nobias_masks);
+  RUN(test_nn_mha_perhead_float_masks);
+  RUN(test_nn_mha_float_kpm);
+  RUN(test_nn_encoder_post_relu);
+  RUN(test_nn_encoder_pre_gelu_masks);
+  RUN(test_nn_encoder_post_float_mask);
+  RUN(test_nn_decoder_post_relu_masks);
+  RUN(test_nn_decoder_pre_gelu_masks);
+  RUN(test_nn_seed000_self_attention);
+  RUN(test_nn_seed000_mha);
+  RUN(test_nn_seed004_self_attention);
+  RUN(test_nn_seed004_mha);
+  RUN(test_nn_seed004_transformer);
+  printf("# worst error / scale over all golden cases: %.2e\n", rel_worst);
+  HARNESS_END();
+}

@@ -1,0 +1,331 @@
+"""Golden files for the nn modules (tests/golden/nn_*.safetensors).
+
+For each case: build the torch module (float64, fixed seed, dropout 0,
+training mode so the regular — not "fast" — path runs), random inputs, run
+forward, backward with a random dout, and store in F32:
+  parameters under their state_dict names, inputs under PyTorch's argument
+  names (batch first), dout, out, attn_weights (mha), grad.<name> for every
+  input and parameter;
+  __metadata__: kind, num_heads, norm_first, activation, layer_norm_eps, ...
+Inputs and parameters are rounded to f32 first, so the float64 reference is
+the exact answer for the stored values. Tolerance in the C tests: 1e-4
+relative + small absolute (see tests/test_nn_golden.c).
+Usage: /usr/bin/python3 tools/golden_nn.py tests/golden
+"""
+import math
+import os
+import sys
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import st  # noqa: E402
+
+OUT = sys.argv[1] if len(sys.argv) > 1 else "tests/golden"
+
+
+def r32(t):
+    """round to f32, back to float64"""
+    return t.float().double()
+
+
+def prep(module, seed):
+    torch.manual_seed(seed)
+    module.train()
+    module.double()
+    with torch.no_grad():
+        for p in module.parameters():
+            # torch default init, plus a small random bias so bias grads are tested
+            if p.dim() == 1 and torch.all(p == 0):
+                p.uniform_(-0.1, 0.1)
+            p.copy_(r32(p))
+    return module
+
+
+def rnd(*shape, scale=1.0):
+    return r32(torch.randn(*shape, dtype=torch.float64) * scale).requires_grad_(True)
+
+
+def save(name, module, inputs, out, extra, meta):
+    """inputs: dict argname -> tensor (float ones get grads); extra: dict of
+    more output tensors (attn_weights)."""
+    torch.manual_seed(12345)
+    dout = r32(torch.randn_like(out))
+    out.backward(dout)
+    t = {}
+    for k, v in module.state_dict().items():
+        t[k] = v.float()
+    for k, v in inputs.items():
+        t[k] = v.detach().float() if v.dtype.is_floating_point else v.detach()
+    t["dout"] = dout.float()
+    t["out"] = out.detach().float()
+    for k, v in extra.items():
+        t[k] = v.detach().float()
+    for k, v in inputs.items():
+        if v.dtype.is_floating_point and v.requires_grad:
+            t["grad." + k] = v.grad.float()
+    for k, p in module.named_parameters():
+        t["grad." + k] = p.grad.float()
+    path = os.path.join(OUT, name + ".safetensors")
+    st.save(path, t, meta)
+    print(path, os.path.getsize(path), "bytes")
+
+
+def causal_bool(L):
+    return torch.triu(torch.ones(L, L, dtype=torch.bool), diagonal=1)
+
+
+def rand_bool_mask(*shape, p=0.3):
+    m = torch.rand(*shape) < p
+    m[..., 0] = False  # key 0 always allowed: no fully masked rows
+    return m
+
+
+def kpm_bool(B, L):
+    m = torch.zeros(B, L, dtype=torch.bool)
+    m[1, L - 2 :] = True  # batch 1 pads its last two keys
+    return m
+
+
+def float_mask(*shape):
+    m = torch.randn(*shape, dtype=torch.float64)
+    m[torch.rand(*shape) < 0.2] = float("-inf")
+    m[..., 0] = 0.0
+    return r32(m)
+
+
+# ---- MultiheadAttention ------------------------------------------------------
+def mha_case(name, E, H, B, Lq, Lk, kdim=None, vdim=None, bias=True, cross=False,
+             kpm=None, attn_mask=None, average=True, seed=0):
+    m = prep(nn.MultiheadAttention(E, H, dropout=0.0, bias=bias, batch_first=True,
+                                   kdim=kdim, vdim=vdim), seed)
+    query = rnd(B, Lq, E)
+    inputs = {"query": query}
+    if cross:
+        key = rnd(B, Lk, kdim or E)
+        value = rnd(B, Lk, vdim or E)
+        inputs["key"] = key
+        inputs["value"] = value
+    else:
+        key = value = query
+    if kpm is not None:
+        inputs["key_padding_mask"] = kpm
+    if attn_mask is not None:
+        inputs["attn_mask"] = attn_mask
+    out, w = m(query, key, value, key_padding_mask=kpm, attn_mask=attn_mask,
+               need_weights=True, average_attn_weights=average)
+    meta = {"kind": "mha", "num_heads": H, "batch_first": 1,
+            "average_attn_weights": int(average)}
+    save(name, m, inputs, out, {"attn_weights": w}, meta)
+
+
+def mha_cases():
+    torch.manual_seed(1)
+    mha_case("nn_mha_self", E=64, H=8, B=2, Lq=7, Lk=7, seed=1)
+    torch.manual_seed(2)
+    mha_case("nn_mha_cross_kvdim", E=32, H=4, B=2, Lq=5, Lk=9, kdim=24, vdim=20, cross=True, seed=2)
+    torch.manual_seed(3)
+    mha_case("nn_mha_nobias_masks", E=32, H=4, B=2, Lq=6, Lk=8, bias=False, cross=True,
+             kpm=kpm_bool(2, 8), attn_mask=rand_bool_mask(6, 8), seed=3)
+    torch.manual_seed(4)
+    B, H, Lq, Lk = 2, 4, 5, 6
+    mha_case("nn_mha_perhead_float_masks", E=32, H=H, B=B, Lq=Lq, Lk=Lk, cross=True,
+             kpm=kpm_bool(B, Lk), attn_mask=float_mask(B * H, Lq, Lk), average=False, seed=4)
+    # A float key_padding_mask is added to the logits. (torch 1.13 only does
+    # that when attn_mask is absent: with a float attn_mask it masked_fill()s
+    # the nonzero entries with -inf, a quirk torch 2.x removed; so the float
+    # key padding case has no attn_mask.)
+    torch.manual_seed(5)
+    kpm = torch.zeros(B, Lk, dtype=torch.float64)
+    kpm[1, -1] = float("-inf")
+    kpm[0, 2] = -0.5
+    kpm[1, 0] = 0.75
+    mha_case("nn_mha_float_kpm", E=16, H=2, B=B, Lq=Lq, Lk=Lk, kpm=r32(kpm), cross=True, seed=5)
+
+
+# ---- Transformer layers ------------------------------------------------------
+def enc_case(name, E, H, FF, B, L, norm_first, act, eps, src_mask=None, kpm=None, seed=0):
+    m = prep(nn.TransformerEncoderLayer(E, H, FF, dropout=0.0, activation=act,
+                                        layer_norm_eps=eps, batch_first=True,
+                                        norm_first=norm_first), seed)
+    src = rnd(B, L, E)
+    inputs = {"src": src}
+    if src_mask is not None:
+        inputs["src_mask"] = src_mask
+    if kpm is not None:
+        inputs["src_key_padding_mask"] = kpm
+    out = m(src, src_mask=src_mask, src_key_padding_mask=kpm)
+    meta = {"kind": "encoder", "num_heads": H, "norm_first": int(norm_first), "activation": act,
+            "layer_norm_eps": repr(eps), "batch_first": 1}
+    save(name, m, inputs, out, {}, meta)
+
+
+def dec_case(name, E, H, FF, B, L, Lm, norm_first, act, eps, masks, seed=0):
+    m = prep(nn.TransformerDecoderLayer(E, H, FF, dropout=0.0, activation=act,
+                                        layer_norm_eps=eps, batch_first=True,
+                                        norm_first=norm_first), seed)
+    tgt = rnd(B, L, E)
+    memory = rnd(B, Lm, E)
+    inputs = {"tgt": tgt, "memory": memory}
+    inputs.update({k: v for k, v in masks.items() if v is not None})
+    out = m(tgt, memory, **masks)
+    meta = {"kind": "decoder", "num_heads": H, "norm_first": int(norm_first), "activation": act,
+            "layer_norm_eps": repr(eps), "batch_first": 1}
+    save(name, m, inputs, out, {}, meta)
+
+
+def layer_cases():
+    torch.manual_seed(10)
+    enc_case("nn_encoder_post_relu", E=32, H=4, FF=64, B=2, L=6, norm_first=False,
+             act="relu", eps=1e-5, seed=10)
+    torch.manual_seed(11)
+    enc_case("nn_encoder_pre_gelu_masks", E=32, H=4, FF=64, B=2, L=7, norm_first=True,
+             act="gelu", eps=1e-6, src_mask=rand_bool_mask(7, 7), kpm=kpm_bool(2, 7), seed=11)
+    torch.manual_seed(12)
+    enc_case("nn_encoder_post_float_mask", E=16, H=2, FF=32, B=2, L=5, norm_first=False,
+             act="gelu", eps=1e-5, src_mask=float_mask(5, 5), seed=12)
+    torch.manual_seed(13)
+    L, Lm, B = 6, 8, 2
+    dec_case("nn_decoder_post_relu_masks", E=32, H=4, FF=64, B=B, L=L, Lm=Lm, norm_first=False,
+             act="relu", eps=1e-5, seed=13,
+             masks={"tgt_mask": causal_bool(L), "memory_mask": rand_bool_mask(L, Lm),
+                    "tgt_key_padding_mask": kpm_bool(B, L),
+                    "memory_key_padding_mask": kpm_bool(B, Lm)})
+    torch.manual_seed(14)
+    L, Lm, B = 5, 7, 2
+    cm = torch.zeros(L, L, dtype=torch.float64)
+    cm[causal_bool(L)] = float("-inf")
+    dec_case("nn_decoder_pre_gelu_masks", E=32, H=4, FF=64, B=B, L=L, Lm=Lm, norm_first=True,
+             act="gelu", eps=1e-5, seed=14,
+             masks={"tgt_mask": r32(cm), "memory_mask": float_mask(L, Lm),
+                    "tgt_key_padding_mask": kpm_bool(B, L),
+                    "memory_key_padding_mask": kpm_bool(B, Lm)})
+
+
+# ---- the seeds' modules --------------------------------------------------------
+class SelfAttention000(nn.Module):
+    def __init__(self, embed_size):
+        super().__init__()
+        self.embed_size = embed_size
+        self.values = nn.Linear(embed_size, embed_size, bias=False)
+        self.keys = nn.Linear(embed_size, embed_size, bias=False)
+        self.queries = nn.Linear(embed_size, embed_size, bias=False)
+
+    def forward(self, x):
+        Q, K, V = self.queries(x), self.keys(x), self.values(x)
+        energy = torch.matmul(Q, K.permute(0, 2, 1)) / (self.embed_size ** 0.5)
+        return torch.matmul(torch.softmax(energy, dim=2), V)
+
+
+class MultiHeadAttention000(nn.Module):
+    def __init__(self, embed_size, heads):
+        super().__init__()
+        self.embed_size, self.heads, self.head_dim = embed_size, heads, embed_size // heads
+        self.values = nn.Linear(self.head_dim, self.head_dim, bias=False)
+        self.keys = nn.Linear(self.head_dim, self.head_dim, bias=False)
+        self.queries = nn.Linear(self.head_dim, self.head_dim, bias=False)
+        self.fc_out = nn.Linear(heads * self.head_dim, embed_size)
+
+    def forward(self, x):
+        N, L = x.shape[0], x.shape[1]
+        x = x.reshape(N, L, self.heads, self.head_dim)
+        Q, K, V = self.queries(x), self.keys(x), self.values(x)
+        energy = torch.einsum("nqhd,nkhd->nhqk", [Q, K]) / (self.embed_size ** 0.5)
+        att = torch.softmax(energy, dim=3)
+        out = torch.einsum("nhql,nlhd->nqhd", [att, V]).reshape(N, L, self.heads * self.head_dim)
+        return self.fc_out(out)
+
+
+class SelfAttention004(nn.Module):
+    def __init__(self, embed_size):
+        super().__init__()
+        self.embed_size = embed_size
+        self.query = nn.Linear(embed_size, embed_size)
+        self.key = nn.Linear(embed_size, embed_size)
+        self.value = nn.Linear(embed_size, embed_size)
+
+    def forward(self, x):
+        Q, K, V = self.query(x), self.key(x), self.value(x)
+        scores = torch.matmul(Q, K.transpose(-2, -1)) / math.sqrt(self.embed_size)
+        return torch.matmul(F.softmax(scores, dim=-1), V)
+
+
+class MultiHeadAttention004(nn.Module):
+    def __init__(self, embed_size, num_heads):
+        super().__init__()
+        self.embed_size, self.num_heads = embed_size, num_heads
+        self.head_dim = embed_size // num_heads
+        self.query = nn.Linear(embed_size, embed_size)
+        self.key = nn.Linear(embed_size, embed_size)
+        self.value = nn.Linear(embed_size, embed_size)
+        self.fc_out = nn.Linear(embed_size, embed_size)
+        self.layer_norm = nn.LayerNorm(embed_size)
+
+    def split_heads(self, x):
+        return x.view(x.size(0), -1, self.num_heads, self.head_dim).transpose(1, 2)
+
+    def forward(self, x):
+        B, L, _ = x.size()
+        Q, K, V = (self.split_heads(f(x)) for f in (self.query, self.key, self.value))
+        scores = torch.matmul(Q, K.transpose(-2, -1)) / math.sqrt(self.head_dim)
+        out = torch.matmul(F.softmax(scores, dim=-1), V)
+        out = out.transpose(1, 2).contiguous().view(B, L, self.embed_size)
+        return self.layer_norm(self.fc_out(out) + x)
+
+
+class FeedForward004(nn.Module):
+    def __init__(self, embed_size, ff_dim):
+        super().__init__()
+        self.fc1 = nn.Linear(embed_size, ff_dim)
+        self.fc2 = nn.Linear(ff_dim, embed_size)
+        self.layer_norm = nn.LayerNorm(embed_size)
+
+    def forward(self, x):
+        return self.layer_norm(self.fc2(torch.relu(self.fc1(x))) + x)
+
+
+class TransformerLayer004(nn.Module):
+    def __init__(self, embed_size, num_heads, ff_dim):
+        super().__init__()
+        self.attention = MultiHeadAttention004(embed_size, num_heads)
+        self.ffn = FeedForward004(embed_size, ff_dim)
+
+    def forward(self, x):
+        return self.ffn(self.attention(x))
+
+
+def seed_case(name, module, kind, E, H, B, L, seed):
+    m = prep(module, seed)
+    with torch.no_grad():  # non-trivial LayerNorm affine parameters
+        for k, p in m.named_parameters():
+            if "layer_norm" in k:
+                p.add_(r32(torch.rand_like(p) * 0.2 - 0.1))
+                p.copy_(r32(p))
+    x = rnd(B, L, E)
+    out = m(x)
+    save(name, m, {"x": x}, out, {}, {"kind": kind, "num_heads": H, "layer_norm_eps": "1e-05"})
+
+
+def seed_cases():
+    torch.manual_seed(20)
+    seed_case("nn_seed000_self_attention", SelfAttention000(32), "seed000_self_attention",
+              32, 1, 2, 6, 20)
+    torch.manual_seed(21)
+    seed_case("nn_seed000_mha", MultiHeadAttention000(32, 4), "seed000_mha", 32, 4, 2, 6, 21)
+    torch.manual_seed(22)
+    seed_case("nn_seed004_self_attention", SelfAttention004(32), "seed004_self_attention",
+              32, 1, 2, 6, 22)
+    torch.manual_seed(23)
+    seed_case("nn_seed004_mha", MultiHeadAttention004(32, 8), "seed004_mha", 32, 8, 1, 5, 23)
+    torch.manual_seed(24)
+    seed_case("nn_seed004_transformer", TransformerLayer004(32, 8, 64), "seed004_transformer",
+              32, 8, 2, 6, 24)
+
+
+if __name__ == "__main__":
+    os.makedirs(OUT, exist_ok=True)
+    mha_cases()
+    layer_cases()
+    seed_cases()
