@@ -19,6 +19,7 @@ static const attn_cmd commands[] = {
     {"sdpa", attn_cmd_sdpa, "scaled dot-product attention on a safetensors file"},
     {"layer", attn_cmd_layer, "run a PyTorch-named layer (mha/encoder/decoder) from a file"},
     {"gradcheck", attn_cmd_gradcheck, "finite-difference check of every backward"},
+    {"bench", attn_cmd_bench, "benchmarks: peak, gemm (GFLOP/s, % of peak)"},
     {"version", attn_cmd_version, "print version and CPU features"},
 };
 

@@ -3,14 +3,13 @@
  *
  * C is cut into a grid of one chunk per thread (chunk edges on micro-tile
  * boundaries). Within its chunk a thread loops
- *   jc over columns by nc   (packed b~ [kc, nc] stays in this core's L2)
+ *   ic over rows by mc      (packed a~ [mc, kc], L3; A is packed once)
  *   pc over K by kc         (same kc blocks whatever the thread count)
- *   ic over rows by mc      (packed a~ [mc, kc])
+ *   jc over columns by nc   (packed b~ [kc, nc] stays in this core's L2)
  *   ir by mr, jr by nr      (micro-kernel; a~ micro-panel stays in L1)
  * Every element of C is computed by one thread, summing the same k blocks in
  * the same order, so results do not depend on the number of threads. */
 #include <stdlib.h>
-#include <string.h>
 
 #include "kernels/gemm_internal.h"
 
@@ -20,46 +19,6 @@
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-/* a~ for rows [i0, i0+mc) and depth [p0, p0+kc): panels of mr rows, each
- * stored k-major (a~[p*mr + r]); rows past mc are zero. */
-static void pack_a(int transa, const float *A, int64_t lda, int64_t i0, int64_t mc, int64_t p0,
-                   int64_t kc, int mr, float *dst) {
-  for (int64_t ir = 0; ir < mc; ir += mr, dst += (int64_t)mr * kc) {
-    int rows = (int)min64(mr, mc - ir);
-    if (rows < mr) memset(dst, 0, sizeof(float) * (size_t)(mr * kc));
-    if (transa) { /* A [K, M]: row p holds A(., p) contiguously */
-      for (int64_t p = 0; p < kc; p++) {
-        const float *src = A + (p0 + p) * lda + i0 + ir;
-        for (int r = 0; r < rows; r++) dst[p * mr + r] = src[r];
-      }
-    } else { /* A [M, K] */
-      for (int r = 0; r < rows; r++) {
-        const float *src = A + (i0 + ir + r) * lda + p0;
-        for (int64_t p = 0; p < kc; p++) dst[p * mr + r] = src[p];
-      }
-    }
-  }
-}
-
-/* b~ for depth [p0, p0+kc) and columns [j0, j0+nc): panels of nr columns,
- * each stored k-major (b~[p*nr + c]); columns past nc are zero. */
-static void pack_b(int transb, const float *B, int64_t ldb, int64_t p0, int64_t kc, int64_t j0,
-                   int64_t nc, int nr, float *dst) {
-  for (int64_t jr = 0; jr < nc; jr += nr, dst += (int64_t)nr * kc) {
-    int cols = (int)min64(nr, nc - jr);
-    if (cols < nr) memset(dst, 0, sizeof(float) * (size_t)(nr * kc));
-    if (transb) { /* B [N, K]: row j holds B(., j) contiguously */
-      for (int c = 0; c < cols; c++) {
-        const float *src = B + (j0 + jr + c) * ldb + p0;
-        for (int64_t p = 0; p < kc; p++) dst[p * nr + c] = src[p];
-      }
-    } else { /* B [K, N] */
-      for (int64_t p = 0; p < kc; p++)
-        memcpy(dst + p * nr, B + (p0 + p) * ldb + j0 + jr, sizeof(float) * (size_t)cols);
-    }
-  }
-}
 
 typedef struct {
   const attn_gemm_kernel_f32 *kr;
@@ -76,21 +35,23 @@ typedef struct {
 
 enum { TILE_MAX = 1024 }; /* mr * nr of any kernel */
 
-/* Rows [m0, m1) x columns [n0, n1) of C, with a~ / b~ buffers of this thread. */
+/* Rows [m0, m1) x columns [n0, n1) of C, with a~ / b~ buffers of this thread.
+ * a~ (g->mc rows, up to a few MB, L3) is packed once per k block; b~ (kc x
+ * nc, sized for L2) is repacked for each block of rows. */
 static void gemm_chunk(const gemm_plan *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
                        float *abuf, float *bbuf) {
   const attn_gemm_kernel_f32 *kr = g->kr;
   const int mr = kr->mr, nr = kr->nr;
   float tile[TILE_MAX] __attribute__((aligned(64)));
-  for (int64_t jc = n0; jc < n1; jc += g->nc) {
-    int64_t nc = min64(g->nc, n1 - jc);
+  for (int64_t ic = m0; ic < m1; ic += g->mc) {
+    int64_t mc = min64(g->mc, m1 - ic);
     for (int64_t pc = 0; pc < g->K; pc += g->kc) {
       int64_t kc = min64(g->kc, g->K - pc);
       float beta = pc == 0 ? g->beta : 1.0f; /* later k blocks accumulate */
-      pack_b(g->transb, g->B, g->ldb, pc, kc, jc, nc, nr, bbuf);
-      for (int64_t ic = m0; ic < m1; ic += g->mc) {
-        int64_t mc = min64(g->mc, m1 - ic);
-        pack_a(g->transa, g->A, g->lda, ic, mc, pc, kc, mr, abuf);
+      kr->pack_a(g->transa, g->A, g->lda, ic, mc, pc, kc, mr, abuf);
+      for (int64_t jc = n0; jc < n1; jc += g->nc) {
+        int64_t nc = min64(g->nc, n1 - jc);
+        kr->pack_b(g->transb, g->B, g->ldb, pc, kc, jc, nc, nr, bbuf);
         for (int64_t ir = 0; ir < mc; ir += mr) {
           const float *ap = abuf + ir * kc;
           int64_t rows = min64(mr, mc - ir);
@@ -167,7 +128,7 @@ static attn_status gemm_packed(const attn_gemm_kernel_f32 *kr, int transa, int t
   if (nt <= 1) g.tm = g.tn = 1, nt = 1;
   /* Buffers sized for the largest chunk, one pair per thread, 64-aligned. */
   int64_t rows = ceil_div(g.mp, g.tm) * kr->mr, cols = ceil_div(g.np, g.tn) * kr->nr;
-  g.mc = min64(kr->mc, rows);
+  g.mc = ceil_div(ceil_div(rows, ceil_div(rows, kr->mc)), kr->mr) * kr->mr; /* balanced */
   g.nc = min64(kr->nc, cols);
   int64_t asize = (g.mc * g.kc + 15) / 16 * 16, bsize = (g.kc * g.nc + 15) / 16 * 16;
   size_t per_thread = sizeof(float) * (size_t)(asize + bsize);

@@ -1,6 +1,11 @@
 /* Portable GEMM pieces: the C micro-kernel the packed driver uses when the
- * CPU has no AVX-512 (or ATTN_CPU=generic), and the unpacked small path. */
+ * CPU has no AVX-512 (or ATTN_CPU=generic), the packers, and the unpacked
+ * small path. */
+#include <string.h>
+
 #include "kernels/gemm_internal.h"
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 enum { GEN_MR = 4, GEN_NR = 16 };
 
@@ -26,6 +31,42 @@ static void ukr_generic_4x16(int64_t kc, const float *a, const float *b, float *
   }
 }
 
+void attn_gemm_pack_a_generic_f32(int transa, const float *A, int64_t lda, int64_t i0, int64_t mc,
+                                  int64_t p0, int64_t kc, int mr, float *dst) {
+  for (int64_t ir = 0; ir < mc; ir += mr, dst += (int64_t)mr * kc) {
+    int rows = (int)min64(mr, mc - ir);
+    if (rows < mr) memset(dst, 0, sizeof(float) * (size_t)(mr * kc));
+    if (transa) { /* A [K, M]: row p holds A(., p) contiguously */
+      for (int64_t p = 0; p < kc; p++) {
+        const float *src = A + (p0 + p) * lda + i0 + ir;
+        for (int r = 0; r < rows; r++) dst[p * mr + r] = src[r];
+      }
+    } else { /* A [M, K] */
+      for (int r = 0; r < rows; r++) {
+        const float *src = A + (i0 + ir + r) * lda + p0;
+        for (int64_t p = 0; p < kc; p++) dst[p * mr + r] = src[p];
+      }
+    }
+  }
+}
+
+void attn_gemm_pack_b_generic_f32(int transb, const float *B, int64_t ldb, int64_t p0, int64_t kc,
+                                  int64_t j0, int64_t nc, int nr, float *dst) {
+  for (int64_t jr = 0; jr < nc; jr += nr, dst += (int64_t)nr * kc) {
+    int cols = (int)min64(nr, nc - jr);
+    if (cols < nr) memset(dst, 0, sizeof(float) * (size_t)(nr * kc));
+    if (transb) { /* B [N, K]: row j holds B(., j) contiguously */
+      for (int c = 0; c < cols; c++) {
+        const float *src = B + (j0 + jr + c) * ldb + p0;
+        for (int64_t p = 0; p < kc; p++) dst[p * nr + c] = src[p];
+      }
+    } else { /* B [K, N] */
+      for (int64_t p = 0; p < kc; p++)
+        memcpy(dst + p * nr, B + (p0 + p) * ldb + j0 + jr, sizeof(float) * (size_t)cols);
+    }
+  }
+}
+
 static const attn_gemm_kernel_f32 generic_kernel = {
     .name = "generic 4x16",
     .mr = GEN_MR,
@@ -34,6 +75,8 @@ static const attn_gemm_kernel_f32 generic_kernel = {
     .kc = 256,
     .nc = 512,
     .ukr = ukr_generic_4x16,
+    .pack_a = attn_gemm_pack_a_generic_f32,
+    .pack_b = attn_gemm_pack_b_generic_f32,
 };
 
 const attn_gemm_kernel_f32 *attn_gemm_kernel_generic_f32(void) { return &generic_kernel; }

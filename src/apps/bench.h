@@ -1,0 +1,35 @@
+/* attn bench: the subcommand table (`attn bench NAME ...`) and measurements
+ * shared by the benches. Each bench is `int attn_bench_<name>_main(argc,
+ * argv)` with argv[0] = NAME, returning the exit status (0 ok, 1 failure,
+ * 2 usage). To add one: declare it here and add a row to attn_bench_table. */
+#ifndef ATTN_APPS_BENCH_H
+#define ATTN_APPS_BENCH_H
+
+typedef struct {
+  const char *name;
+  int (*main)(int argc, char **argv);
+  const char *summary;
+} attn_bench_entry;
+
+int attn_bench_peak_main(int argc, char **argv);
+int attn_bench_gemm_main(int argc, char **argv);
+
+static const attn_bench_entry attn_bench_table[] = {
+    {"peak", attn_bench_peak_main, "fp32 FMA peak of this machine, 1 thread and all threads"},
+    {"gemm", attn_bench_gemm_main, "f32 GEMM: median time, GFLOP/s, % of peak, vs reference"},
+};
+
+/* fp32 FMA peak in GFLOP/s with `threads` threads (0 = all): a register-
+ * resident FMA loop with independent accumulators (AVX-512 when attn_cpu()
+ * has it, else AVX2+FMA, else scalar C), best of a few ~0.1 s runs. Measured
+ * once per thread count per process, then cached. */
+double attn_bench_peak_gflops(int threads);
+/* Name of the instruction set attn_bench_peak_gflops uses ("avx512", ...). */
+const char *attn_bench_peak_isa(void);
+
+/* Monotonic wall clock in seconds. */
+double attn_bench_now(void);
+/* Median of n values (sorts v in place). */
+double attn_bench_median(double *v, int n);
+
+#endif

@@ -1,0 +1,179 @@
+/* `attn bench peak` and attn_bench_peak_gflops: the fp32 FMA throughput of
+ * this machine, measured with a register-resident loop of independent FMA
+ * chains (enough of them to cover FMA latency x ports). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "apps/bench.h"
+#include "attn.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+double attn_bench_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+double attn_bench_median(double *v, int n) {
+  if (n <= 0) return 0;
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+enum { CHAINS = 16 }; /* independent accumulators: >= 2 ports x 4 cycles latency */
+
+/* Each loop runs `iters` steps of CHAINS independent FMAs acc = acc*m + c
+ * (m < 1, so values stay bounded and normal) and returns a sum that the
+ * caller keeps, so nothing is optimised away. Flops: iters*CHAINS*lanes*2. */
+#if defined(__x86_64__)
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma"))) static float fma_loop_avx512(
+    long iters) {
+  __m512 acc[CHAINS];
+  __m512 m = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-6f);
+#pragma GCC unroll 16
+  for (int i = 0; i < CHAINS; i++) acc[i] = _mm512_set1_ps((float)i);
+  for (long it = 0; it < iters; it++) {
+#pragma GCC unroll 16
+    for (int i = 0; i < CHAINS; i++) acc[i] = _mm512_fmadd_ps(acc[i], m, c);
+  }
+  __m512 s = acc[0];
+  for (int i = 1; i < CHAINS; i++) s = _mm512_add_ps(s, acc[i]);
+  return _mm512_reduce_add_ps(s);
+}
+
+__attribute__((target("avx2,fma"))) static float fma_loop_avx2(long iters) {
+  __m256 acc[CHAINS];
+  __m256 m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-6f);
+#pragma GCC unroll 16
+  for (int i = 0; i < CHAINS; i++) acc[i] = _mm256_set1_ps((float)i);
+  for (long it = 0; it < iters; it++) {
+#pragma GCC unroll 16
+    for (int i = 0; i < CHAINS; i++) acc[i] = _mm256_fmadd_ps(acc[i], m, c);
+  }
+  float out[8], sum = 0;
+  for (int i = 1; i < CHAINS; i++) acc[0] = _mm256_add_ps(acc[0], acc[i]);
+  _mm256_storeu_ps(out, acc[0]);
+  for (int i = 0; i < 8; i++) sum += out[i];
+  return sum;
+}
+#endif
+
+static float fma_loop_scalar(long iters) {
+  float acc[CHAINS];
+  for (int i = 0; i < CHAINS; i++) acc[i] = (float)i;
+  for (long it = 0; it < iters; it++)
+    for (int i = 0; i < CHAINS; i++) acc[i] = acc[i] * 0.999999f + 1e-6f;
+  float s = 0;
+  for (int i = 0; i < CHAINS; i++) s += acc[i];
+  return s;
+}
+
+/* lanes of the loop attn_cpu() allows: 16 (AVX-512), 8 (AVX2+FMA), 1 */
+static int peak_lanes(void) {
+#if defined(__x86_64__)
+  const attn_cpu_features *f = attn_cpu();
+  if (f->avx512f) return 16;
+  if (f->avx2 && f->fma) return 8;
+#endif
+  return 1;
+}
+
+const char *attn_bench_peak_isa(void) {
+  int l = peak_lanes();
+  return l == 16 ? "avx512" : l == 8 ? "avx2+fma" : "scalar";
+}
+
+static float fma_loop(long iters) {
+#if defined(__x86_64__)
+  int l = peak_lanes();
+  if (l == 16) return fma_loop_avx512(iters);
+  if (l == 8) return fma_loop_avx2(iters);
+#endif
+  return fma_loop_scalar(iters);
+}
+
+static volatile float peak_sink;
+
+/* Seconds for every one of `threads` threads to run `iters` steps. */
+static double time_loop(int threads, long iters) {
+  double t0 = attn_bench_now();
+  float sink = 0;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(threads) reduction(+ : sink)
+#endif
+  sink += fma_loop(iters);
+  double t = attn_bench_now() - t0;
+  peak_sink = sink;
+  return t;
+}
+
+enum { PEAK_MAX_THREADS = 256 };
+static double peak_cache[PEAK_MAX_THREADS + 1];
+
+double attn_bench_peak_gflops(int threads) {
+  if (threads <= 0) threads = attn_get_num_threads();
+  if (threads > PEAK_MAX_THREADS) threads = PEAK_MAX_THREADS;
+  if (peak_cache[threads] > 0) return peak_cache[threads];
+  /* calibrate to ~0.1 s per run, then best of 3 */
+  long iters = 1 << 16;
+  double t = time_loop(threads, iters);
+  while (t < 0.02) {
+    iters *= 4;
+    t = time_loop(threads, iters);
+  }
+  iters = (long)((double)iters * 0.1 / t) + 1;
+  double best = 1e30;
+  for (int r = 0; r < 3; r++) {
+    double tr = time_loop(threads, iters);
+    if (tr < best) best = tr;
+  }
+  double flops = 2.0 * CHAINS * peak_lanes() * (double)iters * threads;
+  peak_cache[threads] = flops / best * 1e-9;
+  return peak_cache[threads];
+}
+
+static void peak_usage(FILE *out) {
+  fprintf(out,
+          "usage: attn bench peak [--threads T]\n"
+          "  fp32 FMA peak (GFLOP/s) with 1 thread and with all threads (or T)\n");
+}
+
+int attn_bench_peak_main(int argc, char **argv) {
+  int threads = attn_get_num_threads();
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
+      threads = atoi(argv[++i]);
+      if (threads < 1 || threads > PEAK_MAX_THREADS) {
+        fprintf(stderr, "attn bench peak: --threads must be in 1..%d\n", PEAK_MAX_THREADS);
+        return 2;
+      }
+    } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+      peak_usage(stdout);
+      return 0;
+    } else {
+      peak_usage(stderr);
+      return 2;
+    }
+  }
+  double p1 = attn_bench_peak_gflops(1);
+  printf("fp32 FMA peak (%s, %d accumulators): 1 thread %.1f GFLOP/s", attn_bench_peak_isa(),
+         CHAINS, p1);
+  if (threads > 1)
+    printf(", %d threads %.1f GFLOP/s", threads, attn_bench_peak_gflops(threads));
+  printf("\n");
+  return 0;
+}

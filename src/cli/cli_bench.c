@@ -1,0 +1,31 @@
+/* `attn bench NAME ...`: runs one of the benches listed in attn_bench_table
+ * (src/apps/bench.h). */
+#include <stdio.h>
+#include <string.h>
+
+#include "apps/bench.h"
+#include "cli/commands.h"
+
+static void bench_usage(FILE *out) {
+  fprintf(out, "usage: attn bench NAME [ARGS...]\n\nbenches:\n");
+  for (size_t i = 0; i < sizeof attn_bench_table / sizeof attn_bench_table[0]; i++)
+    fprintf(out, "  %-8s %s\n", attn_bench_table[i].name, attn_bench_table[i].summary);
+  fprintf(out, "\n'attn bench NAME --help' describes each.\n");
+}
+
+int attn_cmd_bench(int argc, char **argv) {
+  if (argc < 2) {
+    bench_usage(stderr);
+    return 2;
+  }
+  if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+    bench_usage(stdout);
+    return 0;
+  }
+  for (size_t i = 0; i < sizeof attn_bench_table / sizeof attn_bench_table[0]; i++)
+    if (!strcmp(argv[1], attn_bench_table[i].name))
+      return attn_bench_table[i].main(argc - 1, argv + 1);
+  fprintf(stderr, "attn bench: unknown bench '%s'\n", argv[1]);
+  bench_usage(stderr);
+  return 2;
+}
