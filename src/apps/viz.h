@@ -1,0 +1,91 @@
+/* attn apps — pictures of attention weights (cairo: PNG, SVG or PDF, chosen by
+ * the output file's extension, with real text).
+ *
+ *   attn_viz_heatmap_f32   one head: query tokens down, key tokens across
+ *                          (rotated 90°), a colour bar, 'bone' or 'viridis'
+ *   attn_viz_heads_f32     all heads of one layer as small multiples
+ *   attn_viz_model_f32     layers × heads overview (bertviz's "model view")
+ *   attn_viz_alignment_f32 cross-attention: source across, output down
+ *
+ * Probabilities are row-major f32; every value must be finite. Files are
+ * written to PATH.tmp.<pid> and renamed over PATH when complete. Built without
+ * cairo, the drawing functions return ATTN_EUNSUPPORTED naming the package. */
+#ifndef ATTN_APPS_VIZ_H
+#define ATTN_APPS_VIZ_H
+
+#include <stdint.h>
+
+#include "attn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+  ATTN_CMAP_BONE = 0, /* matplotlib's 'bone' (the seed's plot_attention) */
+  ATTN_CMAP_VIRIDIS   /* perceptually uniform */
+} attn_viz_cmap;
+
+typedef struct {
+  attn_viz_cmap cmap;
+  const char *title;     /* NULL: none */
+  const char *q_name;    /* axis caption down; NULL: "query" */
+  const char *k_name;    /* axis caption across; NULL: "key" */
+  /* Region [q0,q1) x [k0,k1) to draw; q1 = 0 (k1 = 0) means to the end. */
+  int64_t q0, q1, k0, k1;
+  int max_labels;        /* labels per axis at most (thinned beyond); 0: 60 */
+  /* Colour scale. vmin == vmax: the drawn data's min..max (as matplotlib's
+   * matshow does). */
+  float vmin, vmax;
+} attn_viz_opts;
+
+/* Defaults: bone, no title, full matrix, 60 labels, autoscale. */
+void attn_viz_opts_default(attn_viz_opts *o);
+
+/* The colour of t in [0,1] (clamped; NaN gives black) exactly as matplotlib's
+ * 256-entry colormaps map it: entry min(floor(t*256), 255). rgb in [0,1]. */
+void attn_viz_cmap_rgb(attn_viz_cmap cmap, double t, double rgb[3]);
+/* "bone"/"viridis" -> enum; ATTN_EINVAL for other names. */
+attn_status attn_viz_cmap_from_name(const char *name, attn_viz_cmap *out);
+
+/* Label stride for n labels with at most max_labels shown: ceil(n/max). */
+int64_t attn_viz_label_stride(int64_t n, int max_labels);
+
+/* One heatmap of probs [lq, lk]. q_labels [lq] and k_labels [lk] are UTF-8
+ * strings (each may be NULL: indices are shown). */
+attn_status attn_viz_heatmap_f32(const char *path, const float *probs, int64_t lq, int64_t lk,
+                                 const char *const *q_labels, const char *const *k_labels,
+                                 const attn_viz_opts *opts);
+
+/* Cross-attention alignment probs [l_out, l_src]: source tokens across,
+ * output tokens down (axis captions "source" / "output"). */
+attn_status attn_viz_alignment_f32(const char *path, const float *probs, int64_t l_out,
+                                   int64_t l_src, const char *const *out_labels,
+                                   const char *const *src_labels, const attn_viz_opts *opts);
+
+/* All heads of one layer, probs [heads, lq, lk], as a grid of small heatmaps
+ * sharing one colour scale. Labels are drawn on the tiles when short enough. */
+attn_status attn_viz_heads_f32(const char *path, const float *probs, int64_t heads, int64_t lq,
+                               int64_t lk, const char *const *q_labels,
+                               const char *const *k_labels, const attn_viz_opts *opts);
+
+/* Overview probs [layers, heads, lq, lk]: one row per layer, one column per head. */
+attn_status attn_viz_model_f32(const char *path, const float *probs, int64_t layers,
+                               int64_t heads, int64_t lq, int64_t lk, const attn_viz_opts *opts);
+
+/* Self-contained HTML page (inline CSS/JS, no network) with a head view:
+ * pick layer and heads, hover a token to see its attention to the others.
+ * probs [layers, heads, lq, lk]; labels as above. */
+attn_status attn_viz_html_f32(const char *path, const float *probs, int64_t layers, int64_t heads,
+                              int64_t lq, int64_t lk, const char *const *q_labels,
+                              const char *const *k_labels, const char *title);
+
+/* Parse a JSON array of strings (e.g. safetensors metadata "tokens") into a
+ * malloc'd array of malloc'd UTF-8 strings; free with attn_viz_labels_free. */
+attn_status attn_viz_labels_parse(const char *json, char ***out, int64_t *n);
+void attn_viz_labels_free(char **labels, int64_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,391 @@
+/* Pictures of attention: colormaps, label thinning, heatmap/grid/model files
+ * in PNG (decoded and checked pixel by pixel), SVG and PDF, atomic writes,
+ * token-label JSON, and clean errors on bad input. */
+#include <dirent.h>
+#include <stdint.h>
+#include <unistd.h>
+
+#include "apps/viz.h"
+#include "harness.h"
+
+#ifdef ATTN_HAVE_CAIRO
+#include <cairo.h>
+#endif
+
+/* fontconfig (under cairo's text) keeps a few process-wide allocations */
+__attribute__((used)) const char *__lsan_default_suppressions(void);
+const char *__lsan_default_suppressions(void) { return "leak:libfontconfig.so\n"; }
+
+/* a fresh folder under /tmp per run, removed at the end */
+static char OUT_DIR[64] = "/tmp/attn_test_viz.XXXXXX";
+
+static const char *out_path(const char *name) {
+  static char buf[320];
+  snprintf(buf, sizeof buf, "%s/%.200s", OUT_DIR, name);
+  return buf;
+}
+
+static void remove_out_dir(void) {
+  DIR *d = opendir(OUT_DIR);
+  if (!d) return;
+  struct dirent *e;
+  while ((e = readdir(d)))
+    if (e->d_name[0] != '.') unlink(out_path(e->d_name));
+  closedir(d);
+  rmdir(OUT_DIR);
+}
+
+__attribute__((unused)) static char *slurp(const char *path, long *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *b = malloc((size_t)n + 1);
+  if (b && fread(b, 1, (size_t)n, f) != (size_t)n) n = 0;
+  fclose(f);
+  if (b) b[n] = '\0';
+  *len = n;
+  return b;
+}
+
+/* No PATH.tmp.* files left in the output folder. */
+static int no_tmp_files(void) {
+  DIR *d = opendir(OUT_DIR);
+  if (!d) return 0;
+  int ok = 1;
+  struct dirent *e;
+  while ((e = readdir(d)))
+    if (strstr(e->d_name, ".tmp.")) ok = 0;
+  closedir(d);
+  return ok;
+}
+
+/* previous-token pattern: row i puts everything on key i-1 (row 0 on key 0) */
+__attribute__((unused)) static void prev_token(float *p, int L) {
+  memset(p, 0, sizeof(float) * L * L);
+  for (int i = 0; i < L; i++) p[i * L + (i ? i - 1 : 0)] = 1;
+}
+
+/* graded softmax-like rows */
+static void graded(float *p, int L, int seed) {
+  fill_uniform(p, (long)L * L, (unsigned)seed, 0.0f, 1.0f);
+  for (int i = 0; i < L; i++) {
+    double s = 0;
+    for (int j = 0; j < L; j++) s += p[i * L + j] = expf(4 * p[i * L + j]);
+    for (int j = 0; j < L; j++) p[i * L + j] /= (float)s;
+  }
+}
+
+static void test_colormaps_match_matplotlib(void) {
+  double c[3];
+  attn_viz_cmap_rgb(ATTN_CMAP_BONE, 0.0, c);
+  CHECK(c[0] == 0 && c[1] == 0 && c[2] == 0);
+  attn_viz_cmap_rgb(ATTN_CMAP_BONE, 1.0, c);
+  CHECK(c[0] == 1 && c[1] == 1 && c[2] == 1);
+  /* entry 128 of matplotlib's 256-entry bone table (x = 128/255) */
+  attn_viz_cmap_rgb(ATTN_CMAP_BONE, 0.5, c);
+  CHECK(fabs(c[0] - 0.4392157) < 1e-6 && fabs(c[1] - 0.4841299) < 1e-6 &&
+        fabs(c[2] - 0.5642156) < 1e-6);
+  attn_viz_cmap_rgb(ATTN_CMAP_BONE, 200.5 / 256, c);
+  CHECK(fabs(c[0] - 0.7051163) < 1e-6 && fabs(c[1] - 0.8112745) < 1e-6 &&
+        fabs(c[2] - 0.8112745) < 1e-6);
+  attn_viz_cmap_rgb(ATTN_CMAP_VIRIDIS, 0.0, c);
+  CHECK(c[0] == 0.267004 && c[1] == 0.004874 && c[2] == 0.329415);
+  attn_viz_cmap_rgb(ATTN_CMAP_VIRIDIS, 0.5, c);
+  CHECK(c[0] == 0.127568 && c[1] == 0.566949 && c[2] == 0.550556);
+  attn_viz_cmap_rgb(ATTN_CMAP_VIRIDIS, 7.0, c); /* clamped */
+  CHECK(c[0] == 0.993248 && c[1] == 0.906157 && c[2] == 0.143936);
+  /* both maps get brighter monotonically (luminance) */
+  for (int m = 0; m < 2; m++) {
+    double prev = -1;
+    int mono = 1;
+    for (int i = 0; i < 256; i++) {
+      attn_viz_cmap_rgb((attn_viz_cmap)m, (i + 0.5) / 256, c);
+      double lum = 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2];
+      if (lum < prev) mono = 0;
+      prev = lum;
+    }
+    CHECK(mono);
+  }
+  attn_viz_cmap cm;
+  CHECK_OK(attn_viz_cmap_from_name("viridis", &cm));
+  CHECK(cm == ATTN_CMAP_VIRIDIS);
+  CHECK_ERR(attn_viz_cmap_from_name("jet", &cm), ATTN_EINVAL);
+}
+
+static void test_label_stride_thins_long_axes(void) {
+  CHECK(attn_viz_label_stride(10, 60) == 1);
+  CHECK(attn_viz_label_stride(60, 60) == 1);
+  CHECK(attn_viz_label_stride(61, 60) == 2);
+  int64_t s = attn_viz_label_stride(500, 60);
+  CHECK(s == 9 && (500 + s - 1) / s <= 60);
+  CHECK(attn_viz_label_stride(500, 0) == 9); /* 0: default 60 */
+}
+
+static void test_labels_json(void) {
+  char **v;
+  int64_t n;
+  CHECK_OK(attn_viz_labels_parse(" [\"The\", \"ca\\\"t\", \"\\u00e9t\\u00e9\", \"\\ud83d\\ude00\", "
+                                 "\"a\\nb\"] ",
+                                 &v, &n));
+  CHECK(n == 5);
+  if (n == 5) {
+    CHECK(!strcmp(v[0], "The") && !strcmp(v[1], "ca\"t"));
+    CHECK(!strcmp(v[2], "\xc3\xa9t\xc3\xa9"));
+    CHECK(!strcmp(v[3], "\xf0\x9f\x98\x80"));
+    CHECK(!strcmp(v[4], "a\nb"));
+  }
+  attn_viz_labels_free(v, n);
+  CHECK_OK(attn_viz_labels_parse("[]", &v, &n));
+  CHECK(n == 0);
+  attn_viz_labels_free(v, n);
+  CHECK_ERR(attn_viz_labels_parse("[\"a\",]", &v, &n), ATTN_EFORMAT);
+  CHECK_ERR(attn_viz_labels_parse("[\"a\" \"b\"]", &v, &n), ATTN_EFORMAT);
+  CHECK_ERR(attn_viz_labels_parse("{\"a\": 1}", &v, &n), ATTN_EFORMAT);
+  CHECK_ERR(attn_viz_labels_parse("[\"\\ud83d\"]", &v, &n), ATTN_EFORMAT);
+  CHECK_ERR(attn_viz_labels_parse("[1]", &v, &n), ATTN_EFORMAT);
+  CHECK_ERR(attn_viz_labels_parse("[\"a\"] x", &v, &n), ATTN_EFORMAT);
+}
+
+static void test_bad_inputs_fail_cleanly(void) {
+  float p[16];
+  graded(p, 4, 1);
+  char ok[320];
+  snprintf(ok, sizeof ok, "%s", out_path("bad.png"));
+  CHECK_ERR(attn_viz_heatmap_f32(out_path("x.jpg"), p, 4, 4, NULL, NULL, NULL), ATTN_EINVAL);
+  CHECK_ERR(attn_viz_heatmap_f32(out_path("noext"), p, 4, 4, NULL, NULL, NULL), ATTN_EINVAL);
+  CHECK_ERR(attn_viz_heatmap_f32(ok, p, 0, 4, NULL, NULL, NULL), ATTN_EINVAL);
+  CHECK_ERR(attn_viz_heatmap_f32(ok, NULL, 4, 4, NULL, NULL, NULL), ATTN_EINVAL);
+  CHECK_ERR(attn_viz_heads_f32(ok, p, 1, 4, -4, NULL, NULL, NULL), ATTN_EINVAL);
+  p[5] = NAN;
+  CHECK_ERR(attn_viz_heatmap_f32(ok, p, 4, 4, NULL, NULL, NULL), ATTN_ENUMERIC);
+  CHECK(strstr(attn_last_error(), "index 5") != NULL);
+  CHECK_ERR(attn_viz_model_f32(ok, p, 1, 1, 4, 4, NULL), ATTN_ENUMERIC);
+  p[5] = INFINITY;
+  CHECK_ERR(attn_viz_heads_f32(ok, p, 1, 4, 4, NULL, NULL, NULL), ATTN_ENUMERIC);
+  graded(p, 4, 1);
+  attn_viz_opts o;
+  attn_viz_opts_default(&o);
+  o.q0 = 2, o.q1 = 6; /* past the end */
+  CHECK_ERR(attn_viz_heatmap_f32(ok, p, 4, 4, NULL, NULL, &o), ATTN_EINVAL);
+  o.q0 = 3, o.q1 = 3; /* empty */
+  CHECK_ERR(attn_viz_heatmap_f32(ok, p, 4, 4, NULL, NULL, &o), ATTN_EINVAL);
+  attn_viz_opts_default(&o);
+  o.cmap = (attn_viz_cmap)7;
+  CHECK_ERR(attn_viz_heatmap_f32(ok, p, 4, 4, NULL, NULL, &o), ATTN_EINVAL);
+#ifdef ATTN_HAVE_CAIRO
+  CHECK_ERR(attn_viz_heatmap_f32("no-such-dir/x.png", p, 4, 4, NULL, NULL, NULL), ATTN_EIO);
+#else
+  CHECK_ERR(attn_viz_heatmap_f32(ok, p, 4, 4, NULL, NULL, NULL), ATTN_EUNSUPPORTED);
+  CHECK(strstr(attn_last_error(), "libcairo2-dev") != NULL);
+#endif
+  CHECK(access(ok, F_OK) != 0); /* nothing written */
+  CHECK(no_tmp_files());
+}
+
+#ifdef ATTN_HAVE_CAIRO
+typedef struct {
+  int w, h, stride;
+  const unsigned char *data;
+  cairo_surface_t *s;
+} png_image;
+
+static int png_load(const char *path, png_image *img) {
+  img->s = cairo_image_surface_create_from_png(path);
+  if (cairo_surface_status(img->s) != CAIRO_STATUS_SUCCESS) {
+    cairo_surface_destroy(img->s);
+    img->s = NULL;
+    return 0;
+  }
+  img->w = cairo_image_surface_get_width(img->s);
+  img->h = cairo_image_surface_get_height(img->s);
+  img->stride = cairo_image_surface_get_stride(img->s);
+  img->data = cairo_image_surface_get_data(img->s);
+  return 1;
+}
+
+static uint32_t px(const png_image *img, int x, int y) {
+  return *(const uint32_t *)(img->data + y * img->stride + x * 4) & 0xffffffu;
+}
+
+static int distinct_colours(const png_image *img, int cap) {
+  uint32_t seen[256];
+  int n = 0;
+  for (int y = 0; y < img->h && n < cap; y++)
+    for (int x = 0; x < img->w && n < cap; x++) {
+      uint32_t c = px(img, x, y);
+      int found = 0;
+      for (int k = 0; k < n && !found; k++) found = seen[k] == c;
+      if (!found) seen[n++] = c;
+    }
+  return n;
+}
+
+static void test_png_heatmap_is_oriented_and_coloured(void) {
+  enum { L = 10 };
+  float p[L * L];
+  prev_token(p, L);
+  const char *lab[L] = {"The", "cat", "sat", "on", "the", "mat", ",", "and", "purred", "."};
+  attn_viz_opts o;
+  attn_viz_opts_default(&o);
+  o.cmap = ATTN_CMAP_VIRIDIS;
+  o.title = "previous token";
+  const char *path = out_path("prev.png");
+  CHECK_OK(attn_viz_heatmap_f32(path, p, L, L, lab, lab, &o));
+  png_image img;
+  CHECK(png_load(path, &img));
+  if (!img.s) return;
+  CHECK(img.w > 280 && img.w < 800 && img.h > 280 && img.h < 800);
+  /* the 1.0 cells are viridis' last entry, 8-bit as matplotlib rounds it */
+  const uint32_t hot = 253u << 16 | 231u << 8 | 36u, cold = 68u << 16 | 1u << 8 | 84u;
+  int minx = img.w, miny = img.h, maxx = -1, maxy = -1;
+  long nhot = 0, ncold = 0;
+  for (int y = 0; y < img.h; y++)
+    for (int x = 0; x < img.w; x++) {
+      uint32_t c = px(&img, x, y);
+      if (c == cold) ncold++;
+      if (c != hot) continue;
+      nhot++;
+      if (x < minx) minx = x;
+      if (y < miny) miny = y;
+      if (x > maxx) maxx = x;
+      if (y > maxy) maxy = y;
+    }
+  /* hot cells: (row 0, col 0) and (row i, col i-1): a 9 x 10 cells box */
+  double cw = (maxx - minx + 1) / 9.0, ch = (maxy - miny + 1) / 10.0;
+  CHECK(fabs(cw - ch) < 1.5 && cw > 10);
+  for (int i = 0; i < L; i++) { /* centre of each hot cell is hot */
+    int j = i ? i - 1 : 0;
+    CHECK(px(&img, minx + (int)((j + 0.5) * cw), miny + (int)((i + 0.5) * ch)) == hot);
+    if (i > 0 && i + 1 < L) /* and the cell to its right (the diagonal) is cold */
+      CHECK(px(&img, minx + (int)((i + 0.5) * cw), miny + (int)((i + 0.5) * ch)) == cold);
+  }
+  CHECK(nhot > 0.8 * L * cw * ch && nhot < 1.1 * L * cw * ch + 200 /* colour bar */);
+  CHECK(ncold > 0.8 * (L * L - L) * cw * ch);
+  CHECK(distinct_colours(&img, 64) >= 16); /* text anti-aliasing, map, colour bar */
+  cairo_surface_destroy(img.s);
+  CHECK(no_tmp_files());
+}
+
+static void test_png_bone_graded_and_thinned_500(void) {
+  enum { L = 500 };
+  float *p = malloc(sizeof(float) * L * L);
+  char(*names)[16] = malloc(L * sizeof *names);
+  const char **lab = malloc(L * sizeof *lab);
+  graded(p, L, 3);
+  for (int i = 0; i < L; i++) snprintf(names[i], 16, "tok%d", i), lab[i] = names[i];
+  const char *path = out_path("long.png");
+  CHECK_OK(attn_viz_heatmap_f32(path, p, L, L, lab, lab, NULL));
+  png_image img;
+  CHECK(png_load(path, &img));
+  if (img.s) {
+    CHECK(img.w >= 640 && img.h >= 640 && img.w < 1200 && img.h < 1200);
+    CHECK(distinct_colours(&img, 200) >= 100);
+    cairo_surface_destroy(img.s);
+  }
+  /* a cropped region gets big cells again */
+  attn_viz_opts o;
+  attn_viz_opts_default(&o);
+  o.q0 = 100, o.q1 = 120, o.k0 = 90, o.k1 = 130;
+  CHECK_OK(attn_viz_heatmap_f32(out_path("region.png"), p, L, L, lab, lab, &o));
+  CHECK(png_load(out_path("region.png"), &img));
+  if (img.s) {
+    CHECK(img.w > 640 && img.h > 16 * 20); /* 40 keys of 16 px, 20 queries */
+    cairo_surface_destroy(img.s);
+  }
+  free(p), free(names), free(lab);
+}
+
+static void test_svg_and_pdf_are_well_formed(void) {
+  enum { L = 12 };
+  float p[L * L];
+  graded(p, L, 5);
+  const char *lab[L] = {"<a>", "&b", "\"c\"", "d", "\xc3\xa9", "bad\xff", "g", "h",
+                        "i", "j", "k", "a-very-long-token-name-that-goes-on"};
+  CHECK_OK(attn_viz_heatmap_f32(out_path("h.svg"), p, L, L, lab, lab, NULL));
+  long n;
+  char *s = slurp(out_path("h.svg"), &n);
+  CHECK(s != NULL);
+  if (s) {
+    CHECK(!strncmp(s, "<?xml", 5));
+    CHECK(strstr(s, "<svg") != NULL);
+    const char *end = s + n;
+    while (end > s && (end[-1] == '\n' || end[-1] == ' ')) end--;
+    CHECK(end - s > 6 && !strncmp(end - 6, "</svg>", 6));
+    free(s);
+  }
+  CHECK_OK(attn_viz_alignment_f32(out_path("a.pdf"), p, L, L, lab, lab, NULL));
+  s = slurp(out_path("a.pdf"), &n);
+  CHECK(s != NULL);
+  if (s) {
+    CHECK(!strncmp(s, "%PDF-", 5));
+    CHECK(n > 1000 && strstr(s + n - 32, "%%EOF") != NULL);
+    free(s);
+  }
+  CHECK_OK(attn_viz_heads_f32(out_path("g.svg"), p, 1, L, L, lab, lab, NULL));
+  CHECK(no_tmp_files());
+}
+
+static void test_grid_and_model_views(void) {
+  enum { NL = 2, H = 6, L = 9 };
+  float *p = malloc(sizeof(float) * NL * H * L * L);
+  for (int t = 0; t < NL * H; t++) graded(p + t * L * L, L, 10 + t);
+  CHECK_OK(attn_viz_heads_f32(out_path("heads.png"), p, H, L, L, NULL, NULL, NULL));
+  png_image img;
+  CHECK(png_load(out_path("heads.png"), &img));
+  if (img.s) {
+    CHECK(img.w > 4 * 9 * 12 && img.h > 2 * 9 * 12); /* 4 x 2 tiles of 9 cells of 12 px */
+    CHECK(distinct_colours(&img, 200) >= 50);
+    cairo_surface_destroy(img.s);
+  }
+  attn_viz_opts o;
+  attn_viz_opts_default(&o);
+  o.title = "model";
+  o.cmap = ATTN_CMAP_VIRIDIS;
+  CHECK_OK(attn_viz_model_f32(out_path("model.png"), p, NL, H, L, L, &o));
+  CHECK(png_load(out_path("model.png"), &img));
+  if (img.s) {
+    CHECK(img.w > H * 54 && img.h > NL * 54);
+    cairo_surface_destroy(img.s);
+  }
+  CHECK_OK(attn_viz_model_f32(out_path("model.pdf"), p, NL, H, L, L, &o));
+  free(p);
+}
+
+static void test_write_is_atomic(void) {
+  enum { L = 6 };
+  float p[L * L];
+  graded(p, L, 9);
+  const char *path = out_path("atomic.png");
+  CHECK_OK(attn_viz_heatmap_f32(path, p, L, L, NULL, NULL, NULL));
+  long n0, n1;
+  char *before = slurp(path, &n0);
+  p[7] = NAN; /* a failing call leaves the old picture alone */
+  CHECK_ERR(attn_viz_heatmap_f32(path, p, L, L, NULL, NULL, NULL), ATTN_ENUMERIC);
+  char *after = slurp(path, &n1);
+  CHECK(before && after && n0 == n1 && !memcmp(before, after, (size_t)n0));
+  free(before), free(after);
+  CHECK(no_tmp_files());
+}
+#endif
+
+int main(void) {
+  if (!mkdtemp(OUT_DIR)) return 1;
+  RUN(test_colormaps_match_matplotlib);
+  RUN(test_label_stride_thins_long_axes);
+  RUN(test_labels_json);
+  RUN(test_bad_inputs_fail_cleanly);
+#ifdef ATTN_HAVE_CAIRO
+  RUN(test_png_heatmap_is_oriented_and_coloured);
+  RUN(test_png_bone_graded_and_thinned_500);
+  RUN(test_svg_and_pdf_are_well_formed);
+  RUN(test_grid_and_model_views);
+  RUN(test_write_is_atomic);
+#endif
+  if (!getenv("ATTN_KEEP_TEST_OUTPUT")) remove_out_dir();
+#ifdef ATTN_HAVE_CAIRO
+  cairo_debug_reset_static_data(); /* font caches, so LeakSanitizer sees no leaks */
+#endif
+  HARNESS_END();
+}
