@@ -29,7 +29,10 @@ attn_status attn_relu_backward_f32(const float *x, const float *dy, float *dx, i
   attn_status st = check_args("relu_backward", x, dy, dx, n);
   if (st != ATTN_OK) return st;
 #pragma omp parallel for simd num_threads(attn_get_num_threads()) if (n >= PAR_MIN_ELEMS)
-  for (int64_t i = 0; i < n; i++) dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
+  for (int64_t i = 0; i < n; i++) {
+    float g = dy[i]; /* loaded unconditionally: a select, not a branch */
+    dx[i] = x[i] > 0.0f ? g : 0.0f;
+  }
   return ATTN_OK;
 }
 

@@ -42,6 +42,9 @@ attn_status attn_dropout_backward_f32(const float *dy, const uint8_t *mask, floa
                           !dy ? "dy" : !mask ? "mask" : "dx");
   float scale = 1.0f / (1.0f - p);
 #pragma omp parallel for simd num_threads(attn_get_num_threads()) if (n >= PAR_MIN_ELEMS)
-  for (int64_t i = 0; i < n; i++) dx[i] = mask[i] ? dy[i] * scale : 0.0f;
+  for (int64_t i = 0; i < n; i++) {
+    float g = dy[i] * scale; /* loaded unconditionally: a select, not a branch */
+    dx[i] = mask[i] != 0 ? g : 0.0f;
+  }
   return ATTN_OK;
 }
