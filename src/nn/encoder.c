@@ -10,9 +10,10 @@
 attn_status nn_layer_check(const attn_layer_config *c, const char *prefix) {
   if (!c || c->d_model <= 0 || c->nhead <= 0 || c->d_model % c->nhead || c->dim_feedforward <= 0)
     return attn_set_error(ATTN_EINVAL,
-                          "layer '%s': d_model must be a positive multiple of nhead and "
-                          "dim_feedforward positive",
-                          prefix);
+                          "layer '%s': d_model %lld must be a positive multiple of nhead "
+                          "(num_heads) %lld, dim_feedforward %lld positive",
+                          prefix, c ? (long long)c->d_model : 0LL, c ? (long long)c->nhead : 0LL,
+                          c ? (long long)c->dim_feedforward : 0LL);
   if (!(c->dropout >= 0.0f && c->dropout < 1.0f) || !(c->layer_norm_eps > 0.0f))
     return attn_set_error(ATTN_EINVAL, "layer '%s': dropout must be in [0,1) and eps > 0", prefix);
   return ATTN_OK;
