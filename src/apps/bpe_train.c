@@ -11,6 +11,14 @@ typedef struct {
 } heap_item;
 
 typedef struct {
+  int32_t left, right;
+  int64_t count;  /* occurrences, weighted by word counts */
+  int32_t *words; /* words that may hold the pair (stale entries allowed) */
+  int32_t n_words, cap_words;
+  int touched;    /* in trainer.touched during a merge */
+} pair_info;
+
+typedef struct {
   /* words: the distinct chunks */
   int n_words, cap_words;
   int64_t *w_count;
@@ -28,29 +36,13 @@ typedef struct {
   size_t t_nbytes, t_cap;
   /* pairs */
   int n_pairs, cap_pairs;
-  int32_t *p_left, *p_right;
-  int64_t *p_count;
-  int32_t **p_words, *p_nw, *p_capw;
-  unsigned char *p_touched;
+  pair_info *p;
   attn_u64map pairs; /* (left << 32 | right) -> pair */
   int32_t *touched;
   int n_touched;
   heap_item *heap;
   size_t n_heap, cap_heap;
 } trainer;
-
-#define GROW(ptr, cap, need)                                                  \
-  ((need) <= (cap) ? 0 : grow_array((void **)&(ptr), &(cap), (need), sizeof *(ptr)))
-
-static int grow_array(void **p, int *cap, int need, size_t elem) {
-  int c = *cap ? *cap : 1024;
-  while (c < need) c *= 2;
-  void *q = realloc(*p, (size_t)c * elem);
-  if (!q) return -1;
-  *p = q;
-  *cap = c;
-  return 0;
-}
 
 static uint64_t hash_bytes(const unsigned char *s, size_t n) {
   uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
@@ -121,11 +113,11 @@ static int bytes_cmp(const char *a, uint32_t la, const char *b, uint32_t lb) {
 static int before(const trainer *t, heap_item x, heap_item y) {
   if (x.count != y.count) return x.count > y.count;
   uint32_t l1, l2;
-  const char *a = tok(t, t->p_left[x.pair], &l1), *b = tok(t, t->p_left[y.pair], &l2);
+  const char *a = tok(t, t->p[x.pair].left, &l1), *b = tok(t, t->p[y.pair].left, &l2);
   int c = bytes_cmp(a, l1, b, l2);
   if (c) return c < 0;
-  a = tok(t, t->p_right[x.pair], &l1);
-  b = tok(t, t->p_right[y.pair], &l2);
+  a = tok(t, t->p[x.pair].right, &l1);
+  b = tok(t, t->p[y.pair].right, &l2);
   return bytes_cmp(a, l1, b, l2) < 0;
 }
 
@@ -169,49 +161,38 @@ static int32_t pair_of(trainer *t, int32_t l, int32_t r) {
   int32_t p = attn_u64map_get(&t->pairs, key);
   if (p >= 0) return p;
   p = t->n_pairs;
-  int cap = t->cap_pairs;
-  if (p == cap) {
-    int c = cap ? 2 * cap : 4096;
-    int ok = 1;
-#define RE(f)                                                                 \
-  do {                                                                        \
-    void *q_ = realloc(t->f, (size_t)c * sizeof *t->f);                       \
-    if (q_) t->f = q_;                                                        \
-    else ok = 0;                                                              \
-  } while (0)
-    RE(p_left);
-    RE(p_right);
-    RE(p_count);
-    RE(p_words);
-    RE(p_nw);
-    RE(p_capw);
-    RE(p_touched);
-    RE(touched);
-#undef RE
-    if (!ok) return -1;
+  if (p == t->cap_pairs) {
+    int c = p ? 2 * p : 4096;
+    pair_info *np = realloc(t->p, (size_t)c * sizeof *np);
+    int32_t *nt = realloc(t->touched, (size_t)c * sizeof *nt);
+    if (np) t->p = np;
+    if (nt) t->touched = nt;
+    if (!np || !nt) return -1;
     t->cap_pairs = c;
   }
-  t->p_left[p] = l;
-  t->p_right[p] = r;
-  t->p_count[p] = 0;
-  t->p_words[p] = NULL;
-  t->p_nw[p] = t->p_capw[p] = 0;
-  t->p_touched[p] = 0;
+  t->p[p] = (pair_info){.left = l, .right = r};
   t->n_pairs++;
   if (attn_u64map_put(&t->pairs, key, p)) return -1;
   return p;
 }
 
 static int pair_list_add(trainer *t, int32_t p, int32_t w) {
-  if (t->p_nw[p] && t->p_words[p][t->p_nw[p] - 1] == w) return 0;
-  if (GROW(t->p_words[p], t->p_capw[p], t->p_nw[p] + 1)) return -1;
-  t->p_words[p][t->p_nw[p]++] = w;
+  pair_info *q = &t->p[p];
+  if (q->n_words && q->words[q->n_words - 1] == w) return 0;
+  if (q->n_words == q->cap_words) {
+    int c = q->cap_words ? 2 * q->cap_words : 4;
+    int32_t *nw = realloc(q->words, (size_t)c * sizeof *nw);
+    if (!nw) return -1;
+    q->words = nw;
+    q->cap_words = c;
+  }
+  q->words[q->n_words++] = w;
   return 0;
 }
 
 static void touch(trainer *t, int32_t p) {
-  if (!t->p_touched[p]) {
-    t->p_touched[p] = 1;
+  if (!t->p[p].touched) {
+    t->p[p].touched = 1;
     t->touched[t->n_touched++] = p;
   }
 }
@@ -228,14 +209,8 @@ static void trainer_free(trainer *t) {
   free(t->t_off);
   free(t->t_len);
   free(t->t_bytes);
-  for (int p = 0; p < t->n_pairs; p++) free(t->p_words[p]);
-  free(t->p_left);
-  free(t->p_right);
-  free(t->p_count);
-  free(t->p_words);
-  free(t->p_nw);
-  free(t->p_capw);
-  free(t->p_touched);
+  for (int p = 0; p < t->n_pairs; p++) free(t->p[p].words);
+  free(t->p);
   attn_u64map_free(&t->pairs);
   free(t->touched);
   free(t->heap);
@@ -243,9 +218,9 @@ static void trainer_free(trainer *t) {
 
 /* Merges pair p (left l, right r) into id in every word that holds it. */
 static int apply_merge(trainer *t, int32_t p, int32_t l, int32_t r, int32_t id, int32_t step) {
-  int32_t *list = t->p_words[p], nw = t->p_nw[p];
-  t->p_words[p] = NULL; /* the pair disappears everywhere: drop its list */
-  t->p_nw[p] = t->p_capw[p] = 0;
+  int32_t *list = t->p[p].words, nw = t->p[p].n_words;
+  t->p[p].words = NULL; /* the pair disappears everywhere: drop its list */
+  t->p[p].n_words = t->p[p].cap_words = 0;
   int rc = 0;
   for (int32_t k = 0; k < nw && !rc; k++) {
     int32_t w = list[k];
@@ -258,7 +233,7 @@ static int apply_merge(trainer *t, int32_t p, int32_t l, int32_t r, int32_t id, 
     int64_t c = t->w_count[w];
     for (int i = 0; i + 1 < len; i++) {
       int32_t q = attn_u64map_get(&t->pairs, bpe_pair_key(s[i], s[i + 1]));
-      t->p_count[q] -= c;
+      t->p[q].count -= c;
       touch(t, q);
     }
     int o = 0;
@@ -277,7 +252,7 @@ static int apply_merge(trainer *t, int32_t p, int32_t l, int32_t r, int32_t id, 
         rc = -1;
         break;
       }
-      t->p_count[q] += c;
+      t->p[q].count += c;
       touch(t, q);
       if ((s[i] == id || s[i + 1] == id) && pair_list_add(t, q, w)) rc = -1;
     }
@@ -285,8 +260,8 @@ static int apply_merge(trainer *t, int32_t p, int32_t l, int32_t r, int32_t id, 
   free(list);
   for (int i = 0; i < t->n_touched; i++) {
     int32_t q = t->touched[i];
-    t->p_touched[q] = 0;
-    if (!rc && t->p_count[q] > 0 && heap_push(t, (heap_item){t->p_count[q], q})) rc = -1;
+    t->p[q].touched = 0;
+    if (!rc && t->p[q].count > 0 && heap_push(t, (heap_item){t->p[q].count, q})) rc = -1;
   }
   t->n_touched = 0;
   return rc;
@@ -358,18 +333,18 @@ attn_status attn_bpe_train(const char *const *texts, const size_t *lens, int n,
           st = attn_set_error(ATTN_ENOMEM, "bpe_train: out of memory counting pairs");
           break;
         }
-        t.p_count[q] += t.w_count[w];
+        t.p[q].count += t.w_count[w];
       }
     }
     for (int q = 0; q < t.n_pairs && !st; q++)
-      if (heap_push(&t, (heap_item){t.p_count[q], q}))
+      if (heap_push(&t, (heap_item){t.p[q].count, q}))
         st = attn_set_error(ATTN_ENOMEM, "bpe_train: out of memory");
   }
   while (!st && n_merges < target && t.n_heap) {
     heap_item top = heap_pop(&t);
-    if (top.count != t.p_count[top.pair] || top.count <= 0) continue; /* stale */
+    if (top.count != t.p[top.pair].count || top.count <= 0) continue; /* stale */
     if (top.count < c.min_count) break;
-    int32_t l = t.p_left[top.pair], r = t.p_right[top.pair], id = ATTN_BPE_MERGE0 + n_merges;
+    int32_t l = t.p[top.pair].left, r = t.p[top.pair].right, id = ATTN_BPE_MERGE0 + n_merges;
     uint32_t len = t.t_len[l] + t.t_len[r];
     if (t.t_nbytes + len > t.t_cap) {
       size_t cap = 2 * t.t_cap + len;

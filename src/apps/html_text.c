@@ -228,7 +228,7 @@ int attn_html_to_text(attn_textbuf *b, const char *html, size_t n) {
     }
     size_t end = tag_end(s, left);
     if (!closing && (!strcasecmp(name, "script") || !strcasecmp(name, "style"))) {
-      char close[16];
+      char close[24];
       snprintf(close, sizeof close, "</%s", name);
       const char *e = find_ci(s + end, left - end, close);
       if (!e) break; /* unterminated: the rest is code */
