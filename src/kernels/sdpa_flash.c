@@ -7,8 +7,8 @@
  * key block of BC keys that some row may see (causal, window and key_lens
  * skip whole tiles), and each row group of MR rows:
  *   s [MR, BC] = q · kᵀ          (gemm on kᵀ packed once per call)
- *   s = scale * s, masks         (logits, then bool/additive masks)
- *   p = e^(s - m), m, l updated  (online softmax, one rescale per tile)
+ *   t = scale * s, masks         (bool/additive masks, if any, in a pass of their own)
+ *   p = e^(t - m), m, l updated  (online softmax, one rescale per tile)
  *   o [MR, Dv] = alpha * o + p v (gemm straight from v, rows strided)
  * then out = o / l and lse = m + log l (out 0, lse -inf for a row with no
  * allowed key). K/V heads are shared by their query heads (no copies). */
@@ -26,7 +26,7 @@ static int thread_id(void) { return omp_get_thread_num(); }
 static int thread_id(void) { return 0; }
 #endif
 
-enum { BC = ATTN_FLASH_BC, MR = ATTN_FLASH_MR, NC = ATTN_FLASH_NC, BQ = 96 };
+enum { BC = ATTN_FLASH_BC, MR = ATTN_FLASH_MR, NC = ATTN_FLASH_NC, BQ = 144 };
 
 const attn_flash_ops *attn_flash_ops_default(void) {
   const attn_flash_ops *a = attn_flash_ops_avx512();
@@ -113,7 +113,8 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
   const int64_t D = d->D, Dv = d->Dv, nkb = ceil_div(d->Lk, BC), kvh = h / rs->group;
   float *o = ws, *m = o + (int64_t)BQ * Dv, *l = m + BQ, *s = l + BQ;
   float alpha[MR];
-  int lo[MR], hi[MR];
+  int lo[MR], hi[MR], all_lo[MR], all_hi[MR];
+  for (int r = 0; r < MR; r++) all_lo[r] = 0, all_hi[r] = BC;
   const float *qh = q + b * rs->q[0] + h * rs->q[1];
   const float *vh = v + b * rs->v[0] + kvh * rs->v[1];
   const float *kth = kt + (b * d->Hkv + kvh) * nkb * D * BC;
@@ -136,9 +137,13 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
       int R = nq - r0 < MR ? nq - r0 : MR;
       if (!attn_flash_tile_bounds(d, b, i0 + r0, R, j0, nk, lo, hi)) continue;
       ops->gemm(R, BC, D, qh + (i0 + r0) * rs->q[2], rs->q[2], 1, ktb, BC, s, BC, NULL, 0);
-      ops->logits(R, s, rs->scale, lo, hi);
-      if (masks) attn_flash_elem_masks(d, b, h, i0 + r0, R, j0, nk, s);
-      ops->softmax_update(R, s, m + r0, l + r0, alpha);
+      if (masks) { /* logits, masks, then the softmax on finished logits */
+        ops->logits(R, s, rs->scale, lo, hi);
+        attn_flash_elem_masks(d, b, h, i0 + r0, R, j0, nk, s);
+        ops->softmax_update(R, s, 1.0f, all_lo, all_hi, m + r0, l + r0, alpha);
+      } else {
+        ops->softmax_update(R, s, rs->scale, lo, hi, m + r0, l + r0, alpha);
+      }
       for (int64_t c0 = 0; c0 < Dv; c0 += NC) {
         int n = (int)(Dv - c0 < NC ? Dv - c0 : NC);
         ops->gemm(R, n, nk, s, BC, 1, vb + c0, rs->v[2], o + r0 * Dv + c0, Dv, alpha, 1);

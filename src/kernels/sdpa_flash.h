@@ -26,16 +26,20 @@ typedef struct {
                int64_t ldb, float *c, int64_t ldc, const float *cs, int acc);
   /* s [R, BC]: s := scale * s where lo[r] <= j < hi[r], -inf elsewhere. */
   void (*logits)(int R, float *s, float scale, const int *lo, const int *hi);
-  /* Online softmax over one key block, s [R, BC] logits -> p = e^(s - m_new)
-   * (0 where s = -inf); per row m (running max), l (running sum) updated and
-   * alpha = e^(m_old - m_new) the factor for the output so far (1 while the
-   * row has seen no allowed key). */
-  void (*softmax_update)(int R, float *s, float *m, float *l, float *alpha);
-  /* Backward tile: s [R, BC] logits, dp [R, BC] = dout·vᵀ; writes
-   * p = e^(s - lse[r]) and ds = p * (dp - di[r]) * scale into p, ds
-   * [R, BC] (rows ldp apart); rows with lse = -inf give 0. */
-  void (*probs_grad)(int R, const float *s, const float *dp, const float *lse, const float *di,
-                     float scale, float *p, float *ds, int64_t ldp);
+  /* Online softmax over one key block: s [R, BC] raw scores; the logits are
+   * t = scale * s where lo[r] <= j < hi[r], -inf elsewhere (as logits()), and
+   * s := p = e^(t - m_new) (0 where t = -inf); per row m (running max) and l
+   * (running sum) are updated and alpha = e^(m_old - m_new) is the factor for
+   * the output so far (1 while the row has seen no allowed key). */
+  void (*softmax_update)(int R, float *s, float scale, const int *lo, const int *hi, float *m,
+                         float *l, float *alpha);
+  /* Backward tile: s [R, BC] raw scores (logits t as in softmax_update),
+   * dp [R, BC] = dout·vᵀ; writes p = e^(t - lse[r]) and
+   * ds = p * (dp - di[r]) * scale into p, ds [R, BC] (rows ldp apart); rows
+   * with lse = -inf give 0. */
+  void (*probs_grad)(int R, const float *s, float scale, const int *lo, const int *hi,
+                     const float *dp, const float *lse, const float *di, float *p, float *ds,
+                     int64_t ldp);
   /* kt [D, BC] = transpose of x [n, D] (rows ldx apart), zero columns n..BC-1. */
   void (*pack_t)(int64_t n, int64_t D, const float *x, int64_t ldx, float *kt);
 } attn_flash_ops;

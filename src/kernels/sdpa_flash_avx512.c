@@ -92,9 +92,13 @@ AVX512_TARGET static void gemm_avx512(int R, int n, int64_t K, const float *a, i
   }
 }
 
-AVX512_INLINE __m512 col_index(int v) {
-  return _mm512_add_ps(_mm512_set_ps(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                       _mm512_set1_ps((float)(16 * v)));
+/* Columns lo <= j < hi of a 16-column slice v of a row. */
+AVX512_INLINE __mmask16 allowed_cols(int v, int lo, int hi) {
+  __m512i j = _mm512_add_epi32(
+      _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+      _mm512_set1_epi32(16 * v));
+  return _mm512_cmpge_epi32_mask(j, _mm512_set1_epi32(lo)) &
+         _mm512_cmplt_epi32_mask(j, _mm512_set1_epi32(hi));
 }
 
 AVX512_TARGET static void logits_avx512(int R, float *s, float scale, const int *lo,
@@ -102,64 +106,71 @@ AVX512_TARGET static void logits_avx512(int R, float *s, float scale, const int 
   __m512 vs = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(-INFINITY);
   for (int r = 0; r < R; r++) {
     float *sr = s + r * BC;
-    __m512 l = _mm512_set1_ps((float)lo[r]), h = _mm512_set1_ps((float)hi[r]);
 #pragma GCC unroll 4
-    for (int v = 0; v < BC / 16; v++) {
-      __m512 j = col_index(v);
-      __mmask16 ok = _mm512_cmp_ps_mask(j, l, _CMP_GE_OQ) & _mm512_cmp_ps_mask(j, h, _CMP_LT_OQ);
-      _mm512_storeu_ps(sr + 16 * v,
-                       _mm512_mask_mul_ps(ninf, ok, vs, _mm512_loadu_ps(sr + 16 * v)));
-    }
+    for (int v = 0; v < BC / 16; v++)
+      _mm512_storeu_ps(sr + 16 * v, _mm512_mask_mul_ps(ninf, allowed_cols(v, lo[r], hi[r]), vs,
+                                                       _mm512_loadu_ps(sr + 16 * v)));
   }
 }
 
-AVX512_TARGET static void softmax_update_avx512(int R, float *s, float *m, float *l,
+/* Two passes over the rows so that the rows' dependency chains (horizontal
+ * max, exp, horizontal sum) sit side by side for the out-of-order core:
+ * first the logits and each row's max, then the exponentials and sums. */
+AVX512_TARGET static void softmax_update_avx512(int R, float *s, float scale, const int *lo,
+                                                const int *hi, float *m, float *l,
                                                 float *alpha) {
+  __m512 vs = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(-INFINITY);
+  float mn[MR];
   for (int r = 0; r < R; r++) {
     float *sr = s + r * BC;
-    __m512 x0 = _mm512_loadu_ps(sr), x1 = _mm512_loadu_ps(sr + 16);
-    __m512 x2 = _mm512_loadu_ps(sr + 32), x3 = _mm512_loadu_ps(sr + 48);
-    float mx = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(x0, x1), _mm512_max_ps(x2, x3)));
-    float mn = mx > m[r] ? mx : m[r];
-    if (mn == -INFINITY) {
-      __m512 z = _mm512_setzero_ps();
-      _mm512_storeu_ps(sr, z);
-      _mm512_storeu_ps(sr + 16, z);
-      _mm512_storeu_ps(sr + 32, z);
-      _mm512_storeu_ps(sr + 48, z);
+    __m512 x[BC / 16];
+#pragma GCC unroll 4
+    for (int v = 0; v < BC / 16; v++) {
+      x[v] = _mm512_mask_mul_ps(ninf, allowed_cols(v, lo[r], hi[r]), vs,
+                                _mm512_loadu_ps(sr + 16 * v));
+      _mm512_storeu_ps(sr + 16 * v, x[v]);
+    }
+    float mx = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(x[0], x[1]),
+                                                  _mm512_max_ps(x[2], x[3])));
+    mn[r] = mx > m[r] ? mx : m[r];
+  }
+  for (int r = 0; r < R; r++) {
+    float *sr = s + r * BC, mo = m[r];
+    if (mn[r] == -INFINITY) { /* nothing allowed yet */
+#pragma GCC unroll 4
+      for (int v = 0; v < BC / 16; v++) _mm512_storeu_ps(sr + 16 * v, _mm512_setzero_ps());
       alpha[r] = 1.0f;
       continue;
     }
-    __m512 vm = _mm512_set1_ps(mn);
-    x0 = attn_vexp16_avx512(_mm512_sub_ps(x0, vm));
-    x1 = attn_vexp16_avx512(_mm512_sub_ps(x1, vm));
-    x2 = attn_vexp16_avx512(_mm512_sub_ps(x2, vm));
-    x3 = attn_vexp16_avx512(_mm512_sub_ps(x3, vm));
-    _mm512_storeu_ps(sr, x0);
-    _mm512_storeu_ps(sr + 16, x1);
-    _mm512_storeu_ps(sr + 32, x2);
-    _mm512_storeu_ps(sr + 48, x3);
-    float sum = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(x0, x1), _mm512_add_ps(x2, x3)));
-    float a = m[r] == -INFINITY ? 0.0f : expf(m[r] - mn);
+    __m512 vm = _mm512_set1_ps(mn[r]), sum = _mm512_setzero_ps();
+#pragma GCC unroll 4
+    for (int v = 0; v < BC / 16; v++) {
+      __m512 p = attn_vexp16_avx512(_mm512_sub_ps(_mm512_loadu_ps(sr + 16 * v), vm));
+      _mm512_storeu_ps(sr + 16 * v, p);
+      sum = _mm512_add_ps(sum, p);
+    }
+    float a = mo == mn[r] ? 1.0f : mo == -INFINITY ? 0.0f : expf(mo - mn[r]);
     alpha[r] = a;
-    l[r] = l[r] * a + sum;
-    m[r] = mn;
+    l[r] = l[r] * a + _mm512_reduce_add_ps(sum);
+    m[r] = mn[r];
   }
 }
 
-AVX512_TARGET static void probs_grad_avx512(int R, const float *s, const float *dp,
-                                            const float *lse, const float *di, float scale,
-                                            float *p, float *ds, int64_t ldp) {
+AVX512_TARGET static void probs_grad_avx512(int R, const float *s, float scale, const int *lo,
+                                            const int *hi, const float *dp, const float *lse,
+                                            const float *di, float *p, float *ds,
+                                            int64_t ldp) {
+  __m512 vs = _mm512_set1_ps(scale);
   for (int r = 0; r < R; r++) {
     const float *sr = s + r * BC, *dpr = dp + r * BC;
     float *pr = p + r * ldp, *dsr = ds + r * ldp;
     int dead = lse[r] == -INFINITY;
     __m512 vl = _mm512_set1_ps(dead ? 0.0f : lse[r]), vd = _mm512_set1_ps(di[r]);
-    __m512 vs = _mm512_set1_ps(scale);
 #pragma GCC unroll 4
     for (int v = 0; v < BC / 16; v++) {
-      __m512 pv = dead ? _mm512_setzero_ps()
-                       : attn_vexp16_avx512(_mm512_sub_ps(_mm512_loadu_ps(sr + 16 * v), vl));
+      __mmask16 ok = dead ? 0 : allowed_cols(v, lo[r], hi[r]);
+      __m512 t = _mm512_fmsub_ps(_mm512_loadu_ps(sr + 16 * v), vs, vl);
+      __m512 pv = _mm512_maskz_mov_ps(ok, attn_vexp16_avx512(t));
       _mm512_storeu_ps(pr + 16 * v, pv);
       __m512 g = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(dpr + 16 * v), vd), vs);
       _mm512_storeu_ps(dsr + 16 * v, _mm512_mul_ps(pv, g));

@@ -75,7 +75,8 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, flo
   const int64_t D = d->D, Dv = d->Dv, G = rs->group, nkb = (d->Lk + BC - 1) / BC;
   float *kt = ws, *vt = kt + D * BC, *dkb = vt + Dv * BC, *dvb = dkb + BC * D;
   float *p = dvb + BC * Dv, *ds = p + BQB * BC, *s = ds + BQB * BC, *dp = s + MR * BC;
-  int lo[MR], hi[MR];
+  int lo[MR], hi[MR], all_lo[MR], all_hi[MR];
+  for (int r = 0; r < MR; r++) all_lo[r] = 0, all_hi[r] = BC;
   for (int64_t h = g * G; h < (g + 1) * G; h++) {
     int64_t ld;
     float *dqh = dq_rows(x, c, b, h, &ld);
@@ -111,10 +112,16 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, flo
             continue;
           }
           ops->gemm(R, BC, D, qh + i * rs->q[2], rs->q[2], 1, kt, BC, s, BC, NULL, 0);
-          ops->logits(R, s, rs->scale, lo, hi);
-          if (masks) attn_flash_elem_masks(d, b, h, i, R, j0, nk, s);
           ops->gemm(R, BC, Dv, doh + i * rs->o[2], rs->o[2], 1, vt, BC, dp, BC, NULL, 0);
-          ops->probs_grad(R, s, dp, lseh + i, dih + i, rs->scale, p + r0 * BC, ds + r0 * BC, BC);
+          if (masks) { /* logits and masks first, then p, ds on finished logits */
+            ops->logits(R, s, rs->scale, lo, hi);
+            attn_flash_elem_masks(d, b, h, i, R, j0, nk, s);
+            ops->probs_grad(R, s, 1.0f, all_lo, all_hi, dp, lseh + i, dih + i, p + r0 * BC,
+                            ds + r0 * BC, BC);
+          } else {
+            ops->probs_grad(R, s, rs->scale, lo, hi, dp, lseh + i, dih + i, p + r0 * BC,
+                            ds + r0 * BC, BC);
+          }
           for (int64_t c0 = 0; c0 < D; c0 += NC) {
             int n = (int)(D - c0 < NC ? D - c0 : NC);
             ops->gemm(R, n, nk, ds + r0 * BC, BC, 1, kh + j0 * rs->k[2] + c0, rs->k[2],

@@ -39,7 +39,9 @@ static void logits_generic(int R, float *s, float scale, const int *lo, const in
   }
 }
 
-static void softmax_update_generic(int R, float *s, float *m, float *l, float *alpha) {
+static void softmax_update_generic(int R, float *s, float scale, const int *lo, const int *hi,
+                                   float *m, float *l, float *alpha) {
+  logits_generic(R, s, scale, lo, hi);
   for (int r = 0; r < R; r++) {
     float *sr = s + r * BC;
     float mx = -INFINITY;
@@ -62,8 +64,9 @@ static void softmax_update_generic(int R, float *s, float *m, float *l, float *a
   }
 }
 
-static void probs_grad_generic(int R, const float *s, const float *dp, const float *lse,
-                               const float *di, float scale, float *p, float *ds, int64_t ldp) {
+static void probs_grad_generic(int R, const float *s, float scale, const int *lo, const int *hi,
+                               const float *dp, const float *lse, const float *di, float *p,
+                               float *ds, int64_t ldp) {
   for (int r = 0; r < R; r++) {
     const float *sr = s + r * BC, *dpr = dp + r * BC;
     float *pr = p + r * ldp, *dsr = ds + r * ldp;
@@ -73,7 +76,7 @@ static void probs_grad_generic(int R, const float *s, const float *dp, const flo
       continue;
     }
     for (int j = 0; j < BC; j++) {
-      float pj = expf(sr[j] - lse[r]);
+      float pj = (j >= lo[r] && j < hi[r]) ? expf(scale * sr[j] - lse[r]) : 0.0f;
       pr[j] = pj;
       dsr[j] = pj * (dpr[j] - di[r]) * scale;
     }

@@ -1,0 +1,293 @@
+/* `attn bench sdpa`: scaled dot-product attention timings per sequence
+ * length — median of several runs, GFLOP/s (4·B·H·D·(allowed query-key
+ * pairs) forward, 2.5x that backward), % of the fp32 FMA peak measured in the
+ * same run, speed-up over the math backend where its [Lq, Lk] scratch fits,
+ * and the peak resident memory of the case against its tensors. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "apps/bench.h"
+#include "attn.h"
+#include "kernels/sdpa_internal.h"
+
+enum { MAX_N = 32, MAX_RUNS = 15 };
+
+/* math runs only while its scores for all heads (what it touches) stay below this */
+static const double MATH_MAX_SCORES = 536870912.0; /* 2^29 floats: 2 GiB */
+
+typedef struct {
+  long long n;
+  double flops, io_bytes;
+  double med[2]; /* [0] chosen backend, [1] math (0: not run) */
+  int runs;
+  double peak_mib; /* process peak RSS during the chosen backend's runs, MiB */
+} sdpa_result;
+
+typedef struct {
+  int B, H, D, causal, backward, threads;
+  long long window;
+  attn_backend backend;
+} sdpa_opts;
+
+static void sdpa_usage(FILE *out) {
+  fprintf(out,
+          "usage: attn bench sdpa [--n N...] [--batch B] [--heads H] [--dim D] [--causal]\n"
+          "                       [--window W] [--backward] [--backend math|flash|auto]\n"
+          "                       [--threads T] [--json FILE]\n"
+          "  --n N...       sequence lengths Lq = Lk (default 512 1024 2048 4096)\n"
+          "  --batch B      batch (default 1); --heads H (default 8); --dim D (default 64)\n"
+          "  --causal       causal mask; --window W: keys i-W..i+W (i-W..i with --causal)\n"
+          "  --backward     time the backward (from a forward's out and lse)\n"
+          "  --backend      default flash; math is also timed where its scratch fits\n"
+          "  --threads T    threads (default: all)\n"
+          "  --json FILE    also write the results as JSON\n"
+          "GFLOP/s counts 4·B·H·D per allowed (query, key) pair forward, 2.5x backward.\n"
+          "peak_MiB is the process's peak resident memory during the runs (Linux\n"
+          "VmHWM, reset per case); io_MiB the tensors (q, k, v, out, lse [, dout, grads]).\n");
+}
+
+static void fill(float *x, size_t n, unsigned seed) {
+  unsigned s = seed * 2654435761u + 1u;
+  for (size_t i = 0; i < n; i++) {
+    s = s * 1664525u + 1013904223u;
+    x[i] = (float)((s >> 8) & 0xffff) / 32768.0f - 1.0f;
+  }
+}
+
+/* Resets the kernel's peak-RSS mark; 0 if unsupported. */
+static int reset_peak_rss(void) {
+  FILE *f = fopen("/proc/self/clear_refs", "w");
+  if (!f) return 0;
+  int ok = fputs("5", f) >= 0;
+  return fclose(f) == 0 && ok;
+}
+
+/* Peak resident set in MiB (VmHWM, else ru_maxrss). */
+static double peak_rss_mib(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  double kb = -1;
+  while (f && fgets(line, sizeof line, f))
+    if (!strncmp(line, "VmHWM:", 6)) kb = atof(line + 6);
+  if (f) fclose(f);
+  if (kb < 0) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    kb = (double)ru.ru_maxrss;
+  }
+  return kb / 1024.0;
+}
+
+/* Allowed (query, key) pairs of one (b, h). */
+static double allowed_pairs(const attn_sdpa_desc *d) {
+  double n = 0;
+  for (int64_t i = 0; i < d->Lq; i++) {
+    int64_t lo, hi;
+    attn_sdpa_key_range(d, 0, i, &lo, &hi);
+    if (hi > lo) n += (double)(hi - lo);
+  }
+  return n;
+}
+
+typedef struct {
+  float *q, *k, *v, *out, *lse, *dout, *dq, *dk, *dv;
+} sdpa_bufs;
+
+static attn_status run_once(const attn_sdpa_desc *d, attn_backend be, int backward,
+                            const sdpa_bufs *t) {
+  if (!backward) return attn_sdpa_forward(d, be, t->q, t->k, t->v, t->out, t->lse, NULL);
+  return attn_sdpa_backward(d, be, t->q, t->k, t->v, t->out, t->lse, t->dout, t->dq, t->dk,
+                            t->dv);
+}
+
+/* Median seconds over runs (the first call warms up; a call over 2 s is the
+ * only run). Returns < 0 on failure (message printed). */
+static double time_backend(const attn_sdpa_desc *d, attn_backend be, int backward,
+                           const sdpa_bufs *t, int *runs_out) {
+  double t0 = attn_bench_now();
+  attn_status st = run_once(d, be, backward, t);
+  double first = attn_bench_now() - t0;
+  if (st) {
+    fprintf(stderr, "attn bench sdpa: %s: %s\n", attn_backend_name(be), attn_last_error());
+    return -1;
+  }
+  if (first > 2.0) {
+    *runs_out = 1;
+    return first;
+  }
+  int runs = first > 0 ? (int)(1.0 / first) : MAX_RUNS;
+  runs = runs < 3 ? 3 : runs > MAX_RUNS ? MAX_RUNS : runs;
+  double times[MAX_RUNS];
+  for (int i = 0; i < runs; i++) {
+    t0 = attn_bench_now();
+    run_once(d, be, backward, t);
+    times[i] = attn_bench_now() - t0;
+  }
+  *runs_out = runs;
+  return attn_bench_median(times, runs);
+}
+
+static int run_case(const sdpa_opts *o, long long n, sdpa_result *r) {
+  attn_sdpa_desc d;
+  attn_sdpa_desc_init(&d, o->B, o->H, o->H, n, n, o->D, o->D);
+  d.causal = o->causal;
+  if (o->window >= 0) {
+    d.window_left = o->window;
+    d.window_right = o->causal ? -1 : o->window;
+  }
+  memset(r, 0, sizeof *r);
+  r->n = n;
+  double pairs = allowed_pairs(&d) * o->B * o->H;
+  r->flops = 4.0 * o->D * pairs * (o->backward ? 2.5 : 1.0);
+  size_t nt = (size_t)o->B * o->H * n * o->D, nl = (size_t)o->B * o->H * n;
+  int ntens = o->backward ? 8 : 4;
+  r->io_bytes = (double)sizeof(float) * ((double)nt * ntens + (double)nl);
+  reset_peak_rss();
+  sdpa_bufs t = {0};
+  float **all[9] = {&t.q, &t.k, &t.v, &t.out, &t.dout, &t.dq, &t.dk, &t.dv, &t.lse};
+  int bad = 0;
+  for (int i = 0; i < 9; i++) {
+    if (!o->backward && i >= 4 && i < 8) continue;
+    size_t cnt = i == 8 ? nl : nt;
+    *all[i] = malloc(cnt * sizeof(float));
+    if (!*all[i]) bad = 1;
+    else if (i < 3 || i == 4) fill(*all[i], cnt, 11 + i);
+  }
+  int rc = 0;
+  if (bad) {
+    fprintf(stderr, "attn bench sdpa: out of memory for N=%lld\n", n);
+    rc = 1;
+  }
+  if (!rc && o->backward &&
+      attn_sdpa_forward(&d, ATTN_BACKEND_FLASH, t.q, t.k, t.v, t.out, t.lse, NULL) &&
+      attn_sdpa_forward(&d, ATTN_BACKEND_MATH, t.q, t.k, t.v, t.out, t.lse, NULL)) {
+    fprintf(stderr, "attn bench sdpa: forward: %s\n", attn_last_error());
+    rc = 1;
+  }
+  if (!rc) {
+    r->med[0] = time_backend(&d, o->backend, o->backward, &t, &r->runs);
+    r->peak_mib = peak_rss_mib();
+    if (r->med[0] < 0) rc = 1;
+  }
+  double scores = (double)o->B * o->H * (double)n * (double)n;
+  if (!rc && o->backend != ATTN_BACKEND_MATH && scores <= MATH_MAX_SCORES) {
+    int mr;
+    r->med[1] = time_backend(&d, ATTN_BACKEND_MATH, o->backward, &t, &mr);
+    if (r->med[1] < 0) rc = 1;
+  }
+  for (int i = 0; i < 9; i++) free(*all[i]);
+  return rc;
+}
+
+static int write_json(const char *file, const sdpa_opts *o, const sdpa_result *r, int n,
+                      double peak) {
+  FILE *f = fopen(file, "w");
+  if (!f) {
+    perror(file);
+    return 1;
+  }
+  fprintf(f,
+          "{\"bench\": \"sdpa\", \"backend\": \"%s\", \"pass\": \"%s\", \"threads\": %d, "
+          "\"batch\": %d, \"heads\": %d, \"dim\": %d, \"causal\": %d, \"window\": %lld, "
+          "\"peak_gflops\": %.2f, \"peak_isa\": \"%s\", \"results\": [\n",
+          attn_backend_name(o->backend), o->backward ? "backward" : "forward", o->threads, o->B,
+          o->H, o->D, o->causal, o->window, peak, attn_bench_peak_isa());
+  for (int i = 0; i < n; i++) {
+    double gf = r[i].flops / r[i].med[0] * 1e-9;
+    fprintf(f,
+            "  {\"n\": %lld, \"runs\": %d, \"median_ms\": %.4f, \"gflops\": %.2f, "
+            "\"pct_peak\": %.1f, \"math_median_ms\": %.4f, \"speedup_vs_math\": %.3f, "
+            "\"peak_mib\": %.1f, \"io_mib\": %.1f}%s\n",
+            r[i].n, r[i].runs, 1e3 * r[i].med[0], gf, 100.0 * gf / peak, 1e3 * r[i].med[1],
+            r[i].med[1] > 0 ? r[i].med[1] / r[i].med[0] : 0.0, r[i].peak_mib,
+            r[i].io_bytes / 1048576.0, i + 1 < n ? "," : "");
+  }
+  fprintf(f, "]}\n");
+  return fclose(f) ? 1 : 0;
+}
+
+int attn_bench_sdpa_main(int argc, char **argv) {
+  sdpa_opts o = {1, 8, 64, 0, 0, attn_get_num_threads(), -1, ATTN_BACKEND_FLASH};
+  long long ns[MAX_N];
+  int nn = 0;
+  const char *json = NULL;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      sdpa_usage(stdout);
+      return 0;
+    } else if (!strcmp(a, "--n")) {
+      int got = 0;
+      while (i + 1 < argc && argv[i + 1][0] != '-' && nn < MAX_N) {
+        char *end;
+        ns[nn] = strtoll(argv[++i], &end, 10);
+        if (*end || ns[nn] < 1 || ns[nn] > (1LL << 22)) goto bad;
+        nn++, got++;
+      }
+      if (!got) goto bad;
+    } else if (!strcmp(a, "--batch") && i + 1 < argc) {
+      if ((o.B = atoi(argv[++i])) < 1) goto bad;
+    } else if (!strcmp(a, "--heads") && i + 1 < argc) {
+      if ((o.H = atoi(argv[++i])) < 1) goto bad;
+    } else if (!strcmp(a, "--dim") && i + 1 < argc) {
+      if ((o.D = atoi(argv[++i])) < 1 || o.D > 4096) goto bad;
+    } else if (!strcmp(a, "--causal")) {
+      o.causal = 1;
+    } else if (!strcmp(a, "--window") && i + 1 < argc) {
+      if ((o.window = atoll(argv[++i])) < 0) goto bad;
+    } else if (!strcmp(a, "--backward")) {
+      o.backward = 1;
+    } else if (!strcmp(a, "--backend") && i + 1 < argc) {
+      if (attn_backend_from_name(argv[++i], &o.backend)) goto bad;
+    } else if (!strcmp(a, "--threads") && i + 1 < argc) {
+      if ((o.threads = atoi(argv[++i])) < 1 || o.threads > 1024) goto bad;
+    } else if (!strcmp(a, "--json") && i + 1 < argc) {
+      json = argv[++i];
+    } else {
+      goto bad;
+    }
+  }
+  if (!nn) {
+    static const long long def[] = {512, 1024, 2048, 4096};
+    for (int i = 0; i < 4; i++) ns[nn++] = def[i];
+  }
+  int saved = attn_get_num_threads();
+  double peak = attn_bench_peak_gflops(o.threads);
+  attn_set_num_threads(o.threads);
+  printf("sdpa %s, backend %s, B=%d H=%d D=%d%s", o.backward ? "backward" : "forward",
+         attn_backend_name(o.backend), o.B, o.H, o.D, o.causal ? " causal" : "");
+  if (o.window >= 0) printf(" window %lld", o.window);
+  printf(", %d thread%s; fp32 FMA peak (%s) measured now: %.1f GFLOP/s\n", o.threads,
+         o.threads > 1 ? "s" : "", attn_bench_peak_isa(), peak);
+  printf("%7s %5s %11s %9s %6s %11s %8s %9s %8s\n", "N", "runs", "median_ms", "GFLOP/s",
+         "%peak", "math_ms", "vs_math", "peak_MiB", "io_MiB");
+  sdpa_result res[MAX_N];
+  int rc = 0, done = 0;
+  for (int i = 0; i < nn; i++) {
+    if (run_case(&o, ns[i], &res[i])) {
+      rc = 1;
+      break;
+    }
+    sdpa_result *r = &res[i];
+    done++;
+    double gf = r->flops / r->med[0] * 1e-9;
+    char mt[32] = "-", vs[32] = "-";
+    if (r->med[1] > 0) {
+      snprintf(mt, sizeof mt, "%.2f", 1e3 * r->med[1]);
+      snprintf(vs, sizeof vs, "x%.2f", r->med[1] / r->med[0]);
+    }
+    printf("%7lld %5d %11.2f %9.1f %6.1f %11s %8s %9.1f %8.1f\n", r->n, r->runs,
+           1e3 * r->med[0], gf, 100.0 * gf / peak, mt, vs, r->peak_mib,
+           r->io_bytes / 1048576.0);
+    fflush(stdout);
+  }
+  attn_set_num_threads(saved);
+  if (json && write_json(json, &o, res, done, peak)) rc = 1;
+  return rc;
+bad:
+  sdpa_usage(stderr);
+  return 2;
+}
