@@ -18,6 +18,8 @@ int attn_cmd_version(int argc, char **argv);
 int attn_cmd_sdpa(int argc, char **argv);
 int attn_cmd_layer(int argc, char **argv);
 int attn_cmd_gradcheck(int argc, char **argv);
+int attn_cmd_data(int argc, char **argv);
+int attn_cmd_nb(int argc, char **argv);
 int attn_cmd_bench(int argc, char **argv);
 
 #endif

@@ -20,6 +20,8 @@ static const attn_cmd commands[] = {
     {"layer", attn_cmd_layer, "run a PyTorch-named layer (mha/encoder/decoder) from a file"},
     {"gradcheck", attn_cmd_gradcheck, "finite-difference check of every backward"},
     {"bench", attn_cmd_bench, "benchmarks: peak, gemm (GFLOP/s, % of peak)"},
+    {"data", attn_cmd_data, "mail corpus: counts, split, parse report (--show FILE)"},
+    {"nb", attn_cmd_nb, "Naive Bayes spam baseline on the corpus split"},
     {"version", attn_cmd_version, "print version and CPU features"},
 };
 
