@@ -183,7 +183,7 @@ static const float *f32_of(const attn_st *st, const char *name) {
   return t && t->dtype == ATTN_F32 ? t->data : NULL;
 }
 
-static void golden_case(const char *name, double atol, double rtol) {
+static void golden_case(const char *name, double atol, double rtol, attn_backend b) {
   char path[256];
   snprintf(path, sizeof path, "tests/golden/sdpa_%s.safetensors", name);
   attn_st *st = NULL;
@@ -218,40 +218,42 @@ static void golden_case(const char *name, double atol, double rtol) {
   float *out = falloc(no), *lse = falloc(nl), *dq = falloc(nq), *dk = falloc(nk),
         *dv = falloc(nv);
   const float *dout = f32_of(st, "dout");
-  double e[5] = {0};
-  for (int be = 0; be < 2; be++) { /* math, then auto (flash or its fallback) */
-    attn_backend b = be ? ATTN_BACKEND_AUTO : ATTN_BACKEND_MATH;
-    CHECK_OK(attn_sdpa_forward(&d, b, q->data, k->data, v->data, out, lse, NULL));
-    CHECK_OK(attn_sdpa_backward(&d, b, q->data, k->data, v->data, out, lse, dout, dq, dk, dv));
-    e[0] = fmax(e[0], CHECK_CLOSE("out", out, f32_of(st, "out"), no, atol, rtol));
-    e[1] = fmax(e[1], CHECK_CLOSE("lse", lse, f32_of(st, "lse"), nl, atol, rtol));
-    e[2] = fmax(e[2], CHECK_CLOSE("dq", dq, f32_of(st, "dq"), nq, atol, rtol));
-    e[3] = fmax(e[3], CHECK_CLOSE("dk", dk, f32_of(st, "dk"), nk, atol, rtol));
-    e[4] = fmax(e[4], CHECK_CLOSE("dv", dv, f32_of(st, "dv"), nv, atol, rtol));
-  }
+  double e[5];
+  CHECK_OK(attn_sdpa_forward(&d, b, q->data, k->data, v->data, out, lse, NULL));
+  CHECK_OK(attn_sdpa_backward(&d, b, q->data, k->data, v->data, out, lse, dout, dq, dk, dv));
+  e[0] = CHECK_CLOSE("out", out, f32_of(st, "out"), no, atol, rtol);
+  e[1] = CHECK_CLOSE("lse", lse, f32_of(st, "lse"), nl, atol, rtol);
+  e[2] = CHECK_CLOSE("dq", dq, f32_of(st, "dq"), nq, atol, rtol);
+  e[3] = CHECK_CLOSE("dk", dk, f32_of(st, "dk"), nk, atol, rtol);
+  e[4] = CHECK_CLOSE("dv", dv, f32_of(st, "dv"), nv, atol, rtol);
   /* the naive reference agrees with the file too (it is what the other tests trust) */
   naive_sdpa(&d, q->data, k->data, v->data, dout, out, lse, NULL, dq, dk, dv);
   CHECK_CLOSE("naive out", out, f32_of(st, "out"), no, atol, rtol);
   CHECK_CLOSE("naive dq", dq, f32_of(st, "dq"), nq, atol, rtol);
   CHECK_CLOSE("naive dk", dk, f32_of(st, "dk"), nk, atol, rtol);
-  printf("  golden %-20s max abs err: out %.1e lse %.1e dq %.1e dk %.1e dv %.1e\n", name, e[0],
-         e[1], e[2], e[3], e[4]);
+  printf("  golden %-5s %-20s max abs err: out %.1e lse %.1e dq %.1e dk %.1e dv %.1e\n",
+         attn_backend_name(b), name, e[0], e[1], e[2], e[3], e[4]);
   free(out), free(lse), free(dq), free(dk), free(dv);
 done:
   attn_st_free(st);
 }
 
-static void test_golden_files(void) {
+static void golden_all(attn_backend b) {
   static const char *cases[] = {"plain",       "causal",         "causal_lq_lt_lk",
                                 "causal_lq_gt_lk", "window",      "window_left_causal",
                                 "key_lens",    "bool_mask_2d",   "bool_mask_b11k",
                                 "add_mask",    "gqa",            "dv_ne_d",
                                 "masked_batch", "scale",
                                 "combined",    "big"};
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) golden_case(cases[i], ATOL, RTOL);
-  golden_case("large_logits", 1e-4, 1e-4);
-  golden_case("large_offset", 2e-3, 2e-3);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    golden_case(cases[i], ATOL, RTOL, b);
+  golden_case("large_logits", 1e-4, 1e-4, b);
+  golden_case("large_offset", 2e-3, 2e-3, b);
 }
+
+static void test_golden_files_math(void) { golden_all(ATTN_BACKEND_MATH); }
+/* auto: the flash backend where it runs, else its fallback to math */
+static void test_golden_files_auto(void) { golden_all(ATTN_BACKEND_AUTO); }
 
 /* fully masked rows in the golden files: exact zeros and -inf, no NaN */
 static void test_golden_masked_rows_are_exact(void) {
@@ -293,6 +295,7 @@ static void test_matches_naive_reference(void) {
       {1, 4, 1, 11, 6, 8, 8, 0, 2, 1, 0, 1, 1, 0.7f},
       {2, 4, 2, 7, 13, 3, 5, 1, 3, 0, 1, 1, 1, 0},
       {3, 2, 1, 17, 19, 16, 9, 0, -1, 4, 1, 0, 1, 0},
+      {1, 2, 2, 6, 8, 4, 4, 0, 0, 2, 0, 0, 0, 0}, /* window_left 0: self and right */
   };
   for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
     problem p;
@@ -652,7 +655,8 @@ static void test_backend_names(void) {
 }
 
 int main(void) {
-  RUN(test_golden_files);
+  RUN(test_golden_files_math);
+  RUN(test_golden_files_auto);
   RUN(test_golden_masked_rows_are_exact);
   RUN(test_matches_naive_reference);
   RUN(test_backward_matches_finite_differences);
