@@ -96,18 +96,25 @@ static void golden_through_cli(const char *name, const char *opts, double atol, 
   attn_st_free(o);
 }
 
-static void test_cli_reproduces_golden_files(void) {
+static void golden_all(const char *opts) {
   static const char *cases[] = {"plain", "causal", "causal_lq_lt_lk", "causal_lq_gt_lk", "window",
                                 "window_left_causal", "key_lens", "bool_mask_2d",
                                 "bool_mask_b11k", "add_mask", "gqa", "dv_ne_d", "masked_batch",
                                 "scale", "combined", "big"};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-    golden_through_cli(cases[i], i % 2 ? "--backend math" : "", 1e-5, 1e-4);
-  golden_through_cli("combined", "--backend math --threads 1", 1e-5, 1e-4);
-  golden_through_cli("combined", "--threads 3", 1e-5, 1e-4);
-  golden_through_cli("large_logits", "", 1e-4, 1e-4);
-  golden_through_cli("large_offset", "", 2e-3, 2e-3);
+    golden_through_cli(cases[i], opts, 1e-5, 1e-4);
+  golden_through_cli("large_logits", opts, 1e-4, 1e-4);
+  golden_through_cli("large_offset", opts, 2e-3, 2e-3);
 }
+
+static void test_cli_reproduces_golden_files_math(void) {
+  golden_all("--backend math");
+  golden_through_cli("combined", "--backend math --threads 1", 1e-5, 1e-4);
+  golden_through_cli("combined", "--backend math --threads 3", 1e-5, 1e-4);
+}
+
+/* the default backend (auto: flash where it runs, else math) */
+static void test_cli_reproduces_golden_files_default(void) { golden_all(""); }
 
 /* without dout: only out and lse */
 static void test_cli_forward_only(void) {
@@ -281,7 +288,8 @@ int main(int argc, char **argv) {
   }
   if (!file_exists(bin)) printf("  %s not found (set ATTN_BIN)\n", bin);
   RUN(test_cli_help_and_usage);
-  RUN(test_cli_reproduces_golden_files);
+  RUN(test_cli_reproduces_golden_files_math);
+  RUN(test_cli_reproduces_golden_files_default);
   RUN(test_cli_forward_only);
   RUN(test_cli_rejects_bad_inputs);
   RUN(test_cli_bad_files);
