@@ -2,6 +2,7 @@
  * in PNG (decoded and checked pixel by pixel), SVG and PDF, atomic writes,
  * token-label JSON, and clean errors on bad input. */
 #include <dirent.h>
+#include <sys/wait.h>
 #include <stdint.h>
 #include <unistd.h>
 
@@ -370,12 +371,150 @@ static void test_write_is_atomic(void) {
 }
 #endif
 
+/* a file as PyTorch users write it: attn [2, 3, 5, 5] and the tokens */
+static const char *const file_tokens[5] = {"[CLS]", "caf\xc3\xa9", "</script><b>", "\"q\"", "."};
+
+static void write_attn_file(const char *path, float *p) {
+  enum { NL = 2, H = 3, N = 5 };
+  for (int t = 0; t < NL * H; t++) {
+    memset(p + t * N * N, 0, sizeof(float) * N * N);
+    for (int i = 0; i < N; i++) p[t * N * N + i * N + (t == 1 ? (i ? i - 1 : 0) : i)] = 1;
+  }
+  attn_st *st;
+  CHECK_OK(attn_st_new(&st));
+  int64_t shape[4] = {NL, H, N, N};
+  CHECK_OK(attn_st_add_f32(st, "attn", 4, shape, p));
+  CHECK_OK(attn_st_set_meta(st, "tokens",
+                            "[\"[CLS]\", \"caf\\u00e9\", \"</script><b>\", \"\\\"q\\\"\", \".\"]"));
+  CHECK_OK(attn_st_save(st, path));
+  attn_st_free(st);
+}
+
+static void test_input_from_safetensors(void) {
+  float p[2 * 3 * 25];
+  char path[320];
+  snprintf(path, sizeof path, "%s", out_path("in.safetensors"));
+  write_attn_file(path, p);
+  attn_viz_input in;
+  CHECK_OK(attn_viz_input_load(path, NULL, &in));
+  CHECK(in.rank == 4 && in.layers == 2 && in.heads == 3 && in.lq == 5 && in.lk == 5);
+  CHECK(in.probs && !memcmp(in.probs, p, sizeof p));
+  CHECK(in.q_labels && in.k_labels && in.freq == NULL);
+  if (in.q_labels && in.k_labels)
+    for (int i = 0; i < 5; i++)
+      CHECK(!strcmp(in.q_labels[i], file_tokens[i]) && !strcmp(in.k_labels[i], file_tokens[i]));
+  attn_viz_input_free(&in);
+  /* F16 weights [Lq, Lk], separate query/key tokens, a bad token count */
+  attn_st *st;
+  CHECK_OK(attn_st_new(&st));
+  uint16_t h[6];
+  for (int i = 0; i < 6; i++) h[i] = attn_f32_to_f16(i < 3 ? 0.25f : 0.5f);
+  int64_t shape[2] = {2, 3};
+  CHECK_OK(attn_st_add(st, "attn", ATTN_F16, 2, shape, h));
+  CHECK_OK(attn_st_set_meta(st, "query_tokens", "[\"a\", \"b\"]"));
+  CHECK_OK(attn_st_set_meta(st, "key_tokens", "[\"x\", \"y\", \"z\"]"));
+  CHECK_OK(attn_st_save(st, path));
+  CHECK_OK(attn_viz_input_load(path, NULL, &in));
+  CHECK(in.rank == 2 && in.heads == 1 && in.lq == 2 && in.lk == 3);
+  CHECK(in.probs && in.probs[0] == 0.25f && in.probs[5] == 0.5f);
+  CHECK(in.q_labels && !strcmp(in.q_labels[1], "b") && in.k_labels && !strcmp(in.k_labels[2], "z"));
+  attn_viz_input_free(&in);
+  CHECK_OK(attn_st_set_meta(st, "key_tokens", "[\"x\", \"y\"]"));
+  CHECK_OK(attn_st_save(st, path));
+  CHECK_ERR(attn_viz_input_load(path, NULL, &in), ATTN_EINVAL);
+  CHECK(strstr(attn_last_error(), "key_tokens") != NULL);
+  CHECK_ERR(attn_viz_input_load(path, "weights", &in), ATTN_EINVAL);
+  int64_t one[1] = {3};
+  CHECK_OK(attn_st_add_f32(st, "attn", 1, one, (const float[]){1, 2, 3}));
+  CHECK_OK(attn_st_save(st, path));
+  CHECK_ERR(attn_viz_input_load(path, NULL, &in), ATTN_EINVAL);
+  CHECK(strstr(attn_last_error(), "rank 1") != NULL);
+  attn_st_free(st);
+}
+
+static void test_html_page_is_self_contained(void) {
+  float p[2 * 3 * 25];
+  char in_path[320];
+  snprintf(in_path, sizeof in_path, "%s", out_path("in.safetensors"));
+  write_attn_file(in_path, p);
+  char path[320];
+  snprintf(path, sizeof path, "%s", out_path("page.html"));
+  CHECK_OK(attn_viz_html_f32(path, p, 2, 3, 5, 5, file_tokens, file_tokens, "<b>heads</b> & co"));
+  long n;
+  char *s = slurp(path, &n);
+  CHECK(s != NULL);
+  if (!s) return;
+  CHECK(!strncmp(s, "<!DOCTYPE html>", 15));
+  CHECK(strstr(s, "</html>") != NULL);
+  /* one inline script, nothing fetched from anywhere */
+  const char *a = strstr(s, "<script>"), *b = strstr(s, "</script>");
+  CHECK(a && b && b > a && !strstr(a + 1, "<script") && !strstr(b + 1, "</script>"));
+  CHECK(!strstr(s, "http:") && !strstr(s, "https:") && !strstr(s, "<link") && !strstr(s, "src="));
+  CHECK(strstr(s, "<title>&lt;b&gt;heads&lt;/b&gt; &amp; co</title>") != NULL);
+  CHECK(strstr(s, "\\u003c/script\\u003e\\u003cb\\u003e") != NULL); /* the token, escaped */
+  CHECK(strstr(s, "\"caf\xc3\xa9\"") && strstr(s, "\"\\\"q\\\"\""));
+  CHECK(strstr(s, "\"layers\":2,\"heads\":3,\"lq\":5,\"lk\":5") != NULL);
+  free(s);
+  CHECK_ERR(attn_viz_html_f32(out_path("page.htm"), p, 2, 3, 5, 5, NULL, NULL, NULL), ATTN_EINVAL);
+  p[3] = NAN;
+  CHECK_ERR(attn_viz_html_f32(path, p, 2, 3, 5, 5, NULL, NULL, NULL), ATTN_ENUMERIC);
+  CHECK(no_tmp_files());
+}
+
+/* The attn tool itself (ATTN_BIN, set by make test) on such a file. */
+static void test_cli_viz_and_diagnose(void) {
+  const char *bin = getenv("ATTN_BIN");
+  if (!bin) {
+    printf("  (ATTN_BIN not set: the attn tool is not exercised)\n");
+    return;
+  }
+  float p[2 * 3 * 25];
+  char in_path[320], cmd[2048];
+  snprintf(in_path, sizeof in_path, "%s", out_path("in.safetensors"));
+  write_attn_file(in_path, p);
+  const char *runs[] = {"viz %s %s/c1.png --layer 1 --head 1 --cmap viridis",
+                        "viz %s %s/c2.svg --all-heads",
+                        "viz %s %s/c3.pdf --model --region 0:3,1:5",
+                        "viz %s %s/c4.html",
+                        "diagnose %s --chart %s/c5.png"};
+  for (int r = 0; r < 5; r++) {
+    char args[512];
+    snprintf(args, sizeof args, runs[r], in_path, OUT_DIR);
+    snprintf(cmd, sizeof cmd, "%s %s > %s/out.txt 2>&1", bin, args, OUT_DIR);
+    int rc = system(cmd);
+    if (rc != 0) printf("  '%s' -> %d\n", cmd, rc);
+    CHECK(rc == 0);
+  }
+#ifdef ATTN_HAVE_CAIRO
+  png_image img;
+  CHECK(png_load(out_path("c1.png"), &img));
+  if (img.s) cairo_surface_destroy(img.s);
+#endif
+  long n;
+  char *s = slurp(out_path("out.txt"), &n); /* the diagnose table */
+  CHECK(s && strstr(s, "previous-token") && strstr(s, "diagonal"));
+  free(s);
+  /* usage errors exit 2, bad files 1 */
+  snprintf(cmd, sizeof cmd, "%s viz %s %s/x.png --head 1 --all-heads >/dev/null 2>&1", bin,
+           in_path, OUT_DIR);
+  CHECK(WEXITSTATUS(system(cmd)) == 2);
+  snprintf(cmd, sizeof cmd, "%s viz %s %s/x.png --head 7 >/dev/null 2>&1", bin, in_path, OUT_DIR);
+  CHECK(WEXITSTATUS(system(cmd)) == 1);
+  snprintf(cmd, sizeof cmd, "%s viz %s %s/x.bmp >/dev/null 2>&1", bin, in_path, OUT_DIR);
+  CHECK(WEXITSTATUS(system(cmd)) == 1);
+  snprintf(cmd, sizeof cmd, "%s diagnose %s/none.safetensors >/dev/null 2>&1", bin, OUT_DIR);
+  CHECK(WEXITSTATUS(system(cmd)) == 1);
+}
+
 int main(void) {
   if (!mkdtemp(OUT_DIR)) return 1;
   RUN(test_colormaps_match_matplotlib);
   RUN(test_label_stride_thins_long_axes);
   RUN(test_labels_json);
   RUN(test_bad_inputs_fail_cleanly);
+  RUN(test_input_from_safetensors);
+  RUN(test_html_page_is_self_contained);
+  RUN(test_cli_viz_and_diagnose);
 #ifdef ATTN_HAVE_CAIRO
   RUN(test_png_heatmap_is_oriented_and_coloured);
   RUN(test_png_bone_graded_and_thinned_500);

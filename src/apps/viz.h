@@ -85,6 +85,23 @@ attn_status attn_viz_html_f32(const char *path, const float *probs, int64_t laye
 attn_status attn_viz_labels_parse(const char *json, char ***out, int64_t *n);
 void attn_viz_labels_free(char **labels, int64_t n);
 
+/* Attention weights from a safetensors file, as PyTorch users save them:
+ * tensor `name` (NULL: "attn"), F32/F16/BF16 of shape [Lq, Lk], [H, Lq, Lk]
+ * or [Layers, H, Lq, Lk]; token labels from __metadata__ "tokens" (a JSON
+ * array of strings, for both axes) or "query_tokens" / "key_tokens"; key
+ * token frequencies from an optional tensor "freq" [Lk]. */
+typedef struct {
+  float *probs; /* [layers, heads, lq, lk] */
+  int64_t layers, heads, lq, lk;
+  int rank;             /* rank of the tensor in the file */
+  char **q_labels;      /* [lq] or NULL */
+  char **k_labels;      /* [lk] or NULL */
+  float *freq;          /* [lk] or NULL */
+} attn_viz_input;
+
+attn_status attn_viz_input_load(const char *path, const char *name, attn_viz_input *out);
+void attn_viz_input_free(attn_viz_input *in);
+
 #ifdef __cplusplus
 }
 #endif

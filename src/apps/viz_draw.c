@@ -92,14 +92,19 @@ attn_status viz_draw_matrix(cairo_t *cr, viz_format fmt, const float *probs, int
   return ATTN_OK;
 }
 
-static void tick_label(char *buf, size_t n, double v) { snprintf(buf, n, "%.3g", v); }
+/* Three significant digits; values within 1e-4 of the range from 0 show as 0
+ * (an autoscaled minimum of 5.8e-13 reads better as 0). */
+static void tick_label(char *buf, size_t n, double v, double range) {
+  if (fabs(v) < 1e-4 * range) v = 0;
+  snprintf(buf, n, "%.3g", v);
+}
 
 double viz_colorbar_label_width(cairo_t *cr, double vmin, double vmax, double font) {
   viz_font(cr, font, 0);
   double w = 0;
   for (int k = 0; k <= 4; k++) {
     char buf[32];
-    tick_label(buf, sizeof buf, vmin + (vmax - vmin) * k / 4);
+    tick_label(buf, sizeof buf, vmin + (vmax - vmin) * k / 4, vmax - vmin);
     double tw = viz_text_width(cr, buf);
     if (tw > w) w = tw;
   }
@@ -136,7 +141,7 @@ void viz_draw_colorbar(cairo_t *cr, double x, double y, double w, double h, attn
     double v = vmin + (vmax - vmin) * k / 4, ty = y + h - h * k / 4.0;
     if (vmax <= vmin) v = vmin;
     char buf[32];
-    tick_label(buf, sizeof buf, v);
+    tick_label(buf, sizeof buf, v, vmax - vmin);
     cairo_move_to(cr, x + w, ty);
     cairo_line_to(cr, x + w + 4, ty);
     cairo_stroke(cr);

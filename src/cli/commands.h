@@ -21,5 +21,7 @@ int attn_cmd_gradcheck(int argc, char **argv);
 int attn_cmd_data(int argc, char **argv);
 int attn_cmd_nb(int argc, char **argv);
 int attn_cmd_bench(int argc, char **argv);
+int attn_cmd_viz(int argc, char **argv);
+int attn_cmd_diagnose(int argc, char **argv);
 
 #endif

@@ -22,6 +22,8 @@ static const attn_cmd commands[] = {
     {"bench", attn_cmd_bench, "benchmarks: peak, gemm (GFLOP/s, % of peak)"},
     {"data", attn_cmd_data, "mail corpus: counts, split, parse report (--show FILE)"},
     {"nb", attn_cmd_nb, "Naive Bayes spam baseline on the corpus split"},
+    {"viz", attn_cmd_viz, "draw attention weights: heatmap, head grid, model view, HTML"},
+    {"diagnose", attn_cmd_diagnose, "what each attention head does (pattern table, chart)"},
     {"version", attn_cmd_version, "print version and CPU features"},
 };
 

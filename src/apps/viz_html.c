@@ -1,0 +1,179 @@
+/* One self-contained HTML page (inline CSS and JS, no network) with a head
+ * view of attention: pick the layer and heads, hover a query token to see its
+ * attention to the keys (lines and key shading), and a heatmap of the head in
+ * focus. Data are embedded as JSON; written to PATH.tmp.<pid> then renamed. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "apps/viz_internal.h"
+
+#define HTML_MAX_VALUES (1 << 22) /* ~40 MB of page at most */
+
+/* s as a JSON string safe inside <script>: '<' '>' '&' and controls escaped. */
+static void put_js_string(FILE *f, const char *s) {
+  char clean[4 * 64 + 8];
+  viz_label_clean(s, clean, sizeof clean, 64);
+  fputc('"', f);
+  for (const unsigned char *p = (const unsigned char *)clean; *p; p++) {
+    if (*p == '"' || *p == '\\')
+      fprintf(f, "\\%c", *p);
+    else if (*p < 0x20 || *p == '<' || *p == '>' || *p == '&')
+      fprintf(f, "\\u%04x", *p);
+    else
+      fputc(*p, f);
+  }
+  fputc('"', f);
+}
+
+static void put_html_text(FILE *f, const char *s) {
+  char clean[4 * 120 + 8];
+  viz_label_clean(s, clean, sizeof clean, 120);
+  for (const char *p = clean; *p; p++) {
+    if (*p == '<') fputs("&lt;", f);
+    else if (*p == '>') fputs("&gt;", f);
+    else if (*p == '&') fputs("&amp;", f);
+    else if (*p == '"') fputs("&quot;", f);
+    else fputc(*p, f);
+  }
+}
+
+static void put_labels(FILE *f, const char *const *labels, int64_t n) {
+  fputc('[', f);
+  for (int64_t i = 0; i < n; i++) {
+    if (i) fputc(',', f);
+    if (labels) {
+      put_js_string(f, labels[i]);
+    } else {
+      fprintf(f, "\"%lld\"", (long long)i);
+    }
+  }
+  fputc(']', f);
+}
+
+static const char page_css[] =
+    "body{font:14px 'DejaVu Sans',sans-serif;margin:16px;color:#222}"
+    "h1{font-size:18px}#controls{margin:8px 0}#heads label{margin-right:8px;"
+    "padding:1px 4px;border-radius:3px;color:#fff}"
+    "#view{display:flex;align-items:flex-start;gap:0}.col{display:flex;flex-direction:column}"
+    ".tok{height:20px;line-height:20px;padding:0 6px;white-space:nowrap;cursor:default}"
+    "#left .tok{text-align:right}.tok.on{outline:1px solid #333}"
+    "#heat{margin-top:8px;image-rendering:pixelated}#info{margin-top:4px;color:#555}";
+
+/* The page logic: D = {title, layers, heads, lq, lk, q, k, cmap, a} where
+ * a[l][h] is the flat row-major [lq*lk] matrix. */
+static const char page_js[] =
+    "const $=id=>document.getElementById(id);const R=20;\n"
+    "let layer=0,sel=new Set([...Array(D.heads).keys()]),hover=-1;\n"
+    "const hue=h=>'hsl('+Math.round(h*360/D.heads)+',70%,42%)';\n"
+    "function cm(t){t=Math.max(0,Math.min(1,t));const n=D.cmap.length-1,i=Math.min(n,"
+    "Math.floor(t*(n+1)));return D.cmap[i];}\n"
+    "function w(h,i,j){return D.a[layer][h][i*D.lk+j];}\n"
+    "function setup(){document.title=D.title;$('title').textContent=D.title;\n"
+    " const ls=$('layer');for(let l=0;l<D.layers;l++){const o=document.createElement('option');"
+    "o.value=l;o.textContent='layer '+l;ls.appendChild(o);}\n"
+    " ls.onchange=()=>{layer=+ls.value;draw();};\n"
+    " const hs=$('heads');for(let h=0;h<D.heads;h++){const lb=document.createElement('label');"
+    "lb.style.background=hue(h);const c=document.createElement('input');c.type='checkbox';"
+    "c.checked=true;c.id='head'+h;c.onchange=()=>{c.checked?sel.add(h):sel.delete(h);draw();};"
+    "lb.appendChild(c);lb.appendChild(document.createTextNode(' '+h));hs.appendChild(lb);}\n"
+    " const L=$('left'),K=$('right');D.q.forEach((t,i)=>{const d=document.createElement('div');"
+    "d.className='tok';d.id='q'+i;d.textContent=t;d.onmouseenter=()=>{hover=i;draw();};"
+    "d.onmouseleave=()=>{hover=-1;draw();};L.appendChild(d);});\n"
+    " D.k.forEach((t,j)=>{const d=document.createElement('div');d.className='tok';d.id='k'+j;"
+    "d.textContent=t;K.appendChild(d);});draw();}\n"
+    "function draw(){const c=$('lines'),n=Math.max(D.lq,D.lk);c.width=220;c.height=n*R;\n"
+    " const g=c.getContext('2d');g.clearRect(0,0,c.width,c.height);const hs=[...sel].sort((a,b)=>a-b);\n"
+    " for(const h of hs){g.strokeStyle=hue(h);for(let i=0;i<D.lq;i++){if(hover>=0&&i!==hover)continue;"
+    "for(let j=0;j<D.lk;j++){const v=w(h,i,j);if(v<0.01)continue;g.globalAlpha=Math.min(1,v);"
+    "g.lineWidth=hover>=0?2:1;g.beginPath();g.moveTo(0,i*R+R/2);g.lineTo(c.width,j*R+R/2);g.stroke();}}}\n"
+    " g.globalAlpha=1;\n"
+    " for(let i=0;i<D.lq;i++)$('q'+i).classList.toggle('on',i===hover);\n"
+    " for(let j=0;j<D.lk;j++){const e=$('k'+j);let v=0;if(hover>=0&&hs.length){for(const h of hs)"
+    "v+=w(h,hover,j);v/=hs.length;}e.dataset.w=v.toFixed(4);"
+    "e.style.background=hover>=0?'rgba(40,90,160,'+Math.min(1,v).toFixed(3)+')':'';"
+    "e.style.color=v>0.5?'#fff':'';}\n"
+    " heat(hs.length?hs[0]:-1);}\n"
+    "function heat(h){const c=$('heat'),s=Math.max(2,Math.min(16,Math.floor(480/Math.max(D.lq,D.lk))));\n"
+    " c.width=D.lk*s;c.height=D.lq*s;const g=c.getContext('2d');g.clearRect(0,0,c.width,c.height);\n"
+    " if(h<0){$('info').textContent='no head selected';return;}let mx=0;\n"
+    " for(let i=0;i<D.lq*D.lk;i++)mx=Math.max(mx,D.a[layer][h][i]);\n"
+    " for(let i=0;i<D.lq;i++)for(let j=0;j<D.lk;j++){g.fillStyle=cm(mx>0?w(h,i,j)/mx:0);"
+    "g.fillRect(j*s,i*s,s,s);}\n"
+    " if(hover>=0){g.strokeStyle='#f33';g.strokeRect(0,hover*s,c.width,s);}\n"
+    " $('info').textContent='heatmap: layer '+layer+', head '+h+' (queries down, keys across; "
+    "max '+mx.toFixed(3)+')';}\n"
+    "setup();\n";
+
+attn_status attn_viz_html_f32(const char *path, const float *probs, int64_t layers, int64_t heads,
+                              int64_t lq, int64_t lk, const char *const *q_labels,
+                              const char *const *k_labels, const char *title) {
+  if (!path || !probs) return attn_set_error(ATTN_EINVAL, "html: NULL path or probs");
+  size_t plen = strlen(path);
+  if (plen < 6 || strcasecmp(path + plen - 5, ".html"))
+    return attn_set_error(ATTN_EINVAL, "html: output '%s' must end in .html", path);
+  if (layers < 1 || heads < 1 || lq < 1 || lk < 1 || layers > 256 || heads > 256 ||
+      lq > 4096 || lk > 4096 || layers * heads * lq * lk > HTML_MAX_VALUES)
+    return attn_set_error(ATTN_EINVAL,
+                          "html: shape [%lld, %lld, %lld, %lld] is out of range (at most %d "
+                          "weights; crop the sequence first)",
+                          (long long)layers, (long long)heads, (long long)lq, (long long)lk,
+                          HTML_MAX_VALUES);
+  int64_t total = layers * heads * lq * lk;
+  attn_status st = viz_check_finite(probs, total, "html probs");
+  if (st) return st;
+  if (!title) title = "attention";
+  size_t n = plen + 32;
+  char *tmp = malloc(n);
+  if (!tmp) return attn_set_error(ATTN_ENOMEM, "html: out of memory");
+  snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
+  FILE *f = fopen(tmp, "wb");
+  if (!f) {
+    free(tmp);
+    return attn_set_error(ATTN_EIO, "html: cannot create '%s.tmp.%ld'", path, (long)getpid());
+  }
+  fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>", f);
+  put_html_text(f, title);
+  fprintf(f, "</title>\n<style>%s</style></head>\n<body>\n<h1 id=\"title\"></h1>\n", page_css);
+  fputs("<div id=\"controls\">Layer <select id=\"layer\"></select> &nbsp; Heads <span "
+        "id=\"heads\"></span></div>\n<p>Hover a query token (left) to see its attention to the "
+        "keys (right).</p>\n<div id=\"view\"><div id=\"left\" class=\"col\"></div><canvas "
+        "id=\"lines\"></canvas><div id=\"right\" class=\"col\"></div></div>\n<canvas "
+        "id=\"heat\"></canvas><div id=\"info\"></div>\n<script>\nconst D={\"title\":",
+        f);
+  put_js_string(f, title);
+  fprintf(f, ",\"layers\":%lld,\"heads\":%lld,\"lq\":%lld,\"lk\":%lld,\"q\":", (long long)layers,
+          (long long)heads, (long long)lq, (long long)lk);
+  put_labels(f, q_labels, lq);
+  fputs(",\"k\":", f);
+  put_labels(f, k_labels, lk);
+  fputs(",\"cmap\":[", f);
+  for (int i = 0; i < 64; i++) {
+    uint32_t c = viz_cmap_argb(ATTN_CMAP_VIRIDIS, (i + 0.5) / 64);
+    fprintf(f, "%s\"#%06x\"", i ? "," : "", (unsigned)(c & 0xffffff));
+  }
+  fputs("],\"a\":[", f);
+  for (int64_t l = 0; l < layers; l++) {
+    fputs(l ? ",[" : "[", f);
+    for (int64_t h = 0; h < heads; h++) {
+      fputs(h ? ",[" : "[", f);
+      const float *p = probs + (l * heads + h) * lq * lk;
+      for (int64_t i = 0; i < lq * lk; i++) fprintf(f, "%s%.4g", i ? "," : "", (double)p[i]);
+      fputc(']', f);
+    }
+    fputc(']', f);
+  }
+  fprintf(f, "]};\n%s</script>\n</body></html>\n", page_js);
+  int bad = ferror(f) | (fflush(f) != 0) | (fsync(fileno(f)) != 0);
+  bad |= fclose(f) != 0;
+  if (bad || rename(tmp, path) != 0) {
+    unlink(tmp);
+    free(tmp);
+    return attn_set_error(ATTN_EIO, "html: cannot write '%s'", path);
+  }
+  free(tmp);
+  return ATTN_OK;
+}

@@ -1,0 +1,96 @@
+/* attn diagnose IN.safetensors [--chart OUT.png] [--causal yes|no|auto]:
+ * what each attention head does, as a table (and a chart). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apps/diagnose.h"
+#include "apps/viz.h"
+#include "attn.h"
+#include "cli/commands.h"
+
+static const char usage_text[] =
+    "usage: attn diagnose IN.safetensors [--chart OUT.(png|svg|pdf)] [--causal yes|no|auto]\n"
+    "                     [--tensor NAME]\n"
+    "\n"
+    "Per attention head: entropy normalised by log(allowed keys), mean distance |i-j|,\n"
+    "mass on the diagonal / previous / next token and within |i-j| <= 2, the most\n"
+    "attended key, and a pattern: diagonal, local, previous-token, next-token, focused\n"
+    "(one position, e.g. the first token or punctuation), rare-token (needs a tensor\n"
+    "'freq' [Lk] of key token frequencies), uniform (flagged, with likely causes) or mixed.\n"
+    "IN is as for 'attn viz': tensor 'attn' [Lq,Lk], [H,Lq,Lk] or [Layers,H,Lq,Lk], token\n"
+    "labels in __metadata__ 'tokens' or 'key_tokens'.\n"
+    "  --chart   also draw the table as a chart\n"
+    "  --causal  the mask to assume (auto: causal if every weight above the diagonal is 0)\n";
+
+int attn_cmd_diagnose(int argc, char **argv) {
+  const char *in_path = NULL, *chart = NULL, *tensor = NULL;
+  attn_diag_opts o;
+  attn_diag_opts_default(&o);
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      fputs(usage_text, stdout);
+      return 0;
+    } else if ((!strcmp(a, "--chart") || !strcmp(a, "--causal") || !strcmp(a, "--tensor")) &&
+               !v) {
+      fprintf(stderr, "attn diagnose: %s needs a value\n", a);
+      return 2;
+    } else if (!strcmp(a, "--chart")) {
+      chart = v, i++;
+    } else if (!strcmp(a, "--tensor")) {
+      tensor = v, i++;
+    } else if (!strcmp(a, "--causal")) {
+      if (!strcmp(v, "yes")) o.causal = 1;
+      else if (!strcmp(v, "no")) o.causal = 0;
+      else if (!strcmp(v, "auto")) o.causal = -1;
+      else {
+        fprintf(stderr, "attn diagnose: --causal '%s': yes, no or auto\n", v);
+        return 2;
+      }
+      i++;
+    } else if (a[0] == '-' || in_path) {
+      fprintf(stderr, "attn diagnose: unexpected '%s'\n%s", a, usage_text);
+      return 2;
+    } else {
+      in_path = a;
+    }
+  }
+  if (!in_path) {
+    fputs(usage_text, stderr);
+    return 2;
+  }
+  attn_viz_input in;
+  if (attn_viz_input_load(in_path, tensor, &in)) return cli_fail(in_path);
+  int64_t n = in.layers * in.heads;
+  attn_head_diag *d = calloc((size_t)n, sizeof *d);
+  int rc = 0;
+  o.freq = in.freq;
+  o.tokens = (const char *const *)in.k_labels;
+  if (!d) {
+    attn_set_error(ATTN_ENOMEM, "out of memory for %lld heads", (long long)n);
+    rc = cli_fail("diagnose");
+  } else if (attn_diagnose_f32(in.probs, n, in.lq, in.lk, &o, d)) {
+    rc = cli_fail(in_path);
+  } else {
+    printf("%s: %lld layer(s) x %lld head(s), Lq %lld, Lk %lld%s\n", in_path,
+           (long long)in.layers, (long long)in.heads, (long long)in.lq, (long long)in.lk,
+           in.freq ? ", with token frequencies" : "");
+    attn_diagnose_print(stdout, d, in.layers, in.heads);
+    int uniform = 0;
+    for (int64_t i = 0; i < n; i++) uniform += d[i].pattern == ATTN_PATTERN_UNIFORM;
+    if (uniform)
+      printf("warning: %d head(s) near-uniform (tutorial 6.1): check initialisation "
+             "(xavier_uniform_ on W_q, W_k), 1/sqrt(d_k) scaling, whether Q and K are "
+             "near-identical; LayerNorm helps\n", uniform);
+    if (chart) {
+      if (attn_diagnose_chart(chart, d, in.layers, in.heads))
+        rc = cli_fail(chart);
+      else
+        printf("wrote %s\n", chart);
+    }
+  }
+  free(d);
+  attn_viz_input_free(&in);
+  return rc;
+}

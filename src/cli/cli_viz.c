@@ -1,0 +1,188 @@
+/* attn viz IN.safetensors OUT.(png|svg|pdf|html) [options]: pictures of
+ * attention weights saved from attn or from PyTorch. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "apps/viz.h"
+#include "attn.h"
+#include "cli/commands.h"
+
+static const char usage_text[] =
+    "usage: attn viz IN.safetensors OUT.(png|svg|pdf|html) [--layer L] [--head H | --all-heads |\n"
+    "                --model] [--cmap bone|viridis] [--region q0:q1,k0:k1] [--title T]\n"
+    "                [--cross] [--max-labels N] [--tensor NAME] [--html PAGE.html]\n"
+    "\n"
+    "Draws attention weights: query tokens down, key tokens across, a colour bar.\n"
+    "IN holds a tensor 'attn' (F32/F16/BF16) of shape [Lq,Lk], [H,Lq,Lk] or\n"
+    "[Layers,H,Lq,Lk]; its __metadata__ may hold 'tokens' (a JSON array of strings for\n"
+    "both axes) or 'query_tokens' and 'key_tokens'. From PyTorch:\n"
+    "  save_file({'attn': w.float().contiguous()}, 'a.safetensors',\n"
+    "            metadata={'tokens': json.dumps(tokens)})\n"
+    "The format follows OUT's extension (.png, .svg, .pdf; .html: interactive page).\n"
+    "  --layer L      layer to draw (default 0)\n"
+    "  --head H       one head as a heatmap (default 0)\n"
+    "  --all-heads    every head of the layer as small multiples\n"
+    "  --model        layers x heads overview\n"
+    "  --cmap         bone (the tutorial's, default) or viridis (perceptual)\n"
+    "  --region       crop to queries [q0,q1) and keys [k0,k1), e.g. 0:40,0:40\n"
+    "  --cross        cross-attention: label the axes output (down) / source (across)\n"
+    "  --max-labels   labels per axis before thinning (default 60)\n"
+    "  --html PAGE    also write the interactive page (head view) to PAGE\n";
+
+static int parse_i64(const char *s, int64_t *out) {
+  char *end;
+  errno = 0;
+  long long x = strtoll(s, &end, 10);
+  if (errno || end == s || *end) return 0;
+  *out = x;
+  return 1;
+}
+
+/* "a:b" -> [a, b); either side may be empty (start / end). */
+static int parse_range(const char *s, size_t n, int64_t *a, int64_t *b) {
+  char buf[64];
+  if (n >= sizeof buf) return 0;
+  memcpy(buf, s, n);
+  buf[n] = '\0';
+  char *colon = strchr(buf, ':');
+  if (!colon) return 0;
+  *colon = '\0';
+  *a = 0, *b = 0;
+  if (buf[0] && !parse_i64(buf, a)) return 0;
+  if (colon[1] && !parse_i64(colon + 1, b)) return 0;
+  return 1;
+}
+
+static int has_ext(const char *path, const char *ext) {
+  size_t n = strlen(path), e = strlen(ext);
+  return n > e && !strcasecmp(path + n - e, ext);
+}
+
+int attn_cmd_viz(int argc, char **argv) {
+  const char *in_path = NULL, *out_path = NULL, *html_path = NULL, *tensor = NULL,
+             *title = NULL;
+  int64_t layer = 0, head = 0;
+  int all_heads = 0, model = 0, cross = 0, head_given = 0;
+  attn_viz_opts o;
+  attn_viz_opts_default(&o);
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      fputs(usage_text, stdout);
+      return 0;
+    } else if (!strcmp(a, "--all-heads")) {
+      all_heads = 1;
+    } else if (!strcmp(a, "--model")) {
+      model = 1;
+    } else if (!strcmp(a, "--cross")) {
+      cross = 1;
+    } else if (a[0] == '-' && a[1] == '-' && !v) {
+      fprintf(stderr, "attn viz: %s needs a value\n%s", a, usage_text);
+      return 2;
+    } else if (!strcmp(a, "--layer") || !strcmp(a, "--head") || !strcmp(a, "--max-labels")) {
+      int64_t x;
+      if (!parse_i64(v, &x) || x < 0 || x > 1000000) {
+        fprintf(stderr, "attn viz: %s: '%s' is not a non-negative integer\n", a, v);
+        return 2;
+      }
+      if (!strcmp(a, "--layer")) layer = x;
+      if (!strcmp(a, "--head")) head = x, head_given = 1;
+      if (!strcmp(a, "--max-labels")) o.max_labels = x ? (int)x : 60;
+      i++;
+    } else if (!strcmp(a, "--cmap")) {
+      if (attn_viz_cmap_from_name(v, &o.cmap)) return cli_fail("viz --cmap");
+      i++;
+    } else if (!strcmp(a, "--region")) {
+      const char *comma = strchr(v, ',');
+      if (!comma || !parse_range(v, (size_t)(comma - v), &o.q0, &o.q1) ||
+          !parse_range(comma + 1, strlen(comma + 1), &o.k0, &o.k1)) {
+        fprintf(stderr, "attn viz: --region '%s': expected q0:q1,k0:k1\n", v);
+        return 2;
+      }
+      i++;
+    } else if (!strcmp(a, "--title")) {
+      title = v, i++;
+    } else if (!strcmp(a, "--tensor")) {
+      tensor = v, i++;
+    } else if (!strcmp(a, "--html")) {
+      html_path = v, i++;
+    } else if (a[0] == '-') {
+      fprintf(stderr, "attn viz: unknown option '%s'\n%s", a, usage_text);
+      return 2;
+    } else if (!in_path) {
+      in_path = a;
+    } else if (!out_path) {
+      out_path = a;
+    } else {
+      fprintf(stderr, "attn viz: too many arguments\n%s", usage_text);
+      return 2;
+    }
+  }
+  if (!in_path || (!out_path && !html_path)) {
+    fputs(usage_text, stderr);
+    return 2;
+  }
+  if (all_heads + model + head_given > 1) {
+    fprintf(stderr, "attn viz: choose one of --head, --all-heads, --model\n");
+    return 2;
+  }
+  attn_viz_input in;
+  if (attn_viz_input_load(in_path, tensor, &in)) return cli_fail(in_path);
+  int rc = 0;
+  if (layer >= in.layers || head >= in.heads) {
+    attn_set_error(ATTN_EINVAL, "layer %lld / head %lld out of range: the file has %lld layers "
+                   "of %lld heads", (long long)layer, (long long)head, (long long)in.layers,
+                   (long long)in.heads);
+    rc = cli_fail("viz");
+    goto done;
+  }
+  const char *const *ql = (const char *const *)in.q_labels;
+  const char *const *kl = (const char *const *)in.k_labels;
+  int64_t per = in.lq * in.lk;
+  char auto_title[128];
+  if (!title) {
+    if (model)
+      snprintf(auto_title, sizeof auto_title, "%lld layers x %lld heads", (long long)in.layers,
+               (long long)in.heads);
+    else if (all_heads)
+      snprintf(auto_title, sizeof auto_title, "layer %lld: all heads", (long long)layer);
+    else
+      snprintf(auto_title, sizeof auto_title, "layer %lld, head %lld", (long long)layer,
+               (long long)head);
+    title = in.rank == 2 ? NULL : auto_title;
+  }
+  o.title = title;
+  if (cross) o.q_name = "output", o.k_name = "source";
+  if (out_path && has_ext(out_path, ".html") && !html_path) html_path = out_path, out_path = NULL;
+  attn_status st = ATTN_OK;
+  if (out_path) {
+    if (model)
+      st = attn_viz_model_f32(out_path, in.probs, in.layers, in.heads, in.lq, in.lk, &o);
+    else if (all_heads)
+      st = attn_viz_heads_f32(out_path, in.probs + layer * in.heads * per, in.heads, in.lq, in.lk,
+                              ql, kl, &o);
+    else
+      st = attn_viz_heatmap_f32(out_path, in.probs + (layer * in.heads + head) * per, in.lq,
+                                in.lk, ql, kl, &o);
+    if (st) {
+      rc = cli_fail(out_path);
+      goto done;
+    }
+    printf("wrote %s\n", out_path);
+  }
+  if (html_path) {
+    st = attn_viz_html_f32(html_path, in.probs, in.layers, in.heads, in.lq, in.lk, ql, kl,
+                           o.title ? o.title : "attention");
+    if (st) {
+      rc = cli_fail(html_path);
+      goto done;
+    }
+    printf("wrote %s\n", html_path);
+  }
+done:
+  attn_viz_input_free(&in);
+  return rc;
+}
