@@ -1,0 +1,96 @@
+/* The seeds' TextClassifier, generalised (issue 4):
+ *   x = embedding(ids) + positions            [B, L, E]   learned or sinusoidal
+ *   x = layers.i(x, src_key_padding_mask)     N TransformerEncoderLayers (nn.h)
+ *   pooled = mean of x over the real tokens   [B, E]      padding excluded
+ *   logits = fc(pooled)                        [B, classes]
+ * Parameters live in one attn_params with PyTorch state_dict names:
+ *   embedding.weight [V, E], positions.weight [max_len, E] (learned only),
+ *   layers.<i>.self_attn.in_proj_weight, ..., layers.<i>.norm2.bias,
+ *   fc.weight [C, E], fc.bias [C]
+ * (exactly tools/bench_train_torch.py's Classifier state_dict).
+ *
+ * A batch is ids [B, L] (row b: lens[b] real tokens, then padding, any id)
+ * and lens [B] in 1..L; L <= max_len.
+ *
+ * Training saves what backward needs in an attn_clf_acts. With ckpt set
+ * (gradient checkpointing) only each layer's input is kept; backward runs
+ * the layer forward again (same ctx, hence the same dropout masks) just
+ * before its backward: same gradients, less memory, more time.
+ * attn_clf_acts.saved_bytes is our own account of the activation bytes held
+ * between forward and backward, peak_bytes adds the largest transient. */
+#ifndef ATTN_APPS_CLASSIFIER_H
+#define ATTN_APPS_CLASSIFIER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "attn.h"
+
+typedef struct {
+  int64_t vocab, d_model, heads, ff, layers, max_len, classes;
+  float dropout;         /* in every encoder layer (attention, residuals, ff) */
+  int sinusoidal;        /* 1: fixed sin/cos positions (no positions.weight) */
+  int norm_first;        /* 0: post-norm as torch's default */
+  attn_activation activation;
+} attn_clf_config;
+
+/* d_model 128, 8 heads, ff 512, 2 layers, max_len 256, 2 classes, dropout
+ * 0.1, learned positions, post-norm, relu; vocab must be set. */
+void attn_clf_config_default(attn_clf_config *c);
+/* One-line JSON of c (*json malloc'd) and back; unknown keys are an error,
+ * missing keys keep the defaults. */
+attn_status attn_clf_config_to_json(const attn_clf_config *c, char **json);
+attn_status attn_clf_config_from_json(const char *json, attn_clf_config *c);
+
+typedef struct {
+  attn_clf_config c;
+  attn_params p;
+  int emb, pos;            /* param indices; pos = -1 when sinusoidal */
+  attn_encoder_layer *layer; /* [layers] */
+  attn_linear fc;
+  float *sin_table;        /* [max_len, E] when sinusoidal */
+} attn_clf;
+
+/* Declares and allocates (parameters zero); attn_clf_init then draws them. */
+attn_status attn_clf_create(attn_clf *m, const attn_clf_config *c);
+/* Seeded: embeddings and positions N(0,1) as nn.Embedding, layers as torch. */
+attn_status attn_clf_init(attn_clf *m, uint64_t seed);
+void attn_clf_free(attn_clf *m);
+
+typedef struct {
+  int64_t B, L, n_layers;
+  int ckpt;
+  float **x;              /* [layers+1] layer inputs / last output [B*L*E] */
+  attn_encoder_saved *saved; /* [layers] */
+  uint8_t *kpm;           /* [B, L] key padding (1 = padding) */
+  int32_t *lens;          /* [B] */
+  int32_t *ids;           /* [B*L] copy (embedding backward) */
+  float *pooled;          /* [B, E] */
+  float *logits;          /* [B, classes] */
+  attn_nn_ctx ctx;
+  size_t saved_bytes, peak_bytes;
+} attn_clf_acts;
+/* Frees everything a holds (a zeroed struct is a valid empty one). */
+void attn_clf_acts_free(attn_clf_acts *a);
+
+/* logits [B, classes] (also in a->logits). ctx: training flag, seed, step
+ * (dropout), backend. a may be reused across calls. */
+attn_status attn_clf_forward(const attn_clf *m, const attn_nn_ctx *ctx, int ckpt,
+                             attn_clf_acts *a, const int32_t *ids, const int32_t *lens,
+                             int64_t B, int64_t L, float *logits);
+/* Accumulates parameter gradients from dlogits [B, classes]. */
+attn_status attn_clf_backward(attn_clf *m, attn_clf_acts *a, const float *dlogits);
+
+/* Inference probabilities probs [B, classes] (softmax of the logits). */
+attn_status attn_clf_predict(const attn_clf *m, const int32_t *ids, const int32_t *lens,
+                             int64_t B, int64_t L, float *probs);
+
+/* The attention probabilities of one message (B = 1, n tokens) in every
+ * layer: probs [layers, heads, n, n] (inference, no dropout). */
+attn_status attn_clf_attention(const attn_clf *m, const int32_t *ids, int64_t n, float *probs);
+
+/* Names for the optimizer's decay rule: no decay for biases, norms,
+ * embeddings and positions. */
+int attn_clf_decay_rule(const char *name, void *user);
+
+#endif

@@ -1,0 +1,104 @@
+/* Training the TextClassifier (apps/classifier.h): length-bucketed batches
+ * with padding, AdamW + warm-up/cosine + clipping, per-epoch validation
+ * ("Epoch 1/5 | Train Loss: ... | Val Loss: ... | Val Acc: ...%" as the
+ * seed prints), best and last checkpoints, and exact resume.
+ *
+ * Reproducibility: the batch order is a pure function of (seed, epoch), the
+ * dropout masks of (seed, global step) and every kernel is thread-count
+ * independent, so the same seed gives bit-identical losses for any thread
+ * count, and a run resumed from a checkpoint continues exactly as the
+ * uninterrupted run would have. */
+#ifndef ATTN_APPS_TRAINER_H
+#define ATTN_APPS_TRAINER_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "apps/classifier.h"
+
+/* A tokenised data set: n examples, ids[i][0..lens[i]) (lens in 1..max_len
+ * of the model), labels[i] in [0, classes). Borrowed, not owned. */
+typedef struct {
+  int n;
+  const int32_t *const *ids;
+  const int32_t *lens;
+  const int *labels;
+} attn_tok_set;
+
+/* ---- batches -----------------------------------------------------------------
+ * Plan of one epoch: order[n] (example indices) cut into nb batches,
+ * batch b = order[start[b] .. start[b+1]). With shuffle: examples shuffled
+ * by (seed, epoch), then each chunk of chunk_batches*batch examples sorted
+ * by length (longest first, ties by position), then the batch order
+ * shuffled. Without: all sorted by length (evaluation). */
+typedef struct {
+  int n, nb;
+  int *order, *start;
+} attn_batch_plan;
+attn_status attn_batch_plan_make(const int32_t *lens, int n, int batch, int chunk_batches,
+                                 int shuffle, uint64_t seed, int64_t epoch, attn_batch_plan *plan);
+void attn_batch_plan_free(attn_batch_plan *plan);
+
+/* Gathers batch b of the plan into ids [B, L] (padded with 0) and lens [B];
+ * L = the longest in the batch. Buffers sized batch * max_len. */
+void attn_batch_gather(const attn_tok_set *set, const attn_batch_plan *plan, int b, int32_t *ids,
+                       int32_t *lens, int *labels, int64_t *B, int64_t *L);
+
+/* ---- evaluation ------------------------------------------------------------- */
+/* Mean cross-entropy (no smoothing) and accuracy over set; pred[n] and
+ * p_pos[n] (probability of class 1) may be NULL. */
+attn_status attn_clf_evaluate(const attn_clf *m, const attn_tok_set *set, int batch, double *loss,
+                              double *acc, int *pred, float *p_pos);
+
+/* ---- training ----------------------------------------------------------------- */
+typedef struct {
+  int epochs, batch, eval_batch, chunk_batches;
+  double lr, min_lr, weight_decay, warmup_frac, clip;
+  float label_smoothing;
+  uint64_t seed;
+  int ckpt_acts;       /* gradient checkpointing */
+  attn_backend backend;
+  int select_by_acc;   /* best checkpoint by val accuracy (else val loss) */
+  int progress;        /* -1 auto (bar on a TTY), 0 plain lines, 1 bar, 2 quiet */
+  const char *out_dir; /* NULL: no checkpoints; else out_dir/last.safetensors, best.safetensors */
+  int64_t stop_after;  /* stop (as if interrupted) after this global step; <= 0: never */
+  int64_t save_every;  /* also write last.safetensors every N steps (0: per epoch only) */
+  FILE *log;           /* epoch lines (NULL: stdout) */
+} attn_train_opts;
+void attn_train_opts_default(attn_train_opts *o);
+
+/* Where a run stands; saved in checkpoints as JSON metadata "trainer.state". */
+typedef struct {
+  int64_t step;        /* optimizer steps done */
+  int epoch;           /* current epoch (0-based) */
+  int batch;           /* batches of it done */
+  double loss_sum;     /* sum of this epoch's batch losses so far */
+  double best;         /* best val metric so far (loss: lower; acc: higher) */
+  int best_epoch;      /* -1: none */
+  double seconds;      /* training time so far */
+} attn_train_state;
+void attn_train_state_init(attn_train_state *s);
+attn_status attn_train_state_to_json(const attn_train_state *s, char **json);
+attn_status attn_train_state_from_json(const char *json, attn_train_state *s);
+
+/* Trains m from state s (fresh: attn_train_state_init; resumed: from the
+ * checkpoint) with opt (bound to m->p). meta: metadata copied into every
+ * checkpoint (config, tokenizer, ...; may be NULL). losses (may be NULL)
+ * receives the loss of global step k at losses[k] for k < losses_cap. */
+attn_status attn_train_run(attn_clf *m, attn_adam *opt, const attn_train_opts *o,
+                           const attn_tok_set *train, const attn_tok_set *val,
+                           attn_train_state *s, const attn_st *meta, float *losses,
+                           int64_t losses_cap);
+
+/* Writes a checkpoint: parameters, opt state (opt may be NULL), meta's
+ * metadata, "config" and, when s != NULL, "trainer.state". Atomic. */
+attn_status attn_clf_save(const char *path, const attn_clf *m, const attn_adam *opt,
+                          const attn_train_state *s, const attn_st *meta);
+/* Loads a checkpoint: creates m from its "config", loads the parameters;
+ * *file (may be NULL) receives the file for other metadata (attn_st_free). */
+attn_status attn_clf_load(const char *path, attn_clf *m, attn_st **file);
+/* Restores opt (initialised for m->p) and s from a training checkpoint. */
+attn_status attn_clf_load_train_state(const char *path, attn_clf *m, attn_adam *opt,
+                                      attn_train_state *s);
+
+#endif

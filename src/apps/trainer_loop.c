@@ -1,0 +1,203 @@
+/* The training loop: steps, progress (a bar on a terminal, plain lines
+ * otherwise), per-epoch validation, best/last checkpoints, stop and resume. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "apps/trainer.h"
+
+void attn_train_opts_default(attn_train_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->epochs = 5;
+  o->batch = 32;
+  o->eval_batch = 64;
+  o->chunk_batches = 50;
+  o->lr = 1e-3;
+  o->min_lr = 1e-5;
+  o->weight_decay = 0.01;
+  o->warmup_frac = 0.05;
+  o->clip = 1.0;
+  o->seed = 1;
+  o->backend = ATTN_BACKEND_AUTO;
+  o->progress = -1;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void fmt_time(char *buf, size_t n, double s) {
+  if (!(s >= 0) || s > 1e7) s = 0;
+  long t = (long)(s + 0.5);
+  if (t >= 3600) snprintf(buf, n, "%ldh%02ldm", t / 3600, t / 60 % 60);
+  else snprintf(buf, n, "%ldm%02lds", t / 60, t % 60);
+}
+
+typedef struct {
+  int mode; /* 0 plain, 1 bar, 2 quiet */
+  double t_epoch, tokens;
+  int done, next_line;
+} progress;
+
+static void progress_show(progress *pg, const attn_train_opts *o, int epoch, int b, int nb,
+                          double avg_loss, int final) {
+  if (pg->mode == 2) return;
+  double el = now_s() - pg->t_epoch, tps = el > 0 ? pg->tokens / el : 0;
+  double eta = pg->done > 0 ? el / pg->done * (nb - b) : 0;
+  char e[32];
+  fmt_time(e, sizeof e, eta);
+  if (pg->mode == 1) {
+    int w = 30, fill = nb ? (int)((long)w * b / nb) : w;
+    char bar[64];
+    for (int i = 0; i < w; i++) bar[i] = i < fill ? '#' : '.';
+    bar[w] = 0;
+    fprintf(stderr, "\r  epoch %d/%d [%s] %d/%d loss %.4f %.0f tok/s ETA %s   ", epoch + 1, o->epochs,
+            bar, b, nb, avg_loss, tps, e);
+    if (final) fprintf(stderr, "\n");
+    fflush(stderr);
+    return;
+  }
+  // plain: about ten lines per epoch
+  if (!final && b < pg->next_line) return;
+  pg->next_line = b + (nb + 9) / 10;
+  fprintf(stderr, "  epoch %d/%d step %d/%d loss %.4f %.0f tok/s ETA %s\n", epoch + 1, o->epochs, b,
+          nb, avg_loss, tps, e);
+  fflush(stderr);
+}
+
+static attn_status save_last(const attn_train_opts *o, const attn_clf *m, const attn_adam *opt,
+                             const attn_train_state *s, const attn_st *meta) {
+  if (!o->out_dir) return ATTN_OK;
+  char path[4096];
+  snprintf(path, sizeof path, "%s/last.safetensors", o->out_dir);
+  return attn_clf_save(path, m, opt, s, meta);
+}
+
+/* One optimizer step on a batch; *loss receives its loss. */
+static attn_status train_step(attn_clf *m, attn_adam *opt, const attn_train_opts *o,
+                              const attn_schedule *sched, attn_clf_acts *acts, int64_t step,
+                              const int32_t *ids, const int32_t *lens, const int *labels,
+                              int64_t B, int64_t L, float *dlogits, float *loss) {
+  attn_nn_ctx ctx = {o->backend, 1, o->seed, (uint64_t)step};
+  int32_t tg[4096];
+  if (B > 4096) return attn_set_error(ATTN_EINVAL, "train: batch %lld > 4096", (long long)B);
+  for (int64_t i = 0; i < B; i++) tg[i] = labels[i];
+  attn_params_zero_grad(&m->p);
+  attn_status st = attn_clf_forward(m, &ctx, o->ckpt_acts, acts, ids, lens, B, L, NULL);
+  if (!st)
+    st = attn_cross_entropy_f32(acts->logits, tg, B, m->c.classes, -1, o->label_smoothing, loss,
+                                dlogits);
+  if (!st) st = attn_clf_backward(m, acts, dlogits);
+  if (st) return st;
+  double norm = 0;
+  st = o->clip > 0 ? attn_clip_grad_norm(&m->p, o->clip, &norm) : attn_grads_check_finite(&m->p);
+  if (st == ATTN_ENUMERIC) {  // skip this update, keep going
+    fprintf(stderr, "attn train: step %lld skipped: %s\n", (long long)step, attn_last_error());
+    return ATTN_OK;
+  }
+  if (!st) st = attn_adam_step(opt, &m->p, attn_schedule_lr(sched, opt->step));
+  return st;
+}
+
+attn_status attn_train_run(attn_clf *m, attn_adam *opt, const attn_train_opts *o,
+                           const attn_tok_set *train, const attn_tok_set *val,
+                           attn_train_state *s, const attn_st *meta, float *losses,
+                           int64_t losses_cap) {
+  if (!m || !opt || !o || !train || !s || train->n <= 0 || o->batch <= 0 || o->epochs <= 0)
+    return attn_set_error(ATTN_EINVAL, "train: NULL argument, empty training set, batch or epochs <= 0");
+  FILE *log = o->log ? o->log : stdout;
+  int nb = (train->n + o->batch - 1) / o->batch;
+  attn_schedule sched = {ATTN_SCHED_WARMUP_COSINE, o->lr, o->min_lr, 0, (int64_t)o->epochs * nb};
+  sched.warmup_steps = (int64_t)(o->warmup_frac * (double)sched.total_steps);
+  if (sched.min_lr > sched.base_lr) sched.min_lr = sched.base_lr;
+  if (sched.warmup_steps >= sched.total_steps) sched.warmup_steps = sched.total_steps - 1;
+  attn_status st = attn_schedule_check(&sched);
+  if (st) return st;
+  int64_t cap = (int64_t)o->batch * m->c.max_len;
+  int32_t *ids = malloc((size_t)cap * sizeof(int32_t));
+  int32_t *lens = malloc((size_t)o->batch * sizeof(int32_t));
+  int *labels = malloc((size_t)o->batch * sizeof(int));
+  float *dlogits = malloc((size_t)(o->batch * m->c.classes) * sizeof(float));
+  attn_clf_acts acts;
+  memset(&acts, 0, sizeof acts);
+  if (!ids || !lens || !labels || !dlogits) st = attn_set_error(ATTN_ENOMEM, "train: out of memory");
+  progress pg = {0};
+  pg.mode = o->progress >= 0 ? o->progress : isatty(fileno(stderr)) ? 1 : 0;
+  int stopped = 0, mem_told = 0;
+  for (; !st && !stopped && s->epoch < o->epochs; ) {
+    attn_batch_plan plan;
+    st = attn_batch_plan_make(train->lens, train->n, o->batch, o->chunk_batches, 1, o->seed,
+                              s->epoch, &plan);
+    if (st) break;
+    pg.t_epoch = now_s();
+    pg.tokens = 0;
+    pg.done = 0;
+    pg.next_line = 0;
+    double t0 = now_s();
+    for (; !st && s->batch < nb; ) {
+      int64_t B, L;
+      attn_batch_gather(train, &plan, s->batch, ids, lens, labels, &B, &L);
+      float loss = 0;
+      st = train_step(m, opt, o, &sched, &acts, s->step, ids, lens, labels, B, L, dlogits, &loss);
+      if (st) break;
+      if (!mem_told && pg.mode != 2) {
+        fprintf(stderr, "  activations held for backward: %.1f MB (batch %lld x %lld tokens%s)\n",
+                (double)acts.saved_bytes / 1e6, (long long)B, (long long)L,
+                o->ckpt_acts ? ", checkpointing" : "");
+        mem_told = 1;
+      }
+      if (losses && s->step < losses_cap) losses[s->step] = loss;
+      s->loss_sum += loss;
+      s->step++;
+      s->batch++;
+      for (int64_t i = 0; i < B; i++) pg.tokens += lens[i];
+      pg.done++;
+      progress_show(&pg, o, s->epoch, s->batch, nb, s->loss_sum / s->batch, 0);
+      int stop = o->stop_after > 0 && s->step >= o->stop_after;
+      if (stop || (o->save_every > 0 && s->step % o->save_every == 0)) {
+        s->seconds += now_s() - t0;
+        t0 = now_s();
+        st = save_last(o, m, opt, s, meta);
+      }
+      if (stop) stopped = 1;
+      if (stopped) break;
+    }
+    attn_batch_plan_free(&plan);
+    if (st || stopped) break;
+    s->seconds += now_s() - t0;
+    if (pg.mode == 1) progress_show(&pg, o, s->epoch, s->batch, nb, s->loss_sum / nb, 1);
+    double vloss = 0, vacc = 0;
+    if (val && val->n > 0) st = attn_clf_evaluate(m, val, o->eval_batch, &vloss, &vacc, NULL, NULL);
+    if (st) break;
+    double metric = o->select_by_acc ? -vacc : vloss;
+    int best = val && val->n > 0 && (s->best_epoch < 0 || metric < s->best);
+    fprintf(log, "Epoch %d/%d | Train Loss: %.4f | Val Loss: %.4f | Val Acc: %.2f%% | %.0f s%s\n",
+            s->epoch + 1, o->epochs, s->loss_sum / nb, vloss, 100.0 * vacc, s->seconds,
+            best ? " | best" : "");
+    fflush(log);
+    s->epoch++;
+    s->batch = 0;
+    s->loss_sum = 0;
+    if (best) {
+      s->best = metric;
+      s->best_epoch = s->epoch - 1;
+      if (o->out_dir) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/best.safetensors", o->out_dir);
+        st = attn_clf_save(path, m, NULL, NULL, meta);
+      }
+    }
+    if (!st) st = save_last(o, m, opt, s, meta);
+  }
+  attn_clf_acts_free(&acts);
+  free(ids);
+  free(lens);
+  free(labels);
+  free(dlogits);
+  return st;
+}

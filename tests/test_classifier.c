@@ -1,0 +1,227 @@
+/* TextClassifier (src/apps/classifier.h): parameter names, config JSON,
+ * gradient check of the whole model against central finite differences,
+ * gradient checkpointing == the normal path (bit-identical gradients, less
+ * memory), save -> load -> identical predictions, padding ignored, errors.
+ *
+ * Gradient check tolerance: |analytic - numeric| <= 3e-3 + 3e-2 |numeric|
+ * (f32 forward, eps 1e-2 central differences, GELU so no kinks). */
+#include <stdint.h>
+#include <unistd.h>
+
+#include "apps/classifier.h"
+#include "apps/trainer.h"
+#include "harness.h"
+
+static attn_clf_config tiny_config(void) {
+  attn_clf_config c;
+  attn_clf_config_default(&c);
+  c.vocab = 13;
+  c.d_model = 8;
+  c.heads = 2;
+  c.ff = 12;
+  c.layers = 2;
+  c.max_len = 6;
+  c.dropout = 0.0f;
+  c.activation = ATTN_ACT_GELU;
+  return c;
+}
+
+/* a batch of 3: lengths 6, 3, 1; padding slots hold junk ids */
+static const int32_t IDS[18] = {1, 5, 7, 2, 12, 3, 4, 4, 9, 99, -1, 77, 11, 50, 50, 50, 50, 50};
+static const int32_t LENS[3] = {6, 3, 1};
+static const int32_t TARGETS[3] = {1, 0, 1};
+
+static float loss_of(const attn_clf *m, const attn_nn_ctx *ctx) {
+  attn_clf_acts a;
+  memset(&a, 0, sizeof a);
+  float loss = 0;
+  attn_status st = attn_clf_forward(m, ctx, 0, &a, IDS, LENS, 3, 6, NULL);
+  if (!st) st = attn_cross_entropy_f32(a.logits, TARGETS, 3, 2, -1, 0.1f, &loss, NULL);
+  attn_clf_acts_free(&a);
+  return st ? NAN : loss;
+}
+
+static void grads_of(attn_clf *m, const attn_nn_ctx *ctx, int ckpt, size_t *bytes) {
+  attn_clf_acts a;
+  memset(&a, 0, sizeof a);
+  float dl[6];
+  attn_params_zero_grad(&m->p);
+  CHECK_OK(attn_clf_forward(m, ctx, ckpt, &a, IDS, LENS, 3, 6, NULL));
+  CHECK_OK(attn_cross_entropy_f32(a.logits, TARGETS, 3, 2, -1, 0.1f, NULL, dl));
+  CHECK_OK(attn_clf_backward(m, &a, dl));
+  if (bytes) *bytes = a.saved_bytes;
+  attn_clf_acts_free(&a);
+}
+
+static void test_names_and_config(void) {
+  attn_clf_config c = tiny_config();
+  attn_clf m;
+  CHECK_OK(attn_clf_create(&m, &c));
+  CHECK(attn_params_find(&m.p, "embedding.weight") == 0);
+  CHECK(attn_params_find(&m.p, "positions.weight") >= 0);
+  CHECK(attn_params_find(&m.p, "layers.0.self_attn.in_proj_weight") >= 0);
+  CHECK(attn_params_find(&m.p, "layers.1.norm2.bias") >= 0);
+  CHECK(attn_params_find(&m.p, "fc.weight") >= 0);
+  CHECK(attn_params_find(&m.p, "fc.bias") == m.p.count - 1);
+  CHECK(attn_clf_decay_rule("fc.weight", NULL) == 1);
+  CHECK(attn_clf_decay_rule("embedding.weight", NULL) == 0);
+  CHECK(attn_clf_decay_rule("layers.0.norm1.weight", NULL) == 0);
+  CHECK(attn_clf_decay_rule("layers.0.linear1.bias", NULL) == 0);
+  char *j = NULL;
+  CHECK_OK(attn_clf_config_to_json(&c, &j));
+  attn_clf_config back;
+  CHECK_OK(attn_clf_config_from_json(j, &back));
+  CHECK(back.vocab == 13 && back.d_model == 8 && back.heads == 2 && back.ff == 12 &&
+        back.layers == 2 && back.max_len == 6 && back.activation == ATTN_ACT_GELU &&
+        back.dropout == 0.0f);
+  free(j);
+  CHECK_ERR(attn_clf_config_from_json("{\"vocab\":5,\"colour\":1}", &back), ATTN_EFORMAT);
+  CHECK_ERR(attn_clf_config_from_json("{\"vocab\":-5}", &back), ATTN_EFORMAT);
+  CHECK_ERR(attn_clf_config_from_json("[1", &back), ATTN_EFORMAT);
+  attn_clf_free(&m);
+  c.heads = 3;
+  CHECK_ERR(attn_clf_create(&m, &c), ATTN_EINVAL);
+  c = tiny_config();
+  c.vocab = 0;
+  CHECK_ERR(attn_clf_create(&m, &c), ATTN_EINVAL);
+}
+
+static void test_errors(void) {
+  attn_clf_config c = tiny_config();
+  attn_clf m;
+  CHECK_OK(attn_clf_create(&m, &c));
+  CHECK_OK(attn_clf_init(&m, 3));
+  float probs[6];
+  int32_t bad_len[3] = {6, 0, 1}, bad_ids[6] = {1, 2, 13, 0, 0, 0}, one = 3;
+  CHECK_ERR(attn_clf_predict(&m, IDS, bad_len, 3, 6, probs), ATTN_EINVAL);
+  CHECK_ERR(attn_clf_predict(&m, bad_ids, &one, 1, 6, probs), ATTN_EINVAL);
+  CHECK_ERR(attn_clf_predict(&m, IDS, LENS, 3, 7, probs), ATTN_EINVAL);  // L > max_len
+  CHECK_ERR(attn_clf_predict(&m, NULL, LENS, 3, 6, probs), ATTN_EINVAL);
+  attn_clf_free(&m);
+}
+
+/* Every gradient (a few entries of each tensor, all of the small ones)
+ * against central differences, learned and sinusoidal positions, pre/post-norm. */
+static void gradcheck(int sinusoidal, int norm_first) {
+  attn_clf_config c = tiny_config();
+  c.sinusoidal = sinusoidal;
+  c.norm_first = norm_first;
+  attn_clf m;
+  CHECK_OK(attn_clf_create(&m, &c));
+  CHECK_OK(attn_clf_init(&m, 7));
+  attn_nn_ctx ctx = {ATTN_BACKEND_MATH, 0, 0, 0};
+  grads_of(&m, &ctx, 0, NULL);
+  int checked = 0, bad = 0;
+  for (int v = 0; v < m.p.count; v++) {
+    const attn_param_view *pv = &m.p.views[v];
+    int64_t stride = pv->numel > 24 ? pv->numel / 11 + 1 : 1;
+    for (int64_t i = 0; i < pv->numel; i += stride) {
+      float *w = m.p.data + pv->offset + i;
+      float g = m.p.grad[pv->offset + i], w0 = *w, eps = 1e-2f;
+      // the embedding rows of ids never used get exactly zero gradient
+      *w = w0 + eps;
+      float lp = loss_of(&m, &ctx);
+      *w = w0 - eps;
+      float lm = loss_of(&m, &ctx);
+      *w = w0;
+      double num = ((double)lp - (double)lm) / (2.0 * eps);
+      checked++;
+      if (fabs(g - num) > 3e-3 + 3e-2 * fabs(num)) {
+        if (bad++ < 5) printf("  %s[%lld]: analytic %.6g numeric %.6g\n", pv->name, (long long)i, g, num);
+      }
+    }
+  }
+  CHECK(bad == 0);
+  CHECK(checked > 100);
+  attn_clf_free(&m);
+}
+static void test_gradcheck_learned_postnorm(void) { gradcheck(0, 0); }
+static void test_gradcheck_sinusoidal_prenorm(void) { gradcheck(1, 1); }
+
+/* Padding: the junk after lens[b] must not change anything. */
+static void test_padding_ignored(void) {
+  attn_clf_config c = tiny_config();
+  attn_clf m;
+  CHECK_OK(attn_clf_create(&m, &c));
+  CHECK_OK(attn_clf_init(&m, 5));
+  float p3[6], p1[2];
+  CHECK_OK(attn_clf_predict(&m, IDS, LENS, 3, 6, p3));
+  int32_t row1[3] = {4, 4, 9}, l1 = 3;
+  CHECK_OK(attn_clf_predict(&m, row1, &l1, 1, 3, p1));
+  CHECK_CLOSE("row 1 alone", p1, p3 + 2, 2, 1e-6, 1e-5);
+  CHECK(fabsf(p3[0] + p3[1] - 1.0f) < 1e-6f);
+  attn_clf_free(&m);
+}
+
+/* --checkpoint-activations: the same gradients bit for bit (dropout on:
+ * the recomputed layer must draw the same masks), and less memory held. */
+static void test_checkpointing_same_grads(void) {
+  attn_clf_config c = tiny_config();
+  c.dropout = 0.2f;
+  c.layers = 3;
+  attn_clf m;
+  CHECK_OK(attn_clf_create(&m, &c));
+  CHECK_OK(attn_clf_init(&m, 11));
+  attn_nn_ctx ctx = {ATTN_BACKEND_AUTO, 1, 42, 3};
+  size_t b0 = 0, b1 = 0;
+  grads_of(&m, &ctx, 0, &b0);
+  float *g0 = malloc((size_t)m.p.numel * sizeof(float));
+  memcpy(g0, m.p.grad, (size_t)m.p.numel * sizeof(float));
+  grads_of(&m, &ctx, 1, &b1);
+  CHECK(memcmp(g0, m.p.grad, (size_t)m.p.numel * sizeof(float)) == 0);
+  CHECK(b1 > 0 && b1 * 2 < b0);
+  // and dropout did act: the inference gradients differ
+  attn_nn_ctx inf = {ATTN_BACKEND_AUTO, 0, 42, 3};
+  grads_of(&m, &inf, 0, NULL);
+  CHECK(memcmp(g0, m.p.grad, (size_t)m.p.numel * sizeof(float)) != 0);
+  free(g0);
+  attn_clf_free(&m);
+}
+
+static void test_save_load_same_predictions(void) {
+  attn_clf_config c = tiny_config();
+  c.sinusoidal = 1;
+  attn_clf m, m2;
+  CHECK_OK(attn_clf_create(&m, &c));
+  CHECK_OK(attn_clf_init(&m, 9));
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/attn_test_clf_%d.safetensors", (int)getpid());
+  attn_st *meta;
+  CHECK_OK(attn_st_new(&meta));
+  CHECK_OK(attn_st_set_meta(meta, "tokenizer", "attn-bpe 1\nmax_chunk 64\nmerges 0\n"));
+  CHECK_OK(attn_clf_save(path, &m, NULL, NULL, meta));
+  attn_st *file = NULL;
+  CHECK_OK(attn_clf_load(path, &m2, &file));
+  CHECK(file && attn_st_meta(file, "tokenizer") &&
+        !strcmp(attn_st_meta(file, "tokenizer"), "attn-bpe 1\nmax_chunk 64\nmerges 0\n"));
+  CHECK(m2.c.sinusoidal == 1 && m2.p.numel == m.p.numel);
+  float a[6], b[6];
+  CHECK_OK(attn_clf_predict(&m, IDS, LENS, 3, 6, a));
+  CHECK_OK(attn_clf_predict(&m2, IDS, LENS, 3, 6, b));
+  CHECK(memcmp(a, b, sizeof a) == 0);
+  // attention maps: [layers, heads, n, n], rows sum to 1
+  float att[2 * 2 * 4 * 4];
+  CHECK_OK(attn_clf_attention(&m2, IDS, 4, att));
+  for (int r = 0; r < 16; r++) {
+    float s = 0;
+    for (int j = 0; j < 4; j++) s += att[r * 4 + j];
+    CHECK(fabsf(s - 1.0f) < 1e-5f);
+  }
+  attn_clf_free(&m2);
+  CHECK_ERR(attn_clf_load("/nonexistent/x.safetensors", &m2, NULL), ATTN_EIO);
+  attn_st_free(file);
+  attn_st_free(meta);
+  unlink(path);
+  attn_clf_free(&m);
+}
+
+int main(void) {
+  RUN(test_names_and_config);
+  RUN(test_errors);
+  RUN(test_gradcheck_learned_postnorm);
+  RUN(test_gradcheck_sinusoidal_prenorm);
+  RUN(test_padding_ignored);
+  RUN(test_checkpointing_same_grads);
+  RUN(test_save_load_same_predictions);
+  HARNESS_END();
+}
