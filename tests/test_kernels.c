@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "harness.h"
+#include "kernels/elementwise_internal.h"
 #include "kernels/rng_internal.h"
 
 #define GOLDEN "tests/golden/kernels.safetensors"
@@ -362,6 +363,87 @@ static void test_embedding_backward_accumulates(void) {
   CHECK_CLOSE("accumulated", dt, want, V * D, 0, 0);
 }
 
+/* GELU against double erfc, relative even where gelu is tiny (x << 0):
+ * rtol 2e-6 for |x| <= 3; beyond, rounding -x/sqrt 2 to f32 (6e-8 relative)
+ * moves erfc by x^2 times that, so 1.5e-5 up to |x| = 12. The derivative also
+ * gets atol 1e-7 (it crosses zero at x = -0.75). */
+static void check_gelu(const char *what, const float *x, const float *got, const float *want,
+                       int n, double atol) {
+  int lo = 0, hi = n; /* [lo, hi): |x| <= 3 (x is sorted) */
+  while (lo < n && x[lo] < -3.0f) lo++;
+  while (hi > lo && x[hi - 1] > 3.0f) hi--;
+  CHECK_CLOSE(what, got + lo, want + lo, hi - lo, atol, 2e-6);
+  CHECK_CLOSE(what, got, want, n, atol, 1.5e-5);
+}
+
+/* Both GELU paths (portable and, on AVX-512 CPUs, the vector one) against
+ * double erfc, for every length 0..40 (vector tails) and a sweep of x. */
+static void test_gelu_paths_match_double_erf(void) {
+  enum { N = 2000 };
+  float *x = falloc(N), *dy = falloc(N), *y = falloc(N), *dx = falloc(N), *wy = falloc(N),
+        *wd = falloc(N);
+  for (int i = 0; i < N; i++) {
+    x[i] = -12.0f + 24.0f * (float)i / (N - 1);
+    dy[i] = 1.0f - 2.0f * (float)(i % 3);
+    double v = x[i], cdf = 0.5 * erfc(-v / sqrt(2.0));
+    wy[i] = (float)(v * cdf);
+    wd[i] = (float)(dy[i] * (cdf + v * exp(-0.5 * v * v) / sqrt(2 * M_PI)));
+  }
+  attn_gelu_f32_generic(x, y, N);
+  check_gelu("gelu generic", x, y, wy, N, 1e-30);
+  attn_gelu_backward_f32_generic(x, dy, dx, N);
+  check_gelu("gelu' generic", x, dx, wd, N, 1e-7);
+  if (!attn_cpu()->avx512f || !attn_gelu_f32_avx512(NULL, NULL, 0)) {
+    printf("  (no AVX-512 GELU on this CPU/build: portable path only)\n");
+  } else {
+    for (int n = 0; n <= 40; n++) {
+      memset(y, 0xff, 41 * sizeof(float)); /* NaN canary past the end */
+      CHECK(attn_gelu_f32_avx512(x + 900, y, n));
+      CHECK_CLOSE("gelu avx512 tail", y, wy + 900, n, 1e-30, 2e-6);
+      CHECK(isnan(y[n]));
+    }
+    CHECK(attn_gelu_f32_avx512(x, y, N));
+    check_gelu("gelu avx512", x, y, wy, N, 1e-30);
+    CHECK(attn_gelu_backward_f32_avx512(x, dy, dx, N));
+    check_gelu("gelu' avx512", x, dx, wd, N, 1e-7);
+  }
+  free(x);
+  free(dy);
+  free(y);
+  free(dx);
+  free(wy);
+  free(wd);
+}
+
+/* The vector dropout gives the portable one's bits: odd lengths, offsets
+ * whose low counter word wraps, seeds using both key words. */
+static void test_dropout_paths_are_bit_identical(void) {
+  enum { N = 1000 };
+  if (!attn_cpu()->avx512f || !attn_dropout_f32_avx512(NULL, NULL, NULL, 0, 0.5f, 2.0f, 1, 0)) {
+    printf("  (no AVX-512 on this CPU/build: nothing to compare)\n");
+    return;
+  }
+  float x[N], y1[N], y2[N];
+  uint8_t m1[N], m2[N];
+  fill_uniform(x, N, 8, -1, 1);
+  const uint64_t seeds[3] = {0, 0x123456789abcdef0ull, ~0ull};
+  const uint64_t offsets[3] = {0, 0xfffffffbull, 0xfffffffffffffff0ull};
+  const int64_t lens[4] = {1, 15, 17, N};
+  for (int a = 0; a < 3; a++)
+    for (int b = 0; b < 3; b++)
+      for (int c = 0; c < 4; c++) {
+        memset(m1, 7, N);
+        memset(m2, 7, N);
+        attn_dropout_f32_generic(x, y1, m1, lens[c], 0.3f, 1.0f / 0.7f, seeds[a], offsets[b]);
+        CHECK(attn_dropout_f32_avx512(x, y2, m2, lens[c], 0.3f, 1.0f / 0.7f, seeds[a],
+                                      offsets[b]));
+        CHECK(memcmp(m1, m2, N) == 0); /* including the untouched bytes past the end */
+        CHECK(memcmp(y1, y2, (size_t)lens[c] * sizeof(float)) == 0);
+      }
+  /* mask may be NULL */
+  CHECK(attn_dropout_f32_avx512(x, y2, NULL, N, 0.3f, 1.0f / 0.7f, 5, 0));
+}
+
 /* ---- RNG and dropout ---------------------------------------------------------- */
 
 static void test_philox_known_answers(void) {
@@ -561,6 +643,7 @@ int main(void) {
   RUN(test_softmax_matches_double_reference);
   RUN(test_layernorm_matches_double_reference);
   RUN(test_gelu_matches_double_erf);
+  RUN(test_gelu_paths_match_double_erf);
   RUN(test_cross_entropy_all_ignored_gives_zero);
   RUN(test_cross_entropy_matches_double_reference);
   RUN(test_embedding_backward_accumulates);
@@ -569,6 +652,7 @@ int main(void) {
   RUN(test_dropout_keep_rate_and_scale);
   RUN(test_dropout_same_mask_for_any_thread_count);
   RUN(test_dropout_backward_uses_mask);
+  RUN(test_dropout_paths_are_bit_identical);
   RUN(test_results_do_not_depend_on_thread_count);
   RUN(test_bad_arguments_are_rejected);
   printf("# golden max abs err: softmax %.3g, log_softmax %.3g, layer_norm %.3g, gelu %.3g, "

@@ -1,12 +1,18 @@
 /* Elementwise activations, forward and backward, over n values (in-place
  * allowed: y may be x, dx may be dy). ReLU' at 0 is 0, as torch.
  * GELU is the exact-erf one: gelu(x) = x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2)),
- * gelu'(x) = Phi(x) + x * phi(x), phi the standard normal density. */
+ * computed as 0.5 x erfc(-x / sqrt 2) (the same function, without the
+ * cancellation of 1 + erf for x << 0); gelu'(x) = Phi(x) + x * phi(x), phi
+ * the standard normal density. On AVX-512 CPUs GELU runs 16 values at a time
+ * (activations_avx512.c); chunks are split over threads. */
 #include <math.h>
+#include <stddef.h>
 
 #include "attn/kernels.h"
+#include "kernels/elementwise_internal.h"
 
 #define PAR_MIN_ELEMS 65536
+#define CHUNK 4096 /* values per call of a vector path */
 #define SQRT1_2 0.70710678118654752440f
 #define INV_SQRT_2PI 0.39894228040143267794f
 
@@ -36,23 +42,52 @@ attn_status attn_relu_backward_f32(const float *x, const float *dy, float *dx, i
   return ATTN_OK;
 }
 
+void attn_gelu_f32_generic(const float *x, float *y, int64_t n) {
+  for (int64_t i = 0; i < n; i++) y[i] = 0.5f * x[i] * erfcf(x[i] * -SQRT1_2);
+}
+
+void attn_gelu_backward_f32_generic(const float *x, const float *dy, float *dx, int64_t n) {
+  for (int64_t i = 0; i < n; i++) {
+    float v = x[i];
+    float cdf = 0.5f * erfcf(v * -SQRT1_2);
+    float pdf = INV_SQRT_2PI * expf(-0.5f * v * v);
+    dx[i] = dy[i] * (cdf + v * pdf);
+  }
+}
+
+static int use_avx512(void) {
+  /* n = 0 probes whether the build has the path */
+  return attn_cpu()->avx512f && attn_gelu_f32_avx512(NULL, NULL, 0);
+}
+
 attn_status attn_gelu_f32(const float *x, float *y, int64_t n) {
   attn_status st = check_args("gelu", x, y, y, n);
   if (st != ATTN_OK) return st;
+  int avx = use_avx512();
+  int64_t nchunks = (n + CHUNK - 1) / CHUNK;
 #pragma omp parallel for num_threads(attn_get_num_threads()) if (n >= PAR_MIN_ELEMS)
-  for (int64_t i = 0; i < n; i++) y[i] = 0.5f * x[i] * (1.0f + erff(x[i] * SQRT1_2));
+  for (int64_t c = 0; c < nchunks; c++) {
+    int64_t i0 = c * CHUNK, len = n - i0 < CHUNK ? n - i0 : CHUNK;
+    if (avx)
+      attn_gelu_f32_avx512(x + i0, y + i0, len);
+    else
+      attn_gelu_f32_generic(x + i0, y + i0, len);
+  }
   return ATTN_OK;
 }
 
 attn_status attn_gelu_backward_f32(const float *x, const float *dy, float *dx, int64_t n) {
   attn_status st = check_args("gelu_backward", x, dy, dx, n);
   if (st != ATTN_OK) return st;
+  int avx = use_avx512();
+  int64_t nchunks = (n + CHUNK - 1) / CHUNK;
 #pragma omp parallel for num_threads(attn_get_num_threads()) if (n >= PAR_MIN_ELEMS)
-  for (int64_t i = 0; i < n; i++) {
-    float v = x[i];
-    float cdf = 0.5f * (1.0f + erff(v * SQRT1_2));
-    float pdf = INV_SQRT_2PI * expf(-0.5f * v * v);
-    dx[i] = dy[i] * (cdf + v * pdf);
+  for (int64_t c = 0; c < nchunks; c++) {
+    int64_t i0 = c * CHUNK, len = n - i0 < CHUNK ? n - i0 : CHUNK;
+    if (avx)
+      attn_gelu_backward_f32_avx512(x + i0, dy + i0, dx + i0, len);
+    else
+      attn_gelu_backward_f32_generic(x + i0, dy + i0, dx + i0, len);
   }
   return ATTN_OK;
 }
