@@ -110,7 +110,8 @@ static void sweep(attn_gemm_path path, int exact) {
               {7, 65, n, ta, tb, ALPHA_BETA[ab][0], ALPHA_BETA[ab][1], (s + ab) % 2 ? 1 : 0},
               {n, n, n < 64 ? n : 29, ta, tb, ALPHA_BETA[ab][0], ALPHA_BETA[ab][1], s % 3},
           };
-          for (int c = 0; c < 4; c++) fails += !run_case(path, cs[c], exact, seed++);
+          int ncases = n > 65 && ab != 2 ? 3 : 4; /* the big squares once per transpose */
+          for (int c = 0; c < ncases; c++) fails += !run_case(path, cs[c], exact, seed++);
         }
   CHECK(fails == 0);
 }
@@ -170,7 +171,7 @@ static void test_empty_sizes(void) {
 /* Same inputs give bit-identical C for 1, 2, 3 and 4 threads on each
  * packed path (every element is computed by one thread, same k order). */
 static void test_thread_count_does_not_change_bits(void) {
-  const int64_t M = 301, N = 700, K = 900;
+  const int64_t M = 151, N = 450, K = 600; /* several k blocks, chunks, edge tiles */
   float *A = malloc(sizeof(float) * M * K), *B = malloc(sizeof(float) * N * K);
   float *C1 = malloc(sizeof(float) * M * N), *Ct = malloc(sizeof(float) * M * N);
   fill_uniform(A, (long)(M * K), 11, -1.0f, 1.0f);
