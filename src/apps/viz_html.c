@@ -96,7 +96,8 @@ static const char page_js[] =
     "v+=w(h,hover,j);v/=hs.length;}e.dataset.w=v.toFixed(4);"
     "e.style.background=hover>=0?'rgba(40,90,160,'+Math.min(1,v).toFixed(3)+')':'';"
     "e.style.color=v>0.5?'#fff':'';}\n"
-    " heat(hs.length?hs[0]:-1);}\n"
+    " heat(hs.length?hs[0]:-1);\n"
+    " $('state').textContent='layer='+layer+' heads='+hs.join(',')+' hover='+hover;}\n"
     "function heat(h){const c=$('heat'),s=Math.max(2,Math.min(16,Math.floor(480/Math.max(D.lq,D.lk))));\n"
     " c.width=D.lk*s;c.height=D.lq*s;const g=c.getContext('2d');g.clearRect(0,0,c.width,c.height);\n"
     " if(h<0){$('info').textContent='no head selected';return;}let mx=0;\n"
@@ -106,7 +107,16 @@ static const char page_js[] =
     " if(hover>=0){g.strokeStyle='#f33';g.strokeRect(0,hover*s,c.width,s);}\n"
     " $('info').textContent='heatmap: layer '+layer+', head '+h+' (queries down, keys across; "
     "max '+mx.toFixed(3)+')';}\n"
-    "setup();\n";
+    /* a URL hash like #layer=1&heads=0,2&hover=3 replays those choices through
+     * the same events a user makes (used by the browser test; handy for links) */
+    "function replay(){const h=new URLSearchParams(location.hash.slice(1));\n"
+    " if(h.has('layer')){const ls=$('layer');ls.value=h.get('layer');"
+    "ls.dispatchEvent(new Event('change'));}\n"
+    " if(h.has('heads')){const keep=new Set(h.get('heads').split(',').map(Number));"
+    "for(let i=0;i<D.heads;i++){const c=$('head'+i);if(c.checked!==keep.has(i))c.click();}}\n"
+    " if(h.has('hover')){const e=$('q'+h.get('hover'));if(e)e.dispatchEvent("
+    "new MouseEvent('mouseenter'));}}\n"
+    "setup();replay();\n";
 
 attn_status attn_viz_html_f32(const char *path, const float *probs, int64_t layers, int64_t heads,
                               int64_t lq, int64_t lk, const char *const *q_labels,
@@ -142,7 +152,7 @@ attn_status attn_viz_html_f32(const char *path, const float *probs, int64_t laye
         "id=\"heads\"></span></div>\n<p>Hover a query token (left) to see its attention to the "
         "keys (right).</p>\n<div id=\"view\"><div id=\"left\" class=\"col\"></div><canvas "
         "id=\"lines\"></canvas><div id=\"right\" class=\"col\"></div></div>\n<canvas "
-        "id=\"heat\"></canvas><div id=\"info\"></div>\n<script>\nconst D={\"title\":",
+        "id=\"heat\"></canvas><div id=\"info\"></div><div id=\"state\"></div>\n<script>\nconst D={\"title\":",
         f);
   put_js_string(f, title);
   fprintf(f, ",\"layers\":%lld,\"heads\":%lld,\"lq\":%lld,\"lk\":%lld,\"q\":", (long long)layers,

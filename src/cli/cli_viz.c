@@ -174,8 +174,11 @@ int attn_cmd_viz(int argc, char **argv) {
     printf("wrote %s\n", out_path);
   }
   if (html_path) {
+    char page_title[128];
+    snprintf(page_title, sizeof page_title, "attention: %lld layer(s) x %lld head(s)",
+             (long long)in.layers, (long long)in.heads);
     st = attn_viz_html_f32(html_path, in.probs, in.layers, in.heads, in.lq, in.lk, ql, kl,
-                           o.title ? o.title : "attention");
+                           title == auto_title || !title ? page_title : title);
     if (st) {
       rc = cli_fail(html_path);
       goto done;
