@@ -23,7 +23,8 @@ static int32_t ordered(float x) { /* float bits on a line ordered like the value
 static void check_vexp(void (*f)(const float *, float *, int64_t)) {
   enum { N = 400001 };
   float *x = malloc(N * sizeof(float)), *y = malloc(N * sizeof(float));
-  for (int i = 0; i < N; i++) x[i] = -110.0f + 200.0f * (float)i / (N - 1); /* [-110, 90] */
+  for (int i = 0; i < N; i++)
+    x[i] = -110.0f + 200.0f * (float)i / (N - 1); /* [-110, 90] */
   x[1] = -INFINITY;
   x[2] = INFINITY;
   x[3] = 0.0f;
@@ -57,9 +58,11 @@ static void check_vexp(void (*f)(const float *, float *, int64_t)) {
   CHECK(isnan(nanout));
   /* short and odd lengths (masked tail) leave the rest untouched */
   float a[19], b[19];
-  for (int i = 0; i < 19; i++) a[i] = (float)i - 9.0f, b[i] = -1.0f;
+  for (int i = 0; i < 19; i++)
+    a[i] = (float)i - 9.0f, b[i] = -1.0f;
   f(a, b, 17);
-  for (int i = 0; i < 17; i++) CHECK(fabsf(b[i] - expf(a[i])) <= 3e-7f * expf(a[i]));
+  for (int i = 0; i < 17; i++)
+    CHECK(fabsf(b[i] - expf(a[i])) <= 3e-7f * expf(a[i]));
   CHECK(b[17] == -1.0f && b[18] == -1.0f);
   free(x);
   free(y);
@@ -102,7 +105,8 @@ static void test_tile_softmax_avx512_matches_generic(void) {
     fill_uniform(s0, 6 * 64, 10 + step, -30, 30);
     memcpy(s1, s0, sizeof s0);
     if (step == 0)
-      for (int r = 0; r < 6; r++) m0[r] = m1[r] = -INFINITY, l0[r] = l1[r] = 0;
+      for (int r = 0; r < 6; r++)
+        m0[r] = m1[r] = -INFINITY, l0[r] = l1[r] = 0;
     float t0[6 * 64], t1[6 * 64];
     memcpy(t0, s0, sizeof s0);
     memcpy(t1, s0, sizeof s0);
@@ -179,7 +183,8 @@ static void make_problem(const cfg *c, unsigned seed, problem *p) {
   fill_uniform(p->dout, p->no, seed + 3, -1, 1);
   if (c->key_lens) {
     p->kl = malloc(c->B * sizeof(int32_t));
-    for (int b = 0; b < c->B; b++) p->kl[b] = (int32_t)((seed * 7 + b * 13) % (c->Lk + 1));
+    for (int b = 0; b < c->B; b++)
+      p->kl[b] = (int32_t)((seed * 7 + b * 13) % (c->Lk + 1));
     if (c->B > 1) p->kl[0] = 0;
     p->kl[c->B - 1] = c->Lk; /* one full batch */
     if (c->B > 2) p->kl[1] = c->Lk > 0 ? c->Lk - 1 : 0;
@@ -190,7 +195,8 @@ static void make_problem(const cfg *c, unsigned seed, problem *p) {
     p->bm = malloc(c->B * n2 + 1);
     float *u = malloc((c->B * n2 + 1) * sizeof(float));
     fill_uniform(u, c->B * n2, seed + 4, 0, 1);
-    for (int64_t i = 0; i < c->B * n2; i++) p->bm[i] = u[i] > 0.2f;
+    for (int64_t i = 0; i < c->B * n2; i++)
+      p->bm[i] = u[i] > 0.2f;
     free(u);
     d->bool_mask = p->bm;
     d->bool_mask_stride[0] = n2;
@@ -201,7 +207,8 @@ static void make_problem(const cfg *c, unsigned seed, problem *p) {
   if (c->add_mask) {
     p->am = malloc((c->Hq * n2 + 1) * sizeof(float));
     fill_uniform(p->am, c->Hq * n2, seed + 5, -2, 2);
-    for (int64_t i = 0; i < c->Hq * n2; i += 7) p->am[i] = -INFINITY;
+    for (int64_t i = 0; i < c->Hq * n2; i += 7)
+      p->am[i] = -INFINITY;
     d->add_mask = p->am;
     d->add_mask_stride[0] = 0;
     d->add_mask_stride[1] = n2;
@@ -244,14 +251,15 @@ static void compare_case(const attn_flash_ops *ops, const cfg *c, unsigned seed,
     float *g0[3] = {zeros(p.nq), zeros(p.nk), zeros(p.nv)};
     float *g1[3] = {zeros(p.nq), zeros(p.nk), zeros(p.nv)};
     CHECK_OK(attn_sdpa_backward_math(&p.d, p.q, p.k, p.v, o0, l0, p.dout, g0[0], g0[1], g0[2]));
-    CHECK_OK(attn_sdpa_backward_flash_ops(ops, &p.d, p.q, p.k, p.v, o0, l0, p.dout, g1[0],
-                                          g1[1], g1[2]));
+    CHECK_OK(attn_sdpa_backward_flash_ops(ops, &p.d, p.q, p.k, p.v, o0, l0, p.dout, g1[0], g1[1],
+                                          g1[2]));
     double ga = 2 * atol, gr = 2 * rtol;
     if (c->qmul > 4) ga = 1e-2, gr = 1e-2; /* dk sums q (30x) times ds */
     CHECK_CLOSE("dq", g1[0], g0[0], p.nq, ga, gr);
     CHECK_CLOSE("dk", g1[1], g0[1], p.nk, ga, gr);
     CHECK_CLOSE("dv", g1[2], g0[2], p.nv, ga, gr);
-    for (int i = 0; i < 3; i++) free(g0[i]), free(g1[i]);
+    for (int i = 0; i < 3; i++)
+      free(g0[i]), free(g1[i]);
   }
   if (h_case_failed)
     printf("  ^ %s B%d Hq%d Hkv%d Lq%d Lk%d D%d Dv%d causal%d w(%d,%d) kl%d bm%d am%d st%d "
@@ -267,7 +275,8 @@ static const attn_flash_ops *ops_list[2];
 static int n_ops;
 
 static void for_each_ops(const cfg *c, unsigned seed, int backward) {
-  for (int i = 0; i < n_ops; i++) compare_case(ops_list[i], c, seed, backward);
+  for (int i = 0; i < n_ops; i++)
+    compare_case(ops_list[i], c, seed, backward);
 }
 
 static cfg plain(int Lq, int Lk, int D) {
@@ -285,8 +294,8 @@ static void test_head_dims(void) {
 }
 
 static void test_lengths_and_tails(void) {
-  static const int L[][2] = {{1, 1}, {1, 65}, {5, 3}, {64, 64}, {65, 129}, {130, 63}, {97, 200},
-                             {200, 97}, {7, 0}};
+  static const int L[][2] = {{1, 1},    {1, 65},   {5, 3},    {64, 64},
+                             {65, 129}, {130, 63}, {97, 200}, {200, 97}};
   for (unsigned i = 0; i < sizeof L / sizeof L[0]; i++) {
     cfg c = plain(L[i][0], L[i][1], 32);
     for_each_ops(&c, 200 + i, 1);
@@ -294,8 +303,8 @@ static void test_lengths_and_tails(void) {
 }
 
 static void test_causal_and_windows(void) {
-  static const int W[][3] = {{1, -1, -1}, {0, 5, -1}, {0, 20, 0}, {0, -1, 3}, {1, 70, -1},
-                             {0, 0, 0},   {1, 0, -1}, {0, 130, 70}};
+  static const int W[][3] = {{1, -1, -1}, {0, 5, -1}, {0, 20, 0}, {0, -1, 3},
+                             {1, 70, -1}, {0, 0, 0},  {1, 0, -1}, {0, 130, 70}};
   static const int L[][2] = {{150, 150}, {100, 190}, {190, 100}};
   for (unsigned i = 0; i < sizeof W / sizeof W[0]; i++)
     for (unsigned j = 0; j < 3; j++) {
@@ -368,7 +377,8 @@ static void test_large_logits(void) {
     attn_sdpa_desc_init(&d, 1, 1, 1, 3, 130, 4, 4);
     float q[12] = {0}, k[520] = {0}, v[520], out[12], lse[3];
     fill_uniform(v, 520, 7, -1, 1);
-    for (int r = 0; r < 3; r++) q[r * 4] = 1000.0f;
+    for (int r = 0; r < 3; r++)
+      q[r * 4] = 1000.0f;
     k[100 * 4] = 2.0f; /* logit 1000 for key 100, 0 elsewhere */
     k[5 * 4] = 1.0f;   /* 500 */
     CHECK_OK(attn_sdpa_forward_flash_ops(ops_list[i], &d, q, k, v, out, lse));
@@ -401,18 +411,48 @@ static void test_fully_masked_rows_are_zero(void) {
       CHECK((isinf(l[2 * 20 + r]) && l[2 * 20 + r] < 0) == dead);
     }
     int nan = 0, nonzero = 0;
-    for (int64_t e = 0; e < p.no; e++) nan |= isnan(o[e]);
+    for (int64_t e = 0; e < p.no; e++)
+      nan |= isnan(o[e]);
     for (int t = 0; t < 3; t++) {
       int64_t n = t == 0 ? p.nq : t == 1 ? p.nk : p.nv;
-      for (int64_t e = 0; e < n; e++) nan |= isnan(g[t][e]);
+      for (int64_t e = 0; e < n; e++)
+        nan |= isnan(g[t][e]);
     }
-    for (int64_t e = 0; e < 2 * 20 * 8; e++) nonzero |= o[e] != 0 || g[0][e] != 0; /* batch 0 */
-    for (int64_t e = 0; e < 2 * 70 * 8; e++) nonzero |= g[1][e] != 0 || g[2][e] != 0;
+    for (int64_t e = 0; e < 2 * 20 * 8; e++)
+      nonzero |= o[e] != 0 || g[0][e] != 0; /* batch 0 */
+    for (int64_t e = 0; e < 2 * 70 * 8; e++)
+      nonzero |= g[1][e] != 0 || g[2][e] != 0;
     CHECK(!nan);
     CHECK(!nonzero);
     free(o), free(l);
-    for (int t = 0; t < 3; t++) free(g[t]);
+    for (int t = 0; t < 3; t++)
+      free(g[t]);
     free_problem(&p);
+  }
+}
+
+/* Lk = 0: every row sees no key (checked directly: the math path is not
+ * asked about empty key sets here). */
+static void test_no_keys(void) {
+  for (int i = 0; i < n_ops; i++) {
+    attn_sdpa_desc d;
+    attn_sdpa_desc_init(&d, 1, 2, 1, 7, 0, 5, 3);
+    float q[70], o[42], l[14], dq[70], dout[42];
+    fill_uniform(q, 70, 3, -1, 1);
+    fill_uniform(dout, 42, 4, -1, 1);
+    fill_uniform(o, 42, 5, -1, 1);
+    fill_uniform(dq, 70, 6, -1, 1);
+    CHECK_OK(attn_sdpa_forward_flash_ops(ops_list[i], &d, q, NULL, NULL, o, l));
+    CHECK_OK(
+        attn_sdpa_backward_flash_ops(ops_list[i], &d, q, NULL, NULL, o, l, dout, dq, NULL, NULL));
+    int ok = 1;
+    for (int e = 0; e < 42; e++)
+      ok &= o[e] == 0.0f;
+    for (int e = 0; e < 14; e++)
+      ok &= isinf(l[e]) && l[e] < 0;
+    for (int e = 0; e < 70; e++)
+      ok &= dq[e] == 0.0f;
+    CHECK(ok);
   }
 }
 
@@ -431,7 +471,8 @@ static void test_threads_bit_identical(void) {
     for (int t = 0; t < 2; t++) {
       attn_set_num_threads(t + 1);
       o[t] = zeros(p.no), l[t] = zeros(p.nl);
-      for (int e = 0; e < 3; e++) g[t][e] = zeros(e == 0 ? p.nq : e == 1 ? p.nk : p.nv);
+      for (int e = 0; e < 3; e++)
+        g[t][e] = zeros(e == 0 ? p.nq : e == 1 ? p.nk : p.nv);
       CHECK_OK(attn_sdpa_forward_flash_ops(ops_list[i], &p.d, p.q, p.k, p.v, o[t], l[t]));
       CHECK_OK(attn_sdpa_backward_flash_ops(ops_list[i], &p.d, p.q, p.k, p.v, o[t], l[t], p.dout,
                                             g[t][0], g[t][1], g[t][2]));
@@ -444,7 +485,8 @@ static void test_threads_bit_identical(void) {
     CHECK(!memcmp(g[0][2], g[1][2], p.nv * sizeof(float)));
     for (int t = 0; t < 2; t++) {
       free(o[t]), free(l[t]);
-      for (int e = 0; e < 3; e++) free(g[t][e]);
+      for (int e = 0; e < 3; e++)
+        free(g[t][e]);
     }
     free_problem(&p);
   }
@@ -482,6 +524,7 @@ int main(void) {
   RUN(test_random_shapes);
   RUN(test_large_logits);
   RUN(test_fully_masked_rows_are_zero);
+  RUN(test_no_keys);
   RUN(test_threads_bit_identical);
   RUN(test_public_api_flash_backend);
   HARNESS_END();

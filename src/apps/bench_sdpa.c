@@ -33,20 +33,19 @@ typedef struct {
 } sdpa_opts;
 
 static void sdpa_usage(FILE *out) {
-  fprintf(out,
-          "usage: attn bench sdpa [--n N...] [--batch B] [--heads H] [--dim D] [--causal]\n"
-          "                       [--window W] [--backward] [--backend math|flash|auto]\n"
-          "                       [--threads T] [--json FILE]\n"
-          "  --n N...       sequence lengths Lq = Lk (default 512 1024 2048 4096)\n"
-          "  --batch B      batch (default 1); --heads H (default 8); --dim D (default 64)\n"
-          "  --causal       causal mask; --window W: keys i-W..i+W (i-W..i with --causal)\n"
-          "  --backward     time the backward (from a forward's out and lse)\n"
-          "  --backend      default flash; math is also timed where its scratch fits\n"
-          "  --threads T    threads (default: all)\n"
-          "  --json FILE    also write the results as JSON\n"
-          "GFLOP/s counts 4·B·H·D per allowed (query, key) pair forward, 2.5x backward.\n"
-          "peak_MiB is the process's peak resident memory during the runs (Linux\n"
-          "VmHWM, reset per case); io_MiB the tensors (q, k, v, out, lse [, dout, grads]).\n");
+  fprintf(out, "usage: attn bench sdpa [--n N...] [--batch B] [--heads H] [--dim D] [--causal]\n"
+               "                       [--window W] [--backward] [--backend math|flash|auto]\n"
+               "                       [--threads T] [--json FILE]\n"
+               "  --n N...       sequence lengths Lq = Lk (default 512 1024 2048 4096)\n"
+               "  --batch B      batch (default 1); --heads H (default 8); --dim D (default 64)\n"
+               "  --causal       causal mask; --window W: keys i-W..i+W (i-W..i with --causal)\n"
+               "  --backward     time the backward (from a forward's out and lse)\n"
+               "  --backend      default flash; math is also timed where its scratch fits\n"
+               "  --threads T    threads (default: all)\n"
+               "  --json FILE    also write the results as JSON\n"
+               "GFLOP/s counts 4·B·H·D per allowed (query, key) pair forward, 2.5x backward.\n"
+               "peak_MiB is the process's peak resident memory during the runs (Linux\n"
+               "VmHWM, reset per case); io_MiB the tensors (q, k, v, out, lse [, dout, grads]).\n");
 }
 
 static void fill(float *x, size_t n, unsigned seed) {
@@ -99,8 +98,7 @@ typedef struct {
 static attn_status run_once(const attn_sdpa_desc *d, attn_backend be, int backward,
                             const sdpa_bufs *t) {
   if (!backward) return attn_sdpa_forward(d, be, t->q, t->k, t->v, t->out, t->lse, NULL);
-  return attn_sdpa_backward(d, be, t->q, t->k, t->v, t->out, t->lse, t->dout, t->dq, t->dk,
-                            t->dv);
+  return attn_sdpa_backward(d, be, t->q, t->k, t->v, t->out, t->lse, t->dout, t->dq, t->dk, t->dv);
 }
 
 /* Median seconds over runs (the first call warms up; a call over 2 s is the
@@ -153,8 +151,10 @@ static int run_case(const sdpa_opts *o, long long n, sdpa_result *r) {
     if (!o->backward && i >= 4 && i < 8) continue;
     size_t cnt = i == 8 ? nl : nt;
     *all[i] = malloc(cnt * sizeof(float));
-    if (!*all[i]) bad = 1;
-    else if (i < 3 || i == 4) fill(*all[i], cnt, 11 + i);
+    if (!*all[i])
+      bad = 1;
+    else if (i < 3 || i == 4)
+      fill(*all[i], cnt, 11 + i);
   }
   int rc = 0;
   if (bad) {
@@ -178,7 +178,8 @@ static int run_case(const sdpa_opts *o, long long n, sdpa_result *r) {
     r->med[1] = time_backend(&d, ATTN_BACKEND_MATH, o->backward, &t, &mr);
     if (r->med[1] < 0) rc = 1;
   }
-  for (int i = 0; i < 9; i++) free(*all[i]);
+  for (int i = 0; i < 9; i++)
+    free(*all[i]);
   return rc;
 }
 
@@ -252,7 +253,8 @@ int attn_bench_sdpa_main(int argc, char **argv) {
   }
   if (!nn) {
     static const long long def[] = {512, 1024, 2048, 4096};
-    for (int i = 0; i < 4; i++) ns[nn++] = def[i];
+    for (int i = 0; i < 4; i++)
+      ns[nn++] = def[i];
   }
   int saved = attn_get_num_threads();
   double peak = attn_bench_peak_gflops(o.threads);
@@ -262,8 +264,8 @@ int attn_bench_sdpa_main(int argc, char **argv) {
   if (o.window >= 0) printf(" window %lld", o.window);
   printf(", %d thread%s; fp32 FMA peak (%s) measured now: %.1f GFLOP/s\n", o.threads,
          o.threads > 1 ? "s" : "", attn_bench_peak_isa(), peak);
-  printf("%7s %5s %11s %9s %6s %11s %8s %9s %8s\n", "N", "runs", "median_ms", "GFLOP/s",
-         "%peak", "math_ms", "vs_math", "peak_MiB", "io_MiB");
+  printf("%7s %5s %11s %9s %6s %11s %8s %9s %8s\n", "N", "runs", "median_ms", "GFLOP/s", "%peak",
+         "math_ms", "vs_math", "peak_MiB", "io_MiB");
   sdpa_result res[MAX_N];
   int rc = 0, done = 0;
   for (int i = 0; i < nn; i++) {
@@ -279,9 +281,8 @@ int attn_bench_sdpa_main(int argc, char **argv) {
       snprintf(mt, sizeof mt, "%.2f", 1e3 * r->med[1]);
       snprintf(vs, sizeof vs, "x%.2f", r->med[1] / r->med[0]);
     }
-    printf("%7lld %5d %11.2f %9.1f %6.1f %11s %8s %9.1f %8.1f\n", r->n, r->runs,
-           1e3 * r->med[0], gf, 100.0 * gf / peak, mt, vs, r->peak_mib,
-           r->io_bytes / 1048576.0);
+    printf("%7lld %5d %11.2f %9.1f %6.1f %11s %8s %9.1f %8.1f\n", r->n, r->runs, 1e3 * r->med[0],
+           gf, 100.0 * gf / peak, mt, vs, r->peak_mib, r->io_bytes / 1048576.0);
     fflush(stdout);
   }
   attn_set_num_threads(saved);

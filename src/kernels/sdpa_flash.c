@@ -34,8 +34,7 @@ const attn_flash_ops *attn_flash_ops_default(void) {
   return attn_flash_ops_generic();
 }
 
-void attn_flash_key_range(const attn_sdpa_desc *d, int64_t b, int64_t i, int64_t *lo,
-                          int64_t *hi) {
+void attn_flash_key_range(const attn_sdpa_desc *d, int64_t b, int64_t i, int64_t *lo, int64_t *hi) {
   attn_sdpa_key_range(d, b, i, lo, hi);
 }
 
@@ -45,7 +44,7 @@ int attn_flash_tile_bounds(const attn_sdpa_desc *d, int64_t b, int64_t i0, int R
   attn_sdpa_key_range(d, b, i0, &lo0, &hi0);
   attn_sdpa_key_range(d, b, i0 + R - 1, &lo1, &hi1);
   if (hi1 <= j0 || lo0 >= j1 || lo0 >= hi1) return 0; /* no row sees this block */
-  if (lo1 <= j0 && hi0 >= j1) {                         /* every row sees all of it */
+  if (lo1 <= j0 && hi0 >= j1) {                       /* every row sees all of it */
     for (int r = 0; r < R; r++) {
       lo[r] = 0;
       hi[r] = nk;
@@ -114,7 +113,8 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
   float *o = ws, *m = o + (int64_t)BQ * Dv, *l = m + BQ, *s = l + BQ;
   float alpha[MR];
   int lo[MR], hi[MR], all_lo[MR], all_hi[MR];
-  for (int r = 0; r < MR; r++) all_lo[r] = 0, all_hi[r] = BC;
+  for (int r = 0; r < MR; r++)
+    all_lo[r] = 0, all_hi[r] = BC;
   const float *qh = q + b * rs->q[0] + h * rs->q[1];
   const float *vh = v + b * rs->v[0] + kvh * rs->v[1];
   const float *kth = kt + (b * d->Hkv + kvh) * nkb * D * BC;
@@ -156,7 +156,8 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
     float *orow = oh + (i0 + r) * rs->o[2];
     if (l[r] > 0.0f) {
       float inv = 1.0f / l[r];
-      for (int64_t c = 0; c < Dv; c++) orow[c] = o[r * Dv + c] * inv;
+      for (int64_t c = 0; c < Dv; c++)
+        orow[c] = o[r * Dv + c] * inv;
       lh[i0 + r] = m[r] + logf(l[r]);
     } else {
       memset(orow, 0, (size_t)Dv * sizeof(float));
@@ -166,8 +167,8 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
 }
 
 attn_status attn_sdpa_forward_flash_ops(const attn_flash_ops *ops, const attn_sdpa_desc *d,
-                                        const float *q, const float *k, const float *v,
-                                        float *out, float *lse) {
+                                        const float *q, const float *k, const float *v, float *out,
+                                        float *lse) {
   attn_sdpa_resolved rs;
   attn_status st = attn_sdpa_validate(d, q, k, v, &rs);
   if (st) return st;
@@ -205,8 +206,7 @@ attn_status attn_sdpa_forward_flash_ops(const attn_flash_ops *ops, const attn_sd
     int64_t bh = t / nqb, qb = nqb - 1 - t % nqb; /* later query blocks first (causal) */
     int64_t i0 = qb * BQ;
     int nq = (int)(d->Lq - i0 < BQ ? d->Lq - i0 : BQ);
-    forward_item(ops, d, &rs, bh / Hq, bh % Hq, i0, nq, q, kt, v, out, lse,
-                 ws + thread_id() * per);
+    forward_item(ops, d, &rs, bh / Hq, bh % Hq, i0, nq, q, kt, v, out, lse, ws + thread_id() * per);
   }
   free(ws);
   free(kt);

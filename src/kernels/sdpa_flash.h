@@ -35,11 +35,11 @@ typedef struct {
                          float *l, float *alpha);
   /* Backward tile: s [R, BC] raw scores (logits t as in softmax_update),
    * dp [R, BC] = dout·vᵀ; writes p = e^(t - lse[r]) and
-   * ds = p * (dp - di[r]) * scale into p, ds [R, BC] (rows ldp apart); rows
+   * ds = p * (dp - di[r]) * dscale into p, ds [R, BC] (rows ldp apart); rows
    * with lse = -inf give 0. */
   void (*probs_grad)(int R, const float *s, float scale, const int *lo, const int *hi,
-                     const float *dp, const float *lse, const float *di, float *p, float *ds,
-                     int64_t ldp);
+                     const float *dp, const float *lse, const float *di, float dscale, float *p,
+                     float *ds, int64_t ldp);
   /* kt [D, BC] = transpose of x [n, D] (rows ldx apart), zero columns n..BC-1. */
   void (*pack_t)(int64_t n, int64_t D, const float *x, int64_t ldx, float *kt);
 } attn_flash_ops;
@@ -51,8 +51,8 @@ const attn_flash_ops *attn_flash_ops_avx512(void);
 const attn_flash_ops *attn_flash_ops_default(void);
 
 attn_status attn_sdpa_forward_flash_ops(const attn_flash_ops *ops, const attn_sdpa_desc *d,
-                                        const float *q, const float *k, const float *v,
-                                        float *out, float *lse);
+                                        const float *q, const float *k, const float *v, float *out,
+                                        float *lse);
 attn_status attn_sdpa_backward_flash_ops(const attn_flash_ops *ops, const attn_sdpa_desc *d,
                                          const float *q, const float *k, const float *v,
                                          const float *out, const float *lse, const float *dout,
@@ -61,8 +61,7 @@ attn_status attn_sdpa_backward_flash_ops(const attn_flash_ops *ops, const attn_s
 /* ---- shared by forward and backward (sdpa_flash.c) ---------------------- */
 /* Keys j with lo <= j < hi may be allowed for query i (causal, window,
  * key_lens); lo >= hi: none. Both are non-decreasing in i. */
-void attn_flash_key_range(const attn_sdpa_desc *d, int64_t b, int64_t i, int64_t *lo,
-                          int64_t *hi);
+void attn_flash_key_range(const attn_sdpa_desc *d, int64_t b, int64_t i, int64_t *lo, int64_t *hi);
 /* Block-relative column bounds for rows i0..i0+R-1 against keys j0..j0+nk-1.
  * Returns 0 when no row may attend to any key of the block (skip the tile). */
 int attn_flash_tile_bounds(const attn_sdpa_desc *d, int64_t b, int64_t i0, int R, int64_t j0,

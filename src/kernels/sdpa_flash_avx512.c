@@ -15,7 +15,8 @@
 #include "kernels/vexp_avx512.h"
 
 #define AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma")))
-#define AVX512_INLINE __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma"), always_inline)) static inline
+#define AVX512_INLINE                                                                              \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma"), always_inline)) static inline
 
 enum { BC = ATTN_FLASH_BC, MR = ATTN_FLASH_MR, NV = ATTN_FLASH_NC / 16 };
 
@@ -27,7 +28,8 @@ AVX512_INLINE void gemm_body(const int R, const int V, __mmask16 last, int64_t K
 #pragma GCC unroll 6
   for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
-    for (int v = 0; v < V; v++) t[r][v] = _mm512_setzero_ps();
+    for (int v = 0; v < V; v++)
+      t[r][v] = _mm512_setzero_ps();
   for (int64_t k = 0; k < K; k++) {
     __m512 bv[NV];
     const float *bk = b + k * ldb;
@@ -39,7 +41,8 @@ AVX512_INLINE void gemm_body(const int R, const int V, __mmask16 last, int64_t K
     for (int r = 0; r < R; r++) {
       __m512 ar = _mm512_set1_ps(ak[r * ars]);
 #pragma GCC unroll 4
-      for (int v = 0; v < V; v++) t[r][v] = _mm512_fmadd_ps(ar, bv[v], t[r][v]);
+      for (int v = 0; v < V; v++)
+        t[r][v] = _mm512_fmadd_ps(ar, bv[v], t[r][v]);
     }
   }
 #pragma GCC unroll 6
@@ -94,9 +97,9 @@ AVX512_TARGET static void gemm_avx512(int R, int n, int64_t K, const float *a, i
 
 /* Columns lo <= j < hi of a 16-column slice v of a row. */
 AVX512_INLINE __mmask16 allowed_cols(int v, int lo, int hi) {
-  __m512i j = _mm512_add_epi32(
-      _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-      _mm512_set1_epi32(16 * v));
+  __m512i j =
+      _mm512_add_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                       _mm512_set1_epi32(16 * v));
   return _mm512_cmpge_epi32_mask(j, _mm512_set1_epi32(lo)) &
          _mm512_cmplt_epi32_mask(j, _mm512_set1_epi32(hi));
 }
@@ -117,8 +120,7 @@ AVX512_TARGET static void logits_avx512(int R, float *s, float scale, const int 
  * max, exp, horizontal sum) sit side by side for the out-of-order core:
  * first the logits and each row's max, then the exponentials and sums. */
 AVX512_TARGET static void softmax_update_avx512(int R, float *s, float scale, const int *lo,
-                                                const int *hi, float *m, float *l,
-                                                float *alpha) {
+                                                const int *hi, float *m, float *l, float *alpha) {
   __m512 vs = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(-INFINITY);
   float mn[MR];
   for (int r = 0; r < R; r++) {
@@ -126,19 +128,20 @@ AVX512_TARGET static void softmax_update_avx512(int R, float *s, float scale, co
     __m512 x[BC / 16];
 #pragma GCC unroll 4
     for (int v = 0; v < BC / 16; v++) {
-      x[v] = _mm512_mask_mul_ps(ninf, allowed_cols(v, lo[r], hi[r]), vs,
-                                _mm512_loadu_ps(sr + 16 * v));
+      x[v] =
+          _mm512_mask_mul_ps(ninf, allowed_cols(v, lo[r], hi[r]), vs, _mm512_loadu_ps(sr + 16 * v));
       _mm512_storeu_ps(sr + 16 * v, x[v]);
     }
-    float mx = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(x[0], x[1]),
-                                                  _mm512_max_ps(x[2], x[3])));
+    float mx =
+        _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(x[0], x[1]), _mm512_max_ps(x[2], x[3])));
     mn[r] = mx > m[r] ? mx : m[r];
   }
   for (int r = 0; r < R; r++) {
     float *sr = s + r * BC, mo = m[r];
     if (mn[r] == -INFINITY) { /* nothing allowed yet */
 #pragma GCC unroll 4
-      for (int v = 0; v < BC / 16; v++) _mm512_storeu_ps(sr + 16 * v, _mm512_setzero_ps());
+      for (int v = 0; v < BC / 16; v++)
+        _mm512_storeu_ps(sr + 16 * v, _mm512_setzero_ps());
       alpha[r] = 1.0f;
       continue;
     }
@@ -158,9 +161,9 @@ AVX512_TARGET static void softmax_update_avx512(int R, float *s, float scale, co
 
 AVX512_TARGET static void probs_grad_avx512(int R, const float *s, float scale, const int *lo,
                                             const int *hi, const float *dp, const float *lse,
-                                            const float *di, float *p, float *ds,
+                                            const float *di, float dscale, float *p, float *ds,
                                             int64_t ldp) {
-  __m512 vs = _mm512_set1_ps(scale);
+  __m512 vs = _mm512_set1_ps(scale), vg = _mm512_set1_ps(dscale);
   for (int r = 0; r < R; r++) {
     const float *sr = s + r * BC, *dpr = dp + r * BC;
     float *pr = p + r * ldp, *dsr = ds + r * ldp;
@@ -172,7 +175,7 @@ AVX512_TARGET static void probs_grad_avx512(int R, const float *s, float scale, 
       __m512 t = _mm512_fmsub_ps(_mm512_loadu_ps(sr + 16 * v), vs, vl);
       __m512 pv = _mm512_maskz_mov_ps(ok, attn_vexp16_avx512(t));
       _mm512_storeu_ps(pr + 16 * v, pv);
-      __m512 g = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(dpr + 16 * v), vd), vs);
+      __m512 g = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(dpr + 16 * v), vd), vg);
       _mm512_storeu_ps(dsr + 16 * v, _mm512_mul_ps(pv, g));
     }
   }
@@ -182,14 +185,15 @@ AVX512_TARGET static void pack_t_avx512(int64_t n, int64_t D, const float *x, in
                                         float *kt) {
   for (int64_t dd = 0; dd < D; dd++) {
     float *row = kt + dd * BC;
-    for (int64_t j = 0; j < n; j++) row[j] = x[j * ldx + dd];
-    for (int64_t j = n; j < BC; j++) row[j] = 0.0f;
+    for (int64_t j = 0; j < n; j++)
+      row[j] = x[j * ldx + dd];
+    for (int64_t j = n; j < BC; j++)
+      row[j] = 0.0f;
   }
 }
 
-static const attn_flash_ops avx512_ops = {"avx512",          gemm_avx512,
-                                          logits_avx512,     softmax_update_avx512,
-                                          probs_grad_avx512, pack_t_avx512};
+static const attn_flash_ops avx512_ops = {
+    "avx512", gemm_avx512, logits_avx512, softmax_update_avx512, probs_grad_avx512, pack_t_avx512};
 
 const attn_flash_ops *attn_flash_ops_avx512(void) { return &avx512_ops; }
 #else

@@ -50,8 +50,10 @@ static int64_t first_row(const attn_sdpa_desc *d, int64_t b, int64_t j, int want
     int64_t mid = a + (z - a) / 2, lo, hi;
     attn_flash_key_range(d, b, mid, &lo, &hi);
     int ok = want_hi ? hi > j : lo >= j;
-    if (ok) z = mid;
-    else a = mid + 1;
+    if (ok)
+      z = mid;
+    else
+      a = mid + 1;
   }
   return a;
 }
@@ -76,11 +78,13 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, flo
   float *kt = ws, *vt = kt + D * BC, *dkb = vt + Dv * BC, *dvb = dkb + BC * D;
   float *p = dvb + BC * Dv, *ds = p + BQB * BC, *s = ds + BQB * BC, *dp = s + MR * BC;
   int lo[MR], hi[MR], all_lo[MR], all_hi[MR];
-  for (int r = 0; r < MR; r++) all_lo[r] = 0, all_hi[r] = BC;
+  for (int r = 0; r < MR; r++)
+    all_lo[r] = 0, all_hi[r] = BC;
   for (int64_t h = g * G; h < (g + 1) * G; h++) {
     int64_t ld;
     float *dqh = dq_rows(x, c, b, h, &ld);
-    for (int64_t i = 0; i < d->Lq; i++) memset(dqh + i * ld, 0, (size_t)D * sizeof(float));
+    for (int64_t i = 0; i < d->Lq; i++)
+      memset(dqh + i * ld, 0, (size_t)D * sizeof(float));
   }
   const float *kh = x->k + b * rs->k[0] + g * rs->k[1];
   const float *vh = x->v + b * rs->v[0] + g * rs->v[1];
@@ -116,10 +120,10 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, flo
           if (masks) { /* logits and masks first, then p, ds on finished logits */
             ops->logits(R, s, rs->scale, lo, hi);
             attn_flash_elem_masks(d, b, h, i, R, j0, nk, s);
-            ops->probs_grad(R, s, 1.0f, all_lo, all_hi, dp, lseh + i, dih + i, p + r0 * BC,
-                            ds + r0 * BC, BC);
+            ops->probs_grad(R, s, 1.0f, all_lo, all_hi, dp, lseh + i, dih + i, rs->scale,
+                            p + r0 * BC, ds + r0 * BC, BC);
           } else {
-            ops->probs_grad(R, s, rs->scale, lo, hi, dp, lseh + i, dih + i, p + r0 * BC,
+            ops->probs_grad(R, s, rs->scale, lo, hi, dp, lseh + i, dih + i, rs->scale, p + r0 * BC,
                             ds + r0 * BC, BC);
           }
           for (int64_t c0 = 0; c0 < D; c0 += NC) {
@@ -162,7 +166,10 @@ attn_status attn_sdpa_backward_flash_ops(const attn_flash_ops *ops, const attn_s
   if (!ops) return attn_set_error(ATTN_EUNSUPPORTED, "sdpa flash: no kernels for this CPU");
   if (d->Lq > 0 && (!out || !lse || !dout || !dq))
     return attn_set_error(ATTN_EINVAL, "sdpa flash backward: %s is NULL",
-                          !out ? "out" : !lse ? "lse" : !dout ? "dout" : "dq");
+                          !out    ? "out"
+                          : !lse  ? "lse"
+                          : !dout ? "dout"
+                                  : "dq");
   if (d->Lk > 0 && (!dk || !dv))
     return attn_set_error(ATTN_EINVAL, "sdpa flash backward: %s is NULL", !dk ? "dk" : "dv");
   const int64_t B = d->B, Hq = d->Hq, Hkv = d->Hkv, Lq = d->Lq, D = d->D, Dv = d->Dv;
@@ -178,8 +185,7 @@ attn_status attn_sdpa_backward_flash_ops(const attn_flash_ops *ops, const attn_s
   }
   /* key chunks: enough items for the threads of a big machine, within memory */
   int64_t C = 1, dq_bytes = B * Hq * Lq * D * (int64_t)sizeof(float);
-  while (B * Hkv * C < WANT_ITEMS && C < nkb &&
-         (C == 1 || C * dq_bytes <= PART_BYTES_MAX))
+  while (B * Hkv * C < WANT_ITEMS && C < nkb && (C == 1 || C * dq_bytes <= PART_BYTES_MAX))
     C++;
   float *di = attn_flash_alloc(B * Hq * Lq, 1, "backward rowsum");
   float *part = C > 1 ? attn_flash_alloc((C - 1) * B * Hq * Lq * D, 1, "partial dq") : NULL;
@@ -199,7 +205,8 @@ attn_status attn_sdpa_backward_flash_ops(const attn_flash_ops *ops, const attn_s
     const float *o = out + b * rs.o[0] + h * rs.o[1] + i * rs.o[2];
     const float *g = dout + b * rs.o[0] + h * rs.o[1] + i * rs.o[2];
     double acc = 0;
-    for (int64_t c = 0; c < Dv; c++) acc += (double)o[c] * g[c];
+    for (int64_t c = 0; c < Dv; c++)
+      acc += (double)o[c] * g[c];
     di[t] = (float)acc;
   }
   bwd_ctx x = {ops, d, &rs, q, k, v, out, lse, dout, di, dq, dk, dv, part, C};
@@ -214,7 +221,8 @@ attn_status attn_sdpa_backward_flash_ops(const attn_flash_ops *ops, const attn_s
       float *g = dq + (bh / Hq) * rs.q[0] + (bh % Hq) * rs.q[1] + i * rs.q[2];
       for (int64_t c = 1; c < C; c++) {
         const float *pc = part + ((c - 1) * B * Hq * Lq + t) * D;
-        for (int64_t e = 0; e < D; e++) g[e] += pc[e];
+        for (int64_t e = 0; e < D; e++)
+          g[e] += pc[e];
       }
     }
   }
@@ -227,6 +235,6 @@ attn_status attn_sdpa_backward_flash_ops(const attn_flash_ops *ops, const attn_s
 attn_status attn_sdpa_backward_flash(const attn_sdpa_desc *d, const float *q, const float *k,
                                      const float *v, const float *out, const float *lse,
                                      const float *dout, float *dq, float *dk, float *dv) {
-  return attn_sdpa_backward_flash_ops(attn_flash_ops_default(), d, q, k, v, out, lse, dout, dq,
-                                      dk, dv);
+  return attn_sdpa_backward_flash_ops(attn_flash_ops_default(), d, q, k, v, out, lse, dout, dq, dk,
+                                      dv);
 }

@@ -13,21 +13,25 @@ static void gemm_generic(int R, int n, int64_t K, const float *a, int64_t ars, i
                          int acc) {
   float t[MR][NC];
   for (int r = 0; r < R; r++)
-    for (int j = 0; j < n; j++) t[r][j] = 0.0f;
+    for (int j = 0; j < n; j++)
+      t[r][j] = 0.0f;
   for (int64_t k = 0; k < K; k++) {
     const float *bk = b + k * ldb;
     for (int r = 0; r < R; r++) {
       float ar = a[r * ars + k * acs];
-      for (int j = 0; j < n; j++) t[r][j] += ar * bk[j];
+      for (int j = 0; j < n; j++)
+        t[r][j] += ar * bk[j];
     }
   }
   for (int r = 0; r < R; r++) {
     float *cr = c + r * ldc;
     if (!acc)
-      for (int j = 0; j < n; j++) cr[j] = t[r][j];
+      for (int j = 0; j < n; j++)
+        cr[j] = t[r][j];
     else {
       float f = cs ? cs[r] : 1.0f;
-      for (int j = 0; j < n; j++) cr[j] = f * cr[j] + t[r][j];
+      for (int j = 0; j < n; j++)
+        cr[j] = f * cr[j] + t[r][j];
     }
   }
 }
@@ -35,7 +39,8 @@ static void gemm_generic(int R, int n, int64_t K, const float *a, int64_t ars, i
 static void logits_generic(int R, float *s, float scale, const int *lo, const int *hi) {
   for (int r = 0; r < R; r++) {
     float *sr = s + r * BC;
-    for (int j = 0; j < BC; j++) sr[j] = (j >= lo[r] && j < hi[r]) ? scale * sr[j] : -INFINITY;
+    for (int j = 0; j < BC; j++)
+      sr[j] = (j >= lo[r] && j < hi[r]) ? scale * sr[j] : -INFINITY;
   }
 }
 
@@ -65,8 +70,8 @@ static void softmax_update_generic(int R, float *s, float scale, const int *lo, 
 }
 
 static void probs_grad_generic(int R, const float *s, float scale, const int *lo, const int *hi,
-                               const float *dp, const float *lse, const float *di, float *p,
-                               float *ds, int64_t ldp) {
+                               const float *dp, const float *lse, const float *di, float dscale,
+                               float *p, float *ds, int64_t ldp) {
   for (int r = 0; r < R; r++) {
     const float *sr = s + r * BC, *dpr = dp + r * BC;
     float *pr = p + r * ldp, *dsr = ds + r * ldp;
@@ -78,7 +83,7 @@ static void probs_grad_generic(int R, const float *s, float scale, const int *lo
     for (int j = 0; j < BC; j++) {
       float pj = (j >= lo[r] && j < hi[r]) ? expf(scale * sr[j] - lse[r]) : 0.0f;
       pr[j] = pj;
-      dsr[j] = pj * (dpr[j] - di[r]) * scale;
+      dsr[j] = pj * (dpr[j] - di[r]) * dscale;
     }
   }
 }
@@ -86,8 +91,10 @@ static void probs_grad_generic(int R, const float *s, float scale, const int *lo
 static void pack_t_generic(int64_t n, int64_t D, const float *x, int64_t ldx, float *kt) {
   for (int64_t dd = 0; dd < D; dd++) {
     float *row = kt + dd * BC;
-    for (int64_t j = 0; j < n; j++) row[j] = x[j * ldx + dd];
-    for (int64_t j = n; j < BC; j++) row[j] = 0.0f;
+    for (int64_t j = 0; j < n; j++)
+      row[j] = x[j * ldx + dd];
+    for (int64_t j = n; j < BC; j++)
+      row[j] = 0.0f;
   }
 }
 

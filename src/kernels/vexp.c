@@ -5,7 +5,8 @@
 #include "kernels/vexp.h"
 
 void attn_vexp_f32_generic(const float *x, float *y, int64_t n) {
-  for (int64_t i = 0; i < n; i++) y[i] = expf(x[i]);
+  for (int64_t i = 0; i < n; i++)
+    y[i] = expf(x[i]);
 }
 
 void attn_vexp_f32(const float *x, float *y, int64_t n) {

@@ -12,7 +12,8 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma"), always_inline)) static inline __m512
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma"),
+               always_inline)) static inline __m512
 attn_vexp16_avx512(__m512 x) {
   x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);
   x = _mm512_min_ps(_mm512_set1_ps(88.8f), x);
