@@ -35,6 +35,7 @@ static attn_status axis_labels_make(axis_labels *ax, cairo_t *measure, const cha
                                     int64_t a, int64_t b, int max_labels, double cell) {
   ax->a = a, ax->b = b;
   ax->stride = attn_viz_label_stride(b - a, max_labels);
+  while (cell * (double)ax->stride < 7.0) ax->stride++; /* labels need 7 px of room */
   ax->count = (b - a + ax->stride - 1) / ax->stride;
   ax->text = calloc((size_t)ax->count, sizeof *ax->text);
   if (!ax->text) return attn_set_error(ATTN_ENOMEM, "heatmap: out of memory for labels");
@@ -104,8 +105,11 @@ attn_status attn_viz_heatmap_f32(const char *path, const float *probs, int64_t l
         vmin = fmin(vmin, v), vmax = fmax(vmax, v);
       }
   }
-  int64_t nmax = nq > nk ? nq : nk;
+  int64_t nmax = nq > nk ? nq : nk, nmin = nq < nk ? nq : nk;
+  /* square cells, the long side ~640 px; a short side gets at least ~120 px
+   * as long as the long side stays within 2400 px */
   double cell = fmin(28.0, 640.0 / (double)nmax);
+  cell = fmax(cell, fmin(120.0 / (double)nmin, 2400.0 / (double)nmax));
   if (cell < 1) cell = nmax <= 2400 ? 1.0 : 2400.0 / (double)nmax;
   double pw = cell * (double)nk, ph = cell * (double)nq;
 
