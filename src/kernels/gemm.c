@@ -91,15 +91,21 @@ static void chunk_range(const gemm_plan *g, int t, int64_t *m0, int64_t *m1, int
   *n1 = min64(g->N, (tj + 1) * g->np / g->tn * nr);
 }
 
-/* Split nt threads into a tm x tn grid minimising the largest chunk. */
+/* Split nt threads into a tm x tn grid minimising the largest chunk's cost:
+ * its multiply-adds plus its packing (a thread packs all of its rows of A
+ * once, and its columns of B once per block of mc rows), a packed element
+ * counted as PACK_COST multiply-adds (~ vector FMA rate / packing rate). */
+enum { PACK_COST = 16 };
 static void choose_grid(gemm_plan *g, int nt) {
-  int64_t best = -1;
+  double best = -1;
   for (int tm = 1; tm <= nt; tm++) {
     if (nt % tm) continue;
     int tn = nt / tm;
     if (tm > g->mp || tn > g->np) continue;
-    int64_t cost = ceil_div(g->mp, tm) * g->kr->mr * ceil_div(g->np, tn) * g->kr->nr;
-    /* ties: prefer splitting columns (each thread then packs its own b~) */
+    double rows = (double)(ceil_div(g->mp, tm) * g->kr->mr);
+    double cols = (double)(ceil_div(g->np, tn) * g->kr->nr), K = (double)g->K;
+    double cost = rows * cols * K +
+                  PACK_COST * (rows * K + K * cols * (double)ceil_div((int64_t)rows, g->kr->mc));
     if (best < 0 || cost < best) {
       best = cost;
       g->tm = tm;
@@ -116,10 +122,13 @@ static attn_status gemm_packed(const attn_gemm_kernel_f32 *kr, int transa, int t
   gemm_plan g = {kr, transa, transb, M, N, K, lda, ldb, ldc, alpha, beta, A, B, C,
                  0, 0, 0, 1, 1, ceil_div(M, kr->mr), ceil_div(N, kr->nr)};
   g.kc = ceil_div(K, ceil_div(K, kr->kc));
-  /* Threads: at most one per 2^18 multiply-adds, and a grid that fits. */
+  /* Threads: at most one per 2^19 multiply-adds (a few microseconds, well
+   * above the cost of waking a thread), and a grid that fits. */
   int nt = attn_get_num_threads();
+  const double work_per_thread = 524288.0;
   double work = (double)M * (double)N * (double)K;
-  if (work / 262144.0 < nt) nt = work < 2 * 262144.0 ? 1 : (int)(work / 262144.0);
+  if (work / work_per_thread < nt)
+    nt = work < 2 * work_per_thread ? 1 : (int)(work / work_per_thread);
   while (nt > 1) {
     choose_grid(&g, nt);
     if (g.tm * g.tn == nt) break;
