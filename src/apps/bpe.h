@@ -20,7 +20,14 @@
  * merges.
  *
  * Saved as text (fits a safetensors metadata value):
- *   "attn-bpe 1\nmax_chunk 64\nmerges N\n" + N lines "LEFT RIGHT" (ids). */
+ *   "attn-bpe 1\nmax_chunk 64\nmerges N\n" + N lines "LEFT RIGHT" (ids).
+ *
+ * Typical use (texts of the training split from apps/dataset.h):
+ *   attn_bpe *tok; attn_bpe_train(train_texts, train_lens, n_train, NULL, &tok);
+ *   int32_t ids[512]; size_t n;
+ *   attn_bpe_encode(tok, text, len, ids, 512, &n);     first 512 tokens only
+ *   char *meta; attn_bpe_save(tok, &meta);  attn_st_set_meta(st, "tokenizer", meta);
+ *   attn_bpe_load(attn_st_meta(st, "tokenizer"), &tok2);   the same tokenizer */
 #ifndef ATTN_APPS_BPE_H
 #define ATTN_APPS_BPE_H
 

@@ -36,7 +36,8 @@ static void data_usage(FILE *f, const char *cmd) {
           "                  fetch it with: tools/fetch_data.sh DIR); group names containing\n"
           "                  \"spam\" are spam, the others ham (docs/DATA.md)\n"
           "  --seed S        split seed (default 1)\n"
-          "  --split FILE    split file: used if it exists, else written (default DIR/split-seed<S>.tsv)\n"
+          "  --split FILE    split file: used if it exists, else written (default\n"
+          "                  DIR/split-seed<S>.tsv, or DIR/split-seed<S>-<P>-<P>.tsv for other percentages)\n"
           "  --train-pct P, --val-pct P   split percentages (default 80, 10; the rest is test)\n",
           cmd,
           !strcmp(cmd, "nb") ? " [--vocab V] [--train-bytes N] [--max-bytes N] [--alpha A] [--counts]"
@@ -138,7 +139,11 @@ static attn_corpus *open_corpus(const data_opts *o) {
   }
   char split_path[4096];
   if (o->split) snprintf(split_path, sizeof split_path, "%s", o->split);
-  else snprintf(split_path, sizeof split_path, "%s/split-seed%llu.tsv", o->data, o->seed);
+  else if (o->train_pct == 80 && o->val_pct == 10)
+    snprintf(split_path, sizeof split_path, "%s/split-seed%llu.tsv", o->data, o->seed);
+  else
+    snprintf(split_path, sizeof split_path, "%s/split-seed%llu-%d-%d.tsv", o->data, o->seed, o->train_pct,
+             o->val_pct);
   if (stat(split_path, &sb) == 0) {
     if (attn_corpus_load_split(c, split_path)) {
       cli_fail("split");
@@ -199,6 +204,25 @@ int attn_cmd_data(int argc, char **argv) {
   return 0;
 }
 
+static int cmp_size(const void *a, const void *b) {
+  size_t x = *(const size_t *)a, y = *(const size_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Tokens per message: where to cut sequences for a model. */
+static void print_length_percentiles(const size_t *n_ids, int n) {
+  size_t *v = malloc((size_t)n * sizeof *v);
+  if (!v || n == 0) {
+    free(v);
+    return;
+  }
+  memcpy(v, n_ids, (size_t)n * sizeof *v);
+  qsort(v, (size_t)n, sizeof *v, cmp_size);
+  printf("bpe: tokens per message: median %zu, p90 %zu, p99 %zu, max %zu\n", v[n / 2],
+         v[(size_t)n * 9 / 10], v[(size_t)n * 99 / 100], v[n - 1]);
+  free(v);
+}
+
 int attn_cmd_nb(int argc, char **argv) {
   data_opts o;
   int r = parse_opts(argc, argv, &o);
@@ -249,6 +273,7 @@ int attn_cmd_nb(int argc, char **argv) {
   printf("bpe: encoded %d texts (%.1f MB) in %.2f s: %zu tokens, %.2f bytes/token\n", n,
          (double)total_bytes / 1e6, t2 - t1, total_tokens,
          total_tokens ? (double)total_bytes / (double)total_tokens : 0.0);
+  print_length_percentiles(n_ids, n);
   const int32_t **tr_ids = (const int32_t **)tr_text; /* reuse the arrays for the training docs */
   n_train = 0;
   for (int i = 0; i < n; i++)
