@@ -57,6 +57,7 @@ CASE(nn_mha_float_kpm)
 CASE(nn_encoder_post_relu)
 CASE(nn_encoder_pre_gelu_masks)
 CASE(nn_encoder_post_float_mask)
+CASE(nn_encoder_nobias_3d_mask)
 CASE(nn_decoder_post_relu_masks)
 CASE(nn_decoder_pre_gelu_masks)
 CASE(nn_seed000_self_attention)
@@ -74,6 +75,7 @@ int main(void) {
   RUN(test_nn_encoder_post_relu);
   RUN(test_nn_encoder_pre_gelu_masks);
   RUN(test_nn_encoder_post_float_mask);
+  RUN(test_nn_encoder_nobias_3d_mask);
   RUN(test_nn_decoder_post_relu_masks);
   RUN(test_nn_decoder_pre_gelu_masks);
   RUN(test_nn_seed000_self_attention);

@@ -48,7 +48,7 @@ def rnd(*shape, scale=1.0):
     return r32(torch.randn(*shape, dtype=torch.float64) * scale).requires_grad_(True)
 
 
-def save(name, module, inputs, out, extra, meta):
+def save(name, module, inputs, out, extra, meta, drop=()):
     """inputs: dict argname -> tensor (float ones get grads); extra: dict of
     more output tensors (attn_weights)."""
     torch.manual_seed(12345)
@@ -68,6 +68,9 @@ def save(name, module, inputs, out, extra, meta):
             t["grad." + k] = v.grad.float()
     for k, p in module.named_parameters():
         t["grad." + k] = p.grad.float()
+    for k in drop:  # parameters that do not exist in the emulated module
+        t.pop(k)
+        t.pop("grad." + k)
     path = os.path.join(OUT, name + ".safetensors")
     st.save(path, t, meta)
     print(path, os.path.getsize(path), "bytes")
@@ -146,10 +149,23 @@ def mha_cases():
 
 
 # ---- Transformer layers ------------------------------------------------------
-def enc_case(name, E, H, FF, B, L, norm_first, act, eps, src_mask=None, kpm=None, seed=0):
+def no_bias(m):
+    """torch 2.1+ bias=False, emulated on torch 1.13: zero every bias (they
+    are then dropped from the file with their gradients)."""
+    names = [k for k, _ in m.named_parameters() if k.endswith("bias")]
+    with torch.no_grad():
+        for k, p in m.named_parameters():
+            if k.endswith("bias"):
+                p.zero_()
+    return names
+
+
+def enc_case(name, E, H, FF, B, L, norm_first, act, eps, src_mask=None, kpm=None, seed=0,
+             bias=True):
     m = prep(nn.TransformerEncoderLayer(E, H, FF, dropout=0.0, activation=act,
                                         layer_norm_eps=eps, batch_first=True,
                                         norm_first=norm_first), seed)
+    drop = [] if bias else no_bias(m)
     src = rnd(B, L, E)
     inputs = {"src": src}
     if src_mask is not None:
@@ -159,7 +175,7 @@ def enc_case(name, E, H, FF, B, L, norm_first, act, eps, src_mask=None, kpm=None
     out = m(src, src_mask=src_mask, src_key_padding_mask=kpm)
     meta = {"kind": "encoder", "num_heads": H, "norm_first": int(norm_first), "activation": act,
             "layer_norm_eps": repr(eps), "batch_first": 1}
-    save(name, m, inputs, out, {}, meta)
+    save(name, m, inputs, out, {}, meta, drop)
 
 
 def dec_case(name, E, H, FF, B, L, Lm, norm_first, act, eps, masks, seed=0):
@@ -186,6 +202,9 @@ def layer_cases():
     torch.manual_seed(12)
     enc_case("nn_encoder_post_float_mask", E=16, H=2, FF=32, B=2, L=5, norm_first=False,
              act="gelu", eps=1e-5, src_mask=float_mask(5, 5), seed=12)
+    torch.manual_seed(15)
+    enc_case("nn_encoder_nobias_3d_mask", E=16, H=2, FF=32, B=2, L=5, norm_first=True,
+             act="relu", eps=1e-5, src_mask=rand_bool_mask(2 * 2, 5, 5), seed=15, bias=False)
     torch.manual_seed(13)
     L, Lm, B = 6, 8, 2
     dec_case("nn_decoder_post_relu_masks", E=32, H=4, FF=64, B=B, L=L, Lm=Lm, norm_first=False,

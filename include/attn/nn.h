@@ -88,6 +88,9 @@ typedef struct {
 } attn_layernorm;
 attn_status attn_layernorm_declare(attn_layernorm *m, attn_params *p, const char *prefix,
                                    int64_t n, float eps);
+/* bias = 0: no "<prefix>bias" (torch 2.1+ LayerNorm(bias=False)) */
+attn_status attn_layernorm_declare_bias(attn_layernorm *m, attn_params *p, const char *prefix,
+                                        int64_t n, float eps, int bias);
 /* weight 1, bias 0 (as torch) */
 attn_status attn_layernorm_init(const attn_layernorm *m, attn_params *p);
 /* x, y [rows, n]; mean, rstd [rows] saved for backward */
@@ -209,6 +212,10 @@ void attn_ffn_saved_free(attn_ffn_saved *s);
 attn_status attn_ffn_declare(attn_ffn *m, attn_params *p, const char *prefix, const char *n1,
                              const char *n2, int64_t d_model, int64_t d_ff, attn_activation act,
                              float dropout);
+/* bias = 0: Linears without bias */
+attn_status attn_ffn_declare_bias(attn_ffn *m, attn_params *p, const char *prefix, const char *n1,
+                                  const char *n2, int64_t d_model, int64_t d_ff,
+                                  attn_activation act, float dropout, int bias);
 attn_status attn_ffn_init(const attn_ffn *m, attn_params *p, attn_init kind, uint64_t seed);
 /* x, y [rows, d_model] */
 attn_status attn_ffn_forward(const attn_ffn *m, const attn_params *p, const attn_nn_ctx *ctx,
@@ -235,7 +242,7 @@ typedef struct {
   attn_activation activation;
   float layer_norm_eps;
   int norm_first;
-  int bias; /* 1 as torch */
+  int bias; /* 1 as torch; 0 = no biases anywhere (torch 2.1+ bias=False) */
 } attn_layer_config;
 
 typedef struct {

@@ -30,8 +30,8 @@ attn_status attn_decoder_declare(attn_decoder_layer *m, attn_params *p, const ch
   st = nn_layer_attn(&m->self_attn, p, prefix, "self_attn.", c);
   if (!st) st = nn_layer_attn(&m->multihead_attn, p, prefix, "multihead_attn.", c);
   if (!st)
-    st = attn_ffn_declare(&m->ff, p, prefix, "linear1", "linear2", c->d_model,
-                          c->dim_feedforward, c->activation, c->dropout);
+    st = attn_ffn_declare_bias(&m->ff, p, prefix, "linear1", "linear2", c->d_model,
+                               c->dim_feedforward, c->activation, c->dropout, c->bias);
   if (!st) st = nn_layer_norm(&m->norm1, p, prefix, "norm1.", c);
   if (!st) st = nn_layer_norm(&m->norm2, p, prefix, "norm2.", c);
   if (!st) st = nn_layer_norm(&m->norm3, p, prefix, "norm3.", c);

@@ -37,7 +37,7 @@ attn_status nn_layer_norm(attn_layernorm *ln, attn_params *p, const char *prefix
                           const char *name, const attn_layer_config *c) {
   char buf[ATTN_PARAM_NAME_MAX];
   attn_status st = nn_name(buf, prefix, name);
-  return st ? st : attn_layernorm_declare(ln, p, buf, c->d_model, c->layer_norm_eps);
+  return st ? st : attn_layernorm_declare_bias(ln, p, buf, c->d_model, c->layer_norm_eps, c->bias);
 }
 
 void attn_encoder_saved_free(attn_encoder_saved *s) {
@@ -60,8 +60,8 @@ attn_status attn_encoder_declare(attn_encoder_layer *m, attn_params *p, const ch
   m->site = nn_hash(prefix, nn_hash("encoder", 0));
   st = nn_layer_attn(&m->self_attn, p, prefix, "self_attn.", c);
   if (!st)
-    st = attn_ffn_declare(&m->ff, p, prefix, "linear1", "linear2", c->d_model,
-                          c->dim_feedforward, c->activation, c->dropout);
+    st = attn_ffn_declare_bias(&m->ff, p, prefix, "linear1", "linear2", c->d_model,
+                               c->dim_feedforward, c->activation, c->dropout, c->bias);
   if (!st) st = nn_layer_norm(&m->norm1, p, prefix, "norm1.", c);
   if (!st) st = nn_layer_norm(&m->norm2, p, prefix, "norm2.", c);
   return st;

@@ -14,6 +14,12 @@ void attn_ffn_saved_free(attn_ffn_saved *s) {
 attn_status attn_ffn_declare(attn_ffn *m, attn_params *p, const char *prefix, const char *n1,
                              const char *n2, int64_t d_model, int64_t d_ff, attn_activation act,
                              float dropout) {
+  return attn_ffn_declare_bias(m, p, prefix, n1, n2, d_model, d_ff, act, dropout, 1);
+}
+
+attn_status attn_ffn_declare_bias(attn_ffn *m, attn_params *p, const char *prefix, const char *n1,
+                                  const char *n2, int64_t d_model, int64_t d_ff,
+                                  attn_activation act, float dropout, int bias) {
   if (!m || !p || !prefix || !n1 || !n2)
     return attn_set_error(ATTN_EINVAL, "ffn_declare: NULL argument");
   if (!(dropout >= 0.0f && dropout < 1.0f) || (act != ATTN_ACT_RELU && act != ATTN_ACT_GELU))
@@ -26,10 +32,10 @@ attn_status attn_ffn_declare(attn_ffn *m, attn_params *p, const char *prefix, co
   char a[ATTN_PARAM_NAME_MAX], b[ATTN_PARAM_NAME_MAX];
   attn_status st = nn_name(a, prefix, n1);
   if (!st) st = nn_name(b, a, ".");
-  if (!st) st = attn_linear_declare(&m->l1, p, b, d_model, d_ff, 1);
+  if (!st) st = attn_linear_declare(&m->l1, p, b, d_model, d_ff, bias);
   if (!st) st = nn_name(a, prefix, n2);
   if (!st) st = nn_name(b, a, ".");
-  if (!st) st = attn_linear_declare(&m->l2, p, b, d_ff, d_model, 1);
+  if (!st) st = attn_linear_declare(&m->l2, p, b, d_ff, d_model, bias);
   return st;
 }
 

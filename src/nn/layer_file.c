@@ -249,6 +249,11 @@ static attn_layer_config layer_cfg(const layer_meta *lm, int64_t E, int64_t FF) 
   return c;
 }
 
+/* torch 2.1+ layers with bias=False have no bias tensors at all */
+static void layer_bias(const run_state *r, attn_layer_config *c) {
+  c->bias = attn_st_get(r->in, "self_attn.in_proj_bias") != NULL;
+}
+
 static attn_status layer_dims(run_state *r, const layer_meta *lm, int64_t *E, int64_t *FF) {
   const attn_tensor *ow, *l1;
   attn_status st = f32_in(r, "self_attn.out_proj.weight", 2, NULL, 1, &ow);
@@ -266,6 +271,7 @@ static attn_status run_encoder(run_state *r, const layer_meta *lm) {
   attn_status st = layer_dims(r, lm, &E, &FF);
   if (st) return st;
   attn_layer_config c = layer_cfg(lm, E, FF);
+  layer_bias(r, &c);
   attn_encoder_layer m;
   st = attn_encoder_declare(&m, &r->p, "", &c);
   if (!st) st = load_params(r);
@@ -298,6 +304,7 @@ static attn_status run_decoder(run_state *r, const layer_meta *lm) {
   attn_status st = layer_dims(r, lm, &E, &FF);
   if (st) return st;
   attn_layer_config c = layer_cfg(lm, E, FF);
+  layer_bias(r, &c);
   attn_decoder_layer m;
   st = attn_decoder_declare(&m, &r->p, "", &c);
   if (!st) st = load_params(r);
