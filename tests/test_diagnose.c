@@ -162,6 +162,26 @@ static void test_local_band_and_mixed(void) {
   CHECK(d.pattern == ATTN_PATTERN_MIXED && !d.uniform_flag);
 }
 
+static void test_sentence_level_attention(void) {
+  /* two sentences; each token spreads over its own sentence */
+  const char *tok[L] = {"the", "cat", "sat", "on", "it", ".", "a", "nice", "warm", "sunny", "day", "[SEP]"};
+  float p[L * L];
+  for (int i = 0; i < L; i++)
+    for (int j = 0; j < L; j++) p[i * L + j] = i / 6 == j / 6 ? 0.95f / 6 : 0.05f / 6;
+  attn_diag_opts o;
+  attn_diag_opts_default(&o);
+  o.tokens = tok;
+  attn_head_diag d = diagnose(p, L, &o);
+  CHECK(d.pattern == ATTN_PATTERN_SENTENCE);
+  CHECK(fabs(d.sentence_mass - 0.95) < 1e-6 && fabs(d.sentence_base - 0.5) < 1e-6);
+  attn_head_diag none = diagnose(p, L, NULL); /* no tokens: sentences unknown */
+  CHECK(none.pattern != ATTN_PATTERN_SENTENCE && isnan(none.sentence_mass));
+  int32_t one[L] = {0}; /* one sentence: staying inside it means nothing */
+  o.sentence = one;
+  d = diagnose(p, L, &o);
+  CHECK(d.pattern != ATTN_PATTERN_SENTENCE && d.sentence_mass > 0.99);
+}
+
 static void test_several_heads_and_the_table(void) {
   float p[3 * L * L];
   peaked(p, L, 0, 0.9f);
@@ -241,6 +261,7 @@ int main(void) {
   RUN(test_first_token_and_punctuation_focus);
   RUN(test_rare_token_focus_needs_frequencies);
   RUN(test_local_band_and_mixed);
+  RUN(test_sentence_level_attention);
   RUN(test_several_heads_and_the_table);
   RUN(test_bad_inputs);
 #ifdef ATTN_HAVE_CAIRO

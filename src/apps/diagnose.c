@@ -9,7 +9,7 @@
 
 static const char *const pattern_names[ATTN_PATTERN_COUNT] = {
     "diagonal", "local", "previous-token", "next-token",
-    "focused",  "rare-token", "uniform", "mixed"};
+    "focused",  "rare-token", "uniform", "sentence", "mixed"};
 
 /* The tutorial's section 6.1: why attention comes out uniform, and the fix. */
 static const char uniform_causes[] =
@@ -50,6 +50,28 @@ static int is_punct_token(const char *s) {
 static int is_special_token(const char *s) {
   size_t n = s ? strlen(s) : 0;
   return n >= 3 && ((s[0] == '[' && s[n - 1] == ']') || (s[0] == '<' && s[n - 1] == '>'));
+}
+
+static int ends_sentence(const char *s) {
+  if (!s) return 0;
+  while (*s == ' ') s++;
+  return !strcmp(s, ".") || !strcmp(s, "!") || !strcmp(s, "?") || !strcmp(s, ";") ||
+         !strcmp(s, "[SEP]") || !strcmp(s, "</s>");
+}
+
+/* Sentence index per position [n] from opts, or from the tokens; 0 if neither. */
+static int sentence_ids(const attn_diag_opts *o, int64_t n, int32_t *ids) {
+  if (o->sentence) {
+    memcpy(ids, o->sentence, (size_t)n * sizeof *ids);
+    return 1;
+  }
+  if (!o->tokens) return 0;
+  int32_t s = 0;
+  for (int64_t i = 0; i < n; i++) {
+    ids[i] = s;
+    if (ends_sentence(o->tokens[i])) s++;
+  }
+  return 1;
 }
 
 /* Validates probs [lq, lk] and fills the column flags; *causal_seen = every
@@ -120,9 +142,10 @@ attn_status attn_diagnose_head_f32(const float *probs, int64_t lq, int64_t lk,
                               (long long)j, (double)o.freq[j]);
   memset(out, 0, sizeof *out);
   unsigned char *col_used = calloc((size_t)lk, 1), *row_used = calloc((size_t)lq, 1);
+  int32_t *sent = lq == lk ? calloc((size_t)lk, sizeof *sent) : NULL;
   double *colsum = calloc((size_t)lk, sizeof *colsum), *share = calloc((size_t)lk, sizeof *share);
   attn_status st = ATTN_OK;
-  if (!col_used || !row_used || !colsum || !share) {
+  if (!col_used || !row_used || !colsum || !share || (lq == lk && !sent)) {
     st = attn_set_error(ATTN_ENOMEM, "diagnose: out of memory for Lk = %lld", (long long)lk);
     goto done;
   }
@@ -135,8 +158,9 @@ attn_status attn_diagnose_head_f32(const float *probs, int64_t lq, int64_t lk,
   int causal = o.causal >= 0 ? o.causal : (causal_seen && lq >= 2 && lk >= 2);
   out->causal = causal;
 
+  int have_sent = sent && sentence_ids(&o, lk, sent);
   int64_t rows = 0, ent_rows = 0, prev_rows = 0, next_rows = 0, diag_rows = 0;
-  double ent = 0, dist = 0, diag = 0, prev = 0, next = 0, local = 0;
+  double ent = 0, dist = 0, diag = 0, prev = 0, next = 0, local = 0, same = 0, same_base = 0;
   for (int64_t i = 0; i < lq; i++) {
     if (!row_used[i]) continue;
     const float *p = probs + i * lk;
@@ -153,8 +177,14 @@ attn_status attn_diagnose_head_f32(const float *probs, int64_t lq, int64_t lk,
       if (d <= 2) local += v;
       colsum[j] += v;
     }
-    for (int64_t j = 0; j < lk; j++) /* each allowed key's share under uniform attention */
-      if (col_used[j] && (!causal || j <= i)) share[j] += 1.0 / (double)allowed;
+    for (int64_t j = 0; j < lk; j++) { /* each allowed key's share under uniform attention */
+      if (!col_used[j] || (causal && j > i)) continue;
+      share[j] += 1.0 / (double)allowed;
+      if (have_sent && sent[j] == sent[i]) same_base += 1.0 / (double)allowed;
+    }
+    if (have_sent)
+      for (int64_t j = 0; j < lk; j++)
+        if (sent[j] == sent[i]) same += p[j];
     if (allowed >= 2) ent += h / log((double)allowed), ent_rows++;
     if (i < lk) diag += p[i], diag_rows++;
     if (i >= 1 && i - 1 < lk) prev += p[i - 1], prev_rows++;
@@ -172,6 +202,8 @@ attn_status attn_diagnose_head_f32(const float *probs, int64_t lq, int64_t lk,
   out->prev_mass = prev_rows ? prev / (double)prev_rows : 0.0;
   out->next_mass = next_rows ? next / (double)next_rows : 0.0;
   out->local_mass = local / (double)rows;
+  out->sentence_mass = have_sent ? same / (double)rows : NAN;
+  out->sentence_base = have_sent ? same_base / (double)rows : NAN;
   out->max_col = 0;
   for (int64_t j = 1; j < lk; j++)
     if (colsum[j] > colsum[out->max_col]) out->max_col = j;
@@ -215,6 +247,12 @@ attn_status attn_diagnose_head_f32(const float *probs, int64_t lq, int64_t lk,
   } else if (out->uniform_flag) {
     out->pattern = ATTN_PATTERN_UNIFORM;
     snprintf(d, dn, "%s", uniform_causes);
+  } else if (have_sent && out->sentence_mass >= ATTN_DIAG_SENTENCE_MIN &&
+             out->sentence_base <= ATTN_DIAG_SENTENCE_BASE &&
+             out->sentence_mass - out->local_mass >= 0.2) { /* beyond the local band */
+    out->pattern = ATTN_PATTERN_SENTENCE;
+    snprintf(d, dn, "%.0f%% within the sentence (uniform: %.0f%%)", 100 * out->sentence_mass,
+             100 * out->sentence_base);
   } else if (out->local_mass >= ATTN_DIAG_LOCAL_MIN) {
     out->pattern = ATTN_PATTERN_LOCAL;
     snprintf(d, dn, "%.0f%% within |i-j| <= 2", 100 * out->local_mass);
@@ -223,7 +261,7 @@ attn_status attn_diagnose_head_f32(const float *probs, int64_t lq, int64_t lk,
     snprintf(d, dn, "mean distance %.1f", out->mean_distance);
   }
 done:
-  free(col_used), free(row_used), free(colsum), free(share);
+  free(col_used), free(row_used), free(colsum), free(share), free(sent);
   return st;
 }
 

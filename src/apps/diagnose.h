@@ -28,6 +28,7 @@ typedef enum {
   ATTN_PATTERN_FOCUSED,      /* one key position takes most (first token, punctuation) */
   ATTN_PATTERN_RARE,         /* rarer tokens receive more attention */
   ATTN_PATTERN_UNIFORM,      /* dispersed to near-uniform: flagged */
+  ATTN_PATTERN_SENTENCE,     /* stays within the query's sentence (hierarchical) */
   ATTN_PATTERN_MIXED,        /* none of the above */
   ATTN_PATTERN_COUNT
 } attn_pattern;
@@ -44,11 +45,16 @@ const char *attn_pattern_name(attn_pattern p);
 #define ATTN_DIAG_RARE_CV_MIN 0.25  /* ... and received attention must vary this much */
 #define ATTN_DIAG_UNIFORM_MIN 0.9   /* normalised entropy */
 #define ATTN_DIAG_LOCAL_MIN 0.6     /* mass within |i-j| <= 2 */
+#define ATTN_DIAG_SENTENCE_MIN 0.8  /* mass within the query's sentence ... */
+#define ATTN_DIAG_SENTENCE_BASE 0.5 /* ... where uniform attention would put at most this */
 
 typedef struct {
   const float *freq;         /* [lk] key token frequencies (counts or probabilities, > 0) or NULL */
   const char *const *tokens; /* [lk] key token strings or NULL */
   int causal;                /* -1: detect (all p[i,j>i] == 0), 0: no, 1: yes */
+  /* Self-attention (lq == lk) only: sentence index of each position [lk], or
+   * NULL to split after the tokens ". ! ? ;" and end markers ([SEP], </s>). */
+  const int32_t *sentence;
 } attn_diag_opts;
 
 typedef struct {
@@ -63,6 +69,8 @@ typedef struct {
   double max_col_mass;     /* its mean attention over rows */
   double rare_corr;        /* Pearson corr(received / uniform share, -log freq); NAN without freq */
   double received_cv;      /* coefficient of variation of received / uniform share */
+  double sentence_mass;    /* mean mass within the query's sentence; NAN if unknown */
+  double sentence_base;    /* the same under uniform attention over the allowed keys */
   char detail[192];        /* e.g. "key 0 (first token)"; for uniform the likely causes */
 } attn_head_diag;
 
