@@ -23,7 +23,7 @@ static const attn_bench_entry attn_bench_table[] = {
 
 /* fp32 FMA peak in GFLOP/s with `threads` threads (0 = all): a register-
  * resident FMA loop with independent accumulators (AVX-512 when attn_cpu()
- * has it, else AVX2+FMA, else scalar C), best of a few ~0.1 s runs. Measured
+ * has it, else AVX2+FMA, else scalar C), best of ten ~20 ms runs. Measured
  * once per thread count per process, then cached. */
 double attn_bench_peak_gflops(int threads);
 /* Name of the instruction set attn_bench_peak_gflops uses ("avx512", ...). */

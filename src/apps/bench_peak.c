@@ -128,16 +128,26 @@ double attn_bench_peak_gflops(int threads) {
   if (threads <= 0) threads = attn_get_num_threads();
   if (threads > PEAK_MAX_THREADS) threads = PEAK_MAX_THREADS;
   if (peak_cache[threads] > 0) return peak_cache[threads];
-  /* calibrate to ~0.1 s per run, then best of 3 */
-  long iters = 1 << 16;
-  double t = time_loop(threads, iters);
-  while (t < 0.02) {
-    iters *= 4;
-    t = time_loop(threads, iters);
+  /* ~20 ms per run (calibrated on one thread, fastest of 3 tries, so a
+   * preempted try cannot shrink the runs), then best of 10: short runs are
+   * more often left alone on a busy machine, and the fastest is the peak */
+  static long iters;
+  if (!iters) {
+    long n = 1 << 14;
+    double t;
+    for (;;) {
+      t = 1e30;
+      for (int r = 0; r < 3; r++) {
+        double tr = time_loop(1, n);
+        if (tr < t) t = tr;
+      }
+      if (t >= 0.002) break;
+      n *= 4;
+    }
+    iters = (long)((double)n * 0.02 / t) + 1;
   }
-  iters = (long)((double)iters * 0.1 / t) + 1;
   double best = 1e30;
-  for (int r = 0; r < 3; r++) {
+  for (int r = 0; r < 10; r++) {
     double tr = time_loop(threads, iters);
     if (tr < best) best = tr;
   }
