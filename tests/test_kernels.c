@@ -444,6 +444,36 @@ static void test_dropout_paths_are_bit_identical(void) {
   CHECK(attn_dropout_f32_avx512(x, y2, NULL, N, 0.3f, 1.0f / 0.7f, 5, 0));
 }
 
+/* exp(x - m) and its sum, both paths, every length 0..40 and -inf entries */
+static void test_exp_sub_sum_paths(void) {
+  enum { N = 40 };
+  float x[N], y[N + 1], want[N];
+  fill_uniform(x, N, 9, -20, 3);
+  x[3] = x[17] = -INFINITY;
+  int avx = attn_cpu()->avx512f;
+  float dummy;
+  if (avx && !attn_exp_sub_sum_f32_avx512(x, NULL, 0, 0.0f, &dummy)) avx = 0;
+  for (int n = 0; n <= N; n++) {
+    double ws = 0;
+    /* x - m rounds in f32 in both paths; the reference takes that rounding */
+    for (int j = 0; j < n; j++) ws += want[j] = (float)exp((double)(x[j] - 2.5f));
+    float s;
+    y[n] = 7.0f; /* canary */
+    s = attn_exp_sub_sum_f32_generic(x, y, n, 2.5f);
+    CHECK_CLOSE("exp generic", y, want, n, 0, 4e-7);
+    CHECK(fabs(s - ws) <= 1e-6 * ws + 1e-30);
+    CHECK(y[n] == 7.0f);
+    if (avx) {
+      CHECK(attn_exp_sub_sum_f32_avx512(x, y, n, 2.5f, &s));
+      CHECK_CLOSE("exp avx512", y, want, n, 0, 4e-7);
+      CHECK(fabs(s - ws) <= 1e-6 * ws + 1e-30);
+      CHECK(y[n] == 7.0f);
+      CHECK(attn_exp_sub_sum_f32_avx512(x, NULL, n, 2.5f, &s)); /* sum only */
+      CHECK(fabs(s - ws) <= 1e-6 * ws + 1e-30);
+    }
+  }
+}
+
 /* ---- RNG and dropout ---------------------------------------------------------- */
 
 static void test_philox_known_answers(void) {
@@ -562,10 +592,12 @@ static void test_dropout_backward_uses_mask(void) {
 
 /* ---- determinism over thread counts --------------------------------------------- */
 
+/* 1, 2 and 3 threads (3 does not divide the row blocks evenly) give the same
+ * bits; sizes are above every kernel's parallel threshold. */
 static void test_results_do_not_depend_on_thread_count(void) {
-  enum { R = 300, N = 257, V = 50 };
+  enum { R = 300, N = 257, V = 50, K = 3, NOUT = 9 };
   float *x = falloc(R * N), *dy = falloc(R * N), w[N], b[N];
-  float *out[2][6];
+  float *out[K][NOUT];
   int32_t ids[R], t[R];
   fill_uniform(x, R * N, 1, -3, 3);
   fill_uniform(dy, R * N, 2, -1, 1);
@@ -574,9 +606,9 @@ static void test_results_do_not_depend_on_thread_count(void) {
   for (int i = 0; i < R; i++) ids[i] = (i * 7) % V, t[i] = (i * 13) % N;
   t[5] = -100;
   int saved = attn_get_num_threads();
-  for (int k = 0; k < 2; k++) {
+  for (int k = 0; k < K; k++) {
     attn_set_num_threads(k + 1);
-    for (int j = 0; j < 6; j++) out[k][j] = falloc(R * N + 2);
+    for (int j = 0; j < NOUT; j++) out[k][j] = falloc(R * N + 2);
     float mean[R], rstd[R];
     CHECK_OK(attn_softmax_f32(x, out[k][0], R, N));
     CHECK_OK(attn_layernorm_f32(x, w, b, out[k][1], mean, rstd, R, N, 1e-5f));
@@ -585,12 +617,17 @@ static void test_results_do_not_depend_on_thread_count(void) {
                                          out[k][3] + N, R, N));
     CHECK_OK(attn_embedding_backward_f32(ids, R, dy, V, N, out[k][4]));
     CHECK_OK(attn_cross_entropy_f32(x, t, R, N, -100, 0.1f, out[k][5] + R * N, out[k][5]));
+    CHECK_OK(attn_gelu_f32(x, out[k][6], R * N));
+    CHECK_OK(attn_gelu_backward_f32(x, dy, out[k][7], R * N));
+    CHECK_OK(attn_log_softmax_f32(x, out[k][8], R, N));
   }
   attn_set_num_threads(saved);
-  for (int j = 0; j < 6; j++) {
-    CHECK(memcmp(out[0][j], out[1][j], (R * N + 2) * sizeof(float)) == 0);
+  for (int j = 0; j < NOUT; j++) {
+    for (int k = 1; k < K; k++) {
+      CHECK(memcmp(out[0][j], out[k][j], (R * N + 2) * sizeof(float)) == 0);
+      free(out[k][j]);
+    }
     free(out[0][j]);
-    free(out[1][j]);
   }
   free(x);
   free(dy);
@@ -644,6 +681,7 @@ int main(void) {
   RUN(test_layernorm_matches_double_reference);
   RUN(test_gelu_matches_double_erf);
   RUN(test_gelu_paths_match_double_erf);
+  RUN(test_exp_sub_sum_paths);
   RUN(test_cross_entropy_all_ignored_gives_zero);
   RUN(test_cross_entropy_matches_double_reference);
   RUN(test_embedding_backward_accumulates);

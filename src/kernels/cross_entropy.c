@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "attn/kernels.h"
+#include "kernels/elementwise_internal.h"
 
 #define PAR_MIN_ELEMS 32768
 
@@ -20,17 +21,17 @@ static double cross_entropy_row(const float *x, int32_t t, int64_t C, float eps,
   float m = -INFINITY;
 #pragma omp simd reduction(max : m)
   for (int64_t c = 0; c < C; c++) m = x[c] > m ? x[c] : m;
-  float s = 0.0f, sx = 0.0f;
-  for (int64_t c = 0; c < C; c++) {
-    s += expf(x[c] - m);
-    sx += x[c];
-  }
-  float lse = m + logf(s);
+  float sx = 0.0f;
+#pragma omp simd reduction(+ : sx)
+  for (int64_t c = 0; c < C; c++) sx += x[c];
+  /* d doubles as the exp(x - m) scratch */
+  float s = attn_exp_sub_sum_f32(x, d, C, m), lse = m + logf(s);
   double nll = (double)lse - x[t];
   double smooth = (double)C * lse - sx;
   if (d) {
     float off = eps / (float)C, on = 1.0f - eps;
-    for (int64_t c = 0; c < C; c++) d[c] = (expf(x[c] - lse) - off) * inv_n;
+    float inv_s = 1.0f / s; /* softmax = exp(x - m) / s */
+    for (int64_t c = 0; c < C; c++) d[c] = (d[c] * inv_s - off) * inv_n;
     d[t] -= on * inv_n;
   }
   return (1.0 - eps) * nll + (eps / (double)C) * smooth;

@@ -29,4 +29,14 @@ int attn_gelu_backward_f32_avx512(const float *x, const float *dy, float *dx, in
 int attn_dropout_f32_avx512(const float *x, float *y, uint8_t *mask, int64_t n, float p,
                             float scale, uint64_t seed, uint64_t offset);
 
+/* Row helper of softmax, log-softmax and cross-entropy (softmax.c,
+ * softmax_avx512.c): y[j] = exp(x[j] - m) (y may be NULL, or x), returns the
+ * sum of those values. The dispatcher picks the AVX-512 path (16 partial
+ * sums, libmvec expf) or the portable loop (sequential sum); each is
+ * deterministic. */
+float attn_exp_sub_sum_f32(const float *x, float *y, int64_t n, float m);
+float attn_exp_sub_sum_f32_generic(const float *x, float *y, int64_t n, float m);
+/* 1 with *sum set when done, 0 where the build lacks the path */
+int attn_exp_sub_sum_f32_avx512(const float *x, float *y, int64_t n, float m, float *sum);
+
 #endif

@@ -1,15 +1,17 @@
 /* LayerNorm over the last dim, f32, forward and backward.
  * x, y, dy, dx [rows, n]; weight, bias, dweight, dbias [n]; mean, rstd [rows].
  * Two-pass mean and biased variance (as torch), summed in double. Rows are
- * split over threads for y and dx; dweight/dbias are summed over rows by
- * column blocks, each block owned by one thread and summed in row order, so
- * every result is the same for any thread count. */
+ * split over threads for y and dx; dweight/dbias are summed over fixed blocks
+ * of rows, then over the blocks in order, so every result is the same for any
+ * thread count. */
 #include <math.h>
+#include <stdlib.h>
 
 #include "attn/kernels.h"
 
 #define PAR_MIN_ELEMS 32768
-#define COL_BLOCK 64 /* columns of dweight/dbias one thread owns at a time */
+#define ROW_BLOCK 32 /* rows per partial sum of dweight/dbias */
+#define COL_BLOCK 64 /* columns of the final dweight/dbias sum one thread owns */
 
 static attn_status check_sizes(const char *op, int64_t rows, int64_t n) {
   if (rows < 0 || n < 0)
@@ -72,20 +74,32 @@ attn_status attn_layernorm_f32(const float *x, const float *weight, const float 
 }
 
 // dx [n] of one row: dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * w
+// (w NULL: g = dy). Separate loops per case keep each one branch-free.
 static void layernorm_backward_row(const float *x, const float *w, float mean, float rstd,
                                    const float *dy, float *dx, int64_t n) {
   float sg = 0.0f, sgx = 0.0f;
+  if (w) {
 #pragma omp simd reduction(+ : sg, sgx)
-  for (int64_t j = 0; j < n; j++) {
-    float g = w ? dy[j] * w[j] : dy[j];
-    sg += g;
-    sgx += g * (x[j] - mean) * rstd;
+    for (int64_t j = 0; j < n; j++) {
+      float g = dy[j] * w[j];
+      sg += g;
+      sgx += g * (x[j] - mean) * rstd;
+    }
+  } else {
+#pragma omp simd reduction(+ : sg, sgx)
+    for (int64_t j = 0; j < n; j++) {
+      sg += dy[j];
+      sgx += dy[j] * (x[j] - mean) * rstd;
+    }
   }
   float a = sg / (float)n, c = sgx / (float)n;
+  if (w) {
 #pragma omp simd
-  for (int64_t j = 0; j < n; j++) {
-    float g = w ? dy[j] * w[j] : dy[j];
-    dx[j] = rstd * (g - a - (x[j] - mean) * rstd * c);
+    for (int64_t j = 0; j < n; j++)
+      dx[j] = rstd * (dy[j] * w[j] - a - (x[j] - mean) * rstd * c);
+  } else {
+#pragma omp simd
+    for (int64_t j = 0; j < n; j++) dx[j] = rstd * (dy[j] - a - (x[j] - mean) * rstd * c);
   }
 }
 
@@ -99,22 +113,46 @@ attn_status attn_layernorm_backward_f32(const float *x, const float *weight, con
     return attn_set_error(ATTN_EINVAL, "layernorm_backward: NULL %s",
                           !x ? "x" : !mean ? "mean" : !rstd ? "rstd" : !dy ? "dy" : "dx");
   int par = rows * n >= PAR_MIN_ELEMS;
-#pragma omp parallel for num_threads(attn_get_num_threads()) if (par && rows > 1)
-  for (int64_t r = 0; r < rows; r++)
-    layernorm_backward_row(x + r * n, weight, mean[r], rstd[r], dy + r * n, dx + r * n, n);
-  if (!dweight && !dbias) return ATTN_OK;
-  int64_t nblocks = (n + COL_BLOCK - 1) / COL_BLOCK;
-#pragma omp parallel for num_threads(attn_get_num_threads()) if (par && nblocks > 1)
-  for (int64_t blk = 0; blk < nblocks; blk++) {
-    int64_t j0 = blk * COL_BLOCK, nj = n - j0 < COL_BLOCK ? n - j0 : COL_BLOCK;
-    float gw[COL_BLOCK] = {0}, gb[COL_BLOCK] = {0};
-    for (int64_t r = 0; r < rows; r++) {
-      const float *xr = x + r * n + j0, *dyr = dy + r * n + j0;
+  /* dweight/dbias: each block of ROW_BLOCK rows sums its rows (in order) into
+   * its own partial [2, n] while the rows are in cache; the partials are then
+   * added in block order. Blocks are fixed, so the sums are the same for any
+   * thread count. */
+  int64_t nrb = (rows + ROW_BLOCK - 1) / ROW_BLOCK;
+  float *part = NULL;
+  if (dweight || dbias) {
+    part = calloc((size_t)(nrb * 2 * n), sizeof(float));
+    if (!part)
+      return attn_set_error(ATTN_ENOMEM, "layernorm_backward: %lld partial sums",
+                            (long long)(nrb * 2 * n));
+  }
+#pragma omp parallel for num_threads(attn_get_num_threads()) if (par && nrb > 1)
+  for (int64_t rb = 0; rb < nrb; rb++) {
+    float *pw = part ? part + rb * 2 * n : NULL, *pb = pw ? pw + n : NULL;
+    int64_t r1 = (rb + 1) * ROW_BLOCK < rows ? (rb + 1) * ROW_BLOCK : rows;
+    for (int64_t r = rb * ROW_BLOCK; r < r1; r++) {
+      const float *xr = x + r * n, *dyr = dy + r * n;
       float m = mean[r], rs = rstd[r];
+      layernorm_backward_row(xr, weight, m, rs, dyr, dx + r * n, n);
+      if (!pw) continue;
+#pragma omp simd
+      for (int64_t j = 0; j < n; j++) {
+        pw[j] += dyr[j] * (xr[j] - m) * rs;
+        pb[j] += dyr[j];
+      }
+    }
+  }
+  if (!part) return ATTN_OK;
+  int64_t ncb = (n + COL_BLOCK - 1) / COL_BLOCK;
+#pragma omp parallel for num_threads(attn_get_num_threads()) if (par && ncb > 1)
+  for (int64_t cb = 0; cb < ncb; cb++) {
+    int64_t j0 = cb * COL_BLOCK, nj = n - j0 < COL_BLOCK ? n - j0 : COL_BLOCK;
+    float gw[COL_BLOCK] = {0}, gb[COL_BLOCK] = {0};
+    for (int64_t rb = 0; rb < nrb; rb++) {
+      const float *pw = part + rb * 2 * n + j0, *pb = pw + n;
 #pragma omp simd
       for (int64_t j = 0; j < nj; j++) {
-        gw[j] += dyr[j] * (xr[j] - m) * rs;
-        gb[j] += dyr[j];
+        gw[j] += pw[j];
+        gb[j] += pb[j];
       }
     }
     for (int64_t j = 0; j < nj; j++) {
@@ -122,5 +160,6 @@ attn_status attn_layernorm_backward_f32(const float *x, const float *weight, con
       if (dbias) dbias[j0 + j] += gb[j];
     }
   }
+  free(part);
   return ATTN_OK;
 }

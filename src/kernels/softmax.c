@@ -1,10 +1,14 @@
 /* Softmax and log-softmax over the last dim, forward and backward.
  * x, y, dy, dx [rows, n]. Rows are independent: OpenMP splits rows, so the
  * result does not depend on the thread count. A row whose maximum is -inf
- * (every entry masked) gives zeros (softmax) / -inf (log-softmax), never NaN. */
+ * (every entry masked) gives zeros (softmax) / -inf (log-softmax), never NaN.
+ * exp(x - max) and its sum go through attn_exp_sub_sum_f32 (AVX-512 or
+ * portable, elementwise_internal.h). */
 #include <math.h>
+#include <stddef.h>
 
 #include "attn/kernels.h"
+#include "kernels/elementwise_internal.h"
 
 /* Parallelise only when a row loop has enough work to pay for the threads. */
 #define PAR_MIN_ELEMS 32768
@@ -17,6 +21,22 @@ static attn_status check_args(const char *op, const void *a, const void *b, cons
   if (rows > 0 && n > 0 && (!a || !b || !c))
     return attn_set_error(ATTN_EINVAL, "%s: NULL pointer", op);
   return ATTN_OK;
+}
+
+float attn_exp_sub_sum_f32_generic(const float *x, float *y, int64_t n, float m) {
+  float s = 0.0f;
+  for (int64_t j = 0; j < n; j++) {
+    float e = expf(x[j] - m);
+    if (y) y[j] = e;
+    s += e;
+  }
+  return s;
+}
+
+float attn_exp_sub_sum_f32(const float *x, float *y, int64_t n, float m) {
+  float s;
+  if (attn_cpu()->avx512f && attn_exp_sub_sum_f32_avx512(x, y, n, m, &s)) return s;
+  return attn_exp_sub_sum_f32_generic(x, y, n, m);
 }
 
 static inline float row_max(const float *x, int64_t n) {
@@ -33,12 +53,7 @@ static void softmax_row(const float *x, float *y, int64_t n) {
     for (int64_t j = 0; j < n; j++) y[j] = 0.0f;
     return;
   }
-  float s = 0.0f;
-  for (int64_t j = 0; j < n; j++) {
-    y[j] = expf(x[j] - m);
-    s += y[j];
-  }
-  float inv = 1.0f / s;
+  float inv = 1.0f / attn_exp_sub_sum_f32(x, y, n, m);
 #pragma omp simd
   for (int64_t j = 0; j < n; j++) y[j] *= inv;
 }
@@ -75,9 +90,7 @@ static void log_softmax_row(const float *x, float *y, int64_t n) {
     for (int64_t j = 0; j < n; j++) y[j] = -INFINITY;
     return;
   }
-  float s = 0.0f;
-  for (int64_t j = 0; j < n; j++) s += expf(x[j] - m);
-  float lse = m + logf(s);
+  float lse = m + logf(attn_exp_sub_sum_f32(x, NULL, n, m));
 #pragma omp simd
   for (int64_t j = 0; j < n; j++) y[j] = x[j] - lse;
 }
