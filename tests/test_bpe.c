@@ -112,6 +112,118 @@ static int round_trips(const attn_bpe *b, const char *s, size_t n) {
   return ok;
 }
 
+
+/* Plain reference trainer: recounts every pair after every merge (slow, obviously right). */
+typedef struct {
+  int32_t sym[64];
+  int len;
+} ref_word;
+
+static int ref_train(const char *const *texts, const size_t *lens, int n, int vocab, int min_count,
+                     int32_t *merges) {
+  static ref_word words[4096];
+  static char tok[1024][64];
+  static int tlen[1024];
+  int nw = 0, nm = 0;
+  for (int b = 0; b < 256; b++) {
+    tok[ATTN_BPE_BYTE0 + b][0] = (char)b;
+    tlen[ATTN_BPE_BYTE0 + b] = 1;
+  }
+  for (int i = 0; i < n; i++)
+    for (size_t at = 0; at < lens[i];) {
+      size_t e = attn_bpe_chunk_end((const unsigned char *)texts[i], lens[i], at, 64);
+      words[nw].len = (int)(e - at);
+      for (size_t k = at; k < e; k++) words[nw].sym[k - at] = ATTN_BPE_BYTE0 + (unsigned char)texts[i][k];
+      nw++;
+      at = e;
+    }
+  while (ATTN_BPE_MERGE0 + nm < vocab) {
+    static int32_t pl[8192], pr[8192];
+    static long pc[8192];
+    int np = 0;
+    for (int w = 0; w < nw; w++)
+      for (int i = 0; i + 1 < words[w].len; i++) {
+        int k = 0;
+        while (k < np && !(pl[k] == words[w].sym[i] && pr[k] == words[w].sym[i + 1])) k++;
+        if (k == np) pl[np] = words[w].sym[i], pr[np] = words[w].sym[i + 1], pc[np++] = 0;
+        pc[k]++;
+      }
+    int best = -1;
+    for (int k = 0; k < np; k++) {
+      if (best < 0 || pc[k] > pc[best]) {
+        best = k;
+        continue;
+      }
+      if (pc[k] < pc[best]) continue;
+      /* tie: smaller (left bytes, right bytes) */
+      int a = pl[k], b = pl[best], c = memcmp(tok[a], tok[b], (size_t)(tlen[a] < tlen[b] ? tlen[a] : tlen[b]));
+      if (!c) c = (tlen[a] > tlen[b]) - (tlen[a] < tlen[b]);
+      if (!c) {
+        a = pr[k], b = pr[best];
+        c = memcmp(tok[a], tok[b], (size_t)(tlen[a] < tlen[b] ? tlen[a] : tlen[b]));
+        if (!c) c = (tlen[a] > tlen[b]) - (tlen[a] < tlen[b]);
+      }
+      if (c < 0) best = k;
+    }
+    if (best < 0 || pc[best] < min_count) break;
+    int32_t l = pl[best], r = pr[best], id = ATTN_BPE_MERGE0 + nm;
+    memcpy(tok[id], tok[l], (size_t)tlen[l]);
+    memcpy(tok[id] + tlen[l], tok[r], (size_t)tlen[r]);
+    tlen[id] = tlen[l] + tlen[r];
+    merges[2 * nm] = l;
+    merges[2 * nm + 1] = r;
+    nm++;
+    for (int w = 0; w < nw; w++) {
+      int o = 0;
+      for (int i = 0; i < words[w].len; i++) {
+        if (i + 1 < words[w].len && words[w].sym[i] == l && words[w].sym[i + 1] == r) {
+          words[w].sym[o++] = id;
+          i++;
+        } else {
+          words[w].sym[o++] = words[w].sym[i];
+        }
+      }
+      words[w].len = o;
+    }
+  }
+  return nm;
+}
+
+/* The incremental trainer (heap + pair index) learns exactly the reference's
+ * merges on small random corpora full of ties and runs like "aaaa". */
+static void test_trainer_matches_reference(void) {
+  const char alphabet[] = "aab  c\nd.a";
+  unsigned s = 2024;
+  for (int trial = 0; trial < 30; trial++) {
+    char buf[6][160];
+    const char *texts[6];
+    size_t lens[6];
+    for (int i = 0; i < 6; i++) {
+      s = s * 1664525u + 1013904223u;
+      lens[i] = (s >> 8) % 150;
+      for (size_t k = 0; k < lens[i]; k++) {
+        s = s * 1664525u + 1013904223u;
+        buf[i][k] = alphabet[(s >> 8) % (sizeof alphabet - 1)];
+      }
+      texts[i] = buf[i];
+    }
+    int vocab = ATTN_BPE_MERGE0 + 5 + trial * 3, min_count = 1 + trial % 3;
+    int32_t want[2 * 200];
+    int nm = ref_train(texts, lens, 6, vocab, min_count, want);
+    attn_bpe_config cfg;
+    attn_bpe_config_default(&cfg);
+    cfg.vocab_size = vocab;
+    cfg.min_count = min_count;
+    attn_bpe *b = NULL;
+    CHECK_OK(attn_bpe_train(texts, lens, 6, &cfg, &b));
+    if (!b) return;
+    int same = attn_bpe_n_merges(b) == nm && !memcmp(b->merges, want, (size_t)nm * 2 * sizeof *want);
+    if (!same) printf("  trial %d: %d merges, reference %d\n", trial, attn_bpe_n_merges(b), nm);
+    CHECK(same);
+    attn_bpe_free(b);
+  }
+}
+
 static void test_round_trip_random_bytes_and_utf8(void) {
   attn_bpe *b = train(corpus, 4, 600, 1);
   if (!b) return;
@@ -234,6 +346,7 @@ int main(void) {
   RUN(test_pretokenizer_chunks);
   RUN(test_known_tiny_corpus_merges);
   RUN(test_ties_break_lexicographically);
+  RUN(test_trainer_matches_reference);
   RUN(test_round_trip_random_bytes_and_utf8);
   RUN(test_deterministic_and_save_load_equal);
   RUN(test_truncation_and_specials);
