@@ -14,6 +14,7 @@
 #define ATTN_APPS_VIZ_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "attn.h"
 
@@ -84,6 +85,21 @@ attn_status attn_viz_html_f32(const char *path, const float *probs, int64_t laye
  * malloc'd array of malloc'd UTF-8 strings; free with attn_viz_labels_free. */
 attn_status attn_viz_labels_parse(const char *json, char ***out, int64_t *n);
 void attn_viz_labels_free(char **labels, int64_t n);
+
+/* Everything about one input at once (what `make demo` shows), probs
+ * [layers, heads, lq, lk] of self-attention or cross-attention:
+ *   PREFIX_heatmap.png    head (layer, head), the seed's picture
+ *   PREFIX_heads.png      all heads of that layer
+ *   PREFIX_model.png      layers x heads overview
+ *   PREFIX_diagnosis.png  the per-head diagnosis chart
+ *   PREFIX.html           the interactive head view
+ * and the diagnosis table on `table` (NULL: not printed). opts as for the
+ * heatmap (title, cmap, region...). Stops at the first failure. */
+attn_status attn_viz_report_f32(const char *prefix, const float *probs, int64_t layers,
+                                int64_t heads, int64_t lq, int64_t lk,
+                                const char *const *q_labels, const char *const *k_labels,
+                                int64_t layer, int64_t head, const attn_viz_opts *opts,
+                                FILE *table);
 
 /* Attention weights from a safetensors file, as PyTorch users save them:
  * tensor `name` (NULL: "attn"), F32/F16/BF16 of shape [Lq, Lk], [H, Lq, Lk]
