@@ -350,6 +350,22 @@ static void test_grid_and_model_views(void) {
   free(p);
 }
 
+static void test_constant_matrix_and_missing_labels(void) {
+  float p[16];
+  for (int i = 0; i < 16; i++) p[i] = 0.25f; /* vmin == vmax: every cell the lowest colour */
+  const char *lab[4] = {"a", NULL, "", "d"};
+  CHECK_OK(attn_viz_heatmap_f32(out_path("flat.png"), p, 4, 4, lab, lab, NULL));
+  png_image img;
+  CHECK(png_load(out_path("flat.png"), &img));
+  if (img.s) {
+    long black = 0;
+    for (int y = 0; y < img.h; y++)
+      for (int x = 0; x < img.w; x++) black += px(&img, x, y) == 0;
+    CHECK(black > 0.9 * 16 * 28 * 28); /* bone(0) is black; cells are 28 px */
+    cairo_surface_destroy(img.s);
+  }
+}
+
 static void test_write_is_atomic(void) {
   enum { L = 6 };
   float p[L * L];
@@ -634,6 +650,7 @@ int main(void) {
   RUN(test_png_bone_graded_and_thinned_500);
   RUN(test_svg_and_pdf_are_well_formed);
   RUN(test_grid_and_model_views);
+  RUN(test_constant_matrix_and_missing_labels);
   RUN(test_write_is_atomic);
 #endif
   if (!getenv("ATTN_KEEP_TEST_OUTPUT")) remove_out_dir();
