@@ -21,14 +21,16 @@ static const char usage_text[] =
     "  key_lens  optional, I32 or I64 [B]: keys j >= key_lens[b] are padding\n"
     "  dout      optional, [B,Hq,Lq,Dv]: also compute the gradients\n"
     "IN's __metadata__ may hold causal (0/1), window_left, window_right (-1 = unbounded:\n"
-    "key j is allowed for query i iff i-left <= j <= i+right) and scale (default 1/sqrt(D)).\n"
+    "key j is allowed for query i iff i-left <= j <= i+right) and scale (default 1/sqrt(D));\n"
+    "any other key but format is an error.\n"
     "OUT gets out [B,Hq,Lq,Dv] and lse [B,Hq,Lq]; with dout also dq, dk, dv.\n"
     "A query row with no allowed key gets out 0, lse -inf and zero gradient.\n"
     "  --backend  math (reference), flash (fused) or auto (flash where it can; default)\n"
     "  --threads  number of threads (default: all cores)\n";
 
 static const char *const tensor_names[] = {"q", "k", "v", "mask", "key_lens", "dout"};
-static const char *const meta_keys[] = {"causal", "window_left", "window_right", "scale"};
+/* "format" is what safetensors tooling writes ("pt"); it is accepted and ignored */
+static const char *const meta_keys[] = {"causal", "window_left", "window_right", "scale", "format"};
 
 static int in_list(const char *s, const char *const *list, size_t n) {
   for (size_t i = 0; i < n; i++)
