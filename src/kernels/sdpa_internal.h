@@ -6,7 +6,14 @@
 #include "attn/sdpa.h"
 
 /* Checks sizes, pointers and strides; fills *r with resolved strides
- * (contiguous defaults applied) and the effective scale. */
+ * (contiguous defaults applied) and the effective scale. Rules: B, Hq, Hkv,
+ * D, Dv >= 1; Lq, Lk >= 0 (0 = nothing to attend / nothing to compute);
+ * Hq % Hkv == 0; q/k/v NULL only when they hold no elements; window >= -1;
+ * a given scale finite; key_lens[b] in [0, Lk]; mask strides >= 0; q/k/v/out
+ * strides >= 0, non-overlapping (gradients and outputs are written through
+ * them) and with an extent that fits in int64. NaN/inf in the data is not
+ * checked: it propagates to the rows it touches. out/lse/dq/... pointers are
+ * each backend's to check. */
 typedef struct {
   int64_t q[3], k[3], v[3], o[3]; /* b, h, l element strides */
   float scale;
