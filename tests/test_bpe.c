@@ -291,6 +291,38 @@ static void test_deterministic_and_save_load_equal(void) {
   attn_bpe_free(c);
 }
 
+
+static void test_encode_many_matches_encode_any_thread_count(void) {
+  attn_bpe *b = train(corpus, 4, 500, 1);
+  if (!b) return;
+  const char *texts[5] = {corpus[0], corpus[1], "", corpus[2], corpus[3]};
+  size_t lens[5];
+  for (int i = 0; i < 5; i++) lens[i] = strlen(texts[i]);
+  for (int threads = 1; threads <= 2; threads++) {
+    attn_set_num_threads(threads);
+    for (size_t max_tokens = 0; max_tokens <= 20; max_tokens += 20) {
+      int32_t *ids[5];
+      size_t n_ids[5];
+      CHECK_OK(attn_bpe_encode_many(b, texts, lens, 5, max_tokens, ids, n_ids));
+      for (int i = 0; i < 5; i++) {
+        int32_t want[4096];
+        size_t nw;
+        CHECK_OK(attn_bpe_encode(b, texts[i], lens[i], want, max_tokens ? max_tokens : 4096, &nw));
+        CHECK(n_ids[i] == nw && (nw == 0 || !memcmp(ids[i], want, nw * sizeof *want)));
+        if (max_tokens) CHECK(n_ids[i] <= max_tokens);
+        free(ids[i]);
+      }
+    }
+  }
+  attn_set_num_threads(0);
+  int32_t *ids[1];
+  size_t n_ids[1];
+  const char *null_text[1] = {NULL};
+  size_t one[1] = {1};
+  CHECK_ERR(attn_bpe_encode_many(b, null_text, one, 1, 0, ids, n_ids), ATTN_EINVAL);
+  attn_bpe_free(b);
+}
+
 static void test_truncation_and_specials(void) {
   attn_bpe *b = train(corpus, 4, 400, 1);
   if (!b) return;
@@ -349,6 +381,7 @@ int main(void) {
   RUN(test_trainer_matches_reference);
   RUN(test_round_trip_random_bytes_and_utf8);
   RUN(test_deterministic_and_save_load_equal);
+  RUN(test_encode_many_matches_encode_any_thread_count);
   RUN(test_truncation_and_specials);
   RUN(test_errors);
   HARNESS_END();

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "apps/bpe_internal.h"
+#include "attn/kernels.h"
 #include "apps/textbuf.h"
 
 void attn_bpe_config_default(attn_bpe_config *cfg) {
@@ -175,6 +176,35 @@ attn_status attn_bpe_encode_alloc(const attn_bpe *b, const char *s, size_t n, in
     *ids = NULL;
   }
   return st;
+}
+
+attn_status attn_bpe_encode_many(const attn_bpe *b, const char *const *texts, const size_t *lens,
+                                 int n, size_t max_tokens, int32_t **ids, size_t *n_ids) {
+  if (!b || n < 0 || (n > 0 && (!texts || !lens || !ids || !n_ids)))
+    return attn_set_error(ATTN_EINVAL, "bpe_encode_many: NULL argument or n = %d < 0", n);
+  for (int i = 0; i < n; i++) {
+    ids[i] = NULL;
+    n_ids[i] = 0;
+    if (!texts[i] && lens[i]) return attn_set_error(ATTN_EINVAL, "bpe_encode_many: texts[%d] is NULL", i);
+  }
+  int failed = 0;
+#pragma omp parallel for schedule(dynamic, 16) num_threads(attn_get_num_threads()) reduction(| : failed)
+  for (int i = 0; i < n; i++) {
+    /* at most one token per byte; a cut at max_tokens needs no more */
+    size_t cap = lens[i] ? lens[i] : 1;
+    if (max_tokens && cap > max_tokens) cap = max_tokens;
+    ids[i] = malloc(cap * sizeof **ids);
+    if (!ids[i] || attn_bpe_encode(b, texts[i], lens[i], ids[i], cap, &n_ids[i]) != ATTN_OK) failed = 1;
+  }
+  if (failed) {
+    for (int i = 0; i < n; i++) {
+      free(ids[i]);
+      ids[i] = NULL;
+      n_ids[i] = 0;
+    }
+    return attn_set_error(ATTN_ENOMEM, "bpe_encode_many: out of memory encoding %d texts", n);
+  }
+  return ATTN_OK;
 }
 
 attn_status attn_bpe_decode(const attn_bpe *b, const int32_t *ids, size_t n, char **out,

@@ -70,6 +70,12 @@ attn_status attn_bpe_encode(const attn_bpe *b, const char *s, size_t n, int32_t 
 /* Encodes all of s into a new array (*ids, free()). */
 attn_status attn_bpe_encode_alloc(const attn_bpe *b, const char *s, size_t n, int32_t **ids,
                                   size_t *n_ids);
+/* Encodes texts[i][0..lens[i]) for i < n, each cut to its first max_tokens
+ * tokens (0 = all): ids[i] (malloc'd, free() each), n_ids[i]. Texts are
+ * spread over attn_get_num_threads() threads; the result does not depend
+ * on the thread count. On failure nothing is left allocated. */
+attn_status attn_bpe_encode_many(const attn_bpe *b, const char *const *texts, const size_t *lens,
+                                 int n, size_t max_tokens, int32_t **ids, size_t *n_ids);
 /* Bytes of ids[0..n) (*out NUL-terminated, free()); specials give nothing.
  * ATTN_EINVAL for an id outside the vocabulary. */
 attn_status attn_bpe_decode(const attn_bpe *b, const int32_t *ids, size_t n, char **out,

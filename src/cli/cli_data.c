@@ -259,22 +259,27 @@ int attn_cmd_nb(int argc, char **argv) {
   printf("bpe: %d merges (vocab %d) learned from %d training texts (first %ld bytes each) in %.2f s\n",
          attn_bpe_n_merges(bpe), attn_bpe_vocab_size(bpe), n_train, o.train_bytes, t1 - t0);
   size_t total_tokens = 0, total_bytes = 0;
-  for (int i = 0; i < n; i++) {
-    size_t len = c->text_len[i];
-    if (o.max_bytes && len > (size_t)o.max_bytes) len = (size_t)o.max_bytes;
-    if (attn_bpe_encode_alloc(bpe, c->text[i], len, &ids[i], &n_ids[i])) {
-      cli_fail("bpe encode");
-      goto done;
-    }
-    total_tokens += n_ids[i];
-    total_bytes += len;
+  for (int i = 0; i < n; i++) { /* the texts cut to --max-bytes */
+    tr_text[i] = c->text[i];
+    tr_len[i] = c->text_len[i];
+    if (o.max_bytes && tr_len[i] > (size_t)o.max_bytes) tr_len[i] = (size_t)o.max_bytes;
+    total_bytes += tr_len[i];
   }
+  if (attn_bpe_encode_many(bpe, tr_text, tr_len, n, 0, ids, n_ids)) {
+    cli_fail("bpe encode");
+    goto done;
+  }
+  for (int i = 0; i < n; i++) total_tokens += n_ids[i];
   double t2 = now_s();
   printf("bpe: encoded %d texts (%.1f MB) in %.2f s: %zu tokens, %.2f bytes/token\n", n,
          (double)total_bytes / 1e6, t2 - t1, total_tokens,
          total_tokens ? (double)total_bytes / (double)total_tokens : 0.0);
   print_length_percentiles(n_ids, n);
-  const int32_t **tr_ids = (const int32_t **)tr_text; /* reuse the arrays for the training docs */
+  const int32_t **tr_ids = malloc((size_t)n * sizeof *tr_ids);
+  if (!tr_ids) {
+    fprintf(stderr, "attn nb: out of memory\n");
+    goto done;
+  }
   n_train = 0;
   for (int i = 0; i < n; i++)
     if (c->split[i] == ATTN_SPLIT_TRAIN) {
@@ -282,7 +287,9 @@ int attn_cmd_nb(int argc, char **argv) {
       tr_len[n_train] = n_ids[i];
       tr_label[n_train++] = c->label[i];
     }
-  if (attn_nb_train(tr_ids, tr_len, tr_label, n_train, attn_bpe_vocab_size(bpe), o.alpha, !o.counts, &nb)) {
+  attn_status st = attn_nb_train(tr_ids, tr_len, tr_label, n_train, attn_bpe_vocab_size(bpe), o.alpha, !o.counts, &nb);
+  free(tr_ids);
+  if (st) {
     cli_fail("naive bayes");
     goto done;
   }
