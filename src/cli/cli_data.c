@@ -298,7 +298,10 @@ int attn_cmd_nb(int argc, char **argv) {
     for (int i = 0; i < n; i++) {
       if (c->split[i] != sp) continue;
       int pred;
-      attn_nb_predict(nb, ids[i], n_ids[i], NULL, &pred);
+      if (attn_nb_predict(nb, ids[i], n_ids[i], NULL, &pred)) {
+        cli_fail("naive bayes");
+        goto done;
+      }
       attn_binary_metrics_add(&m, pred, c->label[i]);
     }
     attn_binary_metrics_finish(&m);
