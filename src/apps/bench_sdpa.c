@@ -2,7 +2,8 @@
  * length — median of several runs, GFLOP/s (4·B·H·D·(allowed query-key
  * pairs) forward, 2.5x that backward), % of the fp32 FMA peak measured in the
  * same run, speed-up over the math backend where its [Lq, Lk] scratch fits,
- * and the peak resident memory of the case against its tensors. */
+ * and the peak resident memory of the case against its tensors; --json and
+ * --plot (bench_sdpa_plot.c) write the same figures for machines and people. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include <sys/resource.h>
 
 #include "apps/bench.h"
+#include "apps/bench_sdpa_plot.h"
 #include "attn.h"
 #include "kernels/sdpa_internal.h"
 
@@ -23,7 +25,7 @@ typedef struct {
   double flops, io_bytes;
   double med[2]; /* [0] chosen backend, [1] math (0: not run) */
   int runs;
-  double peak_mib; /* process peak RSS during the chosen backend's runs, MiB */
+  double peak_mib[2]; /* process peak RSS during each backend's runs, MiB */
 } sdpa_result;
 
 typedef struct {
@@ -35,7 +37,7 @@ typedef struct {
 static void sdpa_usage(FILE *out) {
   fprintf(out, "usage: attn bench sdpa [--n N...] [--batch B] [--heads H] [--dim D] [--causal]\n"
                "                       [--window W] [--backward] [--backend math|flash|auto]\n"
-               "                       [--threads T] [--json FILE]\n"
+               "                       [--threads T] [--json FILE] [--plot FILE.png]\n"
                "  --n N...       sequence lengths Lq = Lk (default 512 1024 2048 4096)\n"
                "  --batch B      batch (default 1); --heads H (default 8); --dim D (default 64)\n"
                "  --causal       causal mask; --window W: keys i-W..i+W (i-W..i with --causal)\n"
@@ -43,6 +45,7 @@ static void sdpa_usage(FILE *out) {
                "  --backend      default flash; math is also timed where its scratch fits\n"
                "  --threads T    threads (default: all)\n"
                "  --json FILE    also write the results as JSON\n"
+               "  --plot FILE    draw time and peak memory against N, both backends (PNG)\n"
                "GFLOP/s counts 4·B·H·D per allowed (query, key) pair forward, 2.5x backward.\n"
                "peak_MiB is the process's peak resident memory during the runs (Linux\n"
                "VmHWM, reset per case); io_MiB the tensors (q, k, v, out, lse [, dout, grads]).\n");
@@ -169,13 +172,15 @@ static int run_case(const sdpa_opts *o, long long n, sdpa_result *r) {
   }
   if (!rc) {
     r->med[0] = time_backend(&d, o->backend, o->backward, &t, &r->runs);
-    r->peak_mib = peak_rss_mib();
+    r->peak_mib[0] = peak_rss_mib();
     if (r->med[0] < 0) rc = 1;
   }
   double scores = (double)o->B * o->H * (double)n * (double)n;
   if (!rc && o->backend != ATTN_BACKEND_MATH && scores <= MATH_MAX_SCORES) {
     int mr;
+    reset_peak_rss();
     r->med[1] = time_backend(&d, ATTN_BACKEND_MATH, o->backward, &t, &mr);
+    r->peak_mib[1] = peak_rss_mib();
     if (r->med[1] < 0) rc = 1;
   }
   for (int i = 0; i < 9; i++)
@@ -201,9 +206,9 @@ static int write_json(const char *file, const sdpa_opts *o, const sdpa_result *r
     fprintf(f,
             "  {\"n\": %lld, \"runs\": %d, \"median_ms\": %.4f, \"gflops\": %.2f, "
             "\"pct_peak\": %.1f, \"math_median_ms\": %.4f, \"speedup_vs_math\": %.3f, "
-            "\"peak_mib\": %.1f, \"io_mib\": %.1f}%s\n",
+            "\"peak_mib\": %.1f, \"math_peak_mib\": %.1f, \"io_mib\": %.1f}%s\n",
             r[i].n, r[i].runs, 1e3 * r[i].med[0], gf, 100.0 * gf / peak, 1e3 * r[i].med[1],
-            r[i].med[1] > 0 ? r[i].med[1] / r[i].med[0] : 0.0, r[i].peak_mib,
+            r[i].med[1] > 0 ? r[i].med[1] / r[i].med[0] : 0.0, r[i].peak_mib[0], r[i].peak_mib[1],
             r[i].io_bytes / 1048576.0, i + 1 < n ? "," : "");
   }
   fprintf(f, "]}\n");
@@ -214,7 +219,7 @@ int attn_bench_sdpa_main(int argc, char **argv) {
   sdpa_opts o = {1, 8, 64, 0, 0, attn_get_num_threads(), -1, ATTN_BACKEND_FLASH};
   long long ns[MAX_N];
   int nn = 0;
-  const char *json = NULL;
+  const char *json = NULL, *plot = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -247,6 +252,8 @@ int attn_bench_sdpa_main(int argc, char **argv) {
       if ((o.threads = atoi(argv[++i])) < 1 || o.threads > 1024) goto bad;
     } else if (!strcmp(a, "--json") && i + 1 < argc) {
       json = argv[++i];
+    } else if (!strcmp(a, "--plot") && i + 1 < argc) {
+      plot = argv[++i];
     } else {
       goto bad;
     }
@@ -282,11 +289,26 @@ int attn_bench_sdpa_main(int argc, char **argv) {
       snprintf(vs, sizeof vs, "x%.2f", r->med[1] / r->med[0]);
     }
     printf("%7lld %5d %11.2f %9.1f %6.1f %11s %8s %9.1f %8.1f\n", r->n, r->runs, 1e3 * r->med[0],
-           gf, 100.0 * gf / peak, mt, vs, r->peak_mib, r->io_bytes / 1048576.0);
+           gf, 100.0 * gf / peak, mt, vs, r->peak_mib[0], r->io_bytes / 1048576.0);
     fflush(stdout);
   }
   attn_set_num_threads(saved);
   if (json && write_json(json, &o, res, done, peak)) rc = 1;
+  if (plot && done) {
+    attn_sdpa_plot_point pts[MAX_N];
+    for (int i = 0; i < done; i++) {
+      pts[i].n = res[i].n;
+      for (int b = 0; b < 2; b++) {
+        pts[i].ms[b] = 1e3 * res[i].med[b];
+        pts[i].mib[b] = res[i].med[b] > 0 ? res[i].peak_mib[b] : 0;
+      }
+    }
+    char title[160];
+    snprintf(title, sizeof title, "sdpa %s, B=%d H=%d D=%d%s%s, %d threads",
+             o.backward ? "backward" : "forward", o.B, o.H, o.D, o.causal ? ", causal" : "",
+             o.window >= 0 ? ", window" : "", o.threads);
+    if (attn_bench_sdpa_plot(plot, title, attn_backend_name(o.backend), pts, done)) rc = 1;
+  }
   return rc;
 bad:
   sdpa_usage(stderr);
