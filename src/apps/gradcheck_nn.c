@@ -274,15 +274,15 @@ static attn_status setup_seed004_mha(attn_gc_problem *p) {
 static const attn_gradcheck_case cases[] = {
     {"nn.linear", setup_linear, 1e-2f, 2e-4, 1e-2, 0},
     {"nn.layernorm", setup_layernorm, 1e-2f, 2e-4, 1e-2, 0},
-    {"nn.mha.self_masks", setup_mha_self, 1e-2f, 2e-4, 1e-2, 64},
-    {"nn.mha.cross_kvdim", setup_mha_cross, 1e-2f, 2e-4, 1e-2, 64},
-    {"nn.mha.dropout", setup_mha_dropout, 1e-2f, 2e-4, 1e-2, 64},
-    {"nn.mha.seed000", setup_mha_seed000, 1e-2f, 2e-4, 1e-2, 64},
-    {"nn.encoder.post", setup_encoder_post, 1e-2f, 4e-4, 1e-2, 48},
-    {"nn.encoder.pre_dropout", setup_encoder_pre_dropout, 1e-2f, 4e-4, 1e-2, 48},
-    {"nn.decoder.post_masks", setup_decoder_post, 1e-2f, 4e-4, 1e-2, 48},
-    {"nn.decoder.pre_dropout", setup_decoder_pre_dropout, 1e-2f, 4e-4, 1e-2, 48},
-    {"nn.seed004.mha", setup_seed004_mha, 1e-2f, 4e-4, 1e-2, 48},
+    {"nn.mha.self_masks", setup_mha_self, 1e-2f, 2e-4, 1e-2, 32},
+    {"nn.mha.cross_kvdim", setup_mha_cross, 1e-2f, 2e-4, 1e-2, 32},
+    {"nn.mha.dropout", setup_mha_dropout, 1e-2f, 2e-4, 1e-2, 32},
+    {"nn.mha.seed000", setup_mha_seed000, 1e-2f, 2e-4, 1e-2, 32},
+    {"nn.encoder.post", setup_encoder_post, 1e-2f, 4e-4, 1e-2, 24},
+    {"nn.encoder.pre_dropout", setup_encoder_pre_dropout, 1e-2f, 4e-4, 1e-2, 24},
+    {"nn.decoder.post_masks", setup_decoder_post, 1e-2f, 4e-4, 1e-2, 24},
+    {"nn.decoder.pre_dropout", setup_decoder_pre_dropout, 1e-2f, 4e-4, 1e-2, 24},
+    {"nn.seed004.mha", setup_seed004_mha, 1e-2f, 4e-4, 1e-2, 24},
 };
 
 int attn_gradcheck_nn_cases(const attn_gradcheck_case **out) {
