@@ -83,8 +83,8 @@ attn_status attn_seed_layer_backward(const attn_seed_layer *m, attn_params *p,
   if (!m || !p || !s || !s->x1 || !x || !dout || !dx)
     return attn_set_error(ATTN_EINVAL, "seed_layer_backward: NULL argument or no saved forward");
   int64_t n = s->B * s->L * m->attn.c.embed_dim;
-  float *dx1 = nn_scratch(n), *df = nn_scratch(n), *dfin = nn_scratch(n);
-  attn_status st = (!dx1 || !df || !dfin) ? ATTN_ENOMEM : ATTN_OK;
+  float *dx1 = nn_scratch(n), *df = nn_scratch(n);
+  attn_status st = (!dx1 || !df) ? ATTN_ENOMEM : ATTN_OK;
   const float *dy1 = dout;
   if (!st && m->has_ffn) {
     st = nn_sub_out_backward(&m->ln_ffn, p, 0, 0.0f, &s->s2, dout, dx1, df);
@@ -95,6 +95,5 @@ attn_status attn_seed_layer_backward(const attn_seed_layer *m, attn_params *p,
   if (!st) st = attn_mha_backward(&m->attn, p, ctx, &s->sa, x, NULL, NULL, df, dx, NULL, NULL);
   free(dx1);
   free(df);
-  free(dfin);
   return st;
 }
