@@ -456,39 +456,52 @@ static void test_no_keys(void) {
   }
 }
 
-/* 1 and 2 threads give the same bits (forward and backward). */
+/* 1 and 2 threads give the same bits (forward and backward). The other
+ * tests run on one thread (no idle OpenMP workers spinning between calls);
+ * this one ties the 2-thread results to them. */
+static void threads_case(const attn_flash_ops *ops, const cfg *c, unsigned seed) {
+  problem p;
+  make_problem(c, seed, &p);
+  float *o[2], *l[2], *g[2][3];
+  for (int t = 0; t < 2; t++) {
+    attn_set_num_threads(t + 1);
+    o[t] = zeros(p.no), l[t] = zeros(p.nl);
+    for (int e = 0; e < 3; e++) g[t][e] = zeros(e == 0 ? p.nq : e == 1 ? p.nk : p.nv);
+    CHECK_OK(attn_sdpa_forward_flash_ops(ops, &p.d, p.q, p.k, p.v, o[t], l[t]));
+    CHECK_OK(attn_sdpa_backward_flash_ops(ops, &p.d, p.q, p.k, p.v, o[t], l[t], p.dout, g[t][0],
+                                          g[t][1], g[t][2]));
+  }
+  attn_set_num_threads(1);
+  CHECK(!memcmp(o[0], o[1], p.no * sizeof(float)));
+  CHECK(!memcmp(l[0], l[1], p.nl * sizeof(float)));
+  CHECK(!memcmp(g[0][0], g[1][0], p.nq * sizeof(float)));
+  CHECK(!memcmp(g[0][1], g[1][1], p.nk * sizeof(float)));
+  CHECK(!memcmp(g[0][2], g[1][2], p.nv * sizeof(float)));
+  for (int t = 0; t < 2; t++) {
+    free(o[t]), free(l[t]);
+    for (int e = 0; e < 3; e++) free(g[t][e]);
+  }
+  free_problem(&p);
+}
+
 static void test_threads_bit_identical(void) {
   for (int i = 0; i < n_ops; i++) {
     cfg c = plain(150, 170, 48);
-    c.B = 1; /* few (b, kv head) items: backward splits keys into chunks */
-    c.Hq = 2;
+    c.Hq = 2; /* one (b, kv head) item: backward splits the keys into chunks */
     c.Hkv = 1;
     c.causal = 1;
     c.add_mask = 1;
-    problem p;
-    make_problem(&c, 900, &p);
-    float *o[2], *l[2], *g[2][3];
-    for (int t = 0; t < 2; t++) {
-      attn_set_num_threads(t + 1);
-      o[t] = zeros(p.no), l[t] = zeros(p.nl);
-      for (int e = 0; e < 3; e++)
-        g[t][e] = zeros(e == 0 ? p.nq : e == 1 ? p.nk : p.nv);
-      CHECK_OK(attn_sdpa_forward_flash_ops(ops_list[i], &p.d, p.q, p.k, p.v, o[t], l[t]));
-      CHECK_OK(attn_sdpa_backward_flash_ops(ops_list[i], &p.d, p.q, p.k, p.v, o[t], l[t], p.dout,
-                                            g[t][0], g[t][1], g[t][2]));
-    }
-    attn_set_num_threads(0);
-    CHECK(!memcmp(o[0], o[1], p.no * sizeof(float)));
-    CHECK(!memcmp(l[0], l[1], p.nl * sizeof(float)));
-    CHECK(!memcmp(g[0][0], g[1][0], p.nq * sizeof(float)));
-    CHECK(!memcmp(g[0][1], g[1][1], p.nk * sizeof(float)));
-    CHECK(!memcmp(g[0][2], g[1][2], p.nv * sizeof(float)));
-    for (int t = 0; t < 2; t++) {
-      free(o[t]), free(l[t]);
-      for (int e = 0; e < 3; e++)
-        free(g[t][e]);
-    }
-    free_problem(&p);
+    threads_case(ops_list[i], &c, 900);
+    cfg e = plain(100, 140, 40); /* many items, strided, key_lens, window */
+    e.B = 2;
+    e.Hq = 4;
+    e.Hkv = 2;
+    e.Dv = 24;
+    e.strided = 1;
+    e.key_lens = 1;
+    e.wl = 30;
+    e.wr = 10;
+    threads_case(ops_list[i], &e, 901);
   }
 }
 
@@ -509,6 +522,7 @@ static void test_public_api_flash_backend(void) {
 }
 
 int main(void) {
+  attn_set_num_threads(1); /* see test_threads_bit_identical */
   ops_list[n_ops++] = attn_flash_ops_generic();
   if (have_avx512()) ops_list[n_ops++] = attn_flash_ops_avx512();
   printf("# kernel sets: %s%s\n", ops_list[0]->name, n_ops > 1 ? ", avx512" : "");

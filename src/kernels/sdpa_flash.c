@@ -102,6 +102,14 @@ float *attn_flash_alloc(int64_t per_thread, int threads, const char *what) {
   return p;
 }
 
+int attn_flash_threads(double macs, int64_t items) {
+  int nt = attn_get_num_threads();
+  double cap = macs / (double)(1 << 20); /* ~1M multiply-adds per thread at least */
+  if (cap < nt) nt = (int)cap;
+  if (items < nt) nt = (int)items;
+  return nt < 1 ? 1 : nt;
+}
+
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /* One work item: rows [i0, i0+nq) of (b, h). ws: o [BQ, Dv], m, l [BQ], s [MR, BC]. */
@@ -178,8 +186,7 @@ attn_status attn_sdpa_forward_flash_ops(const attn_flash_ops *ops, const attn_sd
   if (d->Lq == 0) return ATTN_OK;
   const int64_t B = d->B, Hq = d->Hq, Hkv = d->Hkv, D = d->D, Dv = d->Dv;
   const int64_t nkb = ceil_div(d->Lk, BC), nqb = ceil_div(d->Lq, BQ);
-  int nt = attn_get_num_threads();
-  if (nt < 1) nt = 1;
+  int nt = attn_flash_threads((double)B * Hq * d->Lq * d->Lk * (D + Dv), B * Hq * nqb);
   /* kᵀ packed per key block: [B, Hkv, nkb, D, BC] */
   int64_t kt_n;
   if (__builtin_mul_overflow(B * Hkv * nkb, D * BC, &kt_n))
@@ -194,19 +201,24 @@ attn_status attn_sdpa_forward_flash_ops(const attn_flash_ops *ops, const attn_sd
   }
   per = (per + 15) & ~(int64_t)15;
   const int64_t npack = B * Hkv * nkb;
-#pragma omp parallel for num_threads(nt) schedule(static)
-  for (int64_t t = 0; t < npack; t++) {
-    int64_t bh = t / nkb, kb = t % nkb, b = bh / Hkv, g = bh % Hkv, j0 = kb * BC;
-    int64_t n = d->Lk - j0 < BC ? d->Lk - j0 : BC;
-    ops->pack_t(n, D, k + b * rs.k[0] + g * rs.k[1] + j0 * rs.k[2], rs.k[2], kt + t * D * BC);
-  }
   const int64_t items = B * Hq * nqb;
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
-  for (int64_t t = 0; t < items; t++) {
-    int64_t bh = t / nqb, qb = nqb - 1 - t % nqb; /* later query blocks first (causal) */
-    int64_t i0 = qb * BQ;
-    int nq = (int)(d->Lq - i0 < BQ ? d->Lq - i0 : BQ);
-    forward_item(ops, d, &rs, bh / Hq, bh % Hq, i0, nq, q, kt, v, out, lse, ws + thread_id() * per);
+#pragma omp parallel num_threads(nt)
+  {
+#pragma omp for schedule(static)
+    for (int64_t t = 0; t < npack; t++) {
+      int64_t bh = t / nkb, kb = t % nkb, b = bh / Hkv, g = bh % Hkv, j0 = kb * BC;
+      int64_t n = d->Lk - j0 < BC ? d->Lk - j0 : BC;
+      ops->pack_t(n, D, k + b * rs.k[0] + g * rs.k[1] + j0 * rs.k[2], rs.k[2], kt + t * D * BC);
+    }
+    /* (the loop's barrier: all of kᵀ is packed) */
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t t = 0; t < items; t++) {
+      int64_t bh = t / nqb, qb = nqb - 1 - t % nqb; /* later query blocks first (causal) */
+      int64_t i0 = qb * BQ;
+      int nq = (int)(d->Lq - i0 < BQ ? d->Lq - i0 : BQ);
+      forward_item(ops, d, &rs, bh / Hq, bh % Hq, i0, nq, q, kt, v, out, lse,
+                   ws + thread_id() * per);
+    }
   }
   free(ws);
   free(kt);

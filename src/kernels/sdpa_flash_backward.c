@@ -174,8 +174,6 @@ attn_status attn_sdpa_backward_flash_ops(const attn_flash_ops *ops, const attn_s
     return attn_set_error(ATTN_EINVAL, "sdpa flash backward: %s is NULL", !dk ? "dk" : "dv");
   const int64_t B = d->B, Hq = d->Hq, Hkv = d->Hkv, Lq = d->Lq, D = d->D, Dv = d->Dv;
   const int64_t nkb = (d->Lk + BC - 1) / BC;
-  int nt = attn_get_num_threads();
-  if (nt < 1) nt = 1;
   if (nkb == 0) { /* no keys: every row is fully masked */
     for (int64_t bh = 0; bh < B * Hq; bh++)
       for (int64_t i = 0; i < Lq; i++)
@@ -187,6 +185,8 @@ attn_status attn_sdpa_backward_flash_ops(const attn_flash_ops *ops, const attn_s
   int64_t C = 1, dq_bytes = B * Hq * Lq * D * (int64_t)sizeof(float);
   while (B * Hkv * C < WANT_ITEMS && C < nkb && (C == 1 || C * dq_bytes <= PART_BYTES_MAX))
     C++;
+  const int64_t items = B * Hkv * C;
+  int nt = attn_flash_threads(2.5 * B * Hq * Lq * d->Lk * (D + Dv), items);
   float *di = attn_flash_alloc(B * Hq * Lq, 1, "backward rowsum");
   float *part = C > 1 ? attn_flash_alloc((C - 1) * B * Hq * Lq * D, 1, "partial dq") : NULL;
   int64_t per = 2 * (D + Dv) * BC + 2 * BQB * BC + 2 * MR * BC;
@@ -198,31 +198,33 @@ attn_status attn_sdpa_backward_flash_ops(const attn_flash_ops *ops, const attn_s
     return ATTN_ENOMEM;
   }
   per = (per + 15) & ~(int64_t)15;
-  /* D_i = rowsum(dout * out), in double per row */
-#pragma omp parallel for num_threads(nt) schedule(static)
-  for (int64_t t = 0; t < B * Hq * Lq; t++) {
-    int64_t bh = t / Lq, i = t % Lq, b = bh / Hq, h = bh % Hq;
-    const float *o = out + b * rs.o[0] + h * rs.o[1] + i * rs.o[2];
-    const float *g = dout + b * rs.o[0] + h * rs.o[1] + i * rs.o[2];
-    double acc = 0;
-    for (int64_t c = 0; c < Dv; c++)
-      acc += (double)o[c] * g[c];
-    di[t] = (float)acc;
-  }
   bwd_ctx x = {ops, d, &rs, q, k, v, out, lse, dout, di, dq, dk, dv, part, C};
-  const int64_t items = B * Hkv * C;
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
-  for (int64_t t = 0; t < items; t++)
-    backward_item(&x, t / C / Hkv, (t / C) % Hkv, t % C, ws + thread_id() * per);
-  if (C > 1) {
-#pragma omp parallel for num_threads(nt) schedule(static)
+#pragma omp parallel num_threads(nt)
+  {
+    /* D_i = rowsum(dout * out), in double per row */
+#pragma omp for schedule(static)
     for (int64_t t = 0; t < B * Hq * Lq; t++) {
-      int64_t bh = t / Lq, i = t % Lq;
-      float *g = dq + (bh / Hq) * rs.q[0] + (bh % Hq) * rs.q[1] + i * rs.q[2];
-      for (int64_t c = 1; c < C; c++) {
-        const float *pc = part + ((c - 1) * B * Hq * Lq + t) * D;
-        for (int64_t e = 0; e < D; e++)
-          g[e] += pc[e];
+      int64_t bh = t / Lq, i = t % Lq, b = bh / Hq, h = bh % Hq;
+      const float *o = out + b * rs.o[0] + h * rs.o[1] + i * rs.o[2];
+      const float *g = dout + b * rs.o[0] + h * rs.o[1] + i * rs.o[2];
+      double acc = 0;
+      for (int64_t c = 0; c < Dv; c++)
+        acc += (double)o[c] * g[c];
+      di[t] = (float)acc;
+    }
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t t = 0; t < items; t++)
+      backward_item(&x, t / C / Hkv, (t / C) % Hkv, t % C, ws + thread_id() * per);
+    if (C > 1) { /* dq += the other chunks' parts, in chunk order */
+#pragma omp for schedule(static)
+      for (int64_t t = 0; t < B * Hq * Lq; t++) {
+        int64_t bh = t / Lq, i = t % Lq;
+        float *g = dq + (bh / Hq) * rs.q[0] + (bh % Hq) * rs.q[1] + i * rs.q[2];
+        for (int64_t c = 1; c < C; c++) {
+          const float *pc = part + ((c - 1) * B * Hq * Lq + t) * D;
+          for (int64_t e = 0; e < D; e++)
+            g[e] += pc[e];
+        }
       }
     }
   }
