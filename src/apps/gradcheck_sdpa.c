@@ -1,6 +1,8 @@
-/* gradcheck cases for the reference ("math") SDPA: dq, dk, dv of
- * L = sum(w * out) under each kind of mask, grouped heads, Dv != D and a
- * fully masked query row (whose gradient must be 0, as the differences are). */
+/* gradcheck cases for SDPA: dq, dk, dv of L = sum(w * out) under each kind
+ * of mask, grouped heads, Dv != D and a fully masked query row (whose
+ * gradient must be 0, as the differences are), for the reference ("math")
+ * backend (sdpa.*) and the same problems through the flash backend
+ * (sdpa_flash.*). */
 #include <math.h>
 #include <string.h>
 
@@ -10,21 +12,28 @@
 
 typedef struct {
   attn_sdpa_desc d;
-  float *out, *lse; /* forward results the backward needs */
+  attn_backend backend; /* MATH (the default, zeroed is AUTO) or FLASH */
+  float *out, *lse;     /* forward results the backward needs */
 } sctx;
 
 static attn_status sdpa_fwd(attn_gc_problem *p, float *out) {
   sctx *c = p->ctx;
-  return attn_sdpa_forward_math(&c->d, p->in[0].x, p->in[1].x, p->in[2].x, out, c->lse, NULL);
+  if (c->backend == ATTN_BACKEND_MATH)
+    return attn_sdpa_forward_math(&c->d, p->in[0].x, p->in[1].x, p->in[2].x, out, c->lse, NULL);
+  return attn_sdpa_forward(&c->d, c->backend, p->in[0].x, p->in[1].x, p->in[2].x, out, c->lse,
+                           NULL);
 }
 
 static attn_status sdpa_bwd(attn_gc_problem *p, const float *dout) {
   sctx *c = p->ctx;
-  attn_status st = attn_sdpa_forward_math(&c->d, p->in[0].x, p->in[1].x, p->in[2].x, c->out,
-                                          c->lse, NULL);
+  const float *q = p->in[0].x, *k = p->in[1].x, *v = p->in[2].x;
+  attn_status st = sdpa_fwd(p, c->out);
   if (st != ATTN_OK) return st;
-  return attn_sdpa_backward_math(&c->d, p->in[0].x, p->in[1].x, p->in[2].x, c->out, c->lse, dout,
-                                 attn_gc_grad(p, 0), attn_gc_grad(p, 1), attn_gc_grad(p, 2));
+  if (c->backend == ATTN_BACKEND_MATH)
+    return attn_sdpa_backward_math(&c->d, q, k, v, c->out, c->lse, dout, attn_gc_grad(p, 0),
+                                   attn_gc_grad(p, 1), attn_gc_grad(p, 2));
+  return attn_sdpa_backward(&c->d, c->backend, q, k, v, c->out, c->lse, dout, attn_gc_grad(p, 0),
+                            attn_gc_grad(p, 1), attn_gc_grad(p, 2));
 }
 
 /* q, k, v uniform in [-1, 1); c->d sized; returns the context for masks */
@@ -46,6 +55,7 @@ static sctx *setup_sdpa(attn_gc_problem *p, int64_t B, int64_t Hq, int64_t Hkv, 
   c->out = attn_gc_alloc(p, (size_t)nout * sizeof(float));
   c->lse = attn_gc_alloc(p, (size_t)(B * Hq * Lq) * sizeof(float));
   if (!c->out || !c->lse) return NULL;
+  c->backend = ATTN_BACKEND_MATH;
   p->ctx = c;
   p->nout = nout;
   p->forward = sdpa_fwd;
@@ -141,6 +151,25 @@ static attn_status setup_dv(attn_gc_problem *p) {
   return setup_sdpa(p, 1, 2, 1, 4, 7, 4, 7) ? ATTN_OK : ATTN_ENOMEM;
 }
 
+/* The same problems through the flash backend. */
+static attn_status flash(attn_gc_problem *p, attn_status (*setup)(attn_gc_problem *)) {
+  attn_status st = setup(p);
+  if (st == ATTN_OK) ((sctx *)p->ctx)->backend = ATTN_BACKEND_FLASH;
+  return st;
+}
+static attn_status setup_flash_plain(attn_gc_problem *p) { return flash(p, setup_plain); }
+static attn_status setup_flash_scale(attn_gc_problem *p) { return flash(p, setup_scale); }
+static attn_status setup_flash_causal(attn_gc_problem *p) { return flash(p, setup_causal); }
+static attn_status setup_flash_window(attn_gc_problem *p) { return flash(p, setup_window); }
+static attn_status setup_flash_key_lens(attn_gc_problem *p) { return flash(p, setup_key_lens); }
+static attn_status setup_flash_bool_mask(attn_gc_problem *p) { return flash(p, setup_bool_mask); }
+static attn_status setup_flash_add_mask(attn_gc_problem *p) { return flash(p, setup_add_mask); }
+static attn_status setup_flash_gqa(attn_gc_problem *p) { return flash(p, setup_gqa); }
+static attn_status setup_flash_dv(attn_gc_problem *p) { return flash(p, setup_dv); }
+static attn_status setup_flash_masked_row(attn_gc_problem *p) {
+  return flash(p, setup_masked_row);
+}
+
 /* name, setup, h, atol, rtol, max_entries */
 static const attn_gradcheck_case cases[] = {
     {"sdpa.plain", setup_plain, 1e-2f, 2e-4, 1e-2, 0},
@@ -153,6 +182,16 @@ static const attn_gradcheck_case cases[] = {
     {"sdpa.gqa_hq4_hkv2", setup_gqa, 1e-2f, 2e-4, 1e-2, 0},
     {"sdpa.dv7_d4", setup_dv, 1e-2f, 2e-4, 1e-2, 0},
     {"sdpa.masked_row", setup_masked_row, 1e-2f, 2e-4, 1e-2, 0},
+    {"sdpa_flash.plain", setup_flash_plain, 1e-2f, 2e-4, 1e-2, 0},
+    {"sdpa_flash.scale", setup_flash_scale, 1e-2f, 2e-4, 1e-2, 0},
+    {"sdpa_flash.causal", setup_flash_causal, 1e-2f, 2e-4, 1e-2, 0},
+    {"sdpa_flash.window", setup_flash_window, 1e-2f, 2e-4, 1e-2, 0},
+    {"sdpa_flash.key_lens", setup_flash_key_lens, 1e-2f, 2e-4, 1e-2, 0},
+    {"sdpa_flash.bool_mask", setup_flash_bool_mask, 1e-2f, 2e-4, 1e-2, 0},
+    {"sdpa_flash.add_mask", setup_flash_add_mask, 1e-2f, 2e-4, 1e-2, 0},
+    {"sdpa_flash.gqa_hq4_hkv2", setup_flash_gqa, 1e-2f, 2e-4, 1e-2, 0},
+    {"sdpa_flash.dv7_d4", setup_flash_dv, 1e-2f, 2e-4, 1e-2, 0},
+    {"sdpa_flash.masked_row", setup_flash_masked_row, 1e-2f, 2e-4, 1e-2, 0},
 };
 
 int attn_gradcheck_sdpa_cases(const attn_gradcheck_case **out) {
