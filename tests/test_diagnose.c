@@ -19,8 +19,10 @@ enum { L = 12 };
 static void normalise(float *p, int lq, int lk) {
   for (int i = 0; i < lq; i++) {
     double s = 0;
-    for (int j = 0; j < lk; j++) s += p[i * lk + j];
-    for (int j = 0; j < lk; j++) p[i * lk + j] = (float)(p[i * lk + j] / s);
+    for (int j = 0; j < lk; j++)
+      s += p[i * lk + j];
+    for (int j = 0; j < lk; j++)
+      p[i * lk + j] = (float)(p[i * lk + j] / s);
   }
 }
 
@@ -28,7 +30,8 @@ static void normalise(float *p, int lq, int lk) {
 static void peaked(float *p, int lk, int shift, float w) {
   for (int i = 0; i < L; i++) {
     int t = i + shift < 0 ? 0 : i + shift >= lk ? lk - 1 : i + shift;
-    for (int j = 0; j < lk; j++) p[i * lk + j] = j == t ? w : (1 - w) / (lk - 1);
+    for (int j = 0; j < lk; j++)
+      p[i * lk + j] = j == t ? w : (1 - w) / (lk - 1);
   }
 }
 
@@ -41,12 +44,13 @@ static attn_head_diag diagnose(const float *p, int lk, const attn_diag_opts *o) 
 
 static void test_identity_is_diagonal(void) {
   float p[L * L] = {0};
-  for (int i = 0; i < L; i++) p[i * L + i] = 1;
+  for (int i = 0; i < L; i++)
+    p[i * L + i] = 1;
   attn_head_diag d = diagnose(p, L, NULL);
   CHECK(d.pattern == ATTN_PATTERN_DIAGONAL);
   CHECK(d.diag_mass == 1 && d.prev_mass == 0 && d.entropy == 0 && d.mean_distance == 0);
   CHECK(d.dist_profile[0] == 1 && !d.uniform_flag);
-  CHECK(d.causal); /* lower-triangular: detected as causal */
+  CHECK(d.causal);       /* lower-triangular: detected as causal */
   peaked(p, L, 0, 0.7f); /* dense, non-causal, 70% on self */
   d = diagnose(p, L, NULL);
   CHECK(d.pattern == ATTN_PATTERN_DIAGONAL && !d.causal);
@@ -63,7 +67,8 @@ static void test_previous_and_next_token(void) {
   /* strictly causal previous-token head */
   memset(p, 0, sizeof p);
   p[0] = 1;
-  for (int i = 1; i < L; i++) p[i * L + i - 1] = 0.9f, p[i * L + i] = 0.1f;
+  for (int i = 1; i < L; i++)
+    p[i * L + i - 1] = 0.9f, p[i * L + i] = 0.1f;
   d = diagnose(p, L, NULL);
   CHECK(d.pattern == ATTN_PATTERN_PREVIOUS && d.causal);
   CHECK(fabs(d.prev_mass - 0.9) < 1e-6);
@@ -77,7 +82,8 @@ static void test_previous_and_next_token(void) {
 
 static void test_uniform_is_flagged_with_causes(void) {
   float p[L * L];
-  for (int i = 0; i < L * L; i++) p[i] = 1.0f / L;
+  for (int i = 0; i < L * L; i++)
+    p[i] = 1.0f / L;
   attn_head_diag d = diagnose(p, L, NULL);
   CHECK(d.pattern == ATTN_PATTERN_UNIFORM && d.uniform_flag);
   CHECK(fabs(d.entropy - 1) < 1e-6);
@@ -85,7 +91,8 @@ static void test_uniform_is_flagged_with_causes(void) {
   /* causal uniform: row i spreads over i+1 keys: still entropy 1 */
   memset(p, 0, sizeof p);
   for (int i = 0; i < L; i++)
-    for (int j = 0; j <= i; j++) p[i * L + j] = 1.0f / (float)(i + 1);
+    for (int j = 0; j <= i; j++)
+      p[i * L + j] = 1.0f / (float)(i + 1);
   d = diagnose(p, L, NULL);
   CHECK(d.causal && d.pattern == ATTN_PATTERN_UNIFORM);
   CHECK(fabs(d.entropy - 1) < 1e-6);
@@ -101,14 +108,17 @@ static void test_uniform_is_flagged_with_causes(void) {
 static void test_first_token_and_punctuation_focus(void) {
   float p[L * L];
   for (int i = 0; i < L; i++)
-    for (int j = 0; j < L; j++) p[i * L + j] = j == 0 ? 0.7f : 0.3f / (L - 1);
+    for (int j = 0; j < L; j++)
+      p[i * L + j] = j == 0 ? 0.7f : 0.3f / (L - 1);
   attn_head_diag d = diagnose(p, L, NULL);
   CHECK(d.pattern == ATTN_PATTERN_FOCUSED && d.max_col == 0);
   CHECK(fabs(d.max_col_mass - 0.7) < 1e-6);
   CHECK(strstr(d.detail, "first token") != NULL);
-  const char *tok[L] = {"[CLS]", "the", "cat", "sat", ".", "it", "was", "a", "nice", "day", "!", "[SEP]"};
+  const char *tok[L] = {"[CLS]", "the", "cat",  "sat", ".", "it",
+                        "was",   "a",   "nice", "day", "!", "[SEP]"};
   for (int i = 0; i < L; i++)
-    for (int j = 0; j < L; j++) p[i * L + j] = j == 4 ? 0.6f : 0.4f / (L - 1);
+    for (int j = 0; j < L; j++)
+      p[i * L + j] = j == 4 ? 0.6f : 0.4f / (L - 1);
   attn_diag_opts o;
   attn_diag_opts_default(&o);
   o.tokens = tok;
@@ -116,7 +126,8 @@ static void test_first_token_and_punctuation_focus(void) {
   CHECK(d.pattern == ATTN_PATTERN_FOCUSED && d.max_col == 4);
   CHECK(strstr(d.detail, "'.'") && strstr(d.detail, "punctuation"));
   for (int i = 0; i < L; i++)
-    for (int j = 0; j < L; j++) p[i * L + j] = j == 11 ? 0.6f : 0.4f / (L - 1);
+    for (int j = 0; j < L; j++)
+      p[i * L + j] = j == 11 ? 0.6f : 0.4f / (L - 1);
   d = diagnose(p, L, &o);
   CHECK(d.max_col == 11 && strstr(d.detail, "special token"));
 }
@@ -126,7 +137,8 @@ static void test_rare_token_focus_needs_frequencies(void) {
   float freq[L] = {5000, 3000, 20, 4000, 2500, 3, 6000, 150, 3500, 2800, 8, 4200};
   float p[L * L];
   for (int i = 0; i < L; i++)
-    for (int j = 0; j < L; j++) p[i * L + j] = expf(0.4f * -logf(freq[j] / 30000.0f));
+    for (int j = 0; j < L; j++)
+      p[i * L + j] = expf(0.4f * -logf(freq[j] / 30000.0f));
   normalise(p, L, L);
   attn_diag_opts o;
   attn_diag_opts_default(&o);
@@ -138,7 +150,8 @@ static void test_rare_token_focus_needs_frequencies(void) {
   CHECK(without.pattern != ATTN_PATTERN_RARE && isnan(without.rare_corr));
   /* the same head attending to frequent tokens instead is not rare-focused */
   for (int i = 0; i < L; i++)
-    for (int j = 0; j < L; j++) p[i * L + j] = expf(0.4f * logf(freq[j] / 30000.0f));
+    for (int j = 0; j < L; j++)
+      p[i * L + j] = expf(0.4f * logf(freq[j] / 30000.0f));
   normalise(p, L, L);
   d = diagnose(p, L, &o);
   CHECK(d.pattern != ATTN_PATTERN_RARE && d.rare_corr < -0.5);
@@ -147,27 +160,32 @@ static void test_rare_token_focus_needs_frequencies(void) {
 static void test_local_band_and_mixed(void) {
   float p[L * L];
   for (int i = 0; i < L; i++)
-    for (int j = 0; j < L; j++) p[i * L + j] = expf(-0.6f * fabsf((float)(i - j)));
+    for (int j = 0; j < L; j++)
+      p[i * L + j] = expf(-0.6f * fabsf((float)(i - j)));
   normalise(p, L, L);
   attn_head_diag d = diagnose(p, L, NULL);
   CHECK(d.pattern == ATTN_PATTERN_LOCAL);
   CHECK(d.diag_mass < 0.5 && d.local_mass >= 0.6);
   double s = 0;
-  for (int b = 0; b < ATTN_DIAG_DIST_BINS; b++) s += d.dist_profile[b];
+  for (int b = 0; b < ATTN_DIAG_DIST_BINS; b++)
+    s += d.dist_profile[b];
   CHECK(fabs(s - 1) < 1e-6);
   /* two far-apart spikes per row: none of the patterns */
   memset(p, 0, sizeof p);
-  for (int i = 0; i < L; i++) p[i * L + (i + 4) % L] = 0.45f, p[i * L + (i + 8) % L] = 0.55f;
+  for (int i = 0; i < L; i++)
+    p[i * L + (i + 4) % L] = 0.45f, p[i * L + (i + 8) % L] = 0.55f;
   d = diagnose(p, L, NULL);
   CHECK(d.pattern == ATTN_PATTERN_MIXED && !d.uniform_flag);
 }
 
 static void test_sentence_level_attention(void) {
   /* two sentences; each token spreads over its own sentence */
-  const char *tok[L] = {"the", "cat", "sat", "on", "it", ".", "a", "nice", "warm", "sunny", "day", "[SEP]"};
+  const char *tok[L] = {"the", "cat",  "sat",  "on",    "it",  ".",
+                        "a",   "nice", "warm", "sunny", "day", "[SEP]"};
   float p[L * L];
   for (int i = 0; i < L; i++)
-    for (int j = 0; j < L; j++) p[i * L + j] = i / 6 == j / 6 ? 0.95f / 6 : 0.05f / 6;
+    for (int j = 0; j < L; j++)
+      p[i * L + j] = i / 6 == j / 6 ? 0.95f / 6 : 0.05f / 6;
   attn_diag_opts o;
   attn_diag_opts_default(&o);
   o.tokens = tok;
@@ -186,7 +204,8 @@ static void test_several_heads_and_the_table(void) {
   float p[3 * L * L];
   peaked(p, L, 0, 0.9f);
   peaked(p + L * L, L, -1, 0.9f);
-  for (int i = 0; i < L * L; i++) p[2 * L * L + i] = 1.0f / L;
+  for (int i = 0; i < L * L; i++)
+    p[2 * L * L + i] = 1.0f / L;
   attn_head_diag d[3];
   CHECK_OK(attn_diagnose_f32(p, 3, L, L, NULL, d));
   CHECK(d[0].pattern == ATTN_PATTERN_DIAGONAL && d[1].pattern == ATTN_PATTERN_PREVIOUS &&
@@ -198,7 +217,8 @@ static void test_several_heads_and_the_table(void) {
   fclose(f);
   CHECK(buf && strstr(buf, "previous-token") && strstr(buf, "uniform") && strstr(buf, "entropy"));
   int lines = 0;
-  for (size_t i = 0; i < n; i++) lines += buf[i] == '\n';
+  for (size_t i = 0; i < n; i++)
+    lines += buf[i] == '\n';
   CHECK(lines == 4);
   free(buf);
   CHECK(!strcmp(attn_pattern_name(ATTN_PATTERN_RARE), "rare-token"));
@@ -237,7 +257,8 @@ static void test_bad_inputs(void) {
   CHECK_ERR(attn_diagnose_head_f32(p, L, L, NULL, &d), ATTN_EINVAL);
   peaked(p, L, 0, 0.9f);
   float freq[L];
-  for (int j = 0; j < L; j++) freq[j] = 1;
+  for (int j = 0; j < L; j++)
+    freq[j] = 1;
   freq[2] = 0;
   attn_diag_opts o;
   attn_diag_opts_default(&o);
@@ -249,7 +270,8 @@ static void test_bad_inputs(void) {
   memset(p, 0, sizeof p);
   CHECK_ERR(attn_diagnose_head_f32(p, L, L, NULL, &d), ATTN_EINVAL);
   /* fully masked rows are skipped, not an error */
-  for (int j = 0; j < L; j++) p[5 * L + j] = 1.0f / L;
+  for (int j = 0; j < L; j++)
+    p[5 * L + j] = 1.0f / L;
   CHECK_OK(attn_diagnose_head_f32(p, L, L, NULL, &d));
   CHECK(d.pattern == ATTN_PATTERN_UNIFORM);
 }

@@ -2,8 +2,8 @@
  * in PNG (decoded and checked pixel by pixel), SVG and PDF, atomic writes,
  * token-label JSON, and clean errors on bad input. */
 #include <dirent.h>
-#include <sys/wait.h>
 #include <stdint.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "apps/viz.h"
@@ -61,7 +61,8 @@ static int no_tmp_files(void) {
 /* previous-token pattern: row i puts everything on key i-1 (row 0 on key 0) */
 __attribute__((unused)) static void prev_token(float *p, int L) {
   memset(p, 0, sizeof(float) * L * L);
-  for (int i = 0; i < L; i++) p[i * L + (i ? i - 1 : 0)] = 1;
+  for (int i = 0; i < L; i++)
+    p[i * L + (i ? i - 1 : 0)] = 1;
 }
 
 /* graded softmax-like rows */
@@ -69,8 +70,10 @@ static void graded(float *p, int L, int seed) {
   fill_uniform(p, (long)L * L, (unsigned)seed, 0.0f, 1.0f);
   for (int i = 0; i < L; i++) {
     double s = 0;
-    for (int j = 0; j < L; j++) s += p[i * L + j] = expf(4 * p[i * L + j]);
-    for (int j = 0; j < L; j++) p[i * L + j] /= (float)s;
+    for (int j = 0; j < L; j++)
+      s += p[i * L + j] = expf(4 * p[i * L + j]);
+    for (int j = 0; j < L; j++)
+      p[i * L + j] /= (float)s;
   }
 }
 
@@ -213,7 +216,8 @@ static int distinct_colours(const png_image *img, int cap) {
     for (int x = 0; x < img->w && n < cap; x++) {
       uint32_t c = px(img, x, y);
       int found = 0;
-      for (int k = 0; k < n && !found; k++) found = seen[k] == c;
+      for (int k = 0; k < n && !found; k++)
+        found = seen[k] == c;
       if (!found) seen[n++] = c;
     }
   return n;
@@ -271,7 +275,8 @@ static void test_png_bone_graded_and_thinned_500(void) {
   char(*names)[16] = malloc(L * sizeof *names);
   const char **lab = malloc(L * sizeof *lab);
   graded(p, L, 3);
-  for (int i = 0; i < L; i++) snprintf(names[i], 16, "tok%d", i), lab[i] = names[i];
+  for (int i = 0; i < L; i++)
+    snprintf(names[i], 16, "tok%d", i), lab[i] = names[i];
   const char *path = out_path("long.png");
   CHECK_OK(attn_viz_heatmap_f32(path, p, L, L, lab, lab, NULL));
   png_image img;
@@ -298,8 +303,9 @@ static void test_svg_and_pdf_are_well_formed(void) {
   enum { L = 12 };
   float p[L * L];
   graded(p, L, 5);
-  const char *lab[L] = {"<a>", "&b", "\"c\"", "d", "\xc3\xa9", "bad\xff", "g", "h",
-                        "i", "j", "k", "a-very-long-token-name-that-goes-on"};
+  const char *lab[L] = {"<a>",      "&b",      "\"c\"", "d",
+                        "\xc3\xa9", "bad\xff", "g",     "h",
+                        "i",        "j",       "k",     "a-very-long-token-name-that-goes-on"};
   CHECK_OK(attn_viz_heatmap_f32(out_path("h.svg"), p, L, L, lab, lab, NULL));
   long n;
   char *s = slurp(out_path("h.svg"), &n);
@@ -308,7 +314,8 @@ static void test_svg_and_pdf_are_well_formed(void) {
     CHECK(!strncmp(s, "<?xml", 5));
     CHECK(strstr(s, "<svg") != NULL);
     const char *end = s + n;
-    while (end > s && (end[-1] == '\n' || end[-1] == ' ')) end--;
+    while (end > s && (end[-1] == '\n' || end[-1] == ' '))
+      end--;
     CHECK(end - s > 6 && !strncmp(end - 6, "</svg>", 6));
     free(s);
   }
@@ -327,7 +334,8 @@ static void test_svg_and_pdf_are_well_formed(void) {
 static void test_grid_and_model_views(void) {
   enum { NL = 2, H = 6, L = 9 };
   float *p = malloc(sizeof(float) * NL * H * L * L);
-  for (int t = 0; t < NL * H; t++) graded(p + t * L * L, L, 10 + t);
+  for (int t = 0; t < NL * H; t++)
+    graded(p + t * L * L, L, 10 + t);
   CHECK_OK(attn_viz_heads_f32(out_path("heads.png"), p, H, L, L, NULL, NULL, NULL));
   png_image img;
   CHECK(png_load(out_path("heads.png"), &img));
@@ -352,7 +360,8 @@ static void test_grid_and_model_views(void) {
 
 static void test_constant_matrix_and_missing_labels(void) {
   float p[16];
-  for (int i = 0; i < 16; i++) p[i] = 0.25f; /* vmin == vmax: every cell the lowest colour */
+  for (int i = 0; i < 16; i++)
+    p[i] = 0.25f; /* vmin == vmax: every cell the lowest colour */
   const char *lab[4] = {"a", NULL, "", "d"};
   CHECK_OK(attn_viz_heatmap_f32(out_path("flat.png"), p, 4, 4, lab, lab, NULL));
   png_image img;
@@ -360,7 +369,8 @@ static void test_constant_matrix_and_missing_labels(void) {
   if (img.s) {
     long black = 0;
     for (int y = 0; y < img.h; y++)
-      for (int x = 0; x < img.w; x++) black += px(&img, x, y) == 0;
+      for (int x = 0; x < img.w; x++)
+        black += px(&img, x, y) == 0;
     CHECK(black > 0.9 * 16 * 28 * 28); /* bone(0) is black; cells are 28 px */
     cairo_surface_destroy(img.s);
   }
@@ -390,7 +400,8 @@ static void write_attn_file(const char *path, float *p) {
   enum { NL = 2, H = 3, N = 5 };
   for (int t = 0; t < NL * H; t++) {
     memset(p + t * N * N, 0, sizeof(float) * N * N);
-    for (int i = 0; i < N; i++) p[t * N * N + i * N + (t == 1 ? (i ? i - 1 : 0) : i)] = 1;
+    for (int i = 0; i < N; i++)
+      p[t * N * N + i * N + (t == 1 ? (i ? i - 1 : 0) : i)] = 1;
   }
   attn_st *st;
   CHECK_OK(attn_st_new(&st));
@@ -420,7 +431,8 @@ static void test_input_from_safetensors(void) {
   attn_st *st;
   CHECK_OK(attn_st_new(&st));
   uint16_t h[6];
-  for (int i = 0; i < 6; i++) h[i] = attn_f32_to_f16(i < 3 ? 0.25f : 0.5f);
+  for (int i = 0; i < 6; i++)
+    h[i] = attn_f32_to_f16(i < 3 ? 0.25f : 0.5f);
   int64_t shape[2] = {2, 3};
   CHECK_OK(attn_st_add(st, "attn", ATTN_F16, 2, shape, h));
   CHECK_OK(attn_st_set_meta(st, "query_tokens", "[\"a\", \"b\"]"));
@@ -486,10 +498,8 @@ static void test_cli_viz_and_diagnose(void) {
   write_attn_file(in_path, p);
 #ifdef ATTN_HAVE_CAIRO
   const char *runs[] = {"viz %s %s/c1.png --layer 1 --head 1 --cmap viridis",
-                        "viz %s %s/c2.svg --all-heads",
-                        "viz %s %s/c3.pdf --model --region 0:3,1:5",
-                        "viz %s %s/c4.html",
-                        "diagnose %s --chart %s/c5.png"};
+                        "viz %s %s/c2.svg --all-heads", "viz %s %s/c3.pdf --model --region 0:3,1:5",
+                        "viz %s %s/c4.html", "diagnose %s --chart %s/c5.png"};
 #else /* pictures need cairo; the page and the table do not */
   const char *runs[] = {"viz %s %s/c4.html", "diagnose %s"};
 #endif
@@ -499,7 +509,8 @@ static void test_cli_viz_and_diagnose(void) {
   for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
     char args[512];
     snprintf(args, sizeof args, runs[r], in_path, OUT_DIR);
-    snprintf(cmd, sizeof cmd, "LSAN_OPTIONS=suppressions=%s/lsan.supp:print_suppressions=0 %s %s > %s/out.txt 2>&1",
+    snprintf(cmd, sizeof cmd,
+             "LSAN_OPTIONS=suppressions=%s/lsan.supp:print_suppressions=0 %s %s > %s/out.txt 2>&1",
              OUT_DIR, bin, args, OUT_DIR);
     int rc = system(cmd);
     if (rc != 0) printf("  '%s' -> %d\n", cmd, rc);
@@ -515,11 +526,10 @@ static void test_cli_viz_and_diagnose(void) {
   CHECK(s && strstr(s, "previous-token") && strstr(s, "diagonal"));
   free(s);
   /* usage errors exit 2, bad files 1 */
-  snprintf(cmd, sizeof cmd, "%s viz %s %s/x.png --head 1 --all-heads >/dev/null 2>&1", bin,
-           in_path, OUT_DIR);
-  CHECK(WEXITSTATUS(system(cmd)) == 2);
-  snprintf(cmd, sizeof cmd, "%s viz %s %s/x.html --head 7 >/dev/null 2>&1", bin, in_path,
+  snprintf(cmd, sizeof cmd, "%s viz %s %s/x.png --head 1 --all-heads >/dev/null 2>&1", bin, in_path,
            OUT_DIR);
+  CHECK(WEXITSTATUS(system(cmd)) == 2);
+  snprintf(cmd, sizeof cmd, "%s viz %s %s/x.html --head 7 >/dev/null 2>&1", bin, in_path, OUT_DIR);
   CHECK(WEXITSTATUS(system(cmd)) == 1);
   snprintf(cmd, sizeof cmd, "%s viz %s %s/x.bmp >/dev/null 2>&1", bin, in_path, OUT_DIR);
   CHECK(WEXITSTATUS(system(cmd)) == 1);
@@ -536,8 +546,8 @@ static void test_report_writes_everything(void) {
   char *buf = NULL;
   size_t n = 0;
   FILE *f = open_memstream(&buf, &n);
-  attn_status st = attn_viz_report_f32(prefix, p, 2, 3, 5, 5, file_tokens, file_tokens, 0, 1,
-                                       NULL, f);
+  attn_status st =
+      attn_viz_report_f32(prefix, p, 2, 3, 5, 5, file_tokens, file_tokens, 0, 1, NULL, f);
   fclose(f);
 #ifdef ATTN_HAVE_CAIRO
   CHECK_OK(st);
@@ -611,7 +621,7 @@ static void test_html_page_in_headless_chromium(void) {
     for (int j = 0; j < 5; j++)
       if (j != 2) CHECK(key_weight(dom, j) == 0.0);
     CHECK(strstr(dom, "class=\"tok on\" id=\"q3\"") != NULL); /* the hovered token is marked */
-    CHECK(strstr(dom, "&lt;/script&gt;&lt;b&gt;") != NULL);    /* the odd token shown as text */
+    CHECK(strstr(dom, "&lt;/script&gt;&lt;b&gt;") != NULL);   /* the odd token shown as text */
     CHECK(strstr(dom, "heatmap: layer 0, head 1") != NULL);
     free(dom);
   }

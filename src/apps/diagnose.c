@@ -8,8 +8,8 @@
 #include <string.h>
 
 static const char *const pattern_names[ATTN_PATTERN_COUNT] = {
-    "diagonal", "local", "previous-token", "next-token",
-    "focused",  "rare-token", "uniform", "sentence", "mixed"};
+    "diagonal",   "local",   "previous-token", "next-token", "focused",
+    "rare-token", "uniform", "sentence",       "mixed"};
 
 /* The tutorial's section 6.1: why attention comes out uniform, and the fix. */
 static const char uniform_causes[] =
@@ -54,7 +54,8 @@ static int is_special_token(const char *s) {
 
 static int ends_sentence(const char *s) {
   if (!s) return 0;
-  while (*s == ' ') s++;
+  while (*s == ' ')
+    s++;
   return !strcmp(s, ".") || !strcmp(s, "!") || !strcmp(s, "?") || !strcmp(s, ";") ||
          !strcmp(s, "[SEP]") || !strcmp(s, "</s>");
 }
@@ -108,8 +109,8 @@ static attn_status check_probs(const float *p, int64_t lq, int64_t lk, unsigned 
 static void describe_key(char *buf, size_t n, const char *what, int64_t j, int64_t lk,
                          const char *const *tokens) {
   const char *tok = tokens ? tokens[j] : NULL;
-  const char *kind = j == 0                     ? " (first token)"
-                     : tok && is_punct_token(tok) ? " (punctuation)"
+  const char *kind = j == 0                         ? " (first token)"
+                     : tok && is_punct_token(tok)   ? " (punctuation)"
                      : tok && is_special_token(tok) ? " (special token)"
                      : j == lk - 1                  ? " (last token)"
                                                     : "";
@@ -197,7 +198,8 @@ attn_status attn_diagnose_head_f32(const float *probs, int64_t lq, int64_t lk,
   }
   out->entropy = ent_rows ? ent / (double)ent_rows : 0.0;
   out->mean_distance = dist / (double)rows;
-  for (int b = 0; b < ATTN_DIAG_DIST_BINS; b++) out->dist_profile[b] /= (double)rows;
+  for (int b = 0; b < ATTN_DIAG_DIST_BINS; b++)
+    out->dist_profile[b] /= (double)rows;
   out->diag_mass = diag_rows ? diag / (double)diag_rows : 0.0;
   out->prev_mass = prev_rows ? prev / (double)prev_rows : 0.0;
   out->next_mass = next_rows ? next / (double)next_rows : 0.0;
@@ -268,8 +270,7 @@ done:
 attn_status attn_diagnose_f32(const float *probs, int64_t n, int64_t lq, int64_t lk,
                               const attn_diag_opts *opts, attn_head_diag *out) {
   if (!probs || !out || n < 1)
-    return attn_set_error(ATTN_EINVAL, "diagnose: NULL probs/result or n = %lld < 1",
-                          (long long)n);
+    return attn_set_error(ATTN_EINVAL, "diagnose: NULL probs/result or n = %lld < 1", (long long)n);
   for (int64_t h = 0; h < n; h++) {
     attn_status st = attn_diagnose_head_f32(probs + h * lq * lk, lq, lk, opts, &out[h]);
     if (st) return attn_set_error(st, "head %lld: %s", (long long)h, attn_last_error());
@@ -291,8 +292,8 @@ void attn_diagnose_print(FILE *f, const attn_head_diag *d, int64_t layers, int64
         snprintf(rare, sizeof rare, "%.2f", x->rare_corr);
       fprintf(f, "%5lld %4lld  %-14s %7.3f %6.2f %5.2f %5.2f %5.2f %5.2f %8s %6s  %s%s\n",
               (long long)l, (long long)h, attn_pattern_name(x->pattern), x->entropy,
-              x->mean_distance, x->diag_mass, x->prev_mass, x->next_mass, x->local_mass, maxk,
-              rare, x->uniform_flag && x->pattern != ATTN_PATTERN_UNIFORM ? "[near-uniform] " : "",
+              x->mean_distance, x->diag_mass, x->prev_mass, x->next_mass, x->local_mass, maxk, rare,
+              x->uniform_flag && x->pattern != ATTN_PATTERN_UNIFORM ? "[near-uniform] " : "",
               x->detail);
     }
 }

@@ -59,19 +59,19 @@ typedef struct {
 
 typedef struct {
   attn_pattern pattern;
-  int uniform_flag;        /* normalised entropy >= ATTN_DIAG_UNIFORM_MIN */
-  int causal;              /* the mask assumed */
-  double entropy;          /* mean of H(row) / log(allowed keys) over rows with >= 2 allowed */
-  double mean_distance;    /* mean over rows of sum_j p |i-j| */
-  double dist_profile[ATTN_DIAG_DIST_BINS]; /* mean mass per |i-j| bin (sums to 1) */
+  int uniform_flag;     /* normalised entropy >= ATTN_DIAG_UNIFORM_MIN */
+  int causal;           /* the mask assumed */
+  double entropy;       /* mean of H(row) / log(allowed keys) over rows with >= 2 allowed */
+  double mean_distance; /* mean over rows of sum_j p |i-j| */
+  double dist_profile[ATTN_DIAG_DIST_BINS];           /* mean mass per |i-j| bin (sums to 1) */
   double diag_mass, prev_mass, next_mass, local_mass; /* means over rows where defined */
-  int64_t max_col;         /* key position receiving the most attention */
-  double max_col_mass;     /* its mean attention over rows */
-  double rare_corr;        /* Pearson corr(received / uniform share, -log freq); NAN without freq */
-  double received_cv;      /* coefficient of variation of received / uniform share */
-  double sentence_mass;    /* mean mass within the query's sentence; NAN if unknown */
-  double sentence_base;    /* the same under uniform attention over the allowed keys */
-  char detail[192];        /* e.g. "key 0 (first token)"; for uniform the likely causes */
+  int64_t max_col;      /* key position receiving the most attention */
+  double max_col_mass;  /* its mean attention over rows */
+  double rare_corr;     /* Pearson corr(received / uniform share, -log freq); NAN without freq */
+  double received_cv;   /* coefficient of variation of received / uniform share */
+  double sentence_mass; /* mean mass within the query's sentence; NAN if unknown */
+  double sentence_base; /* the same under uniform attention over the allowed keys */
+  char detail[192];     /* e.g. "key 0 (first token)"; for uniform the likely causes */
 } attn_head_diag;
 
 void attn_diag_opts_default(attn_diag_opts *o);

@@ -29,12 +29,12 @@ typedef enum {
 
 typedef struct {
   attn_viz_cmap cmap;
-  const char *title;     /* NULL: none */
-  const char *q_name;    /* axis caption down; NULL: "query" */
-  const char *k_name;    /* axis caption across; NULL: "key" */
+  const char *title;  /* NULL: none */
+  const char *q_name; /* axis caption down; NULL: "query" */
+  const char *k_name; /* axis caption across; NULL: "key" */
   /* Region [q0,q1) x [k0,k1) to draw; q1 = 0 (k1 = 0) means to the end. */
   int64_t q0, q1, k0, k1;
-  int max_labels;        /* labels per axis at most (thinned beyond); 0: 60 */
+  int max_labels; /* labels per axis at most (thinned beyond); 0: 60 */
   /* Colour scale. vmin == vmax: the drawn data's min..max (as matplotlib's
    * matshow does). */
   float vmin, vmax;
@@ -67,12 +67,12 @@ attn_status attn_viz_alignment_f32(const char *path, const float *probs, int64_t
 /* All heads of one layer, probs [heads, lq, lk], as a grid of small heatmaps
  * sharing one colour scale. Labels are drawn on the tiles when short enough. */
 attn_status attn_viz_heads_f32(const char *path, const float *probs, int64_t heads, int64_t lq,
-                               int64_t lk, const char *const *q_labels,
-                               const char *const *k_labels, const attn_viz_opts *opts);
+                               int64_t lk, const char *const *q_labels, const char *const *k_labels,
+                               const attn_viz_opts *opts);
 
 /* Overview probs [layers, heads, lq, lk]: one row per layer, one column per head. */
-attn_status attn_viz_model_f32(const char *path, const float *probs, int64_t layers,
-                               int64_t heads, int64_t lq, int64_t lk, const attn_viz_opts *opts);
+attn_status attn_viz_model_f32(const char *path, const float *probs, int64_t layers, int64_t heads,
+                               int64_t lq, int64_t lk, const attn_viz_opts *opts);
 
 /* Self-contained HTML page (inline CSS/JS, no network) with a head view:
  * pick layer and heads, hover a token to see its attention to the others.
@@ -96,10 +96,9 @@ void attn_viz_labels_free(char **labels, int64_t n);
  * and the diagnosis table on `table` (NULL: not printed). opts as for the
  * heatmap (title, cmap, region...). Stops at the first failure. */
 attn_status attn_viz_report_f32(const char *prefix, const float *probs, int64_t layers,
-                                int64_t heads, int64_t lq, int64_t lk,
-                                const char *const *q_labels, const char *const *k_labels,
-                                int64_t layer, int64_t head, const attn_viz_opts *opts,
-                                FILE *table);
+                                int64_t heads, int64_t lq, int64_t lk, const char *const *q_labels,
+                                const char *const *k_labels, int64_t layer, int64_t head,
+                                const attn_viz_opts *opts, FILE *table);
 
 /* Attention weights from a safetensors file, as PyTorch users save them:
  * tensor `name` (NULL: "attn"), F32/F16/BF16 of shape [Lq, Lk], [H, Lq, Lk]
@@ -109,10 +108,10 @@ attn_status attn_viz_report_f32(const char *prefix, const float *probs, int64_t 
 typedef struct {
   float *probs; /* [layers, heads, lq, lk] */
   int64_t layers, heads, lq, lk;
-  int rank;             /* rank of the tensor in the file */
-  char **q_labels;      /* [lq] or NULL */
-  char **k_labels;      /* [lk] or NULL */
-  float *freq;          /* [lk] or NULL */
+  int rank;        /* rank of the tensor in the file */
+  char **q_labels; /* [lq] or NULL */
+  char **k_labels; /* [lk] or NULL */
+  float *freq;     /* [lk] or NULL */
 } attn_viz_input;
 
 attn_status attn_viz_input_load(const char *path, const char *name, attn_viz_input *out);

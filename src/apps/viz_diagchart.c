@@ -19,7 +19,8 @@ attn_status attn_diagnose_chart(const char *path, const attn_head_diag *d, int64
   return viz_no_cairo("diagnose chart");
 #else
   enum { NBAR = 6 };
-  static const char *const bar_names[NBAR] = {"entropy", "diag", "prev", "next", "local", "max key"};
+  static const char *const bar_names[NBAR] = {"entropy", "diag",  "prev",
+                                              "next",    "local", "max key"};
   const double pad = 12, row_h = 20, head_w = 70, pat_w = 110, bar_w = 64, bar_gap = 10,
                prof_w = 96, header = 40;
   int64_t n = layers * heads;
@@ -35,7 +36,8 @@ attn_status attn_diagnose_chart(const char *path, const attn_head_diag *d, int64
   double hy = pad + header - 9, x0 = pad + head_w + pat_w;
   viz_text(cr, "head", pad, hy, 0);
   viz_text(cr, "pattern", pad + head_w, hy, 0);
-  for (int b = 0; b < NBAR; b++) viz_text(cr, bar_names[b], x0 + b * (bar_w + bar_gap), hy, 0);
+  for (int b = 0; b < NBAR; b++)
+    viz_text(cr, bar_names[b], x0 + b * (bar_w + bar_gap), hy, 0);
   viz_text(cr, "distance |i-j|", x0 + NBAR * (bar_w + bar_gap), hy, 0);
   char buf[64];
   for (int64_t t = 0; t < n; t++) {
@@ -54,7 +56,7 @@ attn_status attn_diagnose_chart(const char *path, const attn_head_diag *d, int64
     if (warn) cairo_set_source_rgb(cr, 0.8, 0.1, 0.1);
     viz_font(cr, 10, warn);
     viz_text(cr, attn_pattern_name(x->pattern), pad + head_w, cy, 0);
-    double v[NBAR] = {x->entropy,  x->diag_mass,  x->prev_mass,
+    double v[NBAR] = {x->entropy,   x->diag_mass,  x->prev_mass,
                       x->next_mass, x->local_mass, x->max_col_mass};
     for (int b = 0; b < NBAR; b++) {
       double bx = x0 + b * (bar_w + bar_gap), val = fmin(fmax(v[b], 0), 1);
@@ -68,7 +70,9 @@ attn_status attn_diagnose_chart(const char *path, const attn_head_diag *d, int64
       cairo_rectangle(cr, bx, y + 4, bar_w * val, row_h - 8);
       cairo_fill(cr);
       /* marker at the classification threshold */
-      double thr = b == 0 ? ATTN_DIAG_UNIFORM_MIN : b == 4 ? ATTN_DIAG_LOCAL_MIN : ATTN_DIAG_MASS_MIN;
+      double thr = b == 0   ? ATTN_DIAG_UNIFORM_MIN
+                   : b == 4 ? ATTN_DIAG_LOCAL_MIN
+                            : ATTN_DIAG_MASS_MIN;
       cairo_set_source_rgb(cr, 0, 0, 0);
       cairo_set_line_width(cr, 1);
       cairo_move_to(cr, bx + bar_w * thr, y + 2);

@@ -23,17 +23,19 @@ static attn_status grid_draw(const char *path, const float *probs, int64_t layer
   viz_format fmt;
   attn_status st = viz_format_of(path, &fmt);
   if (st) return st;
-  if (layers < 1 || heads < 1 || lq < 1 || lk < 1 || layers > 256 || heads > 256 ||
-      lq > 100000 || lk > 100000 || layers * heads * lq * lk > ((int64_t)1 << 31))
+  if (layers < 1 || heads < 1 || lq < 1 || lk < 1 || layers > 256 || heads > 256 || lq > 100000 ||
+      lk > 100000 || layers * heads * lq * lk > ((int64_t)1 << 31))
     return attn_set_error(ATTN_EINVAL, "%s: shape [%lld, %lld, %lld, %lld] is out of range", what,
                           (long long)layers, (long long)heads, (long long)lq, (long long)lk);
   int64_t ntiles = layers * heads, per = lq * lk;
   if ((st = viz_check_finite(probs, ntiles * per, what))) return st;
   int64_t q0 = o.q0, q1 = o.q1 ? o.q1 : lq, k0 = o.k0, k1 = o.k1 ? o.k1 : lk;
   if (q0 < 0 || q0 >= q1 || q1 > lq || k0 < 0 || k0 >= k1 || k1 > lk)
-    return attn_set_error(ATTN_EINVAL, "%s: region [%lld,%lld)x[%lld,%lld) is empty or outside "
-                          "%lldx%lld", what, (long long)q0, (long long)q1, (long long)k0,
-                          (long long)k1, (long long)lq, (long long)lk);
+    return attn_set_error(ATTN_EINVAL,
+                          "%s: region [%lld,%lld)x[%lld,%lld) is empty or outside "
+                          "%lldx%lld",
+                          what, (long long)q0, (long long)q1, (long long)k0, (long long)k1,
+                          (long long)lq, (long long)lk);
   if (o.cmap != ATTN_CMAP_BONE && o.cmap != ATTN_CMAP_VIRIDIS)
     return attn_set_error(ATTN_EINVAL, "%s: unknown colormap %d", what, (int)o.cmap);
 #ifndef ATTN_HAVE_CAIRO
@@ -158,12 +160,12 @@ static attn_status grid_draw(const char *path, const float *probs, int64_t layer
 }
 
 attn_status attn_viz_heads_f32(const char *path, const float *probs, int64_t heads, int64_t lq,
-                               int64_t lk, const char *const *q_labels,
-                               const char *const *k_labels, const attn_viz_opts *opts) {
+                               int64_t lk, const char *const *q_labels, const char *const *k_labels,
+                               const attn_viz_opts *opts) {
   return grid_draw(path, probs, 1, heads, lq, lk, q_labels, k_labels, opts, GRID_HEADS);
 }
 
-attn_status attn_viz_model_f32(const char *path, const float *probs, int64_t layers,
-                               int64_t heads, int64_t lq, int64_t lk, const attn_viz_opts *opts) {
+attn_status attn_viz_model_f32(const char *path, const float *probs, int64_t layers, int64_t heads,
+                               int64_t lq, int64_t lk, const attn_viz_opts *opts) {
   return grid_draw(path, probs, layers, heads, lq, lk, NULL, NULL, opts, GRID_MODEL);
 }

@@ -35,7 +35,8 @@ static attn_status axis_labels_make(axis_labels *ax, cairo_t *measure, const cha
                                     int64_t a, int64_t b, int max_labels, double cell) {
   ax->a = a, ax->b = b;
   ax->stride = attn_viz_label_stride(b - a, max_labels);
-  while (cell * (double)ax->stride < 7.0) ax->stride++; /* labels need 7 px of room */
+  while (cell * (double)ax->stride < 7.0)
+    ax->stride++; /* labels need 7 px of room */
   ax->count = (b - a + ax->stride - 1) / ax->stride;
   ax->text = calloc((size_t)ax->count, sizeof *ax->text);
   if (!ax->text) return attn_set_error(ATTN_ENOMEM, "heatmap: out of memory for labels");

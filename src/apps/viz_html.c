@@ -33,11 +33,16 @@ static void put_html_text(FILE *f, const char *s) {
   char clean[4 * 120 + 8];
   viz_label_clean(s, clean, sizeof clean, 120);
   for (const char *p = clean; *p; p++) {
-    if (*p == '<') fputs("&lt;", f);
-    else if (*p == '>') fputs("&gt;", f);
-    else if (*p == '&') fputs("&amp;", f);
-    else if (*p == '"') fputs("&quot;", f);
-    else fputc(*p, f);
+    if (*p == '<')
+      fputs("&lt;", f);
+    else if (*p == '>')
+      fputs("&gt;", f);
+    else if (*p == '&')
+      fputs("&amp;", f);
+    else if (*p == '"')
+      fputs("&quot;", f);
+    else
+      fputc(*p, f);
   }
 }
 
@@ -86,10 +91,13 @@ static const char page_js[] =
     " D.k.forEach((t,j)=>{const d=document.createElement('div');d.className='tok';d.id='k'+j;"
     "d.textContent=t;K.appendChild(d);});draw();}\n"
     "function draw(){const c=$('lines'),n=Math.max(D.lq,D.lk);c.width=220;c.height=n*R;\n"
-    " const g=c.getContext('2d');g.clearRect(0,0,c.width,c.height);const hs=[...sel].sort((a,b)=>a-b);\n"
-    " for(const h of hs){g.strokeStyle=hue(h);for(let i=0;i<D.lq;i++){if(hover>=0&&i!==hover)continue;"
+    " const g=c.getContext('2d');g.clearRect(0,0,c.width,c.height);const "
+    "hs=[...sel].sort((a,b)=>a-b);\n"
+    " for(const h of hs){g.strokeStyle=hue(h);for(let "
+    "i=0;i<D.lq;i++){if(hover>=0&&i!==hover)continue;"
     "for(let j=0;j<D.lk;j++){const v=w(h,i,j);if(v<0.01)continue;g.globalAlpha=Math.min(1,v);"
-    "g.lineWidth=hover>=0?2:1;g.beginPath();g.moveTo(0,i*R+R/2);g.lineTo(c.width,j*R+R/2);g.stroke();}}}\n"
+    "g.lineWidth=hover>=0?2:1;g.beginPath();g.moveTo(0,i*R+R/2);g.lineTo(c.width,j*R+R/"
+    "2);g.stroke();}}}\n"
     " g.globalAlpha=1;\n"
     " for(let i=0;i<D.lq;i++)$('q'+i).classList.toggle('on',i===hover);\n"
     " for(let j=0;j<D.lk;j++){const e=$('k'+j);let v=0;if(hover>=0&&hs.length){for(const h of hs)"
@@ -98,8 +106,10 @@ static const char page_js[] =
     "e.style.color=v>0.5?'#fff':'';}\n"
     " heat(hs.length?hs[0]:-1);\n"
     " $('state').textContent='layer='+layer+' heads='+hs.join(',')+' hover='+hover;}\n"
-    "function heat(h){const c=$('heat'),s=Math.max(2,Math.min(16,Math.floor(480/Math.max(D.lq,D.lk))));\n"
-    " c.width=D.lk*s;c.height=D.lq*s;const g=c.getContext('2d');g.clearRect(0,0,c.width,c.height);\n"
+    "function heat(h){const "
+    "c=$('heat'),s=Math.max(2,Math.min(16,Math.floor(480/Math.max(D.lq,D.lk))));\n"
+    " c.width=D.lk*s;c.height=D.lq*s;const "
+    "g=c.getContext('2d');g.clearRect(0,0,c.width,c.height);\n"
     " if(h<0){$('info').textContent='no head selected';return;}let mx=0;\n"
     " for(let i=0;i<D.lq*D.lk;i++)mx=Math.max(mx,D.a[layer][h][i]);\n"
     " for(let i=0;i<D.lq;i++)for(let j=0;j<D.lk;j++){g.fillStyle=cm(mx>0?w(h,i,j)/mx:0);"
@@ -125,8 +135,8 @@ attn_status attn_viz_html_f32(const char *path, const float *probs, int64_t laye
   size_t plen = strlen(path);
   if (plen < 6 || strcasecmp(path + plen - 5, ".html"))
     return attn_set_error(ATTN_EINVAL, "html: output '%s' must end in .html", path);
-  if (layers < 1 || heads < 1 || lq < 1 || lk < 1 || layers > 256 || heads > 256 ||
-      lq > 4096 || lk > 4096 || layers * heads * lq * lk > HTML_MAX_VALUES)
+  if (layers < 1 || heads < 1 || lq < 1 || lk < 1 || layers > 256 || heads > 256 || lq > 4096 ||
+      lk > 4096 || layers * heads * lq * lk > HTML_MAX_VALUES)
     return attn_set_error(ATTN_EINVAL,
                           "html: shape [%lld, %lld, %lld, %lld] is out of range (at most %d "
                           "weights; crop the sequence first)",
@@ -152,7 +162,8 @@ attn_status attn_viz_html_f32(const char *path, const float *probs, int64_t laye
         "id=\"heads\"></span></div>\n<p>Hover a query token (left) to see its attention to the "
         "keys (right).</p>\n<div id=\"view\"><div id=\"left\" class=\"col\"></div><canvas "
         "id=\"lines\"></canvas><div id=\"right\" class=\"col\"></div></div>\n<canvas "
-        "id=\"heat\"></canvas><div id=\"info\"></div><div id=\"state\"></div>\n<script>\nconst D={\"title\":",
+        "id=\"heat\"></canvas><div id=\"info\"></div><div id=\"state\"></div>\n<script>\nconst "
+        "D={\"title\":",
         f);
   put_js_string(f, title);
   fprintf(f, ",\"layers\":%lld,\"heads\":%lld,\"lq\":%lld,\"lk\":%lld,\"q\":", (long long)layers,
@@ -171,7 +182,8 @@ attn_status attn_viz_html_f32(const char *path, const float *probs, int64_t laye
     for (int64_t h = 0; h < heads; h++) {
       fputs(h ? ",[" : "[", f);
       const float *p = probs + (l * heads + h) * lq * lk;
-      for (int64_t i = 0; i < lq * lk; i++) fprintf(f, "%s%.4g", i ? "," : "", (double)p[i]);
+      for (int64_t i = 0; i < lq * lk; i++)
+        fprintf(f, "%s%.4g", i ? "," : "", (double)p[i]);
       fputc(']', f);
     }
     fputc(']', f);

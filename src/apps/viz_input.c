@@ -24,8 +24,8 @@ static attn_status meta_labels(const attn_st *st, const char *key, int64_t want,
   if (n != want) {
     attn_viz_labels_free(*out, n);
     *out = NULL;
-    return attn_set_error(ATTN_EINVAL, "metadata '%s' has %lld tokens, the attention has %lld",
-                          key, (long long)n, (long long)want);
+    return attn_set_error(ATTN_EINVAL, "metadata '%s' has %lld tokens, the attention has %lld", key,
+                          (long long)n, (long long)want);
   }
   return ATTN_OK;
 }
@@ -58,8 +58,10 @@ attn_status attn_viz_input_load(const char *path, const char *name, attn_viz_inp
   if (s) return s;
   const attn_tensor *t = attn_st_get(st, name);
   if (!t) {
-    s = attn_set_error(ATTN_EINVAL, "'%s' has no tensor '%s' (attention weights [Lq, Lk], "
-                       "[H, Lq, Lk] or [Layers, H, Lq, Lk])", path, name);
+    s = attn_set_error(ATTN_EINVAL,
+                       "'%s' has no tensor '%s' (attention weights [Lq, Lk], "
+                       "[H, Lq, Lk] or [Layers, H, Lq, Lk])",
+                       path, name);
     goto fail;
   }
   if (t->ndim < 2 || t->ndim > 4) {

@@ -53,9 +53,9 @@ attn_status viz_canvas_close(viz_canvas *c, int commit);
 
 /* Draws probs rows [q0,q1) x cols [k0,k1) of a matrix with row stride ld at
  * (x, y) with cells of size cell, colours scaled from [vmin, vmax]. */
-attn_status viz_draw_matrix(cairo_t *cr, viz_format fmt, const float *probs, int64_t ld,
-                            int64_t q0, int64_t q1, int64_t k0, int64_t k1, double x, double y,
-                            double cell, attn_viz_cmap cmap, double vmin, double vmax);
+attn_status viz_draw_matrix(cairo_t *cr, viz_format fmt, const float *probs, int64_t ld, int64_t q0,
+                            int64_t q1, int64_t k0, int64_t k1, double x, double y, double cell,
+                            attn_viz_cmap cmap, double vmin, double vmax);
 /* Vertical colour bar at (x, y) of size w x h with 5 labelled ticks on its right. */
 void viz_draw_colorbar(cairo_t *cr, double x, double y, double w, double h, attn_viz_cmap cmap,
                        double vmin, double vmax, double font);

@@ -7,7 +7,8 @@
 #include "apps/viz.h"
 
 static const char *skip_ws(const char *p) {
-  while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
+  while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+    p++;
   return p;
 }
 
@@ -16,10 +17,14 @@ static int hex4(const char *p, unsigned *out) {
   for (int i = 0; i < 4; i++) {
     char c = p[i];
     v <<= 4;
-    if (c >= '0' && c <= '9') v |= (unsigned)(c - '0');
-    else if (c >= 'a' && c <= 'f') v |= (unsigned)(c - 'a' + 10);
-    else if (c >= 'A' && c <= 'F') v |= (unsigned)(c - 'A' + 10);
-    else return -1;
+    if (c >= '0' && c <= '9')
+      v |= (unsigned)(c - '0');
+    else if (c >= 'a' && c <= 'f')
+      v |= (unsigned)(c - 'a' + 10);
+    else if (c >= 'A' && c <= 'F')
+      v |= (unsigned)(c - 'A' + 10);
+    else
+      return -1;
   }
   *out = v;
   return 0;
@@ -54,30 +59,29 @@ static char *parse_string(const char *p, const char **end) {
     p++;
     unsigned c;
     switch (*p) {
-      case '"': c = '"'; break;
-      case '\\': c = '\\'; break;
-      case '/': c = '/'; break;
-      case 'b': c = '\b'; break;
-      case 'f': c = '\f'; break;
-      case 'n': c = '\n'; break;
-      case 'r': c = '\r'; break;
-      case 't': c = '\t'; break;
-      case 'u':
-        if (hex4(p + 1, &c)) goto bad;
-        p += 4;
-        if (c >= 0xd800 && c <= 0xdbff) { /* high surrogate: a low one must follow */
-          unsigned lo;
-          if (p[1] != '\\' || p[2] != 'u' || hex4(p + 3, &lo) || lo < 0xdc00 || lo > 0xdfff)
-            goto bad;
-          c = 0x10000 + ((c - 0xd800) << 10) + (lo - 0xdc00);
-          p += 6;
-        } else if (c >= 0xdc00 && c <= 0xdfff) {
-          goto bad;
-        } else if (c == 0) {
-          goto bad; /* labels are C strings */
-        }
-        break;
-      default: goto bad;
+    case '"': c = '"'; break;
+    case '\\': c = '\\'; break;
+    case '/': c = '/'; break;
+    case 'b': c = '\b'; break;
+    case 'f': c = '\f'; break;
+    case 'n': c = '\n'; break;
+    case 'r': c = '\r'; break;
+    case 't': c = '\t'; break;
+    case 'u':
+      if (hex4(p + 1, &c)) goto bad;
+      p += 4;
+      if (c >= 0xd800 && c <= 0xdbff) { /* high surrogate: a low one must follow */
+        unsigned lo;
+        if (p[1] != '\\' || p[2] != 'u' || hex4(p + 3, &lo) || lo < 0xdc00 || lo > 0xdfff) goto bad;
+        c = 0x10000 + ((c - 0xd800) << 10) + (lo - 0xdc00);
+        p += 6;
+      } else if (c >= 0xdc00 && c <= 0xdfff) {
+        goto bad;
+      } else if (c == 0) {
+        goto bad; /* labels are C strings */
+      }
+      break;
+    default: goto bad;
     }
     p++;
     o += put_utf8(o, c);
@@ -92,7 +96,8 @@ bad:
 
 void attn_viz_labels_free(char **labels, int64_t n) {
   if (!labels) return;
-  for (int64_t i = 0; i < n; i++) free(labels[i]);
+  for (int64_t i = 0; i < n; i++)
+    free(labels[i]);
   free(labels);
 }
 

@@ -6,10 +6,9 @@
 #include "apps/viz.h"
 
 attn_status attn_viz_report_f32(const char *prefix, const float *probs, int64_t layers,
-                                int64_t heads, int64_t lq, int64_t lk,
-                                const char *const *q_labels, const char *const *k_labels,
-                                int64_t layer, int64_t head, const attn_viz_opts *opts,
-                                FILE *table) {
+                                int64_t heads, int64_t lq, int64_t lk, const char *const *q_labels,
+                                const char *const *k_labels, int64_t layer, int64_t head,
+                                const attn_viz_opts *opts, FILE *table) {
   if (!prefix || !prefix[0] || strlen(prefix) > 4000)
     return attn_set_error(ATTN_EINVAL, "report: empty or overlong output prefix");
   if (!probs) return attn_set_error(ATTN_EINVAL, "report: NULL probs");
@@ -36,14 +35,13 @@ attn_status attn_viz_report_f32(const char *prefix, const float *probs, int64_t 
   snprintf(title, sizeof title, "layer %lld, head %lld", (long long)layer, (long long)head);
   o.title = user_title ? user_title : title;
   snprintf(path, n, "%s_heatmap.png", prefix);
-  st = attn_viz_heatmap_f32(path, probs + (layer * heads + head) * per, lq, lk, q_labels,
-                            k_labels, &o);
+  st = attn_viz_heatmap_f32(path, probs + (layer * heads + head) * per, lq, lk, q_labels, k_labels,
+                            &o);
   if (st) goto done;
   snprintf(title, sizeof title, "layer %lld: all %lld heads", (long long)layer, (long long)heads);
   o.title = title;
   snprintf(path, n, "%s_heads.png", prefix);
-  st = attn_viz_heads_f32(path, probs + layer * heads * per, heads, lq, lk, q_labels, k_labels,
-                          &o);
+  st = attn_viz_heads_f32(path, probs + layer * heads * per, heads, lq, lk, q_labels, k_labels, &o);
   if (st) goto done;
   snprintf(title, sizeof title, "%lld layers x %lld heads", (long long)layers, (long long)heads);
   snprintf(path, n, "%s_model.png", prefix);

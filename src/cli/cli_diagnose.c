@@ -33,8 +33,7 @@ int attn_cmd_diagnose(int argc, char **argv) {
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
       fputs(usage_text, stdout);
       return 0;
-    } else if ((!strcmp(a, "--chart") || !strcmp(a, "--causal") || !strcmp(a, "--tensor")) &&
-               !v) {
+    } else if ((!strcmp(a, "--chart") || !strcmp(a, "--causal") || !strcmp(a, "--tensor")) && !v) {
       fprintf(stderr, "attn diagnose: %s needs a value\n", a);
       return 2;
     } else if (!strcmp(a, "--chart")) {
@@ -42,9 +41,12 @@ int attn_cmd_diagnose(int argc, char **argv) {
     } else if (!strcmp(a, "--tensor")) {
       tensor = v, i++;
     } else if (!strcmp(a, "--causal")) {
-      if (!strcmp(v, "yes")) o.causal = 1;
-      else if (!strcmp(v, "no")) o.causal = 0;
-      else if (!strcmp(v, "auto")) o.causal = -1;
+      if (!strcmp(v, "yes"))
+        o.causal = 1;
+      else if (!strcmp(v, "no"))
+        o.causal = 0;
+      else if (!strcmp(v, "auto"))
+        o.causal = -1;
       else {
         fprintf(stderr, "attn diagnose: --causal '%s': yes, no or auto\n", v);
         return 2;
@@ -74,16 +76,18 @@ int attn_cmd_diagnose(int argc, char **argv) {
   } else if (attn_diagnose_f32(in.probs, n, in.lq, in.lk, &o, d)) {
     rc = cli_fail(in_path);
   } else {
-    printf("%s: %lld layer(s) x %lld head(s), Lq %lld, Lk %lld%s\n", in_path,
-           (long long)in.layers, (long long)in.heads, (long long)in.lq, (long long)in.lk,
+    printf("%s: %lld layer(s) x %lld head(s), Lq %lld, Lk %lld%s\n", in_path, (long long)in.layers,
+           (long long)in.heads, (long long)in.lq, (long long)in.lk,
            in.freq ? ", with token frequencies" : "");
     attn_diagnose_print(stdout, d, in.layers, in.heads);
     int uniform = 0;
-    for (int64_t i = 0; i < n; i++) uniform += d[i].pattern == ATTN_PATTERN_UNIFORM;
+    for (int64_t i = 0; i < n; i++)
+      uniform += d[i].pattern == ATTN_PATTERN_UNIFORM;
     if (uniform)
       printf("warning: %d head(s) near-uniform (tutorial 6.1): check initialisation "
              "(xavier_uniform_ on W_q, W_k), 1/sqrt(d_k) scaling, whether Q and K are "
-             "near-identical; LayerNorm helps\n", uniform);
+             "near-identical; LayerNorm helps\n",
+             uniform);
     if (chart) {
       if (attn_diagnose_chart(chart, d, in.layers, in.heads))
         rc = cli_fail(chart);

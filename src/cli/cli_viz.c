@@ -62,8 +62,7 @@ static int has_ext(const char *path, const char *ext) {
 }
 
 int attn_cmd_viz(int argc, char **argv) {
-  const char *in_path = NULL, *out_path = NULL, *html_path = NULL, *tensor = NULL,
-             *title = NULL;
+  const char *in_path = NULL, *out_path = NULL, *html_path = NULL, *tensor = NULL, *title = NULL;
   int64_t layer = 0, head = 0;
   int all_heads = 0, model = 0, cross = 0, head_given = 0;
   attn_viz_opts o;
@@ -133,9 +132,10 @@ int attn_cmd_viz(int argc, char **argv) {
   if (attn_viz_input_load(in_path, tensor, &in)) return cli_fail(in_path);
   int rc = 0;
   if (layer >= in.layers || head >= in.heads) {
-    attn_set_error(ATTN_EINVAL, "layer %lld / head %lld out of range: the file has %lld layers "
-                   "of %lld heads", (long long)layer, (long long)head, (long long)in.layers,
-                   (long long)in.heads);
+    attn_set_error(ATTN_EINVAL,
+                   "layer %lld / head %lld out of range: the file has %lld layers "
+                   "of %lld heads",
+                   (long long)layer, (long long)head, (long long)in.layers, (long long)in.heads);
     rc = cli_fail("viz");
     goto done;
   }
@@ -165,8 +165,8 @@ int attn_cmd_viz(int argc, char **argv) {
       st = attn_viz_heads_f32(out_path, in.probs + layer * in.heads * per, in.heads, in.lq, in.lk,
                               ql, kl, &o);
     else
-      st = attn_viz_heatmap_f32(out_path, in.probs + (layer * in.heads + head) * per, in.lq,
-                                in.lk, ql, kl, &o);
+      st = attn_viz_heatmap_f32(out_path, in.probs + (layer * in.heads + head) * per, in.lq, in.lk,
+                                ql, kl, &o);
     if (st) {
       rc = cli_fail(out_path);
       goto done;
