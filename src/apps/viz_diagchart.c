@@ -80,8 +80,13 @@ attn_status attn_diagnose_chart(const char *path, const attn_head_diag *d, int64
       cairo_stroke(cr);
       viz_font(cr, 8, 0);
       snprintf(buf, sizeof buf, "%.2f", v[b]);
-      cairo_set_source_rgb(cr, val > 0.6 ? 1 : 0, val > 0.6 ? 1 : 0, val > 0.6 ? 1 : 0);
-      viz_text(cr, buf, bx + 2, cy, 0);
+      if (val > 0.6) { /* inside a long bar in white, else after the bar in black */
+        cairo_set_source_rgb(cr, 1, 1, 1);
+        viz_text(cr, buf, bx + 2, cy, 0);
+      } else {
+        cairo_set_source_rgb(cr, 0, 0, 0);
+        viz_text(cr, buf, bx + bar_w * val + 2, cy, 0);
+      }
     }
     double px = x0 + NBAR * (bar_w + bar_gap), col = (prof_w - 8) / ATTN_DIAG_DIST_BINS;
     cairo_set_source_rgb(cr, 0.3, 0.5, 0.3);
