@@ -622,7 +622,8 @@ static void test_html_page_in_headless_chromium(void) {
       if (j != 2) CHECK(key_weight(dom, j) == 0.0);
     CHECK(strstr(dom, "class=\"tok on\" id=\"q3\"") != NULL); /* the hovered token is marked */
     CHECK(strstr(dom, "&lt;/script&gt;&lt;b&gt;") != NULL);   /* the odd token shown as text */
-    CHECK(strstr(dom, "heatmap: layer 0, head 1") != NULL);
+    CHECK(strstr(dom, "heatmaps: layer 0, heads 1 ") && strstr(dom, "id=\"heat1\"") &&
+          !strstr(dom, "id=\"heat0\"")); /* one heatmap per selected head */
     free(dom);
   }
   snprintf(url, sizeof url, "file://%s#layer=1&heads=0,2&hover=4", page);

@@ -99,7 +99,8 @@ static attn_status check_probs(const float *p, int64_t lq, int64_t lk, unsigned 
     if (s != 0 && fabs(s - 1) > 1e-2)
       return attn_set_error(ATTN_EINVAL,
                             "diagnose: row %lld of probs sums to %g (attention probabilities "
-                            "sum to 1 per query, or 0 when fully masked)",
+                            "sum to 1 per query, or 0 when fully masked; weights after "
+                            "dropout do not: capture them in eval mode)",
                             (long long)i, s);
     row_used[i] = s != 0;
   }

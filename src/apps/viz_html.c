@@ -1,6 +1,6 @@
 /* One self-contained HTML page (inline CSS and JS, no network) with a head
  * view of attention: pick the layer and heads, hover a query token to see its
- * attention to the keys (lines and key shading), and a heatmap of the head in
+ * attention to the keys (lines and key shading), and a heatmap of each head in
  * focus. Data are embedded as JSON; written to PATH.tmp.<pid> then renamed. */
 #include <math.h>
 #include <stdio.h>
@@ -66,7 +66,8 @@ static const char page_css[] =
     "#view{display:flex;align-items:flex-start;gap:0}.col{display:flex;flex-direction:column}"
     ".tok{height:20px;line-height:20px;padding:0 6px;white-space:nowrap;cursor:default}"
     "#left .tok{text-align:right}.tok.on{outline:1px solid #333}"
-    "#heat{margin-top:8px;image-rendering:pixelated}#info{margin-top:4px;color:#555}";
+    "#heat{display:flex;flex-wrap:wrap;gap:12px;margin-top:8px}#heat figure{margin:0}"
+    "#heat canvas{image-rendering:pixelated;border:1px solid #888}#info{margin-top:4px;color:#555}";
 
 /* The page logic: D = {title, layers, heads, lq, lk, q, k, cmap, a} where
  * a[l][h] is the flat row-major [lq*lk] matrix. */
@@ -104,19 +105,23 @@ static const char page_js[] =
     "v+=w(h,hover,j);v/=hs.length;}e.dataset.w=v.toFixed(4);"
     "e.style.background=hover>=0?'rgba(40,90,160,'+Math.min(1,v).toFixed(3)+')':'';"
     "e.style.color=v>0.5?'#fff':'';}\n"
-    " heat(hs.length?hs[0]:-1);\n"
+    " heat(hs);\n"
     " $('state').textContent='layer='+layer+' heads='+hs.join(',')+' hover='+hover;}\n"
-    "function heat(h){const "
-    "c=$('heat'),s=Math.max(2,Math.min(16,Math.floor(480/Math.max(D.lq,D.lk))));\n"
-    " c.width=D.lk*s;c.height=D.lq*s;const "
-    "g=c.getContext('2d');g.clearRect(0,0,c.width,c.height);\n"
-    " if(h<0){$('info').textContent='no head selected';return;}let mx=0;\n"
-    " for(let i=0;i<D.lq*D.lk;i++)mx=Math.max(mx,D.a[layer][h][i]);\n"
-    " for(let i=0;i<D.lq;i++)for(let j=0;j<D.lk;j++){g.fillStyle=cm(mx>0?w(h,i,j)/mx:0);"
+    "function heat(hs){const box=$('heat');box.textContent='';\n"
+    " if(!hs.length){$('info').textContent='no head selected';return;}\n"
+    " const s=Math.max(2,Math.min(16,Math.floor(360/Math.max(D.lq,D.lk))));\n"
+    " for(const h of hs){const "
+    "f=document.createElement('figure'),c=document.createElement('canvas'),"
+    "cap=document.createElement('figcaption');c.id='heat'+h;c.width=D.lk*s;c.height=D.lq*s;\n"
+    "  const g=c.getContext('2d');let mx=0;for(let "
+    "i=0;i<D.lq*D.lk;i++)mx=Math.max(mx,D.a[layer][h][i]);\n"
+    "  for(let i=0;i<D.lq;i++)for(let j=0;j<D.lk;j++){g.fillStyle=cm(mx>0?w(h,i,j)/mx:0);"
     "g.fillRect(j*s,i*s,s,s);}\n"
-    " if(hover>=0){g.strokeStyle='#f33';g.strokeRect(0,hover*s,c.width,s);}\n"
-    " $('info').textContent='heatmap: layer '+layer+', head '+h+' (queries down, keys across; "
-    "max '+mx.toFixed(3)+')';}\n"
+    "  if(hover>=0){g.strokeStyle='#f33';g.lineWidth=2;g.strokeRect(1,hover*s,c.width-2,s);}\n"
+    "  cap.textContent='head '+h+' (max '+mx.toFixed(3)+')';cap.style.color=hue(h);"
+    "f.appendChild(c);f.appendChild(cap);box.appendChild(f);}\n"
+    " $('info').textContent='heatmaps: layer '+layer+', heads '+hs.join(',')+"
+    "' (queries down, keys across, each scaled to its max)';}\n"
     /* a URL hash like #layer=1&heads=0,2&hover=3 replays those choices through
      * the same events a user makes (used by the browser test; handy for links) */
     "function replay(){const h=new URLSearchParams(location.hash.slice(1));\n"
@@ -161,8 +166,8 @@ attn_status attn_viz_html_f32(const char *path, const float *probs, int64_t laye
   fputs("<div id=\"controls\">Layer <select id=\"layer\"></select> &nbsp; Heads <span "
         "id=\"heads\"></span></div>\n<p>Hover a query token (left) to see its attention to the "
         "keys (right).</p>\n<div id=\"view\"><div id=\"left\" class=\"col\"></div><canvas "
-        "id=\"lines\"></canvas><div id=\"right\" class=\"col\"></div></div>\n<canvas "
-        "id=\"heat\"></canvas><div id=\"info\"></div><div id=\"state\"></div>\n<script>\nconst "
+        "id=\"lines\"></canvas><div id=\"right\" class=\"col\"></div></div>\n<div "
+        "id=\"heat\"></div><div id=\"info\"></div><div id=\"state\"></div>\n<script>\nconst "
         "D={\"title\":",
         f);
   put_js_string(f, title);
