@@ -1,0 +1,202 @@
+/* attn bench train: training throughput of the classifier (apps/classifier.h)
+ * on random batches, the same model, batch and data distribution as
+ * tools/bench_train_torch.py (ids uniform in [0, vocab), lengths uniform in
+ * [seq/2, seq], padding masks, AdamW, dropout 0), and tokens/s counted the
+ * same way (batch * seq per step). With --torch SCRIPT it runs PyTorch too
+ * (f32 and bf16 autocast, as PyTorch runs best here) and prints the ratio.
+ * With --ckpt it compares gradient checkpointing with the normal path:
+ * activation bytes held for backward and time per step. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apps/bench.h"
+#include "apps/classifier.h"
+
+typedef struct {
+  int64_t vocab, dim, heads, ff, layers, seq, batch;
+  int steps, threads, ckpt_compare;
+  const char *torch;
+  attn_backend backend;
+} bt_opts;
+
+static uint64_t rng_next(uint64_t *s) {
+  uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+/* Runs 1 warm-up + steps training steps; *sec the median step time,
+ * *bytes the activation bytes held for backward, *peak with the transient. */
+static attn_status run(const bt_opts *o, int ckpt, double *sec, size_t *bytes, size_t *peak) {
+  attn_clf_config c;
+  attn_clf_config_default(&c);
+  c.vocab = o->vocab;
+  c.d_model = o->dim;
+  c.heads = o->heads;
+  c.ff = o->ff;
+  c.layers = o->layers;
+  c.max_len = o->seq;
+  c.dropout = 0.0f;
+  attn_clf m;
+  attn_adam opt;
+  memset(&opt, 0, sizeof opt);
+  attn_status st = attn_clf_create(&m, &c);
+  if (st) return st;
+  st = attn_clf_init(&m, 0);
+  attn_adam_config ac = attn_adam_defaults(ATTN_ADAMW);
+  if (!st) st = attn_adam_init(&opt, &m.p, &ac);
+  int64_t B = o->batch, L = o->seq;
+  int32_t *ids = malloc((size_t)(B * L) * sizeof(int32_t)), *lens = malloc((size_t)B * sizeof(int32_t));
+  int32_t *y = malloc((size_t)B * sizeof(int32_t));
+  float *dl = malloc((size_t)(B * 2) * sizeof(float));
+  double *t = malloc((size_t)(o->steps + 1) * sizeof(double));
+  if (!ids || !lens || !y || !dl || !t) st = attn_set_error(ATTN_ENOMEM, "bench train: out of memory");
+  uint64_t s = 1;
+  for (int64_t i = 0; !st && i < B * L; i++) ids[i] = (int32_t)(rng_next(&s) % (uint64_t)o->vocab);
+  for (int64_t b = 0; !st && b < B; b++) {
+    lens[b] = (int32_t)(L / 2 + (int64_t)(rng_next(&s) % (uint64_t)(L - L / 2 + 1)));
+    y[b] = (int32_t)(rng_next(&s) % 2);
+  }
+  attn_clf_acts a;
+  memset(&a, 0, sizeof a);
+  for (int k = 0; !st && k <= o->steps; k++) {
+    double t0 = attn_bench_now();
+    attn_nn_ctx ctx = {o->backend, 1, 0, (uint64_t)k};
+    attn_params_zero_grad(&m.p);
+    st = attn_clf_forward(&m, &ctx, ckpt, &a, ids, lens, B, L, NULL);
+    if (!st) st = attn_cross_entropy_f32(a.logits, y, B, 2, -1, 0.0f, NULL, dl);
+    if (!st) st = attn_clf_backward(&m, &a, dl);
+    if (!st) st = attn_adam_step(&opt, &m.p, 1e-3);
+    t[k] = attn_bench_now() - t0;
+  }
+  if (!st) {
+    *sec = 0;
+    for (int k = 1; k <= o->steps; k++) *sec += t[k];
+    *sec /= o->steps;
+    *bytes = a.saved_bytes;
+    *peak = a.peak_bytes;
+  }
+  attn_clf_acts_free(&a);
+  free(ids);
+  free(lens);
+  free(y);
+  free(dl);
+  free(t);
+  attn_adam_free(&opt);
+  attn_clf_free(&m);
+  return st;
+}
+
+static int usage(FILE *f) {
+  fprintf(f,
+          "usage: attn bench train [--vocab V] [--dim E] [--heads H] [--ff F] [--layers N]\n"
+          "                        [--seq L] [--batch B] [--steps S] [--threads T]\n"
+          "                        [--backend auto|math|flash] [--torch SCRIPT] [--ckpt]\n"
+          "  defaults: the demo model (8000, 128, 8, 512, 2), seq 256, batch 32, 10 steps, 2 threads\n"
+          "  --torch SCRIPT  also run tools/bench_train_torch.py (python3, OpenBLAS SkylakeX, avx512)\n"
+          "                  with the same shapes and print the ratio\n"
+          "  --ckpt          compare --checkpoint-activations with the normal path (memory, time)\n");
+  return f == stdout ? 0 : 2;
+}
+
+/* Runs the torch script and reads "torch-<prec> tokens/s X" lines. */
+static void run_torch(const bt_opts *o, double *f32, double *bf16) {
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd,
+           "OPENBLAS_CORETYPE=SkylakeX ATEN_CPU_CAPABILITY=avx512 /usr/bin/python3 %s --vocab %lld "
+           "--dim %lld --heads %lld --ff %lld --layers %lld --seq %lld --batch %lld --steps %d "
+           "--threads %d 2>&1",
+           o->torch, (long long)o->vocab, (long long)o->dim, (long long)o->heads, (long long)o->ff,
+           (long long)o->layers, (long long)o->seq, (long long)o->batch, o->steps, o->threads);
+  FILE *p = popen(cmd, "r");
+  if (!p) {
+    fprintf(stderr, "attn bench train: cannot run %s\n", o->torch);
+    return;
+  }
+  char line[512];
+  while (fgets(line, sizeof line, p)) {
+    double v;
+    if (sscanf(line, "torch-f32 tokens/s %lf", &v) == 1) *f32 = v;
+    else if (sscanf(line, "torch-bf16 tokens/s %lf", &v) == 1) *bf16 = v;
+    else fputs(line, stderr);
+  }
+  pclose(p);
+}
+
+int attn_bench_train_main(int argc, char **argv) {
+  bt_opts o = {8000, 128, 8, 512, 2, 256, 32, 10, 2, 0, NULL, ATTN_BACKEND_AUTO};
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) return usage(stdout);
+    if (!strcmp(a, "--ckpt")) {
+      o.ckpt_compare = 1;
+      continue;
+    }
+    if (!v) return usage(stderr);
+    i++;
+    if (!strcmp(a, "--torch")) {
+      o.torch = v;
+      continue;
+    }
+    if (!strcmp(a, "--backend")) {
+      if (attn_backend_from_name(v, &o.backend)) return usage(stderr);
+      continue;
+    }
+    char *end;
+    long long x = strtoll(v, &end, 10);
+    if (*end || x <= 0) return usage(stderr);
+    if (!strcmp(a, "--vocab")) o.vocab = x;
+    else if (!strcmp(a, "--dim")) o.dim = x;
+    else if (!strcmp(a, "--heads")) o.heads = x;
+    else if (!strcmp(a, "--ff")) o.ff = x;
+    else if (!strcmp(a, "--layers")) o.layers = x;
+    else if (!strcmp(a, "--seq")) o.seq = x;
+    else if (!strcmp(a, "--batch")) o.batch = x;
+    else if (!strcmp(a, "--steps")) o.steps = (int)x;
+    else if (!strcmp(a, "--threads")) o.threads = (int)x;
+    else return usage(stderr);
+  }
+  if (o.seq < 2) return usage(stderr);
+  attn_set_num_threads(o.threads);
+  printf("model: vocab %lld, d_model %lld, %lld heads, ff %lld, %lld layers; batch %lld x %lld tokens, "
+         "%d steps, %d threads\n",
+         (long long)o.vocab, (long long)o.dim, (long long)o.heads, (long long)o.ff, (long long)o.layers,
+         (long long)o.batch, (long long)o.seq, o.steps, o.threads);
+  double sec = 0;
+  size_t bytes = 0, peak = 0;
+  if (run(&o, 0, &sec, &bytes, &peak)) {
+    fprintf(stderr, "attn bench train: %s\n", attn_last_error());
+    return 1;
+  }
+  double tps = (double)(o.batch * o.seq) / sec;
+  printf("attn-f32 tokens/s %.1f  (%.1f ms/step, activations %.1f MB)\n", tps, 1e3 * sec, bytes / 1e6);
+  fflush(stdout);
+  if (o.ckpt_compare) {
+    double sec2 = 0;
+    size_t b2 = 0, p2 = 0;
+    if (run(&o, 1, &sec2, &b2, &p2)) {
+      fprintf(stderr, "attn bench train: %s\n", attn_last_error());
+      return 1;
+    }
+    printf("attn-f32-ckpt tokens/s %.1f  (%.1f ms/step, activations %.1f MB held, %.1f MB peak "
+           "with one layer recomputed)\n",
+           (double)(o.batch * o.seq) / sec2, 1e3 * sec2, b2 / 1e6, p2 / 1e6);
+    printf("checkpointing: activation memory %.2fx less (%.2fx counting the peak), time %.2fx\n",
+           (double)bytes / (double)b2, (double)bytes / (double)p2, sec2 / sec);
+  }
+  if (o.torch) {
+    double f32 = 0, bf16 = 0;
+    run_torch(&o, &f32, &bf16);
+    if (f32 > 0) printf("torch-f32 tokens/s %.1f\n", f32);
+    if (bf16 > 0) printf("torch-bf16 tokens/s %.1f\n", bf16);
+    if (f32 > 0) printf("ratio attn-f32 / torch-f32: %.2fx\n", tps / f32);
+    if (bf16 > 0) printf("ratio attn-f32 / torch-bf16: %.2fx\n", tps / bf16);
+    if (f32 <= 0) {
+      fprintf(stderr, "attn bench train: no torch figures (is python3-torch installed?)\n");
+      return 1;
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,113 @@
+/* Pictures of the classifier's attention on one message (apps/viz.h) and
+ * the per-head diagnosis (apps/diagnose.h). */
+#include "apps/classifier_viz.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apps/diagnose.h"
+#include "apps/viz.h"
+
+/* A printable ASCII label for token bytes: space '_', newline "\n", other
+ * bytes outside printable ASCII as \xNN. */
+static char *token_label(const attn_bpe *bpe, int32_t id) {
+  size_t n = 0;
+  const char *s = attn_bpe_token(bpe, id, &n);
+  char *out = malloc(4 * n + 8), *o = out;
+  if (!out) return NULL;
+  if (!s || n == 0) {
+    strcpy(out, "[pad]");
+    return out;
+  }
+  for (size_t i = 0; i < n && i < 24; i++) {
+    unsigned char ch = (unsigned char)s[i];
+    if (ch == ' ') *o++ = '_';
+    else if (ch == '\n') o += sprintf(o, "\\n");
+    else if (ch >= 0x21 && ch < 0x7f) *o++ = (char)ch;
+    else o += sprintf(o, "\\x%02X", ch);
+  }
+  *o = 0;
+  return out;
+}
+
+attn_status attn_clf_picture(const attn_clf *m, const attn_bpe *bpe, const int32_t *ids, int64_t n,
+                             int64_t show, const char *dir, const char *title, FILE *log) {
+  if (!m || !bpe || !ids || n <= 0 || !dir)
+    return attn_set_error(ATTN_EINVAL, "clf_picture: NULL argument or empty message");
+  int64_t Ly = m->c.layers, H = m->c.heads;
+  if (Ly <= 0) return attn_set_error(ATTN_EINVAL, "clf_picture: the model has no attention layer");
+  if (show <= 0 || show > n) show = n;
+  float *probs = malloc((size_t)(Ly * H * n * n) * sizeof(float));
+  float *avg = malloc((size_t)(n * n) * sizeof(float));
+  char **lab = calloc((size_t)n, sizeof *lab);
+  attn_head_diag *dg = malloc((size_t)(Ly * H) * sizeof *dg);
+  attn_status st = (!probs || !avg || !lab || !dg) ? attn_set_error(ATTN_ENOMEM, "clf_picture: out of memory") : ATTN_OK;
+  if (!st) st = attn_clf_attention(m, ids, n, probs);
+  for (int64_t i = 0; !st && i < n; i++)
+    if (!(lab[i] = token_label(bpe, ids[i]))) st = attn_set_error(ATTN_ENOMEM, "clf_picture: out of memory");
+  // last layer, averaged over heads
+  const float *last = probs + (Ly - 1) * H * n * n;
+  for (int64_t e = 0; !st && e < n * n; e++) {
+    float acc = 0;
+    for (int64_t h = 0; h < H; h++) acc += last[h * n * n + e];
+    avg[e] = acc / (float)H;
+  }
+  char path[4096];
+  attn_viz_opts o;
+  attn_viz_opts_default(&o);
+  o.title = title;
+  o.q1 = show;
+  o.k1 = show;
+  if (!st) {
+    snprintf(path, sizeof path, "%s/attention.png", dir);
+    st = attn_viz_heatmap_f32(path, avg, n, n, (const char *const *)lab, (const char *const *)lab, &o);
+    if (!st && log) fprintf(log, "wrote %s (last layer, mean of %lld heads, first %lld tokens)\n", path, (long long)H, (long long)show);
+  }
+  if (!st) {  // the heads of the last layer, on the first tokens
+    int64_t k = show < 32 ? show : 32;
+    float *sub = malloc((size_t)(H * k * k) * sizeof(float));
+    if (!sub) st = attn_set_error(ATTN_ENOMEM, "clf_picture: out of memory");
+    for (int64_t h = 0; !st && h < H; h++)
+      for (int64_t i = 0; i < k; i++)
+        memcpy(sub + (h * k + i) * k, last + (h * n + i) * n, (size_t)k * sizeof(float));
+    attn_viz_opts ho;
+    attn_viz_opts_default(&ho);
+    ho.title = "last layer, each head (first tokens)";
+    snprintf(path, sizeof path, "%s/heads.png", dir);
+    if (!st) st = attn_viz_heads_f32(path, sub, H, k, k, (const char *const *)lab, (const char *const *)lab, &ho);
+    if (!st && log) fprintf(log, "wrote %s\n", path);
+    free(sub);
+  }
+  if (!st) {
+    snprintf(path, sizeof path, "%s/attention.html", dir);
+    st = attn_viz_html_f32(path, probs, Ly, H, n, n, (const char *const *)lab, (const char *const *)lab, title);
+    if (!st && log) fprintf(log, "wrote %s (every layer and head, interactive)\n", path);
+  }
+  if (!st) {
+    attn_diag_opts dopt;
+    attn_diag_opts_default(&dopt);
+    dopt.causal = 0;
+    st = attn_diagnose_f32(probs, Ly * H, n, n, &dopt, dg);
+  }
+  if (!st) {
+    snprintf(path, sizeof path, "%s/diagnosis.txt", dir);
+    FILE *f = fopen(path, "w");
+    if (!f) st = attn_set_error(ATTN_EIO, "cannot write %s", path);
+    else {
+      attn_diagnose_print(f, dg, Ly, H);
+      fclose(f);
+      if (log) attn_diagnose_print(log, dg, Ly, H);
+    }
+    snprintf(path, sizeof path, "%s/diagnosis.png", dir);
+    if (!st) st = attn_diagnose_chart(path, dg, Ly, H);
+    if (!st && log) fprintf(log, "wrote %s/diagnosis.txt and %s\n", dir, path);
+  }
+  if (lab)
+    for (int64_t i = 0; i < n; i++) free(lab[i]);
+  free(lab);
+  free(probs);
+  free(avg);
+  free(dg);
+  return st;
+}

@@ -1,0 +1,19 @@
+/* The classifier's attention on one message as pictures (apps/viz.h) and a
+ * per-head diagnosis (apps/diagnose.h), written into dir:
+ *   attention.png   last layer, mean over heads, the first `show` tokens
+ *   heads.png       last layer, every head, the first 32 tokens
+ *   attention.html  every layer and head, interactive (self-contained)
+ *   diagnosis.txt / diagnosis.png   what each head does (also printed to log)
+ * ids [n]: the message's tokens (n <= max_len). */
+#ifndef ATTN_APPS_CLASSIFIER_VIZ_H
+#define ATTN_APPS_CLASSIFIER_VIZ_H
+
+#include <stdio.h>
+
+#include "apps/bpe.h"
+#include "apps/classifier.h"
+
+attn_status attn_clf_picture(const attn_clf *m, const attn_bpe *bpe, const int32_t *ids, int64_t n,
+                             int64_t show, const char *dir, const char *title, FILE *log);
+
+#endif

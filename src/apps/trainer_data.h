@@ -1,0 +1,46 @@
+/* The classifier's data: a mail corpus (apps/dataset.h) split and read,
+ * tokenised with the BPE tokenizer (apps/bpe.h) to at most max_len tokens
+ * per message, as token sets per split (apps/trainer.h); and the test
+ * report: accuracy, precision, recall, F1 and confusion matrix of the model
+ * next to the Naive Bayes baseline (apps/naive_bayes.h) on the same split. */
+#ifndef ATTN_APPS_TRAINER_DATA_H
+#define ATTN_APPS_TRAINER_DATA_H
+
+#include <stdio.h>
+
+#include "apps/bpe.h"
+#include "apps/dataset.h"
+#include "apps/trainer.h"
+
+typedef struct {
+  attn_corpus *c;      /* borrowed */
+  const attn_bpe *bpe; /* borrowed */
+  int n;
+  int32_t **ids;       /* [n] first max_len tokens of each message */
+  int32_t *lens;       /* [n] (at least 1: an empty text gives one token) */
+  int cnt[ATTN_SPLIT_COUNT];
+  int *idx[ATTN_SPLIT_COUNT]; /* message index of each split member */
+  const int32_t **sids[ATTN_SPLIT_COUNT];
+  int32_t *slens[ATTN_SPLIT_COUNT];
+  int *slabels[ATTN_SPLIT_COUNT];
+} attn_clf_data;
+
+/* Scans dir, reads the split file split_path if it exists, else makes the
+ * stratified split (split_seed, 80/10/10) and writes it there; reads every
+ * message. Prints counts and the parse report to log. */
+attn_status attn_clf_corpus_open(const char *dir, const char *split_path, uint64_t split_seed,
+                                 FILE *log, attn_corpus **out);
+/* Trains the tokenizer on the training split (first 4096 bytes of each). */
+attn_status attn_clf_bpe_train(const attn_corpus *c, int vocab, attn_bpe **out);
+attn_status attn_clf_data_make(attn_clf_data *d, attn_corpus *c, const attn_bpe *bpe,
+                               int64_t max_len);
+attn_tok_set attn_clf_data_set(const attn_clf_data *d, int split);
+void attn_clf_data_free(attn_clf_data *d);
+
+/* Test-split report of m next to Naive Bayes (BPE presence features of the
+ * first 64 KB, alpha 1, trained on the training split). p_spam (may be
+ * NULL) receives the model's P(spam) per test member. */
+attn_status attn_clf_report_test(const attn_clf *m, const attn_clf_data *d, int batch, FILE *out,
+                                 float *p_spam);
+
+#endif

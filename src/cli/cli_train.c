@@ -1,0 +1,343 @@
+/* attn train / attn eval: the seeds' text classifier on a mail corpus
+ * (docs/CLASSIFIER.md). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "apps/bench.h"
+#include "apps/classifier_viz.h"
+#include "apps/trainer_data.h"
+#include "attn.h"
+#include "cli/commands.h"
+
+typedef struct {
+  const char *data, *split, *out, *resume, *picture;
+  unsigned long long split_seed;
+  int vocab, threads, eval_only;
+  attn_clf_config mc;
+  attn_train_opts to;
+} train_opts;
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: attn train [options]          train the classifier, evaluate it on the test split\n"
+          "       attn train --bench [...]      the training benchmark (attn bench train)\n"
+          "       attn eval MODEL [options]     evaluate a saved model on the test split\n"
+          "data:\n"
+          "  --data DIR            corpus folder (default data/spamassassin; tools/fetch_data.sh)\n"
+          "  --split FILE          split file (default DIR/split-seed<S>.tsv: read if present, else written)\n"
+          "  --split-seed S        seed of the stratified 80/10/10 split (default 1)\n"
+          "  --vocab V             BPE vocabulary (default 8000)\n"
+          "model:\n"
+          "  --dim E --heads H --ff F --layers N --max-len L   (default 128 8 512 2 256)\n"
+          "  --dropout P (0.1)  --sinusoidal (fixed positions)  --norm-first  --gelu\n"
+          "training:\n"
+          "  --seed S (1)  --epochs N (5)  --batch B (32)  --lr LR (1e-3)  --min-lr LR (1e-5)\n"
+          "  --warmup FRAC (0.05 of the steps)  --weight-decay WD (0.01)  --clip NORM (1; 0 off)\n"
+          "  --label-smoothing E (0)  --select loss|acc (best checkpoint by val loss)\n"
+          "  --checkpoint-activations   keep only layer inputs, recompute in backward\n"
+          "  --threads T (all)  --progress auto|bar|plain|quiet  --backend auto|math|flash\n"
+          "  --out DIR (runs/train): DIR/best.safetensors, DIR/last.safetensors\n"
+          "  --resume [CKPT]       continue from CKPT (default OUT/last.safetensors), identically\n"
+          "  --stop-after STEPS    stop after this many steps (checkpoint written; --resume goes on)\n"
+          "  --save-every STEPS    also write last.safetensors every STEPS steps\n"
+          "  --picture DIR         attention pictures + diagnosis of the first test message\n");
+}
+
+static int parse(int argc, char **argv, train_opts *o, int first) {
+  for (int i = first; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      usage(stdout);
+      return 1;
+    }
+    if (!strcmp(a, "--sinusoidal")) { o->mc.sinusoidal = 1; continue; }
+    if (!strcmp(a, "--norm-first")) { o->mc.norm_first = 1; continue; }
+    if (!strcmp(a, "--gelu")) { o->mc.activation = ATTN_ACT_GELU; continue; }
+    if (!strcmp(a, "--checkpoint-activations")) { o->to.ckpt_acts = 1; continue; }
+    if (!strcmp(a, "--resume")) {
+      o->resume = (v && v[0] != '-') ? (i++, v) : "";
+      continue;
+    }
+    if (!v) {
+      fprintf(stderr, "attn train: '%s' needs a value or is unknown\n", a);
+      return 2;
+    }
+    i++;
+    char *end = NULL;
+    errno = 0;
+    if (!strcmp(a, "--data")) o->data = v;
+    else if (!strcmp(a, "--split")) o->split = v;
+    else if (!strcmp(a, "--out")) o->out = v;
+    else if (!strcmp(a, "--picture")) o->picture = v;
+    else if (!strcmp(a, "--split-seed")) o->split_seed = strtoull(v, &end, 10);
+    else if (!strcmp(a, "--seed")) o->to.seed = strtoull(v, &end, 10);
+    else if (!strcmp(a, "--vocab")) o->vocab = (int)strtol(v, &end, 10);
+    else if (!strcmp(a, "--dim")) o->mc.d_model = strtoll(v, &end, 10);
+    else if (!strcmp(a, "--heads")) o->mc.heads = strtoll(v, &end, 10);
+    else if (!strcmp(a, "--ff")) o->mc.ff = strtoll(v, &end, 10);
+    else if (!strcmp(a, "--layers")) o->mc.layers = strtoll(v, &end, 10);
+    else if (!strcmp(a, "--max-len")) o->mc.max_len = strtoll(v, &end, 10);
+    else if (!strcmp(a, "--dropout")) o->mc.dropout = strtof(v, &end);
+    else if (!strcmp(a, "--epochs")) o->to.epochs = (int)strtol(v, &end, 10);
+    else if (!strcmp(a, "--batch")) o->to.batch = (int)strtol(v, &end, 10);
+    else if (!strcmp(a, "--lr")) o->to.lr = strtod(v, &end);
+    else if (!strcmp(a, "--min-lr")) o->to.min_lr = strtod(v, &end);
+    else if (!strcmp(a, "--warmup")) o->to.warmup_frac = strtod(v, &end);
+    else if (!strcmp(a, "--weight-decay")) o->to.weight_decay = strtod(v, &end);
+    else if (!strcmp(a, "--clip")) o->to.clip = strtod(v, &end);
+    else if (!strcmp(a, "--label-smoothing")) o->to.label_smoothing = strtof(v, &end);
+    else if (!strcmp(a, "--threads")) o->threads = (int)strtol(v, &end, 10);
+    else if (!strcmp(a, "--stop-after")) o->to.stop_after = strtoll(v, &end, 10);
+    else if (!strcmp(a, "--save-every")) o->to.save_every = strtoll(v, &end, 10);
+    else if (!strcmp(a, "--select")) {
+      if (strcmp(v, "loss") && strcmp(v, "acc")) {
+        fprintf(stderr, "attn train: --select loss|acc\n");
+        return 2;
+      }
+      o->to.select_by_acc = !strcmp(v, "acc");
+    } else if (!strcmp(a, "--progress")) {
+      static const char *const modes[] = {"plain", "bar", "quiet"};
+      o->to.progress = -1;
+      for (int k = 0; k < 3; k++)
+        if (!strcmp(v, modes[k])) o->to.progress = k;
+      if (o->to.progress < 0 && strcmp(v, "auto")) {
+        fprintf(stderr, "attn train: --progress auto|bar|plain|quiet\n");
+        return 2;
+      }
+    } else if (!strcmp(a, "--backend")) {
+      if (attn_backend_from_name(v, &o->to.backend)) return cli_fail("--backend"), 2;
+    } else {
+      fprintf(stderr, "attn train: unknown option '%s' (see attn train --help)\n", a);
+      return 2;
+    }
+    if (end && (*end || end == v || errno)) {
+      fprintf(stderr, "attn train: %s: '%s' is not a number\n", a, v);
+      return 2;
+    }
+  }
+  if (o->vocab < ATTN_BPE_MERGE0 || o->to.epochs <= 0 || o->to.batch <= 0 || o->to.batch > 4096) {
+    fprintf(stderr, "attn train: need --vocab >= %d, --epochs > 0, 0 < --batch <= 4096\n", ATTN_BPE_MERGE0);
+    return 2;
+  }
+  return 0;
+}
+
+static void defaults(train_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->data = "data/spamassassin";
+  o->out = "runs/train";
+  o->split_seed = 1;
+  o->vocab = 8000;
+  attn_clf_config_default(&o->mc);
+  attn_train_opts_default(&o->to);
+}
+
+static int mkdirs(const char *path) {
+  char buf[4096];
+  snprintf(buf, sizeof buf, "%s", path);
+  for (char *p = buf + 1; *p; p++)
+    if (*p == '/') {
+      *p = 0;
+      mkdir(buf, 0777);
+      *p = '/';
+    }
+  return mkdir(buf, 0777) == 0 || errno == EEXIST ? 0 : -1;
+}
+
+/* Report on the test split, and the pictures of its first message. */
+static int finish(const attn_clf *m, const attn_clf_data *d, const attn_bpe *bpe, const train_opts *o) {
+  if (attn_clf_report_test(m, d, o->to.eval_batch, stdout, NULL)) return cli_fail("evaluation");
+  if (o->picture) {
+    if (mkdirs(o->picture)) {
+      fprintf(stderr, "attn: cannot create %s\n", o->picture);
+      return 1;
+    }
+    attn_tok_set t = attn_clf_data_set(d, ATTN_SPLIT_TEST);
+    int j = 0;  // the first test spam message: the more telling picture
+    for (int i = 0; i < t.n; i++)
+      if (t.labels[i] == 1) {
+        j = i;
+        break;
+      }
+    float probs[2];
+    if (attn_clf_predict(m, t.ids[j], &t.lens[j], 1, t.lens[j], probs)) return cli_fail("predict");
+    char title[512];
+    snprintf(title, sizeof title, "%s: %s, P(spam) = %.3f", d->c->paths[d->idx[ATTN_SPLIT_TEST][j]],
+             t.labels[j] ? "spam" : "ham", probs[1]);
+    printf("\nattention of test message %s\n", title);
+    if (attn_clf_picture(m, bpe, t.ids[j], t.lens[j], 40, o->picture, title, stdout))
+      return cli_fail("picture");
+  }
+  return 0;
+}
+
+static int run(train_opts *o, const char *model_path) {
+  if (o->threads > 0) attn_set_num_threads(o->threads);
+  char split_path[4096], path[4096];
+  if (o->split) snprintf(split_path, sizeof split_path, "%s", o->split);
+  else snprintf(split_path, sizeof split_path, "%s/split-seed%llu.tsv", o->data, o->split_seed);
+  int rc = 1;
+  attn_corpus *c = NULL;
+  attn_bpe *bpe = NULL;
+  attn_clf m;
+  memset(&m, 0, sizeof m);
+  attn_adam opt;
+  memset(&opt, 0, sizeof opt);
+  attn_clf_data d;
+  memset(&d, 0, sizeof d);
+  attn_st *meta = NULL, *file = NULL;
+  attn_train_state s;
+  attn_train_state_init(&s);
+  if (attn_clf_corpus_open(o->data, split_path, o->split_seed, stdout, &c)) {
+    cli_fail("corpus");
+    goto done;
+  }
+  const char *from = model_path;
+  if (!from && o->resume) {
+    if (o->resume[0]) from = o->resume;
+    else {
+      snprintf(path, sizeof path, "%s/last.safetensors", o->out);
+      from = path;
+    }
+  }
+  double t0 = attn_bench_now();
+  if (from) {  // model, config and tokenizer from the checkpoint
+    if (attn_clf_load(from, &m, &file)) {
+      cli_fail("loading the model");
+      goto done;
+    }
+    const char *tok = attn_st_meta(file, "tokenizer");
+    if (!tok || attn_bpe_load(tok, &bpe)) {
+      fprintf(stderr, "attn: %s: no usable \"tokenizer\" metadata\n", from);
+      goto done;
+    }
+    printf("model: %s (%lld parameters)\n", from, (long long)m.p.numel);
+  } else {
+    if (attn_clf_bpe_train(c, o->vocab, &bpe)) {
+      cli_fail("tokenizer");
+      goto done;
+    }
+    printf("tokenizer: byte-level BPE, %d merges (vocab %d), learned on the training split in %.1f s\n",
+           attn_bpe_n_merges(bpe), attn_bpe_vocab_size(bpe), attn_bench_now() - t0);
+    o->mc.vocab = attn_bpe_vocab_size(bpe);
+    if (attn_clf_create(&m, &o->mc) || attn_clf_init(&m, o->to.seed)) {
+      cli_fail("model");
+      goto done;
+    }
+  }
+  if (attn_clf_data_make(&d, c, bpe, m.c.max_len)) {
+    cli_fail("tokenising");
+    goto done;
+  }
+  long tokens = 0, trunc = 0;
+  for (int i = 0; i < d.n; i++) tokens += d.lens[i], trunc += d.lens[i] == m.c.max_len;
+  printf("tokens: %.1f per message on average (%ld of %d messages cut at %lld)\n", (double)tokens / d.n,
+         trunc, d.n, (long long)m.c.max_len);
+  if (o->eval_only) {
+    rc = finish(&m, &d, bpe, o);
+    goto done;
+  }
+  char *cfg = NULL, *tok = NULL;
+  if (attn_st_new(&meta) || attn_bpe_save(bpe, &tok) || attn_st_set_meta(meta, "tokenizer", tok) ||
+      attn_st_set_meta(meta, "labels", "ham,spam")) {
+    free(tok);
+    cli_fail("metadata");
+    goto done;
+  }
+  free(tok);
+  char sj[128];
+  snprintf(sj, sizeof sj, "%llu", o->split_seed);
+  attn_st_set_meta(meta, "split.seed", sj);
+  attn_st_set_meta(meta, "split.file", split_path);
+  attn_adam_config ac = attn_adam_defaults(ATTN_ADAMW);
+  ac.weight_decay = o->to.weight_decay;
+  if (attn_adam_init(&opt, &m.p, &ac) || attn_adam_set_decay_rule(&opt, &m.p, attn_clf_decay_rule, NULL)) {
+    cli_fail("optimizer");
+    goto done;
+  }
+  if (from && attn_clf_load_train_state(from, &m, &opt, &s)) {
+    cli_fail("resume");
+    goto done;
+  }
+  if (from)
+    printf("resuming at epoch %d, batch %d (step %lld)\n", s.epoch + 1, s.batch, (long long)s.step);
+  if (mkdirs(o->out)) {
+    fprintf(stderr, "attn train: cannot create %s\n", o->out);
+    goto done;
+  }
+  o->to.out_dir = o->out;
+  attn_clf_config_to_json(&m.c, &cfg);
+  printf("model: %s, %lld parameters\n", cfg ? cfg : "", (long long)m.p.numel);
+  free(cfg);
+  attn_tok_set tr = attn_clf_data_set(&d, ATTN_SPLIT_TRAIN), va = attn_clf_data_set(&d, ATTN_SPLIT_VAL);
+  printf("training: %d epochs of %d batches of %d, lr %g (warm-up %g, cosine to %g), AdamW wd %g, "
+         "clip %g, dropout %g, seed %llu, %d threads%s\n",
+         o->to.epochs, (tr.n + o->to.batch - 1) / o->to.batch, o->to.batch, o->to.lr, o->to.warmup_frac,
+         o->to.min_lr, o->to.weight_decay, o->to.clip, (double)m.c.dropout,
+         (unsigned long long)o->to.seed, attn_get_num_threads(),
+         o->to.ckpt_acts ? ", checkpointing activations" : "");
+  fflush(stdout);
+  if (attn_train_run(&m, &opt, &o->to, &tr, &va, &s, meta, NULL, 0)) {
+    cli_fail("training");
+    goto done;
+  }
+  if (s.epoch < o->to.epochs) {
+    printf("stopped at step %lld; continue with: attn train --resume %s/last.safetensors ...\n",
+           (long long)s.step, o->out);
+    rc = 0;
+    goto done;
+  }
+  printf("trained %d epochs in %.0f s; best epoch %d (val %s %.4f)\n", o->to.epochs, s.seconds,
+         s.best_epoch + 1, o->to.select_by_acc ? "acc" : "loss", o->to.select_by_acc ? -s.best : s.best);
+  snprintf(path, sizeof path, "%s/best.safetensors", o->out);
+  attn_clf best;
+  if (attn_clf_load(path, &best, NULL)) {
+    cli_fail("loading the best checkpoint");
+    goto done;
+  }
+  printf("best checkpoint: %s\n", path);
+  rc = finish(&best, &d, bpe, o);
+  attn_clf_free(&best);
+done:
+  attn_clf_data_free(&d);
+  attn_corpus_free(c);
+  attn_bpe_free(bpe);
+  attn_adam_free(&opt);
+  attn_clf_free(&m);
+  attn_st_free(meta);
+  attn_st_free(file);
+  return rc;
+}
+
+int attn_cmd_train(int argc, char **argv) {
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "--bench")) {  // attn train --bench ARGS == attn bench train ARGS
+      argv[i] = argv[0];
+      return attn_bench_train_main(argc - i, argv + i);
+    }
+  train_opts o;
+  defaults(&o);
+  int r = parse(argc, argv, &o, 1);
+  if (r) return r == 1 ? 0 : 2;
+  return run(&o, NULL);
+}
+
+int attn_cmd_eval(int argc, char **argv) {
+  train_opts o;
+  defaults(&o);
+  if (argc < 2 || argv[1][0] == '-') {
+    if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+      usage(stdout);
+      return 0;
+    }
+    fprintf(stderr, "usage: attn eval MODEL [--data DIR] [--split FILE | --split-seed S] [--picture DIR]\n");
+    return 2;
+  }
+  int r = parse(argc, argv, &o, 2);
+  if (r) return r == 1 ? 0 : 2;
+  o.eval_only = 1;
+  return run(&o, argv[1]);
+}
