@@ -23,5 +23,8 @@ int attn_cmd_nb(int argc, char **argv);
 int attn_cmd_bench(int argc, char **argv);
 int attn_cmd_viz(int argc, char **argv);
 int attn_cmd_diagnose(int argc, char **argv);
+int attn_cmd_train(int argc, char **argv);
+int attn_cmd_eval(int argc, char **argv);
+int attn_cmd_predict(int argc, char **argv);
 
 #endif

@@ -24,6 +24,9 @@ static const attn_cmd commands[] = {
     {"nb", attn_cmd_nb, "Naive Bayes spam baseline on the corpus split"},
     {"viz", attn_cmd_viz, "draw attention weights: heatmap, head grid, model view, HTML"},
     {"diagnose", attn_cmd_diagnose, "what each attention head does (pattern table, chart)"},
+    {"train", attn_cmd_train, "train the spam classifier on the corpus; test report next to NB"},
+    {"eval", attn_cmd_eval, "evaluate a trained classifier on the test split (+ pictures)"},
+    {"predict", attn_cmd_predict, "label and probability per e-mail file (- for stdin)"},
     {"version", attn_cmd_version, "print version and CPU features"},
 };
 
