@@ -65,6 +65,11 @@ test: $(BUILD)/attn
 demo: $(BUILD)/attn
 	@sh tools/demo.sh $(BUILD)/attn
 
+# training tokens/s of attn and PyTorch (f32, bf16 autocast) on the same model and batch, and the ratio
+.PHONY: bench-train
+bench-train: $(BUILD)/attn
+	$(BUILD)/attn bench train --torch tools/bench_train_torch.py
+
 golden:
 	/usr/bin/python3 tools/gen_golden.py tests/golden
 
