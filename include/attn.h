@@ -11,6 +11,7 @@
 #include "attn/params.h"
 #include "attn/nn.h"
 #include "attn/train.h"
+#include "attn/lowp.h"
 
 #define ATTN_VERSION "0.1.0"
 

@@ -1,0 +1,11 @@
+/* IEEE binary16 <-> f32 conversions of n values (the scalar ones are in
+ * tensor.c), round to nearest even. */
+#include "attn/lowp.h"
+
+void attn_f32_to_f16_n(const float *x, uint16_t *y, int64_t n) {
+  for (int64_t i = 0; i < n; i++) y[i] = attn_f32_to_f16(x[i]);
+}
+
+void attn_f16_to_f32_n(const uint16_t *x, float *y, int64_t n) {
+  for (int64_t i = 0; i < n; i++) y[i] = attn_f16_to_f32(x[i]);
+}

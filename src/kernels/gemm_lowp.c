@@ -1,0 +1,378 @@
+/* Low-precision GEMM driver (bf16 / fp16 / int8): the BLIS-style loop nest
+ * of gemm.c — thread grid over C, ic by mc (a~ packed once per k block), pc
+ * by kc, jc by nc (b~ in L2), micro-tiles — with packers that convert while
+ * packing (f32 -> bf16, bf16 / f16 -> f32) into the layout each micro-kernel
+ * wants (gemm_lowp_internal.h). Micro-kernels write a whole mr x nr tile of
+ * 32-bit accumulators; an epilogue stores it into C (f32 alpha/beta, s32, or
+ * a fused dequantization). Each element of C is computed by one thread over
+ * the same k blocks in the same order (kc depends on K only), so results do
+ * not depend on the thread count. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/gemm_lowp_internal.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
+
+static size_t type_size(attn_lowp_type t) {
+  return t == LOWP_F32 || t == LOWP_F32R ? 4 : t == LOWP_BF16 || t == LOWP_F16 ? 2 : 1;
+}
+
+/* n elements of src (type in, contiguous) converted to out, into dst. */
+static void convert_run(const void *src, attn_lowp_type in, int64_t n, attn_lowp_type out,
+                        void *dst) {
+  if (in == out) {
+    memcpy(dst, src, (size_t)n * type_size(in));
+  } else if (in == LOWP_F32R && out == LOWP_F32) { /* through bf16 */
+    const float *x = src;
+    float *y = dst;
+    for (int64_t i = 0; i < n; i++) y[i] = attn_bf16_to_f32(attn_f32_to_bf16(x[i]));
+  } else if (in == LOWP_F32R && out == LOWP_BF16) {
+    attn_f32_to_bf16_n(src, dst, n);
+  } else if (out == LOWP_F32 && in == LOWP_BF16) {
+    attn_bf16_to_f32_n(src, dst, n);
+  } else if (out == LOWP_F32 && in == LOWP_F16) {
+    attn_f16_to_f32_n(src, dst, n);
+  } else if (out == LOWP_BF16 && in == LOWP_F32) {
+    attn_f32_to_bf16_n(src, dst, n);
+  } else { /* u8 <-> s8 never mixed by the callers; bytes copied */
+    memcpy(dst, src, (size_t)n);
+  }
+}
+
+/* Copies n elements of size es from s (contiguous) to d with a stride of
+ * `stride` elements. */
+static void scatter(const void *s, void *d, int64_t n, int64_t stride, size_t es) {
+  if (es == 4) {
+    const uint32_t *a = s;
+    uint32_t *b = d;
+    for (int64_t i = 0; i < n; i++) b[i * stride] = a[i];
+  } else if (es == 2) {
+    const uint16_t *a = s;
+    uint16_t *b = d;
+    for (int64_t i = 0; i < n; i++) b[i * stride] = a[i];
+  } else {
+    const uint8_t *a = s;
+    uint8_t *b = d;
+    for (int64_t i = 0; i < n; i++) b[i * stride] = a[i];
+  }
+}
+
+/* Panels of w rows for rows [r0, r0+nrows) and depth [p0, p0+kc) of src,
+ * each kcp deep (layout in gemm_lowp_internal.h); tmp holds max(kc, w)
+ * converted elements. */
+static void pack(const attn_lowp_src *s, int64_t r0, int64_t nrows, int64_t p0, int64_t kc,
+                 int64_t kcp, int w, int g, attn_lowp_type out, void *dst, void *tmp) {
+  const size_t es = type_size(out), ies = type_size(s->type);
+  const char *x = s->x;
+  for (int64_t rr = 0; rr < nrows; rr += w) {
+    char *panel = (char *)dst + (size_t)(rr / w) * (size_t)w * (size_t)kcp * es;
+    int64_t rows = min64(w, nrows - rr);
+    if (rows < w || kc < kcp) memset(panel, 0, (size_t)w * (size_t)kcp * es);
+    if (s->sp == 1) { /* contiguous along depth: one run per row */
+      for (int64_t r = 0; r < rows; r++) {
+        const char *src = x + ((r0 + rr + r) * s->sr + p0) * (int64_t)ies;
+        convert_run(src, s->type, kc, out, tmp);
+        if (g == 1) {
+          scatter(tmp, panel + (size_t)r * es, kc, w, es);
+        } else {
+          for (int64_t pg = 0; pg < kc; pg += g)
+            memcpy(panel + (size_t)((pg / g) * w * g + r * g) * es, (char *)tmp + pg * es,
+                   (size_t)min64(g, kc - pg) * es);
+        }
+      }
+    } else { /* contiguous along rows: one run per depth step */
+      for (int64_t p = 0; p < kc; p++) {
+        const char *src = x + ((p0 + p) * s->sp + r0 + rr) * (int64_t)ies;
+        convert_run(src, s->type, rows, out, tmp);
+        scatter(tmp, panel + (size_t)((p / g) * w * g + p % g) * es, rows, g, es);
+      }
+    }
+  }
+}
+
+typedef struct {
+  const attn_lowp_kernel *kr;
+  const attn_lowp_src *A, *B;
+  const attn_lowp_epi *epi;
+  int64_t M, N, K;
+  int64_t kc, kcp_max; /* depth of one k block; its padded size */
+  int64_t mc, nc;
+  int tm, tn;
+  int64_t mp, np;
+} plan;
+
+enum { TILE_MAX = 32 * 32 };
+
+static void chunk(const plan *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1, char *abuf,
+                  char *bbuf, void *tmp) {
+  const attn_lowp_kernel *kr = g->kr;
+  const int mr = kr->mr, nr = kr->nr;
+  const size_t esa = type_size(kr->pa), esb = type_size(kr->pb);
+  uint32_t tile[TILE_MAX] __attribute__((aligned(64)));
+  if (kr->begin) kr->begin();
+  for (int64_t ic = m0; ic < m1; ic += g->mc) {
+    int64_t mc = min64(g->mc, m1 - ic);
+    for (int64_t pc = 0; pc < g->K; pc += g->kc) {
+      int64_t kc = min64(g->kc, g->K - pc), kcp = round_up(kc, kr->kgroup);
+      pack(g->A, ic, mc, pc, kc, kcp, mr, kr->ga, kr->pa, abuf, tmp);
+      for (int64_t jc = n0; jc < n1; jc += g->nc) {
+        int64_t nc = min64(g->nc, n1 - jc);
+        pack(g->B, jc, nc, pc, kc, kcp, nr, kr->gb, kr->pb, bbuf, tmp);
+        for (int64_t ir = 0; ir < mc; ir += mr) {
+          const char *ap = abuf + (size_t)(ir * kcp) * esa;
+          int64_t rows = min64(mr, mc - ir);
+          for (int64_t jr = 0; jr < nc; jr += nr) {
+            kr->ukr(kcp, ap, bbuf + (size_t)(jr * kcp) * esb, tile);
+            g->epi->fn(g->epi, tile, nr, ic + ir, jc + jr, rows, min64(nr, nc - jr), pc == 0);
+          }
+        }
+      }
+    }
+  }
+  if (kr->end) kr->end();
+}
+
+static void chunk_range(const plan *g, int t, int64_t *m0, int64_t *m1, int64_t *n0,
+                        int64_t *n1) {
+  int ti = t / g->tn, tj = t % g->tn;
+  int64_t mr = g->kr->mr, nr = g->kr->nr;
+  *m0 = min64(g->M, ti * g->mp / g->tm * mr);
+  *m1 = min64(g->M, (ti + 1) * g->mp / g->tm * mr);
+  *n0 = min64(g->N, tj * g->np / g->tn * nr);
+  *n1 = min64(g->N, (tj + 1) * g->np / g->tn * nr);
+}
+
+/* tm x tn = nt minimising the largest chunk's multiply-adds plus packing
+ * (as in gemm.c). */
+enum { PACK_COST = 16 };
+static void choose_grid(plan *g, int nt) {
+  double best = -1;
+  for (int tm = 1; tm <= nt; tm++) {
+    if (nt % tm) continue;
+    int tn = nt / tm;
+    if (tm > g->mp || tn > g->np) continue;
+    double rows = (double)(ceil_div(g->mp, tm) * g->kr->mr);
+    double cols = (double)(ceil_div(g->np, tn) * g->kr->nr), K = (double)g->K;
+    double cost = rows * cols * K +
+                  PACK_COST * (rows * K + K * cols * (double)ceil_div((int64_t)rows, g->kr->mc));
+    if (best < 0 || cost < best) {
+      best = cost;
+      g->tm = tm;
+      g->tn = tn;
+    }
+  }
+  if (best < 0) g->tm = g->tn = 1;
+}
+
+attn_status attn_lowp_gemm_run(const attn_lowp_kernel *kr, const attn_lowp_src *A,
+                               const attn_lowp_src *B, int64_t M, int64_t N, int64_t K,
+                               const attn_lowp_epi *epi, int single_block) {
+  plan g = {kr, A, B, epi, M, N, K, 0, 0, 0, 0, 1, 1, ceil_div(M, kr->mr), ceil_div(N, kr->nr)};
+  /* k blocks: K split evenly into blocks of at most kr->kc, each a multiple
+   * of kgroup except the last (padded) */
+  g.kc = single_block ? K : round_up(ceil_div(K, ceil_div(K, kr->kc)), kr->kgroup);
+  g.kcp_max = round_up(g.kc, kr->kgroup);
+  int nt = attn_get_num_threads();
+  const double work_per_thread = 524288.0;
+  double work = (double)M * (double)N * (double)K;
+  if (work / work_per_thread < nt)
+    nt = work < 2 * work_per_thread ? 1 : (int)(work / work_per_thread);
+  while (nt > 1) {
+    choose_grid(&g, nt);
+    if (g.tm * g.tn == nt) break;
+    nt--;
+  }
+  if (nt <= 1) g.tm = g.tn = 1, nt = 1;
+  int64_t rows = ceil_div(g.mp, g.tm) * kr->mr, cols = ceil_div(g.np, g.tn) * kr->nr;
+  g.mc = ceil_div(ceil_div(rows, ceil_div(rows, kr->mc)), kr->mr) * kr->mr;
+  g.nc = min64(round_up(kr->nc, kr->nr), cols);
+  size_t asize = (size_t)round_up(g.mc * g.kcp_max * (int64_t)type_size(kr->pa), 64);
+  size_t bsize = (size_t)round_up(g.nc * g.kcp_max * (int64_t)type_size(kr->pb), 64);
+  size_t tsize = (size_t)round_up(4 * max64(g.kcp_max, 64), 64);
+  size_t per_thread = asize + bsize + tsize;
+  char *buf = aligned_alloc(64, per_thread * (size_t)nt);
+  if (!buf)
+    return attn_set_error(ATTN_ENOMEM, "gemm %s: cannot allocate %zu bytes of packing buffers",
+                          kr->name, per_thread * (size_t)nt);
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nt) if (nt > 1)
+#endif
+  {
+    int t = 0, T = 1;
+#ifdef _OPENMP
+    t = omp_get_thread_num();
+    T = omp_get_num_threads();
+#endif
+    char *abuf = buf + (size_t)t * per_thread, *bbuf = abuf + asize, *tmp = bbuf + bsize;
+    for (int c = t; c < nt; c += T) {
+      int64_t m0, m1, n0, n1;
+      chunk_range(&g, c, &m0, &m1, &n0, &n1);
+      if (m0 < m1 && n0 < n1) chunk(&g, m0, m1, n0, n1, abuf, bbuf, tmp);
+    }
+  }
+  free(buf);
+  return ATTN_OK;
+}
+
+void attn_lowp_epi_f32(const attn_lowp_epi *e, const void *t, int ldt, int64_t i0, int64_t j0,
+                       int64_t rows, int64_t cols, int first) {
+  const float *tile = t;
+  float alpha = e->alpha, beta = first ? e->beta : 1.0f;
+  for (int64_t r = 0; r < rows; r++) {
+    float *c = (float *)e->C + (i0 + r) * e->ldc + j0;
+    const float *tr = tile + r * ldt;
+    if (beta == 0.0f)
+      for (int64_t j = 0; j < cols; j++) c[j] = alpha * tr[j];
+    else
+      for (int64_t j = 0; j < cols; j++) c[j] = alpha * tr[j] + beta * c[j];
+  }
+}
+
+void attn_lowp_epi_s32(const attn_lowp_epi *e, const void *t, int ldt, int64_t i0, int64_t j0,
+                       int64_t rows, int64_t cols, int first) {
+  const int32_t *tile = t;
+  for (int64_t r = 0; r < rows; r++) {
+    int32_t *c = (int32_t *)e->C + (i0 + r) * e->ldc + j0;
+    const int32_t *tr = tile + r * ldt;
+    if (first)
+      memcpy(c, tr, sizeof(int32_t) * (size_t)cols);
+    else /* unsigned add: two's-complement wrap without UB (never reached for K <= max) */
+      for (int64_t j = 0; j < cols; j++) c[j] = (int32_t)((uint32_t)c[j] + (uint32_t)tr[j]);
+  }
+}
+
+attn_status attn_lowp_validate(const char *fn, int transa, int transb, int64_t M, int64_t N,
+                               int64_t K, const void *A, int64_t lda, const void *B, int64_t ldb,
+                               const void *C, int64_t ldc) {
+  if (M < 0 || N < 0 || K < 0)
+    return attn_set_error(ATTN_EINVAL, "%s: negative size M=%lld N=%lld K=%lld", fn,
+                          (long long)M, (long long)N, (long long)K);
+  if (M == 0 || N == 0) return ATTN_OK;
+  if (!C) return attn_set_error(ATTN_EINVAL, "%s: C is NULL", fn);
+  if (K > 0 && !A) return attn_set_error(ATTN_EINVAL, "%s: A is NULL", fn);
+  if (K > 0 && !B) return attn_set_error(ATTN_EINVAL, "%s: B is NULL", fn);
+  int64_t wa = transa ? M : K, wb = transb ? K : N;
+  if (K > 0 && lda < wa)
+    return attn_set_error(ATTN_EINVAL, "%s: lda=%lld < %lld (row width of A%s)", fn,
+                          (long long)lda, (long long)wa, transa ? ", stored K x M" : "");
+  if (K > 0 && ldb < wb)
+    return attn_set_error(ATTN_EINVAL, "%s: ldb=%lld < %lld (row width of B%s)", fn,
+                          (long long)ldb, (long long)wb, transb ? ", stored N x K" : "");
+  if (ldc < N)
+    return attn_set_error(ATTN_EINVAL, "%s: ldc=%lld < N=%lld", fn, (long long)ldc,
+                          (long long)N);
+  return ATTN_OK;
+}
+
+attn_lowp_src attn_lowp_src_a(const void *A, attn_lowp_type t, int transa, int64_t lda) {
+  attn_lowp_src s = {A, t, transa ? 1 : lda, transa ? lda : 1};
+  return s;
+}
+
+attn_lowp_src attn_lowp_src_b(const void *B, attn_lowp_type t, int transb, int64_t ldb) {
+  attn_lowp_src s = {B, t, transb ? ldb : 1, transb ? 1 : ldb};
+  return s;
+}
+
+/* ---- path selection ------------------------------------------------------ */
+#include "kernels/amx.h"
+
+static int is_dtype(const char *d, const char *name) { return d && !strcmp(d, name); }
+
+static const attn_lowp_kernel *kernel_for(attn_lowp_path path, const char *dtype) {
+  const attn_cpu_features *f = attn_cpu();
+  if (is_dtype(dtype, "bf16")) {
+    if (path == ATTN_LOWP_AMX)
+      return attn_lowp_kernel_bf16_amx() && f->amx_bf16 && attn_amx_ready()
+                 ? attn_lowp_kernel_bf16_amx()
+                 : NULL;
+    if (path == ATTN_LOWP_SIMD)
+      return f->avx512_bf16 && f->avx512bw ? attn_lowp_kernel_bf16_avx512() : NULL;
+    return attn_lowp_kernel_f32_portable();
+  }
+  if (is_dtype(dtype, "f16")) {
+    if (path == ATTN_LOWP_AMX) return NULL; /* AMX-FP16 is not supported */
+    if (path == ATTN_LOWP_SIMD) return f->avx512f ? attn_lowp_kernel_f32_avx512() : NULL;
+    return attn_lowp_kernel_f32_portable();
+  }
+  if (is_dtype(dtype, "i8")) {
+    if (path == ATTN_LOWP_AMX)
+      return attn_lowp_kernel_i8_amx() && f->amx_int8 && attn_amx_ready()
+                 ? attn_lowp_kernel_i8_amx()
+                 : NULL;
+    if (path == ATTN_LOWP_SIMD)
+      return f->avx512_vnni && f->avx512bw ? attn_lowp_kernel_i8_vnni() : NULL;
+    return attn_lowp_kernel_i8_portable();
+  }
+  return NULL;
+}
+
+static attn_lowp_path resolve(attn_lowp_path path, const char *dtype) {
+  if (path != ATTN_LOWP_AUTO) return path;
+  if (kernel_for(ATTN_LOWP_AMX, dtype)) return ATTN_LOWP_AMX;
+  if (kernel_for(ATTN_LOWP_SIMD, dtype)) return ATTN_LOWP_SIMD;
+  return ATTN_LOWP_PORTABLE;
+}
+
+attn_status attn_lowp_select(attn_lowp_path path, const char *dtype,
+                             const attn_lowp_kernel **out) {
+  *out = NULL;
+  if (!is_dtype(dtype, "bf16") && !is_dtype(dtype, "f16") && !is_dtype(dtype, "i8"))
+    return attn_set_error(ATTN_EINVAL, "lowp: unknown dtype '%s' (bf16, f16, i8)",
+                          dtype ? dtype : "");
+  if (path < ATTN_LOWP_AUTO || path > ATTN_LOWP_AMX)
+    return attn_set_error(ATTN_EINVAL, "lowp: unknown path %d", (int)path);
+  *out = kernel_for(resolve(path, dtype), dtype);
+  if (!*out)
+    return attn_set_error(ATTN_EUNSUPPORTED, "lowp: %s path '%s' not available on this CPU",
+                          dtype, attn_lowp_path_name(path, dtype));
+  return ATTN_OK;
+}
+
+int attn_lowp_path_available(attn_lowp_path path, const char *dtype) {
+  if (path < ATTN_LOWP_AUTO || path > ATTN_LOWP_AMX) return 0;
+  return kernel_for(resolve(path, dtype), dtype) != NULL;
+}
+
+const char *attn_lowp_path_name(attn_lowp_path path, const char *dtype) {
+  if (path < ATTN_LOWP_AUTO || path > ATTN_LOWP_AMX) return "?";
+  switch (resolve(path, dtype)) {
+  case ATTN_LOWP_AMX:
+    return "amx";
+  case ATTN_LOWP_SIMD:
+    return is_dtype(dtype, "bf16") ? "avx512_bf16" : is_dtype(dtype, "i8") ? "avx512_vnni"
+                                                                            : "avx512_f32fma";
+  default:
+    return "portable";
+  }
+}
+
+/* ---- f32-output GEMMs (bf16, fp16) ---------------------------------------- */
+attn_status attn_lowp_gemm_f32out(const char *fn, const char *dtype, attn_lowp_path path,
+                                  int transa, int transb, int64_t M, int64_t N, int64_t K,
+                                  float alpha, const void *A, attn_lowp_type ta, int64_t lda,
+                                  const void *B, attn_lowp_type tb, int64_t ldb, float beta,
+                                  float *C, int64_t ldc) {
+  attn_status st = attn_lowp_validate(fn, transa, transb, M, N, K, A, lda, B, ldb, C, ldc);
+  if (st != ATTN_OK) return st;
+  const attn_lowp_kernel *kr;
+  st = attn_lowp_select(path, dtype, &kr);
+  if (st != ATTN_OK) return st;
+  if (M == 0 || N == 0) return ATTN_OK;
+  if (K == 0) { /* C = beta * C */
+    for (int64_t i = 0; i < M; i++)
+      for (int64_t j = 0; j < N; j++) C[i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];
+    return ATTN_OK;
+  }
+  attn_lowp_src a = attn_lowp_src_a(A, ta, transa, lda), b = attn_lowp_src_b(B, tb, transb, ldb);
+  attn_lowp_epi e = {attn_lowp_epi_f32, C, ldc, alpha, beta, NULL};
+  return attn_lowp_gemm_run(kr, &a, &b, M, N, K, &e, 0);
+}

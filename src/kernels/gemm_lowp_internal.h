@@ -1,0 +1,99 @@
+/* Internal to the low-precision GEMMs (include/attn/lowp.h): the packed
+ * driver shared by bf16 / fp16 / int8 (gemm_lowp.c), its micro-kernel
+ * descriptors (gemm_bf16_*.c, gemm_f16.c, gemm_i8_*.c) and the epilogues
+ * that turn a finished tile into C (plain f32, s32, or the quantized
+ * Linear's dequantization in src/nn/qlinear.c). */
+#ifndef ATTN_GEMM_LOWP_INTERNAL_H
+#define ATTN_GEMM_LOWP_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "attn/kernels.h"
+#include "attn/lowp.h"
+
+/* LOWP_F32R: f32 operands of the bf16 GEMM, rounded to bf16 while packing
+ * (also on the portable path, so every path computes the same products). */
+typedef enum { LOWP_F32, LOWP_F32R, LOWP_BF16, LOWP_F16, LOWP_U8, LOWP_S8 } attn_lowp_type;
+
+/* An operand as panels see it: element (r, p) — r a row of op(A) or a column
+ * of op(B), p the depth — is at x + r*sr + p*sp (in elements of `type`). */
+typedef struct {
+  const void *x;
+  attn_lowp_type type;
+  int64_t sr, sp;
+} attn_lowp_src;
+
+/* Packed panel layout, for a panel of w rows (mr or nr) and depth kcp (a
+ * multiple of the kernel's kgroup, zero past the valid depth and rows):
+ *   element (r, p) at dst[(p / g) * w * g + r * g + p % g]
+ * g = 1: k-major (f32 micro-kernels); g = 2 / 4: pairs / quads of depth per
+ * row (VDPBF16PS, VPDPBUSD, and the VNNI layout of AMX B tiles); g = 32 / 64:
+ * rows of 64 bytes (AMX A tiles). */
+typedef struct {
+  const char *name;
+  int mr, nr;
+  int ga, gb;       /* depth group of packed a~ and b~ */
+  int kgroup;       /* packed depth is padded to a multiple of this */
+  int64_t mc, kc, nc;
+  attn_lowp_type pa, pb; /* packed element types */
+  int int_acc;      /* tile holds s32 (else f32) */
+  /* tile[mr * nr] (row-major, overwritten) = a~[kcp] · b~[kcp] */
+  void (*ukr)(int64_t kcp, const void *a, const void *b, void *tile);
+  void (*begin)(void); /* per thread before the first ukr (AMX tile config), or NULL */
+  void (*end)(void);
+} attn_lowp_kernel;
+
+/* What to do with a finished tile t (row stride ldt, 32-bit elements) for
+ * rows [i0, i0+rows) x columns [j0, j0+cols) of C; first: the first k block
+ * (C is overwritten / scaled by beta), later blocks accumulate. */
+typedef struct attn_lowp_epi attn_lowp_epi;
+struct attn_lowp_epi {
+  void (*fn)(const attn_lowp_epi *e, const void *t, int ldt, int64_t i0, int64_t j0,
+             int64_t rows, int64_t cols, int first);
+  void *C;
+  int64_t ldc;
+  float alpha, beta;
+  const void *ctx;
+};
+void attn_lowp_epi_f32(const attn_lowp_epi *e, const void *t, int ldt, int64_t i0, int64_t j0,
+                       int64_t rows, int64_t cols, int first);
+void attn_lowp_epi_s32(const attn_lowp_epi *e, const void *t, int ldt, int64_t i0, int64_t j0,
+                       int64_t rows, int64_t cols, int first);
+
+/* Runs the packed driver. single_block: the whole depth in one k block (the
+ * epilogue then sees each tile once; used by the quantized Linear). M, N,
+ * K > 0, arguments validated. */
+attn_status attn_lowp_gemm_run(const attn_lowp_kernel *kr, const attn_lowp_src *A,
+                               const attn_lowp_src *B, int64_t M, int64_t N, int64_t K,
+                               const attn_lowp_epi *epi, int single_block);
+
+/* Kernels; NULL where the build has no such code. Callers check the CPU. */
+const attn_lowp_kernel *attn_lowp_kernel_bf16_amx(void);
+const attn_lowp_kernel *attn_lowp_kernel_bf16_avx512(void);
+const attn_lowp_kernel *attn_lowp_kernel_f32_avx512(void);   /* f16 / bf16 converted */
+const attn_lowp_kernel *attn_lowp_kernel_f32_portable(void); /* f16 / bf16 converted */
+const attn_lowp_kernel *attn_lowp_kernel_i8_amx(void);
+const attn_lowp_kernel *attn_lowp_kernel_i8_vnni(void);
+const attn_lowp_kernel *attn_lowp_kernel_i8_portable(void);
+
+/* The kernel `path` selects for dtype ("bf16", "f16", "i8"), resolving AUTO;
+ * ATTN_EUNSUPPORTED when the path is not available here. */
+attn_status attn_lowp_select(attn_lowp_path path, const char *dtype,
+                             const attn_lowp_kernel **out);
+/* Validates, selects, handles K == 0, runs with the f32 alpha/beta epilogue. */
+attn_status attn_lowp_gemm_f32out(const char *fn, const char *dtype, attn_lowp_path path,
+                                  int transa, int transb, int64_t M, int64_t N, int64_t K,
+                                  float alpha, const void *A, attn_lowp_type ta, int64_t lda,
+                                  const void *B, attn_lowp_type tb, int64_t ldb, float beta,
+                                  float *C, int64_t ldc);
+
+/* Shape / pointer / leading-dimension checks shared by the GEMMs. */
+attn_status attn_lowp_validate(const char *fn, int transa, int transb, int64_t M, int64_t N,
+                               int64_t K, const void *A, int64_t lda, const void *B, int64_t ldb,
+                               const void *C, int64_t ldc);
+/* Operand descriptions of op(A) (rows = rows of C) and op(B) (rows = columns of C). */
+attn_lowp_src attn_lowp_src_a(const void *A, attn_lowp_type t, int transa, int64_t lda);
+attn_lowp_src attn_lowp_src_b(const void *B, attn_lowp_type t, int transb, int64_t ldb);
+
+#endif
