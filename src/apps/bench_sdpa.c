@@ -29,7 +29,7 @@ typedef struct {
 } sdpa_result;
 
 typedef struct {
-  int B, H, D, causal, backward, threads;
+  int B, H, D, causal, backward, threads, no_math;
   long long window;
   attn_backend backend;
 } sdpa_opts;
@@ -37,12 +37,13 @@ typedef struct {
 static void sdpa_usage(FILE *out) {
   fprintf(out, "usage: attn bench sdpa [--n N...] [--batch B] [--heads H] [--dim D] [--causal]\n"
                "                       [--window W] [--backward] [--backend math|flash|auto]\n"
-               "                       [--threads T] [--json FILE] [--plot FILE.png]\n"
+               "                       [--no-math] [--threads T] [--json FILE] [--plot FILE.png]\n"
                "  --n N...       sequence lengths Lq = Lk (default 512 1024 2048 4096)\n"
                "  --batch B      batch (default 1); --heads H (default 8); --dim D (default 64)\n"
                "  --causal       causal mask; --window W: keys i-W..i+W (i-W..i with --causal)\n"
                "  --backward     time the backward (from a forward's out and lse)\n"
                "  --backend      default flash; math is also timed where its scratch fits\n"
+               "                 (all heads' scores under 2 GiB) unless --no-math\n"
                "  --threads T    threads (default: all)\n"
                "  --json FILE    also write the results as JSON\n"
                "  --plot FILE    draw time and peak memory against N, both backends (PNG)\n"
@@ -176,7 +177,7 @@ static int run_case(const sdpa_opts *o, long long n, sdpa_result *r) {
     if (r->med[0] < 0) rc = 1;
   }
   double scores = (double)o->B * o->H * (double)n * (double)n;
-  if (!rc && o->backend != ATTN_BACKEND_MATH && scores <= MATH_MAX_SCORES) {
+  if (!rc && !o->no_math && o->backend != ATTN_BACKEND_MATH && scores <= MATH_MAX_SCORES) {
     int mr;
     reset_peak_rss();
     r->med[1] = time_backend(&d, ATTN_BACKEND_MATH, o->backward, &t, &mr);
@@ -216,7 +217,7 @@ static int write_json(const char *file, const sdpa_opts *o, const sdpa_result *r
 }
 
 int attn_bench_sdpa_main(int argc, char **argv) {
-  sdpa_opts o = {1, 8, 64, 0, 0, attn_get_num_threads(), -1, ATTN_BACKEND_FLASH};
+  sdpa_opts o = {1, 8, 64, 0, 0, attn_get_num_threads(), 0, -1, ATTN_BACKEND_FLASH};
   long long ns[MAX_N];
   int nn = 0;
   const char *json = NULL, *plot = NULL;
@@ -246,6 +247,8 @@ int attn_bench_sdpa_main(int argc, char **argv) {
       if ((o.window = atoll(argv[++i])) < 0) goto bad;
     } else if (!strcmp(a, "--backward")) {
       o.backward = 1;
+    } else if (!strcmp(a, "--no-math")) {
+      o.no_math = 1;
     } else if (!strcmp(a, "--backend") && i + 1 < argc) {
       if (attn_backend_from_name(argv[++i], &o.backend)) goto bad;
     } else if (!strcmp(a, "--threads") && i + 1 < argc) {
