@@ -2,15 +2,18 @@
  * asymmetric u8 activations) and fake quantization with the straight-through
  * estimator for QAT. Rounding is to nearest even (nearbyintf in the default
  * rounding mode, as torch.round / quantize_per_tensor). */
+#include <float.h>
 #include <math.h>
 #include <stddef.h>
 
 #include "attn/lowp.h"
 
+/* max |x|, or the first value that is not finite (NaN / inf) */
 static float max_abs(const float *x, int64_t n) {
   float m = 0.0f;
   for (int64_t i = 0; i < n; i++) {
     float a = fabsf(x[i]);
+    if (!(a <= FLT_MAX)) return a;
     m = a > m ? a : m;
   }
   return m;
@@ -81,6 +84,7 @@ attn_status attn_quantize_rows_u8(const float *x, int64_t rows, int64_t n, uint8
     for (int64_t k = 0; k < n; k++) {
       lo = xr[k] < lo ? xr[k] : lo;
       hi = xr[k] > hi ? xr[k] : hi;
+      if (xr[k] != xr[k]) lo = NAN; /* NaN is caught below */
     }
     attn_status st = attn_quant_params_u8(lo, hi, &scale[r], &zero[r]);
     if (st != ATTN_OK)
