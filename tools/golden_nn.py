@@ -194,10 +194,10 @@ def dec_case(name, E, H, FF, B, L, Lm, norm_first, act, eps, masks, seed=0):
 
 def layer_cases():
     torch.manual_seed(10)
-    enc_case("nn_encoder_post_relu", E=32, H=4, FF=64, B=2, L=6, norm_first=False,
+    enc_case("nn_encoder_post_relu", E=16, H=4, FF=32, B=2, L=6, norm_first=False,
              act="relu", eps=1e-5, seed=10)
     torch.manual_seed(11)
-    enc_case("nn_encoder_pre_gelu_masks", E=32, H=4, FF=64, B=2, L=7, norm_first=True,
+    enc_case("nn_encoder_pre_gelu_masks", E=16, H=4, FF=32, B=2, L=7, norm_first=True,
              act="gelu", eps=1e-6, src_mask=rand_bool_mask(7, 7), kpm=kpm_bool(2, 7), seed=11)
     torch.manual_seed(12)
     enc_case("nn_encoder_post_float_mask", E=16, H=2, FF=32, B=2, L=5, norm_first=False,
@@ -207,7 +207,7 @@ def layer_cases():
              act="relu", eps=1e-5, src_mask=rand_bool_mask(2 * 2, 5, 5), seed=15, bias=False)
     torch.manual_seed(13)
     L, Lm, B = 6, 8, 2
-    dec_case("nn_decoder_post_relu_masks", E=32, H=4, FF=64, B=B, L=L, Lm=Lm, norm_first=False,
+    dec_case("nn_decoder_post_relu_masks", E=16, H=4, FF=32, B=B, L=L, Lm=Lm, norm_first=False,
              act="relu", eps=1e-5, seed=13,
              masks={"tgt_mask": causal_bool(L), "memory_mask": rand_bool_mask(L, Lm),
                     "tgt_key_padding_mask": kpm_bool(B, L),
@@ -216,7 +216,7 @@ def layer_cases():
     L, Lm, B = 5, 7, 2
     cm = torch.zeros(L, L, dtype=torch.float64)
     cm[causal_bool(L)] = float("-inf")
-    dec_case("nn_decoder_pre_gelu_masks", E=32, H=4, FF=64, B=B, L=L, Lm=Lm, norm_first=True,
+    dec_case("nn_decoder_pre_gelu_masks", E=16, H=4, FF=32, B=B, L=L, Lm=Lm, norm_first=True,
              act="gelu", eps=1e-5, seed=14,
              masks={"tgt_mask": r32(cm), "memory_mask": float_mask(L, Lm),
                     "tgt_key_padding_mask": kpm_bool(B, L),
@@ -339,8 +339,8 @@ def seed_cases():
     torch.manual_seed(23)
     seed_case("nn_seed004_mha", MultiHeadAttention004(32, 8), "seed004_mha", 32, 8, 1, 5, 23)
     torch.manual_seed(24)
-    seed_case("nn_seed004_transformer", TransformerLayer004(32, 8, 64), "seed004_transformer",
-              32, 8, 2, 6, 24)
+    seed_case("nn_seed004_transformer", TransformerLayer004(16, 4, 32), "seed004_transformer",
+              16, 4, 2, 6, 24)
 
 
 if __name__ == "__main__":
