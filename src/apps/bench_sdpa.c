@@ -24,6 +24,7 @@ typedef struct {
   long long n;
   double flops, io_bytes;
   double med[2]; /* [0] chosen backend, [1] math (0: not run) */
+  double cpu_s;  /* CPU seconds per run of the chosen backend (all threads) */
   int runs;
   double peak_mib[2]; /* process peak RSS during each backend's runs, MiB */
 } sdpa_result;
@@ -48,6 +49,8 @@ static void sdpa_usage(FILE *out) {
                "  --json FILE    also write the results as JSON\n"
                "  --plot FILE    draw time and peak memory against N, both backends (PNG)\n"
                "GFLOP/s counts 4·B·H·D per allowed (query, key) pair forward, 2.5x backward.\n"
+               "GF/cpu_s: the same work per CPU second of all threads, and %%peak1 that\n"
+               "against the 1-thread peak: the kernel's efficiency, robust to a busy machine.\n"
                "peak_MiB is the process's peak resident memory during the runs (Linux\n"
                "VmHWM, reset per case); io_MiB the tensors (q, k, v, out, lse [, dout, grads]).\n");
 }
@@ -105,13 +108,23 @@ static attn_status run_once(const attn_sdpa_desc *d, attn_backend be, int backwa
   return attn_sdpa_backward(d, be, t->q, t->k, t->v, t->out, t->lse, t->dout, t->dq, t->dk, t->dv);
 }
 
+/* CPU seconds this process has used (all threads, user + system). */
+static double cpu_seconds(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec +
+         (double)ru.ru_stime.tv_sec + 1e-6 * (double)ru.ru_stime.tv_usec;
+}
+
 /* Median seconds over runs (the first call warms up; a call over 2 s is the
- * only run). Returns < 0 on failure (message printed). */
+ * only run), and the mean CPU seconds per run in *cpu_out. Returns < 0 on
+ * failure (message printed). */
 static double time_backend(const attn_sdpa_desc *d, attn_backend be, int backward,
-                           const sdpa_bufs *t, int *runs_out) {
-  double t0 = attn_bench_now();
+                           const sdpa_bufs *t, int *runs_out, double *cpu_out) {
+  double t0 = attn_bench_now(), c0 = cpu_seconds();
   attn_status st = run_once(d, be, backward, t);
   double first = attn_bench_now() - t0;
+  *cpu_out = cpu_seconds() - c0;
   if (st) {
     fprintf(stderr, "attn bench sdpa: %s: %s\n", attn_backend_name(be), attn_last_error());
     return -1;
@@ -123,11 +136,13 @@ static double time_backend(const attn_sdpa_desc *d, attn_backend be, int backwar
   int runs = first > 0 ? (int)(1.0 / first) : MAX_RUNS;
   runs = runs < 3 ? 3 : runs > MAX_RUNS ? MAX_RUNS : runs;
   double times[MAX_RUNS];
+  c0 = cpu_seconds();
   for (int i = 0; i < runs; i++) {
     t0 = attn_bench_now();
     run_once(d, be, backward, t);
     times[i] = attn_bench_now() - t0;
   }
+  *cpu_out = (cpu_seconds() - c0) / runs;
   *runs_out = runs;
   return attn_bench_median(times, runs);
 }
@@ -172,7 +187,7 @@ static int run_case(const sdpa_opts *o, long long n, sdpa_result *r) {
     rc = 1;
   }
   if (!rc) {
-    r->med[0] = time_backend(&d, o->backend, o->backward, &t, &r->runs);
+    r->med[0] = time_backend(&d, o->backend, o->backward, &t, &r->runs, &r->cpu_s);
     r->peak_mib[0] = peak_rss_mib();
     if (r->med[0] < 0) rc = 1;
   }
@@ -180,7 +195,8 @@ static int run_case(const sdpa_opts *o, long long n, sdpa_result *r) {
   if (!rc && !o->no_math && o->backend != ATTN_BACKEND_MATH && scores <= MATH_MAX_SCORES) {
     int mr;
     reset_peak_rss();
-    r->med[1] = time_backend(&d, ATTN_BACKEND_MATH, o->backward, &t, &mr);
+    double mc;
+    r->med[1] = time_backend(&d, ATTN_BACKEND_MATH, o->backward, &t, &mr, &mc);
     r->peak_mib[1] = peak_rss_mib();
     if (r->med[1] < 0) rc = 1;
   }
@@ -190,7 +206,7 @@ static int run_case(const sdpa_opts *o, long long n, sdpa_result *r) {
 }
 
 static int write_json(const char *file, const sdpa_opts *o, const sdpa_result *r, int n,
-                      double peak) {
+                      double peak, double peak1) {
   FILE *f = fopen(file, "w");
   if (!f) {
     perror(file);
@@ -199,18 +215,22 @@ static int write_json(const char *file, const sdpa_opts *o, const sdpa_result *r
   fprintf(f,
           "{\"bench\": \"sdpa\", \"backend\": \"%s\", \"pass\": \"%s\", \"threads\": %d, "
           "\"batch\": %d, \"heads\": %d, \"dim\": %d, \"causal\": %d, \"window\": %lld, "
-          "\"peak_gflops\": %.2f, \"peak_isa\": \"%s\", \"results\": [\n",
+          "\"peak_gflops\": %.2f, \"peak_1thread_gflops\": %.2f, \"peak_isa\": \"%s\", "
+          "\"results\": [\n",
           attn_backend_name(o->backend), o->backward ? "backward" : "forward", o->threads, o->B,
-          o->H, o->D, o->causal, o->window, peak, attn_bench_peak_isa());
+          o->H, o->D, o->causal, o->window, peak, peak1, attn_bench_peak_isa());
   for (int i = 0; i < n; i++) {
     double gf = r[i].flops / r[i].med[0] * 1e-9;
     fprintf(f,
             "  {\"n\": %lld, \"runs\": %d, \"median_ms\": %.4f, \"gflops\": %.2f, "
-            "\"pct_peak\": %.1f, \"math_median_ms\": %.4f, \"speedup_vs_math\": %.3f, "
+            "\"pct_peak\": %.1f, \"cpu_ms\": %.4f, \"gflops_per_cpu_s\": %.2f, "
+            "\"pct_peak_1thread_per_cpu_s\": %.1f, "
+            "\"math_median_ms\": %.4f, \"speedup_vs_math\": %.3f, "
             "\"peak_mib\": %.1f, \"math_peak_mib\": %.1f, \"io_mib\": %.1f}%s\n",
-            r[i].n, r[i].runs, 1e3 * r[i].med[0], gf, 100.0 * gf / peak, 1e3 * r[i].med[1],
-            r[i].med[1] > 0 ? r[i].med[1] / r[i].med[0] : 0.0, r[i].peak_mib[0], r[i].peak_mib[1],
-            r[i].io_bytes / 1048576.0, i + 1 < n ? "," : "");
+            r[i].n, r[i].runs, 1e3 * r[i].med[0], gf, 100.0 * gf / peak, 1e3 * r[i].cpu_s,
+            r[i].flops / r[i].cpu_s * 1e-9, 100.0 * r[i].flops / r[i].cpu_s * 1e-9 / peak1,
+            1e3 * r[i].med[1], r[i].med[1] > 0 ? r[i].med[1] / r[i].med[0] : 0.0, r[i].peak_mib[0],
+            r[i].peak_mib[1], r[i].io_bytes / 1048576.0, i + 1 < n ? "," : "");
   }
   fprintf(f, "]}\n");
   return fclose(f) ? 1 : 0;
@@ -267,15 +287,15 @@ int attn_bench_sdpa_main(int argc, char **argv) {
       ns[nn++] = def[i];
   }
   int saved = attn_get_num_threads();
-  double peak = attn_bench_peak_gflops(o.threads);
+  double peak = attn_bench_peak_gflops(o.threads), peak1 = attn_bench_peak_gflops(1);
   attn_set_num_threads(o.threads);
   printf("sdpa %s, backend %s, B=%d H=%d D=%d%s", o.backward ? "backward" : "forward",
          attn_backend_name(o.backend), o.B, o.H, o.D, o.causal ? " causal" : "");
   if (o.window >= 0) printf(" window %lld", o.window);
-  printf(", %d thread%s; fp32 FMA peak (%s) measured now: %.1f GFLOP/s\n", o.threads,
-         o.threads > 1 ? "s" : "", attn_bench_peak_isa(), peak);
-  printf("%7s %5s %11s %9s %6s %11s %8s %9s %8s\n", "N", "runs", "median_ms", "GFLOP/s", "%peak",
-         "math_ms", "vs_math", "peak_MiB", "io_MiB");
+  printf(", %d thread%s; fp32 FMA peak (%s) measured now: %.1f GFLOP/s (1 thread %.1f)\n",
+         o.threads, o.threads > 1 ? "s" : "", attn_bench_peak_isa(), peak, peak1);
+  printf("%7s %5s %11s %9s %6s %9s %7s %11s %8s %9s %8s\n", "N", "runs", "median_ms", "GFLOP/s",
+         "%peak", "GF/cpu_s", "%peak1", "math_ms", "vs_math", "peak_MiB", "io_MiB");
   sdpa_result res[MAX_N];
   int rc = 0, done = 0;
   for (int i = 0; i < nn; i++) {
@@ -291,12 +311,14 @@ int attn_bench_sdpa_main(int argc, char **argv) {
       snprintf(mt, sizeof mt, "%.2f", 1e3 * r->med[1]);
       snprintf(vs, sizeof vs, "x%.2f", r->med[1] / r->med[0]);
     }
-    printf("%7lld %5d %11.2f %9.1f %6.1f %11s %8s %9.1f %8.1f\n", r->n, r->runs, 1e3 * r->med[0],
-           gf, 100.0 * gf / peak, mt, vs, r->peak_mib[0], r->io_bytes / 1048576.0);
+    double gfc = r->flops / r->cpu_s * 1e-9;
+    printf("%7lld %5d %11.2f %9.1f %6.1f %9.1f %7.1f %11s %8s %9.1f %8.1f\n", r->n, r->runs,
+           1e3 * r->med[0], gf, 100.0 * gf / peak, gfc, 100.0 * gfc / peak1, mt, vs, r->peak_mib[0],
+           r->io_bytes / 1048576.0);
     fflush(stdout);
   }
   attn_set_num_threads(saved);
-  if (json && write_json(json, &o, res, done, peak)) rc = 1;
+  if (json && write_json(json, &o, res, done, peak, peak1)) rc = 1;
   if (plot && done) {
     attn_sdpa_plot_point pts[MAX_N];
     for (int i = 0; i < done; i++) {
