@@ -28,6 +28,9 @@ static const attn_bench_entry attn_bench_table[] = {
  * has it, else AVX2+FMA, else scalar C), best of ten ~20 ms runs. Measured
  * once per thread count per process, then cached. */
 double attn_bench_peak_gflops(int threads);
+/* The same loop's flops per CPU-second of the process x threads (fastest
+ * run): the peak without the time other processes took on a busy machine. */
+double attn_bench_peak_cpu_gflops(int threads);
 /* Name of the instruction set attn_bench_peak_gflops uses ("avx512", ...). */
 const char *attn_bench_peak_isa(void);
 

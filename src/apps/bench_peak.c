@@ -108,8 +108,16 @@ static float fma_loop(long iters) {
 
 static volatile float peak_sink;
 
-/* Seconds for every one of `threads` threads to run `iters` steps. */
-static double time_loop(int threads, long iters) {
+static double cpu_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Seconds for every one of `threads` threads to run `iters` steps; *cpu (if
+ * not NULL) gets the CPU seconds the process used meanwhile. */
+static double time_loop(int threads, long iters, double *cpu) {
+  double c0 = cpu_now();
   double t0 = attn_bench_now();
   float sink = 0;
 #ifdef _OPENMP
@@ -117,12 +125,13 @@ static double time_loop(int threads, long iters) {
 #endif
   sink += fma_loop(iters);
   double t = attn_bench_now() - t0;
+  if (cpu) *cpu = cpu_now() - c0;
   peak_sink = sink;
   return t;
 }
 
 enum { PEAK_MAX_THREADS = 256 };
-static double peak_cache[PEAK_MAX_THREADS + 1];
+static double peak_cache[PEAK_MAX_THREADS + 1], peak_cpu_cache[PEAK_MAX_THREADS + 1];
 
 double attn_bench_peak_gflops(int threads) {
   if (threads <= 0) threads = attn_get_num_threads();
@@ -138,7 +147,7 @@ double attn_bench_peak_gflops(int threads) {
     for (;;) {
       t = 1e30;
       for (int r = 0; r < 3; r++) {
-        double tr = time_loop(1, n);
+        double tr = time_loop(1, n, NULL);
         if (tr < t) t = tr;
       }
       if (t >= 0.002) break;
@@ -146,14 +155,23 @@ double attn_bench_peak_gflops(int threads) {
     }
     iters = (long)((double)n * 0.02 / t) + 1;
   }
-  double best = 1e30;
+  double best = 1e30, best_cpu = 1e30;
   for (int r = 0; r < 10; r++) {
-    double tr = time_loop(threads, iters);
+    double cpu, tr = time_loop(threads, iters, &cpu);
     if (tr < best) best = tr;
+    if (cpu < best_cpu) best_cpu = cpu;
   }
   double flops = 2.0 * CHAINS * peak_lanes() * (double)iters * threads;
   peak_cache[threads] = flops / best * 1e-9;
+  peak_cpu_cache[threads] = flops / (best_cpu / threads) * 1e-9;
   return peak_cache[threads];
+}
+
+double attn_bench_peak_cpu_gflops(int threads) {
+  if (threads <= 0) threads = attn_get_num_threads();
+  if (threads > PEAK_MAX_THREADS) threads = PEAK_MAX_THREADS;
+  attn_bench_peak_gflops(threads);
+  return peak_cpu_cache[threads];
 }
 
 static void peak_usage(FILE *out) {
@@ -184,6 +202,10 @@ int attn_bench_peak_main(int argc, char **argv) {
          CHAINS, p1);
   if (threads > 1)
     printf(", %d threads %.1f GFLOP/s", threads, attn_bench_peak_gflops(threads));
+  printf("\n  per CPU-second x threads (the same without time taken by other processes):"
+         " 1 thread %.1f",
+         attn_bench_peak_cpu_gflops(1));
+  if (threads > 1) printf(", %d threads %.1f", threads, attn_bench_peak_cpu_gflops(threads));
   printf("\n");
   return 0;
 }
