@@ -122,10 +122,10 @@ static attn_status gemm_packed(const attn_gemm_kernel_f32 *kr, int transa, int t
   gemm_plan g = {kr, transa, transb, M, N, K, lda, ldb, ldc, alpha, beta, A, B, C,
                  0, 0, 0, 1, 1, ceil_div(M, kr->mr), ceil_div(N, kr->nr)};
   g.kc = ceil_div(K, ceil_div(K, kr->kc));
-  /* Threads: at most one per 2^19 multiply-adds (a few microseconds, well
-   * above the cost of waking a thread), and a grid that fits. */
+  /* Threads: at most one per 2^20 multiply-adds (~8 us of work, well above
+   * the cost of waking a thread), and a grid that fits. */
   int nt = attn_get_num_threads();
-  const double work_per_thread = 524288.0;
+  const double work_per_thread = 1048576.0;
   double work = (double)M * (double)N * (double)K;
   if (work / work_per_thread < nt)
     nt = work < 2 * work_per_thread ? 1 : (int)(work / work_per_thread);
