@@ -466,7 +466,8 @@ static void threads_case(const attn_flash_ops *ops, const cfg *c, unsigned seed)
   for (int t = 0; t < 2; t++) {
     attn_set_num_threads(t + 1);
     o[t] = zeros(p.no), l[t] = zeros(p.nl);
-    for (int e = 0; e < 3; e++) g[t][e] = zeros(e == 0 ? p.nq : e == 1 ? p.nk : p.nv);
+    for (int e = 0; e < 3; e++)
+      g[t][e] = zeros(e == 0 ? p.nq : e == 1 ? p.nk : p.nv);
     CHECK_OK(attn_sdpa_forward_flash_ops(ops, &p.d, p.q, p.k, p.v, o[t], l[t]));
     CHECK_OK(attn_sdpa_backward_flash_ops(ops, &p.d, p.q, p.k, p.v, o[t], l[t], p.dout, g[t][0],
                                           g[t][1], g[t][2]));
@@ -479,7 +480,8 @@ static void threads_case(const attn_flash_ops *ops, const cfg *c, unsigned seed)
   CHECK(!memcmp(g[0][2], g[1][2], p.nv * sizeof(float)));
   for (int t = 0; t < 2; t++) {
     free(o[t]), free(l[t]);
-    for (int e = 0; e < 3; e++) free(g[t][e]);
+    for (int e = 0; e < 3; e++)
+      free(g[t][e]);
   }
   free_problem(&p);
 }
@@ -502,6 +504,90 @@ static void test_threads_bit_identical(void) {
     e.wl = 30;
     e.wr = 10;
     threads_case(ops_list[i], &e, 901);
+  }
+}
+
+/* ---- PyTorch golden files (tools/golden_sdpa.py) through both kernel sets */
+/* strides of a mask of shape m broadcast (numpy rules) to [B, Hq, Lq, Lk] */
+static int mask_strides(const attn_tensor *m, const int64_t full[4], int64_t st[4]) {
+  if (m->ndim > 4) return 0;
+  int64_t inner = 1;
+  for (int a = 3; a >= 0; a--) {
+    int sd = a - (4 - m->ndim);
+    st[a] = 0;
+    if (sd < 0) continue;
+    if (m->shape[sd] != 1 && m->shape[sd] != full[a]) return 0;
+    if (m->shape[sd] != 1) st[a] = inner;
+    inner *= m->shape[sd];
+  }
+  return 1;
+}
+
+static void golden_flash(const attn_flash_ops *ops, const char *name, double tol) {
+  char path[256];
+  snprintf(path, sizeof path, "tests/golden/sdpa_%s.safetensors", name);
+  attn_st *st = NULL;
+  CHECK_OK(attn_st_load(path, &st));
+  if (!st) return;
+  const attn_tensor *q = attn_st_get(st, "q"), *k = attn_st_get(st, "k"), *v = attn_st_get(st, "v");
+  const attn_tensor *want[5] = {attn_st_get(st, "out"), attn_st_get(st, "lse"),
+                                attn_st_get(st, "dq"), attn_st_get(st, "dk"),
+                                attn_st_get(st, "dv")};
+  const attn_tensor *dout = attn_st_get(st, "dout"), *kl = attn_st_get(st, "key_lens"),
+                    *mask = attn_st_get(st, "mask");
+  int ok = q && k && v && dout && q->ndim == 4 && k->ndim == 4 && v->ndim == 4;
+  for (int i = 0; i < 5; i++)
+    ok = ok && want[i] && want[i]->dtype == ATTN_F32;
+  CHECK(ok);
+  if (!ok) {
+    attn_st_free(st);
+    return;
+  }
+  attn_sdpa_desc d;
+  attn_sdpa_desc_init(&d, q->shape[0], q->shape[1], k->shape[1], q->shape[2], k->shape[2],
+                      q->shape[3], v->shape[3]);
+  const char *m;
+  if ((m = attn_st_meta(st, "causal"))) d.causal = atoi(m);
+  if ((m = attn_st_meta(st, "window_left"))) d.window_left = atoll(m);
+  if ((m = attn_st_meta(st, "window_right"))) d.window_right = atoll(m);
+  if ((m = attn_st_meta(st, "scale"))) d.has_scale = 1, d.scale = strtof(m, NULL);
+  if (kl) d.key_lens = kl->data;
+  if (mask) {
+    const int64_t full[4] = {d.B, d.Hq, d.Lq, d.Lk};
+    if (mask->dtype == ATTN_BOOL) {
+      d.bool_mask = mask->data;
+      CHECK(mask_strides(mask, full, d.bool_mask_stride));
+    } else {
+      d.add_mask = mask->data;
+      CHECK(mask_strides(mask, full, d.add_mask_stride));
+    }
+  }
+  float *got[5];
+  for (int i = 0; i < 5; i++)
+    got[i] = zeros(attn_tensor_numel(want[i]));
+  CHECK_OK(attn_sdpa_forward_flash_ops(ops, &d, q->data, k->data, v->data, got[0], got[1]));
+  CHECK_OK(attn_sdpa_backward_flash_ops(ops, &d, q->data, k->data, v->data, got[0], got[1],
+                                        dout->data, got[2], got[3], got[4]));
+  static const char *what[5] = {"out", "lse", "dq", "dk", "dv"};
+  int before = h_case_failed;
+  h_case_failed = 0;
+  for (int i = 0; i < 5; i++)
+    CHECK_CLOSE(what[i], got[i], want[i]->data, attn_tensor_numel(want[i]), tol, 10 * tol);
+  if (h_case_failed) printf("  ^ golden %s, %s kernels\n", name, ops->name);
+  h_case_failed |= before;
+  for (int i = 0; i < 5; i++)
+    free(got[i]);
+  attn_st_free(st);
+}
+
+static void test_golden_files(void) {
+  static const char *cases[] = {"plain",    "causal",       "causal_lq_gt_lk", "window",
+                                "key_lens", "bool_mask_2d", "add_mask",        "gqa",
+                                "dv_ne_d",  "masked_batch", "combined"};
+  for (int i = 0; i < n_ops; i++) {
+    for (unsigned c = 0; c < sizeof cases / sizeof cases[0]; c++)
+      golden_flash(ops_list[i], cases[c], 1e-5);
+    golden_flash(ops_list[i], "large_logits", 1e-4); /* lse ~ 100: f32 rounding of the logits */
   }
 }
 
@@ -539,6 +625,7 @@ int main(void) {
   RUN(test_large_logits);
   RUN(test_fully_masked_rows_are_zero);
   RUN(test_no_keys);
+  RUN(test_golden_files);
   RUN(test_threads_bit_identical);
   RUN(test_public_api_flash_backend);
   HARNESS_END();
