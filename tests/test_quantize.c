@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "harness.h"
+#include "kernels/quantize_internal.h"
 
 static const attn_lowp_path PATHS[] = {ATTN_LOWP_PORTABLE, ATTN_LOWP_SIMD, ATTN_LOWP_AMX};
 
@@ -196,7 +197,42 @@ static void test_fake_quant_per_channel_matches_weight_quantization(void) {
   CHECK_ERR(attn_fake_quant_per_channel_f32(w, y, m, R, N, bad_s, -127, 127), ATTN_EINVAL);
 }
 
+/* The AVX-512 row quantizer and dequantizer give the scalar code's bits,
+ * ties (x / s = k + 1/2) and clamped values included. */
+static void test_simd_quantize_matches_scalar(void) {
+  if (!attn_cpu()->avx512bw) {
+    printf("  (no AVX-512 here: skipped)\n");
+    return;
+  }
+  enum { N = 1037 };
+  float x[N], s = 0.01f;
+  fill_uniform(x, N, 21, -1.5f, 1.5f);
+  for (int k = 0; k < 200; k++) x[k] = ((float)(k - 100) + 0.5f) * s; /* ties */
+  uint8_t q1[N], q2[N];
+  for (int32_t z = 0; z <= 255; z += 51) {
+    attn_quantize_row_u8_generic(x, N, s, z, q1);
+    attn_quantize_row_u8_avx512(x, N, s, z, q2);
+    CHECK(!memcmp(q1, q2, N));
+  }
+  int32_t acc[N], cs[N];
+  float sw[N], b[N], y1[N], y2[N];
+  unsigned r = 3;
+  for (int j = 0; j < N; j++) {
+    r = r * 1664525u + 1013904223u;
+    acc[j] = (int32_t)(r >> 4) - (1 << 27);
+    cs[j] = (int32_t)(r % 20000u) - 10000;
+  }
+  fill_uniform(sw, N, 22, 0.001f, 0.01f);
+  fill_uniform(b, N, 23, -1, 1);
+  for (int wb = 0; wb < 2; wb++) {
+    attn_dequant_row_generic(acc, N, 0.0123f, 77, sw, cs, wb ? b : NULL, y1);
+    attn_dequant_row_avx512(acc, N, 0.0123f, 77, sw, cs, wb ? b : NULL, y2);
+    CHECK(!memcmp(y1, y2, sizeof y1));
+  }
+}
+
 int main(void) {
+  RUN(test_simd_quantize_matches_scalar);
   RUN(test_weight_quantization);
   RUN(test_row_quantization);
   RUN(test_qlinear_matches_dequantized_maths_on_all_paths);

@@ -116,6 +116,8 @@ typedef struct {
   float *scale;    /* [out] */
   int32_t *colsum; /* [out] */
   float *bias;     /* [out] or NULL */
+  int8_t *wp;      /* w packed once for the int8 micro-kernels (internal layout) */
+  int64_t kp;      /* in, padded for the packed layout */
 } attn_qlinear;
 /* Fills *q (owning its arrays; release with attn_qlinear_free). bias may be NULL. */
 attn_status attn_qlinear_quantize(attn_qlinear *q, const float *W, const float *bias,
@@ -124,7 +126,8 @@ void attn_qlinear_free(attn_qlinear *q);
 attn_status attn_qlinear_forward(const attn_qlinear *q, const float *x, int64_t rows, float *y);
 attn_status attn_qlinear_forward_path(attn_lowp_path path, const attn_qlinear *q, const float *x,
                                       int64_t rows, float *y);
-/* Bytes of the quantized weights + scales + colsums + bias. */
+/* Bytes of the quantized weights + scales + colsums + bias (as stored in a
+ * file; the packed copy wp is not counted). */
 int64_t attn_qlinear_bytes(const attn_qlinear *q);
 
 /* ---- fake quantization (QAT) -------------------------------------------------

@@ -4,9 +4,9 @@
  * (g = 4) for every path; a~ in quads (g = 4) or 64-byte rows (AMX, g = 64). */
 #include "kernels/gemm_lowp_internal.h"
 
-enum { MR = 4, NR = 16 };
+enum { MR = 4, NR = 32 }; /* nr = 32 like the SIMD / AMX kernels: one prepacked B for all */
 
-/* tile[4, 16] = a~[kcp/4][4][4] · b~[kcp/4][16][4] in s32 */
+/* tile[4, 32] = a~[kcp/4][4][4] · b~[kcp/4][32][4] in s32 */
 static void ukr_i8_portable(int64_t kcp, const void *av, const void *bv, void *tv) {
   const uint8_t *a = av;
   const int8_t *b = bv;
@@ -24,7 +24,7 @@ static void ukr_i8_portable(int64_t kcp, const void *av, const void *bv, void *t
 }
 
 static const attn_lowp_kernel portable_kernel = {
-    .name = "portable i8 4x16",
+    .name = "portable i8 4x32",
     .mr = MR, .nr = NR, .ga = 4, .gb = 4, .kgroup = 4,
     .mc = 128, .kc = 512, .nc = 512,
     .pa = LOWP_U8, .pb = LOWP_S8, .int_acc = 1,

@@ -28,6 +28,26 @@ static size_t type_size(attn_lowp_type t) {
 /* n elements of src (type in, contiguous) converted to out, into dst. */
 static void convert_run(const void *src, attn_lowp_type in, int64_t n, attn_lowp_type out,
                         void *dst) {
+#if defined(__x86_64__)
+  if (attn_cpu()->avx512bw && in != out) {
+    if (in == LOWP_F32R && out == LOWP_F32) {
+      attn_lowp_f32_round_bf16_avx512(src, dst, n);
+      return;
+    }
+    if (in == LOWP_F32R && out == LOWP_BF16) {
+      attn_lowp_f32_to_bf16_avx512(src, dst, n);
+      return;
+    }
+    if (in == LOWP_BF16 && out == LOWP_F32) {
+      attn_lowp_bf16_to_f32_avx512(src, dst, n);
+      return;
+    }
+    if (in == LOWP_F16 && out == LOWP_F32) {
+      attn_lowp_f16_to_f32_avx512(src, dst, n);
+      return;
+    }
+  }
+#endif
   if (in == out) {
     memcpy(dst, src, (size_t)n * type_size(in));
   } else if (in == LOWP_F32R && out == LOWP_F32) { /* through bf16 */
@@ -50,7 +70,11 @@ static void convert_run(const void *src, attn_lowp_type in, int64_t n, attn_lowp
 /* Copies n elements of size es from s (contiguous) to d with a stride of
  * `stride` elements. */
 static void scatter(const void *s, void *d, int64_t n, int64_t stride, size_t es) {
-  if (es == 4) {
+  if (es == 8) {
+    const uint64_t *a = s;
+    uint64_t *b = d;
+    for (int64_t i = 0; i < n; i++) b[i * stride] = a[i];
+  } else if (es == 4) {
     const uint32_t *a = s;
     uint32_t *b = d;
     for (int64_t i = 0; i < n; i++) b[i * stride] = a[i];
@@ -66,12 +90,14 @@ static void scatter(const void *s, void *d, int64_t n, int64_t stride, size_t es
 }
 
 /* Panels of w rows for rows [r0, r0+nrows) and depth [p0, p0+kc) of src,
- * each kcp deep (layout in gemm_lowp_internal.h); tmp holds max(kc, w)
- * converted elements. */
+ * each kcp deep (layout in gemm_lowp_internal.h); tmp holds kcp (>= w)
+ * converted elements. A group of g depth steps of one row is G = g * es
+ * bytes: moved as one 16-, 32- or 64-bit word, or with memcpy when larger. */
 static void pack(const attn_lowp_src *s, int64_t r0, int64_t nrows, int64_t p0, int64_t kc,
                  int64_t kcp, int w, int g, attn_lowp_type out, void *dst, void *tmp) {
-  const size_t es = type_size(out), ies = type_size(s->type);
+  const size_t es = type_size(out), ies = type_size(s->type), G = (size_t)g * es;
   const char *x = s->x;
+  const int64_t ng = ceil_div(kc, g); /* groups holding data */
   for (int64_t rr = 0; rr < nrows; rr += w) {
     char *panel = (char *)dst + (size_t)(rr / w) * (size_t)w * (size_t)kcp * es;
     int64_t rows = min64(w, nrows - rr);
@@ -80,13 +106,12 @@ static void pack(const attn_lowp_src *s, int64_t r0, int64_t nrows, int64_t p0, 
       for (int64_t r = 0; r < rows; r++) {
         const char *src = x + ((r0 + rr + r) * s->sr + p0) * (int64_t)ies;
         convert_run(src, s->type, kc, out, tmp);
-        if (g == 1) {
-          scatter(tmp, panel + (size_t)r * es, kc, w, es);
-        } else {
-          for (int64_t pg = 0; pg < kc; pg += g)
-            memcpy(panel + (size_t)((pg / g) * w * g + r * g) * es, (char *)tmp + pg * es,
-                   (size_t)min64(g, kc - pg) * es);
-        }
+        memset((char *)tmp + (size_t)kc * es, 0, (size_t)(ng * g - kc) * es);
+        char *d = panel + (size_t)r * G;
+        if (G == 2 || G == 4 || G == 8)
+          scatter(tmp, d, ng, w, G);
+        else
+          for (int64_t q = 0; q < ng; q++) memcpy(d + (size_t)(q * w) * G, (char *)tmp + q * G, G);
       }
     } else { /* contiguous along rows: one run per depth step */
       for (int64_t p = 0; p < kc; p++) {
@@ -121,16 +146,21 @@ static void chunk(const plan *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
   for (int64_t ic = m0; ic < m1; ic += g->mc) {
     int64_t mc = min64(g->mc, m1 - ic);
     for (int64_t pc = 0; pc < g->K; pc += g->kc) {
-      int64_t kc = min64(g->kc, g->K - pc), kcp = round_up(kc, kr->kgroup);
+      int64_t kc = min64(g->kc, g->K - pc);
+      int64_t kcp = g->B->packed ? g->B->kp : round_up(kc, kr->kgroup);
       pack(g->A, ic, mc, pc, kc, kcp, mr, kr->ga, kr->pa, abuf, tmp);
       for (int64_t jc = n0; jc < n1; jc += g->nc) {
         int64_t nc = min64(g->nc, n1 - jc);
-        pack(g->B, jc, nc, pc, kc, kcp, nr, kr->gb, kr->pb, bbuf, tmp);
+        const char *bp = bbuf; /* prepacked: the panels of columns jc.. */
+        if (g->B->packed)
+          bp = (const char *)g->B->packed + (size_t)(jc * kcp) * esb;
+        else
+          pack(g->B, jc, nc, pc, kc, kcp, nr, kr->gb, kr->pb, bbuf, tmp);
         for (int64_t ir = 0; ir < mc; ir += mr) {
           const char *ap = abuf + (size_t)(ir * kcp) * esa;
           int64_t rows = min64(mr, mc - ir);
           for (int64_t jr = 0; jr < nc; jr += nr) {
-            kr->ukr(kcp, ap, bbuf + (size_t)(jr * kcp) * esb, tile);
+            kr->ukr(kcp, ap, bp + (size_t)(jr * kcp) * esb, tile);
             g->epi->fn(g->epi, tile, nr, ic + ir, jc + jr, rows, min64(nr, nc - jr), pc == 0);
           }
         }
@@ -180,6 +210,13 @@ attn_status attn_lowp_gemm_run(const attn_lowp_kernel *kr, const attn_lowp_src *
    * of kgroup except the last (padded) */
   g.kc = single_block ? K : round_up(ceil_div(K, ceil_div(K, kr->kc)), kr->kgroup);
   g.kcp_max = round_up(g.kc, kr->kgroup);
+  if (B->packed) {
+    if (!single_block || B->pnr != kr->nr || B->pg != kr->gb || B->kp % kr->kgroup ||
+        B->kp < K)
+      return attn_set_error(ATTN_EINVAL, "gemm %s: prepacked B (nr %d, g %d, depth %lld) does "
+                            "not fit this kernel", kr->name, B->pnr, B->pg, (long long)B->kp);
+    g.kcp_max = B->kp;
+  }
   int nt = attn_get_num_threads();
   const double work_per_thread = 524288.0;
   double work = (double)M * (double)N * (double)K;
@@ -196,7 +233,7 @@ attn_status attn_lowp_gemm_run(const attn_lowp_kernel *kr, const attn_lowp_src *
   g.nc = min64(round_up(kr->nc, kr->nr), cols);
   size_t asize = (size_t)round_up(g.mc * g.kcp_max * (int64_t)type_size(kr->pa), 64);
   size_t bsize = (size_t)round_up(g.nc * g.kcp_max * (int64_t)type_size(kr->pb), 64);
-  size_t tsize = (size_t)round_up(4 * max64(g.kcp_max, 64), 64);
+  size_t tsize = (size_t)round_up(4 * max64(g.kcp_max, 64) + 64, 64);
   size_t per_thread = asize + bsize + tsize;
   char *buf = aligned_alloc(64, per_thread * (size_t)nt);
   if (!buf)
@@ -273,13 +310,22 @@ attn_status attn_lowp_validate(const char *fn, int transa, int transb, int64_t M
 }
 
 attn_lowp_src attn_lowp_src_a(const void *A, attn_lowp_type t, int transa, int64_t lda) {
-  attn_lowp_src s = {A, t, transa ? 1 : lda, transa ? lda : 1};
+  attn_lowp_src s = {A, t, transa ? 1 : lda, transa ? lda : 1, NULL, 0, 0, 0};
   return s;
 }
 
 attn_lowp_src attn_lowp_src_b(const void *B, attn_lowp_type t, int transb, int64_t ldb) {
-  attn_lowp_src s = {B, t, transb ? ldb : 1, transb ? 1 : ldb};
+  attn_lowp_src s = {B, t, transb ? ldb : 1, transb ? 1 : ldb, NULL, 0, 0, 0};
   return s;
+}
+
+attn_status attn_lowp_prepack_b(const attn_lowp_src *B, int64_t N, int64_t K, int nr, int g,
+                                int64_t kp, attn_lowp_type out, void *dst) {
+  void *tmp = malloc((size_t)(4 * max64(kp, nr) + 64));
+  if (!tmp) return attn_set_error(ATTN_ENOMEM, "prepack: cannot allocate a row of %lld", (long long)kp);
+  pack(B, 0, N, 0, K, kp, nr, g, out, dst, tmp);
+  free(tmp);
+  return ATTN_OK;
 }
 
 /* ---- path selection ------------------------------------------------------ */
@@ -374,5 +420,8 @@ attn_status attn_lowp_gemm_f32out(const char *fn, const char *dtype, attn_lowp_p
   }
   attn_lowp_src a = attn_lowp_src_a(A, ta, transa, lda), b = attn_lowp_src_b(B, tb, transb, ldb);
   attn_lowp_epi e = {attn_lowp_epi_f32, C, ldc, alpha, beta, NULL};
+#if defined(__x86_64__)
+  if (attn_cpu()->avx512bw) e.fn = attn_lowp_epi_f32_avx512;
+#endif
   return attn_lowp_gemm_run(kr, &a, &b, M, N, K, &e, 0);
 }

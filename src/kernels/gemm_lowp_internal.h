@@ -22,6 +22,11 @@ typedef struct {
   const void *x;
   attn_lowp_type type;
   int64_t sr, sp;
+  /* or, for B only: all of op(B) already packed (attn_lowp_prepack_b) in
+   * panels of pnr columns, depth groups pg, depth padded to kp */
+  const void *packed;
+  int pnr, pg;
+  int64_t kp;
 } attn_lowp_src;
 
 /* Packed panel layout, for a panel of w rows (mr or nr) and depth kcp (a
@@ -61,12 +66,29 @@ void attn_lowp_epi_f32(const attn_lowp_epi *e, const void *t, int ldt, int64_t i
 void attn_lowp_epi_s32(const attn_lowp_epi *e, const void *t, int ldt, int64_t i0, int64_t j0,
                        int64_t rows, int64_t cols, int first);
 
+/* AVX-512 versions (gemm_lowp_avx512.c), same results; callers check
+ * attn_cpu()->avx512bw. */
+void attn_lowp_f32_to_bf16_avx512(const float *x, uint16_t *y, int64_t n);
+void attn_lowp_bf16_to_f32_avx512(const uint16_t *x, float *y, int64_t n);
+void attn_lowp_f16_to_f32_avx512(const uint16_t *x, float *y, int64_t n);
+void attn_lowp_f32_round_bf16_avx512(const float *x, float *y, int64_t n);
+void attn_lowp_epi_f32_avx512(const attn_lowp_epi *e, const void *t, int ldt, int64_t i0,
+                              int64_t j0, int64_t rows, int64_t cols, int first);
+
 /* Runs the packed driver. single_block: the whole depth in one k block (the
  * epilogue then sees each tile once; used by the quantized Linear). M, N,
  * K > 0, arguments validated. */
 attn_status attn_lowp_gemm_run(const attn_lowp_kernel *kr, const attn_lowp_src *A,
                                const attn_lowp_src *B, int64_t M, int64_t N, int64_t K,
                                const attn_lowp_epi *epi, int single_block);
+
+/* Packs all of op(B) (N columns, depth K) into dst as panels of nr columns,
+ * depth groups of g, depth padded with zeros to kp: dst holds
+ * ceil(N / nr) * nr * kp elements of type out. A GEMM run with single_block
+ * and a kernel of the same nr / gb (and kgroup dividing kp) then reads its
+ * b~ panels from there. ATTN_ENOMEM if the scratch row cannot be allocated. */
+attn_status attn_lowp_prepack_b(const attn_lowp_src *B, int64_t N, int64_t K, int nr, int g,
+                                int64_t kp, attn_lowp_type out, void *dst);
 
 /* Kernels; NULL where the build has no such code. Callers check the CPU. */
 const attn_lowp_kernel *attn_lowp_kernel_bf16_amx(void);

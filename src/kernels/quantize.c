@@ -6,7 +6,9 @@
 #include <math.h>
 #include <stddef.h>
 
+#include "attn/kernels.h"
 #include "attn/lowp.h"
+#include "kernels/quantize_internal.h"
 
 /* max |x|, or the first value that is not finite (NaN / inf) */
 static float max_abs(const float *x, int64_t n) {
@@ -71,6 +73,21 @@ attn_status attn_quant_params_u8(float lo, float hi, float *scale, int32_t *zero
   return ATTN_OK;
 }
 
+void attn_quantize_row_u8_generic(const float *x, int64_t n, float s, int32_t z, uint8_t *q) {
+  for (int64_t k = 0; k < n; k++) q[k] = (uint8_t)clamp_i32(nearbyintf(x[k] / s) + (float)z, 0, 255);
+}
+
+void attn_dequant_row_generic(const int32_t *acc, int64_t n, float sx, int32_t zx,
+                              const float *sw, const int32_t *cs, const float *b, float *y) {
+  for (int64_t j = 0; j < n; j++) {
+    /* unsigned arithmetic: the same wrap as the vector code (never reached
+     * for in <= ATTN_GEMM_I8_MAX_K) */
+    int32_t d = (int32_t)((uint32_t)acc[j] - (uint32_t)zx * (uint32_t)cs[j]);
+    float v = (sx * sw[j]) * (float)d;
+    y[j] = b ? v + b[j] : v;
+  }
+}
+
 attn_status attn_quantize_rows_u8(const float *x, int64_t rows, int64_t n, uint8_t *q,
                                   float *scale, int32_t *zero) {
   if (rows < 0 || n < 0)
@@ -78,21 +95,32 @@ attn_status attn_quantize_rows_u8(const float *x, int64_t rows, int64_t n, uint8
                           (long long)rows, (long long)n);
   if (rows > 0 && (!scale || !zero || (n > 0 && (!x || !q))))
     return attn_set_error(ATTN_EINVAL, "quantize_rows: NULL argument");
+  int simd = attn_cpu()->avx512bw;
   for (int64_t r = 0; r < rows; r++) {
     const float *xr = x + r * n;
     float lo = 0.0f, hi = 0.0f;
-    for (int64_t k = 0; k < n; k++) {
-      lo = xr[k] < lo ? xr[k] : lo;
-      hi = xr[k] > hi ? xr[k] : hi;
-      if (xr[k] != xr[k]) lo = NAN; /* NaN is caught below */
+    if (simd) {
+      int bad;
+      attn_minmax_row_avx512(xr, n, &lo, &hi, &bad);
+      if (bad) lo = NAN;
+    } else {
+      for (int64_t k = 0; k < n; k++) {
+        lo = xr[k] < lo ? xr[k] : lo;
+        hi = xr[k] > hi ? xr[k] : hi;
+        if (xr[k] != xr[k]) lo = NAN; /* NaN is caught below */
+      }
     }
     attn_status st = attn_quant_params_u8(lo, hi, &scale[r], &zero[r]);
     if (st != ATTN_OK)
       return attn_set_error(st, "quantize_rows: row %lld of x is not finite", (long long)r);
-    float s = scale[r];
     uint8_t *qr = q + r * n;
-    for (int64_t k = 0; k < n; k++)
-      qr[k] = s > 0.0f ? (uint8_t)clamp_i32(nearbyintf(xr[k] / s) + (float)zero[r], 0, 255) : 0;
+    if (scale[r] == 0.0f) {
+      for (int64_t k = 0; k < n; k++) qr[k] = 0;
+    } else if (simd) {
+      attn_quantize_row_u8_avx512(xr, n, scale[r], zero[r], qr);
+    } else {
+      attn_quantize_row_u8_generic(xr, n, scale[r], zero[r], qr);
+    }
   }
   return ATTN_OK;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kernels/gemm_lowp_internal.h"
+#include "kernels/quantize_internal.h"
 
 void attn_qlinear_free(attn_qlinear *q) {
   if (!q) return;
@@ -13,6 +14,7 @@ void attn_qlinear_free(attn_qlinear *q) {
   free(q->scale);
   free(q->colsum);
   free(q->bias);
+  free(q->wp);
   memset(q, 0, sizeof *q);
 }
 
@@ -49,7 +51,19 @@ attn_status attn_qlinear_quantize(attn_qlinear *q, const float *W, const float *
     q->colsum[j] = s;
   }
   if (bias) memcpy(q->bias, bias, sizeof(float) * (size_t)out);
-  return ATTN_OK;
+  /* W as the micro-kernels read B: panels of 32 columns, depth quads,
+   * depth padded to 64 (the AMX step; a multiple of every kernel's) */
+  q->kp = (in + 63) / 64 * 64;
+  size_t packed = (size_t)((out + 31) / 32 * 32) * (size_t)q->kp;
+  q->wp = aligned_alloc(64, (packed + 63) / 64 * 64);
+  if (!q->wp) {
+    attn_qlinear_free(q);
+    return attn_set_error(ATTN_ENOMEM, "qlinear_quantize: cannot allocate %zu packed bytes", packed);
+  }
+  attn_lowp_src b = attn_lowp_src_b(q->w, LOWP_S8, 1, in);
+  st = attn_lowp_prepack_b(&b, out, in, 32, 4, q->kp, LOWP_S8, q->wp);
+  if (st != ATTN_OK) attn_qlinear_free(q);
+  return st;
 }
 
 int64_t attn_qlinear_bytes(const attn_qlinear *q) {
@@ -72,21 +86,19 @@ static void epi_dequant(const attn_lowp_epi *e, const void *t, int ldt, int64_t 
   const int32_t *tile = t;
   const float *sw = c->q->scale + j0, *b = c->q->bias ? c->q->bias + j0 : NULL;
   const int32_t *cs = c->q->colsum + j0;
+  int simd = attn_cpu()->avx512bw;
   for (int64_t r = 0; r < rows; r++) {
     float *y = (float *)e->C + (i0 + r) * e->ldc + j0;
-    const int32_t *tr = tile + r * ldt;
-    float sx = c->sx[i0 + r];
-    int32_t zx = c->zx[i0 + r];
-    for (int64_t j = 0; j < cols; j++) {
-      float v = (sx * sw[j]) * (float)(tr[j] - zx * cs[j]);
-      y[j] = b ? v + b[j] : v;
-    }
+    if (simd)
+      attn_dequant_row_avx512(tile + r * ldt, cols, c->sx[i0 + r], c->zx[i0 + r], sw, cs, b, y);
+    else
+      attn_dequant_row_generic(tile + r * ldt, cols, c->sx[i0 + r], c->zx[i0 + r], sw, cs, b, y);
   }
 }
 
 attn_status attn_qlinear_forward_path(attn_lowp_path path, const attn_qlinear *q, const float *x,
                                       int64_t rows, float *y) {
-  if (!q || !q->w || !q->scale || !q->colsum)
+  if (!q || !q->w || !q->scale || !q->colsum || !q->wp)
     return attn_set_error(ATTN_EINVAL, "qlinear_forward: q is not quantized");
   if (rows < 0)
     return attn_set_error(ATTN_EINVAL, "qlinear_forward: rows=%lld < 0", (long long)rows);
@@ -109,6 +121,7 @@ attn_status attn_qlinear_forward_path(attn_lowp_path path, const attn_qlinear *q
     qlin_ctx ctx = {q, sx, zx};
     attn_lowp_src a = attn_lowp_src_a(xq, LOWP_U8, 0, in);
     attn_lowp_src b = attn_lowp_src_b(q->w, LOWP_S8, 1, in);
+    b.packed = q->wp, b.pnr = 32, b.pg = 4, b.kp = q->kp;
     attn_lowp_epi e = {epi_dequant, y, out, 1.0f, 0.0f, &ctx};
     st = attn_lowp_gemm_run(kr, &a, &b, rows, out, in, &e, 1);
   }

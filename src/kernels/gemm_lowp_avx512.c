@@ -1,0 +1,76 @@
+/* AVX-512 pieces of the low-precision GEMMs: the bf16 / f16 conversions the
+ * packers run (same bits as the scalar conversions in tensor.c, except that
+ * a signalling f16 NaN comes out quiet) and the f32 alpha/beta epilogue. */
+#include "kernels/gemm_lowp_internal.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#define LOWP_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,f16c")))
+
+/* round to nearest even on the dropped 16 bits; NaN -> quiet NaN */
+LOWP_AVX512 static __m256i f32_to_bf16_16(__m512 x) {
+  __m512i u = _mm512_castps_si512(x);
+  __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+  __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb), 16);
+  __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
+                                          _mm512_set1_epi32(0x7f800000));
+  __m512i q = _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
+  return _mm512_cvtepi32_epi16(_mm512_mask_mov_epi32(r, nan, q));
+}
+
+LOWP_AVX512 void attn_lowp_f32_to_bf16_avx512(const float *x, uint16_t *y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm256_storeu_si256((__m256i *)(y + i), f32_to_bf16_16(_mm512_loadu_ps(x + i)));
+  if (i < n) {
+    __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+    _mm256_mask_storeu_epi16(y + i, m, f32_to_bf16_16(_mm512_maskz_loadu_ps(m, x + i)));
+  }
+}
+
+LOWP_AVX512 void attn_lowp_bf16_to_f32_avx512(const uint16_t *x, float *y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m512i v = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(x + i)));
+    _mm512_storeu_si512(y + i, _mm512_slli_epi32(v, 16));
+  }
+  for (; i < n; i++) y[i] = attn_bf16_to_f32(x[i]);
+}
+
+LOWP_AVX512 void attn_lowp_f16_to_f32_avx512(const uint16_t *x, float *y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(y + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(x + i))));
+  for (; i < n; i++) y[i] = attn_f16_to_f32(x[i]);
+}
+
+/* f32 through bf16 (the portable path of the bf16 GEMM from f32 operands) */
+LOWP_AVX512 void attn_lowp_f32_round_bf16_avx512(const float *x, float *y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m512i h = _mm512_cvtepu16_epi32(f32_to_bf16_16(_mm512_loadu_ps(x + i)));
+    _mm512_storeu_si512(y + i, _mm512_slli_epi32(h, 16));
+  }
+  for (; i < n; i++) y[i] = attn_bf16_to_f32(attn_f32_to_bf16(x[i]));
+}
+
+/* c = alpha * t + beta * c (beta == 0: c = alpha * t), as the scalar epilogue */
+LOWP_AVX512 void attn_lowp_epi_f32_avx512(const attn_lowp_epi *e, const void *t, int ldt,
+                                          int64_t i0, int64_t j0, int64_t rows, int64_t cols,
+                                          int first) {
+  const float *tile = t;
+  float beta = first ? e->beta : 1.0f;
+  __m512 va = _mm512_set1_ps(e->alpha), vb = _mm512_set1_ps(beta);
+  for (int64_t r = 0; r < rows; r++) {
+    float *c = (float *)e->C + (i0 + r) * e->ldc + j0;
+    const float *tr = tile + r * ldt;
+    for (int64_t j = 0; j < cols; j += 16) {
+      __mmask16 m = cols - j >= 16 ? 0xffff : (__mmask16)((1u << (cols - j)) - 1);
+      __m512 v = _mm512_mul_ps(va, _mm512_maskz_loadu_ps(m, tr + j));
+      if (beta != 0.0f) v = _mm512_add_ps(v, _mm512_mul_ps(vb, _mm512_maskz_loadu_ps(m, c + j)));
+      _mm512_mask_storeu_ps(c + j, m, v);
+    }
+  }
+}
+#endif
