@@ -49,9 +49,40 @@ typedef struct {
   int64_t add_mask_stride[4];
   /* element strides for b, h, l; all zero = contiguous */
   int64_t q_stride[3], k_stride[3], v_stride[3], o_stride[3];
+
+  /* ---- variants (docs/VARIANTS.md); zero / NULL = off -------------------
+   * Positions: query row i sits at absolute position p_i = i + q_offset and
+   * key j at position j (a decoder attending new queries against a cache of
+   * Lk keys uses q_offset = Lk - Lq). causal then means j <= p_i and the
+   * window p_i - left <= j <= p_i + right. */
+  int64_t q_offset; /* >= 0 */
+  /* ALiBi: logit += -alibi_slopes[h] * |p_i - j| (attn_alibi_slopes). */
+  const float *alibi_slopes; /* [Hq] or NULL */
+  /* T5 bucketed relative bias: logit += rel_bias[h, bucket(j - p_i)] with
+   * HF T5's _relative_position_bucket(j - p_i, rel_bidirectional,
+   * rel_buckets, rel_max_distance) (attn_t5_bucket). */
+  const float *rel_bias; /* [Hq, rel_buckets] or NULL */
+  int64_t rel_buckets, rel_max_distance;
+  int rel_bidirectional;
+  /* Shaw et al. relative positions, r(i,j) = clip(p_i - j, -(M-1), M-1) + M-1
+   * with M = shaw_max: logit = scale * q_i·(k_j + shaw_k[r(i,j)]) and
+   * out_i = sum_j p_ij (v_j + shaw_v[r(i,j)]). Shared by all heads. */
+  const float *shaw_k; /* [2M-1, D] or NULL */
+  const float *shaw_v; /* [2M-1, Dv] or NULL */
+  int64_t shaw_max;
+  /* Block-sparse layout: key j is allowed for query i only if
+   * block_mask[(p_i / block_size) * nkb + j / block_size] != 0, where
+   * nkb = ceil(Lk / block_size); rows: ceil((q_offset + Lq) / block_size).
+   * Shared by all batches and heads (attn_block_sparse_*). */
+  const uint8_t *block_mask;
+  int64_t block_size;
+  /* Backward outputs for the learned tables (OVERWRITTEN; NULL = not wanted):
+   * rel_bias_grad [Hq, rel_buckets], shaw_k_grad [2M-1, D], shaw_v_grad [2M-1, Dv]. */
+  float *rel_bias_grad, *shaw_k_grad, *shaw_v_grad;
 } attn_sdpa_desc;
 
-/* Fills d with B..Dv, no masks, default scale, unbounded window, contiguous. */
+/* Fills d with B..Dv, no masks, default scale, unbounded window, contiguous,
+ * no variants (every field after o_stride zero). */
 void attn_sdpa_desc_init(attn_sdpa_desc *d, int64_t B, int64_t Hq, int64_t Hkv, int64_t Lq,
                          int64_t Lk, int64_t D, int64_t Dv);
 

@@ -25,12 +25,22 @@ static const char usage_text[] =
     "any other key but format is an error.\n"
     "OUT gets out [B,Hq,Lq,Dv] and lse [B,Hq,Lq]; with dout also dq, dk, dv.\n"
     "A query row with no allowed key gets out 0, lse -inf and zero gradient.\n"
+    "Variants (docs/VARIANTS.md): tensors alibi_slopes [Hq], rel_bias [Hq,buckets] (T5),\n"
+    "shaw_k [2M-1,D], shaw_v [2M-1,Dv], block_mask BOOL/U8 [ceil((q_offset+Lq)/bs),ceil(Lk/bs)];\n"
+    "metadata q_offset, alibi (1 = standard slopes), rel_max_distance, rel_bidirectional,\n"
+    "block_size, rope (interleaved|half: q and k rotated), rope_theta (default 10000).\n"
+    "With dout OUT also gets drel_bias, dshaw_k, dshaw_v for the tables given.\n"
     "  --backend  math (reference), flash (fused) or auto (flash where it can; default)\n"
     "  --threads  number of threads (default: all cores)\n";
 
-static const char *const tensor_names[] = {"q", "k", "v", "mask", "key_lens", "dout"};
+static const char *const tensor_names[] = {"q",        "k",      "v",      "mask",
+                                           "key_lens", "dout",   "alibi_slopes", "rel_bias",
+                                           "shaw_k",   "shaw_v", "block_mask"};
 /* "format" is what safetensors tooling writes ("pt"); it is accepted and ignored */
-static const char *const meta_keys[] = {"causal", "window_left", "window_right", "scale", "format"};
+static const char *const meta_keys[] = {
+    "causal",           "window_left",       "window_right", "scale",      "format",
+    "q_offset",         "alibi",             "rel_max_distance", "rel_bidirectional",
+    "block_size",       "rope",              "rope_theta"};
 
 static int in_list(const char *s, const char *const *list, size_t n) {
   for (size_t i = 0; i < n; i++)
@@ -55,7 +65,7 @@ static attn_status read_metadata(const attn_st *in, const char *path, attn_sdpa_
     if (!in_list(key, meta_keys, sizeof meta_keys / sizeof meta_keys[0]))
       return attn_set_error(ATTN_EINVAL,
                             "%s: unknown metadata key '%.100s' (expected causal, window_left, "
-                            "window_right, scale)",
+                            "window_right, scale, or a variant key of docs/VARIANTS.md)",
                             path, key);
   }
   const char *s;
@@ -154,12 +164,110 @@ typedef struct {
   float *out, *lse, *dq, *dk, *dv;
   int32_t *key_lens;
   attn_st *in, *res;
+  float *alibi, *qr, *kr;       /* standard slopes; RoPE-rotated q and k */
+  float *drel, *dshk, *dshv;    /* table gradients */
+  int rope;                     /* q and k rotated */
+  attn_rope_layout rope_layout;
+  float rope_theta;
 } sdpa_job;
 
 static void job_free(sdpa_job *j) {
   free(j->out), free(j->lse), free(j->dq), free(j->dk), free(j->dv), free(j->key_lens);
+  free(j->alibi), free(j->qr), free(j->kr), free(j->drel), free(j->dshk), free(j->dshv);
   attn_st_free(j->in);
   attn_st_free(j->res);
+}
+
+/* integer metadata key (absent: *out unchanged); below lo is an error */
+static attn_status meta_i64(const attn_st *in, const char *path, const char *key, int64_t lo,
+                            int64_t *out) {
+  const char *s = attn_st_meta(in, key);
+  if (s && (!parse_i64(s, out) || *out < lo))
+    return attn_set_error(ATTN_EINVAL, "%s: metadata %s = '%.100s', expected an integer >= %lld",
+                          path, key, s, (long long)lo);
+  return ATTN_OK;
+}
+
+/* The variant tensors and metadata of docs/VARIANTS.md into d (and j). */
+static attn_status read_variants(const attn_st *in, const char *path, sdpa_job *j,
+                                 attn_sdpa_desc *d) {
+  attn_status st;
+  int64_t alibi = 0, bidir = 0;
+  if ((st = meta_i64(in, path, "q_offset", 0, &d->q_offset)) ||
+      (st = meta_i64(in, path, "alibi", 0, &alibi)) ||
+      (st = meta_i64(in, path, "rel_max_distance", 1, &d->rel_max_distance)) ||
+      (st = meta_i64(in, path, "rel_bidirectional", 0, &bidir)) ||
+      (st = meta_i64(in, path, "block_size", 1, &d->block_size)))
+    return st;
+  d->rel_bidirectional = bidir != 0;
+  const attn_tensor *t;
+  const int64_t sl[1] = {d->Hq};
+  if ((st = attn_st_expect(in, "alibi_slopes", ATTN_F32, 1, sl, 0, &t))) return st;
+  if (t && alibi)
+    return attn_set_error(ATTN_EINVAL, "%s: both tensor 'alibi_slopes' and metadata alibi", path);
+  if (t) d->alibi_slopes = t->data;
+  if (alibi) {
+    if (!(j->alibi = malloc((size_t)d->Hq * sizeof(float))))
+      return attn_set_error(ATTN_ENOMEM, "alibi slopes: out of memory");
+    if ((st = attn_alibi_slopes(d->Hq, j->alibi))) return st;
+    d->alibi_slopes = j->alibi;
+  }
+  const int64_t rb[2] = {d->Hq, -1};
+  if ((st = attn_st_expect(in, "rel_bias", ATTN_F32, 2, rb, 0, &t))) return st;
+  if (t) {
+    if (!attn_st_meta(in, "rel_max_distance"))
+      return attn_set_error(ATTN_EINVAL, "%s: tensor 'rel_bias' needs metadata rel_max_distance",
+                            path);
+    d->rel_bias = t->data;
+    d->rel_buckets = t->shape[1];
+  }
+  const attn_tensor *sk, *sv;
+  const int64_t skshape[2] = {-1, d->D}, svshape[2] = {-1, d->Dv};
+  if ((st = attn_st_expect(in, "shaw_k", ATTN_F32, 2, skshape, 0, &sk)) ||
+      (st = attn_st_expect(in, "shaw_v", ATTN_F32, 2, svshape, 0, &sv)))
+    return st;
+  if (sk && sv && sk->shape[0] != sv->shape[0])
+    return attn_set_error(ATTN_EINVAL, "%s: shaw_k has %lld rows, shaw_v %lld", path,
+                          (long long)sk->shape[0], (long long)sv->shape[0]);
+  const attn_tensor *sh = sk ? sk : sv;
+  if (sh) {
+    if (sh->shape[0] % 2 == 0)
+      return attn_set_error(ATTN_EINVAL, "tensor '%s' has %lld rows, expected an odd 2M-1",
+                            sk ? "shaw_k" : "shaw_v", (long long)sh->shape[0]);
+    d->shaw_max = (sh->shape[0] + 1) / 2;
+    d->shaw_k = sk ? sk->data : NULL;
+    d->shaw_v = sv ? sv->data : NULL;
+  }
+  if ((t = attn_st_get(in, "block_mask"))) {
+    if (!attn_st_meta(in, "block_size"))
+      return attn_set_error(ATTN_EINVAL, "%s: tensor 'block_mask' needs metadata block_size", path);
+    const int64_t bs = d->block_size;
+    const int64_t rows = (d->q_offset + d->Lq + bs - 1) / bs, cols = (d->Lk + bs - 1) / bs;
+    if ((t->dtype != ATTN_BOOL && t->dtype != ATTN_U8) || t->ndim != 2 || t->shape[0] != rows ||
+        t->shape[1] != cols) {
+      char a[128];
+      shape_str(a, sizeof a, t->ndim, t->shape);
+      return attn_set_error(ATTN_EINVAL, "tensor 'block_mask' is %s %s, expected BOOL or U8 "
+                            "[%lld, %lld]", attn_dtype_name(t->dtype), a, (long long)rows,
+                            (long long)cols);
+    }
+    d->block_mask = t->data;
+  }
+  const char *r = attn_st_meta(in, "rope");
+  j->rope_theta = 10000.0f;
+  if (r) {
+    if ((st = attn_rope_layout_from_name(r, &j->rope_layout))) return st;
+    j->rope = 1;
+  }
+  if ((r = attn_st_meta(in, "rope_theta"))) {
+    char *end;
+    double x = strtod(r, &end);
+    if (end == r || *end || !(x > 1.0) || !isfinite((float)x))
+      return attn_set_error(ATTN_EINVAL, "%s: metadata rope_theta = '%.100s', expected > 1", path,
+                            r);
+    j->rope_theta = (float)x;
+  }
+  return ATTN_OK;
 }
 
 /* Everything between reading IN and writing OUT. */
@@ -171,7 +279,8 @@ static attn_status run_sdpa(sdpa_job *j, const char *in_path, const char *out_pa
   for (int i = 0; i < attn_st_count(in); i++)
     if (!in_list(attn_st_name(in, i), tensor_names, sizeof tensor_names / sizeof tensor_names[0]))
       return attn_set_error(ATTN_EINVAL,
-                            "%s: unknown tensor '%.100s' (expected q, k, v, mask, key_lens, dout)",
+                            "%s: unknown tensor '%.100s' (expected q, k, v, mask, key_lens, dout "
+                            "or a variant tensor of docs/VARIANTS.md)",
                             in_path, attn_st_name(in, i));
   const attn_tensor *q, *k, *v, *mask, *kl, *dout;
   if ((st = attn_st_expect(in, "q", ATTN_F32, 4, NULL, 1, &q))) return st;
@@ -210,10 +319,22 @@ static attn_status run_sdpa(sdpa_job *j, const char *in_path, const char *out_pa
     if (st) return st;
   }
 
+  if ((st = read_variants(in, in_path, j, &d))) return st;
+  const float *qd = q->data, *kd = k->data; /* rotated copies with RoPE */
+  if (j->rope) {
+    if (!(j->qr = alloc4(B, Hq, Lq, D, "q")) || !(j->kr = alloc4(B, Hkv, Lk, D, "k")))
+      return ATTN_ENOMEM;
+    if ((st = attn_rope_f32(qd, j->qr, B * Hq, Lq, 1, D, j->rope_theta, d.q_offset,
+                            j->rope_layout)) ||
+        (st = attn_rope_f32(kd, j->kr, B * Hkv, Lk, 1, D, j->rope_theta, 0, j->rope_layout)))
+      return st;
+    qd = j->qr;
+    kd = j->kr;
+  }
+
   if (!(j->out = alloc4(B, Hq, Lq, Dv, "out")) || !(j->lse = alloc4(B, Hq, Lq, 1, "lse")))
     return ATTN_ENOMEM;
-  if ((st = attn_sdpa_forward(&d, backend, q->data, k->data, v->data, j->out, j->lse, NULL)))
-    return st;
+  if ((st = attn_sdpa_forward(&d, backend, qd, kd, v->data, j->out, j->lse, NULL))) return st;
   if ((st = attn_st_new(&j->res))) return st;
   const int64_t lshape[3] = {B, Hq, Lq};
   if ((st = attn_st_add_f32(j->res, "out", 4, oshape, j->out)) ||
@@ -223,12 +344,31 @@ static attn_status run_sdpa(sdpa_job *j, const char *in_path, const char *out_pa
     if (!(j->dq = alloc4(B, Hq, Lq, D, "dq")) || !(j->dk = alloc4(B, Hkv, Lk, D, "dk")) ||
         !(j->dv = alloc4(B, Hkv, Lk, Dv, "dv")))
       return ATTN_ENOMEM;
-    if ((st = attn_sdpa_backward(&d, backend, q->data, k->data, v->data, j->out, j->lse,
-                                 dout->data, j->dq, j->dk, j->dv)))
+    const int64_t R = 2 * d.shaw_max - 1;
+    if ((d.rel_bias && !(j->drel = alloc4(Hq, d.rel_buckets, 1, 1, "drel_bias"))) ||
+        (d.shaw_k && !(j->dshk = alloc4(R, D, 1, 1, "dshaw_k"))) ||
+        (d.shaw_v && !(j->dshv = alloc4(R, Dv, 1, 1, "dshaw_v"))))
+      return ATTN_ENOMEM;
+    d.rel_bias_grad = j->drel;
+    d.shaw_k_grad = j->dshk;
+    d.shaw_v_grad = j->dshv;
+    if ((st = attn_sdpa_backward(&d, backend, qd, kd, v->data, j->out, j->lse, dout->data, j->dq,
+                                 j->dk, j->dv)))
+      return st;
+    if (j->rope && /* gradients w.r.t. the unrotated q and k */
+        ((st = attn_rope_backward_f32(j->dq, j->dq, B * Hq, Lq, 1, D, j->rope_theta, d.q_offset,
+                                      j->rope_layout)) ||
+         (st = attn_rope_backward_f32(j->dk, j->dk, B * Hkv, Lk, 1, D, j->rope_theta, 0,
+                                      j->rope_layout))))
       return st;
     if ((st = attn_st_add_f32(j->res, "dq", 4, q->shape, j->dq)) ||
         (st = attn_st_add_f32(j->res, "dk", 4, k->shape, j->dk)) ||
         (st = attn_st_add_f32(j->res, "dv", 4, v->shape, j->dv)))
+      return st;
+    const int64_t rshape[2] = {Hq, d.rel_buckets}, kshape2[2] = {R, D}, vshape2[2] = {R, Dv};
+    if ((j->drel && (st = attn_st_add_f32(j->res, "drel_bias", 2, rshape, j->drel))) ||
+        (j->dshk && (st = attn_st_add_f32(j->res, "dshaw_k", 2, kshape2, j->dshk))) ||
+        (j->dshv && (st = attn_st_add_f32(j->res, "dshaw_v", 2, vshape2, j->dshv))))
       return st;
   }
   return attn_st_save(j->res, out_path); /* atomic: no partial OUT on failure */

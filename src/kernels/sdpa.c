@@ -84,6 +84,32 @@ static attn_status resolve_strides(const char *name, const int64_t given[3], int
   return ATTN_OK;
 }
 
+/* The variant fields (see sdpa_internal.h for the rules). */
+static attn_status validate_variants(const attn_sdpa_desc *d) {
+  int64_t end;
+  if (d->q_offset < 0 || __builtin_add_overflow(d->q_offset, d->Lq, &end) ||
+      end > INT64_MAX / 2)
+    return attn_set_error(ATTN_EINVAL, "sdpa: q_offset = %lld must be >= 0 (and not huge)",
+                          (long long)d->q_offset);
+  if (d->rel_bias) {
+    const int64_t nb = d->rel_bidirectional ? d->rel_buckets / 2 : d->rel_buckets;
+    if (nb < 2 || d->rel_max_distance <= nb / 2)
+      return attn_set_error(ATTN_EINVAL,
+                            "sdpa: rel_bias with rel_buckets = %lld (bidirectional %d) and "
+                            "rel_max_distance = %lld: need %s buckets and max_distance > %lld",
+                            (long long)d->rel_buckets, d->rel_bidirectional,
+                            (long long)d->rel_max_distance, d->rel_bidirectional ? ">= 4" : ">= 2",
+                            (long long)(nb / 2));
+  }
+  if ((d->shaw_k || d->shaw_v) && (d->shaw_max < 1 || d->shaw_max > (INT64_MAX / 4)))
+    return attn_set_error(ATTN_EINVAL, "sdpa: shaw_k/shaw_v with shaw_max = %lld (must be >= 1)",
+                          (long long)d->shaw_max);
+  if (d->block_mask && d->block_size < 1)
+    return attn_set_error(ATTN_EINVAL, "sdpa: block_mask with block_size = %lld (must be >= 1)",
+                          (long long)d->block_size);
+  return ATTN_OK;
+}
+
 attn_status attn_sdpa_validate(const attn_sdpa_desc *d, const float *q, const float *k,
                                const float *v, attn_sdpa_resolved *r) {
   if (!d || !r) return attn_set_error(ATTN_EINVAL, "sdpa: NULL descriptor");
@@ -123,6 +149,7 @@ attn_status attn_sdpa_validate(const attn_sdpa_desc *d, const float *q, const fl
       if (d->key_lens[b] < 0 || d->key_lens[b] > d->Lk)
         return attn_set_error(ATTN_EINVAL, "sdpa: key_lens[%lld] = %d is outside [0, Lk=%lld]",
                               (long long)b, (int)d->key_lens[b], (long long)d->Lk);
+  if ((st = validate_variants(d))) return st;
   r->scale = d->has_scale ? d->scale : (float)(1.0 / sqrt((double)d->D));
   r->group = d->Hq / d->Hkv;
   return ATTN_OK;

@@ -180,6 +180,8 @@ attn_status attn_sdpa_forward_flash_ops(const attn_flash_ops *ops, const attn_sd
   attn_sdpa_resolved rs;
   attn_status st = attn_sdpa_validate(d, q, k, v, &rs);
   if (st) return st;
+  if (attn_sdpa_has_positions(d)) /* not fused yet: the math backend has them */
+    return attn_set_error(ATTN_EUNSUPPORTED, "sdpa flash: position schemes / block_mask unsupported");
   if (!ops) return attn_set_error(ATTN_EUNSUPPORTED, "sdpa flash: no kernels for this CPU");
   if ((!out || !lse) && d->Lq > 0)
     return attn_set_error(ATTN_EINVAL, "sdpa flash: %s is NULL", !out ? "out" : "lse");

@@ -13,7 +13,9 @@
  * strides >= 0, non-overlapping (gradients and outputs are written through
  * them) and with an extent that fits in int64. NaN/inf in the data is not
  * checked: it propagates to the rows it touches. out/lse/dq/... pointers are
- * each backend's to check. */
+ * each backend's to check. Variants: q_offset >= 0; rel_bias needs
+ * rel_buckets >= 2 (>= 4 bidirectional) and rel_max_distance > the exact
+ * range; shaw_* need shaw_max >= 1; block_mask needs block_size >= 1. */
 typedef struct {
   int64_t q[3], k[3], v[3], o[3]; /* b, h, l element strides */
   float scale;
@@ -32,16 +34,26 @@ attn_status attn_sdpa_backward_flash(const attn_sdpa_desc *d, const float *q, co
 
 /* ---- the masking rule, shared by every backend ---------------------------
  * Keys j in [lo, hi) may be allowed for query i of batch b by causal, window
- * and key_lens; keys outside are never allowed. lo >= hi means none. */
+ * and key_lens (at the query's absolute position i + q_offset); keys outside
+ * are never allowed. lo >= hi means none. Position schemes and the
+ * block-sparse layout: kernels/sdpa_positions.h. */
 static inline void attn_sdpa_key_range(const attn_sdpa_desc *d, int64_t b, int64_t i,
                                        int64_t *lo, int64_t *hi) {
   int64_t l = 0, h = d->Lk;
+  i += d->q_offset; /* the query's absolute position */
   if (d->key_lens && d->key_lens[b] < h) h = d->key_lens[b];
   if (d->causal && i + 1 < h) h = i + 1;
   if (d->window_right >= 0 && d->window_right < h - i - 1) h = i + d->window_right + 1;
   if (d->window_left >= 0 && i - d->window_left > l) l = i - d->window_left;
   *lo = l;
   *hi = h;
+}
+
+/* Any position scheme or block-sparse layout set? A backend that does not
+ * implement them returns ATTN_EUNSUPPORTED (q_offset alone is handled by
+ * attn_sdpa_key_range, which every backend uses). */
+static inline int attn_sdpa_has_positions(const attn_sdpa_desc *d) {
+  return d->alibi_slopes || d->rel_bias || d->shaw_k || d->shaw_v || d->block_mask;
 }
 
 /* The bool mask entry for (b, h, i, j): 1 where it allows (or is absent). */

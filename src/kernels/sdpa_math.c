@@ -13,14 +13,23 @@
  *   dq = scale * dS K             dk (+)= scale * dSᵀ Q
  * A row with no allowed key gets out 0, lse -inf and zero gradient; NaN in
  * q/k/v/masks/dout is not an error and propagates to the rows it touches.
+ * Variants (sdpa_positions.h): ALiBi and T5 add a per-(h, i, j) bias to the
+ * logit; Shaw adds scale * QR[i, r(i,j)] with QR = Q shaw_kᵀ [Lq, 2M-1] (one
+ * GEMM, no Lq x Lk x D work) and out += PR shaw_v with PR[i, r] = sum of
+ * P_ij over the keys j at table row r; the block-sparse layout disallows.
+ * Their backward: d rel_bias[h, bucket] += dS_ij; DQR[i, r] = sum dS_ij,
+ * dq += scale DQR shaw_k, d shaw_k += scale DQRᵀ Q; dP_ij += (dO shaw_vᵀ)[i, r],
+ * d shaw_v += PRᵀ dO. Table gradients are summed per (b, K/V head) task into
+ * its own partial buffer, then added in task order (thread-count independent).
  * Scratch: one [Lq, Lk] (forward) or two (backward) f32 buffers per thread,
- * allocated once per call. */
+ * plus [Lq, 2M-1] ones with Shaw, allocated once per call. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "attn/kernels.h"
 #include "kernels/sdpa_internal.h"
+#include "kernels/sdpa_positions.h"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -59,17 +68,32 @@ static attn_status scratch_alloc(int64_t tasks, int64_t per, int *nt, float **bu
   return ATTN_OK;
 }
 
+/* The logit of key j for row i of (b, h) given x = scale*q·k, or -inf when j
+ * is not allowed: masks, block layout, additive mask, ALiBi/T5 bias, Shaw
+ * (qr = scale * q_i·shaw_kᵀ [2M-1] or NULL). */
+static float logit_at(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t i, int64_t j,
+                      int64_t lo, int64_t hi, float x, const float *qr) {
+  const int64_t pi = i + d->q_offset;
+  if (j < lo || j >= hi || !attn_sdpa_bool_allows(d, b, h, i, j) ||
+      !attn_pos_block_allows(d, pi, j))
+    return -INFINITY;
+  x += attn_sdpa_add_mask_at(d, b, h, i, j);
+  if (x == -INFINITY) return x;
+  x += attn_pos_bias(d, h, pi, j);
+  if (qr) x += qr[attn_pos_shaw_row(d, pi, j)];
+  return x;
+}
+
 /* Row i of (b, h): s [Lk] holds scale*q·k on entry, the probabilities on
  * exit (0 for keys not allowed). Returns the log-sum-exp, -inf (and an all
  * zero row) when no key is allowed. */
-static float softmax_row(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t i, float *s) {
+static float softmax_row(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t i, float *s,
+                         const float *qr) {
   int64_t lo, hi, allowed = 0;
   attn_sdpa_key_range(d, b, i, &lo, &hi);
   float m = -INFINITY;
   for (int64_t j = 0; j < d->Lk; j++) {
-    float x = -INFINITY;
-    if (j >= lo && j < hi && attn_sdpa_bool_allows(d, b, h, i, j))
-      x = s[j] + attn_sdpa_add_mask_at(d, b, h, i, j);
+    float x = logit_at(d, b, h, i, j, lo, hi, s[j], qr);
     if (x != -INFINITY) {
       allowed++;
       if (x > m) m = x; /* NaN never wins here but still poisons the sum */
@@ -91,17 +115,26 @@ static float softmax_row(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t 
 /* Row i of (b, h) in the backward: s [Lk] holds scale*q·k on entry and
  * P = exp(logit - lse) on exit (0 for keys not allowed). */
 static void probs_row(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t i, float lse,
-                      float *s) {
+                      float *s, const float *qr) {
   int64_t lo, hi;
   attn_sdpa_key_range(d, b, i, &lo, &hi);
   for (int64_t j = 0; j < d->Lk; j++) {
     float p = 0.0f;
-    if (lse != -INFINITY && j >= lo && j < hi && attn_sdpa_bool_allows(d, b, h, i, j)) {
-      float x = s[j] + attn_sdpa_add_mask_at(d, b, h, i, j);
+    if (lse != -INFINITY) {
+      float x = logit_at(d, b, h, i, j, lo, hi, s[j], qr);
       if (x != -INFINITY) p = (float)exp((double)x - lse);
     }
     s[j] = p;
   }
+}
+
+/* xr [Lq, R] := sum over j of x [Lq, Lk] at Shaw row r(i, j) */
+static void shaw_scatter(const attn_sdpa_desc *d, const float *x, int64_t Lq, int64_t R,
+                         float *xr) {
+  memset(xr, 0, (size_t)(Lq * R) * sizeof(float));
+  for (int64_t i = 0; i < Lq; i++)
+    for (int64_t j = 0; j < d->Lk; j++)
+      xr[i * R + attn_pos_shaw_row(d, i + d->q_offset, j)] += x[i * d->Lk + j];
 }
 
 attn_status attn_sdpa_forward_math(const attn_sdpa_desc *d, const float *q, const float *k,
@@ -113,12 +146,14 @@ attn_status attn_sdpa_forward_math(const attn_sdpa_desc *d, const float *q, cons
   if (Lq == 0) return ATTN_OK;
   if (!out || !lse) return attn_set_error(ATTN_EINVAL, "sdpa: %s is NULL", !out ? "out" : "lse");
   const int64_t nsc = Lq * Lk, tasks = B * Hq; /* tasks: (b, h) pairs */
+  const int64_t R = attn_pos_shaw_rows(d), nr = Lq * R;
   int64_t nprobs;
   if (probs && __builtin_mul_overflow(tasks, nsc, &nprobs))
     return attn_set_error(ATTN_EINVAL, "sdpa: probs [B,Hq,Lq,Lk] is too large");
   int nt;
   float *scratch;
-  if ((st = scratch_alloc(tasks, probs ? 0 : nsc, &nt, &scratch))) return st;
+  const int64_t per = (probs ? 0 : nsc) + 2 * nr; /* S, QR, PR */
+  if ((st = scratch_alloc(tasks, per, &nt, &scratch))) return st;
 
   const int64_t ldq = ld_of(r.q[2], Lq, D), ldk = ld_of(r.k[2], Lk, D);
   const int64_t ldv = ld_of(r.v[2], Lk, Dv), ldo = ld_of(r.o[2], Lq, Dv);
@@ -131,19 +166,77 @@ attn_status attn_sdpa_forward_math(const attn_sdpa_desc *d, const float *q, cons
     const float *V = v + b * r.v[0] + g * r.v[1]; /* [Lk, Dv] */
     float *O = out + b * r.o[0] + h * r.o[1];     /* [Lq, Dv] */
     float *L = lse + t * Lq;                      /* [Lq] */
-    float *S = probs ? probs + t * nsc : scratch + (int64_t)thread_id() * nsc; /* [Lq, Lk] */
-    int s1 = ATTN_OK, s2 = ATTN_OK;
-    if (Lk > 0) s1 = attn_gemm_f32(0, 1, Lq, Lk, D, r.scale, Q, ldq, K, ldk, 0.0f, S, Lk);
-    for (int64_t i = 0; i < Lq; i++) L[i] = softmax_row(d, b, h, i, S + i * Lk);
-    if (Lk > 0) s2 = attn_gemm_f32(0, 0, Lq, Dv, Lk, 1.0f, S, Lk, V, ldv, 0.0f, O, ldo);
+    float *mine = scratch ? scratch + (int64_t)thread_id() * per : NULL;
+    float *S = probs ? probs + t * nsc : mine; /* [Lq, Lk] */
+    float *QR = mine ? mine + (probs ? 0 : nsc) : NULL; /* [Lq, R] */
+    float *PR = QR ? QR + nr : NULL;                    /* [Lq, R] */
+    int s[4] = {0};
+    if (Lk > 0) s[0] = attn_gemm_f32(0, 1, Lq, Lk, D, r.scale, Q, ldq, K, ldk, 0.0f, S, Lk);
+    if (Lk > 0 && d->shaw_k)
+      s[1] = attn_gemm_f32(0, 1, Lq, R, D, r.scale, Q, ldq, d->shaw_k, D, 0.0f, QR, R);
+    for (int64_t i = 0; i < Lq; i++)
+      L[i] = softmax_row(d, b, h, i, S + i * Lk, d->shaw_k ? QR + i * R : NULL);
+    if (Lk > 0) s[2] = attn_gemm_f32(0, 0, Lq, Dv, Lk, 1.0f, S, Lk, V, ldv, 0.0f, O, ldo);
+    if (Lk > 0 && d->shaw_v) {
+      shaw_scatter(d, S, Lq, R, PR);
+      s[3] = attn_gemm_f32(0, 0, Lq, Dv, R, 1.0f, PR, R, d->shaw_v, Dv, 1.0f, O, ldo);
+    }
     for (int64_t i = 0; i < Lq; i++) /* exact zeros even if V holds inf/NaN */
       if (L[i] == -INFINITY) memset(O + i * r.o[2], 0, (size_t)Dv * sizeof(float));
-    if (s1 > bad) bad = s1;
-    if (s2 > bad) bad = s2;
+    for (int x = 0; x < 4; x++)
+      if (s[x] > bad) bad = s[x];
   }
   free(scratch);
   if (bad) return attn_set_error((attn_status)bad, "sdpa: math forward: GEMM failed");
   return ATTN_OK;
+}
+
+/* Per (b, K/V head) task partial sums of the table gradients. */
+typedef struct {
+  int64_t nt5, nsk, nsv, per; /* floats of each part, and per task */
+  float *buf;                 /* [tasks, per] */
+} table_grads;
+
+static attn_status table_grads_alloc(const attn_sdpa_desc *d, int64_t tasks, table_grads *g) {
+  const int64_t R = attn_pos_shaw_rows(d);
+  memset(g, 0, sizeof *g);
+  g->nt5 = d->rel_bias && d->rel_bias_grad ? d->Hq * d->rel_buckets : 0;
+  g->nsk = d->shaw_k && d->shaw_k_grad ? R * d->D : 0;
+  g->nsv = d->shaw_v && d->shaw_v_grad ? R * d->Dv : 0;
+  g->per = g->nt5 + g->nsk + g->nsv;
+  if (g->per == 0) return ATTN_OK;
+  size_t n;
+  if (__builtin_mul_overflow((size_t)tasks, (size_t)g->per, &n) ||
+      !(g->buf = calloc(n ? n : 1, sizeof(float))))
+    return attn_set_error(ATTN_ENOMEM, "sdpa backward: cannot allocate table gradients");
+  return ATTN_OK;
+}
+
+/* Overwrites the requested table gradients with the task partials summed in
+ * task order. */
+static void table_grads_finish(const attn_sdpa_desc *d, int64_t tasks, table_grads *g) {
+  float *dst[3] = {g->nt5 ? d->rel_bias_grad : NULL, g->nsk ? d->shaw_k_grad : NULL,
+                   g->nsv ? d->shaw_v_grad : NULL};
+  const int64_t n[3] = {g->nt5, g->nsk, g->nsv};
+  for (int part = 0, off = 0; part < 3; off += (int)n[part], part++) {
+    if (!dst[part]) continue;
+    for (int64_t e = 0; e < n[part]; e++) {
+      double acc = 0.0;
+      for (int64_t t = 0; t < tasks; t++) acc += g->buf[t * g->per + off + e];
+      dst[part][e] = (float)acc;
+    }
+  }
+  free(g->buf);
+  g->buf = NULL;
+}
+
+/* Table gradients of a call that computes nothing (Lq or Lk = 0): zeros. */
+static void table_grads_zero(const attn_sdpa_desc *d) {
+  const int64_t R = attn_pos_shaw_rows(d);
+  if (d->rel_bias && d->rel_bias_grad)
+    memset(d->rel_bias_grad, 0, (size_t)(d->Hq * d->rel_buckets) * sizeof(float));
+  if (d->shaw_k && d->shaw_k_grad) memset(d->shaw_k_grad, 0, (size_t)(R * d->D) * sizeof(float));
+  if (d->shaw_v && d->shaw_v_grad) memset(d->shaw_v_grad, 0, (size_t)(R * d->Dv) * sizeof(float));
 }
 
 attn_status attn_sdpa_backward_math(const attn_sdpa_desc *d, const float *q, const float *k,
@@ -160,9 +253,16 @@ attn_status attn_sdpa_backward_math(const attn_sdpa_desc *d, const float *q, con
   if (Lk > 0 && (!dk || !dv))
     return attn_set_error(ATTN_EINVAL, "sdpa backward: %s is NULL", !dk ? "dk" : "dv");
   const int64_t nsc = Lq * Lk, tasks = B * Hkv; /* tasks: (b, g) pairs */
+  const int64_t R = attn_pos_shaw_rows(d), nr = Lq * R;
   int nt;
   float *scratch;
-  if ((st = scratch_alloc(tasks, 2 * nsc, &nt, &scratch))) return st;
+  const int64_t per = 2 * nsc + 2 * nr; /* P, dS, XR, PR */
+  if ((st = scratch_alloc(tasks, per, &nt, &scratch))) return st;
+  table_grads tg;
+  if ((st = table_grads_alloc(d, tasks, &tg))) {
+    free(scratch);
+    return st;
+  }
 
   const int64_t ldq = ld_of(r.q[2], Lq, D), ldk = ld_of(r.k[2], Lk, D);
   const int64_t ldv = ld_of(r.v[2], Lk, Dv), ldo = ld_of(r.o[2], Lq, Dv);
@@ -174,8 +274,13 @@ attn_status attn_sdpa_backward_math(const attn_sdpa_desc *d, const float *q, con
     const float *V = v + b * r.v[0] + g * r.v[1]; /* [Lk, Dv] */
     float *dK = dk ? dk + b * r.k[0] + g * r.k[1] : NULL;
     float *dV = dv ? dv + b * r.v[0] + g * r.v[1] : NULL;
-    float *P = scratch + (int64_t)thread_id() * 2 * nsc; /* [Lq, Lk] */
-    float *dS = P + nsc;                                  /* [Lq, Lk]: dP, then dS */
+    float *P = scratch + (int64_t)thread_id() * per; /* [Lq, Lk] */
+    float *dS = P + nsc;                              /* [Lq, Lk]: dP, then dS */
+    float *XR = dS + nsc;                             /* [Lq, R]: QR, then DOR, then DQR */
+    float *PR = XR + nr;                              /* [Lq, R] */
+    float *gt5 = tg.nt5 ? tg.buf + t * tg.per : NULL;            /* [Hq, buckets] */
+    float *gsk = tg.nsk ? tg.buf + t * tg.per + tg.nt5 : NULL;   /* [R, D] */
+    float *gsv = tg.nsv ? tg.buf + t * tg.per + tg.nt5 + tg.nsk : NULL; /* [R, Dv] */
     if (Lq == 0) { /* no query reads this head: its gradients are 0 */
       zero_rows(dK, Lk, r.k[2], D);
       zero_rows(dV, Lk, r.v[2], Dv);
@@ -192,11 +297,24 @@ attn_status attn_sdpa_backward_math(const attn_sdpa_desc *d, const float *q, con
         zero_rows(dQ, Lq, r.q[2], D);
         continue;
       }
-      int s[5] = {0};
+      int s[10] = {0};
       s[0] = attn_gemm_f32(0, 1, Lq, Lk, D, r.scale, Q, ldq, K, ldk, 0.0f, P, Lk);
-      for (int64_t i = 0; i < Lq; i++) probs_row(d, b, h, i, L[i], P + i * Lk);
+      if (d->shaw_k)
+        s[5] = attn_gemm_f32(0, 1, Lq, R, D, r.scale, Q, ldq, d->shaw_k, D, 0.0f, XR, R);
+      for (int64_t i = 0; i < Lq; i++)
+        probs_row(d, b, h, i, L[i], P + i * Lk, d->shaw_k ? XR + i * R : NULL);
       s[1] = attn_gemm_f32(1, 0, Lk, Dv, Lq, 1.0f, P, Lk, dO, ldo, beta, dV, ldv);
       s[2] = attn_gemm_f32(0, 1, Lq, Lk, Dv, 1.0f, dO, ldo, V, ldv, 0.0f, dS, Lk);
+      if (d->shaw_v) { /* dP_ij += dO_i · shaw_v[r(i,j)]; d shaw_v += PRᵀ dO */
+        s[6] = attn_gemm_f32(0, 1, Lq, R, Dv, 1.0f, dO, ldo, d->shaw_v, Dv, 0.0f, XR, R);
+        for (int64_t i = 0; i < Lq; i++)
+          for (int64_t j = 0; j < Lk; j++)
+            dS[i * Lk + j] += XR[i * R + attn_pos_shaw_row(d, i + d->q_offset, j)];
+        if (gsv) {
+          shaw_scatter(d, P, Lq, R, PR);
+          s[7] = attn_gemm_f32(1, 0, R, Dv, Lq, 1.0f, PR, R, dO, ldo, 1.0f, gsv, Dv);
+        }
+      }
       for (int64_t i = 0; i < Lq; i++) {
         const float *oi = O + i * r.o[2], *doi = dO + i * r.o[2];
         double Di = 0.0; /* rowsum(dout * out) */
@@ -207,11 +325,30 @@ attn_status attn_sdpa_backward_math(const attn_sdpa_desc *d, const float *q, con
       }
       s[3] = attn_gemm_f32(0, 0, Lq, D, Lk, r.scale, dS, Lk, K, ldk, 0.0f, dQ, ldq);
       s[4] = attn_gemm_f32(1, 0, Lk, D, Lq, r.scale, dS, Lk, Q, ldq, beta, dK, ldk);
-      for (int x = 0; x < 5; x++)
+      if (d->shaw_k) { /* DQR = dS gathered by table row */
+        shaw_scatter(d, dS, Lq, R, XR);
+        s[8] = attn_gemm_f32(0, 0, Lq, D, R, r.scale, XR, R, d->shaw_k, D, 1.0f, dQ, ldq);
+        if (gsk) s[9] = attn_gemm_f32(1, 0, R, D, Lq, r.scale, XR, R, Q, ldq, 1.0f, gsk, D);
+      }
+      if (gt5)
+        for (int64_t i = 0; i < Lq; i++)
+          for (int64_t j = 0; j < Lk; j++)
+            if (dS[i * Lk + j] != 0.0f)
+              gt5[h * d->rel_buckets + attn_pos_t5_bucket(j - i - d->q_offset,
+                                                          d->rel_bidirectional, d->rel_buckets,
+                                                          d->rel_max_distance)] +=
+                  dS[i * Lk + j];
+      for (int x = 0; x < 10; x++)
         if (s[x] > bad) bad = s[x];
     }
   }
   free(scratch);
+  if (tg.per == 0 || Lq == 0 || Lk == 0) {
+    free(tg.buf);
+    table_grads_zero(d);
+  } else {
+    table_grads_finish(d, tasks, &tg);
+  }
   if (bad) return attn_set_error((attn_status)bad, "sdpa: math backward: GEMM failed");
   return ATTN_OK;
 }

@@ -1,0 +1,97 @@
+/* Position schemes and the block-sparse layout of an SDPA descriptor, per
+ * (query row i, key j): the formulas every backend applies inside its tiles
+ * (nothing of size Lq x Lk is ever stored). See include/attn/sdpa.h for the
+ * fields and docs/VARIANTS.md for the conventions.
+ *
+ * For a tiled (flash) kernel, per score tile rows i0..i0+R-1, keys j0..j0+nk-1:
+ *   - skip the tile when attn_pos_block_tile_empty() (block-sparse);
+ *   - after t = scale * q·k: t += attn_pos_bias(d, h, p_i, j) (ALiBi + T5);
+ *     t += scale * qr[r][attn_pos_shaw_row(d, p_i, j)] where qr = q_i · shaw_kᵀ
+ *     is computed once per row group (2M-1 dots, not per key);
+ *   - -inf where !attn_pos_block_allows(d, p_i, j);
+ *   - Shaw values: o_i += sum_j p_ij shaw_v[r(i,j)] (accumulate p per r).
+ * p_i = i + d->q_offset. */
+#ifndef ATTN_SDPA_POSITIONS_H
+#define ATTN_SDPA_POSITIONS_H
+
+#include <math.h>
+#include <stdint.h>
+
+#include "kernels/sdpa_internal.h"
+
+
+/* HF T5 _relative_position_bucket(rel, bidirectional, num_buckets,
+ * max_distance), rel = key position - query position. The log branch is
+ * evaluated in float32 in torch's order, so bucket edges agree exactly. */
+static inline int64_t attn_pos_t5_bucket(int64_t rel, int bidirectional, int64_t num_buckets,
+                                         int64_t max_distance) {
+  int64_t bucket = 0, nb = num_buckets;
+  if (bidirectional) {
+    nb /= 2;
+    if (rel > 0) bucket += nb;
+    rel = rel < 0 ? -rel : rel;
+  } else {
+    rel = rel < 0 ? -rel : 0;
+  }
+  const int64_t max_exact = nb / 2;
+  if (rel < max_exact) return bucket + rel;
+  float x = (float)rel / (float)max_exact;
+  x = logf(x);
+  x = x / (float)log((double)max_distance / (double)max_exact);
+  x = x * (float)(nb - max_exact);
+  int64_t large = max_exact + (int64_t)x; /* .to(long) truncates */
+  if (large > nb - 1) large = nb - 1;
+  return bucket + large;
+}
+
+/* ALiBi + T5 bias for query head h, query position pi, key j (0 if none). */
+static inline float attn_pos_bias(const attn_sdpa_desc *d, int64_t h, int64_t pi, int64_t j) {
+  float b = 0.0f;
+  if (d->alibi_slopes) {
+    int64_t dist = pi > j ? pi - j : j - pi;
+    b -= d->alibi_slopes[h] * (float)dist;
+  }
+  if (d->rel_bias)
+    b += d->rel_bias[h * d->rel_buckets +
+                     attn_pos_t5_bucket(j - pi, d->rel_bidirectional, d->rel_buckets,
+                                        d->rel_max_distance)];
+  return b;
+}
+
+/* Shaw table row for query position pi, key j: clip(pi - j) + M - 1. */
+static inline int64_t attn_pos_shaw_row(const attn_sdpa_desc *d, int64_t pi, int64_t j) {
+  const int64_t m = d->shaw_max - 1;
+  int64_t r = pi - j;
+  if (r > m) r = m;
+  if (r < -m) r = -m;
+  return r + m;
+}
+
+/* Rows of the Shaw tables (2M-1), 0 when Shaw is off. */
+static inline int64_t attn_pos_shaw_rows(const attn_sdpa_desc *d) {
+  return d->shaw_k || d->shaw_v ? 2 * d->shaw_max - 1 : 0;
+}
+
+static inline int64_t attn_pos_block_cols(const attn_sdpa_desc *d) {
+  return (d->Lk + d->block_size - 1) / d->block_size;
+}
+
+/* Block-sparse layout: may query position pi see key j? */
+static inline int attn_pos_block_allows(const attn_sdpa_desc *d, int64_t pi, int64_t j) {
+  if (!d->block_mask) return 1;
+  return d->block_mask[(pi / d->block_size) * attn_pos_block_cols(d) + j / d->block_size] != 0;
+}
+
+/* Does no (pi, j) of the tile pi0..pi1 x j0..j1 (inclusive) fall in an allowed
+ * block? (A flash kernel skips such tiles entirely.) */
+static inline int attn_pos_block_tile_empty(const attn_sdpa_desc *d, int64_t pi0, int64_t pi1,
+                                            int64_t j0, int64_t j1) {
+  if (!d->block_mask) return 0;
+  const int64_t bs = d->block_size, nkb = attn_pos_block_cols(d);
+  for (int64_t a = pi0 / bs; a <= pi1 / bs; a++)
+    for (int64_t c = j0 / bs; c <= j1 / bs; c++)
+      if (d->block_mask[a * nkb + c]) return 0;
+  return 1;
+}
+
+#endif

@@ -1,0 +1,500 @@
+/* Attention variants at the SDPA level: PyTorch golden files
+ * (tools/golden_variants.py, float64 references) for ALiBi, T5 buckets, Shaw,
+ * block-sparse, RoPE and their combination; T5 buckets and ALiBi slopes
+ * against HF/BLOOM exactly; RoPE kernels; KV-cache decoding == the full
+ * causal forward; the block layout == its dense bool mask; validation; the
+ * `attn sdpa` tool on the golden inputs. */
+#include <stdint.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+/* golden tolerance: f32 vs a float64 reference on O(1) data */
+#define ATOL 2e-5
+#define RTOL 1e-4
+
+static const float *f32_of(const attn_st *g, const char *name) {
+  const attn_tensor *t = attn_st_get(g, name);
+  return t ? (const float *)t->data : NULL;
+}
+
+static int64_t meta_int(const attn_st *g, const char *key, int64_t dflt) {
+  const char *s = attn_st_meta(g, key);
+  return s ? strtoll(s, NULL, 10) : dflt;
+}
+
+/* The descriptor a golden var_sdpa file describes (tables from the file). */
+static void golden_desc(const attn_st *g, attn_sdpa_desc *d) {
+  const attn_tensor *q = attn_st_get(g, "q"), *k = attn_st_get(g, "k"), *v = attn_st_get(g, "v");
+  attn_sdpa_desc_init(d, q->shape[0], q->shape[1], k->shape[1], q->shape[2], k->shape[2],
+                      q->shape[3], v->shape[3]);
+  d->causal = (int)meta_int(g, "causal", 0);
+  d->window_left = meta_int(g, "window_left", -1);
+  d->window_right = meta_int(g, "window_right", -1);
+  d->q_offset = meta_int(g, "q_offset", 0);
+  if (attn_st_meta(g, "scale")) {
+    d->has_scale = 1;
+    d->scale = strtof(attn_st_meta(g, "scale"), NULL);
+  }
+  d->alibi_slopes = f32_of(g, "alibi_slopes");
+  const attn_tensor *rb = attn_st_get(g, "rel_bias");
+  if (rb) {
+    d->rel_bias = rb->data;
+    d->rel_buckets = rb->shape[1];
+    d->rel_max_distance = meta_int(g, "rel_max_distance", 0);
+    d->rel_bidirectional = (int)meta_int(g, "rel_bidirectional", 0);
+  }
+  const attn_tensor *sk = attn_st_get(g, "shaw_k"), *sv = attn_st_get(g, "shaw_v");
+  d->shaw_k = sk ? sk->data : NULL;
+  d->shaw_v = sv ? sv->data : NULL;
+  if (sk || sv) d->shaw_max = ((sk ? sk : sv)->shape[0] + 1) / 2;
+  const attn_tensor *bm = attn_st_get(g, "block_mask");
+  if (bm) {
+    d->block_mask = bm->data;
+    d->block_size = meta_int(g, "block_size", 0);
+  }
+}
+
+static double cmp(const char *what, const float *got, const attn_st *g, const char *name,
+                  int64_t n) {
+  const float *want = f32_of(g, name);
+  CHECK(want != NULL);
+  if (!want) return INFINITY;
+  return CHECK_CLOSE(what, got, want, n, ATOL, RTOL);
+}
+
+static void golden_sdpa(const char *name, attn_backend be) {
+  char path[256];
+  snprintf(path, sizeof path, "tests/golden/var_sdpa_%s.safetensors", name);
+  attn_st *g = NULL;
+  CHECK_OK(attn_st_load(path, &g));
+  if (!g) return;
+  attn_sdpa_desc d;
+  golden_desc(g, &d);
+  const int64_t nq = d.B * d.Hq * d.Lq * d.D, nk = d.B * d.Hkv * d.Lk * d.D;
+  const int64_t nv = d.B * d.Hkv * d.Lk * d.Dv, no = d.B * d.Hq * d.Lq * d.Dv;
+  const int64_t R = 2 * d.shaw_max - 1;
+  float *q = malloc(nq * sizeof(float)), *k = malloc(nk * sizeof(float));
+  memcpy(q, f32_of(g, "q"), nq * sizeof(float));
+  memcpy(k, f32_of(g, "k"), nk * sizeof(float));
+  const char *rope = attn_st_meta(g, "rope");
+  attn_rope_layout lay = ATTN_ROPE_HALF;
+  float theta = 10000.0f;
+  if (rope) {
+    CHECK_OK(attn_rope_layout_from_name(rope, &lay));
+    theta = strtof(attn_st_meta(g, "rope_theta"), NULL);
+    CHECK_OK(attn_rope_f32(q, q, d.B * d.Hq, d.Lq, 1, d.D, theta, d.q_offset, lay));
+    CHECK_OK(attn_rope_f32(k, k, d.B * d.Hkv, d.Lk, 1, d.D, theta, 0, lay));
+  }
+  float *out = malloc(no * sizeof(float)), *lse = malloc(d.B * d.Hq * d.Lq * sizeof(float));
+  float *dq = malloc(nq * sizeof(float)), *dk = malloc(nk * sizeof(float));
+  float *dv = malloc(nv * sizeof(float));
+  float *drel = d.rel_bias ? malloc(d.Hq * d.rel_buckets * sizeof(float)) : NULL;
+  float *dsk = d.shaw_k ? malloc(R * d.D * sizeof(float)) : NULL;
+  float *dsv = d.shaw_v ? malloc(R * d.Dv * sizeof(float)) : NULL;
+  d.rel_bias_grad = drel;
+  d.shaw_k_grad = dsk;
+  d.shaw_v_grad = dsv;
+  const float *v = f32_of(g, "v");
+  CHECK_OK(attn_sdpa_forward(&d, be, q, k, v, out, lse, NULL));
+  CHECK_OK(attn_sdpa_backward(&d, be, q, k, v, out, lse, f32_of(g, "dout"), dq, dk, dv));
+  if (rope) {
+    CHECK_OK(attn_rope_backward_f32(dq, dq, d.B * d.Hq, d.Lq, 1, d.D, theta, d.q_offset, lay));
+    CHECK_OK(attn_rope_backward_f32(dk, dk, d.B * d.Hkv, d.Lk, 1, d.D, theta, 0, lay));
+  }
+  double e[8] = {0};
+  e[0] = cmp("out", out, g, "out", no);
+  e[1] = cmp("lse", lse, g, "lse", d.B * d.Hq * d.Lq);
+  e[2] = cmp("dq", dq, g, "dq", nq);
+  e[3] = cmp("dk", dk, g, "dk", nk);
+  e[4] = cmp("dv", dv, g, "dv", nv);
+  if (drel) e[5] = cmp("drel_bias", drel, g, "drel_bias", d.Hq * d.rel_buckets);
+  if (dsk) e[6] = cmp("dshaw_k", dsk, g, "dshaw_k", R * d.D);
+  if (dsv) e[7] = cmp("dshaw_v", dsv, g, "dshaw_v", R * d.Dv);
+  printf("  golden %-5s %-17s max abs err: out %.1e lse %.1e dq %.1e dk %.1e dv %.1e "
+         "tables %.1e %.1e %.1e\n",
+         attn_backend_name(be), name, e[0], e[1], e[2], e[3], e[4], e[5], e[6], e[7]);
+  free(q), free(k), free(out), free(lse), free(dq), free(dk), free(dv);
+  free(drel), free(dsk), free(dsv);
+  attn_st_free(g);
+}
+
+static const char *const sdpa_cases[] = {"alibi_causal", "alibi_decode",  "t5_bidir",
+                                         "t5_causal",    "shaw",          "shaw_k_offset",
+                                         "block",        "rope_interleaved", "rope_half_gqa",
+                                         "combo"};
+#define NCASES (sizeof sdpa_cases / sizeof sdpa_cases[0])
+
+static void test_golden_math(void) {
+  for (size_t i = 0; i < NCASES; i++) golden_sdpa(sdpa_cases[i], ATTN_BACKEND_MATH);
+}
+static void test_golden_auto(void) {
+  for (size_t i = 0; i < NCASES; i++) golden_sdpa(sdpa_cases[i], ATTN_BACKEND_AUTO);
+}
+
+/* T5 buckets and ALiBi slopes exactly as HF / BLOOM compute them */
+static void test_tables(void) {
+  attn_st *g = NULL;
+  CHECK_OK(attn_st_load("tests/golden/var_tables.safetensors", &g));
+  if (!g) return;
+  const attn_tensor *rel = attn_st_get(g, "rel");
+  const int cfg[][3] = {{32, 128, 1}, {32, 128, 0}, {8, 20, 1}, {16, 64, 0}, {64, 1000, 1}};
+  for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
+    char name[64];
+    snprintf(name, sizeof name, "bucket_%d_%d_%d", cfg[c][0], cfg[c][1], cfg[c][2]);
+    const attn_tensor *b = attn_st_get(g, name);
+    CHECK(b && b->shape[0] == rel->shape[0]);
+    if (!b) continue;
+    int bad = 0;
+    for (int64_t i = 0; i < rel->shape[0]; i++) {
+      int64_t r = ((const int64_t *)rel->data)[i], want = ((const int64_t *)b->data)[i];
+      int64_t got = attn_t5_bucket(r, cfg[c][2], cfg[c][0], cfg[c][1]);
+      if (got != want && bad++ < 3)
+        printf("  %s: rel %lld bucket %lld, want %lld\n", name, (long long)r, (long long)got,
+               (long long)want);
+    }
+    CHECK(bad == 0);
+  }
+  const int Hs[] = {1, 2, 3, 5, 6, 8, 12, 16, 24, 40};
+  for (size_t c = 0; c < sizeof Hs / sizeof Hs[0]; c++) {
+    char name[32];
+    snprintf(name, sizeof name, "alibi_%d", Hs[c]);
+    float s[64];
+    CHECK_OK(attn_alibi_slopes(Hs[c], s));
+    CHECK_CLOSE(name, s, f32_of(g, name), Hs[c], 0.0, 2e-7);
+  }
+  CHECK_ERR(attn_alibi_slopes(0, (float[1]){0}), ATTN_EINVAL);
+  attn_st_free(g);
+}
+
+static void test_rope_golden(void) {
+  attn_st *g = NULL;
+  CHECK_OK(attn_st_load("tests/golden/var_rope.safetensors", &g));
+  if (!g) return;
+  const attn_tensor *x = attn_st_get(g, "x");
+  const int64_t N = x->shape[0], L = x->shape[1], H = x->shape[2], D = x->shape[3];
+  const int64_t n = N * L * H * D;
+  float *y = malloc(n * sizeof(float)), *back = malloc(n * sizeof(float));
+  const char *names[2] = {"interleaved", "half"};
+  for (int l = 0; l < 2; l++) {
+    attn_rope_layout lay;
+    CHECK_OK(attn_rope_layout_from_name(names[l], &lay));
+    char yn[32], dn[32];
+    snprintf(yn, sizeof yn, "y_%s", names[l]);
+    snprintf(dn, sizeof dn, "dx_%s", names[l]);
+    CHECK_OK(attn_rope_f32(x->data, y, N, L, H, D, 10000.0f, 3, lay));
+    double ey = CHECK_CLOSE(yn, y, f32_of(g, yn), n, 1e-6, 1e-6);
+    CHECK_OK(attn_rope_backward_f32(f32_of(g, "dy"), y, N, L, H, D, 10000.0f, 3, lay));
+    double ed = CHECK_CLOSE(dn, y, f32_of(g, dn), n, 1e-6, 1e-6);
+    printf("  rope %-11s max abs err: y %.1e dx %.1e\n", names[l], ey, ed);
+    /* in place, and the backward undoes the forward */
+    memcpy(y, x->data, n * sizeof(float));
+    CHECK_OK(attn_rope_f32(y, y, N, L, H, D, 500.0f, 7, lay));
+    CHECK_OK(attn_rope_backward_f32(y, back, N, L, H, D, 500.0f, 7, lay));
+    CHECK_CLOSE("inverse", back, (const float *)x->data, n, 1e-6, 1e-6);
+  }
+  CHECK_ERR(attn_rope_f32(y, y, 1, 1, 1, 3, 10000.0f, 0, ATTN_ROPE_HALF), ATTN_EINVAL);
+  CHECK_ERR(attn_rope_f32(y, y, 1, 1, 1, 4, 1.0f, 0, ATTN_ROPE_HALF), ATTN_EINVAL);
+  CHECK_ERR(attn_rope_f32(y, y, 1, 1, 1, 4, 100.0f, -1, ATTN_ROPE_HALF), ATTN_EINVAL);
+  attn_rope_layout lay;
+  CHECK_ERR(attn_rope_layout_from_name("gptj", &lay), ATTN_EINVAL);
+  free(y), free(back);
+  attn_st_free(g);
+}
+
+/* Token-by-token (and chunked) decoding through the KV cache equals the full
+ * causal forward, with RoPE, ALiBi, T5 and Shaw keys, grouped heads. */
+static void decode_case(attn_backend be, int chunk, int schemes) {
+  const int64_t B = 2, Hq = 4, Hkv = 2, L = 13, D = 8, Dv = 6;
+  const int64_t nq = B * Hq * L * D, nk = B * Hkv * L * D, nv = B * Hkv * L * Dv;
+  float *q = malloc(nq * 4), *k = malloc(nk * 4), *v = malloc(nv * 4);
+  float *out = malloc(B * Hq * L * Dv * 4), *lse = malloc(B * Hq * L * 4);
+  float slopes[4], rel[4 * 16], shaw[7 * 8];
+  fill_uniform(q, nq, 1, -1, 1);
+  fill_uniform(k, nk, 2, -1, 1);
+  fill_uniform(v, nv, 3, -1, 1);
+  fill_uniform(rel, 64, 4, -1, 1);
+  fill_uniform(shaw, 56, 5, -1, 1);
+  CHECK_OK(attn_alibi_slopes(Hq, slopes));
+  /* RoPE on the full sequences (positions 0..L-1) */
+  CHECK_OK(attn_rope_f32(q, q, B * Hq, L, 1, D, 10000.0f, 0, ATTN_ROPE_HALF));
+  CHECK_OK(attn_rope_f32(k, k, B * Hkv, L, 1, D, 10000.0f, 0, ATTN_ROPE_HALF));
+  attn_sdpa_desc d;
+  attn_sdpa_desc_init(&d, B, Hq, Hkv, L, L, D, Dv);
+  d.causal = 1;
+  if (schemes) {
+    d.alibi_slopes = slopes;
+    d.rel_bias = rel;
+    d.rel_buckets = 16;
+    d.rel_max_distance = 10;
+    d.shaw_k = shaw;
+    d.shaw_max = 4;
+  }
+  CHECK_OK(attn_sdpa_forward(&d, be, q, k, v, out, lse, NULL));
+
+  attn_kv_cache c = {0};
+  CHECK_OK(attn_kv_cache_init(&c, B, Hkv, D, Dv, 2)); /* small: exercises growth */
+  float *qs = malloc(B * Hq * chunk * D * 4), *ks = malloc(B * Hkv * chunk * D * 4);
+  float *vs = malloc(B * Hkv * chunk * Dv * 4), *os = malloc(B * Hq * chunk * Dv * 4);
+  float *ls = malloc(B * Hq * chunk * 4);
+  double maxerr = 0;
+  for (int64_t t0 = 0; t0 < L; t0 += chunk) {
+    const int64_t n = L - t0 < chunk ? L - t0 : chunk;
+    for (int64_t bh = 0; bh < B * Hq; bh++) /* rows t0..t0+n-1 of each head */
+      memcpy(qs + bh * n * D, q + (bh * L + t0) * D, n * D * 4);
+    for (int64_t bh = 0; bh < B * Hkv; bh++) {
+      memcpy(ks + bh * n * D, k + (bh * L + t0) * D, n * D * 4);
+      memcpy(vs + bh * n * Dv, v + (bh * L + t0) * Dv, n * Dv * 4);
+    }
+    CHECK_OK(attn_kv_cache_append(&c, ks, vs, n));
+    CHECK_OK(attn_kv_cache_attend(&c, &d, be, qs, n, os, ls));
+    for (int64_t bh = 0; bh < B * Hq; bh++) {
+      double e = CHECK_CLOSE("step out", os + bh * n * Dv, out + (bh * L + t0) * Dv, n * Dv,
+                             2e-6, 1e-5);
+      CHECK_CLOSE("step lse", ls + bh * n, lse + bh * L + t0, n, 2e-6, 1e-5);
+      if (e > maxerr) maxerr = e;
+    }
+  }
+  CHECK(c.len == L && c.cap >= L);
+  printf("  decode %-5s chunk %d schemes %d: max abs err vs full forward %.1e\n",
+         attn_backend_name(be), chunk, schemes, maxerr);
+  CHECK_ERR(attn_kv_cache_attend(&c, &d, be, qs, L + 1, os, ls), ATTN_EINVAL);
+  attn_kv_cache_reset(&c);
+  CHECK(c.len == 0);
+  attn_kv_cache_free(&c);
+  free(q), free(k), free(v), free(out), free(lse), free(qs), free(ks), free(vs), free(os),
+      free(ls);
+}
+
+static void test_decode(void) {
+  decode_case(ATTN_BACKEND_MATH, 1, 1);
+  decode_case(ATTN_BACKEND_MATH, 3, 1);
+  decode_case(ATTN_BACKEND_AUTO, 1, 1);
+  decode_case(ATTN_BACKEND_FLASH, 1, 0); /* causal with q_offset on the fused kernel */
+  decode_case(ATTN_BACKEND_FLASH, 4, 0);
+}
+
+/* The block layout gives exactly what its dense bool mask gives. */
+static void test_block_sparse(void) {
+  const int64_t B = 1, H = 2, L = 40, D = 4, bs = 8, nb = 5;
+  uint8_t bm[25], dense[40 * 40], bm2[25];
+  CHECK_OK(attn_block_sparse_bigbird(bm, nb, nb, 1, 1, 1, 42, 0));
+  CHECK_OK(attn_block_sparse_bigbird(bm2, nb, nb, 1, 1, 1, 42, 0));
+  CHECK(!memcmp(bm, bm2, sizeof bm)); /* seeded */
+  for (int a = 0; a < nb; a++) {
+    CHECK(bm[a * nb] && bm[a]); /* global block 0 */
+    int count = 0;
+    for (int c = 0; c < nb; c++) {
+      if (abs(a - c) <= 1) CHECK(bm[a * nb + c]);
+      count += bm[a * nb + c];
+    }
+    int base = 0;
+    for (int c = 0; c < nb; c++) base += abs(a - c) <= 1 || a == 0 || c == 0;
+    CHECK(count == (base + 1 <= nb ? base + 1 : nb)); /* one random block if room */
+  }
+  uint8_t cz[36];
+  CHECK_OK(attn_block_sparse_bigbird(cz, 6, 6, 0, 0, 2, 7, 1));
+  for (int a = 0; a < 6; a++)
+    for (int c = a + 1; c < 6; c++) CHECK(cz[a * 6 + c] == 0);
+  CHECK_ERR(attn_block_sparse_bigbird(NULL, 2, 2, 0, 0, 0, 0, 0), ATTN_EINVAL);
+
+  CHECK_OK(attn_block_sparse_expand(bm, bs, L, L, dense));
+  const int64_t n = B * H * L * D;
+  float q[320], k[320], v[320], dout[320], o1[320], o2[320], l1[80], l2[80];
+  float g1[3][320], g2[3][320];
+  fill_uniform(q, n, 11, -2, 2);
+  fill_uniform(k, n, 12, -2, 2);
+  fill_uniform(v, n, 13, -1, 1);
+  fill_uniform(dout, n, 14, -1, 1);
+  attn_sdpa_desc a, b;
+  attn_sdpa_desc_init(&a, B, H, H, L, L, D, D);
+  b = a;
+  a.block_mask = bm;
+  a.block_size = bs;
+  b.bool_mask = dense;
+  b.bool_mask_stride[2] = L;
+  b.bool_mask_stride[3] = 1;
+  CHECK_OK(attn_sdpa_forward(&a, ATTN_BACKEND_AUTO, q, k, v, o1, l1, NULL));
+  CHECK_OK(attn_sdpa_forward(&b, ATTN_BACKEND_MATH, q, k, v, o2, l2, NULL));
+  CHECK_CLOSE("out", o1, o2, n, 0, 0);
+  CHECK_CLOSE("lse", l1, l2, B * H * L, 0, 0);
+  CHECK_OK(attn_sdpa_backward(&a, ATTN_BACKEND_AUTO, q, k, v, o1, l1, dout, g1[0], g1[1], g1[2]));
+  CHECK_OK(attn_sdpa_backward(&b, ATTN_BACKEND_MATH, q, k, v, o2, l2, dout, g2[0], g2[1], g2[2]));
+  for (int x = 0; x < 3; x++) CHECK_CLOSE("grad", g1[x], g2[x], n, 0, 0);
+  /* and the dense mask through the fused kernel agrees within rounding */
+  CHECK_OK(attn_sdpa_forward(&b, ATTN_BACKEND_FLASH, q, k, v, o2, l2, NULL));
+  CHECK_CLOSE("flash out", o1, o2, n, 1e-6, 1e-5);
+}
+
+/* Explicit flash rejects schemes it does not fuse; auto falls back; bad
+ * variant fields are errors naming them. */
+static void test_validation(void) {
+  float q[64], k[64], v[64], o[64], l[16], slopes[2] = {0.5f, 0.25f}, rb[16] = {0}, sk[12];
+  fill_uniform(q, 64, 1, -1, 1);
+  fill_uniform(k, 64, 2, -1, 1);
+  fill_uniform(v, 64, 3, -1, 1);
+  fill_uniform(sk, 12, 4, -1, 1);
+  attn_sdpa_desc d;
+  attn_sdpa_desc_init(&d, 1, 2, 2, 8, 8, 4, 4);
+  d.alibi_slopes = slopes;
+  CHECK_ERR(attn_sdpa_forward(&d, ATTN_BACKEND_FLASH, q, k, v, o, l, NULL), ATTN_EUNSUPPORTED);
+  CHECK_ERR(attn_sdpa_backward(&d, ATTN_BACKEND_FLASH, q, k, v, o, l, o, q, k, v),
+            ATTN_EUNSUPPORTED);
+  CHECK_OK(attn_sdpa_forward(&d, ATTN_BACKEND_AUTO, q, k, v, o, l, NULL));
+  d.q_offset = -1;
+  CHECK_ERR(attn_sdpa_forward(&d, ATTN_BACKEND_MATH, q, k, v, o, l, NULL), ATTN_EINVAL);
+  attn_sdpa_desc_init(&d, 1, 2, 2, 8, 8, 4, 4);
+  d.rel_bias = rb;
+  d.rel_buckets = 8;
+  d.rel_max_distance = 2; /* must exceed the exact range (2 when bidirectional) */
+  d.rel_bidirectional = 1;
+  CHECK_ERR(attn_sdpa_forward(&d, ATTN_BACKEND_MATH, q, k, v, o, l, NULL), ATTN_EINVAL);
+  d.rel_max_distance = 3;
+  CHECK_OK(attn_sdpa_forward(&d, ATTN_BACKEND_MATH, q, k, v, o, l, NULL));
+  d.rel_buckets = 3;
+  CHECK_ERR(attn_sdpa_forward(&d, ATTN_BACKEND_MATH, q, k, v, o, l, NULL), ATTN_EINVAL);
+  attn_sdpa_desc_init(&d, 1, 2, 2, 8, 8, 4, 4);
+  d.shaw_k = sk;
+  CHECK_ERR(attn_sdpa_forward(&d, ATTN_BACKEND_MATH, q, k, v, o, l, NULL), ATTN_EINVAL);
+  attn_sdpa_desc_init(&d, 1, 2, 2, 8, 8, 4, 4);
+  d.block_mask = (const uint8_t *)"\1";
+  CHECK_ERR(attn_sdpa_forward(&d, ATTN_BACKEND_MATH, q, k, v, o, l, NULL), ATTN_EINVAL);
+}
+
+/* Table gradients do not depend on the thread count. */
+static void test_threads(void) {
+  attn_st *g = NULL;
+  CHECK_OK(attn_st_load("tests/golden/var_sdpa_combo.safetensors", &g));
+  if (!g) return;
+  attn_sdpa_desc d;
+  golden_desc(g, &d);
+  const int64_t R = 2 * d.shaw_max - 1, no = d.B * d.Hq * d.Lq * d.Dv;
+  float *res[2][6];
+  for (int r = 0; r < 2; r++) {
+    attn_set_num_threads(r == 0 ? 1 : 3);
+    float *out = malloc(no * 4), *lse = malloc(d.B * d.Hq * d.Lq * 4);
+    float *dq = malloc(d.B * d.Hq * d.Lq * d.D * 4), *dk = malloc(d.B * d.Hkv * d.Lk * d.D * 4);
+    float *dv = malloc(d.B * d.Hkv * d.Lk * d.Dv * 4);
+    d.rel_bias_grad = malloc(d.Hq * d.rel_buckets * 4);
+    d.shaw_k_grad = malloc(R * d.D * 4);
+    d.shaw_v_grad = malloc(R * d.Dv * 4);
+    const float *q = f32_of(g, "q"), *k = f32_of(g, "k"), *v = f32_of(g, "v");
+    CHECK_OK(attn_sdpa_forward(&d, ATTN_BACKEND_MATH, q, k, v, out, lse, NULL));
+    CHECK_OK(attn_sdpa_backward(&d, ATTN_BACKEND_MATH, q, k, v, out, lse, f32_of(g, "dout"), dq,
+                                dk, dv));
+    res[r][0] = out, res[r][1] = dq, res[r][2] = dk, res[r][3] = d.rel_bias_grad;
+    res[r][4] = d.shaw_k_grad, res[r][5] = d.shaw_v_grad;
+    free(lse), free(dv);
+  }
+  attn_set_num_threads(0);
+  const int64_t ns[6] = {no, d.B * d.Hq * d.Lq * d.D, d.B * d.Hkv * d.Lk * d.D,
+                         d.Hq * d.rel_buckets, R * d.D, R * d.Dv};
+  for (int x = 0; x < 6; x++) {
+    CHECK(!memcmp(res[0][x], res[1][x], ns[x] * 4));
+    free(res[0][x]), free(res[1][x]);
+  }
+  attn_st_free(g);
+}
+
+/* ---- the tool ----------------------------------------------------------------- */
+static char bin[512];
+
+static int run_tool(const char *args, char *err, size_t nerr) {
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd, "'%s' %s >/dev/null 2>/tmp/attn_var_err.%d", bin, args, (int)getpid());
+  int rc = system(cmd);
+  char ep[64];
+  snprintf(ep, sizeof ep, "/tmp/attn_var_err.%d", (int)getpid());
+  err[0] = '\0';
+  FILE *f = fopen(ep, "r");
+  if (f) {
+    size_t n = fread(err, 1, nerr - 1, f);
+    err[n] = '\0';
+    fclose(f);
+  }
+  remove(ep);
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
+}
+
+static const char *const inputs[] = {"q",      "k",      "v",         "dout", "alibi_slopes",
+                                     "rel_bias", "shaw_k", "shaw_v", "block_mask"};
+
+static void write_input(const attn_st *g, const char *path, const char *skip) {
+  attn_st *in = NULL;
+  CHECK_OK(attn_st_new(&in));
+  for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++) {
+    const attn_tensor *t = attn_st_get(g, inputs[i]);
+    if (t && (!skip || strcmp(skip, inputs[i])))
+      CHECK_OK(attn_st_add(in, inputs[i], t->dtype, t->ndim, t->shape, t->data));
+  }
+  for (int i = 0; i < attn_st_meta_count(g); i++)
+    CHECK_OK(attn_st_set_meta(in, attn_st_meta_key(g, i), attn_st_meta(g, attn_st_meta_key(g, i))));
+  CHECK_OK(attn_st_save(in, path));
+  attn_st_free(in);
+}
+
+static void test_cli(void) {
+  const char *env = getenv("ATTN_BIN");
+  snprintf(bin, sizeof bin, "%s", env ? env : "build/attn");
+  char in[64], out[64], args[512], err[2048];
+  snprintf(in, sizeof in, "/tmp/attn_var_in.%d.st", (int)getpid());
+  snprintf(out, sizeof out, "/tmp/attn_var_out.%d.st", (int)getpid());
+  const char *names[] = {"combo", "t5_causal", "rope_half_gqa"};
+  const char *results[] = {"out", "lse", "dq", "dk", "dv", "drel_bias", "dshaw_k", "dshaw_v"};
+  for (int c = 0; c < 3; c++) {
+    char path[256];
+    snprintf(path, sizeof path, "tests/golden/var_sdpa_%s.safetensors", names[c]);
+    attn_st *g = NULL, *o = NULL;
+    CHECK_OK(attn_st_load(path, &g));
+    if (!g) continue;
+    write_input(g, in, NULL);
+    snprintf(args, sizeof args, "sdpa %s %s", in, out);
+    int rc = run_tool(args, err, sizeof err);
+    CHECK(rc == 0);
+    if (rc) printf("  %s: %s\n", names[c], err);
+    CHECK_OK(attn_st_load(out, &o));
+    for (size_t r = 0; o && r < sizeof results / sizeof results[0]; r++) {
+      const attn_tensor *w = attn_st_get(g, results[r]), *t = attn_st_get(o, results[r]);
+      CHECK(!w == !t);
+      if (w && t) CHECK_CLOSE(results[r], t->data, w->data, attn_tensor_numel(w), ATOL, RTOL);
+    }
+    attn_st_free(o);
+    if (c == 0) { /* a block_mask without block_size is an error naming it */
+      attn_st *bad = NULL;
+      CHECK_OK(attn_st_load(in, &bad));
+      attn_st *in2 = NULL;
+      CHECK_OK(attn_st_new(&in2));
+      for (int i = 0; i < attn_st_count(bad); i++) {
+        const attn_tensor *t = attn_st_get(bad, attn_st_name(bad, i));
+        CHECK_OK(attn_st_add(in2, attn_st_name(bad, i), t->dtype, t->ndim, t->shape, t->data));
+      }
+      for (int i = 0; i < attn_st_meta_count(bad); i++)
+        if (strcmp(attn_st_meta_key(bad, i), "block_size"))
+          CHECK_OK(attn_st_set_meta(in2, attn_st_meta_key(bad, i),
+                                    attn_st_meta(bad, attn_st_meta_key(bad, i))));
+      CHECK_OK(attn_st_save(in2, in));
+      rc = run_tool(args, err, sizeof err);
+      CHECK(rc != 0 && strstr(err, "block_size"));
+      attn_st_free(bad);
+      attn_st_free(in2);
+    }
+    attn_st_free(g);
+  }
+  remove(in);
+  remove(out);
+}
+
+int main(void) {
+  attn_set_num_threads(2);
+  RUN(test_golden_math);
+  RUN(test_golden_auto);
+  RUN(test_tables);
+  RUN(test_rope_golden);
+  RUN(test_decode);
+  RUN(test_block_sparse);
+  RUN(test_validation);
+  RUN(test_threads);
+  RUN(test_cli);
+  HARNESS_END();
+}
