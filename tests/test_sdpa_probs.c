@@ -1,0 +1,96 @@
+/* Probabilities recomputed from q, k and lse equal the math path's stored
+ * probabilities, whichever backend produced the lse. */
+#include "harness.h"
+
+typedef struct {
+  int64_t B, Hq, Hkv, Lq, Lk, D;
+  int causal, masks;
+} probs_case;
+
+static void run_case(const probs_case *c, attn_backend lse_backend) {
+  attn_sdpa_desc d;
+  attn_sdpa_desc_init(&d, c->B, c->Hq, c->Hkv, c->Lq, c->Lk, c->D, c->D);
+  d.causal = c->causal;
+  long nq = c->B * c->Hq * c->Lq * c->D, nk = c->B * c->Hkv * c->Lk * c->D;
+  float *q = malloc(nq * 4), *k = malloc(nk * 4), *v = malloc(nk * 4);
+  float *out = malloc(nq * 4), *lse = malloc(c->B * c->Hq * c->Lq * 4);
+  float *lse2 = malloc(c->B * c->Hq * c->Lq * 4);
+  float *want = malloc(c->B * c->Hq * c->Lq * c->Lk * 4);
+  float *got = malloc(c->Lq * c->Lk * 4);
+  int32_t *lens = malloc(c->B * 4);
+  float *add = malloc(c->Lq * c->Lk * 4);
+  fill_uniform(q, nq, 1, -2, 2);
+  fill_uniform(k, nk, 2, -2, 2);
+  fill_uniform(v, nk, 3, -1, 1);
+  if (c->masks) {
+    for (int64_t b = 0; b < c->B; b++) lens[b] = (int32_t)(b == 0 ? c->Lk : c->Lk / 2);
+    fill_uniform(add, c->Lq * c->Lk, 4, -1, 1);
+    add[1] = -INFINITY;
+    d.key_lens = lens;
+    d.add_mask = add;
+    d.add_mask_stride[2] = c->Lk;
+    d.add_mask_stride[3] = 1;
+    d.window_left = 5;
+  }
+  CHECK_OK(attn_sdpa_forward_math(&d, q, k, v, out, lse, want));
+  CHECK_OK(attn_sdpa_forward(&d, lse_backend, q, k, v, out, lse2, NULL));
+  for (int64_t b = 0; b < c->B; b++)
+    for (int64_t h = 0; h < c->Hq; h++) {
+      CHECK_OK(attn_sdpa_probs_f32(&d, q, k, lse2, b, h, 0, c->Lq, got));
+      /* f32 logits vs the math path's: a few ulp of exp(logit - lse) */
+      CHECK_CLOSE("probs", got, want + ((b * c->Hq + h) * c->Lq) * c->Lk, c->Lq * c->Lk, 2e-6,
+                  1e-4);
+    }
+  /* a sub-range of rows is the same rows */
+  if (c->Lq > 3) {
+    CHECK_OK(attn_sdpa_probs_f32(&d, q, k, lse2, c->B - 1, c->Hq - 1, 2, 2, got));
+    CHECK_CLOSE("rows", got, want + (((c->B - 1) * c->Hq + c->Hq - 1) * c->Lq + 2) * c->Lk,
+                2 * c->Lk, 2e-6, 1e-4);
+  }
+  free(q), free(k), free(v), free(out), free(lse), free(lse2), free(want), free(got), free(lens),
+      free(add);
+}
+
+static void test_probs_match_math_path(void) {
+  probs_case cases[] = {{1, 2, 2, 7, 9, 8, 0, 0}, {2, 4, 2, 13, 13, 16, 1, 0},
+                        {2, 2, 1, 11, 17, 5, 0, 1}, {1, 8, 8, 33, 33, 32, 1, 1}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    run_case(&cases[i], ATTN_BACKEND_MATH);
+    run_case(&cases[i], ATTN_BACKEND_FLASH);
+  }
+}
+
+static void test_probs_fully_masked_row_is_zero(void) {
+  attn_sdpa_desc d;
+  attn_sdpa_desc_init(&d, 1, 1, 1, 3, 4, 2, 2);
+  int32_t lens[1] = {0};
+  d.key_lens = lens;
+  float q[6], k[8], v[8], out[6], lse[3], p[12];
+  fill_uniform(q, 6, 1, -1, 1);
+  fill_uniform(k, 8, 2, -1, 1);
+  fill_uniform(v, 8, 3, -1, 1);
+  CHECK_OK(attn_sdpa_forward(&d, ATTN_BACKEND_AUTO, q, k, v, out, lse, NULL));
+  for (int i = 0; i < 12; i++) p[i] = NAN;
+  CHECK_OK(attn_sdpa_probs_f32(&d, q, k, lse, 0, 0, 0, 3, p));
+  int zero = 1;
+  for (int i = 0; i < 12; i++) zero &= p[i] == 0.0f;
+  CHECK(zero);
+}
+
+static void test_probs_bad_arguments(void) {
+  attn_sdpa_desc d;
+  attn_sdpa_desc_init(&d, 1, 2, 2, 3, 3, 2, 2);
+  float q[12] = {0}, k[12] = {0}, lse[6] = {0}, p[9];
+  CHECK_ERR(attn_sdpa_probs_f32(&d, q, k, lse, 1, 0, 0, 1, p), ATTN_EINVAL);
+  CHECK_ERR(attn_sdpa_probs_f32(&d, q, k, lse, 0, 2, 0, 1, p), ATTN_EINVAL);
+  CHECK_ERR(attn_sdpa_probs_f32(&d, q, k, lse, 0, 0, 2, 2, p), ATTN_EINVAL);
+  CHECK_ERR(attn_sdpa_probs_f32(&d, q, k, NULL, 0, 0, 0, 1, p), ATTN_EINVAL);
+  CHECK_ERR(attn_sdpa_probs_f32(&d, q, k, lse, 0, 0, 0, 1, NULL), ATTN_EINVAL);
+}
+
+int main(void) {
+  RUN(test_probs_match_math_path);
+  RUN(test_probs_fully_masked_row_is_zero);
+  RUN(test_probs_bad_arguments);
+  HARNESS_END();
+}
