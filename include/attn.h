@@ -7,6 +7,7 @@
 #include "attn/tensor.h"
 #include "attn/kernels.h"
 #include "attn/sdpa.h"
+#include "attn/sdpa_probs.h"
 #include "attn/variants.h"
 #include "attn/safetensors.h"
 #include "attn/params.h"
