@@ -12,6 +12,7 @@
 #include "attn/safetensors.h"
 #include "attn/params.h"
 #include "attn/nn.h"
+#include "attn/nn_variants.h"
 #include "attn/train.h"
 #include "attn/lowp.h"
 
