@@ -109,7 +109,7 @@ static void gradcheck(int sinusoidal, int norm_first) {
   attn_clf m;
   CHECK_OK(attn_clf_create(&m, &c));
   CHECK_OK(attn_clf_init(&m, 7));
-  attn_nn_ctx ctx = {ATTN_BACKEND_MATH, 0, 0, 0};
+  attn_nn_ctx ctx = {.backend = ATTN_BACKEND_MATH};
   grads_of(&m, &ctx, 0, NULL);
   int checked = 0, bad = 0;
   for (int v = 0; v < m.p.count; v++) {
@@ -162,7 +162,7 @@ static void test_checkpointing_same_grads(void) {
   attn_clf m;
   CHECK_OK(attn_clf_create(&m, &c));
   CHECK_OK(attn_clf_init(&m, 11));
-  attn_nn_ctx ctx = {ATTN_BACKEND_AUTO, 1, 42, 3};
+  attn_nn_ctx ctx = {.backend = ATTN_BACKEND_AUTO, .training = 1, .seed = 42, .step = 3};
   size_t b0 = 0, b1 = 0;
   grads_of(&m, &ctx, 0, &b0);
   float *g0 = malloc((size_t)m.p.numel * sizeof(float));
@@ -171,7 +171,7 @@ static void test_checkpointing_same_grads(void) {
   CHECK(memcmp(g0, m.p.grad, (size_t)m.p.numel * sizeof(float)) == 0);
   CHECK(b1 > 0 && b1 * 2 < b0);
   // and dropout did act: the inference gradients differ
-  attn_nn_ctx inf = {ATTN_BACKEND_AUTO, 0, 42, 3};
+  attn_nn_ctx inf = {.backend = ATTN_BACKEND_AUTO, .training = 0, .seed = 42, .step = 3};
   grads_of(&m, &inf, 0, NULL);
   CHECK(memcmp(g0, m.p.grad, (size_t)m.p.numel * sizeof(float)) != 0);
   free(g0);

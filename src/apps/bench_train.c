@@ -75,7 +75,7 @@ static attn_status run(const bt_opts *o, int ckpt, double *sec, double *cpu, siz
   for (int k = 0; !st && k <= o->steps; k++) {
     if (k == 1) c0 = cpu_now();
     double t0 = attn_bench_now();
-    attn_nn_ctx ctx = {o->backend, 1, 0, (uint64_t)k};
+    attn_nn_ctx ctx = {.backend = o->backend, .training = 1, .seed = 0, .step = (uint64_t)k};
     attn_params_zero_grad(&m.p);
     st = attn_clf_forward(&m, &ctx, ckpt, &a, ids, lens, B, L, NULL);
     if (!st) st = attn_cross_entropy_f32(a.logits, y, B, 2, -1, 0.0f, NULL, dl);
