@@ -43,7 +43,7 @@ AMX_BF16_TARGET static void ukr_amx_bf16_32x32(int64_t kcp, const void *av, cons
 static const attn_lowp_kernel kernel = {
     .name = "amx_bf16 32x32",
     .mr = 32, .nr = 32, .ga = 32, .gb = 2, .kgroup = 32,
-    .mc = 32 * 16, .kc = 256, .nc = 1024,
+    .mc = 32 * 32, /* a~ 512 KB (bf16) / 512 KB (int8): b~ is repacked less often */ .kc = 512, .nc = 1024,
     .pa = LOWP_BF16, .pb = LOWP_BF16, .int_acc = 0,
     .ukr = ukr_amx_bf16_32x32,
     .begin = attn_amx_config_tiles,

@@ -68,24 +68,37 @@ static void convert_run(const void *src, attn_lowp_type in, int64_t n, attn_lowp
 }
 
 /* Copies n elements of size es from s (contiguous) to d with a stride of
- * `stride` elements. */
+ * `stride` elements. Either side may be unaligned (memcpy of a constant
+ * size compiles to one move). */
 static void scatter(const void *s, void *d, int64_t n, int64_t stride, size_t es) {
-  if (es == 8) {
-    const uint64_t *a = s;
-    uint64_t *b = d;
+  const char *a = s;
+  char *b = d;
+  if (es == 8)
+    for (int64_t i = 0; i < n; i++) memcpy(b + i * stride * 8, a + i * 8, 8);
+  else if (es == 4)
+    for (int64_t i = 0; i < n; i++) memcpy(b + i * stride * 4, a + i * 4, 4);
+  else if (es == 2)
+    for (int64_t i = 0; i < n; i++) memcpy(b + i * stride * 2, a + i * 2, 2);
+  else
     for (int64_t i = 0; i < n; i++) b[i * stride] = a[i];
-  } else if (es == 4) {
-    const uint32_t *a = s;
-    uint32_t *b = d;
-    for (int64_t i = 0; i < n; i++) b[i * stride] = a[i];
-  } else if (es == 2) {
-    const uint16_t *a = s;
-    uint16_t *b = d;
-    for (int64_t i = 0; i < n; i++) b[i * stride] = a[i];
+}
+
+/* out[r] = the g runs t (run i at t + i*w elements, g*es = 4 bytes)
+ * interleaved: element r of run i in bits [i*8*es, (i+1)*8*es) of word r. */
+static void interleave(const void *t, int g, int w, int64_t n, uint32_t *out) {
+#if defined(__x86_64__)
+  if (attn_cpu()->avx512bw) {
+    attn_lowp_interleave_avx512(t, g, w, n, out);
+    return;
+  }
+#endif
+  if (g == 2) {
+    const uint16_t *a = t, *b = a + w;
+    for (int64_t r = 0; r < n; r++) out[r] = (uint32_t)a[r] | (uint32_t)b[r] << 16;
   } else {
-    const uint8_t *a = s;
-    uint8_t *b = d;
-    for (int64_t i = 0; i < n; i++) b[i * stride] = a[i];
+    const uint8_t *a = t, *b = a + w, *c = b + w, *d = c + w;
+    for (int64_t r = 0; r < n; r++)
+      out[r] = (uint32_t)a[r] | (uint32_t)b[r] << 8 | (uint32_t)c[r] << 16 | (uint32_t)d[r] << 24;
   }
 }
 
@@ -103,15 +116,38 @@ static void pack(const attn_lowp_src *s, int64_t r0, int64_t nrows, int64_t p0, 
     int64_t rows = min64(w, nrows - rr);
     if (rows < w || kc < kcp) memset(panel, 0, (size_t)w * (size_t)kcp * es);
     if (s->sp == 1) { /* contiguous along depth: one run per row */
+      const int64_t nfull = kc / g; /* whole groups; a partial one is padded */
       for (int64_t r = 0; r < rows; r++) {
-        const char *src = x + ((r0 + rr + r) * s->sr + p0) * (int64_t)ies;
-        convert_run(src, s->type, kc, out, tmp);
-        memset((char *)tmp + (size_t)kc * es, 0, (size_t)(ng * g - kc) * es);
+        const char *src = x + ((r0 + rr + r) * s->sr + p0) * (int64_t)ies, *run = src;
+        if (s->type != out) {
+          convert_run(src, s->type, kc, out, tmp);
+          run = tmp;
+        }
         char *d = panel + (size_t)r * G;
         if (G == 2 || G == 4 || G == 8)
-          scatter(tmp, d, ng, w, G);
+          scatter(run, d, nfull, w, G);
+        else if (G == 64) /* AMX rows: a constant size the compiler inlines */
+          for (int64_t q = 0; q < nfull; q++) memcpy(d + (size_t)(q * w) * 64, run + q * 64, 64);
         else
-          for (int64_t q = 0; q < ng; q++) memcpy(d + (size_t)(q * w) * G, (char *)tmp + q * G, G);
+          for (int64_t q = 0; q < nfull; q++) memcpy(d + (size_t)(q * w) * G, run + q * G, G);
+        if (nfull < ng) /* the rest of the depth, zero-padded (the panel is zeroed) */
+          memcpy(d + (size_t)(nfull * w) * G, run + nfull * G, (size_t)(kc - nfull * g) * es);
+      }
+    } else if (g == 1) { /* contiguous along rows, and so are the panel's rows */
+      for (int64_t p = 0; p < kc; p++)
+        convert_run(x + ((p0 + p) * s->sp + r0 + rr) * (int64_t)ies, s->type, rows, out,
+                    panel + (size_t)(p * w) * es);
+    } else if (G == 4) { /* g depth steps of one column make one 32-bit word */
+      for (int64_t q = 0; q < ng; q++) {
+        for (int i = 0; i < g; i++) {
+          char *ti = (char *)tmp + (size_t)i * (size_t)w * es;
+          if (q * g + i < kc)
+            convert_run(x + ((p0 + q * g + i) * s->sp + r0 + rr) * (int64_t)ies, s->type, rows,
+                        out, ti);
+          else
+            memset(ti, 0, (size_t)rows * es);
+        }
+        interleave(tmp, g, w, rows, (uint32_t *)(panel + (size_t)(q * w) * G));
       }
     } else { /* contiguous along rows: one run per depth step */
       for (int64_t p = 0; p < kc; p++) {

@@ -55,6 +55,29 @@ LOWP_AVX512 void attn_lowp_f32_round_bf16_avx512(const float *x, float *y, int64
   for (; i < n; i++) y[i] = attn_bf16_to_f32(attn_f32_to_bf16(x[i]));
 }
 
+LOWP_AVX512 void attn_lowp_interleave_avx512(const void *t, int g, int w, int64_t n,
+                                             uint32_t *out) {
+  for (int64_t r = 0; r < n; r += 16) {
+    __mmask16 m = n - r >= 16 ? 0xffff : (__mmask16)((1u << (n - r)) - 1);
+    __m512i v;
+    if (g == 2) {
+      const uint16_t *a = (const uint16_t *)t + r;
+      __m512i lo = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, a));
+      __m512i hi = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, a + w));
+      v = _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
+    } else {
+      const uint8_t *a = (const uint8_t *)t + r;
+      __m512i b0 = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, a));
+      __m512i b1 = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, a + w));
+      __m512i b2 = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, a + 2 * w));
+      __m512i b3 = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, a + 3 * w));
+      v = _mm512_or_si512(_mm512_or_si512(b0, _mm512_slli_epi32(b1, 8)),
+                          _mm512_or_si512(_mm512_slli_epi32(b2, 16), _mm512_slli_epi32(b3, 24)));
+    }
+    _mm512_mask_storeu_epi32(out + r, m, v);
+  }
+}
+
 /* c = alpha * t + beta * c (beta == 0: c = alpha * t), as the scalar epilogue */
 LOWP_AVX512 void attn_lowp_epi_f32_avx512(const attn_lowp_epi *e, const void *t, int ldt,
                                           int64_t i0, int64_t j0, int64_t rows, int64_t cols,
