@@ -124,5 +124,6 @@ const attn_gradcheck_case *attn_gradcheck_case_at(int i); /* NULL if out of rang
 int attn_gradcheck_kernel_cases(const attn_gradcheck_case **out); /* gradcheck_kernels.c */
 int attn_gradcheck_sdpa_cases(const attn_gradcheck_case **out);   /* gradcheck_sdpa.c */
 int attn_gradcheck_nn_cases(const attn_gradcheck_case **out);     /* gradcheck_nn.c (nn) */
+int attn_gradcheck_var_cases(const attn_gradcheck_case **out);    /* gradcheck_var.c */
 
 #endif

@@ -1,16 +1,28 @@
 /* Key/value cache for incremental decoding: rows appended per step, new
  * queries attend against all cached rows through the SDPA with q_offset set
  * so that causal masks and position schemes see absolute positions. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "attn/variants.h"
 
+/* *n = a * b * c floats, 0 on overflow */
+static int cache_floats(int64_t a, int64_t b, int64_t c, size_t *n) {
+  int64_t x;
+  if (__builtin_mul_overflow(a, b, &x) || __builtin_mul_overflow(x, c, &x) ||
+      (uint64_t)x > SIZE_MAX / sizeof(float))
+    return 0;
+  *n = (size_t)x;
+  return 1;
+}
+
 attn_status attn_kv_cache_init(attn_kv_cache *c, int64_t B, int64_t Hkv, int64_t D, int64_t Dv,
                                int64_t cap) {
   if (!c) return attn_set_error(ATTN_EINVAL, "kv cache: NULL cache");
   memset(c, 0, sizeof *c);
-  if (B < 1 || Hkv < 1 || D < 1 || Dv < 1 || cap < 0)
+  int64_t bh;
+  if (B < 1 || Hkv < 1 || D < 1 || Dv < 1 || cap < 0 || __builtin_mul_overflow(B, Hkv, &bh))
     return attn_set_error(ATTN_EINVAL, "kv cache: B %lld, Hkv %lld, D %lld, Dv %lld, cap %lld",
                           (long long)B, (long long)Hkv, (long long)D, (long long)Dv,
                           (long long)cap);
@@ -19,8 +31,11 @@ attn_status attn_kv_cache_init(attn_kv_cache *c, int64_t B, int64_t Hkv, int64_t
   c->D = D;
   c->Dv = Dv;
   if (cap == 0) return ATTN_OK;
-  c->k = malloc((size_t)(B * Hkv * cap * D) * sizeof(float));
-  c->v = malloc((size_t)(B * Hkv * cap * Dv) * sizeof(float));
+  size_t nk, nv;
+  if (!cache_floats(B * Hkv, cap, D, &nk) || !cache_floats(B * Hkv, cap, Dv, &nv))
+    return attn_set_error(ATTN_ENOMEM, "kv cache: %lld rows are too many", (long long)cap);
+  c->k = malloc(nk * sizeof(float));
+  c->v = malloc(nv * sizeof(float));
   if (!c->k || !c->v) {
     attn_kv_cache_free(c);
     return attn_set_error(ATTN_ENOMEM, "kv cache: cannot reserve %lld rows", (long long)cap);
@@ -43,7 +58,8 @@ void attn_kv_cache_reset(attn_kv_cache *c) {
 /* x [BH, cap, w] -> [BH, ncap, w], the first len rows kept */
 static float *regrow(const float *x, int64_t BH, int64_t cap, int64_t ncap, int64_t len,
                      int64_t w) {
-  float *y = malloc((size_t)(BH * ncap * w) * sizeof(float));
+  size_t n;
+  float *y = cache_floats(BH, ncap, w, &n) ? malloc(n * sizeof(float)) : NULL;
   if (!y) return NULL;
   for (int64_t t = 0; t < BH && len > 0; t++)
     memcpy(y + t * ncap * w, x + t * cap * w, (size_t)(len * w) * sizeof(float));
@@ -60,6 +76,8 @@ attn_status attn_kv_cache_append(attn_kv_cache *c, const float *k_new, const flo
   const int64_t BH = c->B * c->Hkv;
   if (c->len + n > c->cap) {
     int64_t ncap = c->cap > 0 ? c->cap : 16;
+    if (n > INT64_MAX / 4 - c->len)
+      return attn_set_error(ATTN_EINVAL, "kv cache: append of %lld rows", (long long)n);
     while (ncap < c->len + n) ncap *= 2;
     float *k = regrow(c->k, BH, c->cap, ncap, c->len, c->D);
     float *v = k ? regrow(c->v, BH, c->cap, ncap, c->len, c->Dv) : NULL;

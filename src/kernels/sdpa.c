@@ -101,8 +101,13 @@ static attn_status validate_variants(const attn_sdpa_desc *d) {
                             (long long)d->rel_max_distance, d->rel_bidirectional ? ">= 4" : ">= 2",
                             (long long)(nb / 2));
   }
-  if ((d->shaw_k || d->shaw_v) && (d->shaw_max < 1 || d->shaw_max > (INT64_MAX / 4)))
-    return attn_set_error(ATTN_EINVAL, "sdpa: shaw_k/shaw_v with shaw_max = %lld (must be >= 1)",
+  int64_t nr;
+  if ((d->shaw_k || d->shaw_v) &&
+      (d->shaw_max < 1 || d->shaw_max > (INT64_MAX / 4) ||
+       __builtin_mul_overflow(d->Lq, 2 * d->shaw_max - 1, &nr) || nr > INT64_MAX / 8))
+    return attn_set_error(ATTN_EINVAL,
+                          "sdpa: shaw_k/shaw_v with shaw_max = %lld (must be >= 1, and "
+                          "Lq*(2*shaw_max-1) not huge)",
                           (long long)d->shaw_max);
   if (d->block_mask && d->block_size < 1)
     return attn_set_error(ATTN_EINVAL, "sdpa: block_mask with block_size = %lld (must be >= 1)",

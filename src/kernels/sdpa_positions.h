@@ -39,7 +39,8 @@ static inline int64_t attn_pos_t5_bucket(int64_t rel, int bidirectional, int64_t
   x = logf(x);
   x = x / (float)log((double)max_distance / (double)max_exact);
   x = x * (float)(nb - max_exact);
-  int64_t large = max_exact + (int64_t)x; /* .to(long) truncates */
+  if (!(x < (float)nb)) return bucket + nb - 1; /* clamped (and no overflowing cast) */
+  int64_t large = max_exact + (int64_t)x;       /* .to(long) truncates */
   if (large > nb - 1) large = nb - 1;
   return bucket + large;
 }
