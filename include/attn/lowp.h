@@ -7,7 +7,10 @@
  *
  * Paths are chosen at run time from attn_cpu():
  *   bf16: AMX tiles (TDPBF16PS) > AVX512_BF16 (VDPBF16PS) > convert to f32 +
- *         the portable f32 micro-kernel.
+ *         the portable f32 micro-kernel. (On the Xeon this was measured on,
+ *         VDPBF16PS runs at half the f32 FMA flop rate, so the AVX512_BF16
+ *         path is ~0.6x the f32 GEMM: it is the fallback for a refused AMX
+ *         permission, not a speed-up; AMX is 2.5-6x the f32 GEMM.)
  *   fp16: f16 is converted to f32 while packing and multiplied with f32 FMA
  *         (the AVX-512 f32 micro-kernel, else the portable one). Chosen over
  *         AVX512_FP16 FMAs: those accumulate in fp16 (11-bit significand), so

@@ -1,0 +1,78 @@
+/* Which micro-kernel a low-precision GEMM runs: AMX when the CPU has it and
+ * the kernel granted the tile permission, else the AVX-512 kernel of the
+ * dtype, else the portable one; or the path a caller forces (tests,
+ * benches). */
+#include <string.h>
+
+#include "kernels/amx.h"
+#include "kernels/gemm_lowp_internal.h"
+
+static int is_dtype(const char *d, const char *name) { return d && !strcmp(d, name); }
+
+static const attn_lowp_kernel *kernel_for(attn_lowp_path path, const char *dtype) {
+  const attn_cpu_features *f = attn_cpu();
+  if (is_dtype(dtype, "bf16")) {
+    if (path == ATTN_LOWP_AMX)
+      return attn_lowp_kernel_bf16_amx() && f->amx_bf16 && attn_amx_ready()
+                 ? attn_lowp_kernel_bf16_amx()
+                 : NULL;
+    if (path == ATTN_LOWP_SIMD)
+      return f->avx512_bf16 && f->avx512bw ? attn_lowp_kernel_bf16_avx512() : NULL;
+    return attn_lowp_kernel_f32_portable();
+  }
+  if (is_dtype(dtype, "f16")) {
+    if (path == ATTN_LOWP_AMX) return NULL; /* AMX-FP16 is not supported */
+    if (path == ATTN_LOWP_SIMD) return f->avx512f ? attn_lowp_kernel_f32_avx512() : NULL;
+    return attn_lowp_kernel_f32_portable();
+  }
+  if (is_dtype(dtype, "i8")) {
+    if (path == ATTN_LOWP_AMX)
+      return attn_lowp_kernel_i8_amx() && f->amx_int8 && attn_amx_ready()
+                 ? attn_lowp_kernel_i8_amx()
+                 : NULL;
+    if (path == ATTN_LOWP_SIMD)
+      return f->avx512_vnni && f->avx512bw ? attn_lowp_kernel_i8_vnni() : NULL;
+    return attn_lowp_kernel_i8_portable();
+  }
+  return NULL;
+}
+
+static attn_lowp_path resolve(attn_lowp_path path, const char *dtype) {
+  if (path != ATTN_LOWP_AUTO) return path;
+  if (kernel_for(ATTN_LOWP_AMX, dtype)) return ATTN_LOWP_AMX;
+  if (kernel_for(ATTN_LOWP_SIMD, dtype)) return ATTN_LOWP_SIMD;
+  return ATTN_LOWP_PORTABLE;
+}
+
+attn_status attn_lowp_select(attn_lowp_path path, const char *dtype,
+                             const attn_lowp_kernel **out) {
+  *out = NULL;
+  if (!is_dtype(dtype, "bf16") && !is_dtype(dtype, "f16") && !is_dtype(dtype, "i8"))
+    return attn_set_error(ATTN_EINVAL, "lowp: unknown dtype '%s' (bf16, f16, i8)",
+                          dtype ? dtype : "");
+  if (path < ATTN_LOWP_AUTO || path > ATTN_LOWP_AMX)
+    return attn_set_error(ATTN_EINVAL, "lowp: unknown path %d", (int)path);
+  *out = kernel_for(resolve(path, dtype), dtype);
+  if (!*out)
+    return attn_set_error(ATTN_EUNSUPPORTED, "lowp: %s path '%s' not available on this CPU",
+                          dtype, attn_lowp_path_name(path, dtype));
+  return ATTN_OK;
+}
+
+int attn_lowp_path_available(attn_lowp_path path, const char *dtype) {
+  if (path < ATTN_LOWP_AUTO || path > ATTN_LOWP_AMX) return 0;
+  return kernel_for(resolve(path, dtype), dtype) != NULL;
+}
+
+const char *attn_lowp_path_name(attn_lowp_path path, const char *dtype) {
+  if (path < ATTN_LOWP_AUTO || path > ATTN_LOWP_AMX) return "?";
+  switch (resolve(path, dtype)) {
+  case ATTN_LOWP_AMX:
+    return "amx";
+  case ATTN_LOWP_SIMD:
+    return is_dtype(dtype, "bf16") ? "avx512_bf16" : is_dtype(dtype, "i8") ? "avx512_vnni"
+                                                                            : "avx512_f32fma";
+  default:
+    return "portable";
+  }
+}
