@@ -43,7 +43,9 @@ AMX_BF16_TARGET static void ukr_amx_bf16_32x32(int64_t kcp, const void *av, cons
 static const attn_lowp_kernel kernel = {
     .name = "amx_bf16 32x32",
     .mr = 32, .nr = 32, .ga = 32, .gb = 2, .kgroup = 32,
-    .mc = 32 * 32, /* a~ 512 KB (bf16) / 512 KB (int8): b~ is repacked less often */ .kc = 512, .nc = 1024,
+    /* a~ 2 MB (L3), a micro-panel 64 KB (L2); b~ 1 MB (L2); kc 1024 halves
+     * the passes of the f32 epilogue over C against kc 512 */
+    .mc = 32 * 32, .kc = 1024, .nc = 512,
     .pa = LOWP_BF16, .pb = LOWP_BF16, .int_acc = 0,
     .ukr = ukr_amx_bf16_32x32,
     .begin = attn_amx_config_tiles,

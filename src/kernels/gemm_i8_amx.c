@@ -42,7 +42,8 @@ AMX_INT8_TARGET static void ukr_amx_i8_32x32(int64_t kcp, const void *av, const 
 static const attn_lowp_kernel kernel = {
     .name = "amx_int8 32x32",
     .mr = 32, .nr = 32, .ga = 64, .gb = 4, .kgroup = 64,
-    .mc = 32 * 32, /* a~ 512 KB (bf16) / 512 KB (int8): b~ is repacked less often */ .kc = 1024, .nc = 1024,
+    /* a~ 1 MB, a micro-panel 32 KB; b~ 1 MB (L2) */
+    .mc = 32 * 32, .kc = 1024, .nc = 1024,
     .pa = LOWP_U8, .pb = LOWP_S8, .int_acc = 1,
     .ukr = ukr_amx_i8_32x32,
     .begin = attn_amx_config_tiles,

@@ -83,77 +83,81 @@ static void scatter(const void *s, void *d, int64_t n, int64_t stride, size_t es
     for (int64_t i = 0; i < n; i++) b[i * stride] = a[i];
 }
 
-/* out[r] = the g runs t (run i at t + i*w elements, g*es = 4 bytes)
+/* out[r] = the g runs t (run i at t + i*ld elements, g*es = 4 bytes)
  * interleaved: element r of run i in bits [i*8*es, (i+1)*8*es) of word r. */
-static void interleave(const void *t, int g, int w, int64_t n, uint32_t *out) {
+static void interleave(const void *t, int g, int64_t ld, int64_t n, uint32_t *out) {
 #if defined(__x86_64__)
   if (attn_cpu()->avx512bw) {
-    attn_lowp_interleave_avx512(t, g, w, n, out);
+    attn_lowp_interleave_avx512(t, g, ld, n, out);
     return;
   }
 #endif
   if (g == 2) {
-    const uint16_t *a = t, *b = a + w;
+    const uint16_t *a = t, *b = a + ld;
     for (int64_t r = 0; r < n; r++) out[r] = (uint32_t)a[r] | (uint32_t)b[r] << 16;
   } else {
-    const uint8_t *a = t, *b = a + w, *c = b + w, *d = c + w;
+    const uint8_t *a = t, *b = a + ld, *c = b + ld, *d = c + ld;
     for (int64_t r = 0; r < n; r++)
       out[r] = (uint32_t)a[r] | (uint32_t)b[r] << 8 | (uint32_t)c[r] << 16 | (uint32_t)d[r] << 24;
   }
 }
 
 /* Panels of w rows for rows [r0, r0+nrows) and depth [p0, p0+kc) of src,
- * each kcp deep (layout in gemm_lowp_internal.h); tmp holds kcp (>= w)
- * converted elements. A group of g depth steps of one row is G = g * es
- * bytes: moved as one 16-, 32- or 64-bit word, or with memcpy when larger. */
+ * each kcp deep (layout in gemm_lowp_internal.h); tmp holds
+ * 4 * max(kcp, nrows) bytes. A group of g depth steps of one row is
+ * G = g * es bytes: moved as one 16-, 32- or 64-bit word, or with memcpy
+ * when larger. Source rows are read front to back: where op(X)'s rows are
+ * strided (depth contiguous) one panel row at a time, else one depth step
+ * (or group) across all nrows at once, so no panel reads a narrow column
+ * of a wide matrix. */
 static void pack(const attn_lowp_src *s, int64_t r0, int64_t nrows, int64_t p0, int64_t kc,
                  int64_t kcp, int w, int g, attn_lowp_type out, void *dst, void *tmp) {
   const size_t es = type_size(out), ies = type_size(s->type), G = (size_t)g * es;
+  const size_t panel_size = (size_t)w * (size_t)kcp * es;
   const char *x = s->x;
   const int64_t ng = ceil_div(kc, g); /* groups holding data */
-  for (int64_t rr = 0; rr < nrows; rr += w) {
-    char *panel = (char *)dst + (size_t)(rr / w) * (size_t)w * (size_t)kcp * es;
-    int64_t rows = min64(w, nrows - rr);
-    if (rows < w || kc < kcp) memset(panel, 0, (size_t)w * (size_t)kcp * es);
-    if (s->sp == 1) { /* contiguous along depth: one run per row */
-      const int64_t nfull = kc / g; /* whole groups; a partial one is padded */
-      for (int64_t r = 0; r < rows; r++) {
-        const char *src = x + ((r0 + rr + r) * s->sr + p0) * (int64_t)ies, *run = src;
-        if (s->type != out) {
-          convert_run(src, s->type, kc, out, tmp);
-          run = tmp;
-        }
-        char *d = panel + (size_t)r * G;
-        if (G == 2 || G == 4 || G == 8)
-          scatter(run, d, nfull, w, G);
-        else if (G == 64) /* AMX rows: a constant size the compiler inlines */
-          for (int64_t q = 0; q < nfull; q++) memcpy(d + (size_t)(q * w) * 64, run + q * 64, 64);
+  for (int64_t rr = 0; rr < nrows; rr += w)
+    if (nrows - rr < w || kc < kcp) memset((char *)dst + (size_t)(rr / w) * panel_size, 0, panel_size);
+  if (s->sp == 1) { /* contiguous along depth: one run per row */
+    const int64_t nfull = kc / g; /* whole groups; a partial one is padded */
+    for (int64_t r = 0; r < nrows; r++) {
+      const char *src = x + ((r0 + r) * s->sr + p0) * (int64_t)ies, *run = src;
+      if (s->type != out) {
+        convert_run(src, s->type, kc, out, tmp);
+        run = tmp;
+      }
+      char *d = (char *)dst + (size_t)(r / w) * panel_size + (size_t)(r % w) * G;
+      if (G == 2 || G == 4 || G == 8)
+        scatter(run, d, nfull, w, G);
+      else if (G == 64) /* AMX rows: a constant size the compiler inlines */
+        for (int64_t q = 0; q < nfull; q++) memcpy(d + (size_t)(q * w) * 64, run + q * 64, 64);
+      else
+        for (int64_t q = 0; q < nfull; q++) memcpy(d + (size_t)(q * w) * G, run + q * G, G);
+      if (nfull < ng) /* the rest of the depth, zero-padded (the panel is zeroed) */
+        memcpy(d + (size_t)(nfull * w) * G, run + nfull * G, (size_t)(kc - nfull * g) * es);
+    }
+  } else if (G == 4 && g > 1) { /* g depth steps of one column make one 32-bit word */
+    for (int64_t q = 0; q < ng; q++) {
+      for (int i = 0; i < g; i++) {
+        char *ti = (char *)tmp + (size_t)i * (size_t)nrows * es;
+        if (q * g + i < kc)
+          convert_run(x + ((p0 + q * g + i) * s->sp + r0) * (int64_t)ies, s->type, nrows, out, ti);
         else
-          for (int64_t q = 0; q < nfull; q++) memcpy(d + (size_t)(q * w) * G, run + q * G, G);
-        if (nfull < ng) /* the rest of the depth, zero-padded (the panel is zeroed) */
-          memcpy(d + (size_t)(nfull * w) * G, run + nfull * G, (size_t)(kc - nfull * g) * es);
+          memset(ti, 0, (size_t)nrows * es);
       }
-    } else if (g == 1) { /* contiguous along rows, and so are the panel's rows */
-      for (int64_t p = 0; p < kc; p++)
-        convert_run(x + ((p0 + p) * s->sp + r0 + rr) * (int64_t)ies, s->type, rows, out,
-                    panel + (size_t)(p * w) * es);
-    } else if (G == 4) { /* g depth steps of one column make one 32-bit word */
-      for (int64_t q = 0; q < ng; q++) {
-        for (int i = 0; i < g; i++) {
-          char *ti = (char *)tmp + (size_t)i * (size_t)w * es;
-          if (q * g + i < kc)
-            convert_run(x + ((p0 + q * g + i) * s->sp + r0 + rr) * (int64_t)ies, s->type, rows,
-                        out, ti);
-          else
-            memset(ti, 0, (size_t)rows * es);
-        }
-        interleave(tmp, g, w, rows, (uint32_t *)(panel + (size_t)(q * w) * G));
-      }
-    } else { /* contiguous along rows: one run per depth step */
-      for (int64_t p = 0; p < kc; p++) {
-        const char *src = x + ((p0 + p) * s->sp + r0 + rr) * (int64_t)ies;
-        convert_run(src, s->type, rows, out, tmp);
-        scatter(tmp, panel + (size_t)((p / g) * w * g + p % g) * es, rows, g, es);
+      for (int64_t rr = 0; rr < nrows; rr += w)
+        interleave((char *)tmp + (size_t)rr * es, g, nrows, min64(w, nrows - rr),
+                   (uint32_t *)((char *)dst + (size_t)(rr / w) * panel_size + (size_t)(q * w) * G));
+    }
+  } else { /* contiguous along rows: one depth step across all rows at a time */
+    for (int64_t p = 0; p < kc; p++) {
+      convert_run(x + ((p0 + p) * s->sp + r0) * (int64_t)ies, s->type, nrows, out, tmp);
+      for (int64_t rr = 0; rr < nrows; rr += w) {
+        char *d = (char *)dst + (size_t)(rr / w) * panel_size + (size_t)((p / g) * w * g + p % g) * es;
+        if (g == 1)
+          memcpy(d, (char *)tmp + (size_t)rr * es, (size_t)min64(w, nrows - rr) * es);
+        else
+          scatter((char *)tmp + (size_t)rr * es, d, min64(w, nrows - rr), g, es);
       }
     }
   }
@@ -269,7 +273,7 @@ attn_status attn_lowp_gemm_run(const attn_lowp_kernel *kr, const attn_lowp_src *
   g.nc = min64(round_up(kr->nc, kr->nr), cols);
   size_t asize = (size_t)round_up(g.mc * g.kcp_max * (int64_t)type_size(kr->pa), 64);
   size_t bsize = (size_t)round_up(g.nc * g.kcp_max * (int64_t)type_size(kr->pb), 64);
-  size_t tsize = (size_t)round_up(4 * max64(g.kcp_max, 64) + 64, 64);
+  size_t tsize = (size_t)round_up(4 * max64(max64(g.kcp_max, g.mc), max64(g.nc, 64)) + 64, 64);
   size_t per_thread = asize + bsize + tsize;
   char *buf = aligned_alloc(64, per_thread * (size_t)nt);
   if (!buf)
@@ -357,7 +361,7 @@ attn_lowp_src attn_lowp_src_b(const void *B, attn_lowp_type t, int transb, int64
 
 attn_status attn_lowp_prepack_b(const attn_lowp_src *B, int64_t N, int64_t K, int nr, int g,
                                 int64_t kp, attn_lowp_type out, void *dst) {
-  void *tmp = malloc((size_t)(4 * max64(kp, nr) + 64));
+  void *tmp = malloc((size_t)(4 * max64(max64(kp, N), nr) + 64));
   if (!tmp) return attn_set_error(ATTN_ENOMEM, "prepack: cannot allocate a row of %lld", (long long)kp);
   pack(B, 0, N, 0, K, kp, nr, g, out, dst, tmp);
   free(tmp);

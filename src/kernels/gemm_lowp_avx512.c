@@ -55,7 +55,7 @@ LOWP_AVX512 void attn_lowp_f32_round_bf16_avx512(const float *x, float *y, int64
   for (; i < n; i++) y[i] = attn_bf16_to_f32(attn_f32_to_bf16(x[i]));
 }
 
-LOWP_AVX512 void attn_lowp_interleave_avx512(const void *t, int g, int w, int64_t n,
+LOWP_AVX512 void attn_lowp_interleave_avx512(const void *t, int g, int64_t w, int64_t n,
                                              uint32_t *out) {
   for (int64_t r = 0; r < n; r += 16) {
     __mmask16 m = n - r >= 16 ? 0xffff : (__mmask16)((1u << (n - r)) - 1);

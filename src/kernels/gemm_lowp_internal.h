@@ -74,7 +74,7 @@ void attn_lowp_f16_to_f32_avx512(const uint16_t *x, float *y, int64_t n);
 void attn_lowp_f32_round_bf16_avx512(const float *x, float *y, int64_t n);
 /* g = 2 runs of 16-bit or g = 4 runs of 8-bit values (run i at t + i*w
  * elements) interleaved into n 32-bit words */
-void attn_lowp_interleave_avx512(const void *t, int g, int w, int64_t n, uint32_t *out);
+void attn_lowp_interleave_avx512(const void *t, int g, int64_t w, int64_t n, uint32_t *out);
 void attn_lowp_epi_f32_avx512(const attn_lowp_epi *e, const void *t, int ldt, int64_t i0,
                               int64_t j0, int64_t rows, int64_t cols, int first);
 
