@@ -49,12 +49,12 @@ static void vattn_golden(const char *file, const attn_vattn_config *c, const cha
   float *dkv = kv ? calloc(nkv, sizeof(float)) : NULL;
   attn_nn_ctx ctx = {.backend = be};
   attn_vattn_saved s = {0};
-  CHECK_OK(attn_vattn_forward(&m, &p, &ctx, &s, x->data, kv ? kv->data : NULL, B, Lq, Lk, NULL,
-                              out));
+  CHECK_OK(
+      attn_vattn_forward(&m, &p, &ctx, &s, x->data, kv ? kv->data : NULL, B, Lq, Lk, NULL, out));
   double eo = CHECK_CLOSE("out", out, f32_of(g, "out"), nx, ATOL, RTOL);
   attn_params_zero_grad(&p);
-  CHECK_OK(attn_vattn_backward(&m, &p, &ctx, &s, x->data, kv ? kv->data : NULL,
-                               f32_of(g, "dout"), NULL, dx, dkv));
+  CHECK_OK(attn_vattn_backward(&m, &p, &ctx, &s, x->data, kv ? kv->data : NULL, f32_of(g, "dout"),
+                               NULL, dx, dkv));
   char gn[64];
   snprintf(gn, sizeof gn, "grad.%s", xname);
   double ex = CHECK_CLOSE(gn, dx, f32_of(g, gn), nx, ATOL, RTOL), ekv = 0;
@@ -152,11 +152,12 @@ static void decode_case(int step, int schemes) {
   double worst = 0;
   for (int64_t t0 = 0; t0 < L; t0 += step) {
     const int64_t n = L - t0 < step ? L - t0 : step;
-    for (int64_t b = 0; b < B; b++) memcpy(xs + b * n * E, x + (b * L + t0) * E, n * E * 4);
+    for (int64_t b = 0; b < B; b++)
+      memcpy(xs + b * n * E, x + (b * L + t0) * E, n * E * 4);
     CHECK_OK(attn_vattn_decode(&m, &p, NULL, &cache, xs, B, n, &extra, stepout));
     for (int64_t b = 0; b < B; b++) {
-      double e = CHECK_CLOSE("decode", stepout + b * n * E, full + (b * L + t0) * E, n * E, 2e-6,
-                             1e-5);
+      double e =
+          CHECK_CLOSE("decode", stepout + b * n * E, full + (b * L + t0) * E, n * E, 2e-6, 1e-5);
       if (e > worst) worst = e;
     }
   }
@@ -191,7 +192,7 @@ static void test_errors(void) {
 }
 
 int main(void) {
-  attn_set_num_threads(2);
+  attn_set_num_threads(1);
   RUN(test_sparse_attention);
   RUN(test_cross_modal);
   RUN(test_gqa);

@@ -102,13 +102,12 @@ typedef struct {
   int64_t max_len, embed;
   int weight;
 } attn_relpos;
-attn_status attn_relpos_declare(attn_relpos *m, attn_params *p, const char *prefix,
-                                int64_t max_len, int64_t embed);
+attn_status attn_relpos_declare(attn_relpos *m, attn_params *p, const char *prefix, int64_t max_len,
+                                int64_t embed);
 /* N(0, 1) as nn.Embedding */
 attn_status attn_relpos_init(const attn_relpos *m, attn_params *p, uint64_t seed);
 /* out [L, L, E]; 1 <= L <= max_len */
-attn_status attn_relpos_forward(const attn_relpos *m, const attn_params *p, int64_t L,
-                                float *out);
+attn_status attn_relpos_forward(const attn_relpos *m, const attn_params *p, int64_t L, float *out);
 /* table gradient += from dout [L, L, E] */
 attn_status attn_relpos_backward(const attn_relpos *m, attn_params *p, int64_t L,
                                  const float *dout);

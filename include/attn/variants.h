@@ -22,8 +22,7 @@ attn_status attn_alibi_slopes(int64_t H, float *slopes);
 
 /* ---- T5 relative position buckets ---------------------------------------------
  * HF T5's _relative_position_bucket for rel = key position - query position. */
-int64_t attn_t5_bucket(int64_t rel, int bidirectional, int64_t num_buckets,
-                       int64_t max_distance);
+int64_t attn_t5_bucket(int64_t rel, int bidirectional, int64_t num_buckets, int64_t max_distance);
 
 /* ---- rotary embeddings (RoPE) ------------------------------------------------
  * x, y [N, L, H, D] (row-major; y may equal x): the D-vector of (n, l, h) at

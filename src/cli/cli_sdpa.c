@@ -33,14 +33,13 @@ static const char usage_text[] =
     "  --backend  math (reference), flash (fused) or auto (flash where it can; default)\n"
     "  --threads  number of threads (default: all cores)\n";
 
-static const char *const tensor_names[] = {"q",        "k",      "v",      "mask",
-                                           "key_lens", "dout",   "alibi_slopes", "rel_bias",
-                                           "shaw_k",   "shaw_v", "block_mask"};
+static const char *const tensor_names[] = {
+    "q",        "k",      "v",      "mask",      "key_lens", "dout", "alibi_slopes",
+    "rel_bias", "shaw_k", "shaw_v", "block_mask"};
 /* "format" is what safetensors tooling writes ("pt"); it is accepted and ignored */
 static const char *const meta_keys[] = {
-    "causal",           "window_left",       "window_right", "scale",      "format",
-    "q_offset",         "alibi",             "rel_max_distance", "rel_bidirectional",
-    "block_size",       "rope",              "rope_theta"};
+    "causal", "window_left",      "window_right",      "scale",      "format", "q_offset",
+    "alibi",  "rel_max_distance", "rel_bidirectional", "block_size", "rope",   "rope_theta"};
 
 static int in_list(const char *s, const char *const *list, size_t n) {
   for (size_t i = 0; i < n; i++)
@@ -70,17 +69,21 @@ static attn_status read_metadata(const attn_st *in, const char *path, attn_sdpa_
   }
   const char *s;
   if ((s = attn_st_meta(in, "causal"))) {
-    if (!strcmp(s, "1") || !strcasecmp(s, "true")) d->causal = 1;
-    else if (!strcmp(s, "0") || !strcasecmp(s, "false")) d->causal = 0;
-    else return attn_set_error(ATTN_EINVAL, "%s: metadata causal = '%.100s', expected 0 or 1", path, s);
+    if (!strcmp(s, "1") || !strcasecmp(s, "true"))
+      d->causal = 1;
+    else if (!strcmp(s, "0") || !strcasecmp(s, "false"))
+      d->causal = 0;
+    else
+      return attn_set_error(ATTN_EINVAL, "%s: metadata causal = '%.100s', expected 0 or 1", path,
+                            s);
   }
   const char *wkeys[2] = {"window_left", "window_right"};
   int64_t *wvals[2] = {&d->window_left, &d->window_right};
   for (int w = 0; w < 2; w++)
     if ((s = attn_st_meta(in, wkeys[w])) && (!parse_i64(s, wvals[w]) || *wvals[w] < -1))
-      return attn_set_error(ATTN_EINVAL,
-                            "%s: metadata %s = '%.100s', expected an integer >= -1 (-1 = unbounded)",
-                            path, wkeys[w], s);
+      return attn_set_error(
+          ATTN_EINVAL, "%s: metadata %s = '%.100s', expected an integer >= -1 (-1 = unbounded)",
+          path, wkeys[w], s);
   if ((s = attn_st_meta(in, "scale"))) {
     char *end;
     double x = strtod(s, &end);
@@ -106,8 +109,8 @@ static attn_status mask_strides(const attn_tensor *m, const int64_t full[4], int
   shape_str(a, sizeof a, m->ndim, m->shape);
   shape_str(b, sizeof b, 4, full);
   if (m->ndim > 4)
-    return attn_set_error(ATTN_EINVAL, "tensor 'mask' has shape %s: rank > 4, cannot broadcast to %s",
-                          a, b);
+    return attn_set_error(ATTN_EINVAL,
+                          "tensor 'mask' has shape %s: rank > 4, cannot broadcast to %s", a, b);
   int64_t inner = 1;
   for (int x = 3; x >= 0; x--) {
     const int sd = x - (4 - m->ndim); /* right-aligned source dim */
@@ -134,7 +137,8 @@ static attn_status read_key_lens(const attn_tensor *t, int64_t B, int64_t Lk, in
   int32_t *kl = malloc((size_t)B * sizeof *kl);
   if (!kl) return attn_set_error(ATTN_ENOMEM, "key_lens: out of memory");
   for (int64_t b = 0; b < B; b++) {
-    int64_t x = t->dtype == ATTN_I32 ? ((const int32_t *)t->data)[b] : ((const int64_t *)t->data)[b];
+    int64_t x =
+        t->dtype == ATTN_I32 ? ((const int32_t *)t->data)[b] : ((const int64_t *)t->data)[b];
     if (x < 0 || x > Lk) {
       free(kl);
       return attn_set_error(ATTN_EINVAL, "tensor 'key_lens'[%lld] = %lld is outside [0, Lk=%lld]",
@@ -164,9 +168,9 @@ typedef struct {
   float *out, *lse, *dq, *dk, *dv;
   int32_t *key_lens;
   attn_st *in, *res;
-  float *alibi, *qr, *kr;       /* standard slopes; RoPE-rotated q and k */
-  float *drel, *dshk, *dshv;    /* table gradients */
-  int rope;                     /* q and k rotated */
+  float *alibi, *qr, *kr;    /* standard slopes; RoPE-rotated q and k */
+  float *drel, *dshk, *dshv; /* table gradients */
+  int rope;                  /* q and k rotated */
   attn_rope_layout rope_layout;
   float rope_theta;
 } sdpa_job;
@@ -247,9 +251,10 @@ static attn_status read_variants(const attn_st *in, const char *path, sdpa_job *
         t->shape[1] != cols) {
       char a[128];
       shape_str(a, sizeof a, t->ndim, t->shape);
-      return attn_set_error(ATTN_EINVAL, "tensor 'block_mask' is %s %s, expected BOOL or U8 "
-                            "[%lld, %lld]", attn_dtype_name(t->dtype), a, (long long)rows,
-                            (long long)cols);
+      return attn_set_error(ATTN_EINVAL,
+                            "tensor 'block_mask' is %s %s, expected BOOL or U8 "
+                            "[%lld, %lld]",
+                            attn_dtype_name(t->dtype), a, (long long)rows, (long long)cols);
     }
     d->block_mask = t->data;
   }

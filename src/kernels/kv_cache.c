@@ -78,7 +78,8 @@ attn_status attn_kv_cache_append(attn_kv_cache *c, const float *k_new, const flo
     int64_t ncap = c->cap > 0 ? c->cap : 16;
     if (n > INT64_MAX / 4 - c->len)
       return attn_set_error(ATTN_EINVAL, "kv cache: append of %lld rows", (long long)n);
-    while (ncap < c->len + n) ncap *= 2;
+    while (ncap < c->len + n)
+      ncap *= 2;
     float *k = regrow(c->k, BH, c->cap, ncap, c->len, c->D);
     float *v = k ? regrow(c->v, BH, c->cap, ncap, c->len, c->Dv) : NULL;
     if (!k || !v) {
@@ -110,8 +111,8 @@ attn_status attn_kv_cache_attend(const attn_kv_cache *c, const attn_sdpa_desc *t
                           "kv cache attend: desc B %lld Hkv %lld D %lld Dv %lld, cache has "
                           "%lld %lld %lld %lld",
                           (long long)tmpl->B, (long long)tmpl->Hkv, (long long)tmpl->D,
-                          (long long)tmpl->Dv, (long long)c->B, (long long)c->Hkv,
-                          (long long)c->D, (long long)c->Dv);
+                          (long long)tmpl->Dv, (long long)c->B, (long long)c->Hkv, (long long)c->D,
+                          (long long)c->Dv);
   if (n < 0 || n > c->len)
     return attn_set_error(ATTN_EINVAL, "kv cache attend: %lld new queries, %lld cached rows",
                           (long long)n, (long long)c->len);

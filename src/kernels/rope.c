@@ -9,8 +9,10 @@
 
 attn_status attn_rope_layout_from_name(const char *name, attn_rope_layout *out) {
   if (!name || !out) return attn_set_error(ATTN_EINVAL, "rope layout: NULL argument");
-  if (!strcmp(name, "interleaved")) *out = ATTN_ROPE_INTERLEAVED;
-  else if (!strcmp(name, "half")) *out = ATTN_ROPE_HALF;
+  if (!strcmp(name, "interleaved"))
+    *out = ATTN_ROPE_INTERLEAVED;
+  else if (!strcmp(name, "half"))
+    *out = ATTN_ROPE_HALF;
   else
     return attn_set_error(ATTN_EINVAL, "rope layout '%s' unknown (interleaved or half)", name);
   return ATTN_OK;

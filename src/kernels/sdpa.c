@@ -22,9 +22,12 @@ void attn_sdpa_desc_init(attn_sdpa_desc *d, int64_t B, int64_t Hq, int64_t Hkv, 
 
 attn_status attn_backend_from_name(const char *name, attn_backend *out) {
   if (!name || !out) return attn_set_error(ATTN_EINVAL, "sdpa backend: NULL argument");
-  if (!strcmp(name, "auto")) *out = ATTN_BACKEND_AUTO;
-  else if (!strcmp(name, "math")) *out = ATTN_BACKEND_MATH;
-  else if (!strcmp(name, "flash")) *out = ATTN_BACKEND_FLASH;
+  if (!strcmp(name, "auto"))
+    *out = ATTN_BACKEND_AUTO;
+  else if (!strcmp(name, "math"))
+    *out = ATTN_BACKEND_MATH;
+  else if (!strcmp(name, "flash"))
+    *out = ATTN_BACKEND_FLASH;
   else
     return attn_set_error(ATTN_EINVAL, "sdpa backend '%s' unknown (auto, math or flash)", name);
   return ATTN_OK;
@@ -87,8 +90,7 @@ static attn_status resolve_strides(const char *name, const int64_t given[3], int
 /* The variant fields (see sdpa_internal.h for the rules). */
 static attn_status validate_variants(const attn_sdpa_desc *d) {
   int64_t end;
-  if (d->q_offset < 0 || __builtin_add_overflow(d->q_offset, d->Lq, &end) ||
-      end > INT64_MAX / 2)
+  if (d->q_offset < 0 || __builtin_add_overflow(d->q_offset, d->Lq, &end) || end > INT64_MAX / 2)
     return attn_set_error(ATTN_EINVAL, "sdpa: q_offset = %lld must be >= 0 (and not huge)",
                           (long long)d->q_offset);
   if (d->rel_bias) {
@@ -128,9 +130,7 @@ attn_status attn_sdpa_validate(const attn_sdpa_desc *d, const float *q, const fl
     return attn_set_error(ATTN_EINVAL, "sdpa: Hq=%lld is not a multiple of Hkv=%lld",
                           (long long)d->Hq, (long long)d->Hkv);
   if ((!q && d->Lq > 0) || (!k && d->Lk > 0) || (!v && d->Lk > 0))
-    return attn_set_error(ATTN_EINVAL, "sdpa: %s is NULL", !q && d->Lq > 0 ? "q"
-                                                           : !k               ? "k"
-                                                                              : "v");
+    return attn_set_error(ATTN_EINVAL, "sdpa: %s is NULL", !q && d->Lq > 0 ? "q" : !k ? "k" : "v");
   if (d->window_left < -1 || d->window_right < -1)
     return attn_set_error(ATTN_EINVAL, "sdpa: window (%lld, %lld): each must be >= -1",
                           (long long)d->window_left, (long long)d->window_right);
@@ -185,17 +185,14 @@ attn_status attn_sdpa_forward(const attn_sdpa_desc *d, attn_backend backend, con
 }
 
 attn_status attn_sdpa_backward(const attn_sdpa_desc *d, attn_backend backend, const float *q,
-                               const float *k, const float *v, const float *out,
-                               const float *lse, const float *dout, float *dq, float *dk,
-                               float *dv) {
+                               const float *k, const float *v, const float *out, const float *lse,
+                               const float *dout, float *dq, float *dk, float *dv) {
   attn_sdpa_resolved r;
   attn_status st = attn_sdpa_validate(d, q, k, v, &r);
   if (st) return st;
   switch (backend) {
-  case ATTN_BACKEND_MATH:
-    return attn_sdpa_backward_math(d, q, k, v, out, lse, dout, dq, dk, dv);
-  case ATTN_BACKEND_FLASH:
-    return attn_sdpa_backward_flash(d, q, k, v, out, lse, dout, dq, dk, dv);
+  case ATTN_BACKEND_MATH: return attn_sdpa_backward_math(d, q, k, v, out, lse, dout, dq, dk, dv);
+  case ATTN_BACKEND_FLASH: return attn_sdpa_backward_flash(d, q, k, v, out, lse, dout, dq, dk, dv);
   case ATTN_BACKEND_AUTO:
     st = attn_sdpa_backward_flash(d, q, k, v, out, lse, dout, dq, dk, dv);
     if (st != ATTN_EUNSUPPORTED) return st;

@@ -37,8 +37,8 @@ attn_status attn_sdpa_backward_flash(const attn_sdpa_desc *d, const float *q, co
  * and key_lens (at the query's absolute position i + q_offset); keys outside
  * are never allowed. lo >= hi means none. Position schemes and the
  * block-sparse layout: kernels/sdpa_positions.h. */
-static inline void attn_sdpa_key_range(const attn_sdpa_desc *d, int64_t b, int64_t i,
-                                       int64_t *lo, int64_t *hi) {
+static inline void attn_sdpa_key_range(const attn_sdpa_desc *d, int64_t b, int64_t i, int64_t *lo,
+                                       int64_t *hi) {
   int64_t l = 0, h = d->Lk;
   i += d->q_offset; /* the query's absolute position */
   if (d->key_lens && d->key_lens[b] < h) h = d->key_lens[b];
@@ -65,8 +65,8 @@ static inline int attn_sdpa_bool_allows(const attn_sdpa_desc *d, int64_t b, int6
 }
 
 /* The additive mask entry for (b, h, i, j), 0 if absent. -inf disallows. */
-static inline float attn_sdpa_add_mask_at(const attn_sdpa_desc *d, int64_t b, int64_t h,
-                                          int64_t i, int64_t j) {
+static inline float attn_sdpa_add_mask_at(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t i,
+                                          int64_t j) {
   if (!d->add_mask) return 0.0f;
   const int64_t *s = d->add_mask_stride;
   return d->add_mask[b * s[0] + h * s[1] + i * s[2] + j * s[3]];

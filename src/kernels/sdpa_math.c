@@ -46,12 +46,17 @@ static int64_t ld_of(int64_t stride, int64_t rows, int64_t cols) {
 
 /* x [rows, cols] with row stride ld := 0 */
 static void zero_rows(float *x, int64_t rows, int64_t ld, int64_t cols) {
-  for (int64_t i = 0; i < rows; i++) memset(x + i * ld, 0, (size_t)cols * sizeof(float));
+  for (int64_t i = 0; i < rows; i++)
+    memset(x + i * ld, 0, (size_t)cols * sizeof(float));
 }
 
-/* Threads for `tasks` independent tasks, and their scratch of `per` floats each. */
-static attn_status scratch_alloc(int64_t tasks, int64_t per, int *nt, float **buf) {
+/* Threads for `tasks` independent tasks of `macs` multiply-adds in all (at
+ * least ~1M per thread: small calls run on one, results never depend on it),
+ * and their scratch of `per` floats each. */
+static attn_status scratch_alloc(int64_t tasks, double macs, int64_t per, int *nt, float **buf) {
   int n = attn_get_num_threads();
+  const double cap = macs / (double)(1 << 20);
+  if (cap < n) n = (int)cap;
   if (n < 1) n = 1;
   if (n > tasks) n = (int)(tasks > 0 ? tasks : 1);
   *nt = n;
@@ -114,8 +119,8 @@ static float softmax_row(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t 
 
 /* Row i of (b, h) in the backward: s [Lk] holds scale*q·k on entry and
  * P = exp(logit - lse) on exit (0 for keys not allowed). */
-static void probs_row(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t i, float lse,
-                      float *s, const float *qr) {
+static void probs_row(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t i, float lse, float *s,
+                      const float *qr) {
   int64_t lo, hi;
   attn_sdpa_key_range(d, b, i, &lo, &hi);
   for (int64_t j = 0; j < d->Lk; j++) {
@@ -153,7 +158,8 @@ attn_status attn_sdpa_forward_math(const attn_sdpa_desc *d, const float *q, cons
   int nt;
   float *scratch;
   const int64_t per = (probs ? 0 : nsc) + 2 * nr; /* S, QR, PR */
-  if ((st = scratch_alloc(tasks, per, &nt, &scratch))) return st;
+  const double macs = (double)tasks * (double)nsc * (double)(D + Dv + R);
+  if ((st = scratch_alloc(tasks, macs, per, &nt, &scratch))) return st;
 
   const int64_t ldq = ld_of(r.q[2], Lq, D), ldk = ld_of(r.k[2], Lk, D);
   const int64_t ldv = ld_of(r.v[2], Lk, Dv), ldo = ld_of(r.o[2], Lq, Dv);
@@ -167,7 +173,7 @@ attn_status attn_sdpa_forward_math(const attn_sdpa_desc *d, const float *q, cons
     float *O = out + b * r.o[0] + h * r.o[1];     /* [Lq, Dv] */
     float *L = lse + t * Lq;                      /* [Lq] */
     float *mine = scratch ? scratch + (int64_t)thread_id() * per : NULL;
-    float *S = probs ? probs + t * nsc : mine; /* [Lq, Lk] */
+    float *S = probs ? probs + t * nsc : mine;          /* [Lq, Lk] */
     float *QR = mine ? mine + (probs ? 0 : nsc) : NULL; /* [Lq, R] */
     float *PR = QR ? QR + nr : NULL;                    /* [Lq, R] */
     int s[4] = {0};
@@ -222,7 +228,8 @@ static void table_grads_finish(const attn_sdpa_desc *d, int64_t tasks, table_gra
     if (!dst[part]) continue;
     for (int64_t e = 0; e < n[part]; e++) {
       double acc = 0.0;
-      for (int64_t t = 0; t < tasks; t++) acc += g->buf[t * g->per + off + e];
+      for (int64_t t = 0; t < tasks; t++)
+        acc += g->buf[t * g->per + off + e];
       dst[part][e] = (float)acc;
     }
   }
@@ -245,11 +252,13 @@ attn_status attn_sdpa_backward_math(const attn_sdpa_desc *d, const float *q, con
   attn_sdpa_resolved r;
   attn_status st = attn_sdpa_validate(d, q, k, v, &r);
   if (st) return st;
-  const int64_t B = d->B, Hq = d->Hq, Hkv = d->Hkv, Lq = d->Lq, Lk = d->Lk, D = d->D,
-                Dv = d->Dv;
+  const int64_t B = d->B, Hq = d->Hq, Hkv = d->Hkv, Lq = d->Lq, Lk = d->Lk, D = d->D, Dv = d->Dv;
   if (Lq > 0 && (!out || !lse || !dout || !dq))
     return attn_set_error(ATTN_EINVAL, "sdpa backward: %s is NULL",
-                          !out ? "out" : !lse ? "lse" : !dout ? "dout" : "dq");
+                          !out    ? "out"
+                          : !lse  ? "lse"
+                          : !dout ? "dout"
+                                  : "dq");
   if (Lk > 0 && (!dk || !dv))
     return attn_set_error(ATTN_EINVAL, "sdpa backward: %s is NULL", !dk ? "dk" : "dv");
   const int64_t nsc = Lq * Lk, tasks = B * Hkv; /* tasks: (b, g) pairs */
@@ -257,7 +266,8 @@ attn_status attn_sdpa_backward_math(const attn_sdpa_desc *d, const float *q, con
   int nt;
   float *scratch;
   const int64_t per = 2 * nsc + 2 * nr; /* P, dS, XR, PR */
-  if ((st = scratch_alloc(tasks, per, &nt, &scratch))) return st;
+  const double macs = 2.0 * (double)B * Hq * (double)nsc * (double)(D + Dv + R);
+  if ((st = scratch_alloc(tasks, macs, per, &nt, &scratch))) return st;
   table_grads tg;
   if ((st = table_grads_alloc(d, tasks, &tg))) {
     free(scratch);
@@ -274,12 +284,12 @@ attn_status attn_sdpa_backward_math(const attn_sdpa_desc *d, const float *q, con
     const float *V = v + b * r.v[0] + g * r.v[1]; /* [Lk, Dv] */
     float *dK = dk ? dk + b * r.k[0] + g * r.k[1] : NULL;
     float *dV = dv ? dv + b * r.v[0] + g * r.v[1] : NULL;
-    float *P = scratch + (int64_t)thread_id() * per; /* [Lq, Lk] */
-    float *dS = P + nsc;                              /* [Lq, Lk]: dP, then dS */
-    float *XR = dS + nsc;                             /* [Lq, R]: QR, then DOR, then DQR */
-    float *PR = XR + nr;                              /* [Lq, R] */
-    float *gt5 = tg.nt5 ? tg.buf + t * tg.per : NULL;            /* [Hq, buckets] */
-    float *gsk = tg.nsk ? tg.buf + t * tg.per + tg.nt5 : NULL;   /* [R, D] */
+    float *P = scratch + (int64_t)thread_id() * per;           /* [Lq, Lk] */
+    float *dS = P + nsc;                                       /* [Lq, Lk]: dP, then dS */
+    float *XR = dS + nsc;                                      /* [Lq, R]: QR, then DOR, then DQR */
+    float *PR = XR + nr;                                       /* [Lq, R] */
+    float *gt5 = tg.nt5 ? tg.buf + t * tg.per : NULL;          /* [Hq, buckets] */
+    float *gsk = tg.nsk ? tg.buf + t * tg.per + tg.nt5 : NULL; /* [R, D] */
     float *gsv = tg.nsv ? tg.buf + t * tg.per + tg.nt5 + tg.nsk : NULL; /* [R, Dv] */
     if (Lq == 0) { /* no query reads this head: its gradients are 0 */
       zero_rows(dK, Lk, r.k[2], D);
@@ -318,7 +328,8 @@ attn_status attn_sdpa_backward_math(const attn_sdpa_desc *d, const float *q, con
       for (int64_t i = 0; i < Lq; i++) {
         const float *oi = O + i * r.o[2], *doi = dO + i * r.o[2];
         double Di = 0.0; /* rowsum(dout * out) */
-        for (int64_t c = 0; c < Dv; c++) Di += (double)doi[c] * oi[c];
+        for (int64_t c = 0; c < Dv; c++)
+          Di += (double)doi[c] * oi[c];
         float *pi = P + i * Lk, *si = dS + i * Lk;
         for (int64_t j = 0; j < Lk; j++)
           si[j] = pi[j] == 0.0f ? 0.0f : (float)(pi[j] * ((double)si[j] - Di));
@@ -334,9 +345,8 @@ attn_status attn_sdpa_backward_math(const attn_sdpa_desc *d, const float *q, con
         for (int64_t i = 0; i < Lq; i++)
           for (int64_t j = 0; j < Lk; j++)
             if (dS[i * Lk + j] != 0.0f)
-              gt5[h * d->rel_buckets + attn_pos_t5_bucket(j - i - d->q_offset,
-                                                          d->rel_bidirectional, d->rel_buckets,
-                                                          d->rel_max_distance)] +=
+              gt5[h * d->rel_buckets + attn_pos_t5_bucket(j - i - d->q_offset, d->rel_bidirectional,
+                                                          d->rel_buckets, d->rel_max_distance)] +=
                   dS[i * Lk + j];
       for (int x = 0; x < 10; x++)
         if (s[x] > bad) bad = s[x];

@@ -12,15 +12,16 @@ attn_status attn_alibi_slopes(int64_t H, float *slopes) {
     return attn_set_error(ATTN_EINVAL, "alibi slopes: H = %lld (must be >= 1), slopes %s",
                           (long long)H, slopes ? "given" : "NULL");
   int64_t n = 1; /* the largest power of two <= H */
-  while (n * 2 <= H) n *= 2;
-  for (int64_t h = 0; h < n; h++) slopes[h] = (float)exp2(-8.0 * (double)(h + 1) / (double)n);
+  while (n * 2 <= H)
+    n *= 2;
+  for (int64_t h = 0; h < n; h++)
+    slopes[h] = (float)exp2(-8.0 * (double)(h + 1) / (double)n);
   for (int64_t h = 0; h < H - n; h++)
     slopes[n + h] = (float)exp2(-4.0 * (double)(2 * h + 1) / (double)n);
   return ATTN_OK;
 }
 
-int64_t attn_t5_bucket(int64_t rel, int bidirectional, int64_t num_buckets,
-                       int64_t max_distance) {
+int64_t attn_t5_bucket(int64_t rel, int bidirectional, int64_t num_buckets, int64_t max_distance) {
   return attn_pos_t5_bucket(rel, bidirectional, num_buckets, max_distance);
 }
 
@@ -50,7 +51,8 @@ attn_status attn_block_sparse_bigbird(uint8_t *mask, int64_t nqb, int64_t nkb, i
       }
     }
     if (causal)
-      for (int64_t c = a + 1; c < nkb; c++) row[c] = 0;
+      for (int64_t c = a + 1; c < nkb; c++)
+        row[c] = 0;
   }
   return ATTN_OK;
 }

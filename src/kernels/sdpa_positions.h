@@ -19,7 +19,6 @@
 
 #include "kernels/sdpa_internal.h"
 
-
 /* HF T5 _relative_position_bucket(rel, bidirectional, num_buckets,
  * max_distance), rel = key position - query position. The log branch is
  * evaluated in float32 in torch's order, so bucket edges agree exactly. */
@@ -53,9 +52,8 @@ static inline float attn_pos_bias(const attn_sdpa_desc *d, int64_t h, int64_t pi
     b -= d->alibi_slopes[h] * (float)dist;
   }
   if (d->rel_bias)
-    b += d->rel_bias[h * d->rel_buckets +
-                     attn_pos_t5_bucket(j - pi, d->rel_bidirectional, d->rel_buckets,
-                                        d->rel_max_distance)];
+    b += d->rel_bias[h * d->rel_buckets + attn_pos_t5_bucket(j - pi, d->rel_bidirectional,
+                                                             d->rel_buckets, d->rel_max_distance)];
   return b;
 }
 

@@ -6,8 +6,8 @@
 #include "attn/nn_variants.h"
 #include "nn/nn_internal.h"
 
-attn_status attn_relpos_declare(attn_relpos *m, attn_params *p, const char *prefix,
-                                int64_t max_len, int64_t embed) {
+attn_status attn_relpos_declare(attn_relpos *m, attn_params *p, const char *prefix, int64_t max_len,
+                                int64_t embed) {
   if (!m || !p || !prefix) return attn_set_error(ATTN_EINVAL, "relpos_declare: NULL argument");
   if (max_len < 1 || embed < 1)
     return attn_set_error(ATTN_EINVAL, "relative position '%s': max_len %lld, embed %lld (>= 1)",
@@ -30,8 +30,8 @@ attn_status attn_relpos_init(const attn_relpos *m, attn_params *p, uint64_t seed
   return ATTN_OK;
 }
 
-static attn_status check_len(const attn_relpos *m, const attn_params *p, int64_t L,
-                             const void *buf, const char *fn) {
+static attn_status check_len(const attn_relpos *m, const attn_params *p, int64_t L, const void *buf,
+                             const char *fn) {
   if (!m || !p || !buf) return attn_set_error(ATTN_EINVAL, "%s: NULL argument", fn);
   if (L < 1 || L > m->max_len)
     return attn_set_error(ATTN_EINVAL, "%s: seq_len %lld outside [1, max_len %lld]", fn,
@@ -39,8 +39,7 @@ static attn_status check_len(const attn_relpos *m, const attn_params *p, int64_t
   return ATTN_OK;
 }
 
-attn_status attn_relpos_forward(const attn_relpos *m, const attn_params *p, int64_t L,
-                                float *out) {
+attn_status attn_relpos_forward(const attn_relpos *m, const attn_params *p, int64_t L, float *out) {
   attn_status st = check_len(m, p, L, out, "relpos_forward");
   if (st) return st;
   const float *w = attn_params_data(p, m->weight);
@@ -61,7 +60,8 @@ attn_status attn_relpos_backward(const attn_relpos *m, attn_params *p, int64_t L
     for (int64_t j = 0; j < L; j++) {
       float *gr = g + (i - j + L - 1) * E;
       const float *d = dout + (i * L + j) * E;
-      for (int64_t e = 0; e < E; e++) gr[e] += d[e];
+      for (int64_t e = 0; e < E; e++)
+        gr[e] += d[e];
     }
   return ATTN_OK;
 }

@@ -65,8 +65,8 @@ attn_status attn_vattn_declare(attn_vattn *m, attn_params *p, const char *prefix
   m->Hkv = c->num_kv_heads ? c->num_kv_heads : c->num_heads;
   m->kvd = c->kv_dim ? c->kv_dim : c->embed_dim;
   m->hd = c->head_dim ? c->head_dim : (c->num_heads > 0 ? c->embed_dim / c->num_heads : 0);
-  if (c->embed_dim < 1 || m->Hq < 1 || m->Hkv < 1 || m->Hq % m->Hkv || m->hd < 1 ||
-      m->kvd < 1 || (!c->head_dim && m->hd * m->Hq != c->embed_dim) || c->window_left < -1 ||
+  if (c->embed_dim < 1 || m->Hq < 1 || m->Hkv < 1 || m->Hq % m->Hkv || m->hd < 1 || m->kvd < 1 ||
+      (!c->head_dim && m->hd * m->Hq != c->embed_dim) || c->window_left < -1 ||
       c->window_right < -1 || (c->rope && m->hd % 2))
     return attn_set_error(ATTN_EINVAL,
                           "attention '%s': embed_dim %lld, kv_dim %lld, heads %lld, kv heads "
@@ -181,7 +181,8 @@ attn_status attn_vattn_forward(const attn_vattn *m, const attn_params *p, const 
 
 /* dst [n] += src [n] */
 static void add_to(float *dst, const float *src, int64_t n) {
-  for (int64_t i = 0; i < n; i++) dst[i] += src[i];
+  for (int64_t i = 0; i < n; i++)
+    dst[i] += src[i];
 }
 
 attn_status attn_vattn_backward(const attn_vattn *m, attn_params *p, const attn_nn_ctx *ctx,
@@ -208,8 +209,8 @@ attn_status attn_vattn_backward(const attn_vattn *m, attn_params *p, const attn_
   d.shaw_v_grad = nsv ? dv + nk + nt5 + nsk : NULL;
   attn_status st;
   if ((st = attn_linear_backward(&m->o, p, s->ctx, dout, dctx, B * Lq)) ||
-      (st = attn_sdpa_backward(&d, backend_of(ctx), s->q, s->k, s->v, s->ctx, s->lse, dctx, dq,
-                               dk, dv)))
+      (st = attn_sdpa_backward(&d, backend_of(ctx), s->q, s->k, s->v, s->ctx, s->lse, dctx, dq, dk,
+                               dv)))
     goto done;
   if (m->c.rope && /* back to the unrotated projections */
       ((st = attn_rope_backward_f32(dq, dq, B, Lq, m->Hq, m->hd, theta_of(m), 0,
@@ -251,8 +252,7 @@ attn_status attn_vattn_decode(const attn_vattn *m, const attn_params *p, const a
                           "vattn_decode: cache (B %lld, Hkv %lld, D %lld, Dv %lld) does not "
                           "match (B %lld, Hkv %lld, head_dim %lld)",
                           (long long)cache->B, (long long)cache->Hkv, (long long)cache->D,
-                          (long long)cache->Dv, (long long)B, (long long)m->Hkv,
-                          (long long)m->hd);
+                          (long long)cache->Dv, (long long)B, (long long)m->Hkv, (long long)m->hd);
   if (n < 1) return attn_set_error(ATTN_EINVAL, "vattn_decode: n = %lld", (long long)n);
   const int64_t nq = B * n * m->Hq * m->hd, nk = B * n * m->Hkv * m->hd, pos = cache->len;
   float *buf = nn_scratch(2 * nq + 4 * nk + B * m->Hq * n);
