@@ -73,7 +73,8 @@ typedef enum {
 } attn_lowp_path;
 /* 1 if `path` can run `dtype` ("bf16", "f16", "i8") here, else 0. */
 int attn_lowp_path_available(attn_lowp_path path, const char *dtype);
-/* The path AUTO picks for dtype, as a name ("amx", "avx512_bf16", ...). */
+/* Name of the kernel `path` means for dtype ("amx", "avx512_bf16",
+ * "avx512_vnni", "avx512_f32fma", "portable"); for AUTO, the one it picks. */
 const char *attn_lowp_path_name(attn_lowp_path path, const char *dtype);
 attn_status attn_gemm_bf16_path(attn_lowp_path path, int transa, int transb, int64_t M, int64_t N,
                                 int64_t K, float alpha, const uint16_t *A, int64_t lda,
