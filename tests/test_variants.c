@@ -212,6 +212,7 @@ static void decode_case(attn_backend be, int chunk, int schemes) {
   float *q = malloc(nq * 4), *k = malloc(nk * 4), *v = malloc(nv * 4);
   float *out = malloc(B * Hq * L * Dv * 4), *lse = malloc(B * Hq * L * 4);
   float slopes[4], rel[4 * 16], shaw[7 * 8];
+  uint8_t blocks[16];
   fill_uniform(q, nq, 1, -1, 1);
   fill_uniform(k, nk, 2, -1, 1);
   fill_uniform(v, nv, 3, -1, 1);
@@ -231,6 +232,12 @@ static void decode_case(attn_backend be, int chunk, int schemes) {
     d.rel_max_distance = 10;
     d.shaw_k = shaw;
     d.shaw_max = 4;
+    /* one block layout for the final length: its row stride is fixed */
+    CHECK_OK(attn_block_sparse_bigbird(blocks, 4, 4, 1, 1, 1, 9, 1));
+    blocks[3 * 4 + 1] = 0;
+    d.block_mask = blocks;
+    d.block_size = 4;
+    d.block_cols = 4;
   }
   CHECK_OK(attn_sdpa_forward(&d, be, q, k, v, out, lse, NULL));
 
@@ -363,6 +370,9 @@ static void test_validation(void) {
   attn_sdpa_desc_init(&d, 1, 2, 2, 8, 8, 4, 4);
   d.block_mask = (const uint8_t *)"\1";
   CHECK_ERR(attn_sdpa_forward(&d, ATTN_BACKEND_MATH, q, k, v, o, l, NULL), ATTN_EINVAL);
+  d.block_size = 4;
+  d.block_cols = 1; /* fewer than ceil(8/4) */
+  CHECK_ERR(attn_sdpa_forward(&d, ATTN_BACKEND_MATH, q, k, v, o, l, NULL), ATTN_EINVAL);
 }
 
 /* Outputs and table gradients do not depend on the thread count (a problem
@@ -453,7 +463,7 @@ static void write_input(const attn_st *g, const char *path, const char *skip) {
 
 static void test_cli(void) {
   const char *env = getenv("ATTN_BIN");
-  snprintf(bin, sizeof bin, "%s", env ? env : "build/attn");
+  if (env) snprintf(bin, sizeof bin, "%s", env); /* else main's <dir of this program>/../attn */
   char in[64], out[64], args[512], err[2048];
   snprintf(in, sizeof in, "/tmp/attn_var_in.%d.st", (int)getpid());
   snprintf(out, sizeof out, "/tmp/attn_var_out.%d.st", (int)getpid());
@@ -502,7 +512,11 @@ static void test_cli(void) {
   remove(out);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  (void)argc;
+  const char *slash = strrchr(argv[0], '/');
+  snprintf(bin, sizeof bin, "%.*s/../attn", slash ? (int)(slash - argv[0]) : 1,
+           slash ? argv[0] : ".");
   attn_set_num_threads(1); /* one thread except the thread-count checks */
   RUN(test_golden_math);
   RUN(test_golden_auto);

@@ -72,10 +72,13 @@ typedef struct {
   int64_t shaw_max;
   /* Block-sparse layout: key j is allowed for query i only if
    * block_mask[(p_i / block_size) * nkb + j / block_size] != 0, where
-   * nkb = ceil(Lk / block_size); rows: ceil((q_offset + Lq) / block_size).
+   * nkb = block_cols or ceil(Lk / block_size); rows: ceil((q_offset + Lq) / block_size).
    * Shared by all batches and heads (attn_block_sparse_*). */
   const uint8_t *block_mask;
   int64_t block_size;
+  /* Row stride of block_mask in blocks; 0 = ceil(Lk / block_size). Set it
+   * (>= ceil(Lk / block_size)) to keep one layout while Lk grows (decoding). */
+  int64_t block_cols;
   /* Backward outputs for the learned tables (OVERWRITTEN; NULL = not wanted):
    * rel_bias_grad [Hq, rel_buckets], shaw_k_grad [2M-1, D], shaw_v_grad [2M-1, Dv]. */
   float *rel_bias_grad, *shaw_k_grad, *shaw_v_grad;

@@ -76,7 +76,8 @@ attn_status attn_kv_cache_append(attn_kv_cache *c, const float *k_new, const flo
  * last) against every cached row: *tmpl supplies Hq, scale, causal, window,
  * position schemes and masks (its B, Hkv, D, Dv must match the cache; its Lq,
  * Lk, q_offset and k/v strides are set here: Lq = n, Lk = len, q_offset =
- * len - n). out [B, Hq, n, Dv], lse [B, Hq, n]. O(len) per query. */
+ * len - n). out [B, Hq, n, Dv], lse [B, Hq, n]. O(len) per query. A block
+ * layout needs block_cols set (its row stride must not change as len grows). */
 attn_status attn_kv_cache_attend(const attn_kv_cache *c, const attn_sdpa_desc *tmpl,
                                  attn_backend backend, const float *q, int64_t n, float *out,
                                  float *lse);

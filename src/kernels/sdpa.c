@@ -111,9 +111,13 @@ static attn_status validate_variants(const attn_sdpa_desc *d) {
                           "sdpa: shaw_k/shaw_v with shaw_max = %lld (must be >= 1, and "
                           "Lq*(2*shaw_max-1) not huge)",
                           (long long)d->shaw_max);
-  if (d->block_mask && d->block_size < 1)
-    return attn_set_error(ATTN_EINVAL, "sdpa: block_mask with block_size = %lld (must be >= 1)",
-                          (long long)d->block_size);
+  if (d->block_mask &&
+      (d->block_size < 1 || d->block_cols < 0 ||
+       (d->block_cols > 0 && d->block_cols < (d->Lk + d->block_size - 1) / d->block_size)))
+    return attn_set_error(ATTN_EINVAL,
+                          "sdpa: block_mask with block_size = %lld, block_cols = %lld (size >= 1; "
+                          "cols 0 or >= ceil(Lk/size))",
+                          (long long)d->block_size, (long long)d->block_cols);
   return ATTN_OK;
 }
 

@@ -71,8 +71,9 @@ static inline int64_t attn_pos_shaw_rows(const attn_sdpa_desc *d) {
   return d->shaw_k || d->shaw_v ? 2 * d->shaw_max - 1 : 0;
 }
 
+/* Row stride of the block layout, in blocks. */
 static inline int64_t attn_pos_block_cols(const attn_sdpa_desc *d) {
-  return (d->Lk + d->block_size - 1) / d->block_size;
+  return d->block_cols > 0 ? d->block_cols : (d->Lk + d->block_size - 1) / d->block_size;
 }
 
 /* Block-sparse layout: may query position pi see key j? */

@@ -120,6 +120,7 @@ static void vattn_desc(const attn_vattn *m, int64_t B, int64_t Lq, int64_t Lk,
     d->shaw_max = extra->shaw_max;
     d->block_mask = extra->block_mask;
     d->block_size = extra->block_size;
+    d->block_cols = extra->block_cols;
   }
   d->causal = m->c.causal;
   d->window_left = m->c.window_left;
