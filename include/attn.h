@@ -15,6 +15,8 @@
 #include "attn/nn_variants.h"
 #include "attn/train.h"
 #include "attn/lowp.h"
+#include "attn/amp.h"
+#include "attn/quant.h"
 
 #define ATTN_VERSION "0.1.0"
 

@@ -37,13 +37,36 @@ typedef enum { ATTN_ACT_RELU = 0, ATTN_ACT_GELU = 1 } attn_activation;
 /* "relu" | "gelu" */
 attn_status attn_activation_from_name(const char *name, attn_activation *out);
 
+/* Precision of the Linear GEMMs (every projection of MHA / FFN, Linear):
+ * F32 = plain f32 GEMM (the default, bit for bit as before); BF16 / F16 =
+ * inputs rounded to bf16 / fp16, products accumulated in f32 (lowp.h), f32
+ * master weights and gradients. Softmax, LayerNorm, SDPA, loss and
+ * reductions stay f32 whatever the precision. */
+typedef enum { ATTN_PREC_F32 = 0, ATTN_PREC_BF16 = 1, ATTN_PREC_F16 = 2 } attn_precision;
+/* "f32" | "bf16" | "fp16" (also "f16") */
+attn_status attn_precision_from_name(const char *name, attn_precision *out);
+const char *attn_precision_name(attn_precision p);
+
+/* Quantization state (include/attn/quant.h): per-Linear QAT observers, and
+ * a table of int8 Linears keyed by the f32 weight they replace. */
+typedef struct attn_qat attn_qat;
+typedef struct attn_qlinear_set attn_qlinear_set;
+
 /* How a forward/backward pair runs. A zeroed struct = inference-style run on
- * the auto backend with dropout off. */
+ * the auto backend with dropout off, f32 Linears. */
 typedef struct {
   attn_backend backend; /* SDPA backend for attention */
   int training;         /* dropout active iff training and p > 0 */
   uint64_t seed;        /* dropout seed */
   uint64_t step;        /* folded into the dropout stream (a new mask per step) */
+  attn_precision precision; /* Linear GEMMs (above) */
+  /* non-NULL: fake quantization in every Linear (per-channel weights,
+   * per-tensor activations with an EMA min/max observer updated while
+   * training) and straight-through backward */
+  attn_qat *qat;
+  /* non-NULL: a Linear whose weight has an entry runs in int8
+   * (attn_qlinear_forward); forward only */
+  const attn_qlinear_set *qlinears;
 } attn_nn_ctx;
 
 /* ---- parameter initialisation (seeded, attn_rng_uniform) ------------------
@@ -63,6 +86,16 @@ attn_status attn_dense_forward_f32(const float *x, const float *W, const float *
 attn_status attn_dense_backward_f32(const float *x, const float *W, const float *dy, float *dx,
                                     float *dW, float *db, int64_t rows, int64_t in, int64_t out);
 
+/* The same under ctx (NULL = f32): precision, QAT, int8 Linears (see
+ * attn_nn_ctx). W identifies the Linear for the QAT observer and the int8
+ * table, so pass the parameter's own storage. */
+attn_status attn_dense_forward_ctx(const attn_nn_ctx *ctx, const float *x, const float *W,
+                                   const float *b, float *y, int64_t rows, int64_t in,
+                                   int64_t out);
+attn_status attn_dense_backward_ctx(const attn_nn_ctx *ctx, const float *x, const float *W,
+                                    const float *dy, float *dx, float *dW, float *db,
+                                    int64_t rows, int64_t in, int64_t out);
+
 /* ---- Linear: "<prefix>weight" [out, in], "<prefix>bias" [out] -------------- */
 typedef struct {
   int64_t in, out;
@@ -79,6 +112,12 @@ attn_status attn_linear_forward(const attn_linear *m, const attn_params *p, cons
 /* dx [rows, in] += dy W (dx may be NULL); grads accumulated */
 attn_status attn_linear_backward(const attn_linear *m, attn_params *p, const float *x,
                                  const float *dy, float *dx, int64_t rows);
+/* The same under ctx (attn_dense_*_ctx). */
+attn_status attn_linear_forward_ctx(const attn_linear *m, const attn_params *p,
+                                    const attn_nn_ctx *ctx, const float *x, float *y,
+                                    int64_t rows);
+attn_status attn_linear_backward_ctx(const attn_linear *m, attn_params *p, const attn_nn_ctx *ctx,
+                                     const float *x, const float *dy, float *dx, int64_t rows);
 
 /* ---- LayerNorm: "<prefix>weight" [n], "<prefix>bias" [n] -------------------- */
 typedef struct {

@@ -54,7 +54,7 @@ attn_status attn_ffn_forward(const attn_ffn *m, const attn_params *p, const attn
   s->h = NN_ALLOC_F(&s->arena, n);
   s->a = NN_ALLOC_F(&s->arena, n);
   if (!s->h || !s->a) return ATTN_ENOMEM;
-  attn_status st = attn_linear_forward(&m->l1, p, x, s->h, rows);
+  attn_status st = attn_linear_forward_ctx(&m->l1, p, ctx, x, s->h, rows);
   if (st) return st;
   st = m->act == ATTN_ACT_GELU ? attn_gelu_f32(s->h, s->a, n) : attn_relu_f32(s->h, s->a, n);
   if (st) return st;
@@ -70,7 +70,7 @@ attn_status attn_ffn_forward(const attn_ffn *m, const attn_params *p, const attn
     free(t);
     if (st) return st;
   }
-  return attn_linear_forward(&m->l2, p, s->a, y, rows);
+  return attn_linear_forward_ctx(&m->l2, p, ctx, s->a, y, rows);
 }
 
 attn_status attn_ffn_backward(const attn_ffn *m, attn_params *p, const attn_nn_ctx *ctx,
@@ -81,7 +81,7 @@ attn_status attn_ffn_backward(const attn_ffn *m, attn_params *p, const attn_nn_c
   int64_t rows = s->rows, n = rows * m->l1.out;
   float *da = nn_scratch(n), *dh = nn_scratch(n);
   attn_status st = (!da || !dh) ? ATTN_ENOMEM : ATTN_OK;
-  if (!st) st = attn_linear_backward(&m->l2, p, s->a, dy, da, rows);
+  if (!st) st = attn_linear_backward_ctx(&m->l2, p, ctx, s->a, dy, da, rows);
   if (!st && s->drop_mask) {
     st = attn_dropout_backward_f32(da, s->drop_mask, dh, n, m->dropout);
     memcpy(da, dh, (size_t)n * sizeof(float));
@@ -89,7 +89,7 @@ attn_status attn_ffn_backward(const attn_ffn *m, attn_params *p, const attn_nn_c
   if (!st)
     st = m->act == ATTN_ACT_GELU ? attn_gelu_backward_f32(s->h, da, dh, n)
                                  : attn_relu_backward_f32(s->h, da, dh, n);
-  if (!st) st = attn_linear_backward(&m->l1, p, x, dh, dx, rows);
+  if (!st) st = attn_linear_backward_ctx(&m->l1, p, ctx, x, dh, dx, rows);
   free(da);
   free(dh);
   return st;

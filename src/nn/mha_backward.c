@@ -56,7 +56,7 @@ attn_status attn_mha_backward(const attn_mha *m, attn_params *p, const attn_nn_c
   attn_status st = (!dctx || !dq || !dk || !dv) ? ATTN_ENOMEM : ATTN_OK;
   if (!st) {
     if (m->has_out)
-      st = attn_linear_backward(&m->out_lin, p, s->ctx, dout, dctx, B * Lq);
+      st = attn_linear_backward_ctx(&m->out_lin, p, ctx, s->ctx, dout, dctx, B * Lq);
     else
       memcpy(dctx, dout, (size_t)(B * Lq * E) * sizeof(float));
   }
@@ -74,7 +74,7 @@ attn_status attn_mha_backward(const attn_mha *m, attn_params *p, const attn_nn_c
   for (int i = 0; i < 3 && !st; i++) {
     int64_t rows = B * (i ? Lk : Lq);
     if (m->c.style == ATTN_MHA_SEED_SHARED) rows *= m->c.num_heads;
-    st = attn_dense_backward_f32(src[i], attn_params_data(p, m->w[i]) + m->wo[i], dproj[i],
+    st = attn_dense_backward_ctx(ctx, src[i], attn_params_data(p, m->w[i]) + m->wo[i], dproj[i],
                                  dsrc[i], attn_params_grad(p, m->w[i]) + m->wo[i],
                                  m->b[i] >= 0 ? attn_params_grad(p, m->b[i]) + m->bo[i] : NULL,
                                  rows, m->in[i], m->out[i]);

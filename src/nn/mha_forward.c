@@ -12,12 +12,12 @@ static const float *pick_src(int i, int self, const float *q, const float *k, co
   return i == 1 ? k : v;
 }
 
-static attn_status project(const attn_mha *m, const attn_params *p, int i, const float *x,
-                           float *y, int64_t rows) {
+static attn_status project(const attn_mha *m, const attn_params *p, const attn_nn_ctx *ctx, int i,
+                           const float *x, float *y, int64_t rows) {
   if (m->c.style == ATTN_MHA_SEED_SHARED) rows *= m->c.num_heads;  // [B*L*H, hd]
   const float *W = attn_params_data(p, m->w[i]) + m->wo[i];
   const float *b = m->b[i] >= 0 ? attn_params_data(p, m->b[i]) + m->bo[i] : NULL;
-  return attn_dense_forward_f32(x, W, b, y, rows, m->in[i], m->out[i]);
+  return attn_dense_forward_ctx(ctx, x, W, b, y, rows, m->in[i], m->out[i]);
 }
 
 static attn_status explicit_probs(const attn_mha *m, const attn_nn_ctx *ctx, attn_mha_saved *s,
@@ -89,7 +89,7 @@ attn_status attn_mha_forward(const attn_mha *m, const attn_params *p, const attn
   float *dst[3] = {s->q, s->k, s->v};
   attn_status st = ATTN_OK;
   for (int i = 0; i < 3 && !st; i++)
-    st = project(m, p, i, pick_src(i, self, query, key, value), dst[i], B * (i ? Lk : Lq));
+    st = project(m, p, ctx, i, pick_src(i, self, query, key, value), dst[i], B * (i ? Lk : Lq));
   if (!st) st = nn_mha_build_masks(m, masks, s);
   if (st) return st;
   attn_sdpa_desc d;
@@ -110,7 +110,7 @@ attn_status attn_mha_forward(const attn_mha *m, const attn_params *p, const attn
   if (!st && attn_weights) write_weights(m, s, P, attn_weights, average_weights);
   free(tmp);
   if (st) return st;
-  if (m->has_out) return attn_linear_forward(&m->out_lin, p, s->ctx, out, B * Lq);
+  if (m->has_out) return attn_linear_forward_ctx(&m->out_lin, p, ctx, s->ctx, out, B * Lq);
   memcpy(out, s->ctx, (size_t)(B * Lq * E) * sizeof(float));
   return ATTN_OK;
 }
