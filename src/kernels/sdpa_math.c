@@ -73,20 +73,18 @@ static attn_status scratch_alloc(int64_t tasks, double macs, int64_t per, int *n
   return ATTN_OK;
 }
 
-/* The logit of key j for row i of (b, h) given x = scale*q·k, or -inf when j
- * is not allowed: masks, block layout, additive mask, ALiBi/T5 bias, Shaw
- * (qr = scale * q_i·shaw_kᵀ [2M-1] or NULL). */
-static float logit_at(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t i, int64_t j,
-                      int64_t lo, int64_t hi, float x, const float *qr) {
-  const int64_t pi = i + d->q_offset;
-  if (j < lo || j >= hi || !attn_sdpa_bool_allows(d, b, h, i, j) ||
-      !attn_pos_block_allows(d, pi, j))
-    return -INFINITY;
-  x += attn_sdpa_add_mask_at(d, b, h, i, j);
-  if (x == -INFINITY) return x;
-  x += attn_pos_bias(d, h, pi, j);
-  if (qr) x += qr[attn_pos_shaw_row(d, pi, j)];
-  return x;
+/* Row i of (b, h): s [Lk] := its logits from scale*q·k: -inf where not
+ * allowed (key range, bool mask, additive -inf, block layout), plus the
+ * additive mask and the position terms (qr = scale * q_i·shaw_kᵀ or NULL). */
+static void logits_row(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t i, float *s,
+                       const float *qr) {
+  int64_t lo, hi;
+  attn_sdpa_key_range(d, b, i, &lo, &hi);
+  for (int64_t j = 0; j < d->Lk; j++)
+    s[j] = j >= lo && j < hi && attn_sdpa_bool_allows(d, b, h, i, j)
+               ? s[j] + attn_sdpa_add_mask_at(d, b, h, i, j)
+               : -INFINITY;
+  if (attn_sdpa_has_positions(d)) attn_pos_tile_logits(d, h, i, 1, 0, d->Lk, s, d->Lk, qr, 0);
 }
 
 /* Row i of (b, h): s [Lk] holds scale*q·k on entry, the probabilities on
@@ -94,17 +92,14 @@ static float logit_at(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t i, 
  * zero row) when no key is allowed. */
 static float softmax_row(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t i, float *s,
                          const float *qr) {
-  int64_t lo, hi, allowed = 0;
-  attn_sdpa_key_range(d, b, i, &lo, &hi);
+  int64_t allowed = 0;
+  logits_row(d, b, h, i, s, qr);
   float m = -INFINITY;
-  for (int64_t j = 0; j < d->Lk; j++) {
-    float x = logit_at(d, b, h, i, j, lo, hi, s[j], qr);
-    if (x != -INFINITY) {
+  for (int64_t j = 0; j < d->Lk; j++)
+    if (s[j] != -INFINITY) {
       allowed++;
-      if (x > m) m = x; /* NaN never wins here but still poisons the sum */
+      if (s[j] > m) m = s[j]; /* NaN never wins here but still poisons the sum */
     }
-    s[j] = x;
-  }
   if (allowed == 0) {
     memset(s, 0, (size_t)d->Lk * sizeof(float));
     return -INFINITY;
@@ -121,25 +116,20 @@ static float softmax_row(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t 
  * P = exp(logit - lse) on exit (0 for keys not allowed). */
 static void probs_row(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t i, float lse, float *s,
                       const float *qr) {
-  int64_t lo, hi;
-  attn_sdpa_key_range(d, b, i, &lo, &hi);
-  for (int64_t j = 0; j < d->Lk; j++) {
-    float p = 0.0f;
-    if (lse != -INFINITY) {
-      float x = logit_at(d, b, h, i, j, lo, hi, s[j], qr);
-      if (x != -INFINITY) p = (float)exp((double)x - lse);
-    }
-    s[j] = p;
+  if (lse == -INFINITY) {
+    memset(s, 0, (size_t)d->Lk * sizeof(float));
+    return;
   }
+  logits_row(d, b, h, i, s, qr);
+  for (int64_t j = 0; j < d->Lk; j++)
+    s[j] = s[j] == -INFINITY ? 0.0f : (float)exp((double)s[j] - lse);
 }
 
 /* xr [Lq, R] := sum over j of x [Lq, Lk] at Shaw row r(i, j) */
 static void shaw_scatter(const attn_sdpa_desc *d, const float *x, int64_t Lq, int64_t R,
                          float *xr) {
   memset(xr, 0, (size_t)(Lq * R) * sizeof(float));
-  for (int64_t i = 0; i < Lq; i++)
-    for (int64_t j = 0; j < d->Lk; j++)
-      xr[i * R + attn_pos_shaw_row(d, i + d->q_offset, j)] += x[i * d->Lk + j];
+  attn_pos_shaw_scatter(d, 0, Lq, 0, d->Lk, x, d->Lk, xr, R);
 }
 
 attn_status attn_sdpa_forward_math(const attn_sdpa_desc *d, const float *q, const float *k,
@@ -317,9 +307,7 @@ attn_status attn_sdpa_backward_math(const attn_sdpa_desc *d, const float *q, con
       s[2] = attn_gemm_f32(0, 1, Lq, Lk, Dv, 1.0f, dO, ldo, V, ldv, 0.0f, dS, Lk);
       if (d->shaw_v) { /* dP_ij += dO_i · shaw_v[r(i,j)]; d shaw_v += PRᵀ dO */
         s[6] = attn_gemm_f32(0, 1, Lq, R, Dv, 1.0f, dO, ldo, d->shaw_v, Dv, 0.0f, XR, R);
-        for (int64_t i = 0; i < Lq; i++)
-          for (int64_t j = 0; j < Lk; j++)
-            dS[i * Lk + j] += XR[i * R + attn_pos_shaw_row(d, i + d->q_offset, j)];
+        attn_pos_shaw_gather(d, 0, Lq, 0, Lk, XR, R, dS, Lk);
         if (gsv) {
           shaw_scatter(d, P, Lq, R, PR);
           s[7] = attn_gemm_f32(1, 0, R, Dv, Lq, 1.0f, PR, R, dO, ldo, 1.0f, gsv, Dv);
@@ -341,13 +329,7 @@ attn_status attn_sdpa_backward_math(const attn_sdpa_desc *d, const float *q, con
         s[8] = attn_gemm_f32(0, 0, Lq, D, R, r.scale, XR, R, d->shaw_k, D, 1.0f, dQ, ldq);
         if (gsk) s[9] = attn_gemm_f32(1, 0, R, D, Lq, r.scale, XR, R, Q, ldq, 1.0f, gsk, D);
       }
-      if (gt5)
-        for (int64_t i = 0; i < Lq; i++)
-          for (int64_t j = 0; j < Lk; j++)
-            if (dS[i * Lk + j] != 0.0f)
-              gt5[h * d->rel_buckets + attn_pos_t5_bucket(j - i - d->q_offset, d->rel_bidirectional,
-                                                          d->rel_buckets, d->rel_max_distance)] +=
-                  dS[i * Lk + j];
+      if (gt5) attn_pos_t5_grad(d, 0, Lq, 0, Lk, dS, Lk, gt5 + h * d->rel_buckets);
       for (int x = 0; x < 10; x++)
         if (s[x] > bad) bad = s[x];
     }

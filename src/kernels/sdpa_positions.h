@@ -94,4 +94,67 @@ static inline int attn_pos_block_tile_empty(const attn_sdpa_desc *d, int64_t pi0
   return 1;
 }
 
+/* ---- tile operations (the math path runs them on [1, Lk] rows; a flash
+ * kernel on its [R, BC] tiles). Rows i0..i0+R-1 (positions + q_offset), keys
+ * j0..j0+nk-1, row stride ld. -------------------------------------------- */
+
+/* Logits t (scale*q·k plus masks; -inf where not allowed) += ALiBi + T5 +
+ * Shaw (qr: NULL or [R, 2M-1] rows of scale * q_i·shaw_kᵀ, stride ldqr);
+ * -inf where the block layout disallows. -inf entries stay -inf. */
+static inline void attn_pos_tile_logits(const attn_sdpa_desc *d, int64_t h, int64_t i0, int64_t R,
+                                        int64_t j0, int64_t nk, float *t, int64_t ld,
+                                        const float *qr, int64_t ldqr) {
+  for (int64_t r = 0; r < R; r++) {
+    const int64_t pi = i0 + r + d->q_offset;
+    float *tr = t + r * ld;
+    const float *qrr = qr ? qr + r * ldqr : NULL;
+    for (int64_t c = 0; c < nk; c++) {
+      const int64_t j = j0 + c;
+      if (tr[c] == -INFINITY) continue;
+      if (!attn_pos_block_allows(d, pi, j)) {
+        tr[c] = -INFINITY;
+        continue;
+      }
+      float x = tr[c] + attn_pos_bias(d, h, pi, j);
+      if (qrr) x += qrr[attn_pos_shaw_row(d, pi, j)];
+      tr[c] = x;
+    }
+  }
+}
+
+/* xr [R, 2M-1] (stride ldr) += x [R, nk] summed by Shaw row (p -> pr for the
+ * values, ds -> dqr for the keys' backward). */
+static inline void attn_pos_shaw_scatter(const attn_sdpa_desc *d, int64_t i0, int64_t R, int64_t j0,
+                                         int64_t nk, const float *x, int64_t ld, float *xr,
+                                         int64_t ldr) {
+  for (int64_t r = 0; r < R; r++) {
+    const int64_t pi = i0 + r + d->q_offset;
+    for (int64_t c = 0; c < nk; c++)
+      xr[r * ldr + attn_pos_shaw_row(d, pi, j0 + c)] += x[r * ld + c];
+  }
+}
+
+/* x [R, nk] += xr [R, 2M-1] gathered by Shaw row (dp += dout·shaw_vᵀ). */
+static inline void attn_pos_shaw_gather(const attn_sdpa_desc *d, int64_t i0, int64_t R, int64_t j0,
+                                        int64_t nk, const float *xr, int64_t ldr, float *x,
+                                        int64_t ld) {
+  for (int64_t r = 0; r < R; r++) {
+    const int64_t pi = i0 + r + d->q_offset;
+    for (int64_t c = 0; c < nk; c++)
+      x[r * ld + c] += xr[r * ldr + attn_pos_shaw_row(d, pi, j0 + c)];
+  }
+}
+
+/* g [rel_buckets] (head h's row of the T5 table gradient) += ds [R, nk]. */
+static inline void attn_pos_t5_grad(const attn_sdpa_desc *d, int64_t i0, int64_t R, int64_t j0,
+                                    int64_t nk, const float *ds, int64_t ld, float *g) {
+  for (int64_t r = 0; r < R; r++) {
+    const int64_t pi = i0 + r + d->q_offset;
+    for (int64_t c = 0; c < nk; c++)
+      if (ds[r * ld + c] != 0.0f)
+        g[attn_pos_t5_bucket(j0 + c - pi, d->rel_bidirectional, d->rel_buckets,
+                             d->rel_max_distance)] += ds[r * ld + c];
+  }
+}
+
 #endif
