@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "kernels/sdpa_positions.h"
 
 /* golden tolerance: f32 vs a float64 reference on O(1) data */
 #define ATOL 2e-5
@@ -424,6 +425,63 @@ static void test_threads(void) {
   free(q), free(k), free(v), free(dout), free(sk), free(sv);
 }
 
+/* The tile operations give the same on [R, nk] tiles with a row stride as on
+ * whole rows (what the math path runs): the flash fusion reuses them. */
+static void test_tiles(void) {
+  enum { LQ = 7, LK = 11, M = 3, NR = 2 * M - 1, H = 2, NB = 8 };
+  float slopes[H] = {0.5f, 0.125f}, rel[H * NB], qr[LQ * NR], x[LQ * LK], a[LQ * LK], b[LQ * LK];
+  uint8_t bm[4 * 3];
+  fill_uniform(rel, H * NB, 1, -1, 1);
+  fill_uniform(qr, LQ * NR, 2, -1, 1);
+  fill_uniform(x, LQ * LK, 3, -1, 1);
+  for (int e = 0; e < 12; e++)
+    bm[e] = e % 5 != 1;
+  x[2 * LK + 3] = -INFINITY; /* masked before: stays masked */
+  attn_sdpa_desc d;
+  attn_sdpa_desc_init(&d, 1, H, H, LQ, LK, 4, 4);
+  d.q_offset = 2;
+  d.alibi_slopes = slopes;
+  d.rel_bias = rel;
+  d.rel_buckets = NB;
+  d.rel_max_distance = 9;
+  d.shaw_k = qr; /* only its presence matters here */
+  d.shaw_max = M;
+  d.block_mask = bm;
+  d.block_size = 3;
+  for (int h = 0; h < H; h++) {
+    memcpy(a, x, sizeof x);
+    memcpy(b, x, sizeof x);
+    for (int i = 0; i < LQ; i++)
+      attn_pos_tile_logits(&d, h, i, 1, 0, LK, a + i * LK, LK, qr + i * NR, 0);
+    for (int i0 = 0; i0 < LQ; i0 += 3)
+      for (int j0 = 0; j0 < LK; j0 += 4) {
+        const int R = LQ - i0 < 3 ? LQ - i0 : 3, nk = LK - j0 < 4 ? LK - j0 : 4;
+        attn_pos_tile_logits(&d, h, i0, R, j0, nk, b + i0 * LK + j0, LK, qr + i0 * NR, NR);
+      }
+    CHECK_CLOSE("tile logits", b, a, LQ * LK, 0, 0);
+    CHECK(a[2 * LK + 3] == -INFINITY);
+    CHECK(a[0] != x[0]); /* something was added */
+  }
+  /* scatter, gather and the T5 gradient, tiled vs whole */
+  float sa[LQ * NR] = {0}, sb[LQ * NR] = {0}, ga[NB] = {0}, gb[NB] = {0};
+  memcpy(a, x, sizeof x);
+  memcpy(b, x, sizeof x);
+  a[2 * LK + 3] = b[2 * LK + 3] = 0.0f;
+  attn_pos_shaw_scatter(&d, 0, LQ, 0, LK, a, LK, sa, NR);
+  attn_pos_t5_grad(&d, 0, LQ, 0, LK, a, LK, ga);
+  attn_pos_shaw_gather(&d, 0, LQ, 0, LK, qr, NR, a, LK);
+  for (int i0 = 0; i0 < LQ; i0 += 3)
+    for (int j0 = 0; j0 < LK; j0 += 4) {
+      const int R = LQ - i0 < 3 ? LQ - i0 : 3, nk = LK - j0 < 4 ? LK - j0 : 4;
+      attn_pos_shaw_scatter(&d, i0, R, j0, nk, b + i0 * LK + j0, LK, sb + i0 * NR, NR);
+      attn_pos_t5_grad(&d, i0, R, j0, nk, b + i0 * LK + j0, LK, gb);
+      attn_pos_shaw_gather(&d, i0, R, j0, nk, qr + i0 * NR, NR, b + i0 * LK + j0, LK);
+    }
+  CHECK_CLOSE("scatter", sb, sa, LQ * NR, 1e-6, 0);
+  CHECK_CLOSE("t5 grad", gb, ga, NB, 1e-6, 0);
+  CHECK_CLOSE("gather", b, a, LQ * LK, 0, 0);
+}
+
 /* ---- the tool ----------------------------------------------------------------- */
 static char bin[512];
 
@@ -526,6 +584,7 @@ int main(int argc, char **argv) {
   RUN(test_block_sparse);
   RUN(test_validation);
   RUN(test_threads);
+  RUN(test_tiles);
   RUN(test_cli);
   HARNESS_END();
 }

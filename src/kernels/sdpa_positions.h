@@ -3,13 +3,9 @@
  * (nothing of size Lq x Lk is ever stored). See include/attn/sdpa.h for the
  * fields and docs/VARIANTS.md for the conventions.
  *
- * For a tiled (flash) kernel, per score tile rows i0..i0+R-1, keys j0..j0+nk-1:
- *   - skip the tile when attn_pos_block_tile_empty() (block-sparse);
- *   - after t = scale * q·k: t += attn_pos_bias(d, h, p_i, j) (ALiBi + T5);
- *     t += scale * qr[r][attn_pos_shaw_row(d, p_i, j)] where qr = q_i · shaw_kᵀ
- *     is computed once per row group (2M-1 dots, not per key);
- *   - -inf where !attn_pos_block_allows(d, p_i, j);
- *   - Shaw values: o_i += sum_j p_ij shaw_v[r(i,j)] (accumulate p per r).
+ * A tiled (flash) kernel uses the tile operations at the end of this file
+ * (docs/VARIANTS.md, "Fusing into the flash kernel"); the math path runs the
+ * same operations on one row at a time.
  * p_i = i + d->q_offset. */
 #ifndef ATTN_SDPA_POSITIONS_H
 #define ATTN_SDPA_POSITIONS_H
