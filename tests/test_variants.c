@@ -505,69 +505,79 @@ static int run_tool(const char *args, char *err, size_t nerr) {
 static const char *const inputs[] = {"q",        "k",      "v",      "dout",      "alibi_slopes",
                                      "rel_bias", "shaw_k", "shaw_v", "block_mask"};
 
-static void write_input(const attn_st *g, const char *path, const char *skip) {
+/* The input part of golden file g to path, without tensor skip_t and
+ * metadata key skip_m, plus metadata add_k = add_v (each may be NULL). */
+static void write_input(const attn_st *g, const char *path, const char *skip_t, const char *skip_m,
+                        const char *add_k, const char *add_v) {
   attn_st *in = NULL;
   CHECK_OK(attn_st_new(&in));
   for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++) {
     const attn_tensor *t = attn_st_get(g, inputs[i]);
-    if (t && (!skip || strcmp(skip, inputs[i])))
+    if (t && (!skip_t || strcmp(skip_t, inputs[i])))
       CHECK_OK(attn_st_add(in, inputs[i], t->dtype, t->ndim, t->shape, t->data));
   }
-  for (int i = 0; i < attn_st_meta_count(g); i++)
-    CHECK_OK(attn_st_set_meta(in, attn_st_meta_key(g, i), attn_st_meta(g, attn_st_meta_key(g, i))));
+  for (int i = 0; i < attn_st_meta_count(g); i++) {
+    const char *k = attn_st_meta_key(g, i);
+    if (!skip_m || strcmp(skip_m, k)) CHECK_OK(attn_st_set_meta(in, k, attn_st_meta(g, k)));
+  }
+  if (add_k) CHECK_OK(attn_st_set_meta(in, add_k, add_v));
   CHECK_OK(attn_st_save(in, path));
   attn_st_free(in);
 }
 
-static void test_cli(void) {
-  const char *env = getenv("ATTN_BIN");
-  if (env) snprintf(bin, sizeof bin, "%s", env); /* else main's <dir of this program>/../attn */
-  char in[64], out[64], args[512], err[2048];
+static const char *const results[] = {"out", "lse",       "dq",      "dk",
+                                      "dv",  "drel_bias", "dshaw_k", "dshaw_v"};
+
+/* One run of the tool on a golden file's inputs (edited as write_input);
+ * want_err NULL: must succeed and match the golden results; else must fail
+ * with a message containing want_err. */
+static void cli_case(const char *name, const char *skip_t, const char *skip_m, const char *add_k,
+                     const char *add_v, const char *want_err) {
+  char in[64], out[64], args[512], err[2048], path[256];
   snprintf(in, sizeof in, "/tmp/attn_var_in.%d.st", (int)getpid());
   snprintf(out, sizeof out, "/tmp/attn_var_out.%d.st", (int)getpid());
-  const char *names[] = {"combo", "t5_causal", "rope_half_gqa"};
-  const char *results[] = {"out", "lse", "dq", "dk", "dv", "drel_bias", "dshaw_k", "dshaw_v"};
-  for (int c = 0; c < 3; c++) {
-    char path[256];
-    snprintf(path, sizeof path, "tests/golden/var_sdpa_%s.safetensors", names[c]);
-    attn_st *g = NULL, *o = NULL;
-    CHECK_OK(attn_st_load(path, &g));
-    if (!g) continue;
-    write_input(g, in, NULL);
-    snprintf(args, sizeof args, "sdpa %s %s", in, out);
-    int rc = run_tool(args, err, sizeof err);
+  snprintf(path, sizeof path, "tests/golden/var_sdpa_%s.safetensors", name);
+  attn_st *g = NULL, *o = NULL;
+  CHECK_OK(attn_st_load(path, &g));
+  if (!g) return;
+  write_input(g, in, skip_t, skip_m, add_k, add_v);
+  remove(out);
+  snprintf(args, sizeof args, "sdpa %s %s", in, out);
+  int rc = run_tool(args, err, sizeof err);
+  if (want_err) {
+    CHECK(rc != 0 && strstr(err, want_err));
+    if (!(rc != 0 && strstr(err, want_err))) printf("  %s: rc %d, '%s'\n", name, rc, err);
+    CHECK(attn_st_load(out, &o) != ATTN_OK); /* no output on failure */
+  } else {
     CHECK(rc == 0);
-    if (rc) printf("  %s: %s\n", names[c], err);
+    if (rc) printf("  %s: %s\n", name, err);
     CHECK_OK(attn_st_load(out, &o));
     for (size_t r = 0; o && r < sizeof results / sizeof results[0]; r++) {
       const attn_tensor *w = attn_st_get(g, results[r]), *t = attn_st_get(o, results[r]);
       CHECK(!w == !t);
       if (w && t) CHECK_CLOSE(results[r], t->data, w->data, attn_tensor_numel(w), ATOL, RTOL);
     }
-    attn_st_free(o);
-    if (c == 0) { /* a block_mask without block_size is an error naming it */
-      attn_st *bad = NULL;
-      CHECK_OK(attn_st_load(in, &bad));
-      attn_st *in2 = NULL;
-      CHECK_OK(attn_st_new(&in2));
-      for (int i = 0; i < attn_st_count(bad); i++) {
-        const attn_tensor *t = attn_st_get(bad, attn_st_name(bad, i));
-        CHECK_OK(attn_st_add(in2, attn_st_name(bad, i), t->dtype, t->ndim, t->shape, t->data));
-      }
-      for (int i = 0; i < attn_st_meta_count(bad); i++)
-        if (strcmp(attn_st_meta_key(bad, i), "block_size"))
-          CHECK_OK(attn_st_set_meta(in2, attn_st_meta_key(bad, i),
-                                    attn_st_meta(bad, attn_st_meta_key(bad, i))));
-      CHECK_OK(attn_st_save(in2, in));
-      rc = run_tool(args, err, sizeof err);
-      CHECK(rc != 0 && strstr(err, "block_size"));
-      attn_st_free(bad);
-      attn_st_free(in2);
-    }
-    attn_st_free(g);
   }
+  attn_st_free(o);
+  attn_st_free(g);
   remove(in);
   remove(out);
+}
+
+static void test_cli(void) {
+  const char *env = getenv("ATTN_BIN");
+  if (env) snprintf(bin, sizeof bin, "%s", env); /* else main's <dir of this program>/../attn */
+  cli_case("combo", NULL, NULL, NULL, NULL, NULL);
+  cli_case("t5_causal", NULL, NULL, NULL, NULL, NULL);
+  cli_case("rope_half_gqa", NULL, NULL, NULL, NULL, NULL);
+  cli_case("shaw", NULL, NULL, NULL, NULL, NULL);
+  /* the standard slopes from metadata alibi=1 equal the golden (BLOOM) ones */
+  cli_case("alibi_causal", "alibi_slopes", NULL, "alibi", "1", NULL);
+  cli_case("alibi_causal", NULL, NULL, "alibi", "1", "alibi");
+  cli_case("combo", NULL, "block_size", NULL, NULL, "block_size");
+  cli_case("t5_causal", NULL, "rel_max_distance", NULL, NULL, "rel_max_distance");
+  cli_case("rope_interleaved", NULL, NULL, "rope", "gptj", "rope layout");
+  cli_case("alibi_decode", NULL, NULL, "q_offset", "-2", "q_offset");
 }
 
 int main(int argc, char **argv) {
