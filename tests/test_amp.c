@@ -325,6 +325,35 @@ static void test_fp16_overflow_skips(void) {
   attn_params_free(&p);
 }
 
+/* bf16 / fp16 Linears give the same bits for 1 and 2 threads; bad
+ * arguments are refused by name. */
+static void test_lowp_threads_and_errors(void) {
+  enum { R = 130, I = 96, O = 72 };
+  static float x[R * I], W[O * I], y1[R * O], y2[R * O];
+  fill_uniform(x, R * I, 13, -1, 1);
+  fill_uniform(W, O * I, 14, -1, 1);
+  int nt = attn_get_num_threads();
+  for (int pi = 1; pi <= 2; pi++) {
+    attn_nn_ctx ctx = {0};
+    ctx.precision = (attn_precision)pi;
+    attn_set_num_threads(1);
+    CHECK_OK(attn_dense_forward_ctx(&ctx, x, W, NULL, y1, R, I, O));
+    attn_set_num_threads(2);
+    CHECK_OK(attn_dense_forward_ctx(&ctx, x, W, NULL, y2, R, I, O));
+    CHECK(!memcmp(y1, y2, sizeof y1));
+  }
+  attn_set_num_threads(nt);
+  attn_nn_ctx ctx = {0};
+  ctx.precision = ATTN_PREC_BF16;
+  CHECK_ERR(attn_dense_forward_ctx(&ctx, NULL, W, NULL, y1, R, I, O), ATTN_EINVAL);
+  CHECK_ERR(attn_dense_forward_ctx(&ctx, x, W, NULL, y1, -1, I, O), ATTN_EINVAL);
+  CHECK_ERR(attn_dense_backward_ctx(&ctx, x, W, y1, NULL, NULL, NULL, R, I, O), ATTN_EINVAL);
+  CHECK_ERR(attn_gemm_prec_f32in((attn_precision)7, 0, 0, 1, 1, 1, 1.0f, x, 1, W, 1, 0.0f, y1, 1),
+            ATTN_EINVAL);
+  CHECK_ERR(attn_gemm_prec_f32in(ATTN_PREC_F16, 0, 0, 2, 2, 4, 1.0f, x, 3, W, 2, 0.0f, y1, 2),
+            ATTN_EINVAL);  // lda < K
+}
+
 int main(void) {
   RUN(test_precision_names);
   RUN(test_gemm_prec_vs_f32);
@@ -335,5 +364,6 @@ int main(void) {
   RUN(test_loss_scaler_rule);
   RUN(test_loss_scaler_unscale);
   RUN(test_fp16_overflow_skips);
+  RUN(test_lowp_threads_and_errors);
   HARNESS_END();
 }

@@ -342,6 +342,33 @@ static void test_qat_encoder(void) {
   attn_params_free(&p);
 }
 
+/* Export: the int8 file of a QAT model holds exactly the weights the QAT
+ * forward used (fake-quantized W == scale * q of the file, bit for bit). */
+static void test_qat_export_matches(void) {
+  enum { O = 9, I = 20 };
+  attn_params p;
+  attn_params_init(&p);
+  attn_linear l;
+  CHECK_OK(attn_linear_declare(&l, &p, "head.", I, O, 1));
+  CHECK_OK(attn_params_alloc(&p));
+  CHECK_OK(attn_linear_init(&l, &p, ATTN_INIT_TORCH, 21));
+  const float *W = attn_params_data(&p, l.weight);
+  float sw[O], wq[O * I];
+  CHECK_OK(attn_quant_scales_per_channel_f32(W, O, I, sw));
+  CHECK_OK(attn_fake_quant_per_channel_f32(W, wq, NULL, O, I, sw, -127, 127));
+  attn_st *st, *q = NULL, *d = NULL;
+  CHECK_OK(attn_st_new(&st));
+  CHECK_OK(attn_params_store_st(&p, st, 0, NULL));
+  CHECK_OK(attn_quantize_st(st, &q, NULL));
+  if (q) CHECK_OK(attn_dequantize_st(q, &d));
+  const attn_tensor *t = d ? attn_st_get(d, "head.weight") : NULL;
+  CHECK(t && t->dtype == ATTN_F32 && !memcmp(t->data, wq, sizeof wq));
+  attn_st_free(st);
+  attn_st_free(q);
+  attn_st_free(d);
+  attn_params_free(&p);
+}
+
 int main(void) {
   snprintf(tmpdir, sizeof tmpdir, "/tmp/attn_quant_XXXXXX");
   if (!mkdtemp(tmpdir)) return 1;
@@ -352,6 +379,7 @@ int main(void) {
   RUN(test_qat_forward);
   RUN(test_qat_ste_mask);
   RUN(test_qat_encoder);
+  RUN(test_qat_export_matches);
   rmdir(tmpdir);
   HARNESS_END();
 }
