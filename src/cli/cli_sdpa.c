@@ -22,7 +22,7 @@ static const char usage_text[] =
     "  dout      optional, [B,Hq,Lq,Dv]: also compute the gradients\n"
     "IN's __metadata__ may hold causal (0/1), window_left, window_right (-1 = unbounded:\n"
     "key j is allowed for query i iff i-left <= j <= i+right) and scale (default 1/sqrt(D));\n"
-    "any other key but format is an error.\n"
+    "any other key but format and the variant keys below is an error.\n"
     "OUT gets out [B,Hq,Lq,Dv] and lse [B,Hq,Lq]; with dout also dq, dk, dv.\n"
     "A query row with no allowed key gets out 0, lse -inf and zero gradient.\n"
     "Variants (docs/VARIANTS.md): tensors alibi_slopes [Hq], rel_bias [Hq,buckets] (T5),\n"
