@@ -26,7 +26,7 @@ static int thread_id(void) { return omp_get_thread_num(); }
 static int thread_id(void) { return 0; }
 #endif
 
-enum { BC = ATTN_FLASH_BC, MR = ATTN_FLASH_MR, NC = ATTN_FLASH_NC, BQ = 144 };
+enum { BC = ATTN_FLASH_BC, MR = ATTN_FLASH_MR, NC = ATTN_FLASH_NC, QW = ATTN_FLASH_QW, BQ = 144 };
 
 const attn_flash_ops *attn_flash_ops_default(void) {
   const attn_flash_ops *a = attn_flash_ops_avx512();
@@ -112,13 +112,14 @@ int attn_flash_threads(double macs, int64_t items) {
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-/* One work item: rows [i0, i0+nq) of (b, h). ws: o [BQ, Dv], m, l [BQ], s [MR, BC]. */
+/* One work item: rows [i0, i0+nq) of (b, h). ws: o [BQ, Dv], m, l [BQ], s [MR, BC],
+ * and with Shaw xr [MR, QW] (q·shaw_kᵀ on the tile's band, then p summed on it). */
 static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
-                         const attn_sdpa_resolved *rs, int64_t b, int64_t h, int64_t i0, int nq,
-                         const float *q, const float *kt, const float *v, float *out, float *lse,
-                         float *ws) {
+                         const attn_sdpa_resolved *rs, const attn_flash_pos *pos, int64_t b,
+                         int64_t h, int64_t i0, int nq, const float *q, const float *kt,
+                         const float *v, float *out, float *lse, float *ws) {
   const int64_t D = d->D, Dv = d->Dv, nkb = ceil_div(d->Lk, BC), kvh = h / rs->group;
-  float *o = ws, *m = o + (int64_t)BQ * Dv, *l = m + BQ, *s = l + BQ;
+  float *o = ws, *m = o + (int64_t)BQ * Dv, *l = m + BQ, *s = l + BQ, *xr = s + MR * BC;
   float alpha[MR];
   int lo[MR], hi[MR], all_lo[MR], all_hi[MR];
   for (int r = 0; r < MR; r++)
@@ -136,18 +137,29 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
   attn_flash_key_range(d, b, i0, &lo0, &hi0);
   attn_flash_key_range(d, b, i0 + nq - 1, &lo1, &hi1);
   int64_t kb0 = lo0 / BC, kb1 = hi1 > lo0 ? ceil_div(hi1, BC) : kb0;
-  int masks = d->bool_mask || d->add_mask;
+  const int masks = d->bool_mask || d->add_mask || pos->bias || d->shaw_k;
   for (int64_t kb = kb0; kb < kb1; kb++) {
     int64_t j0 = kb * BC;
     int nk = (int)(d->Lk - j0 < BC ? d->Lk - j0 : BC);
     const float *ktb = kth + kb * D * BC, *vb = vh + j0 * rs->v[2];
     for (int r0 = 0; r0 < nq; r0 += MR) {
       int R = nq - r0 < MR ? nq - r0 : MR;
-      if (!attn_flash_tile_bounds(d, b, i0 + r0, R, j0, nk, lo, hi)) continue;
-      ops->gemm(R, BC, D, qh + (i0 + r0) * rs->q[2], rs->q[2], 1, ktb, BC, s, BC, NULL, 0);
-      if (masks) { /* logits, masks, then the softmax on finished logits */
+      const int64_t i = i0 + r0, pi = i + d->q_offset;
+      int blk = attn_flash_block_state(d, pi, R, j0, nk); /* 0: every block off, skip */
+      if (!blk || !attn_flash_tile_bounds(d, b, i, R, j0, nk, lo, hi)) continue;
+      const float *qi = qh + i * rs->q[2];
+      ops->gemm(R, BC, D, qi, rs->q[2], 1, ktb, BC, s, BC, NULL, 0);
+      int64_t t0 = 0;
+      int w = pos->nr ? attn_flash_shaw_band(d, pi, R, j0, nk, &t0) : 0;
+      if (masks || blk == 2) { /* logits, masks, positions, then the softmax */
         ops->logits(R, s, rs->scale, lo, hi);
-        attn_flash_elem_masks(d, b, h, i0 + r0, R, j0, nk, s);
+        attn_flash_elem_masks(d, b, h, i, R, j0, nk, s);
+        if (blk == 2) attn_flash_block_mask(d, pi, R, j0, nk, s);
+        if (pos->bias) attn_flash_pos_bias(pos, h, d->Lq, i, R, j0, nk, s);
+        if (pos->skt) {
+          attn_flash_shaw_rows(ops, R, qi, rs->q[2], D, pos->skt, pos->nr, t0, w, rs->scale, xr);
+          attn_flash_shaw_gather(d, pi, R, j0, nk, t0, xr, 1, s);
+        }
         ops->softmax_update(R, s, 1.0f, all_lo, all_hi, m + r0, l + r0, alpha);
       } else {
         ops->softmax_update(R, s, rs->scale, lo, hi, m + r0, l + r0, alpha);
@@ -155,6 +167,14 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
       for (int64_t c0 = 0; c0 < Dv; c0 += NC) {
         int n = (int)(Dv - c0 < NC ? Dv - c0 : NC);
         ops->gemm(R, n, nk, s, BC, 1, vb + c0, rs->v[2], o + r0 * Dv + c0, Dv, alpha, 1);
+      }
+      if (d->shaw_v) { /* o += (p summed by Shaw row) · shaw_v[band] */
+        attn_flash_shaw_scatter(d, pi, R, j0, nk, t0, w, s, BC, xr);
+        for (int64_t c0 = 0; c0 < Dv; c0 += NC) {
+          int n = (int)(Dv - c0 < NC ? Dv - c0 : NC);
+          ops->gemm(R, n, w, xr, QW, 1, d->shaw_v + t0 * Dv + c0, Dv, o + r0 * Dv + c0, Dv, NULL,
+                    1);
+        }
       }
     }
   }
@@ -180,8 +200,6 @@ attn_status attn_sdpa_forward_flash_ops(const attn_flash_ops *ops, const attn_sd
   attn_sdpa_resolved rs;
   attn_status st = attn_sdpa_validate(d, q, k, v, &rs);
   if (st) return st;
-  if (attn_sdpa_has_positions(d)) /* not fused yet: the math backend has them */
-    return attn_set_error(ATTN_EUNSUPPORTED, "sdpa flash: position schemes / block_mask unsupported");
   if (!ops) return attn_set_error(ATTN_EUNSUPPORTED, "sdpa flash: no kernels for this CPU");
   if ((!out || !lse) && d->Lq > 0)
     return attn_set_error(ATTN_EINVAL, "sdpa flash: %s is NULL", !out ? "out" : "lse");
@@ -193,12 +211,14 @@ attn_status attn_sdpa_forward_flash_ops(const attn_flash_ops *ops, const attn_sd
   int64_t kt_n;
   if (__builtin_mul_overflow(B * Hkv * nkb, D * BC, &kt_n))
     return attn_set_error(ATTN_ENOMEM, "sdpa flash: k too large");
+  attn_flash_pos pos;
+  if ((st = attn_flash_pos_init(d, &pos))) return st;
   float *kt = attn_flash_alloc(kt_n, 1, "packed k");
-  if (!kt) return ATTN_ENOMEM;
-  int64_t per = (int64_t)BQ * Dv + 2 * BQ + MR * BC;
-  float *ws = attn_flash_alloc(per, nt, "forward");
+  int64_t per = (int64_t)BQ * Dv + 2 * BQ + MR * BC + MR * QW;
+  float *ws = kt ? attn_flash_alloc(per, nt, "forward") : NULL;
   if (!ws) {
     free(kt);
+    attn_flash_pos_free(&pos);
     return ATTN_ENOMEM;
   }
   per = (per + 15) & ~(int64_t)15;
@@ -218,12 +238,13 @@ attn_status attn_sdpa_forward_flash_ops(const attn_flash_ops *ops, const attn_sd
       int64_t bh = t / nqb, qb = nqb - 1 - t % nqb; /* later query blocks first (causal) */
       int64_t i0 = qb * BQ;
       int nq = (int)(d->Lq - i0 < BQ ? d->Lq - i0 : BQ);
-      forward_item(ops, d, &rs, bh / Hq, bh % Hq, i0, nq, q, kt, v, out, lse,
+      forward_item(ops, d, &rs, &pos, bh / Hq, bh % Hq, i0, nq, q, kt, v, out, lse,
                    ws + thread_id() * per);
     }
   }
   free(ws);
   free(kt);
+  attn_flash_pos_free(&pos);
   return ATTN_OK;
 }
 

@@ -14,7 +14,8 @@
 
 #include "kernels/sdpa_internal.h"
 
-enum { ATTN_FLASH_BC = 64, ATTN_FLASH_MR = 6, ATTN_FLASH_NC = 64 };
+/* ATTN_FLASH_QW: row stride of a tile's Shaw band [MR, QW] (>= BC + MR - 1). */
+enum { ATTN_FLASH_BC = 64, ATTN_FLASH_MR = 6, ATTN_FLASH_NC = 64, ATTN_FLASH_QW = 80 };
 
 typedef struct {
   const char *name;
@@ -75,5 +76,45 @@ void attn_flash_elem_masks(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_
 int attn_flash_threads(double macs, int64_t items);
 /* Per-thread scratch: n floats x threads, 64-byte aligned, or NULL (error set). */
 float *attn_flash_alloc(int64_t per_thread, int threads, const char *what);
+
+
+/* ---- position schemes and block-sparse layout in the tiles
+ * (sdpa_flash_positions.c). Rows i0.. are local query rows, pi0 = i0 +
+ * q_offset their first position; s tiles have row stride BC. ------------- */
+typedef struct {
+  const float *bias; /* [Hq, nrel] ALiBi + T5 by x = j - i + Lq - 1, or NULL */
+  int64_t nrel;      /* Lq + Lk - 1 */
+  const float *skt;  /* shaw_kᵀ [D, nr] or NULL */
+  const float *svt;  /* shaw_vᵀ [Dv, nr] or NULL */
+  int64_t nr;        /* Shaw table rows 2M-1 (0: no Shaw) */
+  float *own;
+} attn_flash_pos;
+/* Builds the per-call tables (O((Lq+Lk) Hq + M (D+Dv))); error set on failure. */
+attn_status attn_flash_pos_init(const attn_sdpa_desc *d, attn_flash_pos *p);
+void attn_flash_pos_free(attn_flash_pos *p);
+/* Block layout over the tile rows pi0..pi0+R-1 x keys j0..j0+nk-1: 0 = every
+ * block off (skip the tile), 1 = all on (or no layout), 2 = some on. */
+int attn_flash_block_state(const attn_sdpa_desc *d, int64_t pi0, int R, int64_t j0, int nk);
+/* s := -inf on the elements of the tile in blocks that are off. */
+void attn_flash_block_mask(const attn_sdpa_desc *d, int64_t pi0, int R, int64_t j0, int nk,
+                           float *s);
+/* s += ALiBi + T5 bias of head h (entries at -inf stay so). */
+void attn_flash_pos_bias(const attn_flash_pos *p, int64_t h, int64_t Lq, int64_t i0, int R,
+                         int64_t j0, int nk, float *s);
+/* Shaw table rows of the tile: t0 .. t0 + width - 1 (returns width <= QW). */
+int attn_flash_shaw_band(const attn_sdpa_desc *d, int64_t pi0, int R, int64_t j0, int nk,
+                         int64_t *t0);
+/* xr [R, QW] := mul * a [R, K] (rows lda apart) · bt[:, t0..t0+w) (bt [K, nr]). */
+void attn_flash_shaw_rows(const attn_flash_ops *ops, int R, const float *a, int64_t lda, int64_t K,
+                          const float *bt, int64_t nr, int64_t t0, int w, float mul, float *xr);
+/* s [R, BC] += xr [R, QW] at each (i, j)'s Shaw row - t0 (skip_ninf: -inf stays). */
+void attn_flash_shaw_gather(const attn_sdpa_desc *d, int64_t pi0, int R, int64_t j0, int nk,
+                            int64_t t0, const float *xr, int skip_ninf, float *s);
+/* xr [R, QW] := s [R, nk] (rows lds apart) summed by Shaw row - t0. */
+void attn_flash_shaw_scatter(const attn_sdpa_desc *d, int64_t pi0, int R, int64_t j0, int nk,
+                             int64_t t0, int w, const float *s, int64_t lds, float *xr);
+/* g [nr, n] rows t0..t0+w-1 += xr [R, QW]ᵀ · rows [R, n] (rows ldrows apart). */
+void attn_flash_table_grad(const attn_flash_ops *ops, int R, int w, int64_t t0, const float *xr,
+                           const float *rows, int64_t ldrows, int64_t n, float *g);
 
 #endif

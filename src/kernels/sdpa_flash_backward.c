@@ -19,6 +19,7 @@
 
 #include "attn/kernels.h"
 #include "kernels/sdpa_flash.h"
+#include "kernels/sdpa_positions.h"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -27,7 +28,7 @@ static int thread_id(void) { return omp_get_thread_num(); }
 static int thread_id(void) { return 0; }
 #endif
 
-enum { BC = ATTN_FLASH_BC, MR = ATTN_FLASH_MR, NC = ATTN_FLASH_NC, BQB = 48 };
+enum { BC = ATTN_FLASH_BC, MR = ATTN_FLASH_MR, NC = ATTN_FLASH_NC, QW = ATTN_FLASH_QW, BQB = 48 };
 
 /* Work items wanted before key chunks are added, and the memory the chunks'
  * partial dq buffers may take beyond the first. */
@@ -41,6 +42,11 @@ typedef struct {
   const float *q, *k, *v, *out, *lse, *dout, *di;
   float *dq, *dk, *dv, *part; /* part: [C-1][B, Hq, Lq, D] */
   int64_t C;
+  const attn_flash_pos *pos;
+  /* per-item table gradient partials [items, tper]: d bias by relative
+   * distance [G, nrel] (T5), d shaw_k [nr, D], d shaw_v [nr, Dv] */
+  float *tpart;
+  int64_t tper, nt5, nsk, nsv;
 } bwd_ctx;
 
 /* First i in [0, Lq) with key range hi(i) > j0 (want_hi) or lo(i) >= j1. */
@@ -69,14 +75,22 @@ static float *dq_rows(const bwd_ctx *x, int64_t c, int64_t b, int64_t h, int64_t
   return x->part + (((c - 1) * d->B + b) * d->Hq + h) * d->Lq * d->D;
 }
 
-/* ws: kt [D, BC], vt [Dv, BC], dkb [BC, D], dvb [BC, Dv], p, ds [BQB, BC], s, dp [MR, BC] */
-static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, float *ws) {
+/* ws: kt [D, BC], vt [Dv, BC], dkb [BC, D], dvb [BC, Dv], p, ds [BQB, BC], s, dp [MR, BC],
+ * xq, xv [MR, QW] (Shaw bands: q·shaw_kᵀ then ds summed; dout·shaw_vᵀ then p summed).
+ * tp: this item's table gradient partials (x->tper floats). */
+static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, float *ws,
+                          float *tp) {
   const attn_sdpa_desc *d = x->d;
   const attn_sdpa_resolved *rs = x->rs;
   const attn_flash_ops *ops = x->ops;
   const int64_t D = d->D, Dv = d->Dv, G = rs->group, nkb = (d->Lk + BC - 1) / BC;
   float *kt = ws, *vt = kt + D * BC, *dkb = vt + Dv * BC, *dvb = dkb + BC * D;
   float *p = dvb + BC * Dv, *ds = p + BQB * BC, *s = ds + BQB * BC, *dp = s + MR * BC;
+  float *xq = dp + MR * BC, *xv = xq + MR * QW;
+  const attn_flash_pos *pos = x->pos;
+  float *grel = x->nt5 ? tp : NULL, *gsk = x->nsk ? tp + x->nt5 : NULL;
+  float *gsv = x->nsv ? tp + x->nt5 + x->nsk : NULL;
+  if (x->tper) memset(tp, 0, (size_t)x->tper * sizeof(float));
   int lo[MR], hi[MR], all_lo[MR], all_hi[MR];
   for (int r = 0; r < MR; r++)
     all_lo[r] = 0, all_hi[r] = BC;
@@ -88,7 +102,7 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, flo
   }
   const float *kh = x->k + b * rs->k[0] + g * rs->k[1];
   const float *vh = x->v + b * rs->v[0] + g * rs->v[1];
-  int masks = d->bool_mask || d->add_mask;
+  const int masks = d->bool_mask || d->add_mask || pos->bias || d->shaw_k;
   for (int64_t kb = c; kb < nkb; kb += x->C) {
     int64_t j0 = kb * BC;
     int nk = (int)(d->Lk - j0 < BC ? d->Lk - j0 : BC);
@@ -105,45 +119,89 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, flo
       const float *lseh = x->lse + (b * d->Hq + h) * d->Lq, *dih = x->di + (b * d->Hq + h) * d->Lq;
       int64_t ldq;
       float *dqh = dq_rows(x, c, b, h, &ldq);
+      const int64_t hh = h - g * G;
       for (int64_t qb0 = iq0; qb0 < iq1; qb0 += BQB) {
         int nq = (int)(iq1 - qb0 < BQB ? iq1 - qb0 : BQB);
+        int ra = nq, rz = 0; /* rows [ra, rz) hold the tiles computed */
         for (int r0 = 0; r0 < nq; r0 += MR) {
           int R = nq - r0 < MR ? nq - r0 : MR;
-          int64_t i = qb0 + r0;
-          if (!attn_flash_tile_bounds(d, b, i, R, j0, nk, lo, hi)) {
+          const int64_t i = qb0 + r0, pi = i + d->q_offset;
+          int blk = attn_flash_block_state(d, pi, R, j0, nk); /* 0: every block off */
+          if (!blk || !attn_flash_tile_bounds(d, b, i, R, j0, nk, lo, hi)) {
             memset(p + r0 * BC, 0, (size_t)R * BC * sizeof(float));
             memset(ds + r0 * BC, 0, (size_t)R * BC * sizeof(float));
             continue;
           }
-          ops->gemm(R, BC, D, qh + i * rs->q[2], rs->q[2], 1, kt, BC, s, BC, NULL, 0);
-          ops->gemm(R, BC, Dv, doh + i * rs->o[2], rs->o[2], 1, vt, BC, dp, BC, NULL, 0);
-          if (masks) { /* logits and masks first, then p, ds on finished logits */
+          if (ra > r0) ra = r0;
+          rz = r0 + R;
+          const float *qi = qh + i * rs->q[2], *doi = doh + i * rs->o[2];
+          float *pr = p + r0 * BC, *dsr = ds + r0 * BC;
+          ops->gemm(R, BC, D, qi, rs->q[2], 1, kt, BC, s, BC, NULL, 0);
+          ops->gemm(R, BC, Dv, doi, rs->o[2], 1, vt, BC, dp, BC, NULL, 0);
+          int64_t t0 = 0;
+          int w = pos->nr ? attn_flash_shaw_band(d, pi, R, j0, nk, &t0) : 0;
+          if (pos->svt) { /* dp += dout·shaw_vᵀ at each (i, j)'s table row */
+            attn_flash_shaw_rows(ops, R, doi, rs->o[2], Dv, pos->svt, pos->nr, t0, w, 1.0f, xv);
+            attn_flash_shaw_gather(d, pi, R, j0, nk, t0, xv, 0, dp);
+          }
+          /* T5 wants ds without the scale: scaled below, after its gradient */
+          const float dsc = grel ? 1.0f : rs->scale;
+          if (masks || blk == 2) { /* logits, masks, positions, then p, ds */
             ops->logits(R, s, rs->scale, lo, hi);
             attn_flash_elem_masks(d, b, h, i, R, j0, nk, s);
-            ops->probs_grad(R, s, 1.0f, all_lo, all_hi, dp, lseh + i, dih + i, rs->scale,
-                            p + r0 * BC, ds + r0 * BC, BC);
+            if (blk == 2) attn_flash_block_mask(d, pi, R, j0, nk, s);
+            if (pos->bias) attn_flash_pos_bias(pos, h, d->Lq, i, R, j0, nk, s);
+            if (pos->skt) {
+              attn_flash_shaw_rows(ops, R, qi, rs->q[2], D, pos->skt, pos->nr, t0, w, rs->scale,
+                                   xq);
+              attn_flash_shaw_gather(d, pi, R, j0, nk, t0, xq, 1, s);
+            }
+            ops->probs_grad(R, s, 1.0f, all_lo, all_hi, dp, lseh + i, dih + i, dsc, pr, dsr, BC);
           } else {
-            ops->probs_grad(R, s, rs->scale, lo, hi, dp, lseh + i, dih + i, rs->scale, p + r0 * BC,
-                            ds + r0 * BC, BC);
+            ops->probs_grad(R, s, rs->scale, lo, hi, dp, lseh + i, dih + i, dsc, pr, dsr, BC);
+          }
+          if (grel) { /* d bias by relative distance x = j - i + Lq - 1 */
+            for (int r = 0; r < R; r++) {
+              float *gr = grel + hh * pos->nrel + (j0 - (i + r) + d->Lq - 1);
+              const float *dr = dsr + r * BC;
+              for (int e = 0; e < nk; e++)
+                gr[e] += dr[e];
+            }
+            for (int e = 0; e < R * BC; e++)
+              dsr[e] *= rs->scale;
           }
           for (int64_t c0 = 0; c0 < D; c0 += NC) {
             int n = (int)(D - c0 < NC ? D - c0 : NC);
-            ops->gemm(R, n, nk, ds + r0 * BC, BC, 1, kh + j0 * rs->k[2] + c0, rs->k[2],
-                      dqh + i * ldq + c0, ldq, NULL, 1);
+            ops->gemm(R, n, nk, dsr, BC, 1, kh + j0 * rs->k[2] + c0, rs->k[2], dqh + i * ldq + c0,
+                      ldq, NULL, 1);
+          }
+          if (d->shaw_k) { /* dq += dqr · shaw_k[band]; d shaw_k[band] += dqrᵀ q */
+            attn_flash_shaw_scatter(d, pi, R, j0, nk, t0, w, dsr, BC, xq);
+            for (int64_t c0 = 0; c0 < D; c0 += NC) {
+              int n = (int)(D - c0 < NC ? D - c0 : NC);
+              ops->gemm(R, n, w, xq, QW, 1, d->shaw_k + t0 * D + c0, D, dqh + i * ldq + c0, ldq,
+                        NULL, 1);
+            }
+            if (gsk) attn_flash_table_grad(ops, R, w, t0, xq, qi, rs->q[2], D, gsk);
+          }
+          if (gsv) { /* d shaw_v[band] += prᵀ dout */
+            attn_flash_shaw_scatter(d, pi, R, j0, nk, t0, w, pr, BC, xv);
+            attn_flash_table_grad(ops, R, w, t0, xv, doi, rs->o[2], Dv, gsv);
           }
         }
-        /* dv_blk [nk, Dv] += pᵀ dout ; dk_blk [nk, D] += dsᵀ q over these nq rows */
-        for (int jr = 0; jr < nk; jr += MR) {
+        /* dv_blk [nk, Dv] += pᵀ dout ; dk_blk [nk, D] += dsᵀ q over rows [ra, rz) */
+        const int nr = rz - ra;
+        for (int jr = 0; nr > 0 && jr < nk; jr += MR) {
           int R = nk - jr < MR ? nk - jr : MR;
           for (int64_t c0 = 0; c0 < Dv; c0 += NC) {
             int n = (int)(Dv - c0 < NC ? Dv - c0 : NC);
-            ops->gemm(R, n, nq, p + jr, 1, BC, doh + qb0 * rs->o[2] + c0, rs->o[2],
-                      dvb + jr * Dv + c0, Dv, NULL, 1);
+            ops->gemm(R, n, nr, p + ra * BC + jr, 1, BC, doh + (qb0 + ra) * rs->o[2] + c0,
+                      rs->o[2], dvb + jr * Dv + c0, Dv, NULL, 1);
           }
           for (int64_t c0 = 0; c0 < D; c0 += NC) {
             int n = (int)(D - c0 < NC ? D - c0 : NC);
-            ops->gemm(R, n, nq, ds + jr, 1, BC, qh + qb0 * rs->q[2] + c0, rs->q[2],
-                      dkb + jr * D + c0, D, NULL, 1);
+            ops->gemm(R, n, nr, ds + ra * BC + jr, 1, BC, qh + (qb0 + ra) * rs->q[2] + c0,
+                      rs->q[2], dkb + jr * D + c0, D, NULL, 1);
           }
         }
       }
@@ -156,6 +214,56 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, flo
   }
 }
 
+/* Table gradients of a call that computes nothing: zeros (overwritten later
+ * by table_grads_finish when there is work). */
+static void table_grads_zero(const attn_sdpa_desc *d) {
+  const int64_t nr = attn_pos_shaw_rows(d);
+  if (d->rel_bias && d->rel_bias_grad)
+    memset(d->rel_bias_grad, 0, (size_t)(d->Hq * d->rel_buckets) * sizeof(float));
+  if (d->shaw_k && d->shaw_k_grad) memset(d->shaw_k_grad, 0, (size_t)(nr * d->D) * sizeof(float));
+  if (d->shaw_v && d->shaw_v_grad) memset(d->shaw_v_grad, 0, (size_t)(nr * d->Dv) * sizeof(float));
+}
+
+/* The item partials summed in item order (b, chunk for each K/V head), in
+ * double: d rel_bias[h, bucket(x)] over the relative distances x, and the
+ * Shaw tables element by element. Independent of the thread count. */
+static void table_grads_finish(const bwd_ctx *x, int64_t items) {
+  const attn_sdpa_desc *d = x->d;
+  const int64_t G = x->rs->group, C = x->C, Hkv = d->Hkv;
+  if (x->nt5) {
+    const int64_t nrel = x->pos->nrel, nb = d->rel_buckets;
+    double *acc = calloc((size_t)nb, sizeof(double));
+    int64_t *bucket = malloc((size_t)nrel * sizeof(int64_t));
+    for (int64_t e = 0; acc && bucket && e < nrel; e++)
+      bucket[e] = attn_pos_t5_bucket(e - (d->Lq - 1) - d->q_offset, d->rel_bidirectional, nb,
+                                     d->rel_max_distance);
+    for (int64_t h = 0; acc && bucket && h < d->Hq; h++) {
+      const int64_t g = h / G, hh = h % G;
+      memset(acc, 0, (size_t)nb * sizeof(double));
+      for (int64_t e = 0; e < nrel; e++) {
+        double s = 0.0;
+        for (int64_t b = 0; b < d->B; b++)
+          for (int64_t c = 0; c < C; c++)
+            s += x->tpart[((b * Hkv + g) * C + c) * x->tper + hh * nrel + e];
+        acc[bucket[e]] += s;
+      }
+      for (int64_t u = 0; u < nb; u++)
+        d->rel_bias_grad[h * nb + u] = (float)acc[u];
+    }
+    free(acc);
+    free(bucket);
+  }
+  float *dst[2] = {x->nsk ? d->shaw_k_grad : NULL, x->nsv ? d->shaw_v_grad : NULL};
+  const int64_t n[2] = {x->nsk, x->nsv}, off[2] = {x->nt5, x->nt5 + x->nsk};
+  for (int part = 0; part < 2; part++)
+    for (int64_t e = 0; dst[part] && e < n[part]; e++) {
+      double s = 0.0;
+      for (int64_t t = 0; t < items; t++)
+        s += x->tpart[t * x->tper + off[part] + e];
+      dst[part][e] = (float)s;
+    }
+}
+
 attn_status attn_sdpa_backward_flash_ops(const attn_flash_ops *ops, const attn_sdpa_desc *d,
                                          const float *q, const float *k, const float *v,
                                          const float *out, const float *lse, const float *dout,
@@ -163,8 +271,6 @@ attn_status attn_sdpa_backward_flash_ops(const attn_flash_ops *ops, const attn_s
   attn_sdpa_resolved rs;
   attn_status st = attn_sdpa_validate(d, q, k, v, &rs);
   if (st) return st;
-  if (attn_sdpa_has_positions(d)) /* not fused yet: the math backend has them */
-    return attn_set_error(ATTN_EUNSUPPORTED, "sdpa flash: position schemes / block_mask unsupported");
   if (!ops) return attn_set_error(ATTN_EUNSUPPORTED, "sdpa flash: no kernels for this CPU");
   if (d->Lq > 0 && (!out || !lse || !dout || !dq))
     return attn_set_error(ATTN_EINVAL, "sdpa flash backward: %s is NULL",
@@ -176,6 +282,7 @@ attn_status attn_sdpa_backward_flash_ops(const attn_flash_ops *ops, const attn_s
     return attn_set_error(ATTN_EINVAL, "sdpa flash backward: %s is NULL", !dk ? "dk" : "dv");
   const int64_t B = d->B, Hq = d->Hq, Hkv = d->Hkv, Lq = d->Lq, D = d->D, Dv = d->Dv;
   const int64_t nkb = (d->Lk + BC - 1) / BC;
+  table_grads_zero(d);
   if (nkb == 0) { /* no keys: every row is fully masked */
     for (int64_t bh = 0; bh < B * Hq; bh++)
       for (int64_t i = 0; i < Lq; i++)
@@ -191,16 +298,27 @@ attn_status attn_sdpa_backward_flash_ops(const attn_flash_ops *ops, const attn_s
   int nt = attn_flash_threads(2.5 * B * Hq * Lq * d->Lk * (D + Dv), items);
   float *di = attn_flash_alloc(B * Hq * Lq, 1, "backward rowsum");
   float *part = C > 1 ? attn_flash_alloc((C - 1) * B * Hq * Lq * D, 1, "partial dq") : NULL;
-  int64_t per = 2 * (D + Dv) * BC + 2 * BQB * BC + 2 * MR * BC;
+  int64_t per = 2 * (D + Dv) * BC + 2 * BQB * BC + 2 * MR * BC + 2 * MR * QW;
   float *ws = attn_flash_alloc(per, nt, "backward");
-  if (!di || (C > 1 && !part) || !ws) {
+  attn_flash_pos pos;
+  bwd_ctx x = {ops, d, &rs, q, k, v, out, lse, dout, di, dq, dk, dv, part, C, &pos, NULL, 0, 0, 0, 0};
+  st = attn_flash_pos_init(d, &pos);
+  if (!st) {
+    x.nt5 = d->rel_bias && d->rel_bias_grad ? rs.group * pos.nrel : 0;
+    x.nsk = d->shaw_k && d->shaw_k_grad ? pos.nr * D : 0;
+    x.nsv = d->shaw_v && d->shaw_v_grad ? pos.nr * Dv : 0;
+    x.tper = (x.nt5 + x.nsk + x.nsv + 15) & ~(int64_t)15;
+    if (x.tper) x.tpart = attn_flash_alloc(x.tper, (int)items, "table gradients");
+  }
+  if (st || !di || (C > 1 && !part) || !ws || (x.tper && !x.tpart)) {
     free(di);
     free(part);
     free(ws);
-    return ATTN_ENOMEM;
+    free(x.tpart);
+    if (!st) attn_flash_pos_free(&pos);
+    return st ? st : ATTN_ENOMEM;
   }
   per = (per + 15) & ~(int64_t)15;
-  bwd_ctx x = {ops, d, &rs, q, k, v, out, lse, dout, di, dq, dk, dv, part, C};
 #pragma omp parallel num_threads(nt)
   {
     /* D_i = rowsum(dout * out), in double per row */
@@ -216,7 +334,8 @@ attn_status attn_sdpa_backward_flash_ops(const attn_flash_ops *ops, const attn_s
     }
 #pragma omp for schedule(dynamic, 1)
     for (int64_t t = 0; t < items; t++)
-      backward_item(&x, t / C / Hkv, (t / C) % Hkv, t % C, ws + thread_id() * per);
+      backward_item(&x, t / C / Hkv, (t / C) % Hkv, t % C, ws + thread_id() * per,
+                    x.tpart ? x.tpart + t * x.tper : NULL);
     if (C > 1) { /* dq += the other chunks' parts, in chunk order */
 #pragma omp for schedule(static)
       for (int64_t t = 0; t < B * Hq * Lq; t++) {
@@ -230,9 +349,12 @@ attn_status attn_sdpa_backward_flash_ops(const attn_flash_ops *ops, const attn_s
       }
     }
   }
+  if (x.tper) table_grads_finish(&x, items);
   free(di);
   free(part);
   free(ws);
+  free(x.tpart);
+  attn_flash_pos_free(&pos);
   return ATTN_OK;
 }
 
