@@ -170,10 +170,18 @@ static void test_qlinear_encoder(void) {
   CHECK_OK(attn_params_store_st(&p, st, 0, NULL));
   CHECK_OK(attn_quantize_st(st, &q, NULL));
   CHECK_OK(attn_dequantize_st(q, &d));
-  CHECK_OK(attn_params_load_st(&p2, d, "", 0));
-  attn_qlinear_set *qs = NULL;
-  CHECK_OK(attn_qlinear_set_build(&qs, q, &p2));
+  attn_qlinear_set *qs = NULL, *none = NULL;
+  CHECK_OK(attn_quant_load_params(&p2, st, 0, &none));  // an f32 file: no table
+  CHECK(none == NULL);
+  CHECK_OK(attn_quant_load_params(&p2, q, 0, &qs));
   CHECK(attn_qlinear_set_count(qs) == 6);
+  int same = 1;  // the params are the dequantized file
+  for (int v = 0; v < p2.count; v++) {
+    const attn_tensor *t = attn_st_get(d, p2.views[v].name);
+    size_t bytes = sizeof(float) * (size_t)p2.views[v].numel;
+    same &= t && !memcmp(t->data, attn_params_data(&p2, v), bytes);
+  }
+  CHECK(same);
   CHECK(attn_qlinear_set_bytes(qs) > 0);
   static float src[B * L * E], y32[B * L * E], y8[B * L * E];
   fill_uniform(src, B * L * E, 3, -1, 1);

@@ -63,6 +63,12 @@ const attn_qlinear *attn_qlinear_set_find(const attn_qlinear_set *s, const float
 /* Bytes held by the int8 weights + scales + colsums + biases of every entry. */
 int64_t attn_qlinear_set_bytes(const attn_qlinear_set *s);
 
+/* The loader: every parameter of p from st (attn_params_load_st, prefix ""),
+ * dequantized when st is an int8 file; then, when qlinears != NULL, *qlinears
+ * = the int8 Linear table of st (NULL for an f32 file). */
+attn_status attn_quant_load_params(attn_params *p, const attn_st *st, int allow_missing,
+                                   attn_qlinear_set **qlinears);
+
 /* ---- quantization-aware training (attn_nn_ctx.qat) ---------------------------
  * Per Linear (keyed by its weight storage): an EMA min/max observer of its
  * input, like torch's MovingAverageMinMaxObserver: the first batch sets

@@ -115,3 +115,16 @@ attn_status attn_qlinear_set_build(attn_qlinear_set **out, const attn_st *st_in,
   *out = s;
   return ATTN_OK;
 }
+
+attn_status attn_quant_load_params(attn_params *p, const attn_st *st, int allow_missing,
+                                   attn_qlinear_set **qlinears) {
+  if (qlinears) *qlinears = NULL;
+  if (!p || !st) return attn_set_error(ATTN_EINVAL, "quant_load_params: NULL params or file");
+  if (!attn_st_is_quantized(st)) return attn_params_load_st(p, st, "", allow_missing);
+  attn_st *deq = NULL;
+  attn_status r = attn_dequantize_st(st, &deq);
+  if (!r) r = attn_params_load_st(p, deq, "", allow_missing);
+  if (!r && qlinears) r = attn_qlinear_set_build(qlinears, st, p);
+  attn_st_free(deq);
+  return r;
+}
