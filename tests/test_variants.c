@@ -134,6 +134,10 @@ static void test_golden_auto(void) {
   for (size_t i = 0; i < NCASES; i++)
     golden_sdpa(sdpa_cases[i], ATTN_BACKEND_AUTO);
 }
+static void test_golden_flash(void) { /* the schemes fused in the flash tiles */
+  for (size_t i = 0; i < NCASES; i++)
+    golden_sdpa(sdpa_cases[i], ATTN_BACKEND_FLASH);
+}
 
 /* T5 buckets and ALiBi slopes exactly as HF / BLOOM compute them */
 static void test_tables(void) {
@@ -281,6 +285,7 @@ static void test_decode(void) {
   decode_case(ATTN_BACKEND_AUTO, 1, 1);
   decode_case(ATTN_BACKEND_FLASH, 1, 0); /* causal with q_offset on the fused kernel */
   decode_case(ATTN_BACKEND_FLASH, 4, 0);
+  decode_case(ATTN_BACKEND_FLASH, 1, 1); /* schemes at absolute positions, fused */
 }
 
 /* The block layout gives exactly what its dense bool mask gives. */
@@ -325,21 +330,26 @@ static void test_block_sparse(void) {
   b.bool_mask = dense;
   b.bool_mask_stride[2] = L;
   b.bool_mask_stride[3] = 1;
-  CHECK_OK(attn_sdpa_forward(&a, ATTN_BACKEND_AUTO, q, k, v, o1, l1, NULL));
+  CHECK_OK(attn_sdpa_forward(&a, ATTN_BACKEND_MATH, q, k, v, o1, l1, NULL));
   CHECK_OK(attn_sdpa_forward(&b, ATTN_BACKEND_MATH, q, k, v, o2, l2, NULL));
   CHECK_CLOSE("out", o1, o2, n, 0, 0);
   CHECK_CLOSE("lse", l1, l2, B * H * L, 0, 0);
-  CHECK_OK(attn_sdpa_backward(&a, ATTN_BACKEND_AUTO, q, k, v, o1, l1, dout, g1[0], g1[1], g1[2]));
+  CHECK_OK(attn_sdpa_backward(&a, ATTN_BACKEND_MATH, q, k, v, o1, l1, dout, g1[0], g1[1], g1[2]));
   CHECK_OK(attn_sdpa_backward(&b, ATTN_BACKEND_MATH, q, k, v, o2, l2, dout, g2[0], g2[1], g2[2]));
   for (int x = 0; x < 3; x++)
     CHECK_CLOSE("grad", g1[x], g2[x], n, 0, 0);
-  /* and the dense mask through the fused kernel agrees within rounding */
+  /* the layout and the dense mask through the fused kernel agree within rounding */
   CHECK_OK(attn_sdpa_forward(&b, ATTN_BACKEND_FLASH, q, k, v, o2, l2, NULL));
-  CHECK_CLOSE("flash out", o1, o2, n, 1e-6, 1e-5);
+  CHECK_CLOSE("flash out (dense)", o2, o1, n, 1e-6, 1e-5);
+  CHECK_OK(attn_sdpa_forward(&a, ATTN_BACKEND_FLASH, q, k, v, o2, l2, NULL));
+  CHECK_CLOSE("flash out (blocks)", o2, o1, n, 1e-6, 1e-5);
+  CHECK_OK(attn_sdpa_backward(&a, ATTN_BACKEND_FLASH, q, k, v, o2, l2, dout, g2[0], g2[1], g2[2]));
+  for (int x = 0; x < 3; x++)
+    CHECK_CLOSE("flash grad (blocks)", g2[x], g1[x], n, 1e-6, 1e-5);
 }
 
-/* Explicit flash rejects schemes it does not fuse; auto falls back; bad
- * variant fields are errors naming them. */
+/* Schemes through explicit flash agree with math; bad variant fields are
+ * errors naming them. */
 static void test_validation(void) {
   float q[64], k[64], v[64], o[64], l[16], slopes[2] = {0.5f, 0.25f}, rb[16] = {0}, sk[12];
   fill_uniform(q, 64, 1, -1, 1);
@@ -349,10 +359,10 @@ static void test_validation(void) {
   attn_sdpa_desc d;
   attn_sdpa_desc_init(&d, 1, 2, 2, 8, 8, 4, 4);
   d.alibi_slopes = slopes;
-  CHECK_ERR(attn_sdpa_forward(&d, ATTN_BACKEND_FLASH, q, k, v, o, l, NULL), ATTN_EUNSUPPORTED);
-  CHECK_ERR(attn_sdpa_backward(&d, ATTN_BACKEND_FLASH, q, k, v, o, l, o, q, k, v),
-            ATTN_EUNSUPPORTED);
-  CHECK_OK(attn_sdpa_forward(&d, ATTN_BACKEND_AUTO, q, k, v, o, l, NULL));
+  float o2[64], l2[16];
+  CHECK_OK(attn_sdpa_forward(&d, ATTN_BACKEND_FLASH, q, k, v, o, l, NULL));
+  CHECK_OK(attn_sdpa_forward(&d, ATTN_BACKEND_MATH, q, k, v, o2, l2, NULL));
+  CHECK_CLOSE("flash alibi", o, o2, 64, 1e-6, 1e-5);
   d.q_offset = -1;
   CHECK_ERR(attn_sdpa_forward(&d, ATTN_BACKEND_MATH, q, k, v, o, l, NULL), ATTN_EINVAL);
   attn_sdpa_desc_init(&d, 1, 2, 2, 8, 8, 4, 4);
@@ -588,6 +598,7 @@ int main(int argc, char **argv) {
   attn_set_num_threads(1); /* one thread except the thread-count checks */
   RUN(test_golden_math);
   RUN(test_golden_auto);
+  RUN(test_golden_flash);
   RUN(test_tables);
   RUN(test_rope_golden);
   RUN(test_decode);

@@ -1,9 +1,9 @@
 /* gradcheck cases for the attention variants: the SDPA with ALiBi, T5 bias
  * (gradient to the bias table), Shaw relative positions (gradients to both
  * tables), the block-sparse layout, q_offset and all of them together
- * (var.sdpa_*); the RoPE kernels (var.rope_*); the projected-attention module
- * with GQA + RoPE, its parameters included, and with a Shaw table taken from
- * a RelativePositionEmbedding (var.nn_*). */
+ * (var.sdpa_*, and through the flash backend var.flash_*); the RoPE kernels (var.rope_*); the
+ * projected-attention module with GQA + RoPE, its parameters included, and with a Shaw table taken
+ * from a RelativePositionEmbedding (var.nn_*). */
 #include <math.h>
 #include <string.h>
 
@@ -16,7 +16,8 @@
 typedef struct {
   attn_sdpa_desc d;
   float *out, *lse;
-  int rel, shk, shv; /* input index of each table, -1 = none */
+  int rel, shk, shv;    /* input index of each table, -1 = none */
+  attn_backend backend; /* MATH (set by v_setup) or FLASH */
 } vctx;
 
 /* point the descriptor's tables at the (perturbed) inputs */
@@ -29,7 +30,8 @@ static void bind_tables(attn_gc_problem *p, vctx *c) {
 static attn_status v_fwd(attn_gc_problem *p, float *out) {
   vctx *c = p->ctx;
   bind_tables(p, c);
-  return attn_sdpa_forward_math(&c->d, p->in[0].x, p->in[1].x, p->in[2].x, out, c->lse, NULL);
+  return attn_sdpa_forward(&c->d, c->backend, p->in[0].x, p->in[1].x, p->in[2].x, out, c->lse,
+                           NULL);
 }
 
 static attn_status v_bwd(attn_gc_problem *p, const float *dout) {
@@ -39,8 +41,8 @@ static attn_status v_bwd(attn_gc_problem *p, const float *dout) {
   c->d.rel_bias_grad = c->rel >= 0 ? attn_gc_grad(p, c->rel) : NULL;
   c->d.shaw_k_grad = c->shk >= 0 ? attn_gc_grad(p, c->shk) : NULL;
   c->d.shaw_v_grad = c->shv >= 0 ? attn_gc_grad(p, c->shv) : NULL;
-  return attn_sdpa_backward_math(&c->d, p->in[0].x, p->in[1].x, p->in[2].x, c->out, c->lse, dout,
-                                 attn_gc_grad(p, 0), attn_gc_grad(p, 1), attn_gc_grad(p, 2));
+  return attn_sdpa_backward(&c->d, c->backend, p->in[0].x, p->in[1].x, p->in[2].x, c->out, c->lse,
+                            dout, attn_gc_grad(p, 0), attn_gc_grad(p, 1), attn_gc_grad(p, 2));
 }
 
 static vctx *v_setup(attn_gc_problem *p, int64_t B, int64_t Hq, int64_t Hkv, int64_t Lq, int64_t Lk,
@@ -49,6 +51,7 @@ static vctx *v_setup(attn_gc_problem *p, int64_t B, int64_t Hq, int64_t Hkv, int
   if (!c) return NULL;
   attn_sdpa_desc_init(&c->d, B, Hq, Hkv, Lq, Lk, D, Dv);
   c->rel = c->shk = c->shv = -1;
+  c->backend = ATTN_BACKEND_MATH;
   const int64_t nq = B * Hq * Lq * D, nk = B * Hkv * Lk * D, nv = B * Hkv * Lk * Dv;
   float *q, *k, *v;
   if (attn_gc_input(p, "q", nq, &q) || attn_gc_input(p, "k", nk, &k) ||
@@ -153,6 +156,17 @@ static attn_status setup_combo(attn_gc_problem *p) {
   bind_tables(p, c);
   return ATTN_OK;
 }
+
+/* The same problems through the flash backend (schemes fused in its tiles). */
+static attn_status flash(attn_gc_problem *p, attn_status (*setup)(attn_gc_problem *)) {
+  attn_status st = setup(p);
+  if (st == ATTN_OK) ((vctx *)p->ctx)->backend = ATTN_BACKEND_FLASH;
+  return st;
+}
+static attn_status setup_flash_t5(attn_gc_problem *p) { return flash(p, setup_t5_bidir); }
+static attn_status setup_flash_shaw(attn_gc_problem *p) { return flash(p, setup_shaw); }
+static attn_status setup_flash_offset(attn_gc_problem *p) { return flash(p, setup_offset); }
+static attn_status setup_flash_combo(attn_gc_problem *p) { return flash(p, setup_combo); }
 
 /* ---- RoPE ------------------------------------------------------------------------- */
 typedef struct {
@@ -303,6 +317,10 @@ static const attn_gradcheck_case cases[] = {
     {"var.sdpa_q_offset", setup_offset, 1e-2f, 2e-4, 1e-2, 0},
     {"var.sdpa_block", setup_block, 1e-2f, 2e-4, 1e-2, 0},
     {"var.sdpa_combo", setup_combo, 1e-2f, 2e-4, 1e-2, 0},
+    {"var.flash_t5_bidir", setup_flash_t5, 1e-2f, 2e-4, 1e-2, 0},
+    {"var.flash_shaw", setup_flash_shaw, 1e-2f, 2e-4, 1e-2, 0},
+    {"var.flash_q_offset", setup_flash_offset, 1e-2f, 2e-4, 1e-2, 0},
+    {"var.flash_combo", setup_flash_combo, 1e-2f, 2e-4, 1e-2, 0},
     {"var.rope_interleaved", setup_rope_interleaved, 1e-2f, 1e-4, 1e-3, 0},
     {"var.rope_half", setup_rope_half, 1e-2f, 1e-4, 1e-3, 0},
     {"var.nn_gqa_rope", setup_nn_gqa, 1e-2f, 3e-4, 1e-2, 24},
