@@ -25,6 +25,7 @@ typedef struct {
   double flops, io_bytes;
   double med[2]; /* [0] chosen backend, [1] math (0: not run) */
   double cpu_s;  /* CPU seconds per run of the chosen backend (all threads) */
+  double plain_med, plain_cpu_s; /* plain flash (no variants) on the same shape, 0: not run */
   int runs;
   double peak_mib[2]; /* process peak RSS during each backend's runs, MiB */
 } sdpa_result;
@@ -33,12 +34,17 @@ typedef struct {
   int B, H, D, causal, backward, threads, no_math;
   long long window;
   attn_backend backend;
+  /* variants: ALiBi, T5 relative bias, Shaw (max distance), block-sparse (block size) */
+  int alibi, rel_bias, shaw, block;
 } sdpa_opts;
+
+static int has_variants(const sdpa_opts *o) { return o->alibi || o->rel_bias || o->shaw || o->block; }
 
 static void sdpa_usage(FILE *out) {
   fprintf(out, "usage: attn bench sdpa [--n N...] [--batch B] [--heads H] [--dim D] [--causal]\n"
                "                       [--window W] [--backward] [--backend math|flash|auto]\n"
                "                       [--no-math] [--threads T] [--json FILE] [--plot FILE.png]\n"
+               "                       [--alibi] [--rel-bias] [--shaw [M]] [--block-sparse [BS]]\n"
                "  --n N...       sequence lengths Lq = Lk (default 512 1024 2048 4096)\n"
                "  --batch B      batch (default 1); --heads H (default 8); --dim D (default 64)\n"
                "  --causal       causal mask; --window W: keys i-W..i+W (i-W..i with --causal)\n"
@@ -46,6 +52,14 @@ static void sdpa_usage(FILE *out) {
                "  --backend      default flash; math is also timed where its scratch fits\n"
                "                 (all heads' scores under 2 GiB) unless --no-math\n"
                "  --threads T    threads (default: all)\n"
+               "  --alibi        ALiBi (standard slopes); --rel-bias: T5 bias, 32 buckets,\n"
+               "                 max distance 128 (causal bucketing with --causal)\n"
+               "  --shaw [M]     Shaw relative keys and values, max distance M (default 16)\n"
+               "  --block-sparse [BS]  BigBird-like layout of BS-key blocks (default 64):\n"
+               "                 local (1 block each side) + 1 global + 1 random block per row\n"
+               "  with any variant, plain flash is also timed on the same shape and\n"
+               "  vs_plain = CPU time of the case / CPU time of plain flash (backward: with\n"
+               "  the table gradients)\n"
                "  --json FILE    also write the results as JSON\n"
                "  --plot FILE    draw time and peak memory against N, both backends (PNG)\n"
                "GFLOP/s counts 4·B·H·D per allowed (query, key) pair forward, 2.5x backward.\n"
@@ -87,15 +101,72 @@ static double peak_rss_mib(void) {
   return kb / 1024.0;
 }
 
-/* Allowed (query, key) pairs of one (b, h). */
+/* Allowed (query, key) pairs of one (b, h), the block layout included. */
 static double allowed_pairs(const attn_sdpa_desc *d) {
   double n = 0;
   for (int64_t i = 0; i < d->Lq; i++) {
     int64_t lo, hi;
     attn_sdpa_key_range(d, 0, i, &lo, &hi);
-    if (hi > lo) n += (double)(hi - lo);
+    if (!d->block_mask) {
+      if (hi > lo) n += (double)(hi - lo);
+      continue;
+    }
+    const int64_t bs = d->block_size, nkb = (d->Lk + bs - 1) / bs;
+    for (int64_t j = lo; j < hi; j++)
+      n += d->block_mask[((i + d->q_offset) / bs) * nkb + j / bs] != 0;
   }
   return n;
+}
+
+/* The variant inputs of a case (tables, layout, table gradients). */
+typedef struct {
+  float *slopes, *rb, *sk, *sv, *grb, *gsk, *gsv;
+  uint8_t *layout;
+} sdpa_variant_bufs;
+
+static void free_variants(sdpa_variant_bufs *b) {
+  free(b->slopes), free(b->rb), free(b->sk), free(b->sv), free(b->grb), free(b->gsk), free(b->gsv);
+  free(b->layout);
+}
+
+/* 0 or 1 (out of memory / bad sizes, message printed) */
+static int set_variants(const sdpa_opts *o, attn_sdpa_desc *d, sdpa_variant_bufs *b) {
+  memset(b, 0, sizeof *b);
+  int bad = 0;
+  if (o->alibi) {
+    bad |= !(b->slopes = malloc((size_t)o->H * sizeof(float)));
+    if (!bad && attn_alibi_slopes(o->H, b->slopes)) bad = 1;
+    d->alibi_slopes = b->slopes;
+  }
+  if (o->rel_bias) {
+    d->rel_buckets = 32;
+    d->rel_max_distance = 128;
+    d->rel_bidirectional = !o->causal;
+    bad |= !(b->rb = malloc((size_t)o->H * 32 * sizeof(float)));
+    bad |= !(b->grb = malloc((size_t)o->H * 32 * sizeof(float)));
+    if (b->rb) fill(b->rb, (size_t)o->H * 32, 21);
+    d->rel_bias = b->rb;
+    if (o->backward) d->rel_bias_grad = b->grb;
+  }
+  if (o->shaw) {
+    size_t nr = 2 * (size_t)o->shaw - 1, n = nr * (size_t)o->D;
+    d->shaw_max = o->shaw;
+    bad |= !(b->sk = malloc(n * sizeof(float))) || !(b->sv = malloc(n * sizeof(float)));
+    bad |= !(b->gsk = malloc(n * sizeof(float))) || !(b->gsv = malloc(n * sizeof(float)));
+    if (b->sk && b->sv) fill(b->sk, n, 22), fill(b->sv, n, 23);
+    d->shaw_k = b->sk;
+    d->shaw_v = b->sv;
+    if (o->backward) d->shaw_k_grad = b->gsk, d->shaw_v_grad = b->gsv;
+  }
+  if (o->block) {
+    int64_t nb = (d->Lk + o->block - 1) / o->block;
+    bad |= !(b->layout = malloc((size_t)(nb * nb)));
+    if (b->layout && attn_block_sparse_bigbird(b->layout, nb, nb, 1, 1, 1, 1, o->causal)) bad = 1;
+    d->block_mask = b->layout;
+    d->block_size = o->block;
+  }
+  if (bad) fprintf(stderr, "attn bench sdpa: variant tables: %s\n", attn_last_error());
+  return bad;
 }
 
 typedef struct {
@@ -157,6 +228,12 @@ static int run_case(const sdpa_opts *o, long long n, sdpa_result *r) {
   }
   memset(r, 0, sizeof *r);
   r->n = n;
+  const attn_sdpa_desc plain = d;
+  sdpa_variant_bufs vb;
+  if (set_variants(o, &d, &vb)) {
+    free_variants(&vb);
+    return 1;
+  }
   double pairs = allowed_pairs(&d) * o->B * o->H;
   r->flops = 4.0 * o->D * pairs * (o->backward ? 2.5 : 1.0);
   size_t nt = (size_t)o->B * o->H * n * o->D, nl = (size_t)o->B * o->H * n;
@@ -191,6 +268,11 @@ static int run_case(const sdpa_opts *o, long long n, sdpa_result *r) {
     r->peak_mib[0] = peak_rss_mib();
     if (r->med[0] < 0) rc = 1;
   }
+  if (!rc && has_variants(o)) { /* plain flash, same shape and masks */
+    int pr;
+    r->plain_med = time_backend(&plain, ATTN_BACKEND_FLASH, o->backward, &t, &pr, &r->plain_cpu_s);
+    if (r->plain_med < 0) rc = 1;
+  }
   double scores = (double)o->B * o->H * (double)n * (double)n;
   if (!rc && !o->no_math && o->backend != ATTN_BACKEND_MATH && scores <= MATH_MAX_SCORES) {
     int mr;
@@ -202,6 +284,7 @@ static int run_case(const sdpa_opts *o, long long n, sdpa_result *r) {
   }
   for (int i = 0; i < 9; i++)
     free(*all[i]);
+  free_variants(&vb);
   return rc;
 }
 
@@ -215,10 +298,12 @@ static int write_json(const char *file, const sdpa_opts *o, const sdpa_result *r
   fprintf(f,
           "{\"bench\": \"sdpa\", \"backend\": \"%s\", \"pass\": \"%s\", \"threads\": %d, "
           "\"batch\": %d, \"heads\": %d, \"dim\": %d, \"causal\": %d, \"window\": %lld, "
+          "\"alibi\": %d, \"rel_bias\": %d, \"shaw\": %d, \"block_sparse\": %d, "
           "\"peak_gflops\": %.2f, \"peak_1thread_gflops\": %.2f, \"peak_isa\": \"%s\", "
           "\"results\": [\n",
           attn_backend_name(o->backend), o->backward ? "backward" : "forward", o->threads, o->B,
-          o->H, o->D, o->causal, o->window, peak, peak1, attn_bench_peak_isa());
+          o->H, o->D, o->causal, o->window, o->alibi, o->rel_bias, o->shaw, o->block, peak, peak1,
+          attn_bench_peak_isa());
   for (int i = 0; i < n; i++) {
     double gf = r[i].flops / r[i].med[0] * 1e-9;
     fprintf(f,
@@ -226,18 +311,21 @@ static int write_json(const char *file, const sdpa_opts *o, const sdpa_result *r
             "\"pct_peak\": %.1f, \"cpu_ms\": %.4f, \"gflops_per_cpu_s\": %.2f, "
             "\"pct_peak_1thread_per_cpu_s\": %.1f, "
             "\"math_median_ms\": %.4f, \"speedup_vs_math\": %.3f, "
-            "\"peak_mib\": %.1f, \"math_peak_mib\": %.1f, \"io_mib\": %.1f}%s\n",
+            "\"peak_mib\": %.1f, \"math_peak_mib\": %.1f, \"io_mib\": %.1f, "
+            "\"plain_median_ms\": %.4f, \"plain_cpu_ms\": %.4f, \"cpu_vs_plain\": %.3f}%s\n",
             r[i].n, r[i].runs, 1e3 * r[i].med[0], gf, 100.0 * gf / peak, 1e3 * r[i].cpu_s,
             r[i].flops / r[i].cpu_s * 1e-9, 100.0 * r[i].flops / r[i].cpu_s * 1e-9 / peak1,
             1e3 * r[i].med[1], r[i].med[1] > 0 ? r[i].med[1] / r[i].med[0] : 0.0, r[i].peak_mib[0],
-            r[i].peak_mib[1], r[i].io_bytes / 1048576.0, i + 1 < n ? "," : "");
+            r[i].peak_mib[1], r[i].io_bytes / 1048576.0, 1e3 * r[i].plain_med,
+            1e3 * r[i].plain_cpu_s, r[i].plain_cpu_s > 0 ? r[i].cpu_s / r[i].plain_cpu_s : 0.0,
+            i + 1 < n ? "," : "");
   }
   fprintf(f, "]}\n");
   return fclose(f) ? 1 : 0;
 }
 
 int attn_bench_sdpa_main(int argc, char **argv) {
-  sdpa_opts o = {1, 8, 64, 0, 0, attn_get_num_threads(), 0, -1, ATTN_BACKEND_FLASH};
+  sdpa_opts o = {1, 8, 64, 0, 0, attn_get_num_threads(), 0, -1, ATTN_BACKEND_FLASH, 0, 0, 0, 0};
   long long ns[MAX_N];
   int nn = 0;
   const char *json = NULL, *plot = NULL;
@@ -267,6 +355,15 @@ int attn_bench_sdpa_main(int argc, char **argv) {
       if ((o.window = atoll(argv[++i])) < 0) goto bad;
     } else if (!strcmp(a, "--backward")) {
       o.backward = 1;
+    } else if (!strcmp(a, "--alibi")) {
+      o.alibi = 1;
+    } else if (!strcmp(a, "--rel-bias")) {
+      o.rel_bias = 1;
+    } else if (!strcmp(a, "--shaw") || !strcmp(a, "--block-sparse")) {
+      int *dst = a[2] == 's' ? &o.shaw : &o.block, val = a[2] == 's' ? 16 : 64;
+      if (i + 1 < argc && argv[i + 1][0] != '-')
+        if ((val = atoi(argv[++i])) < 1 || val > (1 << 20)) goto bad;
+      *dst = val;
     } else if (!strcmp(a, "--no-math")) {
       o.no_math = 1;
     } else if (!strcmp(a, "--backend") && i + 1 < argc) {
@@ -292,10 +389,15 @@ int attn_bench_sdpa_main(int argc, char **argv) {
   printf("sdpa %s, backend %s, B=%d H=%d D=%d%s", o.backward ? "backward" : "forward",
          attn_backend_name(o.backend), o.B, o.H, o.D, o.causal ? " causal" : "");
   if (o.window >= 0) printf(" window %lld", o.window);
+  if (o.alibi) printf(" alibi");
+  if (o.rel_bias) printf(" rel-bias");
+  if (o.shaw) printf(" shaw %d", o.shaw);
+  if (o.block) printf(" block-sparse %d", o.block);
   printf(", %d thread%s; fp32 FMA peak (%s) measured now: %.1f GFLOP/s (1 thread %.1f)\n",
          o.threads, o.threads > 1 ? "s" : "", attn_bench_peak_isa(), peak, peak1);
-  printf("%7s %5s %11s %9s %6s %9s %7s %11s %8s %9s %8s\n", "N", "runs", "median_ms", "GFLOP/s",
-         "%peak", "GF/cpu_s", "%peak1", "math_ms", "vs_math", "peak_MiB", "io_MiB");
+  printf("%7s %5s %11s %9s %6s %9s %7s %11s %8s %9s %8s%s\n", "N", "runs", "median_ms", "GFLOP/s",
+         "%peak", "GF/cpu_s", "%peak1", "math_ms", "vs_math", "peak_MiB", "io_MiB",
+         has_variants(&o) ? "  plain_cpu_ms vs_plain" : "");
   sdpa_result res[MAX_N];
   int rc = 0, done = 0;
   for (int i = 0; i < nn; i++) {
@@ -312,9 +414,11 @@ int attn_bench_sdpa_main(int argc, char **argv) {
       snprintf(vs, sizeof vs, "x%.2f", r->med[1] / r->med[0]);
     }
     double gfc = r->flops / r->cpu_s * 1e-9;
-    printf("%7lld %5d %11.2f %9.1f %6.1f %9.1f %7.1f %11s %8s %9.1f %8.1f\n", r->n, r->runs,
+    printf("%7lld %5d %11.2f %9.1f %6.1f %9.1f %7.1f %11s %8s %9.1f %8.1f", r->n, r->runs,
            1e3 * r->med[0], gf, 100.0 * gf / peak, gfc, 100.0 * gfc / peak1, mt, vs, r->peak_mib[0],
            r->io_bytes / 1048576.0);
+    if (r->plain_cpu_s > 0) printf("  %12.2f x%7.2f", 1e3 * r->plain_cpu_s, r->cpu_s / r->plain_cpu_s);
+    printf("\n");
     fflush(stdout);
   }
   attn_set_num_threads(saved);

@@ -155,10 +155,11 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
         ops->logits(R, s, rs->scale, lo, hi);
         attn_flash_elem_masks(d, b, h, i, R, j0, nk, s);
         if (blk == 2) attn_flash_block_mask(d, pi, R, j0, nk, s);
-        if (pos->bias) attn_flash_pos_bias(pos, h, d->Lq, i, R, j0, nk, s);
+        if (pos->bias) attn_flash_pos_bias(ops, pos, h, d->Lq, i, R, j0, nk, s);
         if (pos->skt) {
           attn_flash_shaw_rows(ops, R, qi, rs->q[2], D, pos->skt, pos->nr, t0, w, rs->scale, xr);
-          attn_flash_shaw_gather(d, pi, R, j0, nk, t0, xr, 1, s);
+          attn_flash_shaw_gather(ops, d, pi, R, j0, nk, t0, xr,
+                                 pos->ends + ((b * d->Hq + h) * d->Lq + i) * 4, 1, s);
         }
         ops->softmax_update(R, s, 1.0f, all_lo, all_hi, m + r0, l + r0, alpha);
       } else {
@@ -213,6 +214,10 @@ attn_status attn_sdpa_forward_flash_ops(const attn_flash_ops *ops, const attn_sd
     return attn_set_error(ATTN_ENOMEM, "sdpa flash: k too large");
   attn_flash_pos pos;
   if ((st = attn_flash_pos_init(d, &pos))) return st;
+  if (d->shaw_k && (st = attn_flash_shaw_ends(&pos, d, &rs, q, NULL, nt))) {
+    attn_flash_pos_free(&pos);
+    return st;
+  }
   float *kt = attn_flash_alloc(kt_n, 1, "packed k");
   int64_t per = (int64_t)BQ * Dv + 2 * BQ + MR * BC + MR * QW;
   float *ws = kt ? attn_flash_alloc(per, nt, "forward") : NULL;

@@ -17,6 +17,10 @@
 /* ATTN_FLASH_QW: row stride of a tile's Shaw band [MR, QW] (>= BC + MR - 1). */
 enum { ATTN_FLASH_BC = 64, ATTN_FLASH_MR = 6, ATTN_FLASH_NC = 64, ATTN_FLASH_QW = 80 };
 
+/* log of FLT_MIN, rounded up: p = e^x with x below it is taken as 0 (never
+ * a denormal, which would slow the GEMMs by microcode assists). */
+#define ATTN_FLASH_PMIN_LOG (-87.33f)
+
 typedef struct {
   const char *name;
   /* c [R, n] (row stride ldc) = A·B (acc = 0) or cs[r] * c + A·B (acc = 1;
@@ -29,13 +33,13 @@ typedef struct {
   void (*logits)(int R, float *s, float scale, const int *lo, const int *hi);
   /* Online softmax over one key block: s [R, BC] raw scores; the logits are
    * t = scale * s where lo[r] <= j < hi[r], -inf elsewhere (as logits()), and
-   * s := p = e^(t - m_new) (0 where t = -inf); per row m (running max) and l
+   * s := p = e^(t - m_new) (0 where t = -inf or t - m_new < ATTN_FLASH_PMIN_LOG); per row m (running max) and l
    * (running sum) are updated and alpha = e^(m_old - m_new) is the factor for
    * the output so far (1 while the row has seen no allowed key). */
   void (*softmax_update)(int R, float *s, float scale, const int *lo, const int *hi, float *m,
                          float *l, float *alpha);
   /* Backward tile: s [R, BC] raw scores (logits t as in softmax_update),
-   * dp [R, BC] = dout·vᵀ; writes p = e^(t - lse[r]) and
+   * dp [R, BC] = dout·vᵀ; writes p = e^(t - lse[r]) (0 below ATTN_FLASH_PMIN_LOG) and
    * ds = p * (dp - di[r]) * dscale into p, ds [R, BC] (rows ldp apart); rows
    * with lse = -inf give 0. */
   void (*probs_grad)(int R, const float *s, float scale, const int *lo, const int *hi,
@@ -43,6 +47,11 @@ typedef struct {
                      float *ds, int64_t ldp);
   /* kt [D, BC] = transpose of x [n, D] (rows ldx apart), zero columns n..BC-1. */
   void (*pack_t)(int64_t n, int64_t D, const float *x, int64_t ldx, float *kt);
+  /* s[r*lds + c] += b[r*brs + c*bcs] for r < R, c < n <= BC, bcs -1, 0 or 1
+   * (position terms: a bias table slice, a constant, a reversed band); with
+   * skip, entries at -inf stay -inf. Strides may be negative. */
+  void (*add_rows)(int R, int n, float *s, int64_t lds, const float *b, int64_t brs, int bcs,
+                   int skip);
 } attn_flash_ops;
 
 const attn_flash_ops *attn_flash_ops_generic(void);
@@ -82,16 +91,23 @@ float *attn_flash_alloc(int64_t per_thread, int threads, const char *what);
  * (sdpa_flash_positions.c). Rows i0.. are local query rows, pi0 = i0 +
  * q_offset their first position; s tiles have row stride BC. ------------- */
 typedef struct {
-  const float *bias; /* [Hq, nrel] ALiBi + T5 by x = j - i + Lq - 1, or NULL */
+  const float *bias; /* [Hq, nrel + BC] ALiBi + T5 by x = j - i + Lq - 1 (0-padded), or NULL */
   int64_t nrel;      /* Lq + Lk - 1 */
   const float *skt;  /* shaw_kᵀ [D, nr] or NULL */
   const float *svt;  /* shaw_vᵀ [Dv, nr] or NULL */
   int64_t nr;        /* Shaw table rows 2M-1 (0: no Shaw) */
+  /* [B, Hq, Lq, 4] per query row: scale q·shaw_k[0], scale q·shaw_k[2M-2],
+   * dout·shaw_v[0], dout·shaw_v[2M-2] (the clipped distances of every tile) */
+  float *ends;
   float *own;
 } attn_flash_pos;
 /* Builds the per-call tables (O((Lq+Lk) Hq + M (D+Dv))); error set on failure. */
 attn_status attn_flash_pos_init(const attn_sdpa_desc *d, attn_flash_pos *p);
 void attn_flash_pos_free(attn_flash_pos *p);
+/* Fills p->ends (dout NULL in the forward) on nt threads; error set on failure. */
+attn_status attn_flash_shaw_ends(attn_flash_pos *p, const attn_sdpa_desc *d,
+                                 const attn_sdpa_resolved *rs, const float *q, const float *dout,
+                                 int nt);
 /* Block layout over the tile rows pi0..pi0+R-1 x keys j0..j0+nk-1: 0 = every
  * block off (skip the tile), 1 = all on (or no layout), 2 = some on. */
 int attn_flash_block_state(const attn_sdpa_desc *d, int64_t pi0, int R, int64_t j0, int nk);
@@ -99,17 +115,21 @@ int attn_flash_block_state(const attn_sdpa_desc *d, int64_t pi0, int R, int64_t 
 void attn_flash_block_mask(const attn_sdpa_desc *d, int64_t pi0, int R, int64_t j0, int nk,
                            float *s);
 /* s += ALiBi + T5 bias of head h (entries at -inf stay so). */
-void attn_flash_pos_bias(const attn_flash_pos *p, int64_t h, int64_t Lq, int64_t i0, int R,
-                         int64_t j0, int nk, float *s);
+void attn_flash_pos_bias(const attn_flash_ops *ops, const attn_flash_pos *p, int64_t h, int64_t Lq,
+                         int64_t i0, int R, int64_t j0, int nk, float *s);
 /* Shaw table rows of the tile: t0 .. t0 + width - 1 (returns width <= QW). */
 int attn_flash_shaw_band(const attn_sdpa_desc *d, int64_t pi0, int R, int64_t j0, int nk,
                          int64_t *t0);
-/* xr [R, QW] := mul * a [R, K] (rows lda apart) · bt[:, t0..t0+w) (bt [K, nr]). */
+/* xr [R, QW] := mul * a [R, K] (rows lda apart) · bt[:, t0..t0+w) (bt [K, nr]),
+ * interior table rows 1..nr-2 only (the ends: p->ends). */
 void attn_flash_shaw_rows(const attn_flash_ops *ops, int R, const float *a, int64_t lda, int64_t K,
                           const float *bt, int64_t nr, int64_t t0, int w, float mul, float *xr);
-/* s [R, BC] += xr [R, QW] at each (i, j)'s Shaw row - t0 (skip_ninf: -inf stays). */
-void attn_flash_shaw_gather(const attn_sdpa_desc *d, int64_t pi0, int R, int64_t j0, int nk,
-                            int64_t t0, const float *xr, int skip_ninf, float *s);
+/* s [R, BC] += xr [R, QW] at each (i, j)'s Shaw row - t0, the clipped ones
+ * from ends (row r: ends[4r] for row 0, ends[4r+1] for row 2M-2);
+ * skip_ninf: -inf stays. */
+void attn_flash_shaw_gather(const attn_flash_ops *ops, const attn_sdpa_desc *d, int64_t pi0, int R,
+                            int64_t j0, int nk, int64_t t0, const float *xr, const float *ends,
+                            int skip_ninf, float *s);
 /* xr [R, QW] := s [R, nk] (rows lds apart) summed by Shaw row - t0. */
 void attn_flash_shaw_scatter(const attn_sdpa_desc *d, int64_t pi0, int R, int64_t j0, int nk,
                              int64_t t0, int w, const float *s, int64_t lds, float *xr);

@@ -104,6 +104,14 @@ AVX512_INLINE __mmask16 allowed_cols(int v, int lo, int hi) {
          _mm512_cmplt_epi32_mask(j, _mm512_set1_epi32(hi));
 }
 
+/* Lanes whose e^x is a normal float (x >= ATTN_FLASH_PMIN_LOG): the others
+ * give p = 0, so no denormal ever reaches the GEMMs (each would cost a
+ * microcode assist; their weight, < 1.2e-38 of the row's largest, is below
+ * f32 resolution). */
+AVX512_INLINE __mmask16 normal_exp(__m512 x) {
+  return _mm512_cmp_ps_mask(x, _mm512_set1_ps(ATTN_FLASH_PMIN_LOG), _CMP_GE_OQ);
+}
+
 AVX512_TARGET static void logits_avx512(int R, float *s, float scale, const int *lo,
                                         const int *hi) {
   __m512 vs = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(-INFINITY);
@@ -148,7 +156,8 @@ AVX512_TARGET static void softmax_update_avx512(int R, float *s, float scale, co
     __m512 vm = _mm512_set1_ps(mn[r]), sum = _mm512_setzero_ps();
 #pragma GCC unroll 4
     for (int v = 0; v < BC / 16; v++) {
-      __m512 p = attn_vexp16_avx512(_mm512_sub_ps(_mm512_loadu_ps(sr + 16 * v), vm));
+      __m512 x = _mm512_sub_ps(_mm512_loadu_ps(sr + 16 * v), vm);
+      __m512 p = _mm512_maskz_mov_ps(normal_exp(x), attn_vexp16_avx512(x));
       _mm512_storeu_ps(sr + 16 * v, p);
       sum = _mm512_add_ps(sum, p);
     }
@@ -173,6 +182,7 @@ AVX512_TARGET static void probs_grad_avx512(int R, const float *s, float scale, 
     for (int v = 0; v < BC / 16; v++) {
       __mmask16 ok = dead ? 0 : allowed_cols(v, lo[r], hi[r]);
       __m512 t = _mm512_fmsub_ps(_mm512_loadu_ps(sr + 16 * v), vs, vl);
+      ok &= normal_exp(t);
       __m512 pv = _mm512_maskz_mov_ps(ok, attn_vexp16_avx512(t));
       _mm512_storeu_ps(pr + 16 * v, pv);
       __m512 g = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(dpr + 16 * v), vd), vg);
@@ -192,8 +202,35 @@ AVX512_TARGET static void pack_t_avx512(int64_t n, int64_t D, const float *x, in
   }
 }
 
+/* 16 columns at a time; the reversed band (bcs = -1) is a masked load of
+ * the 16 floats ending at b[-c0] and a lane reversal. */
+AVX512_TARGET static void add_rows_avx512(int R, int n, float *s, int64_t lds, const float *b,
+                                          int64_t brs, int bcs, int skip) {
+  const __m512i rev = _mm512_set_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __m512 ninf = _mm512_set1_ps(-INFINITY);
+  for (int r = 0; r < R; r++) {
+    float *sr = s + r * lds;
+    const float *br = b + r * brs;
+    for (int c0 = 0; c0 < n; c0 += 16) {
+      int cnt = n - c0 < 16 ? n - c0 : 16;
+      __mmask16 m = (__mmask16)(cnt == 16 ? 0xffff : (1u << cnt) - 1);
+      __m512 x = _mm512_maskz_loadu_ps(m, sr + c0), y;
+      if (bcs == 1)
+        y = _mm512_maskz_loadu_ps(m, br + c0);
+      else if (bcs == 0)
+        y = _mm512_set1_ps(br[0]);
+      else /* lanes l' = 15 - l of br - c0 - 15 */
+        y = _mm512_permutexvar_ps(
+            rev, _mm512_maskz_loadu_ps((__mmask16)(m << (16 - cnt)), br - c0 - 15));
+      __mmask16 ok = skip ? _mm512_mask_cmp_ps_mask(m, x, ninf, _CMP_NEQ_UQ) : m;
+      _mm512_mask_storeu_ps(sr + c0, ok, _mm512_add_ps(x, y));
+    }
+  }
+}
+
 static const attn_flash_ops avx512_ops = {
-    "avx512", gemm_avx512, logits_avx512, softmax_update_avx512, probs_grad_avx512, pack_t_avx512};
+    "avx512",          gemm_avx512,   logits_avx512,  softmax_update_avx512,
+    probs_grad_avx512, pack_t_avx512, add_rows_avx512};
 
 const attn_flash_ops *attn_flash_ops_avx512(void) { return &avx512_ops; }
 #else

@@ -135,6 +135,7 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, flo
           if (ra > r0) ra = r0;
           rz = r0 + R;
           const float *qi = qh + i * rs->q[2], *doi = doh + i * rs->o[2];
+          const float *ends = pos->ends ? pos->ends + ((b * d->Hq + h) * d->Lq + i) * 4 : NULL;
           float *pr = p + r0 * BC, *dsr = ds + r0 * BC;
           ops->gemm(R, BC, D, qi, rs->q[2], 1, kt, BC, s, BC, NULL, 0);
           ops->gemm(R, BC, Dv, doi, rs->o[2], 1, vt, BC, dp, BC, NULL, 0);
@@ -142,7 +143,7 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, flo
           int w = pos->nr ? attn_flash_shaw_band(d, pi, R, j0, nk, &t0) : 0;
           if (pos->svt) { /* dp += dout·shaw_vᵀ at each (i, j)'s table row */
             attn_flash_shaw_rows(ops, R, doi, rs->o[2], Dv, pos->svt, pos->nr, t0, w, 1.0f, xv);
-            attn_flash_shaw_gather(d, pi, R, j0, nk, t0, xv, 0, dp);
+            attn_flash_shaw_gather(ops, d, pi, R, j0, nk, t0, xv, ends + 2, 0, dp);
           }
           /* T5 wants ds without the scale: scaled below, after its gradient */
           const float dsc = grel ? 1.0f : rs->scale;
@@ -150,23 +151,18 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, flo
             ops->logits(R, s, rs->scale, lo, hi);
             attn_flash_elem_masks(d, b, h, i, R, j0, nk, s);
             if (blk == 2) attn_flash_block_mask(d, pi, R, j0, nk, s);
-            if (pos->bias) attn_flash_pos_bias(pos, h, d->Lq, i, R, j0, nk, s);
+            if (pos->bias) attn_flash_pos_bias(ops, pos, h, d->Lq, i, R, j0, nk, s);
             if (pos->skt) {
               attn_flash_shaw_rows(ops, R, qi, rs->q[2], D, pos->skt, pos->nr, t0, w, rs->scale,
                                    xq);
-              attn_flash_shaw_gather(d, pi, R, j0, nk, t0, xq, 1, s);
+              attn_flash_shaw_gather(ops, d, pi, R, j0, nk, t0, xq, ends, 1, s);
             }
             ops->probs_grad(R, s, 1.0f, all_lo, all_hi, dp, lseh + i, dih + i, dsc, pr, dsr, BC);
           } else {
             ops->probs_grad(R, s, rs->scale, lo, hi, dp, lseh + i, dih + i, dsc, pr, dsr, BC);
           }
           if (grel) { /* d bias by relative distance x = j - i + Lq - 1 */
-            for (int r = 0; r < R; r++) {
-              float *gr = grel + hh * pos->nrel + (j0 - (i + r) + d->Lq - 1);
-              const float *dr = dsr + r * BC;
-              for (int e = 0; e < nk; e++)
-                gr[e] += dr[e];
-            }
+            ops->add_rows(R, nk, grel + hh * pos->nrel + (j0 - i + d->Lq - 1), -1, dsr, BC, 1, 0);
             for (int e = 0; e < R * BC; e++)
               dsr[e] *= rs->scale;
           }
@@ -303,6 +299,7 @@ attn_status attn_sdpa_backward_flash_ops(const attn_flash_ops *ops, const attn_s
   attn_flash_pos pos;
   bwd_ctx x = {ops, d, &rs, q, k, v, out, lse, dout, di, dq, dk, dv, part, C, &pos, NULL, 0, 0, 0, 0};
   st = attn_flash_pos_init(d, &pos);
+  if (!st && (st = attn_flash_shaw_ends(&pos, d, &rs, q, dout, nt))) attn_flash_pos_free(&pos);
   if (!st) {
     x.nt5 = d->rel_bias && d->rel_bias_grad ? rs.group * pos.nrel : 0;
     x.nsk = d->shaw_k && d->shaw_k_grad ? pos.nr * D : 0;

@@ -60,7 +60,8 @@ static void softmax_update_generic(int R, float *s, float scale, const int *lo, 
     }
     float sum = 0.0f;
     for (int j = 0; j < BC; j++) {
-      sr[j] = expf(sr[j] - mn);
+      float x = sr[j] - mn;
+      sr[j] = x >= ATTN_FLASH_PMIN_LOG ? expf(x) : 0.0f; /* no denormal p */
       sum += sr[j];
     }
     alpha[r] = expf(m[r] - mn);
@@ -81,7 +82,8 @@ static void probs_grad_generic(int R, const float *s, float scale, const int *lo
       continue;
     }
     for (int j = 0; j < BC; j++) {
-      float pj = (j >= lo[r] && j < hi[r]) ? expf(scale * sr[j] - lse[r]) : 0.0f;
+      float x = scale * sr[j] - lse[r];
+      float pj = (j >= lo[r] && j < hi[r] && x >= ATTN_FLASH_PMIN_LOG) ? expf(x) : 0.0f;
       pr[j] = pj;
       dsr[j] = pj * (dpr[j] - di[r]) * dscale;
     }
@@ -98,8 +100,18 @@ static void pack_t_generic(int64_t n, int64_t D, const float *x, int64_t ldx, fl
   }
 }
 
-static const attn_flash_ops generic_ops = {"generic",          gemm_generic,
-                                           logits_generic,     softmax_update_generic,
-                                           probs_grad_generic, pack_t_generic};
+static void add_rows_generic(int R, int n, float *s, int64_t lds, const float *b, int64_t brs,
+                             int bcs, int skip) {
+  for (int r = 0; r < R; r++) {
+    float *sr = s + r * lds;
+    const float *br = b + r * brs;
+    for (int c = 0; c < n; c++)
+      if (!skip || sr[c] != -INFINITY) sr[c] += br[c * bcs];
+  }
+}
+
+static const attn_flash_ops generic_ops = {
+    "generic",          gemm_generic,   logits_generic, softmax_update_generic,
+    probs_grad_generic, pack_t_generic, add_rows_generic};
 
 const attn_flash_ops *attn_flash_ops_generic(void) { return &generic_ops; }

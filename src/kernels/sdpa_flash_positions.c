@@ -22,7 +22,7 @@ attn_status attn_flash_pos_init(const attn_sdpa_desc *d, attn_flash_pos *p) {
   memset(p, 0, sizeof *p);
   const int64_t nrel = d->Lq + d->Lk - 1, nr = attn_pos_shaw_rows(d);
   int64_t nb = 0, nk = 0, nv = 0;
-  if ((d->alibi_slopes || d->rel_bias) && nrel > 0 && __builtin_mul_overflow(d->Hq, nrel, &nb))
+  if ((d->alibi_slopes || d->rel_bias) && nrel > 0 && __builtin_mul_overflow(d->Hq, nrel + BC, &nb))
     return attn_set_error(ATTN_ENOMEM, "sdpa flash: position bias table too large");
   if (d->shaw_k) nk = nr * d->D;
   if (d->shaw_v) nv = nr * d->Dv;
@@ -32,9 +32,11 @@ attn_status attn_flash_pos_init(const attn_sdpa_desc *d, attn_flash_pos *p) {
   p->own = buf;
   if (nb) { /* bias[h, x]: query position Lq-1+q_offset, key x, so j - p_i = x - (Lq-1) - i */
     const int64_t pi = d->Lq - 1 + d->q_offset;
-    for (int64_t h = 0; h < d->Hq; h++)
+    for (int64_t h = 0; h < d->Hq; h++) {
       for (int64_t x = 0; x < nrel; x++)
-        buf[h * nrel + x] = attn_pos_bias(d, h, pi, x);
+        buf[h * (nrel + BC) + x] = attn_pos_bias(d, h, pi, x);
+      memset(buf + h * (nrel + BC) + nrel, 0, BC * sizeof(float)); /* a tile reads past the end */
+    }
     p->bias = buf;
     p->nrel = nrel;
   }
@@ -58,7 +60,36 @@ attn_status attn_flash_pos_init(const attn_sdpa_desc *d, attn_flash_pos *p) {
 
 void attn_flash_pos_free(attn_flash_pos *p) {
   free(p->own);
+  free(p->ends);
   memset(p, 0, sizeof *p);
+}
+
+attn_status attn_flash_shaw_ends(attn_flash_pos *p, const attn_sdpa_desc *d,
+                                 const attn_sdpa_resolved *rs, const float *q, const float *dout,
+                                 int nt) {
+  if (!p->nr || d->Lq == 0) return ATTN_OK;
+  const int64_t rows = d->B * d->Hq * d->Lq, top = p->nr - 1;
+  p->ends = attn_flash_alloc(4 * rows, 1, "Shaw ends");
+  if (!p->ends) return ATTN_ENOMEM;
+  float *e = p->ends;
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (int64_t t = 0; t < rows; t++) {
+    const int64_t bh = t / d->Lq, i = t % d->Lq, b = bh / d->Hq, h = bh % d->Hq;
+    float x[4] = {0, 0, 0, 0};
+    if (d->shaw_k) {
+      const float *qi = q + b * rs->q[0] + h * rs->q[1] + i * rs->q[2];
+      for (int64_t c = 0; c < d->D; c++)
+        x[0] += qi[c] * d->shaw_k[c], x[1] += qi[c] * d->shaw_k[top * d->D + c];
+      x[0] *= rs->scale, x[1] *= rs->scale;
+    }
+    if (d->shaw_v && dout) {
+      const float *g = dout + b * rs->o[0] + h * rs->o[1] + i * rs->o[2];
+      for (int64_t c = 0; c < d->Dv; c++)
+        x[2] += g[c] * d->shaw_v[c], x[3] += g[c] * d->shaw_v[top * d->Dv + c];
+    }
+    memcpy(e + 4 * t, x, sizeof x);
+  }
+  return ATTN_OK;
 }
 
 int attn_flash_block_state(const attn_sdpa_desc *d, int64_t pi0, int R, int64_t j0, int nk) {
@@ -92,14 +123,10 @@ void attn_flash_block_mask(const attn_sdpa_desc *d, int64_t pi0, int R, int64_t 
   }
 }
 
-void attn_flash_pos_bias(const attn_flash_pos *p, int64_t h, int64_t Lq, int64_t i0, int R,
-                         int64_t j0, int nk, float *s) {
-  for (int r = 0; r < R; r++) {
-    const float *bt = p->bias + h * p->nrel + (j0 - (i0 + r) + Lq - 1);
-    float *sr = s + r * BC;
-    for (int c = 0; c < nk; c++) /* -inf stays -inf (as the math path) */
-      sr[c] = sr[c] == -INFINITY ? sr[c] : sr[c] + bt[c];
-  }
+void attn_flash_pos_bias(const attn_flash_ops *ops, const attn_flash_pos *p, int64_t h, int64_t Lq,
+                         int64_t i0, int R, int64_t j0, int nk, float *s) {
+  /* row r reads the table from x = j0 - (i0 + r) + Lq - 1: one slot back per row */
+  ops->add_rows(R, nk, s, BC, p->bias + h * (p->nrel + BC) + (j0 - i0 + Lq - 1), -1, 1, 1);
 }
 
 int attn_flash_shaw_band(const attn_sdpa_desc *d, int64_t pi0, int R, int64_t j0, int nk,
@@ -111,37 +138,72 @@ int attn_flash_shaw_band(const attn_sdpa_desc *d, int64_t pi0, int R, int64_t j0
 
 void attn_flash_shaw_rows(const attn_flash_ops *ops, int R, const float *a, int64_t lda, int64_t K,
                           const float *bt, int64_t nr, int64_t t0, int w, float mul, float *xr) {
-  for (int c0 = 0; c0 < w; c0 += NC) {
-    int n = w - c0 < NC ? w - c0 : NC;
-    ops->gemm(R, n, K, a, lda, 1, bt + t0 + c0, nr, xr + c0, QW, NULL, 0);
+  /* only the interior rows 1..nr-2: the two ends come from the per-call ends */
+  const int64_t ta = t0 > 1 ? t0 : 1, tb = t0 + w - 1 < nr - 2 ? t0 + w - 1 : nr - 2;
+  for (int64_t c0 = ta; c0 <= tb; c0 += NC) {
+    int n = (int)(tb + 1 - c0 < NC ? tb + 1 - c0 : NC);
+    ops->gemm(R, n, K, a, lda, 1, bt + c0, nr, xr + (c0 - t0), QW, NULL, 0);
+    if (mul != 1.0f)
+      for (int r = 0; r < R; r++)
+        for (int c = 0; c < n; c++)
+          xr[r * QW + (c0 - t0) + c] *= mul;
   }
-  if (mul != 1.0f)
-    for (int r = 0; r < R; r++)
-      for (int c = 0; c < w; c++)
-        xr[r * QW + c] *= mul;
 }
 
-void attn_flash_shaw_gather(const attn_sdpa_desc *d, int64_t pi0, int R, int64_t j0, int nk,
-                            int64_t t0, const float *xr, int skip_ninf, float *s) {
+/* Columns of row pi against keys j0..j0+nk-1 by Shaw row: [0, *a) clipped
+ * at the top row 2M-2 (pi - j >= M-1), [*a, *z) the band (row pi - j + M-1,
+ * decreasing by one per column), [*z, nk) clipped at row 0. */
+static void shaw_split(const attn_sdpa_desc *d, int64_t pi, int64_t j0, int nk, int *a, int *z) {
+  const int64_t m = d->shaw_max - 1, base = pi - j0; /* pi - j at column 0 */
+  int64_t x = base - m + 1, y = base + m;          /* first column below the top; at row 0 */
+  *a = (int)(x < 0 ? 0 : x > nk ? nk : x);
+  *z = (int)(y < *a ? *a : y > nk ? nk : y);
+}
+
+void attn_flash_shaw_gather(const attn_flash_ops *ops, const attn_sdpa_desc *d, int64_t pi0, int R,
+                            int64_t j0, int nk, int64_t t0, const float *xr, const float *ends,
+                            int skip_ninf, float *s) {
   for (int r = 0; r < R; r++) {
+    const int64_t pi = pi0 + r;
     const float *x = xr + r * QW - t0;
     float *sr = s + r * BC;
-    for (int c = 0; c < nk; c++) {
-      if (skip_ninf && sr[c] == -INFINITY) continue;
-      sr[c] += x[attn_pos_shaw_row(d, pi0 + r, j0 + c)];
-    }
+    int a, z;
+    shaw_split(d, pi, j0, nk, &a, &z);
+    const float *band = x + (pi - j0 + d->shaw_max - 1); /* band[-c] for column c */
+    if (a > 0) ops->add_rows(1, a, sr, BC, ends + 4 * r + 1, 0, 0, skip_ninf);
+    if (z > a) ops->add_rows(1, z - a, sr + a, BC, band - a, 0, -1, skip_ninf);
+    if (z < nk) ops->add_rows(1, nk - z, sr + z, BC, ends + 4 * r, 0, 0, skip_ninf);
   }
+}
+
+/* sum of x[a..z) with four partial sums */
+static float range_sum(const float *x, int a, int z) {
+  float p[4] = {0, 0, 0, 0};
+  int c = a;
+  for (; c + 4 <= z; c += 4)
+    for (int e = 0; e < 4; e++)
+      p[e] += x[c + e];
+  for (; c < z; c++)
+    p[0] += x[c];
+  return (p[0] + p[1]) + (p[2] + p[3]);
 }
 
 void attn_flash_shaw_scatter(const attn_sdpa_desc *d, int64_t pi0, int R, int64_t j0, int nk,
                              int64_t t0, int w, const float *s, int64_t lds, float *xr) {
+  const int64_t top = 2 * d->shaw_max - 2;
   for (int r = 0; r < R; r++) {
+    const int64_t pi = pi0 + r;
     float *x = xr + r * QW;
     const float *sr = s + r * lds;
     memset(x, 0, (size_t)w * sizeof(float));
     x -= t0;
-    for (int c = 0; c < nk; c++)
-      x[attn_pos_shaw_row(d, pi0 + r, j0 + c)] += sr[c];
+    int a, z;
+    shaw_split(d, pi, j0, nk, &a, &z);
+    float *band = x + (pi - j0 + d->shaw_max - 1);
+    for (int c = a; c < z; c++) /* distinct rows: no sums */
+      band[-c] = sr[c];
+    if (a > 0) x[top] += range_sum(sr, 0, a);
+    if (z < nk) x[0] += range_sum(sr, z, nk);
   }
 }
 
