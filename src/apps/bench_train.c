@@ -38,8 +38,8 @@ static uint64_t rng_next(uint64_t *s) {
  * *cpu the mean process CPU time per step (all threads: robust to other
  * load on a shared machine),
  * *bytes the activation bytes held for backward, *peak with the transient. */
-static attn_status run(const bt_opts *o, int ckpt, double *sec, double *cpu, size_t *bytes,
-                       size_t *peak) {
+static attn_status run(const bt_opts *o, int ckpt, attn_precision prec, double *sec, double *cpu,
+                       size_t *bytes, size_t *peak) {
   attn_clf_config c;
   attn_clf_config_default(&c);
   c.vocab = o->vocab;
@@ -75,7 +75,8 @@ static attn_status run(const bt_opts *o, int ckpt, double *sec, double *cpu, siz
   for (int k = 0; !st && k <= o->steps; k++) {
     if (k == 1) c0 = cpu_now();
     double t0 = attn_bench_now();
-    attn_nn_ctx ctx = {.backend = o->backend, .training = 1, .seed = 0, .step = (uint64_t)k};
+    attn_nn_ctx ctx = {.backend = o->backend, .training = 1, .seed = 0, .step = (uint64_t)k,
+                       .precision = prec};
     attn_params_zero_grad(&m.p);
     st = attn_clf_forward(&m, &ctx, ckpt, &a, ids, lens, B, L, NULL);
     if (!st) st = attn_cross_entropy_f32(a.logits, y, B, 2, -1, 0.0f, NULL, dl);
@@ -114,15 +115,17 @@ static int usage(FILE *f) {
   return f == stdout ? 0 : 2;
 }
 
-/* Runs the torch script and reads "torch-<prec> tokens/s X" lines. */
-static void run_torch(const bt_opts *o, double *f32, double *bf16) {
+/* Runs the torch script and reads "torch-<prec> tokens/s X cpu Y" lines:
+ * tokens per wall second and per process CPU second. */
+static void run_torch(const bt_opts *o, double f32[2], double bf16[2]) {
   char cmd[2048];
   snprintf(cmd, sizeof cmd,
-           "OPENBLAS_CORETYPE=SkylakeX ATEN_CPU_CAPABILITY=avx512 /usr/bin/python3 %s --vocab %lld "
-           "--dim %lld --heads %lld --ff %lld --layers %lld --seq %lld --batch %lld --steps %d "
-           "--threads %d 2>&1",
-           o->torch, (long long)o->vocab, (long long)o->dim, (long long)o->heads, (long long)o->ff,
-           (long long)o->layers, (long long)o->seq, (long long)o->batch, o->steps, o->threads);
+           "OPENBLAS_CORETYPE=SkylakeX ATEN_CPU_CAPABILITY=avx512 OPENBLAS_NUM_THREADS=%d "
+           "/usr/bin/python3 %s --vocab %lld --dim %lld --heads %lld --ff %lld --layers %lld "
+           "--seq %lld --batch %lld --steps %d --threads %d 2>&1",
+           o->threads, o->torch, (long long)o->vocab, (long long)o->dim, (long long)o->heads,
+           (long long)o->ff, (long long)o->layers, (long long)o->seq, (long long)o->batch, o->steps,
+           o->threads);
   FILE *p = popen(cmd, "r");
   if (!p) {
     fprintf(stderr, "attn bench train: cannot run %s\n", o->torch);
@@ -130,9 +133,9 @@ static void run_torch(const bt_opts *o, double *f32, double *bf16) {
   }
   char line[512];
   while (fgets(line, sizeof line, p)) {
-    double v;
-    if (sscanf(line, "torch-f32 tokens/s %lf", &v) == 1) *f32 = v;
-    else if (sscanf(line, "torch-bf16 tokens/s %lf", &v) == 1) *bf16 = v;
+    double v, c = 0;
+    if (sscanf(line, "torch-f32 tokens/s %lf cpu %lf", &v, &c) >= 1) f32[0] = v, f32[1] = c;
+    else if (sscanf(line, "torch-bf16 tokens/s %lf cpu %lf", &v, &c) >= 1) bf16[0] = v, bf16[1] = c;
     else fputs(line, stderr);
   }
   pclose(p);
@@ -179,7 +182,7 @@ int attn_bench_train_main(int argc, char **argv) {
          (long long)o.batch, (long long)o.seq, o.steps, o.threads);
   double sec = 0, cpu = 0;
   size_t bytes = 0, peak = 0;
-  if (run(&o, 0, &sec, &cpu, &bytes, &peak)) {
+  if (run(&o, 0, ATTN_PREC_F32, &sec, &cpu, &bytes, &peak)) {
     fprintf(stderr, "attn bench train: %s\n", attn_last_error());
     return 1;
   }
@@ -190,7 +193,7 @@ int attn_bench_train_main(int argc, char **argv) {
   if (o.ckpt_compare) {
     double sec2 = 0, cpu2 = 0;
     size_t b2 = 0, p2 = 0;
-    if (run(&o, 1, &sec2, &cpu2, &b2, &p2)) {
+    if (run(&o, 1, ATTN_PREC_F32, &sec2, &cpu2, &b2, &p2)) {
       fprintf(stderr, "attn bench train: %s\n", attn_last_error());
       return 1;
     }
@@ -202,13 +205,27 @@ int attn_bench_train_main(int argc, char **argv) {
            (double)bytes / (double)b2, (double)bytes / (double)p2, sec2 / sec, cpu2 / cpu);
   }
   if (o.torch) {
-    double f32 = 0, bf16 = 0;
-    run_torch(&o, &f32, &bf16);
-    if (f32 > 0) printf("torch-f32 tokens/s %.1f\n", f32);
-    if (bf16 > 0) printf("torch-bf16 tokens/s %.1f\n", bf16);
-    if (f32 > 0) printf("ratio attn-f32 / torch-f32: %.2fx\n", tps / f32);
-    if (bf16 > 0) printf("ratio attn-f32 / torch-bf16: %.2fx\n", tps / bf16);
-    if (f32 <= 0) {
+    double f32[2] = {0, 0}, bf16[2] = {0, 0}, ctps = (double)(o.batch * o.seq) / cpu;
+    double bsec = 0, bcpu = 0;  // attn with bf16 Linear GEMMs (f32 master weights), like autocast
+    size_t bb = 0, bp = 0;
+    int have_bf16 = run(&o, 0, ATTN_PREC_BF16, &bsec, &bcpu, &bb, &bp) == ATTN_OK;
+    double btps = have_bf16 ? (double)(o.batch * o.seq) / bsec : 0, bctps = have_bf16 ? (double)(o.batch * o.seq) / bcpu : 0;
+    run_torch(&o, f32, bf16);
+    printf("%-11s %12s %16s\n", "", "tokens/s", "tokens/CPU-s");
+    printf("%-11s %12.1f %16.1f\n", "attn-f32", tps, ctps);
+    if (have_bf16) printf("%-11s %12.1f %16.1f\n", "attn-bf16", btps, bctps);
+    if (f32[0] > 0) printf("%-11s %12.1f %16.1f\n", "torch-f32", f32[0], f32[1]);
+    if (bf16[0] > 0) printf("%-11s %12.1f %16.1f\n", "torch-bf16", bf16[0], bf16[1]);
+    if (f32[0] > 0)
+      printf("ratio attn-f32 / torch-f32: %.2fx (wall), %.2fx (CPU time)\n", tps / f32[0],
+             f32[1] > 0 ? ctps / f32[1] : 0.0);
+    if (bf16[0] > 0)
+      printf("ratio attn-f32 / torch-bf16: %.2fx (wall), %.2fx (CPU time)\n", tps / bf16[0],
+             bf16[1] > 0 ? ctps / bf16[1] : 0.0);
+    if (bf16[0] > 0 && have_bf16)
+      printf("ratio attn-bf16 / torch-bf16: %.2fx (wall), %.2fx (CPU time)\n", btps / bf16[0],
+             bf16[1] > 0 ? bctps / bf16[1] : 0.0);
+    if (f32[0] <= 0) {
       fprintf(stderr, "attn bench train: no torch figures (is python3-torch installed?)\n");
       return 1;
     }

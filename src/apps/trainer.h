@@ -58,6 +58,7 @@ typedef struct {
   uint64_t seed;
   int ckpt_acts;       /* gradient checkpointing */
   attn_backend backend;
+  attn_precision precision; /* Linear GEMMs: f32, or bf16/fp16 with f32 master weights */
   int select_by_acc;   /* best checkpoint by val accuracy (else val loss) */
   int progress;        /* -1 auto (bar on a TTY), 0 plain lines, 1 bar, 2 quiet */
   const char *out_dir; /* NULL: no checkpoints; else out_dir/last.safetensors, best.safetensors */

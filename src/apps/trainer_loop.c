@@ -83,7 +83,8 @@ static attn_status train_step(attn_clf *m, attn_adam *opt, const attn_train_opts
                               const attn_schedule *sched, attn_clf_acts *acts, int64_t step,
                               const int32_t *ids, const int32_t *lens, const int *labels,
                               int64_t B, int64_t L, float *dlogits, float *loss) {
-  attn_nn_ctx ctx = {.backend = o->backend, .training = 1, .seed = o->seed, .step = (uint64_t)step};
+  attn_nn_ctx ctx = {.backend = o->backend, .training = 1, .seed = o->seed, .step = (uint64_t)step,
+                     .precision = o->precision};
   int32_t tg[4096];
   if (B > 4096) return attn_set_error(ATTN_EINVAL, "train: batch %lld > 4096", (long long)B);
   for (int64_t i = 0; i < B; i++) tg[i] = labels[i];

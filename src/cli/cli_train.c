@@ -39,6 +39,7 @@ static void usage(FILE *f) {
           "  --label-smoothing E (0)  --select loss|acc (best checkpoint by val loss)\n"
           "  --checkpoint-activations   keep only layer inputs, recompute in backward\n"
           "  --threads T (all)  --progress auto|bar|plain|quiet  --backend auto|math|flash\n"
+          "  --precision f32|bf16|fp16   Linear GEMMs (f32 master weights; default f32)\n"
           "  --out DIR (runs/train): DIR/best.safetensors, DIR/last.safetensors\n"
           "  --resume [CKPT]       continue from CKPT (default OUT/last.safetensors), identically\n"
           "  --stop-after STEPS    stop after this many steps (checkpoint written; --resume goes on)\n"
@@ -107,6 +108,8 @@ static int parse(int argc, char **argv, train_opts *o, int first) {
         fprintf(stderr, "attn train: --progress auto|bar|plain|quiet\n");
         return 2;
       }
+    } else if (!strcmp(a, "--precision")) {
+      if (attn_precision_from_name(v, &o->to.precision)) return cli_fail("--precision"), 2;
     } else if (!strcmp(a, "--backend")) {
       if (attn_backend_from_name(v, &o->to.backend)) return cli_fail("--backend"), 2;
     } else {
