@@ -65,6 +65,8 @@ CASE(nn_seed000_mha)
 CASE(nn_seed004_self_attention)
 CASE(nn_seed004_mha)
 CASE(nn_seed004_transformer)
+CASE(nn_mha_gqa)
+CASE(nn_mha_mqa_kdim)
 
 int main(void) {
   RUN(test_nn_mha_self);
@@ -83,6 +85,8 @@ int main(void) {
   RUN(test_nn_seed004_self_attention);
   RUN(test_nn_seed004_mha);
   RUN(test_nn_seed004_transformer);
+  RUN(test_nn_mha_gqa);
+  RUN(test_nn_mha_mqa_kdim);
   printf("# worst error / scale over all golden cases: %.2e\n", rel_worst);
   HARNESS_END();
 }

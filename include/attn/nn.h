@@ -164,6 +164,13 @@ typedef struct {
   float scale;        /* 0 = 1/sqrt(head_dim) */
   attn_mha_style style;
   const char *q_name, *k_name, *v_name; /* seed styles; NULL = "query", "key", "value" */
+  /* Grouped-query / multi-query attention (TORCH style): 0 = num_heads. With
+   * fewer key/value heads (num_heads a multiple of it) the projections are
+   * separate: "q_proj_weight" [E, E], "k_proj_weight" [Ekv, kdim],
+   * "v_proj_weight" [Ekv, vdim], Ekv = num_kv_heads * head_dim, and
+   * "in_proj_bias" [E + 2 Ekv]; query head h reads key/value head
+   * h / (num_heads / num_kv_heads), with no copies of K/V. */
+  int64_t num_kv_heads;
 } attn_mha_config;
 
 typedef struct {

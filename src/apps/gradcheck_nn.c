@@ -184,14 +184,16 @@ static attn_status bool_masks(attn_gc_problem *p, attn_mha_masks *m, int64_t B, 
   return ATTN_OK;
 }
 
-static attn_status setup_mha(attn_gc_problem *p, int cross, float dropout, attn_mha_style style) {
+static attn_status setup_mha_heads(attn_gc_problem *p, int cross, float dropout,
+                                   attn_mha_style style, int64_t heads, int64_t kv_heads) {
   const int64_t B = 2, L = 3, Lk = cross ? 4 : 3, E = 8;
   mctx *c = begin(p, M_MHA, B, L, Lk, E);
   if (!c || !input(p, "query", B * L * E, 1)) return ATTN_ENOMEM;
   attn_mha_config mc;
   memset(&mc, 0, sizeof mc);
   mc.embed_dim = E;
-  mc.num_heads = 2;
+  mc.num_heads = heads;
+  mc.num_kv_heads = kv_heads;
   mc.bias = style == ATTN_MHA_TORCH;
   mc.out_proj = 1;
   mc.dropout = dropout;
@@ -206,6 +208,16 @@ static attn_status setup_mha(attn_gc_problem *p, int cross, float dropout, attn_
   attn_status st = bool_masks(p, &c->m1, B, L, Lk);
   if (!st) st = attn_mha_declare(&c->mha, &c->prm, "attn.", &mc);
   return st ? st : finish(p, c, B * L * E);
+}
+static attn_status setup_mha(attn_gc_problem *p, int cross, float dropout, attn_mha_style style) {
+  return setup_mha_heads(p, cross, dropout, style, 2, 0);
+}
+/* grouped-query (4 query heads on 2 key/value heads) and multi-query with dropout */
+static attn_status setup_mha_gqa(attn_gc_problem *p) {
+  return setup_mha_heads(p, 1, 0, ATTN_MHA_TORCH, 4, 2);
+}
+static attn_status setup_mha_mqa_dropout(attn_gc_problem *p) {
+  return setup_mha_heads(p, 0, 0.3f, ATTN_MHA_TORCH, 4, 1);
 }
 static attn_status setup_mha_self(attn_gc_problem *p) { return setup_mha(p, 0, 0, ATTN_MHA_TORCH); }
 static attn_status setup_mha_cross(attn_gc_problem *p) { return setup_mha(p, 1, 0, ATTN_MHA_TORCH); }
@@ -278,6 +290,8 @@ static const attn_gradcheck_case cases[] = {
     {"nn.mha.cross_kvdim", setup_mha_cross, 1e-2f, 2e-4, 1e-2, 32},
     {"nn.mha.dropout", setup_mha_dropout, 1e-2f, 2e-4, 1e-2, 32},
     {"nn.mha.seed000", setup_mha_seed000, 1e-2f, 2e-4, 1e-2, 32},
+    {"nn.mha.gqa", setup_mha_gqa, 1e-2f, 2e-4, 1e-2, 32},
+    {"nn.mha.mqa_dropout", setup_mha_mqa_dropout, 1e-2f, 2e-4, 1e-2, 32},
     {"nn.encoder.post", setup_encoder_post, 1e-2f, 4e-4, 1e-2, 24},
     {"nn.encoder.pre_dropout", setup_encoder_pre_dropout, 1e-2f, 4e-4, 1e-2, 24},
     {"nn.decoder.post_masks", setup_decoder_post, 1e-2f, 4e-4, 1e-2, 24},

@@ -12,7 +12,7 @@
 
 typedef struct {
   const char *kind;
-  int64_t heads;
+  int64_t heads, kv_heads; /* kv_heads: mha only, 0 = heads */
   int norm_first, average;
   attn_activation act;
   float eps;
@@ -45,7 +45,8 @@ static attn_status meta_int(const attn_st *in, const char *key, int64_t lo, int6
 
 static attn_status read_meta(const attn_st *in, layer_meta *m) {
   static const char *known[] = {"kind", "num_heads", "norm_first", "activation", "layer_norm_eps",
-                                "batch_first", "average_attn_weights", "format"};
+                                "batch_first", "average_attn_weights", "format",
+                                "num_kv_heads"};
   for (int i = 0; i < attn_st_meta_count(in); i++) {
     const char *k = attn_st_meta_key(in, i);
     int ok = 0;
@@ -56,6 +57,7 @@ static attn_status read_meta(const attn_st *in, layer_meta *m) {
   if (!m->kind) return attn_set_error(ATTN_EINVAL, "metadata 'kind' is missing (mha|encoder|decoder)");
   int64_t v;
   attn_status st = meta_int(in, "num_heads", 1, 1 << 20, 0, &m->heads);
+  if (!st) st = meta_int(in, "num_kv_heads", 0, 1 << 20, 0, &m->kv_heads);
   if (!st) st = meta_int(in, "norm_first", 0, 1, 0, &v);
   m->norm_first = (int)v;
   if (!st) st = meta_int(in, "average_attn_weights", 0, 1, 1, &v);
@@ -179,12 +181,13 @@ static attn_status run_mha(run_state *r, const layer_meta *lm) {
   memset(&c, 0, sizeof c);
   c.embed_dim = E;
   c.num_heads = H;
+  c.num_kv_heads = lm->kv_heads; /* grouped-query attention (separate projections) */
   c.bias = attn_st_get(r->in, "in_proj_bias") != NULL;
   if (!attn_st_get(r->in, "in_proj_weight")) {
-    int64_t s2[2] = {E, -1};
+    int64_t s2[2] = {E, -1}, skv[2] = {-1, -1}; /* k/v rows: num_kv_heads * head_dim */
     st = f32_in(r, "q_proj_weight", 2, s2, 1, &qw);
-    if (!st) st = f32_in(r, "k_proj_weight", 2, s2, 1, &kw);
-    if (!st) st = f32_in(r, "v_proj_weight", 2, s2, 1, &vw);
+    if (!st) st = f32_in(r, "k_proj_weight", 2, skv, 1, &kw);
+    if (!st) st = f32_in(r, "v_proj_weight", 2, skv, 1, &vw);
     if (st) return st;
     c.kdim = kw->shape[1];
     c.vdim = vw->shape[1];

@@ -12,10 +12,10 @@ void attn_mha_saved_free(attn_mha_saved *s) {
 }
 
 static attn_status declare_torch(attn_mha *m, attn_params *p, const char *prefix) {
-  int64_t E = m->c.embed_dim;
+  int64_t E = m->c.embed_dim, Ekv = m->c.num_kv_heads * m->head_dim;
   char name[ATTN_PARAM_NAME_MAX];
   attn_status st = ATTN_OK;
-  if (m->c.kdim == E && m->c.vdim == E) {  // packed in_proj_weight [3E, E]
+  if (m->c.kdim == E && m->c.vdim == E && Ekv == E) {  // packed in_proj_weight [3E, E]
     int64_t sh[2] = {3 * E, E};
     st = nn_name(name, prefix, "in_proj_weight");
     if (!st) st = attn_params_declare(p, name, 2, sh, &m->w[0]);
@@ -24,17 +24,19 @@ static attn_status declare_torch(attn_mha *m, attn_params *p, const char *prefix
   } else {
     static const char *nm[3] = {"q_proj_weight", "k_proj_weight", "v_proj_weight"};
     for (int i = 0; i < 3 && !st; i++) {
-      int64_t sh[2] = {E, m->in[i]};
+      int64_t sh[2] = {m->out[i], m->in[i]};
       st = nn_name(name, prefix, nm[i]);
       if (!st) st = attn_params_declare(p, name, 2, sh, &m->w[i]);
     }
   }
   if (!st && m->c.bias) {
-    int64_t n = 3 * E;
+    int64_t n = E + 2 * Ekv;
     st = nn_name(name, prefix, "in_proj_bias");
     if (!st) st = attn_params_declare(p, name, 1, &n, &m->b[0]);
     m->b[1] = m->b[2] = m->b[0];
-    for (int i = 0; i < 3; i++) m->bo[i] = i * E;
+    m->bo[0] = 0;
+    m->bo[1] = E;
+    m->bo[2] = E + Ekv;
   }
   if (!st) st = nn_name(name, prefix, "out_proj.");
   if (!st) st = attn_linear_declare(&m->out_lin, p, name, E, E, m->c.bias);
@@ -83,12 +85,20 @@ attn_status attn_mha_declare(attn_mha *m, attn_params *p, const char *prefix,
     return attn_set_error(ATTN_EINVAL, "mha '%s': the seed styles need kdim = vdim = embed_dim",
                           prefix);
   m->head_dim = E / H;
+  if (!m->c.num_kv_heads) m->c.num_kv_heads = H;
+  if (m->c.num_kv_heads < 0 || H % m->c.num_kv_heads ||
+      (m->c.num_kv_heads != H && c->style != ATTN_MHA_TORCH))
+    return attn_set_error(ATTN_EINVAL,
+                          "mha '%s': num_kv_heads %lld must divide num_heads %lld (TORCH style)",
+                          prefix, (long long)c->num_kv_heads, (long long)H);
   if (c->style == ATTN_MHA_SEED_SHARED && m->c.scale == 0.0f)
     m->c.scale = (float)(1.0 / sqrt((double)E));
   int64_t din[3] = {E, m->c.kdim, m->c.vdim};
   for (int i = 0; i < 3; i++) {
     m->in[i] = c->style == ATTN_MHA_SEED_SHARED ? m->head_dim : din[i];
-    m->out[i] = c->style == ATTN_MHA_SEED_SHARED ? m->head_dim : E;
+    m->out[i] = c->style == ATTN_MHA_SEED_SHARED ? m->head_dim
+                : i                               ? m->c.num_kv_heads * m->head_dim
+                                                  : E;
     m->b[i] = -1;
   }
   m->out_lin.weight = m->out_lin.bias = -1;

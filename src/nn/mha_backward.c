@@ -7,32 +7,39 @@
 
 #include "nn/nn_internal.h"
 
-/* dq, dk, dv [B, L, E] (overwritten) from dctx through drop(P) · V. */
+/* dq [B, Lq, E], dk, dv [B, Lk, Ekv] (zeroed by the caller; the query heads
+ * of a key/value group add into it in head order) from dctx through
+ * drop(P) · V. */
 static attn_status explicit_backward(const attn_mha *m, const attn_mha_saved *s, float scale,
                                      const float *dctx, float *dq, float *dk, float *dv) {
   int64_t B = s->B, H = m->c.num_heads, Lq = s->Lq, Lk = s->Lk, E = m->c.embed_dim;
   int64_t hd = m->head_dim, n = B * H * Lq * Lk;
+  int64_t Ekv = m->c.num_kv_heads * hd, group = H / m->c.num_kv_heads;
   float *dpd = nn_scratch(n), *dp = nn_scratch(n);
   attn_status st = (!dpd || !dp) ? ATTN_ENOMEM : ATTN_OK;
   for (int64_t b = 0; b < B && !st; b++)
     for (int64_t h = 0; h < H && !st; h++) {
-      int64_t pb = (b * H + h) * Lq * Lk, qo = b * Lq * E + h * hd, ko = b * Lk * E + h * hd;
-      // dP_drop [Lq, Lk] = dctx_bh [Lq, hd] · v_bhᵀ
-      st = attn_gemm_f32(0, 1, Lq, Lk, hd, 1.0f, dctx + qo, E, s->v + ko, E, 0.0f, dpd + pb, Lk);
-      // dv_bh [Lk, hd] = P_dropᵀ · dctx_bh
+      int64_t pb = (b * H + h) * Lq * Lk, qo = b * Lq * E + h * hd;
+      int64_t ko = b * Lk * Ekv + h / group * hd;
+      // dP_drop [Lq, Lk] = dctx_bh [Lq, hd] · v_bgᵀ
+      st = attn_gemm_f32(0, 1, Lq, Lk, hd, 1.0f, dctx + qo, E, s->v + ko, Ekv, 0.0f, dpd + pb,
+                         Lk);
+      // dv_bg [Lk, hd] += P_dropᵀ · dctx_bh
       if (!st)
-        st = attn_gemm_f32(1, 0, Lk, hd, Lq, 1.0f, s->probs_drop + pb, Lk, dctx + qo, E, 0.0f,
-                           dv + ko, E);
+        st = attn_gemm_f32(1, 0, Lk, hd, Lq, 1.0f, s->probs_drop + pb, Lk, dctx + qo, E, 1.0f,
+                           dv + ko, Ekv);
     }
   if (!st) st = attn_dropout_backward_f32(dpd, s->drop_mask, dp, n, m->c.dropout);
   if (!st) st = attn_softmax_backward_f32(s->probs, dp, dpd, B * H * Lq, Lk);  // dS in dpd
   for (int64_t b = 0; b < B && !st; b++)
     for (int64_t h = 0; h < H && !st; h++) {
-      int64_t pb = (b * H + h) * Lq * Lk, qo = b * Lq * E + h * hd, ko = b * Lk * E + h * hd;
-      // dq_bh = scale · dS · k_bh ; dk_bh = scale · dSᵀ · q_bh
-      st = attn_gemm_f32(0, 0, Lq, hd, Lk, scale, dpd + pb, Lk, s->k + ko, E, 0.0f, dq + qo, E);
+      int64_t pb = (b * H + h) * Lq * Lk, qo = b * Lq * E + h * hd;
+      int64_t ko = b * Lk * Ekv + h / group * hd;
+      // dq_bh = scale · dS · k_bg ; dk_bg += scale · dSᵀ · q_bh
+      st = attn_gemm_f32(0, 0, Lq, hd, Lk, scale, dpd + pb, Lk, s->k + ko, Ekv, 0.0f, dq + qo, E);
       if (!st)
-        st = attn_gemm_f32(1, 0, Lk, hd, Lq, scale, dpd + pb, Lk, s->q + qo, E, 0.0f, dk + ko, E);
+        st = attn_gemm_f32(1, 0, Lk, hd, Lq, scale, dpd + pb, Lk, s->q + qo, E, 1.0f, dk + ko,
+                           Ekv);
     }
   free(dpd);
   free(dp);
@@ -51,8 +58,9 @@ attn_status attn_mha_backward(const attn_mha *m, attn_params *p, const attn_nn_c
   if (!s->self && (!key || !value))
     return attn_set_error(ATTN_EINVAL, "mha_backward: cross attention needs key and value");
   int64_t B = s->B, Lq = s->Lq, Lk = s->Lk, E = m->c.embed_dim;
+  int64_t Ekv = m->c.num_kv_heads * m->head_dim;
   float *dctx = nn_scratch(B * Lq * E), *dq = nn_scratch(B * Lq * E);
-  float *dk = nn_scratch(B * Lk * E), *dv = nn_scratch(B * Lk * E);
+  float *dk = nn_scratch(B * Lk * Ekv), *dv = nn_scratch(B * Lk * Ekv);
   attn_status st = (!dctx || !dq || !dk || !dv) ? ATTN_ENOMEM : ATTN_OK;
   if (!st) {
     if (m->has_out)

@@ -24,6 +24,7 @@ static attn_status explicit_probs(const attn_mha *m, const attn_nn_ctx *ctx, att
                                   const attn_sdpa_desc *d) {
   int64_t B = s->B, H = m->c.num_heads, Lq = s->Lq, Lk = s->Lk, E = m->c.embed_dim;
   int64_t hd = m->head_dim, n = B * H * Lq * Lk;
+  int64_t Ekv = m->c.num_kv_heads * hd, group = H / m->c.num_kv_heads;
   s->probs = NN_ALLOC_F(&s->arena, n);
   s->probs_drop = NN_ALLOC_F(&s->arena, n);
   s->drop_mask = NN_ALLOC_U8(&s->arena, n);
@@ -35,10 +36,10 @@ static attn_status explicit_probs(const attn_mha *m, const attn_nn_ctx *ctx, att
                           nn_dropout_seed(ctx, m->site), 0);
   for (int64_t b = 0; b < B && !st; b++)
     for (int64_t h = 0; h < H && !st; h++) {
-      // ctx_bh [Lq, hd] (ld E) = P_bh [Lq, Lk] · v_bh [Lk, hd] (ld E)
+      // ctx_bh [Lq, hd] (ld E) = P_bh [Lq, Lk] · v_b(h/group) [Lk, hd] (ld Ekv)
       const float *P = s->probs_drop + (b * H + h) * Lq * Lk;
-      st = attn_gemm_f32(0, 0, Lq, hd, Lk, 1.0f, P, Lk, s->v + b * Lk * E + h * hd, E, 0.0f,
-                         s->ctx + b * Lq * E + h * hd, E);
+      st = attn_gemm_f32(0, 0, Lq, hd, Lk, 1.0f, P, Lk, s->v + b * Lk * Ekv + h / group * hd,
+                         Ekv, 0.0f, s->ctx + b * Lq * E + h * hd, E);
     }
   return st;
 }
@@ -79,10 +80,10 @@ attn_status attn_mha_forward(const attn_mha *m, const attn_params *p, const attn
   s->Lq = Lq;
   s->Lk = Lk;
   s->self = self;
-  int64_t E = m->c.embed_dim, H = m->c.num_heads;
+  int64_t E = m->c.embed_dim, H = m->c.num_heads, Ekv = m->c.num_kv_heads * m->head_dim;
   s->q = NN_ALLOC_F(&s->arena, B * Lq * E);
-  s->k = NN_ALLOC_F(&s->arena, B * Lk * E);
-  s->v = NN_ALLOC_F(&s->arena, B * Lk * E);
+  s->k = NN_ALLOC_F(&s->arena, B * Lk * Ekv);
+  s->v = NN_ALLOC_F(&s->arena, B * Lk * Ekv);
   s->ctx = NN_ALLOC_F(&s->arena, B * Lq * E);
   s->lse = NN_ALLOC_F(&s->arena, B * H * Lq);
   if (!s->q || !s->k || !s->v || !s->ctx || !s->lse) return ATTN_ENOMEM;

@@ -54,14 +54,15 @@ attn_status nn_mha_build_masks(const attn_mha *m, const attn_mha_masks *mk, attn
 
 void nn_mha_desc(const attn_mha *m, const attn_mha_saved *s, attn_sdpa_desc *d) {
   int64_t E = m->c.embed_dim, H = m->c.num_heads, hd = m->head_dim;
-  attn_sdpa_desc_init(d, s->B, H, H, s->Lq, s->Lk, hd, hd);
+  int64_t Hkv = m->c.num_kv_heads, Ekv = Hkv * hd;
+  attn_sdpa_desc_init(d, s->B, H, Hkv, s->Lq, s->Lk, hd, hd);
   if (m->c.scale > 0.0f) {
     d->scale = m->c.scale;
     d->has_scale = 1;
   }
   d->causal = s->causal;
   // [B, L, H*hd] layouts: no split/merge copies
-  int64_t qs[3] = {s->Lq * E, hd, E}, ks[3] = {s->Lk * E, hd, E};
+  int64_t qs[3] = {s->Lq * E, hd, E}, ks[3] = {s->Lk * Ekv, hd, Ekv};
   for (int i = 0; i < 3; i++) {
     d->q_stride[i] = d->o_stride[i] = qs[i];
     d->k_stride[i] = d->v_stride[i] = ks[i];
