@@ -179,6 +179,33 @@ static vcfg base(int Lq, int Lk, int D) {
   return c;
 }
 
+/* the add_rows tile op: AVX-512 against portable, each column stride, tails,
+ * -inf kept with skip, negative row strides (overlapping rows accumulate in
+ * row order) */
+static void test_add_rows_kernels(void) {
+  if (n_ops < 2) return;
+  float b[200], s0[6 * 64 + 8], s1[6 * 64 + 8];
+  fill_uniform(b, 200, 5, -1, 1);
+  for (int bcs = -1; bcs <= 1; bcs++)
+    for (int n = 1; n <= 64; n += 9)
+      for (int mode = 0; mode < 3; mode++) {
+        fill_uniform(s0, 6 * 64 + 8, 6 + n, -1, 1);
+        for (int e = 0; e < 6 * 64; e += 5)
+          s0[e] = -INFINITY;
+        memcpy(s1, s0, sizeof s0);
+        int64_t lds = mode == 2 ? -1 : 64, brs = mode == 1 ? 3 : -1;
+        float *t0 = mode == 2 ? s0 + 100 : s0, *t1 = mode == 2 ? s1 + 100 : s1;
+        int R = mode == 2 ? 5 : 6, skip = mode != 2;
+        const float *bb = b + 100; /* reads b[100 - 70 .. 100 + 70] at most */
+        ops_list[0]->add_rows(R, n, t0, lds, bb, brs, bcs, skip);
+        ops_list[1]->add_rows(R, n, t1, lds, bb, brs, bcs, skip);
+        CHECK_CLOSE("add_rows", s1, s0, 6 * 64 + 8, 0, 0);
+      }
+  float x[16] = {-INFINITY, 1, 2, -INFINITY}, one = 1.0f;
+  ops_list[1]->add_rows(1, 4, x, 64, &one, 0, 0, 1);
+  CHECK(x[0] == -INFINITY && x[1] == 2 && x[2] == 3 && x[3] == -INFINITY && x[4] == 0);
+}
+
 /* each scheme alone, on shapes with tails (several tiles and row groups) */
 static void test_each_scheme_alone(void) {
   for (int s = 0; s < 6; s++) {
@@ -397,6 +424,7 @@ int main(void) {
   ops_list[n_ops++] = attn_flash_ops_generic();
   if (attn_cpu()->avx512f && attn_flash_ops_avx512()) ops_list[n_ops++] = attn_flash_ops_avx512();
   printf("# kernel sets: %s%s\n", ops_list[0]->name, n_ops > 1 ? ", avx512" : "");
+  RUN(test_add_rows_kernels);
   RUN(test_each_scheme_alone);
   RUN(test_block_sparse_sizes);
   RUN(test_block_equals_dense_mask);

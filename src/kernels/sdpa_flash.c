@@ -11,7 +11,13 @@
  *   p = e^(t - m), m, l updated  (online softmax, one rescale per tile)
  *   o [MR, Dv] = alpha * o + p v (gemm straight from v, rows strided)
  * then out = o / l and lse = m + log l (out 0, lse -inf for a row with no
- * allowed key). K/V heads are shared by their query heads (no copies). */
+ * allowed key). K/V heads are shared by their query heads (no copies).
+ * Variants (sdpa_flash_positions.c): a tile whose blocks are all off in the
+ * block-sparse layout is skipped like a causal one (partly-on tiles are
+ * masked per element); ALiBi + T5 add a slice of a per-call bias table by
+ * relative distance; Shaw adds scale q·shaw_k on the tile's band of clipped
+ * distances (the two clipped ends once per row per call) and, after the
+ * softmax, o += (p summed by table row) · shaw_v[band]. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

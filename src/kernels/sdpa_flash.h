@@ -17,9 +17,12 @@
 /* ATTN_FLASH_QW: row stride of a tile's Shaw band [MR, QW] (>= BC + MR - 1). */
 enum { ATTN_FLASH_BC = 64, ATTN_FLASH_MR = 6, ATTN_FLASH_NC = 64, ATTN_FLASH_QW = 80 };
 
-/* log of FLT_MIN, rounded up: p = e^x with x below it is taken as 0 (never
- * a denormal, which would slow the GEMMs by microcode assists). */
-#define ATTN_FLASH_PMIN_LOG (-87.33f)
+/* p = e^x with x below this is taken as 0. e^-64 ~ 1.6e-28 of the row's
+ * largest p: far below f32 resolution even summed over 2^40 keys, and it
+ * keeps p, the products p·v and ds = p (dp - D_i) clear of denormals (each
+ * costs a microcode assist in the GEMMs: ALiBi's far keys made the backward
+ * ~1.5x slower). */
+#define ATTN_FLASH_PMIN_LOG (-64.0f)
 
 typedef struct {
   const char *name;

@@ -104,10 +104,8 @@ AVX512_INLINE __mmask16 allowed_cols(int v, int lo, int hi) {
          _mm512_cmplt_epi32_mask(j, _mm512_set1_epi32(hi));
 }
 
-/* Lanes whose e^x is a normal float (x >= ATTN_FLASH_PMIN_LOG): the others
- * give p = 0, so no denormal ever reaches the GEMMs (each would cost a
- * microcode assist; their weight, < 1.2e-38 of the row's largest, is below
- * f32 resolution). */
+/* Lanes with x >= ATTN_FLASH_PMIN_LOG: the others give p = 0 (no denormal
+ * reaches the GEMMs; see sdpa_flash.h). */
 AVX512_INLINE __mmask16 normal_exp(__m512 x) {
   return _mm512_cmp_ps_mask(x, _mm512_set1_ps(ATTN_FLASH_PMIN_LOG), _CMP_GE_OQ);
 }

@@ -12,7 +12,12 @@
  *   s = q kᵀ, logits + masks; dp = dout vᵀ       (gemm on packed kᵀ, vᵀ)
  *   p = e^(s - lse), ds = p (dp - D_i) scale     (D_i = rowsum(dout * out))
  *   dq rows += ds k
- * then dv_blk += pᵀ dout and dk_blk += dsᵀ q over the query block. */
+ * then dv_blk += pᵀ dout and dk_blk += dsᵀ q over the query block (only the
+ * rows whose tiles were computed).
+ * Variants: logits as in the forward; Shaw: dp += dout·shaw_vᵀ on the band,
+ * dq += (ds by table row) shaw_k; table gradients (d rel_bias by relative
+ * distance, d shaw_k, d shaw_v on the band) go to per-work-item partials,
+ * summed in item order at the end (table_grads_finish). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -305,7 +310,11 @@ attn_status attn_sdpa_backward_flash_ops(const attn_flash_ops *ops, const attn_s
     x.nsk = d->shaw_k && d->shaw_k_grad ? pos.nr * D : 0;
     x.nsv = d->shaw_v && d->shaw_v_grad ? pos.nr * Dv : 0;
     x.tper = (x.nt5 + x.nsk + x.nsv + 15) & ~(int64_t)15;
-    if (x.tper) x.tpart = attn_flash_alloc(x.tper, (int)items, "table gradients");
+    int64_t n;
+    if (x.tper && !__builtin_mul_overflow(x.tper, items, &n))
+      x.tpart = attn_flash_alloc(n, 1, "table gradients");
+    else if (x.tper)
+      attn_set_error(ATTN_ENOMEM, "sdpa flash: table gradient partials too large");
   }
   if (st || !di || (C > 1 && !part) || !ws || (x.tper && !x.tpart)) {
     free(di);
