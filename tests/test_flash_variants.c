@@ -24,7 +24,8 @@ typedef struct {
   int t5;             /* 0 off, 1 bidirectional, 2 causal bucketing */
   int shaw_k, shaw_v; /* tables with shaw_max M */
   int M;
-  int block; /* block size (0 off): BigBird-like layout */
+  int block;      /* block size (0 off): BigBird-like layout */
+  int block_cols; /* extra columns in the layout's row stride (decoding) */
 } vcfg;
 
 typedef struct {
@@ -100,11 +101,13 @@ static void make(const vcfg *c, unsigned seed, vprob *p) {
     d->shaw_v = p->sv;
   }
   if (c->block) {
-    int64_t bs = c->block, nqb = (c->q_offset + c->Lq + bs - 1) / bs, nkb = (c->Lk + bs - 1) / bs;
+    int64_t bs = c->block, nqb = (c->q_offset + c->Lq + bs - 1) / bs;
+    int64_t nkb = (c->Lk + bs - 1) / bs + c->block_cols;
     p->blk = malloc((size_t)(nqb * nkb + 1));
     CHECK_OK(attn_block_sparse_bigbird(p->blk, nqb, nkb, 1, 1, 1, seed, 0));
     d->block_mask = p->blk;
     d->block_size = bs;
+    if (c->block_cols) d->block_cols = nkb;
   }
 }
 
@@ -175,7 +178,7 @@ static void compare(const vcfg *c, unsigned seed) {
 }
 
 static vcfg base(int Lq, int Lk, int D) {
-  vcfg c = {1, 2, 2, Lq, Lk, D, D, 0, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  vcfg c = {1, 2, 2, Lq, Lk, D, D, 0, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
   return c;
 }
 
@@ -286,6 +289,14 @@ static void test_combined(void) {
   all.q_offset = 20, all.alibi = 1, all.t5 = 2, all.shaw_k = all.shaw_v = 1, all.M = 12;
   all.block = 32;
   compare(&all, 1400);
+  all.block_cols = 3; /* a decoder's layout: row stride wider than Lk needs */
+  all.block = 24;
+  compare(&all, 1401);
+  for (int M = 1; M <= 3; M++) { /* the smallest tables: every distance clipped or one interior row */
+    vcfg c = base(70, 90, 8);
+    c.shaw_k = c.shaw_v = 1, c.M = M, c.causal = M == 2, c.q_offset = M == 3 ? 5 : 0;
+    compare(&c, 1410 + M);
+  }
 }
 
 /* 1 and 2 threads: the same bits, table gradients included */
