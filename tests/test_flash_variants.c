@@ -204,6 +204,14 @@ static void test_add_rows_kernels(void) {
         ops_list[1]->add_rows(R, n, t1, lds, bb, brs, bcs, skip);
         CHECK_CLOSE("add_rows", s1, s0, 6 * 64 + 8, 0, 0);
       }
+  for (int n = 0; n <= 64; n += 7) /* sums: any order, so within rounding */
+    CHECK(fabsf(ops_list[1]->sum(n, b) - ops_list[0]->sum(n, b)) <= 1e-5f);
+  float ones[64];
+  for (int e = 0; e < 64; e++)
+    ones[e] = 1.0f;
+  for (int o = 0; o < 2; o++)
+    CHECK(ops_list[o]->sum(64, ones) == 64.0f && ops_list[o]->sum(13, ones) == 13.0f &&
+          ops_list[o]->sum(0, ones) == 0.0f);
   float x[16] = {-INFINITY, 1, 2, -INFINITY}, one = 1.0f;
   ops_list[1]->add_rows(1, 4, x, 64, &one, 0, 0, 1);
   CHECK(x[0] == -INFINITY && x[1] == 2 && x[2] == 3 && x[3] == -INFINITY && x[4] == 0);

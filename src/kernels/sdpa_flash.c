@@ -17,7 +17,9 @@
  * masked per element); ALiBi + T5 add a slice of a per-call bias table by
  * relative distance; Shaw adds scale q·shaw_k on the tile's band of clipped
  * distances (the two clipped ends once per row per call) and, after the
- * softmax, o += (p summed by table row) · shaw_v[band]. */
+ * softmax, o += (p summed by table row) · shaw_v[band] for the interior
+ * rows, while the clipped ends are running sums per row (rescaled like o)
+ * applied once at the end. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,6 +128,7 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
                          const float *v, float *out, float *lse, float *ws) {
   const int64_t D = d->D, Dv = d->Dv, nkb = ceil_div(d->Lk, BC), kvh = h / rs->group;
   float *o = ws, *m = o + (int64_t)BQ * Dv, *l = m + BQ, *s = l + BQ, *xr = s + MR * BC;
+  float *pe = xr + MR * QW; /* [BQ, 2]: p summed at Shaw rows 0 and 2M-2 */
   float alpha[MR];
   int lo[MR], hi[MR], all_lo[MR], all_hi[MR];
   for (int r = 0; r < MR; r++)
@@ -137,6 +140,7 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
   for (int r = 0; r < nq; r++) {
     m[r] = -INFINITY;
     l[r] = 0.0f;
+    pe[2 * r] = pe[2 * r + 1] = 0.0f;
   }
   /* key blocks some row of the item may see */
   int64_t lo0, hi0, lo1, hi1;
@@ -175,11 +179,14 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
         int n = (int)(Dv - c0 < NC ? Dv - c0 : NC);
         ops->gemm(R, n, nk, s, BC, 1, vb + c0, rs->v[2], o + r0 * Dv + c0, Dv, alpha, 1);
       }
-      if (d->shaw_v) { /* o += (p summed by Shaw row) · shaw_v[band] */
-        attn_flash_shaw_scatter(d, pi, R, j0, nk, t0, w, s, BC, xr);
-        for (int64_t c0 = 0; c0 < Dv; c0 += NC) {
+      if (d->shaw_v) { /* ends: running sums; o += (p by interior row) · shaw_v[band] */
+        for (int r = 0; r < R; r++)
+          pe[2 * (r0 + r)] *= alpha[r], pe[2 * (r0 + r) + 1] *= alpha[r];
+        int64_t ta;
+        int wi = attn_flash_shaw_split(ops, d, pi, R, j0, nk, t0, w, s, BC, pe + 2 * r0, xr, &ta);
+        for (int64_t c0 = 0; wi > 0 && c0 < Dv; c0 += NC) {
           int n = (int)(Dv - c0 < NC ? Dv - c0 : NC);
-          ops->gemm(R, n, w, xr, QW, 1, d->shaw_v + t0 * Dv + c0, Dv, o + r0 * Dv + c0, Dv, NULL,
+          ops->gemm(R, n, wi, xr, QW, 1, d->shaw_v + ta * Dv + c0, Dv, o + r0 * Dv + c0, Dv, NULL,
                     1);
         }
       }
@@ -191,6 +198,11 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
     float *orow = oh + (i0 + r) * rs->o[2];
     if (l[r] > 0.0f) {
       float inv = 1.0f / l[r];
+      if (d->shaw_v) { /* the clipped distances' share of shaw_v */
+        const float *v0 = d->shaw_v, *vt = d->shaw_v + (pos->nr - 1) * Dv;
+        for (int64_t c = 0; c < Dv; c++)
+          o[r * Dv + c] += pe[2 * r] * v0[c] + pe[2 * r + 1] * vt[c];
+      }
       for (int64_t c = 0; c < Dv; c++)
         orow[c] = o[r * Dv + c] * inv;
       lh[i0 + r] = m[r] + logf(l[r]);
@@ -225,7 +237,7 @@ attn_status attn_sdpa_forward_flash_ops(const attn_flash_ops *ops, const attn_sd
     return st;
   }
   float *kt = attn_flash_alloc(kt_n, 1, "packed k");
-  int64_t per = (int64_t)BQ * Dv + 2 * BQ + MR * BC + MR * QW;
+  int64_t per = (int64_t)BQ * Dv + 4 * BQ + MR * BC + MR * QW;
   float *ws = kt ? attn_flash_alloc(per, nt, "forward") : NULL;
   if (!ws) {
     free(kt);

@@ -55,6 +55,8 @@ typedef struct {
    * skip, entries at -inf stay -inf. Strides may be negative. */
   void (*add_rows)(int R, int n, float *s, int64_t lds, const float *b, int64_t brs, int bcs,
                    int skip);
+  /* x[0] + ... + x[n-1], 0 <= n <= BC (any fixed order). */
+  float (*sum)(int n, const float *x);
 } attn_flash_ops;
 
 const attn_flash_ops *attn_flash_ops_generic(void);
@@ -134,8 +136,15 @@ void attn_flash_shaw_gather(const attn_flash_ops *ops, const attn_sdpa_desc *d, 
                             int64_t j0, int nk, int64_t t0, const float *xr, const float *ends,
                             int skip_ninf, float *s);
 /* xr [R, QW] := s [R, nk] (rows lds apart) summed by Shaw row - t0. */
-void attn_flash_shaw_scatter(const attn_sdpa_desc *d, int64_t pi0, int R, int64_t j0, int nk,
-                             int64_t t0, int w, const float *s, int64_t lds, float *xr);
+void attn_flash_shaw_scatter(const attn_flash_ops *ops, const attn_sdpa_desc *d, int64_t pi0,
+                             int R, int64_t j0, int nk, int64_t t0, int w, const float *s,
+                             int64_t lds, float *xr);
+/* s [R, nk] (rows lds apart) by Shaw row: ends[2r] += the sum at row 0,
+ * ends[2r+1] at row 2M-2, and xr [R, QW] := the interior rows *ta..*ta+wi-1
+ * (returns wi, 0 when the tile has none). */
+int attn_flash_shaw_split(const attn_flash_ops *ops, const attn_sdpa_desc *d, int64_t pi0, int R,
+                          int64_t j0, int nk, int64_t t0, int w, const float *s, int64_t lds,
+                          float *ends, float *xr, int64_t *ta);
 /* g [nr, n] rows t0..t0+w-1 += xr [R, QW]ᵀ · rows [R, n] (rows ldrows apart). */
 void attn_flash_table_grad(const attn_flash_ops *ops, int R, int w, int64_t t0, const float *xr,
                            const float *rows, int64_t ldrows, int64_t n, float *g);

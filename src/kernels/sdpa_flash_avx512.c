@@ -226,9 +226,19 @@ AVX512_TARGET static void add_rows_avx512(int R, int n, float *s, int64_t lds, c
   }
 }
 
+AVX512_TARGET static float sum_avx512(int n, const float *x) {
+  __m512 acc = _mm512_setzero_ps();
+  for (int c0 = 0; c0 < n; c0 += 16) {
+    int cnt = n - c0 < 16 ? n - c0 : 16;
+    __mmask16 m = (__mmask16)(cnt == 16 ? 0xffff : (1u << cnt) - 1);
+    acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(m, x + c0));
+  }
+  return _mm512_reduce_add_ps(acc);
+}
+
 static const attn_flash_ops avx512_ops = {
-    "avx512",          gemm_avx512,   logits_avx512,  softmax_update_avx512,
-    probs_grad_avx512, pack_t_avx512, add_rows_avx512};
+    "avx512",          gemm_avx512,   logits_avx512,   softmax_update_avx512,
+    probs_grad_avx512, pack_t_avx512, add_rows_avx512, sum_avx512};
 
 const attn_flash_ops *attn_flash_ops_avx512(void) { return &avx512_ops; }
 #else

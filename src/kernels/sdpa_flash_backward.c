@@ -177,7 +177,7 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, flo
                       ldq, NULL, 1);
           }
           if (d->shaw_k) { /* dq += dqr · shaw_k[band]; d shaw_k[band] += dqrᵀ q */
-            attn_flash_shaw_scatter(d, pi, R, j0, nk, t0, w, dsr, BC, xq);
+            attn_flash_shaw_scatter(ops, d, pi, R, j0, nk, t0, w, dsr, BC, xq);
             for (int64_t c0 = 0; c0 < D; c0 += NC) {
               int n = (int)(D - c0 < NC ? D - c0 : NC);
               ops->gemm(R, n, w, xq, QW, 1, d->shaw_k + t0 * D + c0, D, dqh + i * ldq + c0, ldq,
@@ -186,7 +186,7 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, flo
             if (gsk) attn_flash_table_grad(ops, R, w, t0, xq, qi, rs->q[2], D, gsk);
           }
           if (gsv) { /* d shaw_v[band] += prᵀ dout */
-            attn_flash_shaw_scatter(d, pi, R, j0, nk, t0, w, pr, BC, xv);
+            attn_flash_shaw_scatter(ops, d, pi, R, j0, nk, t0, w, pr, BC, xv);
             attn_flash_table_grad(ops, R, w, t0, xv, doi, rs->o[2], Dv, gsv);
           }
         }

@@ -110,8 +110,20 @@ static void add_rows_generic(int R, int n, float *s, int64_t lds, const float *b
   }
 }
 
+/* four partial sums (as the vector kernel's lanes would, roughly) */
+static float sum_generic(int n, const float *x) {
+  float p[4] = {0, 0, 0, 0};
+  int c = 0;
+  for (; c + 4 <= n; c += 4)
+    for (int e = 0; e < 4; e++)
+      p[e] += x[c + e];
+  for (; c < n; c++)
+    p[0] += x[c];
+  return (p[0] + p[1]) + (p[2] + p[3]);
+}
+
 static const attn_flash_ops generic_ops = {
-    "generic",          gemm_generic,   logits_generic, softmax_update_generic,
-    probs_grad_generic, pack_t_generic, add_rows_generic};
+    "generic",          gemm_generic,   logits_generic,   softmax_update_generic,
+    probs_grad_generic, pack_t_generic, add_rows_generic, sum_generic};
 
 const attn_flash_ops *attn_flash_ops_generic(void) { return &generic_ops; }

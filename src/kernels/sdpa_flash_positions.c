@@ -163,11 +163,18 @@ static void shaw_split(const attn_sdpa_desc *d, int64_t pi, int64_t j0, int nk, 
 void attn_flash_shaw_gather(const attn_flash_ops *ops, const attn_sdpa_desc *d, int64_t pi0, int R,
                             int64_t j0, int nk, int64_t t0, const float *xr, const float *ends,
                             int skip_ninf, float *s) {
+  int a, z;
+  shaw_split(d, pi0, j0, nk, &a, &z);
+  int top = a == nk, bottom = z == 0; /* the first row entirely at one end */
+  shaw_split(d, pi0 + R - 1, j0, nk, &a, &z);
+  if ((top && a == nk) || (bottom && z == 0)) { /* every row (a, z grow with pi) */
+    ops->add_rows(R, nk, s, BC, ends + (top && a == nk ? 1 : 0), 4, 0, skip_ninf);
+    return;
+  }
   for (int r = 0; r < R; r++) {
     const int64_t pi = pi0 + r;
     const float *x = xr + r * QW - t0;
     float *sr = s + r * BC;
-    int a, z;
     shaw_split(d, pi, j0, nk, &a, &z);
     const float *band = x + (pi - j0 + d->shaw_max - 1); /* band[-c] for column c */
     if (a > 0) ops->add_rows(1, a, sr, BC, ends + 4 * r + 1, 0, 0, skip_ninf);
@@ -176,20 +183,9 @@ void attn_flash_shaw_gather(const attn_flash_ops *ops, const attn_sdpa_desc *d, 
   }
 }
 
-/* sum of x[a..z) with four partial sums */
-static float range_sum(const float *x, int a, int z) {
-  float p[4] = {0, 0, 0, 0};
-  int c = a;
-  for (; c + 4 <= z; c += 4)
-    for (int e = 0; e < 4; e++)
-      p[e] += x[c + e];
-  for (; c < z; c++)
-    p[0] += x[c];
-  return (p[0] + p[1]) + (p[2] + p[3]);
-}
-
-void attn_flash_shaw_scatter(const attn_sdpa_desc *d, int64_t pi0, int R, int64_t j0, int nk,
-                             int64_t t0, int w, const float *s, int64_t lds, float *xr) {
+void attn_flash_shaw_scatter(const attn_flash_ops *ops, const attn_sdpa_desc *d, int64_t pi0,
+                             int R, int64_t j0, int nk, int64_t t0, int w, const float *s,
+                             int64_t lds, float *xr) {
   const int64_t top = 2 * d->shaw_max - 2;
   for (int r = 0; r < R; r++) {
     const int64_t pi = pi0 + r;
@@ -202,9 +198,33 @@ void attn_flash_shaw_scatter(const attn_sdpa_desc *d, int64_t pi0, int R, int64_
     float *band = x + (pi - j0 + d->shaw_max - 1);
     for (int c = a; c < z; c++) /* distinct rows: no sums */
       band[-c] = sr[c];
-    if (a > 0) x[top] += range_sum(sr, 0, a);
-    if (z < nk) x[0] += range_sum(sr, z, nk);
+    if (a > 0) x[top] += ops->sum(a, sr);
+    if (z < nk) x[0] += ops->sum(nk - z, sr + z);
   }
+}
+
+int attn_flash_shaw_split(const attn_flash_ops *ops, const attn_sdpa_desc *d, int64_t pi0, int R,
+                          int64_t j0, int nk, int64_t t0, int w, const float *s, int64_t lds,
+                          float *ends, float *xr, int64_t *ta) {
+  const int64_t nr = 2 * d->shaw_max - 1;
+  const int64_t a0 = t0 > 1 ? t0 : 1, b0 = t0 + w - 1 < nr - 2 ? t0 + w - 1 : nr - 2;
+  const int wi = b0 >= a0 ? (int)(b0 - a0 + 1) : 0;
+  *ta = a0;
+  for (int r = 0; r < R; r++) {
+    const int64_t pi = pi0 + r;
+    const float *sr = s + r * lds;
+    int a, z;
+    shaw_split(d, pi, j0, nk, &a, &z);
+    if (a > 0) ends[2 * r + 1] += ops->sum(a, sr);
+    if (z < nk) ends[2 * r] += ops->sum(nk - z, sr + z);
+    if (!wi) continue;
+    float *x = xr + r * QW;
+    memset(x, 0, (size_t)wi * sizeof(float));
+    float *band = x - a0 + (pi - j0 + d->shaw_max - 1);
+    for (int c = a; c < z; c++) /* distinct rows: no sums */
+      band[-c] = sr[c];
+  }
+  return wi;
 }
 
 void attn_flash_table_grad(const attn_flash_ops *ops, int R, int w, int64_t t0, const float *xr,
