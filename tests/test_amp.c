@@ -216,6 +216,61 @@ static void test_encoder_lowp(void) {
   }
 }
 
+/* A TransformerDecoderLayer (self + cross attention) in bf16 / fp16 against
+ * f32, same tolerances as the encoder: out, dtgt, dmemory, every gradient
+ * (GELU: see below). */
+static void test_decoder_lowp(void) {
+  enum { B = 2, L = 6, LM = 9, E = 32, H = 4, FF = 48 };
+  // GELU: with ReLU a pre-activation near 0 that changes sign under bf16
+  // rounding switches a unit's gradient on or off (linear1 grads off by ~9%)
+  attn_layer_config c = {E, H, FF, 0.0f, ATTN_ACT_GELU, 1e-5f, 0, 1};
+  attn_params p;
+  attn_params_init(&p);
+  attn_decoder_layer m;
+  CHECK_OK(attn_decoder_declare(&m, &p, "dec.", &c));
+  CHECK_OK(attn_params_alloc(&p));
+  CHECK_OK(attn_decoder_init(&m, &p, ATTN_INIT_TORCH, 17));
+  static float tgt[B * L * E], mem[B * LM * E], dout[B * L * E];
+  static float out[3][B * L * E], dtgt[3][B * L * E], dmem[3][B * LM * E];
+  fill_uniform(tgt, B * L * E, 18, -1, 1);
+  fill_uniform(mem, B * LM * E, 19, -1, 1);
+  fill_uniform(dout, B * L * E, 20, -1, 1);
+  attn_mha_masks causal = {0};
+  causal.causal = 1;
+  float *grads[3];
+  for (int pi = 0; pi < 3; pi++) {
+    attn_nn_ctx ctx = {0};
+    ctx.backend = ATTN_BACKEND_MATH;
+    ctx.precision = (attn_precision)pi;
+    attn_decoder_saved s = {0};
+    attn_params_zero_grad(&p);
+    memset(dtgt[pi], 0, sizeof dtgt[pi]);
+    memset(dmem[pi], 0, sizeof dmem[pi]);
+    CHECK_OK(attn_decoder_forward(&m, &p, &ctx, &s, tgt, mem, B, L, LM, &causal, NULL, out[pi]));
+    CHECK_OK(attn_decoder_backward(&m, &p, &ctx, &s, tgt, mem, dout, dtgt[pi], dmem[pi]));
+    grads[pi] = malloc(sizeof(float) * (size_t)p.numel);
+    if (grads[pi]) memcpy(grads[pi], p.grad, sizeof(float) * (size_t)p.numel);
+    attn_decoder_saved_free(&s);
+  }
+  for (int pi = 1; pi < 3 && grads[0] && grads[pi]; pi++) {
+    double tol = pi == ATTN_PREC_BF16 ? 1.5e-2 : 2e-3, eg = 0;
+    for (int v = 0; v < p.count; v++) {
+      int64_t off = p.views[v].offset;
+      double e = rel_err(grads[pi] + off, grads[0] + off, p.views[v].numel);
+      if (e > tol) printf("  %s %s grad rel err %.3g\n", attn_precision_name((attn_precision)pi),
+                          p.views[v].name, e);
+      eg = e > eg ? e : eg;
+    }
+    double eo = rel_err(out[pi], out[0], B * L * E), et = rel_err(dtgt[pi], dtgt[0], B * L * E);
+    double em = rel_err(dmem[pi], dmem[0], B * LM * E);
+    printf("  decoder %s: out %.2e dtgt %.2e dmemory %.2e grads %.2e\n",
+           attn_precision_name((attn_precision)pi), eo, et, em, eg);
+    CHECK(eo < tol && et < tol && em < tol && eg < tol && eo > 0);
+  }
+  for (int pi = 0; pi < 3; pi++) free(grads[pi]);
+  attn_params_free(&p);
+}
+
 /* GradScaler's rule, hand-worked with init 8, growth 2, backoff 0.5,
  * interval 3 (torch's _amp_update_scale_):
  *   ok ok ok  -> 16 (3 good steps)     inf -> 8     ok -> 8
@@ -361,6 +416,7 @@ int main(void) {
   RUN(test_f32_path_unchanged);
   RUN(test_linear_lowp_fwd_bwd);
   RUN(test_encoder_lowp);
+  RUN(test_decoder_lowp);
   RUN(test_loss_scaler_rule);
   RUN(test_loss_scaler_unscale);
   RUN(test_fp16_overflow_skips);
