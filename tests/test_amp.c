@@ -4,6 +4,7 @@
  * (GradScaler's sequence of scales for a pattern of overflows). */
 #include "attn/amp.h"
 #include "harness.h"
+#include "nn/prec_internal.h"
 
 /* Tolerances, relative to Σ_k |a_k||b_k| of each output (the rounding of
  * each input to the dtype: 2^-9 for bf16's 8-bit significand, 2^-12 for
@@ -70,6 +71,46 @@ static void test_gemm_f16_overflow(void) {
   CHECK(isinf(C[0]));
   CHECK_OK(attn_gemm_prec_f32in(ATTN_PREC_BF16, 0, 0, 1, 1, 2, 1.0f, A, 2, B, 1, 0.0f, C, 1));
   CHECK(isfinite(C[0]) && fabs(C[0] - 100001.0) < 1e3);
+}
+
+/* The AVX-512 fp16 conversion gives attn_f32_to_f16's bits for every
+ * non-NaN value: ties, subnormals, overflow (65520 -> inf), ±0, ±inf;
+ * NaN stays NaN. Lengths not a multiple of 16 (masked tail). */
+static void test_f16_conversion_paths(void) {
+  enum { N = 4099 };
+  static float x[N];
+  static uint16_t a[N], b[N];
+  fill_uniform(x, N, 21, -1, 1);
+  for (int i = 0; i < N; i++) x[i] *= powf(2.0f, (float)(i % 60) - 30.0f);  // 2^-30 .. 2^29
+  const float special[] = {0.0f, -0.0f, 65504.0f, 65519.0f, 65520.0f, -65520.0f, INFINITY,
+                           -INFINITY, 5.96e-8f, 2.98e-8f, 2.99e-8f, 6.1e-5f, 1.0f + 1.0f / 2048,
+                           1.0f + 3.0f / 2048, NAN};
+  int ns = (int)(sizeof special / sizeof *special);
+  for (int i = 0; i < ns; i++) x[i * 7] = special[i];
+  nn_f32_to_f16_generic(x, a, N);
+  int bad = 0;
+#if defined(__x86_64__)
+  if (attn_cpu()->avx512f && attn_cpu()->avx512bw && attn_cpu()->avx512vl) {
+    for (int n = N; n >= N - 17; n -= 3) {
+      memset(b, 0xAB, sizeof b);
+      nn_f32_to_f16_avx512(x, b, n);
+      for (int i = 0; i < n; i++) {
+        int nan_a = (a[i] & 0x7c00) == 0x7c00 && (a[i] & 0x3ff);
+        int nan_b = (b[i] & 0x7c00) == 0x7c00 && (b[i] & 0x3ff);
+        bad += isnan(x[i]) ? !(nan_a && nan_b) : a[i] != b[i];
+      }
+      for (int i = n; i < N; i++) bad += b[i] != 0xABAB;  // nothing written past n
+    }
+  } else {
+    printf("  (no AVX-512 here: portable path only)\n");
+  }
+#endif
+  CHECK(bad == 0);
+  CHECK(a[7 * 4] == 0x7c00 && a[7 * 5] == 0xfc00 && a[7 * 2] == 0x7bff && a[7 * 3] == 0x7bff);
+  nn_f32_to_f16(x, b, N);  // the dispatcher: same bits
+  int diff = 0;
+  for (int i = 0; i < N; i++) diff += !isnan(x[i]) && a[i] != b[i];
+  CHECK(diff == 0);
 }
 
 /* The f32 ctx path is attn_dense_*_f32 bit for bit (also with ctx NULL). */
@@ -413,6 +454,7 @@ int main(void) {
   RUN(test_precision_names);
   RUN(test_gemm_prec_vs_f32);
   RUN(test_gemm_f16_overflow);
+  RUN(test_f16_conversion_paths);
   RUN(test_f32_path_unchanged);
   RUN(test_linear_lowp_fwd_bwd);
   RUN(test_encoder_lowp);

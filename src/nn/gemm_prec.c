@@ -6,6 +6,19 @@
 #include "attn/amp.h"
 #include "attn/kernels.h"
 #include "attn/lowp.h"
+#include "nn/prec_internal.h"
+
+void nn_f32_to_f16_generic(const float *x, uint16_t *y, int64_t n) { attn_f32_to_f16_n(x, y, n); }
+
+void nn_f32_to_f16(const float *x, uint16_t *y, int64_t n) {
+#if defined(__x86_64__)
+  if (attn_cpu()->avx512f) {
+    nn_f32_to_f16_avx512(x, y, n);
+    return;
+  }
+#endif
+  nn_f32_to_f16_generic(x, y, n);
+}
 
 attn_status attn_precision_from_name(const char *name, attn_precision *out) {
   if (!name || !out) return attn_set_error(ATTN_EINVAL, "precision: NULL argument");
@@ -21,11 +34,14 @@ const char *attn_precision_name(attn_precision p) {
 }
 
 /* op(X) is rows x cols stored with leading dimension ld: a contiguous fp16
- * copy [rows, cols]. */
+ * copy [rows, cols]. Rows are split over the threads (elementwise: the same
+ * bits for any thread count). */
 static uint16_t *to_f16(const float *X, int64_t rows, int64_t cols, int64_t ld) {
   uint16_t *h = malloc(sizeof(uint16_t) * (size_t)(rows * cols > 0 ? rows * cols : 1));
   if (!h) return NULL;
-  for (int64_t r = 0; r < rows; r++) attn_f32_to_f16_n(X + r * ld, h + r * cols, cols);
+  int nt = rows * cols >= (1 << 16) ? attn_get_num_threads() : 1;
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (int64_t r = 0; r < rows; r++) nn_f32_to_f16(X + r * ld, h + r * cols, cols);
   return h;
 }
 
