@@ -239,6 +239,13 @@ attn_status attn_mha_backward(const attn_mha *m, attn_params *p, const attn_nn_c
                               const float *value, const float *dout, float *dquery,
                               float *dkey, float *dvalue);
 
+/* Probabilities of head h, query rows row0 .. row0+nrows-1 of batch b, of the
+ * forward saved in s (any backend; recomputed from its q, k and lse, so a
+ * flash run pays nothing until asked): probs [nrows, Lk], 0 where masked.
+ * ATTN_EUNSUPPORTED when that forward ran attention dropout. */
+attn_status attn_mha_probs(const attn_mha *m, const attn_mha_saved *s, int64_t b, int64_t h,
+                           int64_t row0, int64_t nrows, float *probs);
+
 /* ---- feed-forward: "<prefix><n1>.*" [ff, d], "<prefix><n2>.*" [d, ff] -------
  * y = n2(dropout(act(n1(x)))) — torch's linear1/linear2 or the seed's fc1/fc2. */
 typedef struct {
