@@ -213,6 +213,9 @@ typedef struct {
   int causal;
   int dropped; /* the explicit-probabilities (dropout) path ran */
   void *arena;
+  /* [B]: a bool key-padding mask that is right padding in every row (and no
+   * other mask) goes to SDPA as key lengths instead of mask_allow */
+  int32_t *key_lens;
 } attn_mha_saved;
 void attn_mha_saved_free(attn_mha_saved *s);
 

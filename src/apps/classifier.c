@@ -17,19 +17,23 @@ void attn_clf_config_default(attn_clf_config *c) {
   c->max_len = 256;
   c->classes = 2;
   c->dropout = 0.1f;
+  c->attn_dropout = -1.0f;
   c->activation = ATTN_ACT_RELU;
 }
 
 attn_status attn_clf_config_to_json(const attn_clf_config *c, char **json) {
   if (!c || !json) return attn_set_error(ATTN_EINVAL, "clf_config_to_json: NULL argument");
-  char buf[512];
+  char buf[512], extra[64] = "";
+  // attn_dropout only when set: checkpoints without it read back as before
+  if (c->attn_dropout >= 0.0f)
+    snprintf(extra, sizeof extra, ",\"attn_dropout\":%.9g", (double)c->attn_dropout);
   snprintf(buf, sizeof buf,
            "{\"vocab\":%lld,\"d_model\":%lld,\"heads\":%lld,\"ff\":%lld,\"layers\":%lld,"
            "\"max_len\":%lld,\"classes\":%lld,\"dropout\":%.9g,\"sinusoidal\":%d,"
-           "\"norm_first\":%d,\"activation\":\"%s\"}",
+           "\"norm_first\":%d,\"activation\":\"%s\"%s}",
            (long long)c->vocab, (long long)c->d_model, (long long)c->heads, (long long)c->ff,
            (long long)c->layers, (long long)c->max_len, (long long)c->classes, (double)c->dropout,
-           c->sinusoidal, c->norm_first, c->activation == ATTN_ACT_GELU ? "gelu" : "relu");
+           c->sinusoidal, c->norm_first, c->activation == ATTN_ACT_GELU ? "gelu" : "relu", extra);
   *json = strdup(buf);
   return *json ? ATTN_OK : attn_set_error(ATTN_ENOMEM, "clf_config_to_json: out of memory");
 }
@@ -59,6 +63,7 @@ attn_status attn_clf_config_from_json(const char *json, attn_clf_config *c) {
       }
     if (done) continue;
     if (!strcmp(k, "dropout") && x->type == JSON_NUMBER) c->dropout = (float)x->number;
+    else if (!strcmp(k, "attn_dropout") && x->type == JSON_NUMBER) c->attn_dropout = (float)x->number;
     else if (!strcmp(k, "sinusoidal") && x->type == JSON_NUMBER) c->sinusoidal = x->number != 0;
     else if (!strcmp(k, "norm_first") && x->type == JSON_NUMBER) c->norm_first = x->number != 0;
     else if (!strcmp(k, "activation") && x->type == JSON_STRING)
@@ -83,6 +88,9 @@ static attn_status check_config(const attn_clf_config *c) {
     return attn_set_error(ATTN_EINVAL, "classifier config: sinusoidal positions need an even d_model");
   if (!(c->dropout >= 0.0f && c->dropout < 1.0f))
     return attn_set_error(ATTN_EINVAL, "classifier config: dropout %g not in [0,1)", (double)c->dropout);
+  if (!(c->attn_dropout < 1.0f))
+    return attn_set_error(ATTN_EINVAL, "classifier config: attn_dropout %g not < 1",
+                          (double)c->attn_dropout);
   return ATTN_OK;
 }
 
@@ -124,6 +132,8 @@ attn_status attn_clf_create(attn_clf *m, const attn_clf_config *c) {
     char prefix[64];
     snprintf(prefix, sizeof prefix, "layers.%lld.", (long long)i);
     st = attn_encoder_declare(&m->layer[i], &m->p, prefix, &lc);
+    // the layer config has one dropout; the attention probabilities may have their own
+    if (!st && c->attn_dropout >= 0.0f) m->layer[i].self_attn.c.dropout = c->attn_dropout;
   }
   if (!st) st = attn_linear_declare(&m->fc, &m->p, "fc.", E, c->classes, 1);
   if (!st) st = attn_params_alloc(&m->p);

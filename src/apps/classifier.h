@@ -29,6 +29,8 @@
 typedef struct {
   int64_t vocab, d_model, heads, ff, layers, max_len, classes;
   float dropout;         /* in every encoder layer (attention, residuals, ff) */
+  float attn_dropout;    /* on the attention probabilities only; < 0 (default) = dropout.
+                          * 0 with dropout > 0 keeps attention on the flash path */
   int sinusoidal;        /* 1: fixed sin/cos positions (no positions.weight) */
   int norm_first;        /* 0: post-norm as torch's default */
   attn_activation activation;

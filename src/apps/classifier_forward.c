@@ -40,6 +40,7 @@ static size_t enc_saved_bytes(const attn_encoder_saved *s, const attn_clf_config
   size_t hm = (size_t)(a->mask_heads > 0 ? a->mask_heads : 1);
   if (a->mask_add) n += B * hm * LL * f;
   if (a->mask_allow) n += B * hm * LL;
+  if (a->key_lens) n += B * sizeof(int32_t);
   if (s->ff.h) n += rows * F * f;
   if (s->ff.a) n += rows * F * f;
   if (s->ff.drop_mask) n += rows * F;

@@ -32,7 +32,8 @@ static void usage(FILE *f) {
           "  --vocab V             BPE vocabulary (default 8000)\n"
           "model:\n"
           "  --dim E --heads H --ff F --layers N --max-len L   (default 128 8 512 2 256)\n"
-          "  --dropout P (0.1)  --sinusoidal (fixed positions)  --norm-first  --gelu\n"
+          "  --dropout P (0.1)  --attn-dropout P (on the attention probabilities; default = --dropout)\n"
+          "  --sinusoidal (fixed positions)  --norm-first  --gelu\n"
           "training:\n"
           "  --seed S (1)  --epochs N (5)  --batch B (32)  --lr LR (1e-3)  --min-lr LR (1e-5)\n"
           "  --warmup FRAC (0.05 of the steps)  --weight-decay WD (0.01)  --clip NORM (1; 0 off)\n"
@@ -82,6 +83,7 @@ static int parse(int argc, char **argv, train_opts *o, int first) {
     else if (!strcmp(a, "--layers")) o->mc.layers = strtoll(v, &end, 10);
     else if (!strcmp(a, "--max-len")) o->mc.max_len = strtoll(v, &end, 10);
     else if (!strcmp(a, "--dropout")) o->mc.dropout = strtof(v, &end);
+    else if (!strcmp(a, "--attn-dropout")) o->mc.attn_dropout = strtof(v, &end);
     else if (!strcmp(a, "--epochs")) o->to.epochs = (int)strtol(v, &end, 10);
     else if (!strcmp(a, "--batch")) o->to.batch = (int)strtol(v, &end, 10);
     else if (!strcmp(a, "--lr")) o->to.lr = strtod(v, &end);

@@ -2,14 +2,32 @@
  * [B*H, Lq, Lk] (bool: nonzero = NOT allowed; float: added) combined into one
  * SDPA mask [B, Hm, Lq, Lk] (Hm = H for a per-head attn_mask, else 1): a
  * "may attend" byte mask when both are bool, else an additive float mask
- * with -inf where a bool says not allowed. */
+ * with -inf where a bool says not allowed. A bool key-padding mask alone that
+ * is right padding in every row becomes SDPA key_lens instead (no mask). */
 #include <math.h>
+#include <stdint.h>
 
 #include "nn/nn_internal.h"
+
+/* key_lens[b] = the start of row b's padding when every row of the bool
+ * key-padding mask [B, Lk] is 0 then 1 (right padding); 0 otherwise. */
+static int right_padding_lens(const uint8_t *kpm, int64_t B, int64_t Lk, int32_t *key_lens) {
+  if (Lk > INT32_MAX) return 0;
+  for (int64_t b = 0; b < B; b++) {
+    const uint8_t *row = kpm + b * Lk;
+    int64_t n = 0;
+    while (n < Lk && !row[n]) n++;
+    for (int64_t j = n; j < Lk; j++)
+      if (!row[j]) return 0;
+    if (key_lens) key_lens[b] = (int32_t)n;
+  }
+  return 1;
+}
 
 attn_status nn_mha_build_masks(const attn_mha *m, const attn_mha_masks *mk, attn_mha_saved *s) {
   s->mask_add = NULL;
   s->mask_allow = NULL;
+  s->key_lens = NULL;
   s->mask_heads = 1;
   s->causal = mk ? mk->causal : 0;
   if (!mk) return ATTN_OK;
@@ -21,6 +39,13 @@ attn_status nn_mha_build_masks(const attn_mha *m, const attn_mha_masks *mk, attn
   int has_am = mk->attn_bool || mk->attn_float;
   if (!has_kpm && !has_am) return ATTN_OK;
   int64_t B = s->B, Lq = s->Lq, Lk = s->Lk, H = m->c.num_heads;
+  // right padding only: key lengths let flash skip whole padded tiles (same result)
+  if (!has_am && mk->key_padding_bool && right_padding_lens(mk->key_padding_bool, B, Lk, NULL)) {
+    s->key_lens = (int32_t *)nn_alloc(&s->arena, B, sizeof(int32_t));
+    if (!s->key_lens) return ATTN_ENOMEM;
+    right_padding_lens(mk->key_padding_bool, B, Lk, s->key_lens);
+    return ATTN_OK;
+  }
   int64_t Hm = has_am && mk->attn_per_head ? H : 1;
   int64_t n = B * Hm * Lq * Lk;
   int use_float = mk->key_padding_float || mk->attn_float;
@@ -73,6 +98,7 @@ void nn_mha_desc(const attn_mha *m, const attn_mha_saved *s, attn_sdpa_desc *d) 
     d->add_mask = s->mask_add;
     for (int i = 0; i < 4; i++) d->add_mask_stride[i] = ms[i];
   }
+  d->key_lens = s->key_lens;
   if (s->mask_allow) {
     d->bool_mask = s->mask_allow;
     for (int i = 0; i < 4; i++) d->bool_mask_stride[i] = ms[i];
