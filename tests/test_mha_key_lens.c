@@ -77,9 +77,11 @@ static void check_right_padding(attn_backend be) {
   run_mha(&by_am, B, L, be, &r);
   CHECK(a.used_key_lens && !a.used_byte_mask);
   CHECK(!r.used_key_lens && r.used_byte_mask);
-  CHECK_CLOSE("y: key_lens vs byte mask", a.y, r.y, B * L * E, 1e-6, 1e-6);
-  CHECK_CLOSE("dx: key_lens vs byte mask", a.dx, r.dx, B * L * E, 1e-6, 1e-6);
-  CHECK_CLOSE("param grads: key_lens vs byte mask", a.grad, r.grad, 4 * E * E + 4 * E, 1e-6, 1e-6);
+  /* forward: bit-identical (skipped tiles added nothing); backward: the sums
+   * over keys end at key_lens, so the order (not the terms) may differ */
+  CHECK_CLOSE("y: key_lens vs byte mask", a.y, r.y, B * L * E, 0, 0);
+  CHECK_CLOSE("dx: key_lens vs byte mask", a.dx, r.dx, B * L * E, 1e-6, 1e-4);
+  CHECK_CLOSE("param grads: key_lens vs byte mask", a.grad, r.grad, 4 * E * E + 4 * E, 1e-5, 1e-4);
   run_free(&a);
   run_free(&r);
   free(kpm);
