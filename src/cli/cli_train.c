@@ -282,9 +282,10 @@ static int run(train_opts *o, const char *model_path) {
   free(cfg);
   attn_tok_set tr = attn_clf_data_set(&d, ATTN_SPLIT_TRAIN), va = attn_clf_data_set(&d, ATTN_SPLIT_VAL);
   printf("training: %d epochs of %d batches of %d, lr %g (warm-up %g, cosine to %g), AdamW wd %g, "
-         "clip %g, dropout %g, seed %llu, %d threads%s\n",
+         "clip %g, dropout %g (attention %g), label smoothing %g, seed %llu, %d threads%s\n",
          o->to.epochs, (tr.n + o->to.batch - 1) / o->to.batch, o->to.batch, o->to.lr, o->to.warmup_frac,
          o->to.min_lr, o->to.weight_decay, o->to.clip, (double)m.c.dropout,
+         (double)(m.c.attn_dropout >= 0.0f ? m.c.attn_dropout : m.c.dropout), (double)o->to.label_smoothing,
          (unsigned long long)o->to.seed, attn_get_num_threads(),
          o->to.ckpt_acts ? ", checkpointing activations" : "");
   fflush(stdout);
