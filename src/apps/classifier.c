@@ -180,6 +180,7 @@ void attn_clf_free(attn_clf *m) {
   attn_params_free(&m->p);
   free(m->layer);
   free(m->sin_table);
+  attn_qlinear_set_free(m->qlinears);
   memset(m, 0, sizeof *m);
 }
 

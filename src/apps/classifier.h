@@ -51,6 +51,7 @@ typedef struct {
   attn_encoder_layer *layer; /* [layers] */
   attn_linear fc;
   float *sin_table;        /* [max_len, E] when sinusoidal */
+  attn_qlinear_set *qlinears; /* int8 model (attn quantize): Linears run in int8 */
 } attn_clf;
 
 /* Declares and allocates (parameters zero); attn_clf_init then draws them. */

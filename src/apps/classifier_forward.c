@@ -98,6 +98,7 @@ attn_status attn_clf_forward(const attn_clf *m, const attn_nn_ctx *ctx, int ckpt
   attn_clf_acts_free(a);
   static const attn_nn_ctx zero_ctx;
   a->ctx = ctx ? *ctx : zero_ctx;
+  if (!a->ctx.qlinears) a->ctx.qlinears = m->qlinears;
   a->B = B;
   a->L = L;
   a->ckpt = ckpt;
@@ -147,7 +148,7 @@ attn_status attn_clf_forward(const attn_clf *m, const attn_nn_ctx *ctx, int ckpt
     float inv = 1.0f / (float)lens[b];
     for (int64_t e = 0; e < E; e++) pb[e] *= inv;
   }
-  st = attn_linear_forward(&m->fc, &m->p, a->pooled, a->logits, B);
+  st = attn_linear_forward_ctx(&m->fc, &m->p, &a->ctx, a->pooled, a->logits, B);
   if (!st && logits) memcpy(logits, a->logits, (size_t)(B * C) * sizeof(float));
   a->saved_bytes = fixed + held;
   a->peak_bytes = fixed + held + (ckpt ? peak_layer : 0);
@@ -165,7 +166,7 @@ attn_status attn_clf_backward(attn_clf *m, attn_clf_acts *a, const float *dlogit
   attn_status st = ATTN_OK;
   if (!dpool || !dcur || !dprev || (a->ckpt && !tmp))
     st = attn_set_error(ATTN_ENOMEM, "clf_backward: out of memory");
-  if (!st) st = attn_linear_backward(&m->fc, &m->p, a->pooled, dlogits, dpool, B);
+  if (!st) st = attn_linear_backward_ctx(&m->fc, &m->p, &a->ctx, a->pooled, dlogits, dpool, B);
   for (int64_t b = 0; !st && b < B; b++) {
     float inv = 1.0f / (float)a->lens[b];
     for (int64_t t = 0; t < a->lens[b]; t++)

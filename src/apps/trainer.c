@@ -229,7 +229,8 @@ attn_status attn_clf_load(const char *path, attn_clf *m, attn_st **file) {
   if (!cj) st = attn_set_error(ATTN_EFORMAT, "%s: no \"config\" metadata (not a classifier checkpoint)", path);
   if (!st) st = attn_clf_config_from_json(cj, &c);
   if (!st) st = attn_clf_create(m, &c);
-  if (!st) st = attn_params_load_st(&m->p, st_file, "", 0);
+  // an int8 file (attn quantize): dequantized params + its Linears in int8
+  if (!st) st = attn_quant_load_params(&m->p, st_file, 0, &m->qlinears);
   if (st) {
     char msg[512];
     snprintf(msg, sizeof msg, "%s", attn_last_error());

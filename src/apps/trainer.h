@@ -59,6 +59,7 @@ typedef struct {
   int ckpt_acts;       /* gradient checkpointing */
   attn_backend backend;
   attn_precision precision; /* Linear GEMMs: f32, or bf16/fp16 with f32 master weights */
+  int qat;             /* fake quantization in every Linear (QAT; export with attn quantize) */
   int select_by_acc;   /* best checkpoint by val accuracy (else val loss) */
   int progress;        /* -1 auto (bar on a TTY), 0 plain lines, 1 bar, 2 quiet */
   const char *out_dir; /* NULL: no checkpoints; else out_dir/last.safetensors, best.safetensors */

@@ -78,13 +78,19 @@ static attn_status save_last(const attn_train_opts *o, const attn_clf *m, const 
   return attn_clf_save(path, m, opt, s, meta);
 }
 
+/* Mixed precision / QAT state of a run. */
+typedef struct {
+  attn_loss_scaler scaler; /* enabled for fp16 */
+  attn_qat *qat;           /* --qat */
+} amp_state;
+
 /* One optimizer step on a batch; *loss receives its loss. */
 static attn_status train_step(attn_clf *m, attn_adam *opt, const attn_train_opts *o,
                               const attn_schedule *sched, attn_clf_acts *acts, int64_t step,
                               const int32_t *ids, const int32_t *lens, const int *labels,
-                              int64_t B, int64_t L, float *dlogits, float *loss) {
+                              int64_t B, int64_t L, float *dlogits, float *loss, amp_state *amp) {
   attn_nn_ctx ctx = {.backend = o->backend, .training = 1, .seed = o->seed, .step = (uint64_t)step,
-                     .precision = o->precision};
+                     .precision = o->precision, .qat = amp->qat};
   int32_t tg[4096];
   if (B > 4096) return attn_set_error(ATTN_EINVAL, "train: batch %lld > 4096", (long long)B);
   for (int64_t i = 0; i < B; i++) tg[i] = labels[i];
@@ -93,8 +99,15 @@ static attn_status train_step(attn_clf *m, attn_adam *opt, const attn_train_opts
   if (!st)
     st = attn_cross_entropy_f32(acts->logits, tg, B, m->c.classes, -1, o->label_smoothing, loss,
                                 dlogits);
+  if (!st) st = attn_loss_scaler_scale_f32(&amp->scaler, dlogits, B * m->c.classes);
   if (!st) st = attn_clf_backward(m, acts, dlogits);
   if (st) return st;
+  if (amp->scaler.enabled) {  // fp16: unscale, skip the step on inf/NaN, update the scale
+    int found_inf = 0;
+    st = attn_loss_scaler_unscale(&amp->scaler, &m->p, &found_inf);
+    if (!st) attn_loss_scaler_update(&amp->scaler, found_inf);
+    if (st || found_inf) return st;
+  }
   double norm = 0;
   st = o->clip > 0 ? attn_clip_grad_norm(&m->p, o->clip, &norm) : attn_grads_check_finite(&m->p);
   if (st == ATTN_ENUMERIC) {  // skip this update, keep going
@@ -126,6 +139,9 @@ attn_status attn_train_run(attn_clf *m, attn_adam *opt, const attn_train_opts *o
   float *dlogits = malloc((size_t)(o->batch * m->c.classes) * sizeof(float));
   attn_clf_acts acts;
   memset(&acts, 0, sizeof acts);
+  amp_state amp = {0};
+  attn_loss_scaler_init(&amp.scaler, o->precision == ATTN_PREC_F16);
+  if (!st && o->qat) st = attn_qat_new(&amp.qat, 0);
   if (!ids || !lens || !labels || !dlogits) st = attn_set_error(ATTN_ENOMEM, "train: out of memory");
   progress pg = {0};
   pg.mode = o->progress >= 0 ? o->progress : isatty(fileno(stderr)) ? 1 : 0;
@@ -144,7 +160,8 @@ attn_status attn_train_run(attn_clf *m, attn_adam *opt, const attn_train_opts *o
       int64_t B, L;
       attn_batch_gather(train, &plan, s->batch, ids, lens, labels, &B, &L);
       float loss = 0;
-      st = train_step(m, opt, o, &sched, &acts, s->step, ids, lens, labels, B, L, dlogits, &loss);
+      st = train_step(m, opt, o, &sched, &acts, s->step, ids, lens, labels, B, L, dlogits, &loss,
+                      &amp);
       if (st) break;
       if (!mem_told && pg.mode != 2) {
         fprintf(stderr, "  activations held for backward: %.1f MB (batch %lld x %lld tokens%s)\n",
@@ -195,6 +212,10 @@ attn_status attn_train_run(attn_clf *m, attn_adam *opt, const attn_train_opts *o
     }
     if (!st) st = save_last(o, m, opt, s, meta);
   }
+  if (amp.scaler.enabled)
+    fprintf(log, "fp16 loss scaling: %lld of %lld steps skipped (overflow), final scale %g\n",
+            (long long)amp.scaler.skipped, (long long)amp.scaler.steps, (double)amp.scaler.scale);
+  attn_qat_free(amp.qat);
   attn_clf_acts_free(&acts);
   free(ids);
   free(lens);
