@@ -148,6 +148,24 @@ static void test_quantize_no_linear(void) {
   unlink(in);
 }
 
+/* A training checkpoint's optimizer state is dropped, not quantized: the
+ * int8 file is an inference model (attn quantize OUT/last.safetensors). */
+static void test_quantize_drops_optimizer_state(void) {
+  attn_st *m, *q = NULL;
+  CHECK_OK(attn_st_new(&m));
+  float w[6] = {1, -2, 3, 4, 5, -6};
+  int64_t s[2] = {2, 3};
+  CHECK_OK(attn_st_add_f32(m, "fc.weight", 2, s, w));
+  CHECK_OK(attn_st_add_f32(m, "optim.m.fc.weight", 2, s, w));
+  CHECK_OK(attn_st_add_f32(m, "optim.v.fc.weight", 2, s, w));
+  CHECK_OK(attn_quantize_st(m, &q, NULL));
+  CHECK(q && attn_st_get(q, "fc.weight") && attn_st_get(q, "fc.weight")->dtype == ATTN_I8);
+  CHECK(q && !attn_st_get(q, "optim.m.fc.weight") && !attn_st_get(q, "optim.v.fc.weight"));
+  CHECK(q && attn_st_count(q) == 2); /* fc.weight, fc.weight.scale */
+  attn_st_free(q);
+  attn_st_free(m);
+}
+
 /* An encoder layer quantized, loaded back (dequantized params + int8 table)
  * and run with ctx.qlinears: 6 int8 Linears (q, k, v, out_proj, linear1,
  * linear2); each Linear gives attn_qlinear_forward's bits; the layer output
@@ -383,6 +401,7 @@ int main(void) {
   RUN(test_linear_weight_rules);
   RUN(test_quantize_file_round_trip);
   RUN(test_quantize_no_linear);
+  RUN(test_quantize_drops_optimizer_state);
   RUN(test_qlinear_encoder);
   RUN(test_qat_forward);
   RUN(test_qat_ste_mask);

@@ -19,6 +19,7 @@ typedef struct {
   const char *data, *split, *out, *resume, *picture;
   unsigned long long split_seed;
   int vocab, threads, eval_only;
+  int init_only; /* --init: weights and tokenizer from the checkpoint, fresh optimizer */
   attn_clf_config mc;
   attn_train_opts to;
 } train_opts;
@@ -43,7 +44,12 @@ static void usage(FILE *f) {
           "  --label-smoothing E (0)  --select loss|acc (best checkpoint by val loss)\n"
           "  --checkpoint-activations   keep only layer inputs, recompute in backward\n"
           "  --threads T (all)  --progress auto|bar|plain|quiet  --backend auto|math|flash\n"
-          "  --precision f32|bf16|fp16   Linear GEMMs (f32 master weights; default f32)\n"
+          "  --precision f32|bf16|fp16   Linear GEMMs (f32 master weights; default f32); fp16 adds\n"
+          "                        dynamic loss scaling (skipped steps reported)\n"
+          "  --qat                 quantization-aware training (fake int8 in every Linear); then\n"
+          "                        attn quantize OUT/best.safetensors -o MODEL.int8.safetensors\n"
+          "  --init CKPT           start from CKPT's weights and tokenizer with a fresh optimizer\n"
+          "                        (e.g. QAT fine-tuning of an f32 model)\n"
           "  --out DIR (runs/train): DIR/best.safetensors, DIR/last.safetensors\n"
           "  --resume [CKPT]       continue from CKPT (default OUT/last.safetensors), identically\n"
           "  --stop-after STEPS    stop after this many steps (checkpoint written; --resume goes on)\n"
@@ -62,6 +68,7 @@ static int parse(int argc, char **argv, train_opts *o, int first) {
     if (!strcmp(a, "--norm-first")) { o->mc.norm_first = 1; continue; }
     if (!strcmp(a, "--gelu")) { o->mc.activation = ATTN_ACT_GELU; continue; }
     if (!strcmp(a, "--checkpoint-activations")) { o->to.ckpt_acts = 1; continue; }
+    if (!strcmp(a, "--qat")) { o->to.qat = 1; continue; }
     if (!strcmp(a, "--resume")) {
       o->resume = (v && v[0] != '-') ? (i++, v) : "";
       continue;
@@ -113,6 +120,9 @@ static int parse(int argc, char **argv, train_opts *o, int first) {
         fprintf(stderr, "attn train: --progress auto|bar|plain|quiet\n");
         return 2;
       }
+    } else if (!strcmp(a, "--init")) {
+      o->resume = v;
+      o->init_only = 1;
     } else if (!strcmp(a, "--precision")) {
       if (attn_precision_from_name(v, &o->to.precision)) return cli_fail("--precision"), 2;
     } else if (!strcmp(a, "--backend")) {
@@ -266,11 +276,12 @@ static int run(train_opts *o, const char *model_path) {
     cli_fail("optimizer");
     goto done;
   }
-  if (from && attn_clf_load_train_state(from, &m, &opt, &s)) {
+  if (from && !o->init_only && attn_clf_load_train_state(from, &m, &opt, &s)) {
     cli_fail("resume");
     goto done;
   }
-  if (from)
+  if (from && o->init_only) printf("initialised from %s (fresh optimizer)\n", from);
+  if (from && !o->init_only)
     printf("resuming at epoch %d, batch %d (step %lld)\n", s.epoch + 1, s.batch, (long long)s.step);
   if (mkdirs(o->out)) {
     fprintf(stderr, "attn train: cannot create %s\n", o->out);
@@ -282,12 +293,13 @@ static int run(train_opts *o, const char *model_path) {
   free(cfg);
   attn_tok_set tr = attn_clf_data_set(&d, ATTN_SPLIT_TRAIN), va = attn_clf_data_set(&d, ATTN_SPLIT_VAL);
   printf("training: %d epochs of %d batches of %d, lr %g (warm-up %g, cosine to %g), AdamW wd %g, "
-         "clip %g, dropout %g (attention %g), label smoothing %g, seed %llu, %d threads%s\n",
+         "clip %g, dropout %g (attention %g), label smoothing %g, seed %llu, %d threads%s, %s%s\n",
          o->to.epochs, (tr.n + o->to.batch - 1) / o->to.batch, o->to.batch, o->to.lr, o->to.warmup_frac,
          o->to.min_lr, o->to.weight_decay, o->to.clip, (double)m.c.dropout,
          (double)(m.c.attn_dropout >= 0.0f ? m.c.attn_dropout : m.c.dropout), (double)o->to.label_smoothing,
          (unsigned long long)o->to.seed, attn_get_num_threads(),
-         o->to.ckpt_acts ? ", checkpointing activations" : "");
+         o->to.ckpt_acts ? ", checkpointing activations" : "",
+         attn_precision_name(o->to.precision), o->to.qat ? ", QAT" : "");
   fflush(stdout);
   if (attn_train_run(&m, &opt, &o->to, &tr, &va, &s, meta, NULL, 0)) {
     cli_fail("training");

@@ -89,6 +89,9 @@ attn_status attn_quantize_st(const attn_st *in, attn_st **out, attn_quant_report
   for (int i = 0; i < rep->tensors && !st; i++) {
     const char *name = attn_st_name(in, i);
     const attn_tensor *t = attn_st_get(in, name);
+    /* a training checkpoint's optimizer state (optim.m.*, optim.v.*) is not part of an
+     * inference model: dropped, not quantized */
+    if (!strncmp(name, "optim.", 6)) continue;
     char sname[ATTN_PARAM_NAME_MAX + 8];
     snprintf(sname, sizeof sname, "%s.scale", name);
     if (attn_quant_is_linear_weight(name, t) && attn_st_get(in, sname))
