@@ -11,6 +11,7 @@
  * the same order, so results do not depend on the number of threads. */
 #include <stdlib.h>
 
+#include "kernels/gemm_grid.h"
 #include "kernels/gemm_internal.h"
 
 #ifdef _OPENMP
@@ -80,39 +81,14 @@ static void gemm_chunk(const gemm_plan *g, int64_t m0, int64_t m1, int64_t n0, i
   }
 }
 
-/* Chunk t of the thread grid as row/column ranges (on micro-tile edges). */
 static void chunk_range(const gemm_plan *g, int t, int64_t *m0, int64_t *m1, int64_t *n0,
                         int64_t *n1) {
-  int ti = t / g->tn, tj = t % g->tn;
-  int64_t mr = g->kr->mr, nr = g->kr->nr;
-  *m0 = min64(g->M, ti * g->mp / g->tm * mr);
-  *m1 = min64(g->M, (ti + 1) * g->mp / g->tm * mr);
-  *n0 = min64(g->N, tj * g->np / g->tn * nr);
-  *n1 = min64(g->N, (tj + 1) * g->np / g->tn * nr);
+  attn_gemm_grid_chunk(g->M, g->N, g->mp, g->np, g->tm, g->tn, g->kr->mr, g->kr->nr, t, m0, m1,
+                       n0, n1);
 }
 
-/* Split nt threads into a tm x tn grid minimising the largest chunk's cost:
- * its multiply-adds plus its packing (a thread packs all of its rows of A
- * once, and its columns of B once per block of mc rows), a packed element
- * counted as PACK_COST multiply-adds (~ vector FMA rate / packing rate). */
-enum { PACK_COST = 16 };
 static void choose_grid(gemm_plan *g, int nt) {
-  double best = -1;
-  for (int tm = 1; tm <= nt; tm++) {
-    if (nt % tm) continue;
-    int tn = nt / tm;
-    if (tm > g->mp || tn > g->np) continue;
-    double rows = (double)(ceil_div(g->mp, tm) * g->kr->mr);
-    double cols = (double)(ceil_div(g->np, tn) * g->kr->nr), K = (double)g->K;
-    double cost = rows * cols * K +
-                  PACK_COST * (rows * K + K * cols * (double)ceil_div((int64_t)rows, g->kr->mc));
-    if (best < 0 || cost < best) {
-      best = cost;
-      g->tm = tm;
-      g->tn = tn;
-    }
-  }
-  if (best < 0) g->tm = g->tn = 1;
+  attn_gemm_grid_choose(g->mp, g->np, g->K, g->kr->mr, g->kr->nr, g->kr->mc, nt, &g->tm, &g->tn);
 }
 
 static attn_status gemm_packed(const attn_gemm_kernel_f32 *kr, int transa, int transb,
