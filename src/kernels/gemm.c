@@ -87,10 +87,6 @@ static void chunk_range(const gemm_plan *g, int t, int64_t *m0, int64_t *m1, int
                        n0, n1);
 }
 
-static void choose_grid(gemm_plan *g, int nt) {
-  attn_gemm_grid_choose(g->mp, g->np, g->K, g->kr->mr, g->kr->nr, g->kr->mc, nt, &g->tm, &g->tn);
-}
-
 static attn_status gemm_packed(const attn_gemm_kernel_f32 *kr, int transa, int transb,
                                int64_t M, int64_t N, int64_t K, float alpha, const float *A,
                                int64_t lda, const float *B, int64_t ldb, float beta, float *C,
@@ -100,17 +96,8 @@ static attn_status gemm_packed(const attn_gemm_kernel_f32 *kr, int transa, int t
   g.kc = ceil_div(K, ceil_div(K, kr->kc));
   /* Threads: at most one per 2^20 multiply-adds (~8 us of work, well above
    * the cost of waking a thread), and a grid that fits. */
-  int nt = attn_get_num_threads();
-  const double work_per_thread = 1048576.0;
-  double work = (double)M * (double)N * (double)K;
-  if (work / work_per_thread < nt)
-    nt = work < 2 * work_per_thread ? 1 : (int)(work / work_per_thread);
-  while (nt > 1) {
-    choose_grid(&g, nt);
-    if (g.tm * g.tn == nt) break;
-    nt--;
-  }
-  if (nt <= 1) g.tm = g.tn = 1, nt = 1;
+  int nt = attn_gemm_grid_plan(M, N, K, g.mp, g.np, kr->mr, kr->nr, kr->mc,
+                               attn_get_num_threads(), 1048576.0, &g.tm, &g.tn);
   /* Buffers sized for the largest chunk, one pair per thread, 64-aligned. */
   int64_t rows = ceil_div(g.mp, g.tm) * kr->mr, cols = ceil_div(g.np, g.tn) * kr->nr;
   g.mc = ceil_div(ceil_div(rows, ceil_div(rows, kr->mc)), kr->mr) * kr->mr; /* balanced */

@@ -24,6 +24,18 @@ void attn_gemm_grid_choose(int64_t mp, int64_t np, int64_t K, int64_t mr, int64_
   }
 }
 
+int attn_gemm_grid_plan(int64_t M, int64_t N, int64_t K, int64_t mp, int64_t np, int64_t mr,
+                        int64_t nr, int64_t mc, int nt, double work_per_thread, int *tm, int *tn) {
+  double work = (double)M * (double)N * (double)K;
+  if (work / work_per_thread < nt) nt = work < 2 * work_per_thread ? 1 : (int)(work / work_per_thread);
+  for (; nt > 1; nt--) {
+    attn_gemm_grid_choose(mp, np, K, mr, nr, mc, nt, tm, tn);
+    if (*tm * *tn == nt) return nt;
+  }
+  *tm = *tn = 1;
+  return 1;
+}
+
 void attn_gemm_grid_chunk(int64_t M, int64_t N, int64_t mp, int64_t np, int tm, int tn,
                           int64_t mr, int64_t nr, int t, int64_t *m0, int64_t *m1, int64_t *n0,
                           int64_t *n1) {

@@ -217,10 +217,6 @@ static void chunk_range(const plan *g, int t, int64_t *m0, int64_t *m1, int64_t 
                        n0, n1);
 }
 
-static void choose_grid(plan *g, int nt) {
-  attn_gemm_grid_choose(g->mp, g->np, g->K, g->kr->mr, g->kr->nr, g->kr->mc, nt, &g->tm, &g->tn);
-}
-
 attn_status attn_lowp_gemm_run(const attn_lowp_kernel *kr, const attn_lowp_src *A,
                                const attn_lowp_src *B, int64_t M, int64_t N, int64_t K,
                                const attn_lowp_epi *epi, int single_block) {
@@ -236,17 +232,8 @@ attn_status attn_lowp_gemm_run(const attn_lowp_kernel *kr, const attn_lowp_src *
                             "not fit this kernel", kr->name, B->pnr, B->pg, (long long)B->kp);
     g.kcp_max = B->kp;
   }
-  int nt = attn_get_num_threads();
-  const double work_per_thread = 524288.0;
-  double work = (double)M * (double)N * (double)K;
-  if (work / work_per_thread < nt)
-    nt = work < 2 * work_per_thread ? 1 : (int)(work / work_per_thread);
-  while (nt > 1) {
-    choose_grid(&g, nt);
-    if (g.tm * g.tn == nt) break;
-    nt--;
-  }
-  if (nt <= 1) g.tm = g.tn = 1, nt = 1;
+  int nt = attn_gemm_grid_plan(M, N, K, g.mp, g.np, kr->mr, kr->nr, kr->mc,
+                               attn_get_num_threads(), 524288.0, &g.tm, &g.tn);
   int64_t rows = ceil_div(g.mp, g.tm) * kr->mr, cols = ceil_div(g.np, g.tn) * kr->nr;
   g.mc = ceil_div(ceil_div(rows, ceil_div(rows, kr->mc)), kr->mr) * kr->mr;
   g.nc = min64(round_up(kr->nc, kr->nr), cols);
