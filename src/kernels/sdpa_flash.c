@@ -120,6 +120,14 @@ int attn_flash_threads(double macs, int64_t items) {
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+/* Every one of the MR rows sees all BC keys of the block. */
+static int whole_tile(const int *lo, const int *hi) {
+  int ok = 1;
+  for (int r = 0; r < MR; r++)
+    ok &= lo[r] == 0 && hi[r] == BC;
+  return ok;
+}
+
 /* One work item: rows [i0, i0+nq) of (b, h). ws: o [BQ, Dv], m, l [BQ], s [MR, BC],
  * and with Shaw xr [MR, QW] (q·shaw_kᵀ on the tile's band, then p summed on it). */
 static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
@@ -158,6 +166,12 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
       int blk = attn_flash_block_state(d, pi, R, j0, nk); /* 0: every block off, skip */
       if (!blk || !attn_flash_tile_bounds(d, b, i, R, j0, nk, lo, hi)) continue;
       const float *qi = qh + i * rs->q[2];
+      if (ops->tile_forward && R == MR && nk == BC && blk == 1 && !masks && !d->shaw_v &&
+          whole_tile(lo, hi)) {
+        ops->tile_forward(D, Dv, qi, rs->q[2], ktb, vb, rs->v[2], rs->scale, s, o + r0 * Dv, Dv,
+                          m + r0, l + r0, NULL, NULL);
+        continue;
+      }
       ops->gemm(R, BC, D, qi, rs->q[2], 1, ktb, BC, s, BC, NULL, 0);
       int64_t t0 = 0;
       int w = pos->nr ? attn_flash_shaw_band(d, pi, R, j0, nk, &t0) : 0;

@@ -236,9 +236,110 @@ AVX512_TARGET static float sum_avx512(int n, const float *x) {
   return _mm512_reduce_add_ps(acc);
 }
 
+/* One whole tile in a single pass: the scores stay in the 24 accumulators
+ * through the softmax (max, exp, sum in registers; p stored once, for the
+ * broadcasts of p·v), then o = alpha o + p·v. The arithmetic is that of
+ * gemm_body + softmax_update_avx512 + gemm_body step for step, so the result
+ * is the same to the bit; what goes is the calls, the dispatch, the store
+ * and two reloads of the scores and the masks. */
+AVX512_TARGET static void tile_forward_avx512(int64_t D, int64_t Dv, const float *q, int64_t ldq,
+                                              const float *kt, const float *v, int64_t ldv,
+                                              float scale, float *s, float *o, int64_t ldo,
+                                              float *m, float *l, const float *qn,
+                                              const float *on) {
+  __m512 t[MR][4];
+#pragma GCC unroll 6
+  for (int r = 0; r < MR; r++)
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; c++)
+      t[r][c] = _mm512_setzero_ps();
+  for (int64_t k = 0; k < D; k++) {
+    const float *bk = kt + k * BC;
+    __m512 b0 = _mm512_loadu_ps(bk), b1 = _mm512_loadu_ps(bk + 16), b2 = _mm512_loadu_ps(bk + 32),
+           b3 = _mm512_loadu_ps(bk + 48);
+#pragma GCC unroll 6
+    for (int r = 0; r < MR; r++) {
+      __m512 ar = _mm512_set1_ps(q[r * ldq + k]);
+      t[r][0] = _mm512_fmadd_ps(ar, b0, t[r][0]);
+      t[r][1] = _mm512_fmadd_ps(ar, b1, t[r][1]);
+      t[r][2] = _mm512_fmadd_ps(ar, b2, t[r][2]);
+      t[r][3] = _mm512_fmadd_ps(ar, b3, t[r][3]);
+    }
+  }
+  /* softmax_update_avx512 with every column allowed */
+  const __m512 vs = _mm512_set1_ps(scale);
+  float mn[MR], alpha[MR];
+#pragma GCC unroll 6
+  for (int r = 0; r < MR; r++) {
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; c++)
+      t[r][c] = _mm512_mul_ps(vs, t[r][c]);
+    float mx = _mm512_reduce_max_ps(
+        _mm512_max_ps(_mm512_max_ps(t[r][0], t[r][1]), _mm512_max_ps(t[r][2], t[r][3])));
+    mn[r] = mx > m[r] ? mx : m[r];
+  }
+#pragma GCC unroll 6
+  for (int r = 0; r < MR; r++) {
+    float *sr = s + r * BC, mo = m[r];
+    if (mn[r] == -INFINITY) {
+#pragma GCC unroll 4
+      for (int c = 0; c < 4; c++)
+        _mm512_storeu_ps(sr + 16 * c, _mm512_setzero_ps());
+      alpha[r] = 1.0f;
+      continue;
+    }
+    __m512 vm = _mm512_set1_ps(mn[r]), sum = _mm512_setzero_ps();
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; c++) {
+      __m512 x = _mm512_sub_ps(t[r][c], vm);
+      __m512 p = _mm512_maskz_mov_ps(normal_exp(x), attn_vexp16_avx512(x));
+      _mm512_storeu_ps(sr + 16 * c, p);
+      sum = _mm512_add_ps(sum, p);
+    }
+    float a = mo == mn[r] ? 1.0f : mo == -INFINITY ? 0.0f : expf(mo - mn[r]);
+    alpha[r] = a;
+    l[r] = l[r] * a + _mm512_reduce_add_ps(sum);
+    m[r] = mn[r];
+  }
+  /* o = alpha o + p·v, 64 columns at a time */
+  int64_t c0 = 0;
+  for (; c0 + 64 <= Dv; c0 += 64) {
+#pragma GCC unroll 6
+    for (int r = 0; r < MR; r++)
+#pragma GCC unroll 4
+      for (int c = 0; c < 4; c++)
+        t[r][c] = _mm512_setzero_ps();
+    for (int j = 0; j < BC; j++) {
+      const float *bj = v + j * ldv + c0;
+      __m512 b0 = _mm512_loadu_ps(bj), b1 = _mm512_loadu_ps(bj + 16),
+             b2 = _mm512_loadu_ps(bj + 32), b3 = _mm512_loadu_ps(bj + 48);
+#pragma GCC unroll 6
+      for (int r = 0; r < MR; r++) {
+        __m512 ar = _mm512_set1_ps(s[r * BC + j]);
+        t[r][0] = _mm512_fmadd_ps(ar, b0, t[r][0]);
+        t[r][1] = _mm512_fmadd_ps(ar, b1, t[r][1]);
+        t[r][2] = _mm512_fmadd_ps(ar, b2, t[r][2]);
+        t[r][3] = _mm512_fmadd_ps(ar, b3, t[r][3]);
+      }
+    }
+#pragma GCC unroll 6
+    for (int r = 0; r < MR; r++) {
+      float *orow = o + r * ldo + c0;
+      __m512 f = _mm512_set1_ps(alpha[r]);
+#pragma GCC unroll 4
+      for (int c = 0; c < 4; c++)
+        _mm512_storeu_ps(orow + 16 * c,
+                         _mm512_fmadd_ps(f, _mm512_loadu_ps(orow + 16 * c), t[r][c]));
+    }
+  }
+  if (c0 < Dv) /* the last columns, fewer than 64 */
+    gemm_avx512(MR, (int)(Dv - c0), BC, s, BC, 1, v + c0, ldv, o + c0, ldo, alpha, 1);
+}
+
 static const attn_flash_ops avx512_ops = {
     "avx512",          gemm_avx512,   logits_avx512,   softmax_update_avx512,
-    probs_grad_avx512, pack_t_avx512, add_rows_avx512, sum_avx512};
+    probs_grad_avx512, pack_t_avx512, add_rows_avx512, sum_avx512,
+    tile_forward_avx512};
 
 const attn_flash_ops *attn_flash_ops_avx512(void) { return &avx512_ops; }
 #else
