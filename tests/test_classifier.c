@@ -10,6 +10,7 @@
 
 #include "apps/classifier.h"
 #include "apps/trainer.h"
+#include "apps/trainer_data.h"
 #include "harness.h"
 
 static attn_clf_config tiny_config(void) {
@@ -74,7 +75,18 @@ static void test_names_and_config(void) {
   CHECK(back.vocab == 13 && back.d_model == 8 && back.heads == 2 && back.ff == 12 &&
         back.layers == 2 && back.max_len == 6 && back.activation == ATTN_ACT_GELU &&
         back.dropout == 0.0f);
+  CHECK(back.headers == 0 && back.tail == 0 && !strstr(j, "headers") && !strstr(j, "tail"));
   free(j);
+  c.headers = 1; /* the input options travel with the config; absent keys read as 0 */
+  c.tail = 2;
+  CHECK_OK(attn_clf_config_to_json(&c, &j));
+  CHECK_OK(attn_clf_config_from_json(j, &back));
+  CHECK(back.headers == 1 && back.tail == 2 && back.max_len == 6);
+  CHECK(attn_clf_mail_flags(&back) == ATTN_MAIL_MORE_HEADERS);
+  free(j);
+  c.headers = 0;
+  c.tail = 0;
+  CHECK(attn_clf_mail_flags(&c) == 0);
   CHECK_ERR(attn_clf_config_from_json("{\"vocab\":5,\"colour\":1}", &back), ATTN_EFORMAT);
   CHECK_ERR(attn_clf_config_from_json("{\"vocab\":-5}", &back), ATTN_EFORMAT);
   CHECK_ERR(attn_clf_config_from_json("[1", &back), ATTN_EFORMAT);
@@ -82,8 +94,35 @@ static void test_names_and_config(void) {
   c.heads = 3;
   CHECK_ERR(attn_clf_create(&m, &c), ATTN_EINVAL);
   c = tiny_config();
+  c.tail = c.max_len; /* tail must leave room for the head */
+  CHECK_ERR(attn_clf_create(&m, &c), ATTN_EINVAL);
+  c = tiny_config();
   c.vocab = 0;
   CHECK_ERR(attn_clf_create(&m, &c), ATTN_EINVAL);
+}
+
+/* attn_clf_encode: all tokens of a short text; of a long one the first
+ * max_len - tail and the last tail (byte tokens: a tokenizer without merges). */
+static void test_encode_head_tail(void) {
+  attn_bpe *b = NULL;
+  CHECK_OK(attn_bpe_load("attn-bpe 1\nmax_chunk 64\nmerges 0\n", &b));
+  if (!b) return;
+  int32_t ids[6];
+  size_t n = 0;
+  const int32_t B0 = ATTN_BPE_BYTE0;
+  CHECK_OK(attn_clf_encode(b, "abcdefghij", 10, 6, 2, ids, &n));
+  CHECK(n == 6 && ids[0] == B0 + 'a' && ids[3] == B0 + 'd' && ids[4] == B0 + 'i' && ids[5] == B0 + 'j');
+  CHECK_OK(attn_clf_encode(b, "abcdefghij", 10, 6, 0, ids, &n));
+  CHECK(n == 6 && ids[4] == B0 + 'e' && ids[5] == B0 + 'f');
+  CHECK_OK(attn_clf_encode(b, "abcdef", 6, 6, 2, ids, &n)); /* fits: unchanged */
+  CHECK(n == 6 && ids[4] == B0 + 'e' && ids[5] == B0 + 'f');
+  CHECK_OK(attn_clf_encode(b, "abc", 3, 6, 5, ids, &n));
+  CHECK(n == 3 && ids[2] == B0 + 'c');
+  CHECK_OK(attn_clf_encode(b, "", 0, 6, 2, ids, &n)); /* empty: one space */
+  CHECK(n == 1 && ids[0] == B0 + ' ');
+  CHECK_ERR(attn_clf_encode(b, "abc", 3, 6, 6, ids, &n), ATTN_EINVAL);
+  CHECK_ERR(attn_clf_encode(b, "abc", 3, 6, -1, ids, &n), ATTN_EINVAL);
+  attn_bpe_free(b);
 }
 
 static void test_errors(void) {
@@ -218,6 +257,7 @@ static void test_save_load_same_predictions(void) {
 int main(void) {
   RUN(test_names_and_config);
   RUN(test_errors);
+  RUN(test_encode_head_tail);
   RUN(test_gradcheck_learned_postnorm);
   RUN(test_gradcheck_sinusoidal_prenorm);
   RUN(test_padding_ignored);

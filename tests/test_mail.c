@@ -181,6 +181,41 @@ static void test_garbage_never_fails(void) {
   CHECK_ERR(attn_mail_file_to_text("tests/data/mail/does-not-exist", &t, NULL, NULL), ATTN_EIO);
 }
 
+/* ATTN_MAIL_MORE_HEADERS: the sender's headers in a fixed order after
+ * Subject and From, decoded and cut; never the trace or filter headers. */
+static void test_more_headers(void) {
+  if (!attn_mail_available()) return;
+  char *t = NULL, *basic = NULL;
+  size_t len = 0;
+  attn_mail_info info;
+  CHECK_OK(attn_mail_file_to_text("tests/data/mail/many_headers.eml", &basic, &len, &info));
+  CHECK(basic && !strcmp(basic, "Subject: Cheap offer\nFrom: Deals <promo@deals.example>\n\nBuy now.\n"));
+  CHECK_OK(attn_mail_file_to_text_flags("tests/data/mail/many_headers.eml", ATTN_MAIL_MORE_HEADERS, &t,
+                                        &len, &info));
+  if (t) {
+    CHECK(strlen(t) == len && valid_utf8(t, len));
+    const char *want = "Subject: Cheap offer\nFrom: Deals <promo@deals.example>\n"
+                       "To: undisclosed-recipients:;\n"
+                       "Reply-To: R\xc3\xa9ponse <reply@deals.example>\n"
+                       "Date: Mon, 1 Jul 2002 10:00:00 +0000\n"
+                       "Message-ID: <abc.123@deals.example>\n"
+                       "X-Mailer: MassMailer 9000 x";
+    CHECK(!strncmp(t, want, strlen(want)));
+    const char *xm = strstr(t, "X-Mailer: ");
+    const char *nl = xm ? strchr(xm, '\n') : NULL;
+    CHECK(xm && nl && nl - (xm + 10) == ATTN_MAIL_HEADER_MAX); /* cut to 200 bytes */
+    CHECK(has(t, "\nContent-Type: text/plain; charset=iso-8859-1\n\nBuy now.\n"));
+    CHECK(!has(t, "Received") && !has(t, "X-Spam") && !has(t, "192.0.2.7") && !has(t, "Return-Path"));
+  }
+  free(t);
+  free(basic);
+  /* the same flags on raw bytes; a message with no extra headers is unchanged */
+  const char *raw = "From: a@example.com\nSubject: hi\n\nbody\n";
+  CHECK_OK(attn_mail_to_text_flags(raw, strlen(raw), ATTN_MAIL_MORE_HEADERS, &t, &len, NULL));
+  CHECK(t && !strcmp(t, "Subject: hi\nFrom: a@example.com\n\nbody\n"));
+  free(t);
+}
+
 static char *html(const char *s) {
   attn_textbuf b = {0};
   CHECK(attn_html_to_text(&b, s, strlen(s)) == 0);
@@ -242,6 +277,7 @@ int main(void) {
   RUN(test_broken_messages_are_counted_not_fatal);
   RUN(test_no_text_part_gives_headers_and_mbox_line_skipped);
   RUN(test_garbage_never_fails);
+  RUN(test_more_headers);
   RUN(test_html_to_text_units);
   RUN(test_utf8_sanitize);
   HARNESS_END();

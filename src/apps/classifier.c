@@ -23,10 +23,13 @@ void attn_clf_config_default(attn_clf_config *c) {
 
 attn_status attn_clf_config_to_json(const attn_clf_config *c, char **json) {
   if (!c || !json) return attn_set_error(ATTN_EINVAL, "clf_config_to_json: NULL argument");
-  char buf[512], extra[64] = "";
-  // attn_dropout only when set: checkpoints without it read back as before
+  char buf[640], extra[160] = "";
+  // attn_dropout, headers and tail only when set: checkpoints without them read back as before
+  int n = 0;
   if (c->attn_dropout >= 0.0f)
-    snprintf(extra, sizeof extra, ",\"attn_dropout\":%.9g", (double)c->attn_dropout);
+    n += snprintf(extra + n, sizeof extra - n, ",\"attn_dropout\":%.9g", (double)c->attn_dropout);
+  if (c->headers) n += snprintf(extra + n, sizeof extra - n, ",\"headers\":%d", c->headers);
+  if (c->tail) snprintf(extra + n, sizeof extra - n, ",\"tail\":%lld", (long long)c->tail);
   snprintf(buf, sizeof buf,
            "{\"vocab\":%lld,\"d_model\":%lld,\"heads\":%lld,\"ff\":%lld,\"layers\":%lld,"
            "\"max_len\":%lld,\"classes\":%lld,\"dropout\":%.9g,\"sinusoidal\":%d,"
@@ -47,13 +50,15 @@ attn_status attn_clf_config_from_json(const char *json, attn_clf_config *c) {
   attn_status st = ATTN_OK;
   if (v->type != JSON_OBJECT) st = attn_set_error(ATTN_EFORMAT, "classifier config: not an object");
   attn_clf_config_default(c);
-  static const char *const ints[] = {"vocab", "d_model", "heads", "ff", "layers", "max_len", "classes"};
-  int64_t *dst[] = {&c->vocab, &c->d_model, &c->heads, &c->ff, &c->layers, &c->max_len, &c->classes};
+  static const char *const ints[] = {"vocab", "d_model", "heads", "ff",
+                                     "layers", "max_len", "classes", "tail"};
+  int64_t *dst[] = {&c->vocab,  &c->d_model, &c->heads,   &c->ff,
+                    &c->layers, &c->max_len, &c->classes, &c->tail};
   for (size_t i = 0; !st && i < v->count; i++) {
     const char *k = v->keys[i];
     const json_value *x = &v->items[i];
     int done = 0;
-    for (int j = 0; j < 7 && !done; j++)
+    for (int j = 0; j < 8 && !done; j++)
       if (!strcmp(k, ints[j])) {
         if (x->type != JSON_NUMBER || !x->is_uint || x->uint > (1ull << 40))
           st = attn_set_error(ATTN_EFORMAT, "classifier config: '%s' must be a positive integer", k);
@@ -66,6 +71,7 @@ attn_status attn_clf_config_from_json(const char *json, attn_clf_config *c) {
     else if (!strcmp(k, "attn_dropout") && x->type == JSON_NUMBER) c->attn_dropout = (float)x->number;
     else if (!strcmp(k, "sinusoidal") && x->type == JSON_NUMBER) c->sinusoidal = x->number != 0;
     else if (!strcmp(k, "norm_first") && x->type == JSON_NUMBER) c->norm_first = x->number != 0;
+    else if (!strcmp(k, "headers") && x->type == JSON_NUMBER) c->headers = x->number != 0;
     else if (!strcmp(k, "activation") && x->type == JSON_STRING)
       st = attn_activation_from_name(x->str, &c->activation);
     else
@@ -88,6 +94,9 @@ static attn_status check_config(const attn_clf_config *c) {
     return attn_set_error(ATTN_EINVAL, "classifier config: sinusoidal positions need an even d_model");
   if (!(c->dropout >= 0.0f && c->dropout < 1.0f))
     return attn_set_error(ATTN_EINVAL, "classifier config: dropout %g not in [0,1)", (double)c->dropout);
+  if (c->tail < 0 || c->tail >= c->max_len)
+    return attn_set_error(ATTN_EINVAL, "classifier config: tail %lld not in [0, max_len %lld)",
+                          (long long)c->tail, (long long)c->max_len);
   if (!(c->attn_dropout < 1.0f))
     return attn_set_error(ATTN_EINVAL, "classifier config: attn_dropout %g not < 1",
                           (double)c->attn_dropout);

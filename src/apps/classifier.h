@@ -34,6 +34,13 @@ typedef struct {
   int sinusoidal;        /* 1: fixed sin/cos positions (no positions.weight) */
   int norm_first;        /* 0: post-norm as torch's default */
   attn_activation activation;
+  /* The input text (saved with the model, so eval / predict read mail the
+   * same way): headers 1 adds the sender's other headers to Subject and
+   * From (ATTN_MAIL_MORE_HEADERS, apps/mail.h); a message longer than
+   * max_len tokens keeps its first max_len - tail and its last tail tokens
+   * (tail 0: the first max_len only). 0 and 0 by default. */
+  int headers;
+  int64_t tail;
 } attn_clf_config;
 
 /* d_model 128, 8 heads, ff 512, 2 layers, max_len 256, 2 classes, dropout

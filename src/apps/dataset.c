@@ -295,7 +295,7 @@ attn_status attn_corpus_load_texts(attn_corpus *c) {
       st = attn_set_error(ATTN_ENOMEM, "corpus: out of memory");
       break;
     }
-    st = attn_mail_file_to_text(full, &c->text[i], &c->text_len[i], &c->info[i]);
+    st = attn_mail_file_to_text_flags(full, c->mail_flags, &c->text[i], &c->text_len[i], &c->info[i]);
     free(full);
     if (!st) attn_mail_stats_add(&c->mail, &c->info[i]);
   }

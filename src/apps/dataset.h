@@ -44,6 +44,7 @@ typedef struct {
   size_t *text_len;   /* [n] */
   attn_mail_info *info; /* [n] per-message parse report, after load_texts */
   attn_mail_stats mail; /* totals, after load_texts */
+  unsigned mail_flags;  /* ATTN_MAIL_* flags load_texts reads mail with (0 after scan) */
 } attn_corpus;
 
 /* "train", "val", "test" (NULL otherwise). */

@@ -61,6 +61,16 @@ void attn_mail_stats_add(attn_mail_stats *st, const attn_mail_info *info) {
 
 attn_status attn_mail_file_to_text(const char *path, char **text, size_t *text_len,
                                    attn_mail_info *info) {
+  return attn_mail_file_to_text_flags(path, 0, text, text_len, info);
+}
+
+attn_status attn_mail_to_text(const void *raw, size_t len, char **text, size_t *text_len,
+                              attn_mail_info *info) {
+  return attn_mail_to_text_flags(raw, len, 0, text, text_len, info);
+}
+
+attn_status attn_mail_file_to_text_flags(const char *path, unsigned flags, char **text,
+                                         size_t *text_len, attn_mail_info *info) {
   if (!path || !text) return attn_set_error(ATTN_EINVAL, "mail: NULL path or text pointer");
   FILE *f = fopen(path, "rb");
   if (!f) return attn_set_error(ATTN_EIO, "mail: cannot open '%s': %s", path, strerror(errno));
@@ -80,7 +90,7 @@ attn_status attn_mail_file_to_text(const char *path, char **text, size_t *text_l
     return oom ? attn_set_error(ATTN_ENOMEM, "mail: out of memory reading '%s'", path)
                : attn_set_error(ATTN_EIO, "mail: read error on '%s'", path);
   }
-  attn_status s = attn_mail_to_text(b.data ? b.data : "", b.len, text, text_len, info);
+  attn_status s = attn_mail_to_text_flags(b.data ? b.data : "", b.len, flags, text, text_len, info);
   attn_textbuf_free(&b);
   return s;
 }
@@ -89,8 +99,9 @@ attn_status attn_mail_file_to_text(const char *path, char **text, size_t *text_l
 
 int attn_mail_available(void) { return 0; }
 
-attn_status attn_mail_to_text(const void *raw, size_t len, char **text, size_t *text_len,
-                              attn_mail_info *info) {
+attn_status attn_mail_to_text_flags(const void *raw, size_t len, unsigned flags, char **text,
+                                    size_t *text_len, attn_mail_info *info) {
+  (void)flags;
   (void)raw;
   (void)len;
   (void)text;
@@ -231,8 +242,44 @@ static int put_header(attn_textbuf *out, const char *key, const char *value) {
   return attn_textbuf_putc(out, '\n');
 }
 
-attn_status attn_mail_to_text(const void *raw, size_t len, char **text, size_t *text_len,
-                              attn_mail_info *info) {
+/* The sender-controlled headers a spam filter reads besides Subject and From,
+ * each as it appears (RFC 2047 words decoded), cut to ATTN_MAIL_HEADER_MAX
+ * bytes; absent ones are left out. Never the trace (Received) or a filter's
+ * own (X-Spam-*) headers: those describe the path, not the message. */
+static int put_more_headers(attn_textbuf *out, GMimeMessage *msg) {
+  GMimeObject *mobj = GMIME_OBJECT(msg);
+  static const char *const names[] = {"To",         "Cc",         "Reply-To",     "Date",
+                                      "Message-ID", "X-Mailer",   "User-Agent",   "Content-Type"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    const char *v = g_mime_object_get_header(mobj, names[i]);
+    char *owned = NULL;
+    if (!strcmp(names[i], "Content-Type")) { /* kept by GMime on the top part: type and charset */
+      GMimeObject *part = g_mime_message_get_mime_part(msg);
+      GMimeContentType *ct = part && g_mime_object_get_header(part, "Content-Type")
+                                 ? g_mime_object_get_content_type(part) : NULL; /* written, not GMime's default */
+      char *mt = ct ? g_mime_content_type_get_mime_type(ct) : NULL;
+      const char *cs = ct ? g_mime_content_type_get_parameter(ct, "charset") : NULL;
+      if (mt) owned = cs ? g_strdup_printf("%s; charset=%s", mt, cs) : g_strdup(mt);
+      g_free(mt);
+      v = owned;
+    }
+    if (!v) continue;
+    char cut[ATTN_MAIL_HEADER_MAX + 1];
+    size_t n = strlen(v);
+    if (n > ATTN_MAIL_HEADER_MAX) {
+      n = ATTN_MAIL_HEADER_MAX;
+      while (n > 0 && ((unsigned char)v[n] & 0xC0) == 0x80) n--; /* whole UTF-8 characters */
+    }
+    memcpy(cut, v, n);
+    cut[n] = 0;
+    g_free(owned);
+    if (put_header(out, names[i], cut)) return -1;
+  }
+  return 0;
+}
+
+attn_status attn_mail_to_text_flags(const void *raw, size_t len, unsigned flags, char **text,
+                                    size_t *text_len, attn_mail_info *info) {
   if (!raw || !text) return attn_set_error(ATTN_EINVAL, "mail: NULL message or text pointer");
   *text = NULL;
   if (text_len) *text_len = 0;
@@ -271,6 +318,7 @@ attn_status attn_mail_to_text(const void *raw, size_t len, char **text, size_t *
                        : NULL;
     const char *from_v = from_s ? from_s : g_mime_object_get_header(mobj, "From");
     if (put_header(&out, "Subject", subject) || put_header(&out, "From", from_v) ||
+        ((flags & ATTN_MAIL_MORE_HEADERS) && put_more_headers(&out, msg)) ||
         attn_textbuf_putc(&out, '\n'))
       oom = 1;
     g_free(from_s);

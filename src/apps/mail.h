@@ -74,6 +74,19 @@ attn_status attn_mail_to_text(const void *raw, size_t len, char **text, size_t *
 attn_status attn_mail_file_to_text(const char *path, char **text, size_t *text_len,
                                    attn_mail_info *info);
 
+/* Flags of the _flags variants (0 = the texts above).
+ * ATTN_MAIL_MORE_HEADERS: after Subject and From, the other headers the
+ * sender writes, one line each where present, in this order: To, Cc,
+ * Reply-To, Date, Message-ID, X-Mailer, User-Agent, Content-Type (each cut
+ * to ATTN_MAIL_HEADER_MAX bytes). Trace (Received) and filter (X-Spam-*)
+ * headers are never included. */
+#define ATTN_MAIL_MORE_HEADERS 1u
+#define ATTN_MAIL_HEADER_MAX 200
+attn_status attn_mail_to_text_flags(const void *raw, size_t len, unsigned flags, char **text,
+                                    size_t *text_len, attn_mail_info *info);
+attn_status attn_mail_file_to_text_flags(const char *path, unsigned flags, char **text,
+                                         size_t *text_len, attn_mail_info *info);
+
 /* 1 for the issues that can lose content: malformed multipart, truncated or
  * malformed message, part without content, and every GMIME_CRIT_* one. */
 int attn_mail_issue_is_fatal(int code);

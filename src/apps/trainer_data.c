@@ -15,8 +15,37 @@ static double now_s(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+unsigned attn_clf_mail_flags(const attn_clf_config *c) {
+  return c->headers ? ATTN_MAIL_MORE_HEADERS : 0u;
+}
+
+attn_status attn_clf_encode(const attn_bpe *bpe, const char *text, size_t len, int64_t max_len,
+                            int64_t tail, int32_t *ids, size_t *n) {
+  *n = 0;
+  if (max_len <= 0 || tail < 0 || tail >= max_len)
+    return attn_set_error(ATTN_EINVAL, "clf_encode: max_len %lld, tail %lld", (long long)max_len,
+                          (long long)tail);
+  attn_status st;
+  if (tail == 0) {
+    st = attn_bpe_encode(bpe, text, len, ids, (size_t)max_len, n);
+  } else {
+    int32_t *all = NULL;
+    size_t m = 0;
+    st = attn_bpe_encode_alloc(bpe, text, len, &all, &m);
+    if (!st) {
+      size_t head = m <= (size_t)max_len ? m : (size_t)(max_len - tail);
+      memcpy(ids, all, head * sizeof *ids);
+      if (m > (size_t)max_len) memcpy(ids + head, all + m - (size_t)tail, (size_t)tail * sizeof *ids);
+      *n = m <= (size_t)max_len ? m : (size_t)max_len;
+    }
+    free(all);
+  }
+  if (!st && *n == 0) ids[(*n)++] = ATTN_BPE_BYTE0 + ' ';  // an empty text: one space
+  return st;
+}
+
 attn_status attn_clf_corpus_open(const char *dir, const char *split_path, uint64_t split_seed,
-                                 FILE *log, attn_corpus **out) {
+                                 unsigned mail_flags, FILE *log, attn_corpus **out) {
   *out = NULL;
   struct stat sb;
   if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
@@ -24,6 +53,7 @@ attn_status attn_clf_corpus_open(const char *dir, const char *split_path, uint64
   attn_corpus *c;
   attn_status st = attn_corpus_scan(dir, &c);
   if (st) return st;
+  c->mail_flags = mail_flags;
   if (stat(split_path, &sb) == 0) {
     st = attn_corpus_load_split(c, split_path);
     if (!st) fprintf(log, "split: read %s\n", split_path);
@@ -77,7 +107,7 @@ attn_status attn_clf_bpe_train(const attn_corpus *c, int vocab, attn_bpe **out) 
 }
 
 attn_status attn_clf_data_make(attn_clf_data *d, attn_corpus *c, const attn_bpe *bpe,
-                               int64_t max_len) {
+                               int64_t max_len, int64_t tail) {
   memset(d, 0, sizeof *d);
   d->c = c;
   d->bpe = bpe;
@@ -90,8 +120,7 @@ attn_status attn_clf_data_make(attn_clf_data *d, attn_corpus *c, const attn_bpe 
     d->ids[i] = malloc((size_t)max_len * sizeof(int32_t));
     if (!d->ids[i]) return attn_set_error(ATTN_ENOMEM, "data: out of memory");
     size_t n = 0;
-    st = attn_bpe_encode(bpe, c->text[i], c->text_len[i], d->ids[i], (size_t)max_len, &n);
-    if (!st && n == 0) d->ids[i][n++] = ATTN_BPE_BYTE0 + ' ';  // an empty text: one space
+    st = attn_clf_encode(bpe, c->text[i], c->text_len[i], max_len, tail, d->ids[i], &n);
     d->lens[i] = (int32_t)n;
   }
   for (int s = 0; !st && s < ATTN_SPLIT_COUNT; s++) {

@@ -27,13 +27,22 @@ typedef struct {
 
 /* Scans dir, reads the split file split_path if it exists, else makes the
  * stratified split (split_seed, 80/10/10) and writes it there; reads every
- * message. Prints counts and the parse report to log. */
+ * message with the ATTN_MAIL_* mail_flags (apps/mail.h; attn_clf_mail_flags
+ * of a model's config). Prints counts and the parse report to log. */
 attn_status attn_clf_corpus_open(const char *dir, const char *split_path, uint64_t split_seed,
-                                 FILE *log, attn_corpus **out);
+                                 unsigned mail_flags, FILE *log, attn_corpus **out);
+/* The mail flags a classifier config reads its input with. */
+unsigned attn_clf_mail_flags(const attn_clf_config *c);
+/* ids[0..*n) = the tokens of text[0..len) the model sees: all of them up to
+ * max_len; of a longer text the first max_len - tail and the last tail.
+ * An empty text gives one space token. ids holds max_len. */
+attn_status attn_clf_encode(const attn_bpe *bpe, const char *text, size_t len, int64_t max_len,
+                            int64_t tail, int32_t *ids, size_t *n);
 /* Trains the tokenizer on the training split (first 4096 bytes of each). */
 attn_status attn_clf_bpe_train(const attn_corpus *c, int vocab, attn_bpe **out);
+/* Every message encoded with attn_clf_encode(max_len, tail). */
 attn_status attn_clf_data_make(attn_clf_data *d, attn_corpus *c, const attn_bpe *bpe,
-                               int64_t max_len);
+                               int64_t max_len, int64_t tail);
 attn_tok_set attn_clf_data_set(const attn_clf_data *d, int split);
 void attn_clf_data_free(attn_clf_data *d);
 

@@ -16,6 +16,7 @@
 
 typedef struct {
   const char *data, *split, *show;
+  int headers; /* 1: ATTN_MAIL_MORE_HEADERS */
   unsigned long long seed;
   int train_pct, val_pct, vocab, max_chunk;
   long train_bytes, max_bytes;
@@ -50,6 +51,8 @@ static void data_usage(FILE *f, const char *cmd) {
                "  --counts        token counts as features (default: presence, boolean multinomial NB)\n");
   else
     fprintf(f, "  --show FILE     print the text extracted from one message file, and its parse report\n");
+  fprintf(f, "  --headers basic|more   Subject and From only (default), or also To, Cc, Reply-To,\n"
+             "                  Date, Message-ID, X-Mailer, User-Agent, Content-Type (as attn train)\n");
 }
 
 /* Returns 0 ok, 2 usage error (message printed), 1 for --help. */
@@ -57,6 +60,7 @@ static int parse_opts(int argc, char **argv, data_opts *o) {
   o->data = "data/spamassassin";
   o->split = NULL;
   o->show = NULL;
+  o->headers = 0;
   o->seed = 1;
   o->train_pct = 80;
   o->val_pct = 10;
@@ -84,6 +88,13 @@ static int parse_opts(int argc, char **argv, data_opts *o) {
     if (!strcmp(a, "--data")) o->data = v;
     else if (!strcmp(a, "--split")) o->split = v;
     else if (!strcmp(a, "--show")) o->show = v;
+    else if (!strcmp(a, "--headers")) {
+      if (strcmp(v, "basic") && strcmp(v, "more")) {
+        fprintf(stderr, "attn %s: --headers basic|more\n", argv[0]);
+        return 2;
+      }
+      o->headers = !strcmp(v, "more");
+    }
     else if (!strcmp(a, "--seed")) o->seed = strtoull(v, &end, 10);
     else if (!strcmp(a, "--train-pct")) o->train_pct = (int)strtol(v, &end, 10);
     else if (!strcmp(a, "--val-pct")) o->val_pct = (int)strtol(v, &end, 10);
@@ -109,11 +120,11 @@ static int parse_opts(int argc, char **argv, data_opts *o) {
   return 0;
 }
 
-static int show_message(const char *path) {
+static int show_message(const char *path, unsigned flags) {
   char *text;
   size_t len;
   attn_mail_info info;
-  if (attn_mail_file_to_text(path, &text, &len, &info)) return cli_fail(path);
+  if (attn_mail_file_to_text_flags(path, flags, &text, &len, &info)) return cli_fail(path);
   fwrite(text, 1, len, stdout);
   printf("\n---\n%s: %d text part(s), %d attachment(s)%s%s%s\n", path, info.text_parts,
          info.attachments, info.malformed ? ", malformed" : "", info.unparsable ? ", unparsable" : "",
@@ -137,6 +148,7 @@ static attn_corpus *open_corpus(const data_opts *o) {
     cli_fail("corpus");
     return NULL;
   }
+  c->mail_flags = o->headers ? ATTN_MAIL_MORE_HEADERS : 0u;
   char split_path[4096];
   if (o->split) snprintf(split_path, sizeof split_path, "%s", o->split);
   else if (o->train_pct == 80 && o->val_pct == 10)
@@ -197,7 +209,7 @@ int attn_cmd_data(int argc, char **argv) {
   data_opts o;
   int r = parse_opts(argc, argv, &o);
   if (r) return r == 1 ? 0 : 2;
-  if (o.show) return show_message(o.show);
+  if (o.show) return show_message(o.show, o.headers ? ATTN_MAIL_MORE_HEADERS : 0u);
   attn_corpus *c = open_corpus(&o);
   if (!c) return 1;
   attn_corpus_free(c);

@@ -8,6 +8,7 @@
 #include "apps/classifier.h"
 #include "apps/mail.h"
 #include "apps/trainer.h"
+#include "apps/trainer_data.h"
 #include "attn.h"
 #include "cli/commands.h"
 
@@ -37,9 +38,8 @@ static attn_status classify(const attn_clf *m, const attn_bpe *bpe, const char *
                             int32_t *ids, float *probs) {
   char *text = NULL;
   size_t tlen = 0, n = 0;
-  attn_status st = attn_mail_to_text(raw, len, &text, &tlen, NULL);
-  if (!st) st = attn_bpe_encode(bpe, text, tlen, ids, (size_t)m->c.max_len, &n);
-  if (!st && n == 0) ids[n++] = ATTN_BPE_BYTE0 + ' ';
+  attn_status st = attn_mail_to_text_flags(raw, len, attn_clf_mail_flags(&m->c), &text, &tlen, NULL);
+  if (!st) st = attn_clf_encode(bpe, text, tlen, m->c.max_len, m->c.tail, ids, &n);
   int32_t l = (int32_t)n;
   if (!st) st = attn_clf_predict(m, ids, &l, 1, l, probs);
   free(text);

@@ -38,6 +38,10 @@ static void usage(FILE *f) {
           "  --dim E --heads H --ff F --layers N --max-len L   (default 128 8 512 2 256)\n"
           "  --dropout P (0.1)  --attn-dropout P (on the attention probabilities; default = --dropout)\n"
           "  --sinusoidal (fixed positions)  --norm-first  --gelu\n"
+          "  --headers basic|more  mail headers in the text: Subject, From (basic, default), or also\n"
+          "                        To, Cc, Reply-To, Date, Message-ID, X-Mailer, User-Agent, Content-Type\n"
+          "  --tail T              a message over max-len tokens keeps its first max-len - T and\n"
+          "                        its last T tokens (default 0: the first max-len)\n"
           "training:\n"
           "  --seed S (1)  --epochs N (5)  --batch B (32)  --lr LR (1e-3)  --min-lr LR (1e-5)\n"
           "  --warmup FRAC (0.05 of the steps)  --weight-decay WD (0.01)  --clip NORM (1; 0 off)\n"
@@ -92,6 +96,7 @@ static int parse(int argc, char **argv, train_opts *o, int first) {
     else if (!strcmp(a, "--ff")) o->mc.ff = strtoll(v, &end, 10);
     else if (!strcmp(a, "--layers")) o->mc.layers = strtoll(v, &end, 10);
     else if (!strcmp(a, "--max-len")) o->mc.max_len = strtoll(v, &end, 10);
+    else if (!strcmp(a, "--tail")) o->mc.tail = strtoll(v, &end, 10);
     else if (!strcmp(a, "--dropout")) o->mc.dropout = strtof(v, &end);
     else if (!strcmp(a, "--attn-dropout")) o->mc.attn_dropout = strtof(v, &end);
     else if (!strcmp(a, "--epochs")) o->to.epochs = (int)strtol(v, &end, 10);
@@ -120,6 +125,12 @@ static int parse(int argc, char **argv, train_opts *o, int first) {
         fprintf(stderr, "attn train: --progress auto|bar|plain|quiet\n");
         return 2;
       }
+    } else if (!strcmp(a, "--headers")) {
+      if (strcmp(v, "basic") && strcmp(v, "more")) {
+        fprintf(stderr, "attn train: --headers basic|more\n");
+        return 2;
+      }
+      o->mc.headers = !strcmp(v, "more");
     } else if (!strcmp(a, "--init")) {
       o->resume = v;
       o->init_only = 1;
@@ -209,10 +220,6 @@ static int run(train_opts *o, const char *model_path) {
   attn_st *meta = NULL, *file = NULL;
   attn_train_state s;
   attn_train_state_init(&s);
-  if (attn_clf_corpus_open(o->data, split_path, o->split_seed, stdout, &c)) {
-    cli_fail("corpus");
-    goto done;
-  }
   const char *from = model_path;
   if (!from && o->resume) {
     if (o->resume[0]) from = o->resume;
@@ -221,7 +228,6 @@ static int run(train_opts *o, const char *model_path) {
       from = path;
     }
   }
-  double t0 = attn_bench_now();
   if (from) {  // model, config and tokenizer from the checkpoint
     if (attn_clf_load(from, &m, &file)) {
       cli_fail("loading the model");
@@ -233,7 +239,15 @@ static int run(train_opts *o, const char *model_path) {
       goto done;
     }
     printf("model: %s (%lld parameters)\n", from, (long long)m.p.numel);
-  } else {
+  }
+  // the corpus is read as the model reads mail (its config's headers)
+  if (attn_clf_corpus_open(o->data, split_path, o->split_seed,
+                           attn_clf_mail_flags(from ? &m.c : &o->mc), stdout, &c)) {
+    cli_fail("corpus");
+    goto done;
+  }
+  if (!from) {
+    double t0 = attn_bench_now();
     if (attn_clf_bpe_train(c, o->vocab, &bpe)) {
       cli_fail("tokenizer");
       goto done;
@@ -246,7 +260,7 @@ static int run(train_opts *o, const char *model_path) {
       goto done;
     }
   }
-  if (attn_clf_data_make(&d, c, bpe, m.c.max_len)) {
+  if (attn_clf_data_make(&d, c, bpe, m.c.max_len, m.c.tail)) {
     cli_fail("tokenising");
     goto done;
   }
@@ -282,7 +296,14 @@ static int run(train_opts *o, const char *model_path) {
   }
   if (from && o->init_only) printf("initialised from %s (fresh optimizer)\n", from);
   if (from && !o->init_only)
-    printf("resuming at epoch %d, batch %d (step %lld)\n", s.epoch + 1, s.batch, (long long)s.step);
+    printf("resuming at epoch %d, batch %d (step %lld)%s\n", s.epoch + 1, s.batch, (long long)s.step,
+           s.scaler.enabled && o->to.precision != ATTN_PREC_F16
+               ? "; the checkpoint's fp16 loss scaler is dropped (not an fp16 run)" : "");
+  if (from && !o->init_only && s.scaler.enabled && o->to.precision == ATTN_PREC_F16)
+    printf("fp16 loss scaler restored: scale %g, %lld good steps since its last change, "
+           "%lld of %lld steps skipped\n", (double)s.scaler.scale,
+           (long long)s.scaler.growth_tracker, (long long)s.scaler.skipped,
+           (long long)s.scaler.steps);
   if (mkdirs(o->out)) {
     fprintf(stderr, "attn train: cannot create %s\n", o->out);
     goto done;
