@@ -2,7 +2,8 @@
  * 5 occurs): the loss falls; batch plans cover every example once and
  * bucket by length; the same seed gives bit-identical losses with 1 and 2
  * threads; a run stopped mid-epoch and resumed from its checkpoint gives
- * bit-identical losses and parameters to the uninterrupted run; state JSON. */
+ * bit-identical losses and parameters to the uninterrupted run (also in fp16
+ * with its loss scaler); state JSON. */
 #include <stdint.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -218,6 +219,107 @@ static void test_resume_identical(void) {
   attn_clf_free(&m3);
 }
 
+/* fp16 with dynamic loss scaling: a run stopped mid-epoch and resumed from
+ * its checkpoint goes on with the saved scaler (scale, good-step counter,
+ * skipped steps) and gives bit-identical losses, parameters and scaler to
+ * the uninterrupted run. The scale starts at 2^24 (the scaled loss
+ * gradient overflows fp16, steps are skipped and the scale backs off) and
+ * grows every 3 good steps, so the scaler at the stop differs from a fresh
+ * one and a resume that restarted it would take other steps. */
+static void fp16_opts(attn_train_opts *o) {
+  o->precision = ATTN_PREC_F16;
+  o->loss_scale = 16777216.0f;
+  o->loss_scale_interval = 3;
+}
+
+static void test_resume_identical_fp16(void) {
+  make_data();
+  attn_tok_set tr = train_set(), va = val_set();
+  float full[12], part[12];
+  attn_clf m;
+  attn_adam opt;
+  model(&m, &opt);
+  attn_train_opts o = opts(2);
+  fp16_opts(&o);
+  attn_train_state s;
+  attn_train_state_init(&s);
+  CHECK_OK(attn_train_run(&m, &opt, &o, &tr, &va, &s, NULL, full, 12));
+  printf("  uninterrupted: scale %g, tracker %lld, %lld of %lld steps skipped\n",
+         (double)s.scaler.scale, (long long)s.scaler.growth_tracker, (long long)s.scaler.skipped,
+         (long long)s.scaler.steps);
+  CHECK(s.scaler.enabled && s.scaler.steps == 12 && s.scaler.skipped > 0);
+
+  char dir[64];
+  snprintf(dir, sizeof dir, "/tmp/attn_test_trainer_fp16_%d", (int)getpid());
+  mkdir(dir, 0700);
+  attn_clf m2;
+  attn_adam opt2;
+  model(&m2, &opt2);
+  attn_train_opts o2 = opts(2);
+  fp16_opts(&o2);
+  o2.out_dir = dir;
+  o2.stop_after = 5;  // mid first epoch (6 batches per epoch)
+  attn_train_state s2;
+  attn_train_state_init(&s2);
+  memset(part, 0, sizeof part);
+  CHECK_OK(attn_train_run(&m2, &opt2, &o2, &tr, &va, &s2, NULL, part, 12));
+  CHECK(s2.step == 5 && s2.epoch == 0 && s2.batch == 5);
+  printf("  at the stop (step 5): scale %g, tracker %lld, %lld of %lld steps skipped\n",
+         (double)s2.scaler.scale, (long long)s2.scaler.growth_tracker,
+         (long long)s2.scaler.skipped, (long long)s2.scaler.steps);
+  // the test means something only if the scaler has moved from its start
+  CHECK(s2.scaler.skipped > 0 && s2.scaler.scale != o2.loss_scale && s2.scaler.growth_tracker > 0);
+  attn_adam_free(&opt2);
+  attn_clf_free(&m2);
+
+  char path[128];
+  snprintf(path, sizeof path, "%s/last.safetensors", dir);
+  attn_clf m3;
+  attn_adam opt3;
+  CHECK_OK(attn_clf_load(path, &m3, NULL));
+  attn_adam_config ac = attn_adam_defaults(ATTN_ADAMW);
+  CHECK_OK(attn_adam_init(&opt3, &m3.p, &ac));
+  CHECK_OK(attn_adam_set_decay_rule(&opt3, &m3.p, attn_clf_decay_rule, NULL));
+  attn_train_state s3;
+  CHECK_OK(attn_clf_load_train_state(path, &m3, &opt3, &s3));
+  CHECK(s3.scaler.enabled && s3.scaler.scale == s2.scaler.scale &&
+        s3.scaler.growth_tracker == s2.scaler.growth_tracker &&
+        s3.scaler.steps == s2.scaler.steps && s3.scaler.skipped == s2.scaler.skipped);
+  o2.stop_after = 0;
+  CHECK_OK(attn_train_run(&m3, &opt3, &o2, &tr, &va, &s3, NULL, part, 12));
+  CHECK(memcmp(full, part, sizeof full) == 0);
+  CHECK(memcmp(m.p.data, m3.p.data, (size_t)m.p.numel * sizeof(float)) == 0);
+  CHECK(s3.scaler.scale == s.scaler.scale && s3.scaler.growth_tracker == s.scaler.growth_tracker &&
+        s3.scaler.steps == s.scaler.steps && s3.scaler.skipped == s.scaler.skipped);
+  CHECK(s3.epoch == 2 && s.best_epoch == s3.best_epoch && s.best == s3.best);
+
+  // an f32 resume of the fp16 checkpoint runs without a scaler
+  attn_clf m4;
+  attn_adam opt4;
+  CHECK_OK(attn_clf_load(path, &m4, NULL));
+  CHECK_OK(attn_adam_init(&opt4, &m4.p, &ac));
+  attn_train_state s4;
+  CHECK_OK(attn_clf_load_train_state(path, &m4, &opt4, &s4));
+  attn_train_opts o4 = opts(2);
+  CHECK_OK(attn_train_run(&m4, &opt4, &o4, &tr, &va, &s4, NULL, NULL, 0));
+  CHECK(!s4.scaler.enabled && s4.scaler.scale == 1.0f);
+
+  snprintf(path, sizeof path, "%s/best.safetensors", dir);
+  unlink(path);
+  snprintf(path, sizeof path, "%s/last.safetensors", dir);
+  unlink(path);
+  rmdir(dir);
+  fclose(o.log);
+  fclose(o2.log);
+  fclose(o4.log);
+  attn_adam_free(&opt);
+  attn_adam_free(&opt3);
+  attn_adam_free(&opt4);
+  attn_clf_free(&m);
+  attn_clf_free(&m3);
+  attn_clf_free(&m4);
+}
+
 static void test_state_json(void) {
   attn_train_state s, t;
   attn_train_state_init(&s);
@@ -233,6 +335,31 @@ static void test_state_json(void) {
   CHECK(t.step == 123 && t.epoch == 2 && t.batch == 7 && t.loss_sum == s.loss_sum &&
         t.best == s.best && t.best_epoch == 1);
   free(j);
+  CHECK(!t.scaler.enabled);  // no loss scaler keys: none
+  // fp16: the loss scaler round-trips
+  attn_loss_scaler_init(&s.scaler, 1);
+  s.scaler.scale = 1536.0f;
+  s.scaler.growth_tracker = 17;
+  s.scaler.steps = 40;
+  s.scaler.skipped = 6;
+  CHECK_OK(attn_train_state_to_json(&s, &j));
+  CHECK_OK(attn_train_state_from_json(j, &t));
+  CHECK(t.scaler.enabled && t.scaler.scale == 1536.0f && t.scaler.growth_tracker == 17 &&
+        t.scaler.steps == 40 && t.scaler.skipped == 6 && t.step == 123);
+  free(j);
+  static const char *const bad[] = {
+      "{\"step\":1,\"epoch\":0,\"batch\":0,\"loss_sum\":0,\"best\":0,\"best_epoch\":-1,"
+      "\"seconds\":0,\"loss_scale\":8}",  // incomplete
+      "{\"step\":1,\"epoch\":0,\"batch\":0,\"loss_sum\":0,\"best\":0,\"best_epoch\":-1,"
+      "\"seconds\":0,\"loss_scale\":0,\"loss_scale_tracker\":0,\"loss_scale_steps\":1,"
+      "\"loss_scale_skipped\":0}",  // scale 0
+      "{\"step\":1,\"epoch\":0,\"batch\":0,\"loss_sum\":0,\"best\":0,\"best_epoch\":-1,"
+      "\"seconds\":0,\"loss_scale\":8,\"loss_scale_tracker\":0,\"loss_scale_steps\":1,"
+      "\"loss_scale_skipped\":2}",  // more skipped than steps
+      "{\"step\":1,\"epoch\":0,\"batch\":0,\"loss_sum\":0,\"best\":0,\"best_epoch\":-1,"
+      "\"seconds\":0,\"loss_scale\":\"8\",\"loss_scale_tracker\":0,\"loss_scale_steps\":1,"
+      "\"loss_scale_skipped\":0}"};  // not a number
+  for (int i = 0; i < 4; i++) CHECK_ERR(attn_train_state_from_json(bad[i], &t), ATTN_EFORMAT);
   CHECK_ERR(attn_train_state_from_json("{\"step\":1}", &t), ATTN_EFORMAT);
   CHECK_ERR(attn_train_state_from_json(NULL, &t), ATTN_EFORMAT);
 }
@@ -243,5 +370,6 @@ int main(void) {
   RUN(test_loss_falls);
   RUN(test_threads_and_ckpt_same_losses);
   RUN(test_resume_identical);
+  RUN(test_resume_identical_fp16);
   HARNESS_END();
 }

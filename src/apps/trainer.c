@@ -153,14 +153,23 @@ attn_status attn_clf_evaluate(const attn_clf *m, const attn_tok_set *set, int ba
 void attn_train_state_init(attn_train_state *s) {
   memset(s, 0, sizeof *s);
   s->best_epoch = -1;
+  attn_loss_scaler_init(&s->scaler, 0);
 }
 
 attn_status attn_train_state_to_json(const attn_train_state *s, char **json) {
-  char buf[512];
-  snprintf(buf, sizeof buf,
-           "{\"step\":%lld,\"epoch\":%d,\"batch\":%d,\"loss_sum\":%.17g,\"best\":%.17g,"
-           "\"best_epoch\":%d,\"seconds\":%.3f}",
-           (long long)s->step, s->epoch, s->batch, s->loss_sum, s->best, s->best_epoch, s->seconds);
+  char buf[768];
+  int n = snprintf(buf, sizeof buf,
+                   "{\"step\":%lld,\"epoch\":%d,\"batch\":%d,\"loss_sum\":%.17g,\"best\":%.17g,"
+                   "\"best_epoch\":%d,\"seconds\":%.3f",
+                   (long long)s->step, s->epoch, s->batch, s->loss_sum, s->best, s->best_epoch,
+                   s->seconds);
+  if (s->scaler.enabled)  // fp16: the loss scaler goes on where it was (%.9g: exact float)
+    n += snprintf(buf + n, sizeof buf - (size_t)n,
+                  ",\"loss_scale\":%.9g,\"loss_scale_tracker\":%lld,\"loss_scale_steps\":%lld,"
+                  "\"loss_scale_skipped\":%lld",
+                  (double)s->scaler.scale, (long long)s->scaler.growth_tracker,
+                  (long long)s->scaler.steps, (long long)s->scaler.skipped);
+  snprintf(buf + n, sizeof buf - (size_t)n, "}");
   *json = strdup(buf);
   return *json ? ATTN_OK : attn_set_error(ATTN_ENOMEM, "train state: out of memory");
 }
@@ -189,6 +198,36 @@ attn_status attn_train_state_from_json(const char *json, attn_train_state *s) {
       case 4: s->best = d; break;
       case 5: s->best_epoch = (int)d; break;
       default: s->seconds = d; break;
+    }
+  }
+  // fp16 runs: the loss scaler (all four keys, or none: a run without one)
+  static const char *const lkeys[] = {"loss_scale", "loss_scale_tracker", "loss_scale_steps",
+                                      "loss_scale_skipped"};
+  int nl = 0;
+  double lv[4] = {0};
+  for (int i = 0; i < 4 && !st; i++) {
+    const json_value *x = json_get(v, lkeys[i]);
+    if (!x) continue;
+    if (x->type != JSON_NUMBER) {
+      st = attn_set_error(ATTN_EFORMAT, "trainer.state: '%s' is not a number", lkeys[i]);
+      break;
+    }
+    lv[i] = x->number;
+    nl++;
+  }
+  if (!st && nl != 0 && nl != 4)
+    st = attn_set_error(ATTN_EFORMAT, "trainer.state: loss scaler keys incomplete (%d of 4)", nl);
+  if (!st && nl == 4) {
+    if (!(lv[0] > 0) || !isfinite((float)lv[0]) || lv[1] < 0 || lv[2] < 0 || lv[3] < 0 ||
+        lv[3] > lv[2])
+      st = attn_set_error(ATTN_EFORMAT, "trainer.state: invalid loss scaler state "
+                          "(scale %g, tracker %g, steps %g, skipped %g)", lv[0], lv[1], lv[2], lv[3]);
+    else {
+      attn_loss_scaler_init(&s->scaler, 1);
+      s->scaler.scale = (float)lv[0];
+      s->scaler.growth_tracker = (int64_t)lv[1];
+      s->scaler.steps = (int64_t)lv[2];
+      s->scaler.skipped = (int64_t)lv[3];
     }
   }
   json_free(v);

@@ -65,6 +65,8 @@ typedef struct {
   const char *out_dir; /* NULL: no checkpoints; else out_dir/last.safetensors, best.safetensors */
   int64_t stop_after;  /* stop (as if interrupted) after this global step; <= 0: never */
   int64_t save_every;  /* also write last.safetensors every N steps (0: per epoch only) */
+  float loss_scale;    /* fp16: initial loss scale (0: 65536, torch's default) */
+  int64_t loss_scale_interval; /* fp16: good steps before the scale grows (0: 2000) */
   FILE *log;           /* epoch lines (NULL: stdout) */
 } attn_train_opts;
 void attn_train_opts_default(attn_train_opts *o);
@@ -78,6 +80,9 @@ typedef struct {
   double best;         /* best val metric so far (loss: lower; acc: higher) */
   int best_epoch;      /* -1: none */
   double seconds;      /* training time so far */
+  attn_loss_scaler scaler; /* fp16 dynamic loss scaling (enabled: an fp16 run; saved as
+                              "loss_scale", "loss_scale_tracker", "loss_scale_steps",
+                              "loss_scale_skipped" and restored on resume) */
 } attn_train_state;
 void attn_train_state_init(attn_train_state *s);
 attn_status attn_train_state_to_json(const attn_train_state *s, char **json);

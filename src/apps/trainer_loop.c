@@ -80,8 +80,8 @@ static attn_status save_last(const attn_train_opts *o, const attn_clf *m, const 
 
 /* Mixed precision / QAT state of a run. */
 typedef struct {
-  attn_loss_scaler scaler; /* enabled for fp16 */
-  attn_qat *qat;           /* --qat */
+  attn_loss_scaler *scaler; /* the state's (enabled for fp16; saved in checkpoints) */
+  attn_qat *qat;            /* --qat */
 } amp_state;
 
 /* One optimizer step on a batch; *loss receives its loss. */
@@ -99,13 +99,13 @@ static attn_status train_step(attn_clf *m, attn_adam *opt, const attn_train_opts
   if (!st)
     st = attn_cross_entropy_f32(acts->logits, tg, B, m->c.classes, -1, o->label_smoothing, loss,
                                 dlogits);
-  if (!st) st = attn_loss_scaler_scale_f32(&amp->scaler, dlogits, B * m->c.classes);
+  if (!st) st = attn_loss_scaler_scale_f32(amp->scaler, dlogits, B * m->c.classes);
   if (!st) st = attn_clf_backward(m, acts, dlogits);
   if (st) return st;
-  if (amp->scaler.enabled) {  // fp16: unscale, skip the step on inf/NaN, update the scale
+  if (amp->scaler->enabled) {  // fp16: unscale, skip the step on inf/NaN, update the scale
     int found_inf = 0;
-    st = attn_loss_scaler_unscale(&amp->scaler, &m->p, &found_inf);
-    if (!st) attn_loss_scaler_update(&amp->scaler, found_inf);
+    st = attn_loss_scaler_unscale(amp->scaler, &m->p, &found_inf);
+    if (!st) attn_loss_scaler_update(amp->scaler, found_inf);
     if (st || found_inf) return st;
   }
   double norm = 0;
@@ -139,8 +139,17 @@ attn_status attn_train_run(attn_clf *m, attn_adam *opt, const attn_train_opts *o
   float *dlogits = malloc((size_t)(o->batch * m->c.classes) * sizeof(float));
   attn_clf_acts acts;
   memset(&acts, 0, sizeof acts);
-  amp_state amp = {0};
-  attn_loss_scaler_init(&amp.scaler, o->precision == ATTN_PREC_F16);
+  amp_state amp = {&s->scaler, NULL};
+  if (o->precision != ATTN_PREC_F16) {
+    attn_loss_scaler_init(&s->scaler, 0);
+  } else if (!s->scaler.enabled) {  // a fresh fp16 run (a resumed one goes on with its scaler)
+    st = attn_loss_scaler_config(&s->scaler, o->loss_scale > 0 ? o->loss_scale : 65536.0f, 2.0f,
+                                 0.5f, o->loss_scale_interval > 0 ? o->loss_scale_interval : 2000);
+  } else {
+    s->scaler.growth_interval = o->loss_scale_interval > 0 ? o->loss_scale_interval : 2000;
+    if (s->scaler.growth_tracker >= s->scaler.growth_interval)
+      s->scaler.growth_tracker = s->scaler.growth_interval - 1;
+  }
   if (!st && o->qat) st = attn_qat_new(&amp.qat, 0);
   if (!ids || !lens || !labels || !dlogits) st = attn_set_error(ATTN_ENOMEM, "train: out of memory");
   progress pg = {0};
@@ -212,9 +221,9 @@ attn_status attn_train_run(attn_clf *m, attn_adam *opt, const attn_train_opts *o
     }
     if (!st) st = save_last(o, m, opt, s, meta);
   }
-  if (amp.scaler.enabled)
+  if (s->scaler.enabled)
     fprintf(log, "fp16 loss scaling: %lld of %lld steps skipped (overflow), final scale %g\n",
-            (long long)amp.scaler.skipped, (long long)amp.scaler.steps, (double)amp.scaler.scale);
+            (long long)s->scaler.skipped, (long long)s->scaler.steps, (double)s->scaler.scale);
   attn_qat_free(amp.qat);
   attn_clf_acts_free(&acts);
   free(ids);
