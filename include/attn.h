@@ -17,6 +17,7 @@
 #include "attn/lowp.h"
 #include "attn/amp.h"
 #include "attn/quant.h"
+#include "attn/sdpa_bf16.h"
 
 #define ATTN_VERSION "0.1.0"
 

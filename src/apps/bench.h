@@ -36,6 +36,9 @@ double attn_bench_peak_cpu_gflops(int threads);
 /* Name of the instruction set attn_bench_peak_gflops uses ("avx512", ...). */
 const char *attn_bench_peak_isa(void);
 
+/* AMX bf16 (TDPBF16PS) peak in GFLOP/s with `threads` threads, measured
+ * once and cached (bench_lowp.c); 0 where AMX is unavailable. */
+double attn_bench_amx_bf16_peak_gflops(int threads);
 /* Monotonic wall clock in seconds. */
 double attn_bench_now(void);
 /* Median of n values (sorts v in place). */

@@ -1,0 +1,345 @@
+/* bf16 flash attention forward (attn/sdpa_bf16.h): the tile loop.
+ *
+ * Per call, k is copied into zero-padded rows [B, Hkv, nkb*64, Dp] (the A
+ * tiles of sᵀ = K·Qᵀ) and v into per-block transposes vT [B, Hkv, nkb,
+ * dvt*16, 64] (the A tiles of oᵀ += Vᵀ·P). Work items (b, h, BQ query rows)
+ * run in parallel (dynamic, later query blocks first); each packs its
+ * queries as B tiles, then for each key block some row may see and each
+ * group of 16 queries:
+ *   sᵀ [64, 16] = K·Qᵀ                 (ops->scores)
+ *   masks (bool / additive) if any     (C, on the f32 logits)
+ *   p = e^(t - m), m, l, alpha          (ops->softmax, p rounded to bf16)
+ *   oᵀ [Dv, 16] = alpha oᵀ + Vᵀ·p       (ops->accum)
+ * then out = oᵀᵀ / l, lse = m + log l. A row's arithmetic depends on nothing
+ * but its own data, so results are identical for any thread count. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attn/kernels.h"
+#include "kernels/amx.h"
+#include "kernels/sdpa_flash_bf16.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+static int thread_id(void) { return omp_get_thread_num(); }
+#else
+static int thread_id(void) { return 0; }
+#endif
+
+enum { BC = ATTN_BF16_BC, QT = ATTN_BF16_QT, BQ = 64, NG = BQ / QT };
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int attn_flash_bf16_amx_usable(void) {
+  const attn_cpu_features *f = attn_cpu();
+  return attn_flash_bf16_ops_amx() && f->avx512f && f->avx512bw && f->avx512vl && f->avx512_bf16 &&
+         f->amx_tile && f->amx_bf16 && attn_amx_ready();
+}
+
+int attn_sdpa_bf16_path_available(attn_lowp_path path) {
+  if (path == ATTN_LOWP_AUTO || path == ATTN_LOWP_PORTABLE) return 1;
+  if (path == ATTN_LOWP_AMX) return attn_flash_bf16_amx_usable();
+  return 0;
+}
+
+/* The kernels for path, or NULL (error set). */
+static const attn_flash_bf16_ops *ops_for(attn_lowp_path path) {
+  switch (path) {
+  case ATTN_LOWP_AUTO:
+    return attn_flash_bf16_amx_usable() ? attn_flash_bf16_ops_amx() : attn_flash_bf16_ops_generic();
+  case ATTN_LOWP_PORTABLE: return attn_flash_bf16_ops_generic();
+  case ATTN_LOWP_AMX:
+    if (attn_flash_bf16_amx_usable()) return attn_flash_bf16_ops_amx();
+    attn_set_error(ATTN_EUNSUPPORTED, "sdpa bf16: AMX-BF16 (with AVX512_BF16 and the tile "
+                                      "permission) is not available on this CPU");
+    return NULL;
+  default:
+    attn_set_error(ATTN_EUNSUPPORTED,
+                   "sdpa bf16: path %d is not a bf16 flash path (auto, "
+                   "portable or amx)",
+                   (int)path);
+    return NULL;
+  }
+}
+
+/* The common checks of forward and backward; fills rs. */
+static attn_status check_desc(const attn_sdpa_desc *d, const uint16_t *q, const uint16_t *k,
+                              const uint16_t *v, attn_sdpa_resolved *rs) {
+  /* validate reads only sizes, strides and NULL-ness of the pointers */
+  attn_status st =
+      attn_sdpa_validate(d, (const float *)(const void *)q, (const float *)(const void *)k,
+                         (const float *)(const void *)v, rs);
+  if (st) return st;
+  if (attn_sdpa_has_positions(d))
+    return attn_set_error(ATTN_EUNSUPPORTED, "sdpa bf16: position variants and block-sparse "
+                                             "layouts are not supported (use the f32 flash)");
+  if (d->D > ATTN_BF16_DMAX || d->Dv > ATTN_BF16_DMAX)
+    return attn_set_error(ATTN_EUNSUPPORTED, "sdpa bf16: D=%lld, Dv=%lld: head dims up to %d",
+                          (long long)d->D, (long long)d->Dv, ATTN_BF16_DMAX);
+  return ATTN_OK;
+}
+
+void *attn_bf16_alloc(int64_t bytes, const char *what) {
+  void *p = NULL;
+  if (bytes < 0 || posix_memalign(&p, 64, bytes ? (size_t)bytes : 64) != 0) {
+    attn_set_error(ATTN_ENOMEM, "sdpa bf16: cannot allocate %lld bytes of %s", (long long)bytes,
+                   what);
+    return NULL;
+  }
+  return p;
+}
+
+int attn_bf16_tile_bounds(const attn_sdpa_desc *d, int64_t b, int64_t i0, int R, int64_t j0, int nk,
+                          int *lo, int *hi) {
+  int64_t lo0, hi0, lo1, hi1, j1 = j0 + nk;
+  attn_sdpa_key_range(d, b, i0, &lo0, &hi0); /* lo and hi are non-decreasing in i */
+  attn_sdpa_key_range(d, b, i0 + R - 1, &lo1, &hi1);
+  if (hi1 <= j0 || lo0 >= j1 || lo0 >= hi1) return 0; /* no row sees this block */
+  if (lo1 <= j0 && hi0 >= j1) {                       /* every row sees all of it */
+    for (int r = 0; r < QT; r++) {
+      lo[r] = 0;
+      hi[r] = r < R ? nk : 0;
+    }
+    return 1;
+  }
+  int any = 0;
+  for (int r = 0; r < QT; r++) {
+    int64_t l = 0, h = 0;
+    if (r < R) {
+      attn_sdpa_key_range(d, b, i0 + r, &l, &h);
+      l -= j0;
+      h -= j0;
+      if (l < 0) l = 0;
+      if (h > nk) h = nk;
+      if (h <= l) l = h = 0;
+    }
+    lo[r] = (int)l;
+    hi[r] = (int)h;
+    any |= h > l;
+  }
+  return any;
+}
+
+void attn_bf16_elem_masks(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t i0, int R,
+                          int64_t j0, int nk, float *st, int ldst) {
+  const int64_t *bs = d->bool_mask_stride, *as = d->add_mask_stride;
+  for (int r = 0; r < R; r++) {
+    int64_t i = i0 + r;
+    if (d->bool_mask) {
+      const uint8_t *bm = d->bool_mask + b * bs[0] + h * bs[1] + i * bs[2] + j0 * bs[3];
+      for (int j = 0; j < nk; j++)
+        if (!bm[j * bs[3]]) st[j * ldst + r] = -INFINITY;
+    }
+    if (d->add_mask) {
+      const float *am = d->add_mask + b * as[0] + h * as[1] + i * as[2] + j0 * as[3];
+      for (int j = 0; j < nk; j++)
+        if (st[j * ldst + r] != -INFINITY) st[j * ldst + r] += am[j * as[3]];
+    }
+  }
+}
+
+void attn_bf16_pack_qp(const uint16_t *x, int64_t ldx, int n, int64_t D, int dc, uint16_t *qp) {
+  memset(qp, 0, (size_t)dc * 512 * sizeof(uint16_t));
+  for (int r = 0; r < n; r++) {
+    const uint16_t *xr = x + r * ldx;
+    int64_t e = 0;
+    for (; e + 1 < D; e += 2) /* a depth pair at once: tile e/32, pair (e%32)/2 */
+      memcpy(qp + (e >> 5) * 512 + ((e & 31) >> 1) * 32 + r * 2, xr + e, 2 * sizeof(uint16_t));
+    if (e < D) qp[(e >> 5) * 512 + ((e & 31) >> 1) * 32 + r * 2] = xr[e];
+  }
+}
+
+void attn_bf16_pack_rows(const uint16_t *x, int64_t ldx, int nk, int64_t n, uint16_t *y,
+                         int64_t ldy) {
+  for (int j = 0; j < BC; j++) {
+    uint16_t *yr = y + j * ldy;
+    if (j < nk) {
+      memcpy(yr, x + j * ldx, (size_t)n * sizeof(uint16_t));
+      memset(yr + n, 0, (size_t)(ldy - n) * sizeof(uint16_t));
+    } else {
+      memset(yr, 0, (size_t)ldy * sizeof(uint16_t));
+    }
+  }
+}
+
+void attn_bf16_pack_t(const uint16_t *x, int64_t ldx, int nk, int64_t n, int64_t nt, uint16_t *vt) {
+  memset(vt, 0, (size_t)(nt * BC) * sizeof(uint16_t));
+  for (int j = 0; j < nk; j++)
+    for (int64_t c = 0; c < n; c++)
+      vt[c * BC + j] = x[j * ldx + c];
+}
+
+void attn_bf16_pack_pairs(const uint16_t *x, int64_t ldx, int n, int64_t ncol, int ntc,
+                          uint16_t *y) {
+  memset(y, 0, (size_t)ntc * 512 * sizeof(uint16_t));
+  for (int r = 0; r < n; r++)
+    for (int64_t c = 0; c < ncol; c++)
+      y[(c >> 4) * 512 + (r >> 1) * 32 + (c & 15) * 2 + (r & 1)] = x[r * ldx + c];
+}
+
+typedef struct {
+  const attn_flash_bf16_ops *ops;
+  const attn_sdpa_desc *d;
+  const attn_sdpa_resolved *rs;
+  const uint16_t *q, *kp, *vt;
+  float *out, *lse;
+  int64_t nkb, dc, dvt;
+} fwd_ctx;
+
+/* One work item: rows [i0, i0+nq) of (b, h). ws: qp [NG][dc*512] bf16,
+ * then f32 oT [NG][dvt*256], m, l [BQ], st [2][64*16], and p [1024] bf16. */
+static void forward_item(const fwd_ctx *x, int64_t b, int64_t h, int64_t i0, int nq, void *ws) {
+  const attn_sdpa_desc *d = x->d;
+  const attn_sdpa_resolved *rs = x->rs;
+  const attn_flash_bf16_ops *ops = x->ops;
+  const int64_t dc = x->dc, dvt = x->dvt, Dp = 32 * dc, kvh = h / rs->group;
+  uint16_t *qp = ws;
+  float *ot = (float *)(void *)(qp + NG * dc * 512), *m = ot + NG * dvt * 256, *l = m + BQ;
+  float *st = l + BQ, alpha[QT]; /* st: two score buffers [64*16] */
+  uint16_t *p = (uint16_t *)(void *)(st + 2 * BC * QT);
+  int lo[NG][QT], hi[NG][QT], act[NG];
+  const int ng = (int)ceil_div(nq, QT);
+  const uint16_t *qh = x->q + b * rs->q[0] + h * rs->q[1];
+  for (int g = 0; g < ng; g++) {
+    int R = nq - g * QT < QT ? nq - g * QT : QT;
+    attn_bf16_pack_qp(qh + (i0 + g * QT) * rs->q[2], rs->q[2], R, d->D, (int)dc, qp + g * dc * 512);
+  }
+  memset(ot, 0, (size_t)(ng * dvt * 256) * sizeof(float));
+  for (int r = 0; r < ng * QT; r++) {
+    m[r] = -INFINITY;
+    l[r] = 0.0f;
+  }
+  const uint16_t *kh = x->kp + (b * d->Hkv + kvh) * x->nkb * BC * Dp;
+  const uint16_t *vth = x->vt + (b * d->Hkv + kvh) * x->nkb * dvt * 16 * BC;
+  int64_t lo0, hi0, lo1, hi1;
+  attn_sdpa_key_range(d, b, i0, &lo0, &hi0);
+  attn_sdpa_key_range(d, b, i0 + nq - 1, &lo1, &hi1);
+  int64_t kb0 = lo0 / BC, kb1 = hi1 > lo0 ? ceil_div(hi1, BC) : kb0;
+  const int masks = d->bool_mask || d->add_mask;
+  for (int64_t kb = kb0; kb < kb1; kb++) {
+    int64_t j0 = kb * BC;
+    int nk = (int)(d->Lk - j0 < BC ? d->Lk - j0 : BC);
+    int na = 0;
+    for (int g = 0; g < ng; g++) {
+      int R = nq - g * QT < QT ? nq - g * QT : QT;
+      if (attn_bf16_tile_bounds(d, b, i0 + g * QT, R, j0, nk, lo[g], hi[g])) act[na++] = g;
+    }
+    /* the scores of the next group are issued before this group's softmax,
+     * so the tile unit works while the vector units do the softmax */
+    if (na) ops->scores(kh + j0 * Dp, Dp, (int)dc, qp + act[0] * dc * 512, st);
+    for (int a = 0; a < na; a++) {
+      const int g = act[a], R = nq - g * QT < QT ? nq - g * QT : QT;
+      const int64_t i = i0 + g * QT;
+      float *sg = st + (a & 1) * BC * QT;
+      if (a + 1 < na)
+        ops->scores(kh + j0 * Dp, Dp, (int)dc, qp + act[a + 1] * dc * 512,
+                    st + ((a + 1) & 1) * BC * QT);
+      int full = 1, moved;
+      for (int r = 0; r < QT; r++)
+        full &= lo[g][r] == 0 && hi[g][r] == BC;
+      if (masks) { /* logits with the range, then the element masks, then the softmax */
+        for (int j = 0; j < BC; j++)
+          for (int r = 0; r < QT; r++)
+            sg[j * QT + r] = j >= lo[g][r] && j < hi[g][r] ? rs->scale * sg[j * QT + r] : -INFINITY;
+        attn_bf16_elem_masks(d, b, h, i, R, j0, nk, sg, QT);
+        moved = ops->softmax(sg, 1.0f, NULL, NULL, m + g * QT, l + g * QT, alpha, p);
+      } else {
+        moved = ops->softmax(sg, rs->scale, full ? NULL : lo[g], full ? NULL : hi[g], m + g * QT,
+                             l + g * QT, alpha, p);
+      }
+      ops->accum(ot + g * dvt * 256, (int)dvt, moved ? alpha : NULL, vth + kb * dvt * 16 * BC, p);
+    }
+  }
+  float *oh = x->out + b * rs->o[0] + h * rs->o[1];
+  float *lh = x->lse + (b * d->Hq + h) * d->Lq;
+  for (int r = 0; r < nq; r++) {
+    float *orow = oh + (i0 + r) * rs->o[2];
+    const float *oc = ot + (r / QT) * dvt * 256 + r % QT;
+    if (l[r] > 0.0f) {
+      float inv = 1.0f / l[r];
+      for (int64_t c = 0; c < d->Dv; c++)
+        orow[c] = oc[c * QT] * inv;
+      lh[i0 + r] = m[r] + logf(l[r]);
+    } else {
+      memset(orow, 0, (size_t)d->Dv * sizeof(float));
+      lh[i0 + r] = -INFINITY;
+    }
+  }
+}
+
+attn_status attn_sdpa_forward_bf16_path(attn_lowp_path path, const attn_sdpa_desc *d,
+                                        const uint16_t *q, const uint16_t *k, const uint16_t *v,
+                                        float *out, float *lse) {
+  attn_sdpa_resolved rs;
+  attn_status st = check_desc(d, q, k, v, &rs);
+  if (st) return st;
+  const attn_flash_bf16_ops *ops = ops_for(path);
+  if (!ops) return ATTN_EUNSUPPORTED;
+  if ((!out || !lse) && d->Lq > 0)
+    return attn_set_error(ATTN_EINVAL, "sdpa bf16: %s is NULL", !out ? "out" : "lse");
+  if (d->Lq == 0) return ATTN_OK;
+  const int64_t B = d->B, Hq = d->Hq, Hkv = d->Hkv;
+  const int64_t nkb = ceil_div(d->Lk, BC), nqb = ceil_div(d->Lq, BQ);
+  const int64_t dc = ceil_div(d->D, 32), dvt = ceil_div(d->Dv, 16), Dp = 32 * dc;
+  int nt = attn_flash_bf16_threads((double)B * Hq * d->Lq * d->Lk * (d->D + d->Dv), B * Hq * nqb);
+  /* packed k rows and vᵀ blocks: B*Hkv*nkb*64*(Dp + dvt*16) bf16 (fits: Lk*D was validated) */
+  const int64_t kp_n = B * Hkv * nkb * BC * Dp, vt_n = B * Hkv * nkb * dvt * 16 * BC;
+  uint16_t *kp = attn_bf16_alloc((kp_n + vt_n) * (int64_t)sizeof(uint16_t), "packed k, v");
+  int64_t per = NG * dc * 512 * 2 + (NG * dvt * 256 + 2 * BQ + 2 * BC * QT) * 4 + BC * QT * 2;
+  per = (per + 63) & ~(int64_t)63;
+  char *ws = kp ? attn_bf16_alloc(per * nt, "forward workspace") : NULL;
+  if (!ws) {
+    free(kp);
+    return ATTN_ENOMEM;
+  }
+  uint16_t *vt = kp + kp_n;
+  fwd_ctx x = {ops, d, &rs, q, kp, vt, out, lse, nkb, dc, dvt};
+  const int64_t npack = B * Hkv * nkb, items = B * Hq * nqb;
+#pragma omp parallel num_threads(nt)
+  {
+#pragma omp for schedule(static)
+    for (int64_t t = 0; t < npack; t++) {
+      int64_t bh = t / nkb, kb = t % nkb, b = bh / Hkv, g = bh % Hkv, j0 = kb * BC;
+      int nk = (int)(d->Lk - j0 < BC ? d->Lk - j0 : BC);
+      attn_bf16_pack_rows(k + b * rs.k[0] + g * rs.k[1] + j0 * rs.k[2], rs.k[2], nk, d->D,
+                          kp + t * BC * Dp, Dp);
+      attn_bf16_pack_t(v + b * rs.v[0] + g * rs.v[1] + j0 * rs.v[2], rs.v[2], nk, d->Dv, dvt * 16,
+                       vt + t * dvt * 16 * BC);
+    }
+    ops->begin();
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t t = 0; t < items; t++) {
+      int64_t bh = t / nqb, qb = nqb - 1 - t % nqb; /* later query blocks first (causal) */
+      int64_t i0 = qb * BQ;
+      int nq = (int)(d->Lq - i0 < BQ ? d->Lq - i0 : BQ);
+      forward_item(&x, bh / Hq, bh % Hq, i0, nq, ws + thread_id() * per);
+    }
+    ops->end();
+  }
+  free(ws);
+  free(kp);
+  return ATTN_OK;
+}
+
+attn_status attn_sdpa_forward_bf16(const attn_sdpa_desc *d, const uint16_t *q, const uint16_t *k,
+                                   const uint16_t *v, float *out, float *lse) {
+  return attn_sdpa_forward_bf16_path(ATTN_LOWP_AUTO, d, q, k, v, out, lse);
+}
+
+int attn_flash_bf16_threads(double macs, int64_t items) {
+  int nt = attn_get_num_threads();
+  double cap = macs / (double)(1 << 20); /* ~1M multiply-adds per thread at least */
+  if (cap < nt) nt = (int)cap;
+  if (items < nt) nt = (int)items;
+  return nt < 1 ? 1 : nt;
+}
+
+attn_status attn_sdpa_bf16_check(const attn_sdpa_desc *d, const uint16_t *q, const uint16_t *k,
+                                 const uint16_t *v, attn_sdpa_resolved *rs,
+                                 const attn_flash_bf16_ops **ops, attn_lowp_path path) {
+  attn_status st = check_desc(d, q, k, v, rs);
+  if (st) return st;
+  *ops = ops_for(path);
+  return *ops ? ATTN_OK : ATTN_EUNSUPPORTED;
+}
