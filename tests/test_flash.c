@@ -163,7 +163,7 @@ static void test_tile_forward_matches_steps(void) {
     for (int kb = 0; kb < 3; kb++) {
       if (kb == 2) memcpy(m1, m[0], sizeof m1);
       const float *ktb = kt + kb * D * 64, *vb = v + kb * 64 * ldv;
-      a->tile_forward(D, Dv, q, ldq, ktb, vb, ldv, scale, s[0], o[0], ldo, m[0], l[0], q, o[0]);
+      a->tile_forward(D, Dv, q, ldq, ktb, vb, ldv, scale, s[0], o[0], ldo, m[0], l[0]);
       tile_steps(a, D, Dv, q, ldq, ktb, vb, ldv, scale, s[1], o[1], ldo, m[1], l[1]);
       tile_steps(g, D, Dv, q, ldq, ktb, vb, ldv, scale, s[2], o[2], ldo, m[2], l[2]);
       CHECK_CLOSE("p same kernels", s[0], s[1], 6 * 64, 0, 0);

@@ -128,6 +128,20 @@ static int whole_tile(const int *lo, const int *hi) {
   return ok;
 }
 
+/* Lines of a matrix (rows ld floats apart, lpr 64-byte lines a row) fetched
+ * into L2 a few at a time ahead of use. */
+typedef struct {
+  const float *p;
+  int64_t ld, lpr, rows, r, c;
+} prefetch_cursor;
+
+static void prefetch_l2(prefetch_cursor *pc, int n) {
+  for (; n > 0 && pc->r < pc->rows; n--) {
+    __builtin_prefetch(pc->p + pc->r * pc->ld + 16 * pc->c, 0, 2);
+    if (++pc->c == pc->lpr) pc->c = 0, pc->r++;
+  }
+}
+
 /* One work item: rows [i0, i0+nq) of (b, h). ws: o [BQ, Dv], m, l [BQ], s [MR, BC],
  * and with Shaw xr [MR, QW] (q·shaw_kᵀ on the tile's band, then p summed on it). */
 static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
@@ -156,20 +170,36 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
   attn_flash_key_range(d, b, i0 + nq - 1, &lo1, &hi1);
   int64_t kb0 = lo0 / BC, kb1 = hi1 > lo0 ? ceil_div(hi1, BC) : kb0;
   const int masks = d->bool_mask || d->add_mask || pos->bias || d->shaw_k;
+  /* whole-tile kernel: no masks nor position terms (Shaw's values need alpha) */
+  const int fused = ops->tile_forward && !masks && !d->shaw_v;
   for (int64_t kb = kb0; kb < kb1; kb++) {
     int64_t j0 = kb * BC;
     int nk = (int)(d->Lk - j0 < BC ? d->Lk - j0 : BC);
     const float *ktb = kth + kb * D * BC, *vb = vh + j0 * rs->v[2];
-    for (int r0 = 0; r0 < nq; r0 += MR) {
+    int r0 = 0;
+    if (fused && nk == BC && !d->block_mask && lo1 <= j0 && hi0 >= j0 + BC) {
+      /* every row of the item sees every key of the block: whole tiles in a
+       * row, the next block's kᵀ and v fetched into L2 meanwhile */
+      prefetch_cursor pk = {ktb + D * BC, BC, BC / 16, D, 0, 0};
+      prefetch_cursor pv = {vb + BC * rs->v[2], rs->v[2], (Dv + 15) / 16, BC, 0, 0};
+      if (kb + 1 >= kb1 || d->Lk - j0 < 2 * BC) pk.rows = pv.rows = 0;
+      const int step = (int)ceil_div(pk.rows * pk.lpr + pv.rows * pv.lpr, ceil_div(nq, MR));
+      for (; r0 + MR <= nq; r0 += MR) {
+        prefetch_l2(&pk, step);
+        prefetch_l2(&pv, step);
+        ops->tile_forward(D, Dv, qh + (i0 + r0) * rs->q[2], rs->q[2], ktb, vb, rs->v[2],
+                          rs->scale, s, o + r0 * Dv, Dv, m + r0, l + r0);
+      }
+    }
+    for (; r0 < nq; r0 += MR) {
       int R = nq - r0 < MR ? nq - r0 : MR;
       const int64_t i = i0 + r0, pi = i + d->q_offset;
       int blk = attn_flash_block_state(d, pi, R, j0, nk); /* 0: every block off, skip */
       if (!blk || !attn_flash_tile_bounds(d, b, i, R, j0, nk, lo, hi)) continue;
       const float *qi = qh + i * rs->q[2];
-      if (ops->tile_forward && R == MR && nk == BC && blk == 1 && !masks && !d->shaw_v &&
-          whole_tile(lo, hi)) {
+      if (fused && R == MR && nk == BC && blk == 1 && whole_tile(lo, hi)) {
         ops->tile_forward(D, Dv, qi, rs->q[2], ktb, vb, rs->v[2], rs->scale, s, o + r0 * Dv, Dv,
-                          m + r0, l + r0, NULL, NULL);
+                          m + r0, l + r0);
         continue;
       }
       ops->gemm(R, BC, D, qi, rs->q[2], 1, ktb, BC, s, BC, NULL, 0);
@@ -253,6 +283,17 @@ attn_status attn_sdpa_forward_flash_ops(const attn_flash_ops *ops, const attn_sd
   float *kt = attn_flash_alloc(kt_n, 1, "packed k");
   int64_t per = (int64_t)BQ * Dv + 4 * BQ + MR * BC + MR * QW;
   float *ws = kt ? attn_flash_alloc(per, nt, "forward") : NULL;
+  /* v rows that are not 64-byte aligned cost the whole-tile kernel a cache
+   * line split on every load of v: such a v is copied, rows Dvp apart. */
+  attn_sdpa_resolved rf = rs;
+  const int64_t Dvp = (Dv + 15) & ~(int64_t)15;
+  float *vp = NULL;
+  if (ws && ops->tile_forward &&
+      ((uintptr_t)v % 64 || rs.v[0] % 16 || rs.v[1] % 16 || rs.v[2] % 16)) {
+    vp = attn_flash_alloc(B * Hkv * d->Lk * Dvp, 1, "aligned v");
+    rf.v[0] = Hkv * d->Lk * Dvp, rf.v[1] = d->Lk * Dvp, rf.v[2] = Dvp;
+    if (!vp) free(ws), ws = NULL;
+  }
   if (!ws) {
     free(kt);
     attn_flash_pos_free(&pos);
@@ -268,17 +309,21 @@ attn_status attn_sdpa_forward_flash_ops(const attn_flash_ops *ops, const attn_sd
       int64_t bh = t / nkb, kb = t % nkb, b = bh / Hkv, g = bh % Hkv, j0 = kb * BC;
       int64_t n = d->Lk - j0 < BC ? d->Lk - j0 : BC;
       ops->pack_t(n, D, k + b * rs.k[0] + g * rs.k[1] + j0 * rs.k[2], rs.k[2], kt + t * D * BC);
+      for (int64_t j = j0; vp && j < j0 + n; j++)
+        memcpy(vp + b * rf.v[0] + g * rf.v[1] + j * Dvp, v + b * rs.v[0] + g * rs.v[1] + j * rs.v[2],
+               (size_t)Dv * sizeof(float));
     }
-    /* (the loop's barrier: all of kᵀ is packed) */
+    /* (the loop's barrier: all of kᵀ (and v) is packed) */
 #pragma omp for schedule(dynamic, 1)
     for (int64_t t = 0; t < items; t++) {
       int64_t bh = t / nqb, qb = nqb - 1 - t % nqb; /* later query blocks first (causal) */
       int64_t i0 = qb * BQ;
       int nq = (int)(d->Lq - i0 < BQ ? d->Lq - i0 : BQ);
-      forward_item(ops, d, &rs, &pos, bh / Hq, bh % Hq, i0, nq, q, kt, v, out, lse,
+      forward_item(ops, d, &rf, &pos, bh / Hq, bh % Hq, i0, nq, q, kt, vp ? vp : v, out, lse,
                    ws + thread_id() * per);
     }
   }
+  free(vp);
   free(ws);
   free(kt);
   attn_flash_pos_free(&pos);

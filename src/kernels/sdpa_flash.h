@@ -62,11 +62,10 @@ typedef struct {
    * numbers, bit for bit, as gemm (s = q·kt, K = D) + softmax_update (lo 0,
    * hi BC) + gemm (o = alpha o + s·v, Dv in NC-column slices). q [MR, D]
    * rows ldq apart, kt [D, BC], v [BC, Dv] rows ldv apart, o [MR, Dv] rows
-   * ldo apart, s [MR, BC] gets p; qn, on: where the next tile's q and o rows
-   * are (a hint only: prefetched, never read as data; NULL: none). */
+   * ldo apart, s [MR, BC] gets p. */
   void (*tile_forward)(int64_t D, int64_t Dv, const float *q, int64_t ldq, const float *kt,
                        const float *v, int64_t ldv, float scale, float *s, float *o, int64_t ldo,
-                       float *m, float *l, const float *qn, const float *on);
+                       float *m, float *l);
 } attn_flash_ops;
 
 const attn_flash_ops *attn_flash_ops_generic(void);

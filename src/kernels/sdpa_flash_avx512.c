@@ -122,47 +122,101 @@ AVX512_TARGET static void logits_avx512(int R, float *s, float scale, const int 
   }
 }
 
-/* Two passes over the rows so that the rows' dependency chains (horizontal
- * max, exp, horizontal sum) sit side by side for the out-of-order core:
- * first the logits and each row's max, then the exponentials and sums. */
-AVX512_TARGET static void softmax_update_avx512(int R, float *s, float scale, const int *lo,
-                                                const int *hi, float *m, float *l, float *alpha) {
-  __m512 vs = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(-INFINITY);
-  float mn[MR];
-  for (int r = 0; r < R; r++) {
-    float *sr = s + r * BC;
-    __m512 x[BC / 16];
-#pragma GCC unroll 4
-    for (int v = 0; v < BC / 16; v++) {
-      x[v] =
-          _mm512_mask_mul_ps(ninf, allowed_cols(v, lo[r], hi[r]), vs, _mm512_loadu_ps(sr + 16 * v));
-      _mm512_storeu_ps(sr + 16 * v, x[v]);
-    }
-    float mx =
-        _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(x[0], x[1]), _mm512_max_ps(x[2], x[3])));
-    mn[r] = mx > m[r] ? mx : m[r];
+/* Per-row reductions of 6 rows at once (rows past R padded by the caller):
+ * v[r] holds 16 partial values of row r; out[r] = their max (sum). Pairs of
+ * rows share vectors after each step (9 + 6 + 8 operations for all six, not
+ * 6 x 8); each row's lanes only ever meet their own, so a row's result does
+ * not depend on the other rows. */
+AVX512_INLINE void rows6_reduce(const int is_max, const __m512 v[MR], float out[MR]) {
+  __m512 h[3], w[2];
+#pragma GCC unroll 3
+  for (int i = 0; i < 3; i++) {
+    __m512 lo = _mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0x44);
+    __m512 hi = _mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0xEE);
+    h[i] = is_max ? _mm512_max_ps(lo, hi) : _mm512_add_ps(lo, hi);
+  } /* h[i]: 8 lanes of row 2i, then 8 of row 2i+1 */
+#pragma GCC unroll 2
+  for (int i = 0; i < 2; i++) {
+    __m512 b = i ? h[2] : h[1];
+    __m512 ev = _mm512_shuffle_f32x4(h[2 * i], b, 0x88), od = _mm512_shuffle_f32x4(h[2 * i], b, 0xDD);
+    w[i] = is_max ? _mm512_max_ps(ev, od) : _mm512_add_ps(ev, od);
+  } /* w[0]: 4 lanes each of rows 0, 1, 2, 3; w[1]: rows 4, 5, 4, 5 */
+  float buf[2][16];
+#pragma GCC unroll 2
+  for (int i = 0; i < 2; i++) {
+    __m512 x = w[i], y = _mm512_permute_ps(x, 0x4E);
+    x = is_max ? _mm512_max_ps(x, y) : _mm512_add_ps(x, y);
+    y = _mm512_permute_ps(x, 0xB1);
+    _mm512_storeu_ps(buf[i], is_max ? _mm512_max_ps(x, y) : _mm512_add_ps(x, y));
   }
-  for (int r = 0; r < R; r++) {
-    float *sr = s + r * BC, mo = m[r];
-    if (mn[r] == -INFINITY) { /* nothing allowed yet */
-#pragma GCC unroll 4
-      for (int v = 0; v < BC / 16; v++)
-        _mm512_storeu_ps(sr + 16 * v, _mm512_setzero_ps());
-      alpha[r] = 1.0f;
+#pragma GCC unroll 6
+  for (int r = 0; r < MR; r++)
+    out[r] = buf[r / 4][4 * (r % 4)];
+}
+
+/* Online softmax of R rows of logits x (4 zmm per row, -inf where not
+ * allowed): row maxima, p = e^(x - m_new) stored to s (0 below
+ * ATTN_FLASH_PMIN_LOG, and for a row with nothing allowed, where x - m_new is
+ * NaN), row sums; m, l, alpha as attn_flash_ops.softmax_update. */
+AVX512_INLINE void softmax_rows(const int R, __m512 x[MR][4], float *s, float *m, float *l,
+                                float *alpha) {
+  __m512 v[MR];
+  float mx[MR], sm[MR];
+#pragma GCC unroll 6
+  for (int r = 0; r < MR; r++)
+    v[r] = r < R ? _mm512_max_ps(_mm512_max_ps(x[r][0], x[r][1]), _mm512_max_ps(x[r][2], x[r][3]))
+                 : _mm512_set1_ps(-INFINITY);
+  rows6_reduce(1, v, mx);
+#pragma GCC unroll 6
+  for (int r = 0; r < MR; r++) {
+    if (r >= R) {
+      v[r] = _mm512_setzero_ps();
       continue;
     }
-    __m512 vm = _mm512_set1_ps(mn[r]), sum = _mm512_setzero_ps();
+    float mn = mx[r] > m[r] ? mx[r] : m[r];
+    mx[r] = mn;
+    __m512 vm = _mm512_set1_ps(mn), p[4];
 #pragma GCC unroll 4
-    for (int v = 0; v < BC / 16; v++) {
-      __m512 x = _mm512_sub_ps(_mm512_loadu_ps(sr + 16 * v), vm);
-      __m512 p = _mm512_maskz_mov_ps(normal_exp(x), attn_vexp16_avx512(x));
-      _mm512_storeu_ps(sr + 16 * v, p);
-      sum = _mm512_add_ps(sum, p);
+    for (int c = 0; c < 4; c++) {
+      __m512 d = _mm512_sub_ps(x[r][c], vm);
+      p[c] = attn_vexp16_maskz_avx512(normal_exp(d), d);
+      _mm512_storeu_ps(s + r * BC + 16 * c, p[c]);
     }
-    float a = mo == mn[r] ? 1.0f : mo == -INFINITY ? 0.0f : expf(mo - mn[r]);
+    v[r] = _mm512_add_ps(_mm512_add_ps(p[0], p[1]), _mm512_add_ps(p[2], p[3]));
+  }
+  rows6_reduce(0, v, sm);
+#pragma GCC unroll 6
+  for (int r = 0; r < R; r++) {
+    float mo = m[r], mn = mx[r];
+    float a = mo == mn ? 1.0f : mo == -INFINITY ? 0.0f : expf(mo - mn);
     alpha[r] = a;
-    l[r] = l[r] * a + _mm512_reduce_add_ps(sum);
-    m[r] = mn[r];
+    l[r] = l[r] * a + sm[r];
+    m[r] = mn;
+  }
+}
+
+AVX512_INLINE void softmax_update_body(const int R, float *s, float scale, const int *lo,
+                                       const int *hi, float *m, float *l, float *alpha) {
+  __m512 vs = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(-INFINITY), x[MR][4];
+#pragma GCC unroll 6
+  for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; c++)
+      x[r][c] = _mm512_mask_mul_ps(ninf, allowed_cols(c, lo[r], hi[r]), vs,
+                                   _mm512_loadu_ps(s + r * BC + 16 * c));
+  softmax_rows(R, x, s, m, l, alpha);
+}
+
+AVX512_TARGET static void softmax_update_avx512(int R, float *s, float scale, const int *lo,
+                                                const int *hi, float *m, float *l, float *alpha) {
+  switch (R) {
+  case 1: softmax_update_body(1, s, scale, lo, hi, m, l, alpha); break;
+  case 2: softmax_update_body(2, s, scale, lo, hi, m, l, alpha); break;
+  case 3: softmax_update_body(3, s, scale, lo, hi, m, l, alpha); break;
+  case 4: softmax_update_body(4, s, scale, lo, hi, m, l, alpha); break;
+  case 5: softmax_update_body(5, s, scale, lo, hi, m, l, alpha); break;
+  case 6: softmax_update_body(6, s, scale, lo, hi, m, l, alpha); break;
+  default: break;
   }
 }
 
@@ -245,8 +299,7 @@ AVX512_TARGET static float sum_avx512(int n, const float *x) {
 AVX512_TARGET static void tile_forward_avx512(int64_t D, int64_t Dv, const float *q, int64_t ldq,
                                               const float *kt, const float *v, int64_t ldv,
                                               float scale, float *s, float *o, int64_t ldo,
-                                              float *m, float *l, const float *qn,
-                                              const float *on) {
+                                              float *m, float *l) {
   __m512 t[MR][4];
 #pragma GCC unroll 6
   for (int r = 0; r < MR; r++)
@@ -268,39 +321,13 @@ AVX512_TARGET static void tile_forward_avx512(int64_t D, int64_t Dv, const float
   }
   /* softmax_update_avx512 with every column allowed */
   const __m512 vs = _mm512_set1_ps(scale);
-  float mn[MR], alpha[MR];
+  float alpha[MR];
 #pragma GCC unroll 6
-  for (int r = 0; r < MR; r++) {
+  for (int r = 0; r < MR; r++)
 #pragma GCC unroll 4
     for (int c = 0; c < 4; c++)
       t[r][c] = _mm512_mul_ps(vs, t[r][c]);
-    float mx = _mm512_reduce_max_ps(
-        _mm512_max_ps(_mm512_max_ps(t[r][0], t[r][1]), _mm512_max_ps(t[r][2], t[r][3])));
-    mn[r] = mx > m[r] ? mx : m[r];
-  }
-#pragma GCC unroll 6
-  for (int r = 0; r < MR; r++) {
-    float *sr = s + r * BC, mo = m[r];
-    if (mn[r] == -INFINITY) {
-#pragma GCC unroll 4
-      for (int c = 0; c < 4; c++)
-        _mm512_storeu_ps(sr + 16 * c, _mm512_setzero_ps());
-      alpha[r] = 1.0f;
-      continue;
-    }
-    __m512 vm = _mm512_set1_ps(mn[r]), sum = _mm512_setzero_ps();
-#pragma GCC unroll 4
-    for (int c = 0; c < 4; c++) {
-      __m512 x = _mm512_sub_ps(t[r][c], vm);
-      __m512 p = _mm512_maskz_mov_ps(normal_exp(x), attn_vexp16_avx512(x));
-      _mm512_storeu_ps(sr + 16 * c, p);
-      sum = _mm512_add_ps(sum, p);
-    }
-    float a = mo == mn[r] ? 1.0f : mo == -INFINITY ? 0.0f : expf(mo - mn[r]);
-    alpha[r] = a;
-    l[r] = l[r] * a + _mm512_reduce_add_ps(sum);
-    m[r] = mn[r];
-  }
+  softmax_rows(MR, t, s, m, l, alpha);
   /* o = alpha o + p·v, 64 columns at a time */
   int64_t c0 = 0;
   for (; c0 + 64 <= Dv; c0 += 64) {
