@@ -123,19 +123,22 @@ static void test_tile_softmax_avx512_matches_generic(void) {
   CHECK(m0[4] == -INFINITY && l0[4] == 0 && al0[4] == 1.0f); /* row with no key */
 }
 
-/* The whole-tile forward kernel against the same kernel set's steps (gemm,
- * softmax_update, gemm: bit for bit) and the portable steps (rounding), over
- * three key blocks so that the running max moves (alpha < 1). */
-static void tile_steps(const attn_flash_ops *o, int64_t D, int64_t Dv, const float *q, int64_t ldq,
-                       const float *kt, const float *v, int64_t ldv, float scale, float *s,
-                       float *out, int64_t ldo, float *m, float *l) {
+/* The whole-tile forward kernel (G row groups at once) against the same
+ * kernel set's steps per group (gemm, softmax_update, gemm: bit for bit) and
+ * the portable steps (rounding), over three key blocks so that the running
+ * max moves (alpha < 1). */
+static void tile_steps(const attn_flash_ops *o, int G, int64_t D, int64_t Dv, const float *q,
+                       int64_t ldq, const float *kt, const float *v, int64_t ldv, float scale,
+                       float *s, float *out, int64_t ldo, float *m, float *l) {
   int lo[6] = {0, 0, 0, 0, 0, 0}, hi[6] = {64, 64, 64, 64, 64, 64};
   float alpha[6];
-  o->gemm(6, 64, D, q, ldq, 1, kt, 64, s, 64, NULL, 0);
-  o->softmax_update(6, s, scale, lo, hi, m, l, alpha);
-  for (int64_t c0 = 0; c0 < Dv; c0 += 64)
-    o->gemm(6, (int)(Dv - c0 < 64 ? Dv - c0 : 64), 64, s, 64, 1, v + c0, ldv, out + c0, ldo,
-            alpha, 1);
+  for (int g = 0; g < G; g++) {
+    o->gemm(6, 64, D, q + g * 6 * ldq, ldq, 1, kt, 64, s, 64, NULL, 0);
+    o->softmax_update(6, s, scale, lo, hi, m + 6 * g, l + 6 * g, alpha);
+    for (int64_t c0 = 0; c0 < Dv; c0 += 64)
+      o->gemm(6, (int)(Dv - c0 < 64 ? Dv - c0 : 64), 64, s, 64, 1, v + c0, ldv,
+              out + g * 6 * ldo + c0, ldo, alpha, 1);
+  }
 }
 
 static void test_tile_forward_matches_steps(void) {
@@ -143,46 +146,50 @@ static void test_tile_forward_matches_steps(void) {
   if (!have_avx512()) return;
   const attn_flash_ops *g = attn_flash_ops_generic(), *a = attn_flash_ops_avx512();
   CHECK(a->tile_forward != NULL);
-  const int64_t dims[][2] = {{64, 64}, {40, 80}, {128, 128}, {16, 24}, {1, 1}};
-  for (int t = 0; t < 5; t++) {
+  const int64_t dims[][2] = {{64, 64}, {40, 80}, {128, 128}, {16, 24}, {1, 1}, {64, 64}};
+  for (int t = 0; t < 6; t++) {
+    int G = t == 5 ? 1 : 1 + t % 3, n = 6 * G;
     int64_t D = dims[t][0], Dv = dims[t][1], ldq = D + 3, ldv = Dv + 5, ldo = Dv + 2;
-    float *q = malloc(6 * ldq * sizeof(float)), *kt = malloc(3 * D * 64 * sizeof(float));
-    float *v = malloc(3 * 64 * ldv * sizeof(float)), *o[3], s[3][6 * 64], m[3][6], l[3][6];
-    fill_uniform(q, 6 * ldq, 20 + t, -2, 2);
+    float *q = malloc(n * ldq * sizeof(float)), *kt = malloc(3 * D * 64 * sizeof(float));
+    float *v = malloc(3 * 64 * ldv * sizeof(float)), *o[3], *m[3], *l[3], s[3][2 * 6 * 64];
+    fill_uniform(q, n * ldq, 20 + t, -2, 2);
     fill_uniform(kt, 3 * D * 64, 30 + t, -2, 2);
     fill_uniform(v, 3 * 64 * ldv, 40 + t, -1, 1);
     for (int64_t i = 2 * D * 64; i < 3 * D * 64; i++)
       kt[i] *= 3; /* the third block has the larger logits */
     for (int x = 0; x < 3; x++) {
-      o[x] = calloc(6 * ldo, sizeof(float));
-      for (int r = 0; r < 6; r++)
+      o[x] = calloc(n * ldo, sizeof(float));
+      m[x] = malloc(n * sizeof(float));
+      l[x] = malloc(n * sizeof(float));
+      for (int r = 0; r < n; r++)
         m[x][r] = -INFINITY, l[x][r] = 0;
     }
-    float scale = 1.0f / sqrtf((float)D);
-    float m1[6];
+    float scale = 1.0f / sqrtf((float)D), m1[18];
+    const float *plast = s[0] + ((G - 1) & 1) * 6 * 64; /* p of the last group */
     for (int kb = 0; kb < 3; kb++) {
-      if (kb == 2) memcpy(m1, m[0], sizeof m1);
+      if (kb == 2) memcpy(m1, m[0], n * sizeof(float));
       const float *ktb = kt + kb * D * 64, *vb = v + kb * 64 * ldv;
-      a->tile_forward(D, Dv, q, ldq, ktb, vb, ldv, scale, s[0], o[0], ldo, m[0], l[0]);
-      tile_steps(a, D, Dv, q, ldq, ktb, vb, ldv, scale, s[1], o[1], ldo, m[1], l[1]);
-      tile_steps(g, D, Dv, q, ldq, ktb, vb, ldv, scale, s[2], o[2], ldo, m[2], l[2]);
-      CHECK_CLOSE("p same kernels", s[0], s[1], 6 * 64, 0, 0);
-      CHECK_CLOSE("o same kernels", o[0], o[1], 6 * ldo, 0, 0);
-      CHECK_CLOSE("m same kernels", m[0], m[1], 6, 0, 0);
-      CHECK_CLOSE("l same kernels", l[0], l[1], 6, 0, 0);
-      CHECK_CLOSE("p portable", s[0], s[2], 6 * 64, 1e-6, 1e-5);
-      CHECK_CLOSE("o portable", o[0], o[2], 6 * ldo, 1e-5, 1e-5);
-      CHECK_CLOSE("m portable", m[0], m[2], 6, 1e-6, 1e-6);
-      CHECK_CLOSE("l portable", l[0], l[2], 6, 1e-5, 1e-5);
+      a->tile_forward(G, D, Dv, q, ldq, ktb, vb, ldv, scale, s[0], o[0], ldo, m[0], l[0],
+                      kb < 2 && t < 5); /* (pf: only a hint, blocks 1 and 2 are there) */
+      tile_steps(a, G, D, Dv, q, ldq, ktb, vb, ldv, scale, s[1], o[1], ldo, m[1], l[1]);
+      tile_steps(g, G, D, Dv, q, ldq, ktb, vb, ldv, scale, s[2], o[2], ldo, m[2], l[2]);
+      CHECK_CLOSE("p same kernels", plast, s[1], 6 * 64, 0, 0);
+      CHECK_CLOSE("o same kernels", o[0], o[1], n * ldo, 0, 0);
+      CHECK_CLOSE("m same kernels", m[0], m[1], n, 0, 0);
+      CHECK_CLOSE("l same kernels", l[0], l[1], n, 0, 0);
+      CHECK_CLOSE("p portable", plast, s[2], 6 * 64, 1e-6, 1e-5);
+      CHECK_CLOSE("o portable", o[0], o[2], n * ldo, 1e-5, 1e-5);
+      CHECK_CLOSE("m portable", m[0], m[2], n, 1e-6, 1e-6);
+      CHECK_CLOSE("l portable", l[0], l[2], n, 1e-5, 1e-5);
     }
     int moved = 0; /* the last block raised the max of some row (alpha < 1) */
-    for (int r = 0; r < 6; r++)
+    for (int r = 0; r < n; r++)
       moved |= m[0][r] > m1[r];
     CHECK(moved);
-    if (h_case_failed) printf("  ^ D=%lld Dv=%lld\n", (long long)D, (long long)Dv);
+    if (h_case_failed) printf("  ^ G=%d D=%lld Dv=%lld\n", G, (long long)D, (long long)Dv);
     free(q), free(kt), free(v);
     for (int x = 0; x < 3; x++)
-      free(o[x]);
+      free(o[x]), free(m[x]), free(l[x]);
   }
 }
 

@@ -128,28 +128,14 @@ static int whole_tile(const int *lo, const int *hi) {
   return ok;
 }
 
-/* Lines of a matrix (rows ld floats apart, lpr 64-byte lines a row) fetched
- * into L2 a few at a time ahead of use. */
-typedef struct {
-  const float *p;
-  int64_t ld, lpr, rows, r, c;
-} prefetch_cursor;
-
-static void prefetch_l2(prefetch_cursor *pc, int n) {
-  for (; n > 0 && pc->r < pc->rows; n--) {
-    __builtin_prefetch(pc->p + pc->r * pc->ld + 16 * pc->c, 0, 2);
-    if (++pc->c == pc->lpr) pc->c = 0, pc->r++;
-  }
-}
-
-/* One work item: rows [i0, i0+nq) of (b, h). ws: o [BQ, Dv], m, l [BQ], s [MR, BC],
+/* One work item: rows [i0, i0+nq) of (b, h). ws: o [BQ, Dv], m, l [BQ], s [2, MR, BC],
  * and with Shaw xr [MR, QW] (q·shaw_kᵀ on the tile's band, then p summed on it). */
 static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
                          const attn_sdpa_resolved *rs, const attn_flash_pos *pos, int64_t b,
                          int64_t h, int64_t i0, int nq, const float *q, const float *kt,
                          const float *v, float *out, float *lse, float *ws) {
   const int64_t D = d->D, Dv = d->Dv, nkb = ceil_div(d->Lk, BC), kvh = h / rs->group;
-  float *o = ws, *m = o + (int64_t)BQ * Dv, *l = m + BQ, *s = l + BQ, *xr = s + MR * BC;
+  float *o = ws, *m = o + (int64_t)BQ * Dv, *l = m + BQ, *s = l + BQ, *xr = s + 2 * MR * BC;
   float *pe = xr + MR * QW; /* [BQ, 2]: p summed at Shaw rows 0 and 2M-2 */
   float alpha[MR];
   int lo[MR], hi[MR], all_lo[MR], all_hi[MR];
@@ -178,18 +164,12 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
     const float *ktb = kth + kb * D * BC, *vb = vh + j0 * rs->v[2];
     int r0 = 0;
     if (fused && nk == BC && !d->block_mask && lo1 <= j0 && hi0 >= j0 + BC) {
-      /* every row of the item sees every key of the block: whole tiles in a
-       * row, the next block's kᵀ and v fetched into L2 meanwhile */
-      prefetch_cursor pk = {ktb + D * BC, BC, BC / 16, D, 0, 0};
-      prefetch_cursor pv = {vb + BC * rs->v[2], rs->v[2], (Dv + 15) / 16, BC, 0, 0};
-      if (kb + 1 >= kb1 || d->Lk - j0 < 2 * BC) pk.rows = pv.rows = 0;
-      const int step = (int)ceil_div(pk.rows * pk.lpr + pv.rows * pv.lpr, ceil_div(nq, MR));
-      for (; r0 + MR <= nq; r0 += MR) {
-        prefetch_l2(&pk, step);
-        prefetch_l2(&pv, step);
-        ops->tile_forward(D, Dv, qh + (i0 + r0) * rs->q[2], rs->q[2], ktb, vb, rs->v[2],
-                          rs->scale, s, o + r0 * Dv, Dv, m + r0, l + r0);
-      }
+      /* every row of the item sees every key of the block: its whole tiles
+       * in one call (the next block's kᵀ and v fetched into L2 meanwhile) */
+      int G = nq / MR, pf = kb + 1 < kb1 && d->Lk - j0 >= 2 * BC;
+      ops->tile_forward(G, D, Dv, qh + i0 * rs->q[2], rs->q[2], ktb, vb, rs->v[2], rs->scale, s, o,
+                        Dv, m, l, pf);
+      r0 = G * MR;
     }
     for (; r0 < nq; r0 += MR) {
       int R = nq - r0 < MR ? nq - r0 : MR;
@@ -198,8 +178,8 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
       if (!blk || !attn_flash_tile_bounds(d, b, i, R, j0, nk, lo, hi)) continue;
       const float *qi = qh + i * rs->q[2];
       if (fused && R == MR && nk == BC && blk == 1 && whole_tile(lo, hi)) {
-        ops->tile_forward(D, Dv, qi, rs->q[2], ktb, vb, rs->v[2], rs->scale, s, o + r0 * Dv, Dv,
-                          m + r0, l + r0);
+        ops->tile_forward(1, D, Dv, qi, rs->q[2], ktb, vb, rs->v[2], rs->scale, s, o + r0 * Dv, Dv,
+                          m + r0, l + r0, 0);
         continue;
       }
       ops->gemm(R, BC, D, qi, rs->q[2], 1, ktb, BC, s, BC, NULL, 0);
@@ -281,7 +261,7 @@ attn_status attn_sdpa_forward_flash_ops(const attn_flash_ops *ops, const attn_sd
     return st;
   }
   float *kt = attn_flash_alloc(kt_n, 1, "packed k");
-  int64_t per = (int64_t)BQ * Dv + 4 * BQ + MR * BC + MR * QW;
+  int64_t per = (int64_t)BQ * Dv + 4 * BQ + 2 * MR * BC + MR * QW;
   float *ws = kt ? attn_flash_alloc(per, nt, "forward") : NULL;
   /* v rows that are not 64-byte aligned cost the whole-tile kernel a cache
    * line split on every load of v: such a v is copied, rows Dvp apart. */

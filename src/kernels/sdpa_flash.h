@@ -57,15 +57,18 @@ typedef struct {
                    int skip);
   /* x[0] + ... + x[n-1], 0 <= n <= BC (any fixed order). */
   float (*sum)(int n, const float *x);
-  /* Optional (NULL: the loop runs the steps above): one whole forward tile,
-   * MR rows x BC keys, every key allowed for every row, no masks. The same
-   * numbers, bit for bit, as gemm (s = q·kt, K = D) + softmax_update (lo 0,
-   * hi BC) + gemm (o = alpha o + s·v, Dv in NC-column slices). q [MR, D]
-   * rows ldq apart, kt [D, BC], v [BC, Dv] rows ldv apart, o [MR, Dv] rows
-   * ldo apart, s [MR, BC] gets p. */
-  void (*tile_forward)(int64_t D, int64_t Dv, const float *q, int64_t ldq, const float *kt,
+  /* Optional (NULL: the loop runs the steps above): G whole forward tiles
+   * (row groups of MR rows, rows 0 .. G MR - 1) against one block of BC
+   * keys, every key allowed for every row, no masks. The same numbers, bit
+   * for bit, as per group gemm (s = q·kt, K = D) + softmax_update (lo 0, hi
+   * BC) + gemm (o = alpha o + s·v, Dv in NC-column slices). q [G MR, D] rows
+   * ldq apart, kt [D, BC], v [BC, Dv] rows ldv apart, o [G MR, Dv] rows ldo
+   * apart, m, l [G MR]; s [2, MR, BC] scratch. pf: the next key block
+   * (kt + D BC, v + BC ldv, both whole) is only fetched towards the caches
+   * along the way (never read as data). */
+  void (*tile_forward)(int G, int64_t D, int64_t Dv, const float *q, int64_t ldq, const float *kt,
                        const float *v, int64_t ldv, float scale, float *s, float *o, int64_t ldo,
-                       float *m, float *l);
+                       float *m, float *l, int pf);
 } attn_flash_ops;
 
 const attn_flash_ops *attn_flash_ops_generic(void);

@@ -290,16 +290,14 @@ AVX512_TARGET static float sum_avx512(int n, const float *x) {
   return _mm512_reduce_add_ps(acc);
 }
 
-/* One whole tile in a single pass: the scores stay in the 24 accumulators
- * through the softmax (max, exp, sum in registers; p stored once, for the
- * broadcasts of p·v), then o = alpha o + p·v. The arithmetic is that of
- * gemm_body + softmax_update_avx512 + gemm_body step for step, so the result
- * is the same to the bit; what goes is the calls, the dispatch, the store
- * and two reloads of the scores and the masks. */
-AVX512_TARGET static void tile_forward_avx512(int64_t D, int64_t Dv, const float *q, int64_t ldq,
-                                              const float *kt, const float *v, int64_t ldv,
-                                              float scale, float *s, float *o, int64_t ldo,
-                                              float *m, float *l) {
+/* Whole tiles: the scores stay in the 24 accumulators through the softmax
+ * (max, exp, sum in registers; p stored once, for the broadcasts of p·v),
+ * then o = alpha o + p·v. The arithmetic is that of gemm_body +
+ * softmax_update_avx512 + gemm_body step for step, so the result is the same
+ * to the bit; what goes is the calls, the dispatch, the store and two
+ * reloads of the scores and the masks. */
+AVX512_INLINE void tile_scores(int64_t D, const float *q, int64_t ldq, const float *kt,
+                               float scale, float *s, float *m, float *l, float *alpha) {
   __m512 t[MR][4];
 #pragma GCC unroll 6
   for (int r = 0; r < MR; r++)
@@ -321,14 +319,18 @@ AVX512_TARGET static void tile_forward_avx512(int64_t D, int64_t Dv, const float
   }
   /* softmax_update_avx512 with every column allowed */
   const __m512 vs = _mm512_set1_ps(scale);
-  float alpha[MR];
 #pragma GCC unroll 6
   for (int r = 0; r < MR; r++)
 #pragma GCC unroll 4
     for (int c = 0; c < 4; c++)
       t[r][c] = _mm512_mul_ps(vs, t[r][c]);
   softmax_rows(MR, t, s, m, l, alpha);
-  /* o = alpha o + p·v, 64 columns at a time */
+}
+
+/* o = alpha o + p·v, 64 columns at a time */
+AVX512_INLINE void tile_values(int64_t Dv, const float *s, const float *alpha, const float *v,
+                               int64_t ldv, float *o, int64_t ldo) {
+  __m512 t[MR][4];
   int64_t c0 = 0;
   for (; c0 + 64 <= Dv; c0 += 64) {
 #pragma GCC unroll 6
@@ -361,6 +363,35 @@ AVX512_TARGET static void tile_forward_avx512(int64_t D, int64_t Dv, const float
   }
   if (c0 < Dv) /* the last columns, fewer than 64 */
     gemm_avx512(MR, (int)(Dv - c0), BC, s, BC, 1, v + c0, ldv, o + c0, ldo, alpha, 1);
+}
+
+/* G row groups, software-pipelined: the scores and softmax of group g are
+ * issued before the p·v of group g - 1 (two p buffers), so the softmax's
+ * dependency chain overlaps independent FMA work. With pf, the lines of
+ * the next key block (kt + D BC, v + BC ldv) go to L2 along the way. */
+AVX512_TARGET static void tile_forward_avx512(int G, int64_t D, int64_t Dv, const float *q,
+                                              int64_t ldq, const float *kt, const float *v,
+                                              int64_t ldv, float scale, float *s, float *o,
+                                              int64_t ldo, float *m, float *l, int pf) {
+  float alpha[2][MR];
+  const int64_t klines = pf ? D * BC / 16 : 0, vlpr = (Dv + 15) / 16, vrows = pf ? BC : 0;
+  const int64_t step = G > 0 ? (klines + vrows * vlpr + G - 1) / G : 0;
+  int64_t kn = 0, vr = 0, vc = 0;
+  for (int g = 0; g <= G; g++) {
+    int64_t n = step;
+    for (; n > 0 && kn < klines; n--, kn++)
+      _mm_prefetch((const char *)(kt + D * BC + 16 * kn), _MM_HINT_T1);
+    for (; n > 0 && vr < vrows; n--) {
+      _mm_prefetch((const char *)(v + (BC + vr) * ldv + 16 * vc), _MM_HINT_T1);
+      if (++vc == vlpr) vc = 0, vr++;
+    }
+    if (g < G)
+      tile_scores(D, q + g * MR * ldq, ldq, kt, scale, s + (g & 1) * MR * BC, m + g * MR,
+                  l + g * MR, alpha[g & 1]);
+    if (g > 0)
+      tile_values(Dv, s + ((g - 1) & 1) * MR * BC, alpha[(g - 1) & 1], v, ldv,
+                  o + (g - 1) * MR * ldo, ldo);
+  }
 }
 
 static const attn_flash_ops avx512_ops = {
