@@ -10,7 +10,12 @@
 
 enum { BC = ATTN_BF16_BC, QT = ATTN_BF16_QT };
 
-static inline float bf(uint16_t h) { return attn_bf16_to_f32(h); }
+static inline float bf(uint16_t h) { /* exact */
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
 
 /* element (depth or key e, column q) of a run of B tiles (VNNI pairs) */
 static inline float b_at(const uint16_t *t, int64_t e, int q) {
@@ -29,7 +34,7 @@ static void scores_generic(const uint16_t *k, int64_t ldk, int dc, const uint16_
     for (int q = 0; q < QT; q++) {
       float s = 0.0f;
       for (int64_t e = 0; e < 32 * dc; e++)
-        s = fmaf(bf(kr[e]), qf[q][e], s);
+        s += bf(kr[e]) * qf[q][e];
       st[j * QT + q] = s;
     }
   }
@@ -59,7 +64,7 @@ static int softmax_generic(const float *st, float scale, const int *lo, const in
       p[(j >> 5) * 512 + ((j & 31) >> 1) * 32 + q * 2 + (j & 1)] = attn_f32_to_bf16(pv);
     }
     m[q] = mn;
-    l[q] = fmaf(alpha[q], l[q], se + so);
+    l[q] = alpha[q] * l[q] + (se + so);
   }
   return moved;
 }
@@ -76,7 +81,7 @@ static void accum_generic(float *ot, int dvt, const float *alpha, const uint16_t
     for (int q = 0; q < QT; q++) {
       float s = 0.0f;
       for (int j = 0; j < BC; j++)
-        s = fmaf(bf(vc[j]), pf[j][q], s);
+        s += bf(vc[j]) * pf[j][q];
       oc[q] = (alpha ? alpha[q] * oc[q] : oc[q]) + s;
     }
   }
@@ -112,7 +117,7 @@ static void accum_t_generic(float *acc, int ntc, const uint16_t *a, int64_t lda,
             const uint16_t *ar = a + (kt * 16 + r) * lda + qc * 32;
             const uint16_t *bt = b + (qc * ntc + ct) * 512;
             for (int e = 0; e < 32; e++)
-              s = fmaf(bf(ar[e]), bf(bt[(e >> 1) * 32 + col * 2 + (e & 1)]), s);
+              s += bf(ar[e]) * bf(bt[(e >> 1) * 32 + col * 2 + (e & 1)]);
           }
           c[r * 16 + col] += s;
         }
