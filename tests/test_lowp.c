@@ -168,6 +168,40 @@ static void test_bf16_error_is_statistically_small(void) {
   free(A), free(B), free(C);
 }
 
+/* A stored K x M (transa = 1) packs into the same panels as its transpose
+ * stored M x K (the AMX A packer has a separate transposing branch): the
+ * same bits on every path, bf16 and f32-rounded operands, awkward sizes. */
+static void test_bf16_transposed_a_same_bits(void) {
+  static const shape S[] = {{1, 1, 1}, {17, 5, 33}, {33, 40, 65}, {64, 32, 64}, {70, 9, 1100},
+                            {129, 31, 130}};
+  for (int pi = 0; pi < 3; pi++) {
+    if (!attn_lowp_path_available(PATHS[pi], "bf16")) continue;
+    for (size_t si = 0; si < sizeof S / sizeof S[0]; si++) {
+      int64_t M = S[si].M, N = S[si].N, K = S[si].K, lda = M + 3;
+      float *At = malloc(sizeof(float) * (size_t)(K * lda)), *A = malloc(sizeof(float) * (size_t)(M * K));
+      float *B = malloc(sizeof(float) * (size_t)(K * N));
+      float *C1 = malloc(sizeof(float) * (size_t)(M * N)), *C2 = malloc(sizeof(float) * (size_t)(M * N));
+      uint16_t *Ath = malloc(2 * (size_t)(K * lda)), *Ah = malloc(2 * (size_t)(M * K));
+      uint16_t *Bh = malloc(2 * (size_t)(K * N));
+      fill_uniform(At, (long)(K * lda), (unsigned)si + 3, -2.0f, 2.0f);
+      fill_uniform(B, (long)(K * N), (unsigned)si + 5, -1.0f, 1.0f);
+      for (int64_t p = 0; p < K; p++)
+        for (int64_t i = 0; i < M; i++) A[i * K + p] = At[p * lda + i];
+      attn_f32_to_bf16_n(At, Ath, K * lda);
+      attn_f32_to_bf16_n(A, Ah, M * K);
+      attn_f32_to_bf16_n(B, Bh, K * N);
+      CHECK_OK(attn_gemm_bf16_f32in_path(PATHS[pi], 1, 0, M, N, K, 1, At, lda, B, N, 0, C1, N));
+      CHECK_OK(attn_gemm_bf16_f32in_path(PATHS[pi], 0, 0, M, N, K, 1, A, K, B, N, 0, C2, N));
+      CHECK(!memcmp(C1, C2, sizeof(float) * (size_t)(M * N)));
+      CHECK_OK(attn_gemm_bf16_path(PATHS[pi], 1, 0, M, N, K, 1, Ath, lda, Bh, N, 0, C1, N));
+      CHECK(!memcmp(C1, C2, sizeof(float) * (size_t)(M * N)));
+      CHECK_OK(attn_gemm_bf16_path(PATHS[pi], 0, 0, M, N, K, 1, Ah, K, Bh, N, 0, C1, N));
+      CHECK(!memcmp(C1, C2, sizeof(float) * (size_t)(M * N)));
+      free(At), free(A), free(B), free(C1), free(C2), free(Ath), free(Ah), free(Bh);
+    }
+  }
+}
+
 static int run_i8_case(attn_lowp_path path, shape s, int ta, int tb, unsigned seed, int extreme) {
   int64_t M = s.M, N = s.N, K = s.K;
   int64_t lda = (ta ? M : K) + 5, ldb = (tb ? K : N) + 2, ldc = N + 1;
@@ -400,6 +434,7 @@ int main(void) {
   RUN(test_bf16_all_paths);
   RUN(test_bf16_f32in_all_paths);
   RUN(test_bf16_error_is_statistically_small);
+  RUN(test_bf16_transposed_a_same_bits);
   RUN(test_f16_all_paths);
   RUN(test_i8_all_paths_bit_exact);
   RUN(test_i8_extreme_values_at_max_depth);

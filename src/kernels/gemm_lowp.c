@@ -103,6 +103,10 @@ static void interleave(const void *t, int g, int64_t ld, int64_t n, uint32_t *ou
   }
 }
 
+#if defined(__x86_64__)
+static int avx512_pack(void) { return attn_cpu()->avx512bw; }
+#endif
+
 /* Panels of w rows for rows [r0, r0+nrows) and depth [p0, p0+kc) of src,
  * each kcp deep (layout in gemm_lowp_internal.h); tmp holds
  * 4 * max(kcp, nrows) bytes. A group of g depth steps of one row is
@@ -150,6 +154,13 @@ static void pack(const attn_lowp_src *s, int64_t r0, int64_t nrows, int64_t p0, 
         interleave((char *)tmp + (size_t)rr * es, g, nrows, min64(w, nrows - rr),
                    (uint32_t *)((char *)dst + (size_t)(rr / w) * panel_size + (size_t)(q * w) * G));
     }
+#if defined(__x86_64__)
+  } else if (g == 32 && w == 32 && out == LOWP_BF16 &&
+             (s->type == LOWP_BF16 || s->type == LOWP_F32R) && avx512_pack()) {
+    /* AMX A panels of a transposed operand (the dW GEMMs): 16 x 16 transposes */
+    attn_lowp_pack_t32_avx512(x + (p0 * s->sp + r0) * (int64_t)ies, s->type == LOWP_F32R, s->sp,
+                              nrows, kc, kcp, dst);
+#endif
   } else { /* contiguous along rows: one depth step across all rows at a time */
     for (int64_t p = 0; p < kc; p++) {
       convert_run(x + ((p0 + p) * s->sp + r0) * (int64_t)ies, s->type, nrows, out, tmp);

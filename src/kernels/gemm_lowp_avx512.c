@@ -97,3 +97,62 @@ LOWP_AVX512 void attn_lowp_epi_f32_avx512(const attn_lowp_epi *e, const void *t,
   }
 }
 #endif
+
+/* ---- AMX A panels from a row-contiguous source (op(A) stored K x M) ----- */
+
+/* r[j] (16 words each) <- the 16 x 16 transpose of r[i] (32-bit words) */
+LOWP_AVX512 static void transpose16_epi32(__m512i r[16]) {
+  __m512i t[16], u[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) { /* u[i + c]: column 4l + c of rows i..i+3, lane l */
+    u[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+    u[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+    u[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+    u[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+  }
+  for (int c = 0; c < 4; c++) {
+    __m512i v0 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x88);
+    __m512i v1 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xdd);
+    __m512i w0 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x88);
+    __m512i w1 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xdd);
+    r[c] = _mm512_shuffle_i32x4(v0, w0, 0x88);
+    r[8 + c] = _mm512_shuffle_i32x4(v0, w0, 0xdd);
+    r[4 + c] = _mm512_shuffle_i32x4(v1, w1, 0x88);
+    r[12 + c] = _mm512_shuffle_i32x4(v1, w1, 0xdd);
+  }
+}
+
+/* 16 values of source depth row p (rows r .. r+15, n valid) as 16 bf16 in
+ * the low halves of 32-bit lanes (zeros past n) */
+LOWP_AVX512 static __m512i load_row16(const void *x, int f32, int64_t off, int64_t n) {
+  if (n <= 0) return _mm512_setzero_si512();
+  __mmask16 m = n >= 16 ? 0xffff : (__mmask16)((1u << n) - 1);
+  if (f32) return _mm512_cvtepu16_epi32(f32_to_bf16_16(_mm512_maskz_loadu_ps(m, (const float *)x + off)));
+  return _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, (const uint16_t *)x + off));
+}
+
+LOWP_AVX512 void attn_lowp_pack_t32_avx512(const void *x, int f32, int64_t sp, int64_t nrows,
+                                           int64_t kc, int64_t kcp, uint16_t *dst) {
+  for (int64_t rb = 0; rb < nrows; rb += 32) {
+    uint16_t *panel = dst + rb * kcp;
+    for (int64_t q = 0; q < kcp; q += 32) {
+      uint16_t *blk = panel + q * 32;
+      for (int64_t rr = 0; rr < 32; rr += 16) {
+        int64_t n = nrows - rb - rr;
+        __m512i w[16];
+        for (int i = 0; i < 16; i++) { /* depth pair (q + 2i, q + 2i + 1) */
+          int64_t p = q + 2 * i;
+          __m512i lo = p < kc ? load_row16(x, f32, p * sp + rb + rr, n) : _mm512_setzero_si512();
+          __m512i hi = p + 1 < kc ? load_row16(x, f32, (p + 1) * sp + rb + rr, n)
+                                  : _mm512_setzero_si512();
+          w[i] = _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
+        }
+        transpose16_epi32(w); /* w[j]: row rb + rr + j, its 32 depth values */
+        for (int j = 0; j < 16; j++) _mm512_storeu_si512(blk + (rr + j) * 32, w[j]);
+      }
+    }
+  }
+}

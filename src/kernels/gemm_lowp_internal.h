@@ -75,6 +75,13 @@ void attn_lowp_f32_round_bf16_avx512(const float *x, float *y, int64_t n);
 /* g = 2 runs of 16-bit or g = 4 runs of 8-bit values (run i at t + i*w
  * elements) interleaved into n 32-bit words */
 void attn_lowp_interleave_avx512(const void *t, int g, int64_t w, int64_t n, uint32_t *out);
+/* AMX A panels (w = 32 rows, g = 32) of rows [0, nrows) and depth [0, kc) of
+ * a source whose rows are contiguous: element (r, p) at x[p * sp + r],
+ * bf16 (f32 = 0) or f32 rounded to bf16 (f32 = 1); depth padded with zeros
+ * to kcp (a multiple of 32), rows to a multiple of 32. Same bytes as pack()'s
+ * portable branch, by 16 x 16 transposes of depth-pair words. */
+void attn_lowp_pack_t32_avx512(const void *x, int f32, int64_t sp, int64_t nrows, int64_t kc,
+                               int64_t kcp, uint16_t *dst);
 void attn_lowp_epi_f32_avx512(const attn_lowp_epi *e, const void *t, int ldt, int64_t i0,
                               int64_t j0, int64_t rows, int64_t cols, int first);
 
