@@ -19,6 +19,8 @@ typedef struct {
   int steps, threads, ckpt_compare;
   const char *torch;
   attn_backend backend;
+  attn_precision prec; /* --precision: also run this one after f32 (F32: f32 only) */
+  int rounds;          /* with --precision: f32 and P alternated this many times, best kept */
 } bt_opts;
 
 static double cpu_now(void) {
@@ -108,10 +110,14 @@ static int usage(FILE *f) {
           "usage: attn bench train [--vocab V] [--dim E] [--heads H] [--ff F] [--layers N]\n"
           "                        [--seq L] [--batch B] [--steps S] [--threads T]\n"
           "                        [--backend auto|math|flash] [--torch SCRIPT] [--ckpt]\n"
+          "                        [--precision f32|bf16|fp16 [--rounds R]]\n"
           "  defaults: the demo model (8000, 128, 8, 512, 2), seq 256, batch 32, 10 steps, 2 threads\n"
           "  --torch SCRIPT  also run tools/bench_train_torch.py (python3, OpenBLAS SkylakeX, avx512)\n"
           "                  with the same shapes and print the ratio\n"
-          "  --ckpt          compare --checkpoint-activations with the normal path (memory, time)\n");
+          "  --ckpt          compare --checkpoint-activations with the normal path (memory, time)\n"
+          "  --precision P   also run mixed precision P (Linears etc. in P, f32 master weights)\n"
+          "                  after f32 in the same run and print the ratio; --rounds R: f32 and P\n"
+          "                  alternated R times (a shared machine), the best of each kept\n");
   return f == stdout ? 0 : 2;
 }
 
@@ -142,7 +148,7 @@ static void run_torch(const bt_opts *o, double f32[2], double bf16[2]) {
 }
 
 int attn_bench_train_main(int argc, char **argv) {
-  bt_opts o = {8000, 128, 8, 512, 2, 256, 32, 10, 2, 0, NULL, ATTN_BACKEND_AUTO};
+  bt_opts o = {8000, 128, 8, 512, 2, 256, 32, 10, 2, 0, NULL, ATTN_BACKEND_AUTO, ATTN_PREC_F32, 1};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) return usage(stdout);
@@ -160,6 +166,10 @@ int attn_bench_train_main(int argc, char **argv) {
       if (attn_backend_from_name(v, &o.backend)) return usage(stderr);
       continue;
     }
+    if (!strcmp(a, "--precision")) {
+      if (attn_precision_from_name(v, &o.prec)) return usage(stderr);
+      continue;
+    }
     char *end;
     long long x = strtoll(v, &end, 10);
     if (*end || x <= 0) return usage(stderr);
@@ -172,6 +182,7 @@ int attn_bench_train_main(int argc, char **argv) {
     else if (!strcmp(a, "--batch")) o.batch = x;
     else if (!strcmp(a, "--steps")) o.steps = (int)x;
     else if (!strcmp(a, "--threads")) o.threads = (int)x;
+    else if (!strcmp(a, "--rounds")) o.rounds = (int)x;
     else return usage(stderr);
   }
   if (o.seq < 2) return usage(stderr);
@@ -187,9 +198,43 @@ int attn_bench_train_main(int argc, char **argv) {
     return 1;
   }
   double tps = (double)(o.batch * o.seq) / sec;
-  printf("attn-f32 tokens/s %.1f  (%.1f ms/step, %.1f ms CPU/step, activations %.1f MB)\n", tps,
-         1e3 * sec, 1e3 * cpu, bytes / 1e6);
+  printf("attn-f32 tokens/s %.1f  tokens/CPU-s %.1f  (%.1f ms/step, %.1f ms CPU/step, "
+         "activations %.1f MB)\n",
+         tps, (double)(o.batch * o.seq) / cpu, 1e3 * sec, 1e3 * cpu, bytes / 1e6);
   fflush(stdout);
+  if (o.prec != ATTN_PREC_F32) {
+    const char *pn = attn_precision_name(o.prec);
+    double psec = 0, pcpu = 0;
+    size_t pb = 0, pp = 0;
+    for (int r = 0; r < o.rounds; r++) {
+      double s1 = 0, c1 = 0;
+      if (r > 0) {  // f32 again, alternating with P; the best of each is kept
+        if (run(&o, 0, ATTN_PREC_F32, &s1, &c1, &bytes, &peak)) {
+          fprintf(stderr, "attn bench train: %s\n", attn_last_error());
+          return 1;
+        }
+        printf("attn-f32 tokens/s %.1f  tokens/CPU-s %.1f  (round %d)\n",
+               (double)(o.batch * o.seq) / s1, (double)(o.batch * o.seq) / c1, r + 1);
+        if (s1 < sec) sec = s1;
+        if (c1 < cpu) cpu = c1;
+      }
+      if (run(&o, 0, o.prec, &s1, &c1, &pb, &pp)) {
+        fprintf(stderr, "attn bench train: %s\n", attn_last_error());
+        return 1;
+      }
+      printf("attn-%s tokens/s %.1f  tokens/CPU-s %.1f  (%.1f ms/step, %.1f ms CPU/step, "
+             "activations %.1f MB)\n",
+             pn, (double)(o.batch * o.seq) / s1, (double)(o.batch * o.seq) / c1, 1e3 * s1,
+             1e3 * c1, pb / 1e6);
+      fflush(stdout);
+      if (r == 0 || s1 < psec) psec = s1;
+      if (r == 0 || c1 < pcpu) pcpu = c1;
+    }
+    tps = (double)(o.batch * o.seq) / sec;
+    printf("ratio attn-%s / attn-f32: %.2fx (wall), %.2fx (CPU time)%s\n", pn, sec / psec,
+           cpu / pcpu, o.rounds > 1 ? "  (best of each)" : "");
+    fflush(stdout);
+  }
   if (o.ckpt_compare) {
     double sec2 = 0, cpu2 = 0;
     size_t b2 = 0, p2 = 0;
