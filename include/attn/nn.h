@@ -216,6 +216,12 @@ typedef struct {
   /* [B]: a bool key-padding mask that is right padding in every row (and no
    * other mask) goes to SDPA as key lengths instead of mask_allow */
   int32_t *key_lens;
+  /* bf16 training path (self-attention, packed in-projection): the input
+   * [B, L, E] and ctx in bf16 for the projection weight gradients */
+  uint16_t *xh, *ctxh;
+  /* ... and with bf16 flash attention (no dropout, auto / flash backend):
+   * q | k | v [B, L, 3E] in bf16 only (q, k, v NULL) */
+  uint16_t *qkvh;
 } attn_mha_saved;
 void attn_mha_saved_free(attn_mha_saved *s);
 
@@ -263,6 +269,9 @@ typedef struct {
   float *a;  /* act(h), after dropout [rows, ff] */
   uint8_t *drop_mask;
   void *arena;
+  /* bf16 training path (ReLU, no dropout): x [rows, d_model] and act(h)
+   * [rows, ff] in bf16 instead of h and a */
+  uint16_t *xh, *ah;
 } attn_ffn_saved;
 void attn_ffn_saved_free(attn_ffn_saved *s);
 attn_status attn_ffn_declare(attn_ffn *m, attn_params *p, const char *prefix, const char *n1,

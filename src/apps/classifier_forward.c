@@ -41,6 +41,9 @@ static size_t enc_saved_bytes(const attn_encoder_saved *s, const attn_clf_config
   if (a->mask_add) n += B * hm * LL * f;
   if (a->mask_allow) n += B * hm * LL;
   if (a->key_lens) n += B * sizeof(int32_t);
+  size_t h2 = sizeof(uint16_t);  // bf16 training buffers (nn.h)
+  n += (a->xh ? rows * E * h2 : 0) + (a->ctxh ? rows * E * h2 : 0) + (a->qkvh ? 3 * rows * E * h2 : 0);
+  n += (s->ff.xh ? rows * E * h2 : 0) + (s->ff.ah ? rows * F * h2 : 0);
   if (s->ff.h) n += rows * F * f;
   if (s->ff.a) n += rows * F * f;
   if (s->ff.drop_mask) n += rows * F;

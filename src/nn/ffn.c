@@ -50,6 +50,7 @@ attn_status attn_ffn_forward(const attn_ffn *m, const attn_params *p, const attn
     return attn_set_error(ATTN_EINVAL, "ffn_forward: NULL argument");
   attn_ffn_saved_free(s);
   s->rows = rows;
+  if (nn_ffn_bf16_applies(m, ctx)) return nn_ffn_forward_bf16(m, p, s, x, y, rows);
   int64_t n = rows * m->l1.out;
   s->h = NN_ALLOC_F(&s->arena, n);
   s->a = NN_ALLOC_F(&s->arena, n);
@@ -76,8 +77,9 @@ attn_status attn_ffn_forward(const attn_ffn *m, const attn_params *p, const attn
 attn_status attn_ffn_backward(const attn_ffn *m, attn_params *p, const attn_nn_ctx *ctx,
                               const attn_ffn_saved *s, const float *x, const float *dy,
                               float *dx) {
-  if (!m || !p || !s || !s->h || !x || !dy)
+  if (!m || !p || !s || !(s->h || s->ah) || !x || !dy)
     return attn_set_error(ATTN_EINVAL, "ffn_backward: NULL argument or no saved forward");
+  if (s->ah) return nn_ffn_backward_bf16(m, p, s, dy, dx);
   int64_t rows = s->rows, n = rows * m->l1.out;
   float *da = nn_scratch(n), *dh = nn_scratch(n);
   attn_status st = (!da || !dh) ? ATTN_ENOMEM : ATTN_OK;

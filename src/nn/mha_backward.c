@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attn/sdpa_bf16.h"
 #include "nn/nn_internal.h"
 
 /* dq [B, Lq, E], dk, dv [B, Lk, Ekv] (zeroed by the caller; the query heads
@@ -54,16 +55,24 @@ attn_status attn_mha_backward(const attn_mha *m, attn_params *p, const attn_nn_c
   if (!ctx) ctx = &zero_ctx;
   if (!m || !p || !p->grad || !s || !query || !dout)
     return attn_set_error(ATTN_EINVAL, "mha_backward: NULL module, params, saved, query or dout");
-  if (!s->q) return attn_set_error(ATTN_EINVAL, "mha_backward: no saved forward");
+  if (!s->q && !s->qkvh) return attn_set_error(ATTN_EINVAL, "mha_backward: no saved forward");
   if (!s->self && (!key || !value))
     return attn_set_error(ATTN_EINVAL, "mha_backward: cross attention needs key and value");
   int64_t B = s->B, Lq = s->Lq, Lk = s->Lk, E = m->c.embed_dim;
   int64_t Ekv = m->c.num_kv_heads * m->head_dim;
-  float *dctx = nn_scratch(B * Lq * E), *dq = nn_scratch(B * Lq * E);
-  float *dk = nn_scratch(B * Lk * Ekv), *dv = nn_scratch(B * Lk * Ekv);
-  attn_status st = (!dctx || !dq || !dk || !dv) ? ATTN_ENOMEM : ATTN_OK;
+  float *dctx = nn_scratch(B * Lq * E), *dq = NULL, *dk = NULL, *dv = NULL, *dqkv = NULL;
+  if (s->qkvh) {  // bf16 flash: dq, dk, dv overwritten, interleaved [B, L, 3E]
+    dqkv = malloc(sizeof(float) * (size_t)(B * Lq * 3 * E));
+  } else {
+    dq = nn_scratch(B * Lq * E);
+    dk = nn_scratch(B * Lk * Ekv);
+    dv = nn_scratch(B * Lk * Ekv);
+  }
+  attn_status st = (!dctx || (s->qkvh ? !dqkv : (!dq || !dk || !dv))) ? ATTN_ENOMEM : ATTN_OK;
   if (!st) {
-    if (m->has_out)
+    if (s->xh)
+      st = nn_mha_out_backward_bf16(m, p, s, dout, dctx);
+    else if (m->has_out)
       st = attn_linear_backward_ctx(&m->out_lin, p, ctx, s->ctx, dout, dctx, B * Lq);
     else
       memcpy(dctx, dout, (size_t)(B * Lq * E) * sizeof(float));
@@ -73,13 +82,21 @@ attn_status attn_mha_backward(const attn_mha *m, attn_params *p, const attn_nn_c
   if (!st && s->dropped) {
     float scale = d.has_scale ? d.scale : 1.0f / sqrtf((float)m->head_dim);
     st = explicit_backward(m, s, scale, dctx, dq, dk, dv);
+  } else if (!st && s->qkvh) {  // bf16 flash: dq, dk, dv interleaved [B, L, 3E] in dqkv
+    nn_mha_desc_bf16(m, s, &d);
+    st = attn_sdpa_backward_bf16(&d, s->qkvh, s->qkvh + E, s->qkvh + 2 * E, s->ctx, s->lse, dctx,
+                                 dqkv, dqkv + E, dqkv + 2 * E);
   } else if (!st) {
     st = attn_sdpa_backward(&d, ctx->backend, s->q, s->k, s->v, s->ctx, s->lse, dctx, dq, dk, dv);
   }
   const float *dproj[3] = {dq, dk, dv};
   const float *src[3] = {query, s->self ? query : key, s->self ? query : value};
   float *dsrc[3] = {dquery, s->self ? dquery : dkey, s->self ? dquery : dvalue};
-  for (int i = 0; i < 3 && !st; i++) {
+  if (!st && s->qkvh)
+    st = nn_mha_project_backward_bf16(m, p, s, dqkv, dqkv + E, dqkv + 2 * E, 3 * E, dquery);
+  else if (!st && s->xh)
+    st = nn_mha_project_backward_bf16(m, p, s, dq, dk, dv, E, dquery);
+  for (int i = 0; i < 3 && !st && !s->xh; i++) {
     int64_t rows = B * (i ? Lk : Lq);
     if (m->c.style == ATTN_MHA_SEED_SHARED) rows *= m->c.num_heads;
     st = attn_dense_backward_ctx(ctx, src[i], attn_params_data(p, m->w[i]) + m->wo[i], dproj[i],
@@ -88,6 +105,7 @@ attn_status attn_mha_backward(const attn_mha *m, attn_params *p, const attn_nn_c
                                  rows, m->in[i], m->out[i]);
   }
   free(dctx);
+  free(dqkv);
   free(dq);
   free(dk);
   free(dv);

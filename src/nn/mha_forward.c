@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attn/sdpa_bf16.h"
 #include "nn/nn_internal.h"
 
 static const float *pick_src(int i, int self, const float *q, const float *k, const float *v) {
@@ -81,15 +82,23 @@ attn_status attn_mha_forward(const attn_mha *m, const attn_params *p, const attn
   s->Lk = Lk;
   s->self = self;
   int64_t E = m->c.embed_dim, H = m->c.num_heads, Ekv = m->c.num_kv_heads * m->head_dim;
-  s->q = NN_ALLOC_F(&s->arena, B * Lq * E);
-  s->k = NN_ALLOC_F(&s->arena, B * Lk * Ekv);
-  s->v = NN_ALLOC_F(&s->arena, B * Lk * Ekv);
+  int bf16 = nn_mha_bf16_applies(m, ctx, self);
+  // bf16 flash attention: q, k, v only in bf16 (the math backend stays the f32 reference)
+  int flash16 = bf16 && !nn_dropout_on(ctx, m->c.dropout) && !attn_weights &&
+                ctx->backend != ATTN_BACKEND_MATH;
+  if (!flash16) {
+    s->q = NN_ALLOC_F(&s->arena, B * Lq * E);
+    s->k = NN_ALLOC_F(&s->arena, B * Lk * Ekv);
+    s->v = NN_ALLOC_F(&s->arena, B * Lk * Ekv);
+    if (!s->q || !s->k || !s->v) return ATTN_ENOMEM;
+  }
   s->ctx = NN_ALLOC_F(&s->arena, B * Lq * E);
   s->lse = NN_ALLOC_F(&s->arena, B * H * Lq);
-  if (!s->q || !s->k || !s->v || !s->ctx || !s->lse) return ATTN_ENOMEM;
+  if (!s->ctx || !s->lse) return ATTN_ENOMEM;
   float *dst[3] = {s->q, s->k, s->v};
   attn_status st = ATTN_OK;
-  for (int i = 0; i < 3 && !st; i++)
+  if (bf16) st = nn_mha_project_bf16(m, p, s, query, flash16);
+  for (int i = 0; i < 3 && !st && !s->xh; i++)
     st = project(m, p, ctx, i, pick_src(i, self, query, key, value), dst[i], B * (i ? Lk : Lq));
   if (!st) st = nn_mha_build_masks(m, masks, s);
   if (st) return st;
@@ -105,12 +114,16 @@ attn_status attn_mha_forward(const attn_mha *m, const attn_params *p, const attn
     if (!tmp) return ATTN_ENOMEM;
     st = attn_sdpa_forward(&d, ATTN_BACKEND_MATH, s->q, s->k, s->v, s->ctx, s->lse, tmp);
     P = tmp;
+  } else if (s->qkvh) {
+    nn_mha_desc_bf16(m, s, &d);
+    st = attn_sdpa_forward_bf16(&d, s->qkvh, s->qkvh + E, s->qkvh + 2 * E, s->ctx, s->lse);
   } else {
     st = attn_sdpa_forward(&d, ctx->backend, s->q, s->k, s->v, s->ctx, s->lse, NULL);
   }
   if (!st && attn_weights) write_weights(m, s, P, attn_weights, average_weights);
   free(tmp);
   if (st) return st;
+  if (s->xh) return nn_mha_out_bf16(m, p, s, out);
   if (m->has_out) return attn_linear_forward_ctx(&m->out_lin, p, ctx, s->ctx, out, B * Lq);
   memcpy(out, s->ctx, (size_t)(B * Lq * E) * sizeof(float));
   return ATTN_OK;

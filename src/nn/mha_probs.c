@@ -8,6 +8,9 @@
 attn_status attn_mha_probs(const attn_mha *m, const attn_mha_saved *s, int64_t b, int64_t h,
                            int64_t row0, int64_t nrows, float *probs) {
   if (!m || !s || !probs) return attn_set_error(ATTN_EINVAL, "mha_probs: NULL argument");
+  if (s->qkvh)
+    return attn_set_error(ATTN_EUNSUPPORTED,
+                          "mha_probs: the forward ran bf16 flash attention (q, k kept in bf16 only)");
   if (!s->q || !s->k || !s->lse) return attn_set_error(ATTN_EINVAL, "mha_probs: no saved forward");
   if (s->dropped)
     return attn_set_error(ATTN_EUNSUPPORTED,

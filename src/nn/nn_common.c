@@ -15,7 +15,13 @@ void nn_arena_release(void **slot) {
   *slot = NULL;
 }
 
-void *nn_alloc(void **slot, int64_t n, size_t sz) {
+static void *arena_alloc(void **slot, int64_t n, size_t sz, int zero);
+
+void *nn_alloc(void **slot, int64_t n, size_t sz) { return arena_alloc(slot, n, sz, 1); }
+
+void *nn_alloc_uninit(void **slot, int64_t n, size_t sz) { return arena_alloc(slot, n, sz, 0); }
+
+static void *arena_alloc(void **slot, int64_t n, size_t sz, int zero) {
   if (n < 0 || (uint64_t)n > (SIZE_MAX / 2) / (sz ? sz : 1)) {
     attn_set_error(ATTN_ENOMEM, "nn: buffer of %lld elements is too large", (long long)n);
     return NULL;
@@ -33,7 +39,7 @@ void *nn_alloc(void **slot, int64_t n, size_t sz) {
     a->blocks = b;
     a->cap = nc;
   }
-  void *m = calloc((size_t)(n ? n : 1), sz);
+  void *m = zero ? calloc((size_t)(n ? n : 1), sz) : malloc((size_t)(n ? n : 1) * sz);
   if (!m) goto oom;
   a->blocks[a->count++] = m;
   return m;

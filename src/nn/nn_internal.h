@@ -20,7 +20,10 @@ void nn_arena_release(void **slot);
 /* Zeroed block of n elements of size sz, owned by the arena in *slot
  * (created on first use). NULL (and ATTN_ENOMEM set) on failure. */
 void *nn_alloc(void **slot, int64_t n, size_t sz);
+/* The same, not zeroed (for buffers written in full before any read). */
+void *nn_alloc_uninit(void **slot, int64_t n, size_t sz);
 #define NN_ALLOC_F(slot, n) ((float *)nn_alloc((slot), (n), sizeof(float)))
+#define NN_ALLOC_BF16(slot, n) ((uint16_t *)nn_alloc_uninit((slot), (n), sizeof(uint16_t)))
 #define NN_ALLOC_U8(slot, n) ((uint8_t *)nn_alloc((slot), (n), 1))
 
 /* Scratch buffer (not arena), zeroed; free with free(). */
@@ -51,6 +54,29 @@ attn_status nn_sub_out_backward(const attn_layernorm *ln, attn_params *p, int no
 attn_status nn_sub_in_backward(const attn_layernorm *ln, attn_params *p, int norm_first,
                                const attn_sublayer_saved *s, const float *x, const float *df_in,
                                float *dx);
+
+/* bf16 mixed-precision paths (ffn_bf16.c, mha_bf16.c): when they apply, and
+ * the forward / backward that keep activations in bf16. */
+int nn_ffn_bf16_applies(const attn_ffn *m, const attn_nn_ctx *ctx);
+attn_status nn_ffn_forward_bf16(const attn_ffn *m, const attn_params *p, attn_ffn_saved *s,
+                                const float *x, float *y, int64_t rows);
+attn_status nn_ffn_backward_bf16(const attn_ffn *m, attn_params *p, const attn_ffn_saved *s,
+                                 const float *dy, float *dx);
+int nn_mha_bf16_applies(const attn_mha *m, const attn_nn_ctx *ctx, int self);
+/* flash16: q, k, v into s->qkvh in bf16 (for attn_sdpa_*_bf16), else into s->q, k, v */
+attn_status nn_mha_project_bf16(const attn_mha *m, const attn_params *p, attn_mha_saved *s,
+                                const float *x, int flash16);
+/* nn_mha_desc for q, k, v in s->qkvh ([B, L, 3E]) */
+void nn_mha_desc_bf16(const attn_mha *m, const attn_mha_saved *s, attn_sdpa_desc *d);
+attn_status nn_mha_out_bf16(const attn_mha *m, const attn_params *p, attn_mha_saved *s,
+                            float *out);
+/* dctx [B*L, E] = dout · Wo (overwritten); out-projection gradients */
+attn_status nn_mha_out_backward_bf16(const attn_mha *m, attn_params *p, const attn_mha_saved *s,
+                                     const float *dout, float *dctx);
+/* dx += [dq dk dv] · W_in; in-projection gradients (dq, dk, dv rows ld apart) */
+attn_status nn_mha_project_backward_bf16(const attn_mha *m, attn_params *p,
+                                         const attn_mha_saved *s, const float *dq,
+                                         const float *dk, const float *dv, int64_t ld, float *dx);
 
 /* MHA internals (mha_masks.c): combine PyTorch-style masks into s, and
  * describe the SDPA call on s's projected q/k/v ([B, L, E] layouts). */

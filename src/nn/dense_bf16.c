@@ -1,0 +1,136 @@
+/* bf16 Linear GEMMs with fused epilogues for mixed-precision training
+ * (dense_bf16.h): the driver glue, the portable epilogue row, conversions
+ * and bias-gradient column sums. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn/dense_bf16.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+enum { PAR_MIN = 1 << 15 };
+
+void nn_bf16_epi_row_generic(const nn_bf16_row *r, int64_t n) {
+  for (int64_t c = 0; c < n; c++) {
+    float v = r->t[c];
+    if (r->bias) v += r->bias[c];
+    if (r->relu) v = v > 0.0f ? v : 0.0f;
+    if (r->mask && !(r->mask[c] & 0x7fffu)) v = 0.0f;
+    if (r->C) r->C[c] = r->add ? r->C[c] + v : v;
+    if (r->H) r->H[c] = attn_f32_to_bf16(v);
+    if (r->sum) r->sum[c] += v;
+  }
+}
+
+static void epi(const attn_lowp_epi *base, const void *tv, int ldt, int64_t i0, int64_t j0,
+                int64_t rows, int64_t cols, int first) {
+  const nn_bf16_epi *e = base->ctx;
+  const float *t = tv;
+  void (*row)(const nn_bf16_row *, int64_t) = nn_bf16_epi_row_generic;
+#if defined(__x86_64__)
+  if (attn_cpu()->avx512bw) row = nn_bf16_epi_row_avx512;
+#endif
+  float *colsum = NULL;
+  if (e->colpart) {
+    colsum = e->colpart + (i0 / e->mr) * e->N + j0;
+    memset(colsum, 0, sizeof(float) * (size_t)cols);
+  }
+  for (int64_t r = 0; r < rows; r++) {
+    int64_t i = i0 + r;
+    for (int64_t c0 = 0; c0 < cols;) { /* pieces inside one output segment */
+      int64_t j = j0 + c0, seg = j / e->seg, jc = j % e->seg;
+      int64_t n = cols - c0 < e->seg - jc ? cols - c0 : e->seg - jc;
+      nn_bf16_row w = {t + r * ldt + c0,
+                       first && e->bias ? e->bias + j : NULL,
+                       e->relu,
+                       e->mask ? e->mask + i * e->ldm + j : NULL,
+                       e->C[seg] ? e->C[seg] + i * e->ldc + jc : NULL,
+                       !first || e->beta != 0.0f,
+                       e->H ? e->H + i * e->ldh + j : NULL,
+                       colsum ? colsum + c0 : NULL};
+      row(&w, n);
+      c0 += n;
+    }
+  }
+}
+
+static attn_status select_kernel(const attn_lowp_kernel **kr) {
+  return attn_lowp_select(ATTN_LOWP_AUTO, "bf16", kr);
+}
+
+int64_t nn_bf16_tile_rows(void) {
+  const attn_lowp_kernel *kr;
+  return select_kernel(&kr) ? 1 : kr->mr;
+}
+
+attn_status nn_bf16_gemm(int transa, int transb, int64_t M, int64_t N, int64_t K,
+                         const uint16_t *A, int64_t lda, const uint16_t *B, int64_t ldb,
+                         nn_bf16_epi *e, int single) {
+  if (M <= 0 || N <= 0 || K <= 0 || !A || !B || !e)
+    return attn_set_error(ATTN_EINVAL, "bf16 linear: bad GEMM M=%lld N=%lld K=%lld",
+                          (long long)M, (long long)N, (long long)K);
+  const attn_lowp_kernel *kr;
+  attn_status st = select_kernel(&kr);
+  if (st) return st;
+  if (e->seg <= 0) e->seg = N;
+  e->N = N;
+  e->mr = kr->mr;
+  attn_lowp_epi b = {epi, NULL, 0, 1.0f, e->beta, e};
+  e->base = b;
+  attn_lowp_src sa = attn_lowp_src_a(A, LOWP_BF16, transa, lda);
+  attn_lowp_src sb = attn_lowp_src_b(B, LOWP_BF16, transb, ldb);
+  return attn_lowp_gemm_run(kr, &sa, &sb, M, N, K, &e->base, single);
+}
+
+void nn_bf16_convert(const float *x, int64_t ldx, uint16_t *y, int64_t ldy, int64_t rows,
+                     int64_t cols) {
+  int nt = rows * cols >= PAR_MIN ? attn_get_num_threads() : 1;
+#if defined(__x86_64__)
+  if (attn_cpu()->avx512bw) {
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t r = 0; r < rows; r++) attn_lowp_f32_to_bf16_avx512(x + r * ldx, y + r * ldy, cols);
+    return;
+  }
+#endif
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (int64_t r = 0; r < rows; r++) attn_f32_to_bf16_n(x + r * ldx, y + r * ldy, cols);
+}
+
+uint16_t *nn_bf16_copy(const float *W, int64_t n) {
+  uint16_t *h = malloc(sizeof(uint16_t) * (size_t)(n > 0 ? n : 1));
+  if (!h) {
+    attn_set_error(ATTN_ENOMEM, "bf16 linear: cannot allocate %lld bf16 weights", (long long)n);
+    return NULL;
+  }
+  nn_bf16_convert(W, n, h, n, 1, n);
+  return h;
+}
+
+void nn_colsum_add_f32(const float *x, int64_t ldx, int64_t rows, int64_t cols, float *db) {
+  int64_t nb = (cols + 15) / 16; /* column blocks of 16 */
+  int nt = rows * cols >= PAR_MIN ? attn_get_num_threads() : 1;
+  void (*block)(const float *, int64_t, int64_t, int64_t, float *) = nn_colsum_block_generic;
+#if defined(__x86_64__)
+  if (attn_cpu()->avx512f) block = nn_colsum_block_avx512;
+#endif
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (int64_t b = 0; b < nb; b++) {
+    int64_t c0 = b * 16;
+    block(x + c0, ldx, rows, cols - c0 < 16 ? cols - c0 : 16, db + c0);
+  }
+}
+
+void nn_colsum_block_generic(const float *x, int64_t ldx, int64_t rows, int64_t n, float *db) {
+  float acc[16];
+  memcpy(acc, db, sizeof(float) * (size_t)n);
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t c = 0; c < n; c++) acc[c] += x[r * ldx + c];
+  memcpy(db, acc, sizeof(float) * (size_t)n);
+}
+
+void nn_colpart_add(const float *colpart, int64_t blocks, int64_t cols, float *db) {
+  for (int64_t b = 0; b < blocks; b++)
+    for (int64_t c = 0; c < cols; c++) db[c] += colpart[b * cols + c];
+}
