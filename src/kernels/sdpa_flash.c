@@ -12,6 +12,12 @@
  *   o [MR, Dv] = alpha * o + p v (gemm straight from v, rows strided)
  * then out = o / l and lse = m + log l (out 0, lse -inf for a row with no
  * allowed key). K/V heads are shared by their query heads (no copies).
+ * Fast path: where the kernel set has tile_forward and every row of the item
+ * sees every key of a full block (no masks, no Shaw values), the item's
+ * whole row groups go through it in one call (scores, softmax and p·v in
+ * registers, pipelined across groups, the same numbers as the steps above);
+ * for it, a v whose rows are not 64-byte aligned is copied once per call
+ * (else every 64-byte load of v splits a cache line).
  * Variants (sdpa_flash_positions.c): a tile whose blocks are all off in the
  * block-sparse layout is skipped like a causal one (partly-on tiles are
  * masked per element); ALiBi + T5 add a slice of a per-call bias table by
@@ -264,11 +270,12 @@ attn_status attn_sdpa_forward_flash_ops(const attn_flash_ops *ops, const attn_sd
   int64_t per = (int64_t)BQ * Dv + 4 * BQ + 2 * MR * BC + MR * QW;
   float *ws = kt ? attn_flash_alloc(per, nt, "forward") : NULL;
   /* v rows that are not 64-byte aligned cost the whole-tile kernel a cache
-   * line split on every load of v: such a v is copied, rows Dvp apart. */
+   * line split on every load of v: such a v is copied, rows Dvp apart, when
+   * enough query rows (>= 64 per K/V head) read each row of it. */
   attn_sdpa_resolved rf = rs;
   const int64_t Dvp = (Dv + 15) & ~(int64_t)15;
   float *vp = NULL;
-  if (ws && ops->tile_forward &&
+  if (ws && ops->tile_forward && d->Lq * rs.group >= 64 &&
       ((uintptr_t)v % 64 || rs.v[0] % 16 || rs.v[1] % 16 || rs.v[2] % 16)) {
     vp = attn_flash_alloc(B * Hkv * d->Lk * Dvp, 1, "aligned v");
     rf.v[0] = Hkv * d->Lk * Dvp, rf.v[1] = d->Lk * Dvp, rf.v[2] = Dvp;
