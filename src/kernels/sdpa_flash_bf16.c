@@ -187,8 +187,54 @@ typedef struct {
   int64_t nkb, dc, dvt;
 } fwd_ctx;
 
+/* A tile step of an item: key block kb against query group g, with the
+ * lanes' column ranges (full: every lane sees all 64 keys). */
+typedef struct {
+  int64_t kb;
+  int g, full;
+  int lo[QT], hi[QT];
+} step_t;
+
+typedef struct {
+  const attn_sdpa_desc *d;
+  int64_t b, i0;
+  int nq, ng;
+  int64_t kb, kb1; /* next key block, end */
+  int g;           /* next group in kb */
+  int all;         /* every row of the item may see every key */
+} step_iter;
+
+/* The next step (key blocks in order, groups in order within each) with
+ * some allowed key; 0 at the end. */
+static int next_step(step_iter *it, step_t *s) {
+  const attn_sdpa_desc *d = it->d;
+  for (; it->kb < it->kb1; it->kb++, it->g = 0) {
+    const int64_t j0 = it->kb * BC;
+    const int nk = (int)(d->Lk - j0 < BC ? d->Lk - j0 : BC);
+    while (it->g < it->ng) {
+      const int g = it->g++, R = it->nq - g * QT < QT ? it->nq - g * QT : QT;
+      if (it->all && nk == BC && R == QT) { /* the common case: nothing to look up */
+        s->kb = it->kb;
+        s->g = g;
+        s->full = 1;
+        for (int r = 0; r < QT; r++)
+          s->lo[r] = 0, s->hi[r] = BC;
+        return 1;
+      }
+      if (!attn_bf16_tile_bounds(d, it->b, it->i0 + g * QT, R, j0, nk, s->lo, s->hi)) continue;
+      s->kb = it->kb;
+      s->g = g;
+      s->full = 1;
+      for (int r = 0; r < QT; r++)
+        s->full &= s->lo[r] == 0 && s->hi[r] == BC;
+      return 1;
+    }
+  }
+  return 0;
+}
+
 /* One work item: rows [i0, i0+nq) of (b, h). ws: qp [NG][dc*512] bf16,
- * then f32 oT [NG][dvt*256], m, l [BQ], st [2][64*16], and p [1024] bf16. */
+ * then f32 oT [NG][dvt*256], m, l [BQ], st [2][64*16], and p [2][1024] bf16. */
 static void forward_item(const fwd_ctx *x, int64_t b, int64_t h, int64_t i0, int nq, void *ws) {
   const attn_sdpa_desc *d = x->d;
   const attn_sdpa_resolved *rs = x->rs;
@@ -196,9 +242,9 @@ static void forward_item(const fwd_ctx *x, int64_t b, int64_t h, int64_t i0, int
   const int64_t dc = x->dc, dvt = x->dvt, Dp = 32 * dc, kvh = h / rs->group;
   uint16_t *qp = ws;
   float *ot = (float *)(void *)(qp + NG * dc * 512), *m = ot + NG * dvt * 256, *l = m + BQ;
-  float *st = l + BQ, alpha[QT]; /* st: two score buffers [64*16] */
-  uint16_t *p = (uint16_t *)(void *)(st + 2 * BC * QT);
-  int lo[NG][QT], hi[NG][QT], act[NG];
+  float *st = l + BQ, alpha[2][QT];                     /* st: two score buffers [64*16] */
+  uint16_t *p = (uint16_t *)(void *)(st + 2 * BC * QT); /* two p buffers [64*16] */
+  int moved[2] = {0, 0};
   const int ng = (int)ceil_div(nq, QT);
   const uint16_t *qh = x->q + b * rs->q[0] + h * rs->q[1];
   for (int g = 0; g < ng; g++) {
@@ -212,45 +258,55 @@ static void forward_item(const fwd_ctx *x, int64_t b, int64_t h, int64_t i0, int
   }
   const uint16_t *kh = x->kp + (b * d->Hkv + kvh) * x->nkb * BC * Dp;
   const uint16_t *vth = x->vt + (b * d->Hkv + kvh) * x->nkb * dvt * 16 * BC;
+  step_iter it = {d, b, i0, nq, ng, 0, 0, 0, 0};
   int64_t lo0, hi0, lo1, hi1;
-  attn_sdpa_key_range(d, b, i0, &lo0, &hi0);
+  attn_sdpa_key_range(d, b, i0, &lo0, &hi0); /* lo, hi are non-decreasing in i */
   attn_sdpa_key_range(d, b, i0 + nq - 1, &lo1, &hi1);
-  int64_t kb0 = lo0 / BC, kb1 = hi1 > lo0 ? ceil_div(hi1, BC) : kb0;
+  it.all = lo1 == 0 && hi0 == d->Lk;
+  it.kb = lo0 / BC;
+  it.kb1 = hi1 > lo0 ? ceil_div(hi1, BC) : it.kb;
   const int masks = d->bool_mask || d->add_mask;
-  for (int64_t kb = kb0; kb < kb1; kb++) {
-    int64_t j0 = kb * BC;
-    int nk = (int)(d->Lk - j0 < BC ? d->Lk - j0 : BC);
-    int na = 0;
-    for (int g = 0; g < ng; g++) {
-      int R = nq - g * QT < QT ? nq - g * QT : QT;
-      if (attn_bf16_tile_bounds(d, b, i0 + g * QT, R, j0, nk, lo[g], hi[g])) act[na++] = g;
+  /* Three stages in flight, one tile step (key block, group) apart: the
+   * scores of step s+1 and the p·v of step s-1 are issued to the tile unit
+   * before the softmax of step s runs on the vector units, so the two
+   * overlap. st, p and alpha are double-buffered by step parity. */
+  step_t S[2];
+  int have = next_step(&it, &S[0]), par = 0, pend = 0, pend_g = 0;
+  int64_t pend_kb = 0;
+  if (have) ops->scores(kh + S[0].kb * BC * Dp, Dp, (int)dc, qp + S[0].g * dc * 512, st);
+  while (have) {
+    const step_t *c = &S[par];
+    const int have_next = next_step(&it, &S[par ^ 1]);
+    if (have_next)
+      ops->scores(kh + S[par ^ 1].kb * BC * Dp, Dp, (int)dc, qp + S[par ^ 1].g * dc * 512,
+                  st + (par ^ 1) * BC * QT);
+    if (pend)
+      ops->accum(ot + pend_g * dvt * 256, (int)dvt, moved[par ^ 1] ? alpha[par ^ 1] : NULL,
+                 vth + pend_kb * dvt * 16 * BC, p + (par ^ 1) * BC * QT);
+    const int g = c->g, R = nq - g * QT < QT ? nq - g * QT : QT;
+    const int64_t i = i0 + g * QT, j0 = c->kb * BC;
+    float *sg = st + par * BC * QT;
+    uint16_t *pg = p + par * BC * QT;
+    if (masks) { /* logits with the range, then the element masks, then the softmax */
+      const int nk = (int)(d->Lk - j0 < BC ? d->Lk - j0 : BC);
+      for (int j = 0; j < BC; j++)
+        for (int r = 0; r < QT; r++)
+          sg[j * QT + r] = j >= c->lo[r] && j < c->hi[r] ? rs->scale * sg[j * QT + r] : -INFINITY;
+      attn_bf16_elem_masks(d, b, h, i, R, j0, nk, sg, QT);
+      moved[par] = ops->softmax(sg, 1.0f, NULL, NULL, m + g * QT, l + g * QT, alpha[par], pg);
+    } else {
+      moved[par] = ops->softmax(sg, rs->scale, c->full ? NULL : c->lo, c->full ? NULL : c->hi,
+                                m + g * QT, l + g * QT, alpha[par], pg);
     }
-    /* the scores of the next group are issued before this group's softmax,
-     * so the tile unit works while the vector units do the softmax */
-    if (na) ops->scores(kh + j0 * Dp, Dp, (int)dc, qp + act[0] * dc * 512, st);
-    for (int a = 0; a < na; a++) {
-      const int g = act[a], R = nq - g * QT < QT ? nq - g * QT : QT;
-      const int64_t i = i0 + g * QT;
-      float *sg = st + (a & 1) * BC * QT;
-      if (a + 1 < na)
-        ops->scores(kh + j0 * Dp, Dp, (int)dc, qp + act[a + 1] * dc * 512,
-                    st + ((a + 1) & 1) * BC * QT);
-      int full = 1, moved;
-      for (int r = 0; r < QT; r++)
-        full &= lo[g][r] == 0 && hi[g][r] == BC;
-      if (masks) { /* logits with the range, then the element masks, then the softmax */
-        for (int j = 0; j < BC; j++)
-          for (int r = 0; r < QT; r++)
-            sg[j * QT + r] = j >= lo[g][r] && j < hi[g][r] ? rs->scale * sg[j * QT + r] : -INFINITY;
-        attn_bf16_elem_masks(d, b, h, i, R, j0, nk, sg, QT);
-        moved = ops->softmax(sg, 1.0f, NULL, NULL, m + g * QT, l + g * QT, alpha, p);
-      } else {
-        moved = ops->softmax(sg, rs->scale, full ? NULL : lo[g], full ? NULL : hi[g], m + g * QT,
-                             l + g * QT, alpha, p);
-      }
-      ops->accum(ot + g * dvt * 256, (int)dvt, moved ? alpha : NULL, vth + kb * dvt * 16 * BC, p);
-    }
+    pend = 1;
+    pend_g = g;
+    pend_kb = c->kb;
+    par ^= 1;
+    have = have_next;
   }
+  if (pend)
+    ops->accum(ot + pend_g * dvt * 256, (int)dvt, moved[par ^ 1] ? alpha[par ^ 1] : NULL,
+               vth + pend_kb * dvt * 16 * BC, p + (par ^ 1) * BC * QT);
   float *oh = x->out + b * rs->o[0] + h * rs->o[1];
   float *lh = x->lse + (b * d->Hq + h) * d->Lq;
   for (int r = 0; r < nq; r++) {
@@ -286,7 +342,7 @@ attn_status attn_sdpa_forward_bf16_path(attn_lowp_path path, const attn_sdpa_des
   /* packed k rows and vᵀ blocks: B*Hkv*nkb*64*(Dp + dvt*16) bf16 (fits: Lk*D was validated) */
   const int64_t kp_n = B * Hkv * nkb * BC * Dp, vt_n = B * Hkv * nkb * dvt * 16 * BC;
   uint16_t *kp = attn_bf16_alloc((kp_n + vt_n) * (int64_t)sizeof(uint16_t), "packed k, v");
-  int64_t per = NG * dc * 512 * 2 + (NG * dvt * 256 + 2 * BQ + 2 * BC * QT) * 4 + BC * QT * 2;
+  int64_t per = NG * dc * 512 * 2 + (NG * dvt * 256 + 2 * BQ + 2 * BC * QT) * 4 + 2 * BC * QT * 2;
   per = (per + 63) & ~(int64_t)63;
   char *ws = kp ? attn_bf16_alloc(per * nt, "forward workspace") : NULL;
   if (!ws) {

@@ -91,21 +91,73 @@ AVX_INLINE __m512i pair_bf16(__m512 e, __m512 o) {
   return _mm512_permutexvar_epi16(idx, (__m512i)_mm512_cvtne2ps_pbh(o, e));
 }
 
-/* x = t - m of key row j: scale * s - m where allowed (ranged), else -inf */
-AVX_INLINE __m512 shifted(const float *st, int j, __m512 vs, __m512 mn, int ranged, __m512i vlo,
-                          __m512i vhi) {
-  __m512 x = _mm512_fmsub_ps(_mm512_loadu_ps(st + j * QT), vs, mn);
+/* 2^x where x >= PMIN_LOG * log2(e), else 0 (also for -inf and NaN, whose
+ * reduction gives NaN): x = n + r, |r| <= 1/2 exactly; 2^r by a degree-5
+ * polynomial (relative error 2e-7 evaluated in f32, fitted for relative
+ * error on [-1/2, 1/2]); 2^n with vscalefps under the mask. x <= 12 here
+ * (TAU in base 2), so no clamp is needed. */
+AVX_INLINE __m512 exp2_or_zero(__m512 x) {
+  __mmask16 ok =
+      _mm512_cmp_ps_mask(x, _mm512_set1_ps(ATTN_BF16_PMIN_LOG * 1.44269504088896341f), _CMP_GE_OQ);
+  __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_sub_ps(x, n);
+  __m512 y = _mm512_set1_ps(0.001330882078036666f);
+  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(0.00967151764780283f));
+  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(0.05550582334399223f));
+  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(0.24022242426872253f));
+  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(0.6931470632553101f));
+  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.0f));
+  return _mm512_maskz_scalef_ps(ok, y, n);
+}
+
+/* (t - m) log2(e) of key row j: s * c - m2 with c = scale log2(e), m2 = m
+ * log2(e), where allowed (ranged), else -inf */
+AVX_INLINE __m512 shifted2(const float *st, int j, __m512 vc, __m512 m2, int ranged, __m512i vlo,
+                           __m512i vhi) {
+  __m512 x = _mm512_fmsub_ps(_mm512_loadu_ps(st + j * QT), vc, m2);
   if (!ranged) return x;
   return _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), in_range(j, vlo, vhi), x);
 }
 
+/* p of the block into the p tiles, the sums of its even and odd rows, and
+ * (track) the largest exponent. */
+AVX_INLINE void exp_pass(const float *st, __m512 vc, __m512 m2, int ranged, __m512i vlo,
+                         __m512i vhi, uint16_t *p, __m512 *sum, __m512 *xmax, const int track) {
+  __m512 se = _mm512_setzero_ps(), so = se, xm = _mm512_set1_ps(-INFINITY);
+  for (int j = 0; j < BC; j += 2) {
+    __m512 xe = shifted2(st, j, vc, m2, ranged, vlo, vhi);
+    __m512 xo = shifted2(st, j + 1, vc, m2, ranged, vlo, vhi);
+    if (track) xm = _mm512_max_ps(xm, _mm512_max_ps(xe, xo));
+    __m512 pe = exp2_or_zero(xe), po = exp2_or_zero(xo);
+    se = _mm512_add_ps(se, pe);
+    so = _mm512_add_ps(so, po);
+    _mm512_storeu_si512(p + (j >> 5) * 512 + ((j & 31) >> 1) * 32, pair_bf16(pe, po));
+  }
+  *sum = _mm512_add_ps(se, so);
+  *xmax = xm;
+}
+
 AVX_INLINE int softmax_body(const float *st, float scale, const int *lo, const int *hi, float *m,
                             float *l, float *alpha, uint16_t *p, const int ranged) {
-  const __m512 vs = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(-INFINITY);
+  const float log2e = 1.44269504088896341f;
+  const __m512 vs = _mm512_set1_ps(scale), vc = _mm512_set1_ps(scale * log2e);
+  const __m512 ninf = _mm512_set1_ps(-INFINITY), vlog2e = _mm512_set1_ps(log2e);
   __m512i vlo = _mm512_setzero_si512(), vhi = _mm512_setzero_si512();
   if (ranged) {
     vlo = _mm512_loadu_si512(lo);
     vhi = _mm512_loadu_si512(hi);
+  }
+  __m512 mo = _mm512_loadu_ps(m), sum, xmax;
+  /* Every lane has a max already: one pass against it, which stands when
+   * no exponent exceeds TAU (m stays, alpha = 1: what the two passes below
+   * would give, bit for bit); else the two passes. */
+  if (!_mm512_cmp_ps_mask(mo, ninf, _CMP_EQ_OQ)) {
+    exp_pass(st, vc, _mm512_mul_ps(mo, vlog2e), ranged, vlo, vhi, p, &sum, &xmax, 1);
+    if (!_mm512_cmp_ps_mask(xmax, _mm512_set1_ps(ATTN_BF16_TAU * log2e), _CMP_GT_OQ)) {
+      _mm512_storeu_ps(alpha, _mm512_set1_ps(1.0f));
+      _mm512_storeu_ps(l, _mm512_add_ps(_mm512_loadu_ps(l), sum));
+      return 0;
+    }
   }
   /* the block max of the raw scores, scaled after (scale > 0), or of the logits */
   __m512 mb0 = ninf, mb1 = ninf, mb;
@@ -128,24 +180,16 @@ AVX_INLINE int softmax_body(const float *st, float scale, const int *lo, const i
     }
     mb = _mm512_max_ps(mb0, mb1);
   }
-  __m512 mo = _mm512_loadu_ps(m);
   __mmask16 up =
       _mm512_cmp_ps_mask(mb, _mm512_add_ps(mo, _mm512_set1_ps(ATTN_BF16_TAU)), _CMP_GT_OQ);
   __m512 mn = _mm512_mask_mov_ps(mo, up, mb);
   __mmask16 moved = _mm512_cmp_ps_mask(mn, mo, _CMP_NEQ_UQ);
   __m512 a =
       _mm512_mask_mov_ps(_mm512_set1_ps(1.0f), moved, attn_vexp16_avx512(_mm512_sub_ps(mo, mn)));
-  __m512 se = _mm512_setzero_ps(), so = _mm512_setzero_ps();
-  for (int j = 0; j < BC; j += 2) {
-    __m512 pe = exp_or_zero(shifted(st, j, vs, mn, ranged, vlo, vhi));
-    __m512 po = exp_or_zero(shifted(st, j + 1, vs, mn, ranged, vlo, vhi));
-    se = _mm512_add_ps(se, pe);
-    so = _mm512_add_ps(so, po);
-    _mm512_storeu_si512(p + (j >> 5) * 512 + ((j & 31) >> 1) * 32, pair_bf16(pe, po));
-  }
+  exp_pass(st, vc, _mm512_mul_ps(mn, vlog2e), ranged, vlo, vhi, p, &sum, &xmax, 0);
   _mm512_storeu_ps(alpha, a);
   _mm512_storeu_ps(m, mn);
-  _mm512_storeu_ps(l, _mm512_fmadd_ps(a, _mm512_loadu_ps(l), _mm512_add_ps(se, so)));
+  _mm512_storeu_ps(l, _mm512_fmadd_ps(a, _mm512_loadu_ps(l), sum));
   return moved != 0;
 }
 
