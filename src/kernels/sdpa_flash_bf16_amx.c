@@ -4,13 +4,18 @@
  * scores: sᵀ [64 keys, 16 queries] in four accumulator tiles (0..3), per 32
  *   depth steps one Q tile (4) and four K tiles (5, 6 alternating): 4
  *   TDPBF16PS per chunk.
- * softmax: one zmm per key row (16 query lanes): a max pass, then p =
- *   e^(t - m) (vexp_avx512.h), two running sums, and each pair of key rows
- *   rounded to bf16 and interleaved (VCVTNE2PS2BF16 + VPERMW) into the VNNI
- *   rows of the p tiles.
+ * softmax: one zmm per key row (16 query lanes). When every lane has a
+ *   running max, one pass against it (p = 2^((t - m) log2 e), exp2_or_zero),
+ *   kept unless some exponent exceeds TAU; else a max pass and the exp pass
+ *   against the moved max. Two running sums; each pair of key rows rounded
+ *   to bf16 and interleaved (VCVTNE2PS2BF16 + VPERMW) into the VNNI rows of
+ *   the p tiles.
  * accum: oᵀ [Dv, 16] rescaled by alpha with AVX-512 only when some alpha
  *   != 1, then four oᵀ tiles at a time loaded as accumulators (0..3), += vᵀ
- *   tiles (4, 5) times the two p tiles (6, 7). */
+ *   tiles (4, 5) times the two p tiles (6, 7).
+ * Backward: probs_grad recomputes p from lse the same way and writes p, ds
+ *   as bf16 rows of A tiles and ds as B tiles; accum_t adds A·B over query
+ *   chunks into accumulator tiles loaded from and stored to memory. */
 #include "kernels/sdpa_flash_bf16.h"
 
 #if defined(__x86_64__)
@@ -56,26 +61,6 @@ AMX_TARGET static void scores_amx(const uint16_t *k, int64_t ldk, int dc, const 
   _tile_stored(1, st + 256, 64);
   _tile_stored(2, st + 512, 64);
   _tile_stored(3, st + 768, 64);
-}
-
-/* e^x where x >= PMIN_LOG, else 0: attn_vexp16_avx512's reduction and
- * polynomial (the same values) without its clamps, which are not needed
- * here: x <= TAU always, and lanes below PMIN_LOG (also -inf and NaN, whose
- * reduction gives NaN) are zeroed by the final masked scale. */
-AVX_INLINE __m512 exp_or_zero(__m512 x) {
-  __mmask16 ok = _mm512_cmp_ps_mask(x, _mm512_set1_ps(ATTN_BF16_PMIN_LOG), _CMP_GE_OQ);
-  __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 y = _mm512_set1_ps(0.0013841403415426612f);
-  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(0.008374841883778572f));
-  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(0.04166814312338829f));
-  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(0.16666419804096222f));
-  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(0.49999991059303284f));
-  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.0f));
-  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.0f));
-  return _mm512_maskz_scalef_ps(ok, y, n);
 }
 
 /* Lanes of key row j inside [lo, hi). */
@@ -253,9 +238,10 @@ AMX_TARGET static void accum_amx(float *ot, int dvt, const float *alpha, const u
 AVX_INLINE void probs_grad_row(const float *st, const float *dpt, int j, __m512 vs, __m512 vlse,
                                __m512 vdi, __m512 vg, int ranged, __m512i vlo, __m512i vhi,
                                uint16_t *pt, uint16_t *dst, int64_t ldt, __m512 *ds) {
+  /* vs, vlse: scale and lse times log2(e); x <= 127 keeps 2^x finite */
   __m512 x = _mm512_fmsub_ps(_mm512_loadu_ps(st + j * QT), vs, vlse);
   if (ranged) x = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), in_range(j, vlo, vhi), x);
-  __m512 p = exp_or_zero(_mm512_min_ps(x, _mm512_set1_ps(88.0f)));
+  __m512 p = exp2_or_zero(_mm512_min_ps(x, _mm512_set1_ps(127.0f)));
   *ds = _mm512_mul_ps(_mm512_mul_ps(p, _mm512_sub_ps(_mm512_loadu_ps(dpt + j * QT), vdi)), vg);
   _mm256_storeu_si256((__m256i *)(void *)(pt + j * ldt), (__m256i)_mm512_cvtneps_pbh(p));
   _mm256_storeu_si256((__m256i *)(void *)(dst + j * ldt), (__m256i)_mm512_cvtneps_pbh(*ds));
@@ -265,11 +251,13 @@ AVX_INLINE void probs_grad_body(const float *st, const float *dpt, float scale, 
                                 const int *hi, const float *lse, const float *di, float dscale,
                                 uint16_t *pt, uint16_t *dst, int64_t ldt, uint16_t *dsv,
                                 const int ranged) {
-  const __m512 vs = _mm512_set1_ps(scale), vg = _mm512_set1_ps(dscale);
+  const float log2e = 1.44269504088896341f;
+  const __m512 vs = _mm512_set1_ps(scale * log2e), vg = _mm512_set1_ps(dscale);
   __m512 vlse = _mm512_loadu_ps(lse), vdi = _mm512_loadu_ps(di);
   /* lse = -inf (no allowed key): +inf makes every x -inf, p = 0 */
   vlse = _mm512_mask_mov_ps(vlse, _mm512_cmp_ps_mask(vlse, _mm512_set1_ps(-INFINITY), _CMP_EQ_OQ),
                             _mm512_set1_ps(INFINITY));
+  vlse = _mm512_mul_ps(vlse, _mm512_set1_ps(log2e));
   __m512i vlo = _mm512_setzero_si512(), vhi = _mm512_setzero_si512();
   if (ranged) {
     vlo = _mm512_loadu_si512(lo);

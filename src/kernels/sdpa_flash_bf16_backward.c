@@ -8,13 +8,14 @@
  * queries (for dv += pᵀ·dout and dk += dsᵀ·q); D_i = rowsum(dout ∘ out).
  *
  * Work items (b, K/V head g, key chunk c) run in parallel. Chunk c of C owns
- * the key blocks kb = c, c+C, ... (interleaved for causal balance): it alone
+ * the super-blocks of SB key blocks sb = c, c+C, ... (interleaved for causal
+ * balance): it alone
  * writes their dk/dv rows, summing over the query heads of the group in
  * order; its dq contributions go to a transposed partial of its own
  * (dqᵀ [C][B, Hq, Lq/16, D16, 16]), summed in chunk order at the end. C
  * depends only on the shapes, so results are identical for any thread
- * count. Per key block and query block of QB rows that may see it, per 16
- * queries:
+ * count. Per super-block and query block of QB rows that may see it, per 16
+ * queries and each key block of the super-block:
  *   sᵀ = K·Qᵀ, dpᵀ = V·doutᵀ           (ops->scores twice)
  *   p = e^(t - lse), ds = p (dp - D_i) scale (ops->probs_grad; masks first)
  *   dqᵀ += Kᵀ·ds                        (ops->accum)
@@ -34,7 +35,9 @@ static int thread_id(void) { return omp_get_thread_num(); }
 static int thread_id(void) { return 0; }
 #endif
 
-enum { BC = ATTN_BF16_BC, QT = ATTN_BF16_QT, QB = 64, WANT_ITEMS = 8 };
+/* SB key blocks per pass over the queries: the query-side tiles (q, dout,
+ * the dqᵀ partial) are read once per SB blocks, not once per block. */
+enum { BC = ATTN_BF16_BC, QT = ATTN_BF16_QT, QB = 128, SB = 8, WANT_ITEMS = 8 };
 #define PART_BYTES_MAX ((int64_t)32 << 20)
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -65,83 +68,96 @@ static int64_t first_row(const attn_sdpa_desc *d, int64_t b, int64_t j, int want
   return a;
 }
 
-/* ws: st, dpt [64*16] f32, dkb [64][ntk*16], dvb [64][ntv*16] f32 (C-tile
- * blocked), pt, dst [64][QB] bf16, dsv [1024] bf16. */
+/* ws: st, dpt [64*16] f32, dkb [SB][64][ntk*16], dvb [SB][64][ntv*16] f32
+ * (C-tile blocked), pt, dst [SB][64][QB] bf16, dsv [1024] bf16. */
 static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, void *ws) {
   const attn_sdpa_desc *d = x->d;
   const attn_sdpa_resolved *rs = x->rs;
   const attn_flash_bf16_ops *ops = x->ops;
   const int64_t G = rs->group, Lqp = x->Lqp, nq16 = Lqp / QT, nq32 = Lqp / 32;
   const int dc = x->dc, dvc = x->dvc, ntk = x->ntk, ntv = x->ntv;
-  float *st = ws, *dpt = st + BC * QT, *dkb = dpt + BC * QT, *dvb = dkb + BC * ntk * 16;
-  uint16_t *pt = (uint16_t *)(void *)(dvb + BC * ntv * 16), *dst = pt + BC * QB;
-  uint16_t *dsv = dst + BC * QB;
-  int lo[QT], hi[QT];
-  const int64_t bg = b * d->Hkv + g;
+  float *st = ws, *dpt = st + BC * QT, *dkb = dpt + BC * QT, *dvb = dkb + SB * BC * ntk * 16;
+  uint16_t *pt = (uint16_t *)(void *)(dvb + SB * BC * ntv * 16), *dst = pt + SB * BC * QB;
+  uint16_t *dsv = dst + SB * BC * QB;
+  int lo[QT], hi[QT], act[SB];
+  const int64_t bg = b * d->Hkv + g, nsb = ceil_div(x->nkb, SB);
   for (int64_t h = g * G; h < (g + 1) * G; h++) /* this chunk's dqᵀ partial of the group's heads */
     memset(x->dqt + ((c * d->B + b) * d->Hq + h) * nq16 * ntk * 256, 0,
            (size_t)(nq16 * ntk * 256) * sizeof(float));
   const int masks = d->bool_mask || d->add_mask;
-  for (int64_t kb = c; kb < x->nkb; kb += x->C) {
-    const int64_t j0 = kb * BC;
-    const int nk = (int)(d->Lk - j0 < BC ? d->Lk - j0 : BC);
-    memset(dkb, 0, (size_t)(BC * ntk * 16) * sizeof(float));
-    memset(dvb, 0, (size_t)(BC * ntv * 16) * sizeof(float));
-    const int64_t iq0 = first_row(d, b, j0, 1), iq1 = first_row(d, b, j0 + nk, 0);
-    const uint16_t *kpb = x->kp + (bg * x->nkb + kb) * BC * (32 * dc);
-    const uint16_t *vrb = x->vr + (bg * x->nkb + kb) * BC * (32 * dvc);
-    const uint16_t *ktb = x->kt + (bg * x->nkb + kb) * ntk * 16 * BC;
+  for (int64_t sb = c; sb < nsb; sb += x->C) { /* super-blocks of SB key blocks */
+    const int64_t kb0 = sb * SB, nb = x->nkb - kb0 < SB ? x->nkb - kb0 : SB;
+    const int64_t j0s = kb0 * BC, j1s = d->Lk < j0s + nb * BC ? d->Lk : j0s + nb * BC;
+    memset(dkb, 0, (size_t)(nb * BC * ntk * 16) * sizeof(float));
+    memset(dvb, 0, (size_t)(nb * BC * ntv * 16) * sizeof(float));
+    const int64_t iq0 = first_row(d, b, j0s, 1), iq1 = first_row(d, b, j1s, 0);
     for (int64_t h = g * G; iq0 < iq1 && h < (g + 1) * G; h++) {
       const int64_t bh = b * d->Hq + h;
       const float *lseh = x->lse + bh * d->Lq, *dih = x->di + bh * d->Lq;
       float *dqh = x->dqt + (c * d->B * d->Hq + bh) * nq16 * ntk * 256;
       for (int64_t qa = iq0 & ~(int64_t)(QB - 1); qa < iq1; qa += QB) {
-        int any = 0;
+        float ls[QB / QT][QT], ds_i[QB / QT][QT];
+        int R[QB / QT];
         for (int t = 0; t < QB / QT; t++) {
           const int64_t i = qa + t * QT;
-          const int R = i < d->Lq ? (d->Lq - i < QT ? (int)(d->Lq - i) : QT) : 0;
-          if (!R || !attn_bf16_tile_bounds(d, b, i, R, j0, nk, lo, hi)) {
-            for (int j = 0; j < BC; j++) {
-              memset(pt + j * QB + t * QT, 0, QT * sizeof(uint16_t));
-              memset(dst + j * QB + t * QT, 0, QT * sizeof(uint16_t));
-            }
-            continue;
-          }
-          any = 1;
-          int full = 1;
-          for (int r = 0; r < QT; r++)
-            full &= lo[r] == 0 && hi[r] == BC;
-          ops->scores(kpb, 32 * dc, dc, x->qp + (bh * nq16 + i / QT) * dc * 512, st);
-          ops->scores(vrb, 32 * dvc, dvc, x->dop + (bh * nq16 + i / QT) * dvc * 512, dpt);
-          float ls[QT], ds_i[QT];
+          R[t] = i < d->Lq ? (d->Lq - i < QT ? (int)(d->Lq - i) : QT) : 0;
           for (int r = 0; r < QT; r++) {
-            ls[r] = r < R ? lseh[i + r] : -INFINITY;
-            ds_i[r] = r < R ? dih[i + r] : 0.0f;
+            ls[t][r] = r < R[t] ? lseh[i + r] : -INFINITY;
+            ds_i[t][r] = r < R[t] ? dih[i + r] : 0.0f;
           }
-          if (masks) {
-            for (int j = 0; j < BC; j++)
-              for (int r = 0; r < QT; r++)
-                st[j * QT + r] = j >= lo[r] && j < hi[r] ? rs->scale * st[j * QT + r] : -INFINITY;
-            attn_bf16_elem_masks(d, b, h, i, R, j0, nk, st, QT);
-            ops->probs_grad(st, dpt, 1.0f, NULL, NULL, ls, ds_i, rs->scale, pt + t * QT,
-                            dst + t * QT, QB, dsv);
-          } else {
-            ops->probs_grad(st, dpt, rs->scale, full ? NULL : lo, full ? NULL : hi, ls, ds_i,
-                            rs->scale, pt + t * QT, dst + t * QT, QB, dsv);
-          }
-          ops->accum(dqh + (i / QT) * ntk * 256, ntk, NULL, ktb, dsv);
         }
-        if (!any) continue;
+        for (int kbi = 0; kbi < nb; kbi++) { /* each key block against the block's query tiles */
+          const int64_t kb = kb0 + kbi, j0 = kb * BC;
+          const int nk = (int)(d->Lk - j0 < BC ? d->Lk - j0 : BC);
+          const uint16_t *kpb = x->kp + (bg * x->nkb + kb) * BC * (32 * dc);
+          const uint16_t *vrb = x->vr + (bg * x->nkb + kb) * BC * (32 * dvc);
+          const uint16_t *ktb = x->kt + (bg * x->nkb + kb) * ntk * 16 * BC;
+          act[kbi] = 0;
+          for (int t = 0; t < QB / QT; t++) {
+            const int64_t i = qa + t * QT;
+            uint16_t *ptb = pt + kbi * BC * QB + t * QT, *dstb = dst + kbi * BC * QB + t * QT;
+            if (!R[t] || !attn_bf16_tile_bounds(d, b, i, R[t], j0, nk, lo, hi)) {
+              for (int j = 0; j < BC; j++) {
+                memset(ptb + j * QB, 0, QT * sizeof(uint16_t));
+                memset(dstb + j * QB, 0, QT * sizeof(uint16_t));
+              }
+              continue;
+            }
+            act[kbi] = 1;
+            int full = 1;
+            for (int r = 0; r < QT; r++)
+              full &= lo[r] == 0 && hi[r] == BC;
+            ops->scores(kpb, 32 * dc, dc, x->qp + (bh * nq16 + i / QT) * dc * 512, st);
+            ops->scores(vrb, 32 * dvc, dvc, x->dop + (bh * nq16 + i / QT) * dvc * 512, dpt);
+            if (masks) {
+              for (int j = 0; j < BC; j++)
+                for (int r = 0; r < QT; r++)
+                  st[j * QT + r] = j >= lo[r] && j < hi[r] ? rs->scale * st[j * QT + r] : -INFINITY;
+              attn_bf16_elem_masks(d, b, h, i, R[t], j0, nk, st, QT);
+              ops->probs_grad(st, dpt, 1.0f, NULL, NULL, ls[t], ds_i[t], rs->scale, ptb, dstb, QB,
+                              dsv);
+            } else {
+              ops->probs_grad(st, dpt, rs->scale, full ? NULL : lo, full ? NULL : hi, ls[t],
+                              ds_i[t], rs->scale, ptb, dstb, QB, dsv);
+            }
+            ops->accum(dqh + (i / QT) * ntk * 256, ntk, NULL, ktb, dsv);
+          }
+        }
         const int nqc = QB / 32;
-        ops->accum_t(dvb, ntv, pt, QB, x->dov + (bh * nq32 + qa / 32) * ntv * 512, nqc);
-        ops->accum_t(dkb, ntk, dst, QB, x->qv + (bh * nq32 + qa / 32) * ntk * 512, nqc);
+        for (int kbi = 0; kbi < nb; kbi++) {
+          if (!act[kbi]) continue;
+          ops->accum_t(dvb + kbi * BC * ntv * 16, ntv, pt + kbi * BC * QB, QB,
+                       x->dov + (bh * nq32 + qa / 32) * ntv * 512, nqc);
+          ops->accum_t(dkb + kbi * BC * ntk * 16, ntk, dst + kbi * BC * QB, QB,
+                       x->qv + (bh * nq32 + qa / 32) * ntk * 512, nqc);
+        }
       }
     }
-    /* dk, dv rows of the block from the C-tile blocked accumulators */
+    /* dk, dv rows of the super-block from the C-tile blocked accumulators */
     float *dkh = x->dk + b * rs->k[0] + g * rs->k[1], *dvh = x->dv + b * rs->v[0] + g * rs->v[1];
-    for (int j = 0; j < nk; j++) {
-      const int kt = j / 16, r = j % 16;
-      float *dkr = dkh + (j0 + j) * rs->k[2], *dvr = dvh + (j0 + j) * rs->v[2];
+    for (int64_t j = j0s; j < j1s; j++) {
+      const int64_t jj = j - j0s, kt = jj / 16, r = jj % 16;
+      float *dkr = dkh + j * rs->k[2], *dvr = dvh + j * rs->v[2];
       for (int64_t e = 0; e < d->D; e++)
         dkr[e] = dkb[(kt * ntk + e / 16) * 256 + r * 16 + e % 16];
       for (int64_t e = 0; e < d->Dv; e++)
@@ -180,7 +196,8 @@ attn_status attn_sdpa_backward_bf16_path(attn_lowp_path path, const attn_sdpa_de
   const int64_t Lqp = ceil_div(Lq, QB) * QB, nq16 = Lqp / QT, nq32 = Lqp / 32;
   /* key chunks: enough items for the threads of a big machine, within memory */
   int64_t C = 1, part = B * Hq * Lqp * ntk * 16 * (int64_t)sizeof(float);
-  while (B * Hkv * C < WANT_ITEMS && C < nkb && (C + 1) * part <= PART_BYTES_MAX + part)
+  const int64_t nsb = ceil_div(nkb, SB);
+  while (B * Hkv * C < WANT_ITEMS && C < nsb && (C + 1) * part <= PART_BYTES_MAX + part)
     C++;
   const int64_t items = B * Hkv * C;
   int nt = attn_flash_bf16_threads(2.5 * B * Hq * Lq * d->Lk * (D + Dv), items);
@@ -191,7 +208,8 @@ attn_status attn_sdpa_backward_bf16_path(attn_lowp_path path, const attn_sdpa_de
   const int64_t n_dov = B * Hq * nq32 * ntv * 512, n_doh = B * Hq * Lq * Dv;
   const int64_t n16 = n_kp + n_vr + n_kt + n_qp + n_dop + n_qv + n_dov + n_doh;
   const int64_t n32 = B * Hq * Lq + C * part / (int64_t)sizeof(float);
-  int64_t per = 2 * BC * QT * 4 + BC * (ntk + ntv) * 16 * 4 + 2 * BC * QB * 2 + BC * QT * 2;
+  int64_t per =
+      2 * BC * QT * 4 + SB * BC * (ntk + ntv) * 16 * 4 + 2 * SB * BC * QB * 2 + BC * QT * 2;
   per = (per + 63) & ~(int64_t)63;
   uint16_t *p16 = attn_bf16_alloc(n16 * 2, "backward packed operands");
   float *p32 = p16 ? attn_bf16_alloc(n32 * 4, "backward rowsums and partial dq") : NULL;
