@@ -14,6 +14,7 @@
 
 #include "attn/sdpa_bf16.h"
 #include "harness.h"
+#include "kernels/amx.h"
 
 static int have_amx(void) { return attn_sdpa_bf16_path_available(ATTN_LOWP_AMX); }
 
@@ -426,6 +427,35 @@ static void test_errors(void) {
   free_problem(&p);
 }
 
+/* A refused tile permission: the AMX path is unavailable, AUTO runs the
+ * portable kernels (bit for bit), and asking for AMX is an error. */
+static int refuse(void) { return -1; }
+static void test_amx_refused_falls_back(void) {
+  cfg c = plain(45, 77, 64);
+  c.causal = 1;
+  problem p;
+  make_problem(&c, 1100, &p);
+  float *o0 = zeros(p.no), *o1 = zeros(p.no), *l0 = zeros(p.nl), *l1 = zeros(p.nl);
+  float *g0 = zeros(p.nq), *g1 = zeros(p.nq), *k0 = zeros(p.nk), *k1 = zeros(p.nk);
+  float *v0 = zeros(p.nv), *v1 = zeros(p.nv);
+  CHECK_OK(attn_sdpa_forward_bf16_path(ATTN_LOWP_PORTABLE, &p.d, p.qh, p.kh, p.vh, o0, l0));
+  CHECK_OK(attn_sdpa_backward_bf16_path(ATTN_LOWP_PORTABLE, &p.d, p.qh, p.kh, p.vh, o0, l0, p.dout,
+                                        g0, k0, v0));
+  attn_amx_set_request_hook(refuse);
+  CHECK(!attn_sdpa_bf16_path_available(ATTN_LOWP_AMX));
+  CHECK_ERR(attn_sdpa_forward_bf16_path(ATTN_LOWP_AMX, &p.d, p.qh, p.kh, p.vh, o1, l1),
+            ATTN_EUNSUPPORTED);
+  CHECK_OK(attn_sdpa_forward_bf16(&p.d, p.qh, p.kh, p.vh, o1, l1));
+  CHECK_OK(attn_sdpa_backward_bf16(&p.d, p.qh, p.kh, p.vh, o0, l0, p.dout, g1, k1, v1));
+  attn_amx_set_request_hook(NULL);
+  CHECK(!memcmp(o0, o1, p.no * sizeof(float)) && !memcmp(l0, l1, p.nl * sizeof(float)));
+  CHECK(!memcmp(g0, g1, p.nq * sizeof(float)) && !memcmp(k0, k1, p.nk * sizeof(float)) &&
+        !memcmp(v0, v1, p.nv * sizeof(float)));
+  free(o0), free(o1), free(l0), free(l1), free(g0), free(g1), free(k0), free(k1), free(v0),
+      free(v1);
+  free_problem(&p);
+}
+
 int main(void) {
   printf("# bf16 flash: AMX path %s\n", have_amx() ? "available" : "not available (portable only)");
   backward_on = 1;
@@ -442,5 +472,6 @@ int main(void) {
   RUN(test_no_keys_no_queries);
   RUN(test_threads_bit_identical);
   RUN(test_errors);
+  RUN(test_amx_refused_falls_back);
   HARNESS_END();
 }
