@@ -16,8 +16,9 @@
  * sees every key of a full block (no masks, no Shaw values), the item's
  * whole row groups go through it in one call (scores, softmax and p·v in
  * registers, pipelined across groups, the same numbers as the steps above);
- * for it, a v whose rows are not 64-byte aligned is copied once per call
- * (else every 64-byte load of v splits a cache line).
+ * for it, a block of v whose rows are not 64-byte aligned is copied to an
+ * aligned per-thread block first (else every 64-byte load of v splits two
+ * cache lines).
  * Variants (sdpa_flash_positions.c): a tile whose blocks are all off in the
  * block-sparse layout is skipped like a causal one (partly-on tiles are
  * masked per element); ALiBi + T5 add a slice of a per-call bias table by
@@ -143,6 +144,8 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
   const int64_t D = d->D, Dv = d->Dv, nkb = ceil_div(d->Lk, BC), kvh = h / rs->group;
   float *o = ws, *m = o + (int64_t)BQ * Dv, *l = m + BQ, *s = l + BQ, *xr = s + 2 * MR * BC;
   float *pe = xr + MR * QW; /* [BQ, 2]: p summed at Shaw rows 0 and 2M-2 */
+  float *vc = pe + 2 * BQ;  /* [BC, Dvp]: a block of v, 64-byte aligned rows */
+  const int64_t Dvp = (Dv + 15) & ~(int64_t)15;
   float alpha[MR];
   int lo[MR], hi[MR], all_lo[MR], all_hi[MR];
   for (int r = 0; r < MR; r++)
@@ -172,9 +175,19 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
     if (fused && nk == BC && !d->block_mask && lo1 <= j0 && hi0 >= j0 + BC) {
       /* every row of the item sees every key of the block: its whole tiles
        * in one call (the next block's kᵀ and v fetched into L2 meanwhile) */
-      int G = nq / MR, pf = kb + 1 < kb1 && d->Lk - j0 >= 2 * BC;
-      ops->tile_forward(G, D, Dv, qh + i0 * rs->q[2], rs->q[2], ktb, vb, rs->v[2], rs->scale, s, o,
-                        Dv, m, l, pf);
+      int G = nq / MR, next = kb + 1 < kb1 && d->Lk - j0 >= 2 * BC;
+      const float *vt = vb;
+      int64_t ldv = rs->v[2];
+      if (((uintptr_t)vb | (uintptr_t)(ldv * sizeof(float))) % 64 && G > 1) {
+        /* rows of v off 64-byte lines: each 64-byte load would split two
+         * lines; the block is copied to aligned rows (in L1 after) */
+        for (int j = 0; j < BC; j++)
+          memcpy(vc + j * Dvp, vb + j * ldv, (size_t)Dv * sizeof(float));
+        vt = vc, ldv = Dvp;
+      }
+      ops->tile_forward(G, D, Dv, qh + i0 * rs->q[2], rs->q[2], ktb, vt, ldv, rs->scale, s, o, Dv,
+                        m, l, next ? ktb + D * BC : NULL, next ? vb + BC * rs->v[2] : NULL,
+                        rs->v[2]);
       r0 = G * MR;
     }
     for (; r0 < nq; r0 += MR) {
@@ -185,7 +198,7 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
       const float *qi = qh + i * rs->q[2];
       if (fused && R == MR && nk == BC && blk == 1 && whole_tile(lo, hi)) {
         ops->tile_forward(1, D, Dv, qi, rs->q[2], ktb, vb, rs->v[2], rs->scale, s, o + r0 * Dv, Dv,
-                          m + r0, l + r0, 0);
+                          m + r0, l + r0, NULL, NULL, 0);
         continue;
       }
       ops->gemm(R, BC, D, qi, rs->q[2], 1, ktb, BC, s, BC, NULL, 0);
@@ -267,20 +280,8 @@ attn_status attn_sdpa_forward_flash_ops(const attn_flash_ops *ops, const attn_sd
     return st;
   }
   float *kt = attn_flash_alloc(kt_n, 1, "packed k");
-  int64_t per = (int64_t)BQ * Dv + 4 * BQ + 2 * MR * BC + MR * QW;
+  int64_t per = (int64_t)BQ * Dv + 4 * BQ + 2 * MR * BC + MR * QW + BC * ((Dv + 15) & ~15);
   float *ws = kt ? attn_flash_alloc(per, nt, "forward") : NULL;
-  /* v rows that are not 64-byte aligned cost the whole-tile kernel a cache
-   * line split on every load of v: such a v is copied, rows Dvp apart, when
-   * enough query rows (>= 64 per K/V head) read each row of it. */
-  attn_sdpa_resolved rf = rs;
-  const int64_t Dvp = (Dv + 15) & ~(int64_t)15;
-  float *vp = NULL;
-  if (ws && ops->tile_forward && d->Lq * rs.group >= 64 &&
-      ((uintptr_t)v % 64 || rs.v[0] % 16 || rs.v[1] % 16 || rs.v[2] % 16)) {
-    vp = attn_flash_alloc(B * Hkv * d->Lk * Dvp, 1, "aligned v");
-    rf.v[0] = Hkv * d->Lk * Dvp, rf.v[1] = d->Lk * Dvp, rf.v[2] = Dvp;
-    if (!vp) free(ws), ws = NULL;
-  }
   if (!ws) {
     free(kt);
     attn_flash_pos_free(&pos);
@@ -296,21 +297,17 @@ attn_status attn_sdpa_forward_flash_ops(const attn_flash_ops *ops, const attn_sd
       int64_t bh = t / nkb, kb = t % nkb, b = bh / Hkv, g = bh % Hkv, j0 = kb * BC;
       int64_t n = d->Lk - j0 < BC ? d->Lk - j0 : BC;
       ops->pack_t(n, D, k + b * rs.k[0] + g * rs.k[1] + j0 * rs.k[2], rs.k[2], kt + t * D * BC);
-      for (int64_t j = j0; vp && j < j0 + n; j++)
-        memcpy(vp + b * rf.v[0] + g * rf.v[1] + j * Dvp, v + b * rs.v[0] + g * rs.v[1] + j * rs.v[2],
-               (size_t)Dv * sizeof(float));
     }
-    /* (the loop's barrier: all of kᵀ (and v) is packed) */
+    /* (the loop's barrier: all of kᵀ is packed) */
 #pragma omp for schedule(dynamic, 1)
     for (int64_t t = 0; t < items; t++) {
       int64_t bh = t / nqb, qb = nqb - 1 - t % nqb; /* later query blocks first (causal) */
       int64_t i0 = qb * BQ;
       int nq = (int)(d->Lq - i0 < BQ ? d->Lq - i0 : BQ);
-      forward_item(ops, d, &rf, &pos, bh / Hq, bh % Hq, i0, nq, q, kt, vp ? vp : v, out, lse,
+      forward_item(ops, d, &rs, &pos, bh / Hq, bh % Hq, i0, nq, q, kt, v, out, lse,
                    ws + thread_id() * per);
     }
   }
-  free(vp);
   free(ws);
   free(kt);
   attn_flash_pos_free(&pos);

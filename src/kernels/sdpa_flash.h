@@ -63,12 +63,12 @@ typedef struct {
    * for bit, as per group gemm (s = q·kt, K = D) + softmax_update (lo 0, hi
    * BC) + gemm (o = alpha o + s·v, Dv in NC-column slices). q [G MR, D] rows
    * ldq apart, kt [D, BC], v [BC, Dv] rows ldv apart, o [G MR, Dv] rows ldo
-   * apart, m, l [G MR]; s [2, MR, BC] scratch. pf: the next key block
-   * (kt + D BC, v + BC ldv, both whole) is only fetched towards the caches
-   * along the way (never read as data). */
+   * apart, m, l [G MR]; s [2, MR, BC] scratch. ktn [D, BC] and vn [BC, Dv]
+   * (rows ldvn apart): the next key block, only fetched towards the caches
+   * along the way, never read as data (NULL: none). */
   void (*tile_forward)(int G, int64_t D, int64_t Dv, const float *q, int64_t ldq, const float *kt,
                        const float *v, int64_t ldv, float scale, float *s, float *o, int64_t ldo,
-                       float *m, float *l, int pf);
+                       float *m, float *l, const float *ktn, const float *vn, int64_t ldvn);
 } attn_flash_ops;
 
 const attn_flash_ops *attn_flash_ops_generic(void);

@@ -367,22 +367,23 @@ AVX512_INLINE void tile_values(int64_t Dv, const float *s, const float *alpha, c
 
 /* G row groups, software-pipelined: the scores and softmax of group g are
  * issued before the p·v of group g - 1 (two p buffers), so the softmax's
- * dependency chain overlaps independent FMA work. With pf, the lines of
- * the next key block (kt + D BC, v + BC ldv) go to L2 along the way. */
+ * dependency chain overlaps independent FMA work. The lines of the next key
+ * block (ktn, vn) go to L2 a few per group. */
 AVX512_TARGET static void tile_forward_avx512(int G, int64_t D, int64_t Dv, const float *q,
                                               int64_t ldq, const float *kt, const float *v,
                                               int64_t ldv, float scale, float *s, float *o,
-                                              int64_t ldo, float *m, float *l, int pf) {
+                                              int64_t ldo, float *m, float *l, const float *ktn,
+                                              const float *vn, int64_t ldvn) {
   float alpha[2][MR];
-  const int64_t klines = pf ? D * BC / 16 : 0, vlpr = (Dv + 15) / 16, vrows = pf ? BC : 0;
+  const int64_t klines = ktn ? D * BC / 16 : 0, vlpr = (Dv + 15) / 16, vrows = vn ? BC : 0;
   const int64_t step = G > 0 ? (klines + vrows * vlpr + G - 1) / G : 0;
   int64_t kn = 0, vr = 0, vc = 0;
   for (int g = 0; g <= G; g++) {
     int64_t n = step;
     for (; n > 0 && kn < klines; n--, kn++)
-      _mm_prefetch((const char *)(kt + D * BC + 16 * kn), _MM_HINT_T1);
+      _mm_prefetch((const char *)(ktn + 16 * kn), _MM_HINT_T1);
     for (; n > 0 && vr < vrows; n--) {
-      _mm_prefetch((const char *)(v + (BC + vr) * ldv + 16 * vc), _MM_HINT_T1);
+      _mm_prefetch((const char *)(vn + vr * ldvn + 16 * vc), _MM_HINT_T1);
       if (++vc == vlpr) vc = 0, vr++;
     }
     if (g < G)
