@@ -12,47 +12,52 @@
 
 enum { PAR_MIN = 1 << 15 };
 
-void nn_bf16_epi_row_generic(const nn_bf16_row *r, int64_t n) {
-  for (int64_t c = 0; c < n; c++) {
-    float v = r->t[c];
-    if (r->bias) v += r->bias[c];
-    if (r->relu) v = v > 0.0f ? v : 0.0f;
-    if (r->mask && !(r->mask[c] & 0x7fffu)) v = 0.0f;
-    if (r->C) r->C[c] = r->add ? r->C[c] + v : v;
-    if (r->H) r->H[c] = attn_f32_to_bf16(v);
-    if (r->sum) r->sum[c] += v;
-  }
+void nn_bf16_epi_piece_generic(const nn_bf16_piece *p, int64_t rows, int64_t n) {
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t c = 0; c < n; c++) {
+      float v = p->t[r * p->ldt + c];
+      if (p->bias) v += p->bias[c];
+      if (p->relu) v = v > 0.0f ? v : 0.0f;
+      if (p->mask && !(p->mask[r * p->ldm + c] & 0x7fffu)) v = 0.0f;
+      if (p->C) {
+        float *o = p->C + r * p->ldc + c;
+        *o = p->add ? *o + v : v;
+      }
+      if (p->H) p->H[r * p->ldh + c] = attn_f32_to_bf16(v);
+      if (p->sum) p->sum[c] += v;
+    }
 }
 
 static void epi(const attn_lowp_epi *base, const void *tv, int ldt, int64_t i0, int64_t j0,
                 int64_t rows, int64_t cols, int first) {
   const nn_bf16_epi *e = base->ctx;
   const float *t = tv;
-  void (*row)(const nn_bf16_row *, int64_t) = nn_bf16_epi_row_generic;
+  void (*piece)(const nn_bf16_piece *, int64_t, int64_t) = nn_bf16_epi_piece_generic;
 #if defined(__x86_64__)
-  if (attn_cpu()->avx512bw) row = nn_bf16_epi_row_avx512;
+  if (attn_cpu()->avx512bw) piece = nn_bf16_epi_piece_avx512;
 #endif
   float *colsum = NULL;
   if (e->colpart) {
     colsum = e->colpart + (i0 / e->mr) * e->N + j0;
     memset(colsum, 0, sizeof(float) * (size_t)cols);
   }
-  for (int64_t r = 0; r < rows; r++) {
-    int64_t i = i0 + r;
-    for (int64_t c0 = 0; c0 < cols;) { /* pieces inside one output segment */
-      int64_t j = j0 + c0, seg = j / e->seg, jc = j % e->seg;
-      int64_t n = cols - c0 < e->seg - jc ? cols - c0 : e->seg - jc;
-      nn_bf16_row w = {t + r * ldt + c0,
-                       first && e->bias ? e->bias + j : NULL,
-                       e->relu,
-                       e->mask ? e->mask + i * e->ldm + j : NULL,
-                       e->C[seg] ? e->C[seg] + i * e->ldc + jc : NULL,
-                       !first || e->beta != 0.0f,
-                       e->H ? e->H + i * e->ldh + j : NULL,
-                       colsum ? colsum + c0 : NULL};
-      row(&w, n);
-      c0 += n;
-    }
+  for (int64_t c0 = 0; c0 < cols;) { /* pieces inside one output segment */
+    int64_t j = j0 + c0, seg = j / e->seg, jc = j % e->seg;
+    int64_t n = cols - c0 < e->seg - jc ? cols - c0 : e->seg - jc;
+    nn_bf16_piece w = {.t = t + c0,
+                       .ldt = ldt,
+                       .bias = first && e->bias ? e->bias + j : NULL,
+                       .relu = e->relu,
+                       .mask = e->mask ? e->mask + i0 * e->ldm + j : NULL,
+                       .ldm = e->ldm,
+                       .C = e->C[seg] ? e->C[seg] + i0 * e->ldc + jc : NULL,
+                       .ldc = e->ldc,
+                       .add = !first || e->beta != 0.0f,
+                       .H = e->H ? e->H + i0 * e->ldh + j : NULL,
+                       .ldh = e->ldh,
+                       .sum = colsum ? colsum + c0 : NULL};
+    piece(&w, rows, n);
+    c0 += n;
   }
 }
 
@@ -84,18 +89,38 @@ attn_status nn_bf16_gemm(int transa, int transb, int64_t M, int64_t N, int64_t K
   return attn_lowp_gemm_run(kr, &sa, &sb, M, N, K, &e->base, single);
 }
 
+void nn_bf16_convert_rows_generic(const float *x, int64_t ldx, uint16_t *y, int64_t ldy,
+                                  int64_t rows, int64_t cols, float *sum) {
+  for (int64_t r = 0; r < rows; r++) {
+    attn_f32_to_bf16_n(x + r * ldx, y + r * ldy, cols);
+    if (sum)
+      for (int64_t c = 0; c < cols; c++) sum[c] += x[r * ldx + c];
+  }
+}
+
+enum { SUM_ROWS = 64 }; /* rows per partial column sum */
+
 void nn_bf16_convert(const float *x, int64_t ldx, uint16_t *y, int64_t ldy, int64_t rows,
-                     int64_t cols) {
-  int nt = rows * cols >= PAR_MIN ? attn_get_num_threads() : 1;
+                     int64_t cols, float *db) {
+  void (*conv)(const float *, int64_t, uint16_t *, int64_t, int64_t, int64_t, float *) =
+      nn_bf16_convert_rows_generic;
 #if defined(__x86_64__)
-  if (attn_cpu()->avx512bw) {
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (int64_t r = 0; r < rows; r++) attn_lowp_f32_to_bf16_avx512(x + r * ldx, y + r * ldy, cols);
+  if (attn_cpu()->avx512bw) conv = nn_bf16_convert_rows_avx512;
+#endif
+  int64_t nb = (rows + SUM_ROWS - 1) / SUM_ROWS;
+  float *part = db ? calloc((size_t)(nb * cols), sizeof(float)) : NULL;
+  if (db && !part) { /* no memory for the partial sums: one block, in order */
+    conv(x, ldx, y, ldy, rows, cols, db);
     return;
   }
-#endif
+  int nt = rows * cols >= PAR_MIN ? attn_get_num_threads() : 1;
 #pragma omp parallel for num_threads(nt) schedule(static)
-  for (int64_t r = 0; r < rows; r++) attn_f32_to_bf16_n(x + r * ldx, y + r * ldy, cols);
+  for (int64_t b = 0; b < nb; b++) {
+    int64_t r0 = b * SUM_ROWS, n = rows - r0 < SUM_ROWS ? rows - r0 : SUM_ROWS;
+    conv(x + r0 * ldx, ldx, y + r0 * ldy, ldy, n, cols, part ? part + b * cols : NULL);
+  }
+  if (part) nn_colpart_add(part, nb, cols, db);
+  free(part);
 }
 
 uint16_t *nn_bf16_copy(const float *W, int64_t n) {
@@ -104,30 +129,8 @@ uint16_t *nn_bf16_copy(const float *W, int64_t n) {
     attn_set_error(ATTN_ENOMEM, "bf16 linear: cannot allocate %lld bf16 weights", (long long)n);
     return NULL;
   }
-  nn_bf16_convert(W, n, h, n, 1, n);
+  nn_bf16_convert(W, n, h, n, 1, n, NULL);
   return h;
-}
-
-void nn_colsum_add_f32(const float *x, int64_t ldx, int64_t rows, int64_t cols, float *db) {
-  int64_t nb = (cols + 15) / 16; /* column blocks of 16 */
-  int nt = rows * cols >= PAR_MIN ? attn_get_num_threads() : 1;
-  void (*block)(const float *, int64_t, int64_t, int64_t, float *) = nn_colsum_block_generic;
-#if defined(__x86_64__)
-  if (attn_cpu()->avx512f) block = nn_colsum_block_avx512;
-#endif
-#pragma omp parallel for num_threads(nt) schedule(static)
-  for (int64_t b = 0; b < nb; b++) {
-    int64_t c0 = b * 16;
-    block(x + c0, ldx, rows, cols - c0 < 16 ? cols - c0 : 16, db + c0);
-  }
-}
-
-void nn_colsum_block_generic(const float *x, int64_t ldx, int64_t rows, int64_t n, float *db) {
-  float acc[16];
-  memcpy(acc, db, sizeof(float) * (size_t)n);
-  for (int64_t r = 0; r < rows; r++)
-    for (int64_t c = 0; c < n; c++) acc[c] += x[r * ldx + c];
-  memcpy(db, acc, sizeof(float) * (size_t)n);
 }
 
 void nn_colpart_add(const float *colpart, int64_t blocks, int64_t cols, float *db) {

@@ -42,35 +42,42 @@ attn_status nn_bf16_gemm(int transa, int transb, int64_t M, int64_t N, int64_t K
 /* Rows of the micro-tile of the kernel nn_bf16_gemm runs (for colpart). */
 int64_t nn_bf16_tile_rows(void);
 
-/* y[r * ldy + c] = bf16(x[r * ldx + c]), rows split over threads. */
+/* y[r * ldy + c] = bf16(x[r * ldx + c]), rows split over threads; with db
+ * (or NULL) also db[c] += Σ_r x[r * ldx + c] in f32: sums per block of 64
+ * rows, then the blocks in order (the same bits for any thread count). */
 void nn_bf16_convert(const float *x, int64_t ldx, uint16_t *y, int64_t ldy, int64_t rows,
-                     int64_t cols);
+                     int64_t cols, float *db);
+/* The rows of one block: converted, and added into sum[cols] (or NULL) in order. */
+void nn_bf16_convert_rows_generic(const float *x, int64_t ldx, uint16_t *y, int64_t ldy,
+                                  int64_t rows, int64_t cols, float *sum);
+#if defined(__x86_64__)
+void nn_bf16_convert_rows_avx512(const float *x, int64_t ldx, uint16_t *y, int64_t ldy,
+                                 int64_t rows, int64_t cols, float *sum);
+#endif
 /* A malloc'ed bf16 copy of W [n] (NULL and ATTN_ENOMEM set on failure). */
 uint16_t *nn_bf16_copy(const float *W, int64_t n);
-/* db[j] += Σ_r x[r * ldx + j], r in order (f32), columns split over threads. */
-void nn_colsum_add_f32(const float *x, int64_t ldx, int64_t rows, int64_t cols, float *db);
-/* One block of n <= 16 columns of it (same sums, rows in order). */
-void nn_colsum_block_generic(const float *x, int64_t ldx, int64_t rows, int64_t n, float *db);
-#if defined(__x86_64__)
-void nn_colsum_block_avx512(const float *x, int64_t ldx, int64_t rows, int64_t n, float *db);
-#endif
 /* db[j] += Σ_b colpart[b * cols + j], b in order. */
 void nn_colpart_add(const float *colpart, int64_t blocks, int64_t cols, float *db);
 
-/* Row pieces of the epilogue: v = t[c] (+ bias[c]), ReLU, mask, then
- * C[c] (+)= v, H[c] = bf16(v), sum[c] += v, for c < n (NULL pointers skip). */
+/* A piece of an output tile for the epilogue: rows x n values, row r of
+ * each array at its stride: v = t (+ bias), ReLU, mask, then C (+)= v,
+ * H = bf16(v), sum[c] += v over the rows (NULL pointers skip). */
 typedef struct {
   const float *t, *bias;
+  int64_t ldt;
   int relu;
   const uint16_t *mask;
+  int64_t ldm;
   float *C;
+  int64_t ldc;
   int add; /* C += v (else C = v) */
   uint16_t *H;
+  int64_t ldh;
   float *sum;
-} nn_bf16_row;
-void nn_bf16_epi_row_generic(const nn_bf16_row *r, int64_t n);
+} nn_bf16_piece;
+void nn_bf16_epi_piece_generic(const nn_bf16_piece *p, int64_t rows, int64_t n);
 #if defined(__x86_64__)
-void nn_bf16_epi_row_avx512(const nn_bf16_row *r, int64_t n);
+void nn_bf16_epi_piece_avx512(const nn_bf16_piece *p, int64_t rows, int64_t n);
 #endif
 
 #endif

@@ -21,7 +21,7 @@ attn_status nn_ffn_forward_bf16(const attn_ffn *m, const attn_params *p, attn_ff
   s->xh = NN_ALLOC_BF16(&s->arena, rows * E);
   s->ah = NN_ALLOC_BF16(&s->arena, rows * F);
   if (!s->xh || !s->ah) return ATTN_ENOMEM;
-  nn_bf16_convert(x, E, s->xh, E, rows, E);
+  nn_bf16_convert(x, E, s->xh, E, rows, E, NULL);
   uint16_t *w1 = nn_bf16_copy(attn_params_data(p, m->l1.weight), F * E);
   uint16_t *w2 = nn_bf16_copy(attn_params_data(p, m->l2.weight), E * F);
   attn_status st = (!w1 || !w2) ? ATTN_ENOMEM : ATTN_OK;
@@ -53,7 +53,9 @@ attn_status nn_ffn_backward_bf16(const attn_ffn *m, attn_params *p, const attn_f
   if (!dyh || !dhh || (m->l1.bias >= 0 && !part) || !w1 || !w2)
     st = attn_set_error(ATTN_ENOMEM, "ffn_backward (bf16): out of memory");
   if (!st) {
-    nn_bf16_convert(dy, E, dyh, E, rows, E);
+    // dyh = bf16(dy); b2's gradient Σ_rows dy (f32)
+    nn_bf16_convert(dy, E, dyh, E, rows, E,
+                    m->l2.bias >= 0 ? attn_params_grad(p, m->l2.bias) : NULL);
     // dh [rows, F] = (dyh · W2) ⊙ [a > 0], in bf16; Σ_rows dh per row block
     nn_bf16_epi e = {.mask = s->ah, .ldm = F, .H = dhh, .ldh = F, .colpart = part};
     st = nn_bf16_gemm(0, 0, rows, F, E, dyh, E, w2, F, &e, 1);
@@ -62,7 +64,6 @@ attn_status nn_ffn_backward_bf16(const attn_ffn *m, attn_params *p, const attn_f
     nn_bf16_epi e = {.C = {attn_params_grad(p, m->l2.weight)}, .ldc = F, .beta = 1.0f};
     st = nn_bf16_gemm(1, 0, E, F, rows, dyh, E, s->ah, F, &e, 0);
   }
-  if (!st && m->l2.bias >= 0) nn_colsum_add_f32(dy, E, rows, E, attn_params_grad(p, m->l2.bias));
   if (!st && dx) {  // dx [rows, E] += dh · W1
     nn_bf16_epi e = {.C = {dx}, .ldc = E, .beta = 1.0f};
     st = nn_bf16_gemm(0, 0, rows, E, F, dhh, F, w1, E, &e, 0);

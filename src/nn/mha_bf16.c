@@ -35,7 +35,7 @@ attn_status nn_mha_project_bf16(const attn_mha *m, const attn_params *p, attn_mh
   s->xh = NN_ALLOC_BF16(&s->arena, rows * E);
   if (flash16) s->qkvh = NN_ALLOC_BF16(&s->arena, rows * 3 * E);
   if (!s->xh || (flash16 && !s->qkvh)) return ATTN_ENOMEM;
-  nn_bf16_convert(x, E, s->xh, E, rows, E);
+  nn_bf16_convert(x, E, s->xh, E, rows, E, NULL);
   uint16_t *w = nn_bf16_copy(attn_params_data(p, m->w[0]), 3 * E * E);
   if (!w) return ATTN_ENOMEM;
   // [q k v] [rows, 3E] = xh · W_inᵀ + b_in: in bf16 into s->qkvh, or the
@@ -58,7 +58,7 @@ attn_status nn_mha_out_bf16(const attn_mha *m, const attn_params *p, attn_mha_sa
   int64_t E = m->c.embed_dim, rows = s->B * s->Lq;
   s->ctxh = NN_ALLOC_BF16(&s->arena, rows * E);
   if (!s->ctxh) return ATTN_ENOMEM;
-  nn_bf16_convert(s->ctx, E, s->ctxh, E, rows, E);
+  nn_bf16_convert(s->ctx, E, s->ctxh, E, rows, E, NULL);
   uint16_t *w = nn_bf16_copy(attn_params_data(p, m->out_lin.weight), E * E);
   if (!w) return ATTN_ENOMEM;
   nn_bf16_epi e = {.C = {out}, .ldc = E,
@@ -76,7 +76,8 @@ attn_status nn_mha_out_backward_bf16(const attn_mha *m, attn_params *p, const at
   attn_status st = (!dh || !w) ? attn_set_error(ATTN_ENOMEM, "mha_backward (bf16): out of memory")
                                : ATTN_OK;
   if (!st) {  // dctx = dout · Wo
-    nn_bf16_convert(dout, E, dh, E, rows, E);
+    nn_bf16_convert(dout, E, dh, E, rows, E,  // and bo's gradient Σ_rows dout
+                    m->out_lin.bias >= 0 ? attn_params_grad(p, m->out_lin.bias) : NULL);
     nn_bf16_epi e = {.C = {dctx}, .ldc = E};
     st = nn_bf16_gemm(0, 0, rows, E, E, dh, E, w, E, &e, 0);
   }
@@ -84,8 +85,6 @@ attn_status nn_mha_out_backward_bf16(const attn_mha *m, attn_params *p, const at
     nn_bf16_epi e = {.C = {attn_params_grad(p, m->out_lin.weight)}, .ldc = E, .beta = 1.0f};
     st = nn_bf16_gemm(1, 0, E, E, rows, dh, E, s->ctxh, E, &e, 0);
   }
-  if (!st && m->out_lin.bias >= 0)
-    nn_colsum_add_f32(dout, E, rows, E, attn_params_grad(p, m->out_lin.bias));
   free(dh);
   free(w);
   return st;
@@ -99,12 +98,13 @@ attn_status nn_mha_project_backward_bf16(const attn_mha *m, attn_params *p,
   uint16_t *w = nn_bf16_copy(attn_params_data(p, m->w[0]), E3 * E);
   attn_status st = (!dh || !w) ? attn_set_error(ATTN_ENOMEM, "mha_backward (bf16): out of memory")
                                : ATTN_OK;
-  if (!st) {
+  if (!st) {  // [dq dk dv] in bf16; in_proj_bias's gradient Σ_rows (f32)
+    float *db = m->b[0] >= 0 ? attn_params_grad(p, m->b[0]) : NULL;
     const float *d[3] = {dq, dk, dv};
     if (ld == E3 && dk == dq + E && dv == dq + 2 * E)  // already interleaved
-      nn_bf16_convert(dq, E3, dh, E3, rows, E3);
+      nn_bf16_convert(dq, E3, dh, E3, rows, E3, db);
     else
-      for (int i = 0; i < 3; i++) nn_bf16_convert(d[i], ld, dh + i * E, E3, rows, E);
+      for (int i = 0; i < 3; i++) nn_bf16_convert(d[i], ld, dh + i * E, E3, rows, E, db ? db + i * E : NULL);
   }
   if (!st && dx) {  // dx += [dq dk dv] · W_in
     nn_bf16_epi e = {.C = {dx}, .ldc = E, .beta = 1.0f};
@@ -113,12 +113,6 @@ attn_status nn_mha_project_backward_bf16(const attn_mha *m, attn_params *p,
   if (!st) {  // dW_in [3E, E] += [dq dk dv]ᵀ · x
     nn_bf16_epi e = {.C = {attn_params_grad(p, m->w[0])}, .ldc = E, .beta = 1.0f};
     st = nn_bf16_gemm(1, 0, E3, E, rows, dh, E3, s->xh, E, &e, 0);
-  }
-  if (!st && m->b[0] >= 0) {
-    float *db = attn_params_grad(p, m->b[0]);
-    nn_colsum_add_f32(dq, ld, rows, E, db);
-    nn_colsum_add_f32(dk, ld, rows, E, db + E);
-    nn_colsum_add_f32(dv, ld, rows, E, db + 2 * E);
   }
   free(dh);
   free(w);
