@@ -35,15 +35,16 @@ static void usage(FILE *f) {
           "  --split-seed S        seed of the stratified 80/10/10 split (default 1)\n"
           "  --vocab V             BPE vocabulary (default 8000)\n"
           "model:\n"
-          "  --dim E --heads H --ff F --layers N --max-len L   (default 128 8 512 2 256)\n"
-          "  --dropout P (0.1)  --attn-dropout P (on the attention probabilities; default = --dropout)\n"
+          "  --dim E --heads H --ff F --layers N --max-len L   (default 128 8 512 2 512)\n"
+          "  --dropout P (0)  --attn-dropout P (on the attention probabilities; default = --dropout)\n"
           "  --sinusoidal (fixed positions)  --norm-first  --gelu\n"
-          "  --headers basic|more  mail headers in the text: Subject, From (basic, default), or also\n"
-          "                        To, Cc, Reply-To, Date, Message-ID, X-Mailer, User-Agent, Content-Type\n"
+          "  --headers basic|more  mail headers in the text: Subject and From (basic), or also To, Cc,\n"
+          "                        Reply-To, Date, Message-ID, X-Mailer, User-Agent, Content-Type\n"
+          "                        (more, default)\n"
           "  --tail T              a message over max-len tokens keeps its first max-len - T and\n"
-          "                        its last T tokens (default 0: the first max-len)\n"
+          "                        its last T tokens (default max-len / 4; 0: the first max-len)\n"
           "training:\n"
-          "  --seed S (1)  --epochs N (5)  --batch B (32)  --lr LR (1e-3)  --min-lr LR (1e-5)\n"
+          "  --seed S (1)  --epochs N (3)  --batch B (32)  --lr LR (1e-3)  --min-lr LR (1e-5)\n"
           "  --warmup FRAC (0.05 of the steps)  --weight-decay WD (0.01)  --clip NORM (1; 0 off)\n"
           "  --label-smoothing E (0)  --select loss|acc (best checkpoint by val loss)\n"
           "  --checkpoint-activations   keep only layer inputs, recompute in backward\n"
@@ -147,6 +148,7 @@ static int parse(int argc, char **argv, train_opts *o, int first) {
       return 2;
     }
   }
+  if (o->mc.tail < 0) o->mc.tail = o->mc.max_len / 4;
   if (o->vocab < ATTN_BPE_MERGE0 || o->to.epochs <= 0 || o->to.batch <= 0 || o->to.batch > 4096) {
     fprintf(stderr, "attn train: need --vocab >= %d, --epochs > 0, 0 < --batch <= 4096\n", ATTN_BPE_MERGE0);
     return 2;
@@ -162,6 +164,13 @@ static void defaults(train_opts *o) {
   o->vocab = 8000;
   attn_clf_config_default(&o->mc);
   attn_train_opts_default(&o->to);
+  /* the tuned defaults (docs/CLASSIFIER.md, "Results"): 512 tokens, head and
+   * tail, the sender's headers, no dropout, 3 epochs */
+  o->mc.max_len = 512;
+  o->mc.tail = -1; /* max_len / 4 unless --tail */
+  o->mc.headers = 1;
+  o->mc.dropout = 0.0f;
+  o->to.epochs = 3;
 }
 
 static int mkdirs(const char *path) {
