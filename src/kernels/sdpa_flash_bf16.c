@@ -18,6 +18,7 @@
 
 #include "attn/kernels.h"
 #include "kernels/amx.h"
+#include "kernels/sdpa_flash.h"
 #include "kernels/sdpa_flash_bf16.h"
 
 #ifdef _OPENMP
@@ -92,33 +93,10 @@ void *attn_bf16_alloc(int64_t bytes, const char *what) {
 
 int attn_bf16_tile_bounds(const attn_sdpa_desc *d, int64_t b, int64_t i0, int R, int64_t j0, int nk,
                           int *lo, int *hi) {
-  int64_t lo0, hi0, lo1, hi1, j1 = j0 + nk;
-  attn_sdpa_key_range(d, b, i0, &lo0, &hi0); /* lo and hi are non-decreasing in i */
-  attn_sdpa_key_range(d, b, i0 + R - 1, &lo1, &hi1);
-  if (hi1 <= j0 || lo0 >= j1 || lo0 >= hi1) return 0; /* no row sees this block */
-  if (lo1 <= j0 && hi0 >= j1) {                       /* every row sees all of it */
-    for (int r = 0; r < QT; r++) {
-      lo[r] = 0;
-      hi[r] = r < R ? nk : 0;
-    }
-    return 1;
-  }
-  int any = 0;
-  for (int r = 0; r < QT; r++) {
-    int64_t l = 0, h = 0;
-    if (r < R) {
-      attn_sdpa_key_range(d, b, i0 + r, &l, &h);
-      l -= j0;
-      h -= j0;
-      if (l < 0) l = 0;
-      if (h > nk) h = nk;
-      if (h <= l) l = h = 0;
-    }
-    lo[r] = (int)l;
-    hi[r] = (int)h;
-    any |= h > l;
-  }
-  return any;
+  /* the f32 tile's bounds (sdpa_flash.c), rows R..QT-1 padded with none */
+  if (!attn_flash_tile_bounds(d, b, i0, R, j0, nk, lo, hi)) return 0;
+  for (int r = R; r < QT; r++) lo[r] = hi[r] = 0;
+  return 1;
 }
 
 void attn_bf16_elem_masks(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t i0, int R,
