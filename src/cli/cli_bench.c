@@ -23,8 +23,10 @@ int attn_cmd_bench(int argc, char **argv) {
     return 0;
   }
   for (size_t i = 0; i < sizeof attn_bench_table / sizeof attn_bench_table[0]; i++)
-    if (!strcmp(argv[1], attn_bench_table[i].name))
+    if (!strcmp(argv[1], attn_bench_table[i].name)) {
+      if (!strcmp(argv[1], "train")) cli_keep_freed_memory(); /* as attn train */
       return attn_bench_table[i].main(argc - 1, argv + 1);
+    }
   fprintf(stderr, "attn bench: unknown bench '%s'\n", argv[1]);
   bench_usage(stderr);
   return 2;

@@ -369,7 +369,7 @@ done:
 /* The nn layer allocates its saved activations afresh every step (MBs each):
  * keep freed memory in the heap instead of fresh mmaps (page faults and
  * zeroing every step; ~7-10 % of a training step's CPU time). */
-static void keep_freed_memory(void) {
+void cli_keep_freed_memory(void) {
 #if defined(M_MMAP_THRESHOLD) && defined(M_TRIM_THRESHOLD) && defined(M_TOP_PAD)
   mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's maximum on 64-bit
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
@@ -378,7 +378,7 @@ static void keep_freed_memory(void) {
 }
 
 int attn_cmd_train(int argc, char **argv) {
-  keep_freed_memory();
+  cli_keep_freed_memory();
   for (int i = 1; i < argc; i++)
     if (!strcmp(argv[i], "--bench")) {  // attn train --bench ARGS == attn bench train ARGS
       argv[i] = argv[0];

@@ -13,6 +13,10 @@ typedef struct {
 
 /* Print "attn: <what>: <last error>" to stderr; returns 1. */
 int cli_fail(const char *what);
+/* glibc heap settings for training (cli_train.c): freed activation buffers
+ * stay in the heap instead of going back as fresh, zeroed mmaps each step.
+ * attn train and attn bench train both set them, so both time the same. */
+void cli_keep_freed_memory(void);
 
 int attn_cmd_version(int argc, char **argv);
 int attn_cmd_sdpa(int argc, char **argv);
