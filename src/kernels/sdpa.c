@@ -121,6 +121,20 @@ static attn_status validate_variants(const attn_sdpa_desc *d) {
   return ATTN_OK;
 }
 
+attn_status attn_sdpa_check_backward_ptrs(const attn_sdpa_desc *d, const char *who, const void *out,
+                                          const void *lse, const void *dout, const void *dq,
+                                          const void *dk, const void *dv) {
+  if (d->Lq > 0 && (!out || !lse || !dout || !dq))
+    return attn_set_error(ATTN_EINVAL, "%s: %s is NULL", who,
+                          !out    ? "out"
+                          : !lse  ? "lse"
+                          : !dout ? "dout"
+                                  : "dq");
+  if (d->Lk > 0 && (!dk || !dv))
+    return attn_set_error(ATTN_EINVAL, "%s: %s is NULL", who, !dk ? "dk" : "dv");
+  return ATTN_OK;
+}
+
 attn_status attn_sdpa_validate(const attn_sdpa_desc *d, const float *q, const float *k,
                                const float *v, attn_sdpa_resolved *r) {
   if (!d || !r) return attn_set_error(ATTN_EINVAL, "sdpa: NULL descriptor");

@@ -273,14 +273,7 @@ attn_status attn_sdpa_backward_flash_ops(const attn_flash_ops *ops, const attn_s
   attn_status st = attn_sdpa_validate(d, q, k, v, &rs);
   if (st) return st;
   if (!ops) return attn_set_error(ATTN_EUNSUPPORTED, "sdpa flash: no kernels for this CPU");
-  if (d->Lq > 0 && (!out || !lse || !dout || !dq))
-    return attn_set_error(ATTN_EINVAL, "sdpa flash backward: %s is NULL",
-                          !out    ? "out"
-                          : !lse  ? "lse"
-                          : !dout ? "dout"
-                                  : "dq");
-  if (d->Lk > 0 && (!dk || !dv))
-    return attn_set_error(ATTN_EINVAL, "sdpa flash backward: %s is NULL", !dk ? "dk" : "dv");
+  if ((st = attn_sdpa_check_backward_ptrs(d, "sdpa flash backward", out, lse, dout, dq, dk, dv))) return st;
   const int64_t B = d->B, Hq = d->Hq, Hkv = d->Hkv, Lq = d->Lq, D = d->D, Dv = d->Dv;
   const int64_t nkb = (d->Lk + BC - 1) / BC;
   table_grads_zero(d);

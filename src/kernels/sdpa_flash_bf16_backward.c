@@ -174,14 +174,7 @@ attn_status attn_sdpa_backward_bf16_path(attn_lowp_path path, const attn_sdpa_de
   const attn_flash_bf16_ops *ops;
   attn_status st = attn_sdpa_bf16_check(d, q, k, v, &rs, &ops, path);
   if (st) return st;
-  if (d->Lq > 0 && (!out || !lse || !dout || !dq))
-    return attn_set_error(ATTN_EINVAL, "sdpa bf16 backward: %s is NULL",
-                          !out    ? "out"
-                          : !lse  ? "lse"
-                          : !dout ? "dout"
-                                  : "dq");
-  if (d->Lk > 0 && (!dk || !dv))
-    return attn_set_error(ATTN_EINVAL, "sdpa bf16 backward: %s is NULL", !dk ? "dk" : "dv");
+  if ((st = attn_sdpa_check_backward_ptrs(d, "sdpa bf16 backward", out, lse, dout, dq, dk, dv))) return st;
   const int64_t B = d->B, Hq = d->Hq, Hkv = d->Hkv, Lq = d->Lq, D = d->D, Dv = d->Dv;
   const int64_t nkb = ceil_div(d->Lk, BC);
   if (nkb == 0) { /* no keys: every row is fully masked */

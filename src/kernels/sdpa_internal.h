@@ -24,6 +24,12 @@ typedef struct {
 
 attn_status attn_sdpa_validate(const attn_sdpa_desc *d, const float *q, const float *k,
                                const float *v, attn_sdpa_resolved *r);
+/* The backward's pointers, for every backend: out, lse, dout and dq are
+ * needed when there are queries, dk and dv when there are keys; ATTN_EINVAL
+ * "<who>: <name> is NULL" otherwise. */
+attn_status attn_sdpa_check_backward_ptrs(const attn_sdpa_desc *d, const char *who, const void *out,
+                                          const void *lse, const void *dout, const void *dq,
+                                          const void *dk, const void *dv);
 
 /* The flash backend (sdpa_flash.c). Same contract as the math one. */
 attn_status attn_sdpa_forward_flash(const attn_sdpa_desc *d, const float *q, const float *k,

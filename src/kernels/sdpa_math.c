@@ -243,14 +243,7 @@ attn_status attn_sdpa_backward_math(const attn_sdpa_desc *d, const float *q, con
   attn_status st = attn_sdpa_validate(d, q, k, v, &r);
   if (st) return st;
   const int64_t B = d->B, Hq = d->Hq, Hkv = d->Hkv, Lq = d->Lq, Lk = d->Lk, D = d->D, Dv = d->Dv;
-  if (Lq > 0 && (!out || !lse || !dout || !dq))
-    return attn_set_error(ATTN_EINVAL, "sdpa backward: %s is NULL",
-                          !out    ? "out"
-                          : !lse  ? "lse"
-                          : !dout ? "dout"
-                                  : "dq");
-  if (Lk > 0 && (!dk || !dv))
-    return attn_set_error(ATTN_EINVAL, "sdpa backward: %s is NULL", !dk ? "dk" : "dv");
+  if ((st = attn_sdpa_check_backward_ptrs(d, "sdpa backward", out, lse, dout, dq, dk, dv))) return st;
   const int64_t nsc = Lq * Lk, tasks = B * Hkv; /* tasks: (b, g) pairs */
   const int64_t R = attn_pos_shaw_rows(d), nr = Lq * R;
   int nt;
