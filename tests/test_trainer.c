@@ -3,7 +3,8 @@
  * bucket by length; the same seed gives bit-identical losses with 1 and 2
  * threads; a run stopped mid-epoch and resumed from its checkpoint gives
  * bit-identical losses and parameters to the uninterrupted run (also in fp16
- * with its loss scaler); state JSON. */
+ * with its loss scaler, and with token dropout); token dropout keeps an
+ * in-order subsequence of each row at the expected rate; state JSON. */
 #include <stdint.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -159,7 +160,7 @@ static void test_threads_and_ckpt_same_losses(void) {
   CHECK(memcmp(a, c, sizeof a) == 0);
 }
 
-static void test_resume_identical(void) {
+static void resume_identical(float token_dropout) {
   make_data();
   attn_tok_set tr = train_set(), va = val_set();
   float full[12], part[12];
@@ -167,6 +168,7 @@ static void test_resume_identical(void) {
   attn_adam opt;
   model(&m, &opt);
   attn_train_opts o = opts(2);
+  o.token_dropout = token_dropout;
   attn_train_state s;
   attn_train_state_init(&s);
   CHECK_OK(attn_train_run(&m, &opt, &o, &tr, &va, &s, NULL, full, 12));
@@ -178,6 +180,7 @@ static void test_resume_identical(void) {
   attn_adam opt2;
   model(&m2, &opt2);
   attn_train_opts o2 = opts(2);
+  o2.token_dropout = token_dropout;
   o2.out_dir = dir;
   o2.stop_after = 4;  // mid first epoch (6 batches per epoch)
   attn_train_state s2;
@@ -217,6 +220,75 @@ static void test_resume_identical(void) {
   attn_adam_free(&opt3);
   attn_clf_free(&m);
   attn_clf_free(&m3);
+}
+
+static void test_resume_identical(void) { resume_identical(0.0f); }
+static void test_resume_identical_token_dropout(void) { resume_identical(0.3f); }
+
+/* Token dropout: rows become in-order subsequences (at least one token),
+ * padded with 0 to the new longest row; the same (seed, step) drops the same
+ * tokens, another step others; about p of the tokens go; p = 0 is a no-op. */
+static void test_token_dropout(void) {
+  enum { B = 64, L = 100 };
+  static int32_t ids[B * L], ids2[B * L], orig[B * L];
+  int32_t tl[B], lens2[B], olens[B];
+  for (int r = 0; r < B; r++) {
+    olens[r] = r == 0 ? 1 : 1 + (r * 37) % L;
+    for (int t = 0; t < L; t++) orig[r * L + t] = t < olens[r] ? 1000 * r + t + 1 : 0;
+  }
+  memcpy(ids, orig, sizeof ids);
+  memcpy(tl, olens, sizeof tl);
+  int64_t L1 = L;
+  CHECK_OK(attn_token_dropout(ids, tl, B, &L1, 0.25f, 9, 3));
+  CHECK(L1 >= 1 && L1 <= L);
+  long kept = 0, total = 0;
+  int subseq = 1, padded = 1, longest = 0;
+  for (int r = 0; r < B; r++) {
+    subseq &= tl[r] >= 1 && tl[r] <= olens[r];
+    if (tl[r] > longest) longest = tl[r];
+    int32_t prev = 1000 * r;
+    for (int t = 0; t < tl[r]; t++) {
+      int32_t v = ids[r * L1 + t];
+      subseq &= v > prev && v <= 1000 * r + olens[r];
+      prev = v;
+    }
+    for (int t = tl[r]; t < L1; t++) padded &= ids[r * L1 + t] == 0;
+    kept += tl[r];
+    total += olens[r];
+  }
+  CHECK(subseq);
+  CHECK(padded);
+  CHECK(longest == L1);
+  double rate = 1.0 - (double)kept / (double)total;
+  printf("  dropped %.3f of %ld tokens (p 0.25)\n", rate, total);
+  CHECK(rate > 0.20 && rate < 0.30);
+  // same (seed, step): same result; another step: another
+  memcpy(ids2, orig, sizeof ids2);
+  memcpy(lens2, olens, sizeof lens2);
+  int64_t L2 = L;
+  CHECK_OK(attn_token_dropout(ids2, lens2, B, &L2, 0.25f, 9, 3));
+  CHECK(L2 == L1 && memcmp(tl, lens2, sizeof tl) == 0 &&
+        memcmp(ids, ids2, sizeof(int32_t) * (size_t)(B * L1)) == 0);
+  memcpy(ids2, orig, sizeof ids2);
+  memcpy(lens2, olens, sizeof lens2);
+  L2 = L;
+  CHECK_OK(attn_token_dropout(ids2, lens2, B, &L2, 0.25f, 9, 4));
+  CHECK(memcmp(tl, lens2, sizeof tl) != 0);
+  // p = 0: unchanged; nearly everything dropped: one token per row remains
+  memcpy(ids2, orig, sizeof ids2);
+  memcpy(lens2, olens, sizeof lens2);
+  L2 = L;
+  CHECK_OK(attn_token_dropout(ids2, lens2, B, &L2, 0.0f, 9, 3));
+  CHECK(L2 == L && memcmp(ids2, orig, sizeof ids2) == 0);
+  L2 = L;
+  CHECK_OK(attn_token_dropout(ids2, lens2, B, &L2, 0.9999f, 9, 3));
+  int ones = L2 == 1;
+  for (int r = 0; r < B; r++) ones &= lens2[r] == 1 && ids2[r] / 1000 == r;
+  CHECK(ones);
+  L2 = L;
+  CHECK_ERR(attn_token_dropout(ids2, lens2, B, &L2, 1.0f, 9, 3), ATTN_EINVAL);
+  lens2[3] = 0;
+  CHECK_ERR(attn_token_dropout(ids2, lens2, B, &L2, 0.5f, 9, 3), ATTN_EINVAL);
 }
 
 /* fp16 with dynamic loss scaling: a run stopped mid-epoch and resumed from
@@ -370,6 +442,8 @@ int main(void) {
   RUN(test_loss_falls);
   RUN(test_threads_and_ckpt_same_losses);
   RUN(test_resume_identical);
+  RUN(test_token_dropout);
+  RUN(test_resume_identical_token_dropout);
   RUN(test_resume_identical_fp16);
   HARNESS_END();
 }

@@ -108,6 +108,56 @@ void attn_batch_gather(const attn_tok_set *set, const attn_batch_plan *plan, int
   *L = maxl;
 }
 
+/* Token t of row r at step `step` is dropped iff its uniform < p. */
+static int token_dropped(uint64_t key, int64_t r, int64_t t, float p) {
+  return attn_rng_uniform(key, ((uint64_t)r << 32) | (uint64_t)t) < p;
+}
+
+attn_status attn_token_dropout(int32_t *ids, int32_t *lens, int64_t B, int64_t *L, float p,
+                               uint64_t seed, int64_t step) {
+  if (!ids || !lens || !L || B < 0 || *L < 1 || !(p >= 0.0f && p < 1.0f))
+    return attn_set_error(ATTN_EINVAL, "token_dropout: NULL buffer, empty batch or p %g not in [0, 1)",
+                          (double)p);
+  if (p == 0.0f || B == 0) return ATTN_OK;
+  uint64_t st = seed ^ 0x746f6b656e64726full, key = splitmix64(&st);
+  st = key ^ (uint64_t)step;
+  key = splitmix64(&st);
+  int64_t L0 = *L, L1 = 1;
+  int32_t *kept = malloc((size_t)B * sizeof(int32_t));
+  if (!kept) return attn_set_error(ATTN_ENOMEM, "token_dropout: out of memory");
+  for (int64_t r = 0; r < B; r++) {
+    if (lens[r] < 1 || lens[r] > L0) {
+      free(kept);
+      return attn_set_error(ATTN_EINVAL, "token_dropout: row %lld has %d tokens (L %lld)",
+                            (long long)r, (int)lens[r], (long long)L0);
+    }
+    int32_t n = 0;
+    for (int64_t t = 0; t < lens[r]; t++) n += !token_dropped(key, r, t, p);
+    kept[r] = n > 0 ? n : 1;
+    if (kept[r] > L1) L1 = kept[r];
+  }
+  // Compact in place: row r moves from r*L0 to r*L1 <= r*L0, and within a row
+  // the write index never passes the read index, so nothing unread is lost.
+  for (int64_t r = 0; r < B; r++) {
+    const int32_t *src = ids + r * L0;
+    int32_t *dst = ids + r * L1;
+    int32_t n = 0;
+    if (kept[r] == 1 && lens[r] > 0) {  // all dropped, or one kept: find which
+      int64_t t = 0;
+      while (t < lens[r] && token_dropped(key, r, t, p)) t++;
+      dst[n++] = src[t < lens[r] ? t : 0];
+    } else {
+      for (int64_t t = 0; t < lens[r]; t++)
+        if (!token_dropped(key, r, t, p)) dst[n++] = src[t];
+    }
+    for (int64_t t = n; t < L1; t++) dst[t] = 0;
+    lens[r] = n;
+  }
+  free(kept);
+  *L = L1;
+  return ATTN_OK;
+}
+
 attn_status attn_clf_evaluate(const attn_clf *m, const attn_tok_set *set, int batch, double *loss,
                               double *acc, int *pred, float *p_pos) {
   if (!m || !set || set->n <= 0 || batch <= 0)

@@ -44,6 +44,15 @@ void attn_batch_plan_free(attn_batch_plan *plan);
 void attn_batch_gather(const attn_tok_set *set, const attn_batch_plan *plan, int b, int32_t *ids,
                        int32_t *lens, int *labels, int64_t *B, int64_t *L);
 
+/* Token dropout (word dropout; data augmentation): in a gathered batch
+ * ids [B, L] (rows L apart, lens [B]), each token is left out with
+ * probability p, drawn from (seed, step, row, position) alone, so a run is
+ * reproducible and resumes identically; a row keeps at least one token (its
+ * first when all would go). The rows are compacted in place to the new
+ * stride *L (the longest kept row), the rest padded with 0. p in [0, 1). */
+attn_status attn_token_dropout(int32_t *ids, int32_t *lens, int64_t B, int64_t *L, float p,
+                               uint64_t seed, int64_t step);
+
 /* ---- evaluation ------------------------------------------------------------- */
 /* Mean cross-entropy (no smoothing) and accuracy over set; pred[n] and
  * p_pos[n] (probability of class 1) may be NULL. */
@@ -55,6 +64,8 @@ typedef struct {
   int epochs, batch, eval_batch, chunk_batches;
   double lr, min_lr, weight_decay, warmup_frac, clip;
   float label_smoothing;
+  float token_dropout; /* each training token left out with this probability per step
+                        * (attn_token_dropout; 0: off) */
   uint64_t seed;
   int ckpt_acts;       /* gradient checkpointing */
   attn_backend backend;

@@ -169,7 +169,9 @@ attn_status attn_train_run(attn_clf *m, attn_adam *opt, const attn_train_opts *o
       int64_t B, L;
       attn_batch_gather(train, &plan, s->batch, ids, lens, labels, &B, &L);
       float loss = 0;
-      st = train_step(m, opt, o, &sched, &acts, s->step, ids, lens, labels, B, L, dlogits, &loss,
+      if (o->token_dropout > 0)
+        st = attn_token_dropout(ids, lens, B, &L, o->token_dropout, o->seed, s->step);
+      if (!st) st = train_step(m, opt, o, &sched, &acts, s->step, ids, lens, labels, B, L, dlogits, &loss,
                       &amp);
       if (st) break;
       if (!mem_told && pg.mode != 2) {

@@ -48,6 +48,8 @@ static void usage(FILE *f) {
           "  --seed S (1)  --epochs N (3)  --batch B (32)  --lr LR (1e-3)  --min-lr LR (1e-5)\n"
           "  --warmup FRAC (0.05 of the steps)  --weight-decay WD (0.01)  --clip NORM (1; 0 off)\n"
           "  --label-smoothing E (0)  --select loss|acc (best checkpoint by val loss)\n"
+          "  --token-dropout P (0)  leave each training token out with probability P (per step;\n"
+          "                        augmentation, reproducible by seed)\n"
           "  --checkpoint-activations   keep only layer inputs, recompute in backward\n"
           "  --threads T (all)  --progress auto|bar|plain|quiet  --backend auto|math|flash\n"
           "  --precision f32|bf16|fp16   Linear GEMMs (f32 master weights; default f32); fp16 adds\n"
@@ -109,6 +111,13 @@ static int parse(int argc, char **argv, train_opts *o, int first) {
     else if (!strcmp(a, "--weight-decay")) o->to.weight_decay = strtod(v, &end);
     else if (!strcmp(a, "--clip")) o->to.clip = strtod(v, &end);
     else if (!strcmp(a, "--label-smoothing")) o->to.label_smoothing = strtof(v, &end);
+    else if (!strcmp(a, "--token-dropout")) {
+      o->to.token_dropout = strtof(v, &end);
+      if (!(o->to.token_dropout >= 0.0f && o->to.token_dropout < 1.0f)) {
+        fprintf(stderr, "attn train: --token-dropout %s: must be in [0, 1)\n", v);
+        return 2;
+      }
+    }
     else if (!strcmp(a, "--threads")) o->threads = (int)strtol(v, &end, 10);
     else if (!strcmp(a, "--stop-after")) o->to.stop_after = strtoll(v, &end, 10);
     else if (!strcmp(a, "--save-every")) o->to.save_every = strtoll(v, &end, 10);
@@ -326,11 +335,11 @@ static int run(train_opts *o, const char *model_path) {
   free(cfg);
   attn_tok_set tr = attn_clf_data_set(&d, ATTN_SPLIT_TRAIN), va = attn_clf_data_set(&d, ATTN_SPLIT_VAL);
   printf("training: %d epochs of %d batches of %d, lr %g (warm-up %g, cosine to %g), AdamW wd %g, "
-         "clip %g, dropout %g (attention %g), label smoothing %g, seed %llu, %d threads%s, %s%s\n",
+         "clip %g, dropout %g (attention %g), label smoothing %g, token dropout %g, seed %llu, %d threads%s, %s%s\n",
          o->to.epochs, (tr.n + o->to.batch - 1) / o->to.batch, o->to.batch, o->to.lr, o->to.warmup_frac,
          o->to.min_lr, o->to.weight_decay, o->to.clip, (double)m.c.dropout,
          (double)(m.c.attn_dropout >= 0.0f ? m.c.attn_dropout : m.c.dropout), (double)o->to.label_smoothing,
-         (unsigned long long)o->to.seed, attn_get_num_threads(),
+         (double)o->to.token_dropout, (unsigned long long)o->to.seed, attn_get_num_threads(),
          o->to.ckpt_acts ? ", checkpointing activations" : "",
          attn_precision_name(o->to.precision), o->to.qat ? ", QAT" : "");
   fflush(stdout);
