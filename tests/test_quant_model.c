@@ -1,7 +1,8 @@
 /* Quantized models: `attn quantize` files (round trip within scale/2, every
  * other tensor byte-identical, metadata), the int8 Linear table running an
  * encoder layer in int8, and QAT (forward = fake quantization of the f32
- * Linear, EMA observer, straight-through backward). */
+ * Linear, EMA observer, straight-through backward; per-row activations
+ * computing what the exported int8 model computes). */
 #include <unistd.h>
 
 #include "attn/quant.h"
@@ -395,6 +396,86 @@ static void test_qat_export_matches(void) {
   attn_params_free(&p);
 }
 
+/* Per-row QAT (ATTN_QAT_ACT_ROW) simulates the dynamic int8 runtime: an
+ * encoder layer's QAT forward equals the int8 model exported from the same
+ * weights up to f32 summation order (far closer than f32 or per-tensor QAT
+ * are to it), its STE passes every input gradient, and it needs no
+ * observer history (the first batch is already quantized). */
+static void test_qat_rows_match_int8(void) {
+  enum { B = 2, L = 7, E = 32, H = 4, FF = 64 };
+  attn_layer_config c = {E, H, FF, 0.0f, ATTN_ACT_RELU, 1e-5f, 0, 1};
+  attn_params p, p2;
+  attn_params_init(&p);
+  attn_params_init(&p2);
+  attn_encoder_layer m, m2;
+  CHECK_OK(attn_encoder_declare(&m, &p, "enc.", &c));
+  CHECK_OK(attn_params_alloc(&p));
+  CHECK_OK(attn_encoder_init(&m, &p, ATTN_INIT_TORCH, 4));
+  CHECK_OK(attn_encoder_declare(&m2, &p2, "enc.", &c));
+  CHECK_OK(attn_params_alloc(&p2));
+  attn_st *st, *q = NULL;
+  CHECK_OK(attn_st_new(&st));
+  CHECK_OK(attn_params_store_st(&p, st, 0, NULL));
+  CHECK_OK(attn_quantize_st(st, &q, NULL));
+  attn_qlinear_set *qs = NULL;
+  CHECK_OK(attn_quant_load_params(&p2, q, 0, &qs));
+  static float src[B * L * E], y32[B * L * E], y8[B * L * E], yrow[B * L * E], yten[B * L * E];
+  fill_uniform(src, B * L * E, 3, -1, 1);
+  attn_encoder_saved s = {0};
+  attn_nn_ctx ctx = {0};
+  CHECK_OK(attn_encoder_forward(&m, &p, &ctx, &s, src, B, L, NULL, y32));
+  ctx.qlinears = qs;
+  CHECK_OK(attn_encoder_forward(&m2, &p2, &ctx, &s, src, B, L, NULL, y8));
+  attn_qat *rows, *tens;
+  CHECK_OK(attn_qat_new(&rows, 0));
+  CHECK_OK(attn_qat_set_activation(rows, ATTN_QAT_ACT_ROW));
+  CHECK_ERR(attn_qat_set_activation(rows, (attn_qat_act)7), ATTN_EINVAL);
+  CHECK_OK(attn_qat_new(&tens, 0));
+  attn_nn_ctx cq = {0};
+  cq.training = 1;  // training mode: the tensor observer takes this batch's range
+  cq.qat = rows;
+  CHECK_OK(attn_encoder_forward(&m, &p, &cq, &s, src, B, L, NULL, yrow));
+  cq.qat = tens;
+  CHECK_OK(attn_encoder_forward(&m, &p, &cq, &s, src, B, L, NULL, yten));
+  double e_row = 0, e_f32 = 0, e_ten = 0;
+  for (int i = 0; i < B * L * E; i++) {
+    e_row = fmax(e_row, fabs(yrow[i] - y8[i]));
+    e_f32 = fmax(e_f32, fabs(y32[i] - y8[i]));
+    e_ten = fmax(e_ten, fabs(yten[i] - y8[i]));
+  }
+  printf("  max |y - int8|: per-row QAT %.2e, per-tensor QAT %.2e, f32 %.2e\n", e_row, e_ten,
+         e_f32);
+  CHECK(e_row < 1e-4);
+  CHECK(e_row < 0.05 * e_f32 && e_row < 0.05 * e_ten);
+  // STE: nothing clipped, so dx = dy · Wq on every input
+  enum { R = 5, I = 12, O = 6 };
+  static float x[R * I], W[O * I], dy[R * O], y[R * O], dx[R * I], dW[O * I], db[O], wq[O * I],
+      want[R * I], sw[O];
+  fill_uniform(x, R * I, 11, -2, 3);
+  fill_uniform(W, O * I, 12, -1, 1);
+  fill_uniform(dy, R * O, 13, -1, 1);
+  cq.qat = rows;
+  CHECK_OK(attn_dense_forward_ctx(&cq, x, W, NULL, y, R, I, O));
+  memset(dx, 0, sizeof dx), memset(dW, 0, sizeof dW), memset(db, 0, sizeof db);
+  CHECK_OK(attn_dense_backward_ctx(&cq, x, W, dy, dx, dW, db, R, I, O));
+  CHECK_OK(attn_quant_scales_per_channel_f32(W, O, I, sw));
+  CHECK_OK(attn_fake_quant_per_channel_f32(W, wq, NULL, O, I, sw, -127, 127));
+  CHECK_OK(attn_gemm_f32(0, 0, R, I, O, 1.0f, dy, O, wq, I, 0.0f, want, I));
+  CHECK(!memcmp(dx, want, sizeof dx));
+  float lo, hi;
+  CHECK(!attn_qat_range(rows, W, &lo, &hi));  // no observer in row mode
+  x[7] = NAN;
+  CHECK_ERR(attn_dense_forward_ctx(&cq, x, W, NULL, y, R, I, O), ATTN_ENUMERIC);
+  attn_encoder_saved_free(&s);
+  attn_qat_free(rows);
+  attn_qat_free(tens);
+  attn_qlinear_set_free(qs);
+  attn_st_free(st);
+  attn_st_free(q);
+  attn_params_free(&p);
+  attn_params_free(&p2);
+}
+
 int main(void) {
   snprintf(tmpdir, sizeof tmpdir, "/tmp/attn_quant_XXXXXX");
   if (!mkdtemp(tmpdir)) return 1;
@@ -407,6 +488,7 @@ int main(void) {
   RUN(test_qat_ste_mask);
   RUN(test_qat_encoder);
   RUN(test_qat_export_matches);
+  RUN(test_qat_rows_match_int8);
   rmdir(tmpdir);
   HARNESS_END();
 }

@@ -5,6 +5,7 @@
  * bit-identical losses and parameters to the uninterrupted run (also in fp16
  * with its loss scaler, and with token dropout); token dropout keeps an
  * in-order subsequence of each row at the expected rate; state JSON. */
+#include <math.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -291,6 +292,60 @@ static void test_token_dropout(void) {
   CHECK_ERR(attn_token_dropout(ids2, lens2, B, &L2, 0.5f, 9, 3), ATTN_EINVAL);
 }
 
+/* eval_start: the starting model is validated first and competes for best;
+ * a fine-tune whose epochs are worse on validation (here: lr so high that
+ * training diverges) leaves the starting model as best.safetensors. With
+ * QAT (per-row activations) validation runs the fake-quantized model. */
+static void test_eval_start_keeps_start(void) {
+  make_data();
+  attn_tok_set tr = train_set(), va = val_set();
+  attn_clf m;
+  attn_adam opt;
+  model(&m, &opt);
+  attn_train_opts o = opts(20);
+  o.lr = 1e-2;
+  attn_train_state s;
+  attn_train_state_init(&s);
+  CHECK_OK(attn_train_run(&m, &opt, &o, &tr, &va, &s, NULL, NULL, 0));  // a trained start
+  double vl0, va0;
+  CHECK_OK(attn_clf_evaluate(&m, &va, 8, &vl0, &va0, NULL, NULL));
+  char dir[64], path[128];
+  snprintf(dir, sizeof dir, "/tmp/attn_test_evalstart_%d", (int)getpid());
+  mkdir(dir, 0700);
+  attn_adam opt2;
+  attn_adam_config ac = attn_adam_defaults(ATTN_ADAMW);
+  CHECK_OK(attn_adam_init(&opt2, &m.p, &ac));
+  attn_train_opts o2 = opts(1);
+  o2.out_dir = dir;
+  o2.eval_start = 1;
+  o2.lr = 5.0;  // wrecks the model
+  o2.clip = 0;
+  o2.qat = 1;
+  o2.qat_act = ATTN_QAT_ACT_ROW;
+  attn_train_state s2;
+  attn_train_state_init(&s2);
+  CHECK_OK(attn_train_run(&m, &opt2, &o2, &tr, &va, &s2, NULL, NULL, 0));
+  printf("  start val loss %.4f, best %.4f (epoch %d)\n", vl0, s2.best, s2.best_epoch);
+  CHECK(s2.best_epoch == ATTN_TRAIN_BEST_START);
+  CHECK(fabs(s2.best - vl0) < 0.05 * vl0 + 1e-3);  // the int8-simulated start, close to f32
+  snprintf(path, sizeof path, "%s/best.safetensors", dir);
+  attn_clf b;
+  CHECK_OK(attn_clf_load(path, &b, NULL));
+  double vl1, va1;
+  CHECK_OK(attn_clf_evaluate(&b, &va, 8, &vl1, &va1, NULL, NULL));
+  CHECK(vl1 == vl0 && va1 == va0);  // best.safetensors is the starting model
+  unlink(path);
+  snprintf(path, sizeof path, "%s/last.safetensors", dir);
+  unlink(path);
+  rmdir(dir);
+  fclose(o.log);
+  fclose(o2.log);
+  attn_clf_free(&b);
+  attn_adam_free(&opt);
+  attn_adam_free(&opt2);
+  attn_clf_free(&m);
+}
+
 /* fp16 with dynamic loss scaling: a run stopped mid-epoch and resumed from
  * its checkpoint goes on with the saved scaler (scale, good-step counter,
  * skipped steps) and gives bit-identical losses, parameters and scaler to
@@ -444,6 +499,7 @@ int main(void) {
   RUN(test_resume_identical);
   RUN(test_token_dropout);
   RUN(test_resume_identical_token_dropout);
+  RUN(test_eval_start_keeps_start);
   RUN(test_resume_identical_fp16);
   HARNESS_END();
 }

@@ -82,6 +82,15 @@ attn_status attn_quant_load_params(attn_params *p, const attn_st *st, int allow_
  * checkpoint (the same per-channel weight quantization). */
 attn_status attn_qat_new(attn_qat **out, float averaging_constant);
 void attn_qat_free(attn_qat *q);
+/* How the input of each Linear is fake-quantized: ATTN_QAT_ACT_TENSOR (the
+ * default above: per tensor over the observer's range, as torch's static
+ * QAT) or ATTN_QAT_ACT_ROW: per row over that row's own [min(x,0),
+ * max(x,0)], exactly the parameters attn_quantize_rows_u8 gives the int8
+ * Linear at run time (attn_qlinear_forward), so the QAT forward computes what
+ * the exported dynamic int8 model will (up to the order of the f32 sums);
+ * nothing is clipped, so the STE passes every input gradient; no observer. */
+typedef enum { ATTN_QAT_ACT_TENSOR = 0, ATTN_QAT_ACT_ROW = 1 } attn_qat_act;
+attn_status attn_qat_set_activation(attn_qat *q, attn_qat_act mode);
 /* Linears observed so far. */
 int attn_qat_count(const attn_qat *q);
 /* 1 and the observer range of the Linear with weight W, 0 if not observed. */

@@ -94,6 +94,9 @@ attn_status attn_clf_backward(attn_clf *m, attn_clf_acts *a, const float *dlogit
 /* Inference probabilities probs [B, classes] (softmax of the logits). */
 attn_status attn_clf_predict(const attn_clf *m, const int32_t *ids, const int32_t *lens,
                              int64_t B, int64_t L, float *probs);
+/* The same under ctx (NULL: the default inference ctx). */
+attn_status attn_clf_predict_ctx(const attn_clf *m, const attn_nn_ctx *ctx, const int32_t *ids,
+                                 const int32_t *lens, int64_t B, int64_t L, float *probs);
 
 /* The attention probabilities of one message (B = 1, n tokens) in every
  * layer: probs [layers, heads, n, n] (inference, no dropout). */

@@ -206,10 +206,17 @@ attn_status attn_clf_backward(attn_clf *m, attn_clf_acts *a, const float *dlogit
 
 attn_status attn_clf_predict(const attn_clf *m, const int32_t *ids, const int32_t *lens,
                              int64_t B, int64_t L, float *probs) {
+  return attn_clf_predict_ctx(m, NULL, ids, lens, B, L, probs);
+}
+
+attn_status attn_clf_predict_ctx(const attn_clf *m, const attn_nn_ctx *ctx, const int32_t *ids,
+                                 const int32_t *lens, int64_t B, int64_t L, float *probs) {
   if (!probs) return attn_set_error(ATTN_EINVAL, "clf_predict: NULL probs");
+  if (ctx && ctx->training)
+    return attn_set_error(ATTN_EINVAL, "clf_predict: ctx->training must be 0 (inference)");
   attn_clf_acts a;
   memset(&a, 0, sizeof a);
-  attn_status st = attn_clf_forward(m, NULL, 0, &a, ids, lens, B, L, NULL);
+  attn_status st = attn_clf_forward(m, ctx, 0, &a, ids, lens, B, L, NULL);
   if (!st) st = attn_softmax_f32(a.logits, probs, B, m->c.classes);
   attn_clf_acts_free(&a);
   return st;

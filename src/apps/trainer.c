@@ -160,6 +160,12 @@ attn_status attn_token_dropout(int32_t *ids, int32_t *lens, int64_t B, int64_t *
 
 attn_status attn_clf_evaluate(const attn_clf *m, const attn_tok_set *set, int batch, double *loss,
                               double *acc, int *pred, float *p_pos) {
+  return attn_clf_evaluate_ctx(m, NULL, set, batch, loss, acc, pred, p_pos);
+}
+
+attn_status attn_clf_evaluate_ctx(const attn_clf *m, const attn_nn_ctx *ctx,
+                                  const attn_tok_set *set, int batch, double *loss, double *acc,
+                                  int *pred, float *p_pos) {
   if (!m || !set || set->n <= 0 || batch <= 0)
     return attn_set_error(ATTN_EINVAL, "clf_evaluate: empty set or bad batch");
   attn_batch_plan plan;
@@ -176,7 +182,7 @@ attn_status attn_clf_evaluate(const attn_clf *m, const attn_tok_set *set, int ba
   for (int b = 0; !st && b < plan.nb; b++) {
     int64_t B, L;
     attn_batch_gather(set, &plan, b, ids, lens, lab, &B, &L);
-    st = attn_clf_predict(m, ids, lens, B, L, probs);
+    st = attn_clf_predict_ctx(m, ctx, ids, lens, B, L, probs);
     for (int64_t i = 0; !st && i < B; i++) {
       int e = plan.order[plan.start[b] + i], best = 0;
       for (int64_t c = 1; c < C; c++)

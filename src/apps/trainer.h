@@ -58,6 +58,11 @@ attn_status attn_token_dropout(int32_t *ids, int32_t *lens, int64_t B, int64_t *
  * p_pos[n] (probability of class 1) may be NULL. */
 attn_status attn_clf_evaluate(const attn_clf *m, const attn_tok_set *set, int batch, double *loss,
                               double *acc, int *pred, float *p_pos);
+/* The same with an inference ctx (NULL: as above; e.g. QAT's fake
+ * quantization with training = 0). */
+attn_status attn_clf_evaluate_ctx(const attn_clf *m, const attn_nn_ctx *ctx,
+                                  const attn_tok_set *set, int batch, double *loss, double *acc,
+                                  int *pred, float *p_pos);
 
 /* ---- training ----------------------------------------------------------------- */
 typedef struct {
@@ -70,7 +75,12 @@ typedef struct {
   int ckpt_acts;       /* gradient checkpointing */
   attn_backend backend;
   attn_precision precision; /* Linear GEMMs: f32, or bf16/fp16 with f32 master weights */
-  int qat;             /* fake quantization in every Linear (QAT; export with attn quantize) */
+  int qat;             /* fake quantization in every Linear (QAT; export with attn quantize);
+                        * validation then runs the fake-quantized model too */
+  attn_qat_act qat_act; /* QAT activations: per tensor (observer) or per row (as int8 runs) */
+  int eval_start;      /* validate the model before the first step; it competes for best
+                        * (best_epoch ATTN_TRAIN_BEST_START): fine-tuning (--init) never
+                        * leaves a best checkpoint worse on validation than its start */
   int select_by_acc;   /* best checkpoint by val accuracy (else val loss) */
   int progress;        /* -1 auto (bar on a TTY), 0 plain lines, 1 bar, 2 quiet */
   const char *out_dir; /* NULL: no checkpoints; else out_dir/last.safetensors, best.safetensors */
@@ -82,6 +92,8 @@ typedef struct {
 } attn_train_opts;
 void attn_train_opts_default(attn_train_opts *o);
 
+enum { ATTN_TRAIN_BEST_START = -2 };
+
 /* Where a run stands; saved in checkpoints as JSON metadata "trainer.state". */
 typedef struct {
   int64_t step;        /* optimizer steps done */
@@ -89,7 +101,7 @@ typedef struct {
   int batch;           /* batches of it done */
   double loss_sum;     /* sum of this epoch's batch losses so far */
   double best;         /* best val metric so far (loss: lower; acc: higher) */
-  int best_epoch;      /* -1: none */
+  int best_epoch;      /* 0-based; -1: none; ATTN_TRAIN_BEST_START: the starting model */
   double seconds;      /* training time so far */
   attn_loss_scaler scaler; /* fp16 dynamic loss scaling (enabled: an fp16 run; saved as
                               "loss_scale", "loss_scale_tracker", "loss_scale_steps",

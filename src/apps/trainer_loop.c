@@ -78,6 +78,21 @@ static attn_status save_last(const attn_train_opts *o, const attn_clf *m, const 
   return attn_clf_save(path, m, opt, s, meta);
 }
 
+static attn_status save_best(const attn_train_opts *o, const attn_clf *m, const attn_st *meta) {
+  if (!o->out_dir) return ATTN_OK;
+  char path[4096];
+  snprintf(path, sizeof path, "%s/best.safetensors", o->out_dir);
+  return attn_clf_save(path, m, NULL, NULL, meta);
+}
+
+/* Validation loss and accuracy; with QAT of the fake-quantized model (the
+ * one the int8 export will be). */
+static attn_status validate(const attn_clf *m, const attn_train_opts *o, attn_qat *qat,
+                            const attn_tok_set *val, double *loss, double *acc) {
+  attn_nn_ctx ctx = {.training = 0, .qat = qat};
+  return attn_clf_evaluate_ctx(m, qat ? &ctx : NULL, val, o->eval_batch, loss, acc, NULL, NULL);
+}
+
 /* Mixed precision / QAT state of a run. */
 typedef struct {
   attn_loss_scaler *scaler; /* the state's (enabled for fp16; saved in checkpoints) */
@@ -151,10 +166,22 @@ attn_status attn_train_run(attn_clf *m, attn_adam *opt, const attn_train_opts *o
       s->scaler.growth_tracker = s->scaler.growth_interval - 1;
   }
   if (!st && o->qat) st = attn_qat_new(&amp.qat, 0);
+  if (!st && amp.qat) st = attn_qat_set_activation(amp.qat, o->qat_act);
   if (!ids || !lens || !labels || !dlogits) st = attn_set_error(ATTN_ENOMEM, "train: out of memory");
   progress pg = {0};
   pg.mode = o->progress >= 0 ? o->progress : isatty(fileno(stderr)) ? 1 : 0;
   int stopped = 0, mem_told = 0;
+  if (!st && o->eval_start && val && val->n > 0 && s->step == 0 && s->best_epoch == -1) {
+    double vloss = 0, vacc = 0;  // the starting model (e.g. --init) competes for best
+    st = validate(m, o, amp.qat, val, &vloss, &vacc);
+    if (!st) {
+      fprintf(log, "Start     | Val Loss: %.4f | Val Acc: %.2f%% | best\n", vloss, 100.0 * vacc);
+      fflush(log);
+      s->best = o->select_by_acc ? -vacc : vloss;
+      s->best_epoch = ATTN_TRAIN_BEST_START;
+      st = save_best(o, m, meta);
+    }
+  }
   for (; !st && !stopped && s->epoch < o->epochs; ) {
     attn_batch_plan plan;
     st = attn_batch_plan_make(train->lens, train->n, o->batch, o->chunk_batches, 1, o->seed,
@@ -201,10 +228,10 @@ attn_status attn_train_run(attn_clf *m, attn_adam *opt, const attn_train_opts *o
     s->seconds += now_s() - t0;
     if (pg.mode == 1) progress_show(&pg, o, s->epoch, s->batch, nb, s->loss_sum / nb, 1);
     double vloss = 0, vacc = 0;
-    if (val && val->n > 0) st = attn_clf_evaluate(m, val, o->eval_batch, &vloss, &vacc, NULL, NULL);
+    if (val && val->n > 0) st = validate(m, o, amp.qat, val, &vloss, &vacc);
     if (st) break;
     double metric = o->select_by_acc ? -vacc : vloss;
-    int best = val && val->n > 0 && (s->best_epoch < 0 || metric < s->best);
+    int best = val && val->n > 0 && (s->best_epoch == -1 || metric < s->best);
     fprintf(log, "Epoch %d/%d | Train Loss: %.4f | Val Loss: %.4f | Val Acc: %.2f%% | %.0f s%s\n",
             s->epoch + 1, o->epochs, s->loss_sum / nb, vloss, 100.0 * vacc, s->seconds,
             best ? " | best" : "");
@@ -215,11 +242,7 @@ attn_status attn_train_run(attn_clf *m, attn_adam *opt, const attn_train_opts *o
     if (best) {
       s->best = metric;
       s->best_epoch = s->epoch - 1;
-      if (o->out_dir) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/best.safetensors", o->out_dir);
-        st = attn_clf_save(path, m, NULL, NULL, meta);
-      }
+      st = save_best(o, m, meta);
     }
     if (!st) st = save_last(o, m, opt, s, meta);
   }

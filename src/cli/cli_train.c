@@ -56,8 +56,11 @@ static void usage(FILE *f) {
           "                        dynamic loss scaling (skipped steps reported)\n"
           "  --qat                 quantization-aware training (fake int8 in every Linear); then\n"
           "                        attn quantize OUT/best.safetensors -o MODEL.int8.safetensors\n"
+          "  --qat-act tensor|row  QAT activations per tensor over an EMA min/max observer (torch's\n"
+          "                        static QAT; default) or per row, as the int8 model runs them\n"
           "  --init CKPT           start from CKPT's weights and tokenizer with a fresh optimizer\n"
-          "                        (e.g. QAT fine-tuning of an f32 model)\n"
+          "                        (e.g. QAT fine-tuning of an f32 model); the starting model is\n"
+          "                        validated first and stays the best unless an epoch beats it\n"
           "  --out DIR (runs/train): DIR/best.safetensors, DIR/last.safetensors\n"
           "  --resume [CKPT]       continue from CKPT (default OUT/last.safetensors), identically\n"
           "  --stop-after STEPS    stop after this many steps (checkpoint written; --resume goes on)\n"
@@ -145,6 +148,13 @@ static int parse(int argc, char **argv, train_opts *o, int first) {
     } else if (!strcmp(a, "--init")) {
       o->resume = v;
       o->init_only = 1;
+      o->to.eval_start = 1;
+    } else if (!strcmp(a, "--qat-act")) {
+      if (strcmp(v, "tensor") && strcmp(v, "row")) {
+        fprintf(stderr, "attn train: --qat-act tensor|row\n");
+        return 2;
+      }
+      o->to.qat_act = !strcmp(v, "row") ? ATTN_QAT_ACT_ROW : ATTN_QAT_ACT_TENSOR;
     } else if (!strcmp(a, "--precision")) {
       if (attn_precision_from_name(v, &o->to.precision)) return cli_fail("--precision"), 2;
     } else if (!strcmp(a, "--backend")) {
@@ -341,7 +351,9 @@ static int run(train_opts *o, const char *model_path) {
          (double)(m.c.attn_dropout >= 0.0f ? m.c.attn_dropout : m.c.dropout), (double)o->to.label_smoothing,
          (double)o->to.token_dropout, (unsigned long long)o->to.seed, attn_get_num_threads(),
          o->to.ckpt_acts ? ", checkpointing activations" : "",
-         attn_precision_name(o->to.precision), o->to.qat ? ", QAT" : "");
+         attn_precision_name(o->to.precision),
+         !o->to.qat ? "" : o->to.qat_act == ATTN_QAT_ACT_ROW ? ", QAT (activations per row)"
+                                                            : ", QAT (activations per tensor)");
   fflush(stdout);
   if (attn_train_run(&m, &opt, &o->to, &tr, &va, &s, meta, NULL, 0)) {
     cli_fail("training");
@@ -353,8 +365,11 @@ static int run(train_opts *o, const char *model_path) {
     rc = 0;
     goto done;
   }
-  printf("trained %d epochs in %.0f s; best epoch %d (val %s %.4f)\n", o->to.epochs, s.seconds,
-         s.best_epoch + 1, o->to.select_by_acc ? "acc" : "loss", o->to.select_by_acc ? -s.best : s.best);
+  char best_at[32];
+  if (s.best_epoch == ATTN_TRAIN_BEST_START) snprintf(best_at, sizeof best_at, "the starting model");
+  else snprintf(best_at, sizeof best_at, "epoch %d", s.best_epoch + 1);
+  printf("trained %d epochs in %.0f s; best: %s (val %s %.4f)\n", o->to.epochs, s.seconds, best_at,
+         o->to.select_by_acc ? "acc" : "loss", o->to.select_by_acc ? -s.best : s.best);
   snprintf(path, sizeof path, "%s/best.safetensors", o->out);
   attn_clf best;
   if (attn_clf_load(path, &best, NULL)) {

@@ -17,6 +17,7 @@ typedef struct {
 
 struct attn_qat {
   float c; /* averaging constant */
+  attn_qat_act act;
   qat_entry *e;
   int n, cap;
 };
@@ -39,6 +40,14 @@ void attn_qat_free(attn_qat *q) {
   if (!q) return;
   free(q->e);
   free(q);
+}
+
+attn_status attn_qat_set_activation(attn_qat *q, attn_qat_act mode) {
+  if (!q) return attn_set_error(ATTN_EINVAL, "qat_set_activation: q is NULL");
+  if (mode != ATTN_QAT_ACT_TENSOR && mode != ATTN_QAT_ACT_ROW)
+    return attn_set_error(ATTN_EINVAL, "qat_set_activation: unknown mode %d", (int)mode);
+  q->act = mode;
+  return ATTN_OK;
 }
 
 int attn_qat_count(const attn_qat *q) { return q ? q->n : 0; }
@@ -84,6 +93,34 @@ static void range(const float *x, int64_t n, float *lo, float *hi, int *bad) {
   *lo = a, *hi = b, *bad = nf;
 }
 
+/* Per row r of x [rows, in]: the u8 parameters of attn_quantize_rows_u8
+ * (range [min(x_r, 0), max(x_r, 0)]) and x_r fake-quantized with them. */
+static attn_status fake_quant_rows(const float *x, int64_t rows, int64_t in, float *xq,
+                                   uint8_t *mx) {
+  for (int64_t r = 0; r < rows; r++) {
+    const float *xr = x + r * in;
+    float lo = 0.0f, hi = 0.0f, scale;
+    int32_t zero;
+    for (int64_t k = 0; k < in; k++) {
+      if (!isfinite(xr[k]))
+        return attn_set_error(ATTN_ENUMERIC, "qat: row %lld of a Linear input holds NaN or Inf",
+                              (long long)r);
+      lo = xr[k] < lo ? xr[k] : lo;
+      hi = xr[k] > hi ? xr[k] : hi;
+    }
+    attn_status st = attn_quant_params_u8(lo, hi, &scale, &zero);
+    if (!st && scale > 0.0f)
+      st = attn_fake_quant_per_tensor_f32(xr, xq + r * in, mx ? mx + r * in : NULL, in, scale,
+                                          zero, 0, 255);
+    else if (!st) {  // an all-zero row: int8 gives zeros
+      memcpy(xq + r * in, xr, sizeof(float) * (size_t)in);
+      if (mx) memset(mx + r * in, 1, (size_t)in);
+    }
+    if (st) return st;
+  }
+  return ATTN_OK;
+}
+
 attn_status nn_qat_apply(attn_qat *q, int forward, int update, const float *W, const float *x,
                          int64_t rows, int64_t in, int64_t out, float *xq, uint8_t *mx,
                          float *wq, uint8_t *mw) {
@@ -95,7 +132,10 @@ attn_status nn_qat_apply(attn_qat *q, int forward, int update, const float *W, c
   if (!e && !(e = add(q, W))) return attn_set_error(ATTN_ENOMEM, "qat: out of memory");
   int64_t n = rows * in;
   attn_status st = ATTN_OK;
-  if (forward && update && n > 0) {
+  if (q->act == ATTN_QAT_ACT_ROW) {
+    st = fake_quant_rows(x, rows, in, xq, mx);
+    if (st) return st;
+  } else if (forward && update && n > 0) {
     float lo, hi;
     int bad;
     range(x, n, &lo, &hi, &bad);
@@ -109,12 +149,12 @@ attn_status nn_qat_apply(attn_qat *q, int forward, int update, const float *W, c
       e->hi = e->hi + q->c * (hi - e->hi);
     }
   }
-  if (forward) {
+  if (forward && q->act == ATTN_QAT_ACT_TENSOR) {
     e->scale = 0.0f, e->zero = 0;
     if (e->seen) st = attn_quant_params_u8(e->lo, e->hi, &e->scale, &e->zero);
     if (st) return st;
   }
-  if (n > 0) {
+  if (n > 0 && q->act == ATTN_QAT_ACT_TENSOR) {
     if (e->scale > 0.0f) {
       st = attn_fake_quant_per_tensor_f32(x, xq, mx, n, e->scale, e->zero, 0, 255);
     } else {  // no range observed yet (or all zeros): the input passes unchanged
