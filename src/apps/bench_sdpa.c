@@ -38,6 +38,7 @@ typedef struct {
   /* variants: ALiBi, T5 relative bias, Shaw (max distance), block-sparse (block size) */
   int alibi, rel_bias, shaw, block;
   int bf16; /* --dtype bf16: attn_sdpa_*_bf16 (AMX), f32 flash timed next to it */
+  int i8;   /* --dtype int8: attn_sdpa_forward_i8 (forward only), likewise */
 } sdpa_opts;
 
 static int has_variants(const sdpa_opts *o) { return o->alibi || o->rel_bias || o->shaw || o->block; }
@@ -47,7 +48,7 @@ static void sdpa_usage(FILE *out) {
                "                       [--window W] [--backward] [--backend math|flash|auto]\n"
                "                       [--no-math] [--threads T] [--json FILE] [--plot FILE.png]\n"
                "                       [--alibi] [--rel-bias] [--shaw [M]] [--block-sparse [BS]]\n"
-               "                       [--dtype f32|bf16]\n"
+               "                       [--dtype f32|bf16|int8]\n"
                "  --n N...       sequence lengths Lq = Lk (default 512 1024 2048 4096)\n"
                "  --batch B      batch (default 1); --heads H (default 8); --dim D (default 64)\n"
                "  --causal       causal mask; --window W: keys i-W..i+W (i-W..i with --causal)\n"
@@ -66,6 +67,9 @@ static void sdpa_usage(FILE *out) {
                "  --dtype bf16   bf16 q, k, v through attn_sdpa_forward/backward_bf16 (AMX);\n"
                "                 the f32 flash is timed on the same shape: f32_ms, vs_f32 =\n"
                "                 f32 time / bf16 time, %%amx = GFLOP/s of the AMX bf16 peak\n"
+               "  --dtype int8   f32 q, k, v through attn_sdpa_forward_i8 (int8 q·kᵀ, bf16 P·V;\n"
+               "                 forward only); f32_ms, vs_f32 as for bf16; %%amx against the\n"
+               "                 AMX bf16 peak (the P·V half's rate; the int8 half's peak is 2x)\n"
                "  --json FILE    also write the results as JSON\n"
                "  --plot FILE    draw time and peak memory against N, both backends (PNG)\n"
                "GFLOP/s counts 4·B·H·D per allowed (query, key) pair forward, 2.5x backward.\n"
@@ -178,10 +182,12 @@ static int set_variants(const sdpa_opts *o, attn_sdpa_desc *d, sdpa_variant_bufs
 typedef struct {
   float *q, *k, *v, *out, *lse, *dout, *dq, *dk, *dv;
   uint16_t *qh, *kh, *vh; /* bf16 copies (--dtype bf16), else NULL */
+  int i8;                 /* --dtype int8: the int8 forward on q, k, v */
 } sdpa_bufs;
 
 static attn_status run_once(const attn_sdpa_desc *d, attn_backend be, int backward,
                             const sdpa_bufs *t) {
+  if (t->i8) return attn_sdpa_forward_i8(d, t->q, t->k, t->v, t->out, t->lse);
   if (t->qh && !backward) return attn_sdpa_forward_bf16(d, t->qh, t->kh, t->vh, t->out, t->lse);
   if (t->qh)
     return attn_sdpa_backward_bf16(d, t->qh, t->kh, t->vh, t->out, t->lse, t->dout, t->dq, t->dk,
@@ -252,6 +258,7 @@ static int run_case(const sdpa_opts *o, long long n, sdpa_result *r) {
   r->io_bytes = (double)sizeof(float) * ((double)nt * ntens + (double)nl);
   reset_peak_rss();
   sdpa_bufs t = {0};
+  t.i8 = o->i8;
   float **all[9] = {&t.q, &t.k, &t.v, &t.out, &t.dout, &t.dq, &t.dk, &t.dv, &t.lse};
   int bad = 0;
   for (int i = 0; i < 9; i++) {
@@ -290,10 +297,11 @@ static int run_case(const sdpa_opts *o, long long n, sdpa_result *r) {
     r->peak_mib[0] = peak_rss_mib();
     if (r->med[0] < 0) rc = 1;
   }
-  if (!rc && o->bf16) { /* the f32 flash on the same shape */
+  if (!rc && (o->bf16 || o->i8)) { /* the f32 flash on the same shape */
     sdpa_bufs f = t;
     int fr;
     f.qh = f.kh = f.vh = NULL;
+    f.i8 = 0;
     r->f32_med = time_backend(&d, ATTN_BACKEND_FLASH, o->backward, &f, &fr, &r->f32_cpu_s);
     if (r->f32_med < 0) rc = 1;
   }
@@ -349,7 +357,7 @@ static int write_json(const char *file, const sdpa_opts *o, const sdpa_result *r
             1e3 * r[i].med[1], r[i].med[1] > 0 ? r[i].med[1] / r[i].med[0] : 0.0, r[i].peak_mib[0],
             r[i].peak_mib[1], r[i].io_bytes / 1048576.0, 1e3 * r[i].plain_med,
             1e3 * r[i].plain_cpu_s, r[i].plain_cpu_s > 0 ? r[i].cpu_s / r[i].plain_cpu_s : 0.0,
-            o->bf16 ? "bf16" : "f32", 1e3 * r[i].f32_med,
+            o->bf16 ? "bf16" : o->i8 ? "int8" : "f32", 1e3 * r[i].f32_med,
             r[i].f32_med > 0 ? r[i].f32_med / r[i].med[0] : 0.0, i + 1 < n ? "," : "");
   }
   fprintf(f, "]}\n");
@@ -357,7 +365,8 @@ static int write_json(const char *file, const sdpa_opts *o, const sdpa_result *r
 }
 
 int attn_bench_sdpa_main(int argc, char **argv) {
-  sdpa_opts o = {1, 8, 64, 0, 0, attn_get_num_threads(), 0, -1, ATTN_BACKEND_FLASH, 0, 0, 0, 0, 0};
+  sdpa_opts o = {1, 8, 64, 0, 0, attn_get_num_threads(), 0, -1, ATTN_BACKEND_FLASH, 0, 0, 0, 0,
+                 0, 0};
   long long ns[MAX_N];
   int nn = 0;
   const char *json = NULL, *plot = NULL;
@@ -398,8 +407,9 @@ int attn_bench_sdpa_main(int argc, char **argv) {
       *dst = val;
     } else if (!strcmp(a, "--dtype") && i + 1 < argc) {
       const char *t = argv[++i];
-      if (strcmp(t, "f32") && strcmp(t, "bf16")) goto bad;
+      if (strcmp(t, "f32") && strcmp(t, "bf16") && strcmp(t, "int8")) goto bad;
       o.bf16 = !strcmp(t, "bf16");
+      o.i8 = !strcmp(t, "int8");
     } else if (!strcmp(a, "--no-math")) {
       o.no_math = 1;
     } else if (!strcmp(a, "--backend") && i + 1 < argc) {
@@ -414,6 +424,10 @@ int attn_bench_sdpa_main(int argc, char **argv) {
       goto bad;
     }
   }
+  if (o.i8 && o.backward) {
+    fprintf(stderr, "attn bench sdpa: --dtype int8 is forward only (inference): no --backward\n");
+    return 2;
+  }
   if (!nn) {
     static const long long def[] = {512, 1024, 2048, 4096};
     for (int i = 0; i < 4; i++)
@@ -423,7 +437,7 @@ int attn_bench_sdpa_main(int argc, char **argv) {
   double peak = attn_bench_peak_gflops(o.threads), peak1 = attn_bench_peak_gflops(1);
   attn_set_num_threads(o.threads);
   printf("sdpa %s, backend %s, B=%d H=%d D=%d%s", o.backward ? "backward" : "forward",
-         o.bf16 ? "bf16 flash" : attn_backend_name(o.backend), o.B, o.H, o.D,
+         o.bf16 ? "bf16 flash" : o.i8 ? "int8 flash" : attn_backend_name(o.backend), o.B, o.H, o.D,
          o.causal ? " causal" : "");
   if (o.window >= 0) printf(" window %lld", o.window);
   if (o.alibi) printf(" alibi");
@@ -432,12 +446,12 @@ int attn_bench_sdpa_main(int argc, char **argv) {
   if (o.block) printf(" block-sparse %d", o.block);
   printf(", %d thread%s; fp32 FMA peak (%s) measured now: %.1f GFLOP/s (1 thread %.1f)\n",
          o.threads, o.threads > 1 ? "s" : "", attn_bench_peak_isa(), peak, peak1);
-  double amx = o.bf16 ? attn_bench_amx_bf16_peak_gflops(o.threads) : 0;
-  if (o.bf16) printf("AMX bf16 peak measured now: %.1f GFLOP/s\n", amx);
+  double amx = o.bf16 || o.i8 ? attn_bench_amx_bf16_peak_gflops(o.threads) : 0;
+  if (o.bf16 || o.i8) printf("AMX bf16 peak measured now: %.1f GFLOP/s\n", amx);
   printf("%7s %5s %11s %9s %6s %9s %7s %11s %8s %9s %8s%s%s\n", "N", "runs", "median_ms", "GFLOP/s",
          "%peak", "GF/cpu_s", "%peak1", "math_ms", "vs_math", "peak_MiB", "io_MiB",
          has_variants(&o) ? "  plain_cpu_ms vs_plain" : "",
-         o.bf16 ? "    f32_ms  vs_f32 vs_f32cpu  %amx" : "");
+         o.bf16 || o.i8 ? "    f32_ms  vs_f32 vs_f32cpu  %amx" : "");
   sdpa_result res[MAX_N];
   int rc = 0, done = 0;
   for (int i = 0; i < nn; i++) {
@@ -458,7 +472,7 @@ int attn_bench_sdpa_main(int argc, char **argv) {
            1e3 * r->med[0], gf, 100.0 * gf / peak, gfc, 100.0 * gfc / peak1, mt, vs, r->peak_mib[0],
            r->io_bytes / 1048576.0);
     if (r->plain_cpu_s > 0) printf("  %12.2f x%7.2f", 1e3 * r->plain_cpu_s, r->cpu_s / r->plain_cpu_s);
-    if (o.bf16)
+    if (o.bf16 || o.i8)
       printf(" %9.2f x%6.2f x%8.2f %5.1f", 1e3 * r->f32_med, r->f32_med / r->med[0],
              r->f32_cpu_s / r->cpu_s, amx > 0 ? 100.0 * gf / amx : 0.0);
     printf("\n");

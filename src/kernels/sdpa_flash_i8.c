@@ -1,0 +1,338 @@
+/* int8 flash attention forward (attn/sdpa_i8.h): quantization, packing and
+ * the tile loop.
+ *
+ * Per call, in parallel: the mean of k per (b, kv head) over all Lk keys;
+ * k - mean quantized per key into zero-padded int8 rows [B, Hkv, nkb*64, Dp]
+ * with scales sk; v rounded to bf16 into per-block transposes vT [B, Hkv,
+ * nkb, dvt*16, 64] (as the bf16 flash); q quantized per row into groups of
+ * 16 (B tiles, sums, scales; sdpa_flash_i8.h) with the row's shift
+ * scale·q·mean (added back to lse). Then work items (b, h, 64 query rows)
+ * run in parallel; for each key block some row may see and each group of 16
+ * queries:
+ *   sᵀ [64, 16] = dequant(K·Qᵀ)        (int8 scores kernel, exact int32)
+ *   masks (bool / additive) if any     (C, on the f32 logits)
+ *   p = e^(t - m), m, l, alpha          (bf16 flash softmax, p rounded to bf16)
+ *   oᵀ [Dv, 16] = alpha oᵀ + Vᵀ·p       (bf16 flash accum)
+ * then out = oᵀᵀ / l, lse = m + log l + shift. A row's arithmetic depends on
+ * its own data only, so results are identical for any thread count. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attn/kernels.h"
+#include "attn/sdpa_i8.h"
+#include "kernels/sdpa_flash_bf16.h"
+#include "kernels/sdpa_flash_i8.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+static int thread_id(void) { return omp_get_thread_num(); }
+#else
+static int thread_id(void) { return 0; }
+#endif
+
+enum { BC = ATTN_BF16_BC, QT = ATTN_BF16_QT, BQ = 64, NG = BQ / QT };
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* element (depth e, query r) of a run of int8 B tiles */
+static inline int64_t qp_at(int64_t e, int r) {
+  return (e >> 6) * 1024 + ((e & 63) >> 2) * 64 + r * 4 + (e & 3);
+}
+
+void attn_flash_i8_scores_generic(const int8_t *k, int64_t ldk, int dc, const int8_t *qp,
+                                  const float *sk, float *st) {
+  const float *sq = (const float *)(const void *)(qp + dc * 1024 + 64);
+  for (int j = 0; j < BC; j++) {
+    const int8_t *kr = k + j * ldk;
+    for (int r = 0; r < QT; r++) {
+      int32_t s = 0;
+      for (int64_t e = 0; e < 64 * dc; e++)
+        s += (int32_t)kr[e] * qp[qp_at(e, r)];
+      st[j * QT + r] = (float)s * (sk[j] * sq[r]);
+    }
+  }
+}
+
+typedef struct {
+  attn_i8_scores_fn scores;
+  const attn_flash_bf16_ops *ops;
+} i8_kernels;
+
+static int amx_usable(void) {
+  return attn_flash_i8_scores_amx() && attn_cpu()->amx_int8 && attn_flash_bf16_amx_usable();
+}
+
+static int vnni_usable(void) {
+  const attn_cpu_features *f = attn_cpu();
+  return attn_flash_i8_scores_vnni() && f->avx512f && f->avx512bw && f->avx512_vnni;
+}
+
+int attn_sdpa_i8_path_available(attn_lowp_path path) {
+  if (path == ATTN_LOWP_AUTO || path == ATTN_LOWP_PORTABLE) return 1;
+  if (path == ATTN_LOWP_SIMD) return vnni_usable();
+  if (path == ATTN_LOWP_AMX) return amx_usable();
+  return 0;
+}
+
+static attn_status pick(attn_lowp_path path, i8_kernels *kr) {
+  if (path == ATTN_LOWP_AUTO) path = amx_usable()    ? ATTN_LOWP_AMX
+                                     : vnni_usable() ? ATTN_LOWP_SIMD
+                                                     : ATTN_LOWP_PORTABLE;
+  kr->ops = attn_flash_bf16_ops_generic();
+  switch (path) {
+  case ATTN_LOWP_PORTABLE: kr->scores = attn_flash_i8_scores_generic; return ATTN_OK;
+  case ATTN_LOWP_SIMD:
+    if (!vnni_usable())
+      return attn_set_error(ATTN_EUNSUPPORTED, "sdpa i8: AVX512_VNNI is not available on this CPU");
+    kr->scores = attn_flash_i8_scores_vnni();
+    return ATTN_OK;
+  case ATTN_LOWP_AMX:
+    if (!amx_usable())
+      return attn_set_error(ATTN_EUNSUPPORTED, "sdpa i8: AMX-INT8 and AMX-BF16 (with AVX512_BF16 "
+                                               "and the tile permission) are not available");
+    kr->scores = attn_flash_i8_scores_amx();
+    kr->ops = attn_flash_bf16_ops_amx();
+    return ATTN_OK;
+  default:
+    return attn_set_error(ATTN_EUNSUPPORTED, "sdpa i8: path %d is not an int8 flash path", (int)path);
+  }
+}
+
+typedef struct {
+  const attn_sdpa_desc *d;
+  const attn_sdpa_resolved *rs;
+  i8_kernels kr;
+  int64_t nkb, nqg, dc, dvt, Dp;
+  int8_t *kp, *qp; /* packed k rows [B,Hkv,nkb*64,Dp]; q groups [B,Hq,nqg] */
+  float *sk, *mean, *shift; /* [B,Hkv,nkb*64], [B,Hkv,D], [B,Hq,Lq] */
+  uint16_t *vt;
+  float *out, *lse;
+} i8_ctx;
+
+/* Mean of k over the Lk keys of (b, kv head g), in double then f32. */
+static void key_mean(const i8_ctx *x, const float *k, int64_t b, int64_t g) {
+  const attn_sdpa_desc *d = x->d;
+  double acc[ATTN_BF16_DMAX] = {0};
+  const float *kh = k + b * x->rs->k[0] + g * x->rs->k[1];
+  for (int64_t j = 0; j < d->Lk; j++)
+    for (int64_t e = 0; e < d->D; e++)
+      acc[e] += kh[j * x->rs->k[2] + e];
+  float *m = x->mean + (b * d->Hkv + g) * d->D;
+  for (int64_t e = 0; e < d->D; e++)
+    m[e] = d->Lk > 0 ? (float)(acc[e] / (double)d->Lk) : 0.0f;
+}
+
+/* Key block t of (b, g): k - mean quantized per row, v rounded to bf16 and
+ * transposed. Returns 1 if some k is not finite. */
+static int pack_kv(const i8_ctx *x, const float *k, const float *v, int64_t t) {
+  const attn_sdpa_desc *d = x->d;
+  const attn_sdpa_resolved *rs = x->rs;
+  const int64_t bh = t / x->nkb, b = bh / d->Hkv, g = bh % d->Hkv, j0 = (t % x->nkb) * BC;
+  const int nk = (int)(d->Lk - j0 < BC ? d->Lk - j0 : BC);
+  const float *mean = x->mean + bh * d->D;
+  int8_t *kp = x->kp + t * BC * x->Dp;
+  float *sk = x->sk + t * BC, row[ATTN_BF16_DMAX];
+  int bad = 0;
+  memset(kp, 0, (size_t)(BC * x->Dp));
+  for (int j = 0; j < BC; j++) {
+    sk[j] = 0.0f;
+    if (j >= nk) continue;
+    const float *kr = k + b * rs->k[0] + g * rs->k[1] + (j0 + j) * rs->k[2];
+    for (int64_t e = 0; e < d->D; e++)
+      row[e] = kr[e] - mean[e];
+    bad |= attn_quantize_weights_s8(row, 1, d->D, kp + j * x->Dp, sk + j) != ATTN_OK;
+  }
+  uint16_t *vt = x->vt + t * x->dvt * 16 * BC;
+  memset(vt, 0, (size_t)(x->dvt * 16 * BC) * sizeof(uint16_t));
+  const float *vb = v + b * rs->v[0] + g * rs->v[1] + j0 * rs->v[2];
+  for (int j = 0; j < nk; j++)
+    for (int64_t c = 0; c < d->Dv; c++)
+      vt[c * BC + j] = attn_f32_to_bf16(vb[j * rs->v[2] + c]);
+  return bad;
+}
+
+/* Query group t of (b, h): rows quantized into B tiles, their sums and
+ * scales, and the shifts scale·q·mean. Returns 1 if some q is not finite. */
+static int pack_q(const i8_ctx *x, const float *q, int64_t t) {
+  const attn_sdpa_desc *d = x->d;
+  const attn_sdpa_resolved *rs = x->rs;
+  const int64_t bh = t / x->nqg, b = bh / d->Hq, h = bh % d->Hq, i0 = (t % x->nqg) * QT;
+  const int R = (int)(d->Lq - i0 < QT ? d->Lq - i0 : QT);
+  const float *mean = x->mean + (b * d->Hkv + h / rs->group) * d->D;
+  int8_t *qp = x->qp + t * ATTN_I8_QP_BYTES(x->dc), row[ATTN_BF16_DMAX];
+  int32_t *qsum = (int32_t *)(void *)(qp + x->dc * 1024);
+  float *sq = (float *)(void *)(qsum + QT), *shift = x->shift + bh * d->Lq + i0;
+  int bad = 0;
+  memset(qp, 0, (size_t)ATTN_I8_QP_BYTES(x->dc));
+  for (int r = 0; r < R; r++) {
+    const float *qr = q + b * rs->q[0] + h * rs->q[1] + (i0 + r) * rs->q[2];
+    float s = 0.0f;
+    bad |= attn_quantize_weights_s8(qr, 1, d->D, row, &s) != ATTN_OK;
+    int32_t sum = 0;
+    double dot = 0.0;
+    for (int64_t e = 0; e < d->D; e++) {
+      qp[qp_at(e, r)] = row[e];
+      sum += row[e];
+      dot += (double)qr[e] * mean[e];
+    }
+    qsum[r] = sum;
+    sq[r] = s * rs->scale;
+    shift[r] = (float)(rs->scale * dot);
+  }
+  return bad;
+}
+
+/* One work item: rows [i0, i0+nq) of (b, h). ws: f32 oT [NG][dvt*256], m, l
+ * [BQ], st [64*16], then p [64*16] bf16. */
+static void forward_item(const i8_ctx *x, int64_t b, int64_t h, int64_t i0, int nq, void *ws) {
+  const attn_sdpa_desc *d = x->d;
+  const attn_flash_bf16_ops *ops = x->kr.ops;
+  const int64_t dvt = x->dvt, Dp = x->Dp, kvh = h / x->rs->group, bkv = b * d->Hkv + kvh;
+  float *ot = ws, *m = ot + NG * dvt * 256, *l = m + BQ, *st = l + BQ, alpha[QT];
+  uint16_t *p = (uint16_t *)(void *)(st + BC * QT);
+  const int ng = (int)ceil_div(nq, QT), masks = d->bool_mask || d->add_mask;
+  memset(ot, 0, (size_t)(ng * dvt * 256) * sizeof(float));
+  for (int r = 0; r < ng * QT; r++) {
+    m[r] = -INFINITY;
+    l[r] = 0.0f;
+  }
+  const int8_t *qg = x->qp + ((b * d->Hq + h) * x->nqg + i0 / QT) * ATTN_I8_QP_BYTES(x->dc);
+  const int8_t *kh = x->kp + bkv * x->nkb * BC * Dp;
+  const float *skh = x->sk + bkv * x->nkb * BC;
+  const uint16_t *vth = x->vt + bkv * x->nkb * dvt * 16 * BC;
+  int64_t lo0, hi0, lo1, hi1;
+  attn_sdpa_key_range(d, b, i0, &lo0, &hi0); /* lo, hi are non-decreasing in i */
+  attn_sdpa_key_range(d, b, i0 + nq - 1, &lo1, &hi1);
+  const int all = lo1 == 0 && hi0 == d->Lk;
+  const int64_t kb1 = hi1 > lo0 ? ceil_div(hi1, BC) : 0;
+  for (int64_t kb = lo0 / BC; kb < kb1; kb++) {
+    const int64_t j0 = kb * BC;
+    const int nk = (int)(d->Lk - j0 < BC ? d->Lk - j0 : BC);
+    for (int g = 0; g < ng; g++) {
+      const int R = nq - g * QT < QT ? nq - g * QT : QT;
+      int lo[QT], hi[QT], full = all && nk == BC && R == QT;
+      if (!full) {
+        if (!attn_bf16_tile_bounds(d, b, i0 + g * QT, R, j0, nk, lo, hi)) continue;
+        full = 1;
+        for (int r = 0; r < QT; r++)
+          full &= lo[r] == 0 && hi[r] == BC;
+      }
+      x->kr.scores(kh + j0 * Dp, Dp, (int)x->dc, qg + g * ATTN_I8_QP_BYTES(x->dc), skh + j0, st);
+      int moved;
+      if (masks) { /* the range as -inf, then the element masks, then the softmax */
+        for (int j = 0; j < BC && !full; j++)
+          for (int r = 0; r < QT; r++)
+            if (j < lo[r] || j >= hi[r]) st[j * QT + r] = -INFINITY;
+        attn_bf16_elem_masks(d, b, h, i0 + g * QT, R, j0, nk, st, QT);
+        moved = ops->softmax(st, 1.0f, NULL, NULL, m + g * QT, l + g * QT, alpha, p);
+      } else {
+        moved = ops->softmax(st, 1.0f, full ? NULL : lo, full ? NULL : hi, m + g * QT, l + g * QT,
+                             alpha, p);
+      }
+      ops->accum(ot + g * dvt * 256, (int)dvt, moved ? alpha : NULL, vth + kb * dvt * 16 * BC, p);
+    }
+  }
+  const attn_sdpa_resolved *rs = x->rs;
+  float *oh = x->out + b * rs->o[0] + h * rs->o[1];
+  float *lh = x->lse + (b * d->Hq + h) * d->Lq;
+  const float *sh = x->shift + (b * d->Hq + h) * d->Lq;
+  for (int r = 0; r < nq; r++) {
+    float *orow = oh + (i0 + r) * rs->o[2];
+    const float *oc = ot + (r / QT) * dvt * 256 + r % QT;
+    if (l[r] > 0.0f) {
+      float inv = 1.0f / l[r];
+      for (int64_t c = 0; c < d->Dv; c++)
+        orow[c] = oc[c * QT] * inv;
+      lh[i0 + r] = m[r] + logf(l[r]) + sh[i0 + r];
+    } else {
+      memset(orow, 0, (size_t)d->Dv * sizeof(float));
+      lh[i0 + r] = -INFINITY;
+    }
+  }
+}
+
+attn_status attn_sdpa_forward_i8_path(attn_lowp_path path, const attn_sdpa_desc *d, const float *q,
+                                      const float *k, const float *v, float *out, float *lse) {
+  attn_sdpa_resolved rs;
+  attn_status st = attn_sdpa_validate(d, q, k, v, &rs);
+  if (st) return st;
+  if (attn_sdpa_has_positions(d))
+    return attn_set_error(ATTN_EUNSUPPORTED, "sdpa i8: position variants and block-sparse "
+                                             "layouts are not supported (use the f32 flash)");
+  if (d->D > ATTN_BF16_DMAX || d->Dv > ATTN_BF16_DMAX)
+    return attn_set_error(ATTN_EUNSUPPORTED, "sdpa i8: D=%lld, Dv=%lld: head dims up to %d",
+                          (long long)d->D, (long long)d->Dv, ATTN_BF16_DMAX);
+  i8_ctx x = {d, &rs, {0}, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, out, lse};
+  if ((st = pick(path, &x.kr))) return st;
+  if ((!out || !lse) && d->Lq > 0)
+    return attn_set_error(ATTN_EINVAL, "sdpa i8: %s is NULL", !out ? "out" : "lse");
+  if (d->Lq == 0) return ATTN_OK;
+  const int64_t B = d->B, Hq = d->Hq, Hkv = d->Hkv, nqb = ceil_div(d->Lq, BQ);
+  x.nkb = ceil_div(d->Lk, BC);
+  x.nqg = ceil_div(d->Lq, QT);
+  x.dc = ceil_div(d->D, 64);
+  x.dvt = ceil_div(d->Dv, 16);
+  x.Dp = 64 * x.dc;
+  int nt = attn_flash_bf16_threads((double)B * Hq * d->Lq * d->Lk * (d->D + d->Dv), B * Hq * nqb);
+  /* one block, each part 64-byte aligned: k rows, v blocks, q groups, sk, mean, shift */
+  const int64_t nkv = B * Hkv * x.nkb, nq = B * Hq * x.nqg;
+  int64_t sz[6] = {nkv * BC * x.Dp, nkv * x.dvt * 16 * BC * 2, nq * ATTN_I8_QP_BYTES(x.dc),
+                   nkv * BC * 4, B * Hkv * d->D * 4, B * Hq * d->Lq * 4};
+  int64_t off[7] = {0};
+  for (int i = 0; i < 6; i++)
+    off[i + 1] = off[i] + ((sz[i] + 63) & ~(int64_t)63);
+  char *buf = attn_bf16_alloc(off[6], "packed q, k, v");
+  int64_t per = (NG * x.dvt * 256 + 2 * BQ + BC * QT) * 4 + BC * QT * 2;
+  per = (per + 63) & ~(int64_t)63;
+  char *ws = buf ? attn_bf16_alloc(per * nt, "forward workspace") : NULL;
+  if (!ws) {
+    free(buf);
+    return ATTN_ENOMEM;
+  }
+  x.kp = (int8_t *)buf;
+  x.vt = (uint16_t *)(void *)(buf + off[1]);
+  x.qp = (int8_t *)(buf + off[2]);
+  x.sk = (float *)(void *)(buf + off[3]);
+  x.mean = (float *)(void *)(buf + off[4]);
+  x.shift = (float *)(void *)(buf + off[5]);
+  int bad = 0;
+#pragma omp parallel num_threads(nt) reduction(| : bad)
+  {
+#pragma omp for schedule(static)
+    for (int64_t t = 0; t < B * Hkv; t++)
+      key_mean(&x, k, t / Hkv, t % Hkv);
+#pragma omp for schedule(static)
+    for (int64_t t = 0; t < nkv; t++)
+      bad |= pack_kv(&x, k, v, t);
+#pragma omp for schedule(static)
+    for (int64_t t = 0; t < nq; t++)
+      bad |= pack_q(&x, q, t);
+  }
+  if (bad) {
+    free(ws);
+    free(buf);
+    return attn_set_error(ATTN_ENUMERIC, "sdpa i8: q or k holds a value that is not finite "
+                                         "(it cannot be quantized)");
+  }
+  const int64_t items = B * Hq * nqb;
+#pragma omp parallel num_threads(nt)
+  {
+    x.kr.ops->begin();
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t t = 0; t < items; t++) {
+      int64_t bh = t / nqb, i0 = (nqb - 1 - t % nqb) * BQ; /* later query blocks first (causal) */
+      int nrow = (int)(d->Lq - i0 < BQ ? d->Lq - i0 : BQ);
+      forward_item(&x, bh / Hq, bh % Hq, i0, nrow, ws + thread_id() * per);
+    }
+    x.kr.ops->end();
+  }
+  free(ws);
+  free(buf);
+  return ATTN_OK;
+}
+
+attn_status attn_sdpa_forward_i8(const attn_sdpa_desc *d, const float *q, const float *k,
+                                 const float *v, float *out, float *lse) {
+  return attn_sdpa_forward_i8_path(ATTN_LOWP_AUTO, d, q, k, v, out, lse);
+}
