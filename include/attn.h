@@ -18,6 +18,7 @@
 #include "attn/amp.h"
 #include "attn/quant.h"
 #include "attn/sdpa_bf16.h"
+#include "attn/sdpa_f16.h"
 #include "attn/sdpa_i8.h"
 
 #define ATTN_VERSION "0.1.0"

@@ -26,7 +26,10 @@
  * distances (the two clipped ends once per row per call) and, after the
  * softmax, o += (p summed by table row) · shaw_v[band] for the interior
  * rows, while the clipped ends are running sums per row (rescaled like o)
- * applied once at the end. */
+ * applied once at the end.
+ * fp16 inputs (attn_flash_in, sdpa_flash_f16.c): k is converted a key block
+ * at a time before packing kᵀ, the item's q rows once per item and each
+ * block of v into the aligned per-thread block; the rest is unchanged. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,23 +138,45 @@ static int whole_tile(const int *lo, const int *hi) {
   return ok;
 }
 
+const float *attn_flash_in_rows(const float *x, const uint16_t *x16, const attn_flash_in *in,
+                                int64_t off, int64_t ld, int64_t n, int64_t cols, float *buf,
+                                int64_t ldb, int64_t *ldo) {
+  if (!x16) {
+    *ldo = ld;
+    return x + off;
+  }
+  *ldo = ldb;
+  if (ld == cols && ldb == cols)
+    in->cvt(x16 + off, buf, n * cols);
+  else
+    for (int64_t r = 0; r < n; r++)
+      in->cvt(x16 + off + r * ld, buf + r * ldb, cols);
+  return buf;
+}
+
 /* One work item: rows [i0, i0+nq) of (b, h). ws: o [BQ, Dv], m, l [BQ], s [2, MR, BC],
- * and with Shaw xr [MR, QW] (q·shaw_kᵀ on the tile's band, then p summed on it). */
+ * and with Shaw xr [MR, QW] (q·shaw_kᵀ on the tile's band, then p summed on it); for
+ * fp16 inputs, qc [BQ, D] (the item's q rows as f32). */
 static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
                          const attn_sdpa_resolved *rs, const attn_flash_pos *pos, int64_t b,
-                         int64_t h, int64_t i0, int nq, const float *q, const float *kt,
-                         const float *v, float *out, float *lse, float *ws) {
+                         int64_t h, int64_t i0, int nq, const attn_flash_in *in, const float *kt,
+                         float *out, float *lse, float *ws) {
   const int64_t D = d->D, Dv = d->Dv, nkb = ceil_div(d->Lk, BC), kvh = h / rs->group;
   float *o = ws, *m = o + (int64_t)BQ * Dv, *l = m + BQ, *s = l + BQ, *xr = s + 2 * MR * BC;
   float *pe = xr + MR * QW; /* [BQ, 2]: p summed at Shaw rows 0 and 2M-2 */
   float *vc = pe + 2 * BQ;  /* [BC, Dvp]: a block of v, 64-byte aligned rows */
   const int64_t Dvp = (Dv + 15) & ~(int64_t)15;
+  float *qc = vc + BC * Dvp; /* [BQ, D]: fp16 q rows as f32 */
   float alpha[MR];
   int lo[MR], hi[MR], all_lo[MR], all_hi[MR];
   for (int r = 0; r < MR; r++)
     all_lo[r] = 0, all_hi[r] = BC;
-  const float *qh = q + b * rs->q[0] + h * rs->q[1];
-  const float *vh = v + b * rs->v[0] + kvh * rs->v[1];
+  /* the item's q rows: qb row r is query i0 + r (rows ldq apart) */
+  int64_t ldq;
+  const float *qb =
+      attn_flash_in_rows(in->q, in->q16, in, b * rs->q[0] + h * rs->q[1] + i0 * rs->q[2], rs->q[2],
+                         nq, D, qc, D, &ldq);
+  const int64_t voff = b * rs->v[0] + kvh * rs->v[1];
   const float *kth = kt + (b * d->Hkv + kvh) * nkb * D * BC;
   memset(o, 0, (size_t)nq * Dv * sizeof(float));
   for (int r = 0; r < nq; r++) {
@@ -170,24 +195,26 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
   for (int64_t kb = kb0; kb < kb1; kb++) {
     int64_t j0 = kb * BC;
     int nk = (int)(d->Lk - j0 < BC ? d->Lk - j0 : BC);
-    const float *ktb = kth + kb * D * BC, *vb = vh + j0 * rs->v[2];
+    const float *ktb = kth + kb * D * BC;
+    int64_t ldv; /* the block of v: in place, or fp16 converted into vc */
+    const float *vb = attn_flash_in_rows(in->v, in->v16, in, voff + j0 * rs->v[2], rs->v[2], nk, Dv,
+                                         vc, Dvp, &ldv);
     int r0 = 0;
     if (fused && nk == BC && !d->block_mask && lo1 <= j0 && hi0 >= j0 + BC) {
       /* every row of the item sees every key of the block: its whole tiles
        * in one call (the next block's kᵀ and v fetched into L2 meanwhile) */
       int G = nq / MR, next = kb + 1 < kb1 && d->Lk - j0 >= 2 * BC;
       const float *vt = vb;
-      int64_t ldv = rs->v[2];
+      int64_t ldvt = ldv;
       if (((uintptr_t)vb | (uintptr_t)(ldv * sizeof(float))) % 64 && G > 1) {
         /* rows of v off 64-byte lines: each 64-byte load would split two
          * lines; the block is copied to aligned rows (in L1 after) */
         for (int j = 0; j < BC; j++)
           memcpy(vc + j * Dvp, vb + j * ldv, (size_t)Dv * sizeof(float));
-        vt = vc, ldv = Dvp;
+        vt = vc, ldvt = Dvp;
       }
-      ops->tile_forward(G, D, Dv, qh + i0 * rs->q[2], rs->q[2], ktb, vt, ldv, rs->scale, s, o, Dv,
-                        m, l, next ? ktb + D * BC : NULL, next ? vb + BC * rs->v[2] : NULL,
-                        rs->v[2]);
+      ops->tile_forward(G, D, Dv, qb, ldq, ktb, vt, ldvt, rs->scale, s, o, Dv, m, l,
+                        next ? ktb + D * BC : NULL, next && in->v ? vb + BC * ldv : NULL, ldv);
       r0 = G * MR;
     }
     for (; r0 < nq; r0 += MR) {
@@ -195,13 +222,13 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
       const int64_t i = i0 + r0, pi = i + d->q_offset;
       int blk = attn_flash_block_state(d, pi, R, j0, nk); /* 0: every block off, skip */
       if (!blk || !attn_flash_tile_bounds(d, b, i, R, j0, nk, lo, hi)) continue;
-      const float *qi = qh + i * rs->q[2];
+      const float *qi = qb + r0 * ldq;
       if (fused && R == MR && nk == BC && blk == 1 && whole_tile(lo, hi)) {
-        ops->tile_forward(1, D, Dv, qi, rs->q[2], ktb, vb, rs->v[2], rs->scale, s, o + r0 * Dv, Dv,
-                          m + r0, l + r0, NULL, NULL, 0);
+        ops->tile_forward(1, D, Dv, qi, ldq, ktb, vb, ldv, rs->scale, s, o + r0 * Dv, Dv, m + r0,
+                          l + r0, NULL, NULL, 0);
         continue;
       }
-      ops->gemm(R, BC, D, qi, rs->q[2], 1, ktb, BC, s, BC, NULL, 0);
+      ops->gemm(R, BC, D, qi, ldq, 1, ktb, BC, s, BC, NULL, 0);
       int64_t t0 = 0;
       int w = pos->nr ? attn_flash_shaw_band(d, pi, R, j0, nk, &t0) : 0;
       if (masks || blk == 2) { /* logits, masks, positions, then the softmax */
@@ -210,7 +237,7 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
         if (blk == 2) attn_flash_block_mask(d, pi, R, j0, nk, s);
         if (pos->bias) attn_flash_pos_bias(ops, pos, h, d->Lq, i, R, j0, nk, s);
         if (pos->skt) {
-          attn_flash_shaw_rows(ops, R, qi, rs->q[2], D, pos->skt, pos->nr, t0, w, rs->scale, xr);
+          attn_flash_shaw_rows(ops, R, qi, ldq, D, pos->skt, pos->nr, t0, w, rs->scale, xr);
           attn_flash_shaw_gather(ops, d, pi, R, j0, nk, t0, xr,
                                  pos->ends + ((b * d->Hq + h) * d->Lq + i) * 4, 1, s);
         }
@@ -220,7 +247,7 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
       }
       for (int64_t c0 = 0; c0 < Dv; c0 += NC) {
         int n = (int)(Dv - c0 < NC ? Dv - c0 : NC);
-        ops->gemm(R, n, nk, s, BC, 1, vb + c0, rs->v[2], o + r0 * Dv + c0, Dv, alpha, 1);
+        ops->gemm(R, n, nk, s, BC, 1, vb + c0, ldv, o + r0 * Dv + c0, Dv, alpha, 1);
       }
       if (d->shaw_v) { /* ends: running sums; o += (p by interior row) · shaw_v[band] */
         for (int r = 0; r < R; r++)
@@ -256,13 +283,20 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
   }
 }
 
-attn_status attn_sdpa_forward_flash_ops(const attn_flash_ops *ops, const attn_sdpa_desc *d,
-                                        const float *q, const float *k, const float *v, float *out,
-                                        float *lse) {
+attn_status attn_sdpa_forward_flash_in(const attn_flash_ops *ops, const attn_sdpa_desc *d,
+                                       const attn_flash_in *in, float *out, float *lse) {
   attn_sdpa_resolved rs;
-  attn_status st = attn_sdpa_validate(d, q, k, v, &rs);
+  const int f16 = in->q16 != NULL || in->k16 != NULL || in->v16 != NULL;
+  /* validate reads only the NULL-ness of q, k, v */
+  attn_status st = attn_sdpa_validate(d, f16 ? (const float *)(const void *)in->q16 : in->q,
+                                      f16 ? (const float *)(const void *)in->k16 : in->k,
+                                      f16 ? (const float *)(const void *)in->v16 : in->v, &rs);
   if (st) return st;
   if (!ops) return attn_set_error(ATTN_EUNSUPPORTED, "sdpa flash: no kernels for this CPU");
+  if (f16 && attn_sdpa_has_positions(d))
+    return attn_set_error(ATTN_EUNSUPPORTED, "sdpa flash: position variants and block-sparse "
+                                             "layouts need f32 inputs");
+  const float *q = in->q, *k = in->k;
   if ((!out || !lse) && d->Lq > 0)
     return attn_set_error(ATTN_EINVAL, "sdpa flash: %s is NULL", !out ? "out" : "lse");
   if (d->Lq == 0) return ATTN_OK;
@@ -280,7 +314,9 @@ attn_status attn_sdpa_forward_flash_ops(const attn_flash_ops *ops, const attn_sd
     return st;
   }
   float *kt = attn_flash_alloc(kt_n, 1, "packed k");
-  int64_t per = (int64_t)BQ * Dv + 4 * BQ + 2 * MR * BC + MR * QW + BC * ((Dv + 15) & ~15);
+  /* fp16: qc [BQ, D] after the item's workspace, also the block of k to pack */
+  const int64_t qc_at = (int64_t)BQ * Dv + 4 * BQ + 2 * MR * BC + MR * QW + BC * ((Dv + 15) & ~15);
+  int64_t per = qc_at + (f16 ? (int64_t)BQ * D : 0);
   float *ws = kt ? attn_flash_alloc(per, nt, "forward") : NULL;
   if (!ws) {
     free(kt);
@@ -295,8 +331,10 @@ attn_status attn_sdpa_forward_flash_ops(const attn_flash_ops *ops, const attn_sd
 #pragma omp for schedule(static)
     for (int64_t t = 0; t < npack; t++) {
       int64_t bh = t / nkb, kb = t % nkb, b = bh / Hkv, g = bh % Hkv, j0 = kb * BC;
-      int64_t n = d->Lk - j0 < BC ? d->Lk - j0 : BC;
-      ops->pack_t(n, D, k + b * rs.k[0] + g * rs.k[1] + j0 * rs.k[2], rs.k[2], kt + t * D * BC);
+      int64_t n = d->Lk - j0 < BC ? d->Lk - j0 : BC, ldk;
+      const float *kr = attn_flash_in_rows(k, in->k16, in, b * rs.k[0] + g * rs.k[1] + j0 * rs.k[2],
+                                           rs.k[2], n, D, ws + thread_id() * per + qc_at, D, &ldk);
+      ops->pack_t(n, D, kr, ldk, kt + t * D * BC);
     }
     /* (the loop's barrier: all of kᵀ is packed) */
 #pragma omp for schedule(dynamic, 1)
@@ -304,7 +342,7 @@ attn_status attn_sdpa_forward_flash_ops(const attn_flash_ops *ops, const attn_sd
       int64_t bh = t / nqb, qb = nqb - 1 - t % nqb; /* later query blocks first (causal) */
       int64_t i0 = qb * BQ;
       int nq = (int)(d->Lq - i0 < BQ ? d->Lq - i0 : BQ);
-      forward_item(ops, d, &rs, &pos, bh / Hq, bh % Hq, i0, nq, q, kt, v, out, lse,
+      forward_item(ops, d, &rs, &pos, bh / Hq, bh % Hq, i0, nq, in, kt, out, lse,
                    ws + thread_id() * per);
     }
   }
@@ -312,6 +350,13 @@ attn_status attn_sdpa_forward_flash_ops(const attn_flash_ops *ops, const attn_sd
   free(kt);
   attn_flash_pos_free(&pos);
   return ATTN_OK;
+}
+
+attn_status attn_sdpa_forward_flash_ops(const attn_flash_ops *ops, const attn_sdpa_desc *d,
+                                        const float *q, const float *k, const float *v, float *out,
+                                        float *lse) {
+  const attn_flash_in in = {q, k, v, NULL, NULL, NULL, NULL};
+  return attn_sdpa_forward_flash_in(ops, d, &in, out, lse);
 }
 
 attn_status attn_sdpa_forward_flash(const attn_sdpa_desc *d, const float *q, const float *k,

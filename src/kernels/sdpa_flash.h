@@ -85,6 +85,29 @@ attn_status attn_sdpa_backward_flash_ops(const attn_flash_ops *ops, const attn_s
                                          const float *out, const float *lse, const float *dout,
                                          float *dq, float *dk, float *dv);
 
+/* The loops' q, k, v: f32 arrays read in place (q16 == NULL), or fp16 ones
+ * (attn/sdpa_f16.h; q, k, v NULL) that the loops convert to f32 with cvt, a
+ * block at a time, into per-thread buffers: k and v per key block, q per
+ * query block. Everything after the conversion is the f32 loop, so the
+ * results are those of the f32 flash on the converted values. Position
+ * variants and block-sparse layouts need f32 inputs. */
+typedef struct {
+  const float *q, *k, *v;
+  const uint16_t *q16, *k16, *v16;
+  void (*cvt)(const uint16_t *x, float *y, int64_t n); /* n values, fp16 -> f32 */
+} attn_flash_in;
+attn_status attn_sdpa_forward_flash_in(const attn_flash_ops *ops, const attn_sdpa_desc *d,
+                                       const attn_flash_in *in, float *out, float *lse);
+attn_status attn_sdpa_backward_flash_in(const attn_flash_ops *ops, const attn_sdpa_desc *d,
+                                        const attn_flash_in *in, const float *out, const float *lse,
+                                        const float *dout, float *dq, float *dk, float *dv);
+/* n rows of an operand from element off, rows ld apart, cols wide, as f32:
+ * the f32 array x in place (x16 NULL; *ldo = ld), or the fp16 rows of x16
+ * converted into buf (rows ldb apart, *ldo = ldb). */
+const float *attn_flash_in_rows(const float *x, const uint16_t *x16, const attn_flash_in *in,
+                                int64_t off, int64_t ld, int64_t n, int64_t cols, float *buf,
+                                int64_t ldb, int64_t *ldo);
+
 /* ---- shared by forward and backward (sdpa_flash.c) ---------------------- */
 /* Keys j with lo <= j < hi may be allowed for query i (causal, window,
  * key_lens); lo >= hi: none. Both are non-decreasing in i. */

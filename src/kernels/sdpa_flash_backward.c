@@ -17,7 +17,10 @@
  * Variants: logits as in the forward; Shaw: dp += dout·shaw_vᵀ on the band,
  * dq += (ds by table row) shaw_k; table gradients (d rel_bias by relative
  * distance, d shaw_k, d shaw_v on the band) go to per-work-item partials,
- * summed in item order at the end (table_grads_finish). */
+ * summed in item order at the end (table_grads_finish).
+ * fp16 inputs (attn_flash_in, sdpa_flash_f16.c): each key block of k and v
+ * is converted to f32 rows (packed from there; dq reads k's), and each query
+ * block's q rows before its tiles; the rest is unchanged. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,7 +47,8 @@ typedef struct {
   const attn_flash_ops *ops;
   const attn_sdpa_desc *d;
   const attn_sdpa_resolved *rs;
-  const float *q, *k, *v, *out, *lse, *dout, *di;
+  const attn_flash_in *in;
+  const float *out, *lse, *dout, *di;
   float *dq, *dk, *dv, *part; /* part: [C-1][B, Hq, Lq, D] */
   int64_t C;
   const attn_flash_pos *pos;
@@ -81,7 +85,8 @@ static float *dq_rows(const bwd_ctx *x, int64_t c, int64_t b, int64_t h, int64_t
 }
 
 /* ws: kt [D, BC], vt [Dv, BC], dkb [BC, D], dvb [BC, Dv], p, ds [BQB, BC], s, dp [MR, BC],
- * xq, xv [MR, QW] (Shaw bands: q·shaw_kᵀ then ds summed; dout·shaw_vᵀ then p summed).
+ * xq, xv [MR, QW] (Shaw bands: q·shaw_kᵀ then ds summed; dout·shaw_vᵀ then p summed);
+ * fp16 inputs: kc [BC, D], vc [BC, Dv], qc [BQB, D] (the blocks as f32).
  * tp: this item's table gradient partials (x->tper floats). */
 static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, float *ws,
                           float *tp) {
@@ -92,6 +97,8 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, flo
   float *kt = ws, *vt = kt + D * BC, *dkb = vt + Dv * BC, *dvb = dkb + BC * D;
   float *p = dvb + BC * Dv, *ds = p + BQB * BC, *s = ds + BQB * BC, *dp = s + MR * BC;
   float *xq = dp + MR * BC, *xv = xq + MR * QW;
+  float *kc = xv + MR * QW, *vc = kc + BC * D, *qc = vc + BC * Dv;
+  const attn_flash_in *in = x->in;
   const attn_flash_pos *pos = x->pos;
   float *grel = x->nt5 ? tp : NULL, *gsk = x->nsk ? tp + x->nt5 : NULL;
   float *gsv = x->nsv ? tp + x->nt5 + x->nsk : NULL;
@@ -105,29 +112,36 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, flo
     for (int64_t i = 0; i < d->Lq; i++)
       memset(dqh + i * ld, 0, (size_t)D * sizeof(float));
   }
-  const float *kh = x->k + b * rs->k[0] + g * rs->k[1];
-  const float *vh = x->v + b * rs->v[0] + g * rs->v[1];
+  const int64_t koff = b * rs->k[0] + g * rs->k[1], voff = b * rs->v[0] + g * rs->v[1];
   const int masks = d->bool_mask || d->add_mask || pos->bias || d->shaw_k;
   for (int64_t kb = c; kb < nkb; kb += x->C) {
     int64_t j0 = kb * BC;
     int nk = (int)(d->Lk - j0 < BC ? d->Lk - j0 : BC);
     memset(dkb, 0, (size_t)nk * D * sizeof(float));
     memset(dvb, 0, (size_t)nk * Dv * sizeof(float));
-    int64_t iq0 = first_row(d, b, j0, 1), iq1 = first_row(d, b, j0 + nk, 0);
+    int64_t iq0 = first_row(d, b, j0, 1), iq1 = first_row(d, b, j0 + nk, 0), ldk = 0, ldv;
+    const float *kr = NULL; /* the block's k rows (in place or converted) */
     if (iq0 < iq1) {
-      ops->pack_t(nk, D, kh + j0 * rs->k[2], rs->k[2], kt);
-      ops->pack_t(nk, Dv, vh + j0 * rs->v[2], rs->v[2], vt);
+      kr = attn_flash_in_rows(in->k, in->k16, in, koff + j0 * rs->k[2], rs->k[2], nk, D, kc, D,
+                              &ldk);
+      const float *vb = attn_flash_in_rows(in->v, in->v16, in, voff + j0 * rs->v[2], rs->v[2], nk,
+                                           Dv, vc, Dv, &ldv);
+      ops->pack_t(nk, D, kr, ldk, kt);
+      ops->pack_t(nk, Dv, vb, ldv, vt);
     }
     for (int64_t h = g * G; iq0 < iq1 && h < (g + 1) * G; h++) {
-      const float *qh = x->q + b * rs->q[0] + h * rs->q[1];
+      const int64_t qoff = b * rs->q[0] + h * rs->q[1];
       const float *doh = x->dout + b * rs->o[0] + h * rs->o[1];
       const float *lseh = x->lse + (b * d->Hq + h) * d->Lq, *dih = x->di + (b * d->Hq + h) * d->Lq;
-      int64_t ldq;
-      float *dqh = dq_rows(x, c, b, h, &ldq);
+      int64_t lddq;
+      float *dqh = dq_rows(x, c, b, h, &lddq);
       const int64_t hh = h - g * G;
       for (int64_t qb0 = iq0; qb0 < iq1; qb0 += BQB) {
         int nq = (int)(iq1 - qb0 < BQB ? iq1 - qb0 : BQB);
         int ra = nq, rz = 0; /* rows [ra, rz) hold the tiles computed */
+        int64_t ldq;         /* the block's q rows: qb row r is query qb0 + r */
+        const float *qb = attn_flash_in_rows(in->q, in->q16, in, qoff + qb0 * rs->q[2], rs->q[2],
+                                             nq, D, qc, D, &ldq);
         for (int r0 = 0; r0 < nq; r0 += MR) {
           int R = nq - r0 < MR ? nq - r0 : MR;
           const int64_t i = qb0 + r0, pi = i + d->q_offset;
@@ -139,10 +153,10 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, flo
           }
           if (ra > r0) ra = r0;
           rz = r0 + R;
-          const float *qi = qh + i * rs->q[2], *doi = doh + i * rs->o[2];
+          const float *qi = qb + r0 * ldq, *doi = doh + i * rs->o[2];
           const float *ends = pos->ends ? pos->ends + ((b * d->Hq + h) * d->Lq + i) * 4 : NULL;
           float *pr = p + r0 * BC, *dsr = ds + r0 * BC;
-          ops->gemm(R, BC, D, qi, rs->q[2], 1, kt, BC, s, BC, NULL, 0);
+          ops->gemm(R, BC, D, qi, ldq, 1, kt, BC, s, BC, NULL, 0);
           ops->gemm(R, BC, Dv, doi, rs->o[2], 1, vt, BC, dp, BC, NULL, 0);
           int64_t t0 = 0;
           int w = pos->nr ? attn_flash_shaw_band(d, pi, R, j0, nk, &t0) : 0;
@@ -158,8 +172,7 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, flo
             if (blk == 2) attn_flash_block_mask(d, pi, R, j0, nk, s);
             if (pos->bias) attn_flash_pos_bias(ops, pos, h, d->Lq, i, R, j0, nk, s);
             if (pos->skt) {
-              attn_flash_shaw_rows(ops, R, qi, rs->q[2], D, pos->skt, pos->nr, t0, w, rs->scale,
-                                   xq);
+              attn_flash_shaw_rows(ops, R, qi, ldq, D, pos->skt, pos->nr, t0, w, rs->scale, xq);
               attn_flash_shaw_gather(ops, d, pi, R, j0, nk, t0, xq, ends, 1, s);
             }
             ops->probs_grad(R, s, 1.0f, all_lo, all_hi, dp, lseh + i, dih + i, dsc, pr, dsr, BC);
@@ -173,17 +186,16 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, flo
           }
           for (int64_t c0 = 0; c0 < D; c0 += NC) {
             int n = (int)(D - c0 < NC ? D - c0 : NC);
-            ops->gemm(R, n, nk, dsr, BC, 1, kh + j0 * rs->k[2] + c0, rs->k[2], dqh + i * ldq + c0,
-                      ldq, NULL, 1);
+            ops->gemm(R, n, nk, dsr, BC, 1, kr + c0, ldk, dqh + i * lddq + c0, lddq, NULL, 1);
           }
           if (d->shaw_k) { /* dq += dqr · shaw_k[band]; d shaw_k[band] += dqrᵀ q */
             attn_flash_shaw_scatter(ops, d, pi, R, j0, nk, t0, w, dsr, BC, xq);
             for (int64_t c0 = 0; c0 < D; c0 += NC) {
               int n = (int)(D - c0 < NC ? D - c0 : NC);
-              ops->gemm(R, n, w, xq, QW, 1, d->shaw_k + t0 * D + c0, D, dqh + i * ldq + c0, ldq,
+              ops->gemm(R, n, w, xq, QW, 1, d->shaw_k + t0 * D + c0, D, dqh + i * lddq + c0, lddq,
                         NULL, 1);
             }
-            if (gsk) attn_flash_table_grad(ops, R, w, t0, xq, qi, rs->q[2], D, gsk);
+            if (gsk) attn_flash_table_grad(ops, R, w, t0, xq, qi, ldq, D, gsk);
           }
           if (gsv) { /* d shaw_v[band] += prᵀ dout */
             attn_flash_shaw_scatter(ops, d, pi, R, j0, nk, t0, w, pr, BC, xv);
@@ -201,8 +213,8 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, flo
           }
           for (int64_t c0 = 0; c0 < D; c0 += NC) {
             int n = (int)(D - c0 < NC ? D - c0 : NC);
-            ops->gemm(R, n, nr, ds + ra * BC + jr, 1, BC, qh + (qb0 + ra) * rs->q[2] + c0,
-                      rs->q[2], dkb + jr * D + c0, D, NULL, 1);
+            ops->gemm(R, n, nr, ds + ra * BC + jr, 1, BC, qb + ra * ldq + c0, ldq,
+                      dkb + jr * D + c0, D, NULL, 1);
           }
         }
       }
@@ -265,14 +277,20 @@ static void table_grads_finish(const bwd_ctx *x, int64_t items) {
     }
 }
 
-attn_status attn_sdpa_backward_flash_ops(const attn_flash_ops *ops, const attn_sdpa_desc *d,
-                                         const float *q, const float *k, const float *v,
-                                         const float *out, const float *lse, const float *dout,
-                                         float *dq, float *dk, float *dv) {
+attn_status attn_sdpa_backward_flash_in(const attn_flash_ops *ops, const attn_sdpa_desc *d,
+                                        const attn_flash_in *in, const float *out, const float *lse,
+                                        const float *dout, float *dq, float *dk, float *dv) {
   attn_sdpa_resolved rs;
-  attn_status st = attn_sdpa_validate(d, q, k, v, &rs);
+  const int f16 = in->q16 != NULL || in->k16 != NULL || in->v16 != NULL;
+  /* validate reads only the NULL-ness of q, k, v */
+  attn_status st = attn_sdpa_validate(d, f16 ? (const float *)(const void *)in->q16 : in->q,
+                                      f16 ? (const float *)(const void *)in->k16 : in->k,
+                                      f16 ? (const float *)(const void *)in->v16 : in->v, &rs);
   if (st) return st;
   if (!ops) return attn_set_error(ATTN_EUNSUPPORTED, "sdpa flash: no kernels for this CPU");
+  if (f16 && attn_sdpa_has_positions(d))
+    return attn_set_error(ATTN_EUNSUPPORTED, "sdpa flash: position variants and block-sparse "
+                                             "layouts need f32 inputs");
   if ((st = attn_sdpa_check_backward_ptrs(d, "sdpa flash backward", out, lse, dout, dq, dk, dv))) return st;
   const int64_t B = d->B, Hq = d->Hq, Hkv = d->Hkv, Lq = d->Lq, D = d->D, Dv = d->Dv;
   const int64_t nkb = (d->Lk + BC - 1) / BC;
@@ -293,11 +311,12 @@ attn_status attn_sdpa_backward_flash_ops(const attn_flash_ops *ops, const attn_s
   float *di = attn_flash_alloc(B * Hq * Lq, 1, "backward rowsum");
   float *part = C > 1 ? attn_flash_alloc((C - 1) * B * Hq * Lq * D, 1, "partial dq") : NULL;
   int64_t per = 2 * (D + Dv) * BC + 2 * BQB * BC + 2 * MR * BC + 2 * MR * QW;
+  if (f16) per += (D + Dv) * BC + BQB * D; /* kc, vc, qc */
   float *ws = attn_flash_alloc(per, nt, "backward");
   attn_flash_pos pos;
-  bwd_ctx x = {ops, d, &rs, q, k, v, out, lse, dout, di, dq, dk, dv, part, C, &pos, NULL, 0, 0, 0, 0};
+  bwd_ctx x = {ops, d, &rs, in, out, lse, dout, di, dq, dk, dv, part, C, &pos, NULL, 0, 0, 0, 0};
   st = attn_flash_pos_init(d, &pos);
-  if (!st && (st = attn_flash_shaw_ends(&pos, d, &rs, q, dout, nt))) attn_flash_pos_free(&pos);
+  if (!st && (st = attn_flash_shaw_ends(&pos, d, &rs, in->q, dout, nt))) attn_flash_pos_free(&pos);
   if (!st) {
     x.nt5 = d->rel_bias && d->rel_bias_grad ? rs.group * pos.nrel : 0;
     x.nsk = d->shaw_k && d->shaw_k_grad ? pos.nr * D : 0;
@@ -355,6 +374,14 @@ attn_status attn_sdpa_backward_flash_ops(const attn_flash_ops *ops, const attn_s
   free(x.tpart);
   attn_flash_pos_free(&pos);
   return ATTN_OK;
+}
+
+attn_status attn_sdpa_backward_flash_ops(const attn_flash_ops *ops, const attn_sdpa_desc *d,
+                                         const float *q, const float *k, const float *v,
+                                         const float *out, const float *lse, const float *dout,
+                                         float *dq, float *dk, float *dv) {
+  const attn_flash_in in = {q, k, v, NULL, NULL, NULL, NULL};
+  return attn_sdpa_backward_flash_in(ops, d, &in, out, lse, dout, dq, dk, dv);
 }
 
 attn_status attn_sdpa_backward_flash(const attn_sdpa_desc *d, const float *q, const float *k,
