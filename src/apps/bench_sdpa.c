@@ -28,8 +28,14 @@ typedef struct {
   double plain_med, plain_cpu_s; /* plain flash (no variants) on the same shape, 0: not run */
   int runs;
   double peak_mib[2]; /* process peak RSS during each backend's runs, MiB */
-  double f32_med, f32_cpu_s; /* --dtype bf16: f32 flash on the same shape */
+  double f32_med, f32_cpu_s; /* --dtype other than f32: f32 flash on the same shape */
 } sdpa_result;
+
+/* --dtype: f32 (any backend), or the flash of another type with the f32 flash
+ * timed next to it: bf16 q, k, v (attn_sdpa_*_bf16, AMX), fp16 q, k, v
+ * (attn_sdpa_*_f16, f32 arithmetic), int8 (attn_sdpa_forward_i8 on f32 q, k, v) */
+typedef enum { DT_F32, DT_BF16, DT_F16, DT_I8 } sdpa_dtype;
+static const char *const dtype_names[] = {"f32", "bf16", "fp16", "int8"};
 
 typedef struct {
   int B, H, D, causal, backward, threads, no_math;
@@ -37,8 +43,7 @@ typedef struct {
   attn_backend backend;
   /* variants: ALiBi, T5 relative bias, Shaw (max distance), block-sparse (block size) */
   int alibi, rel_bias, shaw, block;
-  int bf16; /* --dtype bf16: attn_sdpa_*_bf16 (AMX), f32 flash timed next to it */
-  int i8;   /* --dtype int8: attn_sdpa_forward_i8 (forward only), likewise */
+  sdpa_dtype dtype;
 } sdpa_opts;
 
 static int has_variants(const sdpa_opts *o) { return o->alibi || o->rel_bias || o->shaw || o->block; }
@@ -48,7 +53,7 @@ static void sdpa_usage(FILE *out) {
                "                       [--window W] [--backward] [--backend math|flash|auto]\n"
                "                       [--no-math] [--threads T] [--json FILE] [--plot FILE.png]\n"
                "                       [--alibi] [--rel-bias] [--shaw [M]] [--block-sparse [BS]]\n"
-               "                       [--dtype f32|bf16|int8]\n"
+               "                       [--dtype f32|bf16|fp16|int8]\n"
                "  --n N...       sequence lengths Lq = Lk (default 512 1024 2048 4096)\n"
                "  --batch B      batch (default 1); --heads H (default 8); --dim D (default 64)\n"
                "  --causal       causal mask; --window W: keys i-W..i+W (i-W..i with --causal)\n"
@@ -67,6 +72,9 @@ static void sdpa_usage(FILE *out) {
                "  --dtype bf16   bf16 q, k, v through attn_sdpa_forward/backward_bf16 (AMX);\n"
                "                 the f32 flash is timed on the same shape: f32_ms, vs_f32 =\n"
                "                 f32 time / bf16 time, %%amx = GFLOP/s of the AMX bf16 peak\n"
+               "  --dtype fp16   fp16 q, k, v through attn_sdpa_forward/backward_f16 (f32\n"
+               "                 arithmetic, so %%peak is of the fp32 FMA peak as for f32);\n"
+               "                 f32_ms, vs_f32 as for bf16 (no %%amx)\n"
                "  --dtype int8   f32 q, k, v through attn_sdpa_forward_i8 (int8 q·kᵀ, bf16 P·V;\n"
                "                 forward only); f32_ms, vs_f32 as for bf16; %%amx against the\n"
                "                 AMX bf16 peak (the P·V half's rate; the int8 half's peak is 2x)\n"
@@ -181,17 +189,24 @@ static int set_variants(const sdpa_opts *o, attn_sdpa_desc *d, sdpa_variant_bufs
 
 typedef struct {
   float *q, *k, *v, *out, *lse, *dout, *dq, *dk, *dv;
-  uint16_t *qh, *kh, *vh; /* bf16 copies (--dtype bf16), else NULL */
-  int i8;                 /* --dtype int8: the int8 forward on q, k, v */
+  uint16_t *qh, *kh, *vh; /* bf16 / fp16 copies (--dtype bf16 / fp16), else NULL */
+  sdpa_dtype dtype;       /* what runs: qh.. for bf16 / fp16, q.. for f32 / int8 */
 } sdpa_bufs;
 
 static attn_status run_once(const attn_sdpa_desc *d, attn_backend be, int backward,
                             const sdpa_bufs *t) {
-  if (t->i8) return attn_sdpa_forward_i8(d, t->q, t->k, t->v, t->out, t->lse);
-  if (t->qh && !backward) return attn_sdpa_forward_bf16(d, t->qh, t->kh, t->vh, t->out, t->lse);
-  if (t->qh)
+  switch (t->dtype) {
+  case DT_I8: return attn_sdpa_forward_i8(d, t->q, t->k, t->v, t->out, t->lse);
+  case DT_BF16:
+    if (!backward) return attn_sdpa_forward_bf16(d, t->qh, t->kh, t->vh, t->out, t->lse);
     return attn_sdpa_backward_bf16(d, t->qh, t->kh, t->vh, t->out, t->lse, t->dout, t->dq, t->dk,
                                    t->dv);
+  case DT_F16:
+    if (!backward) return attn_sdpa_forward_f16(d, t->qh, t->kh, t->vh, t->out, t->lse);
+    return attn_sdpa_backward_f16(d, t->qh, t->kh, t->vh, t->out, t->lse, t->dout, t->dq, t->dk,
+                                  t->dv);
+  default: break;
+  }
   if (!backward) return attn_sdpa_forward(d, be, t->q, t->k, t->v, t->out, t->lse, NULL);
   return attn_sdpa_backward(d, be, t->q, t->k, t->v, t->out, t->lse, t->dout, t->dq, t->dk, t->dv);
 }
@@ -258,7 +273,7 @@ static int run_case(const sdpa_opts *o, long long n, sdpa_result *r) {
   r->io_bytes = (double)sizeof(float) * ((double)nt * ntens + (double)nl);
   reset_peak_rss();
   sdpa_bufs t = {0};
-  t.i8 = o->i8;
+  t.dtype = o->dtype;
   float **all[9] = {&t.q, &t.k, &t.v, &t.out, &t.dout, &t.dq, &t.dk, &t.dv, &t.lse};
   int bad = 0;
   for (int i = 0; i < 9; i++) {
@@ -281,15 +296,17 @@ static int run_case(const sdpa_opts *o, long long n, sdpa_result *r) {
     fprintf(stderr, "attn bench sdpa: forward: %s\n", attn_last_error());
     rc = 1;
   }
-  if (!rc && o->bf16) {
+  if (!rc && (o->dtype == DT_BF16 || o->dtype == DT_F16)) {
     size_t nb[3] = {nt, nt, nt};
     uint16_t **h[3] = {&t.qh, &t.kh, &t.vh};
     const float *src[3] = {t.q, t.k, t.v};
     for (int i = 0; i < 3 && !rc; i++)
       if (!(*h[i] = malloc(nb[i] * sizeof(uint16_t))))
         rc = 1;
-      else
+      else if (o->dtype == DT_BF16)
         attn_f32_to_bf16_n(src[i], *h[i], (int64_t)nb[i]);
+      else
+        attn_f32_to_f16_n(src[i], *h[i], (int64_t)nb[i]);
     if (rc) fprintf(stderr, "attn bench sdpa: out of memory for N=%lld\n", n);
   }
   if (!rc) {
@@ -297,11 +314,11 @@ static int run_case(const sdpa_opts *o, long long n, sdpa_result *r) {
     r->peak_mib[0] = peak_rss_mib();
     if (r->med[0] < 0) rc = 1;
   }
-  if (!rc && (o->bf16 || o->i8)) { /* the f32 flash on the same shape */
+  if (!rc && o->dtype != DT_F32) { /* the f32 flash on the same shape */
     sdpa_bufs f = t;
     int fr;
     f.qh = f.kh = f.vh = NULL;
-    f.i8 = 0;
+    f.dtype = DT_F32;
     r->f32_med = time_backend(&d, ATTN_BACKEND_FLASH, o->backward, &f, &fr, &r->f32_cpu_s);
     if (r->f32_med < 0) rc = 1;
   }
@@ -357,7 +374,7 @@ static int write_json(const char *file, const sdpa_opts *o, const sdpa_result *r
             1e3 * r[i].med[1], r[i].med[1] > 0 ? r[i].med[1] / r[i].med[0] : 0.0, r[i].peak_mib[0],
             r[i].peak_mib[1], r[i].io_bytes / 1048576.0, 1e3 * r[i].plain_med,
             1e3 * r[i].plain_cpu_s, r[i].plain_cpu_s > 0 ? r[i].cpu_s / r[i].plain_cpu_s : 0.0,
-            o->bf16 ? "bf16" : o->i8 ? "int8" : "f32", 1e3 * r[i].f32_med,
+            dtype_names[o->dtype], 1e3 * r[i].f32_med,
             r[i].f32_med > 0 ? r[i].f32_med / r[i].med[0] : 0.0, i + 1 < n ? "," : "");
   }
   fprintf(f, "]}\n");
@@ -365,8 +382,8 @@ static int write_json(const char *file, const sdpa_opts *o, const sdpa_result *r
 }
 
 int attn_bench_sdpa_main(int argc, char **argv) {
-  sdpa_opts o = {1, 8, 64, 0, 0, attn_get_num_threads(), 0, -1, ATTN_BACKEND_FLASH, 0, 0, 0, 0,
-                 0, 0};
+  sdpa_opts o = {1, 8, 64, 0, 0, attn_get_num_threads(), 0, -1, ATTN_BACKEND_FLASH,
+                 0, 0, 0, 0, DT_F32};
   long long ns[MAX_N];
   int nn = 0;
   const char *json = NULL, *plot = NULL;
@@ -407,9 +424,11 @@ int attn_bench_sdpa_main(int argc, char **argv) {
       *dst = val;
     } else if (!strcmp(a, "--dtype") && i + 1 < argc) {
       const char *t = argv[++i];
-      if (strcmp(t, "f32") && strcmp(t, "bf16") && strcmp(t, "int8")) goto bad;
-      o.bf16 = !strcmp(t, "bf16");
-      o.i8 = !strcmp(t, "int8");
+      int k = 0;
+      while (k < 4 && strcmp(t, dtype_names[k]))
+        k++;
+      if (k == 4) goto bad;
+      o.dtype = (sdpa_dtype)k;
     } else if (!strcmp(a, "--no-math")) {
       o.no_math = 1;
     } else if (!strcmp(a, "--backend") && i + 1 < argc) {
@@ -424,7 +443,7 @@ int attn_bench_sdpa_main(int argc, char **argv) {
       goto bad;
     }
   }
-  if (o.i8 && o.backward) {
+  if (o.dtype == DT_I8 && o.backward) {
     fprintf(stderr, "attn bench sdpa: --dtype int8 is forward only (inference): no --backward\n");
     return 2;
   }
@@ -437,8 +456,11 @@ int attn_bench_sdpa_main(int argc, char **argv) {
   double peak = attn_bench_peak_gflops(o.threads), peak1 = attn_bench_peak_gflops(1);
   attn_set_num_threads(o.threads);
   printf("sdpa %s, backend %s, B=%d H=%d D=%d%s", o.backward ? "backward" : "forward",
-         o.bf16 ? "bf16 flash" : o.i8 ? "int8 flash" : attn_backend_name(o.backend), o.B, o.H, o.D,
-         o.causal ? " causal" : "");
+         o.dtype == DT_BF16  ? "bf16 flash"
+         : o.dtype == DT_F16 ? "fp16 flash (f32 arithmetic)"
+         : o.dtype == DT_I8  ? "int8 flash"
+                             : attn_backend_name(o.backend),
+         o.B, o.H, o.D, o.causal ? " causal" : "");
   if (o.window >= 0) printf(" window %lld", o.window);
   if (o.alibi) printf(" alibi");
   if (o.rel_bias) printf(" rel-bias");
@@ -446,12 +468,15 @@ int attn_bench_sdpa_main(int argc, char **argv) {
   if (o.block) printf(" block-sparse %d", o.block);
   printf(", %d thread%s; fp32 FMA peak (%s) measured now: %.1f GFLOP/s (1 thread %.1f)\n",
          o.threads, o.threads > 1 ? "s" : "", attn_bench_peak_isa(), peak, peak1);
-  double amx = o.bf16 || o.i8 ? attn_bench_amx_bf16_peak_gflops(o.threads) : 0;
-  if (o.bf16 || o.i8) printf("AMX bf16 peak measured now: %.1f GFLOP/s\n", amx);
-  printf("%7s %5s %11s %9s %6s %9s %7s %11s %8s %9s %8s%s%s\n", "N", "runs", "median_ms", "GFLOP/s",
-         "%peak", "GF/cpu_s", "%peak1", "math_ms", "vs_math", "peak_MiB", "io_MiB",
+  /* the AMX bf16 peak for the AMX kernels (int8: the P·V half's rate); fp16 runs
+   * on f32 FMAs, so its %peak column is the f32 one */
+  const int lowp = o.dtype != DT_F32, amx_kind = o.dtype == DT_BF16 || o.dtype == DT_I8;
+  double amx = amx_kind ? attn_bench_amx_bf16_peak_gflops(o.threads) : 0;
+  if (amx_kind) printf("AMX bf16 peak measured now: %.1f GFLOP/s\n", amx);
+  printf("%7s %5s %11s %9s %6s %9s %7s %11s %8s %9s %8s%s%s%s\n", "N", "runs", "median_ms",
+         "GFLOP/s", "%peak", "GF/cpu_s", "%peak1", "math_ms", "vs_math", "peak_MiB", "io_MiB",
          has_variants(&o) ? "  plain_cpu_ms vs_plain" : "",
-         o.bf16 || o.i8 ? "    f32_ms  vs_f32 vs_f32cpu  %amx" : "");
+         lowp ? "    f32_ms  vs_f32 vs_f32cpu" : "", amx_kind ? "  %amx" : "");
   sdpa_result res[MAX_N];
   int rc = 0, done = 0;
   for (int i = 0; i < nn; i++) {
@@ -472,9 +497,10 @@ int attn_bench_sdpa_main(int argc, char **argv) {
            1e3 * r->med[0], gf, 100.0 * gf / peak, gfc, 100.0 * gfc / peak1, mt, vs, r->peak_mib[0],
            r->io_bytes / 1048576.0);
     if (r->plain_cpu_s > 0) printf("  %12.2f x%7.2f", 1e3 * r->plain_cpu_s, r->cpu_s / r->plain_cpu_s);
-    if (o.bf16 || o.i8)
-      printf(" %9.2f x%6.2f x%8.2f %5.1f", 1e3 * r->f32_med, r->f32_med / r->med[0],
-             r->f32_cpu_s / r->cpu_s, amx > 0 ? 100.0 * gf / amx : 0.0);
+    if (lowp)
+      printf(" %9.2f x%6.2f x%8.2f", 1e3 * r->f32_med, r->f32_med / r->med[0],
+             r->f32_cpu_s / r->cpu_s);
+    if (amx_kind) printf(" %5.1f", amx > 0 ? 100.0 * gf / amx : 0.0);
     printf("\n");
     fflush(stdout);
   }
