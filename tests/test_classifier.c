@@ -1,5 +1,6 @@
 /* TextClassifier (src/apps/classifier.h): parameter names, config JSON,
- * gradient check of the whole model against central finite differences,
+ * gradient check of the whole model against central finite differences
+ * (mean and mean+max pooling),
  * gradient checkpointing == the normal path (bit-identical gradients, less
  * memory), save -> load -> identical predictions, padding ignored, errors.
  *
@@ -87,6 +88,19 @@ static void test_names_and_config(void) {
   c.headers = 0;
   c.tail = 0;
   CHECK(attn_clf_mail_flags(&c) == 0);
+  c.pool = ATTN_CLF_POOL_MEANMAX; /* pooling travels with the config; fc sees 2 d_model */
+  CHECK_OK(attn_clf_config_to_json(&c, &j));
+  CHECK(strstr(j, "\"pool\":\"meanmax\"") != NULL);
+  CHECK_OK(attn_clf_config_from_json(j, &back));
+  CHECK(back.pool == ATTN_CLF_POOL_MEANMAX);
+  free(j);
+  attn_clf mm;
+  CHECK_OK(attn_clf_create(&mm, &c));
+  int fcw = attn_params_find(&mm.p, "fc.weight");
+  CHECK(fcw >= 0 && mm.p.views[fcw].numel == 2 * 2 * 8);
+  attn_clf_free(&mm);
+  c.pool = 0;
+  CHECK_ERR(attn_clf_config_from_json("{\"vocab\":5,\"pool\":\"sum\"}", &back), ATTN_EFORMAT);
   CHECK_ERR(attn_clf_config_from_json("{\"vocab\":5,\"colour\":1}", &back), ATTN_EFORMAT);
   CHECK_ERR(attn_clf_config_from_json("{\"vocab\":-5}", &back), ATTN_EFORMAT);
   CHECK_ERR(attn_clf_config_from_json("[1", &back), ATTN_EFORMAT);
@@ -141,10 +155,11 @@ static void test_errors(void) {
 
 /* Every gradient (a few entries of each tensor, all of the small ones)
  * against central differences, learned and sinusoidal positions, pre/post-norm. */
-static void gradcheck(int sinusoidal, int norm_first) {
+static void gradcheck(int sinusoidal, int norm_first, int pool) {
   attn_clf_config c = tiny_config();
   c.sinusoidal = sinusoidal;
   c.norm_first = norm_first;
+  c.pool = pool;
   attn_clf m;
   CHECK_OK(attn_clf_create(&m, &c));
   CHECK_OK(attn_clf_init(&m, 7));
@@ -174,8 +189,9 @@ static void gradcheck(int sinusoidal, int norm_first) {
   CHECK(checked > 100);
   attn_clf_free(&m);
 }
-static void test_gradcheck_learned_postnorm(void) { gradcheck(0, 0); }
-static void test_gradcheck_sinusoidal_prenorm(void) { gradcheck(1, 1); }
+static void test_gradcheck_learned_postnorm(void) { gradcheck(0, 0, ATTN_CLF_POOL_MEAN); }
+static void test_gradcheck_sinusoidal_prenorm(void) { gradcheck(1, 1, ATTN_CLF_POOL_MEAN); }
+static void test_gradcheck_meanmax_pool(void) { gradcheck(0, 0, ATTN_CLF_POOL_MEANMAX); }
 
 /* Padding: the junk after lens[b] must not change anything. */
 static void test_padding_ignored(void) {
@@ -260,6 +276,7 @@ int main(void) {
   RUN(test_encode_head_tail);
   RUN(test_gradcheck_learned_postnorm);
   RUN(test_gradcheck_sinusoidal_prenorm);
+  RUN(test_gradcheck_meanmax_pool);
   RUN(test_padding_ignored);
   RUN(test_checkpointing_same_grads);
   RUN(test_save_load_same_predictions);

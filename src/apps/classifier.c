@@ -24,12 +24,13 @@ void attn_clf_config_default(attn_clf_config *c) {
 attn_status attn_clf_config_to_json(const attn_clf_config *c, char **json) {
   if (!c || !json) return attn_set_error(ATTN_EINVAL, "clf_config_to_json: NULL argument");
   char buf[640], extra[160] = "";
-  // attn_dropout, headers and tail only when set: checkpoints without them read back as before
+  // attn_dropout, headers, tail and pool only when set: checkpoints without them read back as before
   int n = 0;
   if (c->attn_dropout >= 0.0f)
     n += snprintf(extra + n, sizeof extra - n, ",\"attn_dropout\":%.9g", (double)c->attn_dropout);
   if (c->headers) n += snprintf(extra + n, sizeof extra - n, ",\"headers\":%d", c->headers);
-  if (c->tail) snprintf(extra + n, sizeof extra - n, ",\"tail\":%lld", (long long)c->tail);
+  if (c->tail) n += snprintf(extra + n, sizeof extra - n, ",\"tail\":%lld", (long long)c->tail);
+  if (c->pool) snprintf(extra + n, sizeof extra - n, ",\"pool\":\"meanmax\"");
   snprintf(buf, sizeof buf,
            "{\"vocab\":%lld,\"d_model\":%lld,\"heads\":%lld,\"ff\":%lld,\"layers\":%lld,"
            "\"max_len\":%lld,\"classes\":%lld,\"dropout\":%.9g,\"sinusoidal\":%d,"
@@ -72,7 +73,11 @@ attn_status attn_clf_config_from_json(const char *json, attn_clf_config *c) {
     else if (!strcmp(k, "sinusoidal") && x->type == JSON_NUMBER) c->sinusoidal = x->number != 0;
     else if (!strcmp(k, "norm_first") && x->type == JSON_NUMBER) c->norm_first = x->number != 0;
     else if (!strcmp(k, "headers") && x->type == JSON_NUMBER) c->headers = x->number != 0;
-    else if (!strcmp(k, "activation") && x->type == JSON_STRING)
+    else if (!strcmp(k, "pool") && x->type == JSON_STRING) {
+      if (!strcmp(x->str, "mean")) c->pool = ATTN_CLF_POOL_MEAN;
+      else if (!strcmp(x->str, "meanmax")) c->pool = ATTN_CLF_POOL_MEANMAX;
+      else st = attn_set_error(ATTN_EFORMAT, "classifier config: pool '%s' (mean|meanmax)", x->str);
+    } else if (!strcmp(k, "activation") && x->type == JSON_STRING)
       st = attn_activation_from_name(x->str, &c->activation);
     else
       st = attn_set_error(ATTN_EFORMAT, "classifier config: unknown or mistyped key '%s'", k);
@@ -97,6 +102,8 @@ static attn_status check_config(const attn_clf_config *c) {
   if (c->tail < 0 || c->tail >= c->max_len)
     return attn_set_error(ATTN_EINVAL, "classifier config: tail %lld not in [0, max_len %lld)",
                           (long long)c->tail, (long long)c->max_len);
+  if (c->pool != ATTN_CLF_POOL_MEAN && c->pool != ATTN_CLF_POOL_MEANMAX)
+    return attn_set_error(ATTN_EINVAL, "classifier config: pool %d unknown", c->pool);
   if (!(c->attn_dropout < 1.0f))
     return attn_set_error(ATTN_EINVAL, "classifier config: attn_dropout %g not < 1",
                           (double)c->attn_dropout);
@@ -144,7 +151,8 @@ attn_status attn_clf_create(attn_clf *m, const attn_clf_config *c) {
     // the layer config has one dropout; the attention probabilities may have their own
     if (!st && c->attn_dropout >= 0.0f) m->layer[i].self_attn.c.dropout = c->attn_dropout;
   }
-  if (!st) st = attn_linear_declare(&m->fc, &m->p, "fc.", E, c->classes, 1);
+  int64_t pooled = c->pool == ATTN_CLF_POOL_MEANMAX ? 2 * E : E;
+  if (!st) st = attn_linear_declare(&m->fc, &m->p, "fc.", pooled, c->classes, 1);
   if (!st) st = attn_params_alloc(&m->p);
   if (!st && c->sinusoidal) {
     m->sin_table = malloc((size_t)(c->max_len * E) * sizeof(float));

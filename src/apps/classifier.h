@@ -2,6 +2,7 @@
  *   x = embedding(ids) + positions            [B, L, E]   learned or sinusoidal
  *   x = layers.i(x, src_key_padding_mask)     N TransformerEncoderLayers (nn.h)
  *   pooled = mean of x over the real tokens   [B, E]      padding excluded
+ *            (or [mean, max]: [B, 2E], config.pool)
  *   logits = fc(pooled)                        [B, classes]
  * Parameters live in one attn_params with PyTorch state_dict names:
  *   embedding.weight [V, E], positions.weight [max_len, E] (learned only),
@@ -41,7 +42,12 @@ typedef struct {
    * (tail 0: the first max_len only). 0 and 0 by default. */
   int headers;
   int64_t tail;
+  /* Pooling over the real tokens: ATTN_CLF_POOL_MEAN (the seed's) or
+   * ATTN_CLF_POOL_MEANMAX: [mean, max] concatenated (fc sees 2 d_model; the
+   * max passes its gradient to the first token holding it). */
+  int pool;
 } attn_clf_config;
+enum { ATTN_CLF_POOL_MEAN = 0, ATTN_CLF_POOL_MEANMAX = 1 };
 
 /* d_model 128, 8 heads, ff 512, 2 layers, max_len 256, 2 classes, dropout
  * 0.1, learned positions, post-norm, relu; vocab must be set. */
@@ -75,7 +81,8 @@ typedef struct {
   uint8_t *kpm;           /* [B, L] key padding (1 = padding) */
   int32_t *lens;          /* [B] */
   int32_t *ids;           /* [B*L] copy (embedding backward) */
-  float *pooled;          /* [B, E] */
+  float *pooled;          /* [B, E], or [B, 2E] with mean+max pooling */
+  int32_t *argmax;        /* [B, E]: the token of each max (mean+max pooling) */
   float *logits;          /* [B, classes] */
   attn_nn_ctx ctx;
   size_t saved_bytes, peak_bytes;

@@ -18,6 +18,7 @@ void attn_clf_acts_free(attn_clf_acts *a) {
   free(a->lens);
   free(a->ids);
   free(a->pooled);
+  free(a->argmax);
   free(a->logits);
   memset(a, 0, sizeof *a);
 }
@@ -111,9 +112,13 @@ attn_status attn_clf_forward(const attn_clf *m, const attn_nn_ctx *ctx, int ckpt
   a->kpm = malloc((size_t)rows);
   a->lens = malloc((size_t)B * sizeof *a->lens);
   a->ids = malloc((size_t)rows * sizeof *a->ids);
-  a->pooled = malloc((size_t)(B * E) * sizeof(float));
+  int meanmax = m->c.pool == ATTN_CLF_POOL_MEANMAX;
+  int64_t P = meanmax ? 2 * E : E;
+  a->pooled = malloc((size_t)(B * P) * sizeof(float));
+  a->argmax = meanmax ? malloc((size_t)(B * E) * sizeof(int32_t)) : NULL;
   a->logits = malloc((size_t)(B * C) * sizeof(float));
-  if (!a->x || !a->saved || !a->kpm || !a->lens || !a->ids || !a->pooled || !a->logits)
+  if (!a->x || !a->saved || !a->kpm || !a->lens || !a->ids || !a->pooled || !a->logits ||
+      (meanmax && !a->argmax))
     return attn_set_error(ATTN_ENOMEM, "clf_forward: out of memory");
   for (int64_t l = 0; l <= N; l++)
     if (!(a->x[l] = malloc((size_t)(rows * E) * sizeof(float))))
@@ -141,15 +146,23 @@ attn_status attn_clf_forward(const attn_clf *m, const attn_nn_ctx *ctx, int ckpt
     else held += lb;
   }
   if (st) return st;
-  // masked mean pooling: pooled[b] = mean over t < lens[b] of x[b, t]
+  // masked mean pooling: pooled[b] = mean over t < lens[b] of x[b, t]; with
+  // mean+max, then the max over the same tokens (first token on ties)
   const float *xl = a->x[N];
   for (int64_t b = 0; b < B; b++) {
-    float *pb = a->pooled + b * E;
+    float *pb = a->pooled + b * P;
     memset(pb, 0, (size_t)E * sizeof(float));
     for (int64_t t = 0; t < lens[b]; t++)
       for (int64_t e = 0; e < E; e++) pb[e] += xl[(b * L + t) * E + e];
     float inv = 1.0f / (float)lens[b];
     for (int64_t e = 0; e < E; e++) pb[e] *= inv;
+    if (!meanmax) continue;
+    float *mb = pb + E;
+    int32_t *ib = a->argmax + b * E;
+    for (int64_t e = 0; e < E; e++) mb[e] = xl[b * L * E + e], ib[e] = 0;
+    for (int64_t t = 1; t < lens[b]; t++)
+      for (int64_t e = 0; e < E; e++)
+        if (xl[(b * L + t) * E + e] > mb[e]) mb[e] = xl[(b * L + t) * E + e], ib[e] = (int32_t)t;
   }
   st = attn_linear_forward_ctx(&m->fc, &m->p, &a->ctx, a->pooled, a->logits, B);
   if (!st && logits) memcpy(logits, a->logits, (size_t)(B * C) * sizeof(float));
@@ -162,7 +175,9 @@ attn_status attn_clf_backward(attn_clf *m, attn_clf_acts *a, const float *dlogit
   if (!m || !a || !a->x || !dlogits || !m->p.grad)
     return attn_set_error(ATTN_EINVAL, "clf_backward: NULL argument or no forward");
   int64_t B = a->B, L = a->L, E = m->c.d_model, N = m->c.layers, rows = B * L;
-  float *dpool = calloc((size_t)(B * E), sizeof(float));
+  int meanmax = m->c.pool == ATTN_CLF_POOL_MEANMAX;
+  int64_t P = meanmax ? 2 * E : E;
+  float *dpool = calloc((size_t)(B * P), sizeof(float));
   float *dcur = calloc((size_t)(rows * E), sizeof(float));
   float *dprev = calloc((size_t)(rows * E), sizeof(float));
   float *tmp = a->ckpt ? malloc((size_t)(rows * E) * sizeof(float)) : NULL;
@@ -173,7 +188,10 @@ attn_status attn_clf_backward(attn_clf *m, attn_clf_acts *a, const float *dlogit
   for (int64_t b = 0; !st && b < B; b++) {
     float inv = 1.0f / (float)a->lens[b];
     for (int64_t t = 0; t < a->lens[b]; t++)
-      for (int64_t e = 0; e < E; e++) dcur[(b * L + t) * E + e] = dpool[b * E + e] * inv;
+      for (int64_t e = 0; e < E; e++) dcur[(b * L + t) * E + e] = dpool[b * P + e] * inv;
+    if (meanmax)
+      for (int64_t e = 0; e < E; e++)
+        dcur[(b * L + a->argmax[b * E + e]) * E + e] += dpool[b * P + E + e];
   }
   attn_mha_masks masks;
   memset(&masks, 0, sizeof masks);

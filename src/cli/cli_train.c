@@ -42,6 +42,8 @@ static void usage(FILE *f) {
           "  --headers basic|more  mail headers in the text: Subject and From (basic), or also To, Cc,\n"
           "                        Reply-To, Date, Message-ID, X-Mailer, User-Agent, Content-Type\n"
           "                        (more, default)\n"
+          "  --pool mean|meanmax   pooling over the tokens: the mean (default), or mean and max\n"
+          "                        concatenated (the head sees 2 dim)\n"
           "  --tail T              a message over max-len tokens keeps its first max-len - T and\n"
           "                        its last T tokens (default max-len / 4; 0: the first max-len)\n"
           "training:\n"
@@ -104,6 +106,13 @@ static int parse(int argc, char **argv, train_opts *o, int first) {
     else if (!strcmp(a, "--layers")) o->mc.layers = strtoll(v, &end, 10);
     else if (!strcmp(a, "--max-len")) o->mc.max_len = strtoll(v, &end, 10);
     else if (!strcmp(a, "--tail")) o->mc.tail = strtoll(v, &end, 10);
+    else if (!strcmp(a, "--pool")) {
+      if (strcmp(v, "mean") && strcmp(v, "meanmax")) {
+        fprintf(stderr, "attn train: --pool mean|meanmax\n");
+        return 2;
+      }
+      o->mc.pool = !strcmp(v, "meanmax") ? ATTN_CLF_POOL_MEANMAX : ATTN_CLF_POOL_MEAN;
+    }
     else if (!strcmp(a, "--dropout")) o->mc.dropout = strtof(v, &end);
     else if (!strcmp(a, "--attn-dropout")) o->mc.attn_dropout = strtof(v, &end);
     else if (!strcmp(a, "--epochs")) o->to.epochs = (int)strtol(v, &end, 10);
