@@ -338,49 +338,86 @@ static void test_k_smoothing(void) {
   }
 }
 
-/* The three scores kernels on the same packed operands: the same f32 bits,
- * and equal to the int64 sums times the scales. Values include -128 (the
- * quantizer never makes it, the kernels still must be exact). */
+/* The three scores kernels on the same packed operands: the same int32, equal
+ * to the int64 sums (values include -128, which the quantizer never makes:
+ * the kernels must still be exact); the two dequantizations give the same
+ * f32 bits. */
 static void test_scores_kernels_identical(void) {
   attn_i8_scores_fn fn[3] = {attn_flash_i8_scores_generic, NULL, NULL};
   if (attn_sdpa_i8_path_available(ATTN_LOWP_SIMD)) fn[1] = attn_flash_i8_scores_vnni();
   if (attn_sdpa_i8_path_available(ATTN_LOWP_AMX)) fn[2] = attn_flash_i8_scores_amx();
+  attn_i8_dequant_fn dq = attn_cpu()->avx512f ? attn_i8_dequant_avx512() : NULL;
   for (int dc = 1; dc <= 4; dc++) {
     const int64_t ldk = 64 * dc + 64 * (dc & 1); /* padded rows on odd dc */
     int8_t *k = malloc(64 * ldk), *qp = aligned_alloc(64, ATTN_I8_QP_BYTES(4));
-    float sk[64], st[3][64 * 16], u[64];
-    unsigned s = 77u + dc;
+    int32_t s[3][64 * 16];
+    float sk[64], sq[16], st[2][64 * 16];
+    unsigned z = 77u + dc;
     for (int64_t i = 0; i < 64 * ldk; i++)
-      k[i] = (int8_t)((s = s * 1664525u + 1013904223u) >> 24);
+      k[i] = (int8_t)((z = z * 1664525u + 1013904223u) >> 24);
     int32_t *qsum = (int32_t *)(void *)(qp + dc * 1024);
-    float *sq = (float *)(void *)(qsum + 16);
     memset(qsum, 0, 16 * sizeof(int32_t));
     for (int64_t e = 0; e < 64 * dc; e++)
       for (int r = 0; r < 16; r++) {
-        int8_t x = (int8_t)((s = s * 1664525u + 1013904223u) >> 24);
-        qp[(e >> 6) * 1024 + ((e & 63) >> 2) * 64 + r * 4 + (e & 3)] = x;
-        qsum[r] += x;
+        int8_t v = (int8_t)((z = z * 1664525u + 1013904223u) >> 24);
+        qp[(e >> 6) * 1024 + ((e & 63) >> 2) * 64 + r * 4 + (e & 3)] = v;
+        qsum[r] += v;
       }
-    fill_uniform(sk, 64, 90 + dc, 0.001f, 0.02f);
-    fill_uniform(u, 16, 95 + dc, 0.001f, 0.02f);
-    memcpy(sq, u, 16 * sizeof(float));
     for (int f = 0; f < 3; f++) {
       if (!fn[f]) continue;
       if (f == 2) attn_amx_config_tiles();
-      fn[f](k, ldk, dc, qp, sk, st[f]);
+      fn[f](k, ldk, dc, qp, s[f]);
       if (f == 2) attn_amx_release_tiles();
-      CHECK(!memcmp(st[f], st[0], sizeof st[0]));
+      CHECK(!memcmp(s[f], s[0], sizeof s[0]));
     }
     for (int j = 0; j < 64; j++)
       for (int r = 0; r < 16; r++) {
         int64_t sum = 0;
         for (int64_t e = 0; e < 64 * dc; e++)
           sum += (int64_t)k[j * ldk + e] * qp[(e >> 6) * 1024 + ((e & 63) >> 2) * 64 + r * 4 + (e & 3)];
-        CHECK(st[0][j * 16 + r] == (float)sum * (sk[j] * sq[r]));
+        CHECK(s[0][j * 16 + r] == sum);
       }
+    fill_uniform(sk, 64, 90 + dc, 0.001f, 0.02f);
+    fill_uniform(sq, 16, 95 + dc, -0.02f, 0.02f);
+    attn_i8_dequant_generic(s[0], sk, sq, st[0]);
+    CHECK(st[0][17] == (float)s[0][17] * (sk[1] * sq[1]));
+    if (dq) {
+      dq(s[0], sk, sq, st[1]);
+      CHECK(!memcmp(st[0], st[1], sizeof st[0]));
+    }
     free(k), free(qp);
   }
-  printf("  scores kernels compared: portable%s%s\n", fn[1] ? ", vnni" : "", fn[2] ? ", amx" : "");
+  printf("  scores kernels compared: portable%s%s; dequant%s\n", fn[1] ? ", vnni" : "",
+         fn[2] ? ", amx" : "", dq ? " portable = avx512" : " portable only");
+}
+
+/* The AVX-512 row quantizer gives attn_quantize_weights_s8's bits, ties,
+ * tails, zero rows and non-finite values included. */
+static void test_quantizer_identical(void) {
+  attn_i8_quantize_fn vq = attn_cpu()->avx512f && attn_cpu()->avx512bw && attn_cpu()->avx512vl
+                               ? attn_i8_quantize_row_avx512()
+                               : NULL;
+  if (!vq) {
+    printf("  (no AVX-512: skipped)\n");
+    return;
+  }
+  float x[256];
+  int8_t q0[256], q1[256];
+  for (int n = 1; n <= 256; n += (n < 40 ? 1 : 37)) {
+    for (int t = 0; t < 4; t++) {
+      fill_uniform(x, n, 1400 + n * 4 + t, -3, 3);
+      if (t == 1) /* max 127: step 1, and every other value a tie (k + 1/2) */
+        for (int i = 0; i < n; i++)
+          x[i] = i == 0 ? 127.0f : (float)(i % 50 - 25) + 0.5f;
+      if (t == 2) memset(x, 0, sizeof x);
+      if (t == 3) x[n / 2] = (n & 1) ? NAN : INFINITY;
+      float s0 = -1, s1 = -1;
+      int b0 = attn_i8_quantize_row_generic(x, n, q0, &s0);
+      int b1 = vq(x, n, q1, &s1);
+      CHECK(b0 == b1 && b0 == (t == 3));
+      if (!b0) CHECK(s0 == s1 && !memcmp(q0, q1, (size_t)n));
+    }
+  }
 }
 
 /* VNNI and portable share everything after the (identical) scores: the
@@ -548,6 +585,7 @@ int main(void) {
          attn_sdpa_i8_path_available(ATTN_LOWP_AMX) ? ", amx" : "");
   attn_set_num_threads(1); /* many small calls; test_threads_bit_identical runs 1 and 2 */
   RUN(test_scores_kernels_identical);
+  RUN(test_quantizer_identical);
   RUN(test_head_dims);
   RUN(test_lengths_and_tails);
   RUN(test_causal_windows_offset);

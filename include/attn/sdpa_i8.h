@@ -25,8 +25,14 @@
  *   The online softmax and its statistics in f32, P rounded to bf16 and
  *     P·V with v rounded to bf16, f32 accumulators: the tile kernels of the
  *     bf16 flash attention (attn/sdpa_bf16.h).
- * Against the f32 math path expect ~1e-2 relative error on out (int8 q, k:
- * logit errors ~1e-2 of |q||k| / 127 per row; bf16 P and v: 2^-9).
+ * Accuracy against the f32 math path (tests/test_sdpa_i8.c): with e_t =
+ * |scale|·sqrt(D)·max|q|·max|k - mean| / 127, the logit error of one int8
+ * step over a dot product (~8e-3 at the default scale for |q|, |k - mean|
+ * <= 1), out is within 4e-3·max|v| + e_t (bf16 P and v, 2^-9 each, plus p
+ * moving by ~e_t relative): ~1e-2 relative to max|v|; lse within e_t.
+ * Larger logits (larger q or k) mean proportionally larger errors.
+ * Cost: the quantization and packing are O((Lq + Lk)·D) per call; the
+ * packed copies take (Lq + Lk)·D bytes plus Lk·Dv bf16.
  *
  * Supported: scale, causal, window, q_offset, key_lens, bool and additive
  * masks, GQA, Dv != D, 1 <= D, Dv <= 256 (zero-padded), any Lq, Lk >= 0.

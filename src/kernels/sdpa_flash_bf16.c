@@ -165,26 +165,18 @@ typedef struct {
   int64_t nkb, dc, dvt;
 } fwd_ctx;
 
-/* A tile step of an item: key block kb against query group g, with the
- * lanes' column ranges (full: every lane sees all 64 keys). */
-typedef struct {
-  int64_t kb;
-  int g, full;
-  int lo[QT], hi[QT];
-} step_t;
+typedef attn_bf16_step step_t;
+typedef attn_bf16_step_iter step_iter;
 
-typedef struct {
-  const attn_sdpa_desc *d;
-  int64_t b, i0;
-  int nq, ng;
-  int64_t kb, kb1; /* next key block, end */
-  int g;           /* next group in kb */
-  int all;         /* every row of the item may see every key */
-} step_iter;
+void attn_bf16_steps_begin(step_iter *it, const attn_sdpa_desc *d, int64_t b, int64_t i0, int nq) {
+  int64_t lo0, hi0, lo1, hi1;
+  attn_sdpa_key_range(d, b, i0, &lo0, &hi0); /* lo, hi are non-decreasing in i */
+  attn_sdpa_key_range(d, b, i0 + nq - 1, &lo1, &hi1);
+  *it = (step_iter){d, b, i0, nq, (int)ceil_div(nq, QT), lo0 / BC, 0, 0, lo1 == 0 && hi0 == d->Lk};
+  it->kb1 = hi1 > lo0 ? ceil_div(hi1, BC) : it->kb;
+}
 
-/* The next step (key blocks in order, groups in order within each) with
- * some allowed key; 0 at the end. */
-static int next_step(step_iter *it, step_t *s) {
+int attn_bf16_next_step(step_iter *it, step_t *s) {
   const attn_sdpa_desc *d = it->d;
   for (; it->kb < it->kb1; it->kb++, it->g = 0) {
     const int64_t j0 = it->kb * BC;
@@ -236,25 +228,20 @@ static void forward_item(const fwd_ctx *x, int64_t b, int64_t h, int64_t i0, int
   }
   const uint16_t *kh = x->kp + (b * d->Hkv + kvh) * x->nkb * BC * Dp;
   const uint16_t *vth = x->vt + (b * d->Hkv + kvh) * x->nkb * dvt * 16 * BC;
-  step_iter it = {d, b, i0, nq, ng, 0, 0, 0, 0};
-  int64_t lo0, hi0, lo1, hi1;
-  attn_sdpa_key_range(d, b, i0, &lo0, &hi0); /* lo, hi are non-decreasing in i */
-  attn_sdpa_key_range(d, b, i0 + nq - 1, &lo1, &hi1);
-  it.all = lo1 == 0 && hi0 == d->Lk;
-  it.kb = lo0 / BC;
-  it.kb1 = hi1 > lo0 ? ceil_div(hi1, BC) : it.kb;
+  step_iter it;
+  attn_bf16_steps_begin(&it, d, b, i0, nq);
   const int masks = d->bool_mask || d->add_mask;
   /* Three stages in flight, one tile step (key block, group) apart: the
    * scores of step s+1 and the p·v of step s-1 are issued to the tile unit
    * before the softmax of step s runs on the vector units, so the two
    * overlap. st, p and alpha are double-buffered by step parity. */
   step_t S[2];
-  int have = next_step(&it, &S[0]), par = 0, pend = 0, pend_g = 0;
+  int have = attn_bf16_next_step(&it, &S[0]), par = 0, pend = 0, pend_g = 0;
   int64_t pend_kb = 0;
   if (have) ops->scores(kh + S[0].kb * BC * Dp, Dp, (int)dc, qp + S[0].g * dc * 512, st);
   while (have) {
     const step_t *c = &S[par];
-    const int have_next = next_step(&it, &S[par ^ 1]);
+    const int have_next = attn_bf16_next_step(&it, &S[par ^ 1]);
     if (have_next)
       ops->scores(kh + S[par ^ 1].kb * BC * Dp, Dp, (int)dc, qp + S[par ^ 1].g * dc * 512,
                   st + (par ^ 1) * BC * QT);

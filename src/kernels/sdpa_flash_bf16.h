@@ -108,6 +108,27 @@ int attn_flash_bf16_threads(double macs, int64_t items);
  * get none. Returns 0 when no lane may see any key of the block. */
 int attn_bf16_tile_bounds(const attn_sdpa_desc *d, int64_t b, int64_t i0, int R, int64_t j0, int nk,
                           int *lo, int *hi);
+/* The tile steps of a forward work item (rows i0..i0+nq-1 of batch b): key
+ * block kb against query group g (16 rows), key blocks in order and groups
+ * in order within each, only those where some lane may see some key; the
+ * lanes' column ranges [lo, hi) (full: every lane sees all 64 keys). */
+typedef struct {
+  int64_t kb;
+  int g, full;
+  int lo[ATTN_BF16_QT], hi[ATTN_BF16_QT];
+} attn_bf16_step;
+typedef struct {
+  const attn_sdpa_desc *d;
+  int64_t b, i0;
+  int nq, ng;
+  int64_t kb, kb1; /* next key block, end */
+  int g;           /* next group in kb */
+  int all;         /* every row of the item may see every key */
+} attn_bf16_step_iter;
+void attn_bf16_steps_begin(attn_bf16_step_iter *it, const attn_sdpa_desc *d, int64_t b, int64_t i0,
+                           int nq);
+/* The next step into *s; 0 at the end. */
+int attn_bf16_next_step(attn_bf16_step_iter *it, attn_bf16_step *s);
 /* Bool and additive masks on transposed logits st[j * ldst + r] (query
  * i0 + r, key j0 + j); entries at -inf stay so. */
 void attn_bf16_elem_masks(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t i0, int R,

@@ -41,22 +41,35 @@ static inline int64_t qp_at(int64_t e, int r) {
 }
 
 void attn_flash_i8_scores_generic(const int8_t *k, int64_t ldk, int dc, const int8_t *qp,
-                                  const float *sk, float *st) {
-  const float *sq = (const float *)(const void *)(qp + dc * 1024 + 64);
+                                  int32_t *st) {
   for (int j = 0; j < BC; j++) {
     const int8_t *kr = k + j * ldk;
     for (int r = 0; r < QT; r++) {
       int32_t s = 0;
       for (int64_t e = 0; e < 64 * dc; e++)
         s += (int32_t)kr[e] * qp[qp_at(e, r)];
-      st[j * QT + r] = (float)s * (sk[j] * sq[r]);
+      st[j * QT + r] = s;
     }
   }
 }
 
+void attn_i8_dequant_generic(const int32_t *s, const float *sk, const float *sq, float *st) {
+  for (int j = 0; j < BC; j++)
+    for (int r = 0; r < QT; r++)
+      st[j * QT + r] = (float)s[j * QT + r] * (sk[j] * sq[r]);
+}
+
+int attn_i8_quantize_row_generic(const float *x, int64_t n, int8_t *q, float *scale) {
+  return attn_quantize_weights_s8(x, 1, n, q, scale) != ATTN_OK;
+}
+
+/* The scores kernel of a path with the bf16 flash's softmax and P·V; the
+ * quantizer and dequantization by the CPU (every variant gives the same bits). */
 typedef struct {
   attn_i8_scores_fn scores;
   const attn_flash_bf16_ops *ops;
+  attn_i8_quantize_fn quant;
+  attn_i8_dequant_fn dequant;
 } i8_kernels;
 
 static int amx_usable(void) {
@@ -79,7 +92,13 @@ static attn_status pick(attn_lowp_path path, i8_kernels *kr) {
   if (path == ATTN_LOWP_AUTO) path = amx_usable()    ? ATTN_LOWP_AMX
                                      : vnni_usable() ? ATTN_LOWP_SIMD
                                                      : ATTN_LOWP_PORTABLE;
+  const attn_cpu_features *f = attn_cpu();
+  const int avx512 = f->avx512f && f->avx512bw && f->avx512vl;
   kr->ops = attn_flash_bf16_ops_generic();
+  kr->quant = avx512 && attn_i8_quantize_row_avx512() ? attn_i8_quantize_row_avx512()
+                                                      : attn_i8_quantize_row_generic;
+  kr->dequant = avx512 && attn_i8_dequant_avx512() ? attn_i8_dequant_avx512()
+                                                   : attn_i8_dequant_generic;
   switch (path) {
   case ATTN_LOWP_PORTABLE: kr->scores = attn_flash_i8_scores_generic; return ATTN_OK;
   case ATTN_LOWP_SIMD:
@@ -133,6 +152,7 @@ static int pack_kv(const i8_ctx *x, const float *k, const float *v, int64_t t) {
   const float *mean = x->mean + bh * d->D;
   int8_t *kp = x->kp + t * BC * x->Dp;
   float *sk = x->sk + t * BC, row[ATTN_BF16_DMAX];
+  uint16_t vr[ATTN_BF16_DMAX];
   int bad = 0;
   memset(kp, 0, (size_t)(BC * x->Dp));
   for (int j = 0; j < BC; j++) {
@@ -141,14 +161,16 @@ static int pack_kv(const i8_ctx *x, const float *k, const float *v, int64_t t) {
     const float *kr = k + b * rs->k[0] + g * rs->k[1] + (j0 + j) * rs->k[2];
     for (int64_t e = 0; e < d->D; e++)
       row[e] = kr[e] - mean[e];
-    bad |= attn_quantize_weights_s8(row, 1, d->D, kp + j * x->Dp, sk + j) != ATTN_OK;
+    bad |= x->kr.quant(row, d->D, kp + j * x->Dp, sk + j);
   }
   uint16_t *vt = x->vt + t * x->dvt * 16 * BC;
   memset(vt, 0, (size_t)(x->dvt * 16 * BC) * sizeof(uint16_t));
   const float *vb = v + b * rs->v[0] + g * rs->v[1] + j0 * rs->v[2];
-  for (int j = 0; j < nk; j++)
+  for (int j = 0; j < nk; j++) {
+    attn_f32_to_bf16_n(vb + j * rs->v[2], vr, d->Dv);
     for (int64_t c = 0; c < d->Dv; c++)
-      vt[c * BC + j] = attn_f32_to_bf16(vb[j * rs->v[2] + c]);
+      vt[c * BC + j] = vr[c];
+  }
   return bad;
 }
 
@@ -168,11 +190,13 @@ static int pack_q(const i8_ctx *x, const float *q, int64_t t) {
   for (int r = 0; r < R; r++) {
     const float *qr = q + b * rs->q[0] + h * rs->q[1] + (i0 + r) * rs->q[2];
     float s = 0.0f;
-    bad |= attn_quantize_weights_s8(qr, 1, d->D, row, &s) != ATTN_OK;
+    bad |= x->kr.quant(qr, d->D, row, &s);
+    memset(row + d->D, 0, (size_t)(x->Dp - d->D));
     int32_t sum = 0;
     double dot = 0.0;
+    for (int64_t e = 0; e < x->Dp; e += 4) /* a depth quad at once */
+      memcpy(qp + qp_at(e, r), row + e, 4);
     for (int64_t e = 0; e < d->D; e++) {
-      qp[qp_at(e, r)] = row[e];
       sum += row[e];
       dot += (double)qr[e] * mean[e];
     }
@@ -184,55 +208,69 @@ static int pack_q(const i8_ctx *x, const float *q, int64_t t) {
 }
 
 /* One work item: rows [i0, i0+nq) of (b, h). ws: f32 oT [NG][dvt*256], m, l
- * [BQ], st [64*16], then p [64*16] bf16. */
+ * [BQ], st [64*16], int32 s [2][64*16], then p [2][64*16] bf16. As in the
+ * bf16 flash, three tile steps are in flight: the scores of step s+1 and the
+ * p·v of step s-1 go to the tile unit before the softmax of step s runs on
+ * the vector units; s, p and alpha are double-buffered by step parity. */
 static void forward_item(const i8_ctx *x, int64_t b, int64_t h, int64_t i0, int nq, void *ws) {
   const attn_sdpa_desc *d = x->d;
   const attn_flash_bf16_ops *ops = x->kr.ops;
   const int64_t dvt = x->dvt, Dp = x->Dp, kvh = h / x->rs->group, bkv = b * d->Hkv + kvh;
-  float *ot = ws, *m = ot + NG * dvt * 256, *l = m + BQ, *st = l + BQ, alpha[QT];
-  uint16_t *p = (uint16_t *)(void *)(st + BC * QT);
+  const int64_t qpb = ATTN_I8_QP_BYTES(x->dc);
+  const int dc = (int)x->dc;
+  float *ot = ws, *m = ot + NG * dvt * 256, *l = m + BQ, *st = l + BQ, alpha[2][QT];
+  int32_t *si = (int32_t *)(void *)(st + BC * QT);
+  uint16_t *p = (uint16_t *)(void *)(si + 2 * BC * QT);
   const int ng = (int)ceil_div(nq, QT), masks = d->bool_mask || d->add_mask;
   memset(ot, 0, (size_t)(ng * dvt * 256) * sizeof(float));
   for (int r = 0; r < ng * QT; r++) {
     m[r] = -INFINITY;
     l[r] = 0.0f;
   }
-  const int8_t *qg = x->qp + ((b * d->Hq + h) * x->nqg + i0 / QT) * ATTN_I8_QP_BYTES(x->dc);
+  const int8_t *qg = x->qp + ((b * d->Hq + h) * x->nqg + i0 / QT) * qpb;
   const int8_t *kh = x->kp + bkv * x->nkb * BC * Dp;
   const float *skh = x->sk + bkv * x->nkb * BC;
   const uint16_t *vth = x->vt + bkv * x->nkb * dvt * 16 * BC;
-  int64_t lo0, hi0, lo1, hi1;
-  attn_sdpa_key_range(d, b, i0, &lo0, &hi0); /* lo, hi are non-decreasing in i */
-  attn_sdpa_key_range(d, b, i0 + nq - 1, &lo1, &hi1);
-  const int all = lo1 == 0 && hi0 == d->Lk;
-  const int64_t kb1 = hi1 > lo0 ? ceil_div(hi1, BC) : 0;
-  for (int64_t kb = lo0 / BC; kb < kb1; kb++) {
-    const int64_t j0 = kb * BC;
-    const int nk = (int)(d->Lk - j0 < BC ? d->Lk - j0 : BC);
-    for (int g = 0; g < ng; g++) {
-      const int R = nq - g * QT < QT ? nq - g * QT : QT;
-      int lo[QT], hi[QT], full = all && nk == BC && R == QT;
-      if (!full) {
-        if (!attn_bf16_tile_bounds(d, b, i0 + g * QT, R, j0, nk, lo, hi)) continue;
-        full = 1;
+  attn_bf16_step S[2];
+  attn_bf16_step_iter it;
+  attn_bf16_steps_begin(&it, d, b, i0, nq);
+  int have = attn_bf16_next_step(&it, &S[0]), par = 0, pend = 0, pend_g = 0, moved[2] = {0, 0};
+  int64_t pend_kb = 0;
+  if (have) x->kr.scores(kh + S[0].kb * BC * Dp, Dp, dc, qg + S[0].g * qpb, si);
+  while (have) {
+    const attn_bf16_step *c = &S[par];
+    const int have_next = attn_bf16_next_step(&it, &S[par ^ 1]);
+    if (have_next)
+      x->kr.scores(kh + S[par ^ 1].kb * BC * Dp, Dp, dc, qg + S[par ^ 1].g * qpb,
+                   si + (par ^ 1) * BC * QT);
+    if (pend)
+      ops->accum(ot + pend_g * dvt * 256, (int)dvt, moved[par ^ 1] ? alpha[par ^ 1] : NULL,
+                 vth + pend_kb * dvt * 16 * BC, p + (par ^ 1) * BC * QT);
+    const int g = c->g, R = nq - g * QT < QT ? nq - g * QT : QT;
+    const int64_t j0 = c->kb * BC;
+    const float *sq = (const float *)(const void *)(qg + g * qpb + dc * 1024 + 64);
+    uint16_t *pg = p + par * BC * QT;
+    x->kr.dequant(si + par * BC * QT, skh + j0, sq, st);
+    if (masks) { /* the range as -inf, then the element masks, then the softmax */
+      const int nk = (int)(d->Lk - j0 < BC ? d->Lk - j0 : BC);
+      for (int j = 0; j < BC && !c->full; j++)
         for (int r = 0; r < QT; r++)
-          full &= lo[r] == 0 && hi[r] == BC;
-      }
-      x->kr.scores(kh + j0 * Dp, Dp, (int)x->dc, qg + g * ATTN_I8_QP_BYTES(x->dc), skh + j0, st);
-      int moved;
-      if (masks) { /* the range as -inf, then the element masks, then the softmax */
-        for (int j = 0; j < BC && !full; j++)
-          for (int r = 0; r < QT; r++)
-            if (j < lo[r] || j >= hi[r]) st[j * QT + r] = -INFINITY;
-        attn_bf16_elem_masks(d, b, h, i0 + g * QT, R, j0, nk, st, QT);
-        moved = ops->softmax(st, 1.0f, NULL, NULL, m + g * QT, l + g * QT, alpha, p);
-      } else {
-        moved = ops->softmax(st, 1.0f, full ? NULL : lo, full ? NULL : hi, m + g * QT, l + g * QT,
-                             alpha, p);
-      }
-      ops->accum(ot + g * dvt * 256, (int)dvt, moved ? alpha : NULL, vth + kb * dvt * 16 * BC, p);
+          if (j < c->lo[r] || j >= c->hi[r]) st[j * QT + r] = -INFINITY;
+      attn_bf16_elem_masks(d, b, h, i0 + g * QT, R, j0, nk, st, QT);
+      moved[par] = ops->softmax(st, 1.0f, NULL, NULL, m + g * QT, l + g * QT, alpha[par], pg);
+    } else {
+      moved[par] = ops->softmax(st, 1.0f, c->full ? NULL : c->lo, c->full ? NULL : c->hi,
+                                m + g * QT, l + g * QT, alpha[par], pg);
     }
+    pend = 1;
+    pend_g = g;
+    pend_kb = c->kb;
+    par ^= 1;
+    have = have_next;
   }
+  if (pend)
+    ops->accum(ot + pend_g * dvt * 256, (int)dvt, moved[par ^ 1] ? alpha[par ^ 1] : NULL,
+               vth + pend_kb * dvt * 16 * BC, p + (par ^ 1) * BC * QT);
   const attn_sdpa_resolved *rs = x->rs;
   float *oh = x->out + b * rs->o[0] + h * rs->o[1];
   float *lh = x->lse + (b * d->Hq + h) * d->Lq;
@@ -283,7 +321,7 @@ attn_status attn_sdpa_forward_i8_path(attn_lowp_path path, const attn_sdpa_desc 
   for (int i = 0; i < 6; i++)
     off[i + 1] = off[i] + ((sz[i] + 63) & ~(int64_t)63);
   char *buf = attn_bf16_alloc(off[6], "packed q, k, v");
-  int64_t per = (NG * x.dvt * 256 + 2 * BQ + BC * QT) * 4 + BC * QT * 2;
+  int64_t per = (NG * x.dvt * 256 + 2 * BQ + 3 * BC * QT) * 4 + 2 * BC * QT * 2;
   per = (per + 63) & ~(int64_t)63;
   char *ws = buf ? attn_bf16_alloc(per * nt, "forward workspace") : NULL;
   if (!ws) {

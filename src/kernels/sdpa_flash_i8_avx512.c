@@ -3,7 +3,8 @@
  * of the B tile (16 queries x 4 s8) is one zmm and each key's 4 bytes are
  * broadcast. VPDPBUSD multiplies u8 x s8, so the keys go in as k + 128 (xor
  * 0x80) and 128 * sum(q) (the query sums of the packed group) is taken off:
- * the exact s32 of s8 x s8. Dequantized as the other paths. */
+ * the exact s32 of s8 x s8. Also the AVX-512 dequantization and row
+ * quantizer, which give the bits of the scalar ones (sdpa_flash_i8.c). */
 #include <string.h>
 
 #include "kernels/sdpa_flash_i8.h"
@@ -14,9 +15,8 @@
 #define VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vnni")))
 
 VNNI_TARGET static void scores_vnni(const int8_t *k, int64_t ldk, int dc, const int8_t *qp,
-                                    const float *sk, float *st) {
+                                    int32_t *st) {
   const __m512i corr = _mm512_slli_epi32(_mm512_loadu_si512(qp + dc * 1024), 7);
-  const __m512 vsq = _mm512_loadu_ps(qp + dc * 1024 + 64);
   const __m512i flip = _mm512_set1_epi32((int)0x80808080u);
   for (int jb = 0; jb < 64; jb += 16) {
     __m512i acc[16];
@@ -31,15 +31,60 @@ VNNI_TARGET static void scores_vnni(const int8_t *k, int64_t ldk, int dc, const 
         acc[jj] = _mm512_dpbusd_epi32(acc[jj], _mm512_xor_si512(_mm512_set1_epi32(w), flip), b);
       }
     }
-    for (int jj = 0; jj < 16; jj++) {
-      __m512 s = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc[jj], corr));
-      _mm512_storeu_ps(st + (jb + jj) * 16,
-                       _mm512_mul_ps(s, _mm512_mul_ps(_mm512_set1_ps(sk[jb + jj]), vsq)));
-    }
+    for (int jj = 0; jj < 16; jj++)
+      _mm512_storeu_si512(st + (jb + jj) * 16, _mm512_sub_epi32(acc[jj], corr));
   }
 }
 
 attn_i8_scores_fn attn_flash_i8_scores_vnni(void) { return scores_vnni; }
+
+__attribute__((target("avx512f"))) static void dequant(const int32_t *s, const float *sk,
+                                                       const float *sq, float *st) {
+  const __m512 vsq = _mm512_loadu_ps(sq);
+  for (int j = 0; j < 64; j++) {
+    __m512 x = _mm512_cvtepi32_ps(_mm512_loadu_si512(s + j * 16));
+    _mm512_storeu_ps(st + j * 16, _mm512_mul_ps(x, _mm512_mul_ps(_mm512_set1_ps(sk[j]), vsq)));
+  }
+}
+
+attn_i8_dequant_fn attn_i8_dequant_avx512(void) { return dequant; }
+
+#define AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl")))
+
+/* The same bits as the scalar quantizer: an exact max, an IEEE division,
+ * round to nearest even (vroundscaleps as nearbyintf), clamp, narrow. */
+AVX512_TARGET static int quantize_row(const float *x, int64_t n, int8_t *q, float *scale) {
+  const __m512 big = _mm512_set1_ps(3.40282347e38f);
+  __m512 m = _mm512_setzero_ps();
+  __mmask16 bad = 0;
+  int64_t e = 0;
+  for (; e < n; e += 16) {
+    __mmask16 k = n - e >= 16 ? 0xffff : (__mmask16)((1u << (n - e)) - 1);
+    __m512 a = _mm512_abs_ps(_mm512_maskz_loadu_ps(k, x + e));
+    bad |= _mm512_cmp_ps_mask(a, big, _CMP_NLE_UQ); /* inf or NaN */
+    m = _mm512_max_ps(m, a);
+  }
+  if (bad) return 1;
+  const float s = _mm512_reduce_max_ps(m) / 127.0f;
+  *scale = s;
+  if (!(s > 0.0f)) {
+    memset(q, 0, (size_t)n);
+    return 0;
+  }
+  const __m512 vs = _mm512_set1_ps(s), lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f);
+  for (e = 0; e < n; e += 16) {
+    __mmask16 k = n - e >= 16 ? 0xffff : (__mmask16)((1u << (n - e)) - 1);
+    __m512 r = _mm512_roundscale_ps(_mm512_div_ps(_mm512_maskz_loadu_ps(k, x + e), vs),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    r = _mm512_min_ps(_mm512_max_ps(r, lo), hi);
+    _mm_mask_storeu_epi8(q + e, k, _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(r)));
+  }
+  return 0;
+}
+
+attn_i8_quantize_fn attn_i8_quantize_row_avx512(void) { return quantize_row; }
 #else
 attn_i8_scores_fn attn_flash_i8_scores_vnni(void) { return 0; }
+attn_i8_quantize_fn attn_i8_quantize_row_avx512(void) { return 0; }
+attn_i8_dequant_fn attn_i8_dequant_avx512(void) { return 0; }
 #endif
