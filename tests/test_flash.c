@@ -542,6 +542,218 @@ static void test_fully_masked_rows_are_zero(void) {
 
 /* Lk = 0: every row sees no key (checked directly: the math path is not
  * asked about empty key sets here). */
+/* NaN and +inf in a tile: a NaN logit inside [lo, hi) gives p = NaN and
+ * l = NaN (the row's out turns NaN, as in math); one outside is ignored; a
+ * row with nothing allowed stays m = -inf, l = 0, p = 0 whatever its data;
+ * +inf gives inf - inf = NaN. The backward tile with lse = NaN: p = ds =
+ * NaN at the allowed keys only. Both kernel sets. */
+static void test_tile_nan_logits(void) {
+  for (int o = 0; o < n_ops; o++) {
+    const attn_flash_ops *ops = ops_list[o];
+    float s[6 * 64], m[6], l[6], al[6];
+    int lo[6] = {0, 0, 0, 5, 0, 0}, hi[6] = {64, 40, 0, 30, 64, 64};
+    fill_uniform(s, 6 * 64, 77, -3, 3);
+    s[0 * 64 + 5] = NAN;       /* row 0: allowed NaN */
+    s[1 * 64 + 50] = NAN;      /* row 1: NaN past hi: ignored */
+    s[2 * 64 + 7] = NAN;       /* row 2: nothing allowed */
+    s[3 * 64 + 7] = INFINITY;  /* row 3: +inf logit */
+    s[4 * 64 + 63] = NAN;      /* row 4: NaN in the last lane */
+    for (int r = 0; r < 6; r++)
+      m[r] = -INFINITY, l[r] = 0;
+    ops->softmax_update(6, s, 0.5f, lo, hi, m, l, al);
+    CHECK(isnan(l[0]) && isnan(s[5]) && isfinite(m[0]));
+    CHECK(isfinite(l[1]) && l[1] > 0 && s[64 + 50] == 0.0f);
+    CHECK(m[2] == -INFINITY && l[2] == 0 && s[2 * 64 + 7] == 0.0f && al[2] == 1.0f);
+    CHECK(isnan(l[3]) && m[3] == INFINITY);
+    CHECK(isnan(l[4]) && isfinite(l[5]) && l[5] > 0);
+    /* a second block: l stays NaN while the max moves */
+    fill_uniform(s, 6 * 64, 78, 5, 9);
+    ops->softmax_update(6, s, 0.5f, lo, hi, m, l, al);
+    CHECK(isnan(l[0]) && isnan(l[4]) && isfinite(l[1]) && l[2] == 0);
+    /* backward tile */
+    float dp[6 * 64], pp[6 * 64], ds[6 * 64], lse[6] = {NAN, 1.0f, -INFINITY, NAN, 2.0f, 0.5f};
+    float di[6] = {0.1f, NAN, 0.0f, 0.2f, 0.3f, 0.4f};
+    fill_uniform(s, 6 * 64, 79, -3, 3);
+    fill_uniform(dp, 6 * 64, 80, -1, 1);
+    ops->probs_grad(6, s, 0.5f, lo, hi, dp, lse, di, 0.25f, pp, ds, 64);
+    int ok = 1;
+    for (int r = 0; r < 6; r++)
+      for (int j = 0; j < 64; j++) {
+        int in = j >= lo[r] && j < hi[r];
+        float pv = pp[r * 64 + j], dv = ds[r * 64 + j];
+        if (r == 0 || r == 3) ok &= in ? isnan(pv) && isnan(dv) : pv == 0 && dv == 0;
+        if (r == 1) ok &= in ? pv > 0 && isnan(dv) : pv == 0 && dv == 0; /* D_i NaN */
+        if (r == 2) ok &= pv == 0 && dv == 0;
+        if (r >= 4) ok &= isfinite(pv) && isfinite(dv) && (in || (pv == 0 && dv == 0));
+      }
+    CHECK(ok);
+  }
+}
+
+/* ---- NaN / inf in the data (attn/sdpa.h: it propagates to the rows it
+ * touches, as in math) ---------------------------------------------------- */
+
+/* CHECK_CLOSE where math is not NaN: there flash must agree (finite where
+ * math is); where math is NaN, flash may be NaN or not (0·NaN in the math
+ * GEMMs reaches entries that no allowed key connects, flash's tiles fewer). */
+static void close_where_math_defined(const char *what, const float *got, const float *want,
+                                     int64_t n, double atol, double rtol) {
+  float *g = malloc((size_t)(n + 1) * sizeof(float));
+  for (int64_t i = 0; i < n; i++)
+    g[i] = isnan(want[i]) ? want[i] : got[i];
+  CHECK_CLOSE(what, g, want, n, atol, rtol);
+  free(g);
+}
+
+/* Rows r0..r1 (inclusive) of a [L, X] slice all NaN (any = 0) or with some
+ * NaN (any = 1). */
+static int nan_rows(const float *x, int64_t X, int r0, int r1, int any) {
+  for (int r = r0; r <= r1; r++) {
+    int all = 1, some = 0;
+    for (int64_t c = 0; c < X; c++)
+      all &= isnan(x[r * X + c]), some |= isnan(x[r * X + c]);
+    if (any ? !some : !all) return 0;
+  }
+  return 1;
+}
+
+/* Batch 0, head 0 (rows of [L, 16] from the start of the arrays) gets the
+ * bad value; head 1 and batch 1 stay clean. kinds:
+ *   0 NaN in q row 70           1 NaN in k key 100 (causal, window 40)
+ *   2 +inf in k key 100 (q·k = +inf at row 110, -inf at row 120)
+ *   3 NaN in v key 100          4 NaN/inf only where masked: a fully masked
+ *     row (key_lens 0), keys past key_lens, a key the bool mask hides: the
+ *     forward as if the data were clean (math too); the backward's GEMMs
+ *     may multiply a masked key's k by ds = 0 (0·NaN), as math's do
+ *   5 NaN in k key 50 under an additive -inf (NaN + -inf = NaN, as math) */
+static void nan_case(const attn_flash_ops *ops, int kind, int causal) {
+  cfg c = plain(150, 150, 16);
+  c.B = 2;
+  c.causal = causal;
+  if (kind == 1 || kind == 2 || kind == 3) c.wl = 40;
+  if (kind == 4) c.key_lens = 1, c.bool_mask = 1;
+  if (kind == 5) c.add_mask = 1;
+  problem p;
+  make_problem(&c, 1200 + kind, &p);
+  const int X = 16, L = 150;
+  if (kind == 0) p.q[70 * X + 3] = NAN;
+  if (kind == 1) p.k[100 * X + 3] = NAN;
+  if (kind == 2) {
+    p.k[100 * X + 3] = INFINITY;
+    p.q[110 * X + 3] = 0.5f;
+    p.q[120 * X + 3] = -0.5f;
+  }
+  if (kind == 3) p.v[100 * X + 5] = NAN;
+  if (kind == 4) {
+    p.kl[0] = 0, p.kl[1] = 90;                /* batch 0: no key at all */
+    p.q[5 * X + 1] = NAN;                     /* b0 h0 row 5: fully masked */
+    float *k1 = p.k + 2 * L * X;              /* batch 1, head 0 */
+    k1[120 * X + 2] = NAN, k1[130 * X] = INFINITY; /* past key_lens */
+    k1[30 * X + 4] = NAN;                     /* hidden by the bool mask: */
+    for (int i = 0; i < L; i++)
+      p.bm[(int64_t)L * L + i * L + 30] = 0;
+  }
+  if (kind == 5) {
+    p.k[50 * X + 3] = NAN;
+    for (int i = 0; i < L; i++)
+      p.am[i * L + 50] = -INFINITY; /* head 0, every row */
+  }
+  float *o0 = zeros(p.no), *o1 = zeros(p.no), *l0 = zeros(p.nl), *l1 = zeros(p.nl);
+  CHECK_OK(attn_sdpa_forward_math(&p.d, p.q, p.k, p.v, o0, l0, NULL));
+  CHECK_OK(attn_sdpa_forward_flash_ops(ops, &p.d, p.q, p.k, p.v, o1, l1));
+  int before = h_case_failed;
+  h_case_failed = 0;
+  CHECK_CLOSE("lse", l1, l0, p.nl, 1e-5, 1e-4); /* NaN exactly where math has it */
+  if (kind == 3)
+    close_where_math_defined("out", o1, o0, p.no, 1e-5, 1e-4);
+  else
+    CHECK_CLOSE("out", o1, o0, p.no, 1e-5, 1e-4);
+  /* the rows that must be NaN (out all NaN with lse, or column 5 for v) */
+  if (kind == 0) CHECK(isnan(l1[70]) && nan_rows(o1, X, 70, 70, 0));
+  if (kind == 1) CHECK(nan_rows(l1, 1, 100, 140, 0) && nan_rows(o1, X, 100, 140, 0));
+  if (kind == 1) CHECK(isfinite(l1[99]) && isfinite(l1[141]) && !nan_rows(o1, X, 99, 99, 1));
+  if (kind == 2) CHECK(isnan(l1[110]) && isfinite(l1[120]) && nan_rows(o1, X, 110, 110, 0));
+  if (kind == 3) {
+    int ok = 1;
+    for (int i = 100; i <= 140; i++)
+      ok &= isnan(o1[i * X + 5]) && isfinite(l1[i]) && isfinite(o1[i * X + 4]);
+    CHECK(ok);
+  }
+  if (kind == 4) {
+    int ok = 1;
+    for (int64_t e = 0; e < 2 * L; e++) /* batch 0: out 0, lse -inf */
+      ok &= l1[e] == -INFINITY;
+    for (int64_t e = 0; e < 2 * L * X; e++)
+      ok &= o1[e] == 0.0f;
+    for (int64_t e = 0; e < p.no; e++)
+      ok &= !isnan(o1[e]);
+    CHECK(ok);
+  }
+  if (kind == 5) CHECK(nan_rows(l1, 1, 50, 149, 0) && isfinite(l1[49]));
+  /* backward, each from its own forward */
+  float *g0[3] = {zeros(p.nq), zeros(p.nk), zeros(p.nv)};
+  float *g1[3] = {zeros(p.nq), zeros(p.nk), zeros(p.nv)};
+  CHECK_OK(attn_sdpa_backward_math(&p.d, p.q, p.k, p.v, o0, l0, p.dout, g0[0], g0[1], g0[2]));
+  CHECK_OK(attn_sdpa_backward_flash_ops(ops, &p.d, p.q, p.k, p.v, o1, l1, p.dout, g1[0], g1[1],
+                                        g1[2]));
+  const char *gn[3] = {"dq", "dk", "dv"};
+  const int64_t gsz[3] = {p.nq, p.nk, p.nv};
+  for (int t = 0; t < 3; t++)
+    close_where_math_defined(gn[t], g1[t], g0[t], gsz[t], 2e-5, 2e-4);
+  /* NaN gradients for the NaN rows and the keys they attend */
+  const int rows_lo = kind == 0 ? 70 : kind == 2 ? 110 : 100;
+  const int rows_hi = kind == 0 ? 70 : kind == 2 ? 110 : 140;
+  if (kind <= 3) CHECK(nan_rows(g1[0], X, rows_lo, rows_hi, 0));
+  if (kind == 0) CHECK(nan_rows(g1[1], X, 0, causal ? 70 : 149, 0));
+  if (kind == 0) CHECK(nan_rows(g1[2], X, 0, causal ? 70 : 149, 0));
+  if (kind == 1) CHECK(nan_rows(g1[1], X, 60, 140, 0) && nan_rows(g1[2], X, 60, 140, 0));
+  if (kind == 2) CHECK(nan_rows(g1[2], X, 70, 110, 0) && nan_rows(g1[1], X, 100, 100, 0));
+  if (kind == 3) CHECK(!nan_rows(g1[2], X, 0, 149, 1)); /* dv never reads v */
+  if (kind == 4) {
+    /* batch 0 (no allowed key): zero gradients (math: 0·NaN of q row 5 in
+     * dk). Batch 1: dk, dv finite and as math; dq may get 0·NaN from the
+     * masked keys' k in a shared tile (math: in every row), so only where
+     * math is defined (above). */
+    int ok = 1;
+    for (int64_t e = 0; e < 2 * L * X; e++)
+      ok &= g1[0][e] == 0.0f && g1[1][e] == 0.0f && g1[2][e] == 0.0f;
+    CHECK(ok);
+    CHECK_CLOSE("dk b1", g1[1] + 2 * L * X, g0[1] + 2 * L * X, 2 * L * X, 2e-5, 2e-4);
+    CHECK_CLOSE("dv b1", g1[2] + 2 * L * X, g0[2] + 2 * L * X, 2 * L * X, 2e-5, 2e-4);
+    CHECK(!nan_rows(g1[1] + 2 * L * X, X, 0, 2 * L - 1, 1));
+  }
+  if (h_case_failed) printf("  ^ %s kind %d causal %d\n", ops->name, kind, causal);
+  h_case_failed |= before;
+  for (int t = 0; t < 3; t++)
+    free(g0[t]), free(g1[t]);
+  free(o0), free(o1), free(l0), free(l1);
+  free_problem(&p);
+}
+
+static void test_nan_in_q_propagates(void) {
+  for (int i = 0; i < n_ops; i++)
+    for (int causal = 0; causal < 2; causal++) /* 0: the whole-tile kernel's path */
+      nan_case(ops_list[i], 0, causal);
+}
+
+static void test_nan_and_inf_in_k_propagate(void) {
+  for (int i = 0; i < n_ops; i++) {
+    nan_case(ops_list[i], 1, 1);
+    nan_case(ops_list[i], 2, 1);
+    nan_case(ops_list[i], 5, 1);
+  }
+}
+
+static void test_nan_in_v_reaches_rows_that_attend(void) {
+  for (int i = 0; i < n_ops; i++)
+    nan_case(ops_list[i], 3, 1);
+}
+
+static void test_nan_at_masked_keys_is_ignored(void) {
+  for (int i = 0; i < n_ops; i++)
+    nan_case(ops_list[i], 4, 1);
+}
+
 static void test_no_keys(void) {
   for (int i = 0; i < n_ops; i++) {
     attn_sdpa_desc d;
@@ -726,6 +938,7 @@ int main(void) {
   RUN(test_tile_gemm_avx512_matches_generic);
   RUN(test_tile_softmax_avx512_matches_generic);
   RUN(test_tile_forward_matches_steps);
+  RUN(test_tile_nan_logits);
   RUN(test_head_dims);
   RUN(test_lengths_and_tails);
   RUN(test_causal_and_windows);
@@ -735,6 +948,10 @@ int main(void) {
   RUN(test_v_alignment);
   RUN(test_large_logits);
   RUN(test_fully_masked_rows_are_zero);
+  RUN(test_nan_in_q_propagates);
+  RUN(test_nan_and_inf_in_k_propagate);
+  RUN(test_nan_in_v_reaches_rows_that_attend);
+  RUN(test_nan_at_masked_keys_is_ignored);
   RUN(test_no_keys);
   RUN(test_golden_files);
   RUN(test_threads_bit_identical);

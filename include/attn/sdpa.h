@@ -18,6 +18,14 @@
  * and its logit is scale * q·k + add_mask[b,h,i,j] (an add_mask of -inf also
  * disallows). Masks broadcast through their strides (0 on broadcast dims).
  * A query row with no allowed key gives out = 0, lse = -inf, zero gradient.
+ * NaN/inf in the data is not an error and never silently dropped, in every
+ * backend (math, flash; bf16/fp16/int8 flash: their headers): a NaN logit at
+ * an allowed key (NaN in q or k, an +inf logit (inf - inf), a NaN additive
+ * mask, NaN or +inf plus an additive -inf) makes the row's out and lse NaN,
+ * and in the backward its dq row and the dk, dv rows of the keys it attends.
+ * Keys excluded by causal, window, key_lens, bool mask or block layout never
+ * enter the logits, whatever their data; NaN/inf in v, or in an excluded
+ * key's k in the backward, can still reach rows through 0·NaN products.
  */
 #ifndef ATTN_SDPA_H
 #define ATTN_SDPA_H

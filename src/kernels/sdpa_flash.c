@@ -12,6 +12,14 @@
  *   o [MR, Dv] = alpha * o + p v (gemm straight from v, rows strided)
  * then out = o / l and lse = m + log l (out 0, lse -inf for a row with no
  * allowed key). K/V heads are shared by their query heads (no copies).
+ * NaN: a NaN logit at an allowed key (NaN in q or k, +inf·0, an additive
+ * mask NaN or -inf added to a NaN/+inf score; +inf logits give inf - inf)
+ * is skipped by the max but gives p = NaN, so l, out and lse of that row
+ * are NaN, as in the math path: no per-element test, the p = 0 compare is
+ * unordered. Keys outside the row's range, bool mask or block layout are
+ * -inf before the softmax and stay ignored whatever their data. NaN in v
+ * reaches the rows whose p·v reads it (p > 0; p = 0 times NaN too, as in
+ * the math GEMMs, for keys of a tile the row does not see).
  * Fast path: where the kernel set has tile_forward and every row of the item
  * sees every key of a full block (no masks, no Shaw values), the item's
  * whole row groups go through it in one call (scores, softmax and p·v in
@@ -266,7 +274,7 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
   float *lh = lse + (b * d->Hq + h) * d->Lq;
   for (int r = 0; r < nq; r++) {
     float *orow = oh + (i0 + r) * rs->o[2];
-    if (l[r] > 0.0f) {
+    if (l[r] != 0.0f) { /* l NaN (a NaN logit): out and lse NaN */
       float inv = 1.0f / l[r];
       if (d->shaw_v) { /* the clipped distances' share of shaw_v */
         const float *v0 = d->shaw_v, *vt = d->shaw_v + (pos->nr - 1) * Dv;

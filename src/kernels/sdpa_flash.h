@@ -38,13 +38,16 @@ typedef struct {
    * t = scale * s where lo[r] <= j < hi[r], -inf elsewhere (as logits()), and
    * s := p = e^(t - m_new) (0 where t = -inf or t - m_new < ATTN_FLASH_PMIN_LOG); per row m (running max) and l
    * (running sum) are updated and alpha = e^(m_old - m_new) is the factor for
-   * the output so far (1 while the row has seen no allowed key). */
+   * the output so far (1 while the row has seen no allowed key). NaN: the max
+   * skips a NaN t, but its p is NaN, so l (and the row's output) turn NaN and
+   * stay so; an +inf t gives m = +inf and p = NaN (inf - inf), as math. */
   void (*softmax_update)(int R, float *s, float scale, const int *lo, const int *hi, float *m,
                          float *l, float *alpha);
   /* Backward tile: s [R, BC] raw scores (logits t as in softmax_update),
    * dp [R, BC] = dout·vᵀ; writes p = e^(t - lse[r]) (0 below ATTN_FLASH_PMIN_LOG) and
-   * ds = p * (dp - di[r]) * dscale into p, ds [R, BC] (rows ldp apart); rows
-   * with lse = -inf give 0. */
+   * ds = p * (dp - di[r]) * dscale into p, ds [R, BC] (rows ldp apart), ds = 0
+   * where p = 0 (as math, even for a NaN dp or di); rows with lse = -inf give
+   * 0, rows with lse NaN give p = ds = NaN where allowed and t > -inf. */
   void (*probs_grad)(int R, const float *s, float scale, const int *lo, const int *hi,
                      const float *dp, const float *lse, const float *di, float dscale, float *p,
                      float *ds, int64_t ldp);

@@ -104,10 +104,12 @@ AVX512_INLINE __mmask16 allowed_cols(int v, int lo, int hi) {
          _mm512_cmplt_epi32_mask(j, _mm512_set1_epi32(hi));
 }
 
-/* Lanes with x >= ATTN_FLASH_PMIN_LOG: the others give p = 0 (no denormal
- * reaches the GEMMs; see sdpa_flash.h). */
+/* Lanes with x >= ATTN_FLASH_PMIN_LOG or x NaN: the others give p = 0 (no
+ * denormal reaches the GEMMs; see sdpa_flash.h). A NaN logit gives p = NaN,
+ * so the row's sum l and its output turn NaN (as in the math path) instead
+ * of the NaN being dropped like a masked key; the same compare, unordered. */
 AVX512_INLINE __mmask16 normal_exp(__m512 x) {
-  return _mm512_cmp_ps_mask(x, _mm512_set1_ps(ATTN_FLASH_PMIN_LOG), _CMP_GE_OQ);
+  return _mm512_cmp_ps_mask(x, _mm512_set1_ps(ATTN_FLASH_PMIN_LOG), _CMP_NLT_UQ);
 }
 
 AVX512_TARGET static void logits_avx512(int R, float *s, float scale, const int *lo,
@@ -156,8 +158,9 @@ AVX512_INLINE void rows6_reduce(const int is_max, const __m512 v[MR], float out[
 
 /* Online softmax of R rows of logits x (4 zmm per row, -inf where not
  * allowed): row maxima, p = e^(x - m_new) stored to s (0 below
- * ATTN_FLASH_PMIN_LOG, and for a row with nothing allowed, where x - m_new is
- * NaN), row sums; m, l, alpha as attn_flash_ops.softmax_update. */
+ * ATTN_FLASH_PMIN_LOG; NaN for a NaN logit, which the max skips), row sums;
+ * m, l, alpha as attn_flash_ops.softmax_update. A row whose max is still
+ * -inf subtracts 0 instead (-inf stays -inf, p = 0; NaN stays NaN). */
 AVX512_INLINE void softmax_rows(const int R, __m512 x[MR][4], float *s, float *m, float *l,
                                 float *alpha) {
   __m512 v[MR];
@@ -175,7 +178,7 @@ AVX512_INLINE void softmax_rows(const int R, __m512 x[MR][4], float *s, float *m
     }
     float mn = mx[r] > m[r] ? mx[r] : m[r];
     mx[r] = mn;
-    __m512 vm = _mm512_set1_ps(mn), p[4];
+    __m512 vm = _mm512_set1_ps(mn == -INFINITY ? 0.0f : mn), p[4];
 #pragma GCC unroll 4
     for (int c = 0; c < 4; c++) {
       __m512 d = _mm512_sub_ps(x[r][c], vm);
@@ -228,6 +231,17 @@ AVX512_TARGET static void probs_grad_avx512(int R, const float *s, float scale, 
   for (int r = 0; r < R; r++) {
     const float *sr = s + r * BC, *dpr = dp + r * BC;
     float *pr = p + r * ldp, *dsr = ds + r * ldp;
+    if (lse[r] != lse[r]) { /* NaN row: p = ds = NaN at its allowed keys, else 0 */
+      const __m512 nan = _mm512_set1_ps(NAN);
+      for (int v = 0; v < BC / 16; v++) {
+        __m512 t = _mm512_mul_ps(_mm512_loadu_ps(sr + 16 * v), vs);
+        __mmask16 ok = allowed_cols(v, lo[r], hi[r]) &
+                       _mm512_cmp_ps_mask(t, _mm512_set1_ps(-INFINITY), _CMP_NEQ_UQ);
+        _mm512_storeu_ps(pr + 16 * v, _mm512_maskz_mov_ps(ok, nan));
+        _mm512_storeu_ps(dsr + 16 * v, _mm512_maskz_mov_ps(ok, nan));
+      }
+      continue;
+    }
     int dead = lse[r] == -INFINITY;
     __m512 vl = _mm512_set1_ps(dead ? 0.0f : lse[r]), vd = _mm512_set1_ps(di[r]);
 #pragma GCC unroll 4
@@ -237,8 +251,9 @@ AVX512_TARGET static void probs_grad_avx512(int R, const float *s, float scale, 
       ok &= normal_exp(t);
       __m512 pv = _mm512_maskz_mov_ps(ok, attn_vexp16_avx512(t));
       _mm512_storeu_ps(pr + 16 * v, pv);
+      /* ds = 0 where p = 0 (as math), even for a NaN dp or D_i */
       __m512 g = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(dpr + 16 * v), vd), vg);
-      _mm512_storeu_ps(dsr + 16 * v, _mm512_mul_ps(pv, g));
+      _mm512_storeu_ps(dsr + 16 * v, _mm512_maskz_mul_ps(ok, pv, g));
     }
   }
 }

@@ -52,19 +52,19 @@ static void softmax_update_generic(int R, float *s, float scale, const int *lo, 
     float mx = -INFINITY;
     for (int j = 0; j < BC; j++)
       if (sr[j] > mx) mx = sr[j];
-    float mn = mx > m[r] ? mx : m[r];
-    if (mn == -INFINITY) { /* nothing allowed yet */
-      memset(sr, 0, BC * sizeof(float));
-      alpha[r] = 1.0f;
-      continue;
-    }
+    float mn = mx > m[r] ? mx : m[r]; /* the max skips NaN */
+    /* max still -inf (nothing allowed yet): subtract 0, so -inf gives p = 0
+     * and NaN stays NaN */
+    const float ms = mn == -INFINITY ? 0.0f : mn;
     float sum = 0.0f;
     for (int j = 0; j < BC; j++) {
-      float x = sr[j] - mn;
-      sr[j] = x >= ATTN_FLASH_PMIN_LOG ? expf(x) : 0.0f; /* no denormal p */
+      float x = sr[j] - ms;
+      /* no denormal p; a NaN logit gives p = NaN: l and the row's out turn
+       * NaN, as in the math path (never dropped like a masked key) */
+      sr[j] = !(x < ATTN_FLASH_PMIN_LOG) ? expf(x) : 0.0f;
       sum += sr[j];
     }
-    alpha[r] = expf(m[r] - mn);
+    alpha[r] = m[r] == mn ? 1.0f : expf(m[r] - mn);
     l[r] = l[r] * alpha[r] + sum;
     m[r] = mn;
   }
@@ -81,11 +81,15 @@ static void probs_grad_generic(int R, const float *s, float scale, const int *lo
       memset(dsr, 0, BC * sizeof(float));
       continue;
     }
+    /* lse NaN (a NaN logit in the forward): p = ds = NaN at the allowed
+     * keys; ds = 0 where p = 0 (as math), even for a NaN dp or D_i */
     for (int j = 0; j < BC; j++) {
-      float x = scale * sr[j] - lse[r];
-      float pj = (j >= lo[r] && j < hi[r] && x >= ATTN_FLASH_PMIN_LOG) ? expf(x) : 0.0f;
+      float t = scale * sr[j], x = t - lse[r];
+      float pj = (j >= lo[r] && j < hi[r] && t != -INFINITY && !(x < ATTN_FLASH_PMIN_LOG))
+                     ? expf(x)
+                     : 0.0f;
       pr[j] = pj;
-      dsr[j] = pj * (dpr[j] - di[r]) * dscale;
+      dsr[j] = pj == 0.0f ? 0.0f : pj * (dpr[j] - di[r]) * dscale;
     }
   }
 }

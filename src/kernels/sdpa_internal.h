@@ -12,7 +12,8 @@
  * a given scale finite; key_lens[b] in [0, Lk]; mask strides >= 0; q/k/v/out
  * strides >= 0, non-overlapping (gradients and outputs are written through
  * them) and with an extent that fits in int64. NaN/inf in the data is not
- * checked: it propagates to the rows it touches. out/lse/dq/... pointers are
+ * checked: it propagates to the rows it touches (attn/sdpa.h; every backend
+ * gives NaN where math does for a NaN logit). out/lse/dq/... pointers are
  * each backend's to check. Variants: q_offset >= 0; rel_bias needs
  * rel_buckets >= 2 (>= 4 bidirectional) and rel_max_distance > the exact
  * range; shaw_* need shaw_max >= 1; block_mask needs block_size >= 1. */
