@@ -344,6 +344,151 @@ static void test_fully_masked_rows(void) {
   }
 }
 
+/* ---- NaN / inf in the data: NaN where math has it for a NaN logit
+ * (attn/sdpa.h), never out 0 / lse -inf as for a masked row ------------- */
+
+/* CHECK_CLOSE where math is not NaN (flash must agree, finite where math
+ * is); where math is NaN, 0·NaN in its GEMMs may reach entries that no
+ * allowed key connects, flash's tiles fewer: no requirement. */
+static void close_where_math_defined(const char *what, const float *got, const float *want,
+                                     int64_t n, double atol, double rtol) {
+  float *g = malloc((size_t)(n + 1) * sizeof(float));
+  for (int64_t i = 0; i < n; i++)
+    g[i] = isnan(want[i]) ? want[i] : got[i];
+  CHECK_CLOSE(what, g, want, n, atol, rtol);
+  free(g);
+}
+
+/* Rows r0..r1 of a [L, X] slice all NaN (any = 0) or with some NaN (any = 1). */
+static int nan_rows(const float *x, int64_t X, int r0, int r1, int any) {
+  for (int r = r0; r <= r1; r++) {
+    int all = 1, some = 0;
+    for (int64_t c = 0; c < X; c++)
+      all &= isnan(x[r * X + c]), some |= isnan(x[r * X + c]);
+    if (any ? !some : !all) return 0;
+  }
+  return 1;
+}
+
+static void set_both(float *x, uint16_t *h, int64_t i, float val) {
+  x[i] = val;
+  h[i] = attn_f32_to_bf16(val);
+}
+
+/* Batch 0, head 0 gets the bad value (rows of [L, 16] from the start):
+ *   0 NaN in q row 70           1 NaN in k key 100 (causal, window 40)
+ *   2 +inf in k key 100 (q·k = +inf at row 110, -inf at row 120)
+ *   3 NaN in v key 100          4 NaN/inf only where masked (fully masked
+ *     row, keys past key_lens, a key the bool mask hides)
+ *   5 NaN in k key 50 under an additive -inf (NaN + -inf = NaN, as math) */
+static void nan_case(attn_lowp_path path, int kind, int causal) {
+  cfg c = plain(150, 150, 16);
+  c.B = 2;
+  c.causal = causal;
+  if (kind == 1 || kind == 2 || kind == 3) c.wl = 40;
+  if (kind == 4) c.key_lens = 1, c.bool_mask = 1;
+  if (kind == 5) c.add_mask = 1;
+  problem p;
+  make_problem(&c, 1300 + kind, &p);
+  const int X = 16, L = 150;
+  if (kind == 0) set_both(p.q, p.qh, 70 * X + 3, NAN);
+  if (kind == 1) set_both(p.k, p.kh, 100 * X + 3, NAN);
+  if (kind == 2) {
+    set_both(p.k, p.kh, 100 * X + 3, INFINITY);
+    set_both(p.q, p.qh, 110 * X + 3, 0.5f);
+    set_both(p.q, p.qh, 120 * X + 3, -0.5f);
+  }
+  if (kind == 3) set_both(p.v, p.vh, 100 * X + 5, NAN);
+  if (kind == 4) {
+    p.kl[0] = 0, p.kl[1] = 90;
+    set_both(p.q, p.qh, 5 * X + 1, NAN);           /* b0 h0 row 5: no key at all */
+    set_both(p.k, p.kh, 2 * L * X + 120 * X + 2, NAN); /* b1 h0: past key_lens */
+    set_both(p.k, p.kh, 2 * L * X + 130 * X, INFINITY);
+    set_both(p.k, p.kh, 2 * L * X + 30 * X + 4, NAN); /* hidden by the bool mask */
+    for (int i = 0; i < L; i++)
+      p.bm[(int64_t)L * L + i * L + 30] = 0;
+  }
+  if (kind == 5) {
+    set_both(p.k, p.kh, 50 * X + 3, NAN);
+    for (int i = 0; i < L; i++)
+      p.am[i * L + 50] = -INFINITY;
+  }
+  float *o0 = zeros(p.no), *o1 = zeros(p.no), *l0 = zeros(p.nl), *l1 = zeros(p.nl);
+  CHECK_OK(attn_sdpa_forward_math(&p.d, p.q, p.k, p.v, o0, l0, NULL));
+  CHECK_OK(attn_sdpa_forward_bf16_path(path, &p.d, p.qh, p.kh, p.vh, o1, l1));
+  int before = h_case_failed;
+  h_case_failed = 0;
+  CHECK_CLOSE("lse", l1, l0, p.nl, 2e-5, 2e-5); /* NaN exactly where math has it */
+  if (kind == 3)
+    close_where_math_defined("out", o1, o0, p.no, 2.5e-3, 0);
+  else
+    CHECK_CLOSE("out", o1, o0, p.no, 2.5e-3, 0);
+  if (kind == 0) CHECK(isnan(l1[70]) && nan_rows(o1, X, 70, 70, 0));
+  if (kind == 1) CHECK(nan_rows(l1, 1, 100, 140, 0) && nan_rows(o1, X, 100, 140, 0));
+  if (kind == 1) CHECK(isfinite(l1[99]) && isfinite(l1[141]) && !nan_rows(o1, X, 99, 99, 1));
+  if (kind == 2) CHECK(isnan(l1[110]) && isfinite(l1[120]) && nan_rows(o1, X, 110, 110, 0));
+  if (kind == 3) {
+    int ok = 1;
+    for (int i = 100; i <= 140; i++)
+      ok &= isnan(o1[i * X + 5]) && isfinite(l1[i]) && isfinite(o1[i * X + 4]);
+    CHECK(ok);
+  }
+  if (kind == 4) {
+    int ok = 1;
+    for (int64_t e = 0; e < 2 * L; e++)
+      ok &= l1[e] == -INFINITY;
+    for (int64_t e = 0; e < 2 * L * X; e++)
+      ok &= o1[e] == 0.0f;
+    CHECK(ok && !any_nan(o1, p.no));
+  }
+  if (kind == 5) CHECK(nan_rows(l1, 1, 50, 149, 0) && isfinite(l1[49]));
+  if (backward_on) {
+    float *g0[3] = {zeros(p.nq), zeros(p.nk), zeros(p.nv)};
+    float *g1[3] = {zeros(p.nq), zeros(p.nk), zeros(p.nv)};
+    CHECK_OK(attn_sdpa_backward_math(&p.d, p.q, p.k, p.v, o0, l0, p.dout, g0[0], g0[1], g0[2]));
+    CHECK_OK(attn_sdpa_backward_bf16_path(path, &p.d, p.qh, p.kh, p.vh, o1, l1, p.dout, g1[0],
+                                          g1[1], g1[2]));
+    const char *gn[3] = {"dq", "dk", "dv"};
+    const int64_t gsz[3] = {p.nq, p.nk, p.nv};
+    for (int t = 0; t < 3; t++)
+      close_where_math_defined(gn[t], g1[t], g0[t], gsz[t], 1e-4 + max_abs(g0[t], gsz[t]) / 128,
+                               0);
+    const int rows_lo = kind == 0 ? 70 : kind == 2 ? 110 : 100;
+    const int rows_hi = kind == 0 ? 70 : kind == 2 ? 110 : 140;
+    if (kind <= 3) CHECK(nan_rows(g1[0], X, rows_lo, rows_hi, 0));
+    if (kind == 0) CHECK(nan_rows(g1[1], X, 0, causal ? 70 : 149, 0));
+    if (kind == 0) CHECK(nan_rows(g1[2], X, 0, causal ? 70 : 149, 0));
+    if (kind == 1) CHECK(nan_rows(g1[1], X, 60, 140, 0) && nan_rows(g1[2], X, 60, 140, 0));
+    if (kind == 2) CHECK(nan_rows(g1[2], X, 70, 110, 0) && nan_rows(g1[1], X, 100, 100, 0));
+    if (kind == 3) CHECK(!nan_rows(g1[2], X, 0, 149, 1)); /* dv never reads v */
+    if (kind == 4) { /* batch 0: zero gradients; batch 1: dk, dv finite */
+      int ok = 1;
+      for (int64_t e = 0; e < 2 * L * X; e++)
+        ok &= g1[0][e] == 0.0f && g1[1][e] == 0.0f && g1[2][e] == 0.0f;
+      CHECK(ok);
+      CHECK(!any_nan(g1[1] + 2 * L * X, 2 * L * X) && !any_nan(g1[2] + 2 * L * X, 2 * L * X));
+    }
+    for (int t = 0; t < 3; t++)
+      free(g0[t]), free(g1[t]);
+  }
+  if (h_case_failed)
+    printf("  ^ %s kind %d causal %d\n", path == ATTN_LOWP_AMX ? "amx" : "portable", kind, causal);
+  h_case_failed |= before;
+  free(o0), free(o1), free(l0), free(l1);
+  free_problem(&p);
+}
+
+static void test_nan_and_inf_propagate(void) {
+  for (int pth = 0; pth < 2; pth++) {
+    attn_lowp_path path = pth ? ATTN_LOWP_AMX : ATTN_LOWP_PORTABLE;
+    if (pth && !have_amx()) continue;
+    nan_case(path, 0, 0);
+    nan_case(path, 0, 1);
+    for (int kind = 1; kind <= 5; kind++)
+      nan_case(path, kind, 1);
+  }
+}
+
 static void test_no_keys_no_queries(void) {
   cfg c = plain(5, 0, 64);
   problem p;
@@ -469,6 +614,7 @@ int main(void) {
   RUN(test_strided_scale_large_logits);
   RUN(test_random_shapes);
   RUN(test_fully_masked_rows);
+  RUN(test_nan_and_inf_propagate);
   RUN(test_no_keys_no_queries);
   RUN(test_threads_bit_identical);
   RUN(test_errors);

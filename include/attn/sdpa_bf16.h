@@ -22,6 +22,9 @@
  * 128 waste none). Position variants and block-sparse layouts
  * (alibi_slopes, rel_bias, shaw_*, block_mask) give ATTN_EUNSUPPORTED.
  * A query row with no allowed key gives out = 0, lse = -inf, zero gradient.
+ * NaN/inf in q, k, v or the masks propagate as in the f32 math path
+ * (attn/sdpa.h): a NaN logit at an allowed key gives that row NaN out, lse
+ * and gradients.
  * Results are identical for any thread count (the backward's key-block split
  * depends only on the shapes).
  *

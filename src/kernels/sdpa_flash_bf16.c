@@ -277,7 +277,7 @@ static void forward_item(const fwd_ctx *x, int64_t b, int64_t h, int64_t i0, int
   for (int r = 0; r < nq; r++) {
     float *orow = oh + (i0 + r) * rs->o[2];
     const float *oc = ot + (r / QT) * dvt * 256 + r % QT;
-    if (l[r] > 0.0f) {
+    if (l[r] != 0.0f) { /* l NaN (a NaN logit): out and lse NaN */
       float inv = 1.0f / l[r];
       for (int64_t c = 0; c < d->Dv; c++)
         orow[c] = oc[c * QT] * inv;

@@ -76,14 +76,20 @@ AVX_INLINE __m512i pair_bf16(__m512 e, __m512 o) {
   return _mm512_permutexvar_epi16(idx, (__m512i)_mm512_cvtne2ps_pbh(o, e));
 }
 
-/* 2^x where x >= PMIN_LOG * log2(e), else 0 (also for -inf and NaN, whose
- * reduction gives NaN): x = n + r, |r| <= 1/2 exactly; 2^r by a degree-5
- * polynomial (relative error 2e-7 evaluated in f32, fitted for relative
- * error on [-1/2, 1/2]); 2^n with vscalefps under the mask. x <= 12 here
- * (TAU in base 2), so no clamp is needed. */
-AVX_INLINE __m512 exp2_or_zero(__m512 x) {
-  __mmask16 ok =
-      _mm512_cmp_ps_mask(x, _mm512_set1_ps(ATTN_BF16_PMIN_LOG * 1.44269504088896341f), _CMP_GE_OQ);
+/* Lanes where 2^x is computed: x >= PMIN_LOG * log2(e) or x NaN (a NaN
+ * logit gives p = NaN, so the row's l and out turn NaN, as in the math path,
+ * instead of the NaN being dropped like a masked key; the same compare,
+ * unordered). -inf and the far tail give 0. */
+AVX_INLINE __mmask16 exp2_lanes(__m512 x) {
+  return _mm512_cmp_ps_mask(x, _mm512_set1_ps(ATTN_BF16_PMIN_LOG * 1.44269504088896341f),
+                            _CMP_NLT_UQ);
+}
+
+/* 2^x on the lanes ok, else 0: x = n + r, |r| <= 1/2 exactly; 2^r by a
+ * degree-5 polynomial (relative error 2e-7 evaluated in f32, fitted for
+ * relative error on [-1/2, 1/2]); 2^n with vscalefps under the mask. x <= 12
+ * here (TAU in base 2), so no clamp is needed; NaN gives NaN. */
+AVX_INLINE __m512 exp2_masked(__mmask16 ok, __m512 x) {
   __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_sub_ps(x, n);
   __m512 y = _mm512_set1_ps(0.001330882078036666f);
@@ -94,6 +100,8 @@ AVX_INLINE __m512 exp2_or_zero(__m512 x) {
   y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.0f));
   return _mm512_maskz_scalef_ps(ok, y, n);
 }
+
+AVX_INLINE __m512 exp2_or_zero(__m512 x) { return exp2_masked(exp2_lanes(x), x); }
 
 /* (t - m) log2(e) of key row j: s * c - m2 with c = scale log2(e), m2 = m
  * log2(e), where allowed (ranged), else -inf */
@@ -171,7 +179,10 @@ AVX_INLINE int softmax_body(const float *st, float scale, const int *lo, const i
   __mmask16 moved = _mm512_cmp_ps_mask(mn, mo, _CMP_NEQ_UQ);
   __m512 a =
       _mm512_mask_mov_ps(_mm512_set1_ps(1.0f), moved, attn_vexp16_avx512(_mm512_sub_ps(mo, mn)));
-  exp_pass(st, vc, _mm512_mul_ps(mn, vlog2e), ranged, vlo, vhi, p, &sum, &xmax, 0);
+  /* lanes whose max is still -inf subtract 0: -inf gives p = 0, NaN stays NaN */
+  __m512 m2 = _mm512_mask_mov_ps(_mm512_mul_ps(mn, vlog2e),
+                                 _mm512_cmp_ps_mask(mn, ninf, _CMP_EQ_OQ), _mm512_setzero_ps());
+  exp_pass(st, vc, m2, ranged, vlo, vhi, p, &sum, &xmax, 0);
   _mm512_storeu_ps(alpha, a);
   _mm512_storeu_ps(m, mn);
   _mm512_storeu_ps(l, _mm512_fmadd_ps(a, _mm512_loadu_ps(l), sum));
@@ -237,12 +248,21 @@ AMX_TARGET static void accum_amx(float *ot, int dvt, const float *alpha, const u
 
 AVX_INLINE void probs_grad_row(const float *st, const float *dpt, int j, __m512 vs, __m512 vlse,
                                __m512 vdi, __m512 vg, int ranged, __m512i vlo, __m512i vhi,
-                               uint16_t *pt, uint16_t *dst, int64_t ldt, __m512 *ds) {
-  /* vs, vlse: scale and lse times log2(e); x <= 127 keeps 2^x finite */
-  __m512 x = _mm512_fmsub_ps(_mm512_loadu_ps(st + j * QT), vs, vlse);
+                               __mmask16 nanl, uint16_t *pt, uint16_t *dst, int64_t ldt,
+                               __m512 *ds) {
+  /* vs, vlse: scale and lse times log2(e); x <= 127 keeps 2^x finite (min
+   * with x second: a NaN x stays NaN) */
+  __m512 sj = _mm512_loadu_ps(st + j * QT);
+  __m512 x = _mm512_fmsub_ps(sj, vs, vlse);
   if (ranged) x = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), in_range(j, vlo, vhi), x);
-  __m512 p = exp2_or_zero(_mm512_min_ps(x, _mm512_set1_ps(127.0f)));
-  *ds = _mm512_mul_ps(_mm512_mul_ps(p, _mm512_sub_ps(_mm512_loadu_ps(dpt + j * QT), vdi)), vg);
+  __mmask16 ok = exp2_lanes(x);
+  /* lanes with lse NaN (a NaN logit in the forward): p = NaN at the allowed
+   * keys only, not where the logit is -inf (masked) */
+  if (nanl) ok &= ~(nanl & _mm512_cmp_ps_mask(sj, _mm512_set1_ps(-INFINITY), _CMP_EQ_OQ));
+  __m512 p = exp2_masked(ok, _mm512_min_ps(_mm512_set1_ps(127.0f), x));
+  /* ds = 0 where p = 0 (as math), even for a NaN dp or D_i */
+  *ds = _mm512_maskz_mul_ps(ok, _mm512_mul_ps(p, _mm512_sub_ps(_mm512_loadu_ps(dpt + j * QT), vdi)),
+                            vg);
   _mm256_storeu_si256((__m256i *)(void *)(pt + j * ldt), (__m256i)_mm512_cvtneps_pbh(p));
   _mm256_storeu_si256((__m256i *)(void *)(dst + j * ldt), (__m256i)_mm512_cvtneps_pbh(*ds));
 }
@@ -258,6 +278,7 @@ AVX_INLINE void probs_grad_body(const float *st, const float *dpt, float scale, 
   vlse = _mm512_mask_mov_ps(vlse, _mm512_cmp_ps_mask(vlse, _mm512_set1_ps(-INFINITY), _CMP_EQ_OQ),
                             _mm512_set1_ps(INFINITY));
   vlse = _mm512_mul_ps(vlse, _mm512_set1_ps(log2e));
+  const __mmask16 nanl = _mm512_cmp_ps_mask(vlse, vlse, _CMP_UNORD_Q);
   __m512i vlo = _mm512_setzero_si512(), vhi = _mm512_setzero_si512();
   if (ranged) {
     vlo = _mm512_loadu_si512(lo);
@@ -265,8 +286,8 @@ AVX_INLINE void probs_grad_body(const float *st, const float *dpt, float scale, 
   }
   for (int j = 0; j < BC; j += 2) {
     __m512 de, dodd;
-    probs_grad_row(st, dpt, j, vs, vlse, vdi, vg, ranged, vlo, vhi, pt, dst, ldt, &de);
-    probs_grad_row(st, dpt, j + 1, vs, vlse, vdi, vg, ranged, vlo, vhi, pt, dst, ldt, &dodd);
+    probs_grad_row(st, dpt, j, vs, vlse, vdi, vg, ranged, vlo, vhi, nanl, pt, dst, ldt, &de);
+    probs_grad_row(st, dpt, j + 1, vs, vlse, vdi, vg, ranged, vlo, vhi, nanl, pt, dst, ldt, &dodd);
     _mm512_storeu_si512(dsv + (j >> 5) * 512 + ((j & 31) >> 1) * 32, pair_bf16(de, dodd));
   }
 }

@@ -50,13 +50,16 @@ static int softmax_generic(const float *st, float scale, const int *lo, const in
       float t = scale * st[j * QT + q];
       mb = t > mb ? t : mb;
     }
-    float mo = m[q], mn = mb > mo + ATTN_BF16_TAU ? mb : mo;
+    float mo = m[q], mn = mb > mo + ATTN_BF16_TAU ? mb : mo; /* the max skips NaN */
     alpha[q] = mn == mo ? 1.0f : expf(mo - mn);
     moved |= mn != mo;
+    /* max still -inf: subtract 0 (-inf gives p = 0, NaN stays NaN) */
+    const float ms = mn == -INFINITY ? 0.0f : mn;
     float se = 0.0f, so = 0.0f;
     for (int j = 0; j < BC; j++) {
-      float t = j >= a && j < z ? scale * st[j * QT + q] : -INFINITY, x = t - mn;
-      float pv = x >= ATTN_BF16_PMIN_LOG ? expf(x) : 0.0f; /* NaN (both -inf) -> 0 */
+      float t = j >= a && j < z ? scale * st[j * QT + q] : -INFINITY, x = t - ms;
+      /* a NaN logit gives p = NaN: l and the row's out turn NaN (as math) */
+      float pv = !(x < ATTN_BF16_PMIN_LOG) ? expf(x) : 0.0f;
       if (j & 1)
         so += pv;
       else
@@ -93,11 +96,13 @@ static void probs_grad_generic(const float *st, const float *dpt, float scale, c
   for (int q = 0; q < QT; q++) {
     int a = lo ? lo[q] : 0, z = hi ? hi[q] : BC;
     if (lse[q] == -INFINITY) a = z = 0; /* a row with no allowed key */
+    /* lse NaN (a NaN logit in the forward): p = ds = NaN at the allowed
+     * keys (t > -inf); ds = 0 where p = 0 (as math), even for a NaN dp or D_i */
     for (int j = 0; j < BC; j++) {
-      float x = j >= a && j < z ? scale * st[j * QT + q] - lse[q] : -INFINITY;
+      float t = j >= a && j < z ? scale * st[j * QT + q] : -INFINITY, x = t - lse[q];
       if (x > 88.0f) x = 88.0f;
-      float p = x >= ATTN_BF16_PMIN_LOG ? expf(x) : 0.0f;
-      float ds = p * (dpt[j * QT + q] - di[q]) * dscale;
+      float p = t != -INFINITY && !(x < ATTN_BF16_PMIN_LOG) ? expf(x) : 0.0f;
+      float ds = p == 0.0f ? 0.0f : p * (dpt[j * QT + q] - di[q]) * dscale;
       pt[j * ldt + q] = attn_f32_to_bf16(p);
       dst[j * ldt + q] = attn_f32_to_bf16(ds);
       dsv[(j >> 5) * 512 + ((j & 31) >> 1) * 32 + q * 2 + (j & 1)] = attn_f32_to_bf16(ds);
