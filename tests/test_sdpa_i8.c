@@ -392,7 +392,8 @@ static void test_scores_kernels_identical(void) {
 }
 
 /* The AVX-512 row quantizer gives attn_quantize_weights_s8's bits, ties,
- * tails, zero rows and non-finite values included. */
+ * tails, zero rows and non-finite values included; the AVX-512 column sums
+ * of the key mean give the scalar loop's bits. */
 static void test_quantizer_identical(void) {
   attn_i8_quantize_fn vq = attn_cpu()->avx512f && attn_cpu()->avx512bw && attn_cpu()->avx512vl
                                ? attn_i8_quantize_row_avx512()
@@ -417,6 +418,14 @@ static void test_quantizer_identical(void) {
       CHECK(b0 == b1 && b0 == (t == 3));
       if (!b0) CHECK(s0 == s1 && !memcmp(q0, q1, (size_t)n));
     }
+  }
+  static float k[300 * 203];
+  fill_uniform(k, 300 * 203, 1500, -1, 60);
+  for (int D = 1; D <= 200; D += 13) {
+    double a0[256] = {0}, a1[256] = {0};
+    attn_i8_colsum_generic(k + 1, 203, 300, D, a0);
+    attn_i8_colsum_avx512()(k + 1, 203, 300, D, a1);
+    CHECK(!memcmp(a0, a1, sizeof a0));
   }
 }
 
@@ -475,6 +484,43 @@ static void test_fully_masked_rows(void) {
     CHECK(l[2 * 40 + 3] == -INFINITY && o[(2 * 40 + 3) * 64] == 0.0f);
     CHECK(!any_nan(o, p.no));
     free(o), free(l);
+    free_problem(&p);
+  }
+}
+
+/* NaN/inf that the quantizer never sees (v, the additive mask) propagate as
+ * in math (attn/sdpa.h): a NaN or +inf logit from the mask at an allowed key
+ * gives the row NaN out and lse (never out 0 / lse -inf); one at a key the
+ * causal range hides is ignored; NaN in v reaches the rows attending to it.
+ * (Non-finite q or k: ATTN_ENUMERIC, test_errors.) */
+static void test_nan_in_v_and_masks(void) {
+  cfg c = plain(70, 150, 32);
+  c.causal = 1;
+  c.add_mask = 1;
+  for (int pi = 0; pi < 3; pi++) {
+    if (!attn_sdpa_i8_path_available(paths[pi])) continue;
+    problem p;
+    make_problem(&c, 1400, &p);
+    p.am[20 * 150 + 7] = NAN;      /* head 0, row 20, key 7 */
+    p.am[30 * 150 + 3] = INFINITY; /* head 0, row 30: +inf logit, inf - inf */
+    p.am[5 * 150 + 40] = NAN;      /* row 5 sees keys 0..5 only: ignored */
+    p.v[10 * 32 + 2] = NAN;        /* head 0, key 10, column 2 (0·NaN in other rows too) */
+    float *o0 = zeros(p.no), *o1 = zeros(p.no), *l0 = zeros(p.nl), *l1 = zeros(p.nl);
+    CHECK_OK(attn_sdpa_forward_math(&p.d, p.q, p.k, p.v, o0, l0, NULL));
+    CHECK_OK(attn_sdpa_forward_i8_path(paths[pi], &p.d, p.q, p.k, p.v, o1, l1));
+    const double et = logit_err(&p.d, c.qmul);
+    CHECK_CLOSE("lse", l1, l0, p.nl, 2e-5 + et, 1e-4); /* NaN exactly where math has it */
+    int ok = isnan(l1[20]) && isnan(l1[30]) && isfinite(l1[5]);
+    for (int e = 0; e < 32; e++)
+      ok &= isnan(o1[20 * 32 + e]) && isnan(o1[30 * 32 + e]) &&
+            (e == 2 || isfinite(o1[5 * 32 + e]));
+    for (int i = 10; i < 70; i++) /* rows attending key 10 */
+      if (i != 20 && i != 30 && p.am[i * 150 + 10] != -INFINITY)
+        ok &= isnan(o1[i * 32 + 2]) && isfinite(o1[i * 32 + 3]) && isfinite(l1[i]);
+    ok &= !any_nan(o1 + 70 * 32, 70 * 32); /* head 1 untouched */
+    CHECK(ok);
+    if (!ok) printf("  ^ %s\n", path_name[pi]);
+    free(o0), free(o1), free(l0), free(l1);
     free_problem(&p);
   }
 }
@@ -595,6 +641,7 @@ int main(void) {
   RUN(test_k_smoothing);
   RUN(test_vnni_equals_portable);
   RUN(test_fully_masked_rows);
+  RUN(test_nan_in_v_and_masks);
   RUN(test_no_keys_no_queries);
   RUN(test_threads_bit_identical);
   RUN(test_errors);

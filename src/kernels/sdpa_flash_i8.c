@@ -21,6 +21,7 @@
 
 #include "attn/kernels.h"
 #include "attn/sdpa_i8.h"
+#include "kernels/gemm_lowp_internal.h"
 #include "kernels/sdpa_flash_bf16.h"
 #include "kernels/sdpa_flash_i8.h"
 
@@ -70,7 +71,15 @@ typedef struct {
   const attn_flash_bf16_ops *ops;
   attn_i8_quantize_fn quant;
   attn_i8_dequant_fn dequant;
+  attn_i8_colsum_fn colsum;
+  void (*to_bf16)(const float *x, uint16_t *y, int64_t n);
 } i8_kernels;
+
+void attn_i8_colsum_generic(const float *x, int64_t ld, int64_t n, int64_t D, double *acc) {
+  for (int64_t j = 0; j < n; j++)
+    for (int64_t e = 0; e < D; e++)
+      acc[e] += x[j * ld + e];
+}
 
 static int amx_usable(void) {
   return attn_flash_i8_scores_amx() && attn_cpu()->amx_int8 && attn_flash_bf16_amx_usable();
@@ -99,6 +108,12 @@ static attn_status pick(attn_lowp_path path, i8_kernels *kr) {
                                                       : attn_i8_quantize_row_generic;
   kr->dequant = avx512 && attn_i8_dequant_avx512() ? attn_i8_dequant_avx512()
                                                    : attn_i8_dequant_generic;
+  kr->colsum = avx512 && attn_i8_colsum_avx512() ? attn_i8_colsum_avx512() : attn_i8_colsum_generic;
+#if defined(__x86_64__)
+  kr->to_bf16 = avx512 ? attn_lowp_f32_to_bf16_avx512 : attn_f32_to_bf16_n; /* same bits */
+#else
+  kr->to_bf16 = attn_f32_to_bf16_n;
+#endif
   switch (path) {
   case ATTN_LOWP_PORTABLE: kr->scores = attn_flash_i8_scores_generic; return ATTN_OK;
   case ATTN_LOWP_SIMD:
@@ -134,9 +149,7 @@ static void key_mean(const i8_ctx *x, const float *k, int64_t b, int64_t g) {
   const attn_sdpa_desc *d = x->d;
   double acc[ATTN_BF16_DMAX] = {0};
   const float *kh = k + b * x->rs->k[0] + g * x->rs->k[1];
-  for (int64_t j = 0; j < d->Lk; j++)
-    for (int64_t e = 0; e < d->D; e++)
-      acc[e] += kh[j * x->rs->k[2] + e];
+  x->kr.colsum(kh, x->rs->k[2], d->Lk, d->D, acc);
   float *m = x->mean + (b * d->Hkv + g) * d->D;
   for (int64_t e = 0; e < d->D; e++)
     m[e] = d->Lk > 0 ? (float)(acc[e] / (double)d->Lk) : 0.0f;
@@ -167,7 +180,7 @@ static int pack_kv(const i8_ctx *x, const float *k, const float *v, int64_t t) {
   memset(vt, 0, (size_t)(x->dvt * 16 * BC) * sizeof(uint16_t));
   const float *vb = v + b * rs->v[0] + g * rs->v[1] + j0 * rs->v[2];
   for (int j = 0; j < nk; j++) {
-    attn_f32_to_bf16_n(vb + j * rs->v[2], vr, d->Dv);
+    x->kr.to_bf16(vb + j * rs->v[2], vr, d->Dv);
     for (int64_t c = 0; c < d->Dv; c++)
       vt[c * BC + j] = vr[c];
   }
@@ -278,7 +291,7 @@ static void forward_item(const i8_ctx *x, int64_t b, int64_t h, int64_t i0, int 
   for (int r = 0; r < nq; r++) {
     float *orow = oh + (i0 + r) * rs->o[2];
     const float *oc = ot + (r / QT) * dvt * 256 + r % QT;
-    if (l[r] > 0.0f) {
+    if (l[r] != 0.0f) { /* l NaN (a NaN logit, e.g. from add_mask): out and lse NaN */
       float inv = 1.0f / l[r];
       for (int64_t c = 0; c < d->Dv; c++)
         orow[c] = oc[c * QT] * inv;

@@ -44,4 +44,10 @@ int attn_i8_quantize_row_generic(const float *x, int64_t n, int8_t *q, float *sc
 typedef int (*attn_i8_quantize_fn)(const float *x, int64_t n, int8_t *q, float *scale);
 attn_i8_quantize_fn attn_i8_quantize_row_avx512(void);
 
+/* acc[e] += x[j * ld + e] in double for j < n in order, e < D (the scalar
+ * loop's bits); NULL without x86, needs AVX512F and VL. */
+typedef void (*attn_i8_colsum_fn)(const float *x, int64_t ld, int64_t n, int64_t D, double *acc);
+void attn_i8_colsum_generic(const float *x, int64_t ld, int64_t n, int64_t D, double *acc);
+attn_i8_colsum_fn attn_i8_colsum_avx512(void);
+
 #endif

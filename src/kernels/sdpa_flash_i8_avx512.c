@@ -83,8 +83,30 @@ AVX512_TARGET static int quantize_row(const float *x, int64_t n, int8_t *q, floa
 }
 
 attn_i8_quantize_fn attn_i8_quantize_row_avx512(void) { return quantize_row; }
+
+/* 64 columns at a time in eight f64 accumulators, rows in order. */
+__attribute__((target("avx512f,avx512vl"))) static void colsum(const float *x, int64_t ld, int64_t n,
+                                                      int64_t D, double *acc) {
+  for (int64_t e0 = 0; e0 < D; e0 += 64) {
+    __m512d a[8];
+    __mmask8 m[8];
+    for (int c = 0; c < 8; c++) {
+      int64_t left = D - e0 - 8 * c;
+      m[c] = left >= 8 ? 0xff : left > 0 ? (__mmask8)((1u << left) - 1) : 0;
+      a[c] = _mm512_maskz_loadu_pd(m[c], acc + e0 + 8 * c);
+    }
+    for (int64_t j = 0; j < n; j++)
+      for (int c = 0; c < 8; c++)
+        a[c] = _mm512_add_pd(a[c], _mm512_cvtps_pd(_mm256_maskz_loadu_ps(m[c], x + j * ld + e0 + 8 * c)));
+    for (int c = 0; c < 8; c++)
+      _mm512_mask_storeu_pd(acc + e0 + 8 * c, m[c], a[c]);
+  }
+}
+
+attn_i8_colsum_fn attn_i8_colsum_avx512(void) { return colsum; }
 #else
 attn_i8_scores_fn attn_flash_i8_scores_vnni(void) { return 0; }
 attn_i8_quantize_fn attn_i8_quantize_row_avx512(void) { return 0; }
 attn_i8_dequant_fn attn_i8_dequant_avx512(void) { return 0; }
+attn_i8_colsum_fn attn_i8_colsum_avx512(void) { return 0; }
 #endif
