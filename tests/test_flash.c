@@ -553,11 +553,11 @@ static void test_tile_nan_logits(void) {
     float s[6 * 64], m[6], l[6], al[6];
     int lo[6] = {0, 0, 0, 5, 0, 0}, hi[6] = {64, 40, 0, 30, 64, 64};
     fill_uniform(s, 6 * 64, 77, -3, 3);
-    s[0 * 64 + 5] = NAN;       /* row 0: allowed NaN */
-    s[1 * 64 + 50] = NAN;      /* row 1: NaN past hi: ignored */
-    s[2 * 64 + 7] = NAN;       /* row 2: nothing allowed */
-    s[3 * 64 + 7] = INFINITY;  /* row 3: +inf logit */
-    s[4 * 64 + 63] = NAN;      /* row 4: NaN in the last lane */
+    s[0 * 64 + 5] = NAN;      /* row 0: allowed NaN */
+    s[1 * 64 + 50] = NAN;     /* row 1: NaN past hi: ignored */
+    s[2 * 64 + 7] = NAN;      /* row 2: nothing allowed */
+    s[3 * 64 + 7] = INFINITY; /* row 3: +inf logit */
+    s[4 * 64 + 63] = NAN;     /* row 4: NaN in the last lane */
     for (int r = 0; r < 6; r++)
       m[r] = -INFINITY, l[r] = 0;
     ops->softmax_update(6, s, 0.5f, lo, hi, m, l, al);
@@ -645,11 +645,11 @@ static void nan_case(const attn_flash_ops *ops, int kind, int causal) {
   }
   if (kind == 3) p.v[100 * X + 5] = NAN;
   if (kind == 4) {
-    p.kl[0] = 0, p.kl[1] = 90;                /* batch 0: no key at all */
-    p.q[5 * X + 1] = NAN;                     /* b0 h0 row 5: fully masked */
-    float *k1 = p.k + 2 * L * X;              /* batch 1, head 0 */
+    p.kl[0] = 0, p.kl[1] = 90;                     /* batch 0: no key at all */
+    p.q[5 * X + 1] = NAN;                          /* b0 h0 row 5: fully masked */
+    float *k1 = p.k + 2 * L * X;                   /* batch 1, head 0 */
     k1[120 * X + 2] = NAN, k1[130 * X] = INFINITY; /* past key_lens */
-    k1[30 * X + 4] = NAN;                     /* hidden by the bool mask: */
+    k1[30 * X + 4] = NAN;                          /* hidden by the bool mask: */
     for (int i = 0; i < L; i++)
       p.bm[(int64_t)L * L + i * L + 30] = 0;
   }

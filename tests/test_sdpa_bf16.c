@@ -401,7 +401,7 @@ static void nan_case(attn_lowp_path path, int kind, int causal) {
   if (kind == 3) set_both(p.v, p.vh, 100 * X + 5, NAN);
   if (kind == 4) {
     p.kl[0] = 0, p.kl[1] = 90;
-    set_both(p.q, p.qh, 5 * X + 1, NAN);           /* b0 h0 row 5: no key at all */
+    set_both(p.q, p.qh, 5 * X + 1, NAN);               /* b0 h0 row 5: no key at all */
     set_both(p.k, p.kh, 2 * L * X + 120 * X + 2, NAN); /* b1 h0: past key_lens */
     set_both(p.k, p.kh, 2 * L * X + 130 * X, INFINITY);
     set_both(p.k, p.kh, 2 * L * X + 30 * X + 4, NAN); /* hidden by the bool mask */

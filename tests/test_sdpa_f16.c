@@ -308,14 +308,21 @@ static void test_nan_inf(void) {
     CHECK_CLOSE("out", o0, o1, p.no, 0, 0);
     CHECK_CLOSE("lse", l0, l1, p.nl, 0, 0);
     /* head 1 (-inf in v column 9 only): lse finite and as math, out[:, 9] = -inf.
-     * (Head 0's rows that meet the NaN query or the +inf key come out of the
-     * f32 flash with lse -inf and out 0, where math gives NaN: the f32
-     * flash's behaviour, which the fp16 path shares bit for bit.) */
+     * Head 0: NaN exactly where math has it (attn/sdpa.h): the NaN query's
+     * row, and the rows whose logit at key 70 is +inf (inf - inf), out and
+     * lse NaN; the rows where it is -inf (q[1] < 0) ignore the key. */
     float *om = zeros(p.no), *lm = zeros(p.nl);
     CHECK_OK(attn_sdpa_forward_math(&p.d, p.q, p.k, p.v, om, lm, NULL));
     CHECK_CLOSE("lse head 1", l0 + 30, lm + 30, 30, 1e-5, 1e-4);
     for (int i = 30; i < 60; i++)
       CHECK(o0[i * 32 + 9] == -INFINITY && om[i * 32 + 9] == -INFINITY);
+    CHECK_CLOSE("lse head 0", l0, lm, 30, 1e-5, 1e-4);
+    CHECK_CLOSE("out head 0", o0, om, 30 * 32, 1e-5, 1e-4);
+    int n_inf = 0, n_ok = 0;
+    for (int i = 0; i < 30; i++)
+      if (i != 5 && isnan(l0[i]) == (p.q[i * 32 + 1] > 0))
+        *(p.q[i * 32 + 1] > 0 ? &n_inf : &n_ok) += 1;
+    CHECK(isnan(l0[5]) && isnan(o0[5 * 32]) && n_inf > 0 && n_ok > 0 && n_inf + n_ok == 29);
     free(om), free(lm);
     float *g[2][3];
     const int64_t n[3] = {p.nq, p.nk, p.nv};
@@ -328,6 +335,10 @@ static void test_nan_inf(void) {
                                           g[1][0], g[1][1], g[1][2]));
     for (int t = 0; t < 3; t++)
       CHECK_CLOSE("grad", g[0][t], g[1][t], n[t], 0, 0);
+    int dq5 = 1; /* the NaN row's gradient is NaN, not 0 */
+    for (int e = 0; e < 32; e++)
+      dq5 &= isnan(g[0][0][5 * 32 + e]);
+    CHECK(dq5);
     for (int i = 0; i < 2; i++)
       for (int t = 0; t < 3; t++)
         free(g[i][t]);

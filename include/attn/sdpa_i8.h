@@ -38,7 +38,10 @@
  * masks, GQA, Dv != D, 1 <= D, Dv <= 256 (zero-padded), any Lq, Lk >= 0.
  * Position variants and block-sparse layouts give ATTN_EUNSUPPORTED; so
  * does a non-finite value in q or k (ATTN_ENUMERIC: it cannot be
- * quantized). A query row with no allowed key gives out = 0, lse = -inf.
+ * quantized; any key counts, masked or not, since all enter the key mean).
+ * NaN/inf in v or the masks propagate as in math (attn/sdpa.h): a NaN or
+ * +inf logit from the additive mask at an allowed key gives the row NaN out
+ * and lse. A query row with no allowed key gives out = 0, lse = -inf.
  * Results are identical for any thread count. No backward: for training use
  * the f32 or bf16 flash attention.
  *
