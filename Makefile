@@ -55,6 +55,8 @@ $(BUILD)/attn: $(CLI_OBJ) $(APP_OBJ) $(BUILD)/libattn.a
 
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(APP_OBJ) $(BUILD)/libattn.a
 	$(CC) $(LDFLAGS) -o $@ $< $(APP_OBJ) $(BUILD)/libattn.a $(APP_LIBS) $(LDLIBS)
+# the tests' shared headers (harness.h, sdpa_problem.h, ...)
+$(TEST_SRC:%.c=$(BUILD)/%.o): $(wildcard tests/*.h)
 
 # Each test program is built and run on its own, so one failure does not hide
 # the others; tests/run.sh adds up the counts.

@@ -10,6 +10,9 @@
 #include "harness.h"
 #include "kernels/sdpa_flash.h"
 #include "kernels/vexp.h"
+#include "sdpa_golden.h"
+#include "sdpa_nan_cases.h"
+#include "sdpa_problem.h"
 
 static int have_avx512(void) { return attn_cpu()->avx512f && attn_flash_ops_avx512() != NULL; }
 
@@ -195,116 +198,14 @@ static void test_tile_forward_matches_steps(void) {
 }
 
 /* ---- fused forward/backward vs math ------------------------------------- */
-typedef struct {
-  int B, Hq, Hkv, Lq, Lk, D, Dv;
-  int causal, wl, wr;
-  int key_lens;  /* 1: random lengths, batch 0 gets 0 when B > 1 */
-  int bool_mask; /* [B, 1, Lq, Lk] broadcast over heads */
-  int add_mask;  /* [1, Hq, Lq, Lk] broadcast over batch, some -inf */
-  int strided;   /* [B, L, H, D] layouts with padding */
-  float scale;   /* 0 = default */
-  float qmul;    /* q values times this (large logits) */
-} cfg;
-
-typedef struct {
-  attn_sdpa_desc d;
-  int32_t *kl;
-  uint8_t *bm;
-  float *am;
-  float *q, *k, *v, *dout;
-  int64_t nq, nk, nv, no, nl;
-} problem;
-
-/* Strides for [B, H, L, X]: contiguous, or [B, L, H, X+pad] when strided. */
-static int64_t layout(int strided, int64_t B, int64_t H, int64_t L, int64_t X, int64_t st[3]) {
-  if (!strided) {
-    st[0] = st[1] = st[2] = 0;
-    return B * H * L * X;
-  }
-  int64_t row = X + 3;
-  st[2] = H * row;
-  st[1] = row;
-  st[0] = L * H * row + 5;
-  return B * st[0];
-}
-
-static void make_problem(const cfg *c, unsigned seed, problem *p) {
-  memset(p, 0, sizeof *p);
-  attn_sdpa_desc *d = &p->d;
-  attn_sdpa_desc_init(d, c->B, c->Hq, c->Hkv, c->Lq, c->Lk, c->D, c->Dv);
-  d->causal = c->causal;
-  d->window_left = c->wl;
-  d->window_right = c->wr;
-  if (c->scale != 0) {
-    d->has_scale = 1;
-    d->scale = c->scale;
-  }
-  p->nq = layout(c->strided, c->B, c->Hq, c->Lq, c->D, d->q_stride);
-  p->nk = layout(c->strided, c->B, c->Hkv, c->Lk, c->D, d->k_stride);
-  p->nv = layout(c->strided, c->B, c->Hkv, c->Lk, c->Dv, d->v_stride);
-  p->no = layout(c->strided, c->B, c->Hq, c->Lq, c->Dv, d->o_stride);
-  p->nl = (int64_t)c->B * c->Hq * c->Lq;
-  p->q = malloc((p->nq + 1) * sizeof(float));
-  p->k = malloc((p->nk + 1) * sizeof(float));
-  p->v = malloc((p->nv + 1) * sizeof(float));
-  p->dout = malloc((p->no + 1) * sizeof(float));
-  fill_uniform(p->q, p->nq, seed, -c->qmul, c->qmul);
-  fill_uniform(p->k, p->nk, seed + 1, -1, 1);
-  fill_uniform(p->v, p->nv, seed + 2, -1, 1);
-  fill_uniform(p->dout, p->no, seed + 3, -1, 1);
-  if (c->key_lens) {
-    p->kl = malloc(c->B * sizeof(int32_t));
-    for (int b = 0; b < c->B; b++)
-      p->kl[b] = (int32_t)((seed * 7 + b * 13) % (c->Lk + 1));
-    if (c->B > 1) p->kl[0] = 0;
-    p->kl[c->B - 1] = c->Lk; /* one full batch */
-    if (c->B > 2) p->kl[1] = c->Lk > 0 ? c->Lk - 1 : 0;
-    d->key_lens = p->kl;
-  }
-  int64_t n2 = (int64_t)c->Lq * c->Lk;
-  if (c->bool_mask) {
-    p->bm = malloc(c->B * n2 + 1);
-    float *u = malloc((c->B * n2 + 1) * sizeof(float));
-    fill_uniform(u, c->B * n2, seed + 4, 0, 1);
-    for (int64_t i = 0; i < c->B * n2; i++)
-      p->bm[i] = u[i] > 0.2f;
-    free(u);
-    d->bool_mask = p->bm;
-    d->bool_mask_stride[0] = n2;
-    d->bool_mask_stride[1] = 0;
-    d->bool_mask_stride[2] = c->Lk;
-    d->bool_mask_stride[3] = 1;
-  }
-  if (c->add_mask) {
-    p->am = malloc((c->Hq * n2 + 1) * sizeof(float));
-    fill_uniform(p->am, c->Hq * n2, seed + 5, -2, 2);
-    for (int64_t i = 0; i < c->Hq * n2; i += 7)
-      p->am[i] = -INFINITY;
-    d->add_mask = p->am;
-    d->add_mask_stride[0] = 0;
-    d->add_mask_stride[1] = n2;
-    d->add_mask_stride[2] = c->Lk;
-    d->add_mask_stride[3] = 1;
-  }
-}
-
-static void free_problem(problem *p) {
-  free(p->kl);
-  free(p->bm);
-  free(p->am);
-  free(p->q);
-  free(p->k);
-  free(p->v);
-  free(p->dout);
-}
-
-static float *zeros(int64_t n) { return calloc((size_t)n + 1, sizeof(float)); }
 
 /* Runs flash (ops) and math on one problem and compares everything. */
-static void compare_case(const attn_flash_ops *ops, const cfg *c, unsigned seed, int backward) {
-  problem p;
-  make_problem(c, seed, &p);
-  float *o0 = zeros(p.no), *o1 = zeros(p.no), *l0 = zeros(p.nl), *l1 = zeros(p.nl);
+static void compare_case(const attn_flash_ops *ops, const sdpa_cfg *c, unsigned seed,
+                         int backward) {
+  sdpa_problem p;
+  sdpa_make_problem(c, seed, &p);
+  float *o0 = sdpa_zeros(p.no), *o1 = sdpa_zeros(p.no), *l0 = sdpa_zeros(p.nl),
+        *l1 = sdpa_zeros(p.nl);
   CHECK_OK(attn_sdpa_forward_math(&p.d, p.q, p.k, p.v, o0, l0, NULL));
   CHECK_OK(attn_sdpa_forward_flash_ops(ops, &p.d, p.q, p.k, p.v, o1, l1));
   double atol = 1e-5, rtol = 1e-4;
@@ -313,14 +214,10 @@ static void compare_case(const attn_flash_ops *ops, const cfg *c, unsigned seed,
   h_case_failed = 0;
   CHECK_CLOSE("out", o1, o0, p.no, atol, rtol);
   CHECK_CLOSE("lse", l1, l0, p.nl, atol, rtol);
-  for (int64_t i = 0; i < p.no; i++)
-    if (isnan(o1[i])) {
-      CHECK(!isnan(o1[i]));
-      break;
-    }
+  CHECK(!sdpa_any_nan(o1, p.no));
   if (backward) {
-    float *g0[3] = {zeros(p.nq), zeros(p.nk), zeros(p.nv)};
-    float *g1[3] = {zeros(p.nq), zeros(p.nk), zeros(p.nv)};
+    float *g0[3] = {sdpa_zeros(p.nq), sdpa_zeros(p.nk), sdpa_zeros(p.nv)};
+    float *g1[3] = {sdpa_zeros(p.nq), sdpa_zeros(p.nk), sdpa_zeros(p.nv)};
     CHECK_OK(attn_sdpa_backward_math(&p.d, p.q, p.k, p.v, o0, l0, p.dout, g0[0], g0[1], g0[2]));
     CHECK_OK(attn_sdpa_backward_flash_ops(ops, &p.d, p.q, p.k, p.v, o0, l0, p.dout, g1[0], g1[1],
                                           g1[2]));
@@ -332,33 +229,24 @@ static void compare_case(const attn_flash_ops *ops, const cfg *c, unsigned seed,
     for (int i = 0; i < 3; i++)
       free(g0[i]), free(g1[i]);
   }
-  if (h_case_failed)
-    printf("  ^ %s B%d Hq%d Hkv%d Lq%d Lk%d D%d Dv%d causal%d w(%d,%d) kl%d bm%d am%d st%d "
-           "seed %u\n",
-           ops->name, c->B, c->Hq, c->Hkv, c->Lq, c->Lk, c->D, c->Dv, c->causal, c->wl, c->wr,
-           c->key_lens, c->bool_mask, c->add_mask, c->strided, seed);
+  if (h_case_failed) sdpa_print_case(ops->name, c, seed);
   h_case_failed |= before;
   free(o0), free(o1), free(l0), free(l1);
-  free_problem(&p);
+  sdpa_free_problem(&p);
 }
 
 static const attn_flash_ops *ops_list[2];
 static int n_ops;
 
-static void for_each_ops(const cfg *c, unsigned seed, int backward) {
+static void for_each_ops(const sdpa_cfg *c, unsigned seed, int backward) {
   for (int i = 0; i < n_ops; i++)
     compare_case(ops_list[i], c, seed, backward);
-}
-
-static cfg plain(int Lq, int Lk, int D) {
-  cfg c = {1, 2, 2, Lq, Lk, D, D, 0, -1, -1, 0, 0, 0, 0, 0.0f, 1.0f};
-  return c;
 }
 
 static void test_head_dims(void) {
   static const int dims[] = {1, 7, 32, 40, 64, 80, 128, 129, 256};
   for (unsigned i = 0; i < sizeof dims / sizeof dims[0]; i++) {
-    cfg c = plain(37, 70, dims[i]);
+    sdpa_cfg c = sdpa_plain(37, 70, dims[i]);
     c.Dv = dims[(i + 3) % 9] == 256 ? dims[i] : dims[(i + 3) % 9]; /* Dv != D mostly */
     for_each_ops(&c, 100 + i, 1);
   }
@@ -368,7 +256,7 @@ static void test_lengths_and_tails(void) {
   static const int L[][2] = {{1, 1},    {1, 65},   {5, 3},    {64, 64},
                              {65, 129}, {130, 63}, {97, 200}, {200, 97}};
   for (unsigned i = 0; i < sizeof L / sizeof L[0]; i++) {
-    cfg c = plain(L[i][0], L[i][1], 32);
+    sdpa_cfg c = sdpa_plain(L[i][0], L[i][1], 32);
     for_each_ops(&c, 200 + i, 1);
   }
 }
@@ -379,7 +267,7 @@ static void test_causal_and_windows(void) {
   static const int L[][2] = {{150, 150}, {100, 190}, {190, 100}};
   for (unsigned i = 0; i < sizeof W / sizeof W[0]; i++)
     for (unsigned j = 0; j < 3; j++) {
-      cfg c = plain(L[j][0], L[j][1], 24);
+      sdpa_cfg c = sdpa_plain(L[j][0], L[j][1], 24);
       c.causal = W[i][0];
       c.wl = W[i][1];
       c.wr = W[i][2];
@@ -389,7 +277,7 @@ static void test_causal_and_windows(void) {
 
 static void test_masks_key_lens_gqa(void) {
   for (int m = 0; m < 8; m++) {
-    cfg c = plain(70 + m, 90 + 3 * m, 16 + 8 * m);
+    sdpa_cfg c = sdpa_plain(70 + m, 90 + 3 * m, 16 + 8 * m);
     c.B = 3;
     c.Hq = 4;
     c.Hkv = m % 2 ? 1 : 2;
@@ -403,7 +291,7 @@ static void test_masks_key_lens_gqa(void) {
 }
 
 static void test_strided_layouts(void) {
-  cfg c = plain(67, 131, 40);
+  sdpa_cfg c = sdpa_plain(67, 131, 40);
   c.B = 2;
   c.Hq = 6;
   c.Hkv = 3;
@@ -421,7 +309,7 @@ static void test_random_shapes(void) {
   unsigned s = 12345;
   for (int t = 0; t < 24; t++) {
     s = s * 1103515245u + 12345u;
-    cfg c = plain(1 + (s >> 4) % 140, 1 + (s >> 12) % 170, 1 + (s >> 20) % 100);
+    sdpa_cfg c = sdpa_plain(1 + (s >> 4) % 140, 1 + (s >> 12) % 170, 1 + (s >> 20) % 100);
     c.Dv = 1 + (s >> 8) % 90;
     c.Hkv = 1 + t % 2;
     c.Hq = c.Hkv * (1 + (t / 2) % 3);
@@ -449,7 +337,7 @@ static void test_v_alignment(void) {
     int64_t nq = (int64_t)H * Lq * D, nk = (int64_t)H * Lk * D, nv = (int64_t)H * Lk * Dv;
     float *q = malloc(nq * sizeof(float)), *k = malloc(nk * sizeof(float));
     float *vbuf = aligned_alloc(64, (size_t)((nv + 16) * 4 + 63) / 64 * 64);
-    float *v0 = malloc(nv * sizeof(float)), *om = zeros(H * Lq * Dv), *lm = zeros(H * Lq);
+    float *v0 = malloc(nv * sizeof(float)), *om = sdpa_zeros(H * Lq * Dv), *lm = sdpa_zeros(H * Lq);
     fill_uniform(q, nq, 60 + t, -1, 1);
     fill_uniform(k, nk, 70 + t, -1, 1);
     fill_uniform(v0, nv, 80 + t, -1, 1);
@@ -459,7 +347,7 @@ static void test_v_alignment(void) {
       for (int off = 0; off < 3; off++) {
         float *v = vbuf + (off == 2 ? 4 : off); /* 64-byte aligned, 4 and 16 bytes off */
         memcpy(v, v0, nv * sizeof(float));
-        float *out = zeros(H * Lq * Dv), *lse = zeros(H * Lq);
+        float *out = sdpa_zeros(H * Lq * Dv), *lse = sdpa_zeros(H * Lq);
         CHECK_OK(attn_sdpa_forward_flash_ops(ops_list[o], &d, q, k, v, out, lse));
         CHECK_CLOSE("out", out, om, H * Lq * Dv, 1e-5, 1e-4);
         CHECK_CLOSE("lse", lse, lm, H * Lq, 1e-5, 1e-4);
@@ -476,7 +364,7 @@ static void test_v_alignment(void) {
 }
 
 static void test_large_logits(void) {
-  cfg c = plain(90, 100, 64);
+  sdpa_cfg c = sdpa_plain(90, 100, 64);
   c.qmul = 30.0f; /* logits up to ~ +-100 */
   c.causal = 1;
   for_each_ops(&c, 700, 1);
@@ -500,17 +388,18 @@ static void test_large_logits(void) {
 
 static void test_fully_masked_rows_are_zero(void) {
   for (int i = 0; i < n_ops; i++) {
-    cfg c = plain(20, 70, 8);
+    sdpa_cfg c = sdpa_plain(20, 70, 8);
     c.B = 2;
     c.key_lens = 1; /* batch 0: key_lens 0 */
     c.wl = 2;
     c.wr = -1;
     c.causal = 0;
-    problem p;
-    make_problem(&c, 800, &p);
+    sdpa_problem p;
+    sdpa_make_problem(&c, 800, &p);
     p.d.window_right = 0;
     p.kl[1] = 10; /* batch 1: rows >= 12 see no key (window [i-2, i] past key_lens) */
-    float *o = zeros(p.no), *l = zeros(p.nl), *g[3] = {zeros(p.nq), zeros(p.nk), zeros(p.nv)};
+    float *o = sdpa_zeros(p.no), *l = sdpa_zeros(p.nl),
+          *g[3] = {sdpa_zeros(p.nq), sdpa_zeros(p.nk), sdpa_zeros(p.nv)};
     CHECK_OK(attn_sdpa_forward_flash_ops(ops_list[i], &p.d, p.q, p.k, p.v, o, l));
     CHECK_OK(attn_sdpa_backward_flash_ops(ops_list[i], &p.d, p.q, p.k, p.v, o, l, p.dout, g[0],
                                           g[1], g[2]));
@@ -536,7 +425,7 @@ static void test_fully_masked_rows_are_zero(void) {
     free(o), free(l);
     for (int t = 0; t < 3; t++)
       free(g[t]);
-    free_problem(&p);
+    sdpa_free_problem(&p);
   }
 }
 
@@ -590,75 +479,13 @@ static void test_tile_nan_logits(void) {
   }
 }
 
-/* ---- NaN / inf in the data (attn/sdpa.h: it propagates to the rows it
- * touches, as in math) ---------------------------------------------------- */
-
-/* CHECK_CLOSE where math is not NaN: there flash must agree (finite where
- * math is); where math is NaN, flash may be NaN or not (0·NaN in the math
- * GEMMs reaches entries that no allowed key connects, flash's tiles fewer). */
-static void close_where_math_defined(const char *what, const float *got, const float *want,
-                                     int64_t n, double atol, double rtol) {
-  float *g = malloc((size_t)(n + 1) * sizeof(float));
-  for (int64_t i = 0; i < n; i++)
-    g[i] = isnan(want[i]) ? want[i] : got[i];
-  CHECK_CLOSE(what, g, want, n, atol, rtol);
-  free(g);
-}
-
-/* Rows r0..r1 (inclusive) of a [L, X] slice all NaN (any = 0) or with some
- * NaN (any = 1). */
-static int nan_rows(const float *x, int64_t X, int r0, int r1, int any) {
-  for (int r = r0; r <= r1; r++) {
-    int all = 1, some = 0;
-    for (int64_t c = 0; c < X; c++)
-      all &= isnan(x[r * X + c]), some |= isnan(x[r * X + c]);
-    if (any ? !some : !all) return 0;
-  }
-  return 1;
-}
-
-/* Batch 0, head 0 (rows of [L, 16] from the start of the arrays) gets the
- * bad value; head 1 and batch 1 stay clean. kinds:
- *   0 NaN in q row 70           1 NaN in k key 100 (causal, window 40)
- *   2 +inf in k key 100 (q·k = +inf at row 110, -inf at row 120)
- *   3 NaN in v key 100          4 NaN/inf only where masked: a fully masked
- *     row (key_lens 0), keys past key_lens, a key the bool mask hides: the
- *     forward as if the data were clean (math too); the backward's GEMMs
- *     may multiply a masked key's k by ds = 0 (0·NaN), as math's do
- *   5 NaN in k key 50 under an additive -inf (NaN + -inf = NaN, as math) */
+/* ---- NaN / inf in the data (tests/sdpa_nan_cases.h) ---------------------- */
 static void nan_case(const attn_flash_ops *ops, int kind, int causal) {
-  cfg c = plain(150, 150, 16);
-  c.B = 2;
-  c.causal = causal;
-  if (kind == 1 || kind == 2 || kind == 3) c.wl = 40;
-  if (kind == 4) c.key_lens = 1, c.bool_mask = 1;
-  if (kind == 5) c.add_mask = 1;
-  problem p;
-  make_problem(&c, 1200 + kind, &p);
-  const int X = 16, L = 150;
-  if (kind == 0) p.q[70 * X + 3] = NAN;
-  if (kind == 1) p.k[100 * X + 3] = NAN;
-  if (kind == 2) {
-    p.k[100 * X + 3] = INFINITY;
-    p.q[110 * X + 3] = 0.5f;
-    p.q[120 * X + 3] = -0.5f;
-  }
-  if (kind == 3) p.v[100 * X + 5] = NAN;
-  if (kind == 4) {
-    p.kl[0] = 0, p.kl[1] = 90;                     /* batch 0: no key at all */
-    p.q[5 * X + 1] = NAN;                          /* b0 h0 row 5: fully masked */
-    float *k1 = p.k + 2 * L * X;                   /* batch 1, head 0 */
-    k1[120 * X + 2] = NAN, k1[130 * X] = INFINITY; /* past key_lens */
-    k1[30 * X + 4] = NAN;                          /* hidden by the bool mask: */
-    for (int i = 0; i < L; i++)
-      p.bm[(int64_t)L * L + i * L + 30] = 0;
-  }
-  if (kind == 5) {
-    p.k[50 * X + 3] = NAN;
-    for (int i = 0; i < L; i++)
-      p.am[i * L + 50] = -INFINITY; /* head 0, every row */
-  }
-  float *o0 = zeros(p.no), *o1 = zeros(p.no), *l0 = zeros(p.nl), *l1 = zeros(p.nl);
+  sdpa_problem p;
+  sdpa_nan_problem(kind, causal, 1200 + kind, NULL, &p);
+  const int X = SDPA_NAN_X, L = SDPA_NAN_L;
+  float *o0 = sdpa_zeros(p.no), *o1 = sdpa_zeros(p.no), *l0 = sdpa_zeros(p.nl),
+        *l1 = sdpa_zeros(p.nl);
   CHECK_OK(attn_sdpa_forward_math(&p.d, p.q, p.k, p.v, o0, l0, NULL));
   CHECK_OK(attn_sdpa_forward_flash_ops(ops, &p.d, p.q, p.k, p.v, o1, l1));
   int before = h_case_failed;
@@ -668,31 +495,10 @@ static void nan_case(const attn_flash_ops *ops, int kind, int causal) {
     close_where_math_defined("out", o1, o0, p.no, 1e-5, 1e-4);
   else
     CHECK_CLOSE("out", o1, o0, p.no, 1e-5, 1e-4);
-  /* the rows that must be NaN (out all NaN with lse, or column 5 for v) */
-  if (kind == 0) CHECK(isnan(l1[70]) && nan_rows(o1, X, 70, 70, 0));
-  if (kind == 1) CHECK(nan_rows(l1, 1, 100, 140, 0) && nan_rows(o1, X, 100, 140, 0));
-  if (kind == 1) CHECK(isfinite(l1[99]) && isfinite(l1[141]) && !nan_rows(o1, X, 99, 99, 1));
-  if (kind == 2) CHECK(isnan(l1[110]) && isfinite(l1[120]) && nan_rows(o1, X, 110, 110, 0));
-  if (kind == 3) {
-    int ok = 1;
-    for (int i = 100; i <= 140; i++)
-      ok &= isnan(o1[i * X + 5]) && isfinite(l1[i]) && isfinite(o1[i * X + 4]);
-    CHECK(ok);
-  }
-  if (kind == 4) {
-    int ok = 1;
-    for (int64_t e = 0; e < 2 * L; e++) /* batch 0: out 0, lse -inf */
-      ok &= l1[e] == -INFINITY;
-    for (int64_t e = 0; e < 2 * L * X; e++)
-      ok &= o1[e] == 0.0f;
-    for (int64_t e = 0; e < p.no; e++)
-      ok &= !isnan(o1[e]);
-    CHECK(ok);
-  }
-  if (kind == 5) CHECK(nan_rows(l1, 1, 50, 149, 0) && isfinite(l1[49]));
+  sdpa_nan_check_forward(kind, o1, l1, p.no);
   /* backward, each from its own forward */
-  float *g0[3] = {zeros(p.nq), zeros(p.nk), zeros(p.nv)};
-  float *g1[3] = {zeros(p.nq), zeros(p.nk), zeros(p.nv)};
+  float *g0[3] = {sdpa_zeros(p.nq), sdpa_zeros(p.nk), sdpa_zeros(p.nv)};
+  float *g1[3] = {sdpa_zeros(p.nq), sdpa_zeros(p.nk), sdpa_zeros(p.nv)};
   CHECK_OK(attn_sdpa_backward_math(&p.d, p.q, p.k, p.v, o0, l0, p.dout, g0[0], g0[1], g0[2]));
   CHECK_OK(attn_sdpa_backward_flash_ops(ops, &p.d, p.q, p.k, p.v, o1, l1, p.dout, g1[0], g1[1],
                                         g1[2]));
@@ -700,24 +506,11 @@ static void nan_case(const attn_flash_ops *ops, int kind, int causal) {
   const int64_t gsz[3] = {p.nq, p.nk, p.nv};
   for (int t = 0; t < 3; t++)
     close_where_math_defined(gn[t], g1[t], g0[t], gsz[t], 2e-5, 2e-4);
-  /* NaN gradients for the NaN rows and the keys they attend */
-  const int rows_lo = kind == 0 ? 70 : kind == 2 ? 110 : 100;
-  const int rows_hi = kind == 0 ? 70 : kind == 2 ? 110 : 140;
-  if (kind <= 3) CHECK(nan_rows(g1[0], X, rows_lo, rows_hi, 0));
-  if (kind == 0) CHECK(nan_rows(g1[1], X, 0, causal ? 70 : 149, 0));
-  if (kind == 0) CHECK(nan_rows(g1[2], X, 0, causal ? 70 : 149, 0));
-  if (kind == 1) CHECK(nan_rows(g1[1], X, 60, 140, 0) && nan_rows(g1[2], X, 60, 140, 0));
-  if (kind == 2) CHECK(nan_rows(g1[2], X, 70, 110, 0) && nan_rows(g1[1], X, 100, 100, 0));
-  if (kind == 3) CHECK(!nan_rows(g1[2], X, 0, 149, 1)); /* dv never reads v */
+  sdpa_nan_check_backward(kind, causal, g1);
   if (kind == 4) {
-    /* batch 0 (no allowed key): zero gradients (math: 0·NaN of q row 5 in
-     * dk). Batch 1: dk, dv finite and as math; dq may get 0·NaN from the
-     * masked keys' k in a shared tile (math: in every row), so only where
-     * math is defined (above). */
-    int ok = 1;
-    for (int64_t e = 0; e < 2 * L * X; e++)
-      ok &= g1[0][e] == 0.0f && g1[1][e] == 0.0f && g1[2][e] == 0.0f;
-    CHECK(ok);
+    /* batch 1: dk, dv finite and as math; dq may get 0·NaN from the masked
+     * keys' k in a shared tile (math: in every row), so only where math is
+     * defined (above) */
     CHECK_CLOSE("dk b1", g1[1] + 2 * L * X, g0[1] + 2 * L * X, 2 * L * X, 2e-5, 2e-4);
     CHECK_CLOSE("dv b1", g1[2] + 2 * L * X, g0[2] + 2 * L * X, 2 * L * X, 2e-5, 2e-4);
     CHECK(!nan_rows(g1[1] + 2 * L * X, X, 0, 2 * L - 1, 1));
@@ -727,7 +520,7 @@ static void nan_case(const attn_flash_ops *ops, int kind, int causal) {
   for (int t = 0; t < 3; t++)
     free(g0[t]), free(g1[t]);
   free(o0), free(o1), free(l0), free(l1);
-  free_problem(&p);
+  sdpa_free_problem(&p);
 }
 
 static void test_nan_in_q_propagates(void) {
@@ -780,15 +573,15 @@ static void test_no_keys(void) {
 /* 1 and 2 threads give the same bits (forward and backward). The other
  * tests run on one thread (no idle OpenMP workers spinning between calls);
  * this one ties the 2-thread results to them. */
-static void threads_case(const attn_flash_ops *ops, const cfg *c, unsigned seed) {
-  problem p;
-  make_problem(c, seed, &p);
+static void threads_case(const attn_flash_ops *ops, const sdpa_cfg *c, unsigned seed) {
+  sdpa_problem p;
+  sdpa_make_problem(c, seed, &p);
   float *o[2], *l[2], *g[2][3];
   for (int t = 0; t < 2; t++) {
     attn_set_num_threads(t + 1);
-    o[t] = zeros(p.no), l[t] = zeros(p.nl);
+    o[t] = sdpa_zeros(p.no), l[t] = sdpa_zeros(p.nl);
     for (int e = 0; e < 3; e++)
-      g[t][e] = zeros(e == 0 ? p.nq : e == 1 ? p.nk : p.nv);
+      g[t][e] = sdpa_zeros(e == 0 ? p.nq : e == 1 ? p.nk : p.nv);
     CHECK_OK(attn_sdpa_forward_flash_ops(ops, &p.d, p.q, p.k, p.v, o[t], l[t]));
     CHECK_OK(attn_sdpa_backward_flash_ops(ops, &p.d, p.q, p.k, p.v, o[t], l[t], p.dout, g[t][0],
                                           g[t][1], g[t][2]));
@@ -804,18 +597,18 @@ static void threads_case(const attn_flash_ops *ops, const cfg *c, unsigned seed)
     for (int e = 0; e < 3; e++)
       free(g[t][e]);
   }
-  free_problem(&p);
+  sdpa_free_problem(&p);
 }
 
 static void test_threads_bit_identical(void) {
   for (int i = 0; i < n_ops; i++) {
-    cfg c = plain(150, 170, 48);
+    sdpa_cfg c = sdpa_plain(150, 170, 48);
     c.Hq = 2; /* one (b, kv head) item: backward splits the keys into chunks */
     c.Hkv = 1;
     c.causal = 1;
     c.add_mask = 1;
     threads_case(ops_list[i], &c, 900);
-    cfg e = plain(100, 140, 40); /* many items, strided, key_lens, window */
+    sdpa_cfg e = sdpa_plain(100, 140, 40); /* many items, strided, key_lens, window */
     e.B = 2;
     e.Hq = 4;
     e.Hkv = 2;
@@ -829,21 +622,6 @@ static void test_threads_bit_identical(void) {
 }
 
 /* ---- PyTorch golden files (tools/golden_sdpa.py) through both kernel sets */
-/* strides of a mask of shape m broadcast (numpy rules) to [B, Hq, Lq, Lk] */
-static int mask_strides(const attn_tensor *m, const int64_t full[4], int64_t st[4]) {
-  if (m->ndim > 4) return 0;
-  int64_t inner = 1;
-  for (int a = 3; a >= 0; a--) {
-    int sd = a - (4 - m->ndim);
-    st[a] = 0;
-    if (sd < 0) continue;
-    if (m->shape[sd] != 1 && m->shape[sd] != full[a]) return 0;
-    if (m->shape[sd] != 1) st[a] = inner;
-    inner *= m->shape[sd];
-  }
-  return 1;
-}
-
 static void golden_flash(const attn_flash_ops *ops, const char *name, double tol) {
   char path[256];
   snprintf(path, sizeof path, "tests/golden/sdpa_%s.safetensors", name);
@@ -854,8 +632,7 @@ static void golden_flash(const attn_flash_ops *ops, const char *name, double tol
   const attn_tensor *want[5] = {attn_st_get(st, "out"), attn_st_get(st, "lse"),
                                 attn_st_get(st, "dq"), attn_st_get(st, "dk"),
                                 attn_st_get(st, "dv")};
-  const attn_tensor *dout = attn_st_get(st, "dout"), *kl = attn_st_get(st, "key_lens"),
-                    *mask = attn_st_get(st, "mask");
+  const attn_tensor *dout = attn_st_get(st, "dout");
   int ok = q && k && v && dout && q->ndim == 4 && k->ndim == 4 && v->ndim == 4;
   for (int i = 0; i < 5; i++)
     ok = ok && want[i] && want[i]->dtype == ATTN_F32;
@@ -865,27 +642,10 @@ static void golden_flash(const attn_flash_ops *ops, const char *name, double tol
     return;
   }
   attn_sdpa_desc d;
-  attn_sdpa_desc_init(&d, q->shape[0], q->shape[1], k->shape[1], q->shape[2], k->shape[2],
-                      q->shape[3], v->shape[3]);
-  const char *m;
-  if ((m = attn_st_meta(st, "causal"))) d.causal = atoi(m);
-  if ((m = attn_st_meta(st, "window_left"))) d.window_left = atoll(m);
-  if ((m = attn_st_meta(st, "window_right"))) d.window_right = atoll(m);
-  if ((m = attn_st_meta(st, "scale"))) d.has_scale = 1, d.scale = strtof(m, NULL);
-  if (kl) d.key_lens = kl->data;
-  if (mask) {
-    const int64_t full[4] = {d.B, d.Hq, d.Lq, d.Lk};
-    if (mask->dtype == ATTN_BOOL) {
-      d.bool_mask = mask->data;
-      CHECK(mask_strides(mask, full, d.bool_mask_stride));
-    } else {
-      d.add_mask = mask->data;
-      CHECK(mask_strides(mask, full, d.add_mask_stride));
-    }
-  }
+  golden_sdpa_desc(st, &d);
   float *got[5];
   for (int i = 0; i < 5; i++)
-    got[i] = zeros(attn_tensor_numel(want[i]));
+    got[i] = sdpa_zeros(attn_tensor_numel(want[i]));
   CHECK_OK(attn_sdpa_forward_flash_ops(ops, &d, q->data, k->data, v->data, got[0], got[1]));
   CHECK_OK(attn_sdpa_backward_flash_ops(ops, &d, q->data, k->data, v->data, got[0], got[1],
                                         dout->data, got[2], got[3], got[4]));
@@ -913,10 +673,11 @@ static void test_golden_files(void) {
 }
 
 static void test_public_api_flash_backend(void) {
-  cfg c = plain(33, 45, 16);
-  problem p;
-  make_problem(&c, 950, &p);
-  float *o0 = zeros(p.no), *o1 = zeros(p.no), *l0 = zeros(p.nl), *l1 = zeros(p.nl);
+  sdpa_cfg c = sdpa_plain(33, 45, 16);
+  sdpa_problem p;
+  sdpa_make_problem(&c, 950, &p);
+  float *o0 = sdpa_zeros(p.no), *o1 = sdpa_zeros(p.no), *l0 = sdpa_zeros(p.nl),
+        *l1 = sdpa_zeros(p.nl);
   CHECK_OK(attn_sdpa_forward(&p.d, ATTN_BACKEND_FLASH, p.q, p.k, p.v, o1, l1, NULL));
   CHECK_OK(attn_sdpa_forward(&p.d, ATTN_BACKEND_MATH, p.q, p.k, p.v, o0, l0, NULL));
   CHECK_CLOSE("out", o1, o0, p.no, 1e-5, 1e-4);
@@ -925,7 +686,7 @@ static void test_public_api_flash_backend(void) {
   p.d.Hkv = 3; /* Hq = 2 is not a multiple */
   CHECK_ERR(attn_sdpa_forward_flash(&p.d, p.q, p.k, p.v, o1, l1), ATTN_EINVAL);
   free(o0), free(o1), free(l0), free(l1);
-  free_problem(&p);
+  sdpa_free_problem(&p);
 }
 
 int main(void) {

@@ -13,6 +13,7 @@
 
 #include "harness.h"
 #include "kernels/sdpa_flash.h"
+#include "sdpa_golden.h"
 
 static const attn_flash_ops *ops_list[2];
 static int n_ops;
@@ -345,58 +346,22 @@ static void test_public_api(void) {
 }
 
 /* ---- golden files (tools/golden_variants.py) through both kernel sets ---- */
-static const float *f32_of(const attn_st *g, const char *name) {
-  const attn_tensor *t = attn_st_get(g, name);
-  return t ? (const float *)t->data : NULL;
-}
-
-static int64_t meta_int(const attn_st *g, const char *key, int64_t dflt) {
-  const char *s = attn_st_meta(g, key);
-  return s ? strtoll(s, NULL, 10) : dflt;
-}
-
 static void golden(const attn_flash_ops *ops, const char *name) {
   char path[256];
   snprintf(path, sizeof path, "tests/golden/var_sdpa_%s.safetensors", name);
   attn_st *g = NULL;
   CHECK_OK(attn_st_load(path, &g));
   if (!g) return;
-  const attn_tensor *tq = attn_st_get(g, "q"), *tk = attn_st_get(g, "k"), *tv = attn_st_get(g, "v");
   attn_sdpa_desc d;
-  attn_sdpa_desc_init(&d, tq->shape[0], tq->shape[1], tk->shape[1], tq->shape[2], tk->shape[2],
-                      tq->shape[3], tv->shape[3]);
-  d.causal = (int)meta_int(g, "causal", 0);
-  d.window_left = meta_int(g, "window_left", -1);
-  d.window_right = meta_int(g, "window_right", -1);
-  d.q_offset = meta_int(g, "q_offset", 0);
-  if (attn_st_meta(g, "scale")) d.has_scale = 1, d.scale = strtof(attn_st_meta(g, "scale"), NULL);
-  d.alibi_slopes = f32_of(g, "alibi_slopes");
-  const attn_tensor *rb = attn_st_get(g, "rel_bias"), *sk = attn_st_get(g, "shaw_k"),
-                    *sv = attn_st_get(g, "shaw_v"), *bm = attn_st_get(g, "block_mask");
-  if (rb) {
-    d.rel_bias = rb->data;
-    d.rel_buckets = rb->shape[1];
-    d.rel_max_distance = meta_int(g, "rel_max_distance", 0);
-    d.rel_bidirectional = (int)meta_int(g, "rel_bidirectional", 0);
-  }
-  d.shaw_k = sk ? sk->data : NULL;
-  d.shaw_v = sv ? sv->data : NULL;
-  if (sk || sv) d.shaw_max = ((sk ? sk : sv)->shape[0] + 1) / 2;
-  if (bm) d.block_mask = bm->data, d.block_size = meta_int(g, "block_size", 0);
+  golden_var_desc(g, &d);
+  const attn_tensor *tv = attn_st_get(g, "v");
   const int64_t nq = d.B * d.Hq * d.Lq * d.D, nk = d.B * d.Hkv * d.Lk * d.D;
-  const int64_t nv = d.B * d.Hkv * d.Lk * d.Dv, no = d.B * d.Hq * d.Lq * d.Dv, R = 2 * d.shaw_max - 1;
-  float *q = malloc(nq * sizeof(float)), *k = malloc(nk * sizeof(float));
-  memcpy(q, tq->data, nq * sizeof(float));
-  memcpy(k, tk->data, nk * sizeof(float));
-  const char *rope = attn_st_meta(g, "rope");
-  attn_rope_layout lay = ATTN_ROPE_HALF;
-  float theta = 10000.0f;
-  if (rope) {
-    CHECK_OK(attn_rope_layout_from_name(rope, &lay));
-    theta = strtof(attn_st_meta(g, "rope_theta"), NULL);
-    CHECK_OK(attn_rope_f32(q, q, d.B * d.Hq, d.Lq, 1, d.D, theta, d.q_offset, lay));
-    CHECK_OK(attn_rope_f32(k, k, d.B * d.Hkv, d.Lk, 1, d.D, theta, 0, lay));
-  }
+  const int64_t nv = d.B * d.Hkv * d.Lk * d.Dv, no = d.B * d.Hq * d.Lq * d.Dv,
+                R = 2 * d.shaw_max - 1;
+  const int rb = d.rel_bias != NULL, sk = d.shaw_k != NULL, sv = d.shaw_v != NULL;
+  float *q, *k;
+  golden_rope rope;
+  golden_var_qk(g, &d, &q, &k, &rope);
   const int64_t n[8] = {no, d.B * d.Hq * d.Lq, nq, nk, nv, rb ? d.Hq * d.rel_buckets : 0,
                         sk ? R * d.D : 0, sv ? R * d.Dv : 0};
   static const char *what[8] = {"out", "lse", "dq", "dk", "dv", "drel_bias", "dshaw_k", "dshaw_v"};
@@ -407,16 +372,13 @@ static void golden(const attn_flash_ops *ops, const char *name) {
   d.shaw_k_grad = sk ? x[6] : NULL;
   d.shaw_v_grad = sv ? x[7] : NULL;
   CHECK_OK(attn_sdpa_forward_flash_ops(ops, &d, q, k, tv->data, x[0], x[1]));
-  CHECK_OK(attn_sdpa_backward_flash_ops(ops, &d, q, k, tv->data, x[0], x[1], f32_of(g, "dout"),
+  CHECK_OK(attn_sdpa_backward_flash_ops(ops, &d, q, k, tv->data, x[0], x[1], golden_f32(g, "dout"),
                                         x[2], x[3], x[4]));
-  if (rope) {
-    CHECK_OK(attn_rope_backward_f32(x[2], x[2], d.B * d.Hq, d.Lq, 1, d.D, theta, d.q_offset, lay));
-    CHECK_OK(attn_rope_backward_f32(x[3], x[3], d.B * d.Hkv, d.Lk, 1, d.D, theta, 0, lay));
-  }
+  golden_rope_backward(&rope, &d, x[2], x[3]);
   int before = h_case_failed;
   h_case_failed = 0;
   for (int i = 0; i < 8; i++) {
-    const float *want = f32_of(g, what[i]);
+    const float *want = golden_f32(g, what[i]);
     if (!n[i]) continue;
     CHECK(want != NULL);
     if (want) CHECK_CLOSE(what[i], x[i], want, n[i], 2e-5, 1e-4);

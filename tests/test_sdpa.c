@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "harness.h"
+#include "sdpa_golden.h"
 
 #define ATOL 1e-5
 #define RTOL 1e-4
@@ -162,21 +163,6 @@ static double problem_check_naive(problem *p, double atol, double rtol) {
 
 /* ---- golden files --------------------------------------------------------- */
 
-/* strides of a mask of shape m broadcast (numpy rules) to [B,Hq,Lq,Lk] */
-static int mask_strides(const attn_tensor *m, const int64_t full[4], int64_t st[4]) {
-  if (m->ndim > 4) return 0;
-  int64_t inner = 1;
-  for (int a = 3; a >= 0; a--) {
-    int sd = a - (4 - m->ndim);
-    st[a] = 0;
-    if (sd < 0) continue;
-    if (m->shape[sd] != 1 && m->shape[sd] != full[a]) return 0;
-    if (m->shape[sd] != 1) st[a] = inner;
-    inner *= m->shape[sd];
-  }
-  return 1;
-}
-
 static const float *f32_of(const attn_st *st, const char *name) {
   const attn_tensor *t = attn_st_get(st, name);
   CHECK(t && t->dtype == ATTN_F32);
@@ -194,24 +180,7 @@ static void golden_case(const char *name, double atol, double rtol, attn_backend
   CHECK(q && k && v && q->ndim == 4 && k->ndim == 4 && v->ndim == 4);
   if (!(q && k && v)) goto done;
   attn_sdpa_desc d;
-  attn_sdpa_desc_init(&d, q->shape[0], q->shape[1], k->shape[1], q->shape[2], k->shape[2],
-                      q->shape[3], v->shape[3]);
-  d.causal = atoi(attn_st_meta(st, "causal"));
-  d.window_left = atoll(attn_st_meta(st, "window_left"));
-  d.window_right = atoll(attn_st_meta(st, "window_right"));
-  if (attn_st_meta(st, "scale")) d.has_scale = 1, d.scale = strtof(attn_st_meta(st, "scale"), NULL);
-  const attn_tensor *kl = attn_st_get(st, "key_lens"), *mask = attn_st_get(st, "mask");
-  if (kl) d.key_lens = kl->data;
-  if (mask) {
-    const int64_t full[4] = {d.B, d.Hq, d.Lq, d.Lk};
-    if (mask->dtype == ATTN_BOOL) {
-      d.bool_mask = mask->data;
-      CHECK(mask_strides(mask, full, d.bool_mask_stride));
-    } else {
-      d.add_mask = mask->data;
-      CHECK(mask_strides(mask, full, d.add_mask_stride));
-    }
-  }
+  golden_sdpa_desc(st, &d);
   const int64_t no = d.B * d.Hq * d.Lq * d.Dv, nl = d.B * d.Hq * d.Lq;
   const int64_t nq = d.B * d.Hq * d.Lq * d.D, nk = d.B * d.Hkv * d.Lk * d.D,
                 nv = d.B * d.Hkv * d.Lk * d.Dv;

@@ -15,109 +15,15 @@
 #include "attn/sdpa_f16.h"
 #include "harness.h"
 #include "kernels/sdpa_flash.h"
+#include "sdpa_problem.h"
 
-typedef struct {
-  int B, Hq, Hkv, Lq, Lk, D, Dv;
-  int causal, wl, wr, q_offset;
-  int key_lens;  /* per-batch lengths, batch 0 gets 0 when B > 1 */
-  int bool_mask; /* [B, 1, Lq, Lk] broadcast over heads */
-  int add_mask;  /* [1, Hq, Lq, Lk] broadcast over batch, some -inf */
-  int strided;   /* [B, L, H, D] layouts with padding */
-  float scale;   /* 0 = default */
-} cfg;
-
-typedef struct {
-  attn_sdpa_desc d;
-  int32_t *kl;
-  uint8_t *bm;
-  float *am;
-  float *q, *k, *v, *dout; /* q, k, v: the fp16 values as f32 */
-  uint16_t *qh, *kh, *vh;
-  int64_t nq, nk, nv, no, nl;
-} problem;
-
-static cfg plain(int Lq, int Lk, int D) {
-  cfg c = {1, 2, 2, Lq, Lk, D, D, 0, -1, -1, 0, 0, 0, 0, 0, 0.0f};
-  return c;
-}
-
-/* elements of a [B, H, L, X] tensor, contiguous or [B, L, H, X + 3] (+5 per batch) */
-static int64_t layout(int strided, int64_t B, int64_t H, int64_t L, int64_t X, int64_t st[3]) {
-  if (!strided) {
-    st[0] = st[1] = st[2] = 0;
-    return B * H * L * X;
-  }
-  st[1] = X + 3;
-  st[2] = H * st[1];
-  st[0] = L * st[2] + 5;
-  return B * st[0];
-}
-
-static float *zeros(int64_t n) { return calloc((size_t)n + 1, sizeof(float)); }
-
-static float *rounded(int64_t n, unsigned seed, uint16_t **h) {
-  float *x = zeros(n);
-  *h = calloc((size_t)n + 1, sizeof(uint16_t));
-  fill_uniform(x, n, seed, -1, 1);
-  for (int64_t i = 0; i < n; i++) {
-    (*h)[i] = attn_f32_to_f16(x[i]);
-    x[i] = attn_f16_to_f32((*h)[i]);
-  }
-  return x;
-}
-
-static void make_problem(const cfg *c, unsigned seed, problem *p) {
-  memset(p, 0, sizeof *p);
-  attn_sdpa_desc *d = &p->d;
-  attn_sdpa_desc_init(d, c->B, c->Hq, c->Hkv, c->Lq, c->Lk, c->D, c->Dv);
-  d->causal = c->causal;
-  d->window_left = c->wl;
-  d->window_right = c->wr;
-  d->q_offset = c->q_offset;
-  if (c->scale != 0) d->has_scale = 1, d->scale = c->scale;
-  p->nq = layout(c->strided, c->B, c->Hq, c->Lq, c->D, d->q_stride);
-  p->nk = layout(c->strided, c->B, c->Hkv, c->Lk, c->D, d->k_stride);
-  p->nv = layout(c->strided, c->B, c->Hkv, c->Lk, c->Dv, d->v_stride);
-  p->no = layout(c->strided, c->B, c->Hq, c->Lq, c->Dv, d->o_stride);
-  p->nl = (int64_t)c->B * c->Hq * c->Lq;
-  p->q = rounded(p->nq, seed, &p->qh);
-  p->k = rounded(p->nk, seed + 1, &p->kh);
-  p->v = rounded(p->nv, seed + 2, &p->vh);
-  p->dout = zeros(p->no);
-  fill_uniform(p->dout, p->no, seed + 3, -1, 1);
-  if (c->key_lens) {
-    p->kl = malloc(c->B * sizeof(int32_t));
-    for (int b = 0; b < c->B; b++)
-      p->kl[b] = (int32_t)((seed * 7 + b * 13) % (c->Lk + 1));
-    if (c->B > 1) p->kl[0] = 0;
-    p->kl[c->B - 1] = c->Lk;
-    d->key_lens = p->kl;
-  }
-  int64_t n2 = (int64_t)c->Lq * c->Lk;
-  if (c->bool_mask) {
-    float *u = zeros(c->B * n2);
-    fill_uniform(u, c->B * n2, seed + 4, 0, 1);
-    p->bm = malloc(c->B * n2 + 1);
-    for (int64_t i = 0; i < c->B * n2; i++)
-      p->bm[i] = u[i] > 0.2f;
-    free(u);
-    d->bool_mask = p->bm;
-    d->bool_mask_stride[0] = n2, d->bool_mask_stride[2] = c->Lk, d->bool_mask_stride[3] = 1;
-  }
-  if (c->add_mask) {
-    p->am = zeros(c->Hq * n2);
-    fill_uniform(p->am, c->Hq * n2, seed + 5, -2, 2);
-    for (int64_t i = 0; i < c->Hq * n2; i += 7)
-      p->am[i] = -INFINITY;
-    d->add_mask = p->am;
-    d->add_mask_stride[1] = n2, d->add_mask_stride[2] = c->Lk, d->add_mask_stride[3] = 1;
-  }
-}
-
-static void free_problem(problem *p) {
-  free(p->kl), free(p->bm), free(p->am);
-  free(p->q), free(p->k), free(p->v), free(p->dout);
-  free(p->qh), free(p->kh), free(p->vh);
+/* A problem with q, k, v rounded to fp16 (tests/sdpa_problem.h); with key
+ * lengths and B > 2, batch 1 keeps its seeded length (the shared rule would
+ * give it Lk - 1). */
+static void make_problem(const sdpa_cfg *c, unsigned seed, sdpa_problem *p) {
+  sdpa_make_problem(c, seed, p);
+  if (c->key_lens && c->B > 2) p->kl[1] = sdpa_seeded_key_len(seed, 1, c->Lk);
+  sdpa_problem_to_f16(p);
 }
 
 static int have_simd(void) { return attn_sdpa_f16_path_available(ATTN_LOWP_SIMD); }
@@ -128,13 +34,13 @@ static const attn_flash_ops *ops_of(attn_lowp_path path) {
 }
 
 /* The fp16 path against the f32 flash (bit for bit) and math (tolerance). */
-static void compare_case(attn_lowp_path path, const cfg *c, unsigned seed) {
-  problem p;
+static void compare_case(attn_lowp_path path, const sdpa_cfg *c, unsigned seed) {
+  sdpa_problem p;
   make_problem(c, seed, &p);
   const attn_flash_ops *ops = ops_of(path);
   float *o[3], *l[3]; /* fp16, f32 flash, math */
   for (int i = 0; i < 3; i++)
-    o[i] = zeros(p.no), l[i] = zeros(p.nl);
+    o[i] = sdpa_zeros(p.no), l[i] = sdpa_zeros(p.nl);
   int before = h_case_failed;
   h_case_failed = 0;
   CHECK_OK(attn_sdpa_forward_f16_path(path, &p.d, p.qh, p.kh, p.vh, o[0], l[0]));
@@ -148,7 +54,7 @@ static void compare_case(attn_lowp_path path, const cfg *c, unsigned seed) {
   const int64_t n[3] = {p.nq, p.nk, p.nv};
   for (int i = 0; i < 3; i++)
     for (int t = 0; t < 3; t++)
-      g[i][t] = zeros(n[t]);
+      g[i][t] = sdpa_zeros(n[t]);
   /* every backward from the math forward's out and lse */
   CHECK_OK(attn_sdpa_backward_f16_path(path, &p.d, p.qh, p.kh, p.vh, o[2], l[2], p.dout, g[0][0],
                                        g[0][1], g[0][2]));
@@ -161,22 +67,17 @@ static void compare_case(attn_lowp_path path, const cfg *c, unsigned seed) {
     CHECK_CLOSE(name[t], g[0][t], g[1][t], n[t], 0, 0);
     CHECK_CLOSE(name[t], g[0][t], g[2][t], n[t], 2e-5, 2e-4);
   }
-  if (h_case_failed)
-    printf("  ^ %s B%d Hq%d Hkv%d Lq%d Lk%d D%d Dv%d causal%d w(%d,%d) qoff%d kl%d bm%d am%d "
-           "st%d seed %u\n",
-           path == ATTN_LOWP_SIMD ? "simd" : "portable", c->B, c->Hq, c->Hkv, c->Lq, c->Lk, c->D,
-           c->Dv, c->causal, c->wl, c->wr, c->q_offset, c->key_lens, c->bool_mask, c->add_mask,
-           c->strided, seed);
+  if (h_case_failed) sdpa_print_case(path == ATTN_LOWP_SIMD ? "simd" : "portable", c, seed);
   h_case_failed |= before;
   for (int i = 0; i < 3; i++) {
     free(o[i]), free(l[i]);
     for (int t = 0; t < 3; t++)
       free(g[i][t]);
   }
-  free_problem(&p);
+  sdpa_free_problem(&p);
 }
 
-static void for_each_path(const cfg *c, unsigned seed) {
+static void for_each_path(const sdpa_cfg *c, unsigned seed) {
   compare_case(ATTN_LOWP_PORTABLE, c, seed);
   if (have_simd()) compare_case(ATTN_LOWP_SIMD, c, seed);
 }
@@ -184,13 +85,13 @@ static void for_each_path(const cfg *c, unsigned seed) {
 static void test_head_dims_and_lengths(void) {
   static const int dims[] = {1, 7, 32, 64, 80, 129, 256};
   for (unsigned i = 0; i < sizeof dims / sizeof dims[0]; i++) {
-    cfg c = plain(37, 70, dims[i]);
+    sdpa_cfg c = sdpa_plain(37, 70, dims[i]);
     c.Dv = dims[(i + 3) % 7];
     for_each_path(&c, 100 + i);
   }
   static const int L[][2] = {{1, 1}, {1, 65}, {5, 3}, {64, 64}, {65, 129}, {150, 63}, {200, 300}};
   for (unsigned i = 0; i < sizeof L / sizeof L[0]; i++) {
-    cfg c = plain(L[i][0], L[i][1], 64);
+    sdpa_cfg c = sdpa_plain(L[i][0], L[i][1], 64);
     for_each_path(&c, 200 + i);
   }
 }
@@ -198,18 +99,18 @@ static void test_head_dims_and_lengths(void) {
 static void test_causal_windows_offset(void) {
   static const int W[][3] = {{1, -1, -1}, {0, 5, -1}, {0, 20, 0}, {1, 70, -1}, {0, 0, 0}};
   for (unsigned w = 0; w < sizeof W / sizeof W[0]; w++) {
-    cfg c = plain(w & 1 ? 100 : 190, w & 1 ? 190 : 100, 64);
+    sdpa_cfg c = sdpa_plain(w & 1 ? 100 : 190, w & 1 ? 190 : 100, 64);
     c.causal = W[w][0], c.wl = W[w][1], c.wr = W[w][2];
     for_each_path(&c, 300 + w);
   }
-  cfg c = plain(40, 150, 64); /* decoder: new queries after a cache */
+  sdpa_cfg c = sdpa_plain(40, 150, 64); /* decoder: new queries after a cache */
   c.causal = 1;
   c.q_offset = 110;
   for_each_path(&c, 320);
 }
 
 static void test_masks_key_lens_gqa_strided(void) {
-  cfg c = plain(70, 90, 48);
+  sdpa_cfg c = sdpa_plain(70, 90, 48);
   c.B = 3, c.Hq = 4, c.Hkv = 2;
   c.key_lens = 1;
   c.bool_mask = 1;
@@ -220,7 +121,7 @@ static void test_masks_key_lens_gqa_strided(void) {
   c.Dv = 72;
   c.scale = 0.37f;
   for_each_path(&c, 401);
-  cfg s = plain(50, 160, 40); /* strided q/k/v/out, 4 query heads on 2 K/V heads */
+  sdpa_cfg s = sdpa_plain(50, 160, 40); /* strided q/k/v/out, 4 query heads on 2 K/V heads */
   s.B = 2, s.Hq = 4, s.Hkv = 2;
   s.strided = 1;
   s.Dv = 24;
@@ -233,7 +134,8 @@ static void test_random_shapes(void) {
   unsigned s = 777;
   for (int t = 0; t < 16; t++) {
     s = s * 1103515245u + 12345u;
-    cfg c = plain(1 + (int)((s >> 8) % 150), 1 + (int)((s >> 16) % 150), 1 + (int)((s >> 4) % 96));
+    sdpa_cfg c =
+        sdpa_plain(1 + (int)((s >> 8) % 150), 1 + (int)((s >> 16) % 150), 1 + (int)((s >> 4) % 96));
     c.Dv = 1 + (int)((s >> 12) % 96);
     c.B = 1 + (int)((s >> 20) % 2);
     c.Hkv = 1 + (int)((s >> 22) % 2);
@@ -250,12 +152,13 @@ static void test_random_shapes(void) {
 
 /* Rows with no allowed key: out 0, lse -inf, zero dq; batch 0 has no keys. */
 static void test_fully_masked_rows(void) {
-  cfg c = plain(40, 50, 64);
+  sdpa_cfg c = sdpa_plain(40, 50, 64);
   c.B = 2;
   c.key_lens = 1;
-  problem p;
+  sdpa_problem p;
   make_problem(&c, 600, &p);
-  float *o = zeros(p.no), *l = zeros(p.nl), *g[3] = {zeros(p.nq), zeros(p.nk), zeros(p.nv)};
+  float *o = sdpa_zeros(p.no), *l = sdpa_zeros(p.nl),
+        *g[3] = {sdpa_zeros(p.nq), sdpa_zeros(p.nk), sdpa_zeros(p.nv)};
   for (int64_t i = 0; i < p.no; i++)
     o[i] = NAN;
   CHECK_OK(attn_sdpa_forward_f16(&p.d, p.qh, p.kh, p.vh, o, l));
@@ -270,9 +173,9 @@ static void test_fully_masked_rows(void) {
   for (int e = 0; e < 2 * 50 * 64; e++)
     CHECK(g[1][e] == 0.0f && g[2][e] == 0.0f);
   free(o), free(l), free(g[0]), free(g[1]), free(g[2]);
-  free_problem(&p);
+  sdpa_free_problem(&p);
   /* no keys at all; no queries at all */
-  c = plain(5, 0, 64);
+  c = sdpa_plain(5, 0, 64);
   make_problem(&c, 601, &p);
   float o2[2 * 5 * 64], l2[10], dq[2 * 5 * 64];
   for (int i = 0; i < 2 * 5 * 64; i++)
@@ -281,20 +184,20 @@ static void test_fully_masked_rows(void) {
   CHECK(o2[0] == 0.0f && o2[2 * 5 * 64 - 1] == 0.0f && l2[9] == -INFINITY);
   CHECK_OK(attn_sdpa_backward_f16(&p.d, p.qh, NULL, NULL, o2, l2, o2, dq, NULL, NULL));
   CHECK(dq[0] == 0.0f && dq[2 * 5 * 64 - 1] == 0.0f);
-  free_problem(&p);
-  c = plain(0, 7, 64);
+  sdpa_free_problem(&p);
+  c = sdpa_plain(0, 7, 64);
   make_problem(&c, 602, &p);
   CHECK_OK(attn_sdpa_forward_f16(&p.d, NULL, p.kh, p.vh, NULL, NULL));
-  free_problem(&p);
+  sdpa_free_problem(&p);
 }
 
 /* NaN and inf in the inputs: where the f32 flash has them (same values). */
 static void test_nan_inf(void) {
-  cfg c = plain(30, 80, 32);
+  sdpa_cfg c = sdpa_plain(30, 80, 32);
   for (int pth = 0; pth < 2; pth++) {
     attn_lowp_path path = pth ? ATTN_LOWP_SIMD : ATTN_LOWP_PORTABLE;
     if (pth && !have_simd()) continue;
-    problem p;
+    sdpa_problem p;
     make_problem(&c, 700, &p);
     p.qh[5 * 32 + 3] = 0x7e00;  /* NaN in query 5 of head 0 */
     p.kh[70 * 32 + 1] = 0x7c00; /* +inf in key 70 of head 0 */
@@ -302,7 +205,8 @@ static void test_nan_inf(void) {
     p.q[5 * 32 + 3] = NAN;
     p.k[70 * 32 + 1] = INFINITY;
     p.v[80 * 32 + 9] = -INFINITY;
-    float *o0 = zeros(p.no), *o1 = zeros(p.no), *l0 = zeros(p.nl), *l1 = zeros(p.nl);
+    float *o0 = sdpa_zeros(p.no), *o1 = sdpa_zeros(p.no), *l0 = sdpa_zeros(p.nl),
+          *l1 = sdpa_zeros(p.nl);
     CHECK_OK(attn_sdpa_forward_f16_path(path, &p.d, p.qh, p.kh, p.vh, o0, l0));
     CHECK_OK(attn_sdpa_forward_flash_ops(ops_of(path), &p.d, p.q, p.k, p.v, o1, l1));
     CHECK_CLOSE("out", o0, o1, p.no, 0, 0);
@@ -311,7 +215,7 @@ static void test_nan_inf(void) {
      * Head 0: NaN exactly where math has it (attn/sdpa.h): the NaN query's
      * row, and the rows whose logit at key 70 is +inf (inf - inf), out and
      * lse NaN; the rows where it is -inf (q[1] < 0) ignore the key. */
-    float *om = zeros(p.no), *lm = zeros(p.nl);
+    float *om = sdpa_zeros(p.no), *lm = sdpa_zeros(p.nl);
     CHECK_OK(attn_sdpa_forward_math(&p.d, p.q, p.k, p.v, om, lm, NULL));
     CHECK_CLOSE("lse head 1", l0 + 30, lm + 30, 30, 1e-5, 1e-4);
     for (int i = 30; i < 60; i++)
@@ -328,7 +232,7 @@ static void test_nan_inf(void) {
     const int64_t n[3] = {p.nq, p.nk, p.nv};
     for (int i = 0; i < 2; i++)
       for (int t = 0; t < 3; t++)
-        g[i][t] = zeros(n[t]);
+        g[i][t] = sdpa_zeros(n[t]);
     CHECK_OK(attn_sdpa_backward_f16_path(path, &p.d, p.qh, p.kh, p.vh, o1, l1, p.dout, g[0][0],
                                          g[0][1], g[0][2]));
     CHECK_OK(attn_sdpa_backward_flash_ops(ops_of(path), &p.d, p.q, p.k, p.v, o1, l1, p.dout,
@@ -343,19 +247,19 @@ static void test_nan_inf(void) {
       for (int t = 0; t < 3; t++)
         free(g[i][t]);
     free(o0), free(o1), free(l0), free(l1);
-    free_problem(&p);
+    sdpa_free_problem(&p);
   }
 }
 
 /* Same results for 1 and 2 threads, bit for bit; AUTO is the SIMD path where
  * the CPU has it, else the portable one. */
 static void test_threads_and_auto(void) {
-  cfg c = plain(300, 333, 64);
+  sdpa_cfg c = sdpa_plain(300, 333, 64);
   c.B = 2, c.Hq = 4, c.Hkv = 2;
   c.causal = 1;
   c.key_lens = 1;
   int saved = attn_get_num_threads();
-  problem p;
+  sdpa_problem p;
   make_problem(&c, 800, &p);
   float *o[3], *l[3], *g[3][3];
   const int64_t n[3] = {p.nq, p.nk, p.nv};
@@ -364,10 +268,10 @@ static void test_threads_and_auto(void) {
     attn_lowp_path path = t < 2         ? ATTN_LOWP_AUTO
                           : have_simd() ? ATTN_LOWP_SIMD
                                         : ATTN_LOWP_PORTABLE;
-    o[t] = zeros(p.no), l[t] = zeros(p.nl);
+    o[t] = sdpa_zeros(p.no), l[t] = sdpa_zeros(p.nl);
     CHECK_OK(attn_sdpa_forward_f16_path(path, &p.d, p.qh, p.kh, p.vh, o[t], l[t]));
     for (int e = 0; e < 3; e++)
-      g[t][e] = zeros(n[e]);
+      g[t][e] = sdpa_zeros(n[e]);
     CHECK_OK(attn_sdpa_backward_f16_path(path, &p.d, p.qh, p.kh, p.vh, o[0], l[0], p.dout, g[t][0],
                                          g[t][1], g[t][2]));
   }
@@ -382,13 +286,13 @@ static void test_threads_and_auto(void) {
     for (int e = 0; e < 3; e++)
       free(g[t][e]);
   }
-  free_problem(&p);
+  sdpa_free_problem(&p);
   attn_set_num_threads(saved);
 }
 
 static void test_errors(void) {
-  cfg c = plain(8, 8, 64);
-  problem p;
+  sdpa_cfg c = sdpa_plain(8, 8, 64);
+  sdpa_problem p;
   make_problem(&c, 900, &p);
   float o[2 * 8 * 64], l[16], g[3][2 * 8 * 64];
   const attn_sdpa_desc *d = &p.d;
@@ -416,7 +320,7 @@ static void test_errors(void) {
   e = p.d;
   e.window_left = -2;
   CHECK_ERR(attn_sdpa_backward_f16(&e, q, k, v, o, l, o, g[0], g[1], g[2]), ATTN_EINVAL);
-  free_problem(&p);
+  sdpa_free_problem(&p);
 }
 
 int main(void) {

@@ -21,115 +21,11 @@
 #include "harness.h"
 #include "kernels/amx.h"
 #include "kernels/sdpa_flash_i8.h"
-
-typedef struct {
-  int B, Hq, Hkv, Lq, Lk, D, Dv;
-  int causal, wl, wr;
-  int key_lens;  /* 1: per-batch lengths, batch 0 gets 0 when B > 1 */
-  int bool_mask; /* [B, 1, Lq, Lk] broadcast over heads */
-  int add_mask;  /* [1, Hq, Lq, Lk] broadcast over batch, some -inf */
-  int strided;   /* [B, L, H, D] layouts with padding */
-  float scale;   /* 0 = default */
-  float qmul;    /* q values times this (large logits) */
-  int q_offset;
-  float koff; /* k[..., e] += koff (1 + cos(e) / 2): a common offset per channel */
-} cfg;
-
-typedef struct {
-  attn_sdpa_desc d;
-  int32_t *kl;
-  uint8_t *bm;
-  float *am;
-  float *q, *k, *v;
-  int64_t nq, nk, nv, no, nl;
-} problem;
+#include "sdpa_cases.h"
+#include "sdpa_problem.h"
 
 static const attn_lowp_path paths[3] = {ATTN_LOWP_PORTABLE, ATTN_LOWP_SIMD, ATTN_LOWP_AMX};
 static const char *path_name[3] = {"portable", "vnni", "amx"};
-
-static int64_t layout(int strided, int64_t B, int64_t H, int64_t L, int64_t X, int64_t st[3]) {
-  if (!strided) {
-    st[0] = st[1] = st[2] = 0;
-    return B * H * L * X;
-  }
-  int64_t row = X + 3;
-  st[2] = H * row;
-  st[1] = row;
-  st[0] = L * H * row + 5;
-  return B * st[0];
-}
-
-static void make_problem(const cfg *c, unsigned seed, problem *p) {
-  memset(p, 0, sizeof *p);
-  attn_sdpa_desc *d = &p->d;
-  attn_sdpa_desc_init(d, c->B, c->Hq, c->Hkv, c->Lq, c->Lk, c->D, c->Dv);
-  d->causal = c->causal;
-  d->window_left = c->wl;
-  d->window_right = c->wr;
-  d->q_offset = c->q_offset;
-  if (c->scale != 0) {
-    d->has_scale = 1;
-    d->scale = c->scale;
-  }
-  p->nq = layout(c->strided, c->B, c->Hq, c->Lq, c->D, d->q_stride);
-  p->nk = layout(c->strided, c->B, c->Hkv, c->Lk, c->D, d->k_stride);
-  p->nv = layout(c->strided, c->B, c->Hkv, c->Lk, c->Dv, d->v_stride);
-  p->no = layout(c->strided, c->B, c->Hq, c->Lq, c->Dv, d->o_stride);
-  p->nl = (int64_t)c->B * c->Hq * c->Lq;
-  p->q = malloc((p->nq + 1) * sizeof(float));
-  p->k = malloc((p->nk + 1) * sizeof(float));
-  p->v = malloc((p->nv + 1) * sizeof(float));
-  fill_uniform(p->q, p->nq, seed, -c->qmul, c->qmul);
-  fill_uniform(p->k, p->nk, seed + 1, -1, 1);
-  fill_uniform(p->v, p->nv, seed + 2, -1, 1);
-  for (int64_t i = 0; i < p->nk && c->koff != 0; i++) /* contiguous layouts only */
-    p->k[i] += c->koff * (1.0f + 0.5f * cosf((float)(i % c->D)));
-  if (c->key_lens) {
-    p->kl = malloc(c->B * sizeof(int32_t));
-    for (int b = 0; b < c->B; b++)
-      p->kl[b] = (int32_t)((seed * 7 + b * 13) % (c->Lk + 1));
-    if (c->B > 1) p->kl[0] = 0;
-    p->kl[c->B - 1] = c->Lk;
-    if (c->B > 2) p->kl[1] = c->Lk > 0 ? c->Lk - 1 : 0;
-    d->key_lens = p->kl;
-  }
-  int64_t n2 = (int64_t)c->Lq * c->Lk;
-  if (c->bool_mask) {
-    p->bm = malloc(c->B * n2 + 1);
-    float *u = malloc((c->B * n2 + 1) * sizeof(float));
-    fill_uniform(u, c->B * n2, seed + 4, 0, 1);
-    for (int64_t i = 0; i < c->B * n2; i++)
-      p->bm[i] = u[i] > 0.2f;
-    free(u);
-    d->bool_mask = p->bm;
-    d->bool_mask_stride[0] = n2;
-    d->bool_mask_stride[2] = c->Lk;
-    d->bool_mask_stride[3] = 1;
-  }
-  if (c->add_mask) {
-    p->am = malloc((c->Hq * n2 + 1) * sizeof(float));
-    fill_uniform(p->am, c->Hq * n2, seed + 5, -2, 2);
-    for (int64_t i = 0; i < c->Hq * n2; i += 7)
-      p->am[i] = -INFINITY;
-    d->add_mask = p->am;
-    d->add_mask_stride[1] = n2;
-    d->add_mask_stride[2] = c->Lk;
-    d->add_mask_stride[3] = 1;
-  }
-}
-
-static void free_problem(problem *p) {
-  free(p->kl), free(p->bm), free(p->am);
-  free(p->q), free(p->k), free(p->v);
-}
-
-static float *zeros(int64_t n) { return calloc((size_t)n + 1, sizeof(float)); }
-
-static int any_nan(const float *x, int64_t n) {
-  for (int64_t i = 0; i < n; i++)
-    if (isnan(x[i])) return 1;
-  return 0;
-}
 
 /* The logit error scale of int8 q and k: |scale|·sqrt(D)·max|q|·max|k - mean| / 127
  * (one quantization step of either operand over a dot product of D random
@@ -142,10 +38,11 @@ static double logit_err(const attn_sdpa_desc *d, float qmul) {
 static double worst_out, worst_lse; /* largest error / tolerance seen */
 
 /* Runs the int8 path and math on one problem and compares. */
-static void compare_case(int pi, const cfg *c, unsigned seed) {
-  problem p;
-  make_problem(c, seed, &p);
-  float *o0 = zeros(p.no), *o1 = zeros(p.no), *l0 = zeros(p.nl), *l1 = zeros(p.nl);
+static void compare_case(int pi, const sdpa_cfg *c, unsigned seed) {
+  sdpa_problem p;
+  sdpa_make_problem(c, seed, &p);
+  float *o0 = sdpa_zeros(p.no), *o1 = sdpa_zeros(p.no), *l0 = sdpa_zeros(p.nl),
+        *l1 = sdpa_zeros(p.nl);
   CHECK_OK(attn_sdpa_forward_math(&p.d, p.q, p.k, p.v, o0, l0, NULL));
   CHECK_OK(attn_sdpa_forward_i8_path(paths[pi], &p.d, p.q, p.k, p.v, o1, l1));
   int before = h_case_failed;
@@ -155,128 +52,35 @@ static void compare_case(int pi, const cfg *c, unsigned seed) {
   double el = CHECK_CLOSE("lse", l1, l0, p.nl, 2e-5 + et, 1e-4);
   if (eo / (4e-3 + et) > worst_out) worst_out = eo / (4e-3 + et);
   if (el / (2e-5 + et) > worst_lse) worst_lse = el / (2e-5 + et);
-  CHECK(!any_nan(o1, p.no));
-  if (h_case_failed)
-    printf("  ^ %s B%d Hq%d Hkv%d Lq%d Lk%d D%d Dv%d causal%d w(%d,%d) kl%d bm%d am%d st%d "
-           "qoff%d koff%g seed %u\n",
-           path_name[pi], c->B, c->Hq, c->Hkv, c->Lq, c->Lk, c->D, c->Dv, c->causal, c->wl, c->wr,
-           c->key_lens, c->bool_mask, c->add_mask, c->strided, c->q_offset, (double)c->koff, seed);
+  CHECK(!sdpa_any_nan(o1, p.no));
+  if (h_case_failed) sdpa_print_case(path_name[pi], c, seed);
   h_case_failed |= before;
   free(o0), free(o1), free(l0), free(l1);
-  free_problem(&p);
+  sdpa_free_problem(&p);
 }
 
-static void for_each_path(const cfg *c, unsigned seed) {
+static void for_each_path(const sdpa_cfg *c, unsigned seed) {
   for (int pi = 0; pi < 3; pi++)
     if (attn_sdpa_i8_path_available(paths[pi])) compare_case(pi, c, seed);
 }
 
-static cfg plain(int Lq, int Lk, int D) {
-  cfg c = {1, 2, 2, Lq, Lk, D, D, 0, -1, -1, 0, 0, 0, 0, 0.0f, 1.0f, 0, 0.0f};
-  return c;
-}
-
-static void test_head_dims(void) {
-  static const int dims[] = {1, 2, 7, 32, 40, 64, 80, 128, 129, 256};
-  for (unsigned i = 0; i < sizeof dims / sizeof dims[0]; i++) {
-    cfg c = plain(37, 70, dims[i]);
-    c.Dv = dims[(i + 3) % 10];
-    for_each_path(&c, 100 + i);
-    c.Dv = dims[i];
-    for_each_path(&c, 200 + i);
-  }
-}
-
-static void test_lengths_and_tails(void) {
-  static const int L[][2] = {{1, 1},    {1, 65},   {5, 3},    {64, 64},  {16, 16},
-                             {65, 129}, {130, 63}, {97, 200}, {200, 97}, {17, 300}};
-  for (unsigned i = 0; i < sizeof L / sizeof L[0]; i++) {
-    cfg c = plain(L[i][0], L[i][1], 64);
-    for_each_path(&c, 300 + i);
-    c.D = c.Dv = 128;
-    for_each_path(&c, 400 + i);
-  }
-}
-
-static void test_causal_windows_offset(void) {
-  static const int W[][3] = {{1, -1, -1}, {0, 5, -1},  {0, 20, 0},
-                             {0, -1, 3},  {1, 70, -1}, {0, 0, 0}};
-  static const int L[][2] = {{150, 150}, {100, 190}, {190, 100}};
-  for (unsigned w = 0; w < sizeof W / sizeof W[0]; w++)
-    for (unsigned i = 0; i < 3; i++) {
-      cfg c = plain(L[i][0], L[i][1], 64);
-      c.causal = W[w][0];
-      c.wl = W[w][1];
-      c.wr = W[w][2];
-      for_each_path(&c, 500 + w * 3 + i);
-    }
-  cfg c = plain(40, 150, 64); /* decoder: new queries after a cache */
-  c.causal = 1;
-  c.q_offset = 110;
-  for_each_path(&c, 520);
-}
-
-static void test_masks_key_lens_gqa(void) {
-  cfg c = plain(70, 90, 64);
-  c.B = 3;
-  c.Hq = 4;
-  c.Hkv = 2;
-  c.key_lens = 1;
-  for_each_path(&c, 600);
-  c.bool_mask = 1;
-  for_each_path(&c, 601);
-  c.add_mask = 1;
-  c.causal = 1;
-  for_each_path(&c, 602);
-  c.Hkv = 1;
-  c.Dv = 48;
-  c.key_lens = 0;
-  for_each_path(&c, 603);
-  cfg g = plain(33, 129, 128); /* 8 query heads on 2 K/V heads */
-  g.Hq = 8;
-  g.Hkv = 2;
-  g.Dv = 64;
-  for_each_path(&g, 604);
-}
+/* the shape suite (tests/sdpa_cases.h) */
+static void test_head_dims(void) { sdpa_cases_head_dims(for_each_path); }
+static void test_lengths_and_tails(void) { sdpa_cases_lengths_and_tails(for_each_path); }
+static void test_causal_windows_offset(void) { sdpa_cases_causal_windows_offset(for_each_path); }
+static void test_masks_key_lens_gqa(void) { sdpa_cases_masks_key_lens_gqa(for_each_path); }
+static void test_random_shapes(void) { sdpa_cases_random(for_each_path); }
 
 static void test_strided_scale_large_logits(void) {
-  cfg c = plain(50, 77, 40);
-  c.B = 2;
-  c.Hq = 4;
-  c.Hkv = 2;
-  c.strided = 1;
-  c.causal = 1;
-  for_each_path(&c, 700);
-  c.scale = 0.37f;
-  c.qmul = 8.0f; /* logits ~ +-40: exercises the lazy max (TAU) */
-  for_each_path(&c, 701);
+  sdpa_cases_strided_scale(for_each_path);
+  sdpa_cfg c = sdpa_strided_cfg();
   c.scale = -0.2f; /* a negative scale folds into the query scales as well */
-  c.qmul = 1.0f;
   for_each_path(&c, 702);
-}
-
-static void test_random_shapes(void) {
-  unsigned s = 12345;
-  for (int t = 0; t < 24; t++) {
-    s = s * 1103515245u + 12345u;
-    cfg c = plain(1 + (int)((s >> 8) % 150), 1 + (int)((s >> 16) % 150), 1 + (int)((s >> 4) % 96));
-    c.Dv = 1 + (int)((s >> 12) % 96);
-    c.B = 1 + (int)((s >> 20) % 2);
-    c.Hkv = 1 + (int)((s >> 22) % 2);
-    c.Hq = c.Hkv * (1 + (int)((s >> 24) % 3));
-    c.causal = (s >> 26) & 1;
-    c.key_lens = (s >> 27) & 1;
-    c.bool_mask = ((s >> 28) & 3) == 0;
-    c.add_mask = ((s >> 29) & 3) == 1;
-    c.strided = (s >> 30) & 1;
-    if (((s >> 3) & 3) == 0) c.wl = (int)((s >> 5) % 40);
-    for_each_path(&c, 800 + t);
-  }
 }
 
 /* out of math on q, k quantized per row as int8 without smoothing (the same
  * rule as the kernel's: max|x| / 127, round to nearest even), v as is */
-static void unsmoothed_reference(const problem *p, float *o, float *l) {
+static void unsmoothed_reference(const sdpa_problem *p, float *o, float *l) {
   const attn_sdpa_desc *d = &p->d;
   float *qd = malloc(p->nq * sizeof(float)), *kd = malloc(p->nk * sizeof(float));
   int8_t row[256];
@@ -310,7 +114,7 @@ static double max_err(const float *a, const float *b, int64_t n) {
  * for_each_path (it needs the shift q·mean added back). */
 static void test_k_smoothing(void) {
   for (int m = 0; m < 2; m++) {
-    cfg c = plain(80, 150, 64);
+    sdpa_cfg c = sdpa_plain(80, 150, 64);
     c.koff = 50.0f;
     c.qmul = 2.0f;
     if (m) {
@@ -320,10 +124,11 @@ static void test_k_smoothing(void) {
       c.bool_mask = 1;
     }
     for_each_path(&c, 1200 + m);
-    problem p;
-    make_problem(&c, 1200 + m, &p);
-    float *o0 = zeros(p.no), *l0 = zeros(p.nl), *o1 = zeros(p.no), *l1 = zeros(p.nl);
-    float *o2 = zeros(p.no), *l2 = zeros(p.nl);
+    sdpa_problem p;
+    sdpa_make_problem(&c, 1200 + m, &p);
+    float *o0 = sdpa_zeros(p.no), *l0 = sdpa_zeros(p.nl), *o1 = sdpa_zeros(p.no),
+          *l1 = sdpa_zeros(p.nl);
+    float *o2 = sdpa_zeros(p.no), *l2 = sdpa_zeros(p.nl);
     CHECK_OK(attn_sdpa_forward_math(&p.d, p.q, p.k, p.v, o0, l0, NULL));
     CHECK_OK(attn_sdpa_forward_i8(&p.d, p.q, p.k, p.v, o1, l1));
     unsmoothed_reference(&p, o2, l2);
@@ -334,7 +139,7 @@ static void test_k_smoothing(void) {
     CHECK(e1 < tol);
     CHECK(e2 > 2 * tol && e2 > 10 * e1); /* what the smoothing saves */
     free(o0), free(l0), free(o1), free(l1), free(o2), free(l2);
-    free_problem(&p);
+    sdpa_free_problem(&p);
   }
 }
 
@@ -436,42 +241,37 @@ static void test_vnni_equals_portable(void) {
     printf("  (no AVX512_VNNI: skipped)\n");
     return;
   }
-  cfg c = plain(90, 140, 96);
+  sdpa_cfg c = sdpa_plain(90, 140, 96);
   c.B = 2;
   c.Hq = 4;
   c.Hkv = 2;
   c.causal = 1;
   c.add_mask = 1;
   c.koff = 3.0f;
-  problem p;
-  make_problem(&c, 1300, &p);
-  float *o0 = zeros(p.no), *o1 = zeros(p.no), *l0 = zeros(p.nl), *l1 = zeros(p.nl);
+  sdpa_problem p;
+  sdpa_make_problem(&c, 1300, &p);
+  float *o0 = sdpa_zeros(p.no), *o1 = sdpa_zeros(p.no), *l0 = sdpa_zeros(p.nl),
+        *l1 = sdpa_zeros(p.nl);
   CHECK_OK(attn_sdpa_forward_i8_path(ATTN_LOWP_PORTABLE, &p.d, p.q, p.k, p.v, o0, l0));
   CHECK_OK(attn_sdpa_forward_i8_path(ATTN_LOWP_SIMD, &p.d, p.q, p.k, p.v, o1, l1));
   CHECK(!memcmp(o0, o1, p.no * sizeof(float)));
   CHECK(!memcmp(l0, l1, p.nl * sizeof(float)));
   free(o0), free(o1), free(l0), free(l1);
-  free_problem(&p);
+  sdpa_free_problem(&p);
 }
 
 /* Rows with no allowed key: out 0, lse -inf, never NaN. */
 static void test_fully_masked_rows(void) {
-  cfg c = plain(40, 50, 64);
+  sdpa_cfg c = sdpa_plain(40, 50, 64);
   c.B = 2;
   c.key_lens = 1; /* batch 0: no keys at all */
   c.causal = 1;
   for (int pi = 0; pi < 3; pi++) {
     if (!attn_sdpa_i8_path_available(paths[pi])) continue;
-    problem p;
-    make_problem(&c, 900, &p);
-    p.bm = malloc((size_t)(2 * 40 * 50)); /* batch 1's row 3: every key masked */
-    memset(p.bm, 1, 2 * 40 * 50);
-    memset(p.bm + 40 * 50 + 3 * 50, 0, 50);
-    p.d.bool_mask = p.bm;
-    p.d.bool_mask_stride[0] = 40 * 50;
-    p.d.bool_mask_stride[2] = 50;
-    p.d.bool_mask_stride[3] = 1;
-    float *o = zeros(p.no), *l = zeros(p.nl);
+    sdpa_problem p;
+    sdpa_make_problem(&c, 900, &p);
+    sdpa_hide_row(&p, 1, 3); /* batch 1's row 3: every key masked */
+    float *o = sdpa_zeros(p.no), *l = sdpa_zeros(p.nl);
     for (int64_t i = 0; i < p.no; i++)
       o[i] = NAN;
     CHECK_OK(attn_sdpa_forward_i8_path(paths[pi], &p.d, p.q, p.k, p.v, o, l));
@@ -482,9 +282,9 @@ static void test_fully_masked_rows(void) {
           CHECK(o[(h * 40 + i) * 64 + e] == 0.0f);
       }
     CHECK(l[2 * 40 + 3] == -INFINITY && o[(2 * 40 + 3) * 64] == 0.0f);
-    CHECK(!any_nan(o, p.no));
+    CHECK(!sdpa_any_nan(o, p.no));
     free(o), free(l);
-    free_problem(&p);
+    sdpa_free_problem(&p);
   }
 }
 
@@ -494,18 +294,19 @@ static void test_fully_masked_rows(void) {
  * causal range hides is ignored; NaN in v reaches the rows attending to it.
  * (Non-finite q or k: ATTN_ENUMERIC, test_errors.) */
 static void test_nan_in_v_and_masks(void) {
-  cfg c = plain(70, 150, 32);
+  sdpa_cfg c = sdpa_plain(70, 150, 32);
   c.causal = 1;
   c.add_mask = 1;
   for (int pi = 0; pi < 3; pi++) {
     if (!attn_sdpa_i8_path_available(paths[pi])) continue;
-    problem p;
-    make_problem(&c, 1400, &p);
+    sdpa_problem p;
+    sdpa_make_problem(&c, 1400, &p);
     p.am[20 * 150 + 7] = NAN;      /* head 0, row 20, key 7 */
     p.am[30 * 150 + 3] = INFINITY; /* head 0, row 30: +inf logit, inf - inf */
     p.am[5 * 150 + 40] = NAN;      /* row 5 sees keys 0..5 only: ignored */
     p.v[10 * 32 + 2] = NAN;        /* head 0, key 10, column 2 (0·NaN in other rows too) */
-    float *o0 = zeros(p.no), *o1 = zeros(p.no), *l0 = zeros(p.nl), *l1 = zeros(p.nl);
+    float *o0 = sdpa_zeros(p.no), *o1 = sdpa_zeros(p.no), *l0 = sdpa_zeros(p.nl),
+          *l1 = sdpa_zeros(p.nl);
     CHECK_OK(attn_sdpa_forward_math(&p.d, p.q, p.k, p.v, o0, l0, NULL));
     CHECK_OK(attn_sdpa_forward_i8_path(paths[pi], &p.d, p.q, p.k, p.v, o1, l1));
     const double et = logit_err(&p.d, c.qmul);
@@ -517,33 +318,33 @@ static void test_nan_in_v_and_masks(void) {
     for (int i = 10; i < 70; i++) /* rows attending key 10 */
       if (i != 20 && i != 30 && p.am[i * 150 + 10] != -INFINITY)
         ok &= isnan(o1[i * 32 + 2]) && isfinite(o1[i * 32 + 3]) && isfinite(l1[i]);
-    ok &= !any_nan(o1 + 70 * 32, 70 * 32); /* head 1 untouched */
+    ok &= !sdpa_any_nan(o1 + 70 * 32, 70 * 32); /* head 1 untouched */
     CHECK(ok);
     if (!ok) printf("  ^ %s\n", path_name[pi]);
     free(o0), free(o1), free(l0), free(l1);
-    free_problem(&p);
+    sdpa_free_problem(&p);
   }
 }
 
 static void test_no_keys_no_queries(void) {
-  cfg c = plain(5, 0, 64);
-  problem p;
-  make_problem(&c, 950, &p);
+  sdpa_cfg c = sdpa_plain(5, 0, 64);
+  sdpa_problem p;
+  sdpa_make_problem(&c, 950, &p);
   float o[2 * 5 * 64], l[10];
   for (int i = 0; i < 2 * 5 * 64; i++)
     o[i] = NAN;
   CHECK_OK(attn_sdpa_forward_i8(&p.d, p.q, NULL, NULL, o, l));
   CHECK(o[0] == 0.0f && o[2 * 5 * 64 - 1] == 0.0f && l[9] == -INFINITY);
-  free_problem(&p);
-  c = plain(0, 7, 64);
-  make_problem(&c, 951, &p);
+  sdpa_free_problem(&p);
+  c = sdpa_plain(0, 7, 64);
+  sdpa_make_problem(&c, 951, &p);
   CHECK_OK(attn_sdpa_forward_i8(&p.d, NULL, p.k, p.v, NULL, NULL));
-  free_problem(&p);
+  sdpa_free_problem(&p);
 }
 
 /* Same results for 1 and 2 threads, bit for bit, on every path. */
 static void test_threads_bit_identical(void) {
-  cfg c = plain(300, 333, 64);
+  sdpa_cfg c = sdpa_plain(300, 333, 64);
   c.Hq = 4;
   c.Hkv = 2;
   c.causal = 1;
@@ -553,27 +354,27 @@ static void test_threads_bit_identical(void) {
   int saved = attn_get_num_threads();
   for (int pi = 0; pi < 3; pi++) {
     if (!attn_sdpa_i8_path_available(paths[pi])) continue;
-    problem p;
-    make_problem(&c, 990, &p);
+    sdpa_problem p;
+    sdpa_make_problem(&c, 990, &p);
     float *o[2], *l[2];
     for (int t = 0; t < 2; t++) {
       attn_set_num_threads(t + 1);
-      o[t] = zeros(p.no), l[t] = zeros(p.nl);
+      o[t] = sdpa_zeros(p.no), l[t] = sdpa_zeros(p.nl);
       CHECK_OK(attn_sdpa_forward_i8_path(paths[pi], &p.d, p.q, p.k, p.v, o[t], l[t]));
     }
     CHECK(!memcmp(o[0], o[1], p.no * sizeof(float)));
     CHECK(!memcmp(l[0], l[1], p.nl * sizeof(float)));
     for (int t = 0; t < 2; t++)
       free(o[t]), free(l[t]);
-    free_problem(&p);
+    sdpa_free_problem(&p);
   }
   attn_set_num_threads(saved);
 }
 
 static void test_errors(void) {
-  cfg c = plain(8, 8, 64);
-  problem p;
-  make_problem(&c, 1000, &p);
+  sdpa_cfg c = sdpa_plain(8, 8, 64);
+  sdpa_problem p;
+  sdpa_make_problem(&c, 1000, &p);
   float o[2 * 8 * 64], l[16];
   CHECK_ERR(attn_sdpa_forward_i8(&p.d, p.q, p.k, p.v, NULL, l), ATTN_EINVAL);
   CHECK_ERR(attn_sdpa_forward_i8(&p.d, p.q, p.k, p.v, o, NULL), ATTN_EINVAL);
@@ -595,24 +396,25 @@ static void test_errors(void) {
   p.q[70] = keep;
   p.k[9] = INFINITY;
   CHECK_ERR(attn_sdpa_forward_i8(&p.d, p.q, p.k, p.v, o, l), ATTN_ENUMERIC);
-  free_problem(&p);
-  cfg big = plain(4, 4, 257);
-  make_problem(&big, 1001, &p);
-  float *ob = zeros(p.no), lb[8];
+  sdpa_free_problem(&p);
+  sdpa_cfg big = sdpa_plain(4, 4, 257);
+  sdpa_make_problem(&big, 1001, &p);
+  float *ob = sdpa_zeros(p.no), lb[8];
   CHECK_ERR(attn_sdpa_forward_i8(&p.d, p.q, p.k, p.v, ob, lb), ATTN_EUNSUPPORTED);
   free(ob);
-  free_problem(&p);
+  sdpa_free_problem(&p);
 }
 
 /* A refused tile permission: AMX is unavailable, AUTO runs VNNI (or
  * portable), bit-identical with the portable path. */
 static int refuse(void) { return -1; }
 static void test_amx_refused_falls_back(void) {
-  cfg c = plain(45, 77, 64);
+  sdpa_cfg c = sdpa_plain(45, 77, 64);
   c.causal = 1;
-  problem p;
-  make_problem(&c, 1100, &p);
-  float *o0 = zeros(p.no), *o1 = zeros(p.no), *l0 = zeros(p.nl), *l1 = zeros(p.nl);
+  sdpa_problem p;
+  sdpa_make_problem(&c, 1100, &p);
+  float *o0 = sdpa_zeros(p.no), *o1 = sdpa_zeros(p.no), *l0 = sdpa_zeros(p.nl),
+        *l1 = sdpa_zeros(p.nl);
   CHECK_OK(attn_sdpa_forward_i8_path(ATTN_LOWP_PORTABLE, &p.d, p.q, p.k, p.v, o0, l0));
   attn_amx_set_request_hook(refuse);
   CHECK(!attn_sdpa_i8_path_available(ATTN_LOWP_AMX));
@@ -622,7 +424,7 @@ static void test_amx_refused_falls_back(void) {
   attn_amx_set_request_hook(NULL);
   CHECK(!memcmp(o0, o1, p.no * sizeof(float)) && !memcmp(l0, l1, p.nl * sizeof(float)));
   free(o0), free(o1), free(l0), free(l1);
-  free_problem(&p);
+  sdpa_free_problem(&p);
 }
 
 int main(void) {

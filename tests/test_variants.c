@@ -10,56 +10,15 @@
 
 #include "harness.h"
 #include "kernels/sdpa_positions.h"
+#include "sdpa_golden.h"
 
 /* golden tolerance: f32 vs a float64 reference on O(1) data */
 #define ATOL 2e-5
 #define RTOL 1e-4
 
-static const float *f32_of(const attn_st *g, const char *name) {
-  const attn_tensor *t = attn_st_get(g, name);
-  return t ? (const float *)t->data : NULL;
-}
-
-static int64_t meta_int(const attn_st *g, const char *key, int64_t dflt) {
-  const char *s = attn_st_meta(g, key);
-  return s ? strtoll(s, NULL, 10) : dflt;
-}
-
-/* The descriptor a golden var_sdpa file describes (tables from the file). */
-static void golden_desc(const attn_st *g, attn_sdpa_desc *d) {
-  const attn_tensor *q = attn_st_get(g, "q"), *k = attn_st_get(g, "k"), *v = attn_st_get(g, "v");
-  attn_sdpa_desc_init(d, q->shape[0], q->shape[1], k->shape[1], q->shape[2], k->shape[2],
-                      q->shape[3], v->shape[3]);
-  d->causal = (int)meta_int(g, "causal", 0);
-  d->window_left = meta_int(g, "window_left", -1);
-  d->window_right = meta_int(g, "window_right", -1);
-  d->q_offset = meta_int(g, "q_offset", 0);
-  if (attn_st_meta(g, "scale")) {
-    d->has_scale = 1;
-    d->scale = strtof(attn_st_meta(g, "scale"), NULL);
-  }
-  d->alibi_slopes = f32_of(g, "alibi_slopes");
-  const attn_tensor *rb = attn_st_get(g, "rel_bias");
-  if (rb) {
-    d->rel_bias = rb->data;
-    d->rel_buckets = rb->shape[1];
-    d->rel_max_distance = meta_int(g, "rel_max_distance", 0);
-    d->rel_bidirectional = (int)meta_int(g, "rel_bidirectional", 0);
-  }
-  const attn_tensor *sk = attn_st_get(g, "shaw_k"), *sv = attn_st_get(g, "shaw_v");
-  d->shaw_k = sk ? sk->data : NULL;
-  d->shaw_v = sv ? sv->data : NULL;
-  if (sk || sv) d->shaw_max = ((sk ? sk : sv)->shape[0] + 1) / 2;
-  const attn_tensor *bm = attn_st_get(g, "block_mask");
-  if (bm) {
-    d->block_mask = bm->data;
-    d->block_size = meta_int(g, "block_size", 0);
-  }
-}
-
 static double cmp(const char *what, const float *got, const attn_st *g, const char *name,
                   int64_t n) {
-  const float *want = f32_of(g, name);
+  const float *want = golden_f32(g, name);
   CHECK(want != NULL);
   if (!want) return INFINITY;
   return CHECK_CLOSE(what, got, want, n, ATOL, RTOL);
@@ -72,22 +31,13 @@ static void golden_sdpa(const char *name, attn_backend be) {
   CHECK_OK(attn_st_load(path, &g));
   if (!g) return;
   attn_sdpa_desc d;
-  golden_desc(g, &d);
+  golden_var_desc(g, &d);
   const int64_t nq = d.B * d.Hq * d.Lq * d.D, nk = d.B * d.Hkv * d.Lk * d.D;
   const int64_t nv = d.B * d.Hkv * d.Lk * d.Dv, no = d.B * d.Hq * d.Lq * d.Dv;
   const int64_t R = 2 * d.shaw_max - 1;
-  float *q = malloc(nq * sizeof(float)), *k = malloc(nk * sizeof(float));
-  memcpy(q, f32_of(g, "q"), nq * sizeof(float));
-  memcpy(k, f32_of(g, "k"), nk * sizeof(float));
-  const char *rope = attn_st_meta(g, "rope");
-  attn_rope_layout lay = ATTN_ROPE_HALF;
-  float theta = 10000.0f;
-  if (rope) {
-    CHECK_OK(attn_rope_layout_from_name(rope, &lay));
-    theta = strtof(attn_st_meta(g, "rope_theta"), NULL);
-    CHECK_OK(attn_rope_f32(q, q, d.B * d.Hq, d.Lq, 1, d.D, theta, d.q_offset, lay));
-    CHECK_OK(attn_rope_f32(k, k, d.B * d.Hkv, d.Lk, 1, d.D, theta, 0, lay));
-  }
+  float *q, *k;
+  golden_rope rope;
+  golden_var_qk(g, &d, &q, &k, &rope);
   float *out = malloc(no * sizeof(float)), *lse = malloc(d.B * d.Hq * d.Lq * sizeof(float));
   float *dq = malloc(nq * sizeof(float)), *dk = malloc(nk * sizeof(float));
   float *dv = malloc(nv * sizeof(float));
@@ -97,13 +47,10 @@ static void golden_sdpa(const char *name, attn_backend be) {
   d.rel_bias_grad = drel;
   d.shaw_k_grad = dsk;
   d.shaw_v_grad = dsv;
-  const float *v = f32_of(g, "v");
+  const float *v = golden_f32(g, "v");
   CHECK_OK(attn_sdpa_forward(&d, be, q, k, v, out, lse, NULL));
-  CHECK_OK(attn_sdpa_backward(&d, be, q, k, v, out, lse, f32_of(g, "dout"), dq, dk, dv));
-  if (rope) {
-    CHECK_OK(attn_rope_backward_f32(dq, dq, d.B * d.Hq, d.Lq, 1, d.D, theta, d.q_offset, lay));
-    CHECK_OK(attn_rope_backward_f32(dk, dk, d.B * d.Hkv, d.Lk, 1, d.D, theta, 0, lay));
-  }
+  CHECK_OK(attn_sdpa_backward(&d, be, q, k, v, out, lse, golden_f32(g, "dout"), dq, dk, dv));
+  golden_rope_backward(&rope, &d, dq, dk);
   double e[8] = {0};
   e[0] = cmp("out", out, g, "out", no);
   e[1] = cmp("lse", lse, g, "lse", d.B * d.Hq * d.Lq);
@@ -168,7 +115,7 @@ static void test_tables(void) {
     snprintf(name, sizeof name, "alibi_%d", Hs[c]);
     float s[64];
     CHECK_OK(attn_alibi_slopes(Hs[c], s));
-    CHECK_CLOSE(name, s, f32_of(g, name), Hs[c], 0.0, 2e-7);
+    CHECK_CLOSE(name, s, golden_f32(g, name), Hs[c], 0.0, 2e-7);
   }
   CHECK_ERR(attn_alibi_slopes(0, (float[1]){0}), ATTN_EINVAL);
   attn_st_free(g);
@@ -190,9 +137,9 @@ static void test_rope_golden(void) {
     snprintf(yn, sizeof yn, "y_%s", names[l]);
     snprintf(dn, sizeof dn, "dx_%s", names[l]);
     CHECK_OK(attn_rope_f32(x->data, y, N, L, H, D, 10000.0f, 3, lay));
-    double ey = CHECK_CLOSE(yn, y, f32_of(g, yn), n, 1e-6, 1e-6);
-    CHECK_OK(attn_rope_backward_f32(f32_of(g, "dy"), y, N, L, H, D, 10000.0f, 3, lay));
-    double ed = CHECK_CLOSE(dn, y, f32_of(g, dn), n, 1e-6, 1e-6);
+    double ey = CHECK_CLOSE(yn, y, golden_f32(g, yn), n, 1e-6, 1e-6);
+    CHECK_OK(attn_rope_backward_f32(golden_f32(g, "dy"), y, N, L, H, D, 10000.0f, 3, lay));
+    double ed = CHECK_CLOSE(dn, y, golden_f32(g, dn), n, 1e-6, 1e-6);
     printf("  rope %-11s max abs err: y %.1e dx %.1e\n", names[l], ey, ed);
     /* in place, and the backward undoes the forward */
     memcpy(y, x->data, n * sizeof(float));
