@@ -203,88 +203,126 @@ int attn_bf16_next_step(step_iter *it, step_t *s) {
   return 0;
 }
 
+/* The scores of a bf16 work item: K·Qᵀ into st [2][64*16] f32. */
+typedef struct {
+  const attn_flash_bf16_ops *ops;
+  const uint16_t *kh, *qp; /* the (b, kv head)'s packed k rows; the item's q groups */
+  int64_t Dp;
+  int dc;
+  float *st;
+} bf16_scores;
+
+static void bf16_scores_issue(const void *ctx, const step_t *s, int buf) {
+  const bf16_scores *c = ctx;
+  c->ops->scores(c->kh + s->kb * BC * c->Dp, c->Dp, c->dc, c->qp + s->g * c->dc * 512,
+                 c->st + buf * BC * QT);
+}
+
+static float *bf16_scores_logits(const void *ctx, const step_t *s, int buf) {
+  (void)s;
+  return ((const bf16_scores *)ctx)->st + buf * BC * QT;
+}
+
 /* One work item: rows [i0, i0+nq) of (b, h). ws: qp [NG][dc*512] bf16,
  * then f32 oT [NG][dvt*256], m, l [BQ], st [2][64*16], and p [2][1024] bf16. */
 static void forward_item(const fwd_ctx *x, int64_t b, int64_t h, int64_t i0, int nq, void *ws) {
   const attn_sdpa_desc *d = x->d;
   const attn_sdpa_resolved *rs = x->rs;
-  const attn_flash_bf16_ops *ops = x->ops;
   const int64_t dc = x->dc, dvt = x->dvt, Dp = 32 * dc, kvh = h / rs->group;
   uint16_t *qp = ws;
   float *ot = (float *)(void *)(qp + NG * dc * 512), *m = ot + NG * dvt * 256, *l = m + BQ;
-  float *st = l + BQ, alpha[2][QT];                     /* st: two score buffers [64*16] */
+  float *st = l + BQ;                                   /* two score buffers [64*16] */
   uint16_t *p = (uint16_t *)(void *)(st + 2 * BC * QT); /* two p buffers [64*16] */
-  int moved[2] = {0, 0};
   const int ng = (int)ceil_div(nq, QT);
   const uint16_t *qh = x->q + b * rs->q[0] + h * rs->q[1];
   for (int g = 0; g < ng; g++) {
     int R = nq - g * QT < QT ? nq - g * QT : QT;
     attn_bf16_pack_qp(qh + (i0 + g * QT) * rs->q[2], rs->q[2], R, d->D, (int)dc, qp + g * dc * 512);
   }
+  const bf16_scores sc = {x->ops, x->kp + (b * d->Hkv + kvh) * x->nkb * BC * Dp, qp, Dp, (int)dc,
+                          st};
+  const attn_bf16_scores_stage stage = {bf16_scores_issue, bf16_scores_logits, &sc};
+  attn_bf16_item_steps(x->ops, d, b, h, i0, nq, rs->scale, &stage,
+                       x->vt + (b * d->Hkv + kvh) * x->nkb * dvt * 16 * BC, dvt, ot, m, l, p);
+  attn_bf16_item_store(ot, dvt, m, l, NULL, nq, d->Dv,
+                       x->out + b * rs->o[0] + h * rs->o[1] + i0 * rs->o[2], rs->o[2],
+                       x->lse + (b * d->Hq + h) * d->Lq + i0);
+}
+
+/* The online softmax of tile step c on its transposed scores st: logits
+ * scale·st in the lanes' ranges, -inf elsewhere, then the bool and additive
+ * masks of d if any; m, l of the item's rows (the step's group at c->g *
+ * 16). Returns 1 if some alpha != 1. */
+static int step_softmax(const attn_flash_bf16_ops *ops, const attn_sdpa_desc *d, int64_t b,
+                        int64_t h, int64_t i0, int nq, const step_t *c, float *st, float scale,
+                        float *m, float *l, float *alpha, uint16_t *p) {
+  const int g = c->g, R = nq - g * QT < QT ? nq - g * QT : QT;
+  const int64_t j0 = c->kb * BC;
+  if (!d->bool_mask && !d->add_mask)
+    return ops->softmax(st, scale, c->full ? NULL : c->lo, c->full ? NULL : c->hi, m + g * QT,
+                        l + g * QT, alpha, p);
+  /* logits with the range, then the element masks, then the softmax */
+  const int nk = (int)(d->Lk - j0 < BC ? d->Lk - j0 : BC);
+  if (!c->full || scale != 1.0f)
+    for (int j = 0; j < BC; j++)
+      for (int r = 0; r < QT; r++)
+        st[j * QT + r] = j >= c->lo[r] && j < c->hi[r] ? scale * st[j * QT + r] : -INFINITY;
+  attn_bf16_elem_masks(d, b, h, i0 + g * QT, R, j0, nk, st, QT);
+  return ops->softmax(st, 1.0f, NULL, NULL, m + g * QT, l + g * QT, alpha, p);
+}
+
+void attn_bf16_item_steps(const attn_flash_bf16_ops *ops, const attn_sdpa_desc *d, int64_t b,
+                          int64_t h, int64_t i0, int nq, float scale,
+                          const attn_bf16_scores_stage *sc, const uint16_t *vt, int64_t dvt,
+                          float *ot, float *m, float *l, uint16_t *p) {
+  const int ng = (int)ceil_div(nq, QT);
   memset(ot, 0, (size_t)(ng * dvt * 256) * sizeof(float));
   for (int r = 0; r < ng * QT; r++) {
     m[r] = -INFINITY;
     l[r] = 0.0f;
   }
-  const uint16_t *kh = x->kp + (b * d->Hkv + kvh) * x->nkb * BC * Dp;
-  const uint16_t *vth = x->vt + (b * d->Hkv + kvh) * x->nkb * dvt * 16 * BC;
   step_iter it;
   attn_bf16_steps_begin(&it, d, b, i0, nq);
-  const int masks = d->bool_mask || d->add_mask;
-  /* Three stages in flight, one tile step (key block, group) apart: the
-   * scores of step s+1 and the p·v of step s-1 are issued to the tile unit
-   * before the softmax of step s runs on the vector units, so the two
-   * overlap. st, p and alpha are double-buffered by step parity. */
   step_t S[2];
+  float alpha[2][QT];
+  int moved[2] = {0, 0};
   int have = attn_bf16_next_step(&it, &S[0]), par = 0, pend = 0, pend_g = 0;
   int64_t pend_kb = 0;
-  if (have) ops->scores(kh + S[0].kb * BC * Dp, Dp, (int)dc, qp + S[0].g * dc * 512, st);
+  if (have) sc->issue(sc->ctx, &S[0], 0);
   while (have) {
     const step_t *c = &S[par];
     const int have_next = attn_bf16_next_step(&it, &S[par ^ 1]);
-    if (have_next)
-      ops->scores(kh + S[par ^ 1].kb * BC * Dp, Dp, (int)dc, qp + S[par ^ 1].g * dc * 512,
-                  st + (par ^ 1) * BC * QT);
+    if (have_next) sc->issue(sc->ctx, &S[par ^ 1], par ^ 1);
     if (pend)
       ops->accum(ot + pend_g * dvt * 256, (int)dvt, moved[par ^ 1] ? alpha[par ^ 1] : NULL,
-                 vth + pend_kb * dvt * 16 * BC, p + (par ^ 1) * BC * QT);
-    const int g = c->g, R = nq - g * QT < QT ? nq - g * QT : QT;
-    const int64_t i = i0 + g * QT, j0 = c->kb * BC;
-    float *sg = st + par * BC * QT;
-    uint16_t *pg = p + par * BC * QT;
-    if (masks) { /* logits with the range, then the element masks, then the softmax */
-      const int nk = (int)(d->Lk - j0 < BC ? d->Lk - j0 : BC);
-      for (int j = 0; j < BC; j++)
-        for (int r = 0; r < QT; r++)
-          sg[j * QT + r] = j >= c->lo[r] && j < c->hi[r] ? rs->scale * sg[j * QT + r] : -INFINITY;
-      attn_bf16_elem_masks(d, b, h, i, R, j0, nk, sg, QT);
-      moved[par] = ops->softmax(sg, 1.0f, NULL, NULL, m + g * QT, l + g * QT, alpha[par], pg);
-    } else {
-      moved[par] = ops->softmax(sg, rs->scale, c->full ? NULL : c->lo, c->full ? NULL : c->hi,
-                                m + g * QT, l + g * QT, alpha[par], pg);
-    }
+                 vt + pend_kb * dvt * 16 * BC, p + (par ^ 1) * BC * QT);
+    moved[par] = step_softmax(ops, d, b, h, i0, nq, c, sc->logits(sc->ctx, c, par), scale, m, l,
+                              alpha[par], p + par * BC * QT);
     pend = 1;
-    pend_g = g;
+    pend_g = c->g;
     pend_kb = c->kb;
     par ^= 1;
     have = have_next;
   }
   if (pend)
     ops->accum(ot + pend_g * dvt * 256, (int)dvt, moved[par ^ 1] ? alpha[par ^ 1] : NULL,
-               vth + pend_kb * dvt * 16 * BC, p + (par ^ 1) * BC * QT);
-  float *oh = x->out + b * rs->o[0] + h * rs->o[1];
-  float *lh = x->lse + (b * d->Hq + h) * d->Lq;
+               vt + pend_kb * dvt * 16 * BC, p + (par ^ 1) * BC * QT);
+}
+
+void attn_bf16_item_store(const float *ot, int64_t dvt, const float *m, const float *l,
+                          const float *shift, int nq, int64_t Dv, float *out, int64_t ldo,
+                          float *lse) {
   for (int r = 0; r < nq; r++) {
-    float *orow = oh + (i0 + r) * rs->o[2];
+    float *orow = out + r * ldo;
     const float *oc = ot + (r / QT) * dvt * 256 + r % QT;
     if (l[r] != 0.0f) { /* l NaN (a NaN logit): out and lse NaN */
-      float inv = 1.0f / l[r];
-      for (int64_t c = 0; c < d->Dv; c++)
+      float inv = 1.0f / l[r], s = m[r] + logf(l[r]);
+      for (int64_t c = 0; c < Dv; c++)
         orow[c] = oc[c * QT] * inv;
-      lh[i0 + r] = m[r] + logf(l[r]);
+      lse[r] = shift ? s + shift[r] : s;
     } else {
-      memset(orow, 0, (size_t)d->Dv * sizeof(float));
-      lh[i0 + r] = -INFINITY;
+      memset(orow, 0, (size_t)Dv * sizeof(float));
+      lse[r] = -INFINITY;
     }
   }
 }

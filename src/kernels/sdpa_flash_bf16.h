@@ -133,5 +133,35 @@ int attn_bf16_next_step(attn_bf16_step_iter *it, attn_bf16_step *s);
  * i0 + r, key j0 + j); entries at -inf stay so. */
 void attn_bf16_elem_masks(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t i0, int R,
                           int64_t j0, int nk, float *st, int ldst);
+/* The scores stage of the forward tile loop (bf16: K·Qᵀ in f32; int8: the
+ * exact int32 scores, dequantized): issue(ctx, s, buf) starts the scores of
+ * step s into buffer buf (0 or 1, the step's parity); logits(ctx, s, buf)
+ * returns its transposed logits st [64][16] when the step's softmax is due
+ * (before the scale; writable). */
+typedef struct {
+  void (*issue)(const void *ctx, const attn_bf16_step *s, int buf);
+  float *(*logits)(const void *ctx, const attn_bf16_step *s, int buf);
+  const void *ctx;
+} attn_bf16_scores_stage;
+/* The tile steps of a forward work item, rows i0..i0+nq-1 of (b, h) (the
+ * bf16 and the int8 flash): three in flight, one step apart: the scores of
+ * step s+1 and the p·v of step s-1 are issued to the tile unit before the
+ * softmax of step s (logits scale·st in the lanes' ranges, then the bool
+ * and additive masks) runs on the vector units, so the two overlap; p and
+ * alpha are double-buffered by step parity. vt: the (b, kv head)'s vT
+ * blocks [nkb][dvt * 16][64]. Leaves the item's running state: oT
+ * [ng][dvt * 256], m, l [ng * 16] (ng groups of 16 rows); p: [2][64 * 16]
+ * bf16 workspace. */
+void attn_bf16_item_steps(const attn_flash_bf16_ops *ops, const attn_sdpa_desc *d, int64_t b,
+                          int64_t h, int64_t i0, int nq, float scale,
+                          const attn_bf16_scores_stage *sc, const uint16_t *vt, int64_t dvt,
+                          float *ot, float *m, float *l, uint16_t *p);
+/* The item's nq rows out (rows ldo apart, Dv columns) = oT / l and lse =
+ * m + log l (+ shift[r] where shift is not NULL); a row with l = 0 (no
+ * allowed key) gets out 0 and lse -inf; l NaN (a NaN logit) gives NaN out
+ * and lse. */
+void attn_bf16_item_store(const float *ot, int64_t dvt, const float *m, const float *l,
+                          const float *shift, int nq, int64_t Dv, float *out, int64_t ldo,
+                          float *lse);
 
 #endif

@@ -220,87 +220,58 @@ static int pack_q(const i8_ctx *x, const float *q, int64_t t) {
   return bad;
 }
 
-/* One work item: rows [i0, i0+nq) of (b, h). ws: f32 oT [NG][dvt*256], m, l
- * [BQ], st [64*16], int32 s [2][64*16], then p [2][64*16] bf16. As in the
- * bf16 flash, three tile steps are in flight: the scores of step s+1 and the
- * p·v of step s-1 go to the tile unit before the softmax of step s runs on
- * the vector units; s, p and alpha are double-buffered by step parity. */
+/* The scores of an int8 work item: exact int32 K·Qᵀ into s [2][64*16],
+ * dequantized (scale included, in the query scales) into st [64*16]. */
+typedef struct {
+  const i8_kernels *kr;
+  const int8_t *kh, *qg; /* the (b, kv head)'s packed k rows; the item's q groups */
+  const float *skh;      /* their key scales */
+  int64_t Dp, qpb;
+  int dc;
+  int32_t *si;
+  float *st;
+} i8_scores;
+
+static void i8_scores_issue(const void *ctx, const attn_bf16_step *s, int buf) {
+  const i8_scores *c = ctx;
+  c->kr->scores(c->kh + s->kb * BC * c->Dp, c->Dp, c->dc, c->qg + s->g * c->qpb,
+                c->si + buf * BC * QT);
+}
+
+static float *i8_scores_logits(const void *ctx, const attn_bf16_step *s, int buf) {
+  const i8_scores *c = ctx;
+  const float *sq = (const float *)(const void *)(c->qg + s->g * c->qpb + c->dc * 1024 + 64);
+  c->kr->dequant(c->si + buf * BC * QT, c->skh + s->kb * BC, sq, c->st);
+  return c->st;
+}
+
+/* One work item: rows [i0, i0+nq) of (b, h), through the bf16 flash's tile
+ * steps (attn_bf16_item_steps). ws: f32 oT [NG][dvt*256], m, l [BQ], st
+ * [64*16], int32 s [2][64*16], then p [2][64*16] bf16. */
 static void forward_item(const i8_ctx *x, int64_t b, int64_t h, int64_t i0, int nq, void *ws) {
   const attn_sdpa_desc *d = x->d;
-  const attn_flash_bf16_ops *ops = x->kr.ops;
-  const int64_t dvt = x->dvt, Dp = x->Dp, kvh = h / x->rs->group, bkv = b * d->Hkv + kvh;
+  const attn_sdpa_resolved *rs = x->rs;
+  const int64_t dvt = x->dvt, Dp = x->Dp, bkv = b * d->Hkv + h / rs->group;
   const int64_t qpb = ATTN_I8_QP_BYTES(x->dc);
-  const int dc = (int)x->dc;
-  float *ot = ws, *m = ot + NG * dvt * 256, *l = m + BQ, *st = l + BQ, alpha[2][QT];
+  float *ot = ws, *m = ot + NG * dvt * 256, *l = m + BQ, *st = l + BQ;
   int32_t *si = (int32_t *)(void *)(st + BC * QT);
   uint16_t *p = (uint16_t *)(void *)(si + 2 * BC * QT);
-  const int ng = (int)ceil_div(nq, QT), masks = d->bool_mask || d->add_mask;
-  memset(ot, 0, (size_t)(ng * dvt * 256) * sizeof(float));
-  for (int r = 0; r < ng * QT; r++) {
-    m[r] = -INFINITY;
-    l[r] = 0.0f;
-  }
-  const int8_t *qg = x->qp + ((b * d->Hq + h) * x->nqg + i0 / QT) * qpb;
-  const int8_t *kh = x->kp + bkv * x->nkb * BC * Dp;
-  const float *skh = x->sk + bkv * x->nkb * BC;
-  const uint16_t *vth = x->vt + bkv * x->nkb * dvt * 16 * BC;
-  attn_bf16_step S[2];
-  attn_bf16_step_iter it;
-  attn_bf16_steps_begin(&it, d, b, i0, nq);
-  int have = attn_bf16_next_step(&it, &S[0]), par = 0, pend = 0, pend_g = 0, moved[2] = {0, 0};
-  int64_t pend_kb = 0;
-  if (have) x->kr.scores(kh + S[0].kb * BC * Dp, Dp, dc, qg + S[0].g * qpb, si);
-  while (have) {
-    const attn_bf16_step *c = &S[par];
-    const int have_next = attn_bf16_next_step(&it, &S[par ^ 1]);
-    if (have_next)
-      x->kr.scores(kh + S[par ^ 1].kb * BC * Dp, Dp, dc, qg + S[par ^ 1].g * qpb,
-                   si + (par ^ 1) * BC * QT);
-    if (pend)
-      ops->accum(ot + pend_g * dvt * 256, (int)dvt, moved[par ^ 1] ? alpha[par ^ 1] : NULL,
-                 vth + pend_kb * dvt * 16 * BC, p + (par ^ 1) * BC * QT);
-    const int g = c->g, R = nq - g * QT < QT ? nq - g * QT : QT;
-    const int64_t j0 = c->kb * BC;
-    const float *sq = (const float *)(const void *)(qg + g * qpb + dc * 1024 + 64);
-    uint16_t *pg = p + par * BC * QT;
-    x->kr.dequant(si + par * BC * QT, skh + j0, sq, st);
-    if (masks) { /* the range as -inf, then the element masks, then the softmax */
-      const int nk = (int)(d->Lk - j0 < BC ? d->Lk - j0 : BC);
-      for (int j = 0; j < BC && !c->full; j++)
-        for (int r = 0; r < QT; r++)
-          if (j < c->lo[r] || j >= c->hi[r]) st[j * QT + r] = -INFINITY;
-      attn_bf16_elem_masks(d, b, h, i0 + g * QT, R, j0, nk, st, QT);
-      moved[par] = ops->softmax(st, 1.0f, NULL, NULL, m + g * QT, l + g * QT, alpha[par], pg);
-    } else {
-      moved[par] = ops->softmax(st, 1.0f, c->full ? NULL : c->lo, c->full ? NULL : c->hi,
-                                m + g * QT, l + g * QT, alpha[par], pg);
-    }
-    pend = 1;
-    pend_g = g;
-    pend_kb = c->kb;
-    par ^= 1;
-    have = have_next;
-  }
-  if (pend)
-    ops->accum(ot + pend_g * dvt * 256, (int)dvt, moved[par ^ 1] ? alpha[par ^ 1] : NULL,
-               vth + pend_kb * dvt * 16 * BC, p + (par ^ 1) * BC * QT);
-  const attn_sdpa_resolved *rs = x->rs;
-  float *oh = x->out + b * rs->o[0] + h * rs->o[1];
-  float *lh = x->lse + (b * d->Hq + h) * d->Lq;
-  const float *sh = x->shift + (b * d->Hq + h) * d->Lq;
-  for (int r = 0; r < nq; r++) {
-    float *orow = oh + (i0 + r) * rs->o[2];
-    const float *oc = ot + (r / QT) * dvt * 256 + r % QT;
-    if (l[r] != 0.0f) { /* l NaN (a NaN logit, e.g. from add_mask): out and lse NaN */
-      float inv = 1.0f / l[r];
-      for (int64_t c = 0; c < d->Dv; c++)
-        orow[c] = oc[c * QT] * inv;
-      lh[i0 + r] = m[r] + logf(l[r]) + sh[i0 + r];
-    } else {
-      memset(orow, 0, (size_t)d->Dv * sizeof(float));
-      lh[i0 + r] = -INFINITY;
-    }
-  }
+  const i8_scores sc = {&x->kr,
+                        x->kp + bkv * x->nkb * BC * Dp,
+                        x->qp + ((b * d->Hq + h) * x->nqg + i0 / QT) * qpb,
+                        x->sk + bkv * x->nkb * BC,
+                        Dp,
+                        qpb,
+                        (int)x->dc,
+                        si,
+                        st};
+  const attn_bf16_scores_stage stage = {i8_scores_issue, i8_scores_logits, &sc};
+  attn_bf16_item_steps(x->kr.ops, d, b, h, i0, nq, 1.0f, &stage,
+                       x->vt + bkv * x->nkb * dvt * 16 * BC, dvt, ot, m, l, p);
+  const int64_t row0 = (b * d->Hq + h) * d->Lq + i0; /* lse and shift */
+  attn_bf16_item_store(ot, dvt, m, l, x->shift + row0, nq, d->Dv,
+                       x->out + b * rs->o[0] + h * rs->o[1] + i0 * rs->o[2], rs->o[2],
+                       x->lse + row0);
 }
 
 attn_status attn_sdpa_forward_i8_path(attn_lowp_path path, const attn_sdpa_desc *d, const float *q,
