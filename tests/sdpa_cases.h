@@ -1,6 +1,7 @@
 /* The shape suite of the low-precision flash tests (test_sdpa_bf16.c,
- * test_sdpa_i8.c): each function runs its cases, one config and seed at a
- * time, through the test's run(c, seed) (every path against math). */
+ * test_sdpa_i8.c; the random shapes also test_sdpa_f16.c): each function
+ * runs its cases, one config and seed at a time, through the test's
+ * run(c, seed) (every path against math); and their fully masked rows. */
 #ifndef ATTN_TEST_SDPA_CASES_H
 #define ATTN_TEST_SDPA_CASES_H
 
@@ -96,10 +97,9 @@ static inline void sdpa_cases_strided_scale(sdpa_case_fn run) {
   run(&c, 701);
 }
 
-/* 24 random shapes with random options (seeds 800+) */
-static inline void sdpa_cases_random(sdpa_case_fn run) {
-  unsigned s = 12345;
-  for (int t = 0; t < 24; t++) {
+/* n random shapes with random options, drawn from s (seeds seed0 + t) */
+static inline void sdpa_cases_random(sdpa_case_fn run, unsigned s, int n, unsigned seed0) {
+  for (int t = 0; t < n; t++) {
     s = s * 1103515245u + 12345u;
     sdpa_cfg c =
         sdpa_plain(1 + (int)((s >> 8) % 150), 1 + (int)((s >> 16) % 150), 1 + (int)((s >> 4) % 96));
@@ -113,8 +113,32 @@ static inline void sdpa_cases_random(sdpa_case_fn run) {
     c.add_mask = ((s >> 29) & 3) == 1;
     c.strided = (s >> 30) & 1;
     if (((s >> 3) & 3) == 0) c.wl = (int)((s >> 5) % 40);
-    run(&c, 800 + t);
+    run(&c, seed0 + t);
   }
+}
+
+/* Fully masked rows: 2 batches, 2 heads, Lq 40, Lk 50, D = Dv 64, causal,
+ * batch 0 with key length 0; the test hides every key of batch 1's row 3
+ * too (sdpa_hide_row(p, 1, 3)). */
+static inline sdpa_cfg sdpa_masked_rows_cfg(void) {
+  sdpa_cfg c = sdpa_plain(40, 50, 64);
+  c.B = 2;
+  c.key_lens = 1;
+  c.causal = 1;
+  return c;
+}
+
+/* Their forward: out 0 and lse -inf in those rows (out of no elements),
+ * never NaN. */
+static inline void sdpa_check_masked_rows(const float *o, const float *l, int64_t no) {
+  for (int h = 0; h < 2; h++)
+    for (int i = 0; i < 40; i++) {
+      CHECK(l[h * 40 + i] == -INFINITY); /* batch 0 */
+      for (int e = 0; e < 64; e++)
+        CHECK(o[(h * 40 + i) * 64 + e] == 0.0f);
+    }
+  CHECK(l[2 * 40 + 3] == -INFINITY && o[(2 * 40 + 3) * 64] == 0.0f);
+  CHECK(!sdpa_any_nan(o, no));
 }
 
 #endif

@@ -82,10 +82,20 @@ static inline void sdpa_nan_problem(int kind, int causal, unsigned seed,
   }
 }
 
-/* The forward's NaN rows (out all NaN with lse, or column 5 for v) and
- * finite rows; out of no elements. */
-static inline void sdpa_nan_check_forward(int kind, const float *o1, const float *l1, int64_t no) {
+/* The forward (o1, l1) against math's (o0, l0): lse within (lse_atol,
+ * lse_rtol) and NaN exactly where math has it; out within (out_atol,
+ * out_rtol), where math is defined for kind 3; then the NaN rows (out all
+ * NaN with lse, or column 5 for v) and the finite ones. */
+static inline void sdpa_nan_check_forward(int kind, const sdpa_problem *p, const float *o1,
+                                          const float *o0, const float *l1, const float *l0,
+                                          double out_atol, double out_rtol, double lse_atol,
+                                          double lse_rtol) {
   const int X = SDPA_NAN_X, L = SDPA_NAN_L;
+  CHECK_CLOSE("lse", l1, l0, p->nl, lse_atol, lse_rtol);
+  if (kind == 3)
+    close_where_math_defined("out", o1, o0, p->no, out_atol, out_rtol);
+  else
+    CHECK_CLOSE("out", o1, o0, p->no, out_atol, out_rtol);
   if (kind == 0) CHECK(isnan(l1[70]) && nan_rows(o1, X, 70, 70, 0));
   if (kind == 1) CHECK(nan_rows(l1, 1, 100, 140, 0) && nan_rows(o1, X, 100, 140, 0));
   if (kind == 1) CHECK(isfinite(l1[99]) && isfinite(l1[141]) && !nan_rows(o1, X, 99, 99, 1));
@@ -102,7 +112,7 @@ static inline void sdpa_nan_check_forward(int kind, const float *o1, const float
       ok &= l1[e] == -INFINITY;
     for (int64_t e = 0; e < 2 * L * X; e++)
       ok &= o1[e] == 0.0f;
-    CHECK(ok && !sdpa_any_nan(o1, no));
+    CHECK(ok && !sdpa_any_nan(o1, p->no));
   }
   if (kind == 5) CHECK(nan_rows(l1, 1, 50, 149, 0) && isfinite(l1[49]));
 }

@@ -15,6 +15,7 @@
 #include "attn/sdpa_f16.h"
 #include "harness.h"
 #include "kernels/sdpa_flash.h"
+#include "sdpa_cases.h"
 #include "sdpa_problem.h"
 
 /* A problem with q, k, v rounded to fp16 (tests/sdpa_problem.h); with key
@@ -130,25 +131,7 @@ static void test_masks_key_lens_gqa_strided(void) {
   for_each_path(&s, 403);
 }
 
-static void test_random_shapes(void) {
-  unsigned s = 777;
-  for (int t = 0; t < 16; t++) {
-    s = s * 1103515245u + 12345u;
-    sdpa_cfg c =
-        sdpa_plain(1 + (int)((s >> 8) % 150), 1 + (int)((s >> 16) % 150), 1 + (int)((s >> 4) % 96));
-    c.Dv = 1 + (int)((s >> 12) % 96);
-    c.B = 1 + (int)((s >> 20) % 2);
-    c.Hkv = 1 + (int)((s >> 22) % 2);
-    c.Hq = c.Hkv * (1 + (int)((s >> 24) % 3));
-    c.causal = (s >> 26) & 1;
-    c.key_lens = (s >> 27) & 1;
-    c.bool_mask = ((s >> 28) & 3) == 0;
-    c.add_mask = ((s >> 29) & 3) == 1;
-    c.strided = (s >> 30) & 1;
-    if (((s >> 3) & 3) == 0) c.wl = (int)((s >> 5) % 40);
-    for_each_path(&c, 500 + t);
-  }
-}
+static void test_random_shapes(void) { sdpa_cases_random(for_each_path, 777, 16, 500); }
 
 /* Rows with no allowed key: out 0, lse -inf, zero dq; batch 0 has no keys. */
 static void test_fully_masked_rows(void) {
