@@ -172,33 +172,56 @@ static void test_quantize_drops_optimizer_state(void) {
  * linear2); each Linear gives attn_qlinear_forward's bits; the layer output
  * stays near the f32 output of the dequantized weights (int8 activations
  * per row: 2e-2 of the output's max). */
-static void test_qlinear_encoder(void) {
-  enum { B = 2, L = 7, E = 32, H = 4, FF = 64 };
-  attn_layer_config c = {E, H, FF, 0.0f, ATTN_ACT_RELU, 1e-5f, 0, 1};
+/* An encoder layer (E 32, 4 heads, FF 64) m in p with its weights drawn, a
+ * second one m2 in p2 (zeros) to load a file into, p stored as st and its
+ * int8 file q (attn_quantize_st). */
+enum { EP_B = 2, EP_L = 7, EP_E = 32, EP_H = 4, EP_FF = 64 };
+typedef struct {
   attn_params p, p2;
-  attn_params_init(&p);
-  attn_params_init(&p2);
   attn_encoder_layer m, m2;
-  CHECK_OK(attn_encoder_declare(&m, &p, "enc.", &c));
-  CHECK_OK(attn_params_alloc(&p));
-  CHECK_OK(attn_encoder_init(&m, &p, ATTN_INIT_TORCH, 4));
-  CHECK_OK(attn_encoder_declare(&m2, &p2, "enc.", &c));
-  CHECK_OK(attn_params_alloc(&p2));
-  attn_st *st, *q = NULL, *d = NULL;
-  CHECK_OK(attn_st_new(&st));
-  CHECK_OK(attn_params_store_st(&p, st, 0, NULL));
-  CHECK_OK(attn_quantize_st(st, &q, NULL));
+  attn_st *st, *q;
+} enc_pair;
+
+static void enc_pair_make(enc_pair *e) {
+  attn_layer_config c = {EP_E, EP_H, EP_FF, 0.0f, ATTN_ACT_RELU, 1e-5f, 0, 1};
+  memset(e, 0, sizeof *e);
+  attn_params_init(&e->p);
+  attn_params_init(&e->p2);
+  CHECK_OK(attn_encoder_declare(&e->m, &e->p, "enc.", &c));
+  CHECK_OK(attn_params_alloc(&e->p));
+  CHECK_OK(attn_encoder_init(&e->m, &e->p, ATTN_INIT_TORCH, 4));
+  CHECK_OK(attn_encoder_declare(&e->m2, &e->p2, "enc.", &c));
+  CHECK_OK(attn_params_alloc(&e->p2));
+  CHECK_OK(attn_st_new(&e->st));
+  CHECK_OK(attn_params_store_st(&e->p, e->st, 0, NULL));
+  CHECK_OK(attn_quantize_st(e->st, &e->q, NULL));
+}
+
+static void enc_pair_free(enc_pair *e) {
+  attn_st_free(e->st);
+  attn_st_free(e->q);
+  attn_params_free(&e->p);
+  attn_params_free(&e->p2);
+}
+
+static void test_qlinear_encoder(void) {
+  enum { B = EP_B, L = EP_L, E = EP_E, FF = EP_FF };
+  enc_pair ep;
+  enc_pair_make(&ep);
+  attn_params *p2 = &ep.p2;
+  attn_encoder_layer *m2 = &ep.m2;
+  attn_st *st = ep.st, *q = ep.q, *d = NULL;
   CHECK_OK(attn_dequantize_st(q, &d));
   attn_qlinear_set *qs = NULL, *none = NULL;
-  CHECK_OK(attn_quant_load_params(&p2, st, 0, &none));  // an f32 file: no table
+  CHECK_OK(attn_quant_load_params(p2, st, 0, &none));  // an f32 file: no table
   CHECK(none == NULL);
-  CHECK_OK(attn_quant_load_params(&p2, q, 0, &qs));
+  CHECK_OK(attn_quant_load_params(p2, q, 0, &qs));
   CHECK(attn_qlinear_set_count(qs) == 6);
   int same = 1;  // the params are the dequantized file
-  for (int v = 0; v < p2.count; v++) {
-    const attn_tensor *t = attn_st_get(d, p2.views[v].name);
-    size_t bytes = sizeof(float) * (size_t)p2.views[v].numel;
-    same &= t && !memcmp(t->data, attn_params_data(&p2, v), bytes);
+  for (int v = 0; v < p2->count; v++) {
+    const attn_tensor *t = attn_st_get(d, p2->views[v].name);
+    size_t bytes = sizeof(float) * (size_t)p2->views[v].numel;
+    same &= t && !memcmp(t->data, attn_params_data(p2, v), bytes);
   }
   CHECK(same);
   CHECK(attn_qlinear_set_bytes(qs) > 0);
@@ -206,9 +229,9 @@ static void test_qlinear_encoder(void) {
   fill_uniform(src, B * L * E, 3, -1, 1);
   attn_nn_ctx ctx = {0};
   attn_encoder_saved s = {0};
-  CHECK_OK(attn_encoder_forward(&m2, &p2, &ctx, &s, src, B, L, NULL, y32));
+  CHECK_OK(attn_encoder_forward(m2, p2, &ctx, &s, src, B, L, NULL, y32));
   ctx.qlinears = qs;
-  CHECK_OK(attn_encoder_forward(&m2, &p2, &ctx, &s, src, B, L, NULL, y8));
+  CHECK_OK(attn_encoder_forward(m2, p2, &ctx, &s, src, B, L, NULL, y8));
   double mx = 0;
   for (int i = 0; i < B * L * E; i++) mx = fmax(mx, fabs(y32[i]));
   CHECK_CLOSE("int8 encoder", y8, y32, B * L * E, 2e-2 * mx, 0);
@@ -216,11 +239,11 @@ static void test_qlinear_encoder(void) {
   for (int i = 0; i < B * L * E; i++) diff += y8[i] != y32[i];
   CHECK(diff > 0);  // the int8 path ran
   // one Linear: the table's entry, bit for bit
-  const float *W1 = attn_params_data(&p2, m2.ff.l1.weight);
+  const float *W1 = attn_params_data(p2, m2->ff.l1.weight);
   const attn_qlinear *ql = attn_qlinear_set_find(qs, W1, FF, E);
   CHECK(ql != NULL);
   static float h1[B * L * FF], h2[B * L * FF];
-  CHECK_OK(attn_linear_forward_ctx(&m2.ff.l1, &p2, &ctx, src, h1, B * L));
+  CHECK_OK(attn_linear_forward_ctx(&m2->ff.l1, p2, &ctx, src, h1, B * L));
   if (ql) CHECK_OK(attn_qlinear_forward(ql, src, B * L, h2));
   CHECK(!memcmp(h1, h2, sizeof h1));
   // the file's int8 values and scales are the table's
@@ -232,15 +255,12 @@ static void test_qlinear_encoder(void) {
   }
   // int8 Linears are inference-only
   static float dy[B * L * FF], dx[B * L * E];
-  attn_params_zero_grad(&p2);
-  CHECK_ERR(attn_linear_backward_ctx(&m2.ff.l1, &p2, &ctx, src, dy, dx, B * L), ATTN_EINVAL);
+  attn_params_zero_grad(p2);
+  CHECK_ERR(attn_linear_backward_ctx(&m2->ff.l1, p2, &ctx, src, dy, dx, B * L), ATTN_EINVAL);
   attn_encoder_saved_free(&s);
   attn_qlinear_set_free(qs);
-  attn_st_free(st);
-  attn_st_free(q);
   attn_st_free(d);
-  attn_params_free(&p);
-  attn_params_free(&p2);
+  enc_pair_free(&ep);
 }
 
 /* QAT forward = the f32 Linear on fake-quantized x (per tensor, observer
@@ -402,30 +422,20 @@ static void test_qat_export_matches(void) {
  * are to it), its STE passes every input gradient, and it needs no
  * observer history (the first batch is already quantized). */
 static void test_qat_rows_match_int8(void) {
-  enum { B = 2, L = 7, E = 32, H = 4, FF = 64 };
-  attn_layer_config c = {E, H, FF, 0.0f, ATTN_ACT_RELU, 1e-5f, 0, 1};
-  attn_params p, p2;
-  attn_params_init(&p);
-  attn_params_init(&p2);
-  attn_encoder_layer m, m2;
-  CHECK_OK(attn_encoder_declare(&m, &p, "enc.", &c));
-  CHECK_OK(attn_params_alloc(&p));
-  CHECK_OK(attn_encoder_init(&m, &p, ATTN_INIT_TORCH, 4));
-  CHECK_OK(attn_encoder_declare(&m2, &p2, "enc.", &c));
-  CHECK_OK(attn_params_alloc(&p2));
-  attn_st *st, *q = NULL;
-  CHECK_OK(attn_st_new(&st));
-  CHECK_OK(attn_params_store_st(&p, st, 0, NULL));
-  CHECK_OK(attn_quantize_st(st, &q, NULL));
+  enum { B = EP_B, L = EP_L, E = EP_E };
+  enc_pair ep;
+  enc_pair_make(&ep);
+  attn_params *p = &ep.p, *p2 = &ep.p2;
+  attn_encoder_layer *m = &ep.m, *m2 = &ep.m2;
   attn_qlinear_set *qs = NULL;
-  CHECK_OK(attn_quant_load_params(&p2, q, 0, &qs));
+  CHECK_OK(attn_quant_load_params(p2, ep.q, 0, &qs));
   static float src[B * L * E], y32[B * L * E], y8[B * L * E], yrow[B * L * E], yten[B * L * E];
   fill_uniform(src, B * L * E, 3, -1, 1);
   attn_encoder_saved s = {0};
   attn_nn_ctx ctx = {0};
-  CHECK_OK(attn_encoder_forward(&m, &p, &ctx, &s, src, B, L, NULL, y32));
+  CHECK_OK(attn_encoder_forward(m, p, &ctx, &s, src, B, L, NULL, y32));
   ctx.qlinears = qs;
-  CHECK_OK(attn_encoder_forward(&m2, &p2, &ctx, &s, src, B, L, NULL, y8));
+  CHECK_OK(attn_encoder_forward(m2, p2, &ctx, &s, src, B, L, NULL, y8));
   attn_qat *rows, *tens;
   CHECK_OK(attn_qat_new(&rows, 0));
   CHECK_OK(attn_qat_set_activation(rows, ATTN_QAT_ACT_ROW));
@@ -434,9 +444,9 @@ static void test_qat_rows_match_int8(void) {
   attn_nn_ctx cq = {0};
   cq.training = 1;  // training mode: the tensor observer takes this batch's range
   cq.qat = rows;
-  CHECK_OK(attn_encoder_forward(&m, &p, &cq, &s, src, B, L, NULL, yrow));
+  CHECK_OK(attn_encoder_forward(m, p, &cq, &s, src, B, L, NULL, yrow));
   cq.qat = tens;
-  CHECK_OK(attn_encoder_forward(&m, &p, &cq, &s, src, B, L, NULL, yten));
+  CHECK_OK(attn_encoder_forward(m, p, &cq, &s, src, B, L, NULL, yten));
   double e_row = 0, e_f32 = 0, e_ten = 0;
   for (int i = 0; i < B * L * E; i++) {
     e_row = fmax(e_row, fabs(yrow[i] - y8[i]));
@@ -470,10 +480,7 @@ static void test_qat_rows_match_int8(void) {
   attn_qat_free(rows);
   attn_qat_free(tens);
   attn_qlinear_set_free(qs);
-  attn_st_free(st);
-  attn_st_free(q);
-  attn_params_free(&p);
-  attn_params_free(&p2);
+  enc_pair_free(&ep);
 }
 
 int main(void) {
