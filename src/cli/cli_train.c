@@ -47,10 +47,10 @@ static void usage(FILE *f) {
           "  --tail T              a message over max-len tokens keeps its first max-len - T and\n"
           "                        its last T tokens (default max-len / 4; 0: the first max-len)\n"
           "training:\n"
-          "  --seed S (1)  --epochs N (5)  --batch B (32)  --lr LR (1e-3)  --min-lr LR (1e-5)\n"
+          "  --seed S (1)  --epochs N (7)  --batch B (32)  --lr LR (1e-3)  --min-lr LR (1e-5)\n"
           "  --warmup FRAC (0.05 of the steps)  --weight-decay WD (0.01)  --clip NORM (1; 0 off)\n"
           "  --label-smoothing E (0)  --select loss|acc (best checkpoint by val loss)\n"
-          "  --token-dropout P (0.2)  leave each training token out with probability P (per step;\n"
+          "  --token-dropout P (0.4)  leave each training token out with probability P (per step;\n"
           "                        augmentation, reproducible by seed)\n"
           "  --checkpoint-activations   keep only layer inputs, recompute in backward\n"
           "  --threads T (all)  --progress auto|bar|plain|quiet  --backend auto|math|flash\n"
@@ -196,14 +196,14 @@ static void defaults(train_opts *o) {
   /* the tuned defaults (docs/CLASSIFIER.md, "Results"): 512 tokens, head and
    * tail, the sender's headers, dropout 0.1 on the residuals and the
    * feed-forward but none on the attention probabilities (flash), token
-   * dropout 0.2, 5 epochs */
+   * dropout 0.4, 7 epochs */
   o->mc.max_len = 512;
   o->mc.tail = -1; /* max_len / 4 unless --tail */
   o->mc.headers = 1;
   o->mc.dropout = 0.1f;
   o->mc.attn_dropout = 0.0f;
-  o->to.epochs = 5;
-  o->to.token_dropout = 0.2f;
+  o->to.epochs = 7;
+  o->to.token_dropout = 0.4f;
 }
 
 static int mkdirs(const char *path) {
