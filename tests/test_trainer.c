@@ -108,18 +108,26 @@ static void test_batch_plan(void) {
   CHECK_ERR(attn_batch_plan_make(lens, 0, 16, 2, 1, 3, 0, &p), ATTN_EINVAL);
 }
 
-static void test_loss_falls(void) {
+/* The tiny model trained 20 epochs at lr 1e-2 (losses[k] of step k < cap). */
+static void train_tiny(attn_clf *m, attn_adam *opt, attn_train_state *s, float *losses,
+                       int64_t cap) {
   make_data();
-  attn_clf m;
-  attn_adam opt;
-  model(&m, &opt);
+  model(m, opt);
   attn_train_opts o = opts(20);
   o.lr = 1e-2;
-  attn_train_state s;
-  attn_train_state_init(&s);
+  attn_train_state_init(s);
   attn_tok_set tr = train_set(), va = val_set();
+  CHECK_OK(attn_train_run(m, opt, &o, &tr, &va, s, NULL, losses, cap));
+  fclose(o.log);
+}
+
+static void test_loss_falls(void) {
+  attn_clf m;
+  attn_adam opt;
+  attn_train_state s;
   float losses[128];
-  CHECK_OK(attn_train_run(&m, &opt, &o, &tr, &va, &s, NULL, losses, 128));
+  train_tiny(&m, &opt, &s, losses, 128);
+  attn_tok_set va = val_set();
   CHECK(s.step == 120 && s.epoch == 20);
   double first = 0, last = 0;
   for (int i = 0; i < 6; i++) first += losses[i], last += losses[114 + i];
@@ -129,7 +137,6 @@ static void test_loss_falls(void) {
   CHECK_OK(attn_clf_evaluate(&m, &va, 8, &vl, &va_acc, NULL, NULL));
   printf("  val loss %.4f acc %.3f\n", vl, va_acc);
   CHECK(va_acc >= 0.9);
-  fclose(o.log);
   attn_adam_free(&opt);
   attn_clf_free(&m);
 }
@@ -215,7 +222,6 @@ static void resume_identical(float token_dropout) {
   snprintf(path, sizeof path, "%s/last.safetensors", dir);
   unlink(path);
   rmdir(dir);
-  fclose(o.log);
   fclose(o2.log);
   attn_adam_free(&opt);
   attn_adam_free(&opt3);
@@ -297,16 +303,11 @@ static void test_token_dropout(void) {
  * training diverges) leaves the starting model as best.safetensors. With
  * QAT (per-row activations) validation runs the fake-quantized model. */
 static void test_eval_start_keeps_start(void) {
-  make_data();
-  attn_tok_set tr = train_set(), va = val_set();
   attn_clf m;
   attn_adam opt;
-  model(&m, &opt);
-  attn_train_opts o = opts(20);
-  o.lr = 1e-2;
   attn_train_state s;
-  attn_train_state_init(&s);
-  CHECK_OK(attn_train_run(&m, &opt, &o, &tr, &va, &s, NULL, NULL, 0));  // a trained start
+  train_tiny(&m, &opt, &s, NULL, 0);  // a trained start
+  attn_tok_set tr = train_set(), va = val_set();
   double vl0, va0;
   CHECK_OK(attn_clf_evaluate(&m, &va, 8, &vl0, &va0, NULL, NULL));
   char dir[64], path[128];
@@ -338,7 +339,6 @@ static void test_eval_start_keeps_start(void) {
   snprintf(path, sizeof path, "%s/last.safetensors", dir);
   unlink(path);
   rmdir(dir);
-  fclose(o.log);
   fclose(o2.log);
   attn_clf_free(&b);
   attn_adam_free(&opt);
@@ -436,7 +436,6 @@ static void test_resume_identical_fp16(void) {
   snprintf(path, sizeof path, "%s/last.safetensors", dir);
   unlink(path);
   rmdir(dir);
-  fclose(o.log);
   fclose(o2.log);
   fclose(o4.log);
   attn_adam_free(&opt);
