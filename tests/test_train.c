@@ -1,6 +1,7 @@
 /* Train layer: Adam/AdamW, clipping and schedules against PyTorch
  * (tools/golden_train.py -> tests/golden/train.safetensors), NaN/Inf checks,
- * thread-count determinism, checkpoints.
+ * thread-count determinism, checkpoints, the weight EMA against
+ * torch.optim.swa_utils.AveragedModel.
  *
  * Tolerances: parameters, m and v after 6 steps, clipped gradients and f32
  * norms: |err| <= 1e-7 + 1e-6 * |want| (we follow torch's float operation
@@ -510,6 +511,116 @@ static void test_checkpoint_errors_are_clean(void) {
   attn_params_free(&p);
 }
 
+/* attn_ema against torch.optim.swa_utils.AveragedModel with the same avg_fn
+ * (tools/golden_train.py): the copy, then 6 updates (decay 0.3, warm-up
+ * 0.1, 0.18, 0.25, then 0.3). Same float operations in the same order:
+ * tolerance 0. */
+static void test_ema_matches_torch(void) {
+  attn_st *g = NULL;
+  CHECK_OK(attn_st_load(GOLDEN, &g));
+  if (!g) return;
+  attn_params p;
+  declare(&p);
+  load_into(g, &p, "init.", p.data);
+  const char *dv = attn_st_meta(g, "ema_decay");
+  CHECK(dv != NULL);
+  double decay = dv ? strtod(dv, NULL) : 0.3;
+  CHECK(attn_ema_decay(decay, 0) == 0.1 && attn_ema_decay(decay, 3) == 0.3);
+  attn_ema e;
+  CHECK_OK(attn_ema_init(&e, &p, decay));
+  CHECK(memcmp(e.avg, p.data, (size_t)p.numel * sizeof(float)) == 0);
+  char prefix[32];
+  for (int k = 0; k < 6; k++) {
+    snprintf(prefix, sizeof prefix, "emaw.%d.", k);
+    load_into(g, &p, prefix, p.data);
+    CHECK_OK(attn_ema_update(&e, &p));
+  }
+  CHECK(e.updates == 6);
+  compare(g, &p, "ema.", e.avg, 0, 0);
+  // swap exchanges; twice restores both
+  float *before = malloc((size_t)p.numel * sizeof(float));
+  memcpy(before, p.data, (size_t)p.numel * sizeof(float));
+  CHECK_OK(attn_ema_swap(&e, &p));
+  compare(g, &p, "ema.", p.data, 0, 0);
+  CHECK(memcmp(e.avg, before, (size_t)p.numel * sizeof(float)) == 0);
+  CHECK_OK(attn_ema_swap(&e, &p));
+  CHECK(memcmp(p.data, before, (size_t)p.numel * sizeof(float)) == 0);
+  compare(g, &p, "ema.", e.avg, 0, 0);
+  free(before);
+  attn_ema_free(&e);
+  attn_params_free(&p);
+  attn_st_free(g);
+}
+
+/* attn_ema_store_st / _load_st: bit-exact round trip with the update count;
+ * a file without an average is found = 0; bad metadata, a missing or
+ * mis-shaped tensor and bad arguments are clean errors that change nothing. */
+static void test_ema_store_load(void) {
+  attn_params p, q;
+  declare(&p);
+  fill_uniform(p.data, p.numel, 5, -1, 1);
+  attn_ema e, r;
+  CHECK_ERR(attn_ema_init(&e, &p, 1.0), ATTN_EINVAL);
+  CHECK_ERR(attn_ema_init(&e, &p, 0.0), ATTN_EINVAL);
+  CHECK_OK(attn_ema_init(&e, &p, 0.99));
+  for (int k = 0; k < 3; k++) {
+    fill_uniform(p.data, p.numel, 10u + (unsigned)k, -1, 1);
+    CHECK_OK(attn_ema_update(&e, &p));
+  }
+  attn_st *st;
+  CHECK_OK(attn_st_new(&st));
+  CHECK_OK(attn_ema_store_st(&e, &p, st));
+  CHECK(attn_st_get(st, "ema.lin.weight") && attn_st_get(st, "ema.scale"));
+  declare(&q);
+  memset(&r, 0, sizeof r);
+  int found = -1;
+  CHECK_OK(attn_ema_load_st(&r, &q, st, &found));
+  CHECK(found == 1 && r.updates == 3 && r.decay == 0.99 && r.numel == e.numel);
+  for (int i = 0; r.avg && i < p.count; i++)
+    CHECK(memcmp(r.avg + p.views[i].offset, e.avg + p.views[i].offset,
+                 (size_t)p.views[i].numel * sizeof(float)) == 0);
+  // nothing to load: found 0, r unchanged
+  attn_st *none;
+  CHECK_OK(attn_st_new(&none));
+  float *kept = r.avg;
+  CHECK_OK(attn_ema_load_st(&r, &q, none, &found));
+  CHECK(found == 0 && r.avg == kept && r.updates == 3);
+  attn_st_free(none);
+  // bad metadata; a mis-shaped tensor; a missing one
+  CHECK_OK(attn_st_set_meta(st, "ema.updates", "-1"));
+  CHECK_ERR(attn_ema_load_st(&r, &q, st, &found), ATTN_EFORMAT);
+  CHECK_OK(attn_st_set_meta(st, "ema.updates", "3"));
+  CHECK_OK(attn_st_set_meta(st, "ema.decay", "1.5"));
+  CHECK_ERR(attn_ema_load_st(&r, &q, st, &found), ATTN_EFORMAT);
+  CHECK_OK(attn_st_set_meta(st, "ema.decay", "0.99"));
+  int64_t five[1] = {5};
+  float z[5] = {0};
+  CHECK_OK(attn_st_add_f32(st, "ema.lin.bias", 1, five, z));
+  CHECK_ERR(attn_ema_load_st(&r, &q, st, &found), ATTN_EINVAL);
+  CHECK(strstr(attn_last_error(), "ema.lin.bias") != NULL);
+  CHECK(r.avg == kept && r.updates == 3 && found == 0);
+  attn_st_free(st);
+  CHECK_OK(attn_st_new(&st));
+  CHECK_OK(attn_st_set_meta(st, "ema.decay", "0.99"));
+  CHECK_OK(attn_st_set_meta(st, "ema.updates", "3"));
+  CHECK_ERR(attn_ema_load_st(&r, &q, st, &found), ATTN_EINVAL);
+  CHECK(strstr(attn_last_error(), "ema.lin.weight") != NULL);
+  attn_st_free(st);
+  // another layout
+  attn_params other;
+  int64_t n7[1] = {7};
+  attn_params_init(&other);
+  CHECK_OK(attn_params_declare(&other, "w", 1, n7, NULL));
+  CHECK_OK(attn_params_alloc(&other));
+  CHECK_ERR(attn_ema_update(&e, &other), ATTN_EINVAL);
+  CHECK_ERR(attn_ema_swap(&e, &other), ATTN_EINVAL);
+  attn_params_free(&other);
+  attn_ema_free(&e);
+  attn_ema_free(&r);
+  attn_params_free(&p);
+  attn_params_free(&q);
+}
+
 int main(void) {
   snprintf(tmpdir, sizeof tmpdir, "/tmp/attn_train_XXXXXX");
   if (!mkdtemp(tmpdir)) return 1;
@@ -523,6 +634,8 @@ int main(void) {
   RUN(test_update_matches_plain_loop_bitwise);
   RUN(test_checkpoint_round_trip_and_resume);
   RUN(test_checkpoint_errors_are_clean);
+  RUN(test_ema_matches_torch);
+  RUN(test_ema_store_load);
   rmdir(tmpdir);
   HARNESS_END();
 }

@@ -168,7 +168,7 @@ static void test_threads_and_ckpt_same_losses(void) {
   CHECK(memcmp(a, c, sizeof a) == 0);
 }
 
-static void resume_identical(float token_dropout) {
+static void resume_identical(float token_dropout, double ema) {
   make_data();
   attn_tok_set tr = train_set(), va = val_set();
   float full[12], part[12];
@@ -177,6 +177,7 @@ static void resume_identical(float token_dropout) {
   model(&m, &opt);
   attn_train_opts o = opts(2);
   o.token_dropout = token_dropout;
+  o.ema = ema;
   attn_train_state s;
   attn_train_state_init(&s);
   CHECK_OK(attn_train_run(&m, &opt, &o, &tr, &va, &s, NULL, full, 12));
@@ -189,6 +190,7 @@ static void resume_identical(float token_dropout) {
   model(&m2, &opt2);
   attn_train_opts o2 = opts(2);
   o2.token_dropout = token_dropout;
+  o2.ema = ema;
   o2.out_dir = dir;
   o2.stop_after = 4;  // mid first epoch (6 batches per epoch)
   attn_train_state s2;
@@ -196,6 +198,7 @@ static void resume_identical(float token_dropout) {
   memset(part, 0, sizeof part);
   CHECK_OK(attn_train_run(&m2, &opt2, &o2, &tr, &va, &s2, NULL, part, 12));
   CHECK(s2.step == 4 && s2.epoch == 0 && s2.batch == 4);
+  attn_train_state_free(&s2);
   attn_adam_free(&opt2);
   attn_clf_free(&m2);
 
@@ -211,26 +214,47 @@ static void resume_identical(float token_dropout) {
   attn_train_state s3;
   CHECK_OK(attn_clf_load_train_state(path, &m3, &opt3, &s3));
   CHECK(s3.step == 4 && s3.batch == 4 && opt3.step == 4);
+  CHECK(ema > 0 ? s3.ema.avg && s3.ema.updates == 4 && s3.ema.decay == ema : !s3.ema.avg);
   o2.stop_after = 0;
   CHECK_OK(attn_train_run(&m3, &opt3, &o2, &tr, &va, &s3, NULL, part, 12));
   CHECK(memcmp(full, part, sizeof full) == 0);
   CHECK(memcmp(m.p.data, m3.p.data, (size_t)m.p.numel * sizeof(float)) == 0);
   CHECK(s3.epoch == 2 && s.best_epoch == s3.best_epoch && s.best == s3.best);
+  if (ema > 0) {  // the same average, and it is not the raw weights
+    CHECK(s.ema.avg && s3.ema.avg && s.ema.updates == 12 && s3.ema.updates == 12);
+    CHECK(s.ema.avg && s3.ema.avg &&
+          memcmp(s.ema.avg, s3.ema.avg, (size_t)m.p.numel * sizeof(float)) == 0);
+    CHECK(s.ema.avg && memcmp(s.ema.avg, m.p.data, (size_t)m.p.numel * sizeof(float)) != 0);
+  }
   snprintf(path, sizeof path, "%s/best.safetensors", dir);
   CHECK(access(path, F_OK) == 0);
+  {  // best.safetensors holds the model that was validated (the average with ema)
+    attn_clf b;
+    CHECK_OK(attn_clf_load(path, &b, NULL));
+    double vl = 0, vacc = 0;
+    CHECK_OK(attn_clf_evaluate(&b, &va, o.eval_batch, &vl, &vacc, NULL, NULL));
+    CHECK(vl == s3.best);
+    attn_clf_free(&b);
+  }
   unlink(path);
   snprintf(path, sizeof path, "%s/last.safetensors", dir);
   unlink(path);
   rmdir(dir);
   fclose(o2.log);
+  fclose(o.log);
+  attn_train_state_free(&s);
+  attn_train_state_free(&s3);
   attn_adam_free(&opt);
   attn_adam_free(&opt3);
   attn_clf_free(&m);
   attn_clf_free(&m3);
 }
 
-static void test_resume_identical(void) { resume_identical(0.0f); }
-static void test_resume_identical_token_dropout(void) { resume_identical(0.3f); }
+static void test_resume_identical(void) { resume_identical(0.0f, 0.0); }
+static void test_resume_identical_token_dropout(void) { resume_identical(0.3f, 0.0); }
+/* With a weight average: saved in last.safetensors, restored, the same bits;
+ * the best checkpoint is the average that was validated. */
+static void test_resume_identical_ema(void) { resume_identical(0.3f, 0.9); }
 
 /* Token dropout: rows become in-order subsequences (at least one token),
  * padded with 0 to the new longest row; the same (seed, step) drops the same
@@ -498,6 +522,7 @@ int main(void) {
   RUN(test_resume_identical);
   RUN(test_token_dropout);
   RUN(test_resume_identical_token_dropout);
+  RUN(test_resume_identical_ema);
   RUN(test_eval_start_keeps_start);
   RUN(test_resume_identical_fp16);
   HARNESS_END();

@@ -105,7 +105,39 @@ for k in range(3, 10):
     cos = 1e-5 + (1e-3 - 1e-5) * (1 + math.cos(math.pi * (k - 3) / 7)) / 2
     assert abs(cos - sched_lrs[k]) <= 1e-15
 
+# weight EMA (attn_ema): torch.optim.swa_utils.AveragedModel with attn_ema's
+# avg_fn. Its first update_parameters copies the weights (attn_ema_init);
+# each later one is update number u = num_averaged - 1 of attn_ema_update:
+# d = min(decay, (1 + u) / (10 + u)), avg + (1 - d) * (w - avg) in float32.
+EMA_DECAY = 0.3  # reached after 3 updates of warm-up: both branches of the min
+
+
+class Weights(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.ParameterList([torch.nn.Parameter(init[n].clone()) for n in SHAPES])
+
+
+def ema_avg(avg, w, num_averaged):
+    u = int(num_averaged) - 1
+    d = min(EMA_DECAY, (1 + u) / (10 + u))
+    return avg + (1 - d) * (w - avg)
+
+
+net = Weights()
+ema = torch.optim.swa_utils.AveragedModel(net, avg_fn=ema_avg)
+ema.update_parameters(net)  # the copy
+with torch.no_grad():
+    for k in range(STEPS):
+        for i, n in enumerate(SHAPES):
+            net.w[i].add_(grads[k][n])
+            tensors[f"emaw.{k}.{n}"] = net.w[i].detach().clone()
+        ema.update_parameters(net)
+for i, n in enumerate(SHAPES):
+    tensors[f"ema.{n}"] = ema.module.w[i].detach().clone()
+
 meta = {
+    "ema_decay": repr(EMA_DECAY),
     "adamw_lrs": json.dumps(adamw_lrs),
     "adamw_norms": json.dumps(adamw_norms),
     "adam_lrs": json.dumps(adam_lrs),

@@ -107,6 +107,38 @@ attn_status attn_clip_grad_norm(attn_params *p, double max_norm, double *norm_ou
  * gradient holds NaN or Inf, and the index. */
 attn_status attn_grads_check_finite(const attn_params *p);
 
+/* ---- weight averaging (EMA) -----------------------------------------------
+ * An exponential moving average of the parameters (Polyak averaging; timm's
+ * ModelEmaV2, or torch.optim.swa_utils.AveragedModel with an EMA avg_fn),
+ * evaluated and kept instead of the raw weights. After each optimizer step:
+ *   d   = min(decay, (1 + updates) / (10 + updates))   (warm-up: the average
+ *         follows the early, fast-moving weights)
+ *   avg = avg + (1 - d) * (p - avg);  updates += 1
+ * avg has the params layout (p->numel floats, 64-byte aligned) and starts as
+ * a copy of p. Elementwise, single pass: the same bits for any thread count. */
+typedef struct {
+  double decay;
+  int64_t updates;
+  int64_t numel;
+  float *avg;
+} attn_ema;
+
+double attn_ema_decay(double decay, int64_t updates);
+/* decay in (0, 1); avg = a copy of p's data. */
+attn_status attn_ema_init(attn_ema *e, const attn_params *p, double decay);
+void attn_ema_free(attn_ema *e);
+attn_status attn_ema_update(attn_ema *e, const attn_params *p);
+/* Exchanges avg and p's data (twice restores both): evaluate or save the
+ * average with the code that uses p. */
+attn_status attn_ema_swap(attn_ema *e, attn_params *p);
+/* Adds "ema.<name>" for every parameter and metadata "ema.decay",
+ * "ema.updates" to st (e.g. the extra of attn_checkpoint_save). */
+attn_status attn_ema_store_st(const attn_ema *e, const attn_params *p, attn_st *st);
+/* Restores e (freed and re-made for p) from st's "ema.*" entries; *found
+ * (may be NULL) = 0 and e unchanged when st holds no average. Everything is
+ * validated before e changes. */
+attn_status attn_ema_load_st(attn_ema *e, const attn_params *p, const attn_st *st, int *found);
+
 /* ---- checkpoints -----------------------------------------------------------
  * One safetensors file, written atomically:
  *   <name>                  every parameter (F32)

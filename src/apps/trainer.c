@@ -212,6 +212,10 @@ void attn_train_state_init(attn_train_state *s) {
   attn_loss_scaler_init(&s->scaler, 0);
 }
 
+void attn_train_state_free(attn_train_state *s) {
+  if (s) attn_ema_free(&s->ema);
+}
+
 attn_status attn_train_state_to_json(const attn_train_state *s, char **json) {
   char buf[768];
   int n = snprintf(buf, sizeof buf,
@@ -305,6 +309,7 @@ attn_status attn_clf_save(const char *path, const attn_clf *m, const attn_adam *
   if (!st) st = attn_st_set_meta(extra, "config", cfg);
   if (!st && s) st = attn_train_state_to_json(s, &sj);
   if (!st && s) st = attn_st_set_meta(extra, "trainer.state", sj);
+  if (!st && s && s->ema.avg) st = attn_ema_store_st(&s->ema, &m->p, extra);
   if (!st) st = attn_checkpoint_save(path, &m->p, opt, extra);
   free(cfg);
   free(sj);
@@ -343,7 +348,10 @@ attn_status attn_clf_load_train_state(const char *path, attn_clf *m, attn_adam *
                                       attn_train_state *s) {
   attn_st *f = NULL;
   attn_status st = attn_checkpoint_load(path, &m->p, opt, &f);
-  if (!st) st = attn_train_state_from_json(attn_st_meta(f, "trainer.state"), s);
+  attn_train_state ns;
+  if (!st) st = attn_train_state_from_json(attn_st_meta(f, "trainer.state"), &ns);
+  if (!st) st = attn_ema_load_st(&ns.ema, &m->p, f, NULL);
+  if (!st) *s = ns;  // s changes only when everything loaded
   attn_st_free(f);
   return st;
 }

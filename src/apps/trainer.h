@@ -88,6 +88,11 @@ typedef struct {
   int64_t save_every;  /* also write last.safetensors every N steps (0: per epoch only) */
   float loss_scale;    /* fp16: initial loss scale (0: 65536, torch's default) */
   int64_t loss_scale_interval; /* fp16: good steps before the scale grows (0: 2000) */
+  double ema;          /* > 0: keep an EMA of the weights with this decay (attn_ema, updated
+                        * after every step); validation, the best checkpoint and the final
+                        * model use the average, and each epoch line adds the raw weights'
+                        * figures. 0: off, unless the state resumed holds an average (it goes
+                        * on with the checkpoint's decay) */
   FILE *log;           /* epoch lines (NULL: stdout) */
 } attn_train_opts;
 void attn_train_opts_default(attn_train_opts *o);
@@ -106,8 +111,11 @@ typedef struct {
   attn_loss_scaler scaler; /* fp16 dynamic loss scaling (enabled: an fp16 run; saved as
                               "loss_scale", "loss_scale_tracker", "loss_scale_steps",
                               "loss_scale_skipped" and restored on resume) */
+  attn_ema ema;        /* the weight average (opts.ema; avg NULL: none), saved as "ema.<name>"
+                          tensors with metadata "ema.decay", "ema.updates" */
 } attn_train_state;
 void attn_train_state_init(attn_train_state *s);
+void attn_train_state_free(attn_train_state *s); /* the average */
 attn_status attn_train_state_to_json(const attn_train_state *s, char **json);
 attn_status attn_train_state_from_json(const char *json, attn_train_state *s);
 
@@ -121,13 +129,16 @@ attn_status attn_train_run(attn_clf *m, attn_adam *opt, const attn_train_opts *o
                            int64_t losses_cap);
 
 /* Writes a checkpoint: parameters, opt state (opt may be NULL), meta's
- * metadata, "config" and, when s != NULL, "trainer.state". Atomic. */
+ * metadata, "config" and, when s != NULL, "trainer.state" and the state's
+ * weight average. Atomic. */
 attn_status attn_clf_save(const char *path, const attn_clf *m, const attn_adam *opt,
                           const attn_train_state *s, const attn_st *meta);
 /* Loads a checkpoint: creates m from its "config", loads the parameters;
  * *file (may be NULL) receives the file for other metadata (attn_st_free). */
 attn_status attn_clf_load(const char *path, attn_clf *m, attn_st **file);
-/* Restores opt (initialised for m->p) and s from a training checkpoint. */
+/* Restores opt (initialised for m->p) and s (with its weight average, if
+ * the file holds one) from a training checkpoint. s is overwritten, not freed
+ * (it may be uninitialised); attn_train_state_free it after use. */
 attn_status attn_clf_load_train_state(const char *path, attn_clf *m, attn_adam *opt,
                                       attn_train_state *s);
 

@@ -93,6 +93,35 @@ static attn_status validate(const attn_clf *m, const attn_train_opts *o, attn_qa
   return attn_clf_evaluate_ctx(m, qat ? &ctx : NULL, val, o->eval_batch, loss, acc, NULL, NULL);
 }
 
+/* Validation of the weight average (swapped in, then back); with the raw
+ * weights' figures in raw_loss / raw_acc. Without an average: the model. */
+static attn_status validate_avg(attn_clf *m, const attn_train_opts *o, attn_qat *qat,
+                                attn_ema *ema, const attn_tok_set *val, double *loss, double *acc,
+                                double *raw_loss, double *raw_acc) {
+  attn_status st = validate(m, o, qat, val, raw_loss, raw_acc);
+  if (st || !ema->avg) {
+    *loss = *raw_loss;
+    *acc = *raw_acc;
+    return st;
+  }
+  st = attn_ema_swap(ema, &m->p);
+  if (st) return st;
+  st = validate(m, o, qat, val, loss, acc);
+  attn_status st2 = attn_ema_swap(ema, &m->p);
+  return st ? st : st2;
+}
+
+/* best.safetensors of the average (swapped in, then back) or of the model. */
+static attn_status save_best_avg(const attn_train_opts *o, attn_clf *m, attn_ema *ema,
+                                 const attn_st *meta) {
+  if (!ema->avg) return save_best(o, m, meta);
+  attn_status st = attn_ema_swap(ema, &m->p);
+  if (st) return st;
+  st = save_best(o, m, meta);
+  attn_status st2 = attn_ema_swap(ema, &m->p);
+  return st ? st : st2;
+}
+
 /* Mixed precision / QAT state of a run. */
 typedef struct {
   attn_loss_scaler *scaler; /* the state's (enabled for fp16; saved in checkpoints) */
@@ -168,6 +197,16 @@ attn_status attn_train_run(attn_clf *m, attn_adam *opt, const attn_train_opts *o
   if (!st && o->qat) st = attn_qat_new(&amp.qat, 0);
   if (!st && amp.qat) st = attn_qat_set_activation(amp.qat, o->qat_act);
   if (!ids || !lens || !labels || !dlogits) st = attn_set_error(ATTN_ENOMEM, "train: out of memory");
+  if (!st && o->ema > 0 && !s->ema.avg) {  // a fresh average (or one added on resume)
+    if (s->step > 0)
+      fprintf(stderr, "attn train: the weight average starts at step %lld (the checkpoint has "
+              "none)\n", (long long)s->step);
+    st = attn_ema_init(&s->ema, &m->p, o->ema);
+  } else if (!st && o->ema > 0 && s->ema.decay != o->ema) {
+    fprintf(stderr, "attn train: the weight average goes on with decay %g (checkpoint: %g)\n",
+            o->ema, s->ema.decay);
+    s->ema.decay = o->ema;
+  }
   progress pg = {0};
   pg.mode = o->progress >= 0 ? o->progress : isatty(fileno(stderr)) ? 1 : 0;
   int stopped = 0, mem_told = 0;
@@ -200,6 +239,7 @@ attn_status attn_train_run(attn_clf *m, attn_adam *opt, const attn_train_opts *o
         st = attn_token_dropout(ids, lens, B, &L, o->token_dropout, o->seed, s->step);
       if (!st) st = train_step(m, opt, o, &sched, &acts, s->step, ids, lens, labels, B, L, dlogits, &loss,
                       &amp);
+      if (!st && s->ema.avg) st = attn_ema_update(&s->ema, &m->p);
       if (st) break;
       if (!mem_told && pg.mode != 2) {
         fprintf(stderr, "  activations held for backward: %.1f MB (batch %lld x %lld tokens%s)\n",
@@ -227,13 +267,17 @@ attn_status attn_train_run(attn_clf *m, attn_adam *opt, const attn_train_opts *o
     if (st || stopped) break;
     s->seconds += now_s() - t0;
     if (pg.mode == 1) progress_show(&pg, o, s->epoch, s->batch, nb, s->loss_sum / nb, 1);
-    double vloss = 0, vacc = 0;
-    if (val && val->n > 0) st = validate(m, o, amp.qat, val, &vloss, &vacc);
+    double vloss = 0, vacc = 0, rloss = 0, racc = 0;
+    if (val && val->n > 0)
+      st = validate_avg(m, o, amp.qat, &s->ema, val, &vloss, &vacc, &rloss, &racc);
     if (st) break;
     double metric = o->select_by_acc ? -vacc : vloss;
     int best = val && val->n > 0 && (s->best_epoch == -1 || metric < s->best);
-    fprintf(log, "Epoch %d/%d | Train Loss: %.4f | Val Loss: %.4f | Val Acc: %.2f%% | %.0f s%s\n",
-            s->epoch + 1, o->epochs, s->loss_sum / nb, vloss, 100.0 * vacc, s->seconds,
+    char raw[96] = "";
+    if (s->ema.avg && val && val->n > 0)
+      snprintf(raw, sizeof raw, " | raw weights: %.4f, %.2f%%", rloss, 100.0 * racc);
+    fprintf(log, "Epoch %d/%d | Train Loss: %.4f | Val Loss: %.4f | Val Acc: %.2f%% | %.0f s%s%s\n",
+            s->epoch + 1, o->epochs, s->loss_sum / nb, vloss, 100.0 * vacc, s->seconds, raw,
             best ? " | best" : "");
     fflush(log);
     s->epoch++;
@@ -242,7 +286,7 @@ attn_status attn_train_run(attn_clf *m, attn_adam *opt, const attn_train_opts *o
     if (best) {
       s->best = metric;
       s->best_epoch = s->epoch - 1;
-      st = save_best(o, m, meta);
+      st = save_best_avg(o, m, &s->ema, meta);
     }
     if (!st) st = save_last(o, m, opt, s, meta);
   }

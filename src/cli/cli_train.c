@@ -52,6 +52,9 @@ static void usage(FILE *f) {
           "  --label-smoothing E (0)  --select loss|acc (best checkpoint by val loss)\n"
           "  --token-dropout P (0.4)  leave each training token out with probability P (per step;\n"
           "                        augmentation, reproducible by seed)\n"
+          "  --ema DECAY           keep an exponential moving average of the weights (e.g. 0.995;\n"
+          "                        0 off, the default): validated and kept as the best model; each\n"
+          "                        epoch line adds the raw weights' figures\n"
           "  --checkpoint-activations   keep only layer inputs, recompute in backward\n"
           "  --threads T (all)  --progress auto|bar|plain|quiet  --backend auto|math|flash\n"
           "  --precision f32|bf16|fp16   Linear GEMMs (f32 master weights; default f32); fp16 adds\n"
@@ -127,6 +130,13 @@ static int parse(int argc, char **argv, train_opts *o, int first) {
       o->to.token_dropout = strtof(v, &end);
       if (!(o->to.token_dropout >= 0.0f && o->to.token_dropout < 1.0f)) {
         fprintf(stderr, "attn train: --token-dropout %s: must be in [0, 1)\n", v);
+        return 2;
+      }
+    }
+    else if (!strcmp(a, "--ema")) {
+      o->to.ema = strtod(v, &end);
+      if (!(o->to.ema >= 0.0 && o->to.ema < 1.0)) {
+        fprintf(stderr, "attn train: --ema %s: must be in [0, 1) (0: off)\n", v);
         return 2;
       }
     }
@@ -354,13 +364,16 @@ static int run(train_opts *o, const char *model_path) {
   attn_clf_config_to_json(&m.c, &cfg);
   printf("model: %s, %lld parameters\n", cfg ? cfg : "", (long long)m.p.numel);
   free(cfg);
+  char ema_note[64] = "";
+  if (o->to.ema > 0 || s.ema.avg)
+    snprintf(ema_note, sizeof ema_note, ", weight EMA %g", o->to.ema > 0 ? o->to.ema : s.ema.decay);
   attn_tok_set tr = attn_clf_data_set(&d, ATTN_SPLIT_TRAIN), va = attn_clf_data_set(&d, ATTN_SPLIT_VAL);
   printf("training: %d epochs of %d batches of %d, lr %g (warm-up %g, cosine to %g), AdamW wd %g, "
-         "clip %g, dropout %g (attention %g), label smoothing %g, token dropout %g, seed %llu, %d threads%s, %s%s\n",
+         "clip %g, dropout %g (attention %g), label smoothing %g, token dropout %g%s, seed %llu, %d threads%s, %s%s\n",
          o->to.epochs, (tr.n + o->to.batch - 1) / o->to.batch, o->to.batch, o->to.lr, o->to.warmup_frac,
          o->to.min_lr, o->to.weight_decay, o->to.clip, (double)m.c.dropout,
          (double)(m.c.attn_dropout >= 0.0f ? m.c.attn_dropout : m.c.dropout), (double)o->to.label_smoothing,
-         (double)o->to.token_dropout, (unsigned long long)o->to.seed, attn_get_num_threads(),
+         (double)o->to.token_dropout, ema_note, (unsigned long long)o->to.seed, attn_get_num_threads(),
          o->to.ckpt_acts ? ", checkpointing activations" : "",
          attn_precision_name(o->to.precision),
          !o->to.qat ? "" : o->to.qat_act == ATTN_QAT_ACT_ROW ? ", QAT (activations per row)"
@@ -398,6 +411,7 @@ done:
   attn_clf_free(&m);
   attn_st_free(meta);
   attn_st_free(file);
+  attn_train_state_free(&s);
   return rc;
 }
 
