@@ -485,6 +485,80 @@ static void test_html_page_is_self_contained(void) {
   CHECK(no_tmp_files());
 }
 
+/* Decodes the page's "rm" and "a" (base64 bytes, row-scaled) back to
+ * weights; returns how many (or -1). */
+static long page_weights(const char *page, float *out, long cap, long lk) {
+  const char *r = strstr(page, "\"rm\":["), *a = strstr(page, "\"a\":\"");
+  if (!r || !a) return -1;
+  float rm[64];
+  int nr = 0;
+  for (const char *c = r + 6; *c != ']' && nr < 64;) {
+    char *end;
+    rm[nr++] = strtof(c, &end);
+    if (end == c) return -1;
+    c = *end == ',' ? end + 1 : end;
+  }
+  static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  unsigned acc = 0;
+  int bits = 0;
+  long n = 0;
+  for (const char *c = a + 5; *c && *c != '"' && *c != '='; c++) {
+    const char *k = strchr(b64, *c);
+    if (!k) return -1;
+    acc = (acc << 6) | (unsigned)(k - b64);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      if (n >= cap || n / lk >= nr) return -1;
+      out[n] = (float)((acc >> bits) & 255) * rm[n / lk] / 255.0f;
+      n++;
+    }
+  }
+  return n;
+}
+
+/* The page's compact weights: soft rows (and an all-zero one) come back
+ * within rowmax / 510, zeros and row maxima exactly; 35 and 4 weights
+ * exercise both base64 endings. */
+static void test_html_weights_round_trip(void) {
+  enum { LQ = 5, LK = 7 };
+  float p[LQ * LK], got[LQ * LK + 8];
+  for (int i = 0; i < LQ; i++) {
+    float sum = 0;
+    for (int j = 0; j < LK; j++) sum += p[i * LK + j] = expf(sinf(1.7f * (float)(i * LK + j)) * 3);
+    for (int j = 0; j < LK; j++) p[i * LK + j] = i == 2 ? 0.0f : p[i * LK + j] / sum;
+  }
+  p[4 * LK + 3] = 0;
+  char path[320];
+  snprintf(path, sizeof path, "%s", out_path("soft.html"));
+  CHECK_OK(attn_viz_html_f32(path, p, 1, 1, LQ, LK, NULL, NULL, "soft"));
+  long n;
+  char *s = slurp(path, &n);
+  CHECK(s != NULL);
+  if (!s) return;
+  CHECK(page_weights(s, got, LQ * LK + 8, LK) == LQ * LK);
+  double worst = 0;
+  for (int i = 0; i < LQ; i++) {
+    float m = 0;
+    for (int j = 0; j < LK; j++) m = fmaxf(m, p[i * LK + j]);
+    for (int j = 0; j < LK; j++) {
+      double e = fabs((double)got[i * LK + j] - p[i * LK + j]);
+      worst = fmax(worst, m > 0 ? e / m : e);
+      CHECK(e <= m / 510.0 * 1.001 + 1e-7);
+      if (p[i * LK + j] == 0) CHECK(got[i * LK + j] == 0);
+      if (p[i * LK + j] == m) CHECK(fabsf(got[i * LK + j] - m) <= 1e-6f * m);
+    }
+  }
+  printf("  worst error %.5f of the row maximum (bound 1/510 = %.5f)\n", worst, 1 / 510.0);
+  free(s);
+  float q[4] = {0.25f, 0.75f, 1, 0};
+  CHECK_OK(attn_viz_html_f32(path, q, 1, 1, 2, 2, NULL, NULL, "four"));
+  s = slurp(path, &n);
+  CHECK(s && page_weights(s, got, 8, 2) == 4);
+  CHECK(got[0] == 85 * (0.75f / 255.0f) && got[1] == 0.75f && got[2] == 1 && got[3] == 0);
+  free(s);
+}
+
 /* The attn tool itself (ATTN_BIN, set by make test) on such a file. */
 static void test_cli_viz_and_diagnose(void) {
   const char *bin = getenv("ATTN_BIN");
@@ -658,6 +732,7 @@ int main(void) {
   RUN(test_bad_inputs_fail_cleanly);
   RUN(test_input_from_safetensors);
   RUN(test_html_page_is_self_contained);
+  RUN(test_html_weights_round_trip);
   RUN(test_cli_viz_and_diagnose);
   RUN(test_report_writes_everything);
   RUN(test_html_page_in_headless_chromium);

@@ -1,7 +1,13 @@
 /* One self-contained HTML page (inline CSS and JS, no network) with a head
  * view of attention: pick the layer and heads, hover a query token to see its
  * attention to the keys (lines and key shading), and a heatmap of each head in
- * focus. Data are embedded as JSON; written to PATH.tmp.<pid> then renamed. */
+ * focus. Written to PATH.tmp.<pid> then renamed.
+ *
+ * The weights are embedded compactly (1.33 bytes each instead of ~9 as JSON
+ * numbers): each row of each head as bytes round(255 * p / rowmax), all rows
+ * base64 in "a", the row maxima in "rm" (%.6g); the page decodes them to
+ * Float32Arrays. Error <= rowmax / 510 per weight; 0 and each row's maximum
+ * (1 for a one-hot row) come back exactly. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +17,7 @@
 
 #include "apps/viz_internal.h"
 
-#define HTML_MAX_VALUES (1 << 22) /* ~40 MB of page at most */
+#define HTML_MAX_VALUES (1 << 22) /* ~5.6 MB of weights in the page at most */
 
 /* s as a JSON string safe inside <script>: '<' '>' '&' and controls escaped. */
 static void put_js_string(FILE *f, const char *s) {
@@ -59,6 +65,51 @@ static void put_labels(FILE *f, const char *const *labels, int64_t n) {
   fputc(']', f);
 }
 
+/* The largest weight of a row, as printed (%.6g) so the page's scale is the
+ * one the bytes were made with. */
+static float row_max(const float *p, int64_t n) {
+  float m = 0;
+  for (int64_t j = 0; j < n; j++)
+    if (p[j] > m) m = p[j];
+  char buf[32];
+  snprintf(buf, sizeof buf, "%.6g", (double)m);
+  return strtof(buf, NULL);
+}
+
+/* rows of n weights each as bytes round(255 * p / rowmax), base64. */
+static void put_rows_base64(FILE *f, const float *p, int64_t rows, int64_t n) {
+  static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  unsigned acc = 0;
+  int have = 0;
+  for (int64_t r = 0; r < rows; r++) {
+    const float *x = p + r * n;
+    float m = row_max(x, n);
+    for (int64_t j = 0; j < n; j++) {
+      float v = m > 0 ? 255.0f * x[j] / m : 0.0f;
+      long q = v <= 0 ? 0 : v >= 255 ? 255 : lrintf(v);
+      acc = (acc << 8) | (unsigned)q;
+      if (++have == 3) {
+        fputc(b64[(acc >> 18) & 63], f);
+        fputc(b64[(acc >> 12) & 63], f);
+        fputc(b64[(acc >> 6) & 63], f);
+        fputc(b64[acc & 63], f);
+        acc = 0;
+        have = 0;
+      }
+    }
+  }
+  if (have == 1) {
+    fputc(b64[(acc >> 2) & 63], f);
+    fputc(b64[(acc << 4) & 63], f);
+    fputs("==", f);
+  } else if (have == 2) {
+    fputc(b64[(acc >> 10) & 63], f);
+    fputc(b64[(acc >> 4) & 63], f);
+    fputc(b64[(acc << 2) & 63], f);
+    fputc('=', f);
+  }
+}
+
 static const char page_css[] =
     "body{font:14px 'DejaVu Sans',sans-serif;margin:16px;color:#222}"
     "h1{font-size:18px}#controls{margin:8px 0}#heads label{margin-right:8px;"
@@ -69,15 +120,21 @@ static const char page_css[] =
     "#heat{display:flex;flex-wrap:wrap;gap:12px;margin-top:8px}#heat figure{margin:0}"
     "#heat canvas{image-rendering:pixelated;border:1px solid #888}#info{margin-top:4px;color:#555}";
 
-/* The page logic: D = {title, layers, heads, lq, lk, q, k, cmap, a} where
- * a[l][h] is the flat row-major [lq*lk] matrix. */
+/* The page logic: D = {title, layers, heads, lq, lk, q, k, cmap, a, rm};
+ * unpack() turns a and rm into A[l][h], the flat row-major [lq*lk] matrix. */
 static const char page_js[] =
     "const $=id=>document.getElementById(id);const R=20;\n"
+    "function unpack(){const b=atob(D.a),A=[];let r=0;\n"
+    " for(let l=0;l<D.layers;l++){const L=[];for(let h=0;h<D.heads;h++){"
+    "const m=new Float32Array(D.lq*D.lk);\n"
+    "  for(let i=0;i<D.lq;i++,r++){const s=D.rm[r]/255,o=r*D.lk;"
+    "for(let j=0;j<D.lk;j++)m[i*D.lk+j]=b.charCodeAt(o+j)*s;}L.push(m);}A.push(L);}return A;}\n"
+    "const A=unpack();\n"
     "let layer=0,sel=new Set([...Array(D.heads).keys()]),hover=-1;\n"
     "const hue=h=>'hsl('+Math.round(h*360/D.heads)+',70%,42%)';\n"
     "function cm(t){t=Math.max(0,Math.min(1,t));const n=D.cmap.length-1,i=Math.min(n,"
     "Math.floor(t*(n+1)));return D.cmap[i];}\n"
-    "function w(h,i,j){return D.a[layer][h][i*D.lk+j];}\n"
+    "function w(h,i,j){return A[layer][h][i*D.lk+j];}\n"
     "function setup(){document.title=D.title;$('title').textContent=D.title;\n"
     " const ls=$('layer');for(let l=0;l<D.layers;l++){const o=document.createElement('option');"
     "o.value=l;o.textContent='layer '+l;ls.appendChild(o);}\n"
@@ -114,7 +171,7 @@ static const char page_js[] =
     "f=document.createElement('figure'),c=document.createElement('canvas'),"
     "cap=document.createElement('figcaption');c.id='heat'+h;c.width=D.lk*s;c.height=D.lq*s;\n"
     "  const g=c.getContext('2d');let mx=0;for(let "
-    "i=0;i<D.lq*D.lk;i++)mx=Math.max(mx,D.a[layer][h][i]);\n"
+    "i=0;i<D.lq*D.lk;i++)mx=Math.max(mx,A[layer][h][i]);\n"
     "  for(let i=0;i<D.lq;i++)for(let j=0;j<D.lk;j++){g.fillStyle=cm(mx>0?w(h,i,j)/mx:0);"
     "g.fillRect(j*s,i*s,s,s);}\n"
     "  if(hover>=0){g.strokeStyle='#f33';g.lineWidth=2;g.strokeRect(1,hover*s,c.width-2,s);}\n"
@@ -181,19 +238,12 @@ attn_status attn_viz_html_f32(const char *path, const float *probs, int64_t laye
     uint32_t c = viz_cmap_argb(ATTN_CMAP_VIRIDIS, (i + 0.5) / 64);
     fprintf(f, "%s\"#%06x\"", i ? "," : "", (unsigned)(c & 0xffffff));
   }
-  fputs("],\"a\":[", f);
-  for (int64_t l = 0; l < layers; l++) {
-    fputs(l ? ",[" : "[", f);
-    for (int64_t h = 0; h < heads; h++) {
-      fputs(h ? ",[" : "[", f);
-      const float *p = probs + (l * heads + h) * lq * lk;
-      for (int64_t i = 0; i < lq * lk; i++)
-        fprintf(f, "%s%.4g", i ? "," : "", (double)p[i]);
-      fputc(']', f);
-    }
-    fputc(']', f);
-  }
-  fprintf(f, "]};\n%s</script>\n</body></html>\n", page_js);
+  fputs("],\"rm\":[", f);
+  int64_t rows = layers * heads * lq;
+  for (int64_t r = 0; r < rows; r++) fprintf(f, "%s%.6g", r ? "," : "", (double)row_max(probs + r * lk, lk));
+  fputs("],\"a\":\"", f);
+  put_rows_base64(f, probs, rows, lk);
+  fprintf(f, "\"};\n%s</script>\n</body></html>\n", page_js);
   int bad = ferror(f) | (fflush(f) != 0) | (fsync(fileno(f)) != 0);
   bad |= fclose(f) != 0;
   if (bad || rename(tmp, path) != 0) {
