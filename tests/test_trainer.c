@@ -514,9 +514,57 @@ static void test_state_json(void) {
   CHECK_ERR(attn_train_state_from_json(NULL, &t), ATTN_EFORMAT);
 }
 
+/* Training options as JSON ("train.options" of attn train's checkpoints):
+ * every field back exactly; absent keys keep the caller's values; bad types
+ * and out-of-range values are errors that change nothing. */
+static void test_opts_json(void) {
+  attn_train_opts o, t, d;
+  attn_train_opts_default(&o);
+  o.epochs = 9;
+  o.batch = 24;
+  o.lr = 1.0 / 3.0;
+  o.min_lr = 1e-7;
+  o.warmup_frac = 0.0625;
+  o.token_dropout = 0.45f;
+  o.label_smoothing = 0.1f;
+  o.ema = 0.995;
+  o.seed = 18446744073709551557ull;  // above 2^53: kept as a string
+  o.precision = ATTN_PREC_BF16;
+  o.qat = 1;
+  o.qat_act = ATTN_QAT_ACT_ROW;
+  o.select_by_acc = 1;
+  o.loss_scale_interval = 77;
+  char *j = NULL;
+  CHECK_OK(attn_train_opts_to_json(&o, &j));
+  attn_train_opts_default(&t);
+  CHECK_OK(attn_train_opts_from_json(j, &t));
+  CHECK(t.epochs == 9 && t.batch == 24 && t.lr == o.lr && t.min_lr == o.min_lr &&
+        t.warmup_frac == 0.0625 && t.token_dropout == 0.45f && t.label_smoothing == 0.1f &&
+        t.ema == 0.995 && t.seed == o.seed && t.precision == ATTN_PREC_BF16 && t.qat == 1 &&
+        t.qat_act == ATTN_QAT_ACT_ROW && t.select_by_acc == 1 && t.loss_scale_interval == 77);
+  free(j);
+  // absent keys keep the caller's values
+  attn_train_opts_default(&d);
+  t = d;
+  CHECK_OK(attn_train_opts_from_json("{\"epochs\":3}", &t));
+  CHECK(t.epochs == 3 && t.lr == d.lr && t.seed == d.seed && t.token_dropout == d.token_dropout);
+  static const char *const bad[] = {
+      "[1]", "{\"epochs\":\"3\"}", "{\"epochs\":0}", "{\"token_dropout\":1}",
+      "{\"ema\":-0.5}", "{\"seed\":7}", "{\"seed\":\"x\"}", "{\"precision\":\"f64\"}",
+      "{\"qat_act\":\"col\"}", "{\"batch\":5000}", "{\"lr\":1e999}", "{"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    t = d;
+    attn_status st = attn_train_opts_from_json(bad[i], &t);
+    CHECK(st == ATTN_EFORMAT || st == ATTN_EINVAL);
+    if (st == ATTN_OK) printf("  accepted: %s\n", bad[i]);
+    CHECK(memcmp(&t, &d, sizeof t) == 0);
+  }
+}
+
 int main(void) {
   RUN(test_batch_plan);
   RUN(test_state_json);
+  RUN(test_opts_json);
   RUN(test_loss_falls);
   RUN(test_threads_and_ckpt_same_losses);
   RUN(test_resume_identical);

@@ -96,6 +96,15 @@ typedef struct {
   FILE *log;           /* epoch lines (NULL: stdout) */
 } attn_train_opts;
 void attn_train_opts_default(attn_train_opts *o);
+/* The options that shape a run's numbers (epochs, batch, chunk_batches, lr,
+ * min_lr, weight_decay, warmup_frac, clip, label_smoothing, token_dropout,
+ * ema, seed, precision, qat, qat_act, select_by_acc, loss scaling) as a JSON
+ * object, exactly (doubles %.17g, floats %.9g, the seed a decimal string);
+ * attn train saves it as checkpoint metadata "train.options". */
+attn_status attn_train_opts_to_json(const attn_train_opts *o, char **json);
+/* Sets those fields of *o from json; keys absent keep *o's values; a bad
+ * type or value leaves *o unchanged (ATTN_EFORMAT). */
+attn_status attn_train_opts_from_json(const char *json, attn_train_opts *o);
 
 enum { ATTN_TRAIN_BEST_START = -2 };
 

@@ -14,6 +14,7 @@
 #include "apps/trainer_data.h"
 #include "attn.h"
 #include "cli/commands.h"
+#include "io/json.h"
 
 typedef struct {
   const char *data, *split, *out, *resume, *picture;
@@ -336,6 +337,13 @@ static int run(train_opts *o, const char *model_path) {
   snprintf(sj, sizeof sj, "%llu", o->split_seed);
   attn_st_set_meta(meta, "split.seed", sj);
   attn_st_set_meta(meta, "split.file", split_path);
+  char *oj = NULL;  // so that --resume goes on with these options
+  if (attn_train_opts_to_json(&o->to, &oj) || attn_st_set_meta(meta, "train.options", oj)) {
+    free(oj);
+    cli_fail("metadata");
+    goto done;
+  }
+  free(oj);
   attn_adam_config ac = attn_adam_defaults(ATTN_ADAMW);
   ac.weight_decay = o->to.weight_decay;
   if (attn_adam_init(&opt, &m.p, &ac) || attn_adam_set_decay_rule(&opt, &m.p, attn_clf_decay_rule, NULL)) {
@@ -426,6 +434,56 @@ void cli_keep_freed_memory(void) {
 #endif
 }
 
+/* --resume: the run goes on with the options it was started with (the
+ * checkpoint's "train.options"), then the command line's on top; the ones
+ * that differ from the checkpoint's are named (the run then no longer
+ * continues identically). Checkpoints without them: the command line. */
+static int resume_options(int argc, char **argv, train_opts *o) {
+  char path[4096];
+  if (o->resume[0]) snprintf(path, sizeof path, "%s", o->resume);
+  else snprintf(path, sizeof path, "%s/last.safetensors", o->out);
+  attn_st *f = NULL;
+  if (attn_st_load(path, &f)) return cli_fail("resume"), 1;
+  const char *json = attn_st_meta(f, "train.options");
+  if (!json) {
+    printf("%s holds no training options (an older checkpoint): those of the command line and "
+           "the defaults apply; pass the run's own to continue it identically\n", path);
+    attn_st_free(f);
+    return 0;
+  }
+  train_opts saved;
+  defaults(&saved);
+  int rc = attn_train_opts_from_json(json, &saved.to) ? (cli_fail(path), 1) : 0;
+  attn_st_free(f);
+  if (rc) return rc;
+  train_opts mine = saved;
+  if (parse(argc, argv, &mine, 1)) return 2;
+  char *a = NULL, *b = NULL;
+  json_value *va = NULL, *vb = NULL;
+  char err[64];
+  int differ = 0;
+  if (!attn_train_opts_to_json(&saved.to, &a) && !attn_train_opts_to_json(&mine.to, &b) &&
+      !json_parse(a, strlen(a), &va, err, sizeof err) &&
+      !json_parse(b, strlen(b), &vb, err, sizeof err)) {
+    for (size_t i = 0; i < va->count; i++) {  // the same keys in the same order
+      const json_value *x = &va->items[i], *y = &vb->items[i];
+      if (x->type == JSON_STRING ? !strcmp(x->str, y->str) : x->number == y->number) continue;
+      if (!differ++)
+        printf("resuming with options that differ from the run's own (it will not continue "
+               "identically):\n");
+      if (x->type == JSON_STRING) printf("  %s: %s -> %s\n", va->keys[i], x->str, y->str);
+      else printf("  %s: %g -> %g\n", va->keys[i], x->number, y->number);
+    }
+  }
+  if (!differ) printf("resuming with the run's own training options\n");
+  json_free(va);
+  json_free(vb);
+  free(a);
+  free(b);
+  *o = mine;
+  return 0;
+}
+
 int attn_cmd_train(int argc, char **argv) {
   cli_keep_freed_memory();
   for (int i = 1; i < argc; i++)
@@ -437,6 +495,7 @@ int attn_cmd_train(int argc, char **argv) {
   defaults(&o);
   int r = parse(argc, argv, &o, 1);
   if (r) return r == 1 ? 0 : 2;
+  if (o.resume && !o.init_only && (r = resume_options(argc, argv, &o))) return r;
   return run(&o, NULL);
 }
 
