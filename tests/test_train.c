@@ -68,17 +68,25 @@ static int meta_list(const attn_st *g, const char *key, double *out, int max) {
   return n;
 }
 
+/* The golden file, and p declared and holding its "init." values (NULL and
+ * p untouched when the file cannot be read). */
+static attn_st *golden_start(attn_params *p) {
+  attn_st *g = NULL;
+  CHECK_OK(attn_st_load(GOLDEN, &g));
+  if (!g) return NULL;
+  declare(p);
+  load_into(g, p, "init.", p->data);
+  return g;
+}
+
 static int close_rel(double got, double want, double rtol) {
   return fabs(got - want) <= rtol * fabs(want);
 }
 
 static void test_adamw_with_clip_and_schedule_matches_torch(void) {
-  attn_st *g = NULL;
-  CHECK_OK(attn_st_load(GOLDEN, &g));
-  if (!g) return;
   attn_params p;
-  declare(&p);
-  load_into(g, &p, "init.", p.data);
+  attn_st *g = golden_start(&p);
+  if (!g) return;
   attn_adam_config cfg = attn_adam_defaults(ATTN_ADAMW);
   cfg.beta1 = 0.9;
   cfg.beta2 = 0.95;
@@ -113,12 +121,9 @@ static void test_adamw_with_clip_and_schedule_matches_torch(void) {
 }
 
 static void test_adam_matches_torch(void) {
-  attn_st *g = NULL;
-  CHECK_OK(attn_st_load(GOLDEN, &g));
-  if (!g) return;
   attn_params p;
-  declare(&p);
-  load_into(g, &p, "init.", p.data);
+  attn_st *g = golden_start(&p);
+  if (!g) return;
   attn_adam_config cfg = attn_adam_defaults(ATTN_ADAM);
   CHECK(cfg.weight_decay == 0 && cfg.beta1 == 0.9 && cfg.beta2 == 0.999 && cfg.eps == 1e-8);
   cfg.beta1 = 0.8;
@@ -516,12 +521,9 @@ static void test_checkpoint_errors_are_clean(void) {
  * 0.1, 0.18, 0.25, then 0.3). Same float operations in the same order:
  * tolerance 0. */
 static void test_ema_matches_torch(void) {
-  attn_st *g = NULL;
-  CHECK_OK(attn_st_load(GOLDEN, &g));
-  if (!g) return;
   attn_params p;
-  declare(&p);
-  load_into(g, &p, "init.", p.data);
+  attn_st *g = golden_start(&p);
+  if (!g) return;
   const char *dv = attn_st_meta(g, "ema_decay");
   CHECK(dv != NULL);
   double decay = dv ? strtod(dv, NULL) : 0.3;
