@@ -231,6 +231,17 @@ attn_status attn_clf_report_test(const attn_clf *m, const attn_clf_data *d, int 
     fprintf(out, "\n");
     attn_binary_metrics_print(out, "transformer (attn), test", &mt);
     attn_binary_metrics_print(out, "naive bayes (BPE presence, alpha 1), test", &mn);
+    int wrong = 0;  // the messages either model gets wrong, side by side
+    for (int i = 0; i < t.n; i++) wrong += pred[i] != t.labels[i] || nbp[i] != t.labels[i];
+    if (wrong) {
+      fprintf(out, "misclassified by either model: %d\n  %-5s %-12s %-12s %s\n", wrong, "truth",
+              "attn P(spam)", "naive bayes", "message");
+      for (int i = 0; i < t.n; i++)
+        if (pred[i] != t.labels[i] || nbp[i] != t.labels[i])
+          fprintf(out, "  %-5s %-6.4f %-5s %-12s %s\n", t.labels[i] ? "spam" : "ham", (double)pp[i],
+                  pred[i] == t.labels[i] ? "ok" : "WRONG", nbp[i] == t.labels[i] ? "ok" : "WRONG",
+                  d->c->paths[d->idx[ATTN_SPLIT_TEST][i]]);
+    }
     if (p_spam) memcpy(p_spam, pp, (size_t)t.n * sizeof(float));
   }
   free(pred);
