@@ -1,0 +1,176 @@
+/* attn train / eval / predict end to end on a small generated corpus (the
+ * tool of ATTN_BIN, set by make test): the corpus is read, split, tokenised,
+ * a tiny model trained, the test split reported next to Naive Bayes; a run
+ * stopped mid-way and resumed with no options (its own train.options) ends
+ * with the same epoch lines and test figures as the uninterrupted run; the
+ * misclassified-message list names real files; predict reads the model. */
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static char DIR_[64] = "/tmp/attn_test_cli_train.XXXXXX";
+
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *b = malloc((size_t)n + 1);
+  if (b && fread(b, 1, (size_t)n, f) != (size_t)n) n = 0;
+  fclose(f);
+  if (b) b[n] = '\0';
+  return b;
+}
+
+/* 40 ham and 40 spam messages, each group with its own words, a few shared. */
+static void write_corpus(void) {
+  static const char *const ham_words[] = {"meeting", "build", "patch", "review", "kernel",
+                                          "release", "notes", "lunch"};
+  static const char *const spam_words[] = {"cheap", "pills", "winner", "click", "offer",
+                                           "money", "free", "viagra"};
+  char path[256];
+  for (int g = 0; g < 2; g++) {
+    snprintf(path, sizeof path, "%s/corpus", DIR_);
+    mkdir(path, 0700);
+    snprintf(path, sizeof path, "%s/corpus/%s", DIR_, g ? "spam" : "ham");
+    mkdir(path, 0700);
+    for (int i = 0; i < 40; i++) {
+      snprintf(path, sizeof path, "%s/corpus/%s/%05d.eml", DIR_, g ? "spam" : "ham", i);
+      FILE *f = fopen(path, "w");
+      CHECK(f != NULL);
+      if (!f) return;
+      const char *const *w = g ? spam_words : ham_words;
+      fprintf(f, "From: %s@%s\nTo: list@example.org\nSubject: %s %s %d\n\n", g ? "deals" : "alice",
+              g ? "offers.biz" : "example.org", w[i % 8], w[(i + 3) % 8], i);
+      for (int k = 0; k < 12; k++) fprintf(f, "%s the %s ", w[(i * 7 + k) % 8], k % 3 ? "and" : "of");
+      fprintf(f, "\n");
+      fclose(f);
+    }
+  }
+}
+
+/* Runs `attn ARGS` with stdout+stderr to OUT (under DIR_); the exit status. */
+static int run_attn(const char *bin, const char *args, const char *out) {
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd, "%s %s > %s/%s 2>&1", bin, args, DIR_, out);
+  int rc = system(cmd);
+  if (rc != 0) printf("  '%s' -> %d\n", cmd, rc);
+  return rc;
+}
+
+/* The lines of text starting with prefix, concatenated (caller frees). */
+static char *lines_with(const char *text, const char *prefix) {
+  size_t cap = strlen(text) + 1, n = 0;
+  char *out = calloc(cap, 1);
+  for (const char *p = text; out && p && *p;) {
+    const char *e = strchr(p, '\n');
+    size_t len = e ? (size_t)(e - p + 1) : strlen(p);
+    if (!strncmp(p, prefix, strlen(prefix))) {
+      memcpy(out + n, p, len);
+      n += len;
+    }
+    p = e ? e + 1 : NULL;
+  }
+  return out;
+}
+
+/* "Epoch ..." lines without their "| N s" wall-time field. */
+static char *epoch_lines(const char *log) {
+  char *s = lines_with(log, "Epoch ");
+  for (char *p = s; p && (p = strstr(p, " s")) != NULL;) {  // blank out "| 12 s"
+    char *q = p;
+    while (q > s && q[-1] != '|') q--;
+    for (char *r = q; r < p + 2; r++) *r = '#';
+    p += 2;
+  }
+  return s;
+}
+
+static void test_train_resume_eval_predict(void) {
+  const char *bin = getenv("ATTN_BIN");
+  if (!bin) {
+    printf("  (ATTN_BIN not set: the attn tool is not exercised)\n");
+    return;
+  }
+#ifndef ATTN_HAVE_GMIME
+  printf("  (built without GMime: attn train cannot read mail)\n");
+  return;
+#endif
+  write_corpus();
+  char args[1024];
+  const char *model = "--dim 16 --heads 2 --ff 32 --layers 1 --max-len 48 --vocab 300 --batch 8 "
+                      "--lr 0.01 --epochs 6 --token-dropout 0.2 --ema 0.9 --threads 1 --progress plain";
+  snprintf(args, sizeof args, "train --data %s/corpus --split %s/split.tsv %s --out %s/a", DIR_, DIR_, model,
+           DIR_);
+  CHECK(run_attn(bin, args, "a.log") == 0);
+  snprintf(args, sizeof args, "train --data %s/corpus --split %s/split.tsv %s --out %s/b --stop-after 10",
+           DIR_, DIR_, model, DIR_);
+  CHECK(run_attn(bin, args, "b1.log") == 0);
+  snprintf(args, sizeof args, "train --data %s/corpus --split %s/split.tsv --threads 2 --progress plain "
+           "--resume --out %s/b", DIR_, DIR_, DIR_);
+  CHECK(run_attn(bin, args, "b2.log") == 0);
+  char path[256];
+  snprintf(path, sizeof path, "%s/a.log", DIR_);
+  char *a = slurp(path);
+  snprintf(path, sizeof path, "%s/b2.log", DIR_);
+  char *b = slurp(path);
+  CHECK(a && b);
+  if (a && b) {
+    CHECK(strstr(a, "corpus: 80 messages (40 spam) in 2 groups") != NULL);
+    CHECK(strstr(a, "weight EMA 0.9") && strstr(b, "weight EMA 0.9"));
+    CHECK(strstr(b, "resuming with the run's own training options") != NULL);
+    CHECK(strstr(b, "resuming at epoch 2, batch 2 (step 10)") != NULL);
+    char *ea = epoch_lines(a), *eb = epoch_lines(b);
+    CHECK(ea && eb && strstr(ea, "Epoch 6/6 | Train Loss: ") && strstr(ea, "raw weights: "));
+    const char *a2 = ea ? strstr(ea, "Epoch 2/6") : NULL, *b2 = eb ? strstr(eb, "Epoch 2/6") : NULL;
+    CHECK(a2 && b2 && !strcmp(a2, b2));
+    free(ea);
+    free(eb);
+    // the same test report, line for line (the first line holds a time)
+    char *ta = lines_with(a, "  transformer (attn)"), *tb = lines_with(b, "  transformer (attn)");
+    CHECK(ta && tb && ta[0] && !strcmp(ta, tb));
+    printf("  %s", ta ? ta : "(none)\n");
+    free(ta);
+    free(tb);
+    CHECK(strstr(a, "  naive bayes (BPE)") != NULL);
+    // every misclassified message listed is a file of the corpus
+    const char *m = strstr(a, "misclassified by either model: ");
+    if (m) {
+      int listed = 0;
+      for (const char *q = strstr(m, ".eml"); q; q = strstr(q + 1, ".eml")) {
+        const char *st = q;
+        while (st > m && st[-1] != ' ') st--;
+        char f[512];
+        snprintf(f, sizeof f, "%s/corpus/%.*s.eml", DIR_, (int)(q - st), st);
+        CHECK(access(f, R_OK) == 0);
+        listed++;
+      }
+      CHECK(listed == atoi(m + strlen("misclassified by either model: ")));
+    }
+  }
+  free(a);
+  free(b);
+  // eval and predict read the best checkpoint: a label and its probability per file
+  snprintf(args, sizeof args, "eval %s/a/best.safetensors --data %s/corpus --split %s/split.tsv", DIR_,
+           DIR_, DIR_);
+  CHECK(run_attn(bin, args, "eval.log") == 0);
+  snprintf(args, sizeof args, "predict %s/a/best.safetensors %s/corpus/spam/00001.eml %s/corpus/ham/00001.eml",
+           DIR_, DIR_, DIR_);
+  CHECK(run_attn(bin, args, "predict.log") == 0);
+  snprintf(path, sizeof path, "%s/predict.log", DIR_);
+  char *p = slurp(path);
+  CHECK(p && (strstr(p, "spam/00001.eml\tspam\t0.") || strstr(p, "spam/00001.eml\tham\t0.")));
+  CHECK(p && (strstr(p, "ham/00001.eml\tham\t") || strstr(p, "ham/00001.eml\tspam\t")));
+  free(p);
+}
+
+int main(void) {
+  if (!mkdtemp(DIR_)) return 1;
+  RUN(test_train_resume_eval_predict);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", DIR_);
+  if (!getenv("ATTN_KEEP") && system(cmd) != 0) printf("  could not remove %s\n", DIR_);
+  HARNESS_END();
+}
