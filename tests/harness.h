@@ -92,6 +92,22 @@ static inline double check_close_at(const char *file, int line, const char *what
 #define CHECK_CLOSE(what, got, want, n, atol, rtol)                                    \
   check_close_at(__FILE__, __LINE__, what, got, want, (long)(n), atol, rtol)
 
+/* A whole file, NUL-terminated (NULL if it cannot be read); *len (may be
+ * NULL) receives its size. The caller frees. */
+static inline char *read_whole_file(const char *path, long *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *b = n >= 0 ? malloc((size_t)n + 1) : NULL;
+  if (b && fread(b, 1, (size_t)n, f) != (size_t)n) n = 0;
+  fclose(f);
+  if (b) b[n] = '\0';
+  if (len) *len = b ? n : 0;
+  return b;
+}
+
 /* Deterministic test data: uniform in [lo, hi). */
 static inline void fill_uniform(float *x, long n, unsigned seed, float lo, float hi) {
   unsigned s = seed * 2654435761u + 12345u;

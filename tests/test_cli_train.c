@@ -11,18 +11,6 @@
 
 static char DIR_[64] = "/tmp/attn_test_cli_train.XXXXXX";
 
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *b = malloc((size_t)n + 1);
-  if (b && fread(b, 1, (size_t)n, f) != (size_t)n) n = 0;
-  fclose(f);
-  if (b) b[n] = '\0';
-  return b;
-}
 
 /* 40 ham and 40 spam messages, each group with its own words, a few shared. */
 static void write_corpus(void) {
@@ -113,9 +101,9 @@ static void test_train_resume_eval_predict(void) {
   CHECK(run_attn(bin, args, "b2.log") == 0);
   char path[256];
   snprintf(path, sizeof path, "%s/a.log", DIR_);
-  char *a = slurp(path);
+  char *a = read_whole_file(path, NULL);
   snprintf(path, sizeof path, "%s/b2.log", DIR_);
-  char *b = slurp(path);
+  char *b = read_whole_file(path, NULL);
   CHECK(a && b);
   if (a && b) {
     CHECK(strstr(a, "corpus: 80 messages (40 spam) in 2 groups") != NULL);
@@ -160,7 +148,7 @@ static void test_train_resume_eval_predict(void) {
            DIR_, DIR_, DIR_);
   CHECK(run_attn(bin, args, "predict.log") == 0);
   snprintf(path, sizeof path, "%s/predict.log", DIR_);
-  char *p = slurp(path);
+  char *p = read_whole_file(path, NULL);
   CHECK(p && (strstr(p, "spam/00001.eml\tspam\t0.") || strstr(p, "spam/00001.eml\tham\t0.")));
   CHECK(p && (strstr(p, "ham/00001.eml\tham\t") || strstr(p, "ham/00001.eml\tspam\t")));
   free(p);

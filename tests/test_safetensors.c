@@ -29,14 +29,9 @@ static int dir_entries(const char *dir) {
 }
 
 static unsigned char *read_file(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  unsigned char *b = malloc((size_t)n + 1);
-  *len = fread(b, 1, (size_t)n, f);
-  fclose(f);
+  long n = 0;
+  unsigned char *b = (unsigned char *)read_whole_file(path, &n);
+  *len = (size_t)n;
   return b;
 }
 

@@ -32,19 +32,6 @@ static void remove_out_dir(void) {
   if (system(cmd) != 0) printf("  could not remove %s\n", OUT_DIR);
 }
 
-__attribute__((unused)) static char *slurp(const char *path, long *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *b = malloc((size_t)n + 1);
-  if (b && fread(b, 1, (size_t)n, f) != (size_t)n) n = 0;
-  fclose(f);
-  if (b) b[n] = '\0';
-  *len = n;
-  return b;
-}
 
 /* No PATH.tmp.* files left in the output folder. */
 static int no_tmp_files(void) {
@@ -308,7 +295,7 @@ static void test_svg_and_pdf_are_well_formed(void) {
                         "i",        "j",       "k",     "a-very-long-token-name-that-goes-on"};
   CHECK_OK(attn_viz_heatmap_f32(out_path("h.svg"), p, L, L, lab, lab, NULL));
   long n;
-  char *s = slurp(out_path("h.svg"), &n);
+  char *s = read_whole_file(out_path("h.svg"), &n);
   CHECK(s != NULL);
   if (s) {
     CHECK(!strncmp(s, "<?xml", 5));
@@ -320,7 +307,7 @@ static void test_svg_and_pdf_are_well_formed(void) {
     free(s);
   }
   CHECK_OK(attn_viz_alignment_f32(out_path("a.pdf"), p, L, L, lab, lab, NULL));
-  s = slurp(out_path("a.pdf"), &n);
+  s = read_whole_file(out_path("a.pdf"), &n);
   CHECK(s != NULL);
   if (s) {
     CHECK(!strncmp(s, "%PDF-", 5));
@@ -383,10 +370,10 @@ static void test_write_is_atomic(void) {
   const char *path = out_path("atomic.png");
   CHECK_OK(attn_viz_heatmap_f32(path, p, L, L, NULL, NULL, NULL));
   long n0, n1;
-  char *before = slurp(path, &n0);
+  char *before = read_whole_file(path, &n0);
   p[7] = NAN; /* a failing call leaves the old picture alone */
   CHECK_ERR(attn_viz_heatmap_f32(path, p, L, L, NULL, NULL, NULL), ATTN_ENUMERIC);
-  char *after = slurp(path, &n1);
+  char *after = read_whole_file(path, &n1);
   CHECK(before && after && n0 == n1 && !memcmp(before, after, (size_t)n0));
   free(before), free(after);
   CHECK(no_tmp_files());
@@ -465,7 +452,7 @@ static void test_html_page_is_self_contained(void) {
   snprintf(path, sizeof path, "%s", out_path("page.html"));
   CHECK_OK(attn_viz_html_f32(path, p, 2, 3, 5, 5, file_tokens, file_tokens, "<b>heads</b> & co"));
   long n;
-  char *s = slurp(path, &n);
+  char *s = read_whole_file(path, &n);
   CHECK(s != NULL);
   if (!s) return;
   CHECK(!strncmp(s, "<!DOCTYPE html>", 15));
@@ -533,7 +520,7 @@ static void test_html_weights_round_trip(void) {
   snprintf(path, sizeof path, "%s", out_path("soft.html"));
   CHECK_OK(attn_viz_html_f32(path, p, 1, 1, LQ, LK, NULL, NULL, "soft"));
   long n;
-  char *s = slurp(path, &n);
+  char *s = read_whole_file(path, &n);
   CHECK(s != NULL);
   if (!s) return;
   CHECK(page_weights(s, got, LQ * LK + 8, LK) == LQ * LK);
@@ -553,7 +540,7 @@ static void test_html_weights_round_trip(void) {
   free(s);
   float q[4] = {0.25f, 0.75f, 1, 0};
   CHECK_OK(attn_viz_html_f32(path, q, 1, 1, 2, 2, NULL, NULL, "four"));
-  s = slurp(path, &n);
+  s = read_whole_file(path, &n);
   CHECK(s && page_weights(s, got, 8, 2) == 4);
   CHECK(got[0] == 85 * (0.75f / 255.0f) && got[1] == 0.75f && got[2] == 1 && got[3] == 0);
   free(s);
@@ -596,7 +583,7 @@ static void test_cli_viz_and_diagnose(void) {
   if (img.s) cairo_surface_destroy(img.s);
 #endif
   long n;
-  char *s = slurp(out_path("out.txt"), &n); /* the diagnose table */
+  char *s = read_whole_file(out_path("out.txt"), &n); /* the diagnose table */
   CHECK(s && strstr(s, "previous-token") && strstr(s, "diagonal"));
   free(s);
   /* usage errors exit 2, bad files 1 */
@@ -663,7 +650,7 @@ static char *chromium_run(const char *bin, const char *args, const char *url) {
            bin, OUT_DIR, args, url, OUT_DIR);
   if (system(cmd) != 0) return NULL;
   long n;
-  return slurp(out_path("dom.txt"), &n);
+  return read_whole_file(out_path("dom.txt"), &n);
 }
 
 /* data-w of key token j in a dumped DOM, or -1 */
