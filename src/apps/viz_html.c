@@ -65,25 +65,29 @@ static void put_labels(FILE *f, const char *const *labels, int64_t n) {
   fputc(']', f);
 }
 
-/* The largest weight of a row, as printed (%.6g) so the page's scale is the
- * one the bytes were made with. */
-static float row_max(const float *p, int64_t n) {
-  float m = 0;
-  for (int64_t j = 0; j < n; j++)
-    if (p[j] > m) m = p[j];
-  char buf[32];
-  snprintf(buf, sizeof buf, "%.6g", (double)m);
-  return strtof(buf, NULL);
+/* The largest weight of each row, as the page reads it back (%.6g), so the
+ * bytes are made with the scale the page uses. NULL when out of memory. */
+static float *row_maxima(const float *p, int64_t rows, int64_t n) {
+  float *rm = malloc((size_t)(rows > 0 ? rows : 1) * sizeof(float));
+  for (int64_t r = 0; rm && r < rows; r++) {
+    float m = 0;
+    for (int64_t j = 0; j < n; j++)
+      if (p[r * n + j] > m) m = p[r * n + j];
+    char buf[32];
+    snprintf(buf, sizeof buf, "%.6g", (double)m);
+    rm[r] = strtof(buf, NULL);
+  }
+  return rm;
 }
 
-/* rows of n weights each as bytes round(255 * p / rowmax), base64. */
-static void put_rows_base64(FILE *f, const float *p, int64_t rows, int64_t n) {
+/* rows of n weights each as bytes round(255 * p / rm[row]), base64. */
+static void put_rows_base64(FILE *f, const float *p, const float *rm, int64_t rows, int64_t n) {
   static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   unsigned acc = 0;
   int have = 0;
   for (int64_t r = 0; r < rows; r++) {
     const float *x = p + r * n;
-    float m = row_max(x, n);
+    float m = rm[r];
     for (int64_t j = 0; j < n; j++) {
       float v = m > 0 ? 255.0f * x[j] / m : 0.0f;
       long q = v <= 0 ? 0 : v >= 255 ? 255 : lrintf(v);
@@ -208,13 +212,19 @@ attn_status attn_viz_html_f32(const char *path, const float *probs, int64_t laye
   attn_status st = viz_check_finite(probs, total, "html probs");
   if (st) return st;
   if (!title) title = "attention";
+  int64_t rows = layers * heads * lq;
+  float *rm = row_maxima(probs, rows, lk);
   size_t n = plen + 32;
-  char *tmp = malloc(n);
-  if (!tmp) return attn_set_error(ATTN_ENOMEM, "html: out of memory");
+  char *tmp = rm ? malloc(n) : NULL;
+  if (!tmp) {
+    free(rm);
+    return attn_set_error(ATTN_ENOMEM, "html: out of memory");
+  }
   snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
   FILE *f = fopen(tmp, "wb");
   if (!f) {
     free(tmp);
+    free(rm);
     return attn_set_error(ATTN_EIO, "html: cannot create '%s.tmp.%ld'", path, (long)getpid());
   }
   fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>", f);
@@ -239,10 +249,10 @@ attn_status attn_viz_html_f32(const char *path, const float *probs, int64_t laye
     fprintf(f, "%s\"#%06x\"", i ? "," : "", (unsigned)(c & 0xffffff));
   }
   fputs("],\"rm\":[", f);
-  int64_t rows = layers * heads * lq;
-  for (int64_t r = 0; r < rows; r++) fprintf(f, "%s%.6g", r ? "," : "", (double)row_max(probs + r * lk, lk));
+  for (int64_t r = 0; r < rows; r++) fprintf(f, "%s%.6g", r ? "," : "", (double)rm[r]);
   fputs("],\"a\":\"", f);
-  put_rows_base64(f, probs, rows, lk);
+  put_rows_base64(f, probs, rm, rows, lk);
+  free(rm);
   fprintf(f, "\"};\n%s</script>\n</body></html>\n", page_js);
   int bad = ferror(f) | (fflush(f) != 0) | (fsync(fileno(f)) != 0);
   bad |= fclose(f) != 0;
