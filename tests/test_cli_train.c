@@ -4,7 +4,9 @@
  * stopped mid-way and resumed with no options (its own train.options) ends
  * with the same epoch lines and test figures as the uninterrupted run; the
  * misclassified-message list names real files; predict reads the model. */
+#include <math.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -154,9 +156,118 @@ static void test_train_resume_eval_predict(void) {
   free(p);
 }
 
+/* P(spam) that `attn predict` printed for file (its line in log); -1 if absent. */
+static double p_spam(const char *log, const char *file) {
+  const char *l = log ? strstr(log, file) : NULL;
+  if (!l) return -1;
+  l += strlen(file);
+  int spam = !strncmp(l, "\tspam\t", 6);
+  if (!spam && strncmp(l, "\tham\t", 5)) return -1;
+  double p = atof(l + (spam ? 6 : 5));
+  return spam ? p : 1.0 - p;
+}
+
+/* --members 2: two models (seeds 1 and 1001) whose mean is the model; the
+ * first is the single-model run's model; stopped and resumed it ends the
+ * same; eval and predict read the one ensemble file; predict's P(spam) is
+ * the mean of the members'; quantize refuses it. */
+static void test_ensemble(void) {
+  const char *bin = getenv("ATTN_BIN");
+#ifndef ATTN_HAVE_GMIME
+  bin = NULL;
+#endif
+  if (!bin) return;  // said by the test above
+  char args[1024], path[256];
+  const char *model = "--dim 16 --heads 2 --ff 32 --layers 1 --max-len 48 --vocab 300 --batch 8 "
+                      "--lr 0.01 --epochs 6 --token-dropout 0.2 --ema 0.9 --threads 1 --progress plain";
+  snprintf(args, sizeof args, "train --data %s/corpus --split %s/split.tsv %s --out %s/e --members 2",
+           DIR_, DIR_, model, DIR_);
+  CHECK(run_attn(bin, args, "e.log") == 0);
+  snprintf(args, sizeof args, "train --data %s/corpus --split %s/split.tsv %s --out %s/f --members 2 "
+           "--stop-after 10", DIR_, DIR_, model, DIR_);
+  CHECK(run_attn(bin, args, "f1.log") == 0);
+  snprintf(args, sizeof args, "train --data %s/corpus --split %s/split.tsv --threads 2 --progress plain "
+           "--resume --out %s/f", DIR_, DIR_, DIR_);
+  CHECK(run_attn(bin, args, "f2.log") == 0);
+  snprintf(path, sizeof path, "%s/a.log", DIR_);
+  char *a = read_whole_file(path, NULL);
+  snprintf(path, sizeof path, "%s/e.log", DIR_);
+  char *e = read_whole_file(path, NULL);
+  snprintf(path, sizeof path, "%s/f2.log", DIR_);
+  char *f = read_whole_file(path, NULL);
+  CHECK(a && e && f);
+  if (a && e && f) {
+    CHECK(strstr(e, "member 2 of 2: seed 1001, ") != NULL);
+    CHECK(strstr(e, "(the ensemble of the members' best)") != NULL);
+    CHECK(strstr(f, "resuming at epoch 2, batch 2 (step 10)") != NULL);
+    // member 1 is the single-model run: the same figures
+    const char *sa = strstr(a, "  transformer (attn)"), *s1 = strstr(e, "  member 1 of 2");
+    CHECK(sa && s1 && !strncmp(sa + 24, s1 + 22, 60));  // both from column 24
+    // the resumed ensemble ends as the uninterrupted one
+    char *te = lines_with(e, "  transformer ensemble"), *tf = lines_with(f, "  transformer ensemble");
+    char *me = lines_with(e, "    member "), *mf = lines_with(f, "    member ");
+    char *ee = epoch_lines(e), *ef = epoch_lines(f);
+    CHECK(te && tf && te[0] && !strcmp(te, tf));
+    CHECK(me && mf && strstr(me, "member 2 of 2") && !strcmp(me, mf));
+    const char *e2 = ee ? strstr(ee, "Epoch 2/6") : NULL, *f2 = ef ? strstr(ef, "Epoch 2/6") : NULL;
+    CHECK(e2 && f2 && !strcmp(e2, f2));  // member 1 from epoch 2 on, and all of member 2
+    printf("  %s%s", te ? te : "(none)\n", me ? me : "");
+    free(te);
+    free(tf);
+    free(me);
+    free(mf);
+    free(ee);
+    free(ef);
+  }
+  // eval reads the ensemble: the report of training
+  snprintf(args, sizeof args, "eval %s/e/best.safetensors --data %s/corpus --split %s/split.tsv", DIR_,
+           DIR_, DIR_);
+  CHECK(run_attn(bin, args, "e_eval.log") == 0);
+  snprintf(path, sizeof path, "%s/e_eval.log", DIR_);
+  char *v = read_whole_file(path, NULL);
+  CHECK(v && strstr(v, "an ensemble of 2"));
+  char *tv = v ? lines_with(v, "  transformer ensemble") : NULL, *te = e ? lines_with(e, "  transformer ensemble") : NULL;
+  CHECK(tv && te && tv[0] && !strcmp(tv, te));
+  free(tv);
+  free(te);
+  free(v);
+  // predict: the mean of the members' probabilities
+  const char *msgs[] = {"spam/00003.eml", "ham/00005.eml", "spam/00017.eml"};
+  char *logs[3] = {NULL, NULL, NULL};
+  const char *models[3] = {"e/best.safetensors", "e/member1/best.safetensors", "e/member2/best.safetensors"};
+  for (int k = 0; k < 3; k++) {
+    snprintf(args, sizeof args, "predict %s/%s %s/corpus/%s %s/corpus/%s %s/corpus/%s", DIR_, models[k],
+             DIR_, msgs[0], DIR_, msgs[1], DIR_, msgs[2]);
+    char out[32];
+    snprintf(out, sizeof out, "p%d.log", k);
+    CHECK(run_attn(bin, args, out) == 0);
+    snprintf(path, sizeof path, "%s/%s", DIR_, out);
+    logs[k] = read_whole_file(path, NULL);
+  }
+  for (int i = 0; i < 3; i++) {
+    double pe = p_spam(logs[0], msgs[i]), p1 = p_spam(logs[1], msgs[i]), p2 = p_spam(logs[2], msgs[i]);
+    CHECK(pe >= 0 && p1 >= 0 && p2 >= 0 && fabs(pe - 0.5 * (p1 + p2)) < 1.5e-4);
+    printf("  %s: P(spam) %.4f = mean of %.4f and %.4f\n", msgs[i], pe, p1, p2);
+  }
+  for (int k = 0; k < 3; k++) free(logs[k]);
+  snprintf(args, sizeof args, "quantize %s/e/best.safetensors -o %s/e.int8.safetensors", DIR_, DIR_);
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd, "%s %s > %s/q.log 2>&1", bin, args, DIR_);
+  int rc = system(cmd);
+  CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 2);
+  snprintf(path, sizeof path, "%s/q.log", DIR_);
+  char *q = read_whole_file(path, NULL);
+  CHECK(q && strstr(q, "is an ensemble of 2 models"));
+  free(q);
+  free(a);
+  free(e);
+  free(f);
+}
+
 int main(void) {
   if (!mkdtemp(DIR_)) return 1;
   RUN(test_train_resume_eval_predict);
+  RUN(test_ensemble);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", DIR_);
   if (!getenv("ATTN_KEEP") && system(cmd) != 0) printf("  could not remove %s\n", DIR_);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "apps/classifier_ensemble.h"
 #include "io/json.h"
 
 static uint64_t splitmix64(uint64_t *s) {
@@ -158,16 +159,13 @@ attn_status attn_token_dropout(int32_t *ids, int32_t *lens, int64_t B, int64_t *
   return ATTN_OK;
 }
 
-attn_status attn_clf_evaluate(const attn_clf *m, const attn_tok_set *set, int batch, double *loss,
-                              double *acc, int *pred, float *p_pos) {
-  return attn_clf_evaluate_ctx(m, NULL, set, batch, loss, acc, pred, p_pos);
-}
-
-attn_status attn_clf_evaluate_ctx(const attn_clf *m, const attn_nn_ctx *ctx,
-                                  const attn_tok_set *set, int batch, double *loss, double *acc,
-                                  int *pred, float *p_pos) {
-  if (!m || !set || set->n <= 0 || batch <= 0)
-    return attn_set_error(ATTN_EINVAL, "clf_evaluate: empty set or bad batch");
+/* m[0..n): one model (under ctx), or an ensemble (the mean of the members'
+ * probabilities; ctx unused). */
+static attn_status evaluate(const attn_clf *m, int n, const attn_nn_ctx *ctx, const attn_tok_set *set,
+                            int batch, double *loss, double *acc, int *pred, float *p_pos) {
+  if (!m || n < 1 || !set || set->n <= 0 || batch <= 0)
+    return attn_set_error(ATTN_EINVAL, "clf_evaluate: no model, empty set or bad batch");
+  attn_clf_ens ens = {n, (attn_clf *)m};
   attn_batch_plan plan;
   attn_status st = attn_batch_plan_make(set->lens, set->n, batch, 1, 0, 0, 0, &plan);
   if (st) return st;
@@ -182,7 +180,8 @@ attn_status attn_clf_evaluate_ctx(const attn_clf *m, const attn_nn_ctx *ctx,
   for (int b = 0; !st && b < plan.nb; b++) {
     int64_t B, L;
     attn_batch_gather(set, &plan, b, ids, lens, lab, &B, &L);
-    st = attn_clf_predict_ctx(m, ctx, ids, lens, B, L, probs);
+    st = n == 1 ? attn_clf_predict_ctx(m, ctx, ids, lens, B, L, probs)
+                : attn_clf_ens_predict(&ens, ids, lens, B, L, probs);
     for (int64_t i = 0; !st && i < B; i++) {
       int e = plan.order[plan.start[b] + i], best = 0;
       for (int64_t c = 1; c < C; c++)
@@ -204,6 +203,22 @@ attn_status attn_clf_evaluate_ctx(const attn_clf *m, const attn_nn_ctx *ctx,
   free(probs);
   attn_batch_plan_free(&plan);
   return st;
+}
+
+attn_status attn_clf_evaluate(const attn_clf *m, const attn_tok_set *set, int batch, double *loss,
+                              double *acc, int *pred, float *p_pos) {
+  return attn_clf_evaluate_ctx(m, NULL, set, batch, loss, acc, pred, p_pos);
+}
+
+attn_status attn_clf_evaluate_ctx(const attn_clf *m, const attn_nn_ctx *ctx,
+                                  const attn_tok_set *set, int batch, double *loss, double *acc,
+                                  int *pred, float *p_pos) {
+  return evaluate(m, 1, ctx, set, batch, loss, acc, pred, p_pos);
+}
+
+attn_status attn_clf_evaluate_members(const attn_clf *m, int n, const attn_tok_set *set, int batch,
+                                      double *loss, double *acc, int *pred, float *p_pos) {
+  return evaluate(m, n, NULL, set, batch, loss, acc, pred, p_pos);
 }
 
 void attn_train_state_init(attn_train_state *s) {

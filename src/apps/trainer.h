@@ -64,6 +64,11 @@ attn_status attn_clf_evaluate_ctx(const attn_clf *m, const attn_nn_ctx *ctx,
                                   const attn_tok_set *set, int batch, double *loss, double *acc,
                                   int *pred, float *p_pos);
 
+/* The same for an ensemble m[0..n) (apps/classifier_ensemble.h): the mean
+ * of the members' probabilities. */
+attn_status attn_clf_evaluate_members(const attn_clf *m, int n, const attn_tok_set *set, int batch,
+                                      double *loss, double *acc, int *pred, float *p_pos);
+
 /* ---- training ----------------------------------------------------------------- */
 typedef struct {
   int epochs, batch, eval_batch, chunk_batches;
@@ -93,6 +98,9 @@ typedef struct {
                         * model use the average, and each epoch line adds the raw weights'
                         * figures. 0: off, unless the state resumed holds an average (it goes
                         * on with the checkpoint's decay) */
+  int members;         /* attn train --members K: K models trained one after another with
+                        * seeds seed + 1000 k (k < K) and averaged (apps/classifier_ensemble.h);
+                        * 1 (the default): one model. attn_train_run trains one model */
   FILE *log;           /* epoch lines (NULL: stdout) */
 } attn_train_opts;
 void attn_train_opts_default(attn_train_opts *o);

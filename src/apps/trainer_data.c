@@ -205,15 +205,31 @@ static void row(FILE *out, const char *name, const attn_binary_metrics *m) {
           m->precision, m->recall, m->f1, m->tp, m->fp, m->tn, m->fn);
 }
 
-attn_status attn_clf_report_test(const attn_clf *m, const attn_clf_data *d, int batch, FILE *out,
-                                 float *p_spam) {
+/* One table row per ensemble member, each alone. */
+static attn_status report_members(const attn_clf *m, int n, const attn_tok_set *t, int batch, FILE *out) {
+  int *pred = malloc((size_t)t->n * sizeof(int));
+  attn_status st = pred ? ATTN_OK : attn_set_error(ATTN_ENOMEM, "report: out of memory");
+  for (int k = 0; !st && k < n; k++) {
+    attn_binary_metrics mk;
+    st = attn_clf_evaluate(&m[k], t, batch, NULL, NULL, pred, NULL);
+    if (!st) st = attn_binary_metrics_compute(pred, t->labels, t->n, &mk);
+    char name[48];
+    snprintf(name, sizeof name, "  member %d of %d", k + 1, n);
+    if (!st) row(out, name, &mk);
+  }
+  free(pred);
+  return st;
+}
+
+attn_status attn_clf_report_test(const attn_clf *m, int n, const attn_clf_data *d, int batch,
+                                 FILE *out, float *p_spam) {
   attn_tok_set t = attn_clf_data_set(d, ATTN_SPLIT_TEST);
   if (t.n <= 0) return attn_set_error(ATTN_EINVAL, "report: the test split is empty");
   int *pred = malloc((size_t)t.n * sizeof(int)), *nbp = malloc((size_t)t.n * sizeof(int));
   float *pp = malloc((size_t)t.n * sizeof(float));
   attn_status st = (!pred || !nbp || !pp) ? attn_set_error(ATTN_ENOMEM, "report: out of memory") : ATTN_OK;
   double loss = 0, acc = 0, t0 = now_s();
-  if (!st) st = attn_clf_evaluate(m, &t, batch, &loss, &acc, pred, pp);
+  if (!st) st = attn_clf_evaluate_members(m, n, &t, batch, &loss, &acc, pred, pp);
   double t1 = now_s();
   if (!st) st = nb_test(d, nbp);
   attn_binary_metrics mt, mn;
@@ -226,8 +242,9 @@ attn_status attn_clf_report_test(const attn_clf *m, const attn_clf_data *d, int 
             t.n - spam, spam, loss, t1 - t0);
     fprintf(out, "  %-22s %9s %9s %8s %8s %6s %5s %5s %5s\n", "model", "accuracy", "precision",
             "recall", "F1", "TP", "FP", "TN", "FN");
-    row(out, "transformer (attn)", &mt);
+    row(out, n > 1 ? "transformer ensemble" : "transformer (attn)", &mt);
     row(out, "naive bayes (BPE)", &mn);
+    if (n > 1) st = report_members(m, n, &t, batch, out);
     fprintf(out, "\n");
     attn_binary_metrics_print(out, "transformer (attn), test", &mt);
     attn_binary_metrics_print(out, "naive bayes (BPE presence, alpha 1), test", &mn);

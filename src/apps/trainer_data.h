@@ -46,10 +46,12 @@ attn_status attn_clf_data_make(attn_clf_data *d, attn_corpus *c, const attn_bpe 
 attn_tok_set attn_clf_data_set(const attn_clf_data *d, int split);
 void attn_clf_data_free(attn_clf_data *d);
 
-/* Test-split report of m next to Naive Bayes (BPE presence features of the
- * first 64 KB, alpha 1, trained on the training split). p_spam (may be
- * NULL) receives the model's P(spam) per test member. */
-attn_status attn_clf_report_test(const attn_clf *m, const attn_clf_data *d, int batch, FILE *out,
-                                 float *p_spam);
+/* Test-split report of the model m[0..n) (n > 1: an ensemble, the mean of
+ * its members' probabilities; each member's figures follow) next to Naive
+ * Bayes (BPE presence features of the first 64 KB, alpha 1, trained on the
+ * training split). p_spam (may be NULL) receives the model's P(spam) per
+ * test member. */
+attn_status attn_clf_report_test(const attn_clf *m, int n, const attn_clf_data *d, int batch,
+                                 FILE *out, float *p_spam);
 
 #endif

@@ -23,6 +23,7 @@ void attn_train_opts_default(attn_train_opts *o) {
   o->seed = 1;
   o->backend = ATTN_BACKEND_AUTO;
   o->progress = -1;
+  o->members = 1;
 }
 
 static double now_s(void) {

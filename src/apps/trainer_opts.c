@@ -35,6 +35,7 @@ static const field FIELDS[] = {
     OPT("select_by_acc", F_INT, select_by_acc),
     OPT("loss_scale", F_FLOAT, loss_scale),
     OPT("loss_scale_interval", F_I64, loss_scale_interval),
+    OPT("members", F_INT, members),
 };
 #undef OPT
 enum { NFIELDS = (int)(sizeof FIELDS / sizeof FIELDS[0]) };
@@ -120,10 +121,10 @@ attn_status attn_train_opts_from_json(const char *json, attn_train_opts *out) {
   }
   if (!st && (o.epochs <= 0 || o.batch <= 0 || o.batch > 4096 || o.chunk_batches <= 0 ||
               !(o.token_dropout >= 0 && o.token_dropout < 1) || !(o.ema >= 0 && o.ema < 1) ||
-              !(o.lr >= 0) || !(o.clip >= 0)))
+              !(o.lr >= 0) || !(o.clip >= 0) || o.members < 1 || o.members > 64))
     st = attn_set_error(ATTN_EFORMAT, "train options: a value is out of range (epochs %d, batch %d, "
-                        "token_dropout %g, ema %g, lr %g, clip %g)", o.epochs, o.batch,
-                        (double)o.token_dropout, o.ema, o.lr, o.clip);
+                        "token_dropout %g, ema %g, lr %g, clip %g, members %d)", o.epochs, o.batch,
+                        (double)o.token_dropout, o.ema, o.lr, o.clip, o.members);
   json_free(v);
   if (!st) *out = o;
   return st;

@@ -6,6 +6,7 @@
 
 #include "apps/bpe.h"
 #include "apps/classifier.h"
+#include "apps/classifier_ensemble.h"
 #include "apps/mail.h"
 #include "apps/trainer.h"
 #include "apps/trainer_data.h"
@@ -34,14 +35,15 @@ static char *read_stdin(size_t *len) {
 }
 
 /* P(class) of one raw message. */
-static attn_status classify(const attn_clf *m, const attn_bpe *bpe, const char *raw, size_t len,
+static attn_status classify(const attn_clf_ens *e, const attn_bpe *bpe, const char *raw, size_t len,
                             int32_t *ids, float *probs) {
+  const attn_clf *m = &e->m[0];
   char *text = NULL;
   size_t tlen = 0, n = 0;
   attn_status st = attn_mail_to_text_flags(raw, len, attn_clf_mail_flags(&m->c), &text, &tlen, NULL);
   if (!st) st = attn_clf_encode(bpe, text, tlen, m->c.max_len, m->c.tail, ids, &n);
   int32_t l = (int32_t)n;
-  if (!st) st = attn_clf_predict(m, ids, &l, 1, l, probs);
+  if (!st) st = attn_clf_ens_predict(e, ids, &l, 1, l, probs);
   free(text);
   return st;
 }
@@ -53,10 +55,11 @@ int attn_cmd_predict(int argc, char **argv) {
             "  prints FILE<TAB>label<TAB>P(label) per raw e-mail; MODEL from attn train\n");
     return argc < 3 ? 2 : 0;
   }
-  attn_clf m;
+  attn_clf_ens e;
   attn_st *file = NULL;
   attn_bpe *bpe = NULL;
-  if (attn_clf_load(argv[1], &m, &file)) return cli_fail("model");
+  if (attn_clf_ens_load(argv[1], &e, &file)) return cli_fail("model");
+  const attn_clf m = e.m[0];  // the config (every member's)
   int rc = 0;
   const char *tok = attn_st_meta(file, "tokenizer");
   if (!tok || attn_bpe_load(tok, &bpe)) {
@@ -89,7 +92,7 @@ int attn_cmd_predict(int argc, char **argv) {
     if (!raw || !ids) {
       fprintf(stderr, "attn predict: cannot read %s\n", argv[i]);
       rc = 1;
-    } else if (m.c.classes != 2 || classify(&m, bpe, raw, len, ids, p)) {
+    } else if (m.c.classes != 2 || classify(&e, bpe, raw, len, ids, p)) {
       rc = cli_fail(argv[i]);
     } else {
       int k = p[1] > p[0];
@@ -100,6 +103,6 @@ int attn_cmd_predict(int argc, char **argv) {
   free(ids);
   attn_bpe_free(bpe);
   attn_st_free(file);
-  attn_clf_free(&m);
+  attn_clf_ens_free(&e);
   return rc;
 }

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "apps/classifier_ensemble.h"
 #include "attn.h"
 #include "attn/quant.h"
 #include "cli/commands.h"
@@ -36,6 +37,16 @@ int attn_cmd_quantize(int argc, char **argv) {
   if (!in || !out) {
     usage(stderr);
     return 2;
+  }
+  attn_st *f = NULL;
+  if (attn_st_load(in, &f)) return cli_fail(in);
+  int members = attn_clf_ens_count(f);
+  attn_st_free(f);
+  if (members != 1) {
+    if (members > 1)
+      fprintf(stderr, "attn quantize: %s is an ensemble of %d models (attn train --members); quantize "
+                      "one member's best.safetensors (the run's member<k>/ folders)\n", in, members);
+    return members > 1 ? 2 : cli_fail(in);
   }
   attn_quant_report r;
   if (attn_quantize_file(in, out, &r)) return cli_fail("quantize");

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "apps/bench.h"
+#include "apps/classifier_ensemble.h"
 #include "apps/classifier_viz.h"
 #include "apps/trainer_data.h"
 #include "attn.h"
@@ -56,6 +57,8 @@ static void usage(FILE *f) {
           "  --ema DECAY           keep an exponential moving average of the weights (e.g. 0.995;\n"
           "                        0 off, the default): validated and kept as the best model; each\n"
           "                        epoch line adds the raw weights' figures\n"
+          "  --members K           train K models (seeds S, S+1000, ...; OUT/member<k>/) and keep\n"
+          "                        their average as the model (OUT/best.safetensors; default 1)\n"
           "  --checkpoint-activations   keep only layer inputs, recompute in backward\n"
           "  --threads T (all)  --progress auto|bar|plain|quiet  --backend auto|math|flash\n"
           "  --precision f32|bf16|fp16   Linear GEMMs (f32 master weights; default f32); fp16 adds\n"
@@ -138,6 +141,13 @@ static int parse(int argc, char **argv, train_opts *o, int first) {
       o->to.ema = strtod(v, &end);
       if (!(o->to.ema >= 0.0 && o->to.ema < 1.0)) {
         fprintf(stderr, "attn train: --ema %s: must be in [0, 1) (0: off)\n", v);
+        return 2;
+      }
+    }
+    else if (!strcmp(a, "--members")) {
+      o->to.members = (int)strtol(v, &end, 10);
+      if (o->to.members < 1 || o->to.members > ATTN_CLF_ENS_MAX) {
+        fprintf(stderr, "attn train: --members %s: must be in 1..%d\n", v, ATTN_CLF_ENS_MAX);
         return 2;
       }
     }
@@ -229,9 +239,11 @@ static int mkdirs(const char *path) {
   return mkdir(buf, 0777) == 0 || errno == EEXIST ? 0 : -1;
 }
 
-/* Report on the test split, and the pictures of its first message. */
-static int finish(const attn_clf *m, const attn_clf_data *d, const attn_bpe *bpe, const train_opts *o) {
-  if (attn_clf_report_test(m, d, o->to.eval_batch, stdout, NULL)) return cli_fail("evaluation");
+/* Report on the test split, and the pictures of its first spam message (an
+ * ensemble's: its first member's attention). */
+static int finish(const attn_clf *m, int n, const attn_clf_data *d, const attn_bpe *bpe,
+                  const train_opts *o) {
+  if (attn_clf_report_test(m, n, d, o->to.eval_batch, stdout, NULL)) return cli_fail("evaluation");
   if (o->picture) {
     if (mkdirs(o->picture)) {
       fprintf(stderr, "attn: cannot create %s\n", o->picture);
@@ -245,44 +257,168 @@ static int finish(const attn_clf *m, const attn_clf_data *d, const attn_bpe *bpe
         break;
       }
     float probs[2];
-    if (attn_clf_predict(m, t.ids[j], &t.lens[j], 1, t.lens[j], probs)) return cli_fail("predict");
+    attn_clf_ens ens = {n, (attn_clf *)m};
+    if (attn_clf_ens_predict(&ens, t.ids[j], &t.lens[j], 1, t.lens[j], probs)) return cli_fail("predict");
     char title[512];
     snprintf(title, sizeof title, "%s: %s, P(spam) = %.3f", d->c->paths[d->idx[ATTN_SPLIT_TEST][j]],
              t.labels[j] ? "spam" : "ham", probs[1]);
-    printf("\nattention of test message %s\n", title);
+    printf("\nattention of test message %s%s\n", title, n > 1 ? " (member 1's attention)" : "");
     if (attn_clf_picture(m, bpe, t.ids[j], t.lens[j], 40, o->picture, title, stdout))
       return cli_fail("picture");
   }
   return 0;
 }
 
-static int run(train_opts *o, const char *model_path) {
-  if (o->threads > 0) attn_set_num_threads(o->threads);
-  char split_path[4096], path[4096];
-  if (o->split) snprintf(split_path, sizeof split_path, "%s", o->split);
-  else snprintf(split_path, sizeof split_path, "%s/split-seed%llu.tsv", o->data, o->split_seed);
+/* Where member k of the run keeps its checkpoints: OUT itself for a single
+ * model, OUT/member<k+1> in an ensemble. */
+static void member_dir(const train_opts *o, int k, char *buf, size_t n) {
+  if (o->to.members <= 1) snprintf(buf, n, "%s", o->out);
+  else snprintf(buf, n, "%s/member%d", o->out, k + 1);
+}
+
+static int file_exists(const char *path) {
+  struct stat sb;
+  return stat(path, &sb) == 0;
+}
+
+/* Trains member k (1 of 1 for a single model) to the end, or until
+ * --stop-after (*stopped = 1). m: the model to go on from (loaded from a
+ * checkpoint: resume = 1 restores its optimizer and state from `from` too)
+ * or, when m->p.data is NULL, a fresh one with the member's seed. */
+static int train_member(train_opts *o, int k, attn_clf *m, const char *from, int resume,
+                        const attn_clf_data *d, const attn_st *meta, int *stopped) {
   int rc = 1;
-  attn_corpus *c = NULL;
-  attn_bpe *bpe = NULL;
-  attn_clf m;
-  memset(&m, 0, sizeof m);
+  char dir[4096];
+  member_dir(o, k, dir, sizeof dir);
+  attn_train_opts to = o->to;
+  to.seed = o->to.seed + 1000ull * (unsigned long long)k;
+  to.out_dir = dir;
   attn_adam opt;
   memset(&opt, 0, sizeof opt);
+  attn_train_state s;
+  attn_train_state_init(&s);
+  if (o->to.members > 1) {
+    printf("\nmember %d of %d: seed %llu, %s\n", k + 1, o->to.members, (unsigned long long)to.seed, dir);
+    fflush(stdout);
+  }
+  if (!m->p.data && (attn_clf_create(m, &o->mc) || attn_clf_init(m, to.seed))) {
+    cli_fail("model");
+    goto done;
+  }
+  attn_adam_config ac = attn_adam_defaults(ATTN_ADAMW);
+  ac.weight_decay = to.weight_decay;
+  if (attn_adam_init(&opt, &m->p, &ac) || attn_adam_set_decay_rule(&opt, &m->p, attn_clf_decay_rule, NULL)) {
+    cli_fail("optimizer");
+    goto done;
+  }
+  if (resume && attn_clf_load_train_state(from, m, &opt, &s)) {
+    cli_fail("resume");
+    goto done;
+  }
+  if (from && !resume) printf("initialised from %s (fresh optimizer)\n", from);
+  if (resume)
+    printf("resuming at epoch %d, batch %d (step %lld)%s\n", s.epoch + 1, s.batch, (long long)s.step,
+           s.scaler.enabled && to.precision != ATTN_PREC_F16
+               ? "; the checkpoint's fp16 loss scaler is dropped (not an fp16 run)" : "");
+  if (resume && s.scaler.enabled && to.precision == ATTN_PREC_F16)
+    printf("fp16 loss scaler restored: scale %g, %lld good steps since its last change, "
+           "%lld of %lld steps skipped\n", (double)s.scaler.scale,
+           (long long)s.scaler.growth_tracker, (long long)s.scaler.skipped,
+           (long long)s.scaler.steps);
+  if (mkdirs(dir)) {
+    fprintf(stderr, "attn train: cannot create %s\n", dir);
+    goto done;
+  }
+  char *cfg = NULL;
+  attn_clf_config_to_json(&m->c, &cfg);
+  printf("model: %s, %lld parameters\n", cfg ? cfg : "", (long long)m->p.numel);
+  free(cfg);
+  char ema_note[64] = "";
+  if (to.ema > 0 || s.ema.avg)
+    snprintf(ema_note, sizeof ema_note, ", weight EMA %g", to.ema > 0 ? to.ema : s.ema.decay);
+  attn_tok_set tr = attn_clf_data_set(d, ATTN_SPLIT_TRAIN), va = attn_clf_data_set(d, ATTN_SPLIT_VAL);
+  printf("training: %d epochs of %d batches of %d, lr %g (warm-up %g, cosine to %g), AdamW wd %g, "
+         "clip %g, dropout %g (attention %g), label smoothing %g, token dropout %g%s, seed %llu, %d threads%s, %s%s\n",
+         to.epochs, (tr.n + to.batch - 1) / to.batch, to.batch, to.lr, to.warmup_frac,
+         to.min_lr, to.weight_decay, to.clip, (double)m->c.dropout,
+         (double)(m->c.attn_dropout >= 0.0f ? m->c.attn_dropout : m->c.dropout), (double)to.label_smoothing,
+         (double)to.token_dropout, ema_note, (unsigned long long)to.seed, attn_get_num_threads(),
+         to.ckpt_acts ? ", checkpointing activations" : "",
+         attn_precision_name(to.precision),
+         !to.qat ? "" : to.qat_act == ATTN_QAT_ACT_ROW ? ", QAT (activations per row)"
+                                                      : ", QAT (activations per tensor)");
+  fflush(stdout);
+  if (s.epoch < to.epochs && attn_train_run(m, &opt, &to, &tr, &va, &s, meta, NULL, 0)) {
+    cli_fail("training");
+    goto done;
+  }
+  if (s.epoch < to.epochs) {
+    printf("stopped at step %lld; continue with: attn train --resume %s/last.safetensors ...\n",
+           (long long)s.step, o->to.members > 1 ? o->out : dir);
+    *stopped = 1;
+    rc = 0;
+    goto done;
+  }
+  char best_at[32];
+  if (s.best_epoch == ATTN_TRAIN_BEST_START) snprintf(best_at, sizeof best_at, "the starting model");
+  else snprintf(best_at, sizeof best_at, "epoch %d", s.best_epoch + 1);
+  printf("trained %d epochs in %.0f s; best: %s (val %s %.4f)\n", to.epochs, s.seconds, best_at,
+         to.select_by_acc ? "acc" : "loss", to.select_by_acc ? -s.best : s.best);
+  rc = 0;
+done:
+  attn_adam_free(&opt);
+  attn_train_state_free(&s);
+  return rc;
+}
+
+/* The members' best checkpoints; an ensemble's written as OUT/best.safetensors. */
+static int load_best(const train_opts *o, const attn_st *meta, attn_clf_ens *e) {
+  int n = o->to.members;
+  char dir[4096], path[4200];
+  e->m = calloc((size_t)n, sizeof *e->m);
+  if (!e->m) return cli_fail("out of memory");
+  for (int k = 0; k < n; k++) {
+    member_dir(o, k, dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/best.safetensors", dir);
+    if (attn_clf_load(path, &e->m[k], NULL)) return cli_fail("loading the best checkpoint");
+    e->n++;
+  }
+  snprintf(path, sizeof path, "%s/best.safetensors", o->out);
+  if (n > 1 && attn_clf_ens_save(path, e->m, n, meta)) return cli_fail("writing the ensemble");
+  printf("\nbest checkpoint: %s%s\n", path, n > 1 ? " (the ensemble of the members' best)" : "");
+  return 0;
+}
+
+static int run(train_opts *o, const char *model_path) {
+  if (o->threads > 0) attn_set_num_threads(o->threads);
+  char split_path[4096], path[4200];
+  if (o->split) snprintf(split_path, sizeof split_path, "%s", o->split);
+  else snprintf(split_path, sizeof split_path, "%s/split-seed%llu.tsv", o->data, o->split_seed);
+  int rc = 1, K = o->to.members;
+  attn_corpus *c = NULL;
+  attn_bpe *bpe = NULL;
+  attn_clf_ens ens = {0, NULL}; /* eval: the model; training: the members' best */
+  attn_clf m;
+  memset(&m, 0, sizeof m);
   attn_clf_data d;
   memset(&d, 0, sizeof d);
   attn_st *meta = NULL, *file = NULL;
-  attn_train_state s;
-  attn_train_state_init(&s);
   const char *from = model_path;
   if (!from && o->resume) {
+    if (o->resume[0] && K > 1) {
+      fprintf(stderr, "attn train: an ensemble (--members %d) resumes from its folder: --resume "
+                      "without a file, --out %s\n", K, o->out);
+      return 2;
+    }
     if (o->resume[0]) from = o->resume;
     else {
-      snprintf(path, sizeof path, "%s/last.safetensors", o->out);
+      member_dir(o, 0, path, sizeof path);
+      snprintf(path + strlen(path), sizeof path - strlen(path), "/last.safetensors");
       from = path;
     }
   }
   if (from) {  // model, config and tokenizer from the checkpoint
-    if (attn_clf_load(from, &m, &file)) {
+    if (model_path ? attn_clf_ens_load(from, &ens, &file) : attn_clf_load(from, &m, &file)) {
       cli_fail("loading the model");
       goto done;
     }
@@ -291,11 +427,14 @@ static int run(train_opts *o, const char *model_path) {
       fprintf(stderr, "attn: %s: no usable \"tokenizer\" metadata\n", from);
       goto done;
     }
-    printf("model: %s (%lld parameters)\n", from, (long long)m.p.numel);
+    if (model_path) m = ens.m[0];  // borrowed: its config
+    if (ens.n > 1) printf("model: %s (an ensemble of %d, %lld parameters each)\n", from, ens.n,
+                          (long long)m.p.numel);
+    else printf("model: %s (%lld parameters)\n", from, (long long)m.p.numel);
+    o->mc = m.c;  // fresh members of a resumed ensemble: the same config
   }
   // the corpus is read as the model reads mail (its config's headers)
-  if (attn_clf_corpus_open(o->data, split_path, o->split_seed,
-                           attn_clf_mail_flags(from ? &m.c : &o->mc), stdout, &c)) {
+  if (attn_clf_corpus_open(o->data, split_path, o->split_seed, attn_clf_mail_flags(&o->mc), stdout, &c)) {
     cli_fail("corpus");
     goto done;
   }
@@ -308,24 +447,20 @@ static int run(train_opts *o, const char *model_path) {
     printf("tokenizer: byte-level BPE, %d merges (vocab %d), learned on the training split in %.1f s\n",
            attn_bpe_n_merges(bpe), attn_bpe_vocab_size(bpe), attn_bench_now() - t0);
     o->mc.vocab = attn_bpe_vocab_size(bpe);
-    if (attn_clf_create(&m, &o->mc) || attn_clf_init(&m, o->to.seed)) {
-      cli_fail("model");
-      goto done;
-    }
   }
-  if (attn_clf_data_make(&d, c, bpe, m.c.max_len, m.c.tail)) {
+  if (attn_clf_data_make(&d, c, bpe, o->mc.max_len, o->mc.tail)) {
     cli_fail("tokenising");
     goto done;
   }
   long tokens = 0, trunc = 0;
-  for (int i = 0; i < d.n; i++) tokens += d.lens[i], trunc += d.lens[i] == m.c.max_len;
+  for (int i = 0; i < d.n; i++) tokens += d.lens[i], trunc += d.lens[i] == o->mc.max_len;
   printf("tokens: %.1f per message on average (%ld of %d messages cut at %lld)\n", (double)tokens / d.n,
-         trunc, d.n, (long long)m.c.max_len);
+         trunc, d.n, (long long)o->mc.max_len);
   if (o->eval_only) {
-    rc = finish(&m, &d, bpe, o);
+    rc = finish(ens.m, ens.n, &d, bpe, o);
     goto done;
   }
-  char *cfg = NULL, *tok = NULL;
+  char *tok = NULL;
   if (attn_st_new(&meta) || attn_bpe_save(bpe, &tok) || attn_st_set_meta(meta, "tokenizer", tok) ||
       attn_st_set_meta(meta, "labels", "ham,spam")) {
     free(tok);
@@ -344,82 +479,43 @@ static int run(train_opts *o, const char *model_path) {
     goto done;
   }
   free(oj);
-  attn_adam_config ac = attn_adam_defaults(ATTN_ADAMW);
-  ac.weight_decay = o->to.weight_decay;
-  if (attn_adam_init(&opt, &m.p, &ac) || attn_adam_set_decay_rule(&opt, &m.p, attn_clf_decay_rule, NULL)) {
-    cli_fail("optimizer");
-    goto done;
+  for (int k = 0; k < K; k++) {
+    int stopped = 0, resume = 0;
+    const char *mfrom = NULL;
+    char last[4200];
+    if (k == 0 && from) {  // loaded above: --resume, or --init's starting weights
+      mfrom = from;
+      resume = !o->init_only;
+    } else if (o->resume && !o->init_only) {  // an ensemble's later members: where they got to
+      member_dir(o, k, last, sizeof last);
+      snprintf(last + strlen(last), sizeof last - strlen(last), "/last.safetensors");
+      if (file_exists(last)) {
+        if (attn_clf_load(last, &m, NULL)) {
+          cli_fail("loading the member");
+          goto done;
+        }
+        mfrom = last;
+        resume = 1;
+      }
+    }
+    if (train_member(o, k, &m, mfrom, resume, &d, meta, &stopped)) goto done;
+    attn_clf_free(&m);
+    memset(&m, 0, sizeof m);
+    if (stopped) {
+      rc = 0;
+      goto done;
+    }
   }
-  if (from && !o->init_only && attn_clf_load_train_state(from, &m, &opt, &s)) {
-    cli_fail("resume");
-    goto done;
-  }
-  if (from && o->init_only) printf("initialised from %s (fresh optimizer)\n", from);
-  if (from && !o->init_only)
-    printf("resuming at epoch %d, batch %d (step %lld)%s\n", s.epoch + 1, s.batch, (long long)s.step,
-           s.scaler.enabled && o->to.precision != ATTN_PREC_F16
-               ? "; the checkpoint's fp16 loss scaler is dropped (not an fp16 run)" : "");
-  if (from && !o->init_only && s.scaler.enabled && o->to.precision == ATTN_PREC_F16)
-    printf("fp16 loss scaler restored: scale %g, %lld good steps since its last change, "
-           "%lld of %lld steps skipped\n", (double)s.scaler.scale,
-           (long long)s.scaler.growth_tracker, (long long)s.scaler.skipped,
-           (long long)s.scaler.steps);
-  if (mkdirs(o->out)) {
-    fprintf(stderr, "attn train: cannot create %s\n", o->out);
-    goto done;
-  }
-  o->to.out_dir = o->out;
-  attn_clf_config_to_json(&m.c, &cfg);
-  printf("model: %s, %lld parameters\n", cfg ? cfg : "", (long long)m.p.numel);
-  free(cfg);
-  char ema_note[64] = "";
-  if (o->to.ema > 0 || s.ema.avg)
-    snprintf(ema_note, sizeof ema_note, ", weight EMA %g", o->to.ema > 0 ? o->to.ema : s.ema.decay);
-  attn_tok_set tr = attn_clf_data_set(&d, ATTN_SPLIT_TRAIN), va = attn_clf_data_set(&d, ATTN_SPLIT_VAL);
-  printf("training: %d epochs of %d batches of %d, lr %g (warm-up %g, cosine to %g), AdamW wd %g, "
-         "clip %g, dropout %g (attention %g), label smoothing %g, token dropout %g%s, seed %llu, %d threads%s, %s%s\n",
-         o->to.epochs, (tr.n + o->to.batch - 1) / o->to.batch, o->to.batch, o->to.lr, o->to.warmup_frac,
-         o->to.min_lr, o->to.weight_decay, o->to.clip, (double)m.c.dropout,
-         (double)(m.c.attn_dropout >= 0.0f ? m.c.attn_dropout : m.c.dropout), (double)o->to.label_smoothing,
-         (double)o->to.token_dropout, ema_note, (unsigned long long)o->to.seed, attn_get_num_threads(),
-         o->to.ckpt_acts ? ", checkpointing activations" : "",
-         attn_precision_name(o->to.precision),
-         !o->to.qat ? "" : o->to.qat_act == ATTN_QAT_ACT_ROW ? ", QAT (activations per row)"
-                                                            : ", QAT (activations per tensor)");
-  fflush(stdout);
-  if (attn_train_run(&m, &opt, &o->to, &tr, &va, &s, meta, NULL, 0)) {
-    cli_fail("training");
-    goto done;
-  }
-  if (s.epoch < o->to.epochs) {
-    printf("stopped at step %lld; continue with: attn train --resume %s/last.safetensors ...\n",
-           (long long)s.step, o->out);
-    rc = 0;
-    goto done;
-  }
-  char best_at[32];
-  if (s.best_epoch == ATTN_TRAIN_BEST_START) snprintf(best_at, sizeof best_at, "the starting model");
-  else snprintf(best_at, sizeof best_at, "epoch %d", s.best_epoch + 1);
-  printf("trained %d epochs in %.0f s; best: %s (val %s %.4f)\n", o->to.epochs, s.seconds, best_at,
-         o->to.select_by_acc ? "acc" : "loss", o->to.select_by_acc ? -s.best : s.best);
-  snprintf(path, sizeof path, "%s/best.safetensors", o->out);
-  attn_clf best;
-  if (attn_clf_load(path, &best, NULL)) {
-    cli_fail("loading the best checkpoint");
-    goto done;
-  }
-  printf("best checkpoint: %s\n", path);
-  rc = finish(&best, &d, bpe, o);
-  attn_clf_free(&best);
+  if (load_best(o, meta, &ens)) goto done;
+  rc = finish(ens.m, ens.n, &d, bpe, o);
 done:
   attn_clf_data_free(&d);
   attn_corpus_free(c);
   attn_bpe_free(bpe);
-  attn_adam_free(&opt);
-  attn_clf_free(&m);
+  if (!model_path) attn_clf_free(&m);  // eval: m borrowed from ens
+  attn_clf_ens_free(&ens);
   attn_st_free(meta);
   attn_st_free(file);
-  attn_train_state_free(&s);
   return rc;
 }
 
@@ -442,6 +538,8 @@ static int resume_options(int argc, char **argv, train_opts *o) {
   char path[4096];
   if (o->resume[0]) snprintf(path, sizeof path, "%s", o->resume);
   else snprintf(path, sizeof path, "%s/last.safetensors", o->out);
+  if (!o->resume[0] && !file_exists(path))  // an ensemble: its first member's
+    snprintf(path, sizeof path, "%s/member1/last.safetensors", o->out);
   attn_st *f = NULL;
   if (attn_st_load(path, &f)) return cli_fail("resume"), 1;
   const char *json = attn_st_meta(f, "train.options");
@@ -496,6 +594,10 @@ int attn_cmd_train(int argc, char **argv) {
   int r = parse(argc, argv, &o, 1);
   if (r) return r == 1 ? 0 : 2;
   if (o.resume && !o.init_only && (r = resume_options(argc, argv, &o))) return r;
+  if (o.init_only && o.to.members > 1) {
+    fprintf(stderr, "attn train: --init starts one model; train an ensemble's members from scratch\n");
+    return 2;
+  }
   return run(&o, NULL);
 }
 
