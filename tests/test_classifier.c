@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "apps/classifier.h"
+#include "apps/classifier_ensemble.h"
 #include "apps/trainer.h"
 #include "apps/trainer_data.h"
 #include "harness.h"
@@ -270,6 +271,71 @@ static void test_save_load_same_predictions(void) {
   attn_clf_free(&m);
 }
 
+/* An ensemble file: the mean of its members' probabilities, member 1 for a
+ * single-model reader; bad member counts, missing members and mixed
+ * configs are errors. */
+static void test_ensemble_save_load(void) {
+  attn_clf_config c = tiny_config();
+  attn_clf m[3], other;
+  for (int k = 0; k < 3; k++) {
+    CHECK_OK(attn_clf_create(&m[k], &c));
+    CHECK_OK(attn_clf_init(&m[k], 100 + (uint64_t)k));
+  }
+  char path[64], bad[80];
+  snprintf(path, sizeof path, "/tmp/attn_test_ens_%d.safetensors", (int)getpid());
+  snprintf(bad, sizeof bad, "/tmp/attn_test_ens_bad_%d.safetensors", (int)getpid());
+  attn_st *meta;
+  CHECK_OK(attn_st_new(&meta));
+  CHECK_OK(attn_st_set_meta(meta, "tokenizer", "attn-bpe 1\nmax_chunk 64\nmerges 0\n"));
+  CHECK_OK(attn_clf_ens_save(path, m, 3, meta));
+  attn_clf_ens e;
+  attn_st *file = NULL;
+  CHECK_OK(attn_clf_ens_load(path, &e, &file));
+  CHECK(e.n == 3 && file && attn_st_meta(file, "tokenizer") && attn_clf_ens_count(file) == 3);
+  float p[3][6], pe[6], p1[6];
+  for (int k = 0; k < 3; k++) CHECK_OK(attn_clf_predict(&m[k], IDS, LENS, 3, 6, p[k]));
+  CHECK_OK(attn_clf_ens_predict(&e, IDS, LENS, 3, 6, pe));
+  int same = 1;
+  for (int i = 0; i < 6; i++)
+    same &= pe[i] == (float)(((double)p[0][i] + (double)p[1][i] + (double)p[2][i]) / 3);
+  CHECK(same);
+  CHECK(memcmp(p[0], p[1], sizeof p[0]) != 0);  // the members differ
+  // a single-model reader gets member 1
+  CHECK_OK(attn_clf_load(path, &other, NULL));
+  CHECK_OK(attn_clf_predict(&other, IDS, LENS, 3, 6, p1));
+  CHECK(memcmp(p1, p[0], sizeof p1) == 0);
+  attn_clf_free(&other);
+  // the same file claiming 4 members, or a count that is not one
+  CHECK_OK(attn_st_set_meta(file, "ensemble.members", "4"));
+  CHECK_OK(attn_st_save(file, bad));
+  attn_clf_ens e4;
+  CHECK_ERR(attn_clf_ens_load(bad, &e4, NULL), ATTN_EINVAL);
+  CHECK(strstr(attn_last_error(), "member4.") != NULL);
+  CHECK_OK(attn_st_set_meta(file, "ensemble.members", "two"));
+  CHECK_OK(attn_st_save(file, bad));
+  attn_clf_ens e2;
+  CHECK_ERR(attn_clf_ens_load(bad, &e2, NULL), ATTN_EFORMAT);
+  CHECK(strstr(attn_last_error(), "ensemble.members") != NULL);
+  // a plain checkpoint is an ensemble of one
+  CHECK_OK(attn_clf_ens_save(bad, m, 1, meta));
+  CHECK_OK(attn_clf_ens_load(bad, &e2, NULL));
+  CHECK(e2.n == 1);
+  attn_clf_ens_free(&e2);
+  // members of different configs are refused
+  attn_clf_config c2 = c;
+  c2.d_model = 4;
+  CHECK_OK(attn_clf_create(&other, &c2));
+  attn_clf two[2] = {m[0], other};
+  CHECK_ERR(attn_clf_ens_save(bad, two, 2, meta), ATTN_EINVAL);
+  attn_clf_free(&other);
+  attn_clf_ens_free(&e);
+  attn_st_free(file);
+  attn_st_free(meta);
+  unlink(path);
+  unlink(bad);
+  for (int k = 0; k < 3; k++) attn_clf_free(&m[k]);
+}
+
 int main(void) {
   RUN(test_names_and_config);
   RUN(test_errors);
@@ -280,5 +346,6 @@ int main(void) {
   RUN(test_padding_ignored);
   RUN(test_checkpointing_same_grads);
   RUN(test_save_load_same_predictions);
+  RUN(test_ensemble_save_load);
   HARNESS_END();
 }
