@@ -229,8 +229,36 @@ static void test_ensemble(void) {
   char *tv = v ? lines_with(v, "  transformer ensemble") : NULL, *te = e ? lines_with(e, "  transformer ensemble") : NULL;
   CHECK(tv && te && tv[0] && !strcmp(tv, te));
   free(tv);
+  free(v);
+  // attn ensemble: the members trained apart, combined again, evaluate the same
+  snprintf(args, sizeof args, "ensemble -o %s/c.safetensors %s/e/member1/best.safetensors "
+           "%s/e/member2/best.safetensors", DIR_, DIR_, DIR_);
+  CHECK(run_attn(bin, args, "c.log") == 0);
+  snprintf(args, sizeof args, "eval %s/c.safetensors --data %s/corpus --split %s/split.tsv", DIR_, DIR_,
+           DIR_);
+  CHECK(run_attn(bin, args, "c_eval.log") == 0);
+  snprintf(path, sizeof path, "%s/c_eval.log", DIR_);
+  v = read_whole_file(path, NULL);
+  tv = v ? lines_with(v, "  transformer ensemble") : NULL;
+  CHECK(tv && te && tv[0] && !strcmp(tv, te));
+  free(tv);
   free(te);
   free(v);
+  // ... but not with a model of another tokenizer
+  snprintf(args, sizeof args, "train --data %s/corpus --split %s/split.tsv %s --vocab 280 --epochs 1 "
+           "--out %s/v", DIR_, DIR_, model, DIR_);
+  CHECK(run_attn(bin, args, "v.log") == 0);
+  snprintf(args, sizeof args, "ensemble -o %s/d.safetensors %s/e/best.safetensors %s/v/best.safetensors "
+           "2> %s/d.err", DIR_, DIR_, DIR_, DIR_);
+  char cmd0[2048];
+  snprintf(cmd0, sizeof cmd0, "%s %s", bin, args);
+  CHECK(system(cmd0) != 0);
+  snprintf(path, sizeof path, "%s/d.err", DIR_);
+  v = read_whole_file(path, NULL);
+  CHECK(v && strstr(v, "another tokenizer than the first model's"));
+  free(v);
+  snprintf(path, sizeof path, "%s/d.safetensors", DIR_);
+  CHECK(access(path, F_OK) != 0);
   // predict: the mean of the members' probabilities
   const char *msgs[] = {"spam/00003.eml", "ham/00005.eml", "spam/00017.eml"};
   char *logs[3] = {NULL, NULL, NULL};

@@ -61,8 +61,9 @@ static void usage(FILE *f) {
           "                        their average as the model (OUT/best.safetensors; default 1)\n"
           "  --checkpoint-activations   keep only layer inputs, recompute in backward\n"
           "  --threads T (all)  --progress auto|bar|plain|quiet  --backend auto|math|flash\n"
-          "  --precision f32|bf16|fp16   Linear GEMMs (f32 master weights; default f32); fp16 adds\n"
-          "                        dynamic loss scaling (skipped steps reported)\n"
+          "  --precision auto|f32|bf16|fp16   Linear GEMMs (f32 master weights); fp16 adds dynamic\n"
+          "                        loss scaling (skipped steps reported); auto (default): bf16\n"
+          "                        where the CPU has AMX-BF16 tiles (~2x faster), else f32\n"
           "  --qat                 quantization-aware training (fake int8 in every Linear); then\n"
           "                        attn quantize OUT/best.safetensors -o MODEL.int8.safetensors\n"
           "  --qat-act tensor|row  QAT activations per tensor over an EMA min/max observer (torch's\n"
@@ -75,6 +76,12 @@ static void usage(FILE *f) {
           "  --stop-after STEPS    stop after this many steps (checkpoint written; --resume goes on)\n"
           "  --save-every STEPS    also write last.safetensors every STEPS steps\n"
           "  --picture DIR         attention pictures + diagnosis of the first test message\n");
+}
+
+/* --precision auto: bf16 Linears where AMX runs them (2x the f32 step here),
+ * else f32 (bf16 without AMX is slower than f32). */
+static attn_precision auto_precision(void) {
+  return attn_lowp_path_available(ATTN_LOWP_AMX, "bf16") ? ATTN_PREC_BF16 : ATTN_PREC_F32;
 }
 
 static int parse(int argc, char **argv, train_opts *o, int first) {
@@ -186,7 +193,8 @@ static int parse(int argc, char **argv, train_opts *o, int first) {
       }
       o->to.qat_act = !strcmp(v, "row") ? ATTN_QAT_ACT_ROW : ATTN_QAT_ACT_TENSOR;
     } else if (!strcmp(a, "--precision")) {
-      if (attn_precision_from_name(v, &o->to.precision)) return cli_fail("--precision"), 2;
+      if (!strcmp(v, "auto")) o->to.precision = auto_precision();
+      else if (attn_precision_from_name(v, &o->to.precision)) return cli_fail("--precision"), 2;
     } else if (!strcmp(a, "--backend")) {
       if (attn_backend_from_name(v, &o->to.backend)) return cli_fail("--backend"), 2;
     } else {

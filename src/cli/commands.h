@@ -30,6 +30,7 @@ int attn_cmd_diagnose(int argc, char **argv);
 int attn_cmd_train(int argc, char **argv);
 int attn_cmd_eval(int argc, char **argv);
 int attn_cmd_predict(int argc, char **argv);
+int attn_cmd_ensemble(int argc, char **argv);
 int attn_cmd_quantize(int argc, char **argv);
 
 #endif

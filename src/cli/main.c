@@ -27,6 +27,7 @@ static const attn_cmd commands[] = {
     {"train", attn_cmd_train, "train the spam classifier on the corpus; test report next to NB"},
     {"eval", attn_cmd_eval, "evaluate a trained classifier on the test split (+ pictures)"},
     {"predict", attn_cmd_predict, "label and probability per e-mail file (- for stdin)"},
+    {"ensemble", attn_cmd_ensemble, "models trained apart as one (the mean of their probabilities)"},
     {"quantize", attn_cmd_quantize, "int8 model: every Linear weight per output channel"},
     {"version", attn_cmd_version, "print version and CPU features"},
 };
