@@ -91,7 +91,8 @@ static void test_train_resume_eval_predict(void) {
   write_corpus();
   char args[1024];
   const char *model = "--dim 16 --heads 2 --ff 32 --layers 1 --max-len 48 --vocab 300 --batch 8 "
-                      "--lr 0.01 --epochs 6 --token-dropout 0.2 --ema 0.9 --threads 1 --progress plain";
+                      "--lr 0.01 --epochs 6 --token-dropout 0.2 --ema 0.9 --threads 1 --progress plain "
+                      "--members 1";
   snprintf(args, sizeof args, "train --data %s/corpus --split %s/split.tsv %s --out %s/a", DIR_, DIR_, model,
            DIR_);
   CHECK(run_attn(bin, args, "a.log") == 0);
@@ -245,7 +246,7 @@ static void test_ensemble(void) {
   free(te);
   free(v);
   // ... but not with a model of another tokenizer
-  snprintf(args, sizeof args, "train --data %s/corpus --split %s/split.tsv %s --vocab 280 --epochs 1 "
+  snprintf(args, sizeof args, "train --data %s/corpus --split %s/split.tsv %s --vocab 280 --epochs 1 --members 1 "
            "--out %s/v", DIR_, DIR_, model, DIR_);
   CHECK(run_attn(bin, args, "v.log") == 0);
   snprintf(args, sizeof args, "ensemble -o %s/d.safetensors %s/e/best.safetensors %s/v/best.safetensors "

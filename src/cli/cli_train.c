@@ -58,7 +58,8 @@ static void usage(FILE *f) {
           "                        0 off, the default): validated and kept as the best model; each\n"
           "                        epoch line adds the raw weights' figures\n"
           "  --members K           train K models (seeds S, S+1000, ...; OUT/member<k>/) and keep\n"
-          "                        their average as the model (OUT/best.safetensors; default 1)\n"
+          "                        their average as the model (OUT/best.safetensors; default 3;\n"
+          "                        1: one model, OUT/best.safetensors and OUT/last.safetensors)\n"
           "  --checkpoint-activations   keep only layer inputs, recompute in backward\n"
           "  --threads T (all)  --progress auto|bar|plain|quiet  --backend auto|math|flash\n"
           "  --precision auto|f32|bf16|fp16   Linear GEMMs (f32 master weights); fp16 adds dynamic\n"
@@ -233,6 +234,10 @@ static void defaults(train_opts *o) {
   o->mc.attn_dropout = 0.0f;
   o->to.epochs = 7;
   o->to.token_dropout = 0.4f;
+  /* an ensemble of three (docs/CLASSIFIER.md, "An ensemble of three"), bf16
+   * Linears and attention where AMX runs them */
+  o->to.members = 3;
+  o->to.precision = auto_precision();
 }
 
 static int mkdirs(const char *path) {
