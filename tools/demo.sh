@@ -4,7 +4,7 @@
 #   2. fetches the SpamAssassin corpus (tools/fetch_data.sh -> data/spamassassin)
 #   3. builds attn (again, with GMime and cairo, if they were just installed)
 #   4. trains the seeds' text classifier (BPE tokenizer, embedding + positions,
-#      2 Transformer encoder layers, masked mean pooling, linear head), three
+#      2 Transformer encoder layers, masked mean pooling, linear head), two
 #      of them with different seeds (an ensemble), with a progress bar,
 #      evaluates the ensemble of their best checkpoints on the test split next
 #      to Naive Bayes, and draws the attention on one test message + a diagnosis
@@ -56,11 +56,11 @@ mkdir -p "$out"
 # and the last 128 of a longer one), 7 epochs, dropout 0.1 on the residuals and
 # the feed-forward, none on the attention probabilities (the flash attention
 # path), each training token left out with probability 0.4 per step; ~8.5 M tokens
-# per model; an ensemble of three models (seeds 1, 1001, 2001: $out/member1..3/)
+# per model; an ensemble of two models (seeds 1 and 1001: $out/member1, member2)
 # whose mean is the model; bf16 Linears and attention where the CPU has AMX
 # shellcheck disable=SC2086
 "$attn" train --data "$data" --out "$out" --headers more --max-len 512 --tail 128 --epochs 7 \
-  --dropout 0.1 --attn-dropout 0 --token-dropout 0.4 --members 3 --precision auto --threads 2 \
+  --dropout 0.1 --attn-dropout 0 --token-dropout 0.4 --members 2 --precision auto --threads 2 \
   --picture "$out" $ATTN_DEMO_TRAIN_ARGS | tee "$out/train.log"
 
 step "5/5 use it: attn predict MODEL FILE..."

@@ -58,7 +58,7 @@ static void usage(FILE *f) {
           "                        0 off, the default): validated and kept as the best model; each\n"
           "                        epoch line adds the raw weights' figures\n"
           "  --members K           train K models (seeds S, S+1000, ...; OUT/member<k>/) and keep\n"
-          "                        their average as the model (OUT/best.safetensors; default 3;\n"
+          "                        their average as the model (OUT/best.safetensors; default 2;\n"
           "                        1: one model, OUT/best.safetensors and OUT/last.safetensors)\n"
           "  --checkpoint-activations   keep only layer inputs, recompute in backward\n"
           "  --threads T (all)  --progress auto|bar|plain|quiet  --backend auto|math|flash\n"
@@ -234,9 +234,9 @@ static void defaults(train_opts *o) {
   o->mc.attn_dropout = 0.0f;
   o->to.epochs = 7;
   o->to.token_dropout = 0.4f;
-  /* an ensemble of three (docs/CLASSIFIER.md, "An ensemble of three"), bf16
+  /* an ensemble of two (docs/CLASSIFIER.md, "The defaults: an ensemble"), bf16
    * Linears and attention where AMX runs them */
-  o->to.members = 3;
+  o->to.members = 2;
   o->to.precision = auto_precision();
 }
 
