@@ -190,6 +190,14 @@ static void test_ensemble(void) {
   snprintf(args, sizeof args, "train --data %s/corpus --split %s/split.tsv --threads 2 --progress plain "
            "--resume --out %s/f", DIR_, DIR_, DIR_);
   CHECK(run_attn(bin, args, "f2.log") == 0);
+  // resumed once more, with both members done: nothing trained, the same report
+  snprintf(args, sizeof args, "train --data %s/corpus --split %s/split.tsv --progress plain --resume "
+           "--out %s/f", DIR_, DIR_, DIR_);
+  CHECK(run_attn(bin, args, "f3.log") == 0);
+  snprintf(path, sizeof path, "%s/f3.log", DIR_);
+  char *f3 = read_whole_file(path, NULL);
+  CHECK(f3 && strstr(f3, "already trained (6 epochs)") && strstr(f3, "member 2 of 2") &&
+        !strstr(f3, "Epoch "));
   snprintf(path, sizeof path, "%s/a.log", DIR_);
   char *a = read_whole_file(path, NULL);
   snprintf(path, sizeof path, "%s/e.log", DIR_);
@@ -206,6 +214,9 @@ static void test_ensemble(void) {
     CHECK(sa && s1 && !strncmp(sa + 24, s1 + 22, 60));  // both from column 24
     // the resumed ensemble ends as the uninterrupted one
     char *te = lines_with(e, "  transformer ensemble"), *tf = lines_with(f, "  transformer ensemble");
+    char *t3 = f3 ? lines_with(f3, "  transformer ensemble") : NULL;
+    CHECK(te && t3 && te[0] && !strcmp(te, t3));
+    free(t3);
     char *me = lines_with(e, "    member "), *mf = lines_with(f, "    member ");
     char *ee = epoch_lines(e), *ef = epoch_lines(f);
     CHECK(te && tf && te[0] && !strcmp(te, tf));
@@ -291,12 +302,50 @@ static void test_ensemble(void) {
   free(a);
   free(e);
   free(f);
+  free(f3);
+}
+
+/* A checkpoint from before ensembles (train.options without "members")
+ * resumes as the one model it was, though attn train now defaults to two. */
+static void test_resume_before_members(void) {
+  const char *bin = getenv("ATTN_BIN");
+#ifndef ATTN_HAVE_GMIME
+  bin = NULL;
+#endif
+  if (!bin) return;
+  char args[1024], path[256];
+  snprintf(args, sizeof args, "train --data %s/corpus --split %s/split.tsv --dim 16 --heads 2 --ff 32 "
+           "--layers 1 --max-len 48 --vocab 300 --batch 8 --epochs 2 --threads 1 --progress plain "
+           "--members 1 --stop-after 5 --out %s/g", DIR_, DIR_, DIR_);
+  CHECK(run_attn(bin, args, "g1.log") == 0);
+  snprintf(path, sizeof path, "%s/g/last.safetensors", DIR_);
+  attn_st *f = NULL;
+  CHECK_OK(attn_st_load(path, &f));
+  const char *o = f ? attn_st_meta(f, "train.options") : NULL;
+  const char *k = o ? strstr(o, ",\"members\":1") : NULL;
+  CHECK(k != NULL);
+  if (k) {
+    char old[1024];
+    snprintf(old, sizeof old, "%.*s%s", (int)(k - o), o, k + strlen(",\"members\":1"));
+    CHECK_OK(attn_st_set_meta(f, "train.options", old));
+    CHECK_OK(attn_st_save(f, path));
+  }
+  attn_st_free(f);
+  snprintf(args, sizeof args, "train --data %s/corpus --split %s/split.tsv --progress plain --resume "
+           "--out %s/g", DIR_, DIR_, DIR_);
+  CHECK(run_attn(bin, args, "g2.log") == 0);
+  snprintf(path, sizeof path, "%s/g2.log", DIR_);
+  char *g = read_whole_file(path, NULL);
+  CHECK(g && strstr(g, "resuming at epoch 1, batch 5 (step 5)") && strstr(g, "Epoch 2/2") &&
+        strstr(g, "  transformer (attn)") && !strstr(g, "member"));
+  free(g);
 }
 
 int main(void) {
   if (!mkdtemp(DIR_)) return 1;
   RUN(test_train_resume_eval_predict);
   RUN(test_ensemble);
+  RUN(test_resume_before_members);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", DIR_);
   if (!getenv("ATTN_KEEP") && system(cmd) != 0) printf("  could not remove %s\n", DIR_);

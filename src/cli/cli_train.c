@@ -329,7 +329,8 @@ static int train_member(train_opts *o, int k, attn_clf *m, const char *from, int
     goto done;
   }
   if (from && !resume) printf("initialised from %s (fresh optimizer)\n", from);
-  if (resume)
+  if (resume && s.epoch >= to.epochs) printf("already trained (%d epochs): %s\n", s.epoch, from);
+  else if (resume)
     printf("resuming at epoch %d, batch %d (step %lld)%s\n", s.epoch + 1, s.batch, (long long)s.step,
            s.scaler.enabled && to.precision != ATTN_PREC_F16
                ? "; the checkpoint's fp16 loss scaler is dropped (not an fp16 run)" : "");
@@ -564,6 +565,7 @@ static int resume_options(int argc, char **argv, train_opts *o) {
   }
   train_opts saved;
   defaults(&saved);
+  saved.to.members = 1;  // a run from before ensembles (no "members") trained one model
   int rc = attn_train_opts_from_json(json, &saved.to) ? (cli_fail(path), 1) : 0;
   attn_st_free(f);
   if (rc) return rc;
