@@ -50,6 +50,15 @@ static int run_attn(const char *bin, const char *args, const char *out) {
   return rc;
 }
 
+/* run_attn, then its output (caller frees; NULL if unreadable) in *log. */
+static int run_attn_log(const char *bin, const char *args, const char *out, char **log) {
+  int rc = run_attn(bin, args, out);
+  char path[256];
+  snprintf(path, sizeof path, "%s/%s", DIR_, out);
+  *log = read_whole_file(path, NULL);
+  return rc;
+}
+
 /* The lines of text starting with prefix, concatenated (caller frees). */
 static char *lines_with(const char *text, const char *prefix) {
   size_t cap = strlen(text) + 1, n = 0;
@@ -193,9 +202,8 @@ static void test_ensemble(void) {
   // resumed once more, with both members done: nothing trained, the same report
   snprintf(args, sizeof args, "train --data %s/corpus --split %s/split.tsv --progress plain --resume "
            "--out %s/f", DIR_, DIR_, DIR_);
-  CHECK(run_attn(bin, args, "f3.log") == 0);
-  snprintf(path, sizeof path, "%s/f3.log", DIR_);
-  char *f3 = read_whole_file(path, NULL);
+  char *f3 = NULL;
+  CHECK(run_attn_log(bin, args, "f3.log", &f3) == 0);
   CHECK(f3 && strstr(f3, "already trained (6 epochs)") && strstr(f3, "member 2 of 2") &&
         !strstr(f3, "Epoch "));
   snprintf(path, sizeof path, "%s/a.log", DIR_);
@@ -333,9 +341,8 @@ static void test_resume_before_members(void) {
   attn_st_free(f);
   snprintf(args, sizeof args, "train --data %s/corpus --split %s/split.tsv --progress plain --resume "
            "--out %s/g", DIR_, DIR_, DIR_);
-  CHECK(run_attn(bin, args, "g2.log") == 0);
-  snprintf(path, sizeof path, "%s/g2.log", DIR_);
-  char *g = read_whole_file(path, NULL);
+  char *g = NULL;
+  CHECK(run_attn_log(bin, args, "g2.log", &g) == 0);
   CHECK(g && strstr(g, "resuming at epoch 1, batch 5 (step 5)") && strstr(g, "Epoch 2/2") &&
         strstr(g, "  transformer (attn)") && !strstr(g, "member"));
   free(g);

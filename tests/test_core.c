@@ -7,6 +7,8 @@ static void test_error_message_is_set_and_cleared(void) {
   CHECK(attn_set_error(ATTN_EINVAL, "tensor '%s' has rank %d", "q", 3) == ATTN_EINVAL);
   CHECK(strcmp(attn_last_error(), "tensor 'q' has rank 3") == 0);
   CHECK(strcmp(attn_status_str(ATTN_ENOMEM), "out of memory") == 0);
+  CHECK(attn_prefix_error(ATTN_EFORMAT, "model.safetensors") == ATTN_EFORMAT);
+  CHECK(strcmp(attn_last_error(), "model.safetensors: tensor 'q' has rank 3") == 0);
 }
 
 static void test_dtype_names_round_trip(void) {

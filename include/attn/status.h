@@ -29,6 +29,9 @@ void attn_clear_error(void);
  * applications built on it. */
 attn_status attn_set_error(attn_status s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Re-set this thread's message as "prefix: message" (e.g. the file a nested
+ * call was about) and return s. */
+attn_status attn_prefix_error(attn_status s, const char *prefix);
 
 #ifdef __cplusplus
 }

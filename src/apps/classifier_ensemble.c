@@ -73,9 +73,7 @@ attn_status attn_clf_ens_load(const char *path, attn_clf_ens *e, attn_st **file)
     }
   }
   if (st) {
-    char msg[512];
-    snprintf(msg, sizeof msg, "%s", attn_last_error());
-    attn_set_error(st, "%s: %s", path, msg);
+    attn_prefix_error(st, path);
     attn_clf_ens_free(e);
     attn_st_free(f);
     return st;

@@ -347,9 +347,7 @@ attn_status attn_clf_load(const char *path, attn_clf *m, attn_st **file) {
   // an int8 file (attn quantize): dequantized params + its Linears in int8
   if (!st) st = attn_quant_load_params(&m->p, st_file, 0, &m->qlinears);
   if (st) {
-    char msg[512];
-    snprintf(msg, sizeof msg, "%s", attn_last_error());
-    attn_set_error(st, "%s: %s", path, msg);
+    attn_prefix_error(st, path);
     attn_clf_free(m);
     attn_st_free(st_file);
     return st;

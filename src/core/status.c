@@ -29,3 +29,9 @@ attn_status attn_set_error(attn_status s, const char *fmt, ...) {
   va_end(ap);
   return s;
 }
+
+attn_status attn_prefix_error(attn_status s, const char *prefix) {
+  char msg[sizeof last_error];
+  snprintf(msg, sizeof msg, "%s", last_error);
+  return attn_set_error(s, "%s: %s", prefix ? prefix : "", msg);
+}

@@ -80,12 +80,6 @@ attn_status attn_checkpoint_save(const char *path, const attn_params *p, const a
   return s;
 }
 
-/* Re-sets the current message prefixed by the path. */
-static attn_status with_path(attn_status s, const char *path) {
-  char msg[400];
-  snprintf(msg, sizeof msg, "%s", attn_last_error());
-  return attn_set_error(s, "%s: %s", path, msg);
-}
 
 /* Checks the optimizer tensors and metadata; *step receives the step. */
 static attn_status check_state(const attn_st *st, const attn_params *p, const attn_adam *opt,
@@ -110,7 +104,7 @@ static attn_status check_state(const attn_st *st, const attn_params *p, const at
       snprintf(name, sizeof name, "optim.%c.%s", which ? 'v' : 'm', pv->name);
       const attn_tensor *t;
       attn_status s = attn_st_expect(st, name, ATTN_F32, pv->ndim, pv->shape, 1, &t);
-      if (s) return with_path(s, path);
+      if (s) return attn_prefix_error(s, path);
     }
   }
   *step = v;
@@ -130,7 +124,7 @@ attn_status attn_checkpoint_load(const char *path, attn_params *p, attn_adam *op
   if (opt && (s = check_state(st, p, opt, path, &step))) goto done;
   /* validates every parameter before copying any */
   if ((s = attn_params_load_st(p, st, "", 0))) {
-    s = with_path(s, path);
+    s = attn_prefix_error(s, path);
     goto done;
   }
   if (opt) {
