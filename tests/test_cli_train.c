@@ -215,6 +215,7 @@ static void test_ensemble(void) {
   CHECK(a && e && f);
   if (a && e && f) {
     CHECK(strstr(e, "member 2 of 2: seed 1001, ") != NULL);
+    CHECK(strstr(e, "Ensemble of 2 | Val Loss: ") != NULL);
     CHECK(strstr(e, "(the ensemble of the members' best)") != NULL);
     CHECK(strstr(f, "resuming at epoch 2, batch 2 (step 10)") != NULL);
     // member 1 is the single-model run: the same figures

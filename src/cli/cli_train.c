@@ -521,6 +521,15 @@ static int run(train_opts *o, const char *model_path) {
     }
   }
   if (load_best(o, meta, &ens)) goto done;
+  if (ens.n > 1) {  // the ensemble on the validation split, as the epoch lines show each member
+    attn_tok_set va = attn_clf_data_set(&d, ATTN_SPLIT_VAL);
+    double vl = 0, vacc = 0;
+    if (attn_clf_evaluate_members(ens.m, ens.n, &va, o->to.eval_batch, &vl, &vacc, NULL, NULL)) {
+      cli_fail("validation");
+      goto done;
+    }
+    printf("Ensemble of %d | Val Loss: %.4f | Val Acc: %.2f%%\n", ens.n, vl, 100.0 * vacc);
+  }
   rc = finish(ens.m, ens.n, &d, bpe, o);
 done:
   attn_clf_data_free(&d);
