@@ -218,6 +218,11 @@ static void test_ensemble(void) {
     CHECK(strstr(e, "Ensemble of 2 | Val Loss: ") != NULL);
     CHECK(strstr(e, "(the ensemble of the members' best)") != NULL);
     CHECK(strstr(f, "resuming at epoch 2, batch 2 (step 10)") != NULL);
+    snprintf(path, sizeof path, "%s/f1.log", DIR_);
+    char *f1 = read_whole_file(path, NULL), hint[128];
+    snprintf(hint, sizeof hint, "continue with: attn train --resume --out %s/f", DIR_);
+    CHECK(f1 && strstr(f1, hint));
+    free(f1);
     // member 1 is the single-model run: the same figures
     const char *sa = strstr(a, "  transformer (attn)"), *s1 = strstr(e, "  member 1 of 2");
     CHECK(sa && s1 && !strncmp(sa + 24, s1 + 22, 60));  // both from column 24

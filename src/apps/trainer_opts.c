@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "apps/classifier_ensemble.h"
 #include "apps/trainer.h"
 #include "io/json.h"
 
@@ -121,7 +122,7 @@ attn_status attn_train_opts_from_json(const char *json, attn_train_opts *out) {
   }
   if (!st && (o.epochs <= 0 || o.batch <= 0 || o.batch > 4096 || o.chunk_batches <= 0 ||
               !(o.token_dropout >= 0 && o.token_dropout < 1) || !(o.ema >= 0 && o.ema < 1) ||
-              !(o.lr >= 0) || !(o.clip >= 0) || o.members < 1 || o.members > 64))
+              !(o.lr >= 0) || !(o.clip >= 0) || o.members < 1 || o.members > ATTN_CLF_ENS_MAX))
     st = attn_set_error(ATTN_EFORMAT, "train options: a value is out of range (epochs %d, batch %d, "
                         "token_dropout %g, ema %g, lr %g, clip %g, members %d)", o.epochs, o.batch,
                         (double)o.token_dropout, o.ema, o.lr, o.clip, o.members);

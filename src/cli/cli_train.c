@@ -283,10 +283,10 @@ static int finish(const attn_clf *m, int n, const attn_clf_data *d, const attn_b
 }
 
 /* Where member k of the run keeps its checkpoints: OUT itself for a single
- * model, OUT/member<k+1> in an ensemble. */
-static void member_dir(const train_opts *o, int k, char *buf, size_t n) {
-  if (o->to.members <= 1) snprintf(buf, n, "%s", o->out);
-  else snprintf(buf, n, "%s/member%d", o->out, k + 1);
+ * model, OUT/member<k+1> in an ensemble; with file, that file in it. */
+static void member_dir(const train_opts *o, int k, const char *file, char *buf, size_t n) {
+  if (o->to.members <= 1) snprintf(buf, n, "%s%s%s", o->out, file ? "/" : "", file ? file : "");
+  else snprintf(buf, n, "%s/member%d%s%s", o->out, k + 1, file ? "/" : "", file ? file : "");
 }
 
 static int file_exists(const char *path) {
@@ -302,7 +302,7 @@ static int train_member(train_opts *o, int k, attn_clf *m, const char *from, int
                         const attn_clf_data *d, const attn_st *meta, int *stopped) {
   int rc = 1;
   char dir[4096];
-  member_dir(o, k, dir, sizeof dir);
+  member_dir(o, k, NULL, dir, sizeof dir);
   attn_train_opts to = o->to;
   to.seed = o->to.seed + 1000ull * (unsigned long long)k;
   to.out_dir = dir;
@@ -367,8 +367,12 @@ static int train_member(train_opts *o, int k, attn_clf *m, const char *from, int
     goto done;
   }
   if (s.epoch < to.epochs) {
-    printf("stopped at step %lld; continue with: attn train --resume %s/last.safetensors ...\n",
-           (long long)s.step, o->to.members > 1 ? o->out : dir);
+    if (o->to.members > 1)
+      printf("stopped at step %lld; continue with: attn train --resume --out %s ...\n",
+             (long long)s.step, o->out);
+    else
+      printf("stopped at step %lld; continue with: attn train --resume %s/last.safetensors ...\n",
+             (long long)s.step, dir);
     *stopped = 1;
     rc = 0;
     goto done;
@@ -388,12 +392,11 @@ done:
 /* The members' best checkpoints; an ensemble's written as OUT/best.safetensors. */
 static int load_best(const train_opts *o, const attn_st *meta, attn_clf_ens *e) {
   int n = o->to.members;
-  char dir[4096], path[4200];
+  char path[4200];
   e->m = calloc((size_t)n, sizeof *e->m);
   if (!e->m) return cli_fail("out of memory");
   for (int k = 0; k < n; k++) {
-    member_dir(o, k, dir, sizeof dir);
-    snprintf(path, sizeof path, "%s/best.safetensors", dir);
+    member_dir(o, k, "best.safetensors", path, sizeof path);
     if (attn_clf_load(path, &e->m[k], NULL)) return cli_fail("loading the best checkpoint");
     e->n++;
   }
@@ -426,8 +429,7 @@ static int run(train_opts *o, const char *model_path) {
     }
     if (o->resume[0]) from = o->resume;
     else {
-      member_dir(o, 0, path, sizeof path);
-      snprintf(path + strlen(path), sizeof path - strlen(path), "/last.safetensors");
+      member_dir(o, 0, "last.safetensors", path, sizeof path);
       from = path;
     }
   }
@@ -501,8 +503,7 @@ static int run(train_opts *o, const char *model_path) {
       mfrom = from;
       resume = !o->init_only;
     } else if (o->resume && !o->init_only) {  // an ensemble's later members: where they got to
-      member_dir(o, k, last, sizeof last);
-      snprintf(last + strlen(last), sizeof last - strlen(last), "/last.safetensors");
+      member_dir(o, k, "last.safetensors", last, sizeof last);
       if (file_exists(last)) {
         if (attn_clf_load(last, &m, NULL)) {
           cli_fail("loading the member");
