@@ -38,11 +38,7 @@ static attn_status load_member(const attn_st *file, int k, const attn_clf_config
   for (int i = 0; !st && i < m->p.count; i++) {
     const attn_param_view *v = &m->p.views[i];
     snprintf(name, sizeof name, "member%d.%s", k + 1, v->name);
-    st = attn_st_expect(file, name, ATTN_F32, v->ndim, v->shape, 1, &t);
-    for (int d = 0; !st && d < v->ndim; d++)
-      if (t->shape[d] != v->shape[d])
-        st = attn_set_error(ATTN_EFORMAT, "%s: dimension %d is %lld, the model has %lld", name, d,
-                            (long long)t->shape[d], (long long)v->shape[d]);
+    st = attn_st_expect(file, name, ATTN_F32, v->ndim, v->shape, 1, &t);  // name, dtype, shape
     if (!st) memcpy(m->p.data + v->offset, t->data, (size_t)v->numel * sizeof(float));
   }
   return st;
