@@ -59,7 +59,7 @@ int attn_cmd_predict(int argc, char **argv) {
   attn_st *file = NULL;
   attn_bpe *bpe = NULL;
   if (attn_clf_ens_load(argv[1], &e, &file)) return cli_fail("model");
-  const attn_clf m = e.m[0];  // the config (every member's)
+  const attn_clf_config *c = &e.m[0].c;  // every member's
   int rc = 0;
   const char *tok = attn_st_meta(file, "tokenizer");
   if (!tok || attn_bpe_load(tok, &bpe)) {
@@ -72,7 +72,7 @@ int attn_cmd_predict(int argc, char **argv) {
   char *names[2] = {labels, strchr(labels, ',')};
   if (names[1]) *names[1]++ = 0;
   else names[1] = "class1";
-  int32_t *ids = malloc((size_t)m.c.max_len * sizeof(int32_t));
+  int32_t *ids = malloc((size_t)c->max_len * sizeof(int32_t));
   for (int i = 2; !rc && i < argc; i++) {
     size_t len = 0;
     char *raw = NULL;
@@ -92,7 +92,7 @@ int attn_cmd_predict(int argc, char **argv) {
     if (!raw || !ids) {
       fprintf(stderr, "attn predict: cannot read %s\n", argv[i]);
       rc = 1;
-    } else if (m.c.classes != 2 || classify(&e, bpe, raw, len, ids, p)) {
+    } else if (c->classes != 2 || classify(&e, bpe, raw, len, ids, p)) {
       rc = cli_fail(argv[i]);
     } else {
       int k = p[1] > p[0];

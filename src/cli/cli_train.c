@@ -443,11 +443,11 @@ static int run(train_opts *o, const char *model_path) {
       fprintf(stderr, "attn: %s: no usable \"tokenizer\" metadata\n", from);
       goto done;
     }
-    if (model_path) m = ens.m[0];  // borrowed: its config
+    const attn_clf *first = model_path ? &ens.m[0] : &m;
     if (ens.n > 1) printf("model: %s (an ensemble of %d, %lld parameters each)\n", from, ens.n,
-                          (long long)m.p.numel);
-    else printf("model: %s (%lld parameters)\n", from, (long long)m.p.numel);
-    o->mc = m.c;  // fresh members of a resumed ensemble: the same config
+                          (long long)first->p.numel);
+    else printf("model: %s (%lld parameters)\n", from, (long long)first->p.numel);
+    o->mc = first->c;  // fresh members of a resumed ensemble: the same config
   }
   // the corpus is read as the model reads mail (its config's headers)
   if (attn_clf_corpus_open(o->data, split_path, o->split_seed, attn_clf_mail_flags(&o->mc), stdout, &c)) {
@@ -536,7 +536,7 @@ done:
   attn_clf_data_free(&d);
   attn_corpus_free(c);
   attn_bpe_free(bpe);
-  if (!model_path) attn_clf_free(&m);  // eval: m borrowed from ens
+  attn_clf_free(&m);
   attn_clf_ens_free(&ens);
   attn_st_free(meta);
   attn_st_free(file);
