@@ -82,12 +82,12 @@ static float fma_loop_scalar(long iters) {
   return s;
 }
 
-/* lanes of the loop attn_cpu() allows: 16 (AVX-512), 8 (AVX2+FMA), 1 */
+/* lanes of the active ISA level's loop: 16 (AVX-512), 8 (AVX2+FMA), 1 */
 static int peak_lanes(void) {
 #if defined(__x86_64__)
-  const attn_cpu_features *f = attn_cpu();
-  if (f->avx512f) return 16;
-  if (f->avx2 && f->fma) return 8;
+  attn_isa isa = attn_isa_active();
+  if (isa == ATTN_ISA_AVX512) return 16;
+  if (isa == ATTN_ISA_AVX2) return 8;
 #endif
   return 1;
 }

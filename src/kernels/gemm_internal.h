@@ -1,6 +1,6 @@
 /* Internal to the GEMM paths (driver and packing in gemm.c, portable
- * micro-kernel and small path in gemm_generic.c, AVX-512 micro-kernel in
- * gemm_avx512.c). Not part of the public API; tests and benches use it to
+ * micro-kernel and small path in gemm_generic.c, one micro-kernel per ISA
+ * level in gemm_<isa>.c, registered in dispatch.c). Not part of the public API; tests and benches use it to
  * run one path explicitly. */
 #ifndef ATTN_GEMM_INTERNAL_H
 #define ATTN_GEMM_INTERNAL_H
@@ -42,19 +42,14 @@ typedef struct {
   attn_gemm_pack_b_f32 pack_b;
 } attn_gemm_kernel_f32;
 
-/* NULL where the build has no AVX-512 code (not x86-64). The caller checks
- * attn_cpu()->avx512f before using it. */
-const attn_gemm_kernel_f32 *attn_gemm_kernel_avx512_f32(void);
-const attn_gemm_kernel_f32 *attn_gemm_kernel_generic_f32(void);
-
 /* Which path attn_gemm_f32_path runs. AUTO is what attn_gemm_f32 does:
- * SMALL below a size threshold, else AVX512 when the CPU has it, else
- * GENERIC. Forcing AVX512 on a CPU without it gives ATTN_EUNSUPPORTED. */
+ * SMALL below a size threshold, else PACKED (the active level's micro-kernel,
+ * kern.h). */
 typedef enum {
   ATTN_GEMM_AUTO = 0,
   ATTN_GEMM_SMALL,   /* no packing; same k-order and rounding as the reference */
   ATTN_GEMM_GENERIC, /* packed, portable C micro-kernel */
-  ATTN_GEMM_AVX512   /* packed, AVX-512 micro-kernel */
+  ATTN_GEMM_PACKED   /* packed, the active level's micro-kernel */
 } attn_gemm_path;
 
 /* M*N*K below this goes through the small path under AUTO. */

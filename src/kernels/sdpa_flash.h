@@ -1,7 +1,7 @@
 /* Internal to the flash SDPA backend: the tile loop (sdpa_flash.c forward,
  * sdpa_flash_backward.c backward) runs on a small table of tile kernels, so a
- * different micro-kernel set (AVX-512 f32 today; bf16/AMX later) drops in
- * without touching the loops. Tests use the *_ops entry points to run one
+ * different micro-kernel set (one per ISA level: portable, AVX2, AVX-512,
+ * NEON; kern.h) drops in without touching the loops. Tests use the *_ops entry points to run one
  * kernel set explicitly.
  *
  * Tiles: keys in blocks of ATTN_FLASH_BC (64) columns; queries in row groups
@@ -74,10 +74,8 @@ typedef struct {
                        float *m, float *l, const float *ktn, const float *vn, int64_t ldvn);
 } attn_flash_ops;
 
-const attn_flash_ops *attn_flash_ops_generic(void);
-/* NULL where the build has no AVX-512 code; check attn_cpu()->avx512f. */
-const attn_flash_ops *attn_flash_ops_avx512(void);
-/* What the backend uses: AVX-512 when the CPU has it, else generic. */
+/* What the backend uses: the active level's tiles (kern.h, which also has the
+ * getters of each level's set). */
 const attn_flash_ops *attn_flash_ops_default(void);
 
 attn_status attn_sdpa_forward_flash_ops(const attn_flash_ops *ops, const attn_sdpa_desc *d,
