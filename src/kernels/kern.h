@@ -17,9 +17,9 @@
 #include <stdint.h>
 
 #include "attn/kernels.h"
-#include "kernels/gemm_internal.h"
+#include "kernels/gemm_ukr.h"
 #include "kernels/gemm_lowp_internal.h"
-#include "kernels/sdpa_flash.h"
+#include "kernels/flash_tiles.h"
 #include "kernels/sdpa_flash_bf16.h"
 #include "kernels/sdpa_flash_i8.h"
 
