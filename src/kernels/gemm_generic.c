@@ -4,8 +4,8 @@
 #include <string.h>
 
 #include "kernels/gemm_internal.h"
+#include "kernels/util.h"
 
-static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 enum { GEN_MR = 4, GEN_NR = 16 };
 
@@ -34,7 +34,7 @@ static void ukr_generic_4x16(int64_t kc, const float *a, const float *b, float *
 void attn_gemm_pack_a_generic_f32(int transa, const float *A, int64_t lda, int64_t i0, int64_t mc,
                                   int64_t p0, int64_t kc, int mr, float *dst) {
   for (int64_t ir = 0; ir < mc; ir += mr, dst += (int64_t)mr * kc) {
-    int rows = (int)min64(mr, mc - ir);
+    int rows = (int)attn_min64(mr, mc - ir);
     if (rows < mr) memset(dst, 0, sizeof(float) * (size_t)(mr * kc));
     if (transa) { /* A [K, M]: row p holds A(., p) contiguously */
       for (int64_t p = 0; p < kc; p++) {
@@ -53,7 +53,7 @@ void attn_gemm_pack_a_generic_f32(int transa, const float *A, int64_t lda, int64
 void attn_gemm_pack_b_generic_f32(int transb, const float *B, int64_t ldb, int64_t p0, int64_t kc,
                                   int64_t j0, int64_t nc, int nr, float *dst) {
   for (int64_t jr = 0; jr < nc; jr += nr, dst += (int64_t)nr * kc) {
-    int cols = (int)min64(nr, nc - jr);
+    int cols = (int)attn_min64(nr, nc - jr);
     if (cols < nr) memset(dst, 0, sizeof(float) * (size_t)(nr * kc));
     if (transb) { /* B [N, K]: row j holds B(., j) contiguously */
       for (int c = 0; c < cols; c++) {
