@@ -1,6 +1,8 @@
 # attn — build, test, demo.
 #   make            library (static + shared) and the attn tool
 #   make test       build and run every test; ends with "N passed, N failed"
+#   make test CC=aarch64-linux-gnu-gcc BUILD=build-arm64 RUNNER="qemu-aarch64 -L /usr/aarch64-linux-gnu"
+#                   the same for arm64, cross-built and run under qemu
 #   make test SAN=1 the same, built with AddressSanitizer + UBSan
 #   make demo       the main job (see README)
 CC ?= gcc
@@ -43,6 +45,8 @@ LIB_SRC := $(wildcard src/core/*.c src/kernels/*.c src/nn/*.c src/io/*.c src/tra
 APP_SRC := $(wildcard src/apps/*.c)
 CLI_SRC := $(wildcard src/cli/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)
+# make test TESTS="test_kernels test_gemm" runs only those programs
+TESTS ?=
 
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 APP_OBJ := $(APP_SRC:%.c=$(BUILD)/%.o)
@@ -72,10 +76,14 @@ $(BUILD)/tests/%: $(BUILD)/tests/%.o $(APP_OBJ) $(BUILD)/libattn.a
 $(TEST_SRC:%.c=$(BUILD)/%.o): $(wildcard tests/*.h)
 
 # Each test program is built and run on its own, so one failure does not hide
-# the others; tests/run.sh adds up the counts.
+# the others; tests/run.sh adds up the counts. RUNNER="qemu-aarch64 -L
+# /usr/aarch64-linux-gnu" (say) runs every test program and the attn tool
+# they spawn under that command; TESTS="test_a test_b" selects programs.
+RUNNER ?=
+TEST_RUN := $(if $(strip $(TESTS)),$(addprefix $(BUILD)/tests/,$(TESTS)),$(TEST_BIN))
 test: $(BUILD)/attn
-	@$(MAKE) -k --no-print-directory $(TEST_BIN) || true
-	@ATTN_BIN=$(BUILD)/attn sh tests/run.sh $(BUILD) $(TEST_BIN)
+	@$(MAKE) -k --no-print-directory $(TEST_RUN) || true
+	@ATTN_BIN=$(BUILD)/attn RUNNER='$(RUNNER)' sh tests/run.sh $(BUILD) $(TEST_RUN)
 
 demo: $(BUILD)/attn
 	@sh tools/demo.sh $(BUILD)/attn

@@ -75,13 +75,19 @@ static void vexp_avx512_wrap(const float *x, float *y, int64_t n) { attn_vexp_f3
 
 static void test_vexp_generic_matches_expf(void) { check_vexp(attn_vexp_f32_generic); }
 static void test_vexp_avx512_within_3_ulp(void) {
-  if (!have_avx512()) return;
+  if (!have_avx512()) {
+    SKIP("no AVX-512 on this CPU/build");
+    return;
+  }
   check_vexp(vexp_avx512_wrap);
 }
 
 /* ---- tile kernels: AVX-512 vs portable ---------------------------------- */
 static void test_tile_gemm_avx512_matches_generic(void) {
-  if (!have_avx512()) return;
+  if (!have_avx512()) {
+    SKIP("no AVX-512 on this CPU/build");
+    return;
+  }
   const attn_flash_ops *g = attn_flash_ops_generic(), *a = attn_flash_ops_avx512();
   float A[6 * 80], Bm[80 * 70], C0[6 * 70], C1[6 * 70], cs[6] = {0.5f, 1, 2, -1, 0, 3};
   fill_uniform(A, 6 * 80, 1, -1, 1);
@@ -100,7 +106,10 @@ static void test_tile_gemm_avx512_matches_generic(void) {
 }
 
 static void test_tile_softmax_avx512_matches_generic(void) {
-  if (!have_avx512()) return;
+  if (!have_avx512()) {
+    SKIP("no AVX-512 on this CPU/build");
+    return;
+  }
   const attn_flash_ops *g = attn_flash_ops_generic(), *a = attn_flash_ops_avx512();
   float s0[6 * 64], s1[6 * 64], m0[6], m1[6], l0[6], l1[6], al0[6], al1[6];
   int lo[6] = {0, 3, 0, 10, 64, 0}, hi[6] = {64, 40, 1, 11, 64, 63};
@@ -146,7 +155,10 @@ static void tile_steps(const attn_flash_ops *o, int G, int64_t D, int64_t Dv, co
 
 static void test_tile_forward_matches_steps(void) {
   CHECK(attn_flash_ops_generic()->tile_forward == NULL);
-  if (!have_avx512()) return;
+  if (!have_avx512()) {
+    SKIP("no AVX-512 on this CPU/build");
+    return;
+  }
   const attn_flash_ops *g = attn_flash_ops_generic(), *a = attn_flash_ops_avx512();
   CHECK(a->tile_forward != NULL);
   const int64_t dims[][2] = {{64, 64}, {40, 80}, {128, 128}, {16, 24}, {1, 1}, {64, 64}};

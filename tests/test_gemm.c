@@ -120,7 +120,7 @@ static int have_avx512(void) { return attn_gemm_kernel_avx512_f32() && attn_cpu(
 
 static void test_avx512_path_matches_reference(void) {
   if (!have_avx512()) {
-    printf("  (no AVX-512 on this CPU: skipped)\n");
+    SKIP("no AVX-512 on this CPU/build");
     return;
   }
   sweep(ATTN_GEMM_AVX512, 0);

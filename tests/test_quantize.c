@@ -201,7 +201,7 @@ static void test_fake_quant_per_channel_matches_weight_quantization(void) {
  * ties (x / s = k + 1/2) and clamped values included. */
 static void test_simd_quantize_matches_scalar(void) {
   if (!attn_cpu()->avx512bw) {
-    printf("  (no AVX-512 here: skipped)\n");
+    SKIP("no AVX-512 on this CPU/build");
     return;
   }
   enum { N = 1037 };

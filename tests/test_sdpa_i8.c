@@ -204,7 +204,7 @@ static void test_quantizer_identical(void) {
                                ? attn_i8_quantize_row_avx512()
                                : NULL;
   if (!vq) {
-    printf("  (no AVX-512: skipped)\n");
+    SKIP("no AVX-512 on this CPU/build");
     return;
   }
   float x[256];
@@ -238,7 +238,7 @@ static void test_quantizer_identical(void) {
  * outputs are bit-identical. */
 static void test_vnni_equals_portable(void) {
   if (!attn_sdpa_i8_path_available(ATTN_LOWP_SIMD)) {
-    printf("  (no AVX512_VNNI: skipped)\n");
+    SKIP("no AVX512_VNNI on this CPU/build");
     return;
   }
   sdpa_cfg c = sdpa_plain(90, 140, 96);
