@@ -46,10 +46,48 @@ static void test_f16_matches_ieee_half(void) {
 }
 
 static void test_cpu_features_are_consistent(void) {
-  const attn_cpu_features *f = attn_cpu();
-  CHECK(f != NULL);
+  const attn_cpu_features *f = attn_cpu(), *d = attn_cpu_detected();
+  CHECK(f != NULL && d != NULL);
   if (f->avx512bw) CHECK(f->avx512f);
+  /* the level's features are a subset of the CPU's */
+  CHECK(!f->avx512f || d->avx512f);
+  CHECK(!f->avx2 || d->avx2);
+  CHECK(!f->amx_tile || d->amx_tile);
   CHECK(attn_get_num_threads() >= 1);
+}
+
+/* ISA levels: generic is always there; every available level can be
+ * switched to and reports itself; unknown and unavailable names are refused
+ * with the available levels in the message; the active level comes back. */
+static void test_isa_levels(void) {
+  attn_isa active = attn_isa_active(), isa;
+  CHECK(attn_isa_available(ATTN_ISA_GENERIC));
+  CHECK(attn_isa_available(active));
+  CHECK(strlen(attn_isa_reason()) > 0);
+  for (int i = 0; i < ATTN_ISA_COUNT; i++) {
+    attn_status st = attn_set_isa((attn_isa)i);
+    if (!attn_isa_available((attn_isa)i)) {
+      CHECK(st == ATTN_EUNSUPPORTED);
+      CHECK_OK(attn_isa_from_name(attn_isa_name(ATTN_ISA_GENERIC), &isa));
+      CHECK(attn_isa_from_name(attn_isa_name((attn_isa)i), &isa) == ATTN_EUNSUPPORTED);
+      CHECK(strstr(attn_last_error(), "generic") != NULL);
+      continue;
+    }
+    CHECK_OK(st);
+    CHECK(attn_isa_active() == (attn_isa)i);
+    CHECK_OK(attn_isa_from_name(attn_isa_name((attn_isa)i), &isa));
+    CHECK(isa == (attn_isa)i);
+    if (i == ATTN_ISA_GENERIC) CHECK(!attn_cpu()->avx2 && !attn_cpu()->avx512f && !attn_cpu()->neon);
+    if (i == ATTN_ISA_AVX2) CHECK(attn_cpu()->avx2 && !attn_cpu()->avx512f && !attn_cpu()->amx_tile);
+  }
+  CHECK(attn_isa_from_name("sse9", &isa) == ATTN_EINVAL);
+  CHECK(strstr(attn_last_error(), "sse9") != NULL);
+  CHECK(attn_isa_from_name(NULL, &isa) == ATTN_EINVAL);
+  CHECK_OK(attn_isa_from_name("native", &isa));
+  CHECK(attn_isa_available(isa));
+  CHECK(attn_set_isa((attn_isa)99) == ATTN_EUNSUPPORTED);
+  CHECK_OK(attn_set_isa(active));
+  CHECK(attn_isa_active() == active);
 }
 
 int main(void) {
@@ -58,5 +96,6 @@ int main(void) {
   RUN(test_bf16_rounds_to_nearest_even);
   RUN(test_f16_matches_ieee_half);
   RUN(test_cpu_features_are_consistent);
+  RUN(test_isa_levels);
   HARNESS_END();
 }

@@ -1,5 +1,6 @@
-/* Flash SDPA backend: vectorised exp against expf, tile kernels AVX-512 vs
- * portable, and the fused forward/backward against the math reference on
+/* Flash SDPA backend: vectorised exp against expf, the tile kernels of the
+ * active ISA level (ATTN_CPU; tests/run.sh runs this program on every level
+ * the machine has) vs portable, and the fused forward/backward against the math reference on
  * many random shapes, masks and layouts, for both kernel sets.
  *
  * Tolerance vs math: |flash - math| <= 1e-5 + 1e-4 |math| for out and lse
@@ -8,13 +9,18 @@
 #include <stdint.h>
 
 #include "harness.h"
+#include "kernels/kern.h"
 #include "kernels/sdpa_flash.h"
-#include "kernels/vexp.h"
 #include "sdpa_golden.h"
 #include "sdpa_nan_cases.h"
 #include "sdpa_problem.h"
 
-static int have_avx512(void) { return attn_cpu()->avx512f && attn_flash_ops_avx512() != NULL; }
+/* The active level's tile kernels, NULL at the generic level. */
+static const attn_flash_ops *simd_ops(void) {
+  const attn_flash_ops *a = attn_kern_get()->flash;
+  return a != attn_flash_ops_generic() ? a : NULL;
+}
+static int have_simd(void) { return simd_ops() != NULL; }
 
 /* ---- vectorised exp ------------------------------------------------------ */
 static int32_t ordered(float x) { /* float bits on a line ordered like the values */
@@ -71,24 +77,18 @@ static void check_vexp(void (*f)(const float *, float *, int64_t)) {
   free(y);
 }
 
-static void vexp_avx512_wrap(const float *x, float *y, int64_t n) { attn_vexp_f32_avx512(x, y, n); }
-
-static void test_vexp_generic_matches_expf(void) { check_vexp(attn_vexp_f32_generic); }
-static void test_vexp_avx512_within_3_ulp(void) {
-  if (!have_avx512()) {
-    SKIP("no AVX-512 on this CPU/build");
-    return;
-  }
-  check_vexp(vexp_avx512_wrap);
+static void test_vexp_generic_matches_expf(void) {
+  check_vexp(attn_kern_at(ATTN_ISA_GENERIC)->row.vexp);
 }
+static void test_vexp_level_within_3_ulp(void) { check_vexp(attn_kern_get()->row.vexp); }
 
-/* ---- tile kernels: AVX-512 vs portable ---------------------------------- */
-static void test_tile_gemm_avx512_matches_generic(void) {
-  if (!have_avx512()) {
-    SKIP("no AVX-512 on this CPU/build");
+/* ---- tile kernels: the active level vs portable ---------------------------------- */
+static void test_tile_gemm_level_matches_generic(void) {
+  if (!have_simd()) {
+    SKIP("level %s has no tile kernels of its own", attn_isa_name(attn_isa_active()));
     return;
   }
-  const attn_flash_ops *g = attn_flash_ops_generic(), *a = attn_flash_ops_avx512();
+  const attn_flash_ops *g = attn_flash_ops_generic(), *a = simd_ops();
   float A[6 * 80], Bm[80 * 70], C0[6 * 70], C1[6 * 70], cs[6] = {0.5f, 1, 2, -1, 0, 3};
   fill_uniform(A, 6 * 80, 1, -1, 1);
   fill_uniform(Bm, 80 * 70, 2, -1, 1);
@@ -105,12 +105,12 @@ static void test_tile_gemm_avx512_matches_generic(void) {
       }
 }
 
-static void test_tile_softmax_avx512_matches_generic(void) {
-  if (!have_avx512()) {
-    SKIP("no AVX-512 on this CPU/build");
+static void test_tile_softmax_level_matches_generic(void) {
+  if (!have_simd()) {
+    SKIP("level %s has no tile kernels of its own", attn_isa_name(attn_isa_active()));
     return;
   }
-  const attn_flash_ops *g = attn_flash_ops_generic(), *a = attn_flash_ops_avx512();
+  const attn_flash_ops *g = attn_flash_ops_generic(), *a = simd_ops();
   float s0[6 * 64], s1[6 * 64], m0[6], m1[6], l0[6], l1[6], al0[6], al1[6];
   int lo[6] = {0, 3, 0, 10, 64, 0}, hi[6] = {64, 40, 1, 11, 64, 63};
   for (int step = 0; step < 3; step++) {
@@ -155,12 +155,12 @@ static void tile_steps(const attn_flash_ops *o, int G, int64_t D, int64_t Dv, co
 
 static void test_tile_forward_matches_steps(void) {
   CHECK(attn_flash_ops_generic()->tile_forward == NULL);
-  if (!have_avx512()) {
-    SKIP("no AVX-512 on this CPU/build");
+  if (!have_simd()) {
+    SKIP("level %s has no tile kernels of its own", attn_isa_name(attn_isa_active()));
     return;
   }
-  const attn_flash_ops *g = attn_flash_ops_generic(), *a = attn_flash_ops_avx512();
-  CHECK(a->tile_forward != NULL);
+  const attn_flash_ops *g = attn_flash_ops_generic(), *a = simd_ops();
+  if (!a->tile_forward) return; /* the level runs the steps */
   const int64_t dims[][2] = {{64, 64}, {40, 80}, {128, 128}, {16, 24}, {1, 1}, {64, 64}};
   for (int t = 0; t < 6; t++) {
     int G = t == 5 ? 1 : 1 + t % 3, n = 6 * G;
@@ -699,12 +699,13 @@ static void test_public_api_flash_backend(void) {
 int main(void) {
   attn_set_num_threads(1); /* see test_threads_bit_identical */
   ops_list[n_ops++] = attn_flash_ops_generic();
-  if (have_avx512()) ops_list[n_ops++] = attn_flash_ops_avx512();
-  printf("# kernel sets: %s%s\n", ops_list[0]->name, n_ops > 1 ? ", avx512" : "");
+  if (have_simd()) ops_list[n_ops++] = simd_ops();
+  printf("# level %s; kernel sets: %s%s%s\n", attn_isa_name(attn_isa_active()), ops_list[0]->name,
+         n_ops > 1 ? ", " : "", n_ops > 1 ? ops_list[1]->name : "");
   RUN(test_vexp_generic_matches_expf);
-  RUN(test_vexp_avx512_within_3_ulp);
-  RUN(test_tile_gemm_avx512_matches_generic);
-  RUN(test_tile_softmax_avx512_matches_generic);
+  RUN(test_vexp_level_within_3_ulp);
+  RUN(test_tile_gemm_level_matches_generic);
+  RUN(test_tile_softmax_level_matches_generic);
   RUN(test_tile_forward_matches_steps);
   RUN(test_tile_nan_logits);
   RUN(test_head_dims);

@@ -13,6 +13,7 @@
 
 #include "harness.h"
 #include "kernels/gemm_internal.h"
+#include "kernels/kern.h"
 
 static const double U = 1.0 / 16777216.0; /* 2^-24 */
 
@@ -116,14 +117,11 @@ static void sweep(attn_gemm_path path, int exact) {
   CHECK(fails == 0);
 }
 
-static int have_avx512(void) { return attn_gemm_kernel_avx512_f32() && attn_cpu()->avx512f; }
-
-static void test_avx512_path_matches_reference(void) {
-  if (!have_avx512()) {
-    SKIP("no AVX-512 on this CPU/build");
-    return;
-  }
-  sweep(ATTN_GEMM_AVX512, 0);
+/* The active level's packed micro-kernel (tests/run.sh runs this program on
+ * every level the machine has). */
+static void test_level_path_matches_reference(void) {
+  printf("  (level %s: %s)\n", attn_isa_name(attn_isa_active()), attn_kern_get()->gemm->name);
+  sweep(ATTN_GEMM_PACKED, 0);
 }
 
 static void test_generic_path_matches_reference(void) { sweep(ATTN_GEMM_GENERIC, 0); }
@@ -139,9 +137,8 @@ static void test_large_blocked_shapes(void) {
       {512, 512, 130, 1, 0, 1.0f, 1.0f, 0},   {129, 97, 1100, 1, 1, -0.5f, 2.0f, 7},
       {1000, 33, 400, 0, 1, 1.0f, 0.0f, 16},
   };
-  attn_gemm_path paths[] = {ATTN_GEMM_AUTO, ATTN_GEMM_GENERIC, ATTN_GEMM_AVX512};
+  attn_gemm_path paths[] = {ATTN_GEMM_AUTO, ATTN_GEMM_GENERIC, ATTN_GEMM_PACKED};
   for (int p = 0; p < 3; p++) {
-    if (paths[p] == ATTN_GEMM_AVX512 && !have_avx512()) continue;
     for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++)
       CHECK(run_case(paths[p], cs[c], 0, 100 + (unsigned)c));
   }
@@ -177,9 +174,8 @@ static void test_thread_count_does_not_change_bits(void) {
   fill_uniform(A, (long)(M * K), 11, -1.0f, 1.0f);
   fill_uniform(B, (long)(N * K), 12, -1.0f, 1.0f);
   int saved = attn_get_num_threads();
-  attn_gemm_path paths[] = {ATTN_GEMM_AUTO, ATTN_GEMM_GENERIC, ATTN_GEMM_AVX512};
+  attn_gemm_path paths[] = {ATTN_GEMM_AUTO, ATTN_GEMM_GENERIC, ATTN_GEMM_PACKED};
   for (int p = 0; p < 3; p++) {
-    if (paths[p] == ATTN_GEMM_AVX512 && !have_avx512()) continue;
     for (int tb = 0; tb < 2; tb++) {
       attn_set_num_threads(1);
       fill_uniform(C1, (long)(M * N), 13, -1.0f, 1.0f);
@@ -214,16 +210,13 @@ static void test_bad_arguments(void) {
   CHECK_ERR(attn_gemm_f32(0, 1, 2, 3, 4, 1.0f, A, 4, B, 3, 0.0f, C, 3), ATTN_EINVAL); /* ldb<K */
   CHECK_ERR(attn_gemm_f32(0, 0, 2, 3, 4, 1.0f, A, 4, B, 2, 0.0f, C, 3), ATTN_EINVAL); /* ldb<N */
   CHECK_ERR(attn_gemm_f32(0, 0, 2, 3, 4, 1.0f, A, 4, B, 3, 0.0f, C, 2), ATTN_EINVAL); /* ldc<N */
-  if (!have_avx512())
-    CHECK_ERR(attn_gemm_f32_path(ATTN_GEMM_AVX512, 0, 0, 2, 2, 2, 1.0f, A, 2, B, 2, 0.0f, C, 2),
-              ATTN_EUNSUPPORTED);
   CHECK_OK(attn_gemm_f32(0, 0, 2, 3, 4, 1.0f, A, 4, B, 3, 0.0f, C, 3));
 }
 
 int main(void) {
   RUN(test_small_path_is_bit_identical_to_reference);
   RUN(test_generic_path_matches_reference);
-  RUN(test_avx512_path_matches_reference);
+  RUN(test_level_path_matches_reference);
   RUN(test_large_blocked_shapes);
   RUN(test_empty_sizes);
   RUN(test_thread_count_does_not_change_bits);

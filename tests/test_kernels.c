@@ -393,19 +393,20 @@ static void test_gelu_paths_match_double_erf(void) {
   check_gelu("gelu generic", x, y, wy, N, 1e-30);
   attn_gelu_backward_f32_generic(x, dy, dx, N);
   check_gelu("gelu' generic", x, dx, wd, N, 1e-7);
-  if (!attn_cpu()->avx512f || !attn_gelu_f32_avx512(NULL, NULL, 0)) {
-    printf("  (no AVX-512 GELU on this CPU/build: portable path only)\n");
+  const attn_row_ops *L = &attn_kern_get()->row; /* the active level's (tests/run.sh) */
+  if (L->gelu == attn_gelu_f32_generic) {
+    printf("  (level %s runs the portable GELU)\n", attn_isa_name(attn_isa_active()));
   } else {
     for (int n = 0; n <= 40; n++) {
       memset(y, 0xff, 41 * sizeof(float)); /* NaN canary past the end */
-      CHECK(attn_gelu_f32_avx512(x + 900, y, n));
-      CHECK_CLOSE("gelu avx512 tail", y, wy + 900, n, 1e-30, 2e-6);
+      L->gelu(x + 900, y, n);
+      CHECK_CLOSE("gelu level tail", y, wy + 900, n, 1e-30, 2e-6);
       CHECK(isnan(y[n]));
     }
-    CHECK(attn_gelu_f32_avx512(x, y, N));
-    check_gelu("gelu avx512", x, y, wy, N, 1e-30);
-    CHECK(attn_gelu_backward_f32_avx512(x, dy, dx, N));
-    check_gelu("gelu' avx512", x, dx, wd, N, 1e-7);
+    L->gelu(x, y, N);
+    check_gelu("gelu level", x, y, wy, N, 1e-30);
+    L->gelu_backward(x, dy, dx, N);
+    check_gelu("gelu' level", x, dx, wd, N, 1e-7);
   }
   free(x);
   free(dy);
@@ -419,8 +420,9 @@ static void test_gelu_paths_match_double_erf(void) {
  * whose low counter word wraps, seeds using both key words. */
 static void test_dropout_paths_are_bit_identical(void) {
   enum { N = 1000 };
-  if (!attn_cpu()->avx512f || !attn_dropout_f32_avx512(NULL, NULL, NULL, 0, 0.5f, 2.0f, 1, 0)) {
-    SKIP("no AVX-512 on this CPU/build: nothing to compare");
+  const attn_row_ops *L = &attn_kern_get()->row;
+  if (L->dropout == attn_dropout_f32_generic) {
+    SKIP("level %s runs the portable dropout", attn_isa_name(attn_isa_active()));
     return;
   }
   float x[N], y1[N], y2[N];
@@ -435,13 +437,14 @@ static void test_dropout_paths_are_bit_identical(void) {
         memset(m1, 7, N);
         memset(m2, 7, N);
         attn_dropout_f32_generic(x, y1, m1, lens[c], 0.3f, 1.0f / 0.7f, seeds[a], offsets[b]);
-        CHECK(attn_dropout_f32_avx512(x, y2, m2, lens[c], 0.3f, 1.0f / 0.7f, seeds[a],
-                                      offsets[b]));
+        L->dropout(x, y2, m2, lens[c], 0.3f, 1.0f / 0.7f, seeds[a], offsets[b]);
         CHECK(memcmp(m1, m2, N) == 0); /* including the untouched bytes past the end */
         CHECK(memcmp(y1, y2, (size_t)lens[c] * sizeof(float)) == 0);
       }
   /* mask may be NULL */
-  CHECK(attn_dropout_f32_avx512(x, y2, NULL, N, 0.3f, 1.0f / 0.7f, 5, 0));
+  L->dropout(x, y2, NULL, N, 0.3f, 1.0f / 0.7f, 5, 0);
+  attn_dropout_f32_generic(x, y1, NULL, N, 0.3f, 1.0f / 0.7f, 5, 0);
+  CHECK(memcmp(y1, y2, sizeof y1) == 0);
 }
 
 /* exp(x - m) and its sum, both paths, every length 0..40 and -inf entries */
@@ -450,9 +453,8 @@ static void test_exp_sub_sum_paths(void) {
   float x[N], y[N + 1], want[N];
   fill_uniform(x, N, 9, -20, 3);
   x[3] = x[17] = -INFINITY;
-  int avx = attn_cpu()->avx512f;
-  float dummy;
-  if (avx && !attn_exp_sub_sum_f32_avx512(x, NULL, 0, 0.0f, &dummy)) avx = 0;
+  const attn_row_ops *L = &attn_kern_get()->row;
+  int avx = L->exp_sub_sum != attn_exp_sub_sum_f32_generic;
   for (int n = 0; n <= N; n++) {
     double ws = 0;
     /* x - m rounds in f32 in both paths; the reference takes that rounding */
@@ -464,11 +466,11 @@ static void test_exp_sub_sum_paths(void) {
     CHECK(fabs(s - ws) <= 1e-6 * ws + 1e-30);
     CHECK(y[n] == 7.0f);
     if (avx) {
-      CHECK(attn_exp_sub_sum_f32_avx512(x, y, n, 2.5f, &s));
-      CHECK_CLOSE("exp avx512", y, want, n, 0, 4e-7);
+      s = L->exp_sub_sum(x, y, n, 2.5f);
+      CHECK_CLOSE("exp level", y, want, n, 0, 4e-7);
       CHECK(fabs(s - ws) <= 1e-6 * ws + 1e-30);
       CHECK(y[n] == 7.0f);
-      CHECK(attn_exp_sub_sum_f32_avx512(x, NULL, n, 2.5f, &s)); /* sum only */
+      s = L->exp_sub_sum(x, NULL, n, 2.5f); /* sum only */
       CHECK(fabs(s - ws) <= 1e-6 * ws + 1e-30);
     }
   }

@@ -410,7 +410,7 @@ static void test_f16_conversion(void) {
   CHECK(bad == 0);
 #if defined(__x86_64__)
   /* against the F16C instructions, over random bit patterns */
-  if (attn_cpu()->avx2) {
+  if (attn_cpu_detected()->f16c) {
     unsigned r = 9;
     int diff = 0;
     for (int i = 0; i < 200000; i++) {

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "harness.h"
-#include "kernels/quantize_internal.h"
+#include "kernels/elementwise_internal.h"
 
 static const attn_lowp_path PATHS[] = {ATTN_LOWP_PORTABLE, ATTN_LOWP_SIMD, ATTN_LOWP_AMX};
 
@@ -197,11 +197,13 @@ static void test_fake_quant_per_channel_matches_weight_quantization(void) {
   CHECK_ERR(attn_fake_quant_per_channel_f32(w, y, m, R, N, bad_s, -127, 127), ATTN_EINVAL);
 }
 
-/* The AVX-512 row quantizer and dequantizer give the scalar code's bits,
- * ties (x / s = k + 1/2) and clamped values included. */
+/* The active level's row quantizer and dequantizer give the scalar code's
+ * bits, ties (x / s = k + 1/2) and clamped values included. */
 static void test_simd_quantize_matches_scalar(void) {
-  if (!attn_cpu()->avx512bw) {
-    SKIP("no AVX-512 on this CPU/build");
+  const attn_row_ops *L = &attn_kern_get()->row;
+  if (L->quantize_row_u8 == attn_quantize_row_u8_generic &&
+      L->dequant_row == attn_dequant_row_generic) {
+    SKIP("level %s runs the scalar code", attn_isa_name(attn_isa_active()));
     return;
   }
   enum { N = 1037 };
@@ -211,7 +213,7 @@ static void test_simd_quantize_matches_scalar(void) {
   uint8_t q1[N], q2[N];
   for (int32_t z = 0; z <= 255; z += 51) {
     attn_quantize_row_u8_generic(x, N, s, z, q1);
-    attn_quantize_row_u8_avx512(x, N, s, z, q2);
+    L->quantize_row_u8(x, N, s, z, q2);
     CHECK(!memcmp(q1, q2, N));
   }
   int32_t acc[N], cs[N];
@@ -226,7 +228,7 @@ static void test_simd_quantize_matches_scalar(void) {
   fill_uniform(b, N, 23, -1, 1);
   for (int wb = 0; wb < 2; wb++) {
     attn_dequant_row_generic(acc, N, 0.0123f, 77, sw, cs, wb ? b : NULL, y1);
-    attn_dequant_row_avx512(acc, N, 0.0123f, 77, sw, cs, wb ? b : NULL, y2);
+    L->dequant_row(acc, N, 0.0123f, 77, sw, cs, wb ? b : NULL, y2);
     CHECK(!memcmp(y1, y2, sizeof y1));
   }
 }

@@ -14,6 +14,7 @@
 
 #include "attn/sdpa_f16.h"
 #include "harness.h"
+#include "kernels/kern.h"
 #include "kernels/sdpa_flash.h"
 #include "sdpa_cases.h"
 #include "sdpa_problem.h"
@@ -31,7 +32,7 @@ static int have_simd(void) { return attn_sdpa_f16_path_available(ATTN_LOWP_SIMD)
 
 /* The f32 tile kernels path runs on. */
 static const attn_flash_ops *ops_of(attn_lowp_path path) {
-  return path == ATTN_LOWP_SIMD ? attn_flash_ops_avx512() : attn_flash_ops_generic();
+  return path == ATTN_LOWP_SIMD ? attn_kern_get()->flash : attn_flash_ops_generic();
 }
 
 /* The fp16 path against the f32 flash (bit for bit) and math (tolerance). */

@@ -20,6 +20,7 @@
 #include "attn/sdpa_i8.h"
 #include "harness.h"
 #include "kernels/amx.h"
+#include "kernels/kern.h"
 #include "kernels/sdpa_flash_i8.h"
 #include "sdpa_cases.h"
 #include "sdpa_problem.h"
@@ -151,7 +152,7 @@ static void test_scores_kernels_identical(void) {
   attn_i8_scores_fn fn[3] = {attn_flash_i8_scores_generic, NULL, NULL};
   if (attn_sdpa_i8_path_available(ATTN_LOWP_SIMD)) fn[1] = attn_flash_i8_scores_vnni();
   if (attn_sdpa_i8_path_available(ATTN_LOWP_AMX)) fn[2] = attn_flash_i8_scores_amx();
-  attn_i8_dequant_fn dq = attn_cpu()->avx512f ? attn_i8_dequant_avx512() : NULL;
+  attn_i8_dequant_fn dq = attn_kern_get()->lowp.i8_dequant; /* the active level's (or none) */
   for (int dc = 1; dc <= 4; dc++) {
     const int64_t ldk = 64 * dc + 64 * (dc & 1); /* padded rows on odd dc */
     int8_t *k = malloc(64 * ldk), *qp = aligned_alloc(64, ATTN_I8_QP_BYTES(4));
@@ -196,15 +197,14 @@ static void test_scores_kernels_identical(void) {
          fn[2] ? ", amx" : "", dq ? " portable = avx512" : " portable only");
 }
 
-/* The AVX-512 row quantizer gives attn_quantize_weights_s8's bits, ties,
+/* The active level's row quantizer (AVX-512) gives attn_quantize_weights_s8's bits, ties,
  * tails, zero rows and non-finite values included; the AVX-512 column sums
  * of the key mean give the scalar loop's bits. */
 static void test_quantizer_identical(void) {
-  attn_i8_quantize_fn vq = attn_cpu()->avx512f && attn_cpu()->avx512bw && attn_cpu()->avx512vl
-                               ? attn_i8_quantize_row_avx512()
-                               : NULL;
-  if (!vq) {
-    SKIP("no AVX-512 on this CPU/build");
+  attn_i8_quantize_fn vq = attn_kern_get()->lowp.i8_quantize_row;
+  attn_i8_colsum_fn vc = attn_kern_get()->lowp.i8_colsum;
+  if (!vq || !vc) {
+    SKIP("level %s: portable quantizer only", attn_isa_name(attn_isa_active()));
     return;
   }
   float x[256];
@@ -229,7 +229,7 @@ static void test_quantizer_identical(void) {
   for (int D = 1; D <= 200; D += 13) {
     double a0[256] = {0}, a1[256] = {0};
     attn_i8_colsum_generic(k + 1, 203, 300, D, a0);
-    attn_i8_colsum_avx512()(k + 1, 203, 300, D, a1);
+    vc(k + 1, 203, 300, D, a1);
     CHECK(!memcmp(a0, a1, sizeof a0));
   }
 }

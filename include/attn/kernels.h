@@ -13,12 +13,41 @@
 extern "C" {
 #endif
 
-/* ---- CPU features and threads -------------------------------------------- */
+/* ---- CPU features, ISA levels and threads ---------------------------------
+ * At first use attn picks one ISA level: the best that both the CPU and the
+ * build have, capped by the environment variable ATTN_CPU (generic, avx2,
+ * avx512, neon or native = the best). Every kernel then runs that level's
+ * micro-kernels; the AVX-512 level also uses the low-precision units the CPU
+ * has (AVX512_BF16, VNNI, AMX). An unknown or unavailable ATTN_CPU value
+ * falls back to the best level (attn_isa_reason() says so; the attn tool
+ * refuses it). Results are deterministic per level, not across levels. */
 typedef struct {
-  int avx2, fma, avx512f, avx512bw, avx512vl, avx512_bf16, avx512_fp16, avx512_vnni;
+  int avx2, fma, f16c, avx512f, avx512bw, avx512vl, avx512dq, avx512_bf16, avx512_fp16,
+      avx512_vnni;
   int amx_tile, amx_bf16, amx_int8;
+  int neon;
 } attn_cpu_features;
+/* The features the active level may use (all 0 at the generic level). */
 const attn_cpu_features *attn_cpu(void);
+/* What the CPU itself reports, whatever the level. */
+const attn_cpu_features *attn_cpu_detected(void);
+
+typedef enum { ATTN_ISA_GENERIC = 0, ATTN_ISA_AVX2, ATTN_ISA_AVX512, ATTN_ISA_NEON } attn_isa;
+#define ATTN_ISA_COUNT 4
+/* "generic", "avx2", "avx512", "neon" */
+const char *attn_isa_name(attn_isa isa);
+/* 1 when this CPU and this build can run the level. */
+int attn_isa_available(attn_isa isa);
+/* The level in use and, in words, why it was chosen. */
+attn_isa attn_isa_active(void);
+const char *attn_isa_reason(void);
+/* Level by name ("native": the best available); ATTN_EINVAL for an unknown
+ * name, ATTN_EUNSUPPORTED for one this CPU or build lacks (the message names
+ * the levels available). */
+attn_status attn_isa_from_name(const char *name, attn_isa *out);
+/* Switch the level (tests, benches): ATTN_EUNSUPPORTED if unavailable. Not
+ * to be called while other threads run attn kernels. */
+attn_status attn_set_isa(attn_isa isa);
 /* Set the number of threads used by attn kernels (0 = all cores). */
 void attn_set_num_threads(int n);
 int attn_get_num_threads(void);

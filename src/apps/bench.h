@@ -26,8 +26,8 @@ static const attn_bench_entry attn_bench_table[] = {
 };
 
 /* fp32 FMA peak in GFLOP/s with `threads` threads (0 = all): a register-
- * resident FMA loop with independent accumulators (AVX-512 when attn_cpu()
- * has it, else AVX2+FMA, else scalar C), best of ten ~20 ms runs. Measured
+ * resident FMA loop with independent accumulators (of the active ISA level:
+ * AVX-512, AVX2+FMA, else scalar C), best of ten ~20 ms runs. Measured
  * once per thread count per process, then cached. */
 double attn_bench_peak_gflops(int threads);
 /* The same loop's flops per CPU-second of the process x threads (fastest

@@ -82,12 +82,12 @@ static float fma_loop_scalar(long iters) {
   return s;
 }
 
-/* lanes of the loop attn_cpu() allows: 16 (AVX-512), 8 (AVX2+FMA), 1 */
+/* lanes of the active ISA level's loop: 16 (AVX-512), 8 (AVX2+FMA), 1 */
 static int peak_lanes(void) {
 #if defined(__x86_64__)
-  const attn_cpu_features *f = attn_cpu();
-  if (f->avx512f) return 16;
-  if (f->avx2 && f->fma) return 8;
+  attn_isa isa = attn_isa_active();
+  if (isa == ATTN_ISA_AVX512) return 16;
+  if (isa == ATTN_ISA_AVX2) return 8;
 #endif
   return 1;
 }
@@ -131,16 +131,20 @@ static double time_loop(int threads, long iters, double *cpu) {
 }
 
 enum { PEAK_MAX_THREADS = 256 };
-static double peak_cache[PEAK_MAX_THREADS + 1], peak_cpu_cache[PEAK_MAX_THREADS + 1];
+/* per ISA level (the loop differs) and thread count */
+static double peak_cache[ATTN_ISA_COUNT][PEAK_MAX_THREADS + 1],
+    peak_cpu_cache[ATTN_ISA_COUNT][PEAK_MAX_THREADS + 1];
 
 double attn_bench_peak_gflops(int threads) {
   if (threads <= 0) threads = attn_get_num_threads();
   if (threads > PEAK_MAX_THREADS) threads = PEAK_MAX_THREADS;
-  if (peak_cache[threads] > 0) return peak_cache[threads];
+  const int lv = (int)attn_isa_active();
+  if (peak_cache[lv][threads] > 0) return peak_cache[lv][threads];
   /* ~20 ms per run (calibrated on one thread, fastest of 3 tries, so a
    * preempted try cannot shrink the runs), then best of 10: short runs are
    * more often left alone on a busy machine, and the fastest is the peak */
-  static long iters;
+  static long iters_of[ATTN_ISA_COUNT];
+  long iters = iters_of[lv];
   if (!iters) {
     long n = 1 << 14;
     double t;
@@ -153,7 +157,7 @@ double attn_bench_peak_gflops(int threads) {
       if (t >= 0.002) break;
       n *= 4;
     }
-    iters = (long)((double)n * 0.02 / t) + 1;
+    iters = iters_of[lv] = (long)((double)n * 0.02 / t) + 1;
   }
   double best = 1e30, best_cpu = 1e30;
   for (int r = 0; r < 10; r++) {
@@ -162,22 +166,24 @@ double attn_bench_peak_gflops(int threads) {
     if (cpu < best_cpu) best_cpu = cpu;
   }
   double flops = 2.0 * CHAINS * peak_lanes() * (double)iters * threads;
-  peak_cache[threads] = flops / best * 1e-9;
-  peak_cpu_cache[threads] = flops / (best_cpu / threads) * 1e-9;
-  return peak_cache[threads];
+  peak_cache[lv][threads] = flops / best * 1e-9;
+  peak_cpu_cache[lv][threads] = flops / (best_cpu / threads) * 1e-9;
+  return peak_cache[lv][threads];
 }
 
 double attn_bench_peak_cpu_gflops(int threads) {
   if (threads <= 0) threads = attn_get_num_threads();
   if (threads > PEAK_MAX_THREADS) threads = PEAK_MAX_THREADS;
   attn_bench_peak_gflops(threads);
-  return peak_cpu_cache[threads];
+  return peak_cpu_cache[attn_isa_active()][threads];
 }
 
 static void peak_usage(FILE *out) {
   fprintf(out,
           "usage: attn bench peak [--threads T]\n"
-          "  fp32 FMA peak (GFLOP/s) with 1 thread and with all threads (or T)\n");
+          "  fp32 FMA peak (GFLOP/s) with 1 thread and with all threads (or T), for the\n"
+          "  active ISA level, then the other levels' vector loops (AVX2's 8-lane FMA\n"
+          "  peak is the target of the avx2 kernels even on an AVX-512 CPU)\n");
 }
 
 int attn_bench_peak_main(int argc, char **argv) {
@@ -207,5 +213,15 @@ int attn_bench_peak_main(int argc, char **argv) {
          attn_bench_peak_cpu_gflops(1));
   if (threads > 1) printf(", %d threads %.1f", threads, attn_bench_peak_cpu_gflops(threads));
   printf("\n");
+  /* the other vector levels of this machine, measured in the same run */
+  attn_isa active = attn_isa_active();
+  for (int i = 0; i < ATTN_ISA_COUNT; i++) {
+    if (i == (int)active || i == ATTN_ISA_GENERIC || attn_set_isa((attn_isa)i) != ATTN_OK) continue;
+    printf("  level %s (%s): 1 thread %.1f GFLOP/s", attn_isa_name((attn_isa)i),
+           attn_bench_peak_isa(), attn_bench_peak_gflops(1));
+    if (threads > 1) printf(", %d threads %.1f GFLOP/s", threads, attn_bench_peak_gflops(threads));
+    printf("\n");
+  }
+  attn_set_isa(active);
   return 0;
 }

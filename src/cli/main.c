@@ -1,4 +1,5 @@
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "attn.h"
@@ -37,16 +38,38 @@ int cli_fail(const char *what) {
   return 1;
 }
 
+static void print_features(const char *label, const attn_cpu_features *f) {
+  printf("%s:%s%s%s%s%s%s%s%s%s%s%s%s%s\n", label, f->avx2 ? " avx2" : "", f->fma ? " fma" : "",
+         f->f16c ? " f16c" : "", f->avx512f ? " avx512f" : "", f->avx512bw ? " avx512bw" : "",
+         f->avx512vl ? " avx512vl" : "", f->avx512dq ? " avx512dq" : "",
+         f->avx512_bf16 ? " avx512_bf16" : "", f->avx512_fp16 ? " avx512_fp16" : "",
+         f->avx512_vnni ? " avx512_vnni" : "", f->amx_bf16 ? " amx_bf16" : "",
+         f->amx_int8 ? " amx_int8" : "", f->neon ? " neon" : "");
+}
+
 int attn_cmd_version(int argc, char **argv) {
   (void)argc;
   (void)argv;
-  const attn_cpu_features *f = attn_cpu();
-  printf("attn %s\ncpu:%s%s%s%s%s%s%s\nthreads: %d\n", ATTN_VERSION, f->avx2 ? " avx2" : "",
-         f->avx512f ? " avx512f" : "", f->avx512bw ? " avx512bw" : "",
-         f->avx512_bf16 ? " avx512_bf16" : "", f->avx512_fp16 ? " avx512_fp16" : "",
-         f->amx_bf16 ? " amx_bf16" : "", f->amx_int8 ? " amx_int8" : "",
-         attn_get_num_threads());
+  printf("attn %s\n", ATTN_VERSION);
+  printf("isa: %s (%s)\nlevels:", attn_isa_name(attn_isa_active()), attn_isa_reason());
+  for (int i = 0; i < ATTN_ISA_COUNT; i++)
+    if (attn_isa_available((attn_isa)i)) printf(" %s", attn_isa_name((attn_isa)i));
+  printf("\n");
+  print_features("cpu", attn_cpu_detected());
+  print_features("in use", attn_cpu());
+  printf("threads: %d\n", attn_get_num_threads());
   return 0;
+}
+
+/* ATTN_CPU names a level this CPU and build have (the library would fall
+ * back to the best one; the tool refuses instead, so a benchmark or test
+ * never runs another level than asked). */
+static int check_isa_env(void) {
+  const char *e = getenv("ATTN_CPU");
+  attn_isa isa;
+  if (!e || !*e || attn_isa_from_name(e, &isa) == ATTN_OK) return 0;
+  fprintf(stderr, "attn: ATTN_CPU: %s\n", attn_last_error());
+  return 2;
 }
 
 static void usage(FILE *out) {
@@ -65,6 +88,7 @@ int main(int argc, char **argv) {
     usage(stdout);
     return 0;
   }
+  if (check_isa_env()) return 2;
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
   fprintf(stderr, "attn: unknown command '%s'\n", argv[1]);

@@ -55,23 +55,15 @@ void attn_gelu_backward_f32_generic(const float *x, const float *dy, float *dx, 
   }
 }
 
-static int use_avx512(void) {
-  /* n = 0 probes whether the build has the path */
-  return attn_cpu()->avx512f && attn_gelu_f32_avx512(NULL, NULL, 0);
-}
-
 attn_status attn_gelu_f32(const float *x, float *y, int64_t n) {
   attn_status st = check_args("gelu", x, y, y, n);
   if (st != ATTN_OK) return st;
-  int avx = use_avx512();
+  void (*gelu)(const float *, float *, int64_t) = attn_kern_get()->row.gelu;
   int64_t nchunks = (n + CHUNK - 1) / CHUNK;
 #pragma omp parallel for num_threads(attn_get_num_threads()) if (n >= PAR_MIN_ELEMS)
   for (int64_t c = 0; c < nchunks; c++) {
     int64_t i0 = c * CHUNK, len = n - i0 < CHUNK ? n - i0 : CHUNK;
-    if (avx)
-      attn_gelu_f32_avx512(x + i0, y + i0, len);
-    else
-      attn_gelu_f32_generic(x + i0, y + i0, len);
+    gelu(x + i0, y + i0, len);
   }
   return ATTN_OK;
 }
@@ -79,15 +71,13 @@ attn_status attn_gelu_f32(const float *x, float *y, int64_t n) {
 attn_status attn_gelu_backward_f32(const float *x, const float *dy, float *dx, int64_t n) {
   attn_status st = check_args("gelu_backward", x, dy, dx, n);
   if (st != ATTN_OK) return st;
-  int avx = use_avx512();
+  void (*grad)(const float *, const float *, float *, int64_t) =
+      attn_kern_get()->row.gelu_backward;
   int64_t nchunks = (n + CHUNK - 1) / CHUNK;
 #pragma omp parallel for num_threads(attn_get_num_threads()) if (n >= PAR_MIN_ELEMS)
   for (int64_t c = 0; c < nchunks; c++) {
     int64_t i0 = c * CHUNK, len = n - i0 < CHUNK ? n - i0 : CHUNK;
-    if (avx)
-      attn_gelu_backward_f32_avx512(x + i0, dy + i0, dx + i0, len);
-    else
-      attn_gelu_backward_f32_generic(x + i0, dy + i0, dx + i0, len);
+    grad(x + i0, dy + i0, dx + i0, len);
   }
   return ATTN_OK;
 }

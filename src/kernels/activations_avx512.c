@@ -2,8 +2,7 @@
  * libmvec vector erfcf/expf (glibc >= 2.35; see elementwise_internal.h). */
 #include "kernels/elementwise_internal.h"
 
-#if defined(__x86_64__) && defined(__GLIBC__) && \
-    (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35))
+#if ATTN_HAVE_LIBMVEC
 #include <immintrin.h>
 
 #define AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma")))
@@ -30,17 +29,16 @@ AVX512_TARGET static inline __m512 gelu_grad16(__m512 v, __m512 g) {
   return _mm512_mul_ps(g, _mm512_add_ps(cdf, _mm512_mul_ps(v, pdf)));
 }
 
-AVX512_TARGET int attn_gelu_f32_avx512(const float *x, float *y, int64_t n) {
+AVX512_TARGET void attn_gelu_f32_avx512(const float *x, float *y, int64_t n) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, gelu16(_mm512_loadu_ps(x + i)));
   if (i < n) {
     __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
     _mm512_mask_storeu_ps(y + i, m, gelu16(_mm512_maskz_loadu_ps(m, x + i)));
   }
-  return 1;
 }
 
-AVX512_TARGET int attn_gelu_backward_f32_avx512(const float *x, const float *dy, float *dx,
+AVX512_TARGET void attn_gelu_backward_f32_avx512(const float *x, const float *dy, float *dx,
                                                 int64_t n) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16)
@@ -50,16 +48,6 @@ AVX512_TARGET int attn_gelu_backward_f32_avx512(const float *x, const float *dy,
     __m512 r = gelu_grad16(_mm512_maskz_loadu_ps(m, x + i), _mm512_maskz_loadu_ps(m, dy + i));
     _mm512_mask_storeu_ps(dx + i, m, r);
   }
-  return 1;
 }
 
-#else
-int attn_gelu_f32_avx512(const float *x, float *y, int64_t n) {
-  (void)x, (void)y, (void)n;
-  return 0;
-}
-int attn_gelu_backward_f32_avx512(const float *x, const float *dy, float *dx, int64_t n) {
-  (void)x, (void)dy, (void)dx, (void)n;
-  return 0;
-}
 #endif

@@ -1,5 +1,6 @@
 /* AMX permission (once per process, thread-safe) and tile configuration. */
 #include "kernels/amx.h"
+#include "kernels/kern.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -49,14 +50,20 @@ void attn_amx_config_tiles(void) {}
 void attn_amx_release_tiles(void) {}
 #endif
 
+/* The CPU has AMX tiles at the active level (the table has AMX kernels). */
+static int amx_tiles_present(void) {
+  const attn_lowp_ops *l = &attn_kern_get()->lowp;
+  return l->bf16_amx || l->i8_amx;
+}
+
 static pthread_mutex_t amx_lock = PTHREAD_MUTEX_INITIALIZER;
 static int amx_state;                  /* 0 unknown, 1 granted, -1 refused */
 static int (*amx_request)(void) = request_linux;
 
 int attn_amx_ready(void) {
+  if (!amx_tiles_present()) return 0;
   pthread_mutex_lock(&amx_lock);
-  if (amx_state == 0)
-    amx_state = attn_cpu()->amx_tile && amx_request() == 0 ? 1 : -1;
+  if (amx_state == 0) amx_state = amx_request() == 0 ? 1 : -1;
   int ok = amx_state == 1;
   pthread_mutex_unlock(&amx_lock);
   return ok;

@@ -5,7 +5,7 @@
 #ifndef ATTN_AMX_H
 #define ATTN_AMX_H
 
-/* 1 when the CPU has AMX tiles (attn_cpu()->amx_tile) and the kernel granted
+/* 1 when the CPU has AMX tiles (the active level's table has AMX kernels) and the kernel granted
  * the permission; the request is made on the first call only. */
 int attn_amx_ready(void);
 

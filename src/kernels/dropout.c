@@ -35,18 +35,14 @@ attn_status attn_dropout_f32(const float *x, float *y, uint8_t *mask, int64_t n,
   if (st != ATTN_OK) return st;
   if (n > 0 && (!x || !y)) return attn_set_error(ATTN_EINVAL, "dropout: x or y is NULL");
   float scale = 1.0f / (1.0f - p);
-  /* n = 0 probes whether the build has the vector path */
-  int avx =
-      attn_cpu()->avx512f && attn_dropout_f32_avx512(NULL, NULL, NULL, 0, p, scale, seed, 0);
+  void (*drop)(const float *, float *, uint8_t *, int64_t, float, float, uint64_t, uint64_t) =
+      attn_kern_get()->row.dropout;
   int64_t nchunks = (n + CHUNK - 1) / CHUNK;
 #pragma omp parallel for num_threads(attn_get_num_threads()) if (n >= PAR_MIN_ELEMS)
   for (int64_t c = 0; c < nchunks; c++) {
     int64_t i0 = c * CHUNK, len = n - i0 < CHUNK ? n - i0 : CHUNK;
     uint8_t *m = mask ? mask + i0 : NULL;
-    if (avx)
-      attn_dropout_f32_avx512(x + i0, y + i0, m, len, p, scale, seed, offset + (uint64_t)i0);
-    else
-      attn_dropout_f32_generic(x + i0, y + i0, m, len, p, scale, seed, offset + (uint64_t)i0);
+    drop(x + i0, y + i0, m, len, p, scale, seed, offset + (uint64_t)i0);
   }
   return ATTN_OK;
 }

@@ -1,42 +1,65 @@
-/* Internal: the two paths of the elementwise kernels, so tests can run each.
- * attn_gelu_f32 etc. pick the AVX-512 one (activations_avx512.c,
- * dropout_avx512.c) when attn_cpu()->avx512f and the build has it
- * (ATTN_CPU=generic forces the portable C), split into chunks over threads.
- * The AVX-512 functions return 1 when they did the work, 0 (doing nothing)
- * where the build has no such code (not x86-64, or for GELU no libmvec vector
- * erfc/exp: glibc < 2.35); call them only when attn_cpu()->avx512f. Arguments
- * are not checked here. */
+/* Internal: the row and elementwise kernels of each level, gathered into the
+ * attn_row_ops tables (row_ops_generic.c, row_ops_avx512.c; kern.h has the
+ * contract of each). The loops (softmax.c, activations.c, dropout.c,
+ * layernorm.c, quantize.c, train/adamw.c, ...) call them through
+ * attn_kern_get()->row; tests call the functions of one level directly
+ * through attn_kern_at(level)->row. */
 #ifndef ATTN_ELEMENTWISE_INTERNAL_H
 #define ATTN_ELEMENTWISE_INTERNAL_H
 
 #include <stdint.h>
 
-/* Portable, one thread (activations.c, dropout.c). */
+#include "kernels/kern.h"
+
+/* glibc's libmvec (vector expf / erfcf for the x86-64 vector function ABI)
+ * has the AVX2 and AVX-512 variants from glibc 2.35 on. */
+#if defined(__x86_64__) && defined(__GLIBC__) && \
+    (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35))
+#define ATTN_HAVE_LIBMVEC 1
+#else
+#define ATTN_HAVE_LIBMVEC 0
+#endif
+
+/* The active level's exp_sub_sum (softmax.c; used by cross_entropy.c too). */
+float attn_exp_sub_sum_f32(const float *x, float *y, int64_t n, float m);
+
+/* ---- portable (one thread each) ---- */
+void attn_vexp_f32_generic(const float *x, float *y, int64_t n);
+float attn_exp_sub_sum_f32_generic(const float *x, float *y, int64_t n, float m);
 void attn_gelu_f32_generic(const float *x, float *y, int64_t n);
 void attn_gelu_backward_f32_generic(const float *x, const float *dy, float *dx, int64_t n);
 void attn_dropout_f32_generic(const float *x, float *y, uint8_t *mask, int64_t n, float p,
                               float scale, uint64_t seed, uint64_t offset);
+void attn_adam_f32_generic(const attn_adam_scalars *k, float *p, const float *g, float *m, float *v,
+                           int64_t n);
+void attn_layernorm_row_f32_generic(const float *x, const float *w, const float *b, float *y,
+                                    float eps, int64_t n, float *mean, float *rstd);
+void attn_layernorm_backward_row_f32_generic(const float *x, const float *w, float mean,
+                                             float rstd, const float *dy, float *dx, int64_t n);
+void attn_minmax_row_generic(const float *x, int64_t n, float *lo, float *hi, int *bad);
+void attn_quantize_row_u8_generic(const float *x, int64_t n, float s, int32_t z, uint8_t *q);
+void attn_dequant_row_generic(const int32_t *acc, int64_t n, float sx, int32_t zx,
+                              const float *sw, const int32_t *cs, const float *b, float *y);
 
-/* Same formulas, rounding steps and order as the portable loops; erfc and
- * exp come from glibc's libmvec (a few ulp, like erfcf/expf), so results
- * agree with the portable path to a few ulp. */
-int attn_gelu_f32_avx512(const float *x, float *y, int64_t n);
-int attn_gelu_backward_f32_avx512(const float *x, const float *dy, float *dx, int64_t n);
-
-/* Bit-identical to the portable dropout (the same Philox words, 16 at once):
- * y[i] = keep ? x[i] * scale : 0, mask[i] = keep (mask may be NULL) for
- * element i of the stream at offset + i. */
-int attn_dropout_f32_avx512(const float *x, float *y, uint8_t *mask, int64_t n, float p,
-                            float scale, uint64_t seed, uint64_t offset);
-
-/* Row helper of softmax, log-softmax and cross-entropy (softmax.c,
- * softmax_avx512.c): y[j] = exp(x[j] - m) (y may be NULL, or x), returns the
- * sum of those values. The dispatcher picks the AVX-512 path (16 partial
- * sums, libmvec expf) or the portable loop (sequential sum); each is
- * deterministic. */
-float attn_exp_sub_sum_f32(const float *x, float *y, int64_t n, float m);
-float attn_exp_sub_sum_f32_generic(const float *x, float *y, int64_t n, float m);
-/* 1 with *sum set when done, 0 where the build lacks the path */
-int attn_exp_sub_sum_f32_avx512(const float *x, float *y, int64_t n, float m, float *sum);
+/* ---- AVX-512 (x86-64 builds; libmvec ones only with ATTN_HAVE_LIBMVEC) ---- */
+#if defined(__x86_64__)
+void attn_vexp_f32_avx512(const float *x, float *y, int64_t n);
+float attn_exp_sub_sum_f32_avx512(const float *x, float *y, int64_t n, float m);
+void attn_gelu_f32_avx512(const float *x, float *y, int64_t n);
+void attn_gelu_backward_f32_avx512(const float *x, const float *dy, float *dx, int64_t n);
+void attn_dropout_f32_avx512(const float *x, float *y, uint8_t *mask, int64_t n, float p,
+                             float scale, uint64_t seed, uint64_t offset);
+void attn_adam_f32_avx512(const attn_adam_scalars *k, float *p, const float *g, float *m, float *v,
+                          int64_t n);
+void attn_minmax_row_avx512(const float *x, int64_t n, float *lo, float *hi, int *bad);
+void attn_quantize_row_u8_avx512(const float *x, int64_t n, float s, int32_t z, uint8_t *q);
+void attn_dequant_row_avx512(const int32_t *acc, int64_t n, float sx, int32_t zx,
+                             const float *sw, const int32_t *cs, const float *b, float *y);
+void attn_f32_to_f16_avx512(const float *x, uint16_t *y, int64_t n);
+/* bf16 Linear helpers (bf16_rows_avx512.c; contracts in kern.h, attn_lowp_ops) */
+void attn_bf16_epi_piece_avx512(const attn_bf16_piece *p, int64_t rows, int64_t n);
+void attn_bf16_convert_rows_avx512(const float *x, int64_t ldx, uint16_t *y, int64_t ldy,
+                                   int64_t rows, int64_t cols, float *sum);
+#endif
 
 #endif

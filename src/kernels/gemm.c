@@ -13,6 +13,7 @@
 
 #include "kernels/gemm_grid.h"
 #include "kernels/gemm_internal.h"
+#include "kernels/kern.h"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -149,22 +150,16 @@ attn_status attn_gemm_f32_path(attn_gemm_path path, int transa, int transb, int6
                           (long long)ldb, (long long)wb, transb ? ", stored N x K" : "");
   if (ldc < N)
     return attn_set_error(ATTN_EINVAL, "gemm: ldc=%lld < N=%lld", (long long)ldc, (long long)N);
-  const attn_gemm_kernel_f32 *avx = attn_gemm_kernel_avx512_f32();
-  int have_avx = avx && attn_cpu()->avx512f;
-  if (path == ATTN_GEMM_AVX512 && !have_avx)
-    return attn_set_error(ATTN_EUNSUPPORTED, "gemm: AVX-512 path not available on this CPU");
   if (path == ATTN_GEMM_AUTO) {
     double work = (double)M * (double)N * (double)K;
-    if (K == 0 || M == 1 || work < ATTN_GEMM_SMALL_WORK)
-      path = ATTN_GEMM_SMALL;
-    else
-      path = have_avx ? ATTN_GEMM_AVX512 : ATTN_GEMM_GENERIC;
+    path = K == 0 || M == 1 || work < ATTN_GEMM_SMALL_WORK ? ATTN_GEMM_SMALL : ATTN_GEMM_PACKED;
   }
   if (path == ATTN_GEMM_SMALL || K == 0) {
     attn_gemm_small_f32(transa, transb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     return ATTN_OK;
   }
-  const attn_gemm_kernel_f32 *kr = path == ATTN_GEMM_AVX512 ? avx : attn_gemm_kernel_generic_f32();
+  const attn_gemm_kernel_f32 *kr =
+      path == ATTN_GEMM_GENERIC ? attn_gemm_kernel_generic_f32() : attn_kern_get()->gemm;
   return gemm_packed(kr, transa, transb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 

@@ -3,7 +3,7 @@
  * broadcasts from packed A feed 28 FMAs. Selected at run time by gemm.c.
  * Blocking measured on the 2-core Xeon (48 KB L1d, 2 MB L2 per core): in L1
  * the kernel runs at ~85% of the FMA peak, ~80% with b~ streaming from L2. */
-#include "kernels/gemm_internal.h"
+#include "kernels/gemm_ukr.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>

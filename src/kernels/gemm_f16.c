@@ -5,6 +5,7 @@
  * portable bf16 path. */
 #include "kernels/gemm_internal.h"
 #include "kernels/gemm_lowp_internal.h"
+#include "kernels/kern.h"
 
 static void ukr_f32_portable(int64_t kcp, const void *a, const void *b, void *tile) {
   const attn_gemm_kernel_f32 *k = attn_gemm_kernel_generic_f32();

@@ -1,60 +1,24 @@
-/* Internal to the GEMM paths (driver and packing in gemm.c, portable
- * micro-kernel and small path in gemm_generic.c, AVX-512 micro-kernel in
- * gemm_avx512.c). Not part of the public API; tests and benches use it to
- * run one path explicitly. */
+/* Internal to the GEMM driver (gemm.c; the micro-kernel contract is in
+ * gemm_ukr.h, the portable micro-kernel and small path in gemm_generic.c).
+ * Not part of the public API; tests and benches use it to run one path
+ * explicitly. */
 #ifndef ATTN_GEMM_INTERNAL_H
 #define ATTN_GEMM_INTERNAL_H
 
 #include <stdint.h>
 
 #include "attn/kernels.h"
+#include "kernels/gemm_ukr.h"
 
-/* Micro-kernel: c[mr, nr] (row stride ldc) = alpha * a~ · b~ + beta * c over
- * kc steps, where a~ [kc, mr] and b~ [kc, nr] are packed panels (k-major).
- * beta == 0 means c is write-only. Always computes the full mr x nr tile. */
-typedef void (*attn_gemm_ukr_f32)(int64_t kc, const float *a, const float *b, float *c,
-                                  int64_t ldc, float alpha, float beta);
-
-/* Packing. pack_a: a~ for rows [i0, i0+mc) and depth [p0, p0+kc) of op(A),
- * as panels of mr rows stored k-major (a~[p*mr + r]), rows past mc zero.
- * pack_b: b~ for depth [p0, p0+kc) and columns [j0, j0+nc) of op(B), as
- * panels of nr columns stored k-major (b~[p*nr + c]), columns past nc zero.
- * dst of pack_b is 64-byte aligned. */
-typedef void (*attn_gemm_pack_a_f32)(int transa, const float *A, int64_t lda, int64_t i0,
-                                     int64_t mc, int64_t p0, int64_t kc, int mr, float *dst);
-typedef void (*attn_gemm_pack_b_f32)(int transb, const float *B, int64_t ldb, int64_t p0,
-                                     int64_t kc, int64_t j0, int64_t nc, int nr, float *dst);
-/* The portable packers (gemm_generic.c), for any mr / nr. */
-void attn_gemm_pack_a_generic_f32(int transa, const float *A, int64_t lda, int64_t i0, int64_t mc,
-                                  int64_t p0, int64_t kc, int mr, float *dst);
-void attn_gemm_pack_b_generic_f32(int transb, const float *B, int64_t ldb, int64_t p0, int64_t kc,
-                                  int64_t j0, int64_t nc, int nr, float *dst);
-
-/* A micro-kernel, its packers and the cache blocking it was tuned with.
- * mc: rows of A packed at once (multiple of mr); kc: depth of one block;
- * nc: columns of B packed at once, sized for L2 (multiple of nr). */
-typedef struct {
-  const char *name;
-  int mr, nr;
-  int64_t mc, kc, nc;
-  attn_gemm_ukr_f32 ukr;
-  attn_gemm_pack_a_f32 pack_a;
-  attn_gemm_pack_b_f32 pack_b;
-} attn_gemm_kernel_f32;
-
-/* NULL where the build has no AVX-512 code (not x86-64). The caller checks
- * attn_cpu()->avx512f before using it. */
-const attn_gemm_kernel_f32 *attn_gemm_kernel_avx512_f32(void);
-const attn_gemm_kernel_f32 *attn_gemm_kernel_generic_f32(void);
 
 /* Which path attn_gemm_f32_path runs. AUTO is what attn_gemm_f32 does:
- * SMALL below a size threshold, else AVX512 when the CPU has it, else
- * GENERIC. Forcing AVX512 on a CPU without it gives ATTN_EUNSUPPORTED. */
+ * SMALL below a size threshold, else PACKED (the active level's micro-kernel,
+ * kern.h). */
 typedef enum {
   ATTN_GEMM_AUTO = 0,
   ATTN_GEMM_SMALL,   /* no packing; same k-order and rounding as the reference */
   ATTN_GEMM_GENERIC, /* packed, portable C micro-kernel */
-  ATTN_GEMM_AVX512   /* packed, AVX-512 micro-kernel */
+  ATTN_GEMM_PACKED   /* packed, the active level's micro-kernel */
 } attn_gemm_path;
 
 /* M*N*K below this goes through the small path under AUTO. */

@@ -12,6 +12,7 @@
 
 #include "kernels/gemm_grid.h"
 #include "kernels/gemm_lowp_internal.h"
+#include "kernels/kern.h"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -29,40 +30,19 @@ static size_t type_size(attn_lowp_type t) {
 /* n elements of src (type in, contiguous) converted to out, into dst. */
 static void convert_run(const void *src, attn_lowp_type in, int64_t n, attn_lowp_type out,
                         void *dst) {
-#if defined(__x86_64__)
-  if (attn_cpu()->avx512bw && in != out) {
-    if (in == LOWP_F32R && out == LOWP_F32) {
-      attn_lowp_f32_round_bf16_avx512(src, dst, n);
-      return;
-    }
-    if (in == LOWP_F32R && out == LOWP_BF16) {
-      attn_lowp_f32_to_bf16_avx512(src, dst, n);
-      return;
-    }
-    if (in == LOWP_BF16 && out == LOWP_F32) {
-      attn_lowp_bf16_to_f32_avx512(src, dst, n);
-      return;
-    }
-    if (in == LOWP_F16 && out == LOWP_F32) {
-      attn_lowp_f16_to_f32_avx512(src, dst, n);
-      return;
-    }
-  }
-#endif
+  const attn_row_ops *ro = &attn_kern_get()->row;
   if (in == out) {
     memcpy(dst, src, (size_t)n * type_size(in));
   } else if (in == LOWP_F32R && out == LOWP_F32) { /* through bf16 */
-    const float *x = src;
-    float *y = dst;
-    for (int64_t i = 0; i < n; i++) y[i] = attn_bf16_to_f32(attn_f32_to_bf16(x[i]));
+    ro->f32_round_bf16(src, dst, n);
   } else if (in == LOWP_F32R && out == LOWP_BF16) {
-    attn_f32_to_bf16_n(src, dst, n);
+    ro->f32_to_bf16(src, dst, n);
   } else if (out == LOWP_F32 && in == LOWP_BF16) {
-    attn_bf16_to_f32_n(src, dst, n);
+    ro->bf16_to_f32(src, dst, n);
   } else if (out == LOWP_F32 && in == LOWP_F16) {
-    attn_f16_to_f32_n(src, dst, n);
+    ro->f16_to_f32(src, dst, n);
   } else if (out == LOWP_BF16 && in == LOWP_F32) {
-    attn_f32_to_bf16_n(src, dst, n);
+    ro->f32_to_bf16(src, dst, n);
   } else { /* u8 <-> s8 never mixed by the callers; bytes copied */
     memcpy(dst, src, (size_t)n);
   }
@@ -87,12 +67,11 @@ static void scatter(const void *s, void *d, int64_t n, int64_t stride, size_t es
 /* out[r] = the g runs t (run i at t + i*ld elements, g*es = 4 bytes)
  * interleaved: element r of run i in bits [i*8*es, (i+1)*8*es) of word r. */
 static void interleave(const void *t, int g, int64_t ld, int64_t n, uint32_t *out) {
-#if defined(__x86_64__)
-  if (attn_cpu()->avx512bw) {
-    attn_lowp_interleave_avx512(t, g, ld, n, out);
+  void (*fast)(const void *, int, int64_t, int64_t, uint32_t *) = attn_kern_get()->lowp.interleave;
+  if (fast) {
+    fast(t, g, ld, n, out);
     return;
   }
-#endif
   if (g == 2) {
     const uint16_t *a = t, *b = a + ld;
     for (int64_t r = 0; r < n; r++) out[r] = (uint32_t)a[r] | (uint32_t)b[r] << 16;
@@ -103,9 +82,6 @@ static void interleave(const void *t, int g, int64_t ld, int64_t n, uint32_t *ou
   }
 }
 
-#if defined(__x86_64__)
-static int avx512_pack(void) { return attn_cpu()->avx512bw; }
-#endif
 
 /* Panels of w rows for rows [r0, r0+nrows) and depth [p0, p0+kc) of src,
  * each kcp deep (layout in gemm_lowp_internal.h); tmp holds
@@ -154,13 +130,11 @@ static void pack(const attn_lowp_src *s, int64_t r0, int64_t nrows, int64_t p0, 
         interleave((char *)tmp + (size_t)rr * es, g, nrows, min64(w, nrows - rr),
                    (uint32_t *)((char *)dst + (size_t)(rr / w) * panel_size + (size_t)(q * w) * G));
     }
-#if defined(__x86_64__)
   } else if (g == 32 && w == 32 && out == LOWP_BF16 &&
-             (s->type == LOWP_BF16 || s->type == LOWP_F32R) && avx512_pack()) {
+             (s->type == LOWP_BF16 || s->type == LOWP_F32R) && attn_kern_get()->lowp.pack_t32) {
     /* AMX A panels of a transposed operand (the dW GEMMs): 16 x 16 transposes */
-    attn_lowp_pack_t32_avx512(x + (p0 * s->sp + r0) * (int64_t)ies, s->type == LOWP_F32R, s->sp,
-                              nrows, kc, kcp, dst);
-#endif
+    attn_kern_get()->lowp.pack_t32(x + (p0 * s->sp + r0) * (int64_t)ies, s->type == LOWP_F32R,
+                                   s->sp, nrows, kc, kcp, dst);
   } else { /* contiguous along rows: one depth step across all rows at a time */
     for (int64_t p = 0; p < kc; p++) {
       convert_run(x + ((p0 + p) * s->sp + r0) * (int64_t)ies, s->type, nrows, out, tmp);
@@ -364,8 +338,6 @@ attn_status attn_lowp_gemm_f32out(const char *fn, const char *dtype, attn_lowp_p
   }
   attn_lowp_src a = attn_lowp_src_a(A, ta, transa, lda), b = attn_lowp_src_b(B, tb, transb, ldb);
   attn_lowp_epi e = {attn_lowp_epi_f32, C, ldc, alpha, beta, NULL};
-#if defined(__x86_64__)
-  if (attn_cpu()->avx512bw) e.fn = attn_lowp_epi_f32_avx512;
-#endif
+  if (attn_kern_get()->lowp.epi_f32) e.fn = attn_kern_get()->lowp.epi_f32;
   return attn_lowp_gemm_run(kr, &a, &b, M, N, K, &e, 0);
 }

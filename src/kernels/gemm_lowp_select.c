@@ -6,32 +6,25 @@
 
 #include "kernels/amx.h"
 #include "kernels/gemm_lowp_internal.h"
+#include "kernels/kern.h"
 
 static int is_dtype(const char *d, const char *name) { return d && !strcmp(d, name); }
 
 static const attn_lowp_kernel *kernel_for(attn_lowp_path path, const char *dtype) {
-  const attn_cpu_features *f = attn_cpu();
+  const attn_lowp_ops *l = &attn_kern_get()->lowp;
   if (is_dtype(dtype, "bf16")) {
-    if (path == ATTN_LOWP_AMX)
-      return attn_lowp_kernel_bf16_amx() && f->amx_bf16 && attn_amx_ready()
-                 ? attn_lowp_kernel_bf16_amx()
-                 : NULL;
-    if (path == ATTN_LOWP_SIMD)
-      return f->avx512_bf16 && f->avx512bw ? attn_lowp_kernel_bf16_avx512() : NULL;
+    if (path == ATTN_LOWP_AMX) return l->bf16_amx && attn_amx_ready() ? l->bf16_amx : NULL;
+    if (path == ATTN_LOWP_SIMD) return l->bf16_simd;
     return attn_lowp_kernel_f32_portable();
   }
   if (is_dtype(dtype, "f16")) {
     if (path == ATTN_LOWP_AMX) return NULL; /* AMX-FP16 is not supported */
-    if (path == ATTN_LOWP_SIMD) return f->avx512f ? attn_lowp_kernel_f32_avx512() : NULL;
+    if (path == ATTN_LOWP_SIMD) return l->f32cvt_simd;
     return attn_lowp_kernel_f32_portable();
   }
   if (is_dtype(dtype, "i8")) {
-    if (path == ATTN_LOWP_AMX)
-      return attn_lowp_kernel_i8_amx() && f->amx_int8 && attn_amx_ready()
-                 ? attn_lowp_kernel_i8_amx()
-                 : NULL;
-    if (path == ATTN_LOWP_SIMD)
-      return f->avx512_vnni && f->avx512bw ? attn_lowp_kernel_i8_vnni() : NULL;
+    if (path == ATTN_LOWP_AMX) return l->i8_amx && attn_amx_ready() ? l->i8_amx : NULL;
+    if (path == ATTN_LOWP_SIMD) return l->i8_simd;
     return attn_lowp_kernel_i8_portable();
   }
   return NULL;

@@ -17,8 +17,11 @@
 #include <stdint.h>
 
 #include "attn/kernels.h"
-#include "kernels/gemm_internal.h"
-#include "kernels/sdpa_flash.h"
+#include "kernels/gemm_ukr.h"
+#include "kernels/gemm_lowp_internal.h"
+#include "kernels/flash_tiles.h"
+#include "kernels/sdpa_flash_bf16.h"
+#include "kernels/sdpa_flash_i8.h"
 
 /* ---- row and elementwise kernels ------------------------------------------
  * One set per level; an entry may be NULL, in which case the table takes the
@@ -75,6 +78,7 @@ typedef struct {
   void (*f32_to_f16)(const float *x, uint16_t *y, int64_t n);
   void (*f32_to_bf16)(const float *x, uint16_t *y, int64_t n);
   void (*bf16_to_f32)(const uint16_t *x, float *y, int64_t n);
+  void (*f32_round_bf16)(const float *x, float *y, int64_t n); /* y = (float)bf16(x) */
 } attn_row_ops;
 
 /* ---- the getters of the per-ISA files (NULL: not in this build) --------- */
@@ -94,5 +98,66 @@ const attn_flash_ops *attn_flash_ops_generic(void); /* sdpa_flash_generic.c */
 const attn_flash_ops *attn_flash_ops_avx2(void);    /* sdpa_flash_avx2.c */
 const attn_flash_ops *attn_flash_ops_avx512(void);  /* sdpa_flash_avx512.c */
 const attn_flash_ops *attn_flash_ops_neon(void);    /* sdpa_flash_neon.c */
+
+/* ---- low precision --------------------------------------------------------
+ * NULL where the level (or the CPU at that level) lacks the unit. AMX entries
+ * are set when the CPU has the tiles; using them also needs the kernel's
+ * permission (attn_amx_ready(), kernels/amx.h). */
+
+/* A piece of a bf16 Linear's output tile for its fused epilogue: rows x n
+ * values, row r of each array at its stride: v = t (+ bias), ReLU, mask,
+ * then C (+)= v, H = bf16(v), sum[c] += v over the rows (NULL pointers skip). */
+typedef struct {
+  const float *t, *bias;
+  int64_t ldt;
+  int relu;
+  const uint16_t *mask;
+  int64_t ldm;
+  float *C;
+  int64_t ldc;
+  int add; /* C += v (else C = v) */
+  uint16_t *H;
+  int64_t ldh;
+  float *sum;
+} attn_bf16_piece;
+
+typedef struct {
+  /* packing and epilogue helpers of the low-precision GEMM driver
+   * (gemm_lowp.c); NULL: its portable code (the same bytes) */
+  void (*interleave)(const void *t, int g, int64_t w, int64_t n, uint32_t *out);
+  void (*pack_t32)(const void *x, int f32, int64_t sp, int64_t nrows, int64_t kc, int64_t kcp,
+                   uint16_t *dst);
+  void (*epi_f32)(const attn_lowp_epi *e, const void *t, int ldt, int64_t i0, int64_t j0,
+                  int64_t rows, int64_t cols, int first);
+  /* y[r ldy + c] = bf16(x[r ldx + c]) and sum[c] += x (sum may be NULL), rows in order */
+  void (*bf16_convert_rows)(const float *x, int64_t ldx, uint16_t *y, int64_t ldy, int64_t rows,
+                            int64_t cols, float *sum);
+  void (*bf16_epi_piece)(const attn_bf16_piece *p, int64_t rows, int64_t n);
+  /* GEMM micro-kernels by path: SIMD bf16 (dot products), SIMD f16 / bf16
+   * converted to f32, SIMD int8, AMX bf16 and int8 */
+  const attn_lowp_kernel *bf16_simd, *f32cvt_simd, *i8_simd, *bf16_amx, *i8_amx;
+  /* flash attention: bf16 tiles on AMX, int8 scores (VNNI, AMX), and the
+   * int8 path's row helpers (NULL: portable) */
+  const attn_flash_bf16_ops *flash_bf16_amx;
+  attn_i8_scores_fn i8_scores_simd, i8_scores_amx;
+  attn_i8_quantize_fn i8_quantize_row;
+  attn_i8_dequant_fn i8_dequant;
+  attn_i8_colsum_fn i8_colsum;
+} attn_lowp_ops;
+
+/* ---- the table -------------------------------------------------------- */
+typedef struct {
+  attn_isa isa;
+  const char *name;
+  const attn_gemm_kernel_f32 *gemm; /* packed f32 GEMM micro-kernel */
+  const attn_flash_ops *flash;      /* f32 flash attention tiles */
+  attn_row_ops row;                 /* complete (missing entries from lower levels) */
+  attn_lowp_ops lowp;
+} attn_kern;
+
+/* The active level's table (chosen once; attn_set_isa switches it). */
+const attn_kern *attn_kern_get(void);
+/* The table of a level, or NULL where this CPU or build lacks it. */
+const attn_kern *attn_kern_at(attn_isa isa);
 
 #endif

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "attn/kernels.h"
+#include "kernels/elementwise_internal.h"
 
 #define PAR_MIN_ELEMS 32768
 #define ROW_BLOCK 32 /* rows per partial sum of dweight/dbias */
@@ -21,8 +22,8 @@ static attn_status check_sizes(const char *op, int64_t rows, int64_t n) {
 }
 
 // x, y [n]; writes *mean_out, *rstd_out
-static void layernorm_row(const float *x, const float *w, const float *b, float *y, float eps,
-                          int64_t n, float *mean_out, float *rstd_out) {
+void attn_layernorm_row_f32_generic(const float *x, const float *w, const float *b, float *y,
+                                    float eps, int64_t n, float *mean_out, float *rstd_out) {
   /* f32 data, double accumulators: a row with a large common offset (|x| ~
    * 1e3, spread ~ 1) would lose ~1e-4 of its mean in an f32 sum. */
   double s = 0.0;
@@ -63,10 +64,11 @@ attn_status attn_layernorm_f32(const float *x, const float *weight, const float 
                           (double)eps);
   if (rows == 0) return ATTN_OK;
   if (n > 0 && (!x || !y)) return attn_set_error(ATTN_EINVAL, "layernorm: x or y is NULL");
+  const attn_row_ops *ro = &attn_kern_get()->row;
 #pragma omp parallel for num_threads(attn_get_num_threads()) if (rows * n >= PAR_MIN_ELEMS && rows > 1)
   for (int64_t r = 0; r < rows; r++) {
     float m, rs;
-    layernorm_row(x + r * n, weight, bias, y + r * n, eps, n, &m, &rs);
+    ro->layernorm_row(x + r * n, weight, bias, y + r * n, eps, n, &m, &rs);
     if (mean) mean[r] = m;
     if (rstd) rstd[r] = rs;
   }
@@ -75,8 +77,8 @@ attn_status attn_layernorm_f32(const float *x, const float *weight, const float 
 
 // dx [n] of one row: dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * w
 // (w NULL: g = dy). Separate loops per case keep each one branch-free.
-static void layernorm_backward_row(const float *x, const float *w, float mean, float rstd,
-                                   const float *dy, float *dx, int64_t n) {
+void attn_layernorm_backward_row_f32_generic(const float *x, const float *w, float mean,
+                                             float rstd, const float *dy, float *dx, int64_t n) {
   float sg = 0.0f, sgx = 0.0f;
   if (w) {
 #pragma omp simd reduction(+ : sg, sgx)
@@ -125,6 +127,7 @@ attn_status attn_layernorm_backward_f32(const float *x, const float *weight, con
       return attn_set_error(ATTN_ENOMEM, "layernorm_backward: %lld partial sums",
                             (long long)(nrb * 2 * n));
   }
+  const attn_row_ops *ro = &attn_kern_get()->row;
 #pragma omp parallel for num_threads(attn_get_num_threads()) if (par && nrb > 1)
   for (int64_t rb = 0; rb < nrb; rb++) {
     float *pw = part ? part + rb * 2 * n : NULL, *pb = pw ? pw + n : NULL;
@@ -132,7 +135,7 @@ attn_status attn_layernorm_backward_f32(const float *x, const float *weight, con
     for (int64_t r = rb * ROW_BLOCK; r < r1; r++) {
       const float *xr = x + r * n, *dyr = dy + r * n;
       float m = mean[r], rs = rstd[r];
-      layernorm_backward_row(xr, weight, m, rs, dyr, dx + r * n, n);
+      ro->layernorm_backward_row(xr, weight, m, rs, dyr, dx + r * n, n);
       if (!pw) continue;
 #pragma omp simd
       for (int64_t j = 0; j < n; j++) {

@@ -8,7 +8,7 @@
 
 #include "attn/kernels.h"
 #include "attn/lowp.h"
-#include "kernels/quantize_internal.h"
+#include "kernels/elementwise_internal.h"
 
 /* max |x|, or the first value that is not finite (NaN / inf) */
 static float max_abs(const float *x, int64_t n) {
@@ -88,6 +88,17 @@ void attn_dequant_row_generic(const int32_t *acc, int64_t n, float sx, int32_t z
   }
 }
 
+void attn_minmax_row_generic(const float *x, int64_t n, float *lo, float *hi, int *bad) {
+  float a = 0.0f, b = 0.0f;
+  int nan = 0;
+  for (int64_t k = 0; k < n; k++) {
+    a = x[k] < a ? x[k] : a;
+    b = x[k] > b ? x[k] : b;
+    nan |= x[k] != x[k];
+  }
+  *lo = a, *hi = b, *bad = nan;
+}
+
 attn_status attn_quantize_rows_u8(const float *x, int64_t rows, int64_t n, uint8_t *q,
                                   float *scale, int32_t *zero) {
   if (rows < 0 || n < 0)
@@ -95,31 +106,21 @@ attn_status attn_quantize_rows_u8(const float *x, int64_t rows, int64_t n, uint8
                           (long long)rows, (long long)n);
   if (rows > 0 && (!scale || !zero || (n > 0 && (!x || !q))))
     return attn_set_error(ATTN_EINVAL, "quantize_rows: NULL argument");
-  int simd = attn_cpu()->avx512bw;
+  const attn_row_ops *ro = &attn_kern_get()->row;
   for (int64_t r = 0; r < rows; r++) {
     const float *xr = x + r * n;
     float lo = 0.0f, hi = 0.0f;
-    if (simd) {
-      int bad;
-      attn_minmax_row_avx512(xr, n, &lo, &hi, &bad);
-      if (bad) lo = NAN;
-    } else {
-      for (int64_t k = 0; k < n; k++) {
-        lo = xr[k] < lo ? xr[k] : lo;
-        hi = xr[k] > hi ? xr[k] : hi;
-        if (xr[k] != xr[k]) lo = NAN; /* NaN is caught below */
-      }
-    }
+    int bad;
+    ro->minmax_row(xr, n, &lo, &hi, &bad);
+    if (bad) lo = NAN; /* caught below */
     attn_status st = attn_quant_params_u8(lo, hi, &scale[r], &zero[r]);
     if (st != ATTN_OK)
       return attn_set_error(st, "quantize_rows: row %lld of x is not finite", (long long)r);
     uint8_t *qr = q + r * n;
     if (scale[r] == 0.0f) {
       for (int64_t k = 0; k < n; k++) qr[k] = 0;
-    } else if (simd) {
-      attn_quantize_row_u8_avx512(xr, n, scale[r], zero[r], qr);
     } else {
-      attn_quantize_row_u8_generic(xr, n, scale[r], zero[r], qr);
+      ro->quantize_row_u8(xr, n, scale[r], zero[r], qr);
     }
   }
   return ATTN_OK;

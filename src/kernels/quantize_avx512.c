@@ -1,7 +1,7 @@
 /* AVX-512 row quantization and dequantization: the same operations as the
  * scalar code (IEEE division, round to nearest even, clamp; int -> float,
  * two multiplies, one add, no FMA), so the same bits. */
-#include "kernels/quantize_internal.h"
+#include "kernels/elementwise_internal.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>

@@ -43,6 +43,7 @@
 #include <string.h>
 
 #include "attn/kernels.h"
+#include "kernels/kern.h"
 #include "kernels/sdpa_flash.h"
 
 #ifdef _OPENMP
@@ -54,11 +55,7 @@ static int thread_id(void) { return 0; }
 
 enum { BC = ATTN_FLASH_BC, MR = ATTN_FLASH_MR, NC = ATTN_FLASH_NC, QW = ATTN_FLASH_QW, BQ = 144 };
 
-const attn_flash_ops *attn_flash_ops_default(void) {
-  const attn_flash_ops *a = attn_flash_ops_avx512();
-  if (a && attn_cpu()->avx512f) return a;
-  return attn_flash_ops_generic();
-}
+const attn_flash_ops *attn_flash_ops_default(void) { return attn_kern_get()->flash; }
 
 void attn_flash_key_range(const attn_sdpa_desc *d, int64_t b, int64_t i, int64_t *lo, int64_t *hi) {
   attn_sdpa_key_range(d, b, i, lo, hi);

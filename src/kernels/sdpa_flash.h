@@ -1,83 +1,18 @@
-/* Internal to the flash SDPA backend: the tile loop (sdpa_flash.c forward,
- * sdpa_flash_backward.c backward) runs on a small table of tile kernels, so a
- * different micro-kernel set (AVX-512 f32 today; bf16/AMX later) drops in
- * without touching the loops. Tests use the *_ops entry points to run one
- * kernel set explicitly.
- *
- * Tiles: keys in blocks of ATTN_FLASH_BC (64) columns; queries in row groups
- * of at most ATTN_FLASH_MR (6) rows. A score tile s [R, BC] has row stride
- * ATTN_FLASH_BC; columns past the block's key count are masked (-inf / 0). */
+/* Internal to the flash SDPA backend: the tile loops (sdpa_flash.c forward,
+ * sdpa_flash_backward.c backward), written once, run on a table of tile
+ * kernels (flash_tiles.h), one set per ISA level (kern.h), so a new set
+ * drops in without touching the loops. Tests use the *_ops entry points to
+ * run one kernel set explicitly. */
 #ifndef ATTN_SDPA_FLASH_H
 #define ATTN_SDPA_FLASH_H
 
 #include <stdint.h>
 
+#include "kernels/flash_tiles.h"
 #include "kernels/sdpa_internal.h"
 
-/* ATTN_FLASH_QW: row stride of a tile's Shaw band [MR, QW] (>= BC + MR - 1). */
-enum { ATTN_FLASH_BC = 64, ATTN_FLASH_MR = 6, ATTN_FLASH_NC = 64, ATTN_FLASH_QW = 80 };
-
-/* p = e^x with x below this is taken as 0. e^-64 ~ 1.6e-28 of the row's
- * largest p: far below f32 resolution even summed over 2^40 keys, and it
- * keeps p, the products p·v and ds = p (dp - D_i) clear of denormals (each
- * costs a microcode assist in the GEMMs: ALiBi's far keys made the backward
- * ~1.5x slower). */
-#define ATTN_FLASH_PMIN_LOG (-64.0f)
-
-typedef struct {
-  const char *name;
-  /* c [R, n] (row stride ldc) = A·B (acc = 0) or cs[r] * c + A·B (acc = 1;
-   * cs NULL means 1), summing k = 0..K-1 in order, where A(r, k) =
-   * a[r*ars + k*acs] and row k of B is b + k*ldb (n contiguous floats).
-   * 1 <= R <= ATTN_FLASH_MR, 1 <= n <= ATTN_FLASH_NC, K >= 0. */
-  void (*gemm)(int R, int n, int64_t K, const float *a, int64_t ars, int64_t acs, const float *b,
-               int64_t ldb, float *c, int64_t ldc, const float *cs, int acc);
-  /* s [R, BC]: s := scale * s where lo[r] <= j < hi[r], -inf elsewhere. */
-  void (*logits)(int R, float *s, float scale, const int *lo, const int *hi);
-  /* Online softmax over one key block: s [R, BC] raw scores; the logits are
-   * t = scale * s where lo[r] <= j < hi[r], -inf elsewhere (as logits()), and
-   * s := p = e^(t - m_new) (0 where t = -inf or t - m_new < ATTN_FLASH_PMIN_LOG); per row m (running max) and l
-   * (running sum) are updated and alpha = e^(m_old - m_new) is the factor for
-   * the output so far (1 while the row has seen no allowed key). NaN: the max
-   * skips a NaN t, but its p is NaN, so l (and the row's output) turn NaN and
-   * stay so; an +inf t gives m = +inf and p = NaN (inf - inf), as math. */
-  void (*softmax_update)(int R, float *s, float scale, const int *lo, const int *hi, float *m,
-                         float *l, float *alpha);
-  /* Backward tile: s [R, BC] raw scores (logits t as in softmax_update),
-   * dp [R, BC] = dout·vᵀ; writes p = e^(t - lse[r]) (0 below ATTN_FLASH_PMIN_LOG) and
-   * ds = p * (dp - di[r]) * dscale into p, ds [R, BC] (rows ldp apart), ds = 0
-   * where p = 0 (as math, even for a NaN dp or di); rows with lse = -inf give
-   * 0, rows with lse NaN give p = ds = NaN where allowed and t > -inf. */
-  void (*probs_grad)(int R, const float *s, float scale, const int *lo, const int *hi,
-                     const float *dp, const float *lse, const float *di, float dscale, float *p,
-                     float *ds, int64_t ldp);
-  /* kt [D, BC] = transpose of x [n, D] (rows ldx apart), zero columns n..BC-1. */
-  void (*pack_t)(int64_t n, int64_t D, const float *x, int64_t ldx, float *kt);
-  /* s[r*lds + c] += b[r*brs + c*bcs] for r < R, c < n <= BC, bcs -1, 0 or 1
-   * (position terms: a bias table slice, a constant, a reversed band); with
-   * skip, entries at -inf stay -inf. Strides may be negative. */
-  void (*add_rows)(int R, int n, float *s, int64_t lds, const float *b, int64_t brs, int bcs,
-                   int skip);
-  /* x[0] + ... + x[n-1], 0 <= n <= BC (any fixed order). */
-  float (*sum)(int n, const float *x);
-  /* Optional (NULL: the loop runs the steps above): G whole forward tiles
-   * (row groups of MR rows, rows 0 .. G MR - 1) against one block of BC
-   * keys, every key allowed for every row, no masks. The same numbers, bit
-   * for bit, as per group gemm (s = q·kt, K = D) + softmax_update (lo 0, hi
-   * BC) + gemm (o = alpha o + s·v, Dv in NC-column slices). q [G MR, D] rows
-   * ldq apart, kt [D, BC], v [BC, Dv] rows ldv apart, o [G MR, Dv] rows ldo
-   * apart, m, l [G MR]; s [2, MR, BC] scratch. ktn [D, BC] and vn [BC, Dv]
-   * (rows ldvn apart): the next key block, only fetched towards the caches
-   * along the way, never read as data (NULL: none). */
-  void (*tile_forward)(int G, int64_t D, int64_t Dv, const float *q, int64_t ldq, const float *kt,
-                       const float *v, int64_t ldv, float scale, float *s, float *o, int64_t ldo,
-                       float *m, float *l, const float *ktn, const float *vn, int64_t ldvn);
-} attn_flash_ops;
-
-const attn_flash_ops *attn_flash_ops_generic(void);
-/* NULL where the build has no AVX-512 code; check attn_cpu()->avx512f. */
-const attn_flash_ops *attn_flash_ops_avx512(void);
-/* What the backend uses: AVX-512 when the CPU has it, else generic. */
+/* What the backend uses: the active level's tiles (kern.h, which also has the
+ * getters of each level's set). */
 const attn_flash_ops *attn_flash_ops_default(void);
 
 attn_status attn_sdpa_forward_flash_ops(const attn_flash_ops *ops, const attn_sdpa_desc *d,

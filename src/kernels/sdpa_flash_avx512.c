@@ -6,7 +6,7 @@
  * of vectors) pair is its own fully unrolled instance.
  * The softmax kernels work on 64-column score tiles, 4 zmm per row, with the
  * vectorised exp of vexp_avx512.h. */
-#include "kernels/sdpa_flash.h"
+#include "kernels/flash_tiles.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>

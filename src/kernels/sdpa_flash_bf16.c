@@ -20,6 +20,7 @@
 #include "kernels/amx.h"
 #include "kernels/sdpa_flash.h"
 #include "kernels/sdpa_flash_bf16.h"
+#include "kernels/kern.h"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -33,9 +34,7 @@ enum { BC = ATTN_BF16_BC, QT = ATTN_BF16_QT, BQ = 64, NG = BQ / QT };
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 int attn_flash_bf16_amx_usable(void) {
-  const attn_cpu_features *f = attn_cpu();
-  return attn_flash_bf16_ops_amx() && f->avx512f && f->avx512bw && f->avx512vl && f->avx512_bf16 &&
-         f->amx_tile && f->amx_bf16 && attn_amx_ready();
+  return attn_kern_get()->lowp.flash_bf16_amx && attn_amx_ready();
 }
 
 int attn_sdpa_bf16_path_available(attn_lowp_path path) {
@@ -48,10 +47,10 @@ int attn_sdpa_bf16_path_available(attn_lowp_path path) {
 static const attn_flash_bf16_ops *ops_for(attn_lowp_path path) {
   switch (path) {
   case ATTN_LOWP_AUTO:
-    return attn_flash_bf16_amx_usable() ? attn_flash_bf16_ops_amx() : attn_flash_bf16_ops_generic();
+    return attn_flash_bf16_amx_usable() ? attn_kern_get()->lowp.flash_bf16_amx : attn_flash_bf16_ops_generic();
   case ATTN_LOWP_PORTABLE: return attn_flash_bf16_ops_generic();
   case ATTN_LOWP_AMX:
-    if (attn_flash_bf16_amx_usable()) return attn_flash_bf16_ops_amx();
+    if (attn_flash_bf16_amx_usable()) return attn_kern_get()->lowp.flash_bf16_amx;
     attn_set_error(ATTN_EUNSUPPORTED, "sdpa bf16: AMX-BF16 (with AVX512_BF16 and the tile "
                                       "permission) is not available on this CPU");
     return NULL;

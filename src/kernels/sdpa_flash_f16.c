@@ -6,13 +6,12 @@
 #include "attn/kernels.h"
 #include "attn/sdpa_f16.h"
 #include "kernels/gemm_lowp_internal.h"
+#include "kernels/kern.h"
 #include "kernels/sdpa_flash.h"
 
-/* vcvtph2ps (gemm_lowp_avx512.c) needs AVX-512F; the file is built for BW too */
-static int simd_usable(void) {
-  const attn_cpu_features *f = attn_cpu();
-  return attn_flash_ops_avx512() != NULL && f->avx512f && f->avx512bw;
-}
+/* The simd path: the active level's tile kernels and fp16 conversion (F16C
+ * on AVX2, AVX-512's, NEON's), wherever the level is not the portable one. */
+static int simd_usable(void) { return attn_kern_get()->isa != ATTN_ISA_GENERIC; }
 
 int attn_sdpa_f16_path_available(attn_lowp_path path) {
   if (path == ATTN_LOWP_AUTO || path == ATTN_LOWP_PORTABLE) return 1;
@@ -27,15 +26,11 @@ static const attn_flash_ops *ops_for(attn_lowp_path path, attn_flash_in *in) {
   case ATTN_LOWP_PORTABLE: in->cvt = attn_f16_to_f32_n; return attn_flash_ops_generic();
   case ATTN_LOWP_SIMD:
     if (simd_usable()) {
-#if defined(__x86_64__)
-      in->cvt = attn_lowp_f16_to_f32_avx512;
-#else
-      in->cvt = attn_f16_to_f32_n;
-#endif
-      return attn_flash_ops_avx512();
+      in->cvt = attn_kern_get()->row.f16_to_f32;
+      return attn_kern_get()->flash;
     }
-    attn_set_error(ATTN_EUNSUPPORTED, "sdpa f16: the simd path needs AVX-512 (F, BW), "
-                                      "not available on this CPU");
+    attn_set_error(ATTN_EUNSUPPORTED, "sdpa f16: the simd path needs a vector level (avx2, "
+                                      "avx512, neon); the active level is generic");
     return NULL;
   case ATTN_LOWP_AMX:
     attn_set_error(ATTN_EUNSUPPORTED, "sdpa f16: no AMX path (AMX-FP16 is not supported; "

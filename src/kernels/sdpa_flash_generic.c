@@ -3,7 +3,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "kernels/sdpa_flash.h"
+#include "kernels/flash_tiles.h"
 
 enum { BC = ATTN_FLASH_BC, MR = ATTN_FLASH_MR, NC = ATTN_FLASH_NC };
 

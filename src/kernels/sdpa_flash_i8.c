@@ -24,6 +24,7 @@
 #include "kernels/gemm_lowp_internal.h"
 #include "kernels/sdpa_flash_bf16.h"
 #include "kernels/sdpa_flash_i8.h"
+#include "kernels/kern.h"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -82,13 +83,10 @@ void attn_i8_colsum_generic(const float *x, int64_t ld, int64_t n, int64_t D, do
 }
 
 static int amx_usable(void) {
-  return attn_flash_i8_scores_amx() && attn_cpu()->amx_int8 && attn_flash_bf16_amx_usable();
+  return attn_kern_get()->lowp.i8_scores_amx && attn_flash_bf16_amx_usable();
 }
 
-static int vnni_usable(void) {
-  const attn_cpu_features *f = attn_cpu();
-  return attn_flash_i8_scores_vnni() && f->avx512f && f->avx512bw && f->avx512_vnni;
-}
+static int vnni_usable(void) { return attn_kern_get()->lowp.i8_scores_simd != NULL; }
 
 int attn_sdpa_i8_path_available(attn_lowp_path path) {
   if (path == ATTN_LOWP_AUTO || path == ATTN_LOWP_PORTABLE) return 1;
@@ -101,32 +99,26 @@ static attn_status pick(attn_lowp_path path, i8_kernels *kr) {
   if (path == ATTN_LOWP_AUTO) path = amx_usable()    ? ATTN_LOWP_AMX
                                      : vnni_usable() ? ATTN_LOWP_SIMD
                                                      : ATTN_LOWP_PORTABLE;
-  const attn_cpu_features *f = attn_cpu();
-  const int avx512 = f->avx512f && f->avx512bw && f->avx512vl;
+  const attn_kern *t = attn_kern_get();
+  const attn_lowp_ops *l = &t->lowp;
   kr->ops = attn_flash_bf16_ops_generic();
-  kr->quant = avx512 && attn_i8_quantize_row_avx512() ? attn_i8_quantize_row_avx512()
-                                                      : attn_i8_quantize_row_generic;
-  kr->dequant = avx512 && attn_i8_dequant_avx512() ? attn_i8_dequant_avx512()
-                                                   : attn_i8_dequant_generic;
-  kr->colsum = avx512 && attn_i8_colsum_avx512() ? attn_i8_colsum_avx512() : attn_i8_colsum_generic;
-#if defined(__x86_64__)
-  kr->to_bf16 = avx512 ? attn_lowp_f32_to_bf16_avx512 : attn_f32_to_bf16_n; /* same bits */
-#else
-  kr->to_bf16 = attn_f32_to_bf16_n;
-#endif
+  kr->quant = l->i8_quantize_row ? l->i8_quantize_row : attn_i8_quantize_row_generic;
+  kr->dequant = l->i8_dequant ? l->i8_dequant : attn_i8_dequant_generic;
+  kr->colsum = l->i8_colsum ? l->i8_colsum : attn_i8_colsum_generic;
+  kr->to_bf16 = t->row.f32_to_bf16; /* the same bits at every level */
   switch (path) {
   case ATTN_LOWP_PORTABLE: kr->scores = attn_flash_i8_scores_generic; return ATTN_OK;
   case ATTN_LOWP_SIMD:
     if (!vnni_usable())
       return attn_set_error(ATTN_EUNSUPPORTED, "sdpa i8: AVX512_VNNI is not available on this CPU");
-    kr->scores = attn_flash_i8_scores_vnni();
+    kr->scores = l->i8_scores_simd;
     return ATTN_OK;
   case ATTN_LOWP_AMX:
     if (!amx_usable())
       return attn_set_error(ATTN_EUNSUPPORTED, "sdpa i8: AMX-INT8 and AMX-BF16 (with AVX512_BF16 "
                                                "and the tile permission) are not available");
-    kr->scores = attn_flash_i8_scores_amx();
-    kr->ops = attn_flash_bf16_ops_amx();
+    kr->scores = l->i8_scores_amx;
+    kr->ops = l->flash_bf16_amx;
     return ATTN_OK;
   default:
     return attn_set_error(ATTN_EUNSUPPORTED, "sdpa i8: path %d is not an int8 flash path", (int)path);

@@ -34,9 +34,7 @@ float attn_exp_sub_sum_f32_generic(const float *x, float *y, int64_t n, float m)
 }
 
 float attn_exp_sub_sum_f32(const float *x, float *y, int64_t n, float m) {
-  float s;
-  if (attn_cpu()->avx512f && attn_exp_sub_sum_f32_avx512(x, y, n, m, &s)) return s;
-  return attn_exp_sub_sum_f32_generic(x, y, n, m);
+  return attn_kern_get()->row.exp_sub_sum(x, y, n, m);
 }
 
 static inline float row_max(const float *x, int64_t n) {

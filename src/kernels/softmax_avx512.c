@@ -3,16 +3,14 @@
  * reduced in a fixed order (see elementwise_internal.h). */
 #include "kernels/elementwise_internal.h"
 
-#if defined(__x86_64__) && defined(__GLIBC__) && \
-    (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35))
+#if ATTN_HAVE_LIBMVEC
 #include <immintrin.h>
 
 #define AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma")))
 
 AVX512_TARGET __m512 _ZGVeN16v_expf(__m512 x); /* libmvec */
 
-AVX512_TARGET int attn_exp_sub_sum_f32_avx512(const float *x, float *y, int64_t n, float m,
-                                              float *sum) {
+AVX512_TARGET float attn_exp_sub_sum_f32_avx512(const float *x, float *y, int64_t n, float m) {
   const __m512 vm = _mm512_set1_ps(m);
   __m512 acc = _mm512_setzero_ps();
   int64_t j = 0;
@@ -29,13 +27,7 @@ AVX512_TARGET int attn_exp_sub_sum_f32_avx512(const float *x, float *y, int64_t 
     if (y) _mm512_mask_storeu_ps(y + j, k, e);
     acc = _mm512_add_ps(acc, e);
   }
-  *sum = _mm512_reduce_add_ps(acc);
-  return 1;
+  return _mm512_reduce_add_ps(acc);
 }
 
-#else
-int attn_exp_sub_sum_f32_avx512(const float *x, float *y, int64_t n, float m, float *sum) {
-  (void)x, (void)y, (void)n, (void)m, (void)sum;
-  return 0;
-}
 #endif

@@ -1,10 +1,10 @@
 /* Vectorised exp over an array, AVX-512 (the lane function is in vexp_avx512.h). */
-#include "kernels/vexp.h"
+#include "kernels/elementwise_internal.h"
 
 #if defined(__x86_64__)
 #include "kernels/vexp_avx512.h"
 
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma"))) int
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma"))) void
 attn_vexp_f32_avx512(const float *x, float *y, int64_t n) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16)
@@ -13,13 +13,5 @@ attn_vexp_f32_avx512(const float *x, float *y, int64_t n) {
     __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
     _mm512_mask_storeu_ps(y + i, m, attn_vexp16_avx512(_mm512_maskz_loadu_ps(m, x + i)));
   }
-  return 1;
-}
-#else
-int attn_vexp_f32_avx512(const float *x, float *y, int64_t n) {
-  (void)x;
-  (void)y;
-  (void)n;
-  return 0;
 }
 #endif

@@ -12,7 +12,7 @@
 
 enum { PAR_MIN = 1 << 15 };
 
-void nn_bf16_epi_piece_generic(const nn_bf16_piece *p, int64_t rows, int64_t n) {
+void nn_bf16_epi_piece_generic(const attn_bf16_piece *p, int64_t rows, int64_t n) {
   for (int64_t r = 0; r < rows; r++)
     for (int64_t c = 0; c < n; c++) {
       float v = p->t[r * p->ldt + c];
@@ -32,10 +32,8 @@ static void epi(const attn_lowp_epi *base, const void *tv, int ldt, int64_t i0, 
                 int64_t rows, int64_t cols, int first) {
   const nn_bf16_epi *e = base->ctx;
   const float *t = tv;
-  void (*piece)(const nn_bf16_piece *, int64_t, int64_t) = nn_bf16_epi_piece_generic;
-#if defined(__x86_64__)
-  if (attn_cpu()->avx512bw) piece = nn_bf16_epi_piece_avx512;
-#endif
+  void (*piece)(const attn_bf16_piece *, int64_t, int64_t) = attn_kern_get()->lowp.bf16_epi_piece;
+  if (!piece) piece = nn_bf16_epi_piece_generic;
   float *colsum = NULL;
   if (e->colpart) {
     colsum = e->colpart + (i0 / e->mr) * e->N + j0;
@@ -44,7 +42,7 @@ static void epi(const attn_lowp_epi *base, const void *tv, int ldt, int64_t i0, 
   for (int64_t c0 = 0; c0 < cols;) { /* pieces inside one output segment */
     int64_t j = j0 + c0, seg = j / e->seg, jc = j % e->seg;
     int64_t n = cols - c0 < e->seg - jc ? cols - c0 : e->seg - jc;
-    nn_bf16_piece w = {.t = t + c0,
+    attn_bf16_piece w = {.t = t + c0,
                        .ldt = ldt,
                        .bias = first && e->bias ? e->bias + j : NULL,
                        .relu = e->relu,
@@ -103,10 +101,8 @@ enum { SUM_ROWS = 64 }; /* rows per partial column sum */
 void nn_bf16_convert(const float *x, int64_t ldx, uint16_t *y, int64_t ldy, int64_t rows,
                      int64_t cols, float *db) {
   void (*conv)(const float *, int64_t, uint16_t *, int64_t, int64_t, int64_t, float *) =
-      nn_bf16_convert_rows_generic;
-#if defined(__x86_64__)
-  if (attn_cpu()->avx512bw) conv = nn_bf16_convert_rows_avx512;
-#endif
+      attn_kern_get()->lowp.bf16_convert_rows;
+  if (!conv) conv = nn_bf16_convert_rows_generic;
   int64_t nb = (rows + SUM_ROWS - 1) / SUM_ROWS;
   float *part = db ? calloc((size_t)(nb * cols), sizeof(float)) : NULL;
   if (db && !part) { /* no memory for the partial sums: one block, in order */

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "kernels/gemm_lowp_internal.h"
+#include "kernels/kern.h"
 
 typedef struct {
   attn_lowp_epi base; /* filled by nn_bf16_gemm */
@@ -50,34 +51,11 @@ void nn_bf16_convert(const float *x, int64_t ldx, uint16_t *y, int64_t ldy, int6
 /* The rows of one block: converted, and added into sum[cols] (or NULL) in order. */
 void nn_bf16_convert_rows_generic(const float *x, int64_t ldx, uint16_t *y, int64_t ldy,
                                   int64_t rows, int64_t cols, float *sum);
-#if defined(__x86_64__)
-void nn_bf16_convert_rows_avx512(const float *x, int64_t ldx, uint16_t *y, int64_t ldy,
-                                 int64_t rows, int64_t cols, float *sum);
-#endif
 /* A malloc'ed bf16 copy of W [n] (NULL and ATTN_ENOMEM set on failure). */
 uint16_t *nn_bf16_copy(const float *W, int64_t n);
 /* db[j] += Σ_b colpart[b * cols + j], b in order. */
 void nn_colpart_add(const float *colpart, int64_t blocks, int64_t cols, float *db);
 
-/* A piece of an output tile for the epilogue: rows x n values, row r of
- * each array at its stride: v = t (+ bias), ReLU, mask, then C (+)= v,
- * H = bf16(v), sum[c] += v over the rows (NULL pointers skip). */
-typedef struct {
-  const float *t, *bias;
-  int64_t ldt;
-  int relu;
-  const uint16_t *mask;
-  int64_t ldm;
-  float *C;
-  int64_t ldc;
-  int add; /* C += v (else C = v) */
-  uint16_t *H;
-  int64_t ldh;
-  float *sum;
-} nn_bf16_piece;
-void nn_bf16_epi_piece_generic(const nn_bf16_piece *p, int64_t rows, int64_t n);
-#if defined(__x86_64__)
-void nn_bf16_epi_piece_avx512(const nn_bf16_piece *p, int64_t rows, int64_t n);
-#endif
+void nn_bf16_epi_piece_generic(const attn_bf16_piece *p, int64_t rows, int64_t n);
 
 #endif

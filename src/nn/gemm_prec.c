@@ -6,19 +6,8 @@
 #include "attn/amp.h"
 #include "attn/kernels.h"
 #include "attn/lowp.h"
-#include "nn/prec_internal.h"
+#include "kernels/kern.h"
 
-void nn_f32_to_f16_generic(const float *x, uint16_t *y, int64_t n) { attn_f32_to_f16_n(x, y, n); }
-
-void nn_f32_to_f16(const float *x, uint16_t *y, int64_t n) {
-#if defined(__x86_64__)
-  if (attn_cpu()->avx512f) {
-    nn_f32_to_f16_avx512(x, y, n);
-    return;
-  }
-#endif
-  nn_f32_to_f16_generic(x, y, n);
-}
 
 attn_status attn_precision_from_name(const char *name, attn_precision *out) {
   if (!name || !out) return attn_set_error(ATTN_EINVAL, "precision: NULL argument");
@@ -40,8 +29,9 @@ static uint16_t *to_f16(const float *X, int64_t rows, int64_t cols, int64_t ld) 
   uint16_t *h = malloc(sizeof(uint16_t) * (size_t)(rows * cols > 0 ? rows * cols : 1));
   if (!h) return NULL;
   int nt = rows * cols >= (1 << 16) ? attn_get_num_threads() : 1;
+  void (*cvt)(const float *, uint16_t *, int64_t) = attn_kern_get()->row.f32_to_f16;
 #pragma omp parallel for num_threads(nt) schedule(static)
-  for (int64_t r = 0; r < rows; r++) nn_f32_to_f16(X + r * ld, h + r * cols, cols);
+  for (int64_t r = 0; r < rows; r++) cvt(X + r * ld, h + r * cols, cols);
   return h;
 }
 

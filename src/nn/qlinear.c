@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "kernels/gemm_lowp_internal.h"
-#include "kernels/quantize_internal.h"
+#include "kernels/kern.h"
 
 void attn_qlinear_free(attn_qlinear *q) {
   if (!q) return;
@@ -86,13 +86,11 @@ static void epi_dequant(const attn_lowp_epi *e, const void *t, int ldt, int64_t 
   const int32_t *tile = t;
   const float *sw = c->q->scale + j0, *b = c->q->bias ? c->q->bias + j0 : NULL;
   const int32_t *cs = c->q->colsum + j0;
-  int simd = attn_cpu()->avx512bw;
+  void (*dequant)(const int32_t *, int64_t, float, int32_t, const float *, const int32_t *,
+                  const float *, float *) = attn_kern_get()->row.dequant_row;
   for (int64_t r = 0; r < rows; r++) {
     float *y = (float *)e->C + (i0 + r) * e->ldc + j0;
-    if (simd)
-      attn_dequant_row_avx512(tile + r * ldt, cols, c->sx[i0 + r], c->zx[i0 + r], sw, cs, b, y);
-    else
-      attn_dequant_row_generic(tile + r * ldt, cols, c->sx[i0 + r], c->zx[i0 + r], sw, cs, b, y);
+    dequant(tile + r * ldt, cols, c->sx[i0 + r], c->zx[i0 + r], sw, cs, b, y);
   }
 }
 

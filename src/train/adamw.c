@@ -12,7 +12,7 @@
 
 #include "attn/kernels.h"
 #include "attn/train.h"
-#include "train/adam_internal.h"
+#include "kernels/kern.h"
 
 #define ADAM_CHUNK 16384 /* floats per work item */
 
@@ -122,25 +122,6 @@ attn_status attn_adam_set_decay(attn_adam *opt, int view_index, int decay) {
   return ATTN_OK;
 }
 
-/* Portable path: p, g, m, v [n]. */
-static void adam_chunk_f32(const adam_scalars *k, float *p, const float *g, float *m, float *v,
-                           int64_t n) {
-  float wd = k->wd, decay_mul = k->decay_mul;
-  for (int64_t i = 0; i < n; i++) {
-    float gi = g[i], pi = p[i];
-    if (k->adamw) pi = pi * decay_mul;       /* param.mul_(1 - lr*wd) */
-    else if (wd != 0.0f) gi = fmaf(wd, pi, gi); /* grad.add(param, alpha=wd) */
-    float mi = m[i] * k->beta1;
-    mi = fmaf(k->one_minus_beta1, gi, mi); /* exp_avg.mul_(b1).add_(g, alpha=1-b1) */
-    float vi = v[i] * k->beta2;
-    vi = fmaf(k->one_minus_beta2 * gi, gi, vi); /* addcmul_(g, g, value=1-b2) */
-    float denom = sqrtf(vi) / k->bc2_sqrt + k->eps;
-    p[i] = pi + k->neg_step_size * mi / denom; /* addcdiv_(m, denom, value=-step_size) */
-    m[i] = mi;
-    v[i] = vi;
-  }
-}
-
 attn_status attn_adam_step(attn_adam *opt, attn_params *p, double lr) {
   attn_status s = check_bound(opt, p, "attn_adam_step");
   if (s) return s;
@@ -150,7 +131,7 @@ attn_status attn_adam_step(attn_adam *opt, attn_params *p, double lr) {
   const attn_adam_config *c = &opt->cfg;
   double bc1 = 1.0 - pow(c->beta1, (double)opt->step);
   double bc2 = 1.0 - pow(c->beta2, (double)opt->step);
-  adam_scalars k;
+  attn_adam_scalars k;
   k.adamw = c->kind == ATTN_ADAMW;
   k.wd = (float)c->weight_decay;
   k.decay_mul = (float)(1.0 - lr * c->weight_decay);
@@ -161,19 +142,19 @@ attn_status attn_adam_step(attn_adam *opt, attn_params *p, double lr) {
   k.neg_step_size = (float)(-(lr / bc1));
   k.bc2_sqrt = (float)sqrt(bc2);
   k.eps = (float)c->eps;
-  int nt = attn_get_num_threads(), avx512 = attn_cpu()->avx512f;
+  int nt = attn_get_num_threads();
+  void (*adam)(const attn_adam_scalars *, float *, const float *, float *, float *, int64_t) =
+      attn_kern_get()->row.adam;
   const attn_adam *o = opt;
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (int ch = 0; ch < o->nchunks; ch++) {
     int64_t b = o->chunk_begin[ch];
-    adam_scalars kc = k;
+    attn_adam_scalars kc = k;
     if (!o->decay[o->chunk_view[ch]]) {
       kc.wd = 0.0f;
       kc.decay_mul = 1.0f;
     }
-    if (!(avx512 && attn_adam_chunk_f32_avx512(&kc, p->data + b, p->grad + b, o->m + b, o->v + b,
-                                               o->chunk_len[ch])))
-      adam_chunk_f32(&kc, p->data + b, p->grad + b, o->m + b, o->v + b, o->chunk_len[ch]);
+    adam(&kc, p->data + b, p->grad + b, o->m + b, o->v + b, o->chunk_len[ch]);
   }
   return ATTN_OK;
 }

@@ -1,13 +1,13 @@
-/* AVX-512 f32 -> fp16 conversion for the fp16 Linear GEMMs (gemm_prec.c):
+/* AVX-512 f32 -> fp16 conversion (row op f32_to_f16; the fp16 Linear GEMMs, flash inputs):
  * VCVTPS2PH with round-to-nearest-even, the same bits as attn_f32_to_f16
  * for every non-NaN value (overflow -> ±inf, subnormals rounded); a NaN
  * stays a NaN (its payload may differ). */
-#include "nn/prec_internal.h"
+#include "kernels/elementwise_internal.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma"))) void nn_f32_to_f16_avx512(
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma"))) void attn_f32_to_f16_avx512(
     const float *x, uint16_t *y, int64_t n) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {

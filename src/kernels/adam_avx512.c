@@ -1,12 +1,12 @@
 /* Adam/AdamW update, AVX-512: the same operations as the portable loop in
  * adamw.c, 16 lanes at a time (fma, sqrt and div are exact, so the bits agree). */
-#include "train/adam_internal.h"
+#include "kernels/elementwise_internal.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
 
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma"))) static inline void adam16(
-    const adam_scalars *k, float *p, const float *g, float *m, float *v, __mmask16 mask) {
+    const attn_adam_scalars *k, float *p, const float *g, float *m, float *v, __mmask16 mask) {
   __m512 pi = _mm512_maskz_loadu_ps(mask, p), gi = _mm512_maskz_loadu_ps(mask, g);
   __m512 mi = _mm512_maskz_loadu_ps(mask, m), vi = _mm512_maskz_loadu_ps(mask, v);
   if (k->adamw) pi = _mm512_mul_ps(pi, _mm512_set1_ps(k->decay_mul));
@@ -23,17 +23,10 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma"))) static inline 
   _mm512_mask_storeu_ps(v, mask, vi);
 }
 
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma"))) int attn_adam_chunk_f32_avx512(
-    const adam_scalars *k, float *p, const float *g, float *m, float *v, int64_t n) {
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma"))) void attn_adam_f32_avx512(
+    const attn_adam_scalars *k, float *p, const float *g, float *m, float *v, int64_t n) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) adam16(k, p + i, g + i, m + i, v + i, (__mmask16)0xffff);
   if (i < n) adam16(k, p + i, g + i, m + i, v + i, (__mmask16)((1u << (n - i)) - 1));
-  return 1;
-}
-#else
-int attn_adam_chunk_f32_avx512(const adam_scalars *k, float *p, const float *g, float *m, float *v,
-                               int64_t n) {
-  (void)k, (void)p, (void)g, (void)m, (void)v, (void)n;
-  return 0;
 }
 #endif

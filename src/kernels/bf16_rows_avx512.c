@@ -1,7 +1,7 @@
 /* AVX-512 epilogue piece of the bf16 Linear GEMMs (dense_bf16.h): the same
  * values as nn_bf16_epi_piece_generic (f32 arithmetic in the same order;
  * bf16 rounding to nearest even, as attn_f32_to_bf16 for non-NaN). */
-#include "nn/dense_bf16.h"
+#include "kernels/elementwise_internal.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -19,7 +19,7 @@ TARGET static inline __m256i to_bf16(__m512 v) {
   return _mm512_cvtepi32_epi16(_mm512_mask_mov_epi32(r, nan, q));
 }
 
-TARGET void nn_bf16_epi_piece_avx512(const nn_bf16_piece *p, int64_t rows, int64_t n) {
+TARGET void attn_bf16_epi_piece_avx512(const attn_bf16_piece *p, int64_t rows, int64_t n) {
   for (int64_t c = 0; c < n; c += 16) {
     __mmask16 m = n - c >= 16 ? 0xffff : (__mmask16)((1u << (n - c)) - 1u);
     __m512 b = p->bias ? _mm512_maskz_loadu_ps(m, p->bias + c) : _mm512_setzero_ps();
@@ -52,7 +52,7 @@ TARGET void nn_bf16_epi_piece_avx512(const nn_bf16_piece *p, int64_t rows, int64
   }
 }
 
-TARGET void nn_bf16_convert_rows_avx512(const float *x, int64_t ldx, uint16_t *y, int64_t ldy,
+TARGET void attn_bf16_convert_rows_avx512(const float *x, int64_t ldx, uint16_t *y, int64_t ldy,
                                         int64_t rows, int64_t cols, float *sum) {
   for (int64_t r = 0; r < rows; r++) {
     const float *xr = x + r * ldx;
