@@ -1,6 +1,8 @@
 # attn — build, test, demo.
 #   make            library (static + shared) and the attn tool
 #   make test       build and run every test; ends with "N passed, N failed"
+#   make test CC=aarch64-linux-gnu-gcc BUILD=build-arm64 RUNNER="qemu-aarch64 -L /usr/aarch64-linux-gnu"
+#                   the same for arm64, cross-built and run under qemu
 #   make test SAN=1 the same, built with AddressSanitizer + UBSan
 #   make demo       the main job (see README)
 CC ?= gcc
@@ -19,17 +21,32 @@ CFLAGS += $(CFLAGS_BASE) $(OPT)
 LDLIBS = -lm -lpthread
 LDFLAGS += -fopenmp $(filter -fsanitize%,$(OPT))
 
-# Optional libraries for apps (pictures, mail). Linked when pkg-config finds them.
-APP_PKGS := $(shell for p in cairo gmime-3.0 libpng; do pkg-config --exists $$p 2>/dev/null && echo $$p; done)
+# Optional libraries for apps (pictures, mail). Linked when the target's
+# pkg-config finds them. A cross build (CC's target, `$(CC) -dumpmachine`, not
+# this machine's architecture) asks <triplet>-pkg-config if there is one, else
+# pkg-config limited to the target's multiarch directory, so that no host
+# library leaks in; without the target's -dev packages the apps build without
+# pictures and mail. PKG_CONFIG=... overrides.
+TARGET_TRIPLET := $(shell $(CC) -dumpmachine 2>/dev/null)
+ifneq ($(firstword $(subst -, ,$(TARGET_TRIPLET))),$(shell uname -m))
+CROSS := $(TARGET_TRIPLET)-
+ifeq ($(origin PKG_CONFIG),undefined)
+PKG_CONFIG := $(if $(shell command -v $(CROSS)pkg-config 2>/dev/null),$(CROSS)pkg-config,PKG_CONFIG_LIBDIR=/usr/lib/$(TARGET_TRIPLET)/pkgconfig:/usr/share/pkgconfig PKG_CONFIG_PATH= pkg-config)
+endif
+endif
+PKG_CONFIG ?= pkg-config
+APP_PKGS := $(shell for p in cairo gmime-3.0 libpng; do $(PKG_CONFIG) --exists $$p 2>/dev/null && echo $$p; done)
 ifneq ($(APP_PKGS),)
-APP_CFLAGS := $(shell pkg-config --cflags $(APP_PKGS)) $(foreach p,$(APP_PKGS),-DATTN_HAVE_$(shell echo $(p) | tr 'a-z.-' 'A-Z__' | sed 's/_3_0//'))
-APP_LIBS := $(shell pkg-config --libs $(APP_PKGS))
+APP_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(APP_PKGS)) $(foreach p,$(APP_PKGS),-DATTN_HAVE_$(shell echo $(p) | tr 'a-z.-' 'A-Z__' | sed 's/_3_0//'))
+APP_LIBS := $(shell $(PKG_CONFIG) --libs $(APP_PKGS))
 endif
 
 LIB_SRC := $(wildcard src/core/*.c src/kernels/*.c src/nn/*.c src/io/*.c src/train/*.c)
 APP_SRC := $(wildcard src/apps/*.c)
 CLI_SRC := $(wildcard src/cli/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)
+# make test TESTS="test_kernels test_gemm" runs only those programs
+TESTS ?=
 
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 APP_OBJ := $(APP_SRC:%.c=$(BUILD)/%.o)
@@ -59,10 +76,14 @@ $(BUILD)/tests/%: $(BUILD)/tests/%.o $(APP_OBJ) $(BUILD)/libattn.a
 $(TEST_SRC:%.c=$(BUILD)/%.o): $(wildcard tests/*.h)
 
 # Each test program is built and run on its own, so one failure does not hide
-# the others; tests/run.sh adds up the counts.
+# the others; tests/run.sh adds up the counts. RUNNER="qemu-aarch64 -L
+# /usr/aarch64-linux-gnu" (say) runs every test program and the attn tool
+# they spawn under that command; TESTS="test_a test_b" selects programs.
+RUNNER ?=
+TEST_RUN := $(if $(strip $(TESTS)),$(addprefix $(BUILD)/tests/,$(TESTS)),$(TEST_BIN))
 test: $(BUILD)/attn
-	@$(MAKE) -k --no-print-directory $(TEST_BIN) || true
-	@ATTN_BIN=$(BUILD)/attn sh tests/run.sh $(BUILD) $(TEST_BIN)
+	@$(MAKE) -k --no-print-directory $(TEST_RUN) || true
+	@ATTN_BIN=$(BUILD)/attn RUNNER='$(RUNNER)' sh tests/run.sh $(BUILD) $(TEST_RUN)
 
 demo: $(BUILD)/attn
 	@sh tools/demo.sh $(BUILD)/attn
@@ -79,4 +100,4 @@ format:
 	clang-format -i $(wildcard include/*.h include/attn/*.h src/*/*.c src/*/*.h tests/*.c tests/*.h)
 
 clean:
-	rm -rf build build-san
+	rm -rf build build-san build-arm64

@@ -1,6 +1,7 @@
 /* Minimal test harness: RUN(fn) runs one test case; CHECK* record failures
- * with file:line; main ends with HARNESS_END() which prints
- * "# N passed, N failed" (read by tests/run.sh) and sets the exit status.
+ * with file:line; SKIP(why) marks a case that cannot run here; main ends
+ * with HARNESS_END() which prints "# N passed, N failed" (", N skipped" when
+ * some were; read by tests/run.sh) and sets the exit status.
  * Tolerances for f32 results are written next to each comparison. */
 #ifndef ATTN_TEST_HARNESS_H
 #define ATTN_TEST_HARNESS_H
@@ -12,7 +13,26 @@
 
 #include "attn.h"
 
-static int h_passed, h_failed, h_case_failed;
+static int h_passed, h_failed, h_case_failed, h_skipped, h_case_skipped;
+static char h_skip_why[256];
+
+/* Inside a case: it cannot run in this build or on this machine (no
+ * chromium, built without GMime or cairo, no AVX-512...). The case counts as
+ * skipped, not passed (a failed CHECK still makes it fail); the reason is
+ * printed on its "skip" line, which tests/run.sh repeats. printf-style. */
+#define SKIP(...)                                                                      \
+  do {                                                                                 \
+    snprintf(h_skip_why, sizeof h_skip_why, __VA_ARGS__);                              \
+    h_case_skipped = 1;                                                                \
+  } while (0)
+
+/* A case that this build does not compile in at all, counted as skipped. */
+#define RUN_SKIPPED(fn, why)                                                           \
+  do {                                                                                 \
+    h_skipped++;                                                                       \
+    printf("skip %s: %s\n", #fn, why);                                                \
+    fflush(stdout);                                                                    \
+  } while (0)
 
 #define CHECK(cond)                                                                    \
   do {                                                                                 \
@@ -46,11 +66,14 @@ static int h_passed, h_failed, h_case_failed;
 
 #define RUN(fn)                                                                        \
   do {                                                                                 \
-    h_case_failed = 0;                                                                 \
+    h_case_failed = h_case_skipped = 0;                                                \
     fn();                                                                              \
     if (h_case_failed) {                                                               \
       h_failed++;                                                                      \
       printf("FAIL %s\n", #fn);                                                        \
+    } else if (h_case_skipped) {                                                       \
+      h_skipped++;                                                                     \
+      printf("skip %s: %s\n", #fn, h_skip_why);                                        \
     } else {                                                                           \
       h_passed++;                                                                      \
       printf("ok   %s\n", #fn);                                                        \
@@ -60,7 +83,10 @@ static int h_passed, h_failed, h_case_failed;
 
 #define HARNESS_END()                                                                  \
   do {                                                                                 \
-    printf("# %d passed, %d failed\n", h_passed, h_failed);                            \
+    if (h_skipped)                                                                     \
+      printf("# %d passed, %d failed, %d skipped\n", h_passed, h_failed, h_skipped);   \
+    else                                                                               \
+      printf("# %d passed, %d failed\n", h_passed, h_failed);                          \
     return h_failed ? 1 : 0;                                                           \
   } while (0)
 

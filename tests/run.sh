@@ -1,15 +1,37 @@
 #!/bin/sh
 # Runs each test program once per ISA level this machine has (generic, avx2,
 # avx512, neon: `attn version` lists them; ATTN_CPU set by the caller runs
-# that level only), adds up each run's "# N passed, N failed" line, and
-# prints the total. A program that does not build, crashes, or prints no
-# count line counts as one failure.
+# that level only), adds up each run's "# N passed, N failed[, N skipped]"
+# line, and prints the total. A program that does not build, crashes, or
+# prints no count line counts as one failure. Skipped cases (a case that
+# cannot run in this build, at this level or on this machine) are listed and
+# counted apart, never as passed.
+#
+# RUNNER (environment, optional): a command prefix for every test program and
+# for the attn tool the tests spawn, e.g. RUNNER="qemu-aarch64 -L
+# /usr/aarch64-linux-gnu" for a cross build; ATTN_BIN then names a small
+# wrapper script (BUILD/attn-runner) that runs the tool under it.
 build=$1; shift
-passed=0; failed=0
+runner=${RUNNER:-}
+tool=${ATTN_BIN:-$build/attn}
+if [ -n "$runner" ]; then
+  echo "runner: $runner"
+  if [ -n "${ATTN_BIN:-}" ]; then
+    case $ATTN_BIN in /*) abs=$ATTN_BIN ;; *) abs=$(pwd)/$ATTN_BIN ;; esac
+    wrap=$build/attn-runner
+    printf '#!/bin/sh\nexec %s "%s" "$@"\n' "$runner" "$abs" >"$wrap" && chmod +x "$wrap"
+    case $wrap in /*) ATTN_BIN=$wrap ;; *) ATTN_BIN=$(pwd)/$wrap ;; esac
+    export ATTN_BIN
+    tool=$ATTN_BIN
+  else
+    tool="$runner $tool"
+  fi
+fi
+passed=0; failed=0; skipped=0
 if [ -n "${ATTN_CPU:-}" ]; then
   levels=$ATTN_CPU
 else
-  levels=$(${RUNNER:-} "${ATTN_BIN:-$build/attn}" version 2>/dev/null | sed -n 's/^levels: //p')
+  levels=$($tool version 2>/dev/null | sed -n 's/^levels: //p')
   [ -n "$levels" ] || levels=native
 fi
 best=$(echo "$levels" | awk '{print $NF}')
@@ -21,19 +43,27 @@ for level in $levels; do
     if [ ! -x "$t" ]; then
       echo "FAIL $name (did not build)"; failed=$((failed + 1)); continue
     fi
-    out=$(ATTN_CPU=$level ${RUNNER:-} "$t" 2>&1); rc=$?
-    line=$(printf '%s\n' "$out" | grep -E '^# [0-9]+ passed, [0-9]+ failed$' | tail -n 1)
+    out=$(ATTN_CPU=$level $runner "$t" 2>&1); rc=$?
+    line=$(printf '%s\n' "$out" | grep -E '^# [0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)?$' | tail -n 1)
     if [ -z "$line" ]; then
       printf '%s\n' "$out" | tail -n 30
       echo "FAIL $name (exit $rc, no result line)"; failed=$((failed + 1)); continue
     fi
     p=$(echo "$line" | sed -E 's/# ([0-9]+) passed.*/\1/')
-    f=$(echo "$line" | sed -E 's/.* ([0-9]+) failed/\1/')
+    f=$(echo "$line" | sed -E 's/.* ([0-9]+) failed.*/\1/')
+    s=0
+    case $line in *skipped) s=$(echo "$line" | sed -E 's/.* ([0-9]+) skipped/\1/') ;; esac
     if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
     if [ "$f" -ne 0 ]; then printf '%s\n' "$out" | grep -v '^ok ' | tail -n 40; fi
-    echo "$name: $p passed, $f failed"
-    passed=$((passed + p)); failed=$((failed + f))
+    if [ "$s" -ne 0 ]; then
+      echo "$name: $p passed, $f failed, $s skipped"
+      printf '%s\n' "$out" | grep '^skip ' | sed "s/^/  $name: /"
+    else
+      echo "$name: $p passed, $f failed"
+    fi
+    passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
   done
 done
+[ "$skipped" -eq 0 ] || echo "$skipped skipped (listed above; not counted as passed)"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

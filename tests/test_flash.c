@@ -84,7 +84,10 @@ static void test_vexp_level_within_3_ulp(void) { check_vexp(attn_kern_get()->row
 
 /* ---- tile kernels: the active level vs portable ---------------------------------- */
 static void test_tile_gemm_level_matches_generic(void) {
-  if (!have_simd()) return;
+  if (!have_simd()) {
+    SKIP("level %s has no tile kernels of its own", attn_isa_name(attn_isa_active()));
+    return;
+  }
   const attn_flash_ops *g = attn_flash_ops_generic(), *a = simd_ops();
   float A[6 * 80], Bm[80 * 70], C0[6 * 70], C1[6 * 70], cs[6] = {0.5f, 1, 2, -1, 0, 3};
   fill_uniform(A, 6 * 80, 1, -1, 1);
@@ -103,7 +106,10 @@ static void test_tile_gemm_level_matches_generic(void) {
 }
 
 static void test_tile_softmax_level_matches_generic(void) {
-  if (!have_simd()) return;
+  if (!have_simd()) {
+    SKIP("level %s has no tile kernels of its own", attn_isa_name(attn_isa_active()));
+    return;
+  }
   const attn_flash_ops *g = attn_flash_ops_generic(), *a = simd_ops();
   float s0[6 * 64], s1[6 * 64], m0[6], m1[6], l0[6], l1[6], al0[6], al1[6];
   int lo[6] = {0, 3, 0, 10, 64, 0}, hi[6] = {64, 40, 1, 11, 64, 63};
@@ -149,7 +155,10 @@ static void tile_steps(const attn_flash_ops *o, int G, int64_t D, int64_t Dv, co
 
 static void test_tile_forward_matches_steps(void) {
   CHECK(attn_flash_ops_generic()->tile_forward == NULL);
-  if (!have_simd()) return;
+  if (!have_simd()) {
+    SKIP("level %s has no tile kernels of its own", attn_isa_name(attn_isa_active()));
+    return;
+  }
   const attn_flash_ops *g = attn_flash_ops_generic(), *a = simd_ops();
   if (!a->tile_forward) return; /* the level runs the steps */
   const int64_t dims[][2] = {{64, 64}, {40, 80}, {128, 128}, {16, 24}, {1, 1}, {64, 64}};

@@ -169,7 +169,7 @@ static int run_cli(const char *args) {
 static void test_cli_exit_codes(void) {
   const char *bin = getenv("ATTN_BIN");
   if (!bin || access(bin, X_OK) != 0) {
-    printf("  (ATTN_BIN not set: CLI not checked)\n");
+    SKIP("ATTN_BIN not set: CLI not checked");
     return;
   }
   CHECK(run_cli("--filter softmax") == 0);

@@ -204,7 +204,7 @@ static void test_quantizer_identical(void) {
   attn_i8_quantize_fn vq = attn_kern_get()->lowp.i8_quantize_row;
   attn_i8_colsum_fn vc = attn_kern_get()->lowp.i8_colsum;
   if (!vq || !vc) {
-    printf("  (level %s: portable quantizer only)\n", attn_isa_name(attn_isa_active()));
+    SKIP("level %s: portable quantizer only", attn_isa_name(attn_isa_active()));
     return;
   }
   float x[256];
@@ -238,7 +238,7 @@ static void test_quantizer_identical(void) {
  * outputs are bit-identical. */
 static void test_vnni_equals_portable(void) {
   if (!attn_sdpa_i8_path_available(ATTN_LOWP_SIMD)) {
-    printf("  (no AVX512_VNNI: skipped)\n");
+    SKIP("no AVX512_VNNI on this CPU/build");
     return;
   }
   sdpa_cfg c = sdpa_plain(90, 140, 96);

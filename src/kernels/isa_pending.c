@@ -1,18 +1,10 @@
-/* TEMPORARY: getters of the AVX2 and NEON kernel files that are not in the
+/* TEMPORARY: getters of the AVX2 and NEON kernel files (row_ops_neon.c is in) that are not in the
  * tree yet (NULL: the level takes the kernels of the level below). */
 #include "kernels/kern.h"
 
 const attn_row_ops *attn_row_ops_avx2(void) {
 #if defined(__x86_64__)
   static const attn_row_ops none = {.name = "avx2"};
-  return &none;
-#else
-  return 0;
-#endif
-}
-const attn_row_ops *attn_row_ops_neon(void) {
-#if defined(__aarch64__)
-  static const attn_row_ops none = {.name = "neon"};
   return &none;
 #else
   return 0;
