@@ -19,11 +19,24 @@ CFLAGS += $(CFLAGS_BASE) $(OPT)
 LDLIBS = -lm -lpthread
 LDFLAGS += -fopenmp $(filter -fsanitize%,$(OPT))
 
-# Optional libraries for apps (pictures, mail). Linked when pkg-config finds them.
-APP_PKGS := $(shell for p in cairo gmime-3.0 libpng; do pkg-config --exists $$p 2>/dev/null && echo $$p; done)
+# Optional libraries for apps (pictures, mail). Linked when the target's
+# pkg-config finds them. A cross build (CC's target, `$(CC) -dumpmachine`, not
+# this machine's architecture) asks <triplet>-pkg-config if there is one, else
+# pkg-config limited to the target's multiarch directory, so that no host
+# library leaks in; without the target's -dev packages the apps build without
+# pictures and mail. PKG_CONFIG=... overrides.
+TARGET_TRIPLET := $(shell $(CC) -dumpmachine 2>/dev/null)
+ifneq ($(firstword $(subst -, ,$(TARGET_TRIPLET))),$(shell uname -m))
+CROSS := $(TARGET_TRIPLET)-
+ifeq ($(origin PKG_CONFIG),undefined)
+PKG_CONFIG := $(if $(shell command -v $(CROSS)pkg-config 2>/dev/null),$(CROSS)pkg-config,PKG_CONFIG_LIBDIR=/usr/lib/$(TARGET_TRIPLET)/pkgconfig:/usr/share/pkgconfig PKG_CONFIG_PATH= pkg-config)
+endif
+endif
+PKG_CONFIG ?= pkg-config
+APP_PKGS := $(shell for p in cairo gmime-3.0 libpng; do $(PKG_CONFIG) --exists $$p 2>/dev/null && echo $$p; done)
 ifneq ($(APP_PKGS),)
-APP_CFLAGS := $(shell pkg-config --cflags $(APP_PKGS)) $(foreach p,$(APP_PKGS),-DATTN_HAVE_$(shell echo $(p) | tr 'a-z.-' 'A-Z__' | sed 's/_3_0//'))
-APP_LIBS := $(shell pkg-config --libs $(APP_PKGS))
+APP_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(APP_PKGS)) $(foreach p,$(APP_PKGS),-DATTN_HAVE_$(shell echo $(p) | tr 'a-z.-' 'A-Z__' | sed 's/_3_0//'))
+APP_LIBS := $(shell $(PKG_CONFIG) --libs $(APP_PKGS))
 endif
 
 LIB_SRC := $(wildcard src/core/*.c src/kernels/*.c src/nn/*.c src/io/*.c src/train/*.c)
@@ -79,4 +92,4 @@ format:
 	clang-format -i $(wildcard include/*.h include/attn/*.h src/*/*.c src/*/*.h tests/*.c tests/*.h)
 
 clean:
-	rm -rf build build-san
+	rm -rf build build-san build-arm64

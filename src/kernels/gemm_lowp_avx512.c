@@ -96,7 +96,6 @@ LOWP_AVX512 void attn_lowp_epi_f32_avx512(const attn_lowp_epi *e, const void *t,
     }
   }
 }
-#endif
 
 /* ---- AMX A panels from a row-contiguous source (op(A) stored K x M) ----- */
 
@@ -156,3 +155,4 @@ LOWP_AVX512 void attn_lowp_pack_t32_avx512(const void *x, int f32, int64_t sp, i
     }
   }
 }
+#endif
