@@ -5,20 +5,22 @@
  * packed B (12 columns) and issues 24 FMLA (by element: row i of C takes
  * lane i % 4 of A's register i / 4 times each B vector), so 24 FMAs of 4
  * lanes (96 multiply-adds) per 5 loads (80 bytes). Registers: 24 accumulators
- * + 2 A + 3 B = 29 of the 32 v-registers, nothing spilled (objdump of the
- * loop at -O2: 5 ldr q, 24 fmla, 2 pointer adds, compare and branch).
+ * + 2 A + 3 B = 29 of the 32 v-registers, nothing spilled. objdump of the
+ * loop (gcc 12, -O2): 32 instructions per k step: LDP q + LDP q + LDR q (the
+ * 5 registers), 24 FMLA, 3 adds (two pointers, the counter), CMP, B.NE.
  *
  * Expected fraction of peak, with the panels in L1 (loads are never the
- * limit: 5 loads need 2.5 cycles on 2 load pipes, 1.7 on 3):
- *  - Neoverse N1 / Cortex-A76 (2 x 128-bit FMA pipes, FMLA latency 4): the
- *    24 FMAs take 12 cycles; the 24 independent chains cover the 8 in flight
- *    that the pipes need, and the 5 + 4 other instructions fit the 4-wide
- *    issue beside them: ~95% of peak (16 flop/cycle) in L1.
- *  - Neoverse V1 / Apple M1 (4 x 128-bit FMA pipes, latency 4 / 3-4): 6
- *    cycles of FMA per k step, 16 chains needed (24 available), 29 + 4
- *    instructions per step against an 8-wide decode: ~85-90% of peak (32
- *    flop/cycle); the load of 80 bytes per step needs ~1.7 of 3 load pipes.
- *  - V2/N2 class with 4 FMA pipes at latency 4: as V1.
+ * limit: 3 load instructions, 80 bytes, per k step):
+ *  - Neoverse N1 / N2, Cortex-A76 (2 x 128-bit FMA pipes, FMLA latency 4):
+ *    the 24 FMAs take 12 cycles; 24 independent chains cover the 8 FMAs in
+ *    flight the pipes need; 32 instructions in 12 cycles is 2.7 per cycle on
+ *    a 4-5 wide front end; the loads take 3 of 24 load-pipe slots: ~95%
+ *    of peak (16 flop/cycle).
+ *  - Neoverse V1 / V2, Apple M1 (4 x 128-bit FMA pipes, latency 4): 6
+ *    cycles of FMA per k step, 16 chains needed (24 available), 32
+ *    instructions in 6 cycles (5.3 per cycle) on an 8-wide front end, 3
+ *    loads on 3 load pipes: ~85-90% of peak (32 flop/cycle); there the loop
+ *    overhead (5 of the 32) is what a 2-step unroll would trim.
  * The edge of the driver's loops (the C tile loaded and stored once per kc
  * steps: 24 loads and stores against 24 kc FMAs) costs ~2% at kc = 256.
  *

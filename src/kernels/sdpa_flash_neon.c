@@ -20,6 +20,10 @@
  * A (6 rows x K, in L1) once per slice, and the accumulators are loaded and
  * stored once per call. Every element is one FMA chain over k = 0..K-1 in
  * order, whichever path (vector or scalar A, slice width): the same bits.
+ * objdump (gcc 12, -O2), no spills in the loops: the acs = 1 loop of a 6 x 12
+ * slice is 100 instructions per 4 k steps (72 FMLA, 6 LDR q of A, B in an
+ * LDP q + LDR q per k, addressing); the scalar-A loop 31 per k (18 FMLA, 6
+ * A scalars, B's LDP + LDR); a 4 x 16 slice 89 per 4 k steps (64 FMLA).
  * Column counts not a multiple of 4 end with one partial vector (lanes built
  * from scalars: NEON has no masked loads, and reading past n may fault).
  *
