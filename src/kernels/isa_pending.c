@@ -1,5 +1,4 @@
-/* TEMPORARY: getters of the AVX2 and NEON kernel files (row_ops_neon.c is in) that are not in the
- * tree yet (NULL: the level takes the kernels of the level below). */
+/* TEMPORARY: getters of the AVX2 kernel files that are not in the tree yet (NULL: the level takes the kernels of the level below). */
 #include "kernels/kern.h"
 
 const attn_row_ops *attn_row_ops_avx2(void) {
@@ -11,6 +10,4 @@ const attn_row_ops *attn_row_ops_avx2(void) {
 #endif
 }
 const attn_gemm_kernel_f32 *attn_gemm_kernel_avx2_f32(void) { return 0; }
-const attn_gemm_kernel_f32 *attn_gemm_kernel_neon_f32(void) { return 0; }
 const attn_flash_ops *attn_flash_ops_avx2(void) { return 0; }
-const attn_flash_ops *attn_flash_ops_neon(void) { return 0; }
