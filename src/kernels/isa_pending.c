@@ -2,14 +2,6 @@
  * tree yet (NULL: the level takes the kernels of the level below). */
 #include "kernels/kern.h"
 
-const attn_row_ops *attn_row_ops_avx2(void) {
-#if defined(__x86_64__)
-  static const attn_row_ops none = {.name = "avx2"};
-  return &none;
-#else
-  return 0;
-#endif
-}
 const attn_row_ops *attn_row_ops_neon(void) {
 #if defined(__aarch64__)
   static const attn_row_ops none = {.name = "neon"};
