@@ -1,7 +1,8 @@
 /* The row and elementwise kernels of every ISA level this machine and build
  * have (attn_kern_at(level)->row: own entries and those taken from the
  * level below) against the portable set (the generic level's) and against
- * double-precision formulas, whatever ATTN_CPU says.
+ * double-precision formulas, whatever ATTN_CPU says; every case runs once
+ * per level (its count is cases x levels).
  *
  * Lengths 0, 1, 2, 3, 5, 7, 8, 9, 15, 16, 17, 31, 33, 63, 1023 (vector
  * tails of 4, 8 and 16 lanes); inputs end at an unreadable page (a read past
@@ -160,11 +161,9 @@ static void print_levels(void) {
   printf("\n");
 }
 
-#define FOR_LEVELS(L)                                                                              \
-  for (int lv_ = 0; lv_ < ATTN_ISA_COUNT; lv_++)                                                   \
-    for (const attn_row_ops *L = attn_kern_at((attn_isa)lv_) ? &attn_kern_at((attn_isa)lv_)->row   \
-                                                             : NULL;                               \
-         L && (level = attn_isa_name((attn_isa)lv_), nfail = 0, 1); L = NULL)
+/* the level under test (main runs every case once per level) */
+static const attn_row_ops *cur;
+#define FOR_LEVELS(L) for (const attn_row_ops *L = cur; L && (nfail = 0, 1); L = NULL)
 
 /* ---- exp ------------------------------------------------------------------ */
 static void test_vexp(void) {
@@ -647,16 +646,23 @@ static void test_conversions(void) {
 int main(void) {
   G = &attn_kern_at(ATTN_ISA_GENERIC)->row;
   print_levels();
-  RUN(test_vexp);
-  RUN(test_exp_sub_sum);
-  RUN(test_gelu);
-  RUN(test_dropout);
-  RUN(test_adam);
-  RUN(test_layernorm_row);
-  RUN(test_layernorm_backward_row);
-  RUN(test_minmax);
-  RUN(test_quantize);
-  RUN(test_dequant);
-  RUN(test_conversions);
+  for (int i = 0; i < ATTN_ISA_COUNT; i++) {
+    const attn_kern *k = attn_kern_at((attn_isa)i);
+    if (!k) continue;
+    cur = &k->row;
+    level = attn_isa_name((attn_isa)i);
+    printf("# level %s\n", level);
+    RUN(test_vexp);
+    RUN(test_exp_sub_sum);
+    RUN(test_gelu);
+    RUN(test_dropout);
+    RUN(test_adam);
+    RUN(test_layernorm_row);
+    RUN(test_layernorm_backward_row);
+    RUN(test_minmax);
+    RUN(test_quantize);
+    RUN(test_dequant);
+    RUN(test_conversions);
+  }
   HARNESS_END();
 }

@@ -1,6 +1,6 @@
 /* Internal to the AVX2 kernel files (row_ops_avx2.c, dropout_avx2.c,
- * quantize_avx2.c, convert_avx2.c): their target attribute and the lane mask
- * of a short tail. Include only from files whose functions carry AVX2_TARGET
+ * quantize_avx2.c, convert_avx2.c): their target attribute and the loads and
+ * stores of a short tail. Include only from files whose functions carry AVX2_TARGET
  * (the helpers are inlined into them). AVX2 level = AVX2 + FMA + F16C, no
  * AVX-512 instruction (an AVX2-only CPU such as Haswell or Zen 1-3 runs it). */
 #ifndef ATTN_AVX2_INTERNAL_H

@@ -1,10 +1,11 @@
 /* The AVX2 row and elementwise kernels (AVX2 + FMA + F16C, 8 floats at a
  * time) as one table, and the exp / softmax-sum / GELU / Adam / LayerNorm
- * kernels themselves (tails: avx2_internal.h); dropout, quantization and the f16 / bf16 conversions
- * are in dropout_avx2.c, quantize_avx2.c and convert_avx2.c. Contracts in
- * kern.h. The AVX-512 level takes from here whatever its own set lacks
- * (the LayerNorm rows). No AVX-512 instruction: an AVX2-only CPU (Haswell,
- * Zen 1-3) runs every function of these files. */
+ * kernels themselves; dropout, quantization and the f16 / bf16 conversions
+ * are in dropout_avx2.c, quantize_avx2.c and convert_avx2.c, the tail loads
+ * and stores in avx2_internal.h. Contracts in kern.h. The AVX-512 level
+ * takes from here whatever its own set lacks (the LayerNorm rows). No
+ * AVX-512 instruction: an AVX2-only CPU (Haswell, Zen 1-3) runs every
+ * function of these files. */
 #include <math.h>
 
 #include "kernels/elementwise_internal.h"
