@@ -1,0 +1,346 @@
+/* AVX2 + FMA tile kernels of the flash backend (selected at run time; no
+ * AVX-512 instruction, so they run on any x86-64 with AVX2 and FMA).
+ *
+ * gemm: c [R, n] (=|+=) A·B, R <= 6, n <= 64, in 16-column slices. A slice
+ * holds R x 2 ymm accumulators (12 at R = 6); per k step 2 loads of B and R
+ * broadcasts of A (straight from memory) feed 2R FMAs: 12 + 2 + 1 of the 16
+ * ymm registers, and 12 independent chains cover the FMA latency times the
+ * two FMA pipes (4 x 2 on Zen 4, 5 x 2 on Haswell). 6 x 16 rather than the
+ * 6 x 64 of the AVX-512 kernels because 48 ymm accumulators do not exist;
+ * re-reading A once per slice costs broadcasts, which are load-port work
+ * only. A slice whose width is not a multiple of 8 masks its last vector
+ * (vmaskmovps). Every (R, slice shape) is its own fully unrolled instance.
+ *
+ * The softmax kernels work on 64-column score rows, 8 ymm per row, with the
+ * vectorised exp of vexp_avx2.h. Maxima skip NaN: every max takes the
+ * running value as its second operand (maxps returns the second operand
+ * when either is NaN, and the running value never is).
+ *
+ * tile_forward: the scores cannot stay in registers (6 x 64 floats are 48
+ * ymm), so it is the same gemm and softmax code as the ops, inlined: the
+ * same numbers to the bit by construction. What it saves is the calls and
+ * dispatch per group, and it issues the next group's scores before the
+ * previous group's p·v so the out-of-order core overlaps the softmax's
+ * reductions with independent FMA work. */
+#include "kernels/sdpa_flash.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#include <math.h>
+
+#include "kernels/vexp_avx2.h"
+
+#define AVX2_TARGET __attribute__((target("avx2,fma")))
+#define AVX2_INLINE __attribute__((target("avx2,fma"), always_inline)) static inline
+
+enum { BC = ATTN_FLASH_BC, MR = ATTN_FLASH_MR, NC = ATTN_FLASH_NC };
+
+/* Lanes l < n of a vector (n <= 8) as a vmaskmovps mask. */
+AVX2_INLINE __m256i first_lanes(int n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* One slice of V (1 or 2) vectors: c [R, 8V] (=|+=) A·B[:, 8V]; with tail,
+ * the last vector only on the lanes of last. R, V and tail are constants of
+ * each inlined instance. */
+AVX2_INLINE void gemm_slice(const int R, const int V, const int tail, __m256i last, int64_t K,
+                            const float *a, int64_t ars, int64_t acs, const float *b, int64_t ldb,
+                            float *c, int64_t ldc, const float *cs, int acc) {
+  __m256 t[MR][2];
+#pragma GCC unroll 6
+  for (int r = 0; r < R; r++)
+#pragma GCC unroll 2
+    for (int v = 0; v < V; v++)
+      t[r][v] = _mm256_setzero_ps();
+  for (int64_t k = 0; k < K; k++) {
+    __m256 bv[2];
+    const float *bk = b + k * ldb;
+#pragma GCC unroll 2
+    for (int v = 0; v < V; v++)
+      bv[v] =
+          tail && v == V - 1 ? _mm256_maskload_ps(bk + 8 * v, last) : _mm256_loadu_ps(bk + 8 * v);
+    const float *ak = a + k * acs;
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++) {
+      __m256 ar = _mm256_broadcast_ss(ak + r * ars);
+#pragma GCC unroll 2
+      for (int v = 0; v < V; v++)
+        t[r][v] = _mm256_fmadd_ps(ar, bv[v], t[r][v]);
+    }
+  }
+#pragma GCC unroll 6
+  for (int r = 0; r < R; r++) {
+    float *cr = c + r * ldc;
+    __m256 f = _mm256_set1_ps(cs ? cs[r] : 1.0f);
+#pragma GCC unroll 2
+    for (int v = 0; v < V; v++) {
+      __m256 y = t[r][v];
+      if (tail && v == V - 1) {
+        if (acc) y = _mm256_fmadd_ps(f, _mm256_maskload_ps(cr + 8 * v, last), y);
+        _mm256_maskstore_ps(cr + 8 * v, last, y);
+      } else {
+        if (acc) y = _mm256_fmadd_ps(f, _mm256_loadu_ps(cr + 8 * v), y);
+        _mm256_storeu_ps(cr + 8 * v, y);
+      }
+    }
+  }
+}
+
+/* All n columns of R rows (R constant): whole 16-column slices, then the
+ * rest (8: one vector; 1..7: one masked; 9..15: one plus one masked). */
+AVX2_INLINE void gemm_rows(const int R, int n, int64_t K, const float *a, int64_t ars, int64_t acs,
+                           const float *b, int64_t ldb, float *c, int64_t ldc, const float *cs,
+                           int acc) {
+  const __m256i all = _mm256_set1_epi32(-1);
+  int c0 = 0;
+  for (; c0 + 16 <= n; c0 += 16)
+    gemm_slice(R, 2, 0, all, K, a, ars, acs, b + c0, ldb, c + c0, ldc, cs, acc);
+  int rem = n - c0;
+  if (rem == 0) return;
+  __m256i last = first_lanes(rem & 7);
+  if (rem == 8)
+    gemm_slice(R, 1, 0, all, K, a, ars, acs, b + c0, ldb, c + c0, ldc, cs, acc);
+  else if (rem < 8)
+    gemm_slice(R, 1, 1, last, K, a, ars, acs, b + c0, ldb, c + c0, ldc, cs, acc);
+  else
+    gemm_slice(R, 2, 1, last, K, a, ars, acs, b + c0, ldb, c + c0, ldc, cs, acc);
+}
+
+AVX2_TARGET static void gemm_avx2(int R, int n, int64_t K, const float *a, int64_t ars, int64_t acs,
+                                  const float *b, int64_t ldb, float *c, int64_t ldc,
+                                  const float *cs, int acc) {
+  switch (R) {
+  case 1: gemm_rows(1, n, K, a, ars, acs, b, ldb, c, ldc, cs, acc); break;
+  case 2: gemm_rows(2, n, K, a, ars, acs, b, ldb, c, ldc, cs, acc); break;
+  case 3: gemm_rows(3, n, K, a, ars, acs, b, ldb, c, ldc, cs, acc); break;
+  case 4: gemm_rows(4, n, K, a, ars, acs, b, ldb, c, ldc, cs, acc); break;
+  case 5: gemm_rows(5, n, K, a, ars, acs, b, ldb, c, ldc, cs, acc); break;
+  case 6: gemm_rows(6, n, K, a, ars, acs, b, ldb, c, ldc, cs, acc); break;
+  default: break;
+  }
+}
+
+/* Columns lo <= j < hi of the 8-column vector v of a row (all-ones lanes). */
+AVX2_INLINE __m256 allowed_cols(int v, int lo, int hi) {
+  __m256i j = _mm256_add_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(8 * v));
+  __m256i ge = _mm256_cmpgt_epi32(j, _mm256_set1_epi32(lo - 1));
+  __m256i lt = _mm256_cmpgt_epi32(_mm256_set1_epi32(hi), j);
+  return _mm256_castsi256_ps(_mm256_and_si256(ge, lt));
+}
+
+/* Lanes with x >= ATTN_FLASH_PMIN_LOG or x NaN: the others give p = 0 (no
+ * denormal reaches the GEMMs; see sdpa_flash.h). A NaN logit gives p = NaN,
+ * so the row's sum l and its output turn NaN (as in the math path) instead
+ * of the NaN being dropped like a masked key; the same compare, unordered. */
+AVX2_INLINE __m256 normal_exp(__m256 x) {
+  return _mm256_cmp_ps(x, _mm256_set1_ps(ATTN_FLASH_PMIN_LOG), _CMP_NLT_UQ);
+}
+
+AVX2_INLINE float hmax(__m256 x) {
+  __m128 y = _mm_max_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
+  y = _mm_max_ps(y, _mm_movehl_ps(y, y));
+  y = _mm_max_ss(y, _mm_movehdup_ps(y));
+  return _mm_cvtss_f32(y);
+}
+
+AVX2_INLINE float hsum(__m256 x) {
+  __m128 y = _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
+  y = _mm_add_ps(y, _mm_movehl_ps(y, y));
+  y = _mm_add_ss(y, _mm_movehdup_ps(y));
+  return _mm_cvtss_f32(y);
+}
+
+AVX2_TARGET static void logits_avx2(int R, float *s, float scale, const int *lo, const int *hi) {
+  const __m256 vs = _mm256_set1_ps(scale), ninf = _mm256_set1_ps(-INFINITY);
+  for (int r = 0; r < R; r++) {
+    float *sr = s + r * BC;
+#pragma GCC unroll 8
+    for (int v = 0; v < BC / 8; v++)
+      _mm256_storeu_ps(sr + 8 * v,
+                       _mm256_blendv_ps(ninf, _mm256_mul_ps(vs, _mm256_loadu_ps(sr + 8 * v)),
+                                        allowed_cols(v, lo[r], hi[r])));
+  }
+}
+
+/* The online softmax of one row of raw scores s (as
+ * attn_flash_ops.softmax_update); every_key: all 64 columns allowed (lo, hi
+ * unread), the same values as lo 0, hi 64. */
+AVX2_INLINE void softmax_row(const int every_key, float *s, float scale, int lo, int hi, float *m,
+                             float *l, float *alpha) {
+  const __m256 vs = _mm256_set1_ps(scale), ninf = _mm256_set1_ps(-INFINITY);
+  __m256 x[BC / 8], m0 = ninf, m1 = ninf;
+#pragma GCC unroll 8
+  for (int c = 0; c < BC / 8; c++) {
+    x[c] = _mm256_mul_ps(vs, _mm256_loadu_ps(s + 8 * c));
+    if (!every_key) x[c] = _mm256_blendv_ps(ninf, x[c], allowed_cols(c, lo, hi));
+    /* the running max second: a NaN x is skipped */
+    if (c & 1)
+      m1 = _mm256_max_ps(x[c], m1);
+    else
+      m0 = _mm256_max_ps(x[c], m0);
+  }
+  float mo = *m, mx = hmax(_mm256_max_ps(m0, m1));
+  float mn = mx > mo ? mx : mo;
+  /* max still -inf (nothing allowed yet): subtract 0, so -inf gives p = 0
+   * and NaN stays NaN */
+  const __m256 vm = _mm256_set1_ps(mn == -INFINITY ? 0.0f : mn);
+  __m256 p[BC / 8];
+#pragma GCC unroll 8
+  for (int c = 0; c < BC / 8; c++) {
+    __m256 d = _mm256_sub_ps(x[c], vm);
+    p[c] = attn_vexp8_mask_avx2(normal_exp(d), d);
+    _mm256_storeu_ps(s + 8 * c, p[c]);
+  }
+  __m256 sum = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(p[0], p[1]), _mm256_add_ps(p[2], p[3])),
+                             _mm256_add_ps(_mm256_add_ps(p[4], p[5]), _mm256_add_ps(p[6], p[7])));
+  float a = mo == mn ? 1.0f : mo == -INFINITY ? 0.0f : expf(mo - mn);
+  *alpha = a;
+  *l = *l * a + hsum(sum);
+  *m = mn;
+}
+
+AVX2_TARGET static void softmax_update_avx2(int R, float *s, float scale, const int *lo,
+                                            const int *hi, float *m, float *l, float *alpha) {
+  for (int r = 0; r < R; r++)
+    softmax_row(0, s + r * BC, scale, lo[r], hi[r], m + r, l + r, alpha + r);
+}
+
+AVX2_TARGET static void probs_grad_avx2(int R, const float *s, float scale, const int *lo,
+                                        const int *hi, const float *dp, const float *lse,
+                                        const float *di, float dscale, float *p, float *ds,
+                                        int64_t ldp) {
+  const __m256 vs = _mm256_set1_ps(scale), vg = _mm256_set1_ps(dscale);
+  for (int r = 0; r < R; r++) {
+    const float *sr = s + r * BC, *dpr = dp + r * BC;
+    float *pr = p + r * ldp, *dsr = ds + r * ldp;
+    if (lse[r] != lse[r]) { /* NaN row: p = ds = NaN at its allowed keys, else 0 */
+      const __m256 nan = _mm256_set1_ps(NAN), ninf = _mm256_set1_ps(-INFINITY);
+      for (int v = 0; v < BC / 8; v++) {
+        __m256 t = _mm256_mul_ps(_mm256_loadu_ps(sr + 8 * v), vs);
+        __m256 ok =
+            _mm256_and_ps(allowed_cols(v, lo[r], hi[r]), _mm256_cmp_ps(t, ninf, _CMP_NEQ_UQ));
+        _mm256_storeu_ps(pr + 8 * v, _mm256_and_ps(ok, nan));
+        _mm256_storeu_ps(dsr + 8 * v, _mm256_and_ps(ok, nan));
+      }
+      continue;
+    }
+    const int dead = lse[r] == -INFINITY; /* no allowed key: p = ds = 0 */
+    const int lor = dead ? 0 : lo[r], hir = dead ? 0 : hi[r];
+    const __m256 vl = _mm256_set1_ps(dead ? 0.0f : lse[r]), vd = _mm256_set1_ps(di[r]);
+#pragma GCC unroll 8
+    for (int v = 0; v < BC / 8; v++) {
+      __m256 t = _mm256_fmsub_ps(_mm256_loadu_ps(sr + 8 * v), vs, vl);
+      __m256 ok = _mm256_and_ps(allowed_cols(v, lor, hir), normal_exp(t));
+      __m256 pv = _mm256_and_ps(ok, attn_vexp8_avx2(t));
+      _mm256_storeu_ps(pr + 8 * v, pv);
+      /* ds = 0 where p = 0 (as math), even for a NaN dp or D_i */
+      __m256 g = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(dpr + 8 * v), vd), vg);
+      _mm256_storeu_ps(dsr + 8 * v, _mm256_and_ps(ok, _mm256_mul_ps(pv, g)));
+    }
+  }
+}
+
+/* kt is a per-block pack (once per key block, O(BC D) against the tile
+ * GEMMs' O(rows BC D)): a plain loop is enough. */
+AVX2_TARGET static void pack_t_avx2(int64_t n, int64_t D, const float *x, int64_t ldx, float *kt) {
+  for (int64_t dd = 0; dd < D; dd++) {
+    float *row = kt + dd * BC;
+    for (int64_t j = 0; j < n; j++)
+      row[j] = x[j * ldx + dd];
+    for (int64_t j = n; j < BC; j++)
+      row[j] = 0.0f;
+  }
+}
+
+/* 8 columns at a time; the reversed band (bcs = -1) is a masked load of the
+ * 8 floats ending at b[-c0] and a lane reversal. Masked-off lanes of
+ * vmaskmovps never fault. */
+AVX2_TARGET static void add_rows_avx2(int R, int n, float *s, int64_t lds, const float *b,
+                                      int64_t brs, int bcs, int skip) {
+  const __m256i rev = _mm256_setr_epi32(7, 6, 5, 4, 3, 2, 1, 0);
+  const __m256 ninf = _mm256_set1_ps(-INFINITY);
+  for (int r = 0; r < R; r++) {
+    float *sr = s + r * lds;
+    const float *br = b + r * brs;
+    for (int c0 = 0; c0 < n; c0 += 8) {
+      int cnt = n - c0 < 8 ? n - c0 : 8;
+      __m256i m = first_lanes(cnt);
+      __m256 x = _mm256_maskload_ps(sr + c0, m), y;
+      if (bcs == 1)
+        y = _mm256_maskload_ps(br + c0, m);
+      else if (bcs == 0)
+        y = _mm256_set1_ps(br[0]);
+      else /* lanes l' = 7 - l of br - c0 - 7, l < cnt */
+        y = _mm256_permutevar8x32_ps(
+            _mm256_maskload_ps(br - c0 - 7, _mm256_permutevar8x32_epi32(m, rev)), rev);
+      __m256i ok = m;
+      if (skip) ok = _mm256_and_si256(m, _mm256_castps_si256(_mm256_cmp_ps(x, ninf, _CMP_NEQ_UQ)));
+      _mm256_maskstore_ps(sr + c0, ok, _mm256_add_ps(x, y));
+    }
+  }
+}
+
+AVX2_TARGET static float sum_avx2(int n, const float *x) {
+  __m256 acc = _mm256_setzero_ps();
+  for (int c0 = 0; c0 < n; c0 += 8) {
+    int cnt = n - c0 < 8 ? n - c0 : 8;
+    acc = _mm256_add_ps(acc, _mm256_maskload_ps(x + c0, first_lanes(cnt)));
+  }
+  return hsum(acc);
+}
+
+/* Prefetches of the next key block (kᵀ lines, then v rows) spread evenly
+ * over the G + 1 steps of tile_forward. */
+typedef struct {
+  const float *kt, *v;
+  int64_t ldv, klines, vlpr, vrows, step, kn, vr, vc;
+} next_block;
+
+AVX2_INLINE void prefetch_some(next_block *nb) {
+  int64_t n = nb->step;
+  for (; n > 0 && nb->kn < nb->klines; n--, nb->kn++)
+    _mm_prefetch((const char *)(nb->kt + 16 * nb->kn), _MM_HINT_T1);
+  for (; n > 0 && nb->vr < nb->vrows; n--) {
+    _mm_prefetch((const char *)(nb->v + nb->vr * nb->ldv + 16 * nb->vc), _MM_HINT_T1);
+    if (++nb->vc == nb->vlpr) nb->vc = 0, nb->vr++;
+  }
+}
+
+/* G row groups of MR rows; the scores and softmax of group g are issued
+ * before the p·v of group g - 1 (two p buffers, s [2, MR, BC]). Each step is
+ * gemm_avx2 / softmax_update_avx2 inlined with R = MR and every key allowed,
+ * so the numbers are theirs to the bit. */
+AVX2_TARGET static void tile_forward_avx2(int G, int64_t D, int64_t Dv, const float *q, int64_t ldq,
+                                          const float *kt, const float *v, int64_t ldv, float scale,
+                                          float *s, float *o, int64_t ldo, float *m, float *l,
+                                          const float *ktn, const float *vn, int64_t ldvn) {
+  float alpha[2][MR];
+  next_block nb = {ktn, vn, ldvn, ktn ? D * BC / 16 : 0, (Dv + 15) / 16, vn ? BC : 0, 0, 0, 0, 0};
+  nb.step = G > 0 ? (nb.klines + nb.vrows * nb.vlpr + G) / (G + 1) : 0;
+  for (int g = 0; g <= G; g++) {
+    prefetch_some(&nb);
+    if (g < G) {
+      float *sg = s + (g & 1) * MR * BC;
+      gemm_rows(MR, BC, D, q + g * MR * ldq, ldq, 1, kt, BC, sg, BC, NULL, 0);
+#pragma GCC unroll 6
+      for (int r = 0; r < MR; r++)
+        softmax_row(1, sg + r * BC, scale, 0, BC, m + g * MR + r, l + g * MR + r, &alpha[g & 1][r]);
+    }
+    if (g > 0) {
+      const int h = g - 1;
+      for (int64_t c0 = 0; c0 < Dv; c0 += NC)
+        gemm_rows(MR, (int)(Dv - c0 < NC ? Dv - c0 : NC), BC, s + (h & 1) * MR * BC, BC, 1, v + c0,
+                  ldv, o + h * MR * ldo + c0, ldo, alpha[h & 1], 1);
+    }
+  }
+  prefetch_some(&nb); /* (rounding leftovers) */
+}
+
+static const attn_flash_ops avx2_ops = {
+    "avx2",      gemm_avx2,     logits_avx2, softmax_update_avx2, probs_grad_avx2,
+    pack_t_avx2, add_rows_avx2, sum_avx2,    tile_forward_avx2};
+
+const attn_flash_ops *attn_flash_ops_avx2(void) { return &avx2_ops; }
+#else
+const attn_flash_ops *attn_flash_ops_avx2(void) { return 0; }
+#endif
