@@ -162,47 +162,87 @@ AVX2_TARGET static void logits_avx2(int R, float *s, float scale, const int *lo,
   }
 }
 
-/* The online softmax of one row of raw scores s (as
- * attn_flash_ops.softmax_update); every_key: all 64 columns allowed (lo, hi
- * unread), the same values as lo 0, hi 64. */
-AVX2_INLINE void softmax_row(const int every_key, float *s, float scale, int lo, int hi, float *m,
-                             float *l, float *alpha) {
+/* Logits of 8 columns of a row: scale * s, -inf outside [lo, hi) (every_key:
+ * all allowed, lo and hi unread; the same values as lo 0, hi 64). */
+AVX2_INLINE __m256 logits8(const int every_key, const float *s, int c, __m256 vs, int lo, int hi) {
+  __m256 x = _mm256_mul_ps(vs, _mm256_loadu_ps(s + 8 * c));
+  return every_key ? x : _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), x, allowed_cols(c, lo, hi));
+}
+
+/* The online softmax of R rows of raw scores s (as
+ * attn_flash_ops.softmax_update), phase by phase over all rows: the logits
+ * (stored back into s) and maxima, then p and the sums, then m, l, alpha.
+ * One row alone is a chain of dependent steps (max, horizontal max, exp,
+ * sum) longer than the out-of-order window; R independent rows side by side
+ * are not. The exp needs a dozen constants, so the rest of the loop holds
+ * few registers: each row sums p into two running vectors (even, odd
+ * columns). */
+AVX2_INLINE void softmax_rows(const int R, const int every_key, float *s, float scale,
+                              const int *lo, const int *hi, float *m, float *l, float *alpha) {
   const __m256 vs = _mm256_set1_ps(scale), ninf = _mm256_set1_ps(-INFINITY);
-  __m256 x[BC / 8], m0 = ninf, m1 = ninf;
+  float mo[8], mn[8], sm[MR];
+#pragma GCC unroll 6
+  for (int r = 0; r < R; r++) {
+    const int lr = every_key ? 0 : lo[r], hr = every_key ? BC : hi[r];
+    float *sr = s + r * BC;
+    __m256 m0 = ninf, m1 = ninf;
 #pragma GCC unroll 8
-  for (int c = 0; c < BC / 8; c++) {
-    x[c] = _mm256_mul_ps(vs, _mm256_loadu_ps(s + 8 * c));
-    if (!every_key) x[c] = _mm256_blendv_ps(ninf, x[c], allowed_cols(c, lo, hi));
-    /* the running max second: a NaN x is skipped */
-    if (c & 1)
-      m1 = _mm256_max_ps(x[c], m1);
-    else
-      m0 = _mm256_max_ps(x[c], m0);
+    for (int c = 0; c < BC / 8; c += 2) { /* the running max second: a NaN x is skipped */
+      __m256 x0 = logits8(every_key, sr, c, vs, lr, hr),
+             x1 = logits8(every_key, sr, c + 1, vs, lr, hr);
+      _mm256_storeu_ps(sr + 8 * c, x0);
+      _mm256_storeu_ps(sr + 8 * c + 8, x1);
+      m0 = _mm256_max_ps(x0, m0);
+      m1 = _mm256_max_ps(x1, m1);
+    }
+    float mx = hmax(_mm256_max_ps(m0, m1));
+    mo[r] = m[r];
+    mn[r] = mx > mo[r] ? mx : mo[r];
   }
-  float mo = *m, mx = hmax(_mm256_max_ps(m0, m1));
-  float mn = mx > mo ? mx : mo;
-  /* max still -inf (nothing allowed yet): subtract 0, so -inf gives p = 0
-   * and NaN stays NaN */
-  const __m256 vm = _mm256_set1_ps(mn == -INFINITY ? 0.0f : mn);
-  __m256 p[BC / 8];
+#pragma GCC unroll 6
+  for (int r = 0; r < R; r++) {
+    float *sr = s + r * BC;
+    /* max still -inf (nothing allowed yet): subtract 0, so -inf gives p = 0
+     * and NaN stays NaN */
+    const __m256 vm = _mm256_set1_ps(mn[r] == -INFINITY ? 0.0f : mn[r]);
+    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
 #pragma GCC unroll 8
-  for (int c = 0; c < BC / 8; c++) {
-    __m256 d = _mm256_sub_ps(x[c], vm);
-    p[c] = attn_vexp8_mask_avx2(normal_exp(d), d);
-    _mm256_storeu_ps(s + 8 * c, p[c]);
+    for (int c = 0; c < BC / 8; c++) {
+      __m256 d = _mm256_sub_ps(_mm256_loadu_ps(sr + 8 * c), vm);
+      __m256 p = attn_vexp8_mask_avx2(normal_exp(d), d);
+      _mm256_storeu_ps(sr + 8 * c, p);
+      acc[c & 1] = _mm256_add_ps(acc[c & 1], p);
+    }
+    sm[r] = hsum(_mm256_add_ps(acc[0], acc[1]));
   }
-  __m256 sum = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(p[0], p[1]), _mm256_add_ps(p[2], p[3])),
-                             _mm256_add_ps(_mm256_add_ps(p[4], p[5]), _mm256_add_ps(p[6], p[7])));
-  float a = mo == mn ? 1.0f : mo == -INFINITY ? 0.0f : expf(mo - mn);
-  *alpha = a;
-  *l = *l * a + hsum(sum);
-  *m = mn;
+  /* alpha = e^(mo - mn), 1 where the max stayed (also -inf or +inf), 0 from
+   * -inf (the clamped exp gives 0 for -inf and inf - inf cannot occur) */
+#pragma GCC unroll 8
+  for (int r = R; r < 8; r++)
+    mo[r] = mn[r] = 0.0f;
+  const __m256 vo = _mm256_loadu_ps(mo), vn = _mm256_loadu_ps(mn);
+  float a[8];
+  _mm256_storeu_ps(a, _mm256_blendv_ps(attn_vexp8_avx2(_mm256_sub_ps(vo, vn)), _mm256_set1_ps(1.0f),
+                                       _mm256_cmp_ps(vo, vn, _CMP_EQ_OQ)));
+#pragma GCC unroll 6
+  for (int r = 0; r < R; r++) {
+    alpha[r] = a[r];
+    l[r] = l[r] * a[r] + sm[r];
+    m[r] = mn[r];
+  }
 }
 
 AVX2_TARGET static void softmax_update_avx2(int R, float *s, float scale, const int *lo,
                                             const int *hi, float *m, float *l, float *alpha) {
-  for (int r = 0; r < R; r++)
-    softmax_row(0, s + r * BC, scale, lo[r], hi[r], m + r, l + r, alpha + r);
+  switch (R) {
+  case 1: softmax_rows(1, 0, s, scale, lo, hi, m, l, alpha); break;
+  case 2: softmax_rows(2, 0, s, scale, lo, hi, m, l, alpha); break;
+  case 3: softmax_rows(3, 0, s, scale, lo, hi, m, l, alpha); break;
+  case 4: softmax_rows(4, 0, s, scale, lo, hi, m, l, alpha); break;
+  case 5: softmax_rows(5, 0, s, scale, lo, hi, m, l, alpha); break;
+  case 6: softmax_rows(6, 0, s, scale, lo, hi, m, l, alpha); break;
+  default: break;
+  }
 }
 
 AVX2_TARGET static void probs_grad_avx2(int R, const float *s, float scale, const int *lo,
@@ -322,9 +362,7 @@ AVX2_TARGET static void tile_forward_avx2(int G, int64_t D, int64_t Dv, const fl
     if (g < G) {
       float *sg = s + (g & 1) * MR * BC;
       gemm_rows(MR, BC, D, q + g * MR * ldq, ldq, 1, kt, BC, sg, BC, NULL, 0);
-#pragma GCC unroll 6
-      for (int r = 0; r < MR; r++)
-        softmax_row(1, sg + r * BC, scale, 0, BC, m + g * MR + r, l + g * MR + r, &alpha[g & 1][r]);
+      softmax_rows(MR, 1, sg, scale, NULL, NULL, m + g * MR, l + g * MR, alpha[g & 1]);
     }
     if (g > 0) {
       const int h = g - 1;
