@@ -42,10 +42,13 @@ AVX2_INLINE __m256i first_lanes(int n) {
 
 /* One slice of V (1 or 2) vectors: c [R, 8V] (=|+=) A·B[:, 8V]; with tail,
  * the last vector only on the lanes of last. R, V and tail are constants of
- * each inlined instance. */
-AVX2_INLINE void gemm_slice(const int R, const int V, const int tail, __m256i last, int64_t K,
-                            const float *a, int64_t ars, int64_t acs, const float *b, int64_t ldb,
-                            float *c, int64_t ldc, const float *cs, int acc) {
+ * each inlined instance. Each step also fetches B's row k at column pfo: 16
+ * when another slice follows (one pass walks one 64-byte line per row of
+ * B, a stride the hardware prefetchers follow late, so the next pass finds
+ * its lines in L1), 0 (the line just read, a no-op) for the last. */
+AVX2_INLINE void gemm_slice(const int R, const int V, const int tail, __m256i last, int pfo,
+                            int64_t K, const float *a, int64_t ars, int64_t acs, const float *b,
+                            int64_t ldb, float *c, int64_t ldc, const float *cs, int acc) {
   __m256 t[MR][2];
 #pragma GCC unroll 6
   for (int r = 0; r < R; r++)
@@ -55,6 +58,7 @@ AVX2_INLINE void gemm_slice(const int R, const int V, const int tail, __m256i la
   for (int64_t k = 0; k < K; k++) {
     __m256 bv[2];
     const float *bk = b + k * ldb;
+    _mm_prefetch((const char *)(bk + pfo), _MM_HINT_T0);
 #pragma GCC unroll 2
     for (int v = 0; v < V; v++)
       bv[v] =
@@ -94,21 +98,37 @@ AVX2_INLINE void gemm_rows(const int R, int n, int64_t K, const float *a, int64_
   const __m256i all = _mm256_set1_epi32(-1);
   int c0 = 0;
   for (; c0 + 16 <= n; c0 += 16)
-    gemm_slice(R, 2, 0, all, K, a, ars, acs, b + c0, ldb, c + c0, ldc, cs, acc);
+    gemm_slice(R, 2, 0, all, c0 + 16 < n ? 16 : 0, K, a, ars, acs, b + c0, ldb, c + c0, ldc, cs,
+               acc);
   int rem = n - c0;
   if (rem == 0) return;
   __m256i last = first_lanes(rem & 7);
   if (rem == 8)
-    gemm_slice(R, 1, 0, all, K, a, ars, acs, b + c0, ldb, c + c0, ldc, cs, acc);
+    gemm_slice(R, 1, 0, all, 0, K, a, ars, acs, b + c0, ldb, c + c0, ldc, cs, acc);
   else if (rem < 8)
-    gemm_slice(R, 1, 1, last, K, a, ars, acs, b + c0, ldb, c + c0, ldc, cs, acc);
+    gemm_slice(R, 1, 1, last, 0, K, a, ars, acs, b + c0, ldb, c + c0, ldc, cs, acc);
   else
-    gemm_slice(R, 2, 1, last, K, a, ars, acs, b + c0, ldb, c + c0, ldc, cs, acc);
+    gemm_slice(R, 2, 1, last, 0, K, a, ars, acs, b + c0, ldb, c + c0, ldc, cs, acc);
+}
+
+/* A's lines, all at once: the first slice reads A at twice the rate of the
+ * AVX-512 kernel (half the FMAs per broadcast), too fast for lines that
+ * come from L2 or further one after another. */
+AVX2_INLINE void prefetch_a(int R, int64_t K, const float *a, int64_t ars, int64_t acs) {
+  if (acs == 1) {
+    for (int r = 0; r < R; r++)
+      for (int64_t k = 0; k < K; k += 16)
+        _mm_prefetch((const char *)(a + r * ars + k), _MM_HINT_T0);
+  } else if (ars == 1) {
+    for (int64_t k = 0; k < K; k++)
+      _mm_prefetch((const char *)(a + k * acs), _MM_HINT_T0);
+  }
 }
 
 AVX2_TARGET static void gemm_avx2(int R, int n, int64_t K, const float *a, int64_t ars, int64_t acs,
                                   const float *b, int64_t ldb, float *c, int64_t ldc,
                                   const float *cs, int acc) {
+  prefetch_a(R, K, a, ars, acs);
   switch (R) {
   case 1: gemm_rows(1, n, K, a, ars, acs, b, ldb, c, ldc, cs, acc); break;
   case 2: gemm_rows(2, n, K, a, ars, acs, b, ldb, c, ldc, cs, acc); break;
@@ -245,6 +265,41 @@ AVX2_TARGET static void softmax_update_avx2(int R, float *s, float scale, const 
   }
 }
 
+/* e^x where x >= -86 (lanes below give e^-86, for the caller to mask), NaN
+ * and anything above too (to inf): the bounds of attn_vexp8_avx2 that
+ * matter for p = e^(t - lse) >= e^-64, with 2^n as 2^(n-1) * 2 instead of
+ * two halves (n - 1 in [-125, 127]: both products exact up to the final
+ * rounding into inf). The same bits as attn_vexp8_avx2 on those x. */
+AVX2_INLINE __m256 exp_upper(__m256 x) {
+  x = _mm256_max_ps(_mm256_set1_ps(-86.0f), x); /* max, min keep a NaN x */
+  x = _mm256_min_ps(_mm256_set1_ps(88.8f), x);
+  __m256 k;
+  __m256 y = attn_vexp8_reduce_avx2(x, &k);
+  /* k's bits are 0x4B400000 + n: (n - 1 + 127) << 23 is 2^(n-1) */
+  __m256 s = _mm256_castsi256_ps(
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_castps_si256(k), _mm256_set1_epi32(126)), 23));
+  return _mm256_mul_ps(_mm256_mul_ps(y, s), _mm256_set1_ps(2.0f));
+}
+
+/* One row of probs_grad, lse finite or +inf; every: all 64 columns allowed
+ * (lo, hi unread). */
+AVX2_INLINE void probs_grad_row(const int every, const float *sr, __m256 vs, int lo, int hi,
+                                const float *dpr, float lse, float di, __m256 vg, float *pr,
+                                float *dsr) {
+  const __m256 vl = _mm256_set1_ps(lse), vd = _mm256_set1_ps(di);
+#pragma GCC unroll 8
+  for (int v = 0; v < BC / 8; v++) {
+    __m256 t = _mm256_fmsub_ps(_mm256_loadu_ps(sr + 8 * v), vs, vl);
+    __m256 ok = normal_exp(t);
+    if (!every) ok = _mm256_and_ps(allowed_cols(v, lo, hi), ok);
+    __m256 pv = _mm256_and_ps(ok, exp_upper(t));
+    _mm256_storeu_ps(pr + 8 * v, pv);
+    /* ds = 0 where p = 0 (as math), even for a NaN dp or D_i */
+    __m256 g = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(dpr + 8 * v), vd), vg);
+    _mm256_storeu_ps(dsr + 8 * v, _mm256_and_ps(ok, _mm256_mul_ps(pv, g)));
+  }
+}
+
 AVX2_TARGET static void probs_grad_avx2(int R, const float *s, float scale, const int *lo,
                                         const int *hi, const float *dp, const float *lse,
                                         const float *di, float dscale, float *p, float *ds,
@@ -262,20 +317,12 @@ AVX2_TARGET static void probs_grad_avx2(int R, const float *s, float scale, cons
         _mm256_storeu_ps(pr + 8 * v, _mm256_and_ps(ok, nan));
         _mm256_storeu_ps(dsr + 8 * v, _mm256_and_ps(ok, nan));
       }
-      continue;
-    }
-    const int dead = lse[r] == -INFINITY; /* no allowed key: p = ds = 0 */
-    const int lor = dead ? 0 : lo[r], hir = dead ? 0 : hi[r];
-    const __m256 vl = _mm256_set1_ps(dead ? 0.0f : lse[r]), vd = _mm256_set1_ps(di[r]);
-#pragma GCC unroll 8
-    for (int v = 0; v < BC / 8; v++) {
-      __m256 t = _mm256_fmsub_ps(_mm256_loadu_ps(sr + 8 * v), vs, vl);
-      __m256 ok = _mm256_and_ps(allowed_cols(v, lor, hir), normal_exp(t));
-      __m256 pv = _mm256_and_ps(ok, attn_vexp8_avx2(t));
-      _mm256_storeu_ps(pr + 8 * v, pv);
-      /* ds = 0 where p = 0 (as math), even for a NaN dp or D_i */
-      __m256 g = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(dpr + 8 * v), vd), vg);
-      _mm256_storeu_ps(dsr + 8 * v, _mm256_and_ps(ok, _mm256_mul_ps(pv, g)));
+    } else if (lse[r] == -INFINITY) { /* no allowed key: p = ds = 0 */
+      probs_grad_row(0, sr, vs, 0, 0, dpr, 0.0f, di[r], vg, pr, dsr);
+    } else if (lo[r] == 0 && hi[r] == BC) {
+      probs_grad_row(1, sr, vs, 0, BC, dpr, lse[r], di[r], vg, pr, dsr);
+    } else {
+      probs_grad_row(0, sr, vs, lo[r], hi[r], dpr, lse[r], di[r], vg, pr, dsr);
     }
   }
 }
@@ -361,6 +408,7 @@ AVX2_TARGET static void tile_forward_avx2(int G, int64_t D, int64_t Dv, const fl
     prefetch_some(&nb);
     if (g < G) {
       float *sg = s + (g & 1) * MR * BC;
+      prefetch_a(MR, D, q + g * MR * ldq, ldq, 1);
       gemm_rows(MR, BC, D, q + g * MR * ldq, ldq, 1, kt, BC, sg, BC, NULL, 0);
       softmax_rows(MR, 1, sg, scale, NULL, NULL, m + g * MR, l + g * MR, alpha[g & 1]);
     }
