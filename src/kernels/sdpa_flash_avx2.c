@@ -190,24 +190,27 @@ AVX2_INLINE __m256 logits8(const int every_key, const float *s, int c, __m256 vs
 }
 
 /* The online softmax of R rows of raw scores s (as
- * attn_flash_ops.softmax_update), phase by phase over all rows: the logits
- * (stored back into s) and maxima, then p and the sums, then m, l, alpha.
- * One row alone is a chain of dependent steps (max, horizontal max, exp,
- * sum) longer than the out-of-order window; R independent rows side by side
- * are not. The exp needs a dozen constants, so the rest of the loop holds
- * few registers: each row sums p into two running vectors (even, odd
- * columns). */
-AVX2_INLINE void softmax_rows(const int R, const int every_key, float *s, float scale,
-                              const int *lo, const int *hi, float *m, float *l, float *alpha) {
+ * attn_flash_ops.softmax_update) in three phases, each over all rows: the
+ * logits (stored back into s) and maxima, then p and the sums, then m, l,
+ * alpha. One row alone is a chain of dependent steps (max, horizontal max,
+ * exp, sum) longer than the out-of-order window; independent rows side by
+ * side are not (and tile_forward slips the second phase's rows in between
+ * the slices of an independent gemm). The state between the phases: */
+typedef struct {
+  float mo[8], mn[8], sm[MR]; /* m before and after, sums of p */
+} softmax_state;
+
+/* Phase 1: logits, maxima (the running max second: a NaN x is skipped). */
+AVX2_INLINE void softmax_max(const int R, const int every_key, float *s, float scale, const int *lo,
+                             const int *hi, const float *m, softmax_state *st) {
   const __m256 vs = _mm256_set1_ps(scale), ninf = _mm256_set1_ps(-INFINITY);
-  float mo[8], mn[8], sm[MR];
 #pragma GCC unroll 6
   for (int r = 0; r < R; r++) {
     const int lr = every_key ? 0 : lo[r], hr = every_key ? BC : hi[r];
     float *sr = s + r * BC;
     __m256 m0 = ninf, m1 = ninf;
 #pragma GCC unroll 8
-    for (int c = 0; c < BC / 8; c += 2) { /* the running max second: a NaN x is skipped */
+    for (int c = 0; c < BC / 8; c += 2) {
       __m256 x0 = logits8(every_key, sr, c, vs, lr, hr),
              x1 = logits8(every_key, sr, c + 1, vs, lr, hr);
       _mm256_storeu_ps(sr + 8 * c, x0);
@@ -216,40 +219,57 @@ AVX2_INLINE void softmax_rows(const int R, const int every_key, float *s, float 
       m1 = _mm256_max_ps(x1, m1);
     }
     float mx = hmax(_mm256_max_ps(m0, m1));
-    mo[r] = m[r];
-    mn[r] = mx > mo[r] ? mx : mo[r];
+    st->mo[r] = m[r];
+    st->mn[r] = mx > m[r] ? mx : m[r];
   }
-#pragma GCC unroll 6
-  for (int r = 0; r < R; r++) {
-    float *sr = s + r * BC;
-    /* max still -inf (nothing allowed yet): subtract 0, so -inf gives p = 0
-     * and NaN stays NaN */
-    const __m256 vm = _mm256_set1_ps(mn[r] == -INFINITY ? 0.0f : mn[r]);
-    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+}
+
+/* Phase 2, row r: p = e^(x - m_new), 0 below ATTN_FLASH_PMIN_LOG; the sum
+ * in two running vectors (even, odd columns: the exp needs a dozen
+ * constants, so the rest holds few registers). */
+AVX2_INLINE void softmax_exp_row(float *s, int r, softmax_state *st) {
+  float *sr = s + r * BC;
+  /* max still -inf (nothing allowed yet): subtract 0, so -inf gives p = 0
+   * and NaN stays NaN */
+  const __m256 vm = _mm256_set1_ps(st->mn[r] == -INFINITY ? 0.0f : st->mn[r]);
+  __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
 #pragma GCC unroll 8
-    for (int c = 0; c < BC / 8; c++) {
-      __m256 d = _mm256_sub_ps(_mm256_loadu_ps(sr + 8 * c), vm);
-      __m256 p = attn_vexp8_mask_avx2(normal_exp(d), d);
-      _mm256_storeu_ps(sr + 8 * c, p);
-      acc[c & 1] = _mm256_add_ps(acc[c & 1], p);
-    }
-    sm[r] = hsum(_mm256_add_ps(acc[0], acc[1]));
+  for (int c = 0; c < BC / 8; c++) {
+    __m256 d = _mm256_sub_ps(_mm256_loadu_ps(sr + 8 * c), vm);
+    __m256 p = attn_vexp8_mask_avx2(normal_exp(d), d);
+    _mm256_storeu_ps(sr + 8 * c, p);
+    acc[c & 1] = _mm256_add_ps(acc[c & 1], p);
   }
-  /* alpha = e^(mo - mn), 1 where the max stayed (also -inf or +inf), 0 from
-   * -inf (the clamped exp gives 0 for -inf and inf - inf cannot occur) */
+  st->sm[r] = hsum(_mm256_add_ps(acc[0], acc[1]));
+}
+
+/* Phase 3: alpha = e^(mo - mn), 1 where the max stayed (also -inf or +inf),
+ * 0 from -inf (the clamped exp gives 0 for -inf; inf - inf cannot occur);
+ * l = l alpha + sum, m = mn. */
+AVX2_INLINE void softmax_finish(const int R, softmax_state *st, float *m, float *l, float *alpha) {
 #pragma GCC unroll 8
   for (int r = R; r < 8; r++)
-    mo[r] = mn[r] = 0.0f;
-  const __m256 vo = _mm256_loadu_ps(mo), vn = _mm256_loadu_ps(mn);
+    st->mo[r] = st->mn[r] = 0.0f;
+  const __m256 vo = _mm256_loadu_ps(st->mo), vn = _mm256_loadu_ps(st->mn);
   float a[8];
   _mm256_storeu_ps(a, _mm256_blendv_ps(attn_vexp8_avx2(_mm256_sub_ps(vo, vn)), _mm256_set1_ps(1.0f),
                                        _mm256_cmp_ps(vo, vn, _CMP_EQ_OQ)));
 #pragma GCC unroll 6
   for (int r = 0; r < R; r++) {
     alpha[r] = a[r];
-    l[r] = l[r] * a[r] + sm[r];
-    m[r] = mn[r];
+    l[r] = l[r] * a[r] + st->sm[r];
+    m[r] = st->mn[r];
   }
+}
+
+AVX2_INLINE void softmax_rows(const int R, const int every_key, float *s, float scale,
+                              const int *lo, const int *hi, float *m, float *l, float *alpha) {
+  softmax_state st;
+  softmax_max(R, every_key, s, scale, lo, hi, m, &st);
+#pragma GCC unroll 6
+  for (int r = 0; r < R; r++)
+    softmax_exp_row(s, r, &st);
+  softmax_finish(R, &st, m, l, alpha);
 }
 
 AVX2_TARGET static void softmax_update_avx2(int R, float *s, float scale, const int *lo,
@@ -401,22 +421,39 @@ AVX2_TARGET static void tile_forward_avx2(int G, int64_t D, int64_t Dv, const fl
                                           const float *kt, const float *v, int64_t ldv, float scale,
                                           float *s, float *o, int64_t ldo, float *m, float *l,
                                           const float *ktn, const float *vn, int64_t ldvn) {
+  const __m256i all = _mm256_set1_epi32(-1);
+  const int nsl = (int)(Dv / 16); /* whole 16-column slices of o */
   float alpha[2][MR];
+  softmax_state st;
   next_block nb = {ktn, vn, ldvn, ktn ? D * BC / 16 : 0, (Dv + 15) / 16, vn ? BC : 0, 0, 0, 0, 0};
   nb.step = G > 0 ? (nb.klines + nb.vrows * nb.vlpr + G) / (G + 1) : 0;
   for (int g = 0; g <= G; g++) {
     prefetch_some(&nb);
+    float *sg = s + (g & 1) * MR * BC;
+    int rows = g < G ? 0 : MR; /* rows of group g with p done */
     if (g < G) {
-      float *sg = s + (g & 1) * MR * BC;
       prefetch_a(MR, D, q + g * MR * ldq, ldq, 1);
       gemm_rows(MR, BC, D, q + g * MR * ldq, ldq, 1, kt, BC, sg, BC, NULL, 0);
-      softmax_rows(MR, 1, sg, scale, NULL, NULL, m + g * MR, l + g * MR, alpha[g & 1]);
+      softmax_max(MR, 1, sg, scale, NULL, NULL, m + g * MR, &st);
     }
-    if (g > 0) {
+    if (g > 0) { /* o = alpha o + p·v of group g - 1, p of group g in between */
       const int h = g - 1;
-      for (int64_t c0 = 0; c0 < Dv; c0 += NC)
-        gemm_rows(MR, (int)(Dv - c0 < NC ? Dv - c0 : NC), BC, s + (h & 1) * MR * BC, BC, 1, v + c0,
-                  ldv, o + h * MR * ldo + c0, ldo, alpha[h & 1], 1);
+      const float *sh = s + (h & 1) * MR * BC;
+      float *oh = o + h * MR * ldo;
+      for (int i = 0; i < nsl; i++) {
+        gemm_slice(MR, 2, 0, all, 16 * (i + 1) < Dv ? 16 : 0, BC, sh, BC, 1, v + 16 * i, ldv,
+                   oh + 16 * i, ldo, alpha[h & 1], 1);
+        for (; rows < MR && rows * nsl < (i + 1) * MR; rows++)
+          softmax_exp_row(sg, rows, &st);
+      }
+      if (Dv % 16)
+        gemm_rows(MR, (int)(Dv % 16), BC, sh, BC, 1, v + 16 * nsl, ldv, oh + 16 * nsl, ldo,
+                  alpha[h & 1], 1);
+    }
+    if (g < G) {
+      for (; rows < MR; rows++)
+        softmax_exp_row(sg, rows, &st);
+      softmax_finish(MR, &st, m + g * MR, l + g * MR, alpha[g & 1]);
     }
   }
   prefetch_some(&nb); /* (rounding leftovers) */
