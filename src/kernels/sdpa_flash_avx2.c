@@ -8,20 +8,25 @@
  * two FMA pipes (4 x 2 on Zen 4, 5 x 2 on Haswell). 6 x 16 rather than the
  * 6 x 64 of the AVX-512 kernels because 48 ymm accumulators do not exist;
  * re-reading A once per slice costs broadcasts, which are load-port work
- * only. A slice whose width is not a multiple of 8 masks its last vector
+ * only. What the slices do cost is memory order: a pass walks one line per
+ * row of B and reads A twice as fast per FMA, which the hardware
+ * prefetchers follow badly from L2, hence the software prefetches (A's
+ * lines up front, the next slice's line of each B row along the way). A
+ * slice whose width is not a multiple of 8 masks its last vector
  * (vmaskmovps). Every (R, slice shape) is its own fully unrolled instance.
  *
  * The softmax kernels work on 64-column score rows, 8 ymm per row, with the
- * vectorised exp of vexp_avx2.h. Maxima skip NaN: every max takes the
- * running value as its second operand (maxps returns the second operand
- * when either is NaN, and the running value never is).
+ * vectorised exp of vexp_avx2.h, phase by phase over the rows (see
+ * softmax_state). Maxima skip NaN: every max takes the running value as
+ * its second operand (maxps returns the second operand when either is NaN,
+ * and the running value never is).
  *
  * tile_forward: the scores cannot stay in registers (6 x 64 floats are 48
  * ymm), so it is the same gemm and softmax code as the ops, inlined: the
  * same numbers to the bit by construction. What it saves is the calls and
- * dispatch per group, and it issues the next group's scores before the
- * previous group's p·v so the out-of-order core overlaps the softmax's
- * reductions with independent FMA work. */
+ * the dispatch per group; and it runs the exps of group g between the
+ * slices of group g - 1's p·v, so that the out-of-order core has
+ * independent FMA work beside the exps' long dependency chains. */
 #include "kernels/sdpa_flash.h"
 
 #if defined(__x86_64__)
