@@ -34,8 +34,8 @@ AVX2_TARGET static void ukr_avx2_6x16(int64_t kc, const float *a, const float *b
   }
 #pragma GCC unroll 4
   for (int64_t p = 0; p < kc; p++) {
-    /* b~ streams from L2 one line per k step; a~ (6 kc floats) stays in L1 */
-    _mm_prefetch((const char *)(b + 8 * AVX2_NR), _MM_HINT_T0);
+    /* b~ streams from L2 one line per k step, in order: the hardware
+     * prefetcher keeps up (a software prefetch here measured no gain) */
     __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8), ai;
     ai = _mm256_broadcast_ss(a + 0);
     c00 = _mm256_fmadd_ps(ai, b0, c00);
@@ -58,8 +58,7 @@ AVX2_TARGET static void ukr_avx2_6x16(int64_t kc, const float *a, const float *b
     a += AVX2_MR;
     b += AVX2_NR;
   }
-  __m256 acc[AVX2_MR][2] = {{c00, c01}, {c10, c11}, {c20, c21},
-                            {c30, c31}, {c40, c41}, {c50, c51}};
+  __m256 acc[AVX2_MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
   __m256 va = _mm256_set1_ps(alpha);
   if (beta == 0.0f) { /* C is write-only: NaN there must not leak in */
 #pragma GCC unroll 6
@@ -79,51 +78,72 @@ AVX2_TARGET static void ukr_avx2_6x16(int64_t kc, const float *a, const float *b
   }
 }
 
-/* Lanes [0, n) set, for maskload (which reads nothing in the other lanes). */
-AVX2_TARGET static __m256i lane_mask(int64_t n) {
+/* Lanes [0, n) set (n clamped to [0, 8]), for maskload, which reads nothing
+ * in the other lanes and zeroes them. */
+AVX2_TARGET static inline __m256i lane_mask(int64_t n) {
   const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n < 8 ? n : 8)), idx);
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n < 0 ? 0 : n < 8 ? n : 8)), idx);
 }
 
-/* out[q] = column q of the 8x8 block r[row] (r[row][q]). */
-AVX2_TARGET static void transpose8(const __m256 r[8], __m256 out[8]) {
+#define INLINE_AVX2 AVX2_TARGET static inline __attribute__((always_inline))
+
+/* r[q] := column q of the 8x8 block whose rows are r[0..7]. Always inlined
+ * and unrolled so that the block stays in registers. */
+INLINE_AVX2 void transpose8(__m256 r[8]) {
   __m256 t[8], u[8];
+#pragma GCC unroll 4
   for (int i = 0; i < 4; i++) { /* pairs of rows, interleaved within 128-bit lanes */
     t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
     t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
   }
+#pragma GCC unroll 2
   for (int i = 0; i < 2; i++) { /* u[4i+q]: rows 4i..4i+3 at q (low lane) and q+4 (high) */
     u[4 * i + 0] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
     u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
     u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
     u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
   }
+#pragma GCC unroll 4
   for (int q = 0; q < 4; q++) {
-    out[q] = _mm256_permute2f128_ps(u[q], u[4 + q], 0x20);
-    out[q + 4] = _mm256_permute2f128_ps(u[q], u[4 + q], 0x31);
+    r[q] = _mm256_permute2f128_ps(u[q], u[4 + q], 0x20);
+    r[q + 4] = _mm256_permute2f128_ps(u[q], u[4 + q], 0x31);
   }
 }
 
-/* Loads rows src + i*ld (i < nrows, others zero) over k [p, p + np), np <= 8,
- * and transposes them: out[q][i] = src[i*ld + p + q]. */
-AVX2_TARGET static void load_transposed8(const float *src, int64_t ld, int64_t nrows, int64_t p,
-                                         int64_t np, __m256 out[8]) {
+/* r[i] = src[i*ld + 0..7] for i < nrows, zero for the others. The rows of a
+ * panel are 8 streams a page or more apart, which the hardware prefetcher
+ * follows late: ask for the lines PF_AHEAD floats on. */
+enum { PF_AHEAD = 64 };
+INLINE_AVX2 void load_rows8(const float *src, int64_t ld, int64_t nrows, __m256 r[8]) {
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; i++) {
+    if (i < nrows) {
+      _mm_prefetch((const char *)(src + i * ld + PF_AHEAD), _MM_HINT_T0);
+      r[i] = _mm256_loadu_ps(src + i * ld);
+    } else {
+      r[i] = _mm256_setzero_ps();
+    }
+  }
+}
+
+/* The k tail (np < 8) of a transposed pack, off the hot path: t[q][i] =
+ * src[i*ld + q] for i < nrows and q < np, zero elsewhere. */
+AVX2_TARGET static void transpose_tail(const float *src, int64_t ld, int64_t nrows, int64_t np,
+                                       float t[8][8]) {
   __m256 r[8];
-  if (np == 8) {
-    for (int i = 0; i < 8; i++)
-      r[i] = i < nrows ? _mm256_loadu_ps(src + i * ld + p) : _mm256_setzero_ps();
-  } else {
-    __m256i m = lane_mask(np);
-    for (int i = 0; i < 8; i++)
-      r[i] = i < nrows ? _mm256_maskload_ps(src + i * ld + p, m) : _mm256_setzero_ps();
-  }
-  transpose8(r, out);
+  __m256i m = lane_mask(np);
+  for (int i = 0; i < 8; i++)
+    r[i] = i < nrows ? _mm256_maskload_ps(src + i * ld, m) : _mm256_setzero_ps();
+  transpose8(r);
+  for (int q = 0; q < 8; q++)
+    _mm256_storeu_ps(t[q], r[q]);
 }
 
-/* mr = 6: a~[p*6 + r]. Rows are stored with 8-wide stores that spill two
- * lanes into the next row, which the next store overwrites; the panel's
- * last row is stored as 4 + 2 so nothing is written past the panel. */
-AVX2_TARGET static void store6(float *dst, __m256 v, int last) {
+/* mr = 6: a~[p*6 + r]. A row of a~ is stored with one 8-wide store whose
+ * two extra lanes land on the next row, which its own store overwrites
+ * later; the panel's last row is stored as 4 + 2 so nothing is written
+ * past the panel. */
+INLINE_AVX2 void store6(float *dst, __m256 v, int last) {
   if (!last) {
     _mm256_storeu_ps(dst, v);
   } else {
@@ -132,57 +152,96 @@ AVX2_TARGET static void store6(float *dst, __m256 v, int last) {
   }
 }
 
+/* Contiguous sources are packed a group of panels at a time, row by row of
+ * the source: each source row is read a few lines at once and each panel
+ * is written in order, with only a few streams open on either side. */
+enum { A_GROUP = 8, B_GROUP = 4 };
+
 AVX2_TARGET static void pack_a_avx2(int transa, const float *A, int64_t lda, int64_t i0, int64_t mc,
                                     int64_t p0, int64_t kc, int mr, float *dst) {
-  for (int64_t ir = 0; ir < mc; ir += AVX2_MR, dst += AVX2_MR * kc) {
-    int64_t n = mc - ir < AVX2_MR ? mc - ir : AVX2_MR;
-    if (transa) { /* A [K, M]: op(A) column p is row p of A, contiguous */
-      __m256i m = lane_mask(n);
-      const float *src = A + p0 * lda + i0 + ir;
-      for (int64_t p = 0; p < kc; p++)
-        store6(dst + p * AVX2_MR, _mm256_maskload_ps(src + p * lda, m), p == kc - 1);
-    } else { /* A [M, K]: rows ir.. transposed 8 k at a time */
-      const float *src = A + (i0 + ir) * lda + p0;
-      __m256 out[8];
-      for (int64_t p = 0; p < kc; p += 8) {
-        int64_t np = kc - p < 8 ? kc - p : 8;
-        load_transposed8(src, lda, n, p, np, out);
-        for (int64_t q = 0; q < np; q++)
-          store6(dst + (p + q) * AVX2_MR, out[q], p + q == kc - 1);
+  if (transa) { /* A [K, M]: op(A) column p is row p of A */
+    for (int64_t ig = 0; ig < mc; ig += A_GROUP * AVX2_MR) {
+      int64_t iend = mc - ig < A_GROUP * AVX2_MR ? mc : ig + A_GROUP * AVX2_MR;
+      for (int64_t p = 0; p < kc; p++) {
+        const float *src = A + (p0 + p) * lda + i0;
+        for (int64_t ir = ig; ir < iend; ir += AVX2_MR) {
+          /* 8 wide while that stays inside op(A); rows past mc read as zero */
+          __m256 v = ir + 8 <= mc ? _mm256_loadu_ps(src + ir)
+                                  : _mm256_maskload_ps(src + ir, lane_mask(mc - ir));
+          store6(dst + ir * kc + p * AVX2_MR, v, p == kc - 1);
+        }
       }
+    }
+    return;
+  }
+  for (int64_t ir = 0; ir < mc; ir += AVX2_MR, dst += AVX2_MR * kc) { /* A [M, K]: transposed */
+    int64_t n = mc - ir < AVX2_MR ? mc - ir : AVX2_MR;
+    const float *src = A + (i0 + ir) * lda + p0;
+    int64_t p = 0;
+    for (; p + 8 <= kc; p += 8) {
+      __m256 r[8];
+      load_rows8(src + p, lda, n, r);
+      transpose8(r);
+      float *d = dst + p * AVX2_MR;
+#pragma GCC unroll 7
+      for (int q = 0; q < 7; q++)
+        _mm256_storeu_ps(d + q * AVX2_MR, r[q]);
+      store6(d + 7 * AVX2_MR, r[7], p + 8 == kc);
+    }
+    if (p < kc) {
+      float t[8][8];
+      transpose_tail(src + p, lda, n, kc - p, t);
+      for (int64_t q = 0; q < kc - p; q++)
+        for (int i = 0; i < AVX2_MR; i++)
+          dst[(p + q) * AVX2_MR + i] = t[q][i];
     }
   }
 }
 
 /* nr = 16: b~[p*16 + c], every row one aligned 64-byte line. */
-AVX2_TARGET static void pack_b_avx2(int transb, const float *B, int64_t ldb, int64_t p0,
-                                    int64_t kc, int64_t j0, int64_t nc, int nr, float *dst) {
-  for (int64_t jr = 0; jr < nc; jr += AVX2_NR, dst += AVX2_NR * kc) {
-    int64_t n = nc - jr < AVX2_NR ? nc - jr : AVX2_NR;
-    if (transb) { /* B [N, K]: columns jr.. are rows of B, transposed 8 at a time */
-      const float *src = B + (j0 + jr) * ldb + p0;
-      __m256 out[8];
-      for (int64_t p = 0; p < kc; p += 8) {
-        int64_t np = kc - p < 8 ? kc - p : 8;
-        for (int g = 0; g < 2; g++) {
-          int64_t rows = n - 8 * g;
-          load_transposed8(src + 8 * g * ldb, ldb, rows < 0 ? 0 : rows, p, np, out);
-          for (int64_t q = 0; q < np; q++) _mm256_store_ps(dst + (p + q) * AVX2_NR + 8 * g, out[q]);
+AVX2_TARGET static void pack_b_avx2(int transb, const float *B, int64_t ldb, int64_t p0, int64_t kc,
+                                    int64_t j0, int64_t nc, int nr, float *dst) {
+  if (!transb) { /* B [K, N]: row p of B holds row p of every panel */
+    for (int64_t jg = 0; jg < nc; jg += B_GROUP * AVX2_NR) {
+      int64_t jend = nc - jg < B_GROUP * AVX2_NR ? nc : jg + B_GROUP * AVX2_NR;
+      for (int64_t p = 0; p < kc; p++) {
+        const float *src = B + (p0 + p) * ldb + j0;
+        for (int64_t jr = jg; jr < jend; jr += AVX2_NR) {
+          float *d = dst + jr * kc + p * AVX2_NR;
+          if (jr + AVX2_NR <= nc) {
+            _mm256_store_ps(d, _mm256_loadu_ps(src + jr));
+            _mm256_store_ps(d + 8, _mm256_loadu_ps(src + jr + 8));
+          } else { /* columns past nc zero */
+            _mm256_store_ps(d, _mm256_maskload_ps(src + jr, lane_mask(nc - jr)));
+            _mm256_store_ps(d + 8, _mm256_maskload_ps(src + jr + 8, lane_mask(nc - jr - 8)));
+          }
         }
       }
-    } else { /* B [K, N]: rows contiguous */
-      const float *src = B + p0 * ldb + j0 + jr;
-      if (n == AVX2_NR) {
-        for (int64_t p = 0; p < kc; p++) {
-          _mm256_store_ps(dst + p * AVX2_NR, _mm256_loadu_ps(src + p * ldb));
-          _mm256_store_ps(dst + p * AVX2_NR + 8, _mm256_loadu_ps(src + p * ldb + 8));
-        }
-      } else {
-        __m256i m0 = lane_mask(n), m1 = lane_mask(n - 8);
-        for (int64_t p = 0; p < kc; p++) {
-          _mm256_store_ps(dst + p * AVX2_NR, _mm256_maskload_ps(src + p * ldb, m0));
-          _mm256_store_ps(dst + p * AVX2_NR + 8, _mm256_maskload_ps(src + p * ldb + 8, m1));
-        }
+    }
+    return;
+  }
+  for (int64_t jr = 0; jr < nc; jr += AVX2_NR, dst += AVX2_NR * kc) {
+    /* B [N, K]: columns jr.. are rows of B, transposed as two 8-row halves */
+    int64_t n = nc - jr < AVX2_NR ? nc - jr : AVX2_NR;
+    const float *src = B + (j0 + jr) * ldb + p0;
+    int64_t p = 0;
+    for (; p + 8 <= kc; p += 8) {
+#pragma GCC unroll 2
+      for (int g = 0; g < 2; g++) {
+        __m256 r[8];
+        load_rows8(src + 8 * g * ldb + p, ldb, n - 8 * g, r);
+        transpose8(r);
+#pragma GCC unroll 8
+        for (int q = 0; q < 8; q++)
+          _mm256_store_ps(dst + (p + q) * AVX2_NR + 8 * g, r[q]);
+      }
+    }
+    if (p < kc) {
+      for (int g = 0; g < 2; g++) {
+        float t[8][8];
+        transpose_tail(src + 8 * g * ldb + p, ldb, n - 8 * g, kc - p, t);
+        for (int64_t q = 0; q < kc - p; q++)
+          _mm256_store_ps(dst + (p + q) * AVX2_NR + 8 * g, _mm256_loadu_ps(t[q]));
       }
     }
   }
@@ -192,9 +251,9 @@ static const attn_gemm_kernel_f32 avx2_kernel = {
     .name = "avx2 6x16",
     .mr = AVX2_MR,
     .nr = AVX2_NR,
-    .mc = 6 * 128,
-    .kc = 384,
-    .nc = 640,
+    .mc = 6 * 128, /* a~ block 1.2 MB (L3), packed once per k block */
+    .kc = 384,     /* a~ micro-panel 9 KB stays in L1; b~ micro-panel 24 KB streams from L2 */
+    .nc = 512,     /* b~ block 768 KB of the 1 MB L2 */
     .ukr = ukr_avx2_6x16,
     .pack_a = pack_a_avx2,
     .pack_b = pack_b_avx2,
