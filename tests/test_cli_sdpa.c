@@ -275,6 +275,40 @@ static void cleanup(void) {
   if (system(cmd) != 0) printf("  could not remove %s\n", tmpdir);
 }
 
+/* ATTN_CPU: `attn version` names the level in use and why; an unknown or
+ * unavailable level is refused (exit 2) with the levels this CPU has, before
+ * any command runs; every available level can be asked for by name. */
+static void test_cli_isa_levels(void) {
+  static char err[4096], out[4096], saved[64] = "";
+  const char *was = getenv("ATTN_CPU"); /* tests/run.sh's level, restored at the end */
+  if (was) snprintf(saved, sizeof saved, "%s", was);
+  unsetenv("ATTN_CPU");
+  CHECK(run_tool("version", err, sizeof err, out, sizeof out) == 0);
+  CHECK(strstr(out, "isa: ") != NULL && strstr(out, "levels: generic") != NULL);
+  const char *bad[] = {"sse9", "AVX2"};
+  for (int b = 0; b < 2; b++) {
+    setenv("ATTN_CPU", bad[b], 1);
+    CHECK(run_tool("sdpa --help", err, sizeof err, NULL, 0) == 2);
+    CHECK(strstr(err, "ATTN_CPU") != NULL && strstr(err, bad[b]) != NULL);
+    CHECK(strstr(err, "generic") != NULL); /* the levels this CPU has */
+  }
+  const char *lv[] = {"generic", "avx2", "avx512", "neon"};
+  for (int i = 0; i < 4; i++) {
+    char want[64];
+    setenv("ATTN_CPU", lv[i], 1);
+    int rc = run_tool("version", err, sizeof err, out, sizeof out);
+    snprintf(want, sizeof want, "isa: %s (ATTN_CPU=%s)", lv[i], lv[i]);
+    if (rc == 0)
+      CHECK(strstr(out, want) != NULL);
+    else
+      CHECK(rc == 2 && strstr(err, "is not available") != NULL);
+  }
+  if (*saved)
+    setenv("ATTN_CPU", saved, 1);
+  else
+    unsetenv("ATTN_CPU");
+}
+
 int main(int argc, char **argv) {
   const char *env = getenv("ATTN_BIN");
   if (env && env[0]) {
@@ -293,6 +327,7 @@ int main(int argc, char **argv) {
   }
   if (!file_exists(bin)) printf("  %s not found (set ATTN_BIN)\n", bin);
   RUN(test_cli_help_and_usage);
+  RUN(test_cli_isa_levels);
   RUN(test_cli_reproduces_golden_files_math);
   RUN(test_cli_reproduces_golden_files_default);
   RUN(test_cli_forward_only);

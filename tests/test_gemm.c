@@ -124,6 +124,26 @@ static void test_level_path_matches_reference(void) {
   sweep(ATTN_GEMM_PACKED, 0);
 }
 
+/* Shapes on the packers' edges of the level's micro-kernel (AVX2 6x16 in
+ * 8-panel groups, AVX-512 14x32, NEON 8x12): whole and partial panels and
+ * panel groups, k blocks that are and are not multiples of the transposes'
+ * width, several k blocks; beta = -0.75, and beta = 0 over a NaN C. */
+static void test_level_panel_edges(void) {
+  static const int64_t shapes[][3] = {{6, 16, 8},    {12, 64, 16},  {48, 65, 24},  {49, 80, 7},
+                                      {47, 63, 385}, {96, 17, 768}, {54, 128, 776}, {5, 15, 9},
+                                      {14, 32, 17},  {29, 33, 257}, {8, 12, 4},     {17, 25, 13}};
+  int fails = 0;
+  unsigned seed = 500;
+  for (int t = 0; t < 4; t++)
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+      for (int ab = 2; ab < 4; ab++) {
+        gemm_case g = {shapes[s][0], shapes[s][1], shapes[s][2], t / 2, t % 2,
+                       ALPHA_BETA[ab][0], ALPHA_BETA[ab][1], (int64_t)(s % 3)};
+        fails += !run_case(ATTN_GEMM_PACKED, g, 0, seed++);
+      }
+  CHECK(fails == 0);
+}
+
 static void test_generic_path_matches_reference(void) { sweep(ATTN_GEMM_GENERIC, 0); }
 
 static void test_small_path_is_bit_identical_to_reference(void) { sweep(ATTN_GEMM_SMALL, 1); }
@@ -217,6 +237,7 @@ int main(void) {
   RUN(test_small_path_is_bit_identical_to_reference);
   RUN(test_generic_path_matches_reference);
   RUN(test_level_path_matches_reference);
+  RUN(test_level_panel_edges);
   RUN(test_large_blocked_shapes);
   RUN(test_empty_sizes);
   RUN(test_thread_count_does_not_change_bits);

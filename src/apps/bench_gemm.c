@@ -34,13 +34,15 @@ static void gemm_usage(FILE *out) {
   fprintf(out,
           "usage: attn bench gemm [--n N...] [--shape M,N,K[,TRANS]]... [--transformer BL]\n"
           "                       [--threads T] [--trans NN|NT|TN|TT]\n"
-          "                       [--path auto|avx512|generic|small] [--json FILE]\n"
+          "                       [--path auto|packed|generic|small] [--json FILE]\n"
           "  --n N...         square sizes (default 256 512 1024 2048)\n"
           "  --shape M,N,K    any shape; TRANS as for --trans (default: --trans)\n"
           "  --transformer BL the Linear shapes of a 512/2048 Transformer with BL rows:\n"
           "                   forward x·Wᵀ (NT), backward dX = dY·W (NN), dW = dYᵀ·X (TN)\n"
           "  --threads T      threads for GEMM and peak (default: all)\n"
           "  --trans          transposes (A then B) for --n shapes (default NN)\n"
+          "  --path P         packed: the ISA level's micro-kernel (ATTN_CPU picks the level);\n"
+          "                   generic: the portable one; small: unpacked; auto: as attn_gemm_f32\n"
           "  --json FILE      also write the results as JSON\n");
 }
 
@@ -61,7 +63,7 @@ static int parse_pos(const char *s, long long *v) {
 }
 
 static int parse_path(const char *s, attn_gemm_path *p) {
-  static const char *names[] = {"auto", "small", "generic", "avx512"};
+  static const char *names[] = {"auto", "small", "generic", "packed"};
   for (int i = 0; i < 4; i++)
     if (!strcmp(s, names[i])) {
       *p = (attn_gemm_path)i;
@@ -231,6 +233,7 @@ int attn_bench_gemm_main(int argc, char **argv) {
 
   int saved = attn_get_num_threads();
   double peak = attn_bench_peak_gflops(threads);
+  printf("level %s (%s)\n", attn_isa_name(attn_isa_active()), attn_isa_reason());
   printf("f32 GEMM, path %s, %d thread%s; fp32 FMA peak (%s) measured now: %.1f GFLOP/s "
          "(per CPU-second x threads: %.1f)\n",
          path_name, threads, threads > 1 ? "s" : "", attn_bench_peak_isa(), peak,

@@ -112,7 +112,8 @@ static int usage(FILE *f) {
           "                        [--backend auto|math|flash] [--torch SCRIPT] [--ckpt]\n"
           "                        [--precision f32|bf16|fp16 [--rounds R]]\n"
           "  defaults: the demo model (8000, 128, 8, 512, 2), seq 256, batch 32, 10 steps, 2 threads\n"
-          "  --torch SCRIPT  also run tools/bench_train_torch.py (python3, OpenBLAS SkylakeX, avx512)\n"
+          "  --torch SCRIPT  also run tools/bench_train_torch.py (python3) with OpenBLAS and ATen\n"
+          "                  set to the same ISA level (SkylakeX/avx512, Haswell/avx2, generic)\n"
           "                  with the same shapes and print the ratio\n"
           "  --ckpt          compare --checkpoint-activations with the normal path (memory, time)\n"
           "  --precision P   also run mixed precision P (Linears etc. in P, f32 master weights)\n"
@@ -125,11 +126,16 @@ static int usage(FILE *f) {
  * tokens per wall second and per process CPU second. */
 static void run_torch(const bt_opts *o, double f32[2], double bf16[2]) {
   char cmd[2048];
+  /* PyTorch on the same instruction set as attn's active level */
+  attn_isa isa = attn_isa_active();
+  const char *blas = isa == ATTN_ISA_AVX512 ? "SkylakeX" : isa == ATTN_ISA_AVX2 ? "Haswell" : "Prescott";
+  const char *aten = isa == ATTN_ISA_AVX512 ? "avx512" : isa == ATTN_ISA_AVX2 ? "avx2" : "default";
+  if (isa == ATTN_ISA_NEON) blas = "ARMV8", aten = "default";
   snprintf(cmd, sizeof cmd,
-           "OPENBLAS_CORETYPE=SkylakeX ATEN_CPU_CAPABILITY=avx512 OPENBLAS_NUM_THREADS=%d "
+           "OPENBLAS_CORETYPE=%s ATEN_CPU_CAPABILITY=%s OPENBLAS_NUM_THREADS=%d "
            "/usr/bin/python3 %s --vocab %lld --dim %lld --heads %lld --ff %lld --layers %lld "
            "--seq %lld --batch %lld --steps %d --threads %d 2>&1",
-           o->threads, o->torch, (long long)o->vocab, (long long)o->dim, (long long)o->heads,
+           blas, aten, o->threads, o->torch, (long long)o->vocab, (long long)o->dim, (long long)o->heads,
            (long long)o->ff, (long long)o->layers, (long long)o->seq, (long long)o->batch, o->steps,
            o->threads);
   FILE *p = popen(cmd, "r");

@@ -1,5 +1,5 @@
 /* Internal: the row and elementwise kernels of each level, gathered into the
- * attn_row_ops tables (row_ops_generic.c, row_ops_avx512.c; kern.h has the
+ * attn_row_ops tables (row_ops_generic.c, row_ops_avx2.c, row_ops_avx512.c; kern.h has the
  * contract of each). The loops (softmax.c, activations.c, dropout.c,
  * layernorm.c, quantize.c, train/adamw.c, ...) call them through
  * attn_kern_get()->row; tests call the functions of one level directly
@@ -40,6 +40,23 @@ void attn_minmax_row_generic(const float *x, int64_t n, float *lo, float *hi, in
 void attn_quantize_row_u8_generic(const float *x, int64_t n, float s, int32_t z, uint8_t *q);
 void attn_dequant_row_generic(const int32_t *acc, int64_t n, float sx, int32_t zx,
                               const float *sw, const int32_t *cs, const float *b, float *y);
+
+/* ---- AVX2 + FMA + F16C (x86-64 builds): the kernels of dropout_avx2.c,
+ * quantize_avx2.c and convert_avx2.c; row_ops_avx2.c holds the others and
+ * the table ---- */
+#if defined(__x86_64__)
+void attn_dropout_f32_avx2(const float *x, float *y, uint8_t *mask, int64_t n, float p,
+                           float scale, uint64_t seed, uint64_t offset);
+void attn_minmax_row_avx2(const float *x, int64_t n, float *lo, float *hi, int *bad);
+void attn_quantize_row_u8_avx2(const float *x, int64_t n, float s, int32_t z, uint8_t *q);
+void attn_dequant_row_avx2(const int32_t *acc, int64_t n, float sx, int32_t zx, const float *sw,
+                           const int32_t *cs, const float *b, float *y);
+void attn_f16_to_f32_avx2(const uint16_t *x, float *y, int64_t n);
+void attn_f32_to_f16_avx2(const float *x, uint16_t *y, int64_t n);
+void attn_f32_to_bf16_avx2(const float *x, uint16_t *y, int64_t n);
+void attn_bf16_to_f32_avx2(const uint16_t *x, float *y, int64_t n);
+void attn_f32_round_bf16_avx2(const float *x, float *y, int64_t n);
+#endif
 
 /* ---- AVX-512 (x86-64 builds; libmvec ones only with ATTN_HAVE_LIBMVEC) ---- */
 #if defined(__x86_64__)

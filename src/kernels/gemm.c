@@ -14,13 +14,12 @@
 #include "kernels/gemm_grid.h"
 #include "kernels/gemm_internal.h"
 #include "kernels/kern.h"
+#include "kernels/util.h"
 
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
-static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 typedef struct {
   const attn_gemm_kernel_f32 *kr;
@@ -46,20 +45,20 @@ static void gemm_chunk(const gemm_plan *g, int64_t m0, int64_t m1, int64_t n0, i
   const int mr = kr->mr, nr = kr->nr;
   float tile[TILE_MAX] __attribute__((aligned(64)));
   for (int64_t ic = m0; ic < m1; ic += g->mc) {
-    int64_t mc = min64(g->mc, m1 - ic);
+    int64_t mc = attn_min64(g->mc, m1 - ic);
     for (int64_t pc = 0; pc < g->K; pc += g->kc) {
-      int64_t kc = min64(g->kc, g->K - pc);
+      int64_t kc = attn_min64(g->kc, g->K - pc);
       float beta = pc == 0 ? g->beta : 1.0f; /* later k blocks accumulate */
       kr->pack_a(g->transa, g->A, g->lda, ic, mc, pc, kc, mr, abuf);
       for (int64_t jc = n0; jc < n1; jc += g->nc) {
-        int64_t nc = min64(g->nc, n1 - jc);
+        int64_t nc = attn_min64(g->nc, n1 - jc);
         kr->pack_b(g->transb, g->B, g->ldb, pc, kc, jc, nc, nr, bbuf);
         for (int64_t ir = 0; ir < mc; ir += mr) {
           const float *ap = abuf + ir * kc;
-          int64_t rows = min64(mr, mc - ir);
+          int64_t rows = attn_min64(mr, mc - ir);
           for (int64_t jr = 0; jr < nc; jr += nr) {
             const float *bp = bbuf + jr * kc;
-            int64_t cols = min64(nr, nc - jr);
+            int64_t cols = attn_min64(nr, nc - jr);
             float *c = g->C + (ic + ir) * g->ldc + jc + jr;
             if (rows == mr && cols == nr) {
               kr->ukr(kc, ap, bp, c, g->ldc, g->alpha, beta);
@@ -93,16 +92,16 @@ static attn_status gemm_packed(const attn_gemm_kernel_f32 *kr, int transa, int t
                                int64_t lda, const float *B, int64_t ldb, float beta, float *C,
                                int64_t ldc) {
   gemm_plan g = {kr, transa, transb, M, N, K, lda, ldb, ldc, alpha, beta, A, B, C,
-                 0, 0, 0, 1, 1, ceil_div(M, kr->mr), ceil_div(N, kr->nr)};
-  g.kc = ceil_div(K, ceil_div(K, kr->kc));
+                 0, 0, 0, 1, 1, attn_ceil_div(M, kr->mr), attn_ceil_div(N, kr->nr)};
+  g.kc = attn_ceil_div(K, attn_ceil_div(K, kr->kc));
   /* Threads: at most one per 2^20 multiply-adds (~8 us of work, well above
    * the cost of waking a thread), and a grid that fits. */
   int nt = attn_gemm_grid_plan(M, N, K, g.mp, g.np, kr->mr, kr->nr, kr->mc,
                                attn_get_num_threads(), 1048576.0, &g.tm, &g.tn);
   /* Buffers sized for the largest chunk, one pair per thread, 64-aligned. */
-  int64_t rows = ceil_div(g.mp, g.tm) * kr->mr, cols = ceil_div(g.np, g.tn) * kr->nr;
-  g.mc = ceil_div(ceil_div(rows, ceil_div(rows, kr->mc)), kr->mr) * kr->mr; /* balanced */
-  g.nc = min64(kr->nc, cols);
+  int64_t rows = attn_ceil_div(g.mp, g.tm) * kr->mr, cols = attn_ceil_div(g.np, g.tn) * kr->nr;
+  g.mc = attn_ceil_div(attn_ceil_div(rows, attn_ceil_div(rows, kr->mc)), kr->mr) * kr->mr; /* balanced */
+  g.nc = attn_min64(kr->nc, cols);
   int64_t asize = (g.mc * g.kc + 15) / 16 * 16, bsize = (g.kc * g.nc + 15) / 16 * 16;
   size_t per_thread = sizeof(float) * (size_t)(asize + bsize);
   float *buf = aligned_alloc(64, per_thread * (size_t)nt);

@@ -1,7 +1,6 @@
 #include "kernels/gemm_grid.h"
+#include "kernels/util.h"
 
-static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 enum { PACK_COST = 16 }; /* ~ vector FMA rate / packing rate */
 
@@ -13,9 +12,9 @@ void attn_gemm_grid_choose(int64_t mp, int64_t np, int64_t K, int64_t mr, int64_
     if (nt % tm) continue;
     int tn = nt / tm;
     if (tm > mp || tn > np) continue;
-    double rows = (double)(ceil_div(mp, tm) * mr);
-    double cols = (double)(ceil_div(np, tn) * nr), k = (double)K;
-    double cost = rows * cols * k + PACK_COST * (rows * k + k * cols * (double)ceil_div((int64_t)rows, mc));
+    double rows = (double)(attn_ceil_div(mp, tm) * mr);
+    double cols = (double)(attn_ceil_div(np, tn) * nr), k = (double)K;
+    double cost = rows * cols * k + PACK_COST * (rows * k + k * cols * (double)attn_ceil_div((int64_t)rows, mc));
     if (best < 0 || cost < best) {
       best = cost;
       *tm_out = tm;
@@ -40,8 +39,8 @@ void attn_gemm_grid_chunk(int64_t M, int64_t N, int64_t mp, int64_t np, int tm, 
                           int64_t mr, int64_t nr, int t, int64_t *m0, int64_t *m1, int64_t *n0,
                           int64_t *n1) {
   int ti = t / tn, tj = t % tn;
-  *m0 = min64(M, ti * mp / tm * mr);
-  *m1 = min64(M, (ti + 1) * mp / tm * mr);
-  *n0 = min64(N, tj * np / tn * nr);
-  *n1 = min64(N, (tj + 1) * np / tn * nr);
+  *m0 = attn_min64(M, ti * mp / tm * mr);
+  *m1 = attn_min64(M, (ti + 1) * mp / tm * mr);
+  *n0 = attn_min64(N, tj * np / tn * nr);
+  *n1 = attn_min64(N, (tj + 1) * np / tn * nr);
 }

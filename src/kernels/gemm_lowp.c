@@ -13,15 +13,12 @@
 #include "kernels/gemm_grid.h"
 #include "kernels/gemm_lowp_internal.h"
 #include "kernels/kern.h"
+#include "kernels/util.h"
 
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
-static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
-static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-static int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 
 static size_t type_size(attn_lowp_type t) {
   return t == LOWP_F32 || t == LOWP_F32R ? 4 : t == LOWP_BF16 || t == LOWP_F16 ? 2 : 1;
@@ -96,7 +93,7 @@ static void pack(const attn_lowp_src *s, int64_t r0, int64_t nrows, int64_t p0, 
   const size_t es = type_size(out), ies = type_size(s->type), G = (size_t)g * es;
   const size_t panel_size = (size_t)w * (size_t)kcp * es;
   const char *x = s->x;
-  const int64_t ng = ceil_div(kc, g); /* groups holding data */
+  const int64_t ng = attn_ceil_div(kc, g); /* groups holding data */
   for (int64_t rr = 0; rr < nrows; rr += w)
     if (nrows - rr < w || kc < kcp) memset((char *)dst + (size_t)(rr / w) * panel_size, 0, panel_size);
   if (s->sp == 1) { /* contiguous along depth: one run per row */
@@ -127,7 +124,7 @@ static void pack(const attn_lowp_src *s, int64_t r0, int64_t nrows, int64_t p0, 
           memset(ti, 0, (size_t)nrows * es);
       }
       for (int64_t rr = 0; rr < nrows; rr += w)
-        interleave((char *)tmp + (size_t)rr * es, g, nrows, min64(w, nrows - rr),
+        interleave((char *)tmp + (size_t)rr * es, g, nrows, attn_min64(w, nrows - rr),
                    (uint32_t *)((char *)dst + (size_t)(rr / w) * panel_size + (size_t)(q * w) * G));
     }
   } else if (g == 32 && w == 32 && out == LOWP_BF16 &&
@@ -141,9 +138,9 @@ static void pack(const attn_lowp_src *s, int64_t r0, int64_t nrows, int64_t p0, 
       for (int64_t rr = 0; rr < nrows; rr += w) {
         char *d = (char *)dst + (size_t)(rr / w) * panel_size + (size_t)((p / g) * w * g + p % g) * es;
         if (g == 1)
-          memcpy(d, (char *)tmp + (size_t)rr * es, (size_t)min64(w, nrows - rr) * es);
+          memcpy(d, (char *)tmp + (size_t)rr * es, (size_t)attn_min64(w, nrows - rr) * es);
         else
-          scatter((char *)tmp + (size_t)rr * es, d, min64(w, nrows - rr), g, es);
+          scatter((char *)tmp + (size_t)rr * es, d, attn_min64(w, nrows - rr), g, es);
       }
     }
   }
@@ -170,13 +167,13 @@ static void chunk(const plan *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
   uint32_t tile[TILE_MAX] __attribute__((aligned(64)));
   if (kr->begin) kr->begin();
   for (int64_t ic = m0; ic < m1; ic += g->mc) {
-    int64_t mc = min64(g->mc, m1 - ic);
+    int64_t mc = attn_min64(g->mc, m1 - ic);
     for (int64_t pc = 0; pc < g->K; pc += g->kc) {
-      int64_t kc = min64(g->kc, g->K - pc);
-      int64_t kcp = g->B->packed ? g->B->kp : round_up(kc, kr->kgroup);
+      int64_t kc = attn_min64(g->kc, g->K - pc);
+      int64_t kcp = g->B->packed ? g->B->kp : attn_round_up(kc, kr->kgroup);
       pack(g->A, ic, mc, pc, kc, kcp, mr, kr->ga, kr->pa, abuf, tmp);
       for (int64_t jc = n0; jc < n1; jc += g->nc) {
-        int64_t nc = min64(g->nc, n1 - jc);
+        int64_t nc = attn_min64(g->nc, n1 - jc);
         const char *bp = bbuf; /* prepacked: the panels of columns jc.. */
         if (g->B->packed)
           bp = (const char *)g->B->packed + (size_t)(jc * kcp) * esb;
@@ -184,10 +181,10 @@ static void chunk(const plan *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
           pack(g->B, jc, nc, pc, kc, kcp, nr, kr->gb, kr->pb, bbuf, tmp);
         for (int64_t ir = 0; ir < mc; ir += mr) {
           const char *ap = abuf + (size_t)(ir * kcp) * esa;
-          int64_t rows = min64(mr, mc - ir);
+          int64_t rows = attn_min64(mr, mc - ir);
           for (int64_t jr = 0; jr < nc; jr += nr) {
             kr->ukr(kcp, ap, bp + (size_t)(jr * kcp) * esb, tile);
-            g->epi->fn(g->epi, tile, nr, ic + ir, jc + jr, rows, min64(nr, nc - jr), pc == 0);
+            g->epi->fn(g->epi, tile, nr, ic + ir, jc + jr, rows, attn_min64(nr, nc - jr), pc == 0);
           }
         }
       }
@@ -205,11 +202,11 @@ static void chunk_range(const plan *g, int t, int64_t *m0, int64_t *m1, int64_t 
 attn_status attn_lowp_gemm_run(const attn_lowp_kernel *kr, const attn_lowp_src *A,
                                const attn_lowp_src *B, int64_t M, int64_t N, int64_t K,
                                const attn_lowp_epi *epi, int single_block) {
-  plan g = {kr, A, B, epi, M, N, K, 0, 0, 0, 0, 1, 1, ceil_div(M, kr->mr), ceil_div(N, kr->nr)};
+  plan g = {kr, A, B, epi, M, N, K, 0, 0, 0, 0, 1, 1, attn_ceil_div(M, kr->mr), attn_ceil_div(N, kr->nr)};
   /* k blocks: K split evenly into blocks of at most kr->kc, each a multiple
    * of kgroup except the last (padded) */
-  g.kc = single_block ? K : round_up(ceil_div(K, ceil_div(K, kr->kc)), kr->kgroup);
-  g.kcp_max = round_up(g.kc, kr->kgroup);
+  g.kc = single_block ? K : attn_round_up(attn_ceil_div(K, attn_ceil_div(K, kr->kc)), kr->kgroup);
+  g.kcp_max = attn_round_up(g.kc, kr->kgroup);
   if (B->packed) {
     if (!single_block || B->pnr != kr->nr || B->pg != kr->gb || B->kp % kr->kgroup ||
         B->kp < K)
@@ -219,12 +216,12 @@ attn_status attn_lowp_gemm_run(const attn_lowp_kernel *kr, const attn_lowp_src *
   }
   int nt = attn_gemm_grid_plan(M, N, K, g.mp, g.np, kr->mr, kr->nr, kr->mc,
                                attn_get_num_threads(), 524288.0, &g.tm, &g.tn);
-  int64_t rows = ceil_div(g.mp, g.tm) * kr->mr, cols = ceil_div(g.np, g.tn) * kr->nr;
-  g.mc = ceil_div(ceil_div(rows, ceil_div(rows, kr->mc)), kr->mr) * kr->mr;
-  g.nc = min64(round_up(kr->nc, kr->nr), cols);
-  size_t asize = (size_t)round_up(g.mc * g.kcp_max * (int64_t)type_size(kr->pa), 64);
-  size_t bsize = (size_t)round_up(g.nc * g.kcp_max * (int64_t)type_size(kr->pb), 64);
-  size_t tsize = (size_t)round_up(4 * max64(max64(g.kcp_max, g.mc), max64(g.nc, 64)) + 64, 64);
+  int64_t rows = attn_ceil_div(g.mp, g.tm) * kr->mr, cols = attn_ceil_div(g.np, g.tn) * kr->nr;
+  g.mc = attn_ceil_div(attn_ceil_div(rows, attn_ceil_div(rows, kr->mc)), kr->mr) * kr->mr;
+  g.nc = attn_min64(attn_round_up(kr->nc, kr->nr), cols);
+  size_t asize = (size_t)attn_round_up(g.mc * g.kcp_max * (int64_t)type_size(kr->pa), 64);
+  size_t bsize = (size_t)attn_round_up(g.nc * g.kcp_max * (int64_t)type_size(kr->pb), 64);
+  size_t tsize = (size_t)attn_round_up(4 * attn_max64(attn_max64(g.kcp_max, g.mc), attn_max64(g.nc, 64)) + 64, 64);
   size_t per_thread = asize + bsize + tsize;
   char *buf = aligned_alloc(64, per_thread * (size_t)nt);
   if (!buf)
@@ -312,7 +309,7 @@ attn_lowp_src attn_lowp_src_b(const void *B, attn_lowp_type t, int transb, int64
 
 attn_status attn_lowp_prepack_b(const attn_lowp_src *B, int64_t N, int64_t K, int nr, int g,
                                 int64_t kp, attn_lowp_type out, void *dst) {
-  void *tmp = malloc((size_t)(4 * max64(max64(kp, N), nr) + 64));
+  void *tmp = malloc((size_t)(4 * attn_max64(attn_max64(kp, N), nr) + 64));
   if (!tmp) return attn_set_error(ATTN_ENOMEM, "prepack: cannot allocate a row of %lld", (long long)kp);
   pack(B, 0, N, 0, K, kp, nr, g, out, dst, tmp);
   free(tmp);

@@ -32,8 +32,10 @@ Q_AVX512 void attn_minmax_row_avx512(const float *x, int64_t n, float *lo, float
     __mmask16 m = tail_mask(n - k);
     __m512 v = _mm512_maskz_loadu_ps(m, x + k);
     nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-    vlo = _mm512_min_ps(vlo, v);
-    vhi = _mm512_max_ps(vhi, v);
+    /* the portable a = x < a ? x : a: vminps returns its second operand
+     * unless the first is less, so neither a -0 nor a NaN enters a lane */
+    vlo = _mm512_min_ps(v, vlo);
+    vhi = _mm512_max_ps(v, vhi);
   }
   *lo = _mm512_reduce_min_ps(vlo);
   *hi = _mm512_reduce_max_ps(vhi);

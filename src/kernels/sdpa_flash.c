@@ -45,13 +45,8 @@
 #include "attn/kernels.h"
 #include "kernels/kern.h"
 #include "kernels/sdpa_flash.h"
+#include "kernels/util.h"
 
-#ifdef _OPENMP
-#include <omp.h>
-static int thread_id(void) { return omp_get_thread_num(); }
-#else
-static int thread_id(void) { return 0; }
-#endif
 
 enum { BC = ATTN_FLASH_BC, MR = ATTN_FLASH_MR, NC = ATTN_FLASH_NC, QW = ATTN_FLASH_QW, BQ = 144 };
 
@@ -125,16 +120,6 @@ float *attn_flash_alloc(int64_t per_thread, int threads, const char *what) {
   return p;
 }
 
-int attn_flash_threads(double macs, int64_t items) {
-  int nt = attn_get_num_threads();
-  double cap = macs / (double)(1 << 20); /* ~1M multiply-adds per thread at least */
-  if (cap < nt) nt = (int)cap;
-  if (items < nt) nt = (int)items;
-  return nt < 1 ? 1 : nt;
-}
-
-static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 /* Every one of the MR rows sees all BC keys of the block. */
 static int whole_tile(const int *lo, const int *hi) {
   int ok = 1;
@@ -166,7 +151,7 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
                          const attn_sdpa_resolved *rs, const attn_flash_pos *pos, int64_t b,
                          int64_t h, int64_t i0, int nq, const attn_flash_in *in, const float *kt,
                          float *out, float *lse, float *ws) {
-  const int64_t D = d->D, Dv = d->Dv, nkb = ceil_div(d->Lk, BC), kvh = h / rs->group;
+  const int64_t D = d->D, Dv = d->Dv, nkb = attn_ceil_div(d->Lk, BC), kvh = h / rs->group;
   float *o = ws, *m = o + (int64_t)BQ * Dv, *l = m + BQ, *s = l + BQ, *xr = s + 2 * MR * BC;
   float *pe = xr + MR * QW; /* [BQ, 2]: p summed at Shaw rows 0 and 2M-2 */
   float *vc = pe + 2 * BQ;  /* [BC, Dvp]: a block of v, 64-byte aligned rows */
@@ -193,7 +178,7 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
   int64_t lo0, hi0, lo1, hi1;
   attn_flash_key_range(d, b, i0, &lo0, &hi0);
   attn_flash_key_range(d, b, i0 + nq - 1, &lo1, &hi1);
-  int64_t kb0 = lo0 / BC, kb1 = hi1 > lo0 ? ceil_div(hi1, BC) : kb0;
+  int64_t kb0 = lo0 / BC, kb1 = hi1 > lo0 ? attn_ceil_div(hi1, BC) : kb0;
   const int masks = d->bool_mask || d->add_mask || pos->bias || d->shaw_k;
   /* whole-tile kernel: no masks nor position terms (Shaw's values need alpha) */
   const int fused = ops->tile_forward && !masks && !d->shaw_v;
@@ -306,8 +291,8 @@ attn_status attn_sdpa_forward_flash_in(const attn_flash_ops *ops, const attn_sdp
     return attn_set_error(ATTN_EINVAL, "sdpa flash: %s is NULL", !out ? "out" : "lse");
   if (d->Lq == 0) return ATTN_OK;
   const int64_t B = d->B, Hq = d->Hq, Hkv = d->Hkv, D = d->D, Dv = d->Dv;
-  const int64_t nkb = ceil_div(d->Lk, BC), nqb = ceil_div(d->Lq, BQ);
-  int nt = attn_flash_threads((double)B * Hq * d->Lq * d->Lk * (D + Dv), B * Hq * nqb);
+  const int64_t nkb = attn_ceil_div(d->Lk, BC), nqb = attn_ceil_div(d->Lq, BQ);
+  int nt = attn_kernel_threads((double)B * Hq * d->Lq * d->Lk * (D + Dv), B * Hq * nqb);
   /* kᵀ packed per key block: [B, Hkv, nkb, D, BC] */
   int64_t kt_n;
   if (__builtin_mul_overflow(B * Hkv * nkb, D * BC, &kt_n))
@@ -338,7 +323,7 @@ attn_status attn_sdpa_forward_flash_in(const attn_flash_ops *ops, const attn_sdp
       int64_t bh = t / nkb, kb = t % nkb, b = bh / Hkv, g = bh % Hkv, j0 = kb * BC;
       int64_t n = d->Lk - j0 < BC ? d->Lk - j0 : BC, ldk;
       const float *kr = attn_flash_in_rows(k, in->k16, in, b * rs.k[0] + g * rs.k[1] + j0 * rs.k[2],
-                                           rs.k[2], n, D, ws + thread_id() * per + qc_at, D, &ldk);
+                                           rs.k[2], n, D, ws + attn_thread_id() * per + qc_at, D, &ldk);
       ops->pack_t(n, D, kr, ldk, kt + t * D * BC);
     }
     /* (the loop's barrier: all of kᵀ is packed) */
@@ -348,7 +333,7 @@ attn_status attn_sdpa_forward_flash_in(const attn_flash_ops *ops, const attn_sdp
       int64_t i0 = qb * BQ;
       int nq = (int)(d->Lq - i0 < BQ ? d->Lq - i0 : BQ);
       forward_item(ops, d, &rs, &pos, bh / Hq, bh % Hq, i0, nq, in, kt, out, lse,
-                   ws + thread_id() * per);
+                   ws + attn_thread_id() * per);
     }
   }
   free(ws);

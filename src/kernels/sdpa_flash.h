@@ -58,9 +58,6 @@ int attn_flash_tile_bounds(const attn_sdpa_desc *d, int64_t b, int64_t i0, int R
  * stay so): rows i0.., keys j0..j0+nk-1 of (b, h). */
 void attn_flash_elem_masks(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t i0, int R,
                            int64_t j0, int nk, float *s);
-/* Threads for a call of `macs` multiply-adds in `items` work items: the
- * configured count, fewer for small calls (results never depend on it). */
-int attn_flash_threads(double macs, int64_t items);
 /* Per-thread scratch: n floats x threads, 64-byte aligned, or NULL (error set). */
 float *attn_flash_alloc(int64_t per_thread, int threads, const char *what);
 

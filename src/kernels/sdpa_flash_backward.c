@@ -28,13 +28,8 @@
 #include "attn/kernels.h"
 #include "kernels/sdpa_flash.h"
 #include "kernels/sdpa_positions.h"
+#include "kernels/util.h"
 
-#ifdef _OPENMP
-#include <omp.h>
-static int thread_id(void) { return omp_get_thread_num(); }
-#else
-static int thread_id(void) { return 0; }
-#endif
 
 enum { BC = ATTN_FLASH_BC, MR = ATTN_FLASH_MR, NC = ATTN_FLASH_NC, QW = ATTN_FLASH_QW, BQB = 48 };
 
@@ -307,7 +302,7 @@ attn_status attn_sdpa_backward_flash_in(const attn_flash_ops *ops, const attn_sd
   while (B * Hkv * C < WANT_ITEMS && C < nkb && (C == 1 || C * dq_bytes <= PART_BYTES_MAX))
     C++;
   const int64_t items = B * Hkv * C;
-  int nt = attn_flash_threads(2.5 * B * Hq * Lq * d->Lk * (D + Dv), items);
+  int nt = attn_kernel_threads(2.5 * B * Hq * Lq * d->Lk * (D + Dv), items);
   float *di = attn_flash_alloc(B * Hq * Lq, 1, "backward rowsum");
   float *part = C > 1 ? attn_flash_alloc((C - 1) * B * Hq * Lq * D, 1, "partial dq") : NULL;
   int64_t per = 2 * (D + Dv) * BC + 2 * BQB * BC + 2 * MR * BC + 2 * MR * QW;
@@ -352,7 +347,7 @@ attn_status attn_sdpa_backward_flash_in(const attn_flash_ops *ops, const attn_sd
     }
 #pragma omp for schedule(dynamic, 1)
     for (int64_t t = 0; t < items; t++)
-      backward_item(&x, t / C / Hkv, (t / C) % Hkv, t % C, ws + thread_id() * per,
+      backward_item(&x, t / C / Hkv, (t / C) % Hkv, t % C, ws + attn_thread_id() * per,
                     x.tpart ? x.tpart + t * x.tper : NULL);
     if (C > 1) { /* dq += the other chunks' parts, in chunk order */
 #pragma omp for schedule(static)

@@ -21,17 +21,11 @@
 #include "kernels/sdpa_flash.h"
 #include "kernels/sdpa_flash_bf16.h"
 #include "kernels/kern.h"
+#include "kernels/util.h"
 
-#ifdef _OPENMP
-#include <omp.h>
-static int thread_id(void) { return omp_get_thread_num(); }
-#else
-static int thread_id(void) { return 0; }
-#endif
 
 enum { BC = ATTN_BF16_BC, QT = ATTN_BF16_QT, BQ = 64, NG = BQ / QT };
 
-static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 int attn_flash_bf16_amx_usable(void) {
   return attn_kern_get()->lowp.flash_bf16_amx && attn_amx_ready();
@@ -171,8 +165,8 @@ void attn_bf16_steps_begin(step_iter *it, const attn_sdpa_desc *d, int64_t b, in
   int64_t lo0, hi0, lo1, hi1;
   attn_sdpa_key_range(d, b, i0, &lo0, &hi0); /* lo, hi are non-decreasing in i */
   attn_sdpa_key_range(d, b, i0 + nq - 1, &lo1, &hi1);
-  *it = (step_iter){d, b, i0, nq, (int)ceil_div(nq, QT), lo0 / BC, 0, 0, lo1 == 0 && hi0 == d->Lk};
-  it->kb1 = hi1 > lo0 ? ceil_div(hi1, BC) : it->kb;
+  *it = (step_iter){d, b, i0, nq, (int)attn_ceil_div(nq, QT), lo0 / BC, 0, 0, lo1 == 0 && hi0 == d->Lk};
+  it->kb1 = hi1 > lo0 ? attn_ceil_div(hi1, BC) : it->kb;
 }
 
 int attn_bf16_next_step(step_iter *it, step_t *s) {
@@ -232,7 +226,7 @@ static void forward_item(const fwd_ctx *x, int64_t b, int64_t h, int64_t i0, int
   float *ot = (float *)(void *)(qp + NG * dc * 512), *m = ot + NG * dvt * 256, *l = m + BQ;
   float *st = l + BQ;                                   /* two score buffers [64*16] */
   uint16_t *p = (uint16_t *)(void *)(st + 2 * BC * QT); /* two p buffers [64*16] */
-  const int ng = (int)ceil_div(nq, QT);
+  const int ng = (int)attn_ceil_div(nq, QT);
   const uint16_t *qh = x->q + b * rs->q[0] + h * rs->q[1];
   for (int g = 0; g < ng; g++) {
     int R = nq - g * QT < QT ? nq - g * QT : QT;
@@ -274,7 +268,7 @@ void attn_bf16_item_steps(const attn_flash_bf16_ops *ops, const attn_sdpa_desc *
                           int64_t h, int64_t i0, int nq, float scale,
                           const attn_bf16_scores_stage *sc, const uint16_t *vt, int64_t dvt,
                           float *ot, float *m, float *l, uint16_t *p) {
-  const int ng = (int)ceil_div(nq, QT);
+  const int ng = (int)attn_ceil_div(nq, QT);
   memset(ot, 0, (size_t)(ng * dvt * 256) * sizeof(float));
   for (int r = 0; r < ng * QT; r++) {
     m[r] = -INFINITY;
@@ -338,9 +332,9 @@ attn_status attn_sdpa_forward_bf16_path(attn_lowp_path path, const attn_sdpa_des
     return attn_set_error(ATTN_EINVAL, "sdpa bf16: %s is NULL", !out ? "out" : "lse");
   if (d->Lq == 0) return ATTN_OK;
   const int64_t B = d->B, Hq = d->Hq, Hkv = d->Hkv;
-  const int64_t nkb = ceil_div(d->Lk, BC), nqb = ceil_div(d->Lq, BQ);
-  const int64_t dc = ceil_div(d->D, 32), dvt = ceil_div(d->Dv, 16), Dp = 32 * dc;
-  int nt = attn_flash_bf16_threads((double)B * Hq * d->Lq * d->Lk * (d->D + d->Dv), B * Hq * nqb);
+  const int64_t nkb = attn_ceil_div(d->Lk, BC), nqb = attn_ceil_div(d->Lq, BQ);
+  const int64_t dc = attn_ceil_div(d->D, 32), dvt = attn_ceil_div(d->Dv, 16), Dp = 32 * dc;
+  int nt = attn_kernel_threads((double)B * Hq * d->Lq * d->Lk * (d->D + d->Dv), B * Hq * nqb);
   /* packed k rows and vᵀ blocks: B*Hkv*nkb*64*(Dp + dvt*16) bf16 (fits: Lk*D was validated) */
   const int64_t kp_n = B * Hkv * nkb * BC * Dp, vt_n = B * Hkv * nkb * dvt * 16 * BC;
   uint16_t *kp = attn_bf16_alloc((kp_n + vt_n) * (int64_t)sizeof(uint16_t), "packed k, v");
@@ -371,7 +365,7 @@ attn_status attn_sdpa_forward_bf16_path(attn_lowp_path path, const attn_sdpa_des
       int64_t bh = t / nqb, qb = nqb - 1 - t % nqb; /* later query blocks first (causal) */
       int64_t i0 = qb * BQ;
       int nq = (int)(d->Lq - i0 < BQ ? d->Lq - i0 : BQ);
-      forward_item(&x, bh / Hq, bh % Hq, i0, nq, ws + thread_id() * per);
+      forward_item(&x, bh / Hq, bh % Hq, i0, nq, ws + attn_thread_id() * per);
     }
     ops->end();
   }
@@ -383,14 +377,6 @@ attn_status attn_sdpa_forward_bf16_path(attn_lowp_path path, const attn_sdpa_des
 attn_status attn_sdpa_forward_bf16(const attn_sdpa_desc *d, const uint16_t *q, const uint16_t *k,
                                    const uint16_t *v, float *out, float *lse) {
   return attn_sdpa_forward_bf16_path(ATTN_LOWP_AUTO, d, q, k, v, out, lse);
-}
-
-int attn_flash_bf16_threads(double macs, int64_t items) {
-  int nt = attn_get_num_threads();
-  double cap = macs / (double)(1 << 20); /* ~1M multiply-adds per thread at least */
-  if (cap < nt) nt = (int)cap;
-  if (items < nt) nt = (int)items;
-  return nt < 1 ? 1 : nt;
 }
 
 attn_status attn_sdpa_bf16_check(const attn_sdpa_desc *d, const uint16_t *q, const uint16_t *k,

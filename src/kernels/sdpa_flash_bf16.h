@@ -101,8 +101,6 @@ attn_status attn_sdpa_bf16_check(const attn_sdpa_desc *d, const uint16_t *q, con
                                  const attn_flash_bf16_ops **ops, attn_lowp_path path);
 /* 64-byte aligned, or NULL with the error set. */
 void *attn_bf16_alloc(int64_t bytes, const char *what);
-/* Threads for `macs` multiply-adds in `items` work items (never changes results). */
-int attn_flash_bf16_threads(double macs, int64_t items);
 /* Column range lo[r] <= j < hi[r] (block-relative) of the 16 query lanes
  * i0 + r against keys j0..j0+nk-1 (causal, window, key_lens); lanes r >= R
  * get none. Returns 0 when no lane may see any key of the block. */

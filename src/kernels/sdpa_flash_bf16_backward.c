@@ -27,20 +27,14 @@
 
 #include "attn/kernels.h"
 #include "kernels/sdpa_flash_bf16.h"
+#include "kernels/util.h"
 
-#ifdef _OPENMP
-#include <omp.h>
-static int thread_id(void) { return omp_get_thread_num(); }
-#else
-static int thread_id(void) { return 0; }
-#endif
 
 /* SB key blocks per pass over the queries: the query-side tiles (q, dout,
  * the dqᵀ partial) are read once per SB blocks, not once per block. */
 enum { BC = ATTN_BF16_BC, QT = ATTN_BF16_QT, QB = 128, SB = 8, WANT_ITEMS = 8 };
 #define PART_BYTES_MAX ((int64_t)32 << 20)
 
-static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 typedef struct {
   const attn_flash_bf16_ops *ops;
@@ -80,7 +74,7 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, voi
   uint16_t *pt = (uint16_t *)(void *)(dvb + SB * BC * ntv * 16), *dst = pt + SB * BC * QB;
   uint16_t *dsv = dst + SB * BC * QB;
   int lo[QT], hi[QT], act[SB];
-  const int64_t bg = b * d->Hkv + g, nsb = ceil_div(x->nkb, SB);
+  const int64_t bg = b * d->Hkv + g, nsb = attn_ceil_div(x->nkb, SB);
   for (int64_t h = g * G; h < (g + 1) * G; h++) /* this chunk's dqᵀ partial of the group's heads */
     memset(x->dqt + ((c * d->B + b) * d->Hq + h) * nq16 * ntk * 256, 0,
            (size_t)(nq16 * ntk * 256) * sizeof(float));
@@ -176,7 +170,7 @@ attn_status attn_sdpa_backward_bf16_path(attn_lowp_path path, const attn_sdpa_de
   if (st) return st;
   if ((st = attn_sdpa_check_backward_ptrs(d, "sdpa bf16 backward", out, lse, dout, dq, dk, dv))) return st;
   const int64_t B = d->B, Hq = d->Hq, Hkv = d->Hkv, Lq = d->Lq, D = d->D, Dv = d->Dv;
-  const int64_t nkb = ceil_div(d->Lk, BC);
+  const int64_t nkb = attn_ceil_div(d->Lk, BC);
   if (nkb == 0) { /* no keys: every row is fully masked */
     for (int64_t bh = 0; bh < B * Hq; bh++)
       for (int64_t i = 0; i < Lq; i++)
@@ -184,16 +178,16 @@ attn_status attn_sdpa_backward_bf16_path(attn_lowp_path path, const attn_sdpa_de
                (size_t)D * sizeof(float));
     return ATTN_OK;
   }
-  const int dc = (int)ceil_div(D, 32), dvc = (int)ceil_div(Dv, 32);
-  const int ntk = (int)ceil_div(D, 16), ntv = (int)ceil_div(Dv, 16);
-  const int64_t Lqp = ceil_div(Lq, QB) * QB, nq16 = Lqp / QT, nq32 = Lqp / 32;
+  const int dc = (int)attn_ceil_div(D, 32), dvc = (int)attn_ceil_div(Dv, 32);
+  const int ntk = (int)attn_ceil_div(D, 16), ntv = (int)attn_ceil_div(Dv, 16);
+  const int64_t Lqp = attn_ceil_div(Lq, QB) * QB, nq16 = Lqp / QT, nq32 = Lqp / 32;
   /* key chunks: enough items for the threads of a big machine, within memory */
   int64_t C = 1, part = B * Hq * Lqp * ntk * 16 * (int64_t)sizeof(float);
-  const int64_t nsb = ceil_div(nkb, SB);
+  const int64_t nsb = attn_ceil_div(nkb, SB);
   while (B * Hkv * C < WANT_ITEMS && C < nsb && (C + 1) * part <= PART_BYTES_MAX + part)
     C++;
   const int64_t items = B * Hkv * C;
-  int nt = attn_flash_bf16_threads(2.5 * B * Hq * Lq * d->Lk * (D + Dv), items);
+  int nt = attn_kernel_threads(2.5 * B * Hq * Lq * d->Lk * (D + Dv), items);
   /* sizes in elements */
   const int64_t n_kp = B * Hkv * nkb * BC * 32 * dc, n_vr = B * Hkv * nkb * BC * 32 * dvc;
   const int64_t n_kt = B * Hkv * nkb * ntk * 16 * BC, n_qp = B * Hq * nq16 * dc * 512;
@@ -265,7 +259,7 @@ attn_status attn_sdpa_backward_bf16_path(attn_lowp_path path, const attn_sdpa_de
     ops->begin();
 #pragma omp for schedule(dynamic, 1)
     for (int64_t t = 0; t < items; t++)
-      backward_item(&x, t / C / Hkv, (t / C) % Hkv, t % C, (char *)ws + thread_id() * per);
+      backward_item(&x, t / C / Hkv, (t / C) % Hkv, t % C, (char *)ws + attn_thread_id() * per);
     ops->end();
     /* dq = the chunks' dqᵀ partials summed in chunk order, transposed back */
 #pragma omp for schedule(static)

@@ -5,33 +5,43 @@
 
 #include "kernels/flash_tiles.h"
 
-enum { BC = ATTN_FLASH_BC, MR = ATTN_FLASH_MR, NC = ATTN_FLASH_NC };
+enum { BC = ATTN_FLASH_BC, MR = ATTN_FLASH_MR };
 
-/* c [R, n] (=|+=) A·B; see attn_flash_ops.gemm */
+/* c [R, n] (=|+=) A·B; see attn_flash_ops.gemm. Row by row, 16 columns at a
+ * time in a fixed-size accumulator the compiler keeps in vector registers
+ * (omp simd: every lane is its own column, so the sums run in the same order
+ * k = 0..K-1 as a scalar loop and the bits do not depend on the vector width). */
+enum { CW = 16 };
 static void gemm_generic(int R, int n, int64_t K, const float *a, int64_t ars, int64_t acs,
                          const float *b, int64_t ldb, float *c, int64_t ldc, const float *cs,
                          int acc) {
-  float t[MR][NC];
-  for (int r = 0; r < R; r++)
-    for (int j = 0; j < n; j++)
-      t[r][j] = 0.0f;
-  for (int64_t k = 0; k < K; k++) {
-    const float *bk = b + k * ldb;
-    for (int r = 0; r < R; r++) {
-      float ar = a[r * ars + k * acs];
-      for (int j = 0; j < n; j++)
-        t[r][j] += ar * bk[j];
-    }
-  }
   for (int r = 0; r < R; r++) {
+    const float *ar = a + r * ars;
     float *cr = c + r * ldc;
-    if (!acc)
-      for (int j = 0; j < n; j++)
-        cr[j] = t[r][j];
-    else {
-      float f = cs ? cs[r] : 1.0f;
-      for (int j = 0; j < n; j++)
-        cr[j] = f * cr[j] + t[r][j];
+    const float f = cs ? cs[r] : 1.0f;
+    for (int j0 = 0; j0 < n; j0 += CW) {
+      const int w = n - j0 < CW ? n - j0 : CW;
+      float t[CW] = {0};
+      if (w == CW) {
+        for (int64_t k = 0; k < K; k++) {
+          const float x = ar[k * acs], *bk = b + k * ldb + j0;
+#pragma omp simd
+          for (int j = 0; j < CW; j++)
+            t[j] += x * bk[j];
+        }
+      } else {
+        for (int64_t k = 0; k < K; k++) {
+          const float x = ar[k * acs], *bk = b + k * ldb + j0;
+          for (int j = 0; j < w; j++)
+            t[j] += x * bk[j];
+        }
+      }
+      if (!acc)
+        for (int j = 0; j < w; j++)
+          cr[j0 + j] = t[j];
+      else
+        for (int j = 0; j < w; j++)
+          cr[j0 + j] = f * cr[j0 + j] + t[j];
     }
   }
 }

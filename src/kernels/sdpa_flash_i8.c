@@ -25,17 +25,11 @@
 #include "kernels/sdpa_flash_bf16.h"
 #include "kernels/sdpa_flash_i8.h"
 #include "kernels/kern.h"
+#include "kernels/util.h"
 
-#ifdef _OPENMP
-#include <omp.h>
-static int thread_id(void) { return omp_get_thread_num(); }
-#else
-static int thread_id(void) { return 0; }
-#endif
 
 enum { BC = ATTN_BF16_BC, QT = ATTN_BF16_QT, BQ = 64, NG = BQ / QT };
 
-static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /* element (depth e, query r) of a run of int8 B tiles */
 static inline int64_t qp_at(int64_t e, int r) {
@@ -282,13 +276,13 @@ attn_status attn_sdpa_forward_i8_path(attn_lowp_path path, const attn_sdpa_desc 
   if ((!out || !lse) && d->Lq > 0)
     return attn_set_error(ATTN_EINVAL, "sdpa i8: %s is NULL", !out ? "out" : "lse");
   if (d->Lq == 0) return ATTN_OK;
-  const int64_t B = d->B, Hq = d->Hq, Hkv = d->Hkv, nqb = ceil_div(d->Lq, BQ);
-  x.nkb = ceil_div(d->Lk, BC);
-  x.nqg = ceil_div(d->Lq, QT);
-  x.dc = ceil_div(d->D, 64);
-  x.dvt = ceil_div(d->Dv, 16);
+  const int64_t B = d->B, Hq = d->Hq, Hkv = d->Hkv, nqb = attn_ceil_div(d->Lq, BQ);
+  x.nkb = attn_ceil_div(d->Lk, BC);
+  x.nqg = attn_ceil_div(d->Lq, QT);
+  x.dc = attn_ceil_div(d->D, 64);
+  x.dvt = attn_ceil_div(d->Dv, 16);
   x.Dp = 64 * x.dc;
-  int nt = attn_flash_bf16_threads((double)B * Hq * d->Lq * d->Lk * (d->D + d->Dv), B * Hq * nqb);
+  int nt = attn_kernel_threads((double)B * Hq * d->Lq * d->Lk * (d->D + d->Dv), B * Hq * nqb);
   /* one block, each part 64-byte aligned: k rows, v blocks, q groups, sk, mean, shift */
   const int64_t nkv = B * Hkv * x.nkb, nq = B * Hq * x.nqg;
   int64_t sz[6] = {nkv * BC * x.Dp, nkv * x.dvt * 16 * BC * 2, nq * ATTN_I8_QP_BYTES(x.dc),
@@ -337,7 +331,7 @@ attn_status attn_sdpa_forward_i8_path(attn_lowp_path path, const attn_sdpa_desc 
     for (int64_t t = 0; t < items; t++) {
       int64_t bh = t / nqb, i0 = (nqb - 1 - t % nqb) * BQ; /* later query blocks first (causal) */
       int nrow = (int)(d->Lq - i0 < BQ ? d->Lq - i0 : BQ);
-      forward_item(&x, bh / Hq, bh % Hq, i0, nrow, ws + thread_id() * per);
+      forward_item(&x, bh / Hq, bh % Hq, i0, nrow, ws + attn_thread_id() * per);
     }
     x.kr.ops->end();
   }

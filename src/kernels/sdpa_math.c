@@ -30,13 +30,8 @@
 #include "attn/kernels.h"
 #include "kernels/sdpa_internal.h"
 #include "kernels/sdpa_positions.h"
+#include "kernels/util.h"
 
-#ifdef _OPENMP
-#include <omp.h>
-static int thread_id(void) { return omp_get_thread_num(); }
-#else
-static int thread_id(void) { return 0; }
-#endif
 
 /* GEMM leading dimension of a [rows, cols] view whose row stride is `stride`
  * (any value is fine for a single row; the GEMM wants >= cols). */
@@ -54,11 +49,7 @@ static void zero_rows(float *x, int64_t rows, int64_t ld, int64_t cols) {
  * least ~1M per thread: small calls run on one, results never depend on it),
  * and their scratch of `per` floats each. */
 static attn_status scratch_alloc(int64_t tasks, double macs, int64_t per, int *nt, float **buf) {
-  int n = attn_get_num_threads();
-  const double cap = macs / (double)(1 << 20);
-  if (cap < n) n = (int)cap;
-  if (n < 1) n = 1;
-  if (n > tasks) n = (int)(tasks > 0 ? tasks : 1);
+  int n = attn_kernel_threads(macs, tasks);
   *nt = n;
   *buf = NULL;
   size_t bytes;
@@ -162,7 +153,7 @@ attn_status attn_sdpa_forward_math(const attn_sdpa_desc *d, const float *q, cons
     const float *V = v + b * r.v[0] + g * r.v[1]; /* [Lk, Dv] */
     float *O = out + b * r.o[0] + h * r.o[1];     /* [Lq, Dv] */
     float *L = lse + t * Lq;                      /* [Lq] */
-    float *mine = scratch ? scratch + (int64_t)thread_id() * per : NULL;
+    float *mine = scratch ? scratch + (int64_t)attn_thread_id() * per : NULL;
     float *S = probs ? probs + t * nsc : mine;          /* [Lq, Lk] */
     float *QR = mine ? mine + (probs ? 0 : nsc) : NULL; /* [Lq, R] */
     float *PR = QR ? QR + nr : NULL;                    /* [Lq, R] */
@@ -267,7 +258,7 @@ attn_status attn_sdpa_backward_math(const attn_sdpa_desc *d, const float *q, con
     const float *V = v + b * r.v[0] + g * r.v[1]; /* [Lk, Dv] */
     float *dK = dk ? dk + b * r.k[0] + g * r.k[1] : NULL;
     float *dV = dv ? dv + b * r.v[0] + g * r.v[1] : NULL;
-    float *P = scratch + (int64_t)thread_id() * per;           /* [Lq, Lk] */
+    float *P = scratch + (int64_t)attn_thread_id() * per;           /* [Lq, Lk] */
     float *dS = P + nsc;                                       /* [Lq, Lk]: dP, then dS */
     float *XR = dS + nsc;                                      /* [Lq, R]: QR, then DOR, then DQR */
     float *PR = XR + nr;                                       /* [Lq, R] */

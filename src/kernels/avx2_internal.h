@@ -1,0 +1,51 @@
+/* Internal to the AVX2 kernel files (row_ops_avx2.c, dropout_avx2.c,
+ * quantize_avx2.c, convert_avx2.c): their target attribute and the loads and
+ * stores of a short tail. Include only from files whose functions carry AVX2_TARGET
+ * (the helpers are inlined into them). AVX2 level = AVX2 + FMA + F16C, no
+ * AVX-512 instruction (an AVX2-only CPU such as Haswell or Zen 1-3 runs it). */
+#ifndef ATTN_AVX2_INTERNAL_H
+#define ATTN_AVX2_INTERNAL_H
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#include <stdint.h>
+#include <string.h>
+
+#define AVX2_TARGET __attribute__((target("avx2,fma,f16c")))
+
+/* Lanes 0 .. left-1 set (all ones), the others clear, for left in [0, 8]:
+ * the mask of _mm256_maskstore_ps on a tail, which writes no clear lane. */
+AVX2_TARGET static inline __m256i attn_tail_mask8(int64_t left) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)left),
+                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* The first min(left, 8) values at p, zeros in the other lanes; never reads
+ * past p + left. A tail goes through a zeroed copy rather than
+ * _mm256_maskload_ps: real CPUs ignore the clear lanes of a masked load, but
+ * qemu-user (7.2, the Haswell emulation the tests run under) faults when
+ * they reach into an unmapped page. Masked stores are fine there. */
+AVX2_TARGET static inline __m256 attn_load8(const float *p, int64_t left) {
+  if (left >= 8) return _mm256_loadu_ps(p);
+  float t[8] = {0};
+  memcpy(t, p, (size_t)left * sizeof *t);
+  return _mm256_loadu_ps(t);
+}
+
+AVX2_TARGET static inline __m256i attn_load8i(const int32_t *p, int64_t left) {
+  if (left >= 8) return _mm256_loadu_si256((const __m256i *)p);
+  int32_t t[8] = {0};
+  memcpy(t, p, (size_t)left * sizeof *t);
+  return _mm256_loadu_si256((const __m256i *)t);
+}
+
+/* v's first min(left, 8) lanes to p; nothing past p + left is written */
+AVX2_TARGET static inline void attn_store8(float *p, int64_t left, __m256 v) {
+  if (left >= 8)
+    _mm256_storeu_ps(p, v);
+  else
+    _mm256_maskstore_ps(p, attn_tail_mask8(left), v);
+}
+#endif
+
+#endif
