@@ -71,4 +71,8 @@ typedef struct {
                        float *m, float *l, const float *ktn, const float *vn, int64_t ldvn);
 } attn_flash_ops;
 
+/* The portable pack_t (sdpa_flash_generic.c): a once-per-key-block copy
+ * (O(BC D) against the tiles' O(rows BC D)) that the x86 sets share. */
+void attn_flash_pack_t_generic(int64_t n, int64_t D, const float *x, int64_t ldx, float *kt);
+
 #endif

@@ -12,43 +12,17 @@
 
 #if defined(__x86_64__)
 #include "kernels/avx2_internal.h"
+#include "kernels/vexp_avx2.h"
 
 /* ---- exp ----------------------------------------------------------------
- * The method and coefficients of vexp_avx512.h: clamp to [-104, 88.8]
- * (max/min return x when it is NaN), x = n ln2 + r with ln2 in two parts,
- * e^r by the degree-6 polynomial. AVX2 has no vscalefps, so 2^n is applied
- * as two factors 2^a 2^(n-a), a = floor(n/2): for n in [-150, 128] both are
- * normal floats, y 2^a is exact and only the second product rounds (into
- * denormals or to inf) -- the same single rounding, so the same bits as the
- * AVX-512 kernel. */
-AVX2_TARGET static inline __m256 vexp8(__m256 x) {
-  x = _mm256_max_ps(_mm256_set1_ps(-104.0f), x);
-  x = _mm256_min_ps(_mm256_set1_ps(88.8f), x);
-  __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-  __m256 y = _mm256_set1_ps(0.0013841403415426612f);
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(0.008374841883778572f));
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(0.04166814312338829f));
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(0.16666419804096222f));
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(0.49999991059303284f));
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.0f));
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.0f));
-  /* a NaN lane converts to INT_MIN: its factors are garbage, y is NaN anyway */
-  __m256i ni = _mm256_cvtps_epi32(n);
-  __m256i a = _mm256_srai_epi32(ni, 1), b = _mm256_sub_epi32(ni, a);
-  const __m256i bias = _mm256_set1_epi32(127);
-  __m256 pa = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(a, bias), 23));
-  __m256 pb = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(b, bias), 23));
-  return _mm256_mul_ps(_mm256_mul_ps(y, pa), pb);
-}
+ * attn_vexp8_avx2 (vexp_avx2.h): vexp_avx512.h's reduction and polynomial,
+ * 2^n as two normal factors (AVX2 has no vscalefps), within 1 ulp of expf. */
 
 AVX2_TARGET static void vexp_avx2(const float *x, float *y, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(y + i, vexp8(_mm256_loadu_ps(x + i)));
-  if (i < n) attn_store8(y + i, n - i, vexp8(attn_load8(x + i, n - i)));
+    _mm256_storeu_ps(y + i, attn_vexp8_avx2(_mm256_loadu_ps(x + i)));
+  if (i < n) attn_store8(y + i, n - i, attn_vexp8_avx2(attn_load8(x + i, n - i)));
 }
 
 /* sum of 8 lanes in a fixed order: (0+4, 1+5, 2+6, 3+7), then pairs */

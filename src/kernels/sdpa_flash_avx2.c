@@ -352,18 +352,6 @@ AVX2_TARGET static void probs_grad_avx2(int R, const float *s, float scale, cons
   }
 }
 
-/* kt is a per-block pack (once per key block, O(BC D) against the tile
- * GEMMs' O(rows BC D)): a plain loop is enough. */
-AVX2_TARGET static void pack_t_avx2(int64_t n, int64_t D, const float *x, int64_t ldx, float *kt) {
-  for (int64_t dd = 0; dd < D; dd++) {
-    float *row = kt + dd * BC;
-    for (int64_t j = 0; j < n; j++)
-      row[j] = x[j * ldx + dd];
-    for (int64_t j = n; j < BC; j++)
-      row[j] = 0.0f;
-  }
-}
-
 /* 8 columns at a time; the reversed band (bcs = -1) is a masked load of the
  * 8 floats ending at b[-c0] and a lane reversal. Masked-off lanes of
  * vmaskmovps never fault. */
@@ -466,7 +454,7 @@ AVX2_TARGET static void tile_forward_avx2(int G, int64_t D, int64_t Dv, const fl
 
 static const attn_flash_ops avx2_ops = {
     "avx2",      gemm_avx2,     logits_avx2, softmax_update_avx2, probs_grad_avx2,
-    pack_t_avx2, add_rows_avx2, sum_avx2,    tile_forward_avx2};
+    attn_flash_pack_t_generic, add_rows_avx2, sum_avx2,    tile_forward_avx2};
 
 const attn_flash_ops *attn_flash_ops_avx2(void) { return &avx2_ops; }
 #else

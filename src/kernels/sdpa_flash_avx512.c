@@ -258,17 +258,6 @@ AVX512_TARGET static void probs_grad_avx512(int R, const float *s, float scale, 
   }
 }
 
-AVX512_TARGET static void pack_t_avx512(int64_t n, int64_t D, const float *x, int64_t ldx,
-                                        float *kt) {
-  for (int64_t dd = 0; dd < D; dd++) {
-    float *row = kt + dd * BC;
-    for (int64_t j = 0; j < n; j++)
-      row[j] = x[j * ldx + dd];
-    for (int64_t j = n; j < BC; j++)
-      row[j] = 0.0f;
-  }
-}
-
 /* 16 columns at a time; the reversed band (bcs = -1) is a masked load of
  * the 16 floats ending at b[-c0] and a lane reversal. */
 AVX512_TARGET static void add_rows_avx512(int R, int n, float *s, int64_t lds, const float *b,
@@ -412,7 +401,7 @@ AVX512_TARGET static void tile_forward_avx512(int G, int64_t D, int64_t Dv, cons
 
 static const attn_flash_ops avx512_ops = {
     "avx512",          gemm_avx512,   logits_avx512,   softmax_update_avx512,
-    probs_grad_avx512, pack_t_avx512, add_rows_avx512, sum_avx512,
+    probs_grad_avx512, attn_flash_pack_t_generic, add_rows_avx512, sum_avx512,
     tile_forward_avx512};
 
 const attn_flash_ops *attn_flash_ops_avx512(void) { return &avx512_ops; }

@@ -104,7 +104,7 @@ static void probs_grad_generic(int R, const float *s, float scale, const int *lo
   }
 }
 
-static void pack_t_generic(int64_t n, int64_t D, const float *x, int64_t ldx, float *kt) {
+void attn_flash_pack_t_generic(int64_t n, int64_t D, const float *x, int64_t ldx, float *kt) {
   for (int64_t dd = 0; dd < D; dd++) {
     float *row = kt + dd * BC;
     for (int64_t j = 0; j < n; j++)
@@ -138,7 +138,7 @@ static float sum_generic(int n, const float *x) {
 
 static const attn_flash_ops generic_ops = {
     "generic",          gemm_generic,   logits_generic,   softmax_update_generic,
-    probs_grad_generic, pack_t_generic, add_rows_generic, sum_generic,
+    probs_grad_generic, attn_flash_pack_t_generic, add_rows_generic, sum_generic,
     NULL /* tile_forward: the steps one by one */};
 
 const attn_flash_ops *attn_flash_ops_generic(void) { return &generic_ops; }
