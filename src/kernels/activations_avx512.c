@@ -5,23 +5,23 @@
 #if ATTN_HAVE_LIBMVEC
 #include <immintrin.h>
 
-#define AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma")))
+#include "kernels/isa_targets.h"
 
 /* libmvec's AVX-512 variants of erfcf and expf (x86-64 vector function ABI) */
-AVX512_TARGET __m512 _ZGVeN16v_erfcf(__m512 x);
-AVX512_TARGET __m512 _ZGVeN16v_expf(__m512 x);
+ATTN_AVX512 __m512 _ZGVeN16v_erfcf(__m512 x);
+ATTN_AVX512 __m512 _ZGVeN16v_expf(__m512 x);
 
 #define SQRT1_2 0.70710678118654752440f
 #define INV_SQRT_2PI 0.39894228040143267794f
 
 // y [16] = 0.5 x erfc(-x / sqrt 2), the portable loop's steps
-AVX512_TARGET static inline __m512 gelu16(__m512 v) {
+ATTN_AVX512 static inline __m512 gelu16(__m512 v) {
   __m512 c = _ZGVeN16v_erfcf(_mm512_mul_ps(v, _mm512_set1_ps(-SQRT1_2)));
   return _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), v), c);
 }
 
 // dx [16] = dy (Phi(x) + x phi(x))
-AVX512_TARGET static inline __m512 gelu_grad16(__m512 v, __m512 g) {
+ATTN_AVX512 static inline __m512 gelu_grad16(__m512 v, __m512 g) {
   __m512 cdf = _mm512_mul_ps(_mm512_set1_ps(0.5f),
                              _ZGVeN16v_erfcf(_mm512_mul_ps(v, _mm512_set1_ps(-SQRT1_2))));
   __m512 e = _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(-0.5f), v), v);
@@ -29,7 +29,7 @@ AVX512_TARGET static inline __m512 gelu_grad16(__m512 v, __m512 g) {
   return _mm512_mul_ps(g, _mm512_add_ps(cdf, _mm512_mul_ps(v, pdf)));
 }
 
-AVX512_TARGET void attn_gelu_f32_avx512(const float *x, float *y, int64_t n) {
+ATTN_AVX512 void attn_gelu_f32_avx512(const float *x, float *y, int64_t n) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, gelu16(_mm512_loadu_ps(x + i)));
   if (i < n) {
@@ -38,7 +38,7 @@ AVX512_TARGET void attn_gelu_f32_avx512(const float *x, float *y, int64_t n) {
   }
 }
 
-AVX512_TARGET void attn_gelu_backward_f32_avx512(const float *x, const float *dy, float *dx,
+ATTN_AVX512 void attn_gelu_backward_f32_avx512(const float *x, const float *dy, float *dx,
                                                 int64_t n) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16)

@@ -3,9 +3,10 @@
 #include "kernels/elementwise_internal.h"
 
 #if defined(__x86_64__)
+#include "kernels/isa_targets.h"
 #include <immintrin.h>
 
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma"))) static inline void adam16(
+ATTN_AVX512 static inline void adam16(
     const attn_adam_scalars *k, float *p, const float *g, float *m, float *v, __mmask16 mask) {
   __m512 pi = _mm512_maskz_loadu_ps(mask, p), gi = _mm512_maskz_loadu_ps(mask, g);
   __m512 mi = _mm512_maskz_loadu_ps(mask, m), vi = _mm512_maskz_loadu_ps(mask, v);
@@ -23,7 +24,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma"))) static inline 
   _mm512_mask_storeu_ps(v, mask, vi);
 }
 
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma"))) void attn_adam_f32_avx512(
+ATTN_AVX512 void attn_adam_f32_avx512(
     const attn_adam_scalars *k, float *p, const float *g, float *m, float *v, int64_t n) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) adam16(k, p + i, g + i, m + i, v + i, (__mmask16)0xffff);

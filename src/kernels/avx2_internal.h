@@ -7,11 +7,12 @@
 #define ATTN_AVX2_INTERNAL_H
 
 #if defined(__x86_64__)
+#include "kernels/isa_targets.h"
 #include <immintrin.h>
 #include <stdint.h>
 #include <string.h>
 
-#define AVX2_TARGET __attribute__((target("avx2,fma,f16c")))
+#define AVX2_TARGET ATTN_AVX2
 
 /* Lanes 0 .. left-1 set (all ones), the others clear, for left in [0, 8]:
  * the mask of _mm256_maskstore_ps on a tail, which writes no clear lane. */

@@ -4,12 +4,12 @@
 #include "kernels/elementwise_internal.h"
 
 #if defined(__x86_64__)
+#include "kernels/isa_targets.h"
 #include <immintrin.h>
 
-#define TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
 
 /* f32 -> bf16, round to nearest even; NaN -> quiet NaN (attn_f32_to_bf16) */
-TARGET static inline __m256i to_bf16(__m512 v) {
+ATTN_AVX512 static inline __m256i to_bf16(__m512 v) {
   __m512i u = _mm512_castps_si512(v);
   __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
   __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb), 16);
@@ -19,7 +19,7 @@ TARGET static inline __m256i to_bf16(__m512 v) {
   return _mm512_cvtepi32_epi16(_mm512_mask_mov_epi32(r, nan, q));
 }
 
-TARGET void attn_bf16_epi_piece_avx512(const attn_bf16_piece *p, int64_t rows, int64_t n) {
+ATTN_AVX512 void attn_bf16_epi_piece_avx512(const attn_bf16_piece *p, int64_t rows, int64_t n) {
   for (int64_t c = 0; c < n; c += 16) {
     __mmask16 m = n - c >= 16 ? 0xffff : (__mmask16)((1u << (n - c)) - 1u);
     __m512 b = p->bias ? _mm512_maskz_loadu_ps(m, p->bias + c) : _mm512_setzero_ps();
@@ -52,7 +52,7 @@ TARGET void attn_bf16_epi_piece_avx512(const attn_bf16_piece *p, int64_t rows, i
   }
 }
 
-TARGET void attn_bf16_convert_rows_avx512(const float *x, int64_t ldx, uint16_t *y, int64_t ldy,
+ATTN_AVX512 void attn_bf16_convert_rows_avx512(const float *x, int64_t ldx, uint16_t *y, int64_t ldy,
                                         int64_t rows, int64_t cols, float *sum) {
   for (int64_t r = 0; r < rows; r++) {
     const float *xr = x + r * ldx;

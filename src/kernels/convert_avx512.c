@@ -5,9 +5,10 @@
 #include "kernels/elementwise_internal.h"
 
 #if defined(__x86_64__)
+#include "kernels/isa_targets.h"
 #include <immintrin.h>
 
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma"))) void attn_f32_to_f16_avx512(
+ATTN_AVX512 void attn_f32_to_f16_avx512(
     const float *x, uint16_t *y, int64_t n) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {

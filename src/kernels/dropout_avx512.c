@@ -5,12 +5,12 @@
 #include "kernels/elementwise_internal.h"
 
 #if defined(__x86_64__)
+#include "kernels/isa_targets.h"
 #include <immintrin.h>
 
-#define AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma")))
 
 // lo, hi [16] = low and high halves of a * m (m a 32-bit constant in every lane)
-AVX512_TARGET static inline void mulhilo16(__m512i a, __m512i m, __m512i *lo, __m512i *hi) {
+ATTN_AVX512 static inline void mulhilo16(__m512i a, __m512i m, __m512i *lo, __m512i *hi) {
   __m512i even = _mm512_mul_epu32(a, m);                       /* lanes 0, 2, ... */
   __m512i odd = _mm512_mul_epu32(_mm512_srli_epi64(a, 32), m); /* lanes 1, 3, ... */
   *lo = _mm512_mask_blend_epi32(0xAAAA, even, _mm512_slli_epi64(odd, 32));
@@ -18,7 +18,7 @@ AVX512_TARGET static inline void mulhilo16(__m512i a, __m512i m, __m512i *lo, __
 }
 
 // word 0 of Philox-4x32-10 for counters base + 0..15 (upper counter words 0)
-AVX512_TARGET static inline __m512i philox16_word0(uint64_t seed, uint64_t base) {
+ATTN_AVX512 static inline __m512i philox16_word0(uint64_t seed, uint64_t base) {
   const __m512i step = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
   __m512i a = _mm512_add_epi64(_mm512_set1_epi64((long long)base), step);
   __m512i b = _mm512_add_epi64(_mm512_set1_epi64((long long)(base + 8)), step);
@@ -44,7 +44,7 @@ AVX512_TARGET static inline __m512i philox16_word0(uint64_t seed, uint64_t base)
   return c0;
 }
 
-AVX512_TARGET void attn_dropout_f32_avx512(const float *x, float *y, uint8_t *mask, int64_t n,
+ATTN_AVX512 void attn_dropout_f32_avx512(const float *x, float *y, uint8_t *mask, int64_t n,
                                           float p, float scale, uint64_t seed, uint64_t offset) {
   const __m512 vp = _mm512_set1_ps(p), vs = _mm512_set1_ps(scale);
   const __m512 inv24 = _mm512_set1_ps(0x1p-24f);

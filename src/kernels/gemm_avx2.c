@@ -17,14 +17,14 @@
 #include "kernels/kern.h"
 
 #if defined(__x86_64__)
+#include "kernels/isa_targets.h"
 #include <immintrin.h>
 
-#define AVX2_TARGET __attribute__((target("avx2,fma")))
 
 enum { AVX2_MR = 6, AVX2_NR = 16 };
 
 /* c[6, 16] = alpha * a~[kc, 6] · b~[kc, 16] + beta * c */
-AVX2_TARGET static void ukr_avx2_6x16(int64_t kc, const float *a, const float *b, float *c,
+ATTN_AVX2 static void ukr_avx2_6x16(int64_t kc, const float *a, const float *b, float *c,
                                       int64_t ldc, float alpha, float beta) {
   __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
   __m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
@@ -85,12 +85,12 @@ AVX2_TARGET static void ukr_avx2_6x16(int64_t kc, const float *a, const float *b
 
 /* Lanes [0, n) set (n clamped to [0, 8]), for maskload, which reads nothing
  * in the other lanes and zeroes them. */
-AVX2_TARGET static inline __m256i lane_mask(int64_t n) {
+ATTN_AVX2 static inline __m256i lane_mask(int64_t n) {
   const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n < 0 ? 0 : n < 8 ? n : 8)), idx);
 }
 
-#define INLINE_AVX2 AVX2_TARGET static inline __attribute__((always_inline))
+#define INLINE_AVX2 ATTN_AVX2 static inline __attribute__((always_inline))
 
 /* r[q] := column q of the 8x8 block whose rows are r[0..7]. Always inlined
  * and unrolled so that the block stays in registers. */
@@ -133,7 +133,7 @@ INLINE_AVX2 void load_rows8(const float *src, int64_t ld, int64_t nrows, __m256 
 
 /* The k tail (np < 8) of a transposed pack, off the hot path: t[q][i] =
  * src[i*ld + q] for i < nrows and q < np, zero elsewhere. */
-AVX2_TARGET static void transpose_tail(const float *src, int64_t ld, int64_t nrows, int64_t np,
+ATTN_AVX2 static void transpose_tail(const float *src, int64_t ld, int64_t nrows, int64_t np,
                                        float t[8][8]) {
   __m256 r[8];
   __m256i m = lane_mask(np);
@@ -162,7 +162,7 @@ INLINE_AVX2 void store6(float *dst, __m256 v, int last) {
  * is written in order, with only a few streams open on either side. */
 enum { A_GROUP = 8, B_GROUP = 4 };
 
-AVX2_TARGET static void pack_a_avx2(int transa, const float *A, int64_t lda, int64_t i0, int64_t mc,
+ATTN_AVX2 static void pack_a_avx2(int transa, const float *A, int64_t lda, int64_t i0, int64_t mc,
                                     int64_t p0, int64_t kc, int mr, float *dst) {
   if (transa) { /* A [K, M]: op(A) column p is row p of A */
     for (int64_t ig = 0; ig < mc; ig += A_GROUP * AVX2_MR) {
@@ -204,7 +204,7 @@ AVX2_TARGET static void pack_a_avx2(int transa, const float *A, int64_t lda, int
 }
 
 /* nr = 16: b~[p*16 + c], every row one aligned 64-byte line. */
-AVX2_TARGET static void pack_b_avx2(int transb, const float *B, int64_t ldb, int64_t p0, int64_t kc,
+ATTN_AVX2 static void pack_b_avx2(int transb, const float *B, int64_t ldb, int64_t p0, int64_t kc,
                                     int64_t j0, int64_t nc, int nr, float *dst) {
   if (!transb) { /* B [K, N]: row p of B holds row p of every panel */
     for (int64_t jg = 0; jg < nc; jg += B_GROUP * AVX2_NR) {

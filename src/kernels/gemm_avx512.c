@@ -6,14 +6,14 @@
 #include "kernels/gemm_ukr.h"
 
 #if defined(__x86_64__)
+#include "kernels/isa_targets.h"
 #include <immintrin.h>
 
-#define AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma")))
 
 enum { AVX_MR = 14, AVX_NR = 32 };
 
 /* c[14, 32] = alpha * a~[kc, 14] · b~[kc, 32] + beta * c */
-AVX512_TARGET static void ukr_avx512_14x32(int64_t kc, const float *a, const float *b, float *c,
+ATTN_AVX512 static void ukr_avx512_14x32(int64_t kc, const float *a, const float *b, float *c,
                                            int64_t ldc, float alpha, float beta) {
   __m512 acc0[AVX_MR], acc1[AVX_MR];
 #pragma GCC unroll 14
@@ -55,7 +55,7 @@ AVX512_TARGET static void ukr_avx512_14x32(int64_t kc, const float *a, const flo
 }
 
 /* out[p] = column p of the 16x16 block r[row] (r[row][p]). */
-AVX512_TARGET static void transpose16(const __m512 r[16], __m512 out[16]) {
+ATTN_AVX512 static void transpose16(const __m512 r[16], __m512 out[16]) {
   __m512 t[16], u[16];
   for (int i = 0; i < 8; i++) { /* pairs of rows, interleaved within 128-bit lanes */
     t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
@@ -82,7 +82,7 @@ AVX512_TARGET static void transpose16(const __m512 r[16], __m512 out[16]) {
 /* Up to 16 rows of a row-major matrix (rows src + r*ld, r < nrows) over
  * depth [0, kc), written transposed: dst[p*dst_ld + r] for r < width (rows
  * past nrows zero), in 16x16 blocks so every row is read a line at a time. */
-AVX512_TARGET static void pack_transposed(const float *src, int64_t ld, int64_t nrows, int64_t kc,
+ATTN_AVX512 static void pack_transposed(const float *src, int64_t ld, int64_t nrows, int64_t kc,
                                           float *dst, int64_t dst_ld, int width) {
   const __mmask16 wmask = (__mmask16)((1u << width) - 1);
   __m512 r[16], out[16];
@@ -99,7 +99,7 @@ AVX512_TARGET static void pack_transposed(const float *src, int64_t ld, int64_t 
 /* Packers for mr = 14, nr = 32: masked 16-wide copies where op(X) rows are
  * contiguous, 16x16 transposes where they are not. Lanes past the edge are
  * zero. */
-AVX512_TARGET static void pack_a_avx512(int transa, const float *A, int64_t lda, int64_t i0,
+ATTN_AVX512 static void pack_a_avx512(int transa, const float *A, int64_t lda, int64_t i0,
                                         int64_t mc, int64_t p0, int64_t kc, int mr, float *dst) {
   const __mmask16 store = (1u << AVX_MR) - 1;
   for (int64_t ir = 0; ir < mc; ir += AVX_MR, dst += AVX_MR * kc) {
@@ -115,7 +115,7 @@ AVX512_TARGET static void pack_a_avx512(int transa, const float *A, int64_t lda,
   }
 }
 
-AVX512_TARGET static void pack_b_avx512(int transb, const float *B, int64_t ldb, int64_t p0,
+ATTN_AVX512 static void pack_b_avx512(int transb, const float *B, int64_t ldb, int64_t p0,
                                         int64_t kc, int64_t j0, int64_t nc, int nr, float *dst) {
   for (int64_t jr = 0; jr < nc; jr += AVX_NR, dst += AVX_NR * kc) {
     int64_t n = nc - jr < AVX_NR ? nc - jr : AVX_NR;

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #define BF16_TARGET \
-  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma")))
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx2,fma,f16c")))
 
 enum { MR = 14, NR = 32 };
 

@@ -4,12 +4,12 @@
 #include "kernels/gemm_lowp_internal.h"
 
 #if defined(__x86_64__)
+#include "kernels/isa_targets.h"
 #include <immintrin.h>
 
-#define LOWP_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,f16c")))
 
 /* round to nearest even on the dropped 16 bits; NaN -> quiet NaN */
-LOWP_AVX512 static __m256i f32_to_bf16_16(__m512 x) {
+ATTN_AVX512 static __m256i f32_to_bf16_16(__m512 x) {
   __m512i u = _mm512_castps_si512(x);
   __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
   __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb), 16);
@@ -19,7 +19,7 @@ LOWP_AVX512 static __m256i f32_to_bf16_16(__m512 x) {
   return _mm512_cvtepi32_epi16(_mm512_mask_mov_epi32(r, nan, q));
 }
 
-LOWP_AVX512 void attn_lowp_f32_to_bf16_avx512(const float *x, uint16_t *y, int64_t n) {
+ATTN_AVX512 void attn_lowp_f32_to_bf16_avx512(const float *x, uint16_t *y, int64_t n) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16)
     _mm256_storeu_si256((__m256i *)(y + i), f32_to_bf16_16(_mm512_loadu_ps(x + i)));
@@ -29,7 +29,7 @@ LOWP_AVX512 void attn_lowp_f32_to_bf16_avx512(const float *x, uint16_t *y, int64
   }
 }
 
-LOWP_AVX512 void attn_lowp_bf16_to_f32_avx512(const uint16_t *x, float *y, int64_t n) {
+ATTN_AVX512 void attn_lowp_bf16_to_f32_avx512(const uint16_t *x, float *y, int64_t n) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
     __m512i v = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(x + i)));
@@ -38,7 +38,7 @@ LOWP_AVX512 void attn_lowp_bf16_to_f32_avx512(const uint16_t *x, float *y, int64
   for (; i < n; i++) y[i] = attn_bf16_to_f32(x[i]);
 }
 
-LOWP_AVX512 void attn_lowp_f16_to_f32_avx512(const uint16_t *x, float *y, int64_t n) {
+ATTN_AVX512 void attn_lowp_f16_to_f32_avx512(const uint16_t *x, float *y, int64_t n) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16)
     _mm512_storeu_ps(y + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(x + i))));
@@ -46,7 +46,7 @@ LOWP_AVX512 void attn_lowp_f16_to_f32_avx512(const uint16_t *x, float *y, int64_
 }
 
 /* f32 through bf16 (the portable path of the bf16 GEMM from f32 operands) */
-LOWP_AVX512 void attn_lowp_f32_round_bf16_avx512(const float *x, float *y, int64_t n) {
+ATTN_AVX512 void attn_lowp_f32_round_bf16_avx512(const float *x, float *y, int64_t n) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
     __m512i h = _mm512_cvtepu16_epi32(f32_to_bf16_16(_mm512_loadu_ps(x + i)));
@@ -55,7 +55,7 @@ LOWP_AVX512 void attn_lowp_f32_round_bf16_avx512(const float *x, float *y, int64
   for (; i < n; i++) y[i] = attn_bf16_to_f32(attn_f32_to_bf16(x[i]));
 }
 
-LOWP_AVX512 void attn_lowp_interleave_avx512(const void *t, int g, int64_t w, int64_t n,
+ATTN_AVX512 void attn_lowp_interleave_avx512(const void *t, int g, int64_t w, int64_t n,
                                              uint32_t *out) {
   for (int64_t r = 0; r < n; r += 16) {
     __mmask16 m = n - r >= 16 ? 0xffff : (__mmask16)((1u << (n - r)) - 1);
@@ -79,7 +79,7 @@ LOWP_AVX512 void attn_lowp_interleave_avx512(const void *t, int g, int64_t w, in
 }
 
 /* c = alpha * t + beta * c (beta == 0: c = alpha * t), as the scalar epilogue */
-LOWP_AVX512 void attn_lowp_epi_f32_avx512(const attn_lowp_epi *e, const void *t, int ldt,
+ATTN_AVX512 void attn_lowp_epi_f32_avx512(const attn_lowp_epi *e, const void *t, int ldt,
                                           int64_t i0, int64_t j0, int64_t rows, int64_t cols,
                                           int first) {
   const float *tile = t;
@@ -100,7 +100,7 @@ LOWP_AVX512 void attn_lowp_epi_f32_avx512(const attn_lowp_epi *e, const void *t,
 /* ---- AMX A panels from a row-contiguous source (op(A) stored K x M) ----- */
 
 /* r[j] (16 words each) <- the 16 x 16 transpose of r[i] (32-bit words) */
-LOWP_AVX512 static void transpose16_epi32(__m512i r[16]) {
+ATTN_AVX512 static void transpose16_epi32(__m512i r[16]) {
   __m512i t[16], u[16];
   for (int i = 0; i < 16; i += 2) {
     t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
@@ -126,14 +126,14 @@ LOWP_AVX512 static void transpose16_epi32(__m512i r[16]) {
 
 /* 16 values of source depth row p (rows r .. r+15, n valid) as 16 bf16 in
  * the low halves of 32-bit lanes (zeros past n) */
-LOWP_AVX512 static __m512i load_row16(const void *x, int f32, int64_t off, int64_t n) {
+ATTN_AVX512 static __m512i load_row16(const void *x, int f32, int64_t off, int64_t n) {
   if (n <= 0) return _mm512_setzero_si512();
   __mmask16 m = n >= 16 ? 0xffff : (__mmask16)((1u << n) - 1);
   if (f32) return _mm512_cvtepu16_epi32(f32_to_bf16_16(_mm512_maskz_loadu_ps(m, (const float *)x + off)));
   return _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, (const uint16_t *)x + off));
 }
 
-LOWP_AVX512 void attn_lowp_pack_t32_avx512(const void *x, int f32, int64_t sp, int64_t nrows,
+ATTN_AVX512 void attn_lowp_pack_t32_avx512(const void *x, int f32, int64_t sp, int64_t nrows,
                                            int64_t kc, int64_t kcp, uint16_t *dst) {
   for (int64_t rb = 0; rb < nrows; rb += 32) {
     uint16_t *panel = dst + rb * kcp;

@@ -4,15 +4,15 @@
 #include "kernels/elementwise_internal.h"
 
 #if defined(__x86_64__)
+#include "kernels/isa_targets.h"
 #include <immintrin.h>
 
-#define Q_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
 
 static __mmask16 tail_mask(int64_t left) {
   return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
 }
 
-Q_AVX512 void attn_quantize_row_u8_avx512(const float *x, int64_t n, float s, int32_t z,
+ATTN_AVX512 void attn_quantize_row_u8_avx512(const float *x, int64_t n, float s, int32_t z,
                                           uint8_t *q) {
   __m512 vs = _mm512_set1_ps(s), vz = _mm512_set1_ps((float)z);
   __m512 lo = _mm512_setzero_ps(), hi = _mm512_set1_ps(255.0f);
@@ -25,7 +25,7 @@ Q_AVX512 void attn_quantize_row_u8_avx512(const float *x, int64_t n, float s, in
   }
 }
 
-Q_AVX512 void attn_minmax_row_avx512(const float *x, int64_t n, float *lo, float *hi, int *bad) {
+ATTN_AVX512 void attn_minmax_row_avx512(const float *x, int64_t n, float *lo, float *hi, int *bad) {
   __m512 vlo = _mm512_setzero_ps(), vhi = _mm512_setzero_ps();
   __mmask16 nan = 0;
   for (int64_t k = 0; k < n; k += 16) {
@@ -42,7 +42,7 @@ Q_AVX512 void attn_minmax_row_avx512(const float *x, int64_t n, float *lo, float
   *bad = nan != 0;
 }
 
-Q_AVX512 void attn_dequant_row_avx512(const int32_t *acc, int64_t n, float sx, int32_t zx,
+ATTN_AVX512 void attn_dequant_row_avx512(const int32_t *acc, int64_t n, float sx, int32_t zx,
                                       const float *sw, const int32_t *cs, const float *b,
                                       float *y) {
   __m512 vsx = _mm512_set1_ps(sx);

@@ -30,18 +30,17 @@
 #include "kernels/sdpa_flash.h"
 
 #if defined(__x86_64__)
+#include "kernels/isa_targets.h"
 #include <immintrin.h>
 #include <math.h>
 
 #include "kernels/vexp_avx2.h"
 
-#define AVX2_TARGET __attribute__((target("avx2,fma")))
-#define AVX2_INLINE __attribute__((target("avx2,fma"), always_inline)) static inline
 
 enum { BC = ATTN_FLASH_BC, MR = ATTN_FLASH_MR, NC = ATTN_FLASH_NC };
 
 /* Lanes l < n of a vector (n <= 8) as a vmaskmovps mask. */
-AVX2_INLINE __m256i first_lanes(int n) {
+ATTN_AVX2_INLINE __m256i first_lanes(int n) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
@@ -51,7 +50,7 @@ AVX2_INLINE __m256i first_lanes(int n) {
  * when another slice follows (one pass walks one 64-byte line per row of
  * B, a stride the hardware prefetchers follow late, so the next pass finds
  * its lines in L1), 0 (the line just read, a no-op) for the last. */
-AVX2_INLINE void gemm_slice(const int R, const int V, const int tail, __m256i last, int pfo,
+ATTN_AVX2_INLINE void gemm_slice(const int R, const int V, const int tail, __m256i last, int pfo,
                             int64_t K, const float *a, int64_t ars, int64_t acs, const float *b,
                             int64_t ldb, float *c, int64_t ldc, const float *cs, int acc) {
   __m256 t[MR][2];
@@ -97,7 +96,7 @@ AVX2_INLINE void gemm_slice(const int R, const int V, const int tail, __m256i la
 
 /* All n columns of R rows (R constant): whole 16-column slices, then the
  * rest (8: one vector; 1..7: one masked; 9..15: one plus one masked). */
-AVX2_INLINE void gemm_rows(const int R, int n, int64_t K, const float *a, int64_t ars, int64_t acs,
+ATTN_AVX2_INLINE void gemm_rows(const int R, int n, int64_t K, const float *a, int64_t ars, int64_t acs,
                            const float *b, int64_t ldb, float *c, int64_t ldc, const float *cs,
                            int acc) {
   const __m256i all = _mm256_set1_epi32(-1);
@@ -119,7 +118,7 @@ AVX2_INLINE void gemm_rows(const int R, int n, int64_t K, const float *a, int64_
 /* A's lines, all at once: the first slice reads A at twice the rate of the
  * AVX-512 kernel (half the FMAs per broadcast), too fast for lines that
  * come from L2 or further one after another. */
-AVX2_INLINE void prefetch_a(int R, int64_t K, const float *a, int64_t ars, int64_t acs) {
+ATTN_AVX2_INLINE void prefetch_a(int R, int64_t K, const float *a, int64_t ars, int64_t acs) {
   if (acs == 1) {
     for (int r = 0; r < R; r++)
       for (int64_t k = 0; k < K; k += 16)
@@ -130,7 +129,7 @@ AVX2_INLINE void prefetch_a(int R, int64_t K, const float *a, int64_t ars, int64
   }
 }
 
-AVX2_TARGET static void gemm_avx2(int R, int n, int64_t K, const float *a, int64_t ars, int64_t acs,
+ATTN_AVX2 static void gemm_avx2(int R, int n, int64_t K, const float *a, int64_t ars, int64_t acs,
                                   const float *b, int64_t ldb, float *c, int64_t ldc,
                                   const float *cs, int acc) {
   prefetch_a(R, K, a, ars, acs);
@@ -146,7 +145,7 @@ AVX2_TARGET static void gemm_avx2(int R, int n, int64_t K, const float *a, int64
 }
 
 /* Columns lo <= j < hi of the 8-column vector v of a row (all-ones lanes). */
-AVX2_INLINE __m256 allowed_cols(int v, int lo, int hi) {
+ATTN_AVX2_INLINE __m256 allowed_cols(int v, int lo, int hi) {
   __m256i j = _mm256_add_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(8 * v));
   __m256i ge = _mm256_cmpgt_epi32(j, _mm256_set1_epi32(lo - 1));
   __m256i lt = _mm256_cmpgt_epi32(_mm256_set1_epi32(hi), j);
@@ -157,25 +156,25 @@ AVX2_INLINE __m256 allowed_cols(int v, int lo, int hi) {
  * denormal reaches the GEMMs; see sdpa_flash.h). A NaN logit gives p = NaN,
  * so the row's sum l and its output turn NaN (as in the math path) instead
  * of the NaN being dropped like a masked key; the same compare, unordered. */
-AVX2_INLINE __m256 normal_exp(__m256 x) {
+ATTN_AVX2_INLINE __m256 normal_exp(__m256 x) {
   return _mm256_cmp_ps(x, _mm256_set1_ps(ATTN_FLASH_PMIN_LOG), _CMP_NLT_UQ);
 }
 
-AVX2_INLINE float hmax(__m256 x) {
+ATTN_AVX2_INLINE float hmax(__m256 x) {
   __m128 y = _mm_max_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
   y = _mm_max_ps(y, _mm_movehl_ps(y, y));
   y = _mm_max_ss(y, _mm_movehdup_ps(y));
   return _mm_cvtss_f32(y);
 }
 
-AVX2_INLINE float hsum(__m256 x) {
+ATTN_AVX2_INLINE float hsum(__m256 x) {
   __m128 y = _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
   y = _mm_add_ps(y, _mm_movehl_ps(y, y));
   y = _mm_add_ss(y, _mm_movehdup_ps(y));
   return _mm_cvtss_f32(y);
 }
 
-AVX2_TARGET static void logits_avx2(int R, float *s, float scale, const int *lo, const int *hi) {
+ATTN_AVX2 static void logits_avx2(int R, float *s, float scale, const int *lo, const int *hi) {
   const __m256 vs = _mm256_set1_ps(scale), ninf = _mm256_set1_ps(-INFINITY);
   for (int r = 0; r < R; r++) {
     float *sr = s + r * BC;
@@ -189,7 +188,7 @@ AVX2_TARGET static void logits_avx2(int R, float *s, float scale, const int *lo,
 
 /* Logits of 8 columns of a row: scale * s, -inf outside [lo, hi) (every_key:
  * all allowed, lo and hi unread; the same values as lo 0, hi 64). */
-AVX2_INLINE __m256 logits8(const int every_key, const float *s, int c, __m256 vs, int lo, int hi) {
+ATTN_AVX2_INLINE __m256 logits8(const int every_key, const float *s, int c, __m256 vs, int lo, int hi) {
   __m256 x = _mm256_mul_ps(vs, _mm256_loadu_ps(s + 8 * c));
   return every_key ? x : _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), x, allowed_cols(c, lo, hi));
 }
@@ -206,7 +205,7 @@ typedef struct {
 } softmax_state;
 
 /* Phase 1: logits, maxima (the running max second: a NaN x is skipped). */
-AVX2_INLINE void softmax_max(const int R, const int every_key, float *s, float scale, const int *lo,
+ATTN_AVX2_INLINE void softmax_max(const int R, const int every_key, float *s, float scale, const int *lo,
                              const int *hi, const float *m, softmax_state *st) {
   const __m256 vs = _mm256_set1_ps(scale), ninf = _mm256_set1_ps(-INFINITY);
 #pragma GCC unroll 6
@@ -232,7 +231,7 @@ AVX2_INLINE void softmax_max(const int R, const int every_key, float *s, float s
 /* Phase 2, row r: p = e^(x - m_new), 0 below ATTN_FLASH_PMIN_LOG; the sum
  * in two running vectors (even, odd columns: the exp needs a dozen
  * constants, so the rest holds few registers). */
-AVX2_INLINE void softmax_exp_row(float *s, int r, softmax_state *st) {
+ATTN_AVX2_INLINE void softmax_exp_row(float *s, int r, softmax_state *st) {
   float *sr = s + r * BC;
   /* max still -inf (nothing allowed yet): subtract 0, so -inf gives p = 0
    * and NaN stays NaN */
@@ -251,7 +250,7 @@ AVX2_INLINE void softmax_exp_row(float *s, int r, softmax_state *st) {
 /* Phase 3: alpha = e^(mo - mn), 1 where the max stayed (also -inf or +inf),
  * 0 from -inf (the clamped exp gives 0 for -inf; inf - inf cannot occur);
  * l = l alpha + sum, m = mn. */
-AVX2_INLINE void softmax_finish(const int R, softmax_state *st, float *m, float *l, float *alpha) {
+ATTN_AVX2_INLINE void softmax_finish(const int R, softmax_state *st, float *m, float *l, float *alpha) {
 #pragma GCC unroll 8
   for (int r = R; r < 8; r++)
     st->mo[r] = st->mn[r] = 0.0f;
@@ -267,7 +266,7 @@ AVX2_INLINE void softmax_finish(const int R, softmax_state *st, float *m, float 
   }
 }
 
-AVX2_INLINE void softmax_rows(const int R, const int every_key, float *s, float scale,
+ATTN_AVX2_INLINE void softmax_rows(const int R, const int every_key, float *s, float scale,
                               const int *lo, const int *hi, float *m, float *l, float *alpha) {
   softmax_state st;
   softmax_max(R, every_key, s, scale, lo, hi, m, &st);
@@ -277,7 +276,7 @@ AVX2_INLINE void softmax_rows(const int R, const int every_key, float *s, float 
   softmax_finish(R, &st, m, l, alpha);
 }
 
-AVX2_TARGET static void softmax_update_avx2(int R, float *s, float scale, const int *lo,
+ATTN_AVX2 static void softmax_update_avx2(int R, float *s, float scale, const int *lo,
                                             const int *hi, float *m, float *l, float *alpha) {
   switch (R) {
   case 1: softmax_rows(1, 0, s, scale, lo, hi, m, l, alpha); break;
@@ -295,7 +294,7 @@ AVX2_TARGET static void softmax_update_avx2(int R, float *s, float scale, const 
  * matter for p = e^(t - lse) >= e^-64, with 2^n as 2^(n-1) * 2 instead of
  * two halves (n - 1 in [-125, 127]: both products exact up to the final
  * rounding into inf). The same bits as attn_vexp8_avx2 on those x. */
-AVX2_INLINE __m256 exp_upper(__m256 x) {
+ATTN_AVX2_INLINE __m256 exp_upper(__m256 x) {
   x = _mm256_max_ps(_mm256_set1_ps(-86.0f), x); /* max, min keep a NaN x */
   x = _mm256_min_ps(_mm256_set1_ps(88.8f), x);
   __m256 k;
@@ -308,7 +307,7 @@ AVX2_INLINE __m256 exp_upper(__m256 x) {
 
 /* One row of probs_grad, lse finite or +inf; every: all 64 columns allowed
  * (lo, hi unread). */
-AVX2_INLINE void probs_grad_row(const int every, const float *sr, __m256 vs, int lo, int hi,
+ATTN_AVX2_INLINE void probs_grad_row(const int every, const float *sr, __m256 vs, int lo, int hi,
                                 const float *dpr, float lse, float di, __m256 vg, float *pr,
                                 float *dsr) {
   const __m256 vl = _mm256_set1_ps(lse), vd = _mm256_set1_ps(di);
@@ -325,7 +324,7 @@ AVX2_INLINE void probs_grad_row(const int every, const float *sr, __m256 vs, int
   }
 }
 
-AVX2_TARGET static void probs_grad_avx2(int R, const float *s, float scale, const int *lo,
+ATTN_AVX2 static void probs_grad_avx2(int R, const float *s, float scale, const int *lo,
                                         const int *hi, const float *dp, const float *lse,
                                         const float *di, float dscale, float *p, float *ds,
                                         int64_t ldp) {
@@ -355,7 +354,7 @@ AVX2_TARGET static void probs_grad_avx2(int R, const float *s, float scale, cons
 /* 8 columns at a time; the reversed band (bcs = -1) is a masked load of the
  * 8 floats ending at b[-c0] and a lane reversal. Masked-off lanes of
  * vmaskmovps never fault. */
-AVX2_TARGET static void add_rows_avx2(int R, int n, float *s, int64_t lds, const float *b,
+ATTN_AVX2 static void add_rows_avx2(int R, int n, float *s, int64_t lds, const float *b,
                                       int64_t brs, int bcs, int skip) {
   const __m256i rev = _mm256_setr_epi32(7, 6, 5, 4, 3, 2, 1, 0);
   const __m256 ninf = _mm256_set1_ps(-INFINITY);
@@ -380,7 +379,7 @@ AVX2_TARGET static void add_rows_avx2(int R, int n, float *s, int64_t lds, const
   }
 }
 
-AVX2_TARGET static float sum_avx2(int n, const float *x) {
+ATTN_AVX2 static float sum_avx2(int n, const float *x) {
   __m256 acc = _mm256_setzero_ps();
   for (int c0 = 0; c0 < n; c0 += 8) {
     int cnt = n - c0 < 8 ? n - c0 : 8;
@@ -396,7 +395,7 @@ typedef struct {
   int64_t ldv, klines, vlpr, vrows, step, kn, vr, vc;
 } next_block;
 
-AVX2_INLINE void prefetch_some(next_block *nb) {
+ATTN_AVX2_INLINE void prefetch_some(next_block *nb) {
   int64_t n = nb->step;
   for (; n > 0 && nb->kn < nb->klines; n--, nb->kn++)
     _mm_prefetch((const char *)(nb->kt + 16 * nb->kn), _MM_HINT_T1);
@@ -410,7 +409,7 @@ AVX2_INLINE void prefetch_some(next_block *nb) {
  * before the p·v of group g - 1 (two p buffers, s [2, MR, BC]). Each step is
  * gemm_avx2 / softmax_update_avx2 inlined with R = MR and every key allowed,
  * so the numbers are theirs to the bit. */
-AVX2_TARGET static void tile_forward_avx2(int G, int64_t D, int64_t Dv, const float *q, int64_t ldq,
+ATTN_AVX2 static void tile_forward_avx2(int G, int64_t D, int64_t Dv, const float *q, int64_t ldq,
                                           const float *kt, const float *v, int64_t ldv, float scale,
                                           float *s, float *o, int64_t ldo, float *m, float *l,
                                           const float *ktn, const float *vn, int64_t ldvn) {

@@ -9,19 +9,16 @@
 #include "kernels/flash_tiles.h"
 
 #if defined(__x86_64__)
+#include "kernels/isa_targets.h"
 #include <immintrin.h>
 #include <math.h>
 
 #include "kernels/vexp_avx512.h"
 
-#define AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma")))
-#define AVX512_INLINE                                                                              \
-  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma"), always_inline)) static inline
-
 enum { BC = ATTN_FLASH_BC, MR = ATTN_FLASH_MR, NV = ATTN_FLASH_NC / 16 };
 
 /* The body every gemm instance inlines, with R and V (vectors) constants. */
-AVX512_INLINE void gemm_body(const int R, const int V, __mmask16 last, int64_t K, const float *a,
+ATTN_AVX512_INLINE void gemm_body(const int R, const int V, __mmask16 last, int64_t K, const float *a,
                              int64_t ars, int64_t acs, const float *b, int64_t ldb, float *c,
                              int64_t ldc, const float *cs, int acc) {
   __m512 t[MR][NV];
@@ -61,7 +58,7 @@ AVX512_INLINE void gemm_body(const int R, const int V, __mmask16 last, int64_t K
 
 /* Dispatches to the body inlined with constant (R, V): one fully unrolled
  * copy per case. */
-AVX512_TARGET static void gemm_avx512(int R, int n, int64_t K, const float *a, int64_t ars,
+ATTN_AVX512 static void gemm_avx512(int R, int n, int64_t K, const float *a, int64_t ars,
                                       int64_t acs, const float *b, int64_t ldb, float *c,
                                       int64_t ldc, const float *cs, int acc) {
   int V = (n + 15) / 16, rem = n - 16 * (V - 1);
@@ -96,7 +93,7 @@ AVX512_TARGET static void gemm_avx512(int R, int n, int64_t K, const float *a, i
 }
 
 /* Columns lo <= j < hi of a 16-column slice v of a row. */
-AVX512_INLINE __mmask16 allowed_cols(int v, int lo, int hi) {
+ATTN_AVX512_INLINE __mmask16 allowed_cols(int v, int lo, int hi) {
   __m512i j =
       _mm512_add_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
                        _mm512_set1_epi32(16 * v));
@@ -108,11 +105,11 @@ AVX512_INLINE __mmask16 allowed_cols(int v, int lo, int hi) {
  * denormal reaches the GEMMs; see sdpa_flash.h). A NaN logit gives p = NaN,
  * so the row's sum l and its output turn NaN (as in the math path) instead
  * of the NaN being dropped like a masked key; the same compare, unordered. */
-AVX512_INLINE __mmask16 normal_exp(__m512 x) {
+ATTN_AVX512_INLINE __mmask16 normal_exp(__m512 x) {
   return _mm512_cmp_ps_mask(x, _mm512_set1_ps(ATTN_FLASH_PMIN_LOG), _CMP_NLT_UQ);
 }
 
-AVX512_TARGET static void logits_avx512(int R, float *s, float scale, const int *lo,
+ATTN_AVX512 static void logits_avx512(int R, float *s, float scale, const int *lo,
                                         const int *hi) {
   __m512 vs = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(-INFINITY);
   for (int r = 0; r < R; r++) {
@@ -129,7 +126,7 @@ AVX512_TARGET static void logits_avx512(int R, float *s, float scale, const int 
  * rows share vectors after each step (9 + 6 + 8 operations for all six, not
  * 6 x 8); each row's lanes only ever meet their own, so a row's result does
  * not depend on the other rows. */
-AVX512_INLINE void rows6_reduce(const int is_max, const __m512 v[MR], float out[MR]) {
+ATTN_AVX512_INLINE void rows6_reduce(const int is_max, const __m512 v[MR], float out[MR]) {
   __m512 h[3], w[2];
 #pragma GCC unroll 3
   for (int i = 0; i < 3; i++) {
@@ -161,7 +158,7 @@ AVX512_INLINE void rows6_reduce(const int is_max, const __m512 v[MR], float out[
  * ATTN_FLASH_PMIN_LOG; NaN for a NaN logit, which the max skips), row sums;
  * m, l, alpha as attn_flash_ops.softmax_update. A row whose max is still
  * -inf subtracts 0 instead (-inf stays -inf, p = 0; NaN stays NaN). */
-AVX512_INLINE void softmax_rows(const int R, __m512 x[MR][4], float *s, float *m, float *l,
+ATTN_AVX512_INLINE void softmax_rows(const int R, __m512 x[MR][4], float *s, float *m, float *l,
                                 float *alpha) {
   __m512 v[MR];
   float mx[MR], sm[MR];
@@ -198,7 +195,7 @@ AVX512_INLINE void softmax_rows(const int R, __m512 x[MR][4], float *s, float *m
   }
 }
 
-AVX512_INLINE void softmax_update_body(const int R, float *s, float scale, const int *lo,
+ATTN_AVX512_INLINE void softmax_update_body(const int R, float *s, float scale, const int *lo,
                                        const int *hi, float *m, float *l, float *alpha) {
   __m512 vs = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(-INFINITY), x[MR][4];
 #pragma GCC unroll 6
@@ -210,7 +207,7 @@ AVX512_INLINE void softmax_update_body(const int R, float *s, float scale, const
   softmax_rows(R, x, s, m, l, alpha);
 }
 
-AVX512_TARGET static void softmax_update_avx512(int R, float *s, float scale, const int *lo,
+ATTN_AVX512 static void softmax_update_avx512(int R, float *s, float scale, const int *lo,
                                                 const int *hi, float *m, float *l, float *alpha) {
   switch (R) {
   case 1: softmax_update_body(1, s, scale, lo, hi, m, l, alpha); break;
@@ -223,7 +220,7 @@ AVX512_TARGET static void softmax_update_avx512(int R, float *s, float scale, co
   }
 }
 
-AVX512_TARGET static void probs_grad_avx512(int R, const float *s, float scale, const int *lo,
+ATTN_AVX512 static void probs_grad_avx512(int R, const float *s, float scale, const int *lo,
                                             const int *hi, const float *dp, const float *lse,
                                             const float *di, float dscale, float *p, float *ds,
                                             int64_t ldp) {
@@ -260,7 +257,7 @@ AVX512_TARGET static void probs_grad_avx512(int R, const float *s, float scale, 
 
 /* 16 columns at a time; the reversed band (bcs = -1) is a masked load of
  * the 16 floats ending at b[-c0] and a lane reversal. */
-AVX512_TARGET static void add_rows_avx512(int R, int n, float *s, int64_t lds, const float *b,
+ATTN_AVX512 static void add_rows_avx512(int R, int n, float *s, int64_t lds, const float *b,
                                           int64_t brs, int bcs, int skip) {
   const __m512i rev = _mm512_set_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   const __m512 ninf = _mm512_set1_ps(-INFINITY);
@@ -284,7 +281,7 @@ AVX512_TARGET static void add_rows_avx512(int R, int n, float *s, int64_t lds, c
   }
 }
 
-AVX512_TARGET static float sum_avx512(int n, const float *x) {
+ATTN_AVX512 static float sum_avx512(int n, const float *x) {
   __m512 acc = _mm512_setzero_ps();
   for (int c0 = 0; c0 < n; c0 += 16) {
     int cnt = n - c0 < 16 ? n - c0 : 16;
@@ -300,7 +297,7 @@ AVX512_TARGET static float sum_avx512(int n, const float *x) {
  * softmax_update_avx512 + gemm_body step for step, so the result is the same
  * to the bit; what goes is the calls, the dispatch, the store and two
  * reloads of the scores and the masks. */
-AVX512_INLINE void tile_scores(int64_t D, const float *q, int64_t ldq, const float *kt,
+ATTN_AVX512_INLINE void tile_scores(int64_t D, const float *q, int64_t ldq, const float *kt,
                                float scale, float *s, float *m, float *l, float *alpha) {
   __m512 t[MR][4];
 #pragma GCC unroll 6
@@ -332,7 +329,7 @@ AVX512_INLINE void tile_scores(int64_t D, const float *q, int64_t ldq, const flo
 }
 
 /* o = alpha o + p·v, 64 columns at a time */
-AVX512_INLINE void tile_values(int64_t Dv, const float *s, const float *alpha, const float *v,
+ATTN_AVX512_INLINE void tile_values(int64_t Dv, const float *s, const float *alpha, const float *v,
                                int64_t ldv, float *o, int64_t ldo) {
   __m512 t[MR][4];
   int64_t c0 = 0;
@@ -373,7 +370,7 @@ AVX512_INLINE void tile_values(int64_t Dv, const float *s, const float *alpha, c
  * issued before the p·v of group g - 1 (two p buffers), so the softmax's
  * dependency chain overlaps independent FMA work. The lines of the next key
  * block (ktn, vn) go to L2 a few per group. */
-AVX512_TARGET static void tile_forward_avx512(int G, int64_t D, int64_t Dv, const float *q,
+ATTN_AVX512 static void tile_forward_avx512(int G, int64_t D, int64_t Dv, const float *q,
                                               int64_t ldq, const float *kt, const float *v,
                                               int64_t ldv, float scale, float *s, float *o,
                                               int64_t ldo, float *m, float *l, const float *ktn,

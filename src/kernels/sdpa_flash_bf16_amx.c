@@ -26,9 +26,9 @@
 #include "kernels/vexp_avx512.h"
 
 #define AMX_TARGET                                                                                 \
-  __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma")))
+  __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx2,fma,f16c")))
 #define AVX_INLINE                                                                                 \
-  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma"),                      \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx2,fma,f16c"),                      \
                  always_inline)) static inline
 
 enum { BC = ATTN_BF16_BC, QT = ATTN_BF16_QT };

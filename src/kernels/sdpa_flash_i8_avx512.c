@@ -10,6 +10,7 @@
 #include "kernels/sdpa_flash_i8.h"
 
 #if defined(__x86_64__)
+#include "kernels/isa_targets.h"
 #include <immintrin.h>
 
 #define VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vnni")))
@@ -49,11 +50,10 @@ __attribute__((target("avx512f"))) static void dequant(const int32_t *s, const f
 
 attn_i8_dequant_fn attn_i8_dequant_avx512(void) { return dequant; }
 
-#define AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl")))
 
 /* The same bits as the scalar quantizer: an exact max, an IEEE division,
  * round to nearest even (vroundscaleps as nearbyintf), clamp, narrow. */
-AVX512_TARGET static int quantize_row(const float *x, int64_t n, int8_t *q, float *scale) {
+ATTN_AVX512 static int quantize_row(const float *x, int64_t n, int8_t *q, float *scale) {
   const __m512 big = _mm512_set1_ps(3.40282347e38f);
   __m512 m = _mm512_setzero_ps();
   __mmask16 bad = 0;

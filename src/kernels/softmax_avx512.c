@@ -6,11 +6,11 @@
 #if ATTN_HAVE_LIBMVEC
 #include <immintrin.h>
 
-#define AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma")))
+#include "kernels/isa_targets.h"
 
-AVX512_TARGET __m512 _ZGVeN16v_expf(__m512 x); /* libmvec */
+ATTN_AVX512 __m512 _ZGVeN16v_expf(__m512 x); /* libmvec */
 
-AVX512_TARGET float attn_exp_sub_sum_f32_avx512(const float *x, float *y, int64_t n, float m) {
+ATTN_AVX512 float attn_exp_sub_sum_f32_avx512(const float *x, float *y, int64_t n, float m) {
   const __m512 vm = _mm512_set1_ps(m);
   __m512 acc = _mm512_setzero_ps();
   int64_t j = 0;

@@ -23,13 +23,13 @@
 #define ATTN_VEXP_AVX2_H
 
 #if defined(__x86_64__)
+#include "kernels/isa_targets.h"
 #include <immintrin.h>
 
-#define ATTN_VEXP_AVX2_INLINE __attribute__((target("avx2,fma"), always_inline)) static inline
 
 /* e^r for |r| <= ln2/2 and the integer n (in the low bits of k) with x = n
  * ln2 + r; k = x log2e + 1.5 2^23 as rounded. */
-ATTN_VEXP_AVX2_INLINE __m256 attn_vexp8_reduce_avx2(__m256 x, __m256 *k) {
+ATTN_AVX2_INLINE __m256 attn_vexp8_reduce_avx2(__m256 x, __m256 *k) {
   const __m256 shift = _mm256_set1_ps(12582912.0f);
   __m256 kk = _mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), shift);
   __m256 n = _mm256_sub_ps(kk, shift);
@@ -47,11 +47,11 @@ ATTN_VEXP_AVX2_INLINE __m256 attn_vexp8_reduce_avx2(__m256 x, __m256 *k) {
 }
 
 /* 2^n as a float for integer lanes n in [-126, 127] */
-ATTN_VEXP_AVX2_INLINE __m256 attn_vexp8_pow2i_avx2(__m256i n) {
+ATTN_AVX2_INLINE __m256 attn_vexp8_pow2i_avx2(__m256i n) {
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n, _mm256_set1_epi32(127)), 23));
 }
 
-ATTN_VEXP_AVX2_INLINE __m256 attn_vexp8_avx2(__m256 x) {
+ATTN_AVX2_INLINE __m256 attn_vexp8_avx2(__m256 x) {
   x = _mm256_max_ps(_mm256_set1_ps(-104.0f), x);
   x = _mm256_min_ps(_mm256_set1_ps(88.8f), x);
   __m256 k;
@@ -62,7 +62,7 @@ ATTN_VEXP_AVX2_INLINE __m256 attn_vexp8_avx2(__m256 x) {
   return _mm256_mul_ps(_mm256_mul_ps(y, attn_vexp8_pow2i_avx2(n1)), attn_vexp8_pow2i_avx2(n2));
 }
 
-ATTN_VEXP_AVX2_INLINE __m256 attn_vexp8_mask_avx2(__m256 mask, __m256 x) {
+ATTN_AVX2_INLINE __m256 attn_vexp8_mask_avx2(__m256 mask, __m256 x) {
   __m256 k;
   __m256 y = attn_vexp8_reduce_avx2(x, &k);
   /* (0x4B400000 + n + 127) << 23 keeps the low 9 bits, n + 127 in [1, 254]

@@ -2,9 +2,10 @@
 #include "kernels/elementwise_internal.h"
 
 #if defined(__x86_64__)
+#include "kernels/isa_targets.h"
 #include "kernels/vexp_avx512.h"
 
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma"))) void
+ATTN_AVX512 void
 attn_vexp_f32_avx512(const float *x, float *y, int64_t n) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16)

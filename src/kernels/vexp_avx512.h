@@ -10,10 +10,10 @@
 #define ATTN_VEXP_AVX512_H
 
 #if defined(__x86_64__)
+#include "kernels/isa_targets.h"
 #include <immintrin.h>
 
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma"),
-               always_inline)) static inline __m512
+ATTN_AVX512_INLINE __m512
 attn_vexp16_avx512(__m512 x) {
   x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);
   x = _mm512_min_ps(_mm512_set1_ps(88.8f), x);
@@ -35,8 +35,7 @@ attn_vexp16_avx512(__m512 x) {
  * [-87, 88] (no clamping: the caller's mask excludes -inf, NaN and the far
  * tail). n = round(x log2e) in one rounding (x log2e + 1.5 2^23 - 1.5 2^23),
  * so |r| <= ln2/2 exactly as the fit assumes; the same polynomial as above. */
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma"),
-               always_inline)) static inline __m512
+ATTN_AVX512_INLINE __m512
 attn_vexp16_maskz_avx512(__mmask16 k, __m512 x) {
   const __m512 shift = _mm512_set1_ps(12582912.0f);
   __m512 n = _mm512_sub_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), shift), shift);
