@@ -66,8 +66,8 @@ void attn_lowp_epi_f32(const attn_lowp_epi *e, const void *t, int ldt, int64_t i
 void attn_lowp_epi_s32(const attn_lowp_epi *e, const void *t, int ldt, int64_t i0, int64_t j0,
                        int64_t rows, int64_t cols, int first);
 
-/* AVX-512 versions (gemm_lowp_avx512.c), same results; callers check
- * attn_cpu()->avx512bw. */
+/* AVX-512 versions (gemm_lowp_avx512.c), same results; registered in the
+ * avx512 level's table (dispatch.c), callers go through attn_kern_get(). */
 void attn_lowp_f32_to_bf16_avx512(const float *x, uint16_t *y, int64_t n);
 void attn_lowp_bf16_to_f32_avx512(const uint16_t *x, float *y, int64_t n);
 void attn_lowp_f16_to_f32_avx512(const uint16_t *x, float *y, int64_t n);
@@ -100,7 +100,8 @@ attn_status attn_lowp_gemm_run(const attn_lowp_kernel *kr, const attn_lowp_src *
 attn_status attn_lowp_prepack_b(const attn_lowp_src *B, int64_t N, int64_t K, int nr, int g,
                                 int64_t kp, attn_lowp_type out, void *dst);
 
-/* Kernels; NULL where the build has no such code. Callers check the CPU. */
+/* Kernels; NULL where the build has no such code. dispatch.c registers them
+ * where the CPU has the unit (attn_kern_get()->lowp). */
 const attn_lowp_kernel *attn_lowp_kernel_bf16_amx(void);
 const attn_lowp_kernel *attn_lowp_kernel_bf16_avx512(void);
 const attn_lowp_kernel *attn_lowp_kernel_f32_avx512(void);   /* f16 / bf16 converted */
