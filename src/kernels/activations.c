@@ -3,8 +3,10 @@
  * GELU is the exact-erf one: gelu(x) = x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2)),
  * computed as 0.5 x erfc(-x / sqrt 2) (the same function, without the
  * cancellation of 1 + erf for x << 0); gelu'(x) = Phi(x) + x * phi(x), phi
- * the standard normal density. On AVX-512 CPUs GELU runs 16 values at a time
- * (activations_avx512.c); chunks are split over threads. */
+ * the standard normal density. The avx2, avx512 and neon levels have their
+ * own vector GELU (row_ops_avx2.c and activations_avx512.c with glibc's
+ * libmvec, row_ops_neon.c), reached through the row-kernel table; chunks are
+ * split over threads. */
 #include <math.h>
 #include <stddef.h>
 

@@ -11,8 +11,9 @@
  * roundings. exp and exp_sub_sum use vexp_neon.h (a few ulp of expf);
  * LayerNorm rows accumulate as the contract says (mean and variance in
  * double, the backward's sums in f32) in a fixed vector order, and their
- * elementwise parts are the portable expressions. GELU is left to the
- * portable code (NULL entries). */
+ * elementwise parts are the portable expressions. GELU and its derivative
+ * use a rational fit of the normal tail times vexp (within ~1e-6 relative
+ * of the exact function; see the GELU section). */
 #include "kernels/elementwise_internal.h"
 
 #if defined(__aarch64__)
@@ -76,6 +77,98 @@ static float exp_sub_sum_neon(const float *x, float *y, int64_t n, float m) {
     s1 = vaddq_f32(s1, a);
   }
   return vaddvq_f32(vaddq_f32(s0, s1));
+}
+
+/* ---- GELU ------------------------------------------------------------------
+ * gelu(x) = x Phi(x), gelu'(x) = Phi(x) + x phi(x), phi(x) = e^(-x^2/2) / sqrt(2 pi).
+ * With a = |x| and the upper tail T(a) = Phi(-a) = erfc(a / sqrt 2) / 2:
+ *   Phi(x) = T(a) for x < 0, 1 - T(a) for x >= 0 (T <= 1/2: no cancellation),
+ *   T(a) = e^(-a^2/2) S(a), S(a) = P(a) / Q(a) (degrees 4 / 5, P(0)/Q(0) = 1/2
+ *   exactly, all coefficients positive, so Horner is stable on a >= 0).
+ * S was fitted (tools/fit_gelu_tail.py) for near-minimax relative error on
+ * [0, 14]: 5.8e-9 in exact arithmetic, 3e-7 evaluated in f32 with these
+ * rounded coefficients. e^(-a^2/2) uses the exact square (a^2 = h + l, l by
+ * FMA): e^(-h/2) (1 - l/2), so large |x| lose nothing to rounding a^2. a is
+ * clamped to 20 (e^-200 -> 0; NaN stays NaN through FMIN), which gives what
+ * the portable formula gives at the ends: gelu(+inf) = inf, gelu(-inf) = NaN
+ * (-inf * 0), NaN -> NaN; gelu'(+-inf) = NaN (inf * 0, below). */
+
+/* e^(-a^2/2), a >= 0 or NaN */
+static inline float32x4_t exp_neg_half_sq4(float32x4_t a) {
+  float32x4_t h = vmulq_f32(a, a);
+  float32x4_t l = vfmaq_f32(vnegq_f32(h), a, a); /* a^2 - h, exact */
+  float32x4_t e = attn_vexp4_neon(vmulq_f32(h, vdupq_n_f32(-0.5f)));
+  return vfmaq_f32(e, e, vmulq_f32(l, vdupq_n_f32(-0.5f)));
+}
+
+/* S(a) = Phi(-a) e^(a^2/2) of 4 lanes */
+static inline float32x4_t normal_tail_ratio4(float32x4_t a) {
+  float32x4_t p = vdupq_n_f32(4.047473427e-03f);
+  p = vfmaq_f32(vdupq_n_f32(4.018392041e-02f), p, a);
+  p = vfmaq_f32(vdupq_n_f32(1.819235086e-01f), p, a);
+  p = vfmaq_f32(vdupq_n_f32(4.365574718e-01f), p, a);
+  p = vfmaq_f32(vdupq_n_f32(0.5f), p, a);
+  float32x4_t q = vdupq_n_f32(1.014538016e-02f);
+  q = vfmaq_f32(vdupq_n_f32(1.007331014e-01f), q, a);
+  q = vfmaq_f32(vdupq_n_f32(4.660015106e-01f), q, a);
+  q = vfmaq_f32(vdupq_n_f32(1.197108150e+00f), q, a);
+  q = vfmaq_f32(vdupq_n_f32(1.670999765e+00f), q, a);
+  q = vfmaq_f32(vdupq_n_f32(1.0f), q, a);
+  return vdivq_f32(p, q);
+}
+
+/* x Phi(x): x < 0: x e S, x >= 0: x (1 - e S) */
+static inline float32x4_t gelu4(float32x4_t x) {
+  float32x4_t a = vminq_f32(vabsq_f32(x), vdupq_n_f32(20.0f));
+  float32x4_t t = vmulq_f32(exp_neg_half_sq4(a), normal_tail_ratio4(a)); /* Phi(-|x|) */
+  float32x4_t cdf = vbslq_f32(vcltq_f32(x, vdupq_n_f32(0.0f)), t, vsubq_f32(vdupq_n_f32(1.0f), t));
+  return vmulq_f32(x, cdf);
+}
+
+/* dy (Phi(x) + x phi(x)) = dy r for x < 0, dy (1 - r) for x >= 0, with
+ * r = e (S - |x| / sqrt(2 pi)): one factor e, so the zero of gelu' (x = -0.75)
+ * only sees the error of S. |x| unclamped in w: +-inf give r = 0 (-inf) =
+ * NaN, as the portable formula does; any finite |x| > 20 has e = 0. */
+static inline float32x4_t gelu_grad4(float32x4_t x, float32x4_t dy) {
+  float32x4_t ax = vabsq_f32(x), a = vminq_f32(ax, vdupq_n_f32(20.0f));
+  float32x4_t w = vfmsq_f32(normal_tail_ratio4(a), ax, vdupq_n_f32(0.39894228040143267794f));
+  float32x4_t r = vmulq_f32(exp_neg_half_sq4(a), w);
+  float32x4_t g = vbslq_f32(vcltq_f32(x, vdupq_n_f32(0.0f)), r, vsubq_f32(vdupq_n_f32(1.0f), r));
+  return vmulq_f32(dy, g);
+}
+
+static void gelu_neon(const float *x, float *y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    float32x4_t a = gelu4(vld1q_f32(x + i)), b = gelu4(vld1q_f32(x + i + 4));
+    vst1q_f32(y + i, a);
+    vst1q_f32(y + i + 4, b);
+  }
+  for (; i + 4 <= n; i += 4) vst1q_f32(y + i, gelu4(vld1q_f32(x + i)));
+  if (i < n) {
+    float t[4] = {0, 0, 0, 0};
+    memcpy(t, x + i, (size_t)(n - i) * sizeof(float));
+    vst1q_f32(t, gelu4(vld1q_f32(t)));
+    memcpy(y + i, t, (size_t)(n - i) * sizeof(float));
+  }
+}
+
+static void gelu_backward_neon(const float *x, const float *dy, float *dx, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    float32x4_t a = gelu_grad4(vld1q_f32(x + i), vld1q_f32(dy + i));
+    float32x4_t b = gelu_grad4(vld1q_f32(x + i + 4), vld1q_f32(dy + i + 4));
+    vst1q_f32(dx + i, a);
+    vst1q_f32(dx + i + 4, b);
+  }
+  for (; i + 4 <= n; i += 4) vst1q_f32(dx + i, gelu_grad4(vld1q_f32(x + i), vld1q_f32(dy + i)));
+  if (i < n) {
+    float t[4] = {0, 0, 0, 0}, g[4] = {0, 0, 0, 0};
+    memcpy(t, x + i, (size_t)(n - i) * sizeof(float));
+    memcpy(g, dy + i, (size_t)(n - i) * sizeof(float));
+    vst1q_f32(t, gelu_grad4(vld1q_f32(t), vld1q_f32(g)));
+    memcpy(dx + i, t, (size_t)(n - i) * sizeof(float));
+  }
 }
 
 /* ---- dropout: Philox-4x32-10, word 0, for 4 consecutive counters ---------- */
@@ -394,6 +487,8 @@ static const attn_row_ops neon_row_ops = {
     .name = "neon",
     .vexp = vexp_neon,
     .exp_sub_sum = exp_sub_sum_neon,
+    .gelu = gelu_neon,
+    .gelu_backward = gelu_backward_neon,
     .dropout = dropout_neon,
     .adam = adam_neon,
     .layernorm_row = layernorm_row_neon,
