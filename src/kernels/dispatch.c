@@ -170,6 +170,38 @@ static void lowp_avx512(attn_lowp_ops *l, const attn_cpu_features *f) {
 #endif
 }
 
+/* The best available level (generic when no vector level is). */
+static attn_isa best_level(void) {
+  attn_isa best = ATTN_ISA_GENERIC;
+  for (int i = 0; i < ATTN_ISA_COUNT; i++)
+    if (available[i] && i != ATTN_ISA_GENERIC) best = (attn_isa)i;
+  return best;
+}
+
+/* "generic, avx2, avx512": the available levels, for messages */
+static void level_list(char *buf, size_t n) {
+  buf[0] = '\0';
+  for (int i = 0; i < ATTN_ISA_COUNT; i++)
+    if (available[i])
+      snprintf(buf + strlen(buf), n - strlen(buf), "%s%s", *buf ? ", " : "", NAMES[i]);
+}
+
+/* A level by name ("native": the best): 0 with *out set, 1 for an unknown
+ * name, 2 for a level this CPU or build lacks. */
+static int parse_level(const char *name, attn_isa *out) {
+  if (!strcmp(name, "native")) {
+    *out = best_level();
+    return 0;
+  }
+  for (int i = 0; i < ATTN_ISA_COUNT; i++)
+    if (!strcmp(name, NAMES[i])) {
+      if (!available[i]) return 2;
+      *out = (attn_isa)i;
+      return 0;
+    }
+  return 1;
+}
+
 static void init(void) {
   detect(&detected);
   attn_kern *g = &tables[ATTN_ISA_GENERIC];
@@ -194,30 +226,20 @@ static void init(void) {
           attn_gemm_kernel_neon_f32(), attn_flash_ops_neon());
     available[ATTN_ISA_NEON] = 1;
   }
-  attn_isa best = ATTN_ISA_GENERIC;
-  for (int i = 0; i < ATTN_ISA_COUNT; i++)
-    if (available[i] && i != ATTN_ISA_GENERIC) best = (attn_isa)i;
-  attn_isa pick = best;
+  attn_isa pick = best_level();
   const char *e = getenv("ATTN_CPU");
-  if (e && *e && strcmp(e, "native") != 0) {
-    attn_isa want;
-    int known = 0;
-    for (int i = 0; i < ATTN_ISA_COUNT; i++)
-      if (!strcmp(e, NAMES[i])) want = (attn_isa)i, known = 1;
-    if (known && available[want]) {
-      pick = want;
-      snprintf(reason, sizeof reason, "ATTN_CPU=%s", e);
-    } else {
-      char have[64] = "";
-      for (int i = 0; i < ATTN_ISA_COUNT; i++)
-        if (available[i])
-          snprintf(have + strlen(have), sizeof have - strlen(have), "%s%s", *have ? ", " : "",
-                   NAMES[i]);
-      snprintf(reason, sizeof reason, "ATTN_CPU=%.40s %s (this CPU and build: %s); using %s", e,
-               known ? "is not available" : "is not a level", have, NAMES[best]);
-    }
+  int bad = e && *e ? parse_level(e, &pick) : 0;
+  if (bad) {
+    char have[64];
+    level_list(have, sizeof have);
+    pick = best_level();
+    snprintf(reason, sizeof reason, "ATTN_CPU=%.40s %s (this CPU and build: %s); using %s", e,
+             bad == 1 ? "is not a level" : "is not available", have, NAMES[pick]);
+  } else if (e && *e && strcmp(e, "native") != 0) {
+    snprintf(reason, sizeof reason, "ATTN_CPU=%s", e);
   } else {
-    snprintf(reason, sizeof reason, "the best this CPU and build have%s", e && *e ? " (ATTN_CPU=native)" : "");
+    snprintf(reason, sizeof reason, "the best this CPU and build have%s",
+             e && *e ? " (ATTN_CPU=native)" : "");
   }
   active = &tables[pick];
   allowed = features_of(pick);
@@ -261,26 +283,13 @@ const char *attn_isa_reason(void) {
 attn_status attn_isa_from_name(const char *name, attn_isa *out) {
   ensure();
   if (!name || !out) return attn_set_error(ATTN_EINVAL, "isa: NULL argument");
-  char have[64] = "";
-  attn_isa best = ATTN_ISA_GENERIC;
-  for (int i = 0; i < ATTN_ISA_COUNT; i++)
-    if (available[i]) {
-      snprintf(have + strlen(have), sizeof have - strlen(have), "%s%s", *have ? ", " : "",
-               NAMES[i]);
-      if (i != ATTN_ISA_GENERIC) best = (attn_isa)i;
-    }
-  if (!strcmp(name, "native")) {
-    *out = best;
-    return ATTN_OK;
-  }
-  for (int i = 0; i < ATTN_ISA_COUNT; i++)
-    if (!strcmp(name, NAMES[i])) {
-      if (!available[i])
-        return attn_set_error(ATTN_EUNSUPPORTED,
-                              "isa '%s' is not available (this CPU and build: %s)", name, have);
-      *out = (attn_isa)i;
-      return ATTN_OK;
-    }
+  int bad = parse_level(name, out);
+  if (!bad) return ATTN_OK;
+  char have[64];
+  level_list(have, sizeof have);
+  if (bad == 2)
+    return attn_set_error(ATTN_EUNSUPPORTED, "isa '%s' is not available (this CPU and build: %s)",
+                          name, have);
   return attn_set_error(ATTN_EINVAL, "isa '%s' is not a level (generic, avx2, avx512, neon, "
                                      "native; this CPU and build: %s)",
                         name, have);
