@@ -1,4 +1,5 @@
-/* bf16 flash attention (attn/sdpa_bf16.h), AMX and portable paths, against
+/* bf16 flash attention (attn/sdpa_bf16.h), every path (portable, simd, amx,
+ * f32) this machine has, against
  * the f32 math path run on the same bf16-valued inputs (q, k, v rounded to
  * bf16 first, so only the kernel's own rounding is measured).
  *
@@ -8,8 +9,10 @@
  *   lse: f32 throughout (exp and summation order only): 2e-5 + 2e-5 |lse|.
  *   grads: dout, P and dS are rounded to bf16 (2^-9 each) as GEMM operands:
  *        2^-7 of each gradient tensor's largest magnitude, + 1e-4.
- * AMX against portable: both within the tolerances above of math (they
- * differ in summation order and exp only); 1 vs 2 threads: bit-identical. */
+ * AMX and SIMD against portable: all within the tolerances above of math
+ * (they differ in summation order and exp only); the f32 path (f32
+ * arithmetic on the bf16 values) well inside them; 1 vs 2 threads:
+ * bit-identical. */
 #include <stdint.h>
 
 #include "attn/sdpa_bf16.h"
@@ -20,6 +23,14 @@
 #include "sdpa_problem.h"
 
 static int have_amx(void) { return attn_sdpa_bf16_path_available(ATTN_LOWP_AMX); }
+
+/* The paths every case runs (those this machine has are run). */
+static const attn_lowp_path PATHS[] = {ATTN_LOWP_PORTABLE, ATTN_LOWP_SIMD, ATTN_LOWP_AMX,
+                                       ATTN_LOWP_F32};
+enum { NPATHS = sizeof PATHS / sizeof PATHS[0] };
+static const char *path_name(attn_lowp_path p) {
+  return p == ATTN_LOWP_AMX ? "amx" : p == ATTN_LOWP_SIMD ? "simd" : p == ATTN_LOWP_F32 ? "f32" : "portable";
+}
 
 /* A problem with q, k, v and dout rounded to bf16 (tests/sdpa_problem.h). */
 static void make_problem(const sdpa_cfg *c, unsigned seed, sdpa_problem *p) {
@@ -56,15 +67,15 @@ static void compare_case(attn_lowp_path path, const sdpa_cfg *c, unsigned seed, 
       free(g0[i]), free(g1[i]);
     }
   }
-  if (h_case_failed) sdpa_print_case(path == ATTN_LOWP_AMX ? "amx" : "portable", c, seed);
+  if (h_case_failed) sdpa_print_case(path_name(path), c, seed);
   h_case_failed |= before;
   free(o0), free(o1), free(l0), free(l1);
   sdpa_free_problem(&p);
 }
 
 static void for_each_path(const sdpa_cfg *c, unsigned seed, int backward) {
-  compare_case(ATTN_LOWP_PORTABLE, c, seed, backward);
-  if (have_amx()) compare_case(ATTN_LOWP_AMX, c, seed, backward);
+  for (int i = 0; i < NPATHS; i++)
+    if (attn_sdpa_bf16_path_available(PATHS[i])) compare_case(PATHS[i], c, seed, backward);
 }
 
 /* the shape suite (tests/sdpa_cases.h), forward and backward */
@@ -81,9 +92,9 @@ static void test_random_shapes(void) { sdpa_cases_random(run_case, 12345, 24, 80
 static void test_fully_masked_rows(void) {
   sdpa_cfg c = sdpa_masked_rows_cfg();
   c.wl = 0; /* each row sees its own key only */
-  for (int pth = 0; pth < 2; pth++) {
-    attn_lowp_path path = pth ? ATTN_LOWP_AMX : ATTN_LOWP_PORTABLE;
-    if (pth && !have_amx()) continue;
+  for (int pth = 0; pth < NPATHS; pth++) {
+    attn_lowp_path path = PATHS[pth];
+    if (!attn_sdpa_bf16_path_available(path)) continue;
     sdpa_problem p;
     make_problem(&c, 900, &p);
     sdpa_hide_row(&p, 1, 3); /* every key of batch 1's row 3 masked by the bool mask too */
@@ -139,16 +150,16 @@ static void nan_case(attn_lowp_path path, int kind, int causal) {
       free(g0[t]), free(g1[t]);
   }
   if (h_case_failed)
-    printf("  ^ %s kind %d causal %d\n", path == ATTN_LOWP_AMX ? "amx" : "portable", kind, causal);
+    printf("  ^ %s kind %d causal %d\n", path_name(path), kind, causal);
   h_case_failed |= before;
   free(o0), free(o1), free(l0), free(l1);
   sdpa_free_problem(&p);
 }
 
 static void test_nan_and_inf_propagate(void) {
-  for (int pth = 0; pth < 2; pth++) {
-    attn_lowp_path path = pth ? ATTN_LOWP_AMX : ATTN_LOWP_PORTABLE;
-    if (pth && !have_amx()) continue;
+  for (int pth = 0; pth < NPATHS; pth++) {
+    attn_lowp_path path = PATHS[pth];
+    if (!attn_sdpa_bf16_path_available(path)) continue;
     nan_case(path, 0, 0);
     nan_case(path, 0, 1);
     for (int kind = 1; kind <= 5; kind++)
@@ -181,9 +192,9 @@ static void test_threads_bit_identical(void) {
   c.key_lens = 1;
   c.B = 2;
   int saved = attn_get_num_threads();
-  for (int pth = 0; pth < 2; pth++) {
-    attn_lowp_path path = pth ? ATTN_LOWP_AMX : ATTN_LOWP_PORTABLE;
-    if (pth && !have_amx()) continue;
+  for (int pth = 0; pth < NPATHS; pth++) {
+    attn_lowp_path path = PATHS[pth];
+    if (!attn_sdpa_bf16_path_available(path)) continue;
     sdpa_problem p;
     make_problem(&c, 990, &p);
     float *o[2], *l[2], *g[2][3];
@@ -218,7 +229,10 @@ static void test_errors(void) {
   float o[2 * 8 * 64], l[16];
   CHECK_ERR(attn_sdpa_forward_bf16(&p.d, p.qh, p.kh, p.vh, NULL, l), ATTN_EINVAL);
   CHECK_ERR(attn_sdpa_forward_bf16(&p.d, p.qh, p.kh, p.vh, o, NULL), ATTN_EINVAL);
-  CHECK_ERR(attn_sdpa_forward_bf16_path(ATTN_LOWP_SIMD, &p.d, p.qh, p.kh, p.vh, o, l),
+  if (!attn_sdpa_bf16_path_available(ATTN_LOWP_SIMD))
+    CHECK_ERR(attn_sdpa_forward_bf16_path(ATTN_LOWP_SIMD, &p.d, p.qh, p.kh, p.vh, o, l),
+              ATTN_EUNSUPPORTED);
+  CHECK_ERR(attn_sdpa_forward_bf16_path((attn_lowp_path)99, &p.d, p.qh, p.kh, p.vh, o, l),
             ATTN_EUNSUPPORTED);
   if (!have_amx())
     CHECK_ERR(attn_sdpa_forward_bf16_path(ATTN_LOWP_AMX, &p.d, p.qh, p.kh, p.vh, o, l),
@@ -240,7 +254,8 @@ static void test_errors(void) {
 }
 
 /* A refused tile permission: the AMX path is unavailable, AUTO runs the
- * portable kernels (bit for bit), and asking for AMX is an error. */
+ * next path (simd where the CPU has a bf16 dot product, else f32; bit for
+ * bit), and asking for AMX is an error. */
 static int refuse(void) { return -1; }
 static void test_amx_refused_falls_back(void) {
   sdpa_cfg c = sdpa_plain(45, 77, 64);
@@ -252,9 +267,10 @@ static void test_amx_refused_falls_back(void) {
   float *g0 = sdpa_zeros(p.nq), *g1 = sdpa_zeros(p.nq), *k0 = sdpa_zeros(p.nk),
         *k1 = sdpa_zeros(p.nk);
   float *v0 = sdpa_zeros(p.nv), *v1 = sdpa_zeros(p.nv);
-  CHECK_OK(attn_sdpa_forward_bf16_path(ATTN_LOWP_PORTABLE, &p.d, p.qh, p.kh, p.vh, o0, l0));
-  CHECK_OK(attn_sdpa_backward_bf16_path(ATTN_LOWP_PORTABLE, &p.d, p.qh, p.kh, p.vh, o0, l0, p.dout,
-                                        g0, k0, v0));
+  const attn_lowp_path next =
+      attn_sdpa_bf16_path_available(ATTN_LOWP_SIMD) ? ATTN_LOWP_SIMD : ATTN_LOWP_F32;
+  CHECK_OK(attn_sdpa_forward_bf16_path(next, &p.d, p.qh, p.kh, p.vh, o0, l0));
+  CHECK_OK(attn_sdpa_backward_bf16_path(next, &p.d, p.qh, p.kh, p.vh, o0, l0, p.dout, g0, k0, v0));
   attn_amx_set_request_hook(refuse);
   CHECK(!attn_sdpa_bf16_path_available(ATTN_LOWP_AMX));
   CHECK_ERR(attn_sdpa_forward_bf16_path(ATTN_LOWP_AMX, &p.d, p.qh, p.kh, p.vh, o1, l1),
@@ -271,7 +287,10 @@ static void test_amx_refused_falls_back(void) {
 }
 
 int main(void) {
-  printf("# bf16 flash: AMX path %s\n", have_amx() ? "available" : "not available (portable only)");
+  printf("# bf16 flash paths here:");
+  for (int i = 0; i < NPATHS; i++)
+    if (attn_sdpa_bf16_path_available(PATHS[i])) printf(" %s", path_name(PATHS[i]));
+  printf("\n");
   backward_on = 1;
   /* one thread for the shape sweeps (many small calls: no barrier waits on a
    * busy machine); test_threads_bit_identical runs 1 and 2 */

@@ -69,7 +69,11 @@ typedef enum {
   ATTN_LOWP_AUTO = 0,
   ATTN_LOWP_PORTABLE,
   ATTN_LOWP_SIMD,
-  ATTN_LOWP_AMX
+  ATTN_LOWP_AMX,
+  /* bf16 flash attention only: the bf16 operands widened to f32 a block at
+   * a time and run on the active level's f32 flash kernels (bf16 storage,
+   * f32 arithmetic; every level) */
+  ATTN_LOWP_F32
 } attn_lowp_path;
 /* 1 if `path` can run `dtype` ("bf16", "f16", "i8") here, else 0. */
 int attn_lowp_path_available(attn_lowp_path path, const char *dtype);

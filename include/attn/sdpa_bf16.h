@@ -51,9 +51,16 @@ attn_status attn_sdpa_backward_bf16(const attn_sdpa_desc *d, const uint16_t *q, 
                                     const uint16_t *v, const float *out, const float *lse,
                                     const float *dout, float *dq, float *dk, float *dv);
 
-/* The same with the path forced: ATTN_LOWP_AUTO (as above), ATTN_LOWP_PORTABLE
- * or ATTN_LOWP_AMX (ATTN_EUNSUPPORTED where unavailable); ATTN_LOWP_SIMD is
- * not a path here (ATTN_EUNSUPPORTED). */
+/* The same with the path forced (ATTN_EUNSUPPORTED where unavailable):
+ *   ATTN_LOWP_AUTO      AMX, else SIMD where the CPU has a bf16 dot product
+ *                       (AVX512_BF16), else F32
+ *   ATTN_LOWP_PORTABLE  portable C tiles (p rounded to bf16 before P·V, as
+ *                       the bf16 tile paths)
+ *   ATTN_LOWP_SIMD      the bf16 tiles on the vector units (VDPBF16PS)
+ *   ATTN_LOWP_AMX       AMX tiles (AMX-BF16 and the tile permission)
+ *   ATTN_LOWP_F32       q, k, v widened to f32 a block at a time and run on
+ *                       the level's f32 flash (the f32 results on the
+ *                       bf16 values; any level) */
 attn_status attn_sdpa_forward_bf16_path(attn_lowp_path path, const attn_sdpa_desc *d,
                                         const uint16_t *q, const uint16_t *k, const uint16_t *v,
                                         float *out, float *lse);

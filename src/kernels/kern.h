@@ -136,9 +136,11 @@ typedef struct {
   /* GEMM micro-kernels by path: SIMD bf16 (dot products), SIMD f16 / bf16
    * converted to f32, SIMD int8, AMX bf16 and int8 */
   const attn_lowp_kernel *bf16_simd, *f32cvt_simd, *i8_simd, *bf16_amx, *i8_amx;
-  /* flash attention: bf16 tiles on AMX, int8 scores (VNNI, AMX), and the
-   * int8 path's row helpers (NULL: portable) */
-  const attn_flash_bf16_ops *flash_bf16_amx;
+  /* flash attention: bf16 tiles on AMX and on the vector units (AVX512_BF16
+   * VDPBF16PS; at levels without a bf16 dot product, bf16 widened to f32 and
+   * FMA), int8 scores (VNNI, AMX), and the int8 path's row helpers (NULL:
+   * portable) */
+  const attn_flash_bf16_ops *flash_bf16_amx, *flash_bf16_simd;
   attn_i8_scores_fn i8_scores_simd, i8_scores_amx;
   attn_i8_quantize_fn i8_quantize_row;
   attn_i8_dequant_fn i8_dequant;

@@ -31,30 +31,59 @@ int attn_flash_bf16_amx_usable(void) {
   return attn_kern_get()->lowp.flash_bf16_amx && attn_amx_ready();
 }
 
-int attn_sdpa_bf16_path_available(attn_lowp_path path) {
-  if (path == ATTN_LOWP_AUTO || path == ATTN_LOWP_PORTABLE) return 1;
-  if (path == ATTN_LOWP_AMX) return attn_flash_bf16_amx_usable();
-  return 0;
+/* The vector units' bf16 tiles where the level has a bf16 dot product
+ * (AVX512_BF16), else NULL. */
+static const attn_flash_bf16_ops *simd_tiles(void) {
+  const attn_lowp_ops *l = &attn_kern_get()->lowp;
+  return l->bf16_simd ? l->flash_bf16_simd : NULL;
 }
 
-/* The kernels for path, or NULL (error set). */
-static const attn_flash_bf16_ops *ops_for(attn_lowp_path path) {
+int attn_sdpa_bf16_path_available(attn_lowp_path path) {
   switch (path) {
   case ATTN_LOWP_AUTO:
-    return attn_flash_bf16_amx_usable() ? attn_kern_get()->lowp.flash_bf16_amx : attn_flash_bf16_ops_generic();
-  case ATTN_LOWP_PORTABLE: return attn_flash_bf16_ops_generic();
-  case ATTN_LOWP_AMX:
-    if (attn_flash_bf16_amx_usable()) return attn_kern_get()->lowp.flash_bf16_amx;
-    attn_set_error(ATTN_EUNSUPPORTED, "sdpa bf16: AMX-BF16 (with AVX512_BF16 and the tile "
-                                      "permission) is not available on this CPU");
-    return NULL;
-  default:
-    attn_set_error(ATTN_EUNSUPPORTED,
-                   "sdpa bf16: path %d is not a bf16 flash path (auto, "
-                   "portable or amx)",
-                   (int)path);
-    return NULL;
+  case ATTN_LOWP_PORTABLE:
+  case ATTN_LOWP_F32: return 1;
+  case ATTN_LOWP_SIMD: return simd_tiles() != NULL;
+  case ATTN_LOWP_AMX: return attn_flash_bf16_amx_usable();
+  default: return 0;
   }
+}
+
+/* The route of path: bf16 tiles (r->tiles) or the f32 flash on widened
+ * operands (r->f32); ATTN_EUNSUPPORTED with the error set. */
+attn_status attn_sdpa_bf16_route_of(attn_lowp_path path, attn_bf16_route *r) {
+  r->tiles = NULL;
+  r->f32 = NULL;
+  if (path == ATTN_LOWP_AUTO)
+    path = attn_flash_bf16_amx_usable() ? ATTN_LOWP_AMX : simd_tiles() ? ATTN_LOWP_SIMD : ATTN_LOWP_F32;
+  switch (path) {
+  case ATTN_LOWP_PORTABLE: r->tiles = attn_flash_bf16_ops_generic(); return ATTN_OK;
+  case ATTN_LOWP_F32: r->f32 = attn_kern_get()->flash; return ATTN_OK;
+  case ATTN_LOWP_SIMD:
+    if ((r->tiles = simd_tiles())) return ATTN_OK;
+    return attn_set_error(ATTN_EUNSUPPORTED, "sdpa bf16: the simd path needs a bf16 dot product "
+                                             "(AVX512_BF16) at the active level (%s); the f32 "
+                                             "path (ATTN_LOWP_F32) runs bf16 on every level",
+                          attn_kern_get()->name);
+  case ATTN_LOWP_AMX:
+    if ((r->tiles = attn_flash_bf16_amx_usable() ? attn_kern_get()->lowp.flash_bf16_amx : NULL))
+      return ATTN_OK;
+    return attn_set_error(ATTN_EUNSUPPORTED, "sdpa bf16: AMX-BF16 (with AVX512_BF16 and the tile "
+                                             "permission) is not available on this CPU");
+  default:
+    return attn_set_error(ATTN_EUNSUPPORTED,
+                          "sdpa bf16: path %d is not a bf16 flash path (auto, portable, simd, amx "
+                          "or f32)",
+                          (int)path);
+  }
+}
+
+/* The f32 flash's view of bf16 q, k, v: widened a block at a time. */
+void attn_sdpa_bf16_f32_in(const uint16_t *q, const uint16_t *k, const uint16_t *v,
+                           attn_flash_in *in) {
+  in->q = in->k = in->v = NULL;
+  in->q16 = q, in->k16 = k, in->v16 = v;
+  in->cvt = attn_kern_get()->row.bf16_to_f32;
 }
 
 /* The common checks of forward and backward; fills rs. */
@@ -326,10 +355,16 @@ attn_status attn_sdpa_forward_bf16_path(attn_lowp_path path, const attn_sdpa_des
   attn_sdpa_resolved rs;
   attn_status st = check_desc(d, q, k, v, &rs);
   if (st) return st;
-  const attn_flash_bf16_ops *ops = ops_for(path);
-  if (!ops) return ATTN_EUNSUPPORTED;
+  attn_bf16_route route;
+  if ((st = attn_sdpa_bf16_route_of(path, &route))) return st;
   if ((!out || !lse) && d->Lq > 0)
     return attn_set_error(ATTN_EINVAL, "sdpa bf16: %s is NULL", !out ? "out" : "lse");
+  if (route.f32) {
+    attn_flash_in in;
+    attn_sdpa_bf16_f32_in(q, k, v, &in);
+    return attn_sdpa_forward_flash_in(route.f32, d, &in, out, lse);
+  }
+  const attn_flash_bf16_ops *ops = route.tiles;
   if (d->Lq == 0) return ATTN_OK;
   const int64_t B = d->B, Hq = d->Hq, Hkv = d->Hkv;
   const int64_t nkb = attn_ceil_div(d->Lk, BC), nqb = attn_ceil_div(d->Lq, BQ);
@@ -380,10 +415,9 @@ attn_status attn_sdpa_forward_bf16(const attn_sdpa_desc *d, const uint16_t *q, c
 }
 
 attn_status attn_sdpa_bf16_check(const attn_sdpa_desc *d, const uint16_t *q, const uint16_t *k,
-                                 const uint16_t *v, attn_sdpa_resolved *rs,
-                                 const attn_flash_bf16_ops **ops, attn_lowp_path path) {
+                                 const uint16_t *v, attn_sdpa_resolved *rs, attn_bf16_route *route,
+                                 attn_lowp_path path) {
   attn_status st = check_desc(d, q, k, v, rs);
   if (st) return st;
-  *ops = ops_for(path);
-  return *ops ? ATTN_OK : ATTN_EUNSUPPORTED;
+  return attn_sdpa_bf16_route_of(path, route);
 }

@@ -25,6 +25,7 @@
 
 #include "attn/lowp.h"
 #include "attn/sdpa_bf16.h"
+#include "kernels/sdpa_flash.h"
 #include "kernels/sdpa_internal.h"
 
 enum {
@@ -94,11 +95,20 @@ void attn_bf16_pack_pairs(const uint16_t *x, int64_t ldx, int n, int64_t ncol, i
                           uint16_t *y);
 
 /* ---- shared by forward and backward (sdpa_flash_bf16.c) ----------------- */
+/* What a path runs: the bf16 tile loops on tiles, or (f32 set) the f32 flash
+ * loops with those tile kernels on q, k, v widened to f32 (attn_flash_in). */
+typedef struct {
+  const attn_flash_bf16_ops *tiles;
+  const attn_flash_ops *f32;
+} attn_bf16_route;
+attn_status attn_sdpa_bf16_route_of(attn_lowp_path path, attn_bf16_route *r);
+void attn_sdpa_bf16_f32_in(const uint16_t *q, const uint16_t *k, const uint16_t *v,
+                           attn_flash_in *in);
 /* Checks the descriptor (attn_sdpa_validate plus the bf16 limits) and picks
- * the kernels of path; error set on failure. */
+ * the route of path; error set on failure. */
 attn_status attn_sdpa_bf16_check(const attn_sdpa_desc *d, const uint16_t *q, const uint16_t *k,
-                                 const uint16_t *v, attn_sdpa_resolved *rs,
-                                 const attn_flash_bf16_ops **ops, attn_lowp_path path);
+                                 const uint16_t *v, attn_sdpa_resolved *rs, attn_bf16_route *route,
+                                 attn_lowp_path path);
 /* 64-byte aligned, or NULL with the error set. */
 void *attn_bf16_alloc(int64_t bytes, const char *what);
 /* Column range lo[r] <= j < hi[r] (block-relative) of the 16 query lanes

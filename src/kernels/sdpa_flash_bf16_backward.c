@@ -165,10 +165,16 @@ attn_status attn_sdpa_backward_bf16_path(attn_lowp_path path, const attn_sdpa_de
                                          const float *out, const float *lse, const float *dout,
                                          float *dq, float *dk, float *dv) {
   attn_sdpa_resolved rs;
-  const attn_flash_bf16_ops *ops;
-  attn_status st = attn_sdpa_bf16_check(d, q, k, v, &rs, &ops, path);
+  attn_bf16_route route;
+  attn_status st = attn_sdpa_bf16_check(d, q, k, v, &rs, &route, path);
   if (st) return st;
   if ((st = attn_sdpa_check_backward_ptrs(d, "sdpa bf16 backward", out, lse, dout, dq, dk, dv))) return st;
+  if (route.f32) {
+    attn_flash_in in;
+    attn_sdpa_bf16_f32_in(q, k, v, &in);
+    return attn_sdpa_backward_flash_in(route.f32, d, &in, out, lse, dout, dq, dk, dv);
+  }
+  const attn_flash_bf16_ops *ops = route.tiles;
   const int64_t B = d->B, Hq = d->Hq, Hkv = d->Hkv, Lq = d->Lq, D = d->D, Dv = d->Dv;
   const int64_t nkb = attn_ceil_div(d->Lk, BC);
   if (nkb == 0) { /* no keys: every row is fully masked */

@@ -106,6 +106,7 @@ static attn_status pick(attn_lowp_path path, i8_kernels *kr) {
     if (!vnni_usable())
       return attn_set_error(ATTN_EUNSUPPORTED, "sdpa i8: AVX512_VNNI is not available on this CPU");
     kr->scores = l->i8_scores_simd;
+    if (l->flash_bf16_simd) kr->ops = l->flash_bf16_simd;
     return ATTN_OK;
   case ATTN_LOWP_AMX:
     if (!amx_usable())
