@@ -152,7 +152,10 @@ static void lowp_avx512(attn_lowp_ops *l, const attn_cpu_features *f) {
   l->i8_quantize_row = attn_i8_quantize_row_avx512();
   l->i8_dequant = attn_i8_dequant_avx512();
   l->i8_colsum = attn_i8_colsum_avx512();
-  if (f->avx512_bf16) l->bf16_simd = attn_lowp_kernel_bf16_avx512();
+  if (f->avx512_bf16) {
+    l->bf16_simd = attn_lowp_kernel_bf16_avx512();
+    l->flash_bf16_simd = attn_flash_bf16_ops_avx512();
+  }
   if (f->avx512_vnni) {
     l->i8_simd = attn_lowp_kernel_i8_vnni();
     l->i8_scores_simd = attn_flash_i8_scores_vnni();

@@ -12,5 +12,12 @@
 #define ATTN_AVX512_INLINE                                                                         \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c"), always_inline))      \
   static inline
+/* avx512 with AVX512_BF16 (VDPBF16PS, VCVTNE2PS2BF16): Cooper Lake,
+ * Sapphire Rapids, Zen 4; used only where the CPU has it (dispatch.c) */
+#define ATTN_AVX512_BF16                                                                           \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx2,fma,f16c")))
+#define ATTN_AVX512_BF16_INLINE                                                                    \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx2,fma,f16c"),            \
+                 always_inline)) static inline
 
 #endif

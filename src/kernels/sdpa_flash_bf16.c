@@ -230,13 +230,13 @@ typedef struct {
   const attn_flash_bf16_ops *ops;
   const uint16_t *kh, *qp; /* the (b, kv head)'s packed k rows; the item's q groups */
   int64_t Dp;
-  int dc;
+  int dc, np; /* depth chunks of 32; depth pairs */
   float *st;
 } bf16_scores;
 
 static void bf16_scores_issue(const void *ctx, const step_t *s, int buf) {
   const bf16_scores *c = ctx;
-  c->ops->scores(c->kh + s->kb * BC * c->Dp, c->Dp, c->dc, c->qp + s->g * c->dc * 512,
+  c->ops->scores(c->kh + s->kb * BC * c->Dp, c->Dp, c->dc, c->np, c->qp + s->g * c->dc * 512,
                  c->st + buf * BC * QT);
 }
 
@@ -262,7 +262,7 @@ static void forward_item(const fwd_ctx *x, int64_t b, int64_t h, int64_t i0, int
     attn_bf16_pack_qp(qh + (i0 + g * QT) * rs->q[2], rs->q[2], R, d->D, (int)dc, qp + g * dc * 512);
   }
   const bf16_scores sc = {x->ops, x->kp + (b * d->Hkv + kvh) * x->nkb * BC * Dp, qp, Dp, (int)dc,
-                          st};
+                          (int)((d->D + 1) / 2), st};
   const attn_bf16_scores_stage stage = {bf16_scores_issue, bf16_scores_logits, &sc};
   attn_bf16_item_steps(x->ops, d, b, h, i0, nq, rs->scale, &stage,
                        x->vt + (b * d->Hkv + kvh) * x->nkb * dvt * 16 * BC, dvt, ot, m, l, p);

@@ -46,8 +46,9 @@ typedef struct {
   const char *name;
   void (*begin)(void); /* per thread, before the first tile op (AMX config) */
   void (*end)(void);
-  /* st [64][16] = K rows (64 rows ldk elements apart, dc chunks of 32) · Qpᵀ */
-  void (*scores)(const uint16_t *k, int64_t ldk, int dc, const uint16_t *qp, float *st);
+  /* st [64][16] = K rows (64 rows ldk elements apart, dc chunks of 32) · Qpᵀ;
+   * depth pairs np..16 dc-1 are zero in both (a kernel may skip them) */
+  void (*scores)(const uint16_t *k, int64_t ldk, int dc, int np, const uint16_t *qp, float *st);
   /* Online softmax over one key block, per query lane q < 16: logits
    * t[j] = scale * st[j][q] where lo[q] <= j < hi[q] (lo NULL: all 64), -inf
    * elsewhere; mb = max_j t; m moves to mb if mb > m + TAU; alpha = e^(m_old
@@ -74,6 +75,16 @@ typedef struct {
 } attn_flash_bf16_ops;
 
 const attn_flash_bf16_ops *attn_flash_bf16_ops_generic(void);
+/* NULL where the build has no x86 code; needs AVX512_BF16 (dispatch.c). */
+const attn_flash_bf16_ops *attn_flash_bf16_ops_avx512(void);
+/* The AVX512_BF16 softmax and probs_grad tiles (sdpa_flash_bf16_avx512.c),
+ * shared by the AVX512_BF16 and the AMX sets. */
+int attn_flash_bf16_softmax_avx512(const float *st, float scale, const int *lo, const int *hi,
+                                   float *m, float *l, float *alpha, uint16_t *p);
+void attn_flash_bf16_probs_grad_avx512(const float *st, const float *dpt, float scale,
+                                       const int *lo, const int *hi, const float *lse,
+                                       const float *di, float dscale, uint16_t *pt, uint16_t *dst,
+                                       int64_t ldt, uint16_t *dsv);
 /* NULL where the build has no AMX code; usable only when
  * attn_flash_bf16_amx_usable() says so. */
 const attn_flash_bf16_ops *attn_flash_bf16_ops_amx(void);

@@ -121,8 +121,10 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, voi
             int full = 1;
             for (int r = 0; r < QT; r++)
               full &= lo[r] == 0 && hi[r] == BC;
-            ops->scores(kpb, 32 * dc, dc, x->qp + (bh * nq16 + i / QT) * dc * 512, st);
-            ops->scores(vrb, 32 * dvc, dvc, x->dop + (bh * nq16 + i / QT) * dvc * 512, dpt);
+            ops->scores(kpb, 32 * dc, dc, (int)((d->D + 1) / 2),
+                        x->qp + (bh * nq16 + i / QT) * dc * 512, st);
+            ops->scores(vrb, 32 * dvc, dvc, (int)((d->Dv + 1) / 2),
+                        x->dop + (bh * nq16 + i / QT) * dvc * 512, dpt);
             if (masks) {
               for (int j = 0; j < BC; j++)
                 for (int r = 0; r < QT; r++)

@@ -24,7 +24,9 @@ static inline float b_at(const uint16_t *t, int64_t e, int q) {
 
 static void nop(void) {}
 
-static void scores_generic(const uint16_t *k, int64_t ldk, int dc, const uint16_t *qp, float *st) {
+static void scores_generic(const uint16_t *k, int64_t ldk, int dc, int np, const uint16_t *qp,
+                           float *st) {
+  (void)np;
   float qf[QT][ATTN_BF16_DMAX];
   for (int q = 0; q < QT; q++)
     for (int64_t e = 0; e < 32 * dc; e++)
