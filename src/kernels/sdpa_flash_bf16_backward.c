@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "attn/kernels.h"
+#include "kernels/kern.h"
 #include "kernels/sdpa_flash_bf16.h"
 #include "kernels/util.h"
 
@@ -217,6 +218,8 @@ attn_status attn_sdpa_backward_bf16_path(attn_lowp_path path, const attn_sdpa_de
   uint16_t *kp = p16, *vr = kp + n_kp, *kt = vr + n_vr, *qp = kt + n_kt, *dop = qp + n_qp;
   uint16_t *qv = dop + n_dop, *dov = qv + n_qv, *doh = dov + n_dov; /* doh: dout as bf16 */
   float *di = p32, *dqt = di + B * Hq * Lq;
+  /* the level's conversion: the same bits as attn_f32_to_bf16_n */
+  void (*to_bf16)(const float *, uint16_t *, int64_t) = attn_kern_get()->row.f32_to_bf16;
   bwd_ctx x = {ops, d,   &rs, lse, di,  dk,  dv, dqt, kp,  vr,  kt,
                qp,  dop, qv,  dov, nkb, Lqp, C,  dc,  dvc, ntk, ntv};
 #pragma omp parallel num_threads(nt)
@@ -230,10 +233,14 @@ attn_status attn_sdpa_backward_bf16_path(attn_lowp_path path, const attn_sdpa_de
       int64_t bh = t / Lq, i = t % Lq, b = bh / Hq, h = bh % Hq;
       const float *o = out + b * rs.o[0] + h * rs.o[1] + i * rs.o[2];
       uint16_t *g16 = doh + t * Dv;
-      attn_f32_to_bf16_n(dout + b * rs.o[0] + h * rs.o[1] + i * rs.o[2], g16, Dv);
+      to_bf16(dout + b * rs.o[0] + h * rs.o[1] + i * rs.o[2], g16, Dv);
       double acc = 0;
-      for (int64_t e = 0; e < Dv; e++)
-        acc += (double)o[e] * attn_bf16_to_f32(g16[e]);
+      for (int64_t e = 0; e < Dv; e++) {
+        const uint32_t u = (uint32_t)g16[e] << 16; /* bf16 -> f32, exact */
+        float g;
+        memcpy(&g, &u, sizeof g);
+        acc += (double)o[e] * g;
+      }
       di[t] = (float)acc;
     }
 #pragma omp for schedule(static)
