@@ -70,6 +70,10 @@ attn_status attn_sdpa_backward_bf16_path(attn_lowp_path path, const attn_sdpa_de
                                          float *dq, float *dk, float *dv);
 /* 1 if path can run here ("amx" needs the CPU features and tile permission). */
 int attn_sdpa_bf16_path_available(attn_lowp_path path);
+/* What path runs here (AUTO: the one it picks): "amx", "avx512_bf16",
+ * "portable", "f32" (the level's f32 flash on widened operands), or "?"
+ * where it is unavailable. */
+const char *attn_sdpa_bf16_path_name(attn_lowp_path path);
 
 #ifdef __cplusplus
 }

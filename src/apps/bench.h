@@ -39,6 +39,8 @@ const char *attn_bench_peak_isa(void);
 /* AMX bf16 (TDPBF16PS) peak in GFLOP/s with `threads` threads, measured
  * once and cached (bench_lowp.c); 0 where AMX is unavailable. */
 double attn_bench_amx_bf16_peak_gflops(int threads);
+/* AVX512_BF16 (VDPBF16PS) peak, the same way; 0 where unavailable. */
+double attn_bench_avx512_bf16_peak_gflops(int threads);
 /* Monotonic wall clock in seconds. */
 double attn_bench_now(void);
 /* Median of n values (sorts v in place). */

@@ -176,6 +176,7 @@ static double peak_gops(peak_kind k, int threads) {
 }
 
 double attn_bench_amx_bf16_peak_gflops(int threads) { return peak_gops(PK_AMX_BF16, threads); }
+double attn_bench_avx512_bf16_peak_gflops(int threads) { return peak_gops(PK_BF16, threads); }
 
 static void fill(float *x, size_t n, unsigned seed) {
   unsigned s = seed * 2654435761u + 1u;

@@ -69,15 +69,17 @@ static void sdpa_usage(FILE *out) {
                "  with any variant, plain flash is also timed on the same shape and\n"
                "  vs_plain = CPU time of the case / CPU time of plain flash (backward: with\n"
                "  the table gradients)\n"
-               "  --dtype bf16   bf16 q, k, v through attn_sdpa_forward/backward_bf16 (AMX);\n"
+               "  --dtype bf16   bf16 q, k, v through attn_sdpa_forward/backward_bf16 (AMX,\n"
+               "                 AVX512_BF16, else bf16 widened onto the f32 flash);\n"
                "                 the f32 flash is timed on the same shape: f32_ms, vs_f32 =\n"
-               "                 f32 time / bf16 time, %%amx = GFLOP/s of the AMX bf16 peak\n"
+               "                 f32 time / bf16 time, %%bf16 = GFLOP/s against the bf16\n"
+               "                 dot-product peak of the unit (AMX or AVX512_BF16)\n"
                "  --dtype fp16   fp16 q, k, v through attn_sdpa_forward/backward_f16 (f32\n"
                "                 arithmetic, so %%peak is of the fp32 FMA peak as for f32);\n"
-               "                 f32_ms, vs_f32 as for bf16 (no %%amx)\n"
+               "                 f32_ms, vs_f32 as for bf16 (no %%bf16)\n"
                "  --dtype int8   f32 q, k, v through attn_sdpa_forward_i8 (int8 q·kᵀ, bf16 P·V;\n"
-               "                 forward only); f32_ms, vs_f32 as for bf16; %%amx against the\n"
-               "                 AMX bf16 peak (the P·V half's rate; the int8 half's peak is 2x)\n"
+               "                 forward only); f32_ms, vs_f32 as for bf16; %%bf16 as for bf16\n"
+               "                 (the P·V half's rate; the int8 half's peak is 2x)\n"
                "  --json FILE    also write the results as JSON\n"
                "  --plot FILE    draw time and peak memory against N, both backends (PNG)\n"
                "GFLOP/s counts 4·B·H·D per allowed (query, key) pair forward, 2.5x backward.\n"
@@ -468,15 +470,23 @@ int attn_bench_sdpa_main(int argc, char **argv) {
   if (o.block) printf(" block-sparse %d", o.block);
   printf(", %d thread%s; fp32 FMA peak (%s) measured now: %.1f GFLOP/s (1 thread %.1f)\n",
          o.threads, o.threads > 1 ? "s" : "", attn_bench_peak_isa(), peak, peak1);
-  /* the AMX bf16 peak for the AMX kernels (int8: the P·V half's rate); fp16 runs
-   * on f32 FMAs, so its %peak column is the f32 one */
+  /* the bf16 dot-product peak of the unit the bf16 tiles run on (AMX or
+   * AVX512_BF16; int8: the P·V half's rate); fp16 and the bf16 "f32" path
+   * run on f32 FMAs, so their %peak column is the f32 one */
   const int lowp = o.dtype != DT_F32, amx_kind = o.dtype == DT_BF16 || o.dtype == DT_I8;
-  double amx = amx_kind ? attn_bench_amx_bf16_peak_gflops(o.threads) : 0;
-  if (amx_kind) printf("AMX bf16 peak measured now: %.1f GFLOP/s\n", amx);
+  const char *bpath = attn_sdpa_bf16_path_name(ATTN_LOWP_AUTO);
+  const int on_amx = !strcmp(bpath, "amx");
+  double amx = !amx_kind ? 0
+               : on_amx  ? attn_bench_amx_bf16_peak_gflops(o.threads)
+                         : attn_bench_avx512_bf16_peak_gflops(o.threads);
+  if (o.dtype == DT_BF16) printf("bf16 flash path: %s\n", bpath);
+  if (amx_kind)
+    printf("bf16 dot-product peak (%s) measured now: %.1f GFLOP/s (%%bf16 column)\n",
+           on_amx ? "AMX" : amx > 0 ? "AVX512_BF16" : "none", amx);
   printf("%7s %5s %11s %9s %6s %9s %7s %11s %8s %9s %8s%s%s%s\n", "N", "runs", "median_ms",
          "GFLOP/s", "%peak", "GF/cpu_s", "%peak1", "math_ms", "vs_math", "peak_MiB", "io_MiB",
          has_variants(&o) ? "  plain_cpu_ms vs_plain" : "",
-         lowp ? "    f32_ms  vs_f32 vs_f32cpu" : "", amx_kind ? "  %amx" : "");
+         lowp ? "    f32_ms  vs_f32 vs_f32cpu" : "", amx_kind ? " %bf16" : "");
   sdpa_result res[MAX_N];
   int rc = 0, done = 0;
   for (int i = 0; i < nn; i++) {

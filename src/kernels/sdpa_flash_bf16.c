@@ -49,6 +49,13 @@ int attn_sdpa_bf16_path_available(attn_lowp_path path) {
   }
 }
 
+const char *attn_sdpa_bf16_path_name(attn_lowp_path path) {
+  attn_bf16_route r;
+  if (!attn_sdpa_bf16_path_available(path) || attn_sdpa_bf16_route_of(path, &r)) return "?";
+  if (r.f32) return attn_kern_get()->isa == ATTN_ISA_GENERIC ? "f32 (portable)" : "f32";
+  return r.tiles->name;
+}
+
 /* The route of path: bf16 tiles (r->tiles) or the f32 flash on widened
  * operands (r->f32); ATTN_EUNSUPPORTED with the error set. */
 attn_status attn_sdpa_bf16_route_of(attn_lowp_path path, attn_bf16_route *r) {
