@@ -152,6 +152,7 @@ static void lowp_avx2(attn_lowp_ops *l) {
   l->interleave = attn_lowp_interleave_avx2;
   l->epi_f32 = attn_lowp_epi_f32_avx2;
   l->f32cvt_simd = attn_lowp_kernel_f32_avx2();
+  l->i8_simd = attn_lowp_kernel_i8_avx2();
 #else
   (void)l;
 #endif
