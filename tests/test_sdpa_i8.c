@@ -150,7 +150,8 @@ static void test_k_smoothing(void) {
  * f32 bits. */
 static void test_scores_kernels_identical(void) {
   attn_i8_scores_fn fn[3] = {attn_flash_i8_scores_generic, NULL, NULL};
-  if (attn_sdpa_i8_path_available(ATTN_LOWP_SIMD)) fn[1] = attn_flash_i8_scores_vnni();
+  /* the active level's (VNNI at avx512, VPMADDWD at avx2) */
+  if (attn_sdpa_i8_path_available(ATTN_LOWP_SIMD)) fn[1] = attn_kern_get()->lowp.i8_scores_simd;
   if (attn_sdpa_i8_path_available(ATTN_LOWP_AMX)) fn[2] = attn_flash_i8_scores_amx();
   attn_i8_dequant_fn dq = attn_kern_get()->lowp.i8_dequant; /* the active level's (or none) */
   for (int dc = 1; dc <= 4; dc++) {
@@ -193,8 +194,9 @@ static void test_scores_kernels_identical(void) {
     }
     free(k), free(qp);
   }
-  printf("  scores kernels compared: portable%s%s; dequant%s\n", fn[1] ? ", vnni" : "",
-         fn[2] ? ", amx" : "", dq ? " portable = avx512" : " portable only");
+  printf("  scores kernels compared: portable%s%s%s; dequant%s %s\n", fn[1] ? ", simd at " : "",
+         fn[1] ? attn_kern_get()->name : "", fn[2] ? ", amx" : "", dq ? " portable =" : " portable only",
+         dq ? attn_kern_get()->name : "");
 }
 
 /* The active level's row quantizer (AVX-512) gives attn_quantize_weights_s8's bits, ties,

@@ -153,6 +153,10 @@ static void lowp_avx2(attn_lowp_ops *l) {
   l->epi_f32 = attn_lowp_epi_f32_avx2;
   l->f32cvt_simd = attn_lowp_kernel_f32_avx2();
   l->i8_simd = attn_lowp_kernel_i8_avx2();
+  l->i8_scores_simd = attn_flash_i8_scores_avx2();
+  l->i8_quantize_row = attn_i8_quantize_row_avx2();
+  l->i8_dequant = attn_i8_dequant_avx2();
+  l->i8_colsum = attn_i8_colsum_avx2();
 #else
   (void)l;
 #endif
