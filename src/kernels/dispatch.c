@@ -157,6 +157,9 @@ static void lowp_avx2(attn_lowp_ops *l) {
   l->i8_quantize_row = attn_i8_quantize_row_avx2();
   l->i8_dequant = attn_i8_dequant_avx2();
   l->i8_colsum = attn_i8_colsum_avx2();
+  /* the int8 flash's softmax and P·V (sdpa_flash_i8.c); the bf16 flash takes
+   * these tiles only where a level has a bf16 dot product (sdpa_flash_bf16.c) */
+  l->flash_bf16_simd = attn_flash_bf16_ops_avx2();
 #else
   (void)l;
 #endif
@@ -171,6 +174,7 @@ static void lowp_avx512(attn_lowp_ops *l, const attn_cpu_features *f) {
   l->pack_t32 = attn_lowp_pack_t32_avx512;
   l->epi_f32 = attn_lowp_epi_f32_avx512;
   l->bf16_convert_rows = attn_bf16_convert_rows_avx512;
+  l->flash_bf16_simd = NULL; /* not the avx2 level's: its own tiles (AVX512_BF16) go here */
   l->bf16_epi_piece = attn_bf16_epi_piece_avx512;
   l->f32cvt_simd = attn_lowp_kernel_f32_avx512();
   l->i8_quantize_row = attn_i8_quantize_row_avx512();
