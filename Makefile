@@ -58,6 +58,8 @@ all: $(BUILD)/libattn.a $(BUILD)/libattn.so $(BUILD)/attn
 
 $(BUILD)/%.o: %.c $(wildcard include/*.h include/attn/*.h src/*/*.h)
 	@mkdir -p $(dir $@)
+	@# a test whose source no longer compiles must not leave its old program to run
+	$(if $(filter tests/%,$<),@rm -f $(basename $@))
 	$(CC) $(CFLAGS) $(if $(filter src/apps/% src/cli/% tests/%,$<),$(APP_CFLAGS)) -c $< -o $@
 
 $(BUILD)/libattn.a: $(LIB_OBJ)

@@ -1,5 +1,6 @@
 /* int8 flash attention forward (attn/sdpa_i8.h) on every path available
- * (portable, AVX512_VNNI, AMX) against the f32 math path on the same f32
+ * (portable, SIMD: the level's scores kernel — AVX512_VNNI, or VPMADDWD at
+ * avx2 — with its bf16 tiles, AMX) against the f32 math path on the same f32
  * inputs, so the whole error of the method is measured: int8 q and k (per
  * row, after the k smoothing), bf16 P and v.
  *
@@ -10,12 +11,16 @@
  *        by about e_t relative);
  *   lse: e_t + 1e-4·|lse| (f32, and the shift q·mean added back).
  * Measured: worst error / tolerance ~0.4 (out), ~0.75 (lse); main prints it.
- * The scores kernels (portable, VNNI, AMX) give the same f32 bits; the
- * softmax and P·V are the bf16 flash's tiles of the path (portable, the
- * level's vector tiles, AMX), which differ in exp and summation order only:
- * every path is held to the same tolerances against math, and the simd path
- * stays within 4e-3 (out) and 2e-5 (lse) of the portable one. 1 vs 2
- * threads: bit-identical on every path. */
+ * The scores kernels (portable, SIMD, AMX) give the same int32 and f32
+ * bits; where the SIMD path runs the portable softmax and P·V its outputs
+ * equal the portable path's bit for bit, else (the level's vector tiles,
+ * sdpa_flash_bf16_avx2.c or _avx512.c) they differ in exp, FMA and
+ * summation order only:
+ * within 2e-3 (out; a p moving by one bf16 step) and 1e-5 relative (lse) of
+ * the portable path, and held to the same tolerances against math, as AMX.
+ * The vector bf16 tiles are also compared with the portable tiles op by op
+ * (test_bf16_tiles_match_portable). 1 vs 2 threads: bit-identical on every
+ * path. */
 #include <stdint.h>
 
 #include "attn/sdpa_i8.h"
@@ -27,7 +32,7 @@
 #include "sdpa_problem.h"
 
 static const attn_lowp_path paths[3] = {ATTN_LOWP_PORTABLE, ATTN_LOWP_SIMD, ATTN_LOWP_AMX};
-static const char *path_name[3] = {"portable", "vnni", "amx"};
+static const char *path_name[3] = {"portable", "simd", "amx"};
 
 /* The logit error scale of int8 q and k: |scale|·sqrt(D)·max|q|·max|k - mean| / 127
  * (one quantization step of either operand over a dot product of D random
@@ -151,7 +156,8 @@ static void test_k_smoothing(void) {
  * f32 bits. */
 static void test_scores_kernels_identical(void) {
   attn_i8_scores_fn fn[3] = {attn_flash_i8_scores_generic, NULL, NULL};
-  if (attn_sdpa_i8_path_available(ATTN_LOWP_SIMD)) fn[1] = attn_flash_i8_scores_vnni();
+  /* the active level's (VNNI at avx512, VPMADDWD at avx2) */
+  if (attn_sdpa_i8_path_available(ATTN_LOWP_SIMD)) fn[1] = attn_kern_get()->lowp.i8_scores_simd;
   if (attn_sdpa_i8_path_available(ATTN_LOWP_AMX)) fn[2] = attn_flash_i8_scores_amx();
   attn_i8_dequant_fn dq = attn_kern_get()->lowp.i8_dequant; /* the active level's (or none) */
   for (int dc = 1; dc <= 4; dc++) {
@@ -194,8 +200,9 @@ static void test_scores_kernels_identical(void) {
     }
     free(k), free(qp);
   }
-  printf("  scores kernels compared: portable%s%s; dequant%s\n", fn[1] ? ", vnni" : "",
-         fn[2] ? ", amx" : "", dq ? " portable = avx512" : " portable only");
+  printf("  scores kernels compared: portable%s%s%s; dequant%s %s\n", fn[1] ? ", simd at " : "",
+         fn[1] ? attn_kern_get()->name : "", fn[2] ? ", amx" : "", dq ? " portable =" : " portable only",
+         dq ? attn_kern_get()->name : "");
 }
 
 /* The active level's row quantizer (AVX-512) gives attn_quantize_weights_s8's bits, ties,
@@ -235,12 +242,11 @@ static void test_quantizer_identical(void) {
   }
 }
 
-/* VNNI and portable: the same scores (bits, test_scores_kernels_identical),
- * then the level's vector softmax and P·V against the portable tiles: close
- * (exp and summation order only). */
-static void test_vnni_equals_portable(void) {
+/* SIMD and portable share the (identical) scores: with the portable tiles
+ * the outputs are bit-identical, with the level's vector tiles close. */
+static void test_simd_matches_portable(void) {
   if (!attn_sdpa_i8_path_available(ATTN_LOWP_SIMD)) {
-    SKIP("no AVX512_VNNI on this CPU/build");
+    SKIP("no int8 scores kernel at level %s", attn_kern_get()->name);
     return;
   }
   sdpa_cfg c = sdpa_plain(90, 140, 96);
@@ -256,10 +262,139 @@ static void test_vnni_equals_portable(void) {
         *l1 = sdpa_zeros(p.nl);
   CHECK_OK(attn_sdpa_forward_i8_path(ATTN_LOWP_PORTABLE, &p.d, p.q, p.k, p.v, o0, l0));
   CHECK_OK(attn_sdpa_forward_i8_path(ATTN_LOWP_SIMD, &p.d, p.q, p.k, p.v, o1, l1));
-  CHECK_CLOSE("out", o1, o0, p.no, 4e-3, 0);
-  CHECK_CLOSE("lse", l1, l0, p.nl, 2e-5, 2e-5);
+  if (!attn_kern_get()->lowp.flash_bf16_simd) {
+    CHECK(!memcmp(o0, o1, p.no * sizeof(float)));
+    CHECK(!memcmp(l0, l1, p.nl * sizeof(float)));
+  } else {
+    double eo = CHECK_CLOSE("out", o1, o0, p.no, 2e-3, 0);
+    double el = CHECK_CLOSE("lse", l1, l0, p.nl, 1e-6, 1e-5);
+    printf("  %s tiles vs portable: max |out| diff %.2e, |lse| %.2e\n",
+           attn_kern_get()->lowp.flash_bf16_simd->name, eo, el);
+  }
   free(o0), free(o1), free(l0), free(l1);
   sdpa_free_problem(&p);
+}
+
+/* |got - want| <= tol_abs + rel * ref[i] elementwise (ref: a magnitude) */
+static int close_to(const float *got, const float *want, const float *ref, int n, double tol_abs,
+                    double rel, const char *what) {
+  for (int i = 0; i < n; i++) {
+    double g = got[i], w = want[i];
+    if (isnan(g) || isnan(w) ? !(isnan(g) && isnan(w))
+                             : !(fabs(g - w) <= tol_abs + rel * (ref ? ref[i] : fabs(w)))) {
+      printf("  %s[%d] = %.9g, portable %.9g\n", what, i, g, w);
+      return 0;
+    }
+  }
+  return 1;
+}
+
+static float bf16f(uint16_t h) { return attn_bf16_to_f32(h); }
+
+/* The level's vector bf16 tiles (lowp.flash_bf16_simd) op by op against the
+ * portable tiles on the same packed operands: products within 2^-20 of
+ * sum |a||b| (f32, FMA, another order), exp within 1e-6 relative, bf16
+ * roundings (p, ds) within one bf16 step (2^-8 relative); m and the
+ * "moved" flag exact. Lane ranges, a fully masked lane, -inf / NaN logits
+ * and lse = -inf included. */
+static void test_bf16_tiles_match_portable(void) {
+  const attn_flash_bf16_ops *v = attn_kern_get()->lowp.flash_bf16_simd,
+                            *g = attn_flash_bf16_ops_generic();
+  if (!v) {
+    SKIP("level %s: no vector bf16 tiles", attn_kern_get()->name);
+    return;
+  }
+  enum { DC = 3, D = 32 * DC, DVT = 5, NTC = 3, NQC = 2 };
+  static uint16_t k[64 * (D + 8)], qp[DC * 512], vt[DVT * 16 * 64], p0[2 * 512], p1[2 * 512];
+  static uint16_t a[64 * (NQC * 32 + 4)], bt[NQC * NTC * 512];
+  static uint16_t pt0[64 * 20], pt1[64 * 20], ds0[64 * 20], ds1[64 * 20], dv0[1024], dv1[1024];
+  static float st0[64 * 16], st1[64 * 16], ref[64 * 16], ot0[DVT * 256], ot1[DVT * 256],
+      oref[DVT * 256], acc0[4 * NTC * 256], acc1[4 * NTC * 256], aref[4 * NTC * 256], tmp[8192];
+  fill_uniform(tmp, 8192, 2001, -2, 2);
+  for (int i = 0; i < 64 * (D + 8); i++) k[i] = attn_f32_to_bf16(tmp[i % 8192]);
+  for (int i = 0; i < DC * 512; i++) qp[i] = attn_f32_to_bf16(tmp[(i * 7 + 3) % 8192]);
+  for (int i = 0; i < DVT * 16 * 64; i++) vt[i] = attn_f32_to_bf16(tmp[(i * 5 + 1) % 8192]);
+  for (int i = 0; i < 64 * (NQC * 32 + 4); i++) a[i] = attn_f32_to_bf16(tmp[(i * 3 + 2) % 8192]);
+  for (int i = 0; i < NQC * NTC * 512; i++) bt[i] = attn_f32_to_bf16(tmp[(i * 11 + 5) % 8192]);
+  int ok = 1;
+  /* scores */
+  g->scores(k, D + 8, DC, (D + 1) / 2, qp, st0);
+  v->scores(k, D + 8, DC, (D + 1) / 2, qp, st1);
+  for (int j = 0; j < 64; j++)
+    for (int q = 0; q < 16; q++) {
+      double s = 0;
+      for (int e = 0; e < D; e++)
+        s += fabs(bf16f(k[j * (D + 8) + e]) *
+                  bf16f(qp[(e >> 5) * 512 + ((e & 31) >> 1) * 32 + q * 2 + (e & 1)]));
+      ref[j * 16 + q] = (float)(s * ldexp(1, -20));
+    }
+  ok &= close_to(st1, st0, ref, 64 * 16, 0, 1, "scores");
+  /* softmax: lanes 0-3 full, 4-11 ranges, 12 empty, 13 a -inf logit, 14 a NaN logit */
+  int lo[16], hi[16];
+  for (int q = 0; q < 16; q++) lo[q] = q < 4 ? 0 : (q * 5) % 30, hi[q] = q < 4 ? 64 : 30 + q * 2;
+  lo[12] = hi[12] = 0;
+  st0[7 * 16 + 13] = -INFINITY;
+  st0[9 * 16 + 14] = NAN;
+  for (int round = 0; round < 2; round++) {
+    float m0[16], m1[16], l0[16], l1[16], al0[16], al1[16];
+    for (int q = 0; q < 16; q++) { /* round 1: m already high in half the lanes (no move) */
+      m0[q] = m1[q] = round && (q & 1) ? 50.0f : -INFINITY;
+      l0[q] = l1[q] = round ? 2.0f : 0.0f;
+    }
+    for (int s = 0; s < 2; s++) { /* a second block: m moves by less / more than TAU */
+      const float scale = s ? 1.7f : 0.9f;
+      int mv0 = g->softmax(st0, scale, round ? lo : NULL, round ? hi : NULL, m0, l0, al0, p0);
+      int mv1 = v->softmax(st0, scale, round ? lo : NULL, round ? hi : NULL, m1, l1, al1, p1);
+      ok &= mv0 == mv1 && !memcmp(m0, m1, sizeof m0);
+      ok &= close_to(al1, al0, NULL, 16, 0, 1e-6, "alpha") && close_to(l1, l0, NULL, 16, 0, 1e-5, "l");
+      float pf0[1024], pf1[1024];
+      for (int i = 0; i < 1024; i++) pf0[i] = bf16f(p0[i]), pf1[i] = bf16f(p1[i]);
+      ok &= close_to(pf1, pf0, NULL, 1024, 1e-30, 1.0 / 256, "p");
+    }
+  }
+  /* accum, with and without alpha */
+  float alpha[16];
+  fill_uniform(alpha, 16, 2002, 0.1f, 1.0f);
+  fill_uniform(ot0, DVT * 256, 2003, -1, 1);
+  memcpy(ot1, ot0, sizeof ot0);
+  for (int t = 0; t < 2; t++) {
+    g->accum(ot0, DVT, t ? alpha : NULL, vt, p0);
+    v->accum(ot1, DVT, t ? alpha : NULL, vt, p0);
+  }
+  for (int i = 0; i < DVT * 256; i++) oref[i] = 2 * 64 * 2.0f * 6e3f * (float)ldexp(1, -20) + 1e-5f;
+  ok &= close_to(ot1, ot0, oref, DVT * 256, 0, 1, "accum");
+  /* probs_grad: lse finite, -inf (lane 12) and NaN (lane 15); lane ranges */
+  float lse[16], di[16], dpt[64 * 16];
+  fill_uniform(lse, 16, 2004, 1, 3);
+  fill_uniform(di, 16, 2005, -0.5f, 0.5f);
+  fill_uniform(dpt, 64 * 16, 2006, -1, 1);
+  lse[12] = -INFINITY, lse[15] = NAN;
+  st0[9 * 16 + 14] = 0.5f;
+  g->probs_grad(st0, dpt, 0.7f, lo, hi, lse, di, 1.3f, pt0, ds0, 20, dv0);
+  v->probs_grad(st0, dpt, 0.7f, lo, hi, lse, di, 1.3f, pt1, ds1, 20, dv1);
+  {
+    static float f0[64 * 20], f1[64 * 20];
+    for (int i = 0; i < 64 * 20; i++) f0[i] = bf16f(pt0[i]), f1[i] = bf16f(pt1[i]);
+    for (int j = 0; j < 64; j++) /* only columns < 16 are written */
+      for (int q = 16; q < 20; q++) f0[j * 20 + q] = f1[j * 20 + q] = 0;
+    ok &= close_to(f1, f0, NULL, 64 * 20, 1e-30, 1.0 / 256, "pt");
+    for (int i = 0; i < 64 * 20; i++) f0[i] = bf16f(ds0[i]), f1[i] = bf16f(ds1[i]);
+    for (int j = 0; j < 64; j++)
+      for (int q = 16; q < 20; q++) f0[j * 20 + q] = f1[j * 20 + q] = 0;
+    ok &= close_to(f1, f0, NULL, 64 * 20, 1e-30, 1.0 / 128, "dst");
+    for (int i = 0; i < 1024; i++) f0[i] = bf16f(dv0[i]), f1[i] = bf16f(dv1[i]);
+    ok &= close_to(f1, f0, NULL, 1024, 1e-30, 1.0 / 128, "dsv");
+  }
+  /* accum_t */
+  fill_uniform(acc0, 4 * NTC * 256, 2007, -1, 1);
+  memcpy(acc1, acc0, sizeof acc0);
+  g->accum_t(acc0, NTC, a, NQC * 32 + 4, bt, NQC);
+  v->accum_t(acc1, NTC, a, NQC * 32 + 4, bt, NQC);
+  for (int i = 0; i < 4 * NTC * 256; i++) aref[i] = NQC * 32 * 4.0f * (float)ldexp(1, -20) + 1e-6f;
+  ok &= close_to(acc1, acc0, aref, 4 * NTC * 256, 0, 1, "accum_t");
+  CHECK(ok);
+  printf("  %s tiles = portable tiles (within tolerance) at level %s\n", v->name,
+         attn_kern_get()->name);
 }
 
 /* Rows with no allowed key: out 0, lse -inf, never NaN. */
@@ -397,8 +532,8 @@ static void test_errors(void) {
   sdpa_free_problem(&p);
 }
 
-/* A refused tile permission: AMX is unavailable, AUTO runs VNNI (or
- * portable), bit-identical with that path forced. */
+/* A refused tile permission: AMX is unavailable, AUTO runs the SIMD path
+ * (or portable), bit-identical with that path forced. */
 static int refuse(void) { return -1; }
 static void test_amx_refused_falls_back(void) {
   sdpa_cfg c = sdpa_plain(45, 77, 64);
@@ -407,10 +542,10 @@ static void test_amx_refused_falls_back(void) {
   sdpa_make_problem(&c, 1100, &p);
   float *o0 = sdpa_zeros(p.no), *o1 = sdpa_zeros(p.no), *l0 = sdpa_zeros(p.nl),
         *l1 = sdpa_zeros(p.nl);
-  const attn_lowp_path next =
-      attn_sdpa_i8_path_available(ATTN_LOWP_SIMD) ? ATTN_LOWP_SIMD : ATTN_LOWP_PORTABLE;
-  CHECK_OK(attn_sdpa_forward_i8_path(next, &p.d, p.q, p.k, p.v, o0, l0));
   attn_amx_set_request_hook(refuse);
+  attn_lowp_path next = attn_sdpa_i8_path_available(ATTN_LOWP_SIMD) ? ATTN_LOWP_SIMD
+                                                                    : ATTN_LOWP_PORTABLE;
+  CHECK_OK(attn_sdpa_forward_i8_path(next, &p.d, p.q, p.k, p.v, o0, l0));
   CHECK(!attn_sdpa_i8_path_available(ATTN_LOWP_AMX));
   CHECK_ERR(attn_sdpa_forward_i8_path(ATTN_LOWP_AMX, &p.d, p.q, p.k, p.v, o1, l1),
             ATTN_EUNSUPPORTED);
@@ -423,7 +558,7 @@ static void test_amx_refused_falls_back(void) {
 
 int main(void) {
   printf("# int8 flash: paths portable%s%s\n",
-         attn_sdpa_i8_path_available(ATTN_LOWP_SIMD) ? ", vnni" : "",
+         attn_sdpa_i8_path_available(ATTN_LOWP_SIMD) ? ", simd" : "",
          attn_sdpa_i8_path_available(ATTN_LOWP_AMX) ? ", amx" : "");
   attn_set_num_threads(1); /* many small calls; test_threads_bit_identical runs 1 and 2 */
   RUN(test_scores_kernels_identical);
@@ -435,7 +570,8 @@ int main(void) {
   RUN(test_strided_scale_large_logits);
   RUN(test_random_shapes);
   RUN(test_k_smoothing);
-  RUN(test_vnni_equals_portable);
+  RUN(test_simd_matches_portable);
+  RUN(test_bf16_tiles_match_portable);
   RUN(test_fully_masked_rows);
   RUN(test_nan_in_v_and_masks);
   RUN(test_no_keys_no_queries);

@@ -6,19 +6,22 @@
  * transpose / leading-dimension conventions of attn_gemm_f32 (kernels.h).
  *
  * Paths are chosen at run time from attn_cpu():
- *   bf16: AMX tiles (TDPBF16PS) > AVX512_BF16 (VDPBF16PS) > convert to f32 +
- *         the portable f32 micro-kernel. (On the Xeon this was measured on,
+ *   bf16: AMX tiles (TDPBF16PS) > AVX512_BF16 (VDPBF16PS) > convert to f32
+ *         while packing + the level's f32 FMA micro-kernel (AVX-512 without
+ *         AVX512_BF16, AVX2 + FMA) > the portable f32 micro-kernel. (On the Xeon this was measured on,
  *         VDPBF16PS runs at half the f32 FMA flop rate, so the AVX512_BF16
  *         path is ~0.6x the f32 GEMM: it is the fallback for a refused AMX
  *         permission, not a speed-up; AMX is 2.5-6x the f32 GEMM.)
  *   fp16: f16 is converted to f32 while packing and multiplied with f32 FMA
- *         (the AVX-512 f32 micro-kernel, else the portable one). Chosen over
+ *         (the AVX-512 or AVX2 f32 micro-kernel, else the portable one; F16C
+ *         converts at the avx2 level). Chosen over
  *         AVX512_FP16 FMAs: those accumulate in fp16 (11-bit significand), so
  *         even short blocks lose ~3 bits against f32 accumulation; converting
  *         while packing keeps the result as exact as f32 GEMM of the f16
  *         inputs and halves the memory traffic of the operands.
- *   int8: AMX tiles (TDPBUSD) > AVX512_VNNI (VPDPBUSD) > portable C; all are
- *         u8 x s8 -> s32 and bit-exact (integer arithmetic).
+ *   int8: AMX tiles (TDPBUSD) > AVX512_VNNI (VPDPBUSD) > AVX2 (operands
+ *         widened to 16 bits, VPMADDWD: exact, where VPMADDUBSW would
+ *         saturate) > portable C; all are u8 x s8 -> s32 and bit-exact.
  * Every result is independent of the thread count. AMX needs the kernel's
  * permission (arch_prctl ARCH_REQ_XCOMP_PERM), requested once; when it is
  * refused the AVX-512 path is used instead. */
@@ -62,9 +65,11 @@ attn_status attn_gemm_u8s8s32(int transa, int transb, int64_t M, int64_t N, int6
 #define ATTN_GEMM_I8_MAX_K 65536
 
 /* Which path a low-precision GEMM runs (tests and benches force one; AUTO is
- * what the functions above do). SIMD = AVX512_BF16 for bf16, AVX-512 f32 FMA
- * for fp16, AVX512_VNNI for int8. A forced path the CPU (or the AMX
- * permission) lacks gives ATTN_EUNSUPPORTED. */
+ * what the functions above do). SIMD = the active level's vector kernel:
+ * avx512: AVX512_BF16 for bf16 (else f32 FMA on bf16 widened while packing),
+ * f32 FMA for fp16, AVX512_VNNI for int8; avx2: AVX2 + FMA on bf16 / fp16
+ * widened to f32, int8 widened to 16 bits and VPMADDWD (exact). A forced
+ * path the CPU (or the AMX permission) lacks gives ATTN_EUNSUPPORTED. */
 typedef enum {
   ATTN_LOWP_AUTO = 0,
   ATTN_LOWP_PORTABLE,
@@ -77,8 +82,9 @@ typedef enum {
 } attn_lowp_path;
 /* 1 if `path` can run `dtype` ("bf16", "f16", "i8") here, else 0. */
 int attn_lowp_path_available(attn_lowp_path path, const char *dtype);
-/* Name of the kernel `path` means for dtype ("amx", "avx512_bf16",
- * "avx512_vnni", "avx512_f32fma", "portable"); for AUTO, the one it picks. */
+/* Name of the kernel `path` means for dtype at the active level ("amx",
+ * "avx512_bf16", "avx512_vnni", "avx512_f32fma", "avx2_f32fma", "avx2_i16",
+ * "portable"; "simd" where the level has none); for AUTO, the one it picks. */
 const char *attn_lowp_path_name(attn_lowp_path path, const char *dtype);
 attn_status attn_gemm_bf16_path(attn_lowp_path path, int transa, int transb, int64_t M, int64_t N,
                                 int64_t K, float alpha, const uint16_t *A, int64_t lda,

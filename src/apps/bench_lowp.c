@@ -252,9 +252,13 @@ static int gemm_once(void *p) {
 
 /* The peak a GEMM of `kind` on `path` is measured against. */
 static double peak_for(const char *kind, attn_lowp_path path, int threads) {
-  if (!strcmp(kind, "f32") || !strcmp(kind, "f16") || path == ATTN_LOWP_PORTABLE)
+  const char *name = attn_lowp_path_name(path, !strcmp(kind, "i8") ? "i8" : "bf16");
+  /* f32 FMA on widened operands, and the avx2 level's int8 (VPMADDWD: 16
+   * multiply-adds per instruction, as many as an 8-wide FMA) */
+  if (!strcmp(kind, "f32") || !strcmp(kind, "f16") || path == ATTN_LOWP_PORTABLE ||
+      strstr(name, "f32fma") || !strncmp(name, "avx2", 4))
     return attn_bench_peak_gflops(threads);
-  int amx = !strcmp(attn_lowp_path_name(path, !strcmp(kind, "i8") ? "i8" : "bf16"), "amx");
+  int amx = !strcmp(name, "amx");
   if (!strcmp(kind, "i8")) return peak_gops(amx ? PK_AMX_I8 : PK_VNNI, threads);
   return peak_gops(amx ? PK_AMX_BF16 : PK_BF16, threads);
 }
@@ -299,7 +303,8 @@ static int bench_gemms(const long long *ns, int nn, int threads) {
         double cgf = 2.0 * (double)n * (double)n * (double)n / (last_cpu_best / threads) * 1e-9;
         double peak = peak_for(kinds[k], paths[p], threads);
         printf("%-6lld %-11s %-14s %10.2f %10.1f %7.1f%% %7.2fx %11.1f\n", (long long)n, kinds[k],
-               !strcmp(kinds[k], "f32") ? "avx512/auto" : attn_lowp_path_name(paths[p], dt),
+               !strcmp(kinds[k], "f32") ? attn_isa_name(attn_isa_active())
+                                        : attn_lowp_path_name(paths[p], dt),
                1e3 * t, gf, peak > 0 ? 100 * gf / peak : 0, f32_s / t, cgf);
       }
     }

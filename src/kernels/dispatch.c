@@ -55,6 +55,7 @@ static void detect(attn_cpu_features *f) {
   f->amx_int8 = tiles && ((d >> 25) & 1);
   unsigned a1, b1, c1, d1;
   __cpuid_count(7, 1, a1, b1, c1, d1);
+  f->avx_vnni = ymm && ((a1 >> 4) & 1);
   f->avx512_bf16 = f->avx512f && ((a1 >> 5) & 1);
   (void)b1, (void)c1, (void)d1;
 }
@@ -140,7 +141,34 @@ static void build(attn_kern *t, attn_isa isa, const attn_kern *below, const attn
   t->row = r;
 }
 
-/* AVX-512's low-precision units, each where the CPU has it. */
+/* The avx2 level's low-precision kernels: bf16 / fp16 widened to f32 while
+ * packing on the AVX2 + FMA micro-kernel, int8 widened to 16 bits for
+ * VPMADDWD (exact), and the int8 flash's scores, row helpers and bf16 tiles.
+ * (AVX-VNNI, the VEX VPDPBUSD of Alder Lake and Zen 5, is detected but has
+ * no kernel: neither this machine nor qemu 7.2 runs it, so none could be
+ * tested.) */
+static void lowp_avx2(attn_lowp_ops *l) {
+#if defined(__x86_64__)
+  l->interleave = attn_lowp_interleave_avx2;
+  l->epi_f32 = attn_lowp_epi_f32_avx2;
+  l->f32cvt_simd = attn_lowp_kernel_f32_avx2();
+  l->i8_simd = attn_lowp_kernel_i8_avx2();
+  l->i8_scores_simd = attn_flash_i8_scores_avx2();
+  l->i8_quantize_row = attn_i8_quantize_row_avx2();
+  l->i8_dequant = attn_i8_dequant_avx2();
+  l->i8_colsum = attn_i8_colsum_avx2();
+  /* the int8 flash's softmax and P·V (sdpa_flash_i8.c); the bf16 flash takes
+   * these tiles only where a level has a bf16 dot product (sdpa_flash_bf16.c) */
+  l->flash_bf16_simd = attn_flash_bf16_ops_avx2();
+#else
+  (void)l;
+#endif
+}
+
+/* AVX-512's low-precision units, each where the CPU has it. Entries it does
+ * not set come from the avx2 level (an AVX-512 CPU without VNNI runs the
+ * avx2 int8 kernels; one without AVX512_BF16 the avx2 bf16 tiles for the
+ * int8 flash's softmax and P·V). */
 static void lowp_avx512(attn_lowp_ops *l, const attn_cpu_features *f) {
 #if defined(__x86_64__)
   l->interleave = attn_lowp_interleave_avx512;
@@ -215,6 +243,7 @@ static void init(void) {
   if (cpu_has(ATTN_ISA_AVX2, &detected) && attn_row_ops_avx2()) {
     build(&tables[ATTN_ISA_AVX2], ATTN_ISA_AVX2, g, attn_row_ops_avx2(),
           attn_gemm_kernel_avx2_f32(), attn_flash_ops_avx2());
+    lowp_avx2(&tables[ATTN_ISA_AVX2].lowp);
     available[ATTN_ISA_AVX2] = 1;
   }
   if (cpu_has(ATTN_ISA_AVX512, &detected) && attn_row_ops_avx512()) {

@@ -41,7 +41,7 @@ AMX_BF16_TARGET static void ukr_amx_bf16_32x32(int64_t kcp, const void *av, cons
 }
 
 static const attn_lowp_kernel kernel = {
-    .name = "amx_bf16 32x32",
+    .name = "amx_bf16 32x32", .path = "amx",
     .mr = 32, .nr = 32, .ga = 32, .gb = 2, .kgroup = 32,
     /* a~ 2 MB (L3), a micro-panel 64 KB (L2); b~ 1 MB (L2); kc 1024 halves
      * the passes of the f32 epilogue over C against kc 512 */

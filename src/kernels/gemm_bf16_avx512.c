@@ -46,7 +46,7 @@ BF16_TARGET static void ukr_bf16_14x32(int64_t kcp, const void *av, const void *
 }
 
 static const attn_lowp_kernel kernel = {
-    .name = "avx512_bf16 14x32",
+    .name = "avx512_bf16 14x32", .path = "avx512_bf16",
     .mr = MR, .nr = NR, .ga = 2, .gb = 2, .kgroup = 2,
     .mc = 14 * 72, .kc = 512, .nc = 960,
     .pa = LOWP_BF16, .pb = LOWP_BF16, .int_acc = 0,

@@ -24,7 +24,7 @@ static void ukr_i8_portable(int64_t kcp, const void *av, const void *bv, void *t
 }
 
 static const attn_lowp_kernel portable_kernel = {
-    .name = "portable i8 4x32",
+    .name = "portable i8 4x32", .path = "portable",
     .mr = MR, .nr = NR, .ga = 4, .gb = 4, .kgroup = 4,
     .mc = 128, .kc = 512, .nc = 512,
     .pa = LOWP_U8, .pb = LOWP_S8, .int_acc = 1,

@@ -40,7 +40,7 @@ AMX_INT8_TARGET static void ukr_amx_i8_32x32(int64_t kcp, const void *av, const 
 }
 
 static const attn_lowp_kernel kernel = {
-    .name = "amx_int8 32x32",
+    .name = "amx_int8 32x32", .path = "amx",
     .mr = 32, .nr = 32, .ga = 64, .gb = 4, .kgroup = 64,
     /* a~ 1 MB, a micro-panel 32 KB; b~ 1 MB (L2) */
     .mc = 32 * 32, .kc = 1024, .nc = 1024,

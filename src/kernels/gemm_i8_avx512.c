@@ -45,7 +45,7 @@ VNNI_TARGET static void ukr_vnni_14x32(int64_t kcp, const void *av, const void *
 }
 
 static const attn_lowp_kernel kernel = {
-    .name = "avx512_vnni 14x32",
+    .name = "avx512_vnni 14x32", .path = "avx512_vnni",
     .mr = MR, .nr = NR, .ga = 4, .gb = 4, .kgroup = 4,
     .mc = 14 * 72, .kc = 1024, .nc = 960,
     .pa = LOWP_U8, .pb = LOWP_S8, .int_acc = 1,

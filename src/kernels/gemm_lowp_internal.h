@@ -37,6 +37,7 @@ typedef struct {
  * rows of 64 bytes (AMX A tiles). */
 typedef struct {
   const char *name;
+  const char *path; /* attn_lowp_path_name's word for it: "avx2_f32fma", "avx512_vnni", ... */
   int mr, nr;
   int ga, gb;       /* depth group of packed a~ and b~ */
   int kgroup;       /* packed depth is padded to a multiple of this */
@@ -85,6 +86,11 @@ void attn_lowp_pack_t32_avx512(const void *x, int f32, int64_t sp, int64_t nrows
 void attn_lowp_epi_f32_avx512(const attn_lowp_epi *e, const void *t, int ldt, int64_t i0,
                               int64_t j0, int64_t rows, int64_t cols, int first);
 
+/* AVX2 versions (gemm_lowp_avx2.c), same results; the avx2 level's table. */
+void attn_lowp_epi_f32_avx2(const attn_lowp_epi *e, const void *t, int ldt, int64_t i0, int64_t j0,
+                            int64_t rows, int64_t cols, int first);
+void attn_lowp_interleave_avx2(const void *t, int g, int64_t w, int64_t n, uint32_t *out);
+
 /* Runs the packed driver. single_block: the whole depth in one k block (the
  * epilogue then sees each tile once; used by the quantized Linear). M, N,
  * K > 0, arguments validated. */
@@ -105,9 +111,11 @@ attn_status attn_lowp_prepack_b(const attn_lowp_src *B, int64_t N, int64_t K, in
 const attn_lowp_kernel *attn_lowp_kernel_bf16_amx(void);
 const attn_lowp_kernel *attn_lowp_kernel_bf16_avx512(void);
 const attn_lowp_kernel *attn_lowp_kernel_f32_avx512(void);   /* f16 / bf16 converted */
+const attn_lowp_kernel *attn_lowp_kernel_f32_avx2(void);     /* f16 / bf16 converted, AVX2 + FMA */
 const attn_lowp_kernel *attn_lowp_kernel_f32_portable(void); /* f16 / bf16 converted */
 const attn_lowp_kernel *attn_lowp_kernel_i8_amx(void);
 const attn_lowp_kernel *attn_lowp_kernel_i8_vnni(void);
+const attn_lowp_kernel *attn_lowp_kernel_i8_avx2(void); /* VPMADDWD on widened operands, exact */
 const attn_lowp_kernel *attn_lowp_kernel_i8_portable(void);
 
 /* The kernel `path` selects for dtype ("bf16", "f16", "i8"), resolving AUTO;

@@ -1,7 +1,8 @@
 /* Which micro-kernel a low-precision GEMM runs: AMX when the CPU has it and
- * the kernel granted the tile permission, else the AVX-512 kernel of the
- * dtype, else the portable one; or the path a caller forces (tests,
- * benches). */
+ * the kernel granted the tile permission, else the level's SIMD kernel of
+ * the dtype (kern.h: AVX512_BF16 / VNNI, or f32 FMA on bf16 / f16 widened
+ * while packing; at the avx2 level AVX2 + FMA, and int8 by VPMADDWD), else
+ * the portable one; or the path a caller forces (tests, benches). */
 #include <string.h>
 
 #include "kernels/amx.h"
@@ -14,7 +15,8 @@ static const attn_lowp_kernel *kernel_for(attn_lowp_path path, const char *dtype
   const attn_lowp_ops *l = &attn_kern_get()->lowp;
   if (is_dtype(dtype, "bf16")) {
     if (path == ATTN_LOWP_AMX) return l->bf16_amx && attn_amx_ready() ? l->bf16_amx : NULL;
-    if (path == ATTN_LOWP_SIMD) return l->bf16_simd;
+    /* no bf16 dot product at this level: bf16 widened to f32 while packing */
+    if (path == ATTN_LOWP_SIMD) return l->bf16_simd ? l->bf16_simd : l->f32cvt_simd;
     return attn_lowp_kernel_f32_portable();
   }
   if (is_dtype(dtype, "f16")) {
@@ -59,13 +61,8 @@ int attn_lowp_path_available(attn_lowp_path path, const char *dtype) {
 
 const char *attn_lowp_path_name(attn_lowp_path path, const char *dtype) {
   if (path < ATTN_LOWP_AUTO || path > ATTN_LOWP_AMX) return "?";
-  switch (resolve(path, dtype)) {
-  case ATTN_LOWP_AMX:
-    return "amx";
-  case ATTN_LOWP_SIMD:
-    return is_dtype(dtype, "bf16") ? "avx512_bf16" : is_dtype(dtype, "i8") ? "avx512_vnni"
-                                                                            : "avx512_f32fma";
-  default:
-    return "portable";
-  }
+  attn_lowp_path r = resolve(path, dtype);
+  const attn_lowp_kernel *k = kernel_for(r, dtype);
+  if (k && k->path) return k->path;
+  return r == ATTN_LOWP_AMX ? "amx" : r == ATTN_LOWP_SIMD ? "simd" : "portable";
 }

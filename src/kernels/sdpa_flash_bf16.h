@@ -85,6 +85,9 @@ void attn_flash_bf16_probs_grad_avx512(const float *st, const float *dpt, float 
                                        const int *lo, const int *hi, const float *lse,
                                        const float *di, float dscale, uint16_t *pt, uint16_t *dst,
                                        int64_t ldt, uint16_t *dsv);
+/* AVX2 + FMA on bf16 widened to f32 (sdpa_flash_bf16_avx2.c); NULL where the
+ * build has no x86 code. The avx2 level's lowp.flash_bf16_simd. */
+const attn_flash_bf16_ops *attn_flash_bf16_ops_avx2(void);
 /* NULL where the build has no AMX code; usable only when
  * attn_flash_bf16_amx_usable() says so. */
 const attn_flash_bf16_ops *attn_flash_bf16_ops_amx(void);

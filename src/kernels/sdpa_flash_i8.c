@@ -104,7 +104,8 @@ static attn_status pick(attn_lowp_path path, i8_kernels *kr) {
   case ATTN_LOWP_PORTABLE: kr->scores = attn_flash_i8_scores_generic; return ATTN_OK;
   case ATTN_LOWP_SIMD:
     if (!vnni_usable())
-      return attn_set_error(ATTN_EUNSUPPORTED, "sdpa i8: AVX512_VNNI is not available on this CPU");
+      return attn_set_error(ATTN_EUNSUPPORTED, "sdpa i8: the level (%s) has no int8 scores kernel",
+                            t->name);
     kr->scores = l->i8_scores_simd;
     if (l->flash_bf16_simd) kr->ops = l->flash_bf16_simd;
     return ATTN_OK;

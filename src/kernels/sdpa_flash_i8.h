@@ -1,6 +1,6 @@
 /* Internal to the int8 flash SDPA (sdpa_flash_i8.c): the scores kernels,
- * AMX-INT8 (sdpa_flash_i8_amx.c), AVX512_VNNI (sdpa_flash_i8_avx512.c) and
- * portable C (sdpa_flash_i8.c). The softmax and P·V are the bf16 flash's
+ * AMX-INT8 (sdpa_flash_i8_amx.c), AVX512_VNNI (sdpa_flash_i8_avx512.c),
+ * AVX2 (sdpa_flash_i8_avx2.c) and portable C (sdpa_flash_i8.c). The softmax and P·V are the bf16 flash's
  * tile kernels (sdpa_flash_bf16.h), in the same transposed orientation:
  * scores sᵀ [64 keys, 16 queries], one query per lane.
  *
@@ -28,6 +28,7 @@ void attn_flash_i8_scores_generic(const int8_t *k, int64_t ldk, int dc, const in
                                   int32_t *s);
 /* NULL where the build has no x86 code; the CPU must have the features. */
 attn_i8_scores_fn attn_flash_i8_scores_vnni(void); /* AVX512F, BW, VNNI */
+attn_i8_scores_fn attn_flash_i8_scores_avx2(void); /* AVX2 (VPMADDWD) */
 attn_i8_scores_fn attn_flash_i8_scores_amx(void);  /* AMX-INT8, tiles configured */
 
 /* st[j][q] = (float)s[j][q] * (sk[j] * sq[q]) for the 64 x 16 scores (the
@@ -35,6 +36,7 @@ attn_i8_scores_fn attn_flash_i8_scores_amx(void);  /* AMX-INT8, tiles configured
 typedef void (*attn_i8_dequant_fn)(const int32_t *s, const float *sk, const float *sq, float *st);
 void attn_i8_dequant_generic(const int32_t *s, const float *sk, const float *sq, float *st);
 attn_i8_dequant_fn attn_i8_dequant_avx512(void); /* NULL without x86; needs AVX512F */
+attn_i8_dequant_fn attn_i8_dequant_avx2(void);   /* NULL without x86; needs AVX2 */
 
 /* q[0..n) = clamp(round(x / s), -127, 127), s = max|x| / 127 (0 and q = 0
  * for a zero row): attn_quantize_weights_s8 on one row, the same bits.
@@ -43,11 +45,13 @@ int attn_i8_quantize_row_generic(const float *x, int64_t n, int8_t *q, float *sc
 /* NULL where the build has no x86 code; needs AVX512F, BW and VL. */
 typedef int (*attn_i8_quantize_fn)(const float *x, int64_t n, int8_t *q, float *scale);
 attn_i8_quantize_fn attn_i8_quantize_row_avx512(void);
+attn_i8_quantize_fn attn_i8_quantize_row_avx2(void); /* AVX2 */
 
 /* acc[e] += x[j * ld + e] in double for j < n in order, e < D (the scalar
  * loop's bits); NULL without x86, needs AVX512F and VL. */
 typedef void (*attn_i8_colsum_fn)(const float *x, int64_t ld, int64_t n, int64_t D, double *acc);
 void attn_i8_colsum_generic(const float *x, int64_t ld, int64_t n, int64_t D, double *acc);
 attn_i8_colsum_fn attn_i8_colsum_avx512(void);
+attn_i8_colsum_fn attn_i8_colsum_avx2(void); /* AVX2 */
 
 #endif
