@@ -330,7 +330,7 @@ static int plan_run(train_opts *o, const attn_clf_data *d, int resumed, attn_tra
          (long long)L, r.t[0].tokens_per_s / 1e3);
   for (int i = 1; i < r.n; i++)
     printf(", %s %.1fk (%.2fx%s)", attn_precision_name(r.t[i].prec), r.t[i].tokens_per_s / 1e3,
-           attn_prec_probe_ratio(&r, r.t[i].prec), r.t[i].dropped ? ", dropped after one round" : "");
+           attn_prec_probe_ratio(&r, r.t[i].prec), r.t[i].dropped ? ", dropped early: under half of f32" : "");
   printf("; inference %.1fk tokens/s\n", r.eval_tokens_per_s / 1e3);
   char why[320];
   if (o->prec_auto) {
