@@ -380,13 +380,14 @@ static int plan_run(train_opts *o, const attn_clf_data *d, int resumed, attn_tra
       printf("time budget: %s left, the plan fits\n", a);
     }
   }
-  attn_fmt_duration(a, sizeof a, attn_train_plan_seconds(&p));
+  double done = attn_train_now() - o->t_start;
+  attn_fmt_duration(a, sizeof a, done + attn_train_plan_seconds(&p));
   attn_fmt_duration(b, sizeof b, attn_train_plan_epoch_seconds(&p));
   char members[32] = "";
   if (p.members > 1) snprintf(members, sizeof members, "%d members x ", p.members);
-  printf("expected duration: ~%s%s: %s%d epoch%s of %d steps, ~%s per epoch (%.2fM "
-         "tokens at %.1fk tokens/s, %s, measured by the probe), then the test report\n", a,
-         resumed ? " for the whole plan (a resumed run: less)" : "", members, p.epochs,
+  printf("expected duration: ~%s (%.0f s of it done)%s: %s%d epoch%s of %d steps, ~%s per epoch "
+         "(%.2fM tokens at %.1fk tokens/s, %s, measured by the probe), then the test report\n", a,
+         done, resumed ? " for the whole plan (a resumed run: less)" : "", members, p.epochs,
          p.epochs > 1 ? "s" : "", p.batches, b, p.train_tokens / 1e6,
          p.train_tokens_per_s / 1e3, attn_precision_name(o->to.precision));
   fflush(stdout);
