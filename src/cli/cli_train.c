@@ -346,13 +346,16 @@ static int plan_run(train_opts *o, const attn_clf_data *d, int resumed, attn_tra
            attn_precision_name(o->to.precision));
     if (o->to.precision != ATTN_PREC_F32) printf("; probe %.2fx f32 here, %s", ratio, pi.units);
     printf(")\n");
-    if (o->to.precision != ATTN_PREC_F32 && (ratio < 1.0 || !pi.candidate)) {
+    /* bf16 without a unit, or anything measured clearly slower than f32
+     * (fp16 runs f32 FMAs: ~1x, within the probe's noise) */
+    int no_unit = o->to.precision == ATTN_PREC_BF16 && !pi.candidate;
+    if (o->to.precision != ATTN_PREC_F32 && (ratio < 0.9 || no_unit)) {
       char msg[512];
       snprintf(msg, sizeof msg, "warning: --precision %s runs at %.2fx f32's tokens/s on this CPU "
                "(probe; %s level, %s%s%s): this training takes ~%.1fx as long as with f32; "
                "--precision auto picks the faster", attn_precision_name(o->to.precision), ratio,
-               attn_isa_name(attn_isa_active()), pi.units, pi.candidate ? "" : ": ",
-               pi.candidate ? "" : pi.why, ratio > 0 ? 1.0 / ratio : 0.0);
+               attn_isa_name(attn_isa_active()), pi.units, no_unit ? ": " : "",
+               no_unit ? pi.why : "", ratio > 0 ? 1.0 / ratio : 0.0);
       printf("%s\n", msg);
       fprintf(stderr, "attn train: %s\n", msg);
     }
