@@ -360,11 +360,73 @@ static void test_resume_before_members(void) {
   free(g);
 }
 
+/* --precision auto says what it chose and why; an explicit precision without
+ * a bf16 unit (the generic level) runs with a warning naming its measured
+ * cost; the expected duration; --time-budget shrinks the plan before
+ * training and says so, or says that it fits; epoch lines carry their own
+ * time and the total. */
+static void test_precision_and_budget(void) {
+  const char *bin = getenv("ATTN_BIN");
+#ifndef ATTN_HAVE_GMIME
+  bin = NULL;
+#endif
+  if (!bin) {
+    SKIP(getenv("ATTN_BIN") ? "built without GMime" : "ATTN_BIN not set");
+    return;
+  }
+  write_corpus();
+  char args[1024], generic[512];
+  const char *model = "--dim 16 --heads 2 --ff 32 --layers 1 --max-len 48 --vocab 300 --batch 8 "
+                      "--threads 1 --progress plain";
+  char *g = NULL;
+  snprintf(args, sizeof args, "train --data %s/corpus --split %s/split.tsv %s --epochs 2 --members 1 "
+           "--out %s/p1", DIR_, DIR_, model, DIR_);
+  CHECK(run_attn_log(bin, args, "p1.log", &g) == 0);
+  CHECK(g && (strstr(g, "\nprecision: f32 (auto: ") || strstr(g, "\nprecision: bf16 (auto: ")));
+  CHECK(g && strstr(g, "\nprobe: ") && strstr(g, " tokens/s") && strstr(g, "\nexpected duration: ~"));
+  CHECK(g && strstr(g, "Epoch 2/2 | ") && strstr(g, " s (total "));
+  free(g);
+  // the generic level has no bf16 unit: auto stays f32, an explicit bf16 runs with a warning
+  snprintf(generic, sizeof generic, "ATTN_CPU=generic %s", bin);
+  snprintf(args, sizeof args, "train --data %s/corpus --split %s/split.tsv %s --epochs 1 --members 1 "
+           "--out %s/p2", DIR_, DIR_, model, DIR_);
+  CHECK(run_attn_log(generic, args, "p2.log", &g) == 0);
+  CHECK(g && strstr(g, "precision: f32 (auto: no candidate but f32 at the generic level"));
+  free(g);
+  snprintf(args, sizeof args, "train --data %s/corpus --split %s/split.tsv %s --epochs 1 --members 1 "
+           "--precision bf16 --out %s/p3", DIR_, DIR_, model, DIR_);
+  CHECK(run_attn_log(generic, args, "p3.log", &g) == 0);
+  const char *w = g ? strstr(g, "attn train: warning: --precision bf16 runs at ") : NULL;
+  CHECK(w && strstr(w, "f32's tokens/s on this CPU (probe; generic level") &&
+        strstr(w, "no bf16 unit") && strstr(w, "this training takes ~"));
+  CHECK(g && strstr(g, "precision: bf16 (--precision bf16; probe ") && strstr(g, "Epoch 1/1 | "));
+  free(g);
+  // a budget nothing fits: 1 member x 1 epoch, said in the log and on stderr
+  snprintf(args, sizeof args, "train --data %s/corpus --split %s/split.tsv %s --epochs 3 --members 2 "
+           "--time-budget 0.01 --out %s/p4", DIR_, DIR_, model, DIR_);
+  CHECK(run_attn_log(bin, args, "p4.log", &g) == 0);
+  CHECK(g && strstr(g, "time budget 0m00s: 2 members x 3 epochs would take ~") &&
+        strstr(g, "even 1 member x 1 epoch (~") && strstr(g, "does not fit: running it anyway"));
+  CHECK(g && strstr(g, "Epoch 1/1 | ") && !strstr(g, "Epoch 1/3") && !strstr(g, "member 2 of"));
+  free(g);
+  // a budget the plan fits: unchanged, and said
+  snprintf(args, sizeof args, "train --data %s/corpus --split %s/split.tsv %s --epochs 2 --members 2 "
+           "--time-budget 100000 --out %s/p5", DIR_, DIR_, model, DIR_);
+  CHECK(run_attn_log(bin, args, "p5.log", &g) == 0);
+  CHECK(g && strstr(g, "the plan fits") && strstr(g, "member 2 of 2") && strstr(g, "Epoch 2/2"));
+  CHECK(g && strstr(g, "expected duration: ~") && strstr(g, ": 2 members x 2 epochs of "));
+  CHECK(g && strstr(g, "(ETA of the training: "));
+  free(g);
+  snprintf(args, sizeof args, "train --data %s/corpus --time-budget 0", DIR_);
+  CHECK(run_attn(bin, args, "p6.log") != 0);  // refused: seconds > 0
+}
+
 int main(void) {
   if (!mkdtemp(DIR_)) return 1;
   RUN(test_train_resume_eval_predict);
   RUN(test_ensemble);
   RUN(test_resume_before_members);
+  RUN(test_precision_and_budget);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", DIR_);
   if (!getenv("ATTN_KEEP") && system(cmd) != 0) printf("  could not remove %s\n", DIR_);

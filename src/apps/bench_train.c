@@ -13,6 +13,7 @@
 
 #include "apps/bench.h"
 #include "apps/classifier.h"
+#include "apps/precision_probe.h"
 
 typedef struct {
   int64_t vocab, dim, heads, ff, layers, seq, batch;
@@ -21,6 +22,7 @@ typedef struct {
   attn_backend backend;
   attn_precision prec; /* --precision: also run this one after f32 (F32: f32 only) */
   int rounds;          /* with --precision: f32 and P alternated this many times, best kept */
+  int prec_auto;       /* --precision auto: P is the probe's choice (f32: f32 only) */
 } bt_opts;
 
 static double cpu_now(void) {
@@ -36,6 +38,51 @@ static uint64_t rng_next(uint64_t *s) {
   return z ^ (z >> 31);
 }
 
+static void config_of(const bt_opts *o, attn_clf_config *c) {
+  attn_clf_config_default(c);
+  c->vocab = o->vocab;
+  c->d_model = o->dim;
+  c->heads = o->heads;
+  c->ff = o->ff;
+  c->layers = o->layers;
+  c->max_len = o->seq;
+  c->dropout = 0.0f;
+}
+
+/* --precision auto: the probe attn train runs, on ~1024 tokens of rows like
+ * the bench's (lengths uniform in [seq/2, seq]); sets o->prec. */
+static attn_status choose_auto(bt_opts *o) {
+  attn_clf_config c;
+  config_of(o, &c);
+  int64_t B = 1024 / (o->seq * 3 / 4) + 1, L = o->seq;
+  if (B > o->batch) B = o->batch;
+  int32_t *ids = malloc((size_t)(B * L) * sizeof(int32_t)), *lens = malloc((size_t)B * sizeof(int32_t));
+  int *y = malloc((size_t)B * sizeof(int));
+  attn_status st = ids && lens && y ? ATTN_OK : attn_set_error(ATTN_ENOMEM, "bench train: out of memory");
+  uint64_t s = 2;
+  for (int64_t i = 0; !st && i < B * L; i++) ids[i] = (int32_t)(rng_next(&s) % (uint64_t)o->vocab);
+  for (int64_t b = 0; !st && b < B; b++) {
+    lens[b] = (int32_t)(L / 2 + (int64_t)(rng_next(&s) % (uint64_t)(L - L / 2 + 1)));
+    y[b] = (int)(rng_next(&s) % 2);
+  }
+  attn_prec_info bf;
+  attn_prec_info_get(ATTN_PREC_BF16, &bf);
+  attn_precision cand = ATTN_PREC_BF16;
+  attn_prec_probe_opts po = {o->backend, 0, 0, ATTN_QAT_ACT_TENSOR, 0, 0, 0};
+  attn_prec_probe_result r;
+  if (!st) st = attn_prec_probe(&c, &po, ids, lens, y, B, L, &cand, bf.candidate ? 1 : 0, &r);
+  if (!st) {
+    char why[320];
+    o->prec = attn_prec_auto_choose(&r, 0, why, sizeof why);
+    printf("precision: %s (%s; probe %.2f s on %lld x %lld tokens)\n", attn_precision_name(o->prec),
+           why, r.seconds, (long long)B, (long long)L);
+  }
+  free(ids);
+  free(lens);
+  free(y);
+  return st;
+}
+
 /* Runs 1 warm-up + steps training steps; *sec the mean step time (wall),
  * *cpu the mean process CPU time per step (all threads: robust to other
  * load on a shared machine),
@@ -43,14 +90,7 @@ static uint64_t rng_next(uint64_t *s) {
 static attn_status run(const bt_opts *o, int ckpt, attn_precision prec, double *sec, double *cpu,
                        size_t *bytes, size_t *peak) {
   attn_clf_config c;
-  attn_clf_config_default(&c);
-  c.vocab = o->vocab;
-  c.d_model = o->dim;
-  c.heads = o->heads;
-  c.ff = o->ff;
-  c.layers = o->layers;
-  c.max_len = o->seq;
-  c.dropout = 0.0f;
+  config_of(o, &c);
   attn_clf m;
   attn_adam opt;
   memset(&opt, 0, sizeof opt);
@@ -110,7 +150,7 @@ static int usage(FILE *f) {
           "usage: attn bench train [--vocab V] [--dim E] [--heads H] [--ff F] [--layers N]\n"
           "                        [--seq L] [--batch B] [--steps S] [--threads T]\n"
           "                        [--backend auto|math|flash] [--torch SCRIPT] [--ckpt]\n"
-          "                        [--precision f32|bf16|fp16 [--rounds R]]\n"
+          "                        [--precision auto|f32|bf16|fp16 [--rounds R]]\n"
           "  defaults: the demo model (8000, 128, 8, 512, 2), seq 256, batch 32, 10 steps, 2 threads\n"
           "  --torch SCRIPT  also run tools/bench_train_torch.py (python3) with OpenBLAS and ATen\n"
           "                  set to the same ISA level (SkylakeX/avx512, Haswell/avx2, generic)\n"
@@ -118,7 +158,8 @@ static int usage(FILE *f) {
           "  --ckpt          compare --checkpoint-activations with the normal path (memory, time)\n"
           "  --precision P   also run mixed precision P (Linears etc. in P, f32 master weights)\n"
           "                  after f32 in the same run and print the ratio; --rounds R: f32 and P\n"
-          "                  alternated R times (a shared machine), the best of each kept\n");
+          "                  alternated R times (a shared machine), the best of each kept;\n"
+          "                  auto: the probe of attn train --precision auto picks P (f32: f32 only)\n");
   return f == stdout ? 0 : 2;
 }
 
@@ -154,7 +195,7 @@ static void run_torch(const bt_opts *o, double f32[2], double bf16[2]) {
 }
 
 int attn_bench_train_main(int argc, char **argv) {
-  bt_opts o = {8000, 128, 8, 512, 2, 256, 32, 10, 2, 0, NULL, ATTN_BACKEND_AUTO, ATTN_PREC_F32, 1};
+  bt_opts o = {8000, 128, 8, 512, 2, 256, 32, 10, 2, 0, NULL, ATTN_BACKEND_AUTO, ATTN_PREC_F32, 1, 0};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) return usage(stdout);
@@ -173,7 +214,8 @@ int attn_bench_train_main(int argc, char **argv) {
       continue;
     }
     if (!strcmp(a, "--precision")) {
-      if (attn_precision_from_name(v, &o.prec)) return usage(stderr);
+      o.prec_auto = !strcmp(v, "auto");
+      if (!o.prec_auto && attn_precision_from_name(v, &o.prec)) return usage(stderr);
       continue;
     }
     char *end;
@@ -197,6 +239,10 @@ int attn_bench_train_main(int argc, char **argv) {
          "%d steps, %d threads\n",
          (long long)o.vocab, (long long)o.dim, (long long)o.heads, (long long)o.ff, (long long)o.layers,
          (long long)o.batch, (long long)o.seq, o.steps, o.threads);
+  if (o.prec_auto && choose_auto(&o)) {
+    fprintf(stderr, "attn bench train: %s\n", attn_last_error());
+    return 1;
+  }
   double sec = 0, cpu = 0;
   size_t bytes = 0, peak = 0;
   if (run(&o, 0, ATTN_PREC_F32, &sec, &cpu, &bytes, &peak)) {

@@ -1,7 +1,7 @@
 /* Training the TextClassifier (apps/classifier.h): length-bucketed batches
  * with padding, AdamW + warm-up/cosine + clipping, per-epoch validation
- * ("Epoch 1/5 | Train Loss: ... | Val Loss: ... | Val Acc: ...%" as the
- * seed prints), best and last checkpoints, and exact resume.
+ * ("Epoch 1/5 | Train Loss: ... | Val Loss: ... | Val Acc: ...% | 47 s (total
+ * 94 s)" as the seed prints, with the epoch's own time and the run's), best and last checkpoints, and exact resume.
  *
  * Reproducibility: the batch order is a pure function of (seed, epoch), the
  * dropout masks of (seed, global step) and every kernel is thread-count
@@ -70,6 +70,21 @@ attn_status attn_clf_evaluate_members(const attn_clf *m, int n, const attn_tok_s
                                       double *loss, double *acc, int *pred, float *p_pos);
 
 /* ---- training ----------------------------------------------------------------- */
+/* The whole run's progress, for an overall ETA across the members of an
+ * ensemble and their epochs (attn train): steps_total of the plan,
+ * steps_before done by the members before this one; t0 (monotonic seconds,
+ * attn_train_now) and steps_at_t0 are set by the first attn_train_run that
+ * sees t0 == 0. Until a step is timed the ETA is predicted_s (the plan's
+ * prediction, 0: none). */
+typedef struct {
+  int64_t steps_total, steps_before, steps_at_t0;
+  double t0, predicted_s;
+} attn_train_eta;
+double attn_train_now(void);
+/* Seconds left of the whole run at global step `done` (steps_before + the
+ * member's step), from the time per step measured since t0. */
+double attn_train_eta_left(const attn_train_eta *e, int64_t done);
+
 typedef struct {
   int epochs, batch, eval_batch, chunk_batches;
   double lr, min_lr, weight_decay, warmup_frac, clip;
@@ -102,6 +117,7 @@ typedef struct {
                         * seeds seed + 1000 k (k < K) and averaged (apps/classifier_ensemble.h);
                         * 1 (the default): one model. attn_train_run trains one model */
   FILE *log;           /* epoch lines (NULL: stdout) */
+  attn_train_eta *eta; /* the overall ETA (progress lines); NULL: per epoch only */
 } attn_train_opts;
 void attn_train_opts_default(attn_train_opts *o);
 /* The options that shape a run's numbers (epochs, batch, chunk_batches, lr,
@@ -124,7 +140,7 @@ typedef struct {
   double loss_sum;     /* sum of this epoch's batch losses so far */
   double best;         /* best val metric so far (loss: lower; acc: higher) */
   int best_epoch;      /* 0-based; -1: none; ATTN_TRAIN_BEST_START: the starting model */
-  double seconds;      /* training time so far */
+  double seconds;      /* training time so far, validation included */
   attn_loss_scaler scaler; /* fp16 dynamic loss scaling (enabled: an fp16 run; saved as
                               "loss_scale", "loss_scale_tracker", "loss_scale_steps",
                               "loss_scale_skipped" and restored on resume) */

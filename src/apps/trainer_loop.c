@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "apps/train_plan.h"
 #include "apps/trainer.h"
 
 void attn_train_opts_default(attn_train_opts *o) {
@@ -26,17 +27,19 @@ void attn_train_opts_default(attn_train_opts *o) {
   o->members = 1;
 }
 
-static double now_s(void) {
+double attn_train_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+#define now_s attn_train_now
 
-static void fmt_time(char *buf, size_t n, double s) {
-  if (!(s >= 0) || s > 1e7) s = 0;
-  long t = (long)(s + 0.5);
-  if (t >= 3600) snprintf(buf, n, "%ldh%02ldm", t / 3600, t / 60 % 60);
-  else snprintf(buf, n, "%ldm%02lds", t / 60, t % 60);
+double attn_train_eta_left(const attn_train_eta *e, int64_t done) {
+  if (!e) return 0;
+  int64_t timed = done - e->steps_at_t0, left = e->steps_total - done;
+  if (left <= 0) return 0;
+  if (timed <= 0 || e->t0 <= 0) return e->predicted_s;
+  return (now_s() - e->t0) / (double)timed * (double)left;
 }
 
 typedef struct {
@@ -46,12 +49,16 @@ typedef struct {
 } progress;
 
 static void progress_show(progress *pg, const attn_train_opts *o, int epoch, int b, int nb,
-                          double avg_loss, int final) {
+                          double avg_loss, int64_t step, int final) {
   if (pg->mode == 2) return;
   double el = now_s() - pg->t_epoch, tps = el > 0 ? pg->tokens / el : 0;
   double eta = pg->done > 0 ? el / pg->done * (nb - b) : 0;
-  char e[32];
-  fmt_time(e, sizeof e, eta);
+  char e[64], all[32];
+  attn_fmt_duration(e, sizeof e, eta);
+  if (o->eta) {  // the whole run: every member and epoch
+    attn_fmt_duration(all, sizeof all, attn_train_eta_left(o->eta, o->eta->steps_before + step));
+    snprintf(e + strlen(e), sizeof e - strlen(e), ", all %s", all);
+  }
   if (pg->mode == 1) {
     int w = 30, fill = nb ? (int)((long)w * b / nb) : w;
     char bar[64];
@@ -208,6 +215,10 @@ attn_status attn_train_run(attn_clf *m, attn_adam *opt, const attn_train_opts *o
             o->ema, s->ema.decay);
     s->ema.decay = o->ema;
   }
+  if (o->eta && o->eta->t0 <= 0) {  // the run's first member trained in this process
+    o->eta->t0 = now_s();
+    o->eta->steps_at_t0 = o->eta->steps_before + s->step;
+  }
   progress pg = {0};
   pg.mode = o->progress >= 0 ? o->progress : isatty(fileno(stderr)) ? 1 : 0;
   int stopped = 0, mem_told = 0;
@@ -232,6 +243,7 @@ attn_status attn_train_run(attn_clf *m, attn_adam *opt, const attn_train_opts *o
     pg.done = 0;
     pg.next_line = 0;
     double t0 = now_s();
+    double epoch_start = s->seconds; /* resumed mid-epoch: this process's part */
     for (; !st && s->batch < nb; ) {
       int64_t B, L;
       attn_batch_gather(train, &plan, s->batch, ids, lens, labels, &B, &L);
@@ -254,7 +266,7 @@ attn_status attn_train_run(attn_clf *m, attn_adam *opt, const attn_train_opts *o
       s->batch++;
       for (int64_t i = 0; i < B; i++) pg.tokens += lens[i];
       pg.done++;
-      progress_show(&pg, o, s->epoch, s->batch, nb, s->loss_sum / s->batch, 0);
+      progress_show(&pg, o, s->epoch, s->batch, nb, s->loss_sum / s->batch, s->step, 0);
       int stop = o->stop_after > 0 && s->step >= o->stop_after;
       if (stop || (o->save_every > 0 && s->step % o->save_every == 0)) {
         s->seconds += now_s() - t0;
@@ -266,20 +278,20 @@ attn_status attn_train_run(attn_clf *m, attn_adam *opt, const attn_train_opts *o
     }
     attn_batch_plan_free(&plan);
     if (st || stopped) break;
-    s->seconds += now_s() - t0;
-    if (pg.mode == 1) progress_show(&pg, o, s->epoch, s->batch, nb, s->loss_sum / nb, 1);
+    if (pg.mode == 1) progress_show(&pg, o, s->epoch, s->batch, nb, s->loss_sum / nb, s->step, 1);
     double vloss = 0, vacc = 0, rloss = 0, racc = 0;
     if (val && val->n > 0)
       st = validate_avg(m, o, amp.qat, &s->ema, val, &vloss, &vacc, &rloss, &racc);
     if (st) break;
+    s->seconds += now_s() - t0;  // the epoch's training and validation
     double metric = o->select_by_acc ? -vacc : vloss;
     int best = val && val->n > 0 && (s->best_epoch == -1 || metric < s->best);
     char raw[96] = "";
     if (s->ema.avg && val && val->n > 0)
       snprintf(raw, sizeof raw, " | raw weights: %.4f, %.2f%%", rloss, 100.0 * racc);
-    fprintf(log, "Epoch %d/%d | Train Loss: %.4f | Val Loss: %.4f | Val Acc: %.2f%% | %.0f s%s%s\n",
-            s->epoch + 1, o->epochs, s->loss_sum / nb, vloss, 100.0 * vacc, s->seconds, raw,
-            best ? " | best" : "");
+    fprintf(log, "Epoch %d/%d | Train Loss: %.4f | Val Loss: %.4f | Val Acc: %.2f%% | %.0f s "
+            "(total %.0f s)%s%s\n", s->epoch + 1, o->epochs, s->loss_sum / nb, vloss, 100.0 * vacc,
+            s->seconds - epoch_start, s->seconds, raw, best ? " | best" : "");
     fflush(log);
     s->epoch++;
     s->batch = 0;

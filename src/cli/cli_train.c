@@ -12,6 +12,8 @@
 #include "apps/bench.h"
 #include "apps/classifier_ensemble.h"
 #include "apps/classifier_viz.h"
+#include "apps/precision_probe.h"
+#include "apps/train_plan.h"
 #include "apps/trainer_data.h"
 #include "attn.h"
 #include "cli/commands.h"
@@ -22,6 +24,9 @@ typedef struct {
   unsigned long long split_seed;
   int vocab, threads, eval_only;
   int init_only; /* --init: weights and tokenizer from the checkpoint, fresh optimizer */
+  int prec_auto;  /* --precision auto: chosen by attn_prec_probe once the data is read */
+  double time_budget; /* --time-budget SECONDS (0: none) for the whole command */
+  double t_start;     /* when the command started (attn_train_now) */
   attn_clf_config mc;
   attn_train_opts to;
 } train_opts;
@@ -62,9 +67,15 @@ static void usage(FILE *f) {
           "                        1: one model, OUT/best.safetensors and OUT/last.safetensors)\n"
           "  --checkpoint-activations   keep only layer inputs, recompute in backward\n"
           "  --threads T (all)  --progress auto|bar|plain|quiet  --backend auto|math|flash\n"
-          "  --precision auto|f32|bf16|fp16   Linear GEMMs (f32 master weights); fp16 adds dynamic\n"
-          "                        loss scaling (skipped steps reported); auto (default): bf16\n"
-          "                        where the CPU has AMX-BF16 tiles (~2x faster), else f32\n"
+          "  --precision auto|f32|bf16|fp16   Linears and attention (f32 master weights); fp16 adds\n"
+          "                        dynamic loss scaling (skipped steps reported); auto (default):\n"
+          "                        a probe times a few steps of this model in f32 and bf16 on this\n"
+          "                        CPU and keeps bf16 only if >= 1.1x f32 (the log says why); a\n"
+          "                        precision slower than f32 here runs with a warning naming the cost\n"
+          "  --time-budget SECONDS the whole command should take at most this: from the measured\n"
+          "                        throughput, fewer epochs (down to 70 %%), then fewer members,\n"
+          "                        then fewer epochs, before training starts (said in the log;\n"
+          "                        not with --resume)\n"
           "  --qat                 quantization-aware training (fake int8 in every Linear); then\n"
           "                        attn quantize OUT/best.safetensors -o MODEL.int8.safetensors\n"
           "  --qat-act tensor|row  QAT activations per tensor over an EMA min/max observer (torch's\n"
@@ -77,12 +88,6 @@ static void usage(FILE *f) {
           "  --stop-after STEPS    stop after this many steps (checkpoint written; --resume goes on)\n"
           "  --save-every STEPS    also write last.safetensors every STEPS steps\n"
           "  --picture DIR         attention pictures + diagnosis of the first test message\n");
-}
-
-/* --precision auto: bf16 Linears where AMX runs them (2x the f32 step here),
- * else f32 (bf16 without AMX is slower than f32). */
-static attn_precision auto_precision(void) {
-  return attn_lowp_path_available(ATTN_LOWP_AMX, "bf16") ? ATTN_PREC_BF16 : ATTN_PREC_F32;
 }
 
 static int parse(int argc, char **argv, train_opts *o, int first) {
@@ -194,8 +199,15 @@ static int parse(int argc, char **argv, train_opts *o, int first) {
       }
       o->to.qat_act = !strcmp(v, "row") ? ATTN_QAT_ACT_ROW : ATTN_QAT_ACT_TENSOR;
     } else if (!strcmp(a, "--precision")) {
-      if (!strcmp(v, "auto")) o->to.precision = auto_precision();
-      else if (attn_precision_from_name(v, &o->to.precision)) return cli_fail("--precision"), 2;
+      o->prec_auto = !strcmp(v, "auto");
+      if (!o->prec_auto && attn_precision_from_name(v, &o->to.precision))
+        return cli_fail("--precision"), 2;
+    } else if (!strcmp(a, "--time-budget")) {
+      o->time_budget = strtod(v, &end);
+      if (!(o->time_budget > 0)) {
+        fprintf(stderr, "attn train: --time-budget %s: seconds > 0\n", v);
+        return 2;
+      }
     } else if (!strcmp(a, "--backend")) {
       if (attn_backend_from_name(v, &o->to.backend)) return cli_fail("--backend"), 2;
     } else {
@@ -235,9 +247,9 @@ static void defaults(train_opts *o) {
   o->to.epochs = 7;
   o->to.token_dropout = 0.4f;
   /* an ensemble of two (docs/CLASSIFIER.md, "The defaults: an ensemble"), bf16
-   * Linears and attention where AMX runs them */
+   * Linears and attention where the probe finds them faster than f32 */
   o->to.members = 2;
-  o->to.precision = auto_precision();
+  o->prec_auto = 1;
 }
 
 static int mkdirs(const char *path) {
@@ -282,6 +294,111 @@ static int finish(const attn_clf *m, int n, const attn_clf_data *d, const attn_b
   return 0;
 }
 
+static double set_tokens(const attn_clf_data *d, int split) {
+  attn_tok_set t = attn_clf_data_set(d, split);
+  double n = 0;
+  for (int i = 0; i < t.n; i++) n += t.lens[i];
+  return n;
+}
+
+/* The precision (--precision auto: the probe's choice; an explicit one: a
+ * warning when it is slower than f32 here), the expected duration and
+ * --time-budget's plan, from a probe of this run's model on its own data.
+ * Sets o->to.precision, members, epochs (a fresh run) and eta. */
+static int plan_run(train_opts *o, const attn_clf_data *d, int resumed, attn_train_eta *eta) {
+  attn_tok_set tr = attn_clf_data_set(d, ATTN_SPLIT_TRAIN);
+  int rows_max = 64;
+  int32_t *ids = malloc((size_t)(rows_max * o->mc.max_len) * sizeof(int32_t));
+  int32_t lens[64];
+  int labels[64];
+  int64_t B = 0, L = 0;
+  attn_prec_probe_result r;
+  attn_prec_info bf;
+  attn_prec_info_get(ATTN_PREC_BF16, &bf);
+  attn_precision cands[1];
+  int nc = 0;
+  if (o->prec_auto && bf.candidate && !o->to.qat) cands[nc++] = ATTN_PREC_BF16;
+  else if (!o->prec_auto && o->to.precision != ATTN_PREC_F32) cands[nc++] = o->to.precision;
+  attn_prec_probe_opts po = {o->to.backend, o->to.ckpt_acts, o->to.qat, o->to.qat_act, o->to.seed, 0, 0};
+  if (!ids) return cli_fail("out of memory");
+  attn_status st = attn_prec_probe_batch(&tr, o->mc.max_len, rows_max < o->to.batch ? rows_max : o->to.batch,
+                                         4096, o->to.token_dropout, o->to.seed, ids, lens, labels, &B, &L);
+  if (!st) st = attn_prec_probe(&o->mc, &po, ids, lens, labels, B, L, cands, nc, &r);
+  free(ids);
+  if (st) return cli_fail("precision probe");
+  printf("probe: %.2f s, %lld x %lld tokens: f32 %.1fk tokens/s", r.seconds, (long long)B,
+         (long long)L, r.t[0].tokens_per_s / 1e3);
+  for (int i = 1; i < r.n; i++)
+    printf(", %s %.1fk (%.2fx%s)", attn_precision_name(r.t[i].prec), r.t[i].tokens_per_s / 1e3,
+           attn_prec_probe_ratio(&r, r.t[i].prec), r.t[i].dropped ? ", dropped early: under half of f32" : "");
+  printf("; inference %.1fk tokens/s\n", r.eval_tokens_per_s / 1e3);
+  char why[320];
+  if (o->prec_auto) {
+    attn_precision was = o->to.precision;
+    o->to.precision = attn_prec_auto_choose(&r, o->to.qat, why, sizeof why);
+    printf("precision: %s (%s)%s\n", attn_precision_name(o->to.precision), why,
+           resumed && was != o->to.precision ? "; the run had another: it will not continue identically" : "");
+  } else {
+    double ratio = attn_prec_probe_ratio(&r, o->to.precision);
+    attn_prec_info pi;
+    attn_prec_info_get(o->to.precision, &pi);
+    printf("precision: %s (--precision %s", attn_precision_name(o->to.precision),
+           attn_precision_name(o->to.precision));
+    if (o->to.precision != ATTN_PREC_F32) printf("; probe %.2fx f32 here, %s", ratio, pi.units);
+    printf(")\n");
+    /* bf16 without a unit, or anything measured clearly slower than f32
+     * (fp16 runs f32 FMAs: ~1x, within the probe's noise) */
+    int no_unit = o->to.precision == ATTN_PREC_BF16 && !pi.candidate;
+    if (o->to.precision != ATTN_PREC_F32 && (ratio < 0.9 || no_unit)) {
+      char msg[512];
+      snprintf(msg, sizeof msg, "warning: --precision %s runs at %.2fx f32's tokens/s on this CPU "
+               "(probe; %s level, %s%s%s): this training takes ~%.1fx as long as with f32; "
+               "--precision auto picks the faster", attn_precision_name(o->to.precision), ratio,
+               attn_isa_name(attn_isa_active()), pi.units, no_unit ? ": " : "",
+               no_unit ? pi.why : "", ratio > 0 ? 1.0 / ratio : 0.0);
+      printf("%s\n", msg);
+      fprintf(stderr, "attn train: %s\n", msg);
+    }
+  }
+  const attn_prec_timing *t = attn_prec_probe_timing(&r, o->to.precision);
+  attn_train_plan p = {o->to.members, o->to.epochs, (tr.n + o->to.batch - 1) / o->to.batch,
+                       set_tokens(d, ATTN_SPLIT_TRAIN) * (1.0 - o->to.token_dropout),
+                       set_tokens(d, ATTN_SPLIT_VAL), set_tokens(d, ATTN_SPLIT_TEST),
+                       t ? t->tokens_per_s : r.t[0].tokens_per_s, r.step_fixed_seconds,
+                       r.eval_tokens_per_s, o->picture ? 10.0 : 1.0};
+  char note[320], a[32], b[32];
+  if (o->time_budget > 0 && resumed) {
+    printf("--time-budget: not applied to a resumed run (it goes on with its own plan)\n");
+  } else if (o->time_budget > 0) {
+    double left = o->time_budget - (attn_train_now() - o->t_start);
+    int fit = attn_train_plan_fit(&p, left, note, sizeof note);
+    if (fit) {
+      printf("%s (%.0f s of the budget used before training)\n", note,
+             attn_train_now() - o->t_start);
+      if (fit < 0) fprintf(stderr, "attn train: %s\n", note);
+      o->to.members = p.members;
+      o->to.epochs = p.epochs;
+    } else {
+      attn_fmt_duration(a, sizeof a, left);
+      printf("time budget: %s left, the plan fits\n", a);
+    }
+  }
+  double done = attn_train_now() - o->t_start;
+  attn_fmt_duration(a, sizeof a, done + attn_train_plan_seconds(&p));
+  attn_fmt_duration(b, sizeof b, attn_train_plan_epoch_seconds(&p));
+  char members[32] = "";
+  if (p.members > 1) snprintf(members, sizeof members, "%d members x ", p.members);
+  printf("expected duration: ~%s (%.0f s of it done)%s: %s%d epoch%s of %d steps, ~%s per epoch "
+         "(%.2fM tokens at %.1fk tokens/s, %s, measured by the probe), then the test report\n", a,
+         done, resumed ? " for the whole plan (a resumed run: less)" : "", members, p.epochs,
+         p.epochs > 1 ? "s" : "", p.batches, b, p.train_tokens / 1e6,
+         p.train_tokens_per_s / 1e3, attn_precision_name(o->to.precision));
+  fflush(stdout);
+  eta->steps_total = (int64_t)p.members * p.epochs * p.batches;
+  eta->predicted_s = p.members * p.epochs * attn_train_plan_epoch_seconds(&p);
+  return 0;
+}
+
 /* Where member k of the run keeps its checkpoints: OUT itself for a single
  * model, OUT/member<k+1> in an ensemble; with file, that file in it. */
 static void member_dir(const train_opts *o, int k, const char *file, char *buf, size_t n) {
@@ -299,19 +416,26 @@ static int file_exists(const char *path) {
  * checkpoint: resume = 1 restores its optimizer and state from `from` too)
  * or, when m->p.data is NULL, a fresh one with the member's seed. */
 static int train_member(train_opts *o, int k, attn_clf *m, const char *from, int resume,
-                        const attn_clf_data *d, const attn_st *meta, int *stopped) {
+                        const attn_clf_data *d, const attn_st *meta, attn_train_eta *eta,
+                        int *stopped) {
   int rc = 1;
   char dir[4096];
   member_dir(o, k, NULL, dir, sizeof dir);
   attn_train_opts to = o->to;
   to.seed = o->to.seed + 1000ull * (unsigned long long)k;
   to.out_dir = dir;
+  to.eta = eta;
+  int nb = attn_clf_data_set(d, ATTN_SPLIT_TRAIN).n;
+  eta->steps_before = (int64_t)k * o->to.epochs * ((nb + o->to.batch - 1) / o->to.batch);
   attn_adam opt;
   memset(&opt, 0, sizeof opt);
   attn_train_state s;
   attn_train_state_init(&s);
   if (o->to.members > 1) {
-    printf("\nmember %d of %d: seed %llu, %s\n", k + 1, o->to.members, (unsigned long long)to.seed, dir);
+    char left[32];
+    attn_fmt_duration(left, sizeof left, attn_train_eta_left(eta, eta->steps_before));
+    printf("\nmember %d of %d: seed %llu, %s (ETA of the training: %s)\n", k + 1, o->to.members,
+           (unsigned long long)to.seed, dir, left);
     fflush(stdout);
   }
   if (!m->p.data && (attn_clf_create(m, &o->mc) || attn_clf_init(m, to.seed))) {
@@ -476,6 +600,10 @@ static int run(train_opts *o, const char *model_path) {
     rc = finish(ens.m, ens.n, &d, bpe, o);
     goto done;
   }
+  attn_train_eta eta;
+  memset(&eta, 0, sizeof eta);
+  if (plan_run(o, &d, o->resume && !o->init_only, &eta)) goto done;
+  K = o->to.members;
   char *tok = NULL;
   if (attn_st_new(&meta) || attn_bpe_save(bpe, &tok) || attn_st_set_meta(meta, "tokenizer", tok) ||
       attn_st_set_meta(meta, "labels", "ham,spam")) {
@@ -513,7 +641,7 @@ static int run(train_opts *o, const char *model_path) {
         resume = 1;
       }
     }
-    if (train_member(o, k, &m, mfrom, resume, &d, meta, &stopped)) goto done;
+    if (train_member(o, k, &m, mfrom, resume, &d, meta, &eta, &stopped)) goto done;
     attn_clf_free(&m);
     memset(&m, 0, sizeof m);
     if (stopped) {
@@ -577,6 +705,7 @@ static int resume_options(int argc, char **argv, train_opts *o) {
   defaults(&saved);
   saved.to.members = 1;  // a run from before ensembles (no "members") trained one model
   int rc = attn_train_opts_from_json(json, &saved.to) ? (cli_fail(path), 1) : 0;
+  saved.prec_auto = 0;  // the run's own precision, unless the command line says auto
   attn_st_free(f);
   if (rc) return rc;
   train_opts mine = saved;
@@ -608,6 +737,7 @@ static int resume_options(int argc, char **argv, train_opts *o) {
 }
 
 int attn_cmd_train(int argc, char **argv) {
+  double t_start = attn_train_now();
   cli_keep_freed_memory();
   for (int i = 1; i < argc; i++)
     if (!strcmp(argv[i], "--bench")) {  // attn train --bench ARGS == attn bench train ARGS
@@ -619,6 +749,7 @@ int attn_cmd_train(int argc, char **argv) {
   int r = parse(argc, argv, &o, 1);
   if (r) return r == 1 ? 0 : 2;
   if (o.resume && !o.init_only && (r = resume_options(argc, argv, &o))) return r;
+  o.t_start = t_start;
   if (o.init_only && o.to.members > 1) {
     fprintf(stderr, "attn train: --init starts one model; train an ensemble's members from scratch\n");
     return 2;

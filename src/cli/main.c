@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "apps/precision_probe.h"
 #include "attn.h"
 #include "cli/commands.h"
 
@@ -58,6 +59,18 @@ int attn_cmd_version(int argc, char **argv) {
   print_features("cpu", attn_cpu_detected());
   print_features("in use", attn_cpu());
   printf("threads: %d\n", attn_get_num_threads());
+  /* What --precision auto would consider here; the choice itself is a probe
+   * of the run's own model (attn train prints it): not run here, so that
+   * version stays instant and does not guess a model's shapes. */
+  printf("precision auto (a probe of the run's model picks; >= %.2fx f32 to leave f32):\n",
+         ATTN_PREC_AUTO_MARGIN);
+  for (int p = ATTN_PREC_F32; p <= ATTN_PREC_F16; p++) {
+    attn_prec_info pi;
+    attn_prec_info_get((attn_precision)p, &pi);
+    printf("  %-4s %s: %s; %s\n", attn_precision_name(pi.prec),
+           p == ATTN_PREC_F32 ? "always" : pi.candidate ? "candidate" : "not a candidate", pi.units,
+           pi.why);
+  }
   return 0;
 }
 
