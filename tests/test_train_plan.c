@@ -47,15 +47,19 @@ static void test_plan_fit_order(void) {
   CHECK(attn_train_plan_fit(&p, 90, note, sizeof note) == 1);
   CHECK(p.members == 1 && p.epochs == 7);
   p = plan_10s(2, 7);
-  CHECK(attn_train_plan_fit(&p, 45, note, sizeof note) == 1);
-  CHECK(p.members == 1 && p.epochs == 4);
-  // nothing fits: 1 x 1, and the note says it runs anyway
+  CHECK(attn_train_plan_fit(&p, 55, note, sizeof note) == 1);
+  CHECK(p.members == 1 && p.epochs == 5);
+  // nothing fits: 1 member x the floor (5 of 7), never fewer epochs, and
+  // the note says it runs anyway
+  p = plan_10s(2, 7);
+  CHECK(attn_train_plan_fit(&p, 45, note, sizeof note) == -1);
+  CHECK(p.members == 1 && p.epochs == 5);
   p = plan_10s(3, 7);
   CHECK(attn_train_plan_fit(&p, 5, note, sizeof note) == -1);
-  CHECK(p.members == 1 && p.epochs == 1);
-  CHECK(strstr(note, "does not fit: running it anyway") != NULL);
+  CHECK(p.members == 1 && p.epochs == 5);
+  CHECK(strstr(note, "does not fit: running it anyway (no fewer epochs") != NULL);
   p = plan_10s(2, 7);  // a budget already spent (left < 0)
-  CHECK(attn_train_plan_fit(&p, -3, note, sizeof note) == -1 && p.epochs == 1);
+  CHECK(attn_train_plan_fit(&p, -3, note, sizeof note) == -1 && p.epochs == 5);
 }
 
 /* A result with f32 and bf16 timed: wall and CPU seconds of the step. */
