@@ -468,12 +468,13 @@ static uint64_t le64(const unsigned char *b) {
 static attn_status check_header_len(const char *label, const unsigned char *first8,
                                     uint64_t total, uint64_t *hlen) {
   if (total < 8)
-    return attn_set_error(ATTN_EFORMAT, "%s: %llu bytes, too short for a safetensors file", label,
-                          (unsigned long long)total);
+    return attn_set_error(ATTN_EFORMAT, "%s: not a safetensors file (%llu bytes, too short)",
+                          label, (unsigned long long)total);
   uint64_t n = le64(first8);
   if (n > ST_MAX_HEADER || n > total - 8)
     return attn_set_error(ATTN_EFORMAT,
-                          "%s: header length %llu is larger than the file (%llu bytes) or 100 MB",
+                          "%s: not a safetensors file (its first 8 bytes give a header length of "
+                          "%llu, more than its %llu bytes or 100 MB)",
                           label, (unsigned long long)n, (unsigned long long)total);
   *hlen = n;
   return ATTN_OK;
