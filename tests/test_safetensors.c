@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -396,6 +397,34 @@ static void test_fuzz_flips_and_truncations(void) {
   free(orig);
 }
 
+/* A write killed half-way leaves PATH.tmp.<pid>; the next save to PATH
+ * removes those of processes that no longer run, and only those (a live
+ * writer's, another file's, a name that is not <pid> stay). */
+static void test_save_removes_stale_temp_files(void) {
+  pid_t child = fork();
+  if (child == 0) _exit(0);
+  waitpid(child, NULL, 0); /* child's pid: no longer running */
+  char path[128], dead[160], live[160], other[160], odd[160];
+  snprintf(path, sizeof path, "%s/ckpt.safetensors", tmpdir);
+  snprintf(dead, sizeof dead, "%s.tmp.%ld", path, (long)child);
+  snprintf(live, sizeof live, "%s.tmp.%ld", path, (long)getppid());
+  snprintf(other, sizeof other, "%s/other.safetensors.tmp.%ld", tmpdir, (long)child);
+  snprintf(odd, sizeof odd, "%s.tmp.%ldx", path, (long)child);
+  const char *made[4] = {dead, live, other, odd};
+  for (int i = 0; i < 4; i++) write_file(made[i], "partial", 7);
+  attn_st *st;
+  CHECK_OK(attn_st_new(&st));
+  float x = 1;
+  int64_t one = 1;
+  CHECK_OK(attn_st_add_f32(st, "x", 1, &one, &x));
+  CHECK_OK(attn_st_save(st, path));
+  attn_st_free(st);
+  CHECK(access(dead, F_OK) != 0);
+  CHECK(access(live, F_OK) == 0 && access(other, F_OK) == 0 && access(odd, F_OK) == 0);
+  for (int i = 0; i < 4; i++) unlink(made[i]);
+  unlink(path);
+}
+
 /* {"k0":"v","k1":"v",...} with n keys, then `extra` (e.g. a repeated key) */
 static char *many_keys(size_t n, const char *extra, size_t *len) {
   size_t cap = n * 20 + 64 + strlen(extra), k = 0;
@@ -511,6 +540,7 @@ int main(void) {
   RUN(test_rejects_truncated_files_on_disk);
   RUN(test_save_is_atomic);
   RUN(test_fuzz_flips_and_truncations);
+  RUN(test_save_removes_stale_temp_files);
   RUN(test_million_keys_near_linear);
   RUN(test_duplicate_keys_are_found);
   rmdir(tmpdir);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "io/json.h"
+#include "io/tmpname.h"
 
 #define ST_MAX_HEADER ((uint64_t)100 * 1000 * 1000) /* 100 MB, as the reference implementation */
 #define ST_ALIGN 64
@@ -570,13 +571,11 @@ attn_status attn_st_save(const attn_st *st, const char *path) {
     json_buf_free(&hb);
     return attn_set_error(ATTN_ENOMEM, "%s: out of memory for the header", path);
   }
-  size_t plen = strlen(path) + 32;
-  char *tmp = malloc(plen);
+  char *tmp = attn_tmp_name(path); /* also removes those of killed writers */
   if (!tmp) {
     json_buf_free(&hb);
     return attn_set_error(ATTN_ENOMEM, "%s: out of memory", path);
   }
-  snprintf(tmp, plen, "%s.tmp.%ld", path, (long)getpid());
   attn_status s = ATTN_OK;
   FILE *f = fopen(tmp, "wb");
   if (!f) {
