@@ -269,6 +269,67 @@ static void test_cli_bad_files(void) {
   CHECK(strstr(err, "unknown tensor") != NULL);
 }
 
+/* Writes q [qs], k [ks], v [vs] (zeros), an optional BOOL tensor `extra`
+ * [es] of ones, and metadata key=value pairs (NULL-terminated) to path. */
+static void write_problem(const char *path, const int64_t qs[4], const int64_t ks[4],
+                          const int64_t vs[4], const char *extra, int en, const int64_t *es,
+                          const char *const *meta) {
+  attn_st *st = NULL;
+  CHECK_OK(attn_st_new(&st));
+  const int64_t *shapes[3] = {qs, ks, vs};
+  const char *names[3] = {"q", "k", "v"};
+  float *zeros = calloc(4096, sizeof(float));
+  unsigned char *ones = malloc(4096);
+  memset(ones, 1, 4096);
+  for (int i = 0; i < 3; i++) CHECK_OK(attn_st_add_f32(st, names[i], 4, shapes[i], zeros));
+  if (extra) CHECK_OK(attn_st_add(st, extra, ATTN_BOOL, en, es, ones));
+  for (int i = 0; meta && meta[i]; i += 2) CHECK_OK(attn_st_set_meta(st, meta[i], meta[i + 1]));
+  CHECK_OK(attn_st_save(st, path));
+  attn_st_free(st);
+  free(zeros);
+  free(ones);
+}
+
+/* Sizes near INT64_MAX (found by fuzzing): refused with a message, or run,
+ * and never a signed overflow on the way (under UBSan that is a "runtime
+ * error" and the tool stops). */
+static void test_cli_huge_sizes_do_not_overflow(void) {
+  char in[128], out[128], args[512], err[4096];
+  snprintf(in, sizeof in, "%s/huge.safetensors", tmpdir);
+  snprintf(out, sizeof out, "%s/huge_out.safetensors", tmpdir);
+  snprintf(args, sizeof args, "sdpa '%s' '%s'", in, out);
+  const int64_t G = (int64_t)1 << 62, one[4] = {1, 1, 1, 1}, two[4] = {1, 1, 2, 1};
+  const int64_t bm[2] = {1, 1};
+  /* an empty batch whose other dims multiply past 2^63: the mask's strides */
+  const int64_t qz[4] = {0, G, G, 1}, kz[4] = {0, 1, 1, 1}, mz[4] = {0, G, G, 1};
+  write_problem(in, qz, kz, kz, "mask", 4, mz, NULL);
+  unlink(out);
+  int rc = run_tool(args, err, sizeof err, NULL, 0);
+  CHECK(rc == 1 && strstr(err, "too large") && !strstr(err, "runtime error"));
+  if (rc != 1 || !strstr(err, "too large")) printf("  empty batch: exit %d: %s", rc, err);
+  /* block_size = INT64_MAX: one block each way, an ordinary call */
+  const char *bs_max[] = {"block_size", "9223372036854775807", NULL};
+  write_problem(in, two, two, two, "block_mask", 2, bm, bs_max);
+  rc = run_tool(args, err, sizeof err, NULL, 0);
+  CHECK(rc == 0 && file_exists(out));
+  if (rc != 0) printf("  block_size INT64_MAX: exit %d: %s", rc, err);
+  /* q_offset = INT64_MAX: q_offset + Lq does not fit */
+  const char *qo_max[] = {"block_size", "4", "q_offset", "9223372036854775807", NULL};
+  write_problem(in, one, one, one, "block_mask", 2, bm, qo_max);
+  unlink(out);
+  rc = run_tool(args, err, sizeof err, NULL, 0);
+  CHECK(rc == 1 && strstr(err, "q_offset") && !file_exists(out));
+  if (rc != 1 || !strstr(err, "q_offset")) printf("  q_offset INT64_MAX: exit %d: %s", rc, err);
+  for (int b = 0; b < 2; b++) { /* the same through each backend */
+    snprintf(args, sizeof args, "sdpa '%s' '%s' --backend %s", in, out, b ? "flash" : "math");
+    write_problem(in, two, two, two, "block_mask", 2, bm, bs_max);
+    unlink(out);
+    rc = run_tool(args, err, sizeof err, NULL, 0);
+    CHECK(rc == 0 && file_exists(out));
+    if (rc != 0) printf("  block_size INT64_MAX (%s): exit %d: %s", b ? "flash" : "math", rc, err);
+  }
+}
+
 static void cleanup(void) {
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
@@ -328,6 +389,7 @@ int main(int argc, char **argv) {
   if (!file_exists(bin)) printf("  %s not found (set ATTN_BIN)\n", bin);
   RUN(test_cli_help_and_usage);
   RUN(test_cli_isa_levels);
+  RUN(test_cli_huge_sizes_do_not_overflow);
   RUN(test_cli_reproduces_golden_files_math);
   RUN(test_cli_reproduces_golden_files_default);
   RUN(test_cli_forward_only);

@@ -11,6 +11,18 @@ static void test_error_message_is_set_and_cleared(void) {
   CHECK(strcmp(attn_last_error(), "model.safetensors: tensor 'q' has rank 3") == 0);
 }
 
+/* A message formatted from the last message itself (a caller adding context)
+ * reads its argument before overwriting it: no "a: a: ..." echo or garbling. */
+static void test_error_message_may_quote_itself(void) {
+  attn_set_error(ATTN_EINVAL, "expected an array of strings at byte 1");
+  attn_set_error(ATTN_EFORMAT, "metadata '%s': %s", "tokens", attn_last_error());
+  CHECK(strcmp(attn_last_error(), "metadata 'tokens': expected an array of strings at byte 1") ==
+        0);
+  attn_set_error(ATTN_EINVAL, "%s", "x");
+  attn_set_error(ATTN_EINVAL, "%s%s%s", attn_last_error(), attn_last_error(), attn_last_error());
+  CHECK(strcmp(attn_last_error(), "xxx") == 0);
+}
+
 static void test_dtype_names_round_trip(void) {
   for (int i = 0; i < ATTN_DTYPE_COUNT; i++) {
     attn_dtype t;
@@ -92,6 +104,7 @@ static void test_isa_levels(void) {
 
 int main(void) {
   RUN(test_error_message_is_set_and_cleared);
+  RUN(test_error_message_may_quote_itself);
   RUN(test_dtype_names_round_trip);
   RUN(test_bf16_rounds_to_nearest_even);
   RUN(test_f16_matches_ieee_half);

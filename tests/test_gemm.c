@@ -233,6 +233,21 @@ static void test_bad_arguments(void) {
   CHECK_OK(attn_gemm_f32(0, 0, 2, 3, 4, 1.0f, A, 4, B, 3, 0.0f, C, 3));
 }
 
+/* Sizes whose offsets overflow int64 are refused before any arithmetic on
+ * them (fuzzing found M = INT64_MAX wrapping in the packing plan; under UBSan
+ * that is a runtime error, without it a wild write). */
+static void test_huge_sizes_are_refused(void) {
+  float A[16] = {0}, B[16] = {0}, C[16] = {0};
+  const int64_t big = INT64_MAX;
+  CHECK_ERR(attn_gemm_f32(0, 0, big, 1, 1, 1.0f, A, 1, B, 1, 0.0f, C, 1), ATTN_EINVAL);
+  CHECK(strstr(attn_last_error(), "too large") != NULL);
+  CHECK_ERR(attn_gemm_f32(0, 0, 1, big, 1, 1.0f, A, 1, B, big, 0.0f, C, big), ATTN_EINVAL);
+  CHECK_ERR(attn_gemm_f32(0, 0, 2, 2, big, 1.0f, A, big, B, 2, 0.0f, C, 2), ATTN_EINVAL);
+  CHECK_ERR(attn_gemm_f32(1, 1, 2, 2, 2, 1.0f, A, big, B, 2, 0.0f, C, 2), ATTN_EINVAL);
+  CHECK_ERR(attn_gemm_f32(0, 0, 3, 2, 0, 1.0f, A, 1, B, 1, 0.0f, C, big / 2), ATTN_EINVAL);
+  CHECK_ERR(attn_gemm_f32(0, 0, big / 2, 2, 2, 1.0f, A, 2, B, 2, 0.0f, C, 2), ATTN_EINVAL);
+}
+
 int main(void) {
   RUN(test_small_path_is_bit_identical_to_reference);
   RUN(test_generic_path_matches_reference);
@@ -242,5 +257,6 @@ int main(void) {
   RUN(test_empty_sizes);
   RUN(test_thread_count_does_not_change_bits);
   RUN(test_bad_arguments);
+  RUN(test_huge_sizes_are_refused);
   HARNESS_END();
 }

@@ -637,6 +637,25 @@ static void test_results_do_not_depend_on_thread_count(void) {
 
 /* ---- argument validation ---------------------------------------------------- */
 
+/* Under AddressSanitizer a failed huge allocation returns NULL, as malloc
+ * does, instead of stopping the program (the out-of-memory cases below). */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void) { return "allocator_may_return_null=1"; }
+
+/* LayerNorm backward sizes too large for its dweight/dbias partial sums: a
+ * refusal that says what could not be allocated (it said "N partial sums"),
+ * with no overflow computing the size (rows*n and blocks*2*n). */
+static void test_layernorm_backward_too_large_says_what(void) {
+  float x[8] = {0}, y[8], m[2] = {0}, r[2] = {1, 1}, dw[8], db[8];
+  CHECK_ERR(attn_layernorm_backward_f32(x, NULL, m, r, x, y, dw, db, INT64_MAX / 4, 2),
+            ATTN_ENOMEM);
+  CHECK(strstr(attn_last_error(), "out of memory") != NULL);
+  CHECK(strstr(attn_last_error(), "dweight/dbias") != NULL);
+  CHECK_ERR(attn_layernorm_backward_f32(x, NULL, m, r, x, y, dw, db, INT64_MAX / 2, 4),
+            ATTN_EINVAL); /* rows * n itself does not fit */
+  CHECK(strstr(attn_last_error(), "too large") != NULL);
+}
+
 static void test_bad_arguments_are_rejected(void) {
   float x[8] = {0}, y[8], m[2], r[2];
   uint8_t mask[8];
@@ -695,6 +714,7 @@ int main(void) {
   RUN(test_dropout_paths_are_bit_identical);
   RUN(test_results_do_not_depend_on_thread_count);
   RUN(test_bad_arguments_are_rejected);
+  RUN(test_layernorm_backward_too_large_says_what);
   printf("# golden max abs err: softmax %.3g, log_softmax %.3g, layer_norm %.3g, gelu %.3g, "
          "embedding %.3g, cross_entropy %.3g\n",
          worst_softmax, worst_log_softmax, worst_ln, worst_gelu, worst_emb, worst_ce);

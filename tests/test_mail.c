@@ -268,7 +268,42 @@ static void test_utf8_sanitize(void) {
   CHECK(attn_utf8_seq_len((const unsigned char *)"\xe2\x82", 2) == 0); /* truncated */
 }
 
+/* A message over ATTN_MAIL_MAX_BYTES is refused before GMime sees it (GMime
+ * takes 10-100x a message's size: 50 MB under a 200 MB limit stopped the
+ * program inside GLib); at the limit it is read. From memory and from files:
+ * a file is read to its end but never past the limit (/dev/zero), and a
+ * directory is an error naming it, not a huge allocation. */
+static void test_size_limit(void) {
+  if (!attn_mail_available()) {
+    SKIP("built without GMime");
+    return;
+  }
+  const size_t cap = ATTN_MAIL_MAX_BYTES;
+  char *raw = malloc(cap + 1), *text = NULL;
+  size_t len = 0;
+  const char head[] = "Subject: big\n\n";
+  memcpy(raw, head, sizeof head - 1);
+  memset(raw + sizeof head - 1, 'x', cap + 1 - (sizeof head - 1));
+  CHECK_ERR(attn_mail_to_text(raw, cap + 1, &text, &len, NULL), ATTN_EINVAL);
+  CHECK(strstr(attn_last_error(), "8 MiB") != NULL && !text);
+  for (size_t i = 64; i < cap; i += 64) raw[i] = '\n'; /* short lines: quick to parse */
+  CHECK_OK(attn_mail_to_text(raw, cap, &text, &len, NULL));
+  CHECK(text && len > cap / 2);
+  free(text);
+  free(raw);
+  char *bytes = NULL;
+  CHECK_ERR(attn_mail_read_file("/dev/zero", &bytes, &len), ATTN_EINVAL);
+  CHECK(!bytes && strstr(attn_last_error(), "/dev/zero: larger than 8 MiB") != NULL);
+  CHECK_ERR(attn_mail_read_file("tests", &bytes, &len), ATTN_EIO);
+  CHECK(!bytes && strcmp(attn_last_error(), "tests: Is a directory") == 0);
+  CHECK_ERR(attn_mail_file_to_text("tests/data", &text, &len, NULL), ATTN_EIO);
+  CHECK_OK(attn_mail_read_file("/proc/self/status", &bytes, &len)); /* stat says 0 bytes */
+  CHECK(bytes && len > 0 && strlen(bytes) == len);
+  free(bytes);
+}
+
 int main(void) {
+  RUN(test_size_limit);
   RUN(test_multipart_alternative_quoted_printable);
   RUN(test_base64_text_and_encoded_headers);
   RUN(test_iso_8859_1_body_and_8bit_header);

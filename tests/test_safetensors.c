@@ -3,9 +3,11 @@
 #include <dirent.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
+#include "io/json.h"
 
 static char tmpdir[64];
 
@@ -395,6 +397,140 @@ static void test_fuzz_flips_and_truncations(void) {
   free(orig);
 }
 
+/* A write killed half-way leaves PATH.tmp.<pid>; the next save to PATH
+ * removes those of processes that no longer run, and only those (a live
+ * writer's, another file's, a name that is not <pid> stay). */
+static void test_save_removes_stale_temp_files(void) {
+  pid_t child = fork();
+  if (child == 0) _exit(0);
+  waitpid(child, NULL, 0); /* child's pid: no longer running */
+  char path[128], dead[160], live[160], other[160], odd[160];
+  snprintf(path, sizeof path, "%s/ckpt.safetensors", tmpdir);
+  snprintf(dead, sizeof dead, "%s.tmp.%ld", path, (long)child);
+  snprintf(live, sizeof live, "%s.tmp.%ld", path, (long)getppid());
+  snprintf(other, sizeof other, "%s/other.safetensors.tmp.%ld", tmpdir, (long)child);
+  snprintf(odd, sizeof odd, "%s.tmp.%ldx", path, (long)child);
+  const char *made[4] = {dead, live, other, odd};
+  for (int i = 0; i < 4; i++) write_file(made[i], "partial", 7);
+  attn_st *st;
+  CHECK_OK(attn_st_new(&st));
+  float x = 1;
+  int64_t one = 1;
+  CHECK_OK(attn_st_add_f32(st, "x", 1, &one, &x));
+  CHECK_OK(attn_st_save(st, path));
+  attn_st_free(st);
+  CHECK(access(dead, F_OK) != 0);
+  CHECK(access(live, F_OK) == 0 && access(other, F_OK) == 0 && access(odd, F_OK) == 0);
+  for (int i = 0; i < 4; i++) unlink(made[i]);
+  unlink(path);
+}
+
+/* {"k0":"v","k1":"v",...} with n keys, then `extra` (e.g. a repeated key) */
+static char *many_keys(size_t n, const char *extra, size_t *len) {
+  size_t cap = n * 20 + 64 + strlen(extra), k = 0;
+  char *j = malloc(cap);
+  j[k++] = '{';
+  for (size_t i = 0; i < n; i++) k += (size_t)snprintf(j + k, cap - k, "%s\"k%zu\":\"v\"", i ? "," : "", i);
+  k += (size_t)snprintf(j + k, cap - k, "%s}", extra);
+  *len = k;
+  return j;
+}
+
+/* A header of a million keys is read in near-linear work: the duplicate-key
+ * check sorts (it compared each key with all earlier ones: n^2/2, 20k keys
+ * took 8.7 s, a million hours) and the reader appends metadata without a
+ * lookup per key. The work is counted in key comparisons, not timed. */
+static void test_million_keys_near_linear(void) {
+  const size_t n = 1000000;
+  size_t len;
+  char *j = many_keys(n, "", &len);
+  json_value *v = NULL;
+  char err[200];
+  uint64_t c0 = json_key_compares();
+  CHECK(json_parse(j, len, &v, err, sizeof err) == 0);
+  uint64_t work = json_key_compares() - c0;
+  CHECK(v && v->count == n);
+  CHECK(work <= 2 * (uint64_t)n * 20); /* ~ n log2 n = 20n; n^2/2 = 500000n before */
+  printf("  %zu keys: %llu key comparisons (%.1f per key)\n", n, (unsigned long long)work,
+         (double)work / (double)n);
+  json_free(v);
+  free(j);
+  /* as the metadata of a safetensors file: 131072 keys (the reader's limit)
+   * are read, a million refused at the limit */
+  const size_t counts[2] = {131072, n};
+  for (int c = 0; c < 2; c++) {
+    j = many_keys(counts[c], "", &len);
+    size_t flen;
+    char *h = malloc(len + 32), key[32];
+    sprintf(h, "{\"__metadata__\":%s}", j);
+    unsigned char *b = make_bytes(h, NULL, 0, &flen);
+    attn_st *st = NULL;
+    if (c == 0) {
+      CHECK_OK(attn_st_parse(b, flen, &st));
+      CHECK(attn_st_meta_count(st) == (int)counts[c]);
+      snprintf(key, sizeof key, "k%zu", counts[c] - 1);
+      CHECK(attn_st_meta(st, key) && strcmp(attn_st_meta(st, key), "v") == 0);
+      CHECK(attn_st_meta_key(st, 12345) && strcmp(attn_st_meta_key(st, 12345), "k12345") == 0);
+    } else {
+      CHECK_ERR(attn_st_parse(b, flen, &st), ATTN_EFORMAT);
+      CHECK(strstr(attn_last_error(), "more than 131072 items") != NULL);
+    }
+    attn_st_free(st);
+    free(b);
+    free(h);
+    free(j);
+  }
+  /* a million tensors: refused at the limit, before a million allocations */
+  size_t cap = n * 64, k = 0, flen;
+  char *t = malloc(cap);
+  t[k++] = '{';
+  for (size_t i = 0; i < n; i++)
+    k += (size_t)snprintf(t + k, cap - k, "%s\"t%zu\":{\"dtype\":\"F32\",\"shape\":[0],"
+                          "\"data_offsets\":[0,0]}", i ? "," : "", i);
+  t[k++] = '}', t[k] = '\0';
+  unsigned char *b = make_bytes(t, NULL, 0, &flen);
+  attn_st *st = NULL;
+  CHECK_ERR(attn_st_parse(b, flen, &st), ATTN_EFORMAT);
+  CHECK(strstr(attn_last_error(), "more than 131072 items in one object") != NULL);
+  free(b);
+  free(t);
+}
+
+/* The sorted check still finds every duplicate, and reports the first
+ * repeated key in text order at its byte offset, in small and large objects. */
+static void test_duplicate_keys_are_found(void) {
+  json_value *v = NULL;
+  char err[200];
+  const char *small = "{\"a\":1,\"b\":2,\"a\":3}";
+  CHECK(json_parse(small, strlen(small), &v, err, sizeof err) == -1 && !v);
+  CHECK(strcmp(err, "duplicate key \"a\" at byte 13") == 0);
+  const char *later = "{\"x\":{},\"y\":{\"p\":1,\"p\":2}}";
+  CHECK(json_parse(later, strlen(later), &v, err, sizeof err) == -1);
+  CHECK(strstr(err, "duplicate key \"p\"") != NULL);
+  size_t len;
+  for (size_t n = 9; n <= 100000; n *= 10) { /* sorted path; last key repeats the middle one */
+    char extra[64], want[96];
+    snprintf(extra, sizeof extra, ",\"k%zu\":\"w\"", n / 2);
+    char *j = many_keys(n, extra, &len);
+    size_t at = len - strlen(extra); /* its quote, after the comma, before the final brace */
+    CHECK(json_parse(j, len, &v, err, sizeof err) == -1 && !v);
+    snprintf(want, sizeof want, "duplicate key \"k%zu\" at byte %zu", n / 2, at);
+    if (strcmp(err, want) != 0) printf("  n = %zu: got '%s', want '%s'\n", n, err, want);
+    CHECK(strcmp(err, want) == 0);
+    free(j);
+    j = many_keys(n, ",\"k3\":0,\"k1\":0", &len); /* two repeats: the first in the text */
+    CHECK(json_parse(j, len, &v, err, sizeof err) == -1 && strstr(err, "\"k3\"") != NULL);
+    free(j);
+    j = many_keys(n, ",\"k\":0,\"K1\":0,\"k10\":0", &len); /* near misses and one repeat */
+    int rc = json_parse(j, len, &v, err, sizeof err);
+    CHECK(n > 10 ? rc == -1 && strstr(err, "\"k10\"") : rc == 0);
+    json_free(v);
+    v = NULL;
+    free(j);
+  }
+  CHECK(parse_json("{\"__metadata__\":{\"a\":\"1\",\"a\":\"2\"}}", 0) == ATTN_EFORMAT);
+}
+
 int main(void) {
   make_tmpdir();
   RUN(test_round_trip_every_dtype);
@@ -404,6 +540,9 @@ int main(void) {
   RUN(test_rejects_truncated_files_on_disk);
   RUN(test_save_is_atomic);
   RUN(test_fuzz_flips_and_truncations);
+  RUN(test_save_removes_stale_temp_files);
+  RUN(test_million_keys_near_linear);
+  RUN(test_duplicate_keys_are_found);
   rmdir(tmpdir);
   HARNESS_END();
 }

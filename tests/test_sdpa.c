@@ -503,6 +503,15 @@ static void test_empty_sequences(void) {
   for (int64_t i = 0; i < p.nq; i++) ok &= p.dq[i] == 0.0f;
   CHECK(ok);
   problem_free(&p);
+  problem_init(&p, 2, 2, 1, 3, 0, 4, 5, 63); /* Lk = 0 on the math path: no scratch at all */
+  for (int64_t i = 0; i < p.no; i++) p.out[i] = NAN;
+  problem_run(&p, ATTN_BACKEND_MATH);
+  ok = 1;
+  for (int64_t i = 0; i < p.no; i++) ok &= p.out[i] == 0.0f;
+  for (int64_t i = 0; i < p.nl; i++) ok &= p.lse[i] == -INFINITY;
+  for (int64_t i = 0; i < p.nq; i++) ok &= p.dq[i] == 0.0f;
+  CHECK(ok);
+  problem_free(&p);
   problem_init(&p, 2, 2, 1, 0, 4, 4, 5, 62); /* Lq = 0: dk, dv overwritten with 0 */
   problem_run(&p, ATTN_BACKEND_MATH);
   ok = 1;

@@ -564,15 +564,12 @@ static void test_cli_viz_and_diagnose(void) {
 #else /* pictures need cairo; the page and the table do not */
   const char *runs[] = {"viz %s %s/c4.html", "diagnose %s"};
 #endif
-  /* a sanitizer build of the tool: fontconfig's process-wide caches are not leaks of ours */
-  FILE *sup = fopen(out_path("lsan.supp"), "w");
-  if (sup) fputs("leak:libfontconfig.so\n", sup), fclose(sup);
+  /* a sanitizer build of the tool leaks nothing: it releases cairo's and
+   * fontconfig's caches itself (no suppressions given here) */
   for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
     char args[512];
     snprintf(args, sizeof args, runs[r], in_path, OUT_DIR);
-    snprintf(cmd, sizeof cmd,
-             "LSAN_OPTIONS=suppressions=%s/lsan.supp:print_suppressions=0 %s %s > %s/out.txt 2>&1",
-             OUT_DIR, bin, args, OUT_DIR);
+    snprintf(cmd, sizeof cmd, "%s %s > %s/out.txt 2>&1", bin, args, OUT_DIR);
     int rc = system(cmd);
     if (rc != 0) printf("  '%s' -> %d\n", cmd, rc);
     CHECK(rc == 0);

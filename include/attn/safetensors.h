@@ -4,8 +4,11 @@
  *  "__metadata__": {"key": "string value", ...}}, then the data buffer.
  * Reading validates everything (JSON syntax, dtype, shape·dtype size ==
  * end-begin, offsets inside the file, no overlaps) and fails with
- * ATTN_EFORMAT naming the tensor. Writing goes to PATH.tmp.<pid> and is
- * renamed over PATH only when complete. */
+ * ATTN_EFORMAT naming the tensor. Limits: a header of at most 100 MB, at most
+ * 131072 tensors and 131072 metadata keys per file (reading takes time and
+ * memory linear in the header's size). Writing goes to PATH.tmp.<pid> and is
+ * renamed over PATH only when complete; a save also removes the PATH.tmp.<pid>
+ * files that writers killed half-way left (their process no longer runs). */
 #ifndef ATTN_SAFETENSORS_H
 #define ATTN_SAFETENSORS_H
 

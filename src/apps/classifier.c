@@ -92,6 +92,9 @@ static attn_status check_config(const attn_clf_config *c) {
     return attn_set_error(ATTN_EINVAL,
                           "classifier config: vocab, d_model, heads, ff, max_len must be > 0, "
                           "layers >= 0, classes >= 2");
+  if (c->max_len > ATTN_CLF_MAX_LEN)
+    return attn_set_error(ATTN_EINVAL, "classifier config: max_len %lld is more than %d",
+                          (long long)c->max_len, ATTN_CLF_MAX_LEN);
   if (c->d_model % c->heads)
     return attn_set_error(ATTN_EINVAL, "classifier config: d_model %lld is not a multiple of heads %lld",
                           (long long)c->d_model, (long long)c->heads);

@@ -67,6 +67,21 @@ typedef struct {
   attn_qlinear_set *qlinears; /* int8 model (attn quantize): Linears run in int8 */
 } attn_clf;
 
+/* Longest max_len a config may have (a sinusoidal model's table is max_len
+ * x E floats, and nothing in its file bounds it). */
+#define ATTN_CLF_MAX_LEN (1 << 20)
+
+/* A file's config against its tensors before anything is allocated:
+ * embedding.weight [vocab, E], positions.weight [max_len, E] (learned),
+ * fc.weight [classes, E or 2E], the last layer's linear1.weight [ff, E];
+ * ATTN_EFORMAT naming the tensor otherwise. */
+attn_status attn_clf_check_file(const attn_clf_config *c, const attn_st *f);
+/* Every tensor of f is one m reads: a parameter, its AdamW moments
+ * (optim.m./optim.v.), weight average (ema.), ensemble copies (memberK.) or
+ * int8 scales (.scale); e.g. layers.1.* in a file whose config says 1 layer
+ * is an error, not ignored. */
+attn_status attn_clf_check_leftovers(const attn_clf *m, const attn_st *f);
+
 /* Declares and allocates (parameters zero); attn_clf_init then draws them. */
 attn_status attn_clf_create(attn_clf *m, const attn_clf_config *c);
 /* Seeded: embeddings and positions N(0,1) as nn.Embedding, layers as torch. */

@@ -274,7 +274,11 @@ attn_status attn_diagnose_f32(const float *probs, int64_t n, int64_t lq, int64_t
     return attn_set_error(ATTN_EINVAL, "diagnose: NULL probs/result or n = %lld < 1", (long long)n);
   for (int64_t h = 0; h < n; h++) {
     attn_status st = attn_diagnose_head_f32(probs + h * lq * lk, lq, lk, opts, &out[h]);
-    if (st) return attn_set_error(st, "head %lld: %s", (long long)h, attn_last_error());
+    if (st) {
+      char what[32];
+      snprintf(what, sizeof what, "head %lld", (long long)h);
+      return attn_prefix_error(st, what);
+    }
   }
   return ATTN_OK;
 }

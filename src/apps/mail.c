@@ -72,26 +72,12 @@ attn_status attn_mail_to_text(const void *raw, size_t len, char **text, size_t *
 attn_status attn_mail_file_to_text_flags(const char *path, unsigned flags, char **text,
                                          size_t *text_len, attn_mail_info *info) {
   if (!path || !text) return attn_set_error(ATTN_EINVAL, "mail: NULL path or text pointer");
-  FILE *f = fopen(path, "rb");
-  if (!f) return attn_set_error(ATTN_EIO, "mail: cannot open '%s': %s", path, strerror(errno));
-  attn_textbuf b = {0};
-  char chunk[65536];
-  size_t got;
-  int oom = 0;
-  while ((got = fread(chunk, 1, sizeof chunk, f)) > 0)
-    if (attn_textbuf_put(&b, chunk, got)) {
-      oom = 1;
-      break;
-    }
-  int err = ferror(f);
-  fclose(f);
-  if (oom || err) {
-    attn_textbuf_free(&b);
-    return oom ? attn_set_error(ATTN_ENOMEM, "mail: out of memory reading '%s'", path)
-               : attn_set_error(ATTN_EIO, "mail: read error on '%s'", path);
-  }
-  attn_status s = attn_mail_to_text_flags(b.data ? b.data : "", b.len, flags, text, text_len, info);
-  attn_textbuf_free(&b);
+  char *raw;
+  size_t len;
+  attn_status s = attn_mail_read_file(path, &raw, &len);
+  if (s) return s;
+  s = attn_mail_to_text_flags(raw, len, flags, text, text_len, info);
+  free(raw);
   return s;
 }
 
@@ -283,6 +269,9 @@ attn_status attn_mail_to_text_flags(const void *raw, size_t len, unsigned flags,
   if (!raw || !text) return attn_set_error(ATTN_EINVAL, "mail: NULL message or text pointer");
   *text = NULL;
   if (text_len) *text_len = 0;
+  if (len > ATTN_MAIL_MAX_BYTES)
+    return attn_set_error(ATTN_EINVAL, "mail: a message of %zu bytes is larger than %u MiB, the "
+                          "limit on one message", len, (unsigned)(ATTN_MAIL_MAX_BYTES >> 20));
   attn_mail_info local;
   if (!info) info = &local;
   memset(info, 0, sizeof *info);

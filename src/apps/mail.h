@@ -64,11 +64,25 @@ typedef struct {
 /* 1 if this build reads mail (GMime linked). */
 int attn_mail_available(void);
 
+/* The largest message read: GMime takes 10 to 100 times a message's size in
+ * memory while parsing it (a 50 MB message stopped the program inside GLib
+ * under a 200 MB limit), so longer ones are refused (ATTN_EINVAL) before
+ * parsing. Real mail is far smaller; attachments beyond it carry no text. */
+#define ATTN_MAIL_MAX_BYTES ((size_t)8 << 20)
+
 /* Text of the raw message raw[0..len). *text (NUL-terminated, *text_len
  * bytes, free()) on success; info may be NULL. Fails only for NULL
- * arguments, memory, or a build without GMime. */
+ * arguments, memory, a message over ATTN_MAIL_MAX_BYTES, or a build without
+ * GMime. */
 attn_status attn_mail_to_text(const void *raw, size_t len, char **text, size_t *text_len,
                               attn_mail_info *info);
+
+/* The bytes of one message (*raw malloc'd, NUL-terminated) from file path or
+ * descriptor fd (name: for messages), read to its end: ATTN_EIO for a
+ * directory or a read error and ATTN_EINVAL past ATTN_MAIL_MAX_BYTES, each
+ * as "NAME: reason" (strerror). */
+attn_status attn_mail_read_file(const char *path, char **raw, size_t *len);
+attn_status attn_mail_read_fd(int fd, const char *name, char **raw, size_t *len);
 
 /* Reads file path and calls attn_mail_to_text (ATTN_EIO naming the path). */
 attn_status attn_mail_file_to_text(const char *path, char **text, size_t *text_len,

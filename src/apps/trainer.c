@@ -343,9 +343,11 @@ attn_status attn_clf_load(const char *path, attn_clf *m, attn_st **file) {
   attn_clf_config c;
   if (!cj) st = attn_set_error(ATTN_EFORMAT, "%s: no \"config\" metadata (not a classifier checkpoint)", path);
   if (!st) st = attn_clf_config_from_json(cj, &c);
+  if (!st) st = attn_clf_check_file(&c, st_file);  // before allocating what the config claims
   if (!st) st = attn_clf_create(m, &c);
   // an int8 file (attn quantize): dequantized params + its Linears in int8
   if (!st) st = attn_quant_load_params(&m->p, st_file, 0, &m->qlinears);
+  if (!st) st = attn_clf_check_leftovers(m, st_file);
   if (st) {
     attn_prefix_error(st, path);
     attn_clf_free(m);

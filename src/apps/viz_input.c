@@ -20,7 +20,11 @@ static attn_status meta_labels(const attn_st *st, const char *key, int64_t want,
   if (!json) return ATTN_OK;
   int64_t n;
   attn_status s = attn_viz_labels_parse(json, out, &n);
-  if (s) return attn_set_error(s, "metadata '%s': %s", key, attn_last_error());
+  if (s) {
+    char what[128];
+    snprintf(what, sizeof what, "metadata '%.100s'", key);
+    return attn_prefix_error(s, what);
+  }
   if (n != want) {
     attn_viz_labels_free(*out, n);
     *out = NULL;

@@ -1,8 +1,11 @@
 /* attn predict MODEL FILE... : label and probability per raw e-mail
- * ("-" reads one message from stdin). */
+ * ("-" reads one message from stdin). A file that cannot be read or
+ * classified is reported ("attn predict: FILE: reason") and the run goes on
+ * with the next; the exit status is then 1. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "apps/bpe.h"
 #include "apps/classifier.h"
@@ -13,26 +16,7 @@
 #include "attn.h"
 #include "cli/commands.h"
 
-static char *read_stdin(size_t *len) {
-  size_t cap = 65536, n = 0;
-  char *buf = malloc(cap);
-  while (buf) {
-    size_t got = fread(buf + n, 1, cap - n, stdin);
-    n += got;
-    if (got == 0) break;
-    if (n == cap) {
-      char *nb = realloc(buf, cap * 2);
-      if (!nb) {
-        free(buf);
-        return NULL;
-      }
-      buf = nb;
-      cap *= 2;
-    }
-  }
-  *len = n;
-  return buf;
-}
+#define LABEL_MAX 128
 
 /* P(class) of one raw message. */
 static attn_status classify(const attn_clf_ens *e, const attn_bpe *bpe, const char *raw, size_t len,
@@ -48,61 +32,84 @@ static attn_status classify(const attn_clf_ens *e, const attn_bpe *bpe, const ch
   return st;
 }
 
+/* The class names: metadata "labels" ("ham,spam" by default), exactly one
+ * non-empty name per class. */
+static int read_labels(const char *model, const attn_st *file, char names[2][LABEL_MAX]) {
+  const char *lm = attn_st_meta(file, "labels");
+  if (!lm) lm = "ham,spam";
+  const char *comma = strchr(lm, ',');
+  size_t n0 = comma ? (size_t)(comma - lm) : 0, n1 = comma ? strlen(comma + 1) : 0;
+  if (!comma || strchr(comma + 1, ',') || n0 == 0 || n1 == 0 || n0 >= LABEL_MAX ||
+      n1 >= LABEL_MAX) {
+    fprintf(stderr,
+            "attn predict: %s: metadata labels '%.200s' is not two comma-separated names (the "
+            "model has 2 classes)\n",
+            model, lm);
+    return 1;
+  }
+  memcpy(names[0], lm, n0);
+  names[0][n0] = '\0';
+  memcpy(names[1], comma + 1, n1 + 1);
+  return 0;
+}
+
+/* Reads and classifies one FILE ("-": stdin); 0, or 1 after saying why not. */
+static int predict_one(const char *path, const attn_clf_ens *e, const attn_bpe *bpe, int32_t *ids,
+                       char names[2][LABEL_MAX]) {
+  char *raw = NULL;
+  size_t len = 0;
+  float p[2];
+  attn_status st = !strcmp(path, "-") ? attn_mail_read_fd(STDIN_FILENO, "-", &raw, &len)
+                                      : attn_mail_read_file(path, &raw, &len);
+  if (!st && (st = classify(e, bpe, raw, len, ids, p))) attn_prefix_error(st, path);
+  free(raw);
+  if (st) {
+    fprintf(stderr, "attn predict: %s\n", attn_last_error());
+    return 1;
+  }
+  int k = p[1] > p[0];
+  printf("%s\t%s\t%.4f\n", path, names[k], p[k]);
+  return 0;
+}
+
 int attn_cmd_predict(int argc, char **argv) {
   if (argc < 3 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
     fprintf(argc < 3 && !(argc == 2 && argv[1][0] == '-') ? stderr : stdout,
             "usage: attn predict MODEL FILE... ('-' reads one message from stdin)\n"
-            "  prints FILE<TAB>label<TAB>P(label) per raw e-mail; MODEL from attn train\n");
+            "  prints FILE<TAB>label<TAB>P(label) per raw e-mail; MODEL from attn train.\n"
+            "  A FILE that cannot be read or classified is reported and skipped (exit 1 at the\n"
+            "  end); a message may be up to %u MiB.\n",
+            (unsigned)(ATTN_MAIL_MAX_BYTES >> 20));
     return argc < 3 ? 2 : 0;
   }
   attn_clf_ens e;
   attn_st *file = NULL;
   attn_bpe *bpe = NULL;
-  if (attn_clf_ens_load(argv[1], &e, &file)) return cli_fail("model");
+  if (attn_clf_ens_load(argv[1], &e, &file)) return cli_fail("predict");
   const attn_clf_config *c = &e.m[0].c;  // every member's
+  char names[2][LABEL_MAX];
   int rc = 0;
   const char *tok = attn_st_meta(file, "tokenizer");
-  if (!tok || attn_bpe_load(tok, &bpe)) {
+  if (c->classes != 2) {
+    fprintf(stderr, "attn predict: %s: a model of %lld classes (predict reads 2-class models)\n",
+            argv[1], (long long)c->classes);
+    rc = 1;
+  } else if (!tok || attn_bpe_load(tok, &bpe)) {
     fprintf(stderr, "attn predict: %s: no usable \"tokenizer\" metadata\n", argv[1]);
     rc = 1;
+  } else {
+    rc = read_labels(argv[1], file, names);
   }
-  char labels[256] = "ham,spam";
-  const char *lm = attn_st_meta(file, "labels");
-  if (lm) snprintf(labels, sizeof labels, "%s", lm);
-  char *names[2] = {labels, strchr(labels, ',')};
-  if (names[1]) *names[1]++ = 0;
-  else names[1] = "class1";
-  int32_t *ids = malloc((size_t)c->max_len * sizeof(int32_t));
-  for (int i = 2; !rc && i < argc; i++) {
-    size_t len = 0;
-    char *raw = NULL;
-    if (!strcmp(argv[i], "-")) raw = read_stdin(&len);
-    else {
-      FILE *f = fopen(argv[i], "rb");
-      if (f) {
-        fseek(f, 0, SEEK_END);
-        long sz = ftell(f);
-        fseek(f, 0, SEEK_SET);
-        raw = sz >= 0 ? malloc((size_t)sz + 1) : NULL;
-        if (raw) len = fread(raw, 1, (size_t)sz, f);
-        fclose(f);
-      }
-    }
-    float p[8];
-    if (!raw || !ids) {
-      fprintf(stderr, "attn predict: cannot read %s\n", argv[i]);
-      rc = 1;
-    } else if (c->classes != 2 || classify(&e, bpe, raw, len, ids, p)) {
-      rc = cli_fail(argv[i]);
-    } else {
-      int k = p[1] > p[0];
-      printf("%s\t%s\t%.4f\n", argv[i], names[k], p[k]);
-    }
-    free(raw);
+  int32_t *ids = rc ? NULL : malloc((size_t)c->max_len * sizeof(int32_t));
+  if (!rc && !ids) {
+    fprintf(stderr, "attn predict: out of memory\n");
+    rc = 1;
   }
+  int bad = 0; /* after a bad file the others still get their label */
+  for (int i = 2; !rc && i < argc; i++) bad |= predict_one(argv[i], &e, bpe, ids, names);
   free(ids);
   attn_bpe_free(bpe);
   attn_st_free(file);
   attn_clf_ens_free(&e);
-  return rc;
+  return rc || bad;
 }

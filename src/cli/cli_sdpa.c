@@ -9,6 +9,7 @@
 
 #include "attn.h"
 #include "cli/commands.h"
+#include "core/checked.h"
 
 static const char usage_text[] =
     "usage: attn sdpa IN.safetensors OUT.safetensors [--backend math|flash|auto] [--threads N]\n"
@@ -111,7 +112,11 @@ static attn_status mask_strides(const attn_tensor *m, const int64_t full[4], int
   if (m->ndim > 4)
     return attn_set_error(ATTN_EINVAL,
                           "tensor 'mask' has shape %s: rank > 4, cannot broadcast to %s", a, b);
-  int64_t inner = 1;
+  /* an empty mask (some dim 0) has no elements to step over: its strides stay
+   * 0; otherwise every partial product is at most its element count */
+  int64_t n, inner = 1;
+  if (attn_ck_numel(m->ndim, m->shape, &n))
+    return attn_set_error(ATTN_EINVAL, "tensor 'mask' has shape %s: too many elements", a);
   for (int x = 3; x >= 0; x--) {
     const int sd = x - (4 - m->ndim); /* right-aligned source dim */
     st[x] = 0;
@@ -119,6 +124,7 @@ static attn_status mask_strides(const attn_tensor *m, const int64_t full[4], int
     if (m->shape[sd] != 1 && m->shape[sd] != full[x])
       return attn_set_error(ATTN_EINVAL, "tensor 'mask' has shape %s, not broadcastable to %s", a,
                             b);
+    if (n == 0) continue;
     if (m->shape[sd] != 1) st[x] = inner;
     inner *= m->shape[sd];
   }
@@ -152,9 +158,10 @@ static attn_status read_key_lens(const attn_tensor *t, int64_t B, int64_t Lk, in
 
 /* a zeroed f32 buffer of a*b*c*d elements, or NULL with an error set */
 static float *alloc4(int64_t a, int64_t b, int64_t c, int64_t d, const char *name) {
+  const int64_t dims[4] = {a, b, c, d};
   int64_t n;
-  if (__builtin_mul_overflow(a, b, &n) || __builtin_mul_overflow(n, c, &n) ||
-      __builtin_mul_overflow(n, d, &n) || (uint64_t)n > SIZE_MAX / sizeof(float)) {
+  size_t bytes;
+  if (attn_ck_numel(4, dims, &n) || attn_ck_bytes(n, sizeof(float), &bytes)) {
     attn_set_error(ATTN_ENOMEM, "%s [%lld,%lld,%lld,%lld] is too large", name, (long long)a,
                    (long long)b, (long long)c, (long long)d);
     return NULL;
@@ -246,7 +253,11 @@ static attn_status read_variants(const attn_st *in, const char *path, sdpa_job *
     if (!attn_st_meta(in, "block_size"))
       return attn_set_error(ATTN_EINVAL, "%s: tensor 'block_mask' needs metadata block_size", path);
     const int64_t bs = d->block_size;
-    const int64_t rows = (d->q_offset + d->Lq + bs - 1) / bs, cols = (d->Lk + bs - 1) / bs;
+    int64_t qend;
+    if (attn_ck_add(d->q_offset, d->Lq, &qend))
+      return attn_set_error(ATTN_EINVAL, "%s: metadata q_offset = %lld plus Lq = %lld is too large",
+                            path, (long long)d->q_offset, (long long)d->Lq);
+    const int64_t rows = attn_ceil_div(qend, bs), cols = attn_ceil_div(d->Lk, bs);
     if ((t->dtype != ATTN_BOOL && t->dtype != ATTN_U8) || t->ndim != 2 || t->shape[0] != rows ||
         t->shape[1] != cols) {
       char a[128];
@@ -271,6 +282,28 @@ static attn_status read_variants(const attn_st *in, const char *path, sdpa_job *
       return attn_set_error(ATTN_EINVAL, "%s: metadata rope_theta = '%.100s', expected > 1", path,
                             r);
     j->rope_theta = (float)x;
+  }
+  return ATTN_OK;
+}
+
+/* An empty tensor (a dim 0) may carry huge other dims. Every size the command
+ * forms ([B,Hq,Lq,Lk] masks, [B,Hq,Lq,D|Dv] outputs and query gradients,
+ * [B,Hkv,Lk,D|Dv] key gradients, and their partial products) must fit in int64
+ * as if each dim were at least 1. */
+static attn_status check_sizes(const char *path, int64_t B, int64_t Hq, int64_t Hkv, int64_t Lq,
+                               int64_t Lk, int64_t D, int64_t Dv) {
+  const int64_t Dm = D > Dv ? D : Dv;
+  const int64_t shapes[3][4] = {{B, Hq, Lq, Lk}, {B, Hq, Lq, Dm}, {B, Hkv, Lk, Dm}};
+  for (int s = 0; s < 3; s++) {
+    int64_t n = 1;
+    for (int i = 0; i < 4; i++)
+      if (attn_ck_mul(n, shapes[s][i] > 1 ? shapes[s][i] : 1, &n))
+        return attn_set_error(ATTN_EINVAL,
+                              "%s: sizes B=%lld Hq=%lld Hkv=%lld Lq=%lld Lk=%lld D=%lld Dv=%lld "
+                              "are too large (B*Hq*Lq*Lk and each tensor's element count must "
+                              "fit in 64 bits)",
+                              path, (long long)B, (long long)Hq, (long long)Hkv, (long long)Lq,
+                              (long long)Lk, (long long)D, (long long)Dv);
   }
   return ATTN_OK;
 }
@@ -301,6 +334,7 @@ static attn_status run_sdpa(sdpa_job *j, const char *in_path, const char *out_pa
                           (long long)Hq, (long long)Hkv);
   const int64_t oshape[4] = {B, Hq, Lq, Dv};
   if ((st = attn_st_expect(in, "dout", ATTN_F32, 4, oshape, 0, &dout))) return st;
+  if ((st = check_sizes(in_path, B, Hq, Hkv, Lq, Lk, D, Dv))) return st;
 
   attn_sdpa_desc d;
   attn_sdpa_desc_init(&d, B, Hq, Hkv, Lq, Lk, D, Dv);

@@ -2,6 +2,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 static _Thread_local char last_error[512];
 
@@ -22,16 +23,19 @@ const char *attn_status_str(attn_status s) {
   return "unknown status";
 }
 
+/* Formatted aside first: a caller may pass attn_last_error() itself as an
+ * argument ("file: %s"), which vsnprintf into last_error would overwrite
+ * while reading it. */
 attn_status attn_set_error(attn_status s, const char *fmt, ...) {
+  char msg[sizeof last_error];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(last_error, sizeof last_error, fmt, ap);
+  vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  memcpy(last_error, msg, sizeof msg);
   return s;
 }
 
 attn_status attn_prefix_error(attn_status s, const char *prefix) {
-  char msg[sizeof last_error];
-  snprintf(msg, sizeof msg, "%s", last_error);
-  return attn_set_error(s, "%s: %s", prefix ? prefix : "", msg);
+  return attn_set_error(s, "%s: %s", prefix ? prefix : "", last_error);
 }

@@ -12,6 +12,7 @@ typedef struct {
   char *err;
   size_t errlen;
   int failed;
+  size_t max_items; /* per object or array; 0: no limit */
 } parser;
 
 static int fail(parser *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -248,9 +249,13 @@ static void free_inner(json_value *v) {
 }
 
 static int parse_value(parser *p, json_value *v, int depth);
+static int parse_members(parser *p, json_value *v, int depth, size_t *cap, size_t **pos,
+                         size_t *pos_cap);
 
 /* Grows the item (and key) arrays of an array/object to hold one more. */
 static int grow(parser *p, json_value *v, size_t *cap, int with_keys) {
+  if (p->max_items && v->count >= p->max_items)
+    return fail(p, "more than %zu items in one %s", p->max_items, with_keys ? "object" : "array");
   if (v->count < *cap) return 0;
   size_t nc = *cap ? *cap * 2 : 4;
   json_value *items = realloc(v->items, nc * sizeof *items);
@@ -295,8 +300,68 @@ static int parse_array(parser *p, json_value *v, int depth) {
   }
 }
 
+/* Key comparisons of the duplicate checks in this thread (for tests). */
+static _Thread_local uint64_t key_compares;
+
+uint64_t json_key_compares(void) { return key_compares; }
+
+typedef struct {
+  const char *key;
+  size_t len, pos; /* decoded length; byte offset of the key in the text */
+} key_ref;
+
+static int key_ref_cmp(const void *a, const void *b) {
+  const key_ref *x = a, *y = b;
+  key_compares++;
+  if (x->len != y->len) return x->len < y->len ? -1 : 1;
+  int c = memcmp(x->key, y->key, x->len);
+  if (c) return c;
+  return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+/* Fails on the first key (in text order) of object v that repeats an earlier
+ * one; pos[i] is where key i starts. A few keys are compared pairwise; more
+ * are sorted (O(n log n) comparisons: a check of each new key against all
+ * earlier ones made a header of n keys cost n^2/2, hours for a million). */
+static int check_duplicates(parser *p, const json_value *v, const size_t *pos) {
+  const size_t n = v->count;
+  size_t dup = SIZE_MAX, dup_of = 0; /* the repeating key and the key it repeats */
+  if (n <= 8) {
+    for (size_t i = 1; i < n && dup == SIZE_MAX; i++)
+      for (size_t j = 0; j < i; j++) {
+        key_compares++;
+        if (v->key_lens[j] == v->key_lens[i] && memcmp(v->keys[j], v->keys[i], v->key_lens[i]) == 0) {
+          dup = i, dup_of = j;
+          break;
+        }
+      }
+  } else {
+    key_ref *r = malloc(n * sizeof *r);
+    if (!r) return fail(p, "out of memory");
+    for (size_t i = 0; i < n; i++) r[i] = (key_ref){v->keys[i], v->key_lens[i], i};
+    qsort(r, n, sizeof *r, key_ref_cmp);
+    for (size_t i = 1; i < n; i++) /* equal keys sort together, in text order */
+      if (r[i].len == r[i - 1].len && memcmp(r[i].key, r[i - 1].key, r[i].len) == 0 &&
+          (dup == SIZE_MAX || r[i].pos < dup))
+        dup = r[i].pos, dup_of = r[i - 1].pos;
+    free(r);
+  }
+  if (dup == SIZE_MAX) return 0;
+  p->pos = pos[dup];
+  return fail(p, "duplicate key \"%.60s\"", v->keys[dup_of]);
+}
+
 static int parse_object(parser *p, json_value *v, int depth) {
-  size_t cap = 0;
+  size_t cap = 0, pos_cap = 0, *pos = NULL;
+  int rc = parse_members(p, v, depth, &cap, &pos, &pos_cap);
+  if (rc == 0) rc = check_duplicates(p, v, pos);
+  free(pos);
+  return rc;
+}
+
+/* The members of an object (at its '{'), with where each key starts. */
+static int parse_members(parser *p, json_value *v, int depth, size_t *cap, size_t **pos,
+                         size_t *pos_cap) {
   v->type = JSON_OBJECT;
   p->pos++; /* '{' */
   skip_ws(p);
@@ -307,19 +372,19 @@ static int parse_object(parser *p, json_value *v, int depth) {
   for (;;) {
     skip_ws(p);
     if (p->pos >= p->len || p->s[p->pos] != '"') return unexpected(p);
-    if (grow(p, v, &cap, 1)) return -1;
+    if (grow(p, v, cap, 1)) return -1;
     size_t i = v->count;
-    size_t key_at = p->pos;
+    if (i == *pos_cap) {
+      size_t nc = *cap;
+      size_t *np = realloc(*pos, nc * sizeof *np);
+      if (!np) return fail(p, "out of memory");
+      *pos = np;
+      *pos_cap = nc;
+    }
+    (*pos)[i] = p->pos;
     char *key;
     size_t klen;
     if (parse_string(p, &key, &klen)) return -1;
-    for (size_t j = 0; j < i; j++) {
-      if (v->key_lens[j] == klen && memcmp(v->keys[j], key, klen) == 0) {
-        free(key);
-        p->pos = key_at;
-        return fail(p, "duplicate key \"%.60s\"", v->keys[j]);
-      }
-    }
     v->keys[i] = key;
     v->key_lens[i] = klen;
     memset(&v->items[i], 0, sizeof v->items[0]);
@@ -357,7 +422,12 @@ static int parse_value(parser *p, json_value *v, int depth) {
 }
 
 int json_parse(const char *text, size_t len, json_value **out, char *err, size_t errlen) {
-  parser p = {text, len, 0, err, errlen, 0};
+  return json_parse_limited(text, len, 0, out, err, errlen);
+}
+
+int json_parse_limited(const char *text, size_t len, size_t max_items, json_value **out, char *err,
+                       size_t errlen) {
+  parser p = {text, len, 0, err, errlen, 0, max_items};
   if (errlen) err[0] = '\0';
   *out = NULL;
   json_value *v = calloc(1, sizeof *v);

@@ -1,7 +1,7 @@
 /* A small, strict JSON parser (RFC 8259) for safetensors headers: objects,
  * arrays, strings (escapes incl. \uXXXX and surrogate pairs, UTF-8 checked),
  * numbers, true/false/null. Nesting is limited to JSON_MAX_DEPTH; duplicate
- * object keys are rejected. Plus a growable string buffer with JSON escaping
+ * object keys are rejected (found by sorting: O(n log n) for n keys). Plus a growable string buffer with JSON escaping
  * for the writer. Internal to the library. */
 #ifndef ATTN_IO_JSON_H
 #define ATTN_IO_JSON_H
@@ -31,7 +31,14 @@ struct json_value {
 /* Parses text[0..len) (one value, surrounding whitespace allowed). On failure
  * returns -1 with a message in err (e.g. "unexpected 'x' at byte 12"). */
 int json_parse(const char *text, size_t len, json_value **out, char *err, size_t errlen);
+/* The same, refusing an object or array of more than max_items items (0: no
+ * limit) as soon as it gets there: a reader's bound on absurd files. */
+int json_parse_limited(const char *text, size_t len, size_t max_items, json_value **out, char *err,
+                       size_t errlen);
 void json_free(json_value *v);
+/* Key comparisons the duplicate checks of this thread have made so far (a
+ * work count for tests: near n log n for an object of n keys). */
+uint64_t json_key_compares(void);
 /* Member of an object by key; NULL if absent or v is not an object. */
 const json_value *json_get(const json_value *v, const char *key);
 

@@ -12,9 +12,14 @@
 #include <unistd.h>
 
 #include "io/json.h"
+#include "io/tmpname.h"
 
 #define ST_MAX_HEADER ((uint64_t)100 * 1000 * 1000) /* 100 MB, as the reference implementation */
 #define ST_ALIGN 64
+/* Entries (tensors + 1) and metadata keys of one header: real checkpoints
+ * hold a few thousand tensors per file; a million tiny entries (60 MB of
+ * header) would take seconds and gigabytes to build before any check. */
+#define ST_MAX_ENTRIES ((size_t)1 << 17)
 
 typedef struct {
   char *name;
@@ -158,19 +163,29 @@ const char *attn_st_meta_key(const attn_st *st, int i) {
   return st && i >= 0 && i < st->mn ? st->mkey[i] : NULL;
 }
 
+static attn_status append_meta(attn_st *st, const char *key, const char *value);
+
 attn_status attn_st_set_meta(attn_st *st, const char *key, const char *value) {
   if (!st || !key || !value)
     return attn_set_error(ATTN_EINVAL, "attn_st_set_meta: st, key or value is NULL");
   if (!json_utf8_valid(key, strlen(key)) || !json_utf8_valid(value, strlen(value)))
     return attn_set_error(ATTN_EINVAL, "metadata '%.200s': key or value is not valid UTF-8", key);
-  char *v = dup_str(value);
-  if (!v) return attn_set_error(ATTN_ENOMEM, "metadata '%.200s': out of memory", key);
   int i = find_meta(st, key);
   if (i >= 0) {
+    char *v = dup_str(value);
+    if (!v) return attn_set_error(ATTN_ENOMEM, "metadata '%.200s': out of memory", key);
     free(st->mval[i]);
     st->mval[i] = v;
     return ATTN_OK;
   }
+  return append_meta(st, key, value);
+}
+
+/* Adds a key known to be new (no lookup: a file's metadata keys are unique,
+ * and a lookup per key would make reading n keys cost n^2). */
+static attn_status append_meta(attn_st *st, const char *key, const char *value) {
+  char *v = dup_str(value);
+  if (!v) return attn_set_error(ATTN_ENOMEM, "metadata '%.200s': out of memory", key);
   if (st->mn == st->mcap) {
     int nc = st->mcap ? st->mcap * 2 : 8;
     char **k2 = realloc(st->mkey, (size_t)nc * sizeof *k2);
@@ -312,7 +327,8 @@ static attn_status parse_metadata(const st_source *src, const json_value *m, att
     if (v->type != JSON_STRING || v->str_len != strlen(v->str))
       return attn_set_error(ATTN_EFORMAT, "%s: metadata '%.200s' is not a string (or holds NUL)",
                             src->label, m->keys[i]);
-    attn_status s = attn_st_set_meta(st, m->keys[i], v->str);
+    /* the parser checked UTF-8 and refused duplicate keys */
+    attn_status s = append_meta(st, m->keys[i], v->str);
     if (s) return s;
   }
   return ATTN_OK;
@@ -384,8 +400,9 @@ static attn_status parse_all(const st_source *src, const char *hdr, size_t hlen,
                              uint64_t data_len, attn_st **out) {
   char err[200];
   json_value *root = NULL;
-  if (json_parse(hdr, hlen, &root, err, sizeof err))
-    return attn_set_error(ATTN_EFORMAT, "%s: header is not valid JSON: %s", src->label, err);
+  if (json_parse_limited(hdr, hlen, ST_MAX_ENTRIES, &root, err, sizeof err))
+    return attn_set_error(ATTN_EFORMAT, "%s: header is not valid JSON or too large: %s",
+                          src->label, err);
   attn_st *st = NULL;
   st_span *spans = NULL;
   attn_status s = ATTN_OK;
@@ -452,12 +469,13 @@ static uint64_t le64(const unsigned char *b) {
 static attn_status check_header_len(const char *label, const unsigned char *first8,
                                     uint64_t total, uint64_t *hlen) {
   if (total < 8)
-    return attn_set_error(ATTN_EFORMAT, "%s: %llu bytes, too short for a safetensors file", label,
-                          (unsigned long long)total);
+    return attn_set_error(ATTN_EFORMAT, "%s: not a safetensors file (%llu bytes, too short)",
+                          label, (unsigned long long)total);
   uint64_t n = le64(first8);
   if (n > ST_MAX_HEADER || n > total - 8)
     return attn_set_error(ATTN_EFORMAT,
-                          "%s: header length %llu is larger than the file (%llu bytes) or 100 MB",
+                          "%s: not a safetensors file (its first 8 bytes give a header length of "
+                          "%llu, more than its %llu bytes or 100 MB)",
                           label, (unsigned long long)n, (unsigned long long)total);
   *hlen = n;
   return ATTN_OK;
@@ -553,13 +571,11 @@ attn_status attn_st_save(const attn_st *st, const char *path) {
     json_buf_free(&hb);
     return attn_set_error(ATTN_ENOMEM, "%s: out of memory for the header", path);
   }
-  size_t plen = strlen(path) + 32;
-  char *tmp = malloc(plen);
+  char *tmp = attn_tmp_name(path); /* also removes those of killed writers */
   if (!tmp) {
     json_buf_free(&hb);
     return attn_set_error(ATTN_ENOMEM, "%s: out of memory", path);
   }
-  snprintf(tmp, plen, "%s.tmp.%ld", path, (long)getpid());
   attn_status s = ATTN_OK;
   FILE *f = fopen(tmp, "wb");
   if (!f) {

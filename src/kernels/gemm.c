@@ -129,6 +129,15 @@ static attn_status gemm_packed(const attn_gemm_kernel_f32 *kr, int transa, int t
   return ATTN_OK;
 }
 
+/* 1 if a [rows, width] matrix (rows, width >= 1) with row stride ld spans
+ * more elements or bytes than int64 / size_t hold */
+static int gemm_extent(int64_t rows, int64_t ld, int64_t width) {
+  int64_t e;
+  size_t bytes;
+  return attn_ck_mul(rows - 1, ld, &e) || attn_ck_add(e, width, &e) ||
+         attn_ck_bytes(e, sizeof(float), &bytes);
+}
+
 attn_status attn_gemm_f32_path(attn_gemm_path path, int transa, int transb, int64_t M,
                                int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                                const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
@@ -149,6 +158,14 @@ attn_status attn_gemm_f32_path(attn_gemm_path path, int transa, int transb, int6
                           (long long)ldb, (long long)wb, transb ? ", stored N x K" : "");
   if (ldc < N)
     return attn_set_error(ATTN_EINVAL, "gemm: ldc=%lld < N=%lld", (long long)ldc, (long long)N);
+  /* every offset the loops form, up to each matrix's last element, fits */
+  if ((K > 0 && gemm_extent(transa ? K : M, lda, wa)) ||
+      (K > 0 && gemm_extent(transb ? N : K, ldb, wb)) || gemm_extent(M, ldc, N))
+    return attn_set_error(ATTN_EINVAL,
+                          "gemm: sizes M=%lld N=%lld K=%lld with lda=%lld ldb=%lld ldc=%lld are "
+                          "too large",
+                          (long long)M, (long long)N, (long long)K, (long long)lda, (long long)ldb,
+                          (long long)ldc);
   if (path == ATTN_GEMM_AUTO) {
     double work = (double)M * (double)N * (double)K;
     path = K == 0 || M == 1 || work < ATTN_GEMM_SMALL_WORK ? ATTN_GEMM_SMALL : ATTN_GEMM_PACKED;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "attn/kernels.h"
+#include "core/checked.h"
 #include "kernels/elementwise_internal.h"
 
 #define PAR_MIN_ELEMS 32768
@@ -114,7 +115,11 @@ attn_status attn_layernorm_backward_f32(const float *x, const float *weight, con
   if (!x || !mean || !rstd || !dy || !dx)
     return attn_set_error(ATTN_EINVAL, "layernorm_backward: NULL %s",
                           !x ? "x" : !mean ? "mean" : !rstd ? "rstd" : !dy ? "dy" : "dx");
-  int par = rows * n >= PAR_MIN_ELEMS;
+  int64_t elems, nparts;
+  if (attn_ck_mul(rows, n, &elems))
+    return attn_set_error(ATTN_EINVAL, "layernorm_backward: rows=%lld x n=%lld is too large",
+                          (long long)rows, (long long)n);
+  int par = elems >= PAR_MIN_ELEMS;
   /* dweight/dbias: each block of ROW_BLOCK rows sums its rows (in order) into
    * its own partial [2, n] while the rows are in cache; the partials are then
    * added in block order. Blocks are fixed, so the sums are the same for any
@@ -122,10 +127,13 @@ attn_status attn_layernorm_backward_f32(const float *x, const float *weight, con
   int64_t nrb = (rows + ROW_BLOCK - 1) / ROW_BLOCK;
   float *part = NULL;
   if (dweight || dbias) {
-    part = calloc((size_t)(nrb * 2 * n), sizeof(float));
-    if (!part)
-      return attn_set_error(ATTN_ENOMEM, "layernorm_backward: %lld partial sums",
-                            (long long)(nrb * 2 * n));
+    size_t bytes = 0;
+    if (attn_ck_mul(nrb, n, &nparts) || attn_ck_mul(nparts, 2, &nparts) || attn_ck_bytes(nparts, sizeof(float), &bytes) ||
+        !(part = calloc((size_t)nparts, sizeof(float))))
+      return attn_set_error(ATTN_ENOMEM,
+                            "layernorm_backward: out of memory for the dweight/dbias partial sums "
+                            "(%lld row blocks x 2 x %lld floats%s)",
+                            (long long)nrb, (long long)n, bytes ? "" : ", too large to allocate");
   }
   const attn_row_ops *ro = &attn_kern_get()->row;
 #pragma omp parallel for num_threads(attn_get_num_threads()) if (par && nrb > 1)

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/checked.h"
 #include "kernels/sdpa_internal.h"
 
 void attn_sdpa_desc_init(attn_sdpa_desc *d, int64_t B, int64_t Hq, int64_t Hkv, int64_t Lq,
@@ -113,7 +114,7 @@ static attn_status validate_variants(const attn_sdpa_desc *d) {
                           (long long)d->shaw_max);
   if (d->block_mask &&
       (d->block_size < 1 || d->block_cols < 0 ||
-       (d->block_cols > 0 && d->block_cols < (d->Lk + d->block_size - 1) / d->block_size)))
+       (d->block_cols > 0 && d->block_cols < attn_ceil_div(d->Lk, d->block_size))))
     return attn_set_error(ATTN_EINVAL,
                           "sdpa: block_mask with block_size = %lld, block_cols = %lld (size >= 1; "
                           "cols 0 or >= ceil(Lk/size))",
@@ -144,6 +145,10 @@ attn_status attn_sdpa_validate(const attn_sdpa_desc *d, const float *q, const fl
                           "Dv=%lld (B, H, D, Dv must be >= 1, Lq, Lk >= 0)",
                           (long long)d->B, (long long)d->Hq, (long long)d->Hkv, (long long)d->Lq,
                           (long long)d->Lk, (long long)d->D, (long long)d->Dv);
+  int64_t heads;
+  if (attn_ck_mul(d->B, d->Hq, &heads))
+    return attn_set_error(ATTN_EINVAL, "sdpa: B=%lld times Hq=%lld is too large", (long long)d->B,
+                          (long long)d->Hq);
   if (d->Hq % d->Hkv != 0)
     return attn_set_error(ATTN_EINVAL, "sdpa: Hq=%lld is not a multiple of Hkv=%lld",
                           (long long)d->Hq, (long long)d->Hkv);

@@ -92,7 +92,7 @@ static float softmax_row(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t 
       if (s[j] > m) m = s[j]; /* NaN never wins here but still poisons the sum */
     }
   if (allowed == 0) {
-    memset(s, 0, (size_t)d->Lk * sizeof(float));
+    if (d->Lk > 0) memset(s, 0, (size_t)d->Lk * sizeof(float)); /* s is NULL when Lk = 0 */
     return -INFINITY;
   }
   double sum = 0.0;
@@ -108,7 +108,7 @@ static float softmax_row(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t 
 static void probs_row(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t i, float lse, float *s,
                       const float *qr) {
   if (lse == -INFINITY) {
-    memset(s, 0, (size_t)d->Lk * sizeof(float));
+    if (d->Lk > 0) memset(s, 0, (size_t)d->Lk * sizeof(float)); /* s is NULL when Lk = 0 */
     return;
   }
   logits_row(d, b, h, i, s, qr);
@@ -162,7 +162,7 @@ attn_status attn_sdpa_forward_math(const attn_sdpa_desc *d, const float *q, cons
     if (Lk > 0 && d->shaw_k)
       s[1] = attn_gemm_f32(0, 1, Lq, R, D, r.scale, Q, ldq, d->shaw_k, D, 0.0f, QR, R);
     for (int64_t i = 0; i < Lq; i++)
-      L[i] = softmax_row(d, b, h, i, S + i * Lk, d->shaw_k ? QR + i * R : NULL);
+      L[i] = softmax_row(d, b, h, i, Lk > 0 ? S + i * Lk : NULL, d->shaw_k ? QR + i * R : NULL);
     if (Lk > 0) s[2] = attn_gemm_f32(0, 0, Lq, Dv, Lk, 1.0f, S, Lk, V, ldv, 0.0f, O, ldo);
     if (Lk > 0 && d->shaw_v) {
       shaw_scatter(d, S, Lq, R, PR);
@@ -258,10 +258,11 @@ attn_status attn_sdpa_backward_math(const attn_sdpa_desc *d, const float *q, con
     const float *V = v + b * r.v[0] + g * r.v[1]; /* [Lk, Dv] */
     float *dK = dk ? dk + b * r.k[0] + g * r.k[1] : NULL;
     float *dV = dv ? dv + b * r.v[0] + g * r.v[1] : NULL;
-    float *P = scratch + (int64_t)attn_thread_id() * per;           /* [Lq, Lk] */
-    float *dS = P + nsc;                                       /* [Lq, Lk]: dP, then dS */
-    float *XR = dS + nsc;                                      /* [Lq, R]: QR, then DOR, then DQR */
-    float *PR = XR + nr;                                       /* [Lq, R] */
+    /* no scratch (NULL) when Lq or Lk is 0 */
+    float *P = scratch ? scratch + (int64_t)attn_thread_id() * per : NULL; /* [Lq, Lk] */
+    float *dS = P ? P + nsc : NULL;  /* [Lq, Lk]: dP, then dS */
+    float *XR = dS ? dS + nsc : NULL; /* [Lq, R]: QR, then DOR, then DQR */
+    float *PR = XR ? XR + nr : NULL;  /* [Lq, R] */
     float *gt5 = tg.nt5 ? tg.buf + t * tg.per : NULL;          /* [Hq, buckets] */
     float *gsk = tg.nsk ? tg.buf + t * tg.per + tg.nt5 : NULL; /* [R, D] */
     float *gsv = tg.nsv ? tg.buf + t * tg.per + tg.nt5 + tg.nsk : NULL; /* [R, Dv] */

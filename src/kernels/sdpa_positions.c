@@ -62,7 +62,7 @@ attn_status attn_block_sparse_expand(const uint8_t *mask, int64_t block_size, in
   if (!mask || !dense || block_size < 1 || Lq < 0 || Lk < 0)
     return attn_set_error(ATTN_EINVAL, "block sparse expand: block_size %lld, Lq %lld, Lk %lld",
                           (long long)block_size, (long long)Lq, (long long)Lk);
-  const int64_t nkb = (Lk + block_size - 1) / block_size;
+  const int64_t nkb = attn_ceil_div(Lk, block_size);
   for (int64_t i = 0; i < Lq; i++)
     for (int64_t j = 0; j < Lk; j++)
       dense[i * Lk + j] = mask[(i / block_size) * nkb + j / block_size] != 0;

@@ -13,6 +13,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "core/checked.h"
 #include "kernels/sdpa_internal.h"
 
 /* HF T5 _relative_position_bucket(rel, bidirectional, num_buckets,
@@ -69,7 +70,7 @@ static inline int64_t attn_pos_shaw_rows(const attn_sdpa_desc *d) {
 
 /* Row stride of the block layout, in blocks. */
 static inline int64_t attn_pos_block_cols(const attn_sdpa_desc *d) {
-  return d->block_cols > 0 ? d->block_cols : (d->Lk + d->block_size - 1) / d->block_size;
+  return d->block_cols > 0 ? d->block_cols : attn_ceil_div(d->Lk, d->block_size);
 }
 
 /* Block-sparse layout: may query position pi see key j? */

@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "attn/kernels.h"
+#include "core/checked.h"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -12,8 +13,6 @@
 
 static inline int64_t attn_min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t attn_max64(int64_t a, int64_t b) { return a > b ? a : b; }
-/* a / b rounded up, a >= 0, b > 0 */
-static inline int64_t attn_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static inline int64_t attn_round_up(int64_t a, int64_t b) { return attn_ceil_div(a, b) * b; }
 
 /* This thread's index in the enclosing OpenMP team (0 outside one). */
