@@ -51,12 +51,19 @@ static void ukr_f32_avx2(int64_t kcp, const void *a, const void *b, void *tile) 
   k->ukr(kcp, a, b, tile, k->nr, 1.0f, 0.0f);
 }
 
+static void ukr_c_f32_avx2(int64_t kcp, const void *a, const void *b, float *c, int64_t ldc,
+                           float alpha, float beta) {
+  attn_gemm_kernel_avx2_f32()->ukr(kcp, a, b, c, ldc, alpha, beta);
+}
+
 static const attn_lowp_kernel avx2_kernel = {
     .name = "avx2 f32 6x16", .path = "avx2_f32fma",
     .mr = 6, .nr = 16, .ga = 1, .gb = 1, .kgroup = 1,
     .mc = 6 * 256, .kc = 384, .nc = 512,
     .pa = LOWP_F32, .pb = LOWP_F32, .int_acc = 0,
     .ukr = ukr_f32_avx2,
+    .ukr_c = ukr_c_f32_avx2,
+    .pack = attn_lowp_pack_f32_avx2,
 };
 
 const attn_lowp_kernel *attn_lowp_kernel_f32_avx2(void) {
