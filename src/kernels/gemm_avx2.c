@@ -23,8 +23,8 @@
 enum { AVX2_MR = 6, AVX2_NR = 16 };
 
 /* c[6, 16] = alpha * a~[kc, 6] · b~[kc, 16] + beta * c */
-ATTN_AVX2 static void ukr_avx2_6x16(int64_t kc, const float *a, const float *b, float *c,
-                                      int64_t ldc, float alpha, float beta) {
+ATTN_AVX2 void attn_gemm_ukr_avx2_6x16(int64_t kc, const float *a, const float *b, float *c,
+                                       int64_t ldc, float alpha, float beta) {
   __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
   __m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
   __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps();
@@ -235,7 +235,7 @@ static const attn_gemm_kernel_f32 avx2_kernel = {
     .mc = 6 * 128, /* a~ block 1.2 MB (L3), packed once per k block */
     .kc = 384,     /* a~ micro-panel 9 KB stays in L1; b~ micro-panel 24 KB streams from L2 */
     .nc = 512,     /* b~ block 768 KB of the 1 MB L2 */
-    .ukr = ukr_avx2_6x16,
+    .ukr = attn_gemm_ukr_avx2_6x16,
     .pack_a = pack_a_avx2,
     .pack_b = pack_b_avx2,
 };

@@ -193,7 +193,8 @@ static void chunk(const plan *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
             int64_t cols = attn_min64(nr, nc - jr);
             if (direct && rows == mr && cols == nr) { /* whole tile: straight into C */
               float *c = (float *)e->C + (ic + ir) * e->ldc + jc + jr;
-              kr->ukr_c(kcp, ap, b, c, e->ldc, e->alpha, pc == 0 ? e->beta : 1.0f);
+              kr->ukr_c(kcp, (const float *)ap, (const float *)b, c, e->ldc, e->alpha,
+                        pc == 0 ? e->beta : 1.0f);
               continue;
             }
             kr->ukr(kcp, ap, b, tile);

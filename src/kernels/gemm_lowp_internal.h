@@ -11,6 +11,7 @@
 
 #include "attn/kernels.h"
 #include "attn/lowp.h"
+#include "kernels/gemm_ukr.h"
 
 /* LOWP_F32R: f32 operands of the bf16 GEMM, rounded to bf16 while packing
  * (also on the portable path, so every path computes the same products). */
@@ -47,11 +48,11 @@ typedef struct {
   /* tile[mr * nr] (row-major, overwritten) = a~[kcp] · b~[kcp] */
   void (*ukr)(int64_t kcp, const void *a, const void *b, void *tile);
   /* Optional (f32 tiles): c[mr, nr] (row stride ldc) = alpha * a~ · b~ +
-   * beta * c, beta == 0: c write-only. The driver calls it instead of ukr
+   * beta * c, beta == 0: c write-only (the f32 GEMM's micro-kernel
+   * contract, gemm_ukr.h). The driver calls it instead of ukr
    * and the epilogue for whole tiles where the epilogue is the plain f32
    * one (attn_lowp_epi.f32_direct), saving the tile's store and reload. */
-  void (*ukr_c)(int64_t kcp, const void *a, const void *b, float *c, int64_t ldc, float alpha,
-                float beta);
+  attn_gemm_ukr_f32 ukr_c;
   /* Optional: packs panels exactly as the driver's pack() (same bytes,
    * zero padding included) and returns 1, or returns 0 where it does not
    * handle the source (then pack() runs). */
