@@ -13,6 +13,7 @@
 
 #include "harness.h"
 #include "kernels/amx.h"
+#include "kernels/kern.h"
 
 static const double U = 1.0 / 16777216.0;
 static const attn_lowp_path PATHS[] = {ATTN_LOWP_PORTABLE, ATTN_LOWP_SIMD, ATTN_LOWP_AMX};
@@ -290,6 +291,113 @@ static void test_thread_count_does_not_change_bits(void) {
   free(A), free(B), free(C1), free(C2), free(Au), free(Bs), free(I1), free(I2);
 }
 
+/* A kernel's own packer (attn_lowp_kernel.pack: the avx2 level's converting
+ * 8x8-transpose packer) writes the bytes the driver's portable pack()
+ * writes: element (r, p) of panel r / w at p * w + r % w, converted; zeros
+ * past the rows and past depth kc up to kcp; nothing outside the panels.
+ * Bit patterns include NaN, infinities, subnormals and rounding ties. */
+static float packed_value(attn_lowp_type t, const void *x, int64_t i) {
+  if (t == LOWP_F32) return ((const float *)x)[i];
+  if (t == LOWP_F32R) return attn_bf16_to_f32(attn_f32_to_bf16(((const float *)x)[i]));
+  if (t == LOWP_BF16) return attn_bf16_to_f32(((const uint16_t *)x)[i]);
+  return attn_f16_to_f32(((const uint16_t *)x)[i]);
+}
+
+static void test_kernel_packer_same_bytes(void) {
+  const attn_lowp_kernel *kr = attn_kern_get()->lowp.f32cvt_simd;
+  if (!kr || !kr->pack) return; /* the driver's pack() only: nothing to compare */
+  static const attn_lowp_type TYPES[] = {LOWP_F32, LOWP_F32R, LOWP_BF16, LOWP_F16};
+  static const int64_t ROWS[] = {1, 5, 6, 7, 16, 17, 40};
+  static const int64_t DEPTHS[] = {1, 7, 8, 9, 31};
+  const int widths[] = {kr->mr, kr->nr, 14, 32};
+  unsigned r = 11;
+  int bad = 0;
+  for (int ti = 0; ti < 4 && !bad; ti++)
+    for (int wi = 0; wi < 4 && !bad; wi++)
+      for (int lay = 0; lay < 2 && !bad; lay++) /* 0: depth contiguous, 1: rows contiguous */
+        for (size_t ri = 0; ri < sizeof ROWS / sizeof ROWS[0] && !bad; ri++)
+          for (size_t di = 0; di < sizeof DEPTHS / sizeof DEPTHS[0] && !bad; di++)
+            for (int pad = 0; pad <= 3 && !bad; pad += 3) {
+              attn_lowp_type t = TYPES[ti];
+              int w = widths[wi];
+              int64_t nrows = ROWS[ri], kc = DEPTHS[di], kcp = kc + pad, r0 = 2, p0 = 3;
+              int64_t ld = (lay ? r0 + nrows : p0 + kc) + 5, n = ld * (lay ? p0 + kc : r0 + nrows);
+              size_t es = t == LOWP_F32 || t == LOWP_F32R ? 4 : 2;
+              uint32_t *x = malloc(4 * (size_t)n);
+              for (int64_t i = 0; i < n; i++) {
+                uint32_t u = lcg(&r) << 8 ^ lcg(&r);
+                if (i % 7 == 0) u = (u & 0xffff0000u) | 0x8000u; /* a tie */
+                if (t == LOWP_F16 && (u & 0x7c00u) == 0x7c00u) u &= ~0x0200u; /* no NaN payloads */
+                if (t == LOWP_F16 && (u & 0x7fffu) > 0x7c00u) u = 0x7c00u;
+                if (es == 2)
+                  ((uint16_t *)x)[i] = (uint16_t)u;
+                else
+                  x[i] = u;
+              }
+              attn_lowp_src s = {x, t, lay ? 1 : ld, lay ? ld : 1, NULL, 0, 0, 0};
+              int64_t npan = (nrows + w - 1) / w, size = npan * w * kcp;
+              float *got = malloc(sizeof(float) * (size_t)(size + 16));
+              float *want = calloc((size_t)size, sizeof(float));
+              memset(got, 0xA5, sizeof(float) * (size_t)(size + 16));
+              for (int64_t i = 0; i < nrows; i++)
+                for (int64_t p = 0; p < kc; p++)
+                  want[(i / w) * w * kcp + p * w + i % w] =
+                      packed_value(t, x, (r0 + i) * s.sr + (p0 + p) * s.sp);
+              if (!kr->pack(&s, r0, nrows, p0, kc, kcp, w, got + 8)) {
+                printf("  kernel %s declined type %d layout %d\n", kr->name, (int)t, lay);
+                bad = 1;
+              } else if (memcmp(got + 8, want, sizeof(float) * (size_t)size)) {
+                printf("  packed bytes differ (type %d, w %d, layout %d, rows %lld, kc %lld, kcp %lld)\n",
+                       (int)t, w, lay, (long long)nrows, (long long)kc, (long long)kcp);
+                bad = 1;
+              } else {
+                for (int i = 0; i < 8; i++) {
+                  uint32_t a, b;
+                  memcpy(&a, got + i, 4);
+                  memcpy(&b, got + 8 + size + i, 4);
+                  if (a != 0xA5A5A5A5u || b != 0xA5A5A5A5u) bad = 1;
+                }
+                if (bad) printf("  written outside the panels (w %d, rows %lld, kc %lld)\n", w,
+                                (long long)nrows, (long long)kc);
+              }
+              free(x), free(got), free(want);
+            }
+  CHECK(!bad);
+}
+
+/* Whole tiles written by the kernel's ukr_c straight into C, and panels
+ * from its own packer, give the bits of the tile + epilogue route with the
+ * portable packer (alpha = 1: the epilogue's mul and add are exact then, as
+ * the fused form). */
+static void test_direct_tiles_same_bits(void) {
+  const attn_lowp_kernel *kr = attn_kern_get()->lowp.f32cvt_simd;
+  if (!kr || (!kr->ukr_c && !kr->pack)) return;
+  attn_lowp_kernel plain = *kr;
+  plain.ukr_c = NULL;
+  plain.pack = NULL;
+  static const shape S[] = {{13, 37, 70}, {64, 96, 512}, {7, 5, 900}, {100, 33, 17}};
+  for (size_t si = 0; si < sizeof S / sizeof S[0]; si++)
+    for (int t = 0; t < 4; t++)
+      for (int bi = 0; bi < 2; bi++) {
+        int64_t M = S[si].M, N = S[si].N, K = S[si].K, ldc = N + 3;
+        int ta = t >> 1, tb = t & 1;
+        float *A = malloc(sizeof(float) * (size_t)(M * K)), *B = malloc(sizeof(float) * (size_t)(K * N));
+        float *C1 = malloc(sizeof(float) * (size_t)(M * ldc)), *C2 = malloc(sizeof(float) * (size_t)(M * ldc));
+        fill_uniform(A, (long)(M * K), (unsigned)si + 1, -1, 1);
+        fill_uniform(B, (long)(K * N), (unsigned)si + 2, -1, 1);
+        fill_uniform(C1, (long)(M * ldc), (unsigned)si + 3, -1, 1);
+        memcpy(C2, C1, sizeof(float) * (size_t)(M * ldc));
+        attn_lowp_src a = attn_lowp_src_a(A, LOWP_F32R, ta, ta ? M : K);
+        attn_lowp_src b = attn_lowp_src_b(B, LOWP_F32R, tb, tb ? K : N);
+        attn_lowp_epi e1 = {attn_lowp_epi_f32, C1, ldc, 1.0f, (float)bi, NULL, 1}, e2 = e1;
+        e2.C = C2;
+        CHECK_OK(attn_lowp_gemm_run(kr, &a, &b, M, N, K, &e1, 0));
+        CHECK_OK(attn_lowp_gemm_run(&plain, &a, &b, M, N, K, &e2, 0));
+        CHECK(!memcmp(C1, C2, sizeof(float) * (size_t)(M * ldc)));
+        free(A), free(B), free(C1), free(C2);
+      }
+}
+
 static int refuse(void) { return -1; }
 
 /* A refused AMX permission: the AMX path reports EUNSUPPORTED, AUTO falls
@@ -439,6 +547,8 @@ int main(void) {
   RUN(test_i8_all_paths_bit_exact);
   RUN(test_i8_extreme_values_at_max_depth);
   RUN(test_thread_count_does_not_change_bits);
+  RUN(test_kernel_packer_same_bytes);
+  RUN(test_direct_tiles_same_bits);
   RUN(test_amx_permission_refused_falls_back);
   RUN(test_beta_zero_ignores_nan_and_k_zero);
   RUN(test_bad_arguments);

@@ -1,6 +1,7 @@
 /* Internal to the AVX2 kernel files (row_ops_avx2.c, dropout_avx2.c,
- * quantize_avx2.c, convert_avx2.c): their target attribute and the loads and
- * stores of a short tail. Include only from files whose functions carry AVX2_TARGET
+ * quantize_avx2.c, convert_avx2.c, gemm_avx2.c, gemm_lowp_avx2.c, ...): their
+ * target attribute, the loads and stores of a short tail and the 8x8
+ * transpose of the packers. Include only from files whose functions carry AVX2_TARGET
  * (the helpers are inlined into them). AVX2 level = AVX2 + FMA + F16C, no
  * AVX-512 instruction (an AVX2-only CPU such as Haswell or Zen 1-3 runs it). */
 #ifndef ATTN_AVX2_INTERNAL_H
@@ -46,6 +47,29 @@ AVX2_TARGET static inline void attn_store8(float *p, int64_t left, __m256 v) {
     _mm256_storeu_ps(p, v);
   else
     _mm256_maskstore_ps(p, attn_tail_mask8(left), v);
+}
+
+/* r[q] := column q of the 8x8 block whose rows are r[0..7]. Always inlined
+ * and unrolled so that the block stays in registers. */
+AVX2_TARGET static inline __attribute__((always_inline)) void attn_transpose8_ps(__m256 r[8]) {
+  __m256 t[8], u[8];
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; i++) { /* pairs of rows, interleaved within 128-bit lanes */
+    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+#pragma GCC unroll 2
+  for (int i = 0; i < 2; i++) { /* u[4i+q]: rows 4i..4i+3 at q (low lane) and q+4 (high) */
+    u[4 * i + 0] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+    u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+    u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+    u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+  }
+#pragma GCC unroll 4
+  for (int q = 0; q < 4; q++) {
+    r[q] = _mm256_permute2f128_ps(u[q], u[4 + q], 0x20);
+    r[q + 4] = _mm256_permute2f128_ps(u[q], u[4 + q], 0x31);
+  }
 }
 #endif
 

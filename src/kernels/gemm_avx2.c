@@ -17,15 +17,14 @@
 #include "kernels/kern.h"
 
 #if defined(__x86_64__)
-#include "kernels/isa_targets.h"
-#include <immintrin.h>
+#include "kernels/avx2_internal.h"
 
 
 enum { AVX2_MR = 6, AVX2_NR = 16 };
 
 /* c[6, 16] = alpha * a~[kc, 6] · b~[kc, 16] + beta * c */
-ATTN_AVX2 static void ukr_avx2_6x16(int64_t kc, const float *a, const float *b, float *c,
-                                      int64_t ldc, float alpha, float beta) {
+ATTN_AVX2 void attn_gemm_ukr_avx2_6x16(int64_t kc, const float *a, const float *b, float *c,
+                                       int64_t ldc, float alpha, float beta) {
   __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
   __m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
   __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps();
@@ -92,29 +91,6 @@ ATTN_AVX2 static inline __m256i lane_mask(int64_t n) {
 
 #define INLINE_AVX2 ATTN_AVX2 static inline __attribute__((always_inline))
 
-/* r[q] := column q of the 8x8 block whose rows are r[0..7]. Always inlined
- * and unrolled so that the block stays in registers. */
-INLINE_AVX2 void transpose8(__m256 r[8]) {
-  __m256 t[8], u[8];
-#pragma GCC unroll 4
-  for (int i = 0; i < 4; i++) { /* pairs of rows, interleaved within 128-bit lanes */
-    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-  }
-#pragma GCC unroll 2
-  for (int i = 0; i < 2; i++) { /* u[4i+q]: rows 4i..4i+3 at q (low lane) and q+4 (high) */
-    u[4 * i + 0] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
-    u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
-    u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
-    u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
-  }
-#pragma GCC unroll 4
-  for (int q = 0; q < 4; q++) {
-    r[q] = _mm256_permute2f128_ps(u[q], u[4 + q], 0x20);
-    r[q + 4] = _mm256_permute2f128_ps(u[q], u[4 + q], 0x31);
-  }
-}
-
 /* r[i] = src[i*ld + 0..7] for i < nrows, zero for the others. The rows of a
  * panel are 8 streams a page or more apart, which the hardware prefetcher
  * follows late: ask for the lines PF_AHEAD floats on. */
@@ -139,7 +115,7 @@ ATTN_AVX2 static void transpose_tail(const float *src, int64_t ld, int64_t nrows
   __m256i m = lane_mask(np);
   for (int i = 0; i < 8; i++)
     r[i] = i < nrows ? _mm256_maskload_ps(src + i * ld, m) : _mm256_setzero_ps();
-  transpose8(r);
+  attn_transpose8_ps(r);
   for (int q = 0; q < 8; q++)
     _mm256_storeu_ps(t[q], r[q]);
 }
@@ -186,7 +162,7 @@ ATTN_AVX2 static void pack_a_avx2(int transa, const float *A, int64_t lda, int64
     for (; p + 8 <= kc; p += 8) {
       __m256 r[8];
       load_rows8(src + p, lda, n, r);
-      transpose8(r);
+      attn_transpose8_ps(r);
       float *d = dst + p * AVX2_MR;
 #pragma GCC unroll 7
       for (int q = 0; q < 7; q++)
@@ -235,7 +211,7 @@ ATTN_AVX2 static void pack_b_avx2(int transb, const float *B, int64_t ldb, int64
       for (int g = 0; g < 2; g++) {
         __m256 r[8];
         load_rows8(src + 8 * g * ldb + p, ldb, n - 8 * g, r);
-        transpose8(r);
+        attn_transpose8_ps(r);
 #pragma GCC unroll 8
         for (int q = 0; q < 8; q++)
           _mm256_store_ps(dst + (p + q) * AVX2_NR + 8 * g, r[q]);
@@ -259,7 +235,7 @@ static const attn_gemm_kernel_f32 avx2_kernel = {
     .mc = 6 * 128, /* a~ block 1.2 MB (L3), packed once per k block */
     .kc = 384,     /* a~ micro-panel 9 KB stays in L1; b~ micro-panel 24 KB streams from L2 */
     .nc = 512,     /* b~ block 768 KB of the 1 MB L2 */
-    .ukr = ukr_avx2_6x16,
+    .ukr = attn_gemm_ukr_avx2_6x16,
     .pack_a = pack_a_avx2,
     .pack_b = pack_b_avx2,
 };

@@ -44,11 +44,15 @@ const attn_lowp_kernel *attn_lowp_kernel_f32_avx512(void) {
 }
 /* The avx2 level's 6x16 (gemm_avx2.c) with its blocking: a~ 6 x 384 (9 KB)
  * in L1, b~ 384 x 512 (768 KB) in L2; a~ blocks twice the f32 GEMM's (2.4
- * MB, streamed from L3 once per b~ block) since b~, converted while
- * packing, costs more to pack than the f32 GEMM's. */
+ * MB, streamed from L3 once per b~ block: b~ is packed half as often). Its
+ * own packer converts in registers (attn_lowp_pack_f32_avx2) and whole
+ * tiles go straight into C (ukr_c), so the bf16 / fp16 GEMM does the f32
+ * GEMM's work. Measured on Zen 4, one thread: a~ blocks of 6 x 128 (the
+ * f32 GEMM's) 1-3 % slower; kc 256 or 512, nc 320-512, or the ir loop
+ * inside jr (b~ micro-panel in L1, a~ from L2) no faster, within noise or
+ * (the last) 4-6 % slower. */
 static void ukr_f32_avx2(int64_t kcp, const void *a, const void *b, void *tile) {
-  const attn_gemm_kernel_f32 *k = attn_gemm_kernel_avx2_f32();
-  k->ukr(kcp, a, b, tile, k->nr, 1.0f, 0.0f);
+  attn_gemm_ukr_avx2_6x16(kcp, a, b, tile, 16, 1.0f, 0.0f);
 }
 
 static const attn_lowp_kernel avx2_kernel = {
@@ -57,6 +61,8 @@ static const attn_lowp_kernel avx2_kernel = {
     .mc = 6 * 256, .kc = 384, .nc = 512,
     .pa = LOWP_F32, .pb = LOWP_F32, .int_acc = 0,
     .ukr = ukr_f32_avx2,
+    .ukr_c = attn_gemm_ukr_avx2_6x16,
+    .pack = attn_lowp_pack_f32_avx2,
 };
 
 const attn_lowp_kernel *attn_lowp_kernel_f32_avx2(void) {

@@ -53,7 +53,7 @@ attn_status attn_gemm_u8s8s32_path(attn_lowp_path path, int transa, int transb, 
   }
   attn_lowp_src a = attn_lowp_src_a(A, LOWP_U8, transa, lda);
   attn_lowp_src b = attn_lowp_src_b(B, LOWP_S8, transb, ldb);
-  attn_lowp_epi e = {attn_lowp_epi_s32, C, ldc, 1.0f, 0.0f, NULL};
+  attn_lowp_epi e = {attn_lowp_epi_s32, C, ldc, 1.0f, 0.0f, NULL, 0};
   return attn_lowp_gemm_run(kr, &a, &b, M, N, K, &e, 0);
 }
 

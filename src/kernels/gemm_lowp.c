@@ -2,9 +2,12 @@
  * of gemm.c — thread grid over C, ic by mc (a~ packed once per k block), pc
  * by kc, jc by nc (b~ in L2), micro-tiles — with packers that convert while
  * packing (f32 -> bf16, bf16 / f16 -> f32) into the layout each micro-kernel
- * wants (gemm_lowp_internal.h). Micro-kernels write a whole mr x nr tile of
- * 32-bit accumulators; an epilogue stores it into C (f32 alpha/beta, s32, or
- * a fused dequantization). Each element of C is computed by one thread over
+ * wants (gemm_lowp_internal.h), or with the kernel's own packer. Micro-kernels
+ * write a whole mr x nr tile of 32-bit accumulators; an epilogue stores it
+ * into C (f32 alpha/beta, s32, or a fused dequantization); a kernel with
+ * ukr_c writes the plain f32 alpha/beta result of a whole tile into C
+ * itself (edge tiles, at the matrix's last rows and columns whatever the
+ * thread count, go through the tile). Each element of C is computed by one thread over
  * the same k blocks in the same order (kc depends on K only), so results do
  * not depend on the thread count. */
 #include <stdlib.h>
@@ -164,6 +167,8 @@ static void chunk(const plan *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
   const attn_lowp_kernel *kr = g->kr;
   const int mr = kr->mr, nr = kr->nr;
   const size_t esa = type_size(kr->pa), esb = type_size(kr->pb);
+  const attn_lowp_epi *e = g->epi;
+  const int direct = e->f32_direct && kr->ukr_c && !kr->int_acc;
   uint32_t tile[TILE_MAX] __attribute__((aligned(64)));
   if (kr->begin) kr->begin();
   for (int64_t ic = m0; ic < m1; ic += g->mc) {
@@ -171,20 +176,29 @@ static void chunk(const plan *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
     for (int64_t pc = 0; pc < g->K; pc += g->kc) {
       int64_t kc = attn_min64(g->kc, g->K - pc);
       int64_t kcp = g->B->packed ? g->B->kp : attn_round_up(kc, kr->kgroup);
-      pack(g->A, ic, mc, pc, kc, kcp, mr, kr->ga, kr->pa, abuf, tmp);
+      if (!kr->pack || !kr->pack(g->A, ic, mc, pc, kc, kcp, mr, abuf))
+        pack(g->A, ic, mc, pc, kc, kcp, mr, kr->ga, kr->pa, abuf, tmp);
       for (int64_t jc = n0; jc < n1; jc += g->nc) {
         int64_t nc = attn_min64(g->nc, n1 - jc);
         const char *bp = bbuf; /* prepacked: the panels of columns jc.. */
         if (g->B->packed)
           bp = (const char *)g->B->packed + (size_t)(jc * kcp) * esb;
-        else
+        else if (!kr->pack || !kr->pack(g->B, jc, nc, pc, kc, kcp, nr, bbuf))
           pack(g->B, jc, nc, pc, kc, kcp, nr, kr->gb, kr->pb, bbuf, tmp);
         for (int64_t ir = 0; ir < mc; ir += mr) {
           const char *ap = abuf + (size_t)(ir * kcp) * esa;
           int64_t rows = attn_min64(mr, mc - ir);
           for (int64_t jr = 0; jr < nc; jr += nr) {
-            kr->ukr(kcp, ap, bp + (size_t)(jr * kcp) * esb, tile);
-            g->epi->fn(g->epi, tile, nr, ic + ir, jc + jr, rows, attn_min64(nr, nc - jr), pc == 0);
+            const char *b = bp + (size_t)(jr * kcp) * esb;
+            int64_t cols = attn_min64(nr, nc - jr);
+            if (direct && rows == mr && cols == nr) { /* whole tile: straight into C */
+              float *c = (float *)e->C + (ic + ir) * e->ldc + jc + jr;
+              kr->ukr_c(kcp, (const float *)ap, (const float *)b, c, e->ldc, e->alpha,
+                        pc == 0 ? e->beta : 1.0f);
+              continue;
+            }
+            kr->ukr(kcp, ap, b, tile);
+            e->fn(e, tile, nr, ic + ir, jc + jr, rows, cols, pc == 0);
           }
         }
       }
@@ -334,7 +348,7 @@ attn_status attn_lowp_gemm_f32out(const char *fn, const char *dtype, attn_lowp_p
     return ATTN_OK;
   }
   attn_lowp_src a = attn_lowp_src_a(A, ta, transa, lda), b = attn_lowp_src_b(B, tb, transb, ldb);
-  attn_lowp_epi e = {attn_lowp_epi_f32, C, ldc, alpha, beta, NULL};
+  attn_lowp_epi e = {attn_lowp_epi_f32, C, ldc, alpha, beta, NULL, 1};
   if (attn_kern_get()->lowp.epi_f32) e.fn = attn_kern_get()->lowp.epi_f32;
   return attn_lowp_gemm_run(kr, &a, &b, M, N, K, &e, 0);
 }

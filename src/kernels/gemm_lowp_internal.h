@@ -11,6 +11,7 @@
 
 #include "attn/kernels.h"
 #include "attn/lowp.h"
+#include "kernels/gemm_ukr.h"
 
 /* LOWP_F32R: f32 operands of the bf16 GEMM, rounded to bf16 while packing
  * (also on the portable path, so every path computes the same products). */
@@ -46,6 +47,17 @@ typedef struct {
   int int_acc;      /* tile holds s32 (else f32) */
   /* tile[mr * nr] (row-major, overwritten) = a~[kcp] · b~[kcp] */
   void (*ukr)(int64_t kcp, const void *a, const void *b, void *tile);
+  /* Optional (f32 tiles): c[mr, nr] (row stride ldc) = alpha * a~ · b~ +
+   * beta * c, beta == 0: c write-only (the f32 GEMM's micro-kernel
+   * contract, gemm_ukr.h). The driver calls it instead of ukr
+   * and the epilogue for whole tiles where the epilogue is the plain f32
+   * one (attn_lowp_epi.f32_direct), saving the tile's store and reload. */
+  attn_gemm_ukr_f32 ukr_c;
+  /* Optional: packs panels exactly as the driver's pack() (same bytes,
+   * zero padding included) and returns 1, or returns 0 where it does not
+   * handle the source (then pack() runs). */
+  int (*pack)(const attn_lowp_src *s, int64_t r0, int64_t nrows, int64_t p0, int64_t kc,
+              int64_t kcp, int w, void *dst);
   void (*begin)(void); /* per thread before the first ukr (AMX tile config), or NULL */
   void (*end)(void);
 } attn_lowp_kernel;
@@ -61,6 +73,7 @@ struct attn_lowp_epi {
   int64_t ldc;
   float alpha, beta;
   const void *ctx;
+  int f32_direct; /* fn is C = alpha * t + beta * C on f32 C: ukr_c may do it */
 };
 void attn_lowp_epi_f32(const attn_lowp_epi *e, const void *t, int ldt, int64_t i0, int64_t j0,
                        int64_t rows, int64_t cols, int first);
@@ -90,6 +103,10 @@ void attn_lowp_epi_f32_avx512(const attn_lowp_epi *e, const void *t, int ldt, in
 void attn_lowp_epi_f32_avx2(const attn_lowp_epi *e, const void *t, int ldt, int64_t i0, int64_t j0,
                             int64_t rows, int64_t cols, int first);
 void attn_lowp_interleave_avx2(const void *t, int g, int64_t w, int64_t n, uint32_t *out);
+/* attn_lowp_kernel.pack for f32 panels (g = 1) of f32, f32-rounded-to-bf16,
+ * bf16 or f16 sources: conversion and 8 x 8 transposes in registers */
+int attn_lowp_pack_f32_avx2(const attn_lowp_src *s, int64_t r0, int64_t nrows, int64_t p0,
+                            int64_t kc, int64_t kcp, int w, void *dst);
 
 /* Runs the packed driver. single_block: the whole depth in one k block (the
  * epilogue then sees each tile once; used by the quantized Linear). M, N,

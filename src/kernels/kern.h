@@ -92,6 +92,11 @@ const attn_gemm_kernel_f32 *attn_gemm_kernel_generic_f32(void); /* gemm_generic.
 const attn_gemm_kernel_f32 *attn_gemm_kernel_avx2_f32(void);    /* gemm_avx2.c */
 const attn_gemm_kernel_f32 *attn_gemm_kernel_avx512_f32(void);  /* gemm_avx512.c */
 const attn_gemm_kernel_f32 *attn_gemm_kernel_neon_f32(void);    /* gemm_neon.c */
+/* the avx2 level's 6x16 micro-kernel itself (x86-64 builds only; run it
+ * only where the avx2 level is available), for the low-precision kernels
+ * that pack into its panels (gemm_f16.c) */
+void attn_gemm_ukr_avx2_6x16(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
+                             float alpha, float beta);
 
 /* Flash attention tile kernels (attn_flash_ops, sdpa_flash.h) */
 const attn_flash_ops *attn_flash_ops_generic(void); /* sdpa_flash_generic.c */

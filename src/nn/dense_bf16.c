@@ -80,7 +80,7 @@ attn_status nn_bf16_gemm(int transa, int transb, int64_t M, int64_t N, int64_t K
   if (e->seg <= 0) e->seg = N;
   e->N = N;
   e->mr = kr->mr;
-  attn_lowp_epi b = {epi, NULL, 0, 1.0f, e->beta, e};
+  attn_lowp_epi b = {epi, NULL, 0, 1.0f, e->beta, e, 0};
   e->base = b;
   attn_lowp_src sa = attn_lowp_src_a(A, LOWP_BF16, transa, lda);
   attn_lowp_src sb = attn_lowp_src_b(B, LOWP_BF16, transb, ldb);

@@ -120,7 +120,7 @@ attn_status attn_qlinear_forward_path(attn_lowp_path path, const attn_qlinear *q
     attn_lowp_src a = attn_lowp_src_a(xq, LOWP_U8, 0, in);
     attn_lowp_src b = attn_lowp_src_b(q->w, LOWP_S8, 1, in);
     b.packed = q->wp, b.pnr = 32, b.pg = 4, b.kp = q->kp;
-    attn_lowp_epi e = {epi_dequant, y, out, 1.0f, 0.0f, &ctx};
+    attn_lowp_epi e = {epi_dequant, y, out, 1.0f, 0.0f, &ctx, 0};
     st = attn_lowp_gemm_run(kr, &a, &b, rows, out, in, &e, 1);
   }
   free(xq);
