@@ -159,15 +159,17 @@ void attn_bf16_pack_qp(const uint16_t *x, int64_t ldx, int n, int64_t D, int dc,
 
 void attn_bf16_pack_rows(const uint16_t *x, int64_t ldx, int nk, int64_t n, uint16_t *y,
                          int64_t ldy) {
-  for (int j = 0; j < BC; j++) {
+  /* plain loops, not a memcpy and a memset per row: rows are short (a head's
+   * D, often 16 to 64 values) and there are 64 of them per key block */
+  for (int j = 0; j < nk; j++) {
     uint16_t *yr = y + j * ldy;
-    if (j < nk) {
-      memcpy(yr, x + j * ldx, (size_t)n * sizeof(uint16_t));
-      memset(yr + n, 0, (size_t)(ldy - n) * sizeof(uint16_t));
-    } else {
-      memset(yr, 0, (size_t)ldy * sizeof(uint16_t));
-    }
+    const uint16_t *xr = x + j * ldx;
+    for (int64_t e = 0; e < n; e++)
+      yr[e] = xr[e];
+    for (int64_t e = n; e < ldy; e++)
+      yr[e] = 0;
   }
+  if (nk < BC) memset(y + nk * ldy, 0, (size_t)((BC - nk) * ldy) * sizeof(uint16_t));
 }
 
 void attn_bf16_pack_t(const uint16_t *x, int64_t ldx, int nk, int64_t n, int64_t nt, uint16_t *vt) {

@@ -281,12 +281,13 @@ attn_status attn_sdpa_backward_bf16_path(attn_lowp_path path, const attn_sdpa_de
     for (int64_t t = 0; t < B * Hq * Lq; t++) {
       int64_t bh = t / Lq, i = t % Lq;
       float *gq = dq + (bh / Hq) * rs.q[0] + (bh % Hq) * rs.q[1] + i * rs.q[2];
-      for (int64_t e = 0; e < D; e++) {
-        float s = 0.0f;
-        for (int64_t c = 0; c < C; c++)
-          s += dqt[((c * B * Hq + bh) * nq16 + i / QT) * ntk * 256 + e * QT + i % QT];
-        gq[e] = s;
-      }
+      const float *p0 = dqt + (bh * nq16 + i / QT) * ntk * 256 + i % QT;
+      const int64_t cs = B * Hq * nq16 * ntk * 256; /* one chunk's partial */
+      for (int64_t e = 0; e < D; e++)
+        gq[e] = p0[e * QT];
+      for (int64_t c = 1; c < C; c++) /* chunk order: the same sums as before */
+        for (int64_t e = 0; e < D; e++)
+          gq[e] += p0[c * cs + e * QT];
     }
   }
   free(ws);
