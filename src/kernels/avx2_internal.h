@@ -15,6 +15,21 @@
 
 #define AVX2_TARGET ATTN_AVX2
 
+/* bf16 bits of 8 floats (as attn_f32_to_bf16) in 32-bit lanes: (u + 0x7fff + lsb) >> 16, or for a
+ * NaN (|u| > inf as a signed compare: both sides are below 2^31) its top half
+ * with the quiet bit set */
+AVX2_TARGET static inline __m256i attn_bf16_bits8_avx2(__m256 x) {
+  __m256i u = _mm256_castps_si256(x);
+  __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+  __m256i r =
+      _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb), 16);
+  __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)),
+                                   _mm256_set1_epi32(0x7f800000));
+  __m256i q = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
+  return _mm256_blendv_epi8(r, q, nan);
+}
+
+
 /* Lanes 0 .. left-1 set (all ones), the others clear, for left in [0, 8]:
  * the mask of _mm256_maskstore_ps on a tail, which writes no clear lane. */
 AVX2_TARGET static inline __m256i attn_tail_mask8(int64_t left) {

@@ -37,20 +37,6 @@ AVX2_TARGET void attn_f32_to_f16_avx2(const float *x, uint16_t *y, int64_t n) {
   }
 }
 
-/* bf16 bits of 8 floats in 32-bit lanes: (u + 0x7fff + lsb) >> 16, or for a
- * NaN (|u| > inf as a signed compare: both sides are below 2^31) its top half
- * with the quiet bit set */
-AVX2_TARGET static inline __m256i bf16_bits8(__m256 x) {
-  __m256i u = _mm256_castps_si256(x);
-  __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-  __m256i r =
-      _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb), 16);
-  __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)),
-                                   _mm256_set1_epi32(0x7f800000));
-  __m256i q = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
-  return _mm256_blendv_epi8(r, q, nan);
-}
-
 /* 8 lanes of values <= 0xffff to 8 uint16 (packusdw cannot saturate them) */
 AVX2_TARGET static inline __m128i narrow16(__m256i v) {
   return _mm_packus_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
@@ -59,10 +45,10 @@ AVX2_TARGET static inline __m128i narrow16(__m256i v) {
 AVX2_TARGET void attn_f32_to_bf16_avx2(const float *x, uint16_t *y, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
-    _mm_storeu_si128((__m128i *)(y + i), narrow16(bf16_bits8(_mm256_loadu_ps(x + i))));
+    _mm_storeu_si128((__m128i *)(y + i), narrow16(attn_bf16_bits8_avx2(_mm256_loadu_ps(x + i))));
   if (i < n) {
     uint16_t t[8];
-    _mm_storeu_si128((__m128i *)t, narrow16(bf16_bits8(attn_load8(x + i, n - i))));
+    _mm_storeu_si128((__m128i *)t, narrow16(attn_bf16_bits8_avx2(attn_load8(x + i, n - i))));
     memcpy(y + i, t, (size_t)(n - i) * sizeof *t);
   }
 }
@@ -85,7 +71,7 @@ AVX2_TARGET void attn_bf16_to_f32_avx2(const uint16_t *x, float *y, int64_t n) {
 /* y = (float)bf16(x): the bf16 bits shifted back into the top half */
 AVX2_TARGET void attn_f32_round_bf16_avx2(const float *x, float *y, int64_t n) {
   for (int64_t i = 0; i < n; i += 8) {
-    __m256i h = bf16_bits8(attn_load8(x + i, n - i));
+    __m256i h = attn_bf16_bits8_avx2(attn_load8(x + i, n - i));
     attn_store8(y + i, n - i, _mm256_castsi256_ps(_mm256_slli_epi32(h, 16)));
   }
 }

@@ -92,22 +92,9 @@ AVX2_TARGET static void scores_avx2(const uint16_t *k, int64_t ldk, int dc, int 
   }
 }
 
-/* bf16 bits of 8 floats in the low halves of 32-bit lanes, as
- * attn_f32_to_bf16 (round to nearest even; NaN quiet) */
-INLINE __m256i bf16_lo(__m256 x) {
-  __m256i u = _mm256_castps_si256(x);
-  __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-  __m256i r =
-      _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb), 16);
-  __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)),
-                                   _mm256_set1_epi32(0x7f800000));
-  __m256i q = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
-  return _mm256_blendv_epi8(r, q, nan);
-}
-
 /* 16 values (two ymm) rounded to bf16 and stored as 16 uint16 */
 INLINE void store_bf16x16(uint16_t *y, __m256 v0, __m256 v1) {
-  __m256i w = _mm256_packus_epi32(bf16_lo(v0), bf16_lo(v1)); /* [0-3 8-11 | 4-7 12-15] */
+  __m256i w = _mm256_packus_epi32(attn_bf16_bits8_avx2(v0), attn_bf16_bits8_avx2(v1)); /* [0-3 8-11 | 4-7 12-15] */
   _mm256_storeu_si256((__m256i *)y, _mm256_permute4x64_epi64(w, 0xD8));
 }
 
@@ -115,8 +102,8 @@ INLINE void store_bf16x16(uint16_t *y, __m256 v0, __m256 v1) {
  * tile run (the layout of p and dsv): word q = bf16(row j) | bf16(row j+1) << 16 */
 INLINE void store_pair(uint16_t *t, int j, __m256 e0, __m256 e1, __m256 o0, __m256 o1) {
   uint16_t *row = t + (j >> 5) * 512 + ((j & 31) >> 1) * 32;
-  __m256i w0 = _mm256_or_si256(bf16_lo(e0), _mm256_slli_epi32(bf16_lo(o0), 16));
-  __m256i w1 = _mm256_or_si256(bf16_lo(e1), _mm256_slli_epi32(bf16_lo(o1), 16));
+  __m256i w0 = _mm256_or_si256(attn_bf16_bits8_avx2(e0), _mm256_slli_epi32(attn_bf16_bits8_avx2(o0), 16));
+  __m256i w1 = _mm256_or_si256(attn_bf16_bits8_avx2(e1), _mm256_slli_epi32(attn_bf16_bits8_avx2(o1), 16));
   _mm256_storeu_si256((__m256i *)row, w0);
   _mm256_storeu_si256((__m256i *)(row + 16), w1);
 }
