@@ -6,6 +6,7 @@
  * what the config claims); labels that are not one name per class. The model
  * is a tiny random one written here. The tool is $ATTN_BIN (make test), else
  * <dir of this program>/../attn. */
+#include <math.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -203,6 +204,53 @@ static void test_labels_one_name_per_class(void) {
   CHECK(run_tool(args) == 0 && (strstr(out, "\tgood\t") || strstr(out, "\tbad\t")));
 }
 
+/* P(class 1) of path in a predict output ("path<TAB>label<TAB>p"); -1 if absent. */
+static double p_second(const char *text, const char *path, const char *second) {
+  char want[256];
+  snprintf(want, sizeof want, "%s\t", path);
+  const char *at = strstr(text, want);
+  if (!at) return -1;
+  at += strlen(want);
+  const char *tab = strchr(at, '\t');
+  if (!tab) return -1;
+  double p = atof(tab + 1);
+  return strncmp(at, second, strlen(second)) == 0 ? p : 1.0 - p;
+}
+
+/* --precision: bf16 and auto classify as f32 does (probabilities within
+ * bf16's rounding), auto says its choice on stderr, a bad value or a missing
+ * FILE is a usage error (exit 2). */
+static void test_precision_option(void) {
+  if (!attn_mail_available()) {
+    SKIP("built without GMime");
+    return;
+  }
+  char model[128], a[128], b[128], args[1024];
+  snprintf(model, sizeof model, "%s/model_p.safetensors", dir);
+  snprintf(a, sizeof a, "%s/pa.eml", dir);
+  snprintf(b, sizeof b, "%s/pb.eml", dir);
+  write_model(model, NULL, NULL, 1);
+  write_text(a, mail_a);
+  write_text(b, mail_b);
+  snprintf(args, sizeof args, "predict '%s' '%s' '%s'", model, a, b);
+  CHECK(run_tool(args) == 0);
+  double f[2] = {p_second(out, a, "spam"), p_second(out, b, "spam")};
+  CHECK(f[0] >= 0 && f[1] >= 0);
+  static const char *precs[2] = {"bf16", "auto"};
+  for (int i = 0; i < 2; i++) {
+    snprintf(args, sizeof args, "predict '%s' --precision %s '%s' '%s'", model, precs[i], a, b);
+    CHECK(run_tool(args) == 0);
+    double g[2] = {p_second(out, a, "spam"), p_second(out, b, "spam")};
+    CHECK(fabs(g[0] - f[0]) < 0.02 && fabs(g[1] - f[1]) < 0.02);
+    if (i == 1) CHECK(strstr(err, "attn predict: precision ") != NULL && strstr(err, "(auto: ") != NULL);
+    if (h_case_failed) printf("  %s: %.4f %.4f against f32 %.4f %.4f\n%s", precs[i], g[0], g[1], f[0], f[1], err);
+  }
+  snprintf(args, sizeof args, "predict '%s' --precision fp64 '%s'", model, a);
+  CHECK(run_tool(args) == 2 && strstr(err, "--precision: 'fp64' is not") != NULL);
+  snprintf(args, sizeof args, "predict '%s' --precision bf16", model);
+  CHECK(run_tool(args) == 2);
+}
+
 int main(int argc, char **argv) {
   const char *env = getenv("ATTN_BIN");
   if (env && env[0]) {
@@ -220,6 +268,7 @@ int main(int argc, char **argv) {
   RUN(test_mail_given_as_model);
   RUN(test_config_checked_against_tensors);
   RUN(test_labels_one_name_per_class);
+  RUN(test_precision_option);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system(cmd) != 0) printf("  could not remove %s\n", dir);

@@ -122,15 +122,21 @@ attn_status attn_clf_ens_save(const char *path, const attn_clf *members, int n, 
 
 attn_status attn_clf_ens_predict(const attn_clf_ens *e, const int32_t *ids, const int32_t *lens,
                                  int64_t B, int64_t L, float *probs) {
+  return attn_clf_ens_predict_ctx(e, NULL, ids, lens, B, L, probs);
+}
+
+attn_status attn_clf_ens_predict_ctx(const attn_clf_ens *e, const attn_nn_ctx *ctx,
+                                     const int32_t *ids, const int32_t *lens, int64_t B, int64_t L,
+                                     float *probs) {
   if (!e || e->n < 1 || !e->m || !probs)
     return attn_set_error(ATTN_EINVAL, "clf_ens_predict: empty ensemble or NULL output");
-  if (e->n == 1) return attn_clf_predict(&e->m[0], ids, lens, B, L, probs);
+  if (e->n == 1) return attn_clf_predict_ctx(&e->m[0], ctx, ids, lens, B, L, probs);
   int64_t C = e->m[0].c.classes, n = B * C;
   float *one = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
   double *sum = calloc((size_t)(n > 0 ? n : 1), sizeof(double));
   attn_status st = one && sum ? ATTN_OK : attn_set_error(ATTN_ENOMEM, "clf_ens_predict: out of memory");
   for (int k = 0; !st && k < e->n; k++) {
-    st = attn_clf_predict(&e->m[k], ids, lens, B, L, one);
+    st = attn_clf_predict_ctx(&e->m[k], ctx, ids, lens, B, L, one);
     for (int64_t i = 0; !st && i < n; i++) sum[i] += one[i];
   }
   for (int64_t i = 0; !st && i < n; i++) probs[i] = (float)(sum[i] / e->n);

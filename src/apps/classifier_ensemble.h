@@ -32,5 +32,10 @@ void attn_clf_ens_free(attn_clf_ens *e);
 /* probs [B, classes]: the mean of the members' inference probabilities. */
 attn_status attn_clf_ens_predict(const attn_clf_ens *e, const int32_t *ids, const int32_t *lens,
                                  int64_t B, int64_t L, float *probs);
+/* The same with an inference ctx (NULL: f32; ctx->precision: bf16 etc.;
+ * ctx->training must be 0). */
+attn_status attn_clf_ens_predict_ctx(const attn_clf_ens *e, const attn_nn_ctx *ctx,
+                                     const int32_t *ids, const int32_t *lens, int64_t B, int64_t L,
+                                     float *probs);
 
 #endif

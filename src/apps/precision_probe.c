@@ -20,11 +20,7 @@ static double cpu_s(void) {
 }
 
 /* The kernels bf16 training runs at the active level. */
-static const char *bf16_attention_path(void) {
-  if (attn_sdpa_bf16_path_available(ATTN_LOWP_AMX)) return "amx";
-  if (attn_sdpa_bf16_path_available(ATTN_LOWP_SIMD)) return "avx512_bf16";
-  return "portable";
-}
+static const char *bf16_attention_path(void) { return attn_sdpa_bf16_path_name(ATTN_LOWP_AUTO); }
 
 void attn_prec_info_get(attn_precision p, attn_prec_info *out) {
   memset(out, 0, sizeof *out);
@@ -38,11 +34,16 @@ void attn_prec_info_get(attn_precision p, attn_prec_info *out) {
   if (p == ATTN_PREC_BF16) {
     const char *gemm = attn_lowp_path_name(ATTN_LOWP_AUTO, "bf16");
     snprintf(out->units, sizeof out->units, "GEMM %s, attention %s", gemm, bf16_attention_path());
-    out->candidate = strcmp(gemm, "portable") != 0;
+    /* a bf16 dot-product unit runs the GEMMs (else bf16 is widened onto f32
+     * FMAs, avx2_f32fma, or runs portable C: never faster than f32) */
+    out->candidate = !strcmp(gemm, "amx") || !strcmp(gemm, "avx512_bf16");
     if (out->candidate)
       snprintf(out->why, sizeof out->why, "a bf16 unit (%s) runs its GEMMs; picked when the probe "
-               "measures >= %.2fx f32", attn_cpu()->amx_bf16 && !strcmp(gemm, "amx") ? "AMX-BF16"
-               : "AVX512_BF16", ATTN_PREC_AUTO_MARGIN);
+               "measures >= %.2fx f32", !strcmp(gemm, "amx") ? "AMX-BF16" : "AVX512_BF16",
+               ATTN_PREC_AUTO_MARGIN);
+    else if (strcmp(gemm, "portable"))
+      snprintf(out->why, sizeof out->why, "no bf16 unit (AVX512_BF16 or AMX-BF16) at the %s level: "
+               "bf16 storage on f32 FMAs (%s), about f32's speed, never faster", level, gemm);
     else
       snprintf(out->why, sizeof out->why, "no bf16 unit (AVX512_BF16 or AMX-BF16) at the %s level: "
                "the portable path, correct but several times slower than f32", level);
@@ -269,4 +270,30 @@ attn_precision attn_prec_auto_choose(const attn_prec_probe_result *r, int qat, c
   snprintf(why, why_cap, "auto: bf16 %.2fx f32 here (probe; %.2fx per CPU-second; %s level, %s), "
            "under the %.2fx margin", ratio, cpu, level, bf.units, ATTN_PREC_AUTO_MARGIN);
   return ATTN_PREC_F32;
+}
+
+attn_status attn_prec_probe_infer(const attn_clf_ens *e, const int32_t *ids, const int32_t *lens,
+                                  int64_t B, int64_t L, double *ratio) {
+  *ratio = 0;
+  attn_prec_info bf;
+  attn_prec_info_get(ATTN_PREC_BF16, &bf);
+  if (!bf.candidate) return ATTN_OK;
+  if (!e || e->n < 1 || B < 1) return attn_set_error(ATTN_EINVAL, "inference probe: empty input");
+  const int64_t n = B * e->m[0].c.classes;
+  float *probs = malloc((size_t)n * sizeof(float));
+  if (!probs) return attn_set_error(ATTN_ENOMEM, "inference probe: out of memory");
+  const attn_nn_ctx ctx[2] = {{.precision = ATTN_PREC_F32}, {.precision = ATTN_PREC_BF16}};
+  double best[2] = {1e30, 1e30};
+  attn_status st = ATTN_OK;
+  for (int round = 0; !st && round < 4; round++) /* round 0 warms up */
+    for (int i = 0; !st && i < 2; i++) {
+      double t0 = now_s();
+      st = attn_clf_ens_predict_ctx(e, &ctx[i], ids, lens, B, L, probs);
+      double t = now_s() - t0;
+      if (round > 0 && t < best[i]) best[i] = t;
+    }
+  free(probs);
+  if (st) return attn_prefix_error(st, "inference probe");
+  *ratio = best[1] > 0 ? best[0] / best[1] : 0;
+  return ATTN_OK;
 }

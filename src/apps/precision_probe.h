@@ -35,6 +35,7 @@
 #ifndef ATTN_APPS_PRECISION_PROBE_H
 #define ATTN_APPS_PRECISION_PROBE_H
 
+#include "apps/classifier_ensemble.h"
 #include "apps/trainer.h"
 
 #define ATTN_PREC_AUTO_MARGIN 1.1
@@ -102,6 +103,13 @@ attn_status attn_prec_probe(const attn_clf_config *c, const attn_prec_probe_opts
 double attn_prec_probe_ratio(const attn_prec_probe_result *r, attn_precision p);
 double attn_prec_probe_cpu_ratio(const attn_prec_probe_result *r, attn_precision p);
 const attn_prec_timing *attn_prec_probe_timing(const attn_prec_probe_result *r, attn_precision p);
+
+/* Inference: times the ensemble's forward on one batch in f32 and in bf16
+ * (alternating, best of 3 each) when bf16 is a candidate here; *ratio =
+ * f32 time / bf16 time (0 when not a candidate: nothing timed). auto for
+ * inference takes bf16 when *ratio >= ATTN_PREC_AUTO_MARGIN. */
+attn_status attn_prec_probe_infer(const attn_clf_ens *e, const int32_t *ids,
+                                  const int32_t *lens, int64_t B, int64_t L, double *ratio);
 
 /* auto's choice from a probe of the candidates (r may be NULL when none
  * was run: f32) and one line saying why, e.g.
