@@ -82,6 +82,17 @@ static void write_model(const char *path, const char *labels, const char *config
   attn_bpe_free(bpe);
 }
 
+/* dir/<tag>model.safetensors (a 1-layer model) and the two mails
+ * dir/<tag>a.eml, dir/<tag>b.eml; the paths into model, a, b [128]. */
+static void write_model_and_mails(const char *tag, char *model, char *a, char *b) {
+  snprintf(model, 128, "%s/%smodel.safetensors", dir, tag);
+  snprintf(a, 128, "%s/%sa.eml", dir, tag);
+  snprintf(b, 128, "%s/%sb.eml", dir, tag);
+  write_model(model, NULL, NULL, 1);
+  write_text(a, mail_a);
+  write_text(b, mail_b);
+}
+
 /* The model's config JSON with key's value replaced by value. */
 static void config_with(const char *model, const char *key, const char *value, char *buf,
                         size_t n) {
@@ -107,13 +118,8 @@ static void test_bad_files_are_reported_and_skipped(void) {
     return;
   }
   char model[128], a[128], b[128], big[128], args[2048];
-  snprintf(model, sizeof model, "%s/model.safetensors", dir);
-  snprintf(a, sizeof a, "%s/a.eml", dir);
-  snprintf(b, sizeof b, "%s/b.eml", dir);
+  write_model_and_mails("", model, a, b);
   snprintf(big, sizeof big, "%s/big.eml", dir);
-  write_model(model, NULL, NULL, 1);
-  write_text(a, mail_a);
-  write_text(b, mail_b);
   FILE *f = fopen(big, "w"); /* one byte over the limit */
   if (f) {
     fputs(mail_a, f);
@@ -226,12 +232,7 @@ static void test_precision_option(void) {
     return;
   }
   char model[128], a[128], b[128], args[1024];
-  snprintf(model, sizeof model, "%s/model_p.safetensors", dir);
-  snprintf(a, sizeof a, "%s/pa.eml", dir);
-  snprintf(b, sizeof b, "%s/pb.eml", dir);
-  write_model(model, NULL, NULL, 1);
-  write_text(a, mail_a);
-  write_text(b, mail_b);
+  write_model_and_mails("p", model, a, b);
   snprintf(args, sizeof args, "predict '%s' '%s' '%s'", model, a, b);
   CHECK(run_tool(args) == 0);
   double f[2] = {p_second(out, a, "spam"), p_second(out, b, "spam")};

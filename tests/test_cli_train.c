@@ -87,6 +87,17 @@ static char *epoch_lines(const char *log) {
   return s;
 }
 
+/* The attn tool ($ATTN_BIN), or NULL after a SKIP saying why not (not set,
+ * or built without GMime: the corpus is mail). */
+static const char *tool_or_skip(void) {
+  const char *bin = getenv("ATTN_BIN");
+#ifndef ATTN_HAVE_GMIME
+  bin = NULL;
+#endif
+  if (!bin) SKIP(getenv("ATTN_BIN") ? "built without GMime" : "ATTN_BIN not set");
+  return bin;
+}
+
 static void test_train_resume_eval_predict(void) {
   const char *bin = getenv("ATTN_BIN");
   if (!bin) {
@@ -182,14 +193,8 @@ static double p_spam(const char *log, const char *file) {
  * same; eval and predict read the one ensemble file; predict's P(spam) is
  * the mean of the members'; quantize refuses it. */
 static void test_ensemble(void) {
-  const char *bin = getenv("ATTN_BIN");
-#ifndef ATTN_HAVE_GMIME
-  bin = NULL;
-#endif
-  if (!bin) {
-    SKIP(getenv("ATTN_BIN") ? "built without GMime" : "ATTN_BIN not set");
-    return;
-  }
+  const char *bin = tool_or_skip();
+  if (!bin) return;
   char args[1024], path[256];
   const char *model = "--dim 16 --heads 2 --ff 32 --layers 1 --max-len 48 --vocab 300 --batch 8 "
                       "--lr 0.01 --epochs 6 --token-dropout 0.2 --ema 0.9 --threads 1 --progress plain";
@@ -325,14 +330,8 @@ static void test_ensemble(void) {
 /* A checkpoint from before ensembles (train.options without "members")
  * resumes as the one model it was, though attn train now defaults to two. */
 static void test_resume_before_members(void) {
-  const char *bin = getenv("ATTN_BIN");
-#ifndef ATTN_HAVE_GMIME
-  bin = NULL;
-#endif
-  if (!bin) {
-    SKIP(getenv("ATTN_BIN") ? "built without GMime" : "ATTN_BIN not set");
-    return;
-  }
+  const char *bin = tool_or_skip();
+  if (!bin) return;
   char args[1024], path[256];
   snprintf(args, sizeof args, "train --data %s/corpus --split %s/split.tsv --dim 16 --heads 2 --ff 32 "
            "--layers 1 --max-len 48 --vocab 300 --batch 8 --epochs 2 --threads 1 --progress plain "
@@ -366,14 +365,8 @@ static void test_resume_before_members(void) {
  * training and says so, or says that it fits; epoch lines carry their own
  * time and the total. */
 static void test_precision_and_budget(void) {
-  const char *bin = getenv("ATTN_BIN");
-#ifndef ATTN_HAVE_GMIME
-  bin = NULL;
-#endif
-  if (!bin) {
-    SKIP(getenv("ATTN_BIN") ? "built without GMime" : "ATTN_BIN not set");
-    return;
-  }
+  const char *bin = tool_or_skip();
+  if (!bin) return;
   write_corpus();
   char args[1024], generic[512];
   const char *model = "--dim 16 --heads 2 --ff 32 --layers 1 --max-len 48 --vocab 300 --batch 8 "
