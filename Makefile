@@ -4,12 +4,20 @@
 #   make test CC=aarch64-linux-gnu-gcc BUILD=build-arm64 RUNNER="qemu-aarch64 -L /usr/aarch64-linux-gnu"
 #                   the same for arm64, cross-built and run under qemu
 #   make test SAN=1 the same, built with AddressSanitizer + UBSan
+#   make fuzz       libFuzzer targets (clang) in build-fuzz/; make fuzz-run runs each
+#                   for FUZZ_SECONDS (docs/FUZZING.md)
 #   make demo       the main job (see README)
 CC ?= gcc
 SAN ?= 0
 ifeq ($(SAN),1)
 BUILD ?= build-san
 OPT = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+else ifeq ($(SAN),fuzz)
+# the build of make fuzz (tests/fuzz/fuzz.mk), with clang: libFuzzer's coverage
+# hooks in every object; clang's loop-vectorizer remarks are no errors
+BUILD ?= build-fuzz
+OPT = -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined \
+  -fno-sanitize-recover=all -Wno-pass-failed
 else
 BUILD ?= build
 OPT = -O2 -g
@@ -101,5 +109,7 @@ golden:
 format:
 	clang-format -i $(wildcard include/*.h include/attn/*.h src/*/*.c src/*/*.h tests/*.c tests/*.h)
 
+include tests/fuzz/fuzz.mk
+
 clean:
-	rm -rf build build-san build-arm64
+	rm -rf build build-san build-arm64 build-fuzz

@@ -413,6 +413,13 @@ static attn_status run_sdpa(sdpa_job *j, const char *in_path, const char *out_pa
   return attn_st_save(j->res, out_path); /* atomic: no partial OUT on failure */
 }
 
+attn_status cli_sdpa_run(const char *in_path, const char *out_path, attn_backend backend) {
+  sdpa_job job = {0};
+  attn_status st = run_sdpa(&job, in_path, out_path, backend);
+  job_free(&job);
+  return st;
+}
+
 int attn_cmd_sdpa(int argc, char **argv) {
   const char *paths[2] = {NULL, NULL};
   int npaths = 0;
@@ -455,9 +462,6 @@ int attn_cmd_sdpa(int argc, char **argv) {
     fprintf(stderr, "attn sdpa: expected IN.safetensors and OUT.safetensors\n%s", usage_text);
     return 2;
   }
-  sdpa_job job = {0};
-  attn_status st = run_sdpa(&job, paths[0], paths[1], backend);
-  job_free(&job);
-  if (st) return cli_fail("sdpa");
+  if (cli_sdpa_run(paths[0], paths[1], backend)) return cli_fail("sdpa");
   return 0;
 }

@@ -3,6 +3,8 @@
 #ifndef ATTN_CLI_COMMANDS_H
 #define ATTN_CLI_COMMANDS_H
 
+#include "attn.h"
+
 typedef int (*attn_cmd_fn)(int argc, char **argv);
 
 typedef struct {
@@ -17,6 +19,11 @@ int cli_fail(const char *what);
  * stay in the heap instead of going back as fresh, zeroed mmaps each step.
  * attn train and attn bench train both set them, so both time the same. */
 void cli_keep_freed_memory(void);
+
+/* attn sdpa's work without its arguments (cli_sdpa.c): reads IN, writes OUT
+ * atomically (no OUT on failure), or returns the error with its message set
+ * and prints nothing. The sdpa fuzz target calls it in-process. */
+attn_status cli_sdpa_run(const char *in_path, const char *out_path, attn_backend backend);
 
 int attn_cmd_version(int argc, char **argv);
 int attn_cmd_sdpa(int argc, char **argv);

@@ -55,7 +55,7 @@ static attn_status read_meta(const attn_st *in, layer_meta *m) {
   }
   m->kind = attn_st_meta(in, "kind");
   if (!m->kind) return attn_set_error(ATTN_EINVAL, "metadata 'kind' is missing (mha|encoder|decoder)");
-  int64_t v;
+  int64_t v = 0;
   attn_status st = meta_int(in, "num_heads", 1, 1 << 20, 0, &m->heads);
   if (!st) st = meta_int(in, "num_kv_heads", 0, 1 << 20, 0, &m->kv_heads);
   if (!st) st = meta_int(in, "norm_first", 0, 1, 0, &v);
