@@ -82,6 +82,11 @@ $(BUILD)/attn: $(CLI_OBJ) $(APP_OBJ) $(BUILD)/libattn.a
 
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(APP_OBJ) $(BUILD)/libattn.a
 	$(CC) $(LDFLAGS) -o $@ $< $(APP_OBJ) $(BUILD)/libattn.a $(APP_LIBS) $(LDLIBS)
+# test_alloc_sweep's LD_PRELOAD shim (no sanitizers: the SAN=1 build skips the sweep)
+$(BUILD)/tests/alloc_fail_shim.so: tests/alloc_fail_shim.c
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -fopenmp,$(CFLAGS_BASE)) -O2 -shared -o $@ $< -ldl
+$(BUILD)/tests/test_alloc_sweep: $(BUILD)/tests/alloc_fail_shim.so
 # the tests' shared headers (harness.h, sdpa_problem.h, ...)
 $(TEST_SRC:%.c=$(BUILD)/%.o): $(wildcard tests/*.h)
 
