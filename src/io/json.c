@@ -13,6 +13,7 @@ typedef struct {
   size_t errlen;
   int failed;
   size_t max_items; /* per object or array; 0: no limit */
+  int oom;          /* the failure was an allocation's: JSON_ENOMEM */
 } parser;
 
 static int fail(parser *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -27,6 +28,12 @@ static int fail(parser *p, const char *fmt, ...) {
     p->failed = 1;
   }
   return -1;
+}
+
+/* an allocation failed: the text may be fine */
+static int fail_oom(parser *p) {
+  if (!p->failed) p->oom = 1;
+  return fail(p, "out of memory");
 }
 
 static void skip_ws(parser *p) {
@@ -167,7 +174,7 @@ static int parse_string(parser *p, char **out, size_t *out_len) {
   while (end < p->len && p->s[end] != '"') end += (p->s[end] == '\\') ? 2 : 1;
   if (end >= p->len) return fail(p, "unterminated string");
   char *o = malloc(end - p->pos + 1);
-  if (!o) return fail(p, "out of memory");
+  if (!o) return fail_oom(p);
   size_t n = 0;
   while (p->s[p->pos] != '"') {
     unsigned char c = (unsigned char)p->s[p->pos];
@@ -259,14 +266,14 @@ static int grow(parser *p, json_value *v, size_t *cap, int with_keys) {
   if (v->count < *cap) return 0;
   size_t nc = *cap ? *cap * 2 : 4;
   json_value *items = realloc(v->items, nc * sizeof *items);
-  if (!items) return fail(p, "out of memory");
+  if (!items) return fail_oom(p);
   v->items = items;
   if (with_keys) {
     char **keys = realloc(v->keys, nc * sizeof *keys);
-    if (!keys) return fail(p, "out of memory");
+    if (!keys) return fail_oom(p);
     v->keys = keys;
     size_t *lens = realloc(v->key_lens, nc * sizeof *lens);
-    if (!lens) return fail(p, "out of memory");
+    if (!lens) return fail_oom(p);
     v->key_lens = lens;
   }
   *cap = nc;
@@ -337,7 +344,7 @@ static int check_duplicates(parser *p, const json_value *v, const size_t *pos) {
       }
   } else {
     key_ref *r = malloc(n * sizeof *r);
-    if (!r) return fail(p, "out of memory");
+    if (!r) return fail_oom(p);
     for (size_t i = 0; i < n; i++) r[i] = (key_ref){v->keys[i], v->key_lens[i], i};
     qsort(r, n, sizeof *r, key_ref_cmp);
     for (size_t i = 1; i < n; i++) /* equal keys sort together, in text order */
@@ -377,7 +384,7 @@ static int parse_members(parser *p, json_value *v, int depth, size_t *cap, size_
     if (i == *pos_cap) {
       size_t nc = *cap;
       size_t *np = realloc(*pos, nc * sizeof *np);
-      if (!np) return fail(p, "out of memory");
+      if (!np) return fail_oom(p);
       *pos = np;
       *pos_cap = nc;
     }
@@ -427,18 +434,21 @@ int json_parse(const char *text, size_t len, json_value **out, char *err, size_t
 
 int json_parse_limited(const char *text, size_t len, size_t max_items, json_value **out, char *err,
                        size_t errlen) {
-  parser p = {text, len, 0, err, errlen, 0, max_items};
+  parser p = {text, len, 0, err, errlen, 0, max_items, 0};
   if (errlen) err[0] = '\0';
   *out = NULL;
   json_value *v = calloc(1, sizeof *v);
-  if (!v) return fail(&p, "out of memory");
+  if (!v) {
+    fail_oom(&p);
+    return JSON_ENOMEM;
+  }
   if (parse_value(&p, v, 0) == 0) {
     skip_ws(&p);
     if (p.pos != p.len) unexpected(&p);
   }
   if (p.failed) {
     json_free(v);
-    return -1;
+    return p.oom ? JSON_ENOMEM : -1;
   }
   *out = v;
   return 0;

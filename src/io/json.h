@@ -29,7 +29,9 @@ struct json_value {
 };
 
 /* Parses text[0..len) (one value, surrounding whitespace allowed). On failure
- * returns -1 with a message in err (e.g. "unexpected 'x' at byte 12"). */
+ * returns -1 with a message in err (e.g. "unexpected 'x' at byte 12"), or
+ * JSON_ENOMEM when an allocation failed (the text may be valid). */
+#define JSON_ENOMEM (-2)
 int json_parse(const char *text, size_t len, json_value **out, char *err, size_t errlen);
 /* The same, refusing an object or array of more than max_items items (0: no
  * limit) as soon as it gets there: a reader's bound on absurd files. */

@@ -400,7 +400,10 @@ static attn_status parse_all(const st_source *src, const char *hdr, size_t hlen,
                              uint64_t data_len, attn_st **out) {
   char err[200];
   json_value *root = NULL;
-  if (json_parse_limited(hdr, hlen, ST_MAX_ENTRIES, &root, err, sizeof err))
+  const int jr = json_parse_limited(hdr, hlen, ST_MAX_ENTRIES, &root, err, sizeof err);
+  if (jr == JSON_ENOMEM)
+    return attn_set_error(ATTN_ENOMEM, "%s: out of memory reading the header", src->label);
+  if (jr)
     return attn_set_error(ATTN_EFORMAT, "%s: header is not valid JSON or too large: %s",
                           src->label, err);
   attn_st *st = NULL;
