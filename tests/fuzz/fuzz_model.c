@@ -20,7 +20,7 @@ static void predict(const attn_clf_ens *e, const attn_bpe *bpe) {
   int32_t ids[16];
   size_t n = 0;
   const size_t cap = (size_t)(c->max_len < 16 ? c->max_len : 16);
-  if (attn_bpe_encode(bpe, text, sizeof text - 1, ids, cap, &n) || n == 0) return;
+  if (c->vocab < 1 || attn_bpe_encode(bpe, text, sizeof text - 1, ids, cap, &n) || n == 0) return;
   for (size_t i = 0; i < n; i++) ids[i] %= (int32_t)c->vocab; /* a model's own vocabulary */
   float *probs = malloc((size_t)c->classes * sizeof *probs);
   const int32_t len = (int32_t)n;
