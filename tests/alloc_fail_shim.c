@@ -37,9 +37,7 @@ static int fail_now(void) {
 
 void *malloc(size_t n) { return fail_now() ? NULL : __libc_malloc(n); }
 void *calloc(size_t n, size_t size) { return fail_now() ? NULL : __libc_calloc(n, size); }
-void *realloc(void *p, size_t n) {
-  return n && fail_now() ? NULL : __libc_realloc(p, n);
-}
+void *realloc(void *p, size_t n) { return n && fail_now() ? NULL : __libc_realloc(p, n); }
 void *memalign(size_t align, size_t n) { return fail_now() ? NULL : __libc_memalign(align, n); }
 void *aligned_alloc(size_t align, size_t n) { return memalign(align, n); }
 int posix_memalign(void **out, size_t align, size_t n) {
@@ -64,8 +62,8 @@ static int counted_main(int argc, char **argv, char **envp) {
 
 typedef int (*start_fn)(main_fn, int, char **, void (*)(void), void (*)(void), void (*)(void),
                         void *);
-int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void),
-                      void (*fini)(void), void (*rtld_fini)(void), void *stack_end) {
+int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void), void (*fini)(void),
+                      void (*rtld_fini)(void), void *stack_end) {
   start_fn real = (start_fn)dlsym(RTLD_NEXT, "__libc_start_main");
   real_main = main;
   return real(counted_main, argc, argv, init, fini, rtld_fini, stack_end);

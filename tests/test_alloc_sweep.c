@@ -2,12 +2,11 @@
  * allocation failed (tests/alloc_fail_shim.c preloaded: one failure, counted
  * from main) for N = 1, 2, ... until a run no longer reaches N. Every run
  * must end either with exit 0 and a readable OUT, or with a non-zero exit,
- * a message on stderr (never calling the valid input invalid) and no OUT; never a signal (a crash, or SIGALRM after
- * 60 s: a hang), a sanitizer report, or a leftover file (PATH.tmp.<pid>).
- * The sweep needs glibc's LD_PRELOAD on this machine's tool: it is skipped
- * (counted) under a RUNNER such as qemu and in the SAN=1 build, whose
- * allocator is AddressSanitizer's. The tool is $ATTN_BIN, else
- * <dir of this program>/../attn; the shim lies beside this program. */
+ * a message on stderr (never calling the valid input invalid) and no OUT; never a signal (a crash,
+ * or SIGALRM after 60 s: a hang), a sanitizer report, or a leftover file (PATH.tmp.<pid>). The
+ * sweep needs glibc's LD_PRELOAD on this machine's tool: it is skipped (counted) under a RUNNER
+ * such as qemu and in the SAN=1 build, whose allocator is AddressSanitizer's. The tool is
+ * $ATTN_BIN, else <dir of this program>/../attn; the shim lies beside this program. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -23,7 +22,8 @@ static const char *sweep_skip(void) {
   return "the SAN=1 build: AddressSanitizer owns malloc";
 #endif
   const char *runner = getenv("RUNNER");
-  if (runner && *runner) return "under a RUNNER: the shim is preloaded into this machine's tool only";
+  if (runner && *runner)
+    return "under a RUNNER: the shim is preloaded into this machine's tool only";
   return NULL;
 }
 
@@ -129,7 +129,8 @@ static long sweep(const char *name, char *const *args) {
 /* q [1,2,3,4], k and v [1,1,5,4] (grouped), dout, causal: forward and backward */
 static void write_sdpa_input(const char *path) {
   float x[2 * 3 * 4];
-  for (int i = 0; i < 24; i++) x[i] = (float)((i * 7) % 11) / 11.0f - 0.5f;
+  for (int i = 0; i < 24; i++)
+    x[i] = (float)((i * 7) % 11) / 11.0f - 0.5f;
   const int64_t qs[4] = {1, 2, 3, 4}, ks[4] = {1, 1, 5, 4};
   attn_st *st = NULL;
   CHECK_OK(attn_st_new(&st));

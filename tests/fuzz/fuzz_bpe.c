@@ -1,7 +1,8 @@
 /* libFuzzer target: the BPE tokenizer (apps/bpe.h). The input is read as a
  * saved tokenizer (attn_bpe_load; one that loads must save, load again with
- * the same vocabulary and round-trip its own text) and as text: encoded and decoded by a tokenizer trained on it and
- * by one trained on a fixed text, decode(encode(s)) must give s back. */
+ * the same vocabulary and round-trip its own text) and as text: encoded
+ * and decoded by a tokenizer trained on it and by one trained on a fixed
+ * text, decode(encode(s)) must give s back. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,8 +14,9 @@ static attn_bpe *fixed; /* trained once on a fixed text */
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   attn_set_num_threads(1);
-  static const char text[] = "the quick brown fox jumps over the lazy dog; the dog sleeps. "
-                             "Subject: Re: offer 100% free!!! \xe4\xbd\xa0\xe5\xa5\xbd \xe4\xbd\xa0";
+  static const char text[] =
+      "the quick brown fox jumps over the lazy dog; the dog sleeps. "
+      "Subject: Re: offer 100% free!!! \xe4\xbd\xa0\xe5\xa5\xbd \xe4\xbd\xa0";
   const char *texts[1] = {text};
   const size_t lens[1] = {sizeof text - 1};
   attn_bpe_config cfg;

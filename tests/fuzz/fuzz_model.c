@@ -21,7 +21,8 @@ static void predict(const attn_clf_ens *e, const attn_bpe *bpe) {
   size_t n = 0;
   const size_t cap = (size_t)(c->max_len < 16 ? c->max_len : 16);
   if (c->vocab < 1 || attn_bpe_encode(bpe, text, sizeof text - 1, ids, cap, &n) || n == 0) return;
-  for (size_t i = 0; i < n; i++) ids[i] %= (int32_t)c->vocab; /* a model's own vocabulary */
+  for (size_t i = 0; i < n; i++)
+    ids[i] %= (int32_t)c->vocab; /* a model's own vocabulary */
   float *probs = malloc((size_t)c->classes * sizeof *probs);
   const int32_t len = (int32_t)n;
   if (probs) attn_clf_ens_predict(e, ids, &len, 1, (int64_t)n, probs);

@@ -12,7 +12,8 @@ static void walk(const attn_st *st) {
   for (int i = 0; i < attn_st_count(st); i++) {
     const attn_tensor *t = attn_st_get(st, attn_st_name(st, i));
     size_t n = attn_dtype_size(t->dtype);
-    for (int d = 0; d < t->ndim; d++) n *= (size_t)t->shape[d];
+    for (int d = 0; d < t->ndim; d++)
+      n *= (size_t)t->shape[d];
     if (n) sink ^= ((const unsigned char *)t->data)[0] ^ ((const unsigned char *)t->data)[n - 1];
   }
   for (int i = 0; i < attn_st_meta_count(st); i++) {
