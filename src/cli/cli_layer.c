@@ -14,7 +14,7 @@ static void layer_usage(FILE *f) {
           "usage: attn layer IN.safetensors OUT.safetensors [--backend math|flash|auto]\n"
           "\n"
           "IN __metadata__: kind = mha | encoder | decoder, num_heads, norm_first (0/1),\n"
-          "  activation (relu|gelu), layer_norm_eps, average_attn_weights (mha, 0/1),\n"
+          "  activation (relu|gelu|gelu_tanh), layer_norm_eps, average_attn_weights (mha, 0/1),\n"
           "  num_kv_heads (mha: grouped-query attention; k/v_proj_weight have num_kv_heads*head_dim rows).\n"
           "IN tensors: the module's parameters under their state_dict() names, and inputs\n"
           "  (batch first): mha query [+ key, value], key_padding_mask, attn_mask;\n"
