@@ -43,12 +43,17 @@ static void compare(const char *what, const float *got, const attn_st *e, const 
   if (want) CHECK_CLOSE(what, got, want, n, ATOL, RTOL);
 }
 
+/* the checkpoint of dir and its reference outputs; 1 when both loaded */
+static int load_case(const char *dir, const char *expected_path, attn_hf **h, attn_st **e) {
+  CHECK_OK(attn_hf_load(dir, h));
+  CHECK_OK(attn_st_load(expected_path, e));
+  return *h && *e;
+}
+
 static void test_bert_matches_reference(void) {
   attn_hf *h = NULL;
   attn_st *e = NULL;
-  CHECK_OK(attn_hf_load(BERT_DIR, &h));
-  CHECK_OK(attn_st_load("tests/golden/hf/bert_expected.safetensors", &e));
-  if (!h || !e) goto out;
+  if (!load_case(BERT_DIR, "tests/golden/hf/bert_expected.safetensors", &h, &e)) goto out;
   CHECK(h->c.arch == ATTN_HF_BERT && h->c.pooler && h->c.activation == ATTN_ACT_GELU);
   CHECK(h->c.layer_norm_eps == 1e-12f && h->ignored == 0);
   int64_t L, nt, E = h->c.hidden_size;
@@ -78,9 +83,7 @@ out:
 static void test_gpt2_matches_reference(void) {
   attn_hf *h = NULL;
   attn_st *e = NULL;
-  CHECK_OK(attn_hf_load(GPT2_DIR, &h));
-  CHECK_OK(attn_st_load("tests/golden/hf/gpt2_expected.safetensors", &e));
-  if (!h || !e) goto out;
+  if (!load_case(GPT2_DIR, "tests/golden/hf/gpt2_expected.safetensors", &h, &e)) goto out;
   CHECK(h->c.arch == ATTN_HF_GPT2 && h->c.activation == ATTN_ACT_GELU_TANH);
   CHECK(!h->c.untied_lm_head && h->m.lm_head < 0);
   /* the stored attn.bias causal-mask buffers are not parameters */
@@ -440,17 +443,21 @@ static void test_cli_run(void) {
 
 /* ---- tokenizer.json --------------------------------------------------------- */
 
-static attn_bpe *small_bpe(void) {
-  static const char *texts[] = {"the cat sat on the mat, the cat ate the rat 123 123",
-                                "a mat  is  flat; the   rat is  fat\n\nthe end 42",
-                                "caf\xc3\xa9 caf\xc3\xa9 na\xc3\xafve \xe2\x82\xac 10 \xe2\x82\xac 10"};
+/* a BPE of 60 merges over three small texts, chunks of at most max_chunk bytes */
+static attn_bpe *small_bpe(int max_chunk) {
+  static const char *const train[] = {
+      "the cat sat on the mat, the cat ate the rat 123 123 !!! ...",
+      "a mat  is  flat; the   rat is  fat\n\nthe end 42\t\tx  \n  y",
+      "caf\xc3\xa9 caf\xc3\xa9 na\xc3\xafve \xe2\x82\xac 10 \xe2\x82\xac 10 the the"};
   size_t lens[3];
-  for (int i = 0; i < 3; i++) lens[i] = strlen(texts[i]);
+  for (int i = 0; i < 3; i++) lens[i] = strlen(train[i]);
   attn_bpe_config cfg;
   attn_bpe_config_default(&cfg);
-  cfg.vocab_size = ATTN_BPE_MERGE0 + 40;
+  cfg.vocab_size = ATTN_BPE_MERGE0 + 60;
+  cfg.max_chunk = max_chunk;
+  cfg.min_count = 1;
   attn_bpe *b = NULL;
-  CHECK_OK(attn_bpe_train(texts, lens, 3, &cfg, &b));
+  CHECK_OK(attn_bpe_train(train, lens, 3, &cfg, &b));
   return b;
 }
 
@@ -467,7 +474,7 @@ static void byte_level(const attn_bpe *b, int id, char *out) {
 }
 
 static void test_tokenizer_json(void) {
-  attn_bpe *b = small_bpe();
+  attn_bpe *b = small_bpe(64);
   if (!b) return;
   /* GPT-2's map: printable ASCII as itself, ' ' -> U+0120 'Ġ', '\n' -> U+010A 'Ċ' */
   CHECK(attn_hf_byte_to_unicode('a') == 'a' && attn_hf_byte_to_unicode(' ') == 0x120);
@@ -534,19 +541,7 @@ out:
  * attn's ids: ASCII texts for a max_chunk of 5 (cuts everywhere), short
  * UTF-8 words too for the default 64 (docs/HF.md: bytes vs characters). */
 static void check_encodings(int max_chunk, const char *const *texts, int n) {
-  static const char *const train[] = {
-      "the cat sat on the mat, the cat ate the rat 123 123 !!! ...",
-      "a mat  is  flat; the   rat is  fat\n\nthe end 42\t\tx  \n  y",
-      "caf\xc3\xa9 caf\xc3\xa9 na\xc3\xafve \xe2\x82\xac 10 \xe2\x82\xac 10 the the"};
-  size_t lens[3];
-  for (int i = 0; i < 3; i++) lens[i] = strlen(train[i]);
-  attn_bpe_config cfg;
-  attn_bpe_config_default(&cfg);
-  cfg.vocab_size = ATTN_BPE_MERGE0 + 60;
-  cfg.max_chunk = max_chunk;
-  cfg.min_count = 1;
-  attn_bpe *b = NULL;
-  CHECK_OK(attn_bpe_train(train, lens, 3, &cfg, &b));
+  attn_bpe *b = small_bpe(max_chunk);
   char tok[128], cases[128], cmd[512];
   snprintf(tok, sizeof tok, "%s/enc_tokenizer.json", tmpdir);
   snprintf(cases, sizeof cases, "%s/enc_cases.json", tmpdir);
@@ -601,7 +596,7 @@ static void test_cli_export_tokenizer(void) {
     SKIP("%.200s not built", bin);
     return;
   }
-  attn_bpe *b = small_bpe();
+  attn_bpe *b = small_bpe(64);
   char *meta = NULL, model[128], out[128], args[512];
   attn_st *st = NULL;
   float one = 1;
