@@ -400,6 +400,7 @@ static void test_cli_run(void) {
   }
   expect_tool("hf run " GPT2_DIR " --input-ids 95,3,14,15,92,65,35,89,79", 0, "next token: 79");
   expect_tool("hf run " GPT2_DIR " --input-ids 95,3 --layers 1", 0, "1 of 2 layers");
+  expect_tool("hf run " GPT2_DIR " --input-ids 95,3 --layers 3", 1, "the model has 2 layers");
   expect_tool("hf run " BERT_DIR " --input-ids 1,17,42 --token-type-ids 0,0,1", 0,
               "pooler_output [1, 32]:");
   /* --out: the full tensors */

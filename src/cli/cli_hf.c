@@ -155,6 +155,14 @@ static int hf_run(int argc, char **argv) {
   }
   const attn_hf_config *c = &h->c;
   int64_t E = c->hidden_size, V = c->vocab_size;
+  if (o.layers > c->num_layers) {
+    fprintf(stderr, "attn: hf run: --layers %d, but the model has %lld layers\n", o.layers,
+            (long long)c->num_layers);
+    free(ids);
+    free(types);
+    attn_hf_free(h);
+    return 1;
+  }
   int bert = c->arch == ATTN_HF_BERT;
   float *hidden = malloc((size_t)(L * E) * sizeof(float));
   float *pooled = bert && c->pooler ? malloc((size_t)E * sizeof(float)) : NULL;
@@ -170,7 +178,7 @@ static int hf_run(int argc, char **argv) {
   if (s) {
     rc = cli_fail("hf run");
   } else {
-    int nl = o.layers < 0 || o.layers > c->num_layers ? (int)c->num_layers : o.layers;
+    int nl = o.layers < 0 ? (int)c->num_layers : o.layers;
     printf("model: %s, %d of %lld layers, hidden %lld, %lld heads, vocab %lld%s\n", h->model_type,
            nl, (long long)c->num_layers, (long long)E, (long long)c->num_heads, (long long)V,
            pooled ? ", pooler" : "");
