@@ -2,7 +2,8 @@
 # The installed tree as a user sees it. `make install` into a temporary
 # PREFIX, then examples/hello_sdpa.c compiled and linked with
 # `pkg-config --cflags --libs attn` against libattn.so, and with --static (a
-# static program) against libattn.a; each runs and prints the expected line.
+# static program) against libattn.a, and with CMake's find_package(attn)
+# against both; each runs and prints the expected line.
 # Also: libattn.so exports only attn_ functions, every ATTN_API one of
 # include/ among them, with SONAME libattn.so.MAJOR; `make install DESTDIR=`
 # puts exactly the expected files there and `make uninstall` removes exactly
@@ -88,6 +89,7 @@ test_uninstall_removes_what_install_put() {
     for h in include/attn/*.h; do echo "$p/include/attn/${h##*/}"; done
     printf '%s\n' $p/lib/libattn.a $p/lib/libattn.so $p/lib/libattn.so.$major \
       $p/lib/libattn.so.$version $p/lib/libother.so $p/lib/pkgconfig/attn.pc \
+      $p/lib/cmake/attn/attnConfig.cmake $p/lib/cmake/attn/attnConfigVersion.cmake \
       $p/share/man/man1/attn.1
   } | sort >"$tmp/want"
   (cd "$stage" && find . ! -type d | sed 's|^\./||' | sort) >"$tmp/got"
@@ -102,6 +104,7 @@ test_uninstall_removes_what_install_put() {
   left=$(cd "$stage" && find . ! -type d | sed 's|^\./||')
   [ "$left" = "$p/lib/libother.so" ] || fail "after uninstall: $left"
   [ ! -d "$stage/$p/include/attn" ] || fail "include/attn/ left behind"
+  [ ! -d "$stage/$p/lib/cmake/attn" ] || fail "lib/cmake/attn/ left behind"
 }
 
 # can_build: pkg-config and a working compiler for the target (else a skip)
@@ -119,6 +122,8 @@ install_prefix() {
   installed=1
 }
 pc() { PKG_CONFIG_LIBDIR="$prefix/lib/pkgconfig" PKG_CONFIG_PATH= pkg-config "$@"; }
+# needs_libattn PROGRAM: it loads libattn.so.MAJOR
+needs_libattn() { LC_ALL=C readelf -d "$1" 2>/dev/null | grep -q "(NEEDED).*\[libattn\.so\.$major\]"; }
 # check_hello PROGRAM: it runs and prints $want
 check_hello() {
   got=$(LD_LIBRARY_PATH="$prefix/lib" $runner "$1" 2>&1) || fail "$1 failed: $got"
@@ -132,8 +137,7 @@ test_pkg_config_links_the_shared_library() {
   # shellcheck disable=SC2086 # flags are words
   $cc examples/hello_sdpa.c -o "$tmp/hello_shared" $flags $san_flags >"$tmp/cc.log" 2>&1 ||
     { cat "$tmp/cc.log"; fail "cc examples/hello_sdpa.c \$(pkg-config --cflags --libs attn) failed"; return; }
-  LC_ALL=C readelf -d "$tmp/hello_shared" | grep -q "(NEEDED).*\[libattn\.so\.$major\]" ||
-    fail "hello_shared does not load libattn.so.$major"
+  needs_libattn "$tmp/hello_shared" || fail "hello_shared does not load libattn.so.$major"
   check_hello "$tmp/hello_shared"
 }
 
@@ -153,10 +157,35 @@ test_pkg_config_static_links_the_static_library() {
   check_hello "$tmp/hello_static"
 }
 
+test_cmake_find_package_links_both_libraries() {
+  can_build || return
+  if ! command -v cmake >/dev/null 2>&1; then skip "no cmake"; return; fi
+  install_prefix || return
+  mkdir -p "$tmp/cmake" && cp examples/hello_sdpa.c "$tmp/cmake/"
+  cat >"$tmp/cmake/CMakeLists.txt" <<CMAKE
+cmake_minimum_required(VERSION 3.13)
+project(hello_attn C)
+find_package(attn $version REQUIRED)
+add_executable(hello_shared hello_sdpa.c)
+target_link_libraries(hello_shared attn::attn)
+add_executable(hello_static hello_sdpa.c)
+target_link_libraries(hello_static attn::attn_static)
+CMAKE
+  { cmake -S "$tmp/cmake" -B "$tmp/cmake/build" -DCMAKE_PREFIX_PATH="$prefix" \
+      -DCMAKE_C_COMPILER="$cc" -DCMAKE_C_FLAGS="$san_flags" -DCMAKE_EXE_LINKER_FLAGS="$san_flags" &&
+      cmake --build "$tmp/cmake/build"; } >"$tmp/cmake.log" 2>&1 ||
+    { tail -n 30 "$tmp/cmake.log"; fail "find_package(attn) and the build failed"; return; }
+  needs_libattn "$tmp/cmake/build/hello_shared" || fail "attn::attn: no libattn.so.$major"
+  ! needs_libattn "$tmp/cmake/build/hello_static" || fail "attn::attn_static loads libattn.so"
+  check_hello "$tmp/cmake/build/hello_shared"
+  check_hello "$tmp/cmake/build/hello_static"
+}
+
 run_case test_exports_only_the_public_api
 run_case test_uninstall_removes_what_install_put
 run_case test_pkg_config_links_the_shared_library
 run_case test_pkg_config_static_links_the_static_library
+run_case test_cmake_find_package_links_both_libraries
 if [ "$skipped" -ne 0 ]; then
   echo "# $passed passed, $failed failed, $skipped skipped"
 else
