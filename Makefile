@@ -29,9 +29,8 @@ BUILD ?= build
 OPT = -O2 -g
 endif
 
-# -fvisibility=hidden: libattn.so exports only the ATTN_API functions (include/attn/api.h)
 CFLAGS_BASE = -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) -Wshadow -Wno-unused-parameter \
-  -fopenmp -fPIC -fvisibility=hidden -Iinclude -Isrc
+  -fopenmp -fPIC -Iinclude -Isrc
 CFLAGS += $(CFLAGS_BASE) $(OPT)
 LDLIBS = -lm -lpthread
 LDFLAGS += -fopenmp $(filter -fsanitize%,$(OPT))
@@ -88,6 +87,10 @@ VERSION_MAJOR := $(call ver_part,MAJOR)
 VERSION := $(VERSION_MAJOR).$(call ver_part,MINOR).$(call ver_part,PATCH)
 SONAME := libattn.so.$(VERSION_MAJOR)
 SHLIB := libattn.so.$(VERSION)
+# libattn.so exports only the ATTN_API functions (include/attn/api.h). The
+# programs (tool, tests) keep default visibility: the sanitizer runtimes must
+# see their hooks (__lsan_default_suppressions, __asan_default_options).
+$(LIB_OBJ): CFLAGS += -fvisibility=hidden
 
 $(BUILD)/$(SHLIB): $(LIB_OBJ)
 	$(CC) -shared -Wl,-soname,$(SONAME) $(LDFLAGS) -o $@ $^ $(LDLIBS)
