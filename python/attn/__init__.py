@@ -12,3 +12,11 @@ from ._lib import Error, isa, path as library_path
 from ._sdpa import Grads, sdpa, sdpa_backward
 
 __all__ = ["Error", "Grads", "sdpa", "sdpa_backward", "isa", "library_path"]
+from ._layer import Layer, load_layer
+from ._st import load_file as load_safetensors, save_file as save_safetensors
+
+__all__ += ["Layer", "load_layer", "load_safetensors", "save_safetensors"]
+from . import viz
+from ._diagnose import Diagnosis, diagnose
+
+__all__ += ["viz", "Diagnosis", "diagnose"]
