@@ -17,8 +17,9 @@ is_causal, float16/float64 tensors, tensors not on the CPU. A query row with no
 allowed key gives 0 (PyTorch: NaN) and zero gradient.
 
 Tensors go to the library by data_ptr() without copies when their last dim
-is contiguous and their layout is dense (e.g. a [B, L, H, E] view transposed
-to [B, H, L, E]); others are copied once. bf16: q, k, v are read as bf16,
+is contiguous (e.g. [B, L, H, E] transposed to [B, H, L, E], or q, k, v as
+views into one projection); others are copied once. The backward copies q,
+k, v only when their layout is not dense (the gradients take their strides). bf16: q, k, v are read as bf16,
 softmax and accumulators are f32, the output is rounded to bf16; gradients
 come back in the inputs' dtype."""
 import math
@@ -43,19 +44,28 @@ def _check_tensor(name, t):
         raise Error("%s: %d dims, expected [..., L, E]" % (name, t.dim()))
 
 
+def _rows(t):
+    """t, or a contiguous copy when the library cannot read it in place: its
+    last dim must be contiguous and no dim of size > 1 may have stride 0.
+    Other strides are free (e.g. q, k, v as views into one [B, L, 3, H, E]
+    projection)."""
+    if (t.shape[-1] > 1 and t.stride(-1) != 1) or \
+            any(s == 0 and n > 1 for s, n in zip(t.stride(), t.shape)):
+        return t.contiguous()
+    return t
+
+
 def _dense(t):
     """t, or a contiguous copy when its layout is not dense and
-    non-overlapping with a contiguous last dim (strides of a permutation of a
-    contiguous tensor, which empty_like reproduces for the gradients)."""
+    non-overlapping (strides of a permutation of a contiguous tensor, which
+    empty_like reproduces: the gradients take the strides of q, k, v)."""
     dims = sorted((s, n) for s, n in zip(t.stride(), t.shape) if n > 1)
     expect = 1
     for s, n in dims:
         if s != expect:
             return t.contiguous()
         expect *= n
-    if t.shape[-1] > 1 and t.stride(-1) != 1:
-        return t.contiguous()
-    return t
+    return _rows(t)
 
 
 def _as_bhld(t):
@@ -128,6 +138,7 @@ class _AttnSDPA(torch.autograd.Function):
     @staticmethod
     def backward(ctx, dout):
         q, k, v, mask, out, lse = ctx.saved_tensors
+        q, k, v = _dense(q), _dense(k), _dense(v)
         p = _Problem(q, k, v, mask, ctx.causal, ctx.scale)
         dout = dout.float().contiguous()
         # the gradients take the strides of q, k, v (the descriptor's)
@@ -186,7 +197,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         if is_causal:
             raise Error("attn_mask and is_causal=True together: give one (as PyTorch)")
     scale = 1.0 / math.sqrt(E) if scale is None else float(scale)
-    q4, k4, v4 = (_dense(_as_bhld(t)) for t in (query, key, value))
+    q4, k4, v4 = (_rows(_as_bhld(t)) for t in (query, key, value))
     mask = None if attn_mask is None else _mask4(attn_mask, q4, S, lead)
     out = _AttnSDPA.apply(q4, k4, v4, mask, bool(is_causal), scale)
     return out.reshape(lead + (L, value.shape[-1]))
+
+
+from ._torch_encoder import TransformerEncoderLayer  # noqa: E402 (uses the op above)
