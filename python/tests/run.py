@@ -46,11 +46,15 @@ class _Result(unittest.TestResult):
     def __init__(self):
         super().__init__()
         self.passed = 0
+        self.failed_cases = set()
 
     def _name(self, test):
         return test.id().split(".", 1)[-1] if "." in test.id() else test.id()
 
     def addSuccess(self, test):
+        if test.id() in self.failed_cases:
+            print("FAIL " + self._name(test))
+            return
         self.passed += 1
         print("ok   " + self._name(test))
         sys.stdout.flush()
@@ -67,6 +71,13 @@ class _Result(unittest.TestResult):
     def addError(self, test, err):
         super().addError(test, err)
         self._fail(test, err)
+
+    def addSubTest(self, test, subtest, err):
+        # a failing subtest fails its case (counted once, with the case)
+        if err is not None:
+            self.failed_cases.add(test.id())
+            print("  %s: %s" % (subtest._subDescription(), self._exc_info_to_string(err, test)
+                                .rstrip().replace("\n", "\n  ")))
 
     def addSkip(self, test, reason):
         super().addSkip(test, reason)
@@ -93,7 +104,7 @@ def main():
         loader.discover(HERE, pattern="test_*.py", top_level_dir=HERE)
     r = _Result()
     suite.run(r)
-    return _finish(r.passed, len(r.failures) + len(r.errors), len(r.skipped))
+    return _finish(r.passed, len(r.failures) + len(r.errors) + len(r.failed_cases), len(r.skipped))
 
 
 if __name__ == "__main__":
