@@ -74,6 +74,8 @@ $(BUILD)/attn: $(CLI_OBJ) $(APP_OBJ) $(BUILD)/libattn.a
 
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(APP_OBJ) $(BUILD)/libattn.a
 	$(CC) $(LDFLAGS) -o $@ $< $(APP_OBJ) $(BUILD)/libattn.a $(APP_LIBS) $(LDLIBS)
+# the Python tests load the shared library (tests/test_python.c)
+$(BUILD)/tests/test_python: $(BUILD)/libattn.so
 # the tests' shared headers (harness.h, sdpa_problem.h, ...)
 $(TEST_SRC:%.c=$(BUILD)/%.o): $(wildcard tests/*.h)
 
