@@ -147,3 +147,12 @@ def tool_path():
 def isa():
     """The ISA level the library runs at ("generic", "avx2", "avx512", "neon")."""
     return lib.attn_isa_name(lib.attn_isa_active()).decode()
+
+
+def set_num_threads(n):
+    """Threads attn's kernels use (0: all cores). Results do not depend on it."""
+    lib.attn_set_num_threads(int(n))
+
+
+def num_threads():
+    return lib.attn_get_num_threads()

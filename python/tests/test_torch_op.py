@@ -183,3 +183,24 @@ class EncoderTrainingStep(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+@needs_torch
+class BenchScript(unittest.TestCase):
+    """tools/bench_torch_op.py still runs (tiny sizes; no timing is judged)."""
+
+    def test_runs_and_agrees(self):
+        import os
+        import subprocess
+        import sys
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        script = os.path.join(root, "tools", "bench_torch_op.py")
+        if not os.path.exists(script):
+            self.skipTest("tools/bench_torch_op.py not here (installed package)")
+        for extra in ([], ["--causal", "--dtype", "bf16", "--batch", "2"]):
+            r = subprocess.run([sys.executable, script, "--n", "16", "--d-model", "16", "--heads", "2",
+                                "--ff", "32", "--steps", "1", "--warmup", "0", "--threads", "1"]
+                               + extra, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            text = r.stdout.decode()
+            self.assertEqual(r.returncode, 0, text)
+            self.assertIn("speedup of attn's op", text)
