@@ -56,6 +56,8 @@ def _load():
         if os.path.sep in path and not os.path.exists(path):
             tried.append(path)
             continue
+        if os.path.sep in path:
+            path = os.path.abspath(path)
         try:
             return ctypes.CDLL(path), path
         except OSError as e:
