@@ -8,11 +8,11 @@
   attn.torch.scaled_dot_product_attention  the PyTorch autograd op (import attn.torch)
   attn.Error                         a failed library call, with its message
 """
-from ._lib import Error, isa, num_threads, path as library_path, set_num_threads
+from ._lib import Error, isa, num_threads, path as library_path, set_num_threads, version
 from ._sdpa import Grads, sdpa, sdpa_backward
 
 __all__ = ["Error", "Grads", "sdpa", "sdpa_backward", "isa", "library_path", "num_threads",
-           "set_num_threads"]
+           "set_num_threads", "version"]
 from ._layer import Layer, load_layer
 from ._st import load_file as load_safetensors, save_file as save_safetensors
 

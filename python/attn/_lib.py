@@ -158,3 +158,13 @@ def set_num_threads(n):
 
 def num_threads():
     return lib.attn_get_num_threads()
+
+
+def version():
+    """attn_version_string() where the library has it (newer builds), else None."""
+    try:
+        fn = lib.attn_version_string
+    except AttributeError:
+        return None
+    fn.restype, fn.argtypes = _s, []
+    return fn().decode()

@@ -46,6 +46,21 @@ class Loading(unittest.TestCase):
                                   "ATTN_LIB": attn.library_path}, d)
             self.assertEqual((rc, out.strip()), (0, attn.library_path))
 
+    def test_only_public_functions_are_called(self):
+        # libattn.so exports only what include/ declares (hidden visibility)
+        from attn import _lib
+        root = os.path.dirname(os.path.dirname(PKG))
+        inc = os.path.join(root, "include")
+        if not os.path.isdir(inc):
+            self.skipTest("include/ not here (installed package)")
+        text = ""
+        for dirpath, _, files in os.walk(inc):
+            for f in files:
+                with open(os.path.join(dirpath, f), encoding="utf-8") as fh:
+                    text += fh.read()
+        for name in _lib._PROTOS:
+            self.assertRegex(text, r"\b%s\(" % name, name)
+
 
 if __name__ == "__main__":
     unittest.main()
