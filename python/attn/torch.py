@@ -136,6 +136,7 @@ class _AttnSDPA(torch.autograd.Function):
         return out if not p.bf16 else out.to(torch.bfloat16)
 
     @staticmethod
+    @torch.autograd.function.once_differentiable
     def backward(ctx, dout):
         q, k, v, mask, out, lse = ctx.saved_tensors
         q, k, v = _dense(q), _dense(k), _dense(v)

@@ -128,6 +128,14 @@ class OpRefuses(unittest.TestCase):
         self.refused(["leading dims"], q, torch.randn(1, 3, 4, 8), torch.randn(1, 3, 4, 8))
         self.refused(["attn_mask", "broadcast"], q, q, q, attn_mask=torch.ones(3, 3, dtype=torch.bool))
 
+    def test_second_derivative_is_refused(self):
+        q = torch.randn(1, 2, 4, 8, requires_grad=True)
+        (g,) = torch.autograd.grad(at.scaled_dot_product_attention(q, q, q).sum(), q,
+                                   create_graph=True)
+        # a clear refusal, not a silently wrong (untracked) second derivative
+        with self.assertRaisesRegex(RuntimeError, "differentiate twice"):
+            g.sum().backward()
+
     def test_unsupported_options(self):
         q = torch.randn(1, 2, 4, 8)
         self.refused(["dropout_p"], q, q, q, dropout_p=0.1)
