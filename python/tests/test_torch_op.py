@@ -130,7 +130,8 @@ class OpRefuses(unittest.TestCase):
 
     def test_second_derivative_is_refused(self):
         q = torch.randn(1, 2, 4, 8, requires_grad=True)
-        (g,) = torch.autograd.grad(at.scaled_dot_product_attention(q, q, q).sum(), q,
+        out = at.scaled_dot_product_attention(q, q, q)
+        (g,) = torch.autograd.grad(out, q, torch.ones_like(out, requires_grad=True),
                                    create_graph=True)
         # a clear refusal, not a silently wrong (untracked) second derivative
         with self.assertRaisesRegex(RuntimeError, "differentiate twice"):
