@@ -105,3 +105,14 @@ format:
 
 clean:
 	rm -rf build build-san build-arm64
+
+# The Python package (python/README.md): pure Python over libattn.so, which it
+# finds in PREFIX/lib (make install) from PYTHONDIR/attn.
+PREFIX ?= /usr/local
+PYTHONDIR ?= $(PREFIX)/lib/python3/dist-packages
+.PHONY: install-python uninstall-python
+install-python:
+	install -d $(DESTDIR)$(PYTHONDIR)/attn
+	install -m 644 python/attn/*.py $(DESTDIR)$(PYTHONDIR)/attn
+uninstall-python:
+	rm -rf $(DESTDIR)$(PYTHONDIR)/attn
