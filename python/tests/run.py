@@ -52,8 +52,7 @@ class _Result(unittest.TestResult):
         return test.id().split(".", 1)[-1] if "." in test.id() else test.id()
 
     def addSuccess(self, test):
-        if test.id() in self.failed_cases:
-            print("FAIL " + self._name(test))
+        if test.id() in self.failed_cases:  # counted with its failed subtests
             return
         self.passed += 1
         print("ok   " + self._name(test))
@@ -75,6 +74,8 @@ class _Result(unittest.TestResult):
     def addSubTest(self, test, subtest, err):
         # a failing subtest fails its case (counted once, with the case)
         if err is not None:
+            if test.id() not in self.failed_cases:
+                print("FAIL " + self._name(test))
             self.failed_cases.add(test.id())
             print("  %s: %s" % (subtest._subDescription(), self._exc_info_to_string(err, test)
                                 .rstrip().replace("\n", "\n  ")))
