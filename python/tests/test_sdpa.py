@@ -91,6 +91,17 @@ class Forward(unittest.TestCase):
         np.testing.assert_array_equal(attn.sdpa(view, view, view),
                                       attn.sdpa(*(np.ascontiguousarray(view),) * 3))
 
+    def test_float32_inputs_and_masks_are_not_copied(self):
+        from attn._sdpa import _problem
+        x = rand(2, 9, 4, 16, seed=4)
+        view = x.transpose(0, 2, 1, 3)
+        m = np.ones((9, 9), bool)
+        p = _problem(view, view, view, mask=m)
+        self.assertTrue(np.shares_memory(p.q, x) and np.shares_memory(p.k, x))
+        self.assertEqual(p.desc.bool_mask, m.ctypes.data)
+        self.assertEqual(list(p.desc.bool_mask_stride), [0, 0, 9, 1])
+        self.assertFalse(np.shares_memory(_problem(x[..., ::2], x[..., ::2], x[..., ::2]).q, x))
+
     def test_non_contiguous_last_dim_and_float64_are_converted(self):
         q, k, v = qkv()
         wide = np.repeat(q, 2, axis=-1)[..., ::2]

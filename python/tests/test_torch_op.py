@@ -91,6 +91,23 @@ class Op(unittest.TestCase):
         self.compare([(2, 9, 3, 4, 8)], views=lambda x: tuple(x.permute(2, 0, 3, 1, 4)),
                      is_causal=True)
 
+    def test_views_reach_the_library_without_copies(self):
+        from attn import _desc
+        seen = []
+        real = _desc.forward
+
+        def spy(d, backend, bf16, q, k, v, *rest):
+            seen.append((q, k, v, tuple(d.q_stride)))
+            return real(d, backend, bf16, q, k, v, *rest)
+        x = torch.randn(2, 9, 3, 4, 8)
+        q, k, v = x.permute(2, 0, 3, 1, 4)
+        _desc.forward = spy
+        try:
+            at.scaled_dot_product_attention(q, k, v)
+        finally:
+            _desc.forward = real
+        self.assertEqual(seen, [(q.data_ptr(), k.data_ptr(), v.data_ptr(), q.stride()[:3])])
+
     def test_non_contiguous_last_dim_is_copied(self):
         self.compare([(2, 2, 9, 16)] * 3, views=lambda q, k, v: (q[..., ::2], k[..., ::2], v))
 
