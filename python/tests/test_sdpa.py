@@ -163,6 +163,16 @@ class Backward(unittest.TestCase):
         q, k, v = qkv()
         self.check(q, k, v, mask=rand(2, 1, 9, 11, seed=8), key_lens=[7, 11])
 
+    def test_bf16(self):
+        q, k, v = qkv(H=4, Hkv=2)
+        r = [attn._arrays.bf16_to_float32(attn._arrays.bf16_bits("x", a)) for a in (q, k, v)]
+        dout = rand(2, 4, 9, 8, seed=12)
+        want = ref.sdpa_backward(*r, dout, causal=True)
+        out, lse = attn.sdpa(q, k, v, causal=True, precision="bf16", return_lse=True)
+        got = attn.sdpa_backward(q, k, v, out, lse, dout, causal=True, precision="bf16")
+        for name, g, w in zip("qkv", got, want):
+            self.assertLessEqual(ref.max_rel_err(g, w), TOL_BF16, "d" + name)
+
     def test_learned_table_gradients_returned(self):
         q, k, v = qkv(Lq=6, Lk=6)
         rb = rand(4, 8, seed=11)
