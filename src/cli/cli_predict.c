@@ -70,11 +70,8 @@ static int read_labels(const char *model, const attn_st *file, char names[2][LAB
   size_t n0 = comma ? (size_t)(comma - lm) : 0, n1 = comma ? strlen(comma + 1) : 0;
   if (!comma || strchr(comma + 1, ',') || n0 == 0 || n1 == 0 || n0 >= LABEL_MAX ||
       n1 >= LABEL_MAX) {
-    fprintf(stderr,
-            "attn predict: %s: metadata labels '%.200s' is not two comma-separated names (the "
-            "model has 2 classes)\n",
-            model, lm);
-    return 1;
+    return cli_error(model, "metadata labels '%.200s' is not two comma-separated names (the "
+                            "model has 2 classes)", lm);
   }
   memcpy(names[0], lm, n0);
   names[0][n0] = '\0';
@@ -92,18 +89,16 @@ static int predict_one(const char *path, const attn_clf_ens *e, infer_prec *ip, 
                                       : attn_mail_read_file(path, &raw, &len);
   if (!st && (st = classify(e, ip, bpe, raw, len, ids, p))) attn_prefix_error(st, path);
   free(raw);
-  if (st) {
-    fprintf(stderr, "attn predict: %s\n", attn_last_error());
-    return 1;
-  }
+  if (st) return cli_fail(path);
   int k = p[1] > p[0];
   printf("%s\t%s\t%.4f\n", path, names[k], p[k]);
   return 0;
 }
 
 int attn_cmd_predict(int argc, char **argv) {
-  if (argc < 3 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-    fprintf(argc < 3 && !(argc == 2 && argv[1][0] == '-') ? stderr : stdout,
+  const int help = argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"));
+  if (argc < 3 || help) {
+    fprintf(help ? stdout : stderr,
             "usage: attn predict MODEL [--precision f32|bf16|auto] FILE... ('-' reads one message\n"
             "       from stdin)\n"
             "  prints FILE<TAB>label<TAB>P(label) per raw e-mail; MODEL from attn train.\n"
@@ -114,7 +109,7 @@ int attn_cmd_predict(int argc, char **argv) {
             "  A FILE that cannot be read or classified is reported and skipped (exit 1 at the\n"
             "  end); a message may be up to %u MiB.\n",
             ATTN_PREC_AUTO_MARGIN, (unsigned)(ATTN_MAIL_MAX_BYTES >> 20));
-    return argc < 3 ? 2 : 0;
+    return help ? CLI_OK : CLI_USAGE;
   }
   infer_prec ip = {{.precision = ATTN_PREC_F32}, 0};
   int first = 2;
@@ -123,43 +118,38 @@ int attn_cmd_predict(int argc, char **argv) {
     if (v && !strcmp(v, "auto"))
       ip.decide = 1;
     else if (!v || attn_precision_from_name(v, &ip.ctx.precision)) {
-      fprintf(stderr, "attn predict: --precision: '%s' is not f32, bf16, fp16 or auto\n", v ? v : "");
-      return 2;
+      return cli_usage("--precision: '%s' is not f32, bf16, fp16 or auto", v ? v : "");
     }
     first = 4;
     if (first >= argc) {
-      fprintf(stderr, "attn predict: no FILE (usage: attn predict MODEL [--precision P] FILE...)\n");
-      return 2;
+      return cli_usage("no FILE (usage: attn predict MODEL [--precision P] FILE...)");
     }
   }
   attn_clf_ens e;
   attn_st *file = NULL;
   attn_bpe *bpe = NULL;
-  if (attn_clf_ens_load(argv[1], &e, &file)) return cli_fail("predict");
+  if (attn_clf_ens_load(argv[1], &e, &file)) return cli_fail(argv[1]);
   const attn_clf_config *c = &e.m[0].c;  // every member's
   char names[2][LABEL_MAX];
   int rc = 0;
   const char *tok = attn_st_meta(file, "tokenizer");
   if (c->classes != 2) {
-    fprintf(stderr, "attn predict: %s: a model of %lld classes (predict reads 2-class models)\n",
-            argv[1], (long long)c->classes);
-    rc = 1;
+    rc = cli_error(argv[1], "a model of %lld classes (predict reads 2-class models)",
+                   (long long)c->classes);
   } else if (!tok || attn_bpe_load(tok, &bpe)) {
-    fprintf(stderr, "attn predict: %s: no usable \"tokenizer\" metadata\n", argv[1]);
-    rc = 1;
+    rc = cli_error(argv[1], "no usable \"tokenizer\" metadata");
   } else {
     rc = read_labels(argv[1], file, names);
   }
   int32_t *ids = rc ? NULL : malloc((size_t)c->max_len * sizeof(int32_t));
   if (!rc && !ids) {
-    fprintf(stderr, "attn predict: out of memory\n");
-    rc = 1;
+    rc = cli_error(NULL, "out of memory");
   }
   int bad = 0; /* after a bad file the others still get their label */
   if (!rc && !ip.decide && ip.ctx.precision == ATTN_PREC_BF16) {
     attn_prec_info bf;
     attn_prec_info_get(ATTN_PREC_BF16, &bf);
-    if (!bf.candidate) fprintf(stderr, "attn predict: warning: --precision bf16: %s\n", bf.why);
+    if (!bf.candidate) cli_warn("--precision bf16: %s", bf.why);
   }
   for (int i = first; !rc && i < argc; i++) bad |= predict_one(argv[i], &e, &ip, bpe, ids, names);
   free(ids);
