@@ -70,8 +70,11 @@ static int read_labels(const char *model, const attn_st *file, char names[2][LAB
   size_t n0 = comma ? (size_t)(comma - lm) : 0, n1 = comma ? strlen(comma + 1) : 0;
   if (!comma || strchr(comma + 1, ',') || n0 == 0 || n1 == 0 || n0 >= LABEL_MAX ||
       n1 >= LABEL_MAX) {
-    return cli_error(model, "metadata labels '%.200s' is not two comma-separated names (the "
-                            "model has 2 classes)", lm);
+    fprintf(stderr,
+            "attn predict: %s: metadata labels '%.200s' is not two comma-separated names (the "
+            "model has 2 classes)\n",
+            model, lm);
+    return 1;
   }
   memcpy(names[0], lm, n0);
   names[0][n0] = '\0';
@@ -89,7 +92,10 @@ static int predict_one(const char *path, const attn_clf_ens *e, infer_prec *ip, 
                                       : attn_mail_read_file(path, &raw, &len);
   if (!st && (st = classify(e, ip, bpe, raw, len, ids, p))) attn_prefix_error(st, path);
   free(raw);
-  if (st) return cli_fail(path);
+  if (st) {
+    fprintf(stderr, "attn predict: %s\n", attn_last_error());
+    return 1;
+  }
   int k = p[1] > p[0];
   printf("%s\t%s\t%.4f\n", path, names[k], p[k]);
   return 0;
@@ -118,11 +124,13 @@ int attn_cmd_predict(int argc, char **argv) {
     if (v && !strcmp(v, "auto"))
       ip.decide = 1;
     else if (!v || attn_precision_from_name(v, &ip.ctx.precision)) {
-      return cli_usage("--precision: '%s' is not f32, bf16, fp16 or auto", v ? v : "");
+      fprintf(stderr, "attn predict: --precision: '%s' is not f32, bf16, fp16 or auto\n", v ? v : "");
+      return 2;
     }
     first = 4;
     if (first >= argc) {
-      return cli_usage("no FILE (usage: attn predict MODEL [--precision P] FILE...)");
+      fprintf(stderr, "attn predict: no FILE (usage: attn predict MODEL [--precision P] FILE...)\n");
+      return 2;
     }
   }
   attn_clf_ens e;
@@ -134,22 +142,25 @@ int attn_cmd_predict(int argc, char **argv) {
   int rc = 0;
   const char *tok = attn_st_meta(file, "tokenizer");
   if (c->classes != 2) {
-    rc = cli_error(argv[1], "a model of %lld classes (predict reads 2-class models)",
-                   (long long)c->classes);
+    fprintf(stderr, "attn predict: %s: a model of %lld classes (predict reads 2-class models)\n",
+            argv[1], (long long)c->classes);
+    rc = 1;
   } else if (!tok || attn_bpe_load(tok, &bpe)) {
-    rc = cli_error(argv[1], "no usable \"tokenizer\" metadata");
+    fprintf(stderr, "attn predict: %s: no usable \"tokenizer\" metadata\n", argv[1]);
+    rc = 1;
   } else {
     rc = read_labels(argv[1], file, names);
   }
   int32_t *ids = rc ? NULL : malloc((size_t)c->max_len * sizeof(int32_t));
   if (!rc && !ids) {
-    rc = cli_error(NULL, "out of memory");
+    fprintf(stderr, "attn predict: out of memory\n");
+    rc = 1;
   }
   int bad = 0; /* after a bad file the others still get their label */
   if (!rc && !ip.decide && ip.ctx.precision == ATTN_PREC_BF16) {
     attn_prec_info bf;
     attn_prec_info_get(ATTN_PREC_BF16, &bf);
-    if (!bf.candidate) cli_warn("--precision bf16: %s", bf.why);
+    if (!bf.candidate) fprintf(stderr, "attn predict: warning: --precision bf16: %s\n", bf.why);
   }
   for (int i = first; !rc && i < argc; i++) bad |= predict_one(argv[i], &e, &ip, bpe, ids, names);
   free(ids);
