@@ -51,7 +51,11 @@ int attn_cmd_diagnose(int argc, char **argv) {
   }
   if (r == CLI_HELP) fputs(usage_text, stdout);
   if (r < 0) return cli_args_exit(r);
-  if (!in_path) return cli_usage("expected IN.safetensors (see attn diagnose --help)");
+  if (!in_path) {
+    cli_usage("expected IN.safetensors");
+    fputs(usage_text, stderr);
+    return CLI_USAGE;
+  }
   attn_viz_input in;
   if (attn_viz_input_load(in_path, tensor, &in)) return cli_fail(in_path);
   int64_t n = in.layers * in.heads;

@@ -33,8 +33,11 @@ int attn_cmd_ensemble(int argc, char **argv) {
   }
   if (r == CLI_HELP) usage(stdout);
   if (r < 0) return cli_args_exit(r);
-  if (!out) return cli_usage("-o OUT.safetensors is missing (see attn ensemble --help)");
-  if (count < 1) return cli_usage("no MODEL (see attn ensemble --help)");
+  if (!out || count < 1) {
+    cli_usage("%s", !out ? "-o OUT.safetensors is missing" : "no MODEL");
+    usage(stderr);
+    return CLI_USAGE;
+  }
   attn_clf *all = NULL;
   int n = 0, rc = 0;
   attn_st *meta = NULL, *keep = NULL;

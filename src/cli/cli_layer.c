@@ -46,7 +46,11 @@ int attn_cmd_layer(int argc, char **argv) {
   }
   if (r == CLI_HELP) layer_usage(stdout);
   if (r < 0) return cli_args_exit(r);
-  if (np != 2) return cli_usage("expected IN.safetensors and OUT.safetensors (see attn layer --help)");
+  if (np != 2) {
+    cli_usage("expected IN.safetensors and OUT.safetensors");
+    layer_usage(stderr);
+    return CLI_USAGE;
+  }
   attn_st *in = NULL, *out = NULL;
   if (attn_st_load(paths[0], &in) != ATTN_OK) return cli_fail(paths[0]);
   attn_status st = attn_layer_run_st(in, backend, &out);

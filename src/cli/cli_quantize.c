@@ -31,7 +31,11 @@ int attn_cmd_quantize(int argc, char **argv) {
   }
   if (r == CLI_HELP) usage(stdout);
   if (r < 0) return cli_args_exit(r);
-  if (!in || !out) return cli_usage("expected MODEL.safetensors and -o OUT.safetensors (see attn quantize --help)");
+  if (!in || !out) {
+    cli_usage("expected MODEL.safetensors and -o OUT.safetensors");
+    usage(stderr);
+    return CLI_USAGE;
+  }
   attn_st *f = NULL;
   if (attn_st_load(in, &f)) return cli_fail(in);
   int members = attn_clf_ens_count(f);

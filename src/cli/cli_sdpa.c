@@ -432,8 +432,11 @@ int attn_cmd_sdpa(int argc, char **argv) {
   }
   if (r == CLI_HELP) fputs(usage_text, stdout);
   if (r < 0) return cli_args_exit(r);
-  if (npaths != 2)
-    return cli_usage("expected IN.safetensors and OUT.safetensors (see attn sdpa --help)");
+  if (npaths != 2) {
+    cli_usage("expected IN.safetensors and OUT.safetensors");
+    fputs(usage_text, stderr);
+    return CLI_USAGE;
+  }
   sdpa_job job = {0};
   int rc = run_sdpa(&job, paths[0], backend) ? cli_fail(paths[0])
            : attn_st_save(job.res, paths[1]) ? cli_fail(paths[1]) /* atomic: no partial OUT */

@@ -101,8 +101,11 @@ int attn_cmd_viz(int argc, char **argv) {
   }
   if (r == CLI_HELP) fputs(usage_text, stdout);
   if (r < 0) return cli_args_exit(r);
-  if (!in_path || (!out_path && !html_path))
-    return cli_usage("expected IN.safetensors and OUT.(png|svg|pdf|html) (see attn viz --help)");
+  if (!in_path || (!out_path && !html_path)) {
+    cli_usage("expected IN.safetensors and OUT.(png|svg|pdf|html)");
+    fputs(usage_text, stderr);
+    return CLI_USAGE;
+  }
   if (all_heads + model + head_given > 1) return cli_usage("choose one of --head, --all-heads, --model");
   attn_viz_input in;
   if (attn_viz_input_load(in_path, tensor, &in)) return cli_fail(in_path);
