@@ -101,8 +101,21 @@ static int predict_one(const char *path, const attn_clf_ens *e, infer_prec *ip, 
   return 0;
 }
 
+/* The options are known and have their values (cli_args: an unknown one is
+ * answered with the nearest); CLI_HELP for -h/--help anywhere, CLI_BAD
+ * after saying what is wrong, else CLI_END. */
+static int check_options(int argc, char **argv) {
+  static const cli_opt opts[] = {{"--precision", CLI_VALUE}, {NULL, 0}};
+  cli_args a;
+  cli_args_init(&a, argc, argv, 1, opts);
+  int r;
+  while ((r = cli_args_next(&a)) > 0) {}
+  return r;
+}
+
 int attn_cmd_predict(int argc, char **argv) {
-  const int help = argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"));
+  const int checked = check_options(argc, argv), help = checked == CLI_HELP;
+  if (checked == CLI_BAD) return CLI_USAGE;
   if (argc < 3 || help) {
     fprintf(help ? stdout : stderr,
             "usage: attn predict MODEL [--precision f32|bf16|auto] FILE... ('-' reads one message\n"

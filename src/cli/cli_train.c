@@ -141,13 +141,18 @@ static void eval_usage(FILE *f) {
           "  --threads T      threads (default: all cores)\n", ATTN_PREC_AUTO_MARGIN);
 }
 
-/* Returns 0, 1 after --help (printed), 2 after a usage error (said). */
-static int parse(int argc, char **argv, train_opts *o, int first, const cli_opt *table) {
+/* The options of table into o; with model (attn eval), the one argument
+ * there. Returns 0, 1 after --help (printed), 2 after a usage error (said). */
+static int parse(int argc, char **argv, train_opts *o, const cli_opt *table, const char **model) {
   cli_args args;
-  cli_args_init(&args, argc, argv, first, table);
+  cli_args_init(&args, argc, argv, 1, table);
   int r;
   while ((r = cli_args_next(&args)) > 0) {
     const char *a = args.opt, *v = args.val;
+    if (r == CLI_ARG && model && !*model) {
+      *model = v;
+      continue;
+    }
     if (r == CLI_ARG) {
       cli_usage("unexpected argument '%s' (see attn %s --help)", v, argv[0]);
       return 2;
@@ -803,7 +808,7 @@ static int resume_options(int argc, char **argv, train_opts *o) {
   attn_st_free(f);
   if (rc) return rc;
   train_opts mine = saved;
-  if (parse(argc, argv, &mine, 1, train_opts_table)) return 2;
+  if (parse(argc, argv, &mine, train_opts_table, NULL)) return 2;
   char *a = NULL, *b = NULL;
   json_value *va = NULL, *vb = NULL;
   char err[64];
@@ -840,7 +845,7 @@ int attn_cmd_train(int argc, char **argv) {
     }
   train_opts o;
   defaults(&o);
-  int r = parse(argc, argv, &o, 1, train_opts_table);
+  int r = parse(argc, argv, &o, train_opts_table, NULL);
   if (r) return r == 1 ? 0 : 2;
   if (o.resume && !o.init_only && (r = resume_options(argc, argv, &o))) return r;
   o.t_start = t_start;
@@ -854,16 +859,12 @@ int attn_cmd_train(int argc, char **argv) {
 int attn_cmd_eval(int argc, char **argv) {
   train_opts o;
   defaults(&o);
-  if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-    eval_usage(stdout);
-    return CLI_OK;
-  }
-  if (argc < 2 || argv[1][0] == '-')
-    return cli_usage("expected MODEL first (usage: attn eval MODEL [options]; see attn eval --help)");
   o.prec_auto = 0; /* eval: f32 unless --precision says otherwise */
   o.to.precision = ATTN_PREC_F32;
-  int r = parse(argc, argv, &o, 2, eval_opts_table);
+  const char *model = NULL;
+  int r = parse(argc, argv, &o, eval_opts_table, &model);
   if (r) return r == 1 ? CLI_OK : CLI_USAGE;
+  if (!model) return cli_usage("expected MODEL (usage: attn eval MODEL [options]; see attn eval --help)");
   o.eval_only = 1;
-  return run(&o, argv[1]);
+  return run(&o, model);
 }
