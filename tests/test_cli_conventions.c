@@ -12,7 +12,9 @@
 
 static char bin[512], dir[64], out[65536], err[65536];
 
-static int run(const char *args) { return tool_run("", bin, dir, args, out, sizeof out, err, sizeof err); }
+static int run(const char *args) {
+  return tool_run("", bin, dir, args, out, sizeof out, err, sizeof err);
+}
 
 #define MAX_CMDS 64
 static char cmds[MAX_CMDS][32];
@@ -28,7 +30,8 @@ static void read_commands(void) {
   if (!p) return;
   p += strlen("commands:\n");
   while (*p == ' ' && ncmds < MAX_CMDS) {
-    while (*p == ' ') p++;
+    while (*p == ' ')
+      p++;
     size_t n = strcspn(p, " \n");
     if (n > 0 && n < sizeof cmds[0]) snprintf(cmds[ncmds++], sizeof cmds[0], "%.*s", (int)n, p);
     p = strchr(p, '\n');
@@ -66,9 +69,10 @@ static void test_every_command_has_its_own_help(void) {
       size_t first = strcspn(out, "\n");
       snprintf(want, sizeof want, "attn %.31s", cmds[i]);
       char *at = strstr(out, want);
-      int own = at && (size_t)(at - out) < first &&
-                (at[strlen(want)] == ' ' || at[strlen(want)] == '\n');
-      if (rc != 0 || !own || err[0]) printf("  attn %s: exit %d, stdout: %.200s, stderr: %.200s\n", args, rc, out, err);
+      int own =
+          at && (size_t)(at - out) < first && (at[strlen(want)] == ' ' || at[strlen(want)] == '\n');
+      if (rc != 0 || !own || err[0])
+        printf("  attn %s: exit %d, stdout: %.200s, stderr: %.200s\n", args, rc, out, err);
       CHECK(rc == 0);
       CHECK(own);
       CHECK(err[0] == '\0');
@@ -83,7 +87,8 @@ static void test_did_you_mean_commands(void) {
   CHECK(run("xyzzy") == 2); /* nothing near: no guess, the command list */
   CHECK(!strstr(err, "did you mean") && strstr(err, "attn: unknown command 'xyzzy'") &&
         strstr(err, "commands:"));
-  CHECK(run("bench gem") == 2 && strstr(err, "attn bench: unknown bench 'gem'; did you mean 'gemm'?"));
+  CHECK(run("bench gem") == 2 &&
+        strstr(err, "attn bench: unknown bench 'gem'; did you mean 'gemm'?"));
 }
 
 /* Every command: a misspelt option gets the nearest one, exit 2. */
@@ -94,8 +99,10 @@ static void test_did_you_mean_options(void) {
     char args[128], want[160];
     snprintf(args, sizeof args, "%.31s --hepl", cmds[i]);
     int rc = run(args);
-    snprintf(want, sizeof want, "attn %.31s: unknown option '--hepl'; did you mean '--help'?\n", cmds[i]);
-    if (rc != 2 || strncmp(err, want, strlen(want))) printf("  attn %s: exit %d: %s", args, rc, err);
+    snprintf(want, sizeof want, "attn %.31s: unknown option '--hepl'; did you mean '--help'?\n",
+             cmds[i]);
+    if (rc != 2 || strncmp(err, want, strlen(want)))
+      printf("  attn %s: exit %d: %s", args, rc, err);
     CHECK(rc == 2 && !strncmp(err, want, strlen(want)));
   }
   static const struct {
@@ -111,12 +118,15 @@ static void test_did_you_mean_options(void) {
       {"nb --vocb 100", "attn nb: unknown option '--vocb'; did you mean '--vocab'?"},
       {"data --seeds 2", "did you mean '--seed'?"},
       {"gradcheck --lsit", "did you mean '--list'?"},
-      {"predict m --precison bf16 f", "attn predict: unknown option '--precison'; did you mean '--precision'?"},
-      {"quantize m -o x --frobnicate", "attn quantize: unknown option '--frobnicate' (attn quantize --help"},
+      {"predict m --precison bf16 f",
+       "attn predict: unknown option '--precison'; did you mean '--precision'?"},
+      {"quantize m -o x --frobnicate",
+       "attn quantize: unknown option '--frobnicate' (attn quantize --help"},
   };
   for (size_t i = 0; i < sizeof near / sizeof near[0]; i++) {
     int rc = run(near[i].args);
-    if (rc != 2 || !strstr(err, near[i].want)) printf("  attn %s: exit %d: %s", near[i].args, rc, err);
+    if (rc != 2 || !strstr(err, near[i].want))
+      printf("  attn %s: exit %d: %s", near[i].args, rc, err);
     CHECK(rc == 2 && strstr(err, near[i].want));
   }
 }
@@ -129,15 +139,23 @@ static void test_exit_codes_and_one_error_style(void) {
     int rc;
     const char *want; /* the first line of stderr starts so */
   } cases[] = {
-      {"sdpa /nonexistent/in.st out.st", 1, "attn sdpa: /nonexistent/in.st: cannot open: No such file or directory\n"},
-      {"layer /nonexistent/in.st out.st", 1, "attn layer: /nonexistent/in.st: cannot open: No such file or directory\n"},
-      {"viz /nonexistent/in.st out.png", 1, "attn viz: /nonexistent/in.st: cannot open: No such file or directory\n"},
-      {"diagnose /nonexistent/in.st", 1, "attn diagnose: /nonexistent/in.st: cannot open: No such file or directory\n"},
+      {"sdpa /nonexistent/in.st out.st", 1,
+       "attn sdpa: /nonexistent/in.st: cannot open: No such file or directory\n"},
+      {"layer /nonexistent/in.st out.st", 1,
+       "attn layer: /nonexistent/in.st: cannot open: No such file or directory\n"},
+      {"viz /nonexistent/in.st out.png", 1,
+       "attn viz: /nonexistent/in.st: cannot open: No such file or directory\n"},
+      {"diagnose /nonexistent/in.st", 1,
+       "attn diagnose: /nonexistent/in.st: cannot open: No such file or directory\n"},
       {"diagnose /", 1, "attn diagnose: /: is not a regular file\n"},
-      {"quantize /nonexistent/m.st -o q.st", 1, "attn quantize: /nonexistent/m.st: cannot open: No such file or directory\n"},
-      {"ensemble -o e.st /nonexistent/m.st", 1, "attn ensemble: /nonexistent/m.st: cannot open: No such file or directory\n"},
-      {"predict /nonexistent/m.st mail", 1, "attn predict: /nonexistent/m.st: cannot open: No such file or directory\n"},
-      {"eval /nonexistent/m.st", 1, "attn eval: /nonexistent/m.st: cannot open: No such file or directory\n"},
+      {"quantize /nonexistent/m.st -o q.st", 1,
+       "attn quantize: /nonexistent/m.st: cannot open: No such file or directory\n"},
+      {"ensemble -o e.st /nonexistent/m.st", 1,
+       "attn ensemble: /nonexistent/m.st: cannot open: No such file or directory\n"},
+      {"predict /nonexistent/m.st mail", 1,
+       "attn predict: /nonexistent/m.st: cannot open: No such file or directory\n"},
+      {"eval /nonexistent/m.st", 1,
+       "attn eval: /nonexistent/m.st: cannot open: No such file or directory\n"},
       {"data --data /nonexistent/corpus", 1, "attn data: /nonexistent/corpus: "},
       {"nb --data /nonexistent/corpus", 1, "attn nb: /nonexistent/corpus: "},
       {"train --data /nonexistent/corpus", 1, "attn train: /nonexistent/corpus: "},
@@ -172,7 +190,8 @@ static void test_exit_codes_and_one_error_style(void) {
     snprintf(args, sizeof args, "%s", cases[i].args);
     int rc = run(args);
     int ok = rc == cases[i].rc && !strncmp(err, cases[i].want, strlen(cases[i].want));
-    if (!ok) printf("  attn %s: exit %d (want %d), stderr: %.300s", cases[i].args, rc, cases[i].rc, err);
+    if (!ok)
+      printf("  attn %s: exit %d (want %d), stderr: %.300s", cases[i].args, rc, cases[i].rc, err);
     CHECK(ok);
   }
 }
@@ -182,7 +201,8 @@ static void test_exit_codes_and_one_error_style(void) {
 static void test_run_sh_counts_skips(void) {
   struct stat sb;
   if (stat("tests/run.sh", &sb) != 0) {
-    SKIP("tests/run.sh not found from %s (run from the repository root)", getcwd(out, 256) ? out : "?");
+    SKIP("tests/run.sh not found from %s (run from the repository root)",
+         getcwd(out, 256) ? out : "?");
     return;
   }
   char a[128], b[128], cmd[1024];
@@ -190,7 +210,9 @@ static void test_run_sh_counts_skips(void) {
   snprintf(b, sizeof b, "%s/fake_b", dir);
   FILE *f = fopen(a, "w");
   if (f) {
-    fputs("#!/bin/sh\necho 'ok   one'\necho 'skip two: no frobnicator here'\necho '# 1 passed, 0 failed, 1 skipped'\n", f);
+    fputs("#!/bin/sh\necho 'ok   one'\necho 'skip two: no frobnicator here'\necho '# 1 passed, 0 "
+          "failed, 1 skipped'\n",
+          f);
     fclose(f);
   }
   f = fopen(b, "w");
@@ -199,26 +221,31 @@ static void test_run_sh_counts_skips(void) {
     fclose(f);
   }
   CHECK(chmod(a, 0755) == 0 && chmod(b, 0755) == 0);
-  snprintf(cmd, sizeof cmd, "ATTN_CPU=generic RUNNER= ATTN_BIN= sh tests/run.sh '%s' '%s' '%s' >'%s/run_out.txt' 2>&1",
-           dir, a, b, dir);
+  snprintf(
+      cmd, sizeof cmd,
+      "ATTN_CPU=generic RUNNER= ATTN_BIN= sh tests/run.sh '%s' '%s' '%s' >'%s/run_out.txt' 2>&1",
+      dir, a, b, dir);
   int rc = system(cmd);
   CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 0);
   char path[128];
   snprintf(path, sizeof path, "%s/run_out.txt", dir);
   tool_slurp(path, out, sizeof out);
   size_t n = strlen(out);
-  while (n && out[n - 1] == '\n') out[--n] = '\0';
+  while (n && out[n - 1] == '\n')
+    out[--n] = '\0';
   const char *last = strrchr(out, '\n');
   last = last ? last + 1 : out;
   if (strcmp(last, "4 passed, 0 failed, 1 skipped")) printf("  run.sh said:\n%s\n", out);
   CHECK(!strcmp(last, "4 passed, 0 failed, 1 skipped"));
   CHECK(strstr(out, "fake_a: skip two: no frobnicator here") != NULL);
   /* nothing skipped: the line as before */
-  snprintf(cmd, sizeof cmd, "ATTN_CPU=generic RUNNER= ATTN_BIN= sh tests/run.sh '%s' '%s' >'%s/run_out.txt' 2>&1",
+  snprintf(cmd, sizeof cmd,
+           "ATTN_CPU=generic RUNNER= ATTN_BIN= sh tests/run.sh '%s' '%s' >'%s/run_out.txt' 2>&1",
            dir, b, dir);
   rc = system(cmd);
   tool_slurp(path, out, sizeof out);
-  CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 0 && strstr(out, "\n3 passed, 0 failed\n") && !strstr(out, "skipped"));
+  CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 0 && strstr(out, "\n3 passed, 0 failed\n") &&
+        !strstr(out, "skipped"));
 }
 
 int main(int argc, char **argv) {

@@ -19,8 +19,10 @@ static inline void tool_path(const char *argv0, char *bin, size_t n) {
   snprintf(bin, n, "%s", argv0 ? argv0 : ""); /* BUILD/tests/test_x -> BUILD/attn */
   char *slash = strrchr(bin, '/');
   if (slash) *slash = '\0', slash = strrchr(bin, '/');
-  if (slash && (size_t)(slash + 1 - bin) + 5 <= n) strcpy(slash + 1, "attn");
-  else snprintf(bin, n, "build/attn");
+  if (slash && (size_t)(slash + 1 - bin) + 5 <= n)
+    strcpy(slash + 1, "attn");
+  else
+    snprintf(bin, n, "build/attn");
 }
 
 /* Reads up to n-1 bytes of path into buf (NUL-terminated; "" if absent). */

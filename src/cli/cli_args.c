@@ -17,14 +17,17 @@ static size_t distance(const char *a, const char *b) {
   size_t n = strlen(a), m = strlen(b);
   if (n > NAME_MAX_LEN || m > NAME_MAX_LEN) return (size_t)-1;
   size_t d[NAME_MAX_LEN + 1][NAME_MAX_LEN + 1];
-  for (size_t i = 0; i <= n; i++) d[i][0] = i;
-  for (size_t j = 0; j <= m; j++) d[0][j] = j;
+  for (size_t i = 0; i <= n; i++)
+    d[i][0] = i;
+  for (size_t j = 0; j <= m; j++)
+    d[0][j] = j;
   for (size_t i = 1; i <= n; i++)
     for (size_t j = 1; j <= m; j++) {
       size_t best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
       if (d[i - 1][j] + 1 < best) best = d[i - 1][j] + 1;
       if (d[i][j - 1] + 1 < best) best = d[i][j - 1] + 1;
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < best)
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+          d[i - 2][j - 2] + 1 < best)
         best = d[i - 2][j - 2] + 1;
       d[i][j] = best;
     }
@@ -47,7 +50,8 @@ const char *cli_nearest(const char *s, const char *const *names, size_t n) {
 static int unknown(const cli_args *a, const char *arg, size_t len) {
   const char *names[256];
   size_t n = 0;
-  for (const cli_opt *o = a->opts; o && o->name && n < 255; o++) names[n++] = o->name;
+  for (const cli_opt *o = a->opts; o && o->name && n < 255; o++)
+    names[n++] = o->name;
   names[n++] = "--help";
   char given[NAME_MAX_LEN + 1];
   snprintf(given, sizeof given, "%.*s", (int)(len < NAME_MAX_LEN ? len : NAME_MAX_LEN), arg);
@@ -55,7 +59,8 @@ static int unknown(const cli_args *a, const char *arg, size_t len) {
   if (near)
     cli_usage("unknown option '%s'; did you mean '%s'?", arg, near);
   else
-    cli_usage("unknown option '%s' (attn %s --help lists the options)", arg, cli_command() ? cli_command() : "");
+    cli_usage("unknown option '%s' (attn %s --help lists the options)", arg,
+              cli_command() ? cli_command() : "");
   return CLI_BAD;
 }
 

@@ -9,7 +9,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum { CLI_FLAG = 0, CLI_VALUE = 1, CLI_MAYBE_VALUE = 2 /* the next argument unless it is an option */ };
+enum {
+  CLI_FLAG = 0,
+  CLI_VALUE = 1,
+  CLI_MAYBE_VALUE = 2 /* the next argument unless it is an option */
+};
 
 typedef struct {
   const char *name; /* "--epochs", "-o" */

@@ -30,9 +30,12 @@ static int print_without_file(const char *msg, const char *file) {
   const char *q = strchr(msg, '\'');
   if (!q || strncmp(q + 1, file, n) || q[n + 1] != '\'') return 0;
   const char *after = q + n + 2;
-  if (q == msg && *after == ' ') fprintf(stderr, "%s\n", after + 1);
-  else if (q > msg && q[-1] == ' ' && *after == ':') fprintf(stderr, "%.*s%s\n", (int)(q - 1 - msg), msg, after);
-  else return 0;
+  if (q == msg && *after == ' ')
+    fprintf(stderr, "%s\n", after + 1);
+  else if (q > msg && q[-1] == ' ' && *after == ':')
+    fprintf(stderr, "%.*s%s\n", (int)(q - 1 - msg), msg, after);
+  else
+    return 0;
   return 1;
 }
 
@@ -43,12 +46,18 @@ int cli_fail(const char *file) {
   return CLI_FAILED;
 }
 
+/* prefix, then tag (may be NULL), then the message and a newline */
+static void say(const char *file, const char *tag, const char *fmt, va_list ap) {
+  prefix(file);
+  if (tag) fputs(tag, stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+}
+
 int cli_error(const char *file, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  prefix(file);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
+  say(file, NULL, fmt, ap);
   va_end(ap);
   return CLI_FAILED;
 }
@@ -63,9 +72,7 @@ int cli_syserr(const char *file, const char *what) {
 int cli_usage(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  prefix(NULL);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
+  say(NULL, NULL, fmt, ap);
   va_end(ap);
   return CLI_USAGE;
 }
@@ -73,9 +80,6 @@ int cli_usage(const char *fmt, ...) {
 void cli_warn(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  prefix(NULL);
-  fputs("warning: ", stderr);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
+  say(NULL, "warning: ", fmt, ap);
   va_end(ap);
 }
