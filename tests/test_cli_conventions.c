@@ -5,7 +5,6 @@
  * call failed); and tests/run.sh's last line counting skipped cases. The
  * commands are those `attn --help` lists. */
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "harness.h"
 #include "tool_run.h"
@@ -179,6 +178,7 @@ static void test_exit_codes_and_one_error_style(void) {
       {"predict m --precision fp64 f", 2, "attn predict: --precision: 'fp64'"},
       {"data --seed x", 2, "attn data: --seed: 'x' is not a number\n"},
       {"nb --show f", 2, "attn nb: unknown option '--show'"}, /* attn data's */
+      {"data --train-pct 95 --val-pct 10", 2, "attn data: --train-pct 95 and --val-pct 10"},
       {"ensemble -o", 2, "attn ensemble: -o needs a value\n"},
       {"ensemble -o e.st", 2, "attn ensemble: no MODEL\n"},
       {"quantize m", 2, "attn quantize: expected MODEL.safetensors and -o OUT.safetensors\n"},
@@ -201,8 +201,7 @@ static void test_exit_codes_and_one_error_style(void) {
 static void test_run_sh_counts_skips(void) {
   struct stat sb;
   if (stat("tests/run.sh", &sb) != 0) {
-    SKIP("tests/run.sh not found from %s (run from the repository root)",
-         getcwd(out, 256) ? out : "?");
+    SKIP("tests/run.sh not found here (run from the repository root)");
     return;
   }
   char a[128], b[128], cmd[1024];

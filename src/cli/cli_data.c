@@ -122,6 +122,10 @@ static int parse_opts(int argc, char **argv, data_opts *o) {
     cli_usage("byte limits must be >= 0");
     return 2;
   }
+  if (o->train_pct < 0 || o->val_pct < 0 || o->train_pct + o->val_pct > 100) {
+    cli_usage("--train-pct %d and --val-pct %d: each >= 0, together <= 100", o->train_pct, o->val_pct);
+    return 2;
+  }
   return 0;
 }
 
