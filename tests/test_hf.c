@@ -6,7 +6,6 @@
  * unknown architectures, missing or mis-shaped tensors, bad ids and too
  * long sequences; the CLI; the tokenizer.json export. */
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "apps/bpe.h"
@@ -14,6 +13,7 @@
 #include "apps/hf_tokenizer.h"
 #include "harness.h"
 #include "io/json.h"
+#include "tool_run.h"
 
 #define BERT_DIR "tests/golden/hf/bert"
 #define GPT2_DIR "tests/golden/hf/gpt2"
@@ -372,16 +372,13 @@ static void test_name_map_documented(void) {
 
 /* ---- the tool -------------------------------------------------------------- */
 
-/* `bin args`, stdout + stderr into out; the exit status */
+/* `bin args`, stdout then stderr into out; the exit status */
 static int run_tool(const char *args, char *out, size_t cap) {
-  char cmd[2048], path[128];
-  snprintf(path, sizeof path, "%s/tool.txt", tmpdir);
-  snprintf(cmd, sizeof cmd, "'%s' %s >'%s' 2>&1", bin, args, path);
-  int rc = system(cmd);
-  char *text = read_whole_file(path, NULL);
-  snprintf(out, cap, "%s", text ? text : "");
-  free(text);
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
+  char err[4096];
+  int rc = tool_run("", bin, tmpdir, args, out, cap / 2, err, sizeof err);
+  size_t n = strlen(out);
+  snprintf(out + n, cap - n, "%s", err);
+  return rc;
 }
 
 static void expect_tool(const char *args, int rc, const char *text) {
@@ -420,16 +417,21 @@ static void test_cli_run(void) {
   attn_st_free(got);
   attn_st_free(e);
   /* errors: exit 1 with the library's message, 2 for usage */
-  expect_tool("hf run " GPT2_DIR " --input-ids 1,96", 1, "input id 96 at position 1");
+  expect_tool("hf run " GPT2_DIR " --input-ids 1,96", 1,
+              "attn hf run: hf forward: input id 96 at position 1 is outside the vocabulary "
+              "[0, 96)");
   expect_tool("hf run " GPT2_DIR " --input-ids 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17", 1,
               "longer than the model's 16 positions");
-  expect_tool("hf run " BERT_DIR " --input-ids 1,2 --token-type-ids 0", 1,
+  expect_tool("hf run " BERT_DIR " --input-ids 1,2 --token-type-ids 0", 2,
               "1 token type ids for 2 input ids");
-  expect_tool("hf run tests/golden --input-ids 1", 1, "config.json");
-  expect_tool("hf run " BERT_DIR " --input-ids 1,a", 1, "is not a non-negative integer");
+  expect_tool("hf run tests/golden --input-ids 1", 1,
+              "attn hf run: tests/golden/config.json: No such file or directory");
+  expect_tool("hf run " BERT_DIR " --input-ids 1,a", 2, "is not a non-negative integer");
   expect_tool("hf run " BERT_DIR, 2, "--input-ids is required");
   expect_tool("hf run " BERT_DIR " --input-ids 1 --bogus", 2, "unknown option '--bogus'");
-  expect_tool("hf frobnicate", 2, "unknown subcommand 'frobnicate'");
+  expect_tool("hf frobnicate", 2, "attn hf: unknown subcommand 'frobnicate'");
+  expect_tool("hf rn x", 2, "unknown subcommand 'rn'; did you mean 'run'?");
+  expect_tool("hf run " BERT_DIR " --input-id 1", 2, "did you mean '--input-ids'?");
   expect_tool("hf --help", 0, "export-tokenizer");
   /* an unknown architecture */
   char dir[128], cfg[192];
@@ -616,7 +618,7 @@ static void test_cli_export_tokenizer(void) {
   CHECK(a && want && !strcmp(a, want));
   snprintf(args, sizeof args, "hf export-tokenizer " GPT2_DIR "/model.safetensors '%s'", out);
   expect_tool(args, 1, "no BPE tokenizer");
-  expect_tool("hf export-tokenizer only-one", 2, "usage");
+  expect_tool("hf export-tokenizer only-one", 2, "expected MODEL.safetensors and OUT.json");
   free(a);
   free(want);
   free(meta);
@@ -625,16 +627,7 @@ static void test_cli_export_tokenizer(void) {
 }
 
 int main(int argc, char **argv) {
-  const char *env = getenv("ATTN_BIN");
-  if (env && env[0]) {
-    snprintf(bin, sizeof bin, "%s", env);
-  } else { /* BUILD/tests/test_hf -> BUILD/attn */
-    snprintf(bin, sizeof bin, "%s", argc > 0 ? argv[0] : "");
-    char *slash = strrchr(bin, '/');
-    if (slash) *slash = '\0', slash = strrchr(bin, '/');
-    if (slash) strcpy(slash + 1, "attn");
-    else snprintf(bin, sizeof bin, "build/attn");
-  }
+  tool_path(argc > 0 ? argv[0] : NULL, bin, sizeof bin);
   snprintf(tmpdir, sizeof tmpdir, "/tmp/attn_hf_XXXXXX");
   if (!mkdtemp(tmpdir)) {
     printf("mkdtemp failed\n");

@@ -27,6 +27,7 @@
 
 #include <stdint.h>
 
+#include "attn/api.h"
 #include "attn/nn.h"
 
 #ifdef __cplusplus
@@ -57,8 +58,9 @@ typedef struct {
 
 /* Declares every parameter into p (then attn_params_alloc and load). On
  * failure nothing stays allocated in m. */
-attn_status attn_hf_model_declare(attn_hf_model *m, attn_params *p, const attn_hf_config *c);
-void attn_hf_model_free(attn_hf_model *m);
+ATTN_API attn_status attn_hf_model_declare(attn_hf_model *m, attn_params *p,
+                                           const attn_hf_config *c);
+ATTN_API void attn_hf_model_free(attn_hf_model *m);
 
 /* ids [B, L] (each in [0, vocab)), token_types [B, L] (BERT, each in
  * [0, type_vocab); NULL = all 0), 1 <= L <= max_positions. Runs the first
@@ -68,10 +70,11 @@ void attn_hf_model_free(attn_hf_model *m);
  *   pooled [B, E]     BERT with the pooler
  *   logits [B, L, V]  GPT-2
  * Bad ids or lengths: ATTN_EINVAL naming the position and the limit. */
-attn_status attn_hf_model_forward(const attn_hf_model *m, const attn_params *p,
-                                  const attn_nn_ctx *ctx, const int32_t *ids,
-                                  const int32_t *token_types, int64_t B, int64_t L, int n_layers,
-                                  float *hidden, float *pooled, float *logits);
+ATTN_API attn_status attn_hf_model_forward(const attn_hf_model *m, const attn_params *p,
+                                           const attn_nn_ctx *ctx, const int32_t *ids,
+                                           const int32_t *token_types, int64_t B, int64_t L,
+                                           int n_layers, float *hidden, float *pooled,
+                                           float *logits);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,7 @@
 /* Hugging Face BERT / GPT-2 checkpoint -> attn's nn_hf model: the name map
  * (docs/HF.md) and the copy of each tensor with its transposition or split,
  * after checking its shape. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -270,8 +271,11 @@ attn_status attn_hf_load(const char *dir, attn_hf **out) {
   if (!path) return attn_set_error(ATTN_ENOMEM, "hf: out of memory");
   snprintf(path, dl + 32, "%s/config.json", dir);
   size_t len = 0;
+  errno = 0;
   char *json = read_small_file(path, &len);
-  attn_status s = json ? ATTN_OK : attn_set_error(ATTN_EIO, "%s: cannot read it", path);
+  attn_status s = json ? ATTN_OK
+                       : attn_set_error(ATTN_EIO, "%s: %s", path,
+                                        errno ? strerror(errno) : "cannot read it");
   attn_hf_config c;
   if (!s) s = attn_hf_config_parse(json, len, &c);
   if (s && json) attn_prefix_error(s, dir);

@@ -45,66 +45,49 @@ static void print_values(const char *name, const int64_t *shape, int ndim, const
 
 typedef struct {
   const char *dir, *ids, *types, *out;
-  int layers, show;
+  int64_t layers, show;
   attn_backend backend;
 } run_opts;
 
-static int need_value(int i, int argc, const char *opt) {
-  if (i + 1 < argc) return 1;
-  fprintf(stderr, "attn hf run: %s needs a value\n", opt);
-  return 0;
-}
-
-static int int_arg(const char *s, const char *opt, int *out) {
-  char *end;
-  long v = strtol(s, &end, 10);
-  if (end == s || *end || v < 0 || v > 1000000) {
-    fprintf(stderr, "attn hf run: %s '%s' is not a non-negative integer\n", opt, s);
-    return 0;
-  }
-  *out = (int)v;
-  return 1;
-}
-
-/* 0 ok, 2 usage error (message printed), 3 --help */
+/* CLI_OK with o filled, CLI_USAGE (said), or -1 after --help */
 static int parse_run(int argc, char **argv, run_opts *o) {
+  static const cli_opt opts[] = {{"--input-ids", CLI_VALUE}, {"--token-type-ids", CLI_VALUE},
+                                 {"--out", CLI_VALUE},       {"--layers", CLI_VALUE},
+                                 {"--show", CLI_VALUE},      {"--backend", CLI_VALUE},
+                                 {NULL, 0}};
   memset(o, 0, sizeof *o);
   o->layers = -1;
   o->show = 8;
   o->backend = ATTN_BACKEND_AUTO;
-  for (int i = 2; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) return 3;
-    if (!strcmp(a, "--input-ids") || !strcmp(a, "--token-type-ids") || !strcmp(a, "--out") ||
-        !strcmp(a, "--layers") || !strcmp(a, "--show") || !strcmp(a, "--backend")) {
-      if (!need_value(i, argc, a)) return 2;
-      const char *v = argv[++i];
-      if (!strcmp(a, "--input-ids")) o->ids = v;
-      else if (!strcmp(a, "--token-type-ids")) o->types = v;
-      else if (!strcmp(a, "--out")) o->out = v;
-      else if (!strcmp(a, "--layers")) { if (!int_arg(v, a, &o->layers)) return 2; }
-      else if (!strcmp(a, "--show")) { if (!int_arg(v, a, &o->show)) return 2; }
-      else if (attn_backend_from_name(v, &o->backend)) {
-        fprintf(stderr, "attn hf run: --backend: %s\n", attn_last_error());
-        return 2;
-      }
-      continue;
+  cli_args a;
+  cli_args_init(&a, argc, argv, 2, opts);
+  int r;
+  while ((r = cli_args_next(&a)) > 0) {
+    if (r == CLI_ARG) {
+      if (o->dir) return cli_usage("one checkpoint directory only ('%s' and '%s')", o->dir, a.val);
+      o->dir = a.val;
+    } else if (!strcmp(a.opt, "--input-ids")) {
+      o->ids = a.val;
+    } else if (!strcmp(a.opt, "--token-type-ids")) {
+      o->types = a.val;
+    } else if (!strcmp(a.opt, "--out")) {
+      o->out = a.val;
+    } else if (!strcmp(a.opt, "--backend")) {
+      if (attn_backend_from_name(a.val, &o->backend)) return cli_fail("--backend"), CLI_USAGE;
+    } else { /* --layers, --show */
+      int64_t *dst = !strcmp(a.opt, "--layers") ? &o->layers : &o->show;
+      if (!cli_parse_i64(a.val, dst) || *dst < 0 || *dst > 1000000)
+        return cli_usage("%s '%s' is not a non-negative integer", a.opt, a.val);
     }
-    if (a[0] == '-' && a[1]) {
-      fprintf(stderr, "attn hf run: unknown option '%s'\n", a);
-      return 2;
-    }
-    if (o->dir) {
-      fprintf(stderr, "attn hf run: one checkpoint directory only ('%s' and '%s')\n", o->dir, a);
-      return 2;
-    }
-    o->dir = a;
   }
-  if (!o->dir || !o->ids) {
-    fprintf(stderr, "attn hf run: %s is required\n", !o->dir ? "DIR" : "--input-ids");
-    return 2;
+  if (r == CLI_HELP) {
+    hf_usage(stdout);
+    return -1;
   }
-  return 0;
+  if (r < 0) return CLI_USAGE;
+  if (!o->dir || !o->ids) return cli_usage("%s is required (see attn hf --help)",
+                                           !o->dir ? "DIR" : "--input-ids");
+  return CLI_OK;
 }
 
 static attn_status save_outputs(const char *path, const attn_hf *h, int64_t L, const float *hidden,
@@ -125,43 +108,33 @@ static attn_status save_outputs(const char *path, const attn_hf *h, int64_t L, c
 static int hf_run(int argc, char **argv) {
   run_opts o;
   int rc = parse_run(argc, argv, &o);
-  if (rc == 3) {
-    hf_usage(stdout);
-    return 0;
-  }
-  if (rc) {
-    hf_usage(stderr);
-    return 2;
-  }
+  if (rc) return rc < 0 ? CLI_OK : rc;
   int32_t *ids = NULL, *types = NULL;
   int64_t L = 0, nt = 0;
-  if (attn_hf_parse_ids(o.ids, &ids, &L)) return cli_fail("hf run: --input-ids");
+  if (attn_hf_parse_ids(o.ids, &ids, &L)) return cli_fail("--input-ids"), CLI_USAGE;
   if (o.types && attn_hf_parse_ids(o.types, &types, &nt)) {
     free(ids);
-    return cli_fail("hf run: --token-type-ids");
+    return cli_fail("--token-type-ids"), CLI_USAGE;
   }
   if (o.types && nt != L) {
-    fprintf(stderr, "attn: hf run: %lld token type ids for %lld input ids\n", (long long)nt,
-            (long long)L);
     free(ids);
     free(types);
-    return 1;
+    return cli_usage("%lld token type ids for %lld input ids", (long long)nt, (long long)L);
   }
   attn_hf *h = NULL;
   if (attn_hf_load(o.dir, &h)) {
     free(ids);
     free(types);
-    return cli_fail("hf run");
+    return cli_fail(NULL);
   }
   const attn_hf_config *c = &h->c;
   int64_t E = c->hidden_size, V = c->vocab_size;
   if (o.layers > c->num_layers) {
-    fprintf(stderr, "attn: hf run: --layers %d, but the model has %lld layers\n", o.layers,
-            (long long)c->num_layers);
     free(ids);
     free(types);
     attn_hf_free(h);
-    return 1;
+    return cli_error(o.dir, "--layers %lld, but the model has %lld layers", (long long)o.layers,
+                     (long long)c->num_layers);
   }
   int bert = c->arch == ATTN_HF_BERT;
   float *hidden = malloc((size_t)(L * E) * sizeof(float));
@@ -172,27 +145,28 @@ static int hf_run(int argc, char **argv) {
   ctx.backend = o.backend;
   attn_status s = !hidden || (bert && c->pooler && !pooled) || (!bert && !logits)
                       ? attn_set_error(ATTN_ENOMEM, "out of memory for %lld ids", (long long)L)
-                      : attn_hf_model_forward(&h->m, &h->p, &ctx, ids, types, 1, L, o.layers,
-                                              hidden, pooled, logits);
-  rc = 0;
+                      : attn_hf_model_forward(&h->m, &h->p, &ctx, ids, types, 1, L,
+                                              (int)o.layers, hidden, pooled, logits);
+  rc = CLI_OK;
   if (s) {
-    rc = cli_fail("hf run");
+    rc = cli_fail(NULL);
   } else {
-    int nl = o.layers < 0 ? (int)c->num_layers : o.layers;
+    int nl = o.layers < 0 ? (int)c->num_layers : (int)o.layers;
     printf("model: %s, %d of %lld layers, hidden %lld, %lld heads, vocab %lld%s\n", h->model_type,
            nl, (long long)c->num_layers, (long long)E, (long long)c->num_heads, (long long)V,
            pooled ? ", pooler" : "");
     if (h->ignored)
       printf("ignored: %d tensors of the checkpoint (e.g. '%s')\n", h->ignored, h->first_ignored);
     int64_t sh[3] = {1, L, E}, sp[2] = {1, E}, sl[3] = {1, L, V};
-    print_values("last_hidden_state", sh, 3, hidden, L * E, o.show);
-    if (pooled) print_values("pooler_output", sp, 2, pooled, E, o.show);
+    int show = (int)o.show;
+    print_values("last_hidden_state", sh, 3, hidden, L * E, show);
+    if (pooled) print_values("pooler_output", sp, 2, pooled, E, show);
     if (logits) {
       const float *last = logits + (L - 1) * V;
       int64_t best = 0;
       for (int64_t v = 1; v < V; v++)
         if (last[v] > last[best]) best = v;
-      print_values("logits", sl, 3, logits, L * V, o.show);
+      print_values("logits", sl, 3, logits, L * V, show);
       printf("next token: %lld (logit %.6g)\n", (long long)best, (double)last[best]);
     }
     if (o.out && save_outputs(o.out, h, L, hidden, pooled, logits)) rc = cli_fail(o.out);
@@ -207,42 +181,62 @@ static int hf_run(int argc, char **argv) {
 }
 
 static int hf_export_tokenizer(int argc, char **argv) {
-  if (argc != 4 || argv[2][0] == '-' || argv[3][0] == '-') {
-    hf_usage(stderr);
-    return 2;
+  const char *paths[2] = {NULL, NULL};
+  int np = 0, r;
+  cli_args a;
+  cli_args_init(&a, argc, argv, 2, NULL);
+  while ((r = cli_args_next(&a)) > 0) {
+    if (np == 2) return cli_usage("unexpected argument '%s' (see attn hf --help)", a.val);
+    paths[np++] = a.val;
   }
+  if (r == CLI_HELP) hf_usage(stdout);
+  if (r < 0) return cli_args_exit(r);
+  if (np != 2) return cli_usage("expected MODEL.safetensors and OUT.json (see attn hf --help)");
+  const char *model = paths[0], *out = paths[1];
   attn_st *file = NULL;
-  if (attn_st_load(argv[2], &file)) return cli_fail(argv[2]);
+  if (attn_st_load(model, &file)) return cli_fail(model);
   attn_bpe *bpe = NULL;
   const char *tok = attn_st_meta(file, "tokenizer");
   attn_status s = tok ? attn_bpe_load(tok, &bpe)
                       : attn_set_error(ATTN_EINVAL, "no BPE tokenizer in its metadata (a model "
                                        "written by attn train has one)");
   attn_st_free(file);
-  if (s) return cli_fail(argv[2]);
+  if (s) return cli_fail(model);
   int aliased = 0;
-  s = attn_hf_tokenizer_save(bpe, argv[3], &aliased);
-  int rc = s ? cli_fail(argv[3]) : 0;
+  s = attn_hf_tokenizer_save(bpe, out, &aliased);
+  int rc = s ? cli_fail(out) : CLI_OK;
   if (!s && aliased)
-    fprintf(stderr,
-            "attn: hf export-tokenizer: warning: %d token ids repeat the bytes of an earlier "
-            "token; tokenizer.json gives those bytes the earlier id (docs/HF.md)\n",
-            aliased);
+    cli_warn("%d token ids repeat the bytes of an earlier token; tokenizer.json gives those "
+             "bytes the earlier id (docs/HF.md)", aliased);
   if (!s)
-    printf("wrote %s: %d tokens, %d merges\n", argv[3], attn_bpe_vocab_size(bpe),
+    printf("wrote %s: %d tokens, %d merges\n", out, attn_bpe_vocab_size(bpe),
            attn_bpe_n_merges(bpe));
   attn_bpe_free(bpe);
   return rc;
 }
 
 int attn_cmd_hf(int argc, char **argv) {
-  if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-    hf_usage(stdout);
-    return 0;
+  static const char *const subs[] = {"run", "export-tokenizer"};
+  cli_args a;
+  cli_args_init(&a, argc, argv, 1, NULL);
+  int r = cli_args_next(&a);
+  if (r == CLI_HELP) hf_usage(stdout);
+  if (r < 0) return cli_args_exit(r);
+  if (r == CLI_END) {
+    hf_usage(stderr);
+    return CLI_USAGE;
   }
-  if (argc >= 2 && !strcmp(argv[1], "run")) return hf_run(argc, argv);
-  if (argc >= 2 && !strcmp(argv[1], "export-tokenizer")) return hf_export_tokenizer(argc, argv);
-  if (argc >= 2) fprintf(stderr, "attn hf: unknown subcommand '%s'\n", argv[1]);
+  if (!strcmp(a.val, "run")) {
+    cli_set_command("hf run");
+    return hf_run(argc, argv);
+  }
+  if (!strcmp(a.val, "export-tokenizer")) {
+    cli_set_command("hf export-tokenizer");
+    return hf_export_tokenizer(argc, argv);
+  }
+  const char *near = cli_nearest(a.val, subs, 2);
+  if (near) return cli_usage("unknown subcommand '%s'; did you mean '%s'?", a.val, near);
+  cli_usage("unknown subcommand '%s'", a.val);
   hf_usage(stderr);
-  return 2;
+  return CLI_USAGE;
 }
