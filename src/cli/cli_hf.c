@@ -130,11 +130,12 @@ static int hf_run(int argc, char **argv) {
   const attn_hf_config *c = &h->c;
   int64_t E = c->hidden_size, V = c->vocab_size;
   if (o.layers > c->num_layers) {
+    rc = cli_error(o.dir, "--layers %lld, but the model has %lld layers", (long long)o.layers,
+                   (long long)c->num_layers);
     free(ids);
     free(types);
     attn_hf_free(h);
-    return cli_error(o.dir, "--layers %lld, but the model has %lld layers", (long long)o.layers,
-                     (long long)c->num_layers);
+    return rc;
   }
   int bert = c->arch == ATTN_HF_BERT;
   float *hidden = malloc((size_t)(L * E) * sizeof(float));
