@@ -3,6 +3,7 @@
 #ifndef ATTN_H
 #define ATTN_H
 
+#include "attn/version.h"
 #include "attn/status.h"
 #include "attn/tensor.h"
 #include "attn/kernels.h"
@@ -13,6 +14,7 @@
 #include "attn/params.h"
 #include "attn/nn.h"
 #include "attn/nn_variants.h"
+#include "attn/nn_hf.h"
 #include "attn/train.h"
 #include "attn/lowp.h"
 #include "attn/amp.h"
@@ -20,7 +22,5 @@
 #include "attn/sdpa_bf16.h"
 #include "attn/sdpa_f16.h"
 #include "attn/sdpa_i8.h"
-
-#define ATTN_VERSION "0.1.0"
 
 #endif
