@@ -14,6 +14,7 @@ static const char usage_text[] =
     "usage: attn viz IN.safetensors OUT.(png|svg|pdf|html) [--layer L] [--head H | --all-heads |\n"
     "                --model] [--cmap bone|viridis] [--region q0:q1,k0:k1] [--title T]\n"
     "                [--cross] [--max-labels N] [--tensor NAME] [--html PAGE.html]\n"
+    "                [--row-norm]\n"
     "\n"
     "Draws attention weights: query tokens down, key tokens across, a colour bar.\n"
     "IN holds a tensor 'attn' (F32/F16/BF16) of shape [Lq,Lk], [H,Lq,Lk] or\n"
@@ -29,7 +30,11 @@ static const char usage_text[] =
     "  --cmap         bone (the tutorial's, default) or viridis (perceptual)\n"
     "  --region       crop to queries [q0,q1) and keys [k0,k1), e.g. 0:40,0:40\n"
     "  --cross        cross-attention: label the axes output (down) / source (across)\n"
-    "  --max-labels   labels per axis before thinning (default 60)\n"
+    "  --max-labels   labels per axis before thinning (default 60; labels stay >= 10 px\n"
+    "                 high, so a long axis may show fewer)\n"
+    "  --row-norm     scale each row to its largest drawn value (colour bar 0..1,\n"
+    "                 'weight / row max'): for cropped or averaged rows that are\n"
+    "                 otherwise near black\n"
     "  --html PAGE    also write the interactive page (head view) to PAGE\n";
 
 static int parse_i64(const char *s, int64_t *out) {
@@ -78,6 +83,8 @@ int attn_cmd_viz(int argc, char **argv) {
       model = 1;
     } else if (!strcmp(a, "--cross")) {
       cross = 1;
+    } else if (!strcmp(a, "--row-norm")) {
+      o.row_norm = 1;
     } else if (a[0] == '-' && a[1] == '-' && !v) {
       fprintf(stderr, "attn viz: %s needs a value\n%s", a, usage_text);
       return 2;
