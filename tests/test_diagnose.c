@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include "apps/diagnose.h"
+#include "apps/viz.h"
 #include "harness.h"
 
 #ifdef ATTN_HAVE_CAIRO
@@ -287,7 +288,7 @@ int main(void) {
   RUN(test_several_heads_and_the_table);
   RUN(test_bad_inputs);
 #ifdef ATTN_HAVE_CAIRO
-  cairo_debug_reset_static_data(); /* font caches, so LeakSanitizer sees no leaks */
+  attn_viz_release_fonts(); /* font caches, so LeakSanitizer sees no leaks */
 #endif
   HARNESS_END();
 }

@@ -9,9 +9,7 @@
 #include "apps/viz.h"
 #include "harness.h"
 
-#ifdef ATTN_HAVE_CAIRO
-#include <cairo.h>
-#endif
+#include "viz_png.h"
 
 /* fontconfig (under cairo's text) keeps a few process-wide allocations */
 __attribute__((used)) const char *__lsan_default_suppressions(void);
@@ -172,30 +170,6 @@ static void test_bad_inputs_fail_cleanly(void) {
 }
 
 #ifdef ATTN_HAVE_CAIRO
-typedef struct {
-  int w, h, stride;
-  const unsigned char *data;
-  cairo_surface_t *s;
-} png_image;
-
-static int png_load(const char *path, png_image *img) {
-  img->s = cairo_image_surface_create_from_png(path);
-  if (cairo_surface_status(img->s) != CAIRO_STATUS_SUCCESS) {
-    cairo_surface_destroy(img->s);
-    img->s = NULL;
-    return 0;
-  }
-  img->w = cairo_image_surface_get_width(img->s);
-  img->h = cairo_image_surface_get_height(img->s);
-  img->stride = cairo_image_surface_get_stride(img->s);
-  img->data = cairo_image_surface_get_data(img->s);
-  return 1;
-}
-
-static uint32_t px(const png_image *img, int x, int y) {
-  return *(const uint32_t *)(img->data + y * img->stride + x * 4) & 0xffffffu;
-}
-
 static int distinct_colours(const png_image *img, int cap) {
   uint32_t seen[256];
   int n = 0;
@@ -737,7 +711,7 @@ int main(void) {
 #endif
   if (!getenv("ATTN_KEEP_TEST_OUTPUT")) remove_out_dir();
 #ifdef ATTN_HAVE_CAIRO
-  cairo_debug_reset_static_data(); /* font caches, so LeakSanitizer sees no leaks */
+  attn_viz_release_fonts(); /* font caches, so LeakSanitizer sees no leaks */
 #endif
   HARNESS_END();
 }

@@ -90,6 +90,11 @@ attn_status attn_viz_html_f32(const char *path, const float *probs, int64_t laye
                               int64_t lq, int64_t lk, const char *const *q_labels,
                               const char *const *k_labels, const char *title);
 
+/* Frees the font caches of this thread (Pango's font map, cairo's static
+ * data): for LeakSanitizer before exit. Drawing afterwards loads them again.
+ * Does nothing in a build without pictures. */
+void attn_viz_release_fonts(void);
+
 /* Parse a JSON array of strings (e.g. safetensors metadata "tokens") into a
  * malloc'd array of malloc'd UTF-8 strings; free with attn_viz_labels_free. */
 attn_status attn_viz_labels_parse(const char *json, char ***out, int64_t *n);

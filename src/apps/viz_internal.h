@@ -149,8 +149,6 @@ typedef struct {
 /* Notes the next cap strings into buf (NULL: stop noting). */
 void viz_text_notes(viz_text_note *buf, int cap);
 int viz_text_notes_count(void);
-/* Frees Pango's font map and cairo's caches (before exit, for LeakSanitizer). */
-void viz_text_release_fonts(void);
 #endif
 
 #endif

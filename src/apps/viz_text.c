@@ -144,8 +144,10 @@ void viz_text_up(cairo_t *cr, const char *s, double x, double y, double halign) 
   g_object_unref(l);
 }
 
-void viz_text_release_fonts(void) {
-  pango_cairo_font_map_set_default(NULL);
+void attn_viz_release_fonts(void) {
+  pango_cairo_font_map_set_default(NULL); /* its fonts hold cairo's scaled fonts */
   cairo_debug_reset_static_data();
 }
+#else
+void attn_viz_release_fonts(void) {}
 #endif
