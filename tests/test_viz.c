@@ -534,7 +534,9 @@ static void test_cli_viz_and_diagnose(void) {
 #ifdef ATTN_HAVE_CAIRO
   const char *runs[] = {"viz %s %s/c1.png --layer 1 --head 1 --cmap viridis",
                         "viz %s %s/c2.svg --all-heads", "viz %s %s/c3.pdf --model --region 0:3,1:5",
-                        "viz %s %s/c4.html", "diagnose %s --chart %s/c5.png"};
+                        "viz %s %s/c4.html",
+                        "viz %s %s/c6.png --layer 1 --head 1 --cmap viridis --row-norm",
+                        "diagnose %s --chart %s/c5.png" /* last: its table is read below */};
 #else /* pictures need cairo; the page and the table do not */
   const char *runs[] = {"viz %s %s/c4.html", "diagnose %s"};
 #endif
@@ -549,9 +551,18 @@ static void test_cli_viz_and_diagnose(void) {
     CHECK(rc == 0);
   }
 #ifdef ATTN_HAVE_CAIRO
-  png_image img;
-  CHECK(png_load(out_path("c1.png"), &img));
+  png_image img, norm;
+  CHECK(png_load(out_path("c1.png"), &img) && png_load(out_path("c6.png"), &norm));
+  if (img.s && norm.s) { /* --row-norm reached the picture: one-hot rows look the same, the
+                          * colour bar's caption ("weight / row max") and subtitle differ */
+    long differ = 0;
+    for (int y = 0; y < img.h && y < norm.h; y++)
+      for (int x = 0; x < img.w && x < norm.w; x++)
+        differ += px(&img, x, y) != px(&norm, x, y);
+    CHECK(differ > 100 || img.w != norm.w);
+  }
   if (img.s) cairo_surface_destroy(img.s);
+  if (norm.s) cairo_surface_destroy(norm.s);
 #endif
   long n;
   char *s = read_whole_file(out_path("out.txt"), &n); /* the diagnose table */

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "apps/bench_sdpa_plot.h"
 #include "apps/utf8_text.h"
 #include "apps/viz.h"
 #include "apps/viz_internal.h"
@@ -385,6 +386,28 @@ static void test_row_norm_scales_each_row_to_its_max(void) {
   if (a.s) cairo_surface_destroy(a.s);
   if (b.s) cairo_surface_destroy(b.s);
 }
+
+/* `attn bench sdpa --plot`'s picture: its text through the same Pango path */
+static void test_bench_plot_text(void) {
+  const attn_sdpa_plot_point pts[3] = {
+      {256, {0.5, 1.5}, {10, 20}}, {1024, {4, 30}, {12, 90}}, {4096, {60, 700}, {20, 1200}}};
+  static viz_text_note notes[256];
+  viz_text_notes(notes, 256);
+  CHECK(attn_bench_sdpa_plot(out_path("bench.png"), "sdpa: f32, 8 heads", "flash", pts, 3) == 0);
+  int nn = viz_text_notes_count();
+  viz_text_notes(NULL, 0);
+  CHECK(attn_bench_sdpa_plot(out_path("bench.svg"), "sdpa", "flash", pts, 3) == 0);
+  const viz_text_note *x = find_note(notes, nn, "sequence length N");
+  CHECK(x && x->unknown == 0 && find_note(notes, nn, "4096") && find_note(notes, nn, "flash"));
+  png_image img;
+  CHECK(png_load(out_path("bench.png"), &img));
+  if (img.s) {
+    CHECK(img.w == 1060 && img.h == 440);
+    if (x) CHECK(ink(&img, x) > 50);
+    cairo_surface_destroy(img.s);
+  }
+  CHECK(file_size(out_path("bench.svg")) > 2000);
+}
 #endif
 
 int main(void) {
@@ -398,12 +421,14 @@ int main(void) {
   RUN(test_labels_are_at_least_10px);
   RUN(test_title_and_colour_bar_say_what_is_drawn);
   RUN(test_row_norm_scales_each_row_to_its_max);
+  RUN(test_bench_plot_text);
 #else
   RUN_SKIPPED(test_cjk_arabic_emoji_labels_are_glyphs_in_png, "built without cairo/pango");
   RUN_SKIPPED(test_cjk_labels_in_svg_and_pdf, "built without cairo/pango");
   RUN_SKIPPED(test_labels_are_at_least_10px, "built without cairo/pango");
   RUN_SKIPPED(test_title_and_colour_bar_say_what_is_drawn, "built without cairo/pango");
   RUN_SKIPPED(test_row_norm_scales_each_row_to_its_max, "built without cairo/pango");
+  RUN_SKIPPED(test_bench_plot_text, "built without cairo/pango");
 #endif
   if (!getenv("ATTN_KEEP_TEST_OUTPUT")) {
     char cmd[128];
