@@ -24,11 +24,13 @@ const char *__lsan_default_suppressions(void) { return "leak:libfontconfig.so\n"
 
 static char OUT_DIR[64] = "/tmp/attn_test_viz_text.XXXXXX";
 
+#ifdef ATTN_HAVE_CAIRO
 static const char *out_path(const char *name) {
   static char buf[320];
   snprintf(buf, sizeof buf, "%s/%.200s", OUT_DIR, name);
   return buf;
 }
+#endif
 
 static char *visible(const char *s, size_t n) {
   attn_textbuf b = {0};
@@ -40,13 +42,14 @@ static void test_token_labels_are_utf8_with_visible_spaces(void) {
   struct {
     const char *in, *want;
   } cases[] = {
-      {"\xe6\x88\x91", "\xe6\x88\x91"},                 /* 我 as it is */
-      {" the", "\xe2\x90\xa3the"},                      /* ␣the */
-      {"a\n\tb", "a\xe2\x86\xb5\xe2\x87\xa5" "b"},      /* a↵⇥b */
-      {"\xe6\x88", "\\xE6\\x88"},                       /* half a character */
-      {"x\x01\x7f", "x\\x01\\x7F"},                     /* control bytes */
+      {"\xe6\x88\x91", "\xe6\x88\x91"}, /* 我 as it is */
+      {" the", "\xe2\x90\xa3the"},      /* ␣the */
+      {"a\n\tb", "a\xe2\x86\xb5\xe2\x87\xa5"
+                 "b"},              /* a↵⇥b */
+      {"\xe6\x88", "\\xE6\\x88"},   /* half a character */
+      {"x\x01\x7f", "x\\x01\\x7F"}, /* control bytes */
       {"caf\xc3\xa9 \xf0\x9f\x90\x8d", "caf\xc3\xa9\xe2\x90\xa3\xf0\x9f\x90\x8d"}, /* café␣🐍 */
-      {"_x", "_x"},                                     /* an underscore stays one */
+      {"_x", "_x"}, /* an underscore stays one */
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char *got = visible(cases[i].in, strlen(cases[i].in));
@@ -203,7 +206,7 @@ static char *read_all(const char *path, size_t *len) {
   if (!f) return NULL;
   long n = file_size(path);
   char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
-  if (s) s[*len = fread(s, 1, (size_t)n, f)] = '\0';
+  if (s) s[ *len = fread(s, 1, (size_t)n, f)] = '\0';
   fclose(f);
   return s;
 }
@@ -238,14 +241,15 @@ static void test_cjk_labels_in_svg_and_pdf(void) {
     unknown += notes[k].unknown;
   CHECK(nn > 4 * NW && unknown == 0);
   size_t svg_n = 0, pdf_n = 0;
-  char *svg = read_all(out_path("world.svg"), &svg_n), *pdf = read_all(out_path("world.pdf"), &pdf_n);
+  char *svg = read_all(out_path("world.svg"), &svg_n),
+       *pdf = read_all(out_path("world.pdf"), &pdf_n);
   CHECK(svg && pdf);
   if (svg) {
     /* glyphs are outlines (<symbol> paths) used once per character drawn;
      * the colour emoji is a bitmap */
     int symbols = count(svg, svg_n, "<symbol"), uses = count(svg, svg_n, "xlink:href=\"#glyph");
-    printf("  svg: %ld bytes, %d glyph outlines, %d glyphs drawn\n", file_size(out_path("world.svg")),
-           symbols, uses);
+    printf("  svg: %ld bytes, %d glyph outlines, %d glyphs drawn\n",
+           file_size(out_path("world.svg")), symbols, uses);
     CHECK(symbols >= 20 && uses >= 2 * 20);
     CHECK(strstr(svg, "<path") != NULL && strstr(svg, "<image") != NULL);
   }
@@ -379,7 +383,7 @@ static void test_row_norm_scales_each_row_to_its_max(void) {
     long ta = colour_count(&a, top), tb = colour_count(&b, top);
     long ha = colour_count(&a, half), hb = colour_count(&b, half);
     printf("  max colour: %ld px shared, %ld px per row; half: %ld, %ld\n", ta, tb, ha, hb);
-    CHECK(ta > 0.8 * cell && ta < 1.2 * cell + 60); /* one cell (and the colour bar) */
+    CHECK(ta > 0.8 * cell && ta < 1.2 * cell + 60);         /* one cell (and the colour bar) */
     CHECK(tb > 0.8 * L * cell && tb < 1.2 * L * cell + 60); /* one per row */
     CHECK(ha < 1.2 * cell + 60 && hb > 0.8 * L * cell);
   }

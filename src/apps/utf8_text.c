@@ -59,10 +59,13 @@ int attn_utf8_visible(attn_textbuf *b, const char *s, size_t n) {
     int len = attn_utf8_seq_len(u + i, n - i);
     unsigned c = u[i];
     int r;
-    if (c == ' ') r = attn_textbuf_put_cp(b, 0x2423); /* ␣ */
-    else if (c == '\n') r = attn_textbuf_put_cp(b, 0x21b5); /* ↵ */
-    else if (c == '\t') r = attn_textbuf_put_cp(b, 0x21e5); /* ⇥ */
-    else if (len == 0 || c < 0x20 || c == 0x7f) {
+    if (c == ' ') {
+      r = attn_textbuf_put_cp(b, 0x2423); /* ␣ */
+    } else if (c == '\n') {
+      r = attn_textbuf_put_cp(b, 0x21b5); /* ↵ */
+    } else if (c == '\t') {
+      r = attn_textbuf_put_cp(b, 0x21e5); /* ⇥ */
+    } else if (len == 0 || c < 0x20 || c == 0x7f) {
       char hex[8];
       snprintf(hex, sizeof hex, "\\x%02X", c);
       r = attn_textbuf_puts(b, hex);

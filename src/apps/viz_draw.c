@@ -16,8 +16,8 @@ static int axis_range(char *buf, size_t n, int64_t a, int64_t b, int64_t len, co
                   (long long)len);
 }
 
-void viz_range_text(char *buf, size_t n, int64_t q0, int64_t q1, int64_t lq, int64_t k0,
-                    int64_t k1, int64_t lk, const char *q_name, const char *k_name) {
+void viz_range_text(char *buf, size_t n, int64_t q0, int64_t q1, int64_t lq, int64_t k0, int64_t k1,
+                    int64_t lk, const char *q_name, const char *k_name) {
   char qp[64], kp[64];
   snprintf(qp, sizeof qp, "%s", !q_name || !strcmp(q_name, "query") ? "queries" : q_name);
   snprintf(kp, sizeof kp, "%s", !k_name || !strcmp(k_name, "key") ? "keys" : k_name);

@@ -72,7 +72,8 @@ attn_status attn_viz_heatmap_f32(const char *path, const float *probs, int64_t l
   cairo_t *measure = cairo_create(ms);
   viz_axis qa, ka = {0};
   st = viz_axis_make(&qa, measure, q_labels, r[0], r[1], o.max_labels, cell, VIZ_LABEL_CHARS);
-  if (!st) st = viz_axis_make(&ka, measure, k_labels, r[2], r[3], o.max_labels, cell, VIZ_LABEL_CHARS);
+  if (!st)
+    st = viz_axis_make(&ka, measure, k_labels, r[2], r[3], o.max_labels, cell, VIZ_LABEL_CHARS);
   const char *qn = o.q_name ? o.q_name : "query", *kn = o.k_name ? o.k_name : "key";
   double head_w = 0, head_h = 0, bar_font = 11, bar_lw = 0;
   if (!st) {

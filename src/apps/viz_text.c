@@ -63,10 +63,10 @@ static PangoLayout *layout_of(cairo_t *cr, const char *s) {
 static double baseline_shift(cairo_t *cr, PangoLayout *l) {
   viz_font_state *f = font_of(cr);
   if (f && f->baseline_shift >= 0) return f->baseline_shift;
-  PangoFontMetrics *m = pango_context_get_metrics(pango_layout_get_context(l), f ? f->desc : NULL,
-                                                  NULL);
-  double shift = (pango_font_metrics_get_ascent(m) - pango_font_metrics_get_descent(m)) /
-                 (2.0 * PANGO_SCALE);
+  PangoFontMetrics *m =
+      pango_context_get_metrics(pango_layout_get_context(l), f ? f->desc : NULL, NULL);
+  double shift =
+      (pango_font_metrics_get_ascent(m) - pango_font_metrics_get_descent(m)) / (2.0 * PANGO_SCALE);
   pango_font_metrics_unref(m);
   if (f) f->baseline_shift = fmax(shift, 0);
   return fmax(shift, 0);
