@@ -17,7 +17,6 @@
 
 #include "apps/viz_internal.h"
 
-#define HTML_MAX_VALUES (1 << 22) /* ~5.6 MB of weights in the page at most */
 
 /* s as a JSON string safe inside <script>: '<' '>' '&' and controls escaped. */
 static void put_js_string(FILE *f, const char *s) {
@@ -202,12 +201,12 @@ attn_status attn_viz_html_f32(const char *path, const float *probs, int64_t laye
   if (plen < 6 || strcasecmp(path + plen - 5, ".html"))
     return attn_set_error(ATTN_EINVAL, "html: output '%s' must end in .html", path);
   if (layers < 1 || heads < 1 || lq < 1 || lk < 1 || layers > 256 || heads > 256 || lq > 4096 ||
-      lk > 4096 || layers * heads * lq * lk > HTML_MAX_VALUES)
+      lk > 4096 || layers * heads * lq * lk > ATTN_VIZ_HTML_MAX_VALUES)
     return attn_set_error(ATTN_EINVAL,
                           "html: shape [%lld, %lld, %lld, %lld] is out of range (at most %d "
                           "weights; crop the sequence first)",
                           (long long)layers, (long long)heads, (long long)lq, (long long)lk,
-                          HTML_MAX_VALUES);
+                          ATTN_VIZ_HTML_MAX_VALUES);
   int64_t total = layers * heads * lq * lk;
   attn_status st = viz_check_finite(probs, total, "html probs");
   if (st) return st;
