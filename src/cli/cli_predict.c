@@ -229,30 +229,22 @@ static const char usage_text[] =
  * after saying why not. */
 static int ready_dir(const char *opt, const char *dir) {
   char buf[4096];
-  if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf) {
-    fprintf(stderr, "attn predict: %s %s: name too long\n", opt, dir);
-    return 1;
-  }
-  for (char *p = buf + 1; *p; p++)
-    if (*p == '/') {
+  const char *why = NULL;
+  if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf) why = "name too long";
+  for (char *p = buf + 1; !why && *p; p++)
+    if (*p == '/' && p[-1] != '/') {
       *p = '\0';
-      if (mkdir(buf, 0777) && errno != EEXIST) break;
+      if (mkdir(buf, 0777) && errno != EEXIST) why = strerror(errno);
       *p = '/';
     }
   struct stat sb;
-  if (mkdir(buf, 0777) && errno != EEXIST) {
-    fprintf(stderr, "attn predict: %s %s: %s\n", opt, dir, strerror(errno));
-    return 1;
-  }
-  if (stat(buf, &sb) || !S_ISDIR(sb.st_mode)) {
-    fprintf(stderr, "attn predict: %s %s: %s\n", opt, dir, errno ? strerror(errno) : "not a directory");
-    return 1;
-  }
-  if (access(buf, W_OK | X_OK)) {
-    fprintf(stderr, "attn predict: %s %s: %s\n", opt, dir, strerror(errno));
-    return 1;
-  }
-  return 0;
+  if (!why && mkdir(buf, 0777) && errno != EEXIST) why = strerror(errno);
+  if (!why) why = stat(buf, &sb)               ? strerror(errno)
+                  : !S_ISDIR(sb.st_mode)       ? "not a directory"
+                  : access(buf, W_OK | X_OK)   ? strerror(errno)
+                                               : NULL;
+  if (why) fprintf(stderr, "attn predict: %s %s: %s\n", opt, dir, why);
+  return why != NULL;
 }
 
 /* The folder OUT goes into is writable (checked before any work). */
@@ -265,9 +257,12 @@ static int ready_out(const char *out) {
     return 1;
   }
   struct stat sb;
-  if (stat(dir, &sb) || !S_ISDIR(sb.st_mode) || access(dir, W_OK | X_OK)) {
-    fprintf(stderr, "attn predict: --save-attention %s: %s: %s\n", out, dir,
-            errno ? strerror(errno) : "not a directory");
+  const char *why = stat(dir, &sb)             ? strerror(errno)
+                    : !S_ISDIR(sb.st_mode)     ? "not a directory"
+                    : access(dir, W_OK | X_OK) ? strerror(errno)
+                                               : NULL;
+  if (why) {
+    fprintf(stderr, "attn predict: --save-attention %s: %s: %s\n", out, dir, why);
     return 1;
   }
   return 0;
@@ -362,7 +357,7 @@ int attn_cmd_predict(int argc, char **argv) {
     rc = 1;
   } else if (o.member >= e.n) {
     fprintf(stderr, "attn predict: --member %d: %s holds %d member(s)\n", o.member + 1, argv[1], e.n);
-    rc = 2;
+    rc = 1;
   } else {
     rc = read_labels(argv[1], file, names);
   }
