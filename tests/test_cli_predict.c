@@ -87,13 +87,13 @@ static void write_model(const char *path, const char *labels, const char *config
   attn_bpe_free(bpe);
 }
 
-/* dir/<tag>model.safetensors (a 1-layer model) and the two mails
+/* dir/<tag>model.safetensors (a model of `layers` layers) and the two mails
  * dir/<tag>a.eml, dir/<tag>b.eml; the paths into model, a, b [128]. */
-static void write_model_and_mails(const char *tag, char *model, char *a, char *b) {
+static void write_model_and_mails(const char *tag, int layers, char *model, char *a, char *b) {
   snprintf(model, 128, "%s/%smodel.safetensors", dir, tag);
   snprintf(a, 128, "%s/%sa.eml", dir, tag);
   snprintf(b, 128, "%s/%sb.eml", dir, tag);
-  write_model(model, NULL, NULL, 1);
+  write_model(model, NULL, NULL, layers);
   write_text(a, mail_a);
   write_text(b, mail_b);
 }
@@ -123,7 +123,7 @@ static void test_bad_files_are_reported_and_skipped(void) {
     return;
   }
   char model[128], a[128], b[128], big[128], args[2048];
-  write_model_and_mails("", model, a, b);
+  write_model_and_mails("", 1, model, a, b);
   snprintf(big, sizeof big, "%s/big.eml", dir);
   FILE *f = fopen(big, "w"); /* one byte over the limit */
   if (f) {
@@ -237,7 +237,7 @@ static void test_precision_option(void) {
     return;
   }
   char model[128], a[128], b[128], args[1024];
-  write_model_and_mails("p", model, a, b);
+  write_model_and_mails("p", 1, model, a, b);
   snprintf(args, sizeof args, "predict '%s' '%s' '%s'", model, a, b);
   CHECK(run_tool(args) == 0);
   double f[2] = {p_second(out, a, "spam"), p_second(out, b, "spam")};
@@ -330,12 +330,7 @@ static void test_picture_and_saved_attention(void) {
     return;
   }
   char model[128], a[128], b[128], args[2048], path[256];
-  snprintf(model, sizeof model, "%s/v2model.safetensors", dir);
-  snprintf(a, sizeof a, "%s/va.eml", dir);
-  snprintf(b, sizeof b, "%s/vb.eml", dir);
-  write_model(model, NULL, NULL, 2);
-  write_text(a, mail_a);
-  write_text(b, mail_b);
+  write_model_and_mails("v", 2, model, a, b);
   snprintf(args, sizeof args, "predict '%s' '%s' '%s' '%s' --picture '%s/pics/new' --save-attention '%s/att.safetensors'",
            model, a, b, a, dir, dir);
   int rc = run_tool(args);
@@ -435,7 +430,7 @@ static void test_picture_bad_input(void) {
     return;
   }
   char model[128], a[128], b[128], args[2048];
-  write_model_and_mails("w", model, a, b);
+  write_model_and_mails("w", 1, model, a, b);
   const struct {
     const char *opts, *why;
     int rc;

@@ -650,6 +650,20 @@ static char *chromium_run(const char *bin, const char *args, const char *url) {
   return read_whole_file(out_path("dom.txt"), &n);
 }
 
+#ifdef ATTN_HAVE_CAIRO
+/* An 800x600 screenshot of page#hash as OUT_DIR/name, loaded into img (img->s
+ * NULL and 0 when there is none). */
+static int screenshot(const char *bin, const char *page, const char *hash, const char *name,
+                      png_image *img) {
+  char args[400], url[512];
+  snprintf(args, sizeof args, "--window-size=800,600 --screenshot='%s/%s'", OUT_DIR, name);
+  snprintf(url, sizeof url, "file://%s#%s", page, hash);
+  free(chromium_run(bin, args, url));
+  img->s = NULL;
+  return png_load(out_path(name), img);
+}
+#endif
+
 /* data-w of key token j in a dumped DOM, or -1 */
 static double key_weight(const char *dom, int j) {
   char pat[32];
@@ -695,12 +709,8 @@ static void test_html_page_in_headless_chromium(void) {
     free(dom);
   }
 #ifdef ATTN_HAVE_CAIRO
-  char args[400];
-  snprintf(args, sizeof args, "--window-size=800,600 --screenshot='%s/shot.png'", OUT_DIR);
-  snprintf(url, sizeof url, "file://%s#hover=2", page);
-  free(chromium_run(bin, args, url));
   png_image img;
-  CHECK(png_load(out_path("shot.png"), &img));
+  CHECK(screenshot(bin, page, "hover=2", "shot.png", &img));
   if (img.s) {
     CHECK(img.w == 800 && img.h == 600);
     CHECK(distinct_colours(&img, 64) >= 16); /* text, head colours, heatmap */
@@ -759,12 +769,8 @@ static void test_html_long_rows_visible_in_chromium(void) {
   }
 #ifdef ATTN_HAVE_CAIRO
   /* and on screen: the red lines of head 0 fan out from the hovered token */
-  char args[400];
-  snprintf(args, sizeof args, "--window-size=800,600 --screenshot='%s/long.png'", OUT_DIR);
-  snprintf(url, sizeof url, "file://%s#hover=3", page);
-  free(chromium_run(bin, args, url));
   png_image img;
-  CHECK(png_load(out_path("long.png"), &img));
+  CHECK(screenshot(bin, page, "hover=3", "long.png", &img));
   if (img.s) {
     long red = 0;
     for (int y = 0; y < img.h; y++)
