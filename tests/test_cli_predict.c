@@ -16,6 +16,7 @@
 #include "apps/bpe.h"
 #include "apps/classifier.h"
 #include "apps/classifier_ensemble.h"
+#include "apps/classifier_viz.h"
 #include "apps/mail.h"
 #include "apps/trainer.h"
 #include "apps/trainer_data.h"
@@ -463,6 +464,67 @@ static void test_picture_bad_input(void) {
   CHECK(run_tool("predict --help") == 0 && strstr(out, "--picture DIR") && strstr(out, "--save-attention"));
 }
 
+/* A model whose W_q, W_k (all weights) are 0 attends exactly evenly. Its
+ * pictures' diagnosis calls that legitimate for this mean-pooled classifier
+ * (it advised "poor init, try xavier_uniform_" for a 99 % classifier), and
+ * says the model works when its accuracy is known to be good (eval's
+ * pictures) -- both from predict --picture and from attn_clf_picture. */
+static void test_uniform_attention_of_a_classifier_is_legitimate(void) {
+  if (!attn_mail_available()) {
+    SKIP("built without GMime");
+    return;
+  }
+  const char *texts[2] = {mail_a, mail_b};
+  size_t lens[2] = {sizeof mail_a - 1, sizeof mail_b - 1};
+  attn_bpe *bpe = NULL;
+  CHECK_OK(attn_bpe_train(texts, lens, 2, NULL, &bpe));
+  if (!bpe) return;
+  attn_clf_config c;
+  attn_clf_config_default(&c);
+  c.vocab = attn_bpe_vocab_size(bpe);
+  c.d_model = 8, c.heads = 2, c.ff = 16, c.layers = 1, c.max_len = 16;
+  attn_clf m;
+  CHECK_OK(attn_clf_create(&m, &c)); /* every parameter 0 */
+  char model[128], a[128], args[1024], path[256], *tok = NULL;
+  snprintf(model, sizeof model, "%s/zero.safetensors", dir);
+  snprintf(a, sizeof a, "%s/za.eml", dir);
+  write_text(a, mail_a);
+  attn_st *meta = NULL;
+  CHECK_OK(attn_st_new(&meta));
+  CHECK_OK(attn_bpe_save(bpe, &tok));
+  CHECK_OK(attn_st_set_meta(meta, "tokenizer", tok));
+  CHECK_OK(attn_clf_save(model, &m, NULL, NULL, meta));
+  free(tok);
+  attn_st_free(meta);
+  snprintf(args, sizeof args, "predict '%s' '%s' --picture '%s/zp'", model, a, dir);
+  int rc = run_tool(args);
+#ifdef ATTN_HAVE_CAIRO
+  CHECK(rc == 0);
+  snprintf(path, sizeof path, "%s/zp/za_diagnosis.txt", dir);
+  char *t = read_whole_file(path, NULL);
+  CHECK(t && strstr(t, "2 of 2 head(s) spread their attention nearly evenly") &&
+        strstr(t, "mean-pooled classifier") && strstr(t, "legitimate") &&
+        strstr(t, "Its accuracy decides") && !strstr(t, "xavier"));
+  if (t && strstr(t, "xavier")) printf("%s", t);
+  free(t);
+  int32_t ids[16];
+  size_t n = 0;
+  CHECK_OK(attn_clf_encode(bpe, mail_b, sizeof mail_b - 1, 16, 0, ids, &n));
+  snprintf(path, sizeof path, "%s/zp", dir);
+  CHECK_OK(attn_clf_picture(&m, bpe, ids, (int64_t)n, 8, path, "zero", 0.99, NULL));
+  snprintf(path, sizeof path, "%s/zp/diagnosis.txt", dir);
+  t = read_whole_file(path, NULL);
+  CHECK(t && strstr(t, "mean-pooled classifier") &&
+        strstr(t, "held-out accuracy of 99.0 % says the model works: nothing to fix") &&
+        !strstr(t, "xavier"));
+  free(t);
+#else
+  CHECK(rc == 1);
+#endif
+  attn_clf_free(&m);
+  attn_bpe_free(bpe);
+}
+
 int main(int argc, char **argv) {
   const char *env = getenv("ATTN_BIN");
   if (env && env[0]) {
@@ -484,6 +546,7 @@ int main(int argc, char **argv) {
   RUN(test_picture_and_saved_attention);
   RUN(test_picture_of_an_ensemble_member);
   RUN(test_picture_bad_input);
+  RUN(test_uniform_attention_of_a_classifier_is_legitimate);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system(cmd) != 0) printf("  could not remove %s\n", dir);
