@@ -770,7 +770,7 @@ static void test_html_long_rows_visible_in_chromium(void) {
 #ifdef ATTN_HAVE_CAIRO
   /* and on screen: the red lines of head 0 fan out from the hovered token */
   png_image img;
-  CHECK(screenshot(bin, page, "hover=3", "long.png", &img));
+  CHECK(screenshot(bin, page, "hover=3", "long_page.png", &img));
   if (img.s) {
     long red = 0;
     for (int y = 0; y < img.h; y++)
