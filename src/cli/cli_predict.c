@@ -20,6 +20,7 @@
 #include "apps/precision_probe.h"
 #include "apps/trainer.h"
 #include "apps/trainer_data.h"
+#include "apps/viz.h"
 #include "attn.h"
 #include "cli/commands.h"
 
@@ -164,11 +165,12 @@ static attn_status attention_out(attn_out *o, const attn_clf_ens *e, const attn_
   if (!st && o->picture) {
     snprintf(file, sizeof file, "%s/%s", o->picture, stem);
     st = attn_clf_msg_pictures(file, &a, title, NULL, NULL);
+    int page = a.layers * a.heads * a.n * a.n <= ATTN_VIZ_HTML_MAX_VALUES;
     if (!st)
-      fprintf(stderr, "attn predict: %s: pictures %s_layer*.png, %s.html, %s_diagnosis.txt (%lld "
+      fprintf(stderr, "attn predict: %s: pictures %s_layer*.png, %s%s, %s_diagnosis.txt (%lld "
                       "layer(s) x %lld head(s), %zu tokens%s%s)\n",
-              path, file, file, file, (long long)a.layers, (long long)a.heads, n,
-              member[0] ? ", member " : "", member);
+              path, file, page ? file : "no page: too many weights for ", page ? ".html" : "it",
+              file, (long long)a.layers, (long long)a.heads, n, member[0] ? ", member " : "", member);
     else attn_prefix_error(st, "--picture");
   }
   attn_clf_msg_attn_free(&a);
