@@ -379,6 +379,27 @@ static void test_precision_and_budget(void) {
   CHECK(g && strstr(g, "\nprobe: ") && strstr(g, " tokens/s") && strstr(g, "\nexpected duration: ~"));
   CHECK(g && strstr(g, "Epoch 2/2 | ") && strstr(g, " s (total "));
   free(g);
+  // attn eval: f32 unless --precision; bf16 really runs the bf16 forward (its
+  // test loss is not f32's), auto says what it chose
+  char *ef = NULL, *eb = NULL;
+  snprintf(args, sizeof args, "eval %s/p1/best.safetensors --data %s/corpus --split %s/split.tsv",
+           DIR_, DIR_, DIR_);
+  CHECK(run_attn_log(bin, args, "pe1.log", &ef) == 0);
+  CHECK(ef && strstr(ef, "\nprecision: f32 (--precision)"));
+  snprintf(args, sizeof args, "eval %s/p1/best.safetensors --data %s/corpus --split %s/split.tsv "
+           "--precision bf16", DIR_, DIR_, DIR_);
+  CHECK(run_attn_log(bin, args, "pe2.log", &eb) == 0);
+  CHECK(eb && strstr(eb, "\nprecision: bf16 (--precision)"));
+  const char *lf = ef ? strstr(ef, "transformer loss ") : NULL, *lb = eb ? strstr(eb, "transformer loss ") : NULL;
+  CHECK(lf && lb && strtod(lf + 17, NULL) != strtod(lb + 17, NULL));
+  free(ef);
+  free(eb);
+  snprintf(args, sizeof args, "eval %s/p1/best.safetensors --data %s/corpus --split %s/split.tsv "
+           "--precision auto", DIR_, DIR_, DIR_);
+  CHECK(run_attn_log(bin, args, "pe3.log", &g) == 0);
+  CHECK(g && (strstr(g, "\nprecision: f32 (auto: ") || strstr(g, "\nprecision: bf16 (auto: ")) &&
+        strstr(g, "Test split: "));
+  free(g);
   // the generic level has no bf16 unit: auto stays f32, an explicit bf16 runs with a warning
   snprintf(generic, sizeof generic, "ATTN_CPU=generic %s", bin);
   snprintf(args, sizeof args, "train --data %s/corpus --split %s/split.tsv %s --epochs 1 --members 1 "

@@ -159,8 +159,8 @@ attn_status attn_token_dropout(int32_t *ids, int32_t *lens, int64_t B, int64_t *
   return ATTN_OK;
 }
 
-/* m[0..n): one model (under ctx), or an ensemble (the mean of the members'
- * probabilities; ctx unused). */
+/* m[0..n): one model, or an ensemble (the mean of the members'
+ * probabilities), each run under ctx (NULL: f32, auto backend). */
 static attn_status evaluate(const attn_clf *m, int n, const attn_nn_ctx *ctx, const attn_tok_set *set,
                             int batch, double *loss, double *acc, int *pred, float *p_pos) {
   if (!m || n < 1 || !set || set->n <= 0 || batch <= 0)
@@ -180,8 +180,7 @@ static attn_status evaluate(const attn_clf *m, int n, const attn_nn_ctx *ctx, co
   for (int b = 0; !st && b < plan.nb; b++) {
     int64_t B, L;
     attn_batch_gather(set, &plan, b, ids, lens, lab, &B, &L);
-    st = n == 1 ? attn_clf_predict_ctx(m, ctx, ids, lens, B, L, probs)
-                : attn_clf_ens_predict(&ens, ids, lens, B, L, probs);
+    st = attn_clf_ens_predict_ctx(&ens, ctx, ids, lens, B, L, probs);
     for (int64_t i = 0; !st && i < B; i++) {
       int e = plan.order[plan.start[b] + i], best = 0;
       for (int64_t c = 1; c < C; c++)
@@ -219,6 +218,12 @@ attn_status attn_clf_evaluate_ctx(const attn_clf *m, const attn_nn_ctx *ctx,
 attn_status attn_clf_evaluate_members(const attn_clf *m, int n, const attn_tok_set *set, int batch,
                                       double *loss, double *acc, int *pred, float *p_pos) {
   return evaluate(m, n, NULL, set, batch, loss, acc, pred, p_pos);
+}
+
+attn_status attn_clf_evaluate_members_ctx(const attn_clf *m, int n, const attn_nn_ctx *ctx,
+                                          const attn_tok_set *set, int batch, double *loss,
+                                          double *acc, int *pred, float *p_pos) {
+  return evaluate(m, n, ctx, set, batch, loss, acc, pred, p_pos);
 }
 
 void attn_train_state_init(attn_train_state *s) {

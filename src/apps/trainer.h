@@ -68,6 +68,11 @@ attn_status attn_clf_evaluate_ctx(const attn_clf *m, const attn_nn_ctx *ctx,
  * of the members' probabilities. */
 attn_status attn_clf_evaluate_members(const attn_clf *m, int n, const attn_tok_set *set, int batch,
                                       double *loss, double *acc, int *pred, float *p_pos);
+/* ... with every member's forward under ctx (its precision: attn eval
+ * --precision); NULL: f32. */
+attn_status attn_clf_evaluate_members_ctx(const attn_clf *m, int n, const attn_nn_ctx *ctx,
+                                          const attn_tok_set *set, int batch, double *loss,
+                                          double *acc, int *pred, float *p_pos);
 
 /* ---- training ----------------------------------------------------------------- */
 /* The whole run's progress, for an overall ETA across the members of an

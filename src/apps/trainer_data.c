@@ -206,12 +206,13 @@ static void row(FILE *out, const char *name, const attn_binary_metrics *m) {
 }
 
 /* One table row per ensemble member, each alone. */
-static attn_status report_members(const attn_clf *m, int n, const attn_tok_set *t, int batch, FILE *out) {
+static attn_status report_members(const attn_clf *m, int n, const attn_nn_ctx *ctx,
+                                  const attn_tok_set *t, int batch, FILE *out) {
   int *pred = malloc((size_t)t->n * sizeof(int));
   attn_status st = pred ? ATTN_OK : attn_set_error(ATTN_ENOMEM, "report: out of memory");
   for (int k = 0; !st && k < n; k++) {
     attn_binary_metrics mk;
-    st = attn_clf_evaluate(&m[k], t, batch, NULL, NULL, pred, NULL);
+    st = attn_clf_evaluate_ctx(&m[k], ctx, t, batch, NULL, NULL, pred, NULL);
     if (!st) st = attn_binary_metrics_compute(pred, t->labels, t->n, &mk);
     char name[48];
     snprintf(name, sizeof name, "  member %d of %d", k + 1, n);
@@ -223,13 +224,18 @@ static attn_status report_members(const attn_clf *m, int n, const attn_tok_set *
 
 attn_status attn_clf_report_test(const attn_clf *m, int n, const attn_clf_data *d, int batch,
                                  FILE *out, float *p_spam) {
+  return attn_clf_report_test_ctx(m, n, NULL, d, batch, out, p_spam);
+}
+
+attn_status attn_clf_report_test_ctx(const attn_clf *m, int n, const attn_nn_ctx *ctx,
+                                     const attn_clf_data *d, int batch, FILE *out, float *p_spam) {
   attn_tok_set t = attn_clf_data_set(d, ATTN_SPLIT_TEST);
   if (t.n <= 0) return attn_set_error(ATTN_EINVAL, "report: the test split is empty");
   int *pred = malloc((size_t)t.n * sizeof(int)), *nbp = malloc((size_t)t.n * sizeof(int));
   float *pp = malloc((size_t)t.n * sizeof(float));
   attn_status st = (!pred || !nbp || !pp) ? attn_set_error(ATTN_ENOMEM, "report: out of memory") : ATTN_OK;
   double loss = 0, acc = 0, t0 = now_s();
-  if (!st) st = attn_clf_evaluate_members(m, n, &t, batch, &loss, &acc, pred, pp);
+  if (!st) st = attn_clf_evaluate_members_ctx(m, n, ctx, &t, batch, &loss, &acc, pred, pp);
   double t1 = now_s();
   if (!st) st = nb_test(d, nbp);
   attn_binary_metrics mt, mn;
@@ -244,7 +250,7 @@ attn_status attn_clf_report_test(const attn_clf *m, int n, const attn_clf_data *
             "recall", "F1", "TP", "FP", "TN", "FN");
     row(out, n > 1 ? "transformer ensemble" : "transformer (attn)", &mt);
     row(out, "naive bayes (BPE)", &mn);
-    if (n > 1) st = report_members(m, n, &t, batch, out);
+    if (n > 1) st = report_members(m, n, ctx, &t, batch, out);
     fprintf(out, "\n");
     attn_binary_metrics_print(out, "transformer (attn), test", &mt);
     attn_binary_metrics_print(out, "naive bayes (BPE presence, alpha 1), test", &mn);

@@ -53,5 +53,8 @@ void attn_clf_data_free(attn_clf_data *d);
  * test member. */
 attn_status attn_clf_report_test(const attn_clf *m, int n, const attn_clf_data *d, int batch,
                                  FILE *out, float *p_spam);
+/* The same with the model's forwards under ctx (NULL: f32). */
+attn_status attn_clf_report_test_ctx(const attn_clf *m, int n, const attn_nn_ctx *ctx,
+                                     const attn_clf_data *d, int batch, FILE *out, float *p_spam);
 
 #endif

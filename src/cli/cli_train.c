@@ -36,7 +36,8 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: attn train [options]          train the classifier, evaluate it on the test split\n"
           "       attn train --bench [...]      the training benchmark (attn bench train)\n"
-          "       attn eval MODEL [options]     evaluate a saved model on the test split\n"
+          "       attn eval MODEL [options]     evaluate a saved model on the test split (its\n"
+          "                                     forward in f32 unless --precision bf16|auto)\n"
           "data:\n"
           "  --data DIR            corpus folder (default data/spamassassin; tools/fetch_data.sh)\n"
           "  --split FILE          split file (default DIR/split-seed<S>.tsv: read if present, else written)\n"
@@ -267,11 +268,11 @@ static int mkdirs(const char *path) {
 
 /* Report on the test split, and the pictures of its first spam message (an
  * ensemble's: its first member's attention). */
-static int finish(const attn_clf *m, int n, const attn_clf_data *d, const attn_bpe *bpe,
-                  const train_opts *o) {
+static int finish(const attn_clf *m, int n, const attn_nn_ctx *ctx, const attn_clf_data *d,
+                  const attn_bpe *bpe, const train_opts *o) {
   attn_tok_set t = attn_clf_data_set(d, ATTN_SPLIT_TEST);
   float *p_spam = malloc((size_t)(t.n > 0 ? t.n : 1) * sizeof(float));
-  if (!p_spam || attn_clf_report_test(m, n, d, o->to.eval_batch, stdout, p_spam)) {
+  if (!p_spam || attn_clf_report_test_ctx(m, n, ctx, d, o->to.eval_batch, stdout, p_spam)) {
     free(p_spam);
     return cli_fail("evaluation");
   }
@@ -300,6 +301,46 @@ static int finish(const attn_clf *m, int n, const attn_clf_data *d, const attn_b
     if (attn_clf_picture(m, bpe, t.ids[j], t.lens[j], 40, o->picture, title, accuracy, stdout))
       return cli_fail("picture");
   }
+  return 0;
+}
+
+/* attn eval's precision: --precision P, or auto: bf16 where an inference
+ * probe on the first test messages (up to 8, one batch) measures it >=
+ * ATTN_PREC_AUTO_MARGIN x f32, else f32 (as attn predict decides). Says
+ * which, and why. */
+static int eval_precision(const attn_clf *m, int n, const attn_clf_data *d, const train_opts *o,
+                          attn_nn_ctx *ctx) {
+  memset(ctx, 0, sizeof *ctx);
+  ctx->backend = o->to.backend;
+  ctx->precision = o->to.precision;
+  attn_prec_info bf;
+  attn_prec_info_get(ATTN_PREC_BF16, &bf);
+  if (!o->prec_auto) {
+    printf("precision: %s (--precision)\n", attn_precision_name(ctx->precision));
+    if (ctx->precision == ATTN_PREC_BF16 && !bf.candidate)
+      printf("warning: --precision bf16: %s\n", bf.why);
+    return 0;
+  }
+  attn_tok_set t = attn_clf_data_set(d, ATTN_SPLIT_TEST);
+  int64_t B = t.n < 8 ? t.n : 8, L = 1;
+  for (int64_t i = 0; i < B; i++) L = t.lens[i] > L ? t.lens[i] : L;
+  double r = 0;
+  if (bf.candidate && B > 0) {
+    int32_t *ids = calloc((size_t)(B * L), sizeof(int32_t));
+    if (!ids) return cli_fail("precision probe"), 1;
+    for (int64_t i = 0; i < B; i++) memcpy(ids + i * L, t.ids[i], (size_t)t.lens[i] * sizeof(int32_t));
+    attn_clf_ens e = {n, (attn_clf *)m};
+    attn_status st = attn_prec_probe_infer(&e, ids, t.lens, B, L, &r);
+    free(ids);
+    if (st) return cli_fail("precision probe"), 1;
+  }
+  ctx->precision = r >= ATTN_PREC_AUTO_MARGIN ? ATTN_PREC_BF16 : ATTN_PREC_F32;
+  if (!bf.candidate)
+    printf("precision: f32 (auto: bf16: %s)\n", bf.why);
+  else
+    printf("precision: %s (auto: inference probe of %lld test messages: bf16 %.2fx f32%s; %s)\n",
+           attn_precision_name(ctx->precision), (long long)B, r,
+           r >= ATTN_PREC_AUTO_MARGIN ? "" : ", under the margin", bf.units);
   return 0;
 }
 
@@ -606,7 +647,9 @@ static int run(train_opts *o, const char *model_path) {
   printf("tokens: %.1f per message on average (%ld of %d messages cut at %lld)\n", (double)tokens / d.n,
          trunc, d.n, (long long)o->mc.max_len);
   if (o->eval_only) {
-    rc = finish(ens.m, ens.n, &d, bpe, o);
+    attn_nn_ctx ectx;
+    rc = eval_precision(ens.m, ens.n, &d, o, &ectx);
+    if (!rc) rc = finish(ens.m, ens.n, &ectx, &d, bpe, o);
     goto done;
   }
   attn_train_eta eta;
@@ -668,7 +711,7 @@ static int run(train_opts *o, const char *model_path) {
     }
     printf("Ensemble of %d | Val Loss: %.4f | Val Acc: %.2f%%\n", ens.n, vl, 100.0 * vacc);
   }
-  rc = finish(ens.m, ens.n, &d, bpe, o);
+  rc = finish(ens.m, ens.n, NULL, &d, bpe, o);
 done:
   attn_clf_data_free(&d);
   attn_corpus_free(c);
@@ -774,9 +817,12 @@ int attn_cmd_eval(int argc, char **argv) {
       usage(stdout);
       return 0;
     }
-    fprintf(stderr, "usage: attn eval MODEL [--data DIR] [--split FILE | --split-seed S] [--picture DIR]\n");
+    fprintf(stderr, "usage: attn eval MODEL [--data DIR] [--split FILE | --split-seed S] [--picture DIR]\n"
+                    "                 [--precision f32|bf16|auto]\n");
     return 2;
   }
+  o.prec_auto = 0; /* eval: f32 unless --precision says otherwise */
+  o.to.precision = ATTN_PREC_F32;
   int r = parse(argc, argv, &o, 2);
   if (r) return r == 1 ? 0 : 2;
   o.eval_only = 1;
