@@ -99,6 +99,17 @@ static void write_model_and_mails(const char *tag, int layers, char *model, char
   write_text(b, mail_b);
 }
 
+/* The start of a case that needs GMime: 0 (the case skipped) without it,
+ * else 1 with write_model_and_mails's model and mails. */
+static int model_and_mails_case(const char *tag, int layers, char *model, char *a, char *b) {
+  if (!attn_mail_available()) {
+    SKIP("built without GMime");
+    return 0;
+  }
+  write_model_and_mails(tag, layers, model, a, b);
+  return 1;
+}
+
 /* The model's config JSON with key's value replaced by value. */
 static void config_with(const char *model, const char *key, const char *value, char *buf,
                         size_t n) {
@@ -119,12 +130,8 @@ static void config_with(const char *model, const char *key, const char *value, c
 }
 
 static void test_bad_files_are_reported_and_skipped(void) {
-  if (!attn_mail_available()) {
-    SKIP("built without GMime");
-    return;
-  }
   char model[128], a[128], b[128], big[128], args[2048];
-  write_model_and_mails("", 1, model, a, b);
+  if (!model_and_mails_case("", 1, model, a, b)) return;
   snprintf(big, sizeof big, "%s/big.eml", dir);
   FILE *f = fopen(big, "w"); /* one byte over the limit */
   if (f) {
@@ -233,12 +240,8 @@ static double p_second(const char *text, const char *path, const char *second) {
  * bf16's rounding), auto says its choice on stderr, a bad value or a missing
  * FILE is a usage error (exit 2). */
 static void test_precision_option(void) {
-  if (!attn_mail_available()) {
-    SKIP("built without GMime");
-    return;
-  }
   char model[128], a[128], b[128], args[1024];
-  write_model_and_mails("p", 1, model, a, b);
+  if (!model_and_mails_case("p", 1, model, a, b)) return;
   snprintf(args, sizeof args, "predict '%s' '%s' '%s'", model, a, b);
   CHECK(run_tool(args) == 0);
   double f[2] = {p_second(out, a, "spam"), p_second(out, b, "spam")};
@@ -326,12 +329,8 @@ static void check_saved(const char *path, const char *model, int member, const c
  * (the round trip), labels printed as without the options, no temporary
  * files left. */
 static void test_picture_and_saved_attention(void) {
-  if (!attn_mail_available()) {
-    SKIP("built without GMime");
-    return;
-  }
   char model[128], a[128], b[128], args[2048], path[256];
-  write_model_and_mails("v", 2, model, a, b);
+  if (!model_and_mails_case("v", 2, model, a, b)) return;
   snprintf(args, sizeof args, "predict '%s' '%s' '%s' '%s' --picture '%s/pics/new' --save-attention '%s/att.safetensors'",
            model, a, b, a, dir, dir);
   int rc = run_tool(args);
@@ -426,12 +425,8 @@ static void test_picture_of_an_ensemble_member(void) {
  * a bad FILE among good ones: the others still get labels and pictures;
  * option mistakes are usage errors (exit 2). */
 static void test_picture_bad_input(void) {
-  if (!attn_mail_available()) {
-    SKIP("built without GMime");
-    return;
-  }
   char model[128], a[128], b[128], args[2048];
-  write_model_and_mails("w", 1, model, a, b);
+  if (!model_and_mails_case("w", 1, model, a, b)) return;
   const struct {
     const char *opts, *why;
     int rc;
