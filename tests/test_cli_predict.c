@@ -53,9 +53,11 @@ static void write_text(const char *path, const char *text) {
 static const char mail_a[] = "From: alice@example.org\nSubject: lunch\n\nmeeting about the build\n";
 static const char mail_b[] = "From: deals@offers.biz\nSubject: cheap pills\n\nclick for money\n";
 
-/* A tiny random 2-class model with its tokenizer at path; `labels` and a
- * replacement `config` JSON as metadata when not NULL (config: the model's). */
-static void write_model(const char *path, const char *labels, const char *config, int layers) {
+/* A tiny random 2-class model (parameters drawn from seed; seed 0: all 0) with
+ * its tokenizer at path; `labels` and a replacement `config` JSON as metadata
+ * when not NULL (config: the model's). */
+static void write_model_seeded(const char *path, const char *labels, const char *config, int layers,
+                               uint64_t seed) {
   const char *texts[2] = {mail_a, mail_b};
   size_t lens[2] = {sizeof mail_a - 1, sizeof mail_b - 1};
   attn_bpe *bpe = NULL;
@@ -67,7 +69,7 @@ static void write_model(const char *path, const char *labels, const char *config
   c.d_model = 8, c.heads = 2, c.ff = 16, c.layers = layers, c.max_len = 16;
   attn_clf m;
   CHECK_OK(attn_clf_create(&m, &c));
-  CHECK_OK(attn_clf_init(&m, 7));
+  if (seed) CHECK_OK(attn_clf_init(&m, seed));
   attn_st *meta = NULL;
   char *tok = NULL;
   CHECK_OK(attn_st_new(&meta));
@@ -86,6 +88,10 @@ static void write_model(const char *path, const char *labels, const char *config
   attn_st_free(meta);
   attn_clf_free(&m);
   attn_bpe_free(bpe);
+}
+
+static void write_model(const char *path, const char *labels, const char *config, int layers) {
+  write_model_seeded(path, labels, config, layers, 7);
 }
 
 /* dir/<tag>model.safetensors (a model of `layers` layers) and the two mails
@@ -469,28 +475,23 @@ static void test_uniform_attention_of_a_classifier_is_legitimate(void) {
     SKIP("built without GMime");
     return;
   }
-  const char *texts[2] = {mail_a, mail_b};
-  size_t lens[2] = {sizeof mail_a - 1, sizeof mail_b - 1};
-  attn_bpe *bpe = NULL;
-  CHECK_OK(attn_bpe_train(texts, lens, 2, NULL, &bpe));
-  if (!bpe) return;
-  attn_clf_config c;
-  attn_clf_config_default(&c);
-  c.vocab = attn_bpe_vocab_size(bpe);
-  c.d_model = 8, c.heads = 2, c.ff = 16, c.layers = 1, c.max_len = 16;
-  attn_clf m;
-  CHECK_OK(attn_clf_create(&m, &c)); /* every parameter 0 */
-  char model[128], a[128], args[1024], path[256], *tok = NULL;
+  char model[128], a[128], args[1024], path[256];
   snprintf(model, sizeof model, "%s/zero.safetensors", dir);
   snprintf(a, sizeof a, "%s/za.eml", dir);
   write_text(a, mail_a);
-  attn_st *meta = NULL;
-  CHECK_OK(attn_st_new(&meta));
-  CHECK_OK(attn_bpe_save(bpe, &tok));
-  CHECK_OK(attn_st_set_meta(meta, "tokenizer", tok));
-  CHECK_OK(attn_clf_save(model, &m, NULL, NULL, meta));
-  free(tok);
-  attn_st_free(meta);
+  write_model_seeded(model, NULL, NULL, 1, 0); /* every parameter 0 */
+  attn_clf m;
+  attn_st *f = NULL;
+  attn_bpe *bpe = NULL;
+  memset(&m, 0, sizeof m);
+  CHECK_OK(attn_clf_load(model, &m, &f));
+  if (f) CHECK_OK(attn_bpe_load(attn_st_meta(f, "tokenizer"), &bpe));
+  attn_st_free(f);
+  if (h_case_failed) {
+    attn_clf_free(&m);
+    attn_bpe_free(bpe);
+    return;
+  }
   snprintf(args, sizeof args, "predict '%s' '%s' --picture '%s/zp'", model, a, dir);
   int rc = run_tool(args);
 #ifdef ATTN_HAVE_CAIRO
