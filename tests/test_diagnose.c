@@ -165,7 +165,16 @@ static void test_uniform_advice_depends_on_the_model(void) {
   c.kind = ATTN_DIAG_MODEL_UNKNOWN;
   s = advise(d, p, 2, L, NULL, &count); /* NULL: unknown */
   CHECK(s && strstr(s, "depends on what the model is") && strstr(s, "untrained layer") &&
-        strstr(s, "xavier_uniform_"));
+        strstr(s, "xavier_uniform_") && !strstr(s, "causal"));
+  free(s);
+  float cz[L * L]; /* causal and uniform over the keys each query sees */
+  memset(cz, 0, sizeof cz);
+  for (int i = 0; i < L; i++)
+    for (int j = 0; j <= i; j++) cz[i * L + j] = 1.0f / (float)(i + 1);
+  CHECK_OK(attn_diagnose_f32(cz, 1, L, L, NULL, d));
+  s = advise(d, cz, 1, L, NULL, &count);
+  CHECK(count == 1 && s && strstr(s, "the weights are causal, as a decoder's are") &&
+        strstr(s, "(causal: log of the keys each query sees)"));
   free(s);
   /* heads that differ, both still near-uniform: half the keys 1.5/L, half 0.5/L */
   for (int i = 0; i < L; i++)

@@ -160,6 +160,8 @@ int attn_diagnose_advise(FILE *f, const attn_head_diag *d, const float *probs, i
       }
       break;
     default:
+      if (d[0].causal)
+        fputs("  No query looks at a later token: the weights are causal, as a decoder's are.\n", f);
       fputs("  Whether that is a fault depends on what the model is (say it with --model\n"
             "  classifier|decoder). In an untrained layer it is expected: random W_q and\n"
             "  W_k give nearly equal scores, and the softmax of equal scores is uniform. In\n"
