@@ -484,7 +484,7 @@ static void test_uniform_attention_of_a_classifier_is_legitimate(void) {
     SKIP("built without GMime");
     return;
   }
-  char model[128], a[128], args[1024], path[256];
+  char model[128], a[128], args[1024];
   snprintf(model, sizeof model, "%s/zero.safetensors", dir);
   snprintf(a, sizeof a, "%s/za.eml", dir);
   write_text(a, mail_a);
@@ -504,6 +504,7 @@ static void test_uniform_attention_of_a_classifier_is_legitimate(void) {
   snprintf(args, sizeof args, "predict '%s' '%s' --picture '%s/zp'", model, a, dir);
   int rc = run_tool(args);
 #ifdef ATTN_HAVE_CAIRO
+  char path[256];
   CHECK(rc == 0);
   snprintf(path, sizeof path, "%s/zp/za_diagnosis.txt", dir);
   char *t = read_whole_file(path, NULL);
