@@ -43,7 +43,11 @@ for level in $levels; do
     if [ ! -x "$t" ]; then
       echo "FAIL $name (did not build)"; failed=$((failed + 1)); continue
     fi
-    out=$(ATTN_CPU=$level $runner "$t" 2>&1); rc=$?
+    # a test script (#!, e.g. tests/test_install.sh) runs here and applies
+    # RUNNER itself to the programs it builds
+    r=$runner
+    [ "$(head -c 2 "$t")" != '#!' ] || r=
+    out=$(ATTN_CPU=$level $r "$t" 2>&1); rc=$?
     line=$(printf '%s\n' "$out" | grep -E '^# [0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)?$' | tail -n 1)
     if [ -z "$line" ]; then
       printf '%s\n' "$out" | tail -n 30
