@@ -5,7 +5,7 @@
 # line, and prints the total. A program that does not build, crashes, or
 # prints no count line counts as one failure. Skipped cases (a case that
 # cannot run in this build, at this level or on this machine) are listed and
-# counted apart, never as passed.
+# counted apart, never as passed: the last line then ends ", N skipped".
 #
 # RUNNER (environment, optional): a command prefix for every test program and
 # for the attn tool the tests spawn, e.g. RUNNER="qemu-aarch64 -L
@@ -68,6 +68,11 @@ for level in $levels; do
     passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
   done
 done
-[ "$skipped" -eq 0 ] || echo "$skipped skipped (listed above; not counted as passed)"
-echo "$passed passed, $failed failed"
+# the last line: "N passed, N failed", and ", N skipped" when some were (the
+# skipped cases are listed above, "<program>: skip <case>: <why>")
+if [ "$skipped" -eq 0 ]; then
+  echo "$passed passed, $failed failed"
+else
+  echo "$passed passed, $failed failed, $skipped skipped"
+fi
 [ "$failed" -eq 0 ]

@@ -426,9 +426,10 @@ ATTN_API attn_status attn_seed_layer_backward(const attn_seed_layer *m, attn_par
 /* ---- running a PyTorch-named layer from named tensors (`attn layer`) -------
  * in: __metadata__ kind = mha | encoder | decoder (or a seed kind:
  * seed000_self_attention, seed000_mha, seed004_self_attention, seed004_mha,
- * seed004_transformer, input "x"), num_heads, norm_first (0/1), activation
- * (relu|gelu), layer_norm_eps, average_attn_weights (mha, default 1),
- * batch_first (must be 1); the parameters under exactly the state_dict
+ * seed004_transformer, input "x"), num_heads, norm_first (boolean), activation
+ * (relu|gelu), layer_norm_eps, average_attn_weights (mha, boolean, default
+ * true), batch_first (must be true); booleans are true/false, 1/0, yes/no or
+ * on/off in any case (PyTorch's True/False); the parameters under exactly the state_dict
  * names; the inputs under PyTorch's argument names (batch first; BOOL masks
  * true = NOT allowed, F32 masks added); optional dout. Tensors "out",
  * "attn_weights" and "grad.*" (a reference export) are ignored; any other

@@ -1,6 +1,7 @@
 /* attn diagnose IN.safetensors [--chart OUT.png] [--causal yes|no|auto]
- * [--model KIND] [--accuracy A]: what each attention head does, as a table
- * (and a chart), and advice on near-uniform heads qualified by the model. */
+ * [--model KIND] [--accuracy A] [--loss L]: what each attention head does,
+ * as a table (and a chart), and advice on near-uniform heads qualified by
+ * what the model is. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include "apps/viz.h"
 #include "attn.h"
 #include "cli/commands.h"
+#include "core/parse_bool.h"
 
 static const char usage_text[] =
     "usage: attn diagnose IN.safetensors [--chart OUT.(png|svg|pdf)] [--causal yes|no|auto]\n"
@@ -27,7 +29,8 @@ static const char usage_text[] =
     "IN is as for 'attn viz': tensor 'attn' [Lq,Lk], [H,Lq,Lk] or [Layers,H,Lq,Lk], token\n"
     "labels in __metadata__ 'tokens' or 'key_tokens'.\n"
     "  --chart   also draw the table as a chart\n"
-    "  --causal  the mask to assume (auto: causal if every weight above the diagonal is 0)\n"
+    "  --causal  the mask to assume: yes, no (any boolean: true/false, 1/0, on/off) or auto\n"
+    "            (causal if every weight above the diagonal is 0; the default)\n"
     "  --model   what the attention comes from (default: IN's metadata 'model.kind',\n"
     "            written by 'attn predict --save-attention'; else unknown). Evenly\n"
     "            spread attention is often legitimate in a mean-pooled classifier, a\n"
@@ -35,7 +38,8 @@ static const char usage_text[] =
     "  --accuracy, --loss  the model's held-out accuracy (0..1 or a percentage) or\n"
     "            loss, as evidence (default: IN's 'model.accuracy' / 'model.loss')\n";
 
-/* A number in [lo, hi] from s ("99.5%" divided by 100 when pct); 0 if not. */
+/* A number in [lo, hi] from s ("99.5%" or 99.5 divided by 100 when pct); 0
+ * if it is not one. */
 static int parse_number(const char *s, double lo, double hi, int pct, double *out) {
   char *end;
   errno = 0;
@@ -47,7 +51,9 @@ static int parse_number(const char *s, double lo, double hi, int pct, double *ou
   return 1;
 }
 
-/* --model / --accuracy / --loss, else what IN's metadata says. */
+/* --model / --accuracy / --loss, else what IN's metadata says: CLI_OK, or
+ * after saying why not CLI_USAGE (a bad option) or CLI_FAILED (bad metadata,
+ * the file's fault). */
 static int model_context(const char *in_path, const char *kind, const char *acc, const char *loss,
                          attn_diag_context *c) {
   attn_diag_context_default(c);
@@ -56,68 +62,55 @@ static int model_context(const char *in_path, const char *kind, const char *acc,
   const char *k = kind ? kind : attn_st_meta(f, "model.kind");
   const char *a = acc ? acc : attn_st_meta(f, "model.accuracy");
   const char *l = loss ? loss : attn_st_meta(f, "model.loss");
-  int rc = 0; /* a bad option: usage (2); bad metadata: the file's fault (1) */
-  if (k && attn_diag_model_from_name(k, &c->kind)) {
-    fprintf(stderr, "attn diagnose: %s: %s\n", kind ? "--model" : in_path, attn_last_error());
-    rc = kind ? 2 : 1;
-  } else if (a && !parse_number(a, 0, 1, 1, &c->accuracy)) {
-    fprintf(stderr, "attn diagnose: %s: '%s' is not an accuracy in 0..1 (or 0..100 %%)\n",
-            acc ? "--accuracy" : in_path, a);
-    rc = acc ? 2 : 1;
-  } else if (l && !parse_number(l, 0, INFINITY, 0, &c->loss)) {
-    fprintf(stderr, "attn diagnose: %s: '%s' is not a loss >= 0\n", loss ? "--loss" : in_path, l);
-    rc = loss ? 2 : 1;
-  }
+  int rc = CLI_OK;
+  if (k && attn_diag_model_from_name(k, &c->kind))
+    rc = kind ? cli_usage("--model: %s", attn_last_error()) : cli_fail(in_path);
+  else if (a && !parse_number(a, 0, 1, 1, &c->accuracy))
+    rc = acc ? cli_usage("--accuracy: '%s' is not an accuracy in 0..1 (or 0..100 %%)", a)
+             : cli_error(in_path, "metadata 'model.accuracy' '%s' is not an accuracy", a);
+  else if (l && !parse_number(l, 0, INFINITY, 0, &c->loss))
+    rc = loss ? cli_usage("--loss: '%s' is not a loss >= 0", l)
+              : cli_error(in_path, "metadata 'model.loss' '%s' is not a loss >= 0", l);
   attn_st_free(f);
   return rc;
 }
 
 int attn_cmd_diagnose(int argc, char **argv) {
+  static const cli_opt opts[] = {
+      {"--chart", CLI_VALUE}, {"--causal", CLI_VALUE},   {"--tensor", CLI_VALUE},
+      {"--model", CLI_VALUE}, {"--accuracy", CLI_VALUE}, {"--loss", CLI_VALUE}, {NULL, 0}};
   const char *in_path = NULL, *chart = NULL, *tensor = NULL, *kind = NULL, *acc = NULL, *loss = NULL;
   attn_diag_opts o;
   attn_diag_opts_default(&o);
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      fputs(usage_text, stdout);
-      return 0;
-    } else if ((!strcmp(a, "--chart") || !strcmp(a, "--causal") || !strcmp(a, "--tensor") ||
-                !strcmp(a, "--model") || !strcmp(a, "--accuracy") || !strcmp(a, "--loss")) &&
-               !v) {
-      fprintf(stderr, "attn diagnose: %s needs a value\n", a);
-      return 2;
-    } else if (!strcmp(a, "--chart")) {
-      chart = v, i++;
-    } else if (!strcmp(a, "--tensor")) {
-      tensor = v, i++;
-    } else if (!strcmp(a, "--model")) {
-      kind = v, i++;
-    } else if (!strcmp(a, "--accuracy")) {
-      acc = v, i++;
-    } else if (!strcmp(a, "--loss")) {
-      loss = v, i++;
-    } else if (!strcmp(a, "--causal")) {
-      if (!strcmp(v, "yes"))
-        o.causal = 1;
-      else if (!strcmp(v, "no"))
-        o.causal = 0;
-      else if (!strcmp(v, "auto"))
-        o.causal = -1;
-      else {
-        fprintf(stderr, "attn diagnose: --causal '%s': yes, no or auto\n", v);
-        return 2;
-      }
-      i++;
-    } else if (a[0] == '-' || in_path) {
-      fprintf(stderr, "attn diagnose: unexpected '%s'\n%s", a, usage_text);
-      return 2;
-    } else {
-      in_path = a;
+  cli_args a;
+  cli_args_init(&a, argc, argv, 1, opts);
+  int r;
+  while ((r = cli_args_next(&a)) > 0) {
+    if (r == CLI_ARG) {
+      if (in_path) return cli_usage("unexpected argument '%s' (see attn diagnose --help)", a.val);
+      in_path = a.val;
+    } else if (!strcmp(a.opt, "--chart")) {
+      chart = a.val;
+    } else if (!strcmp(a.opt, "--tensor")) {
+      tensor = a.val;
+    } else if (!strcmp(a.opt, "--model")) {
+      kind = a.val;
+    } else if (!strcmp(a.opt, "--accuracy")) {
+      acc = a.val;
+    } else if (!strcmp(a.opt, "--loss")) {
+      loss = a.val;
+    } else if (!strcmp(a.val, "auto")) { /* --causal */
+      o.causal = -1;
+    } else if (!attn_parse_bool(a.val, &o.causal)) {
+      return cli_usage("--causal '%s': yes, no or auto", a.val);
     }
   }
+  if (r == CLI_HELP) fputs(usage_text, stdout);
+  if (r < 0) return cli_args_exit(r);
   if (!in_path) {
+    cli_usage("expected IN.safetensors");
     fputs(usage_text, stderr);
-    return 2;
+    return CLI_USAGE;
   }
   attn_diag_context ctx;
   int crc = model_context(in_path, kind, acc, loss, &ctx);
@@ -130,8 +123,7 @@ int attn_cmd_diagnose(int argc, char **argv) {
   o.freq = in.freq;
   o.tokens = (const char *const *)in.k_labels;
   if (!d) {
-    attn_set_error(ATTN_ENOMEM, "out of memory for %lld heads", (long long)n);
-    rc = cli_fail("diagnose");
+    rc = cli_error(in_path, "out of memory for %lld heads", (long long)n);
   } else if (attn_diagnose_f32(in.probs, n, in.lq, in.lk, &o, d)) {
     rc = cli_fail(in_path);
   } else {

@@ -146,112 +146,87 @@ static const char usage_text[] =
     "  at the end); a message may be up to %u MiB.\n";
 
 int attn_cmd_predict(int argc, char **argv) {
-  for (int i = 1; i < argc; i++)
-    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-      printf(usage_text, ATTN_PREC_AUTO_MARGIN, (unsigned)(ATTN_MAIL_MAX_BYTES >> 20));
-      return 0;
-    }
+  static const cli_opt opts[] = {{"--precision", CLI_VALUE},
+                                 {"--picture", CLI_VALUE},
+                                 {"--save-attention", CLI_VALUE},
+                                 {"--member", CLI_VALUE},
+                                 {NULL, 0}};
   infer_prec ip = {{.precision = ATTN_PREC_F32}, 0};
   cli_predict_out o = {0};
-  const char *member = NULL;
-  int nfiles = 0;
-  char **files = argc > 1 ? calloc((size_t)argc, sizeof *files) : NULL;
-  if (argc > 1 && !files) {
-    fprintf(stderr, "attn predict: out of memory\n");
-    return 1;
-  }
-  for (int i = 2; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    int opt = !strcmp(a, "--precision") || !strcmp(a, "--picture") || !strcmp(a, "--save-attention") ||
-              !strcmp(a, "--member");
-    if (opt && !v) {
-      fprintf(stderr, "attn predict: %s needs a value (attn predict --help)\n", a);
-      free(files);
-      return 2;
-    } else if (!strcmp(a, "--precision")) {
-      if (!strcmp(v, "auto"))
+  const char *model = NULL;
+  int64_t member = 0;
+  int nfiles = 0, r;
+  char **files = calloc((size_t)argc + 1, sizeof *files);
+  if (!files) return cli_error(NULL, "out of memory");
+  cli_args a;
+  cli_args_init(&a, argc, argv, 1, opts);
+  while ((r = cli_args_next(&a)) > 0) {
+    if (r == CLI_ARG) {
+      if (model) files[nfiles++] = (char *)a.val;
+      else model = a.val;
+    } else if (!strcmp(a.opt, "--precision")) {
+      if (!strcmp(a.val, "auto")) {
         ip.decide = 1;
-      else if (attn_precision_from_name(v, &ip.ctx.precision)) {
-        fprintf(stderr, "attn predict: --precision: '%s' is not f32, bf16, fp16 or auto\n", v);
-        free(files);
-        return 2;
+      } else if (attn_precision_from_name(a.val, &ip.ctx.precision)) {
+        r = cli_usage("--precision: '%s' is not f32, bf16, fp16 or auto", a.val);
+        break;
       }
-      i++;
-    } else if (!strcmp(a, "--picture")) {
-      o.picture = v, i++;
-    } else if (!strcmp(a, "--save-attention")) {
-      o.save = v, i++;
-    } else if (!strcmp(a, "--member")) {
-      member = v, i++;
-    } else if (a[0] == '-' && a[1]) {
-      fprintf(stderr, "attn predict: unknown option '%s' (attn predict --help)\n", a);
-      free(files);
-      return 2;
-    } else {
-      files[nfiles++] = argv[i];
+    } else if (!strcmp(a.opt, "--picture")) {
+      o.picture = a.val;
+    } else if (!strcmp(a.opt, "--save-attention")) {
+      o.save = a.val;
+    } else if (!cli_parse_i64(a.val, &member) || member < 1 || member > ATTN_CLF_ENS_MAX) {
+      r = cli_usage("--member: '%s' is not a member number (1, 2, ...)", a.val); /* --member */
+      break;
     }
   }
-  if (argc < 2 || nfiles == 0) {
-    fprintf(stderr, "attn predict: %s (usage: attn predict MODEL [options] FILE...; attn predict --help)\n",
-            argc < 2 ? "no MODEL and no FILE" : "no FILE");
+  if (r == CLI_HELP) printf(usage_text, ATTN_PREC_AUTO_MARGIN, (unsigned)(ATTN_MAIL_MAX_BYTES >> 20));
+  if (r == CLI_OK && nfiles == 0) {
+    r = cli_usage("%s (usage: attn predict MODEL [options] FILE...; attn predict --help)",
+                  model ? "no FILE" : "no MODEL and no FILE");
+  }
+  if (r != CLI_OK) {
     free(files);
-    return 2;
+    return r == CLI_USAGE ? CLI_USAGE : cli_args_exit(r);
   }
-  if (member) {
-    char *end;
-    errno = 0;
-    long k = strtol(member, &end, 10);
-    if (errno || end == member || *end || k < 1 || k > ATTN_CLF_ENS_MAX) {
-      fprintf(stderr, "attn predict: --member: '%s' is not a member number (1, 2, ...)\n", member);
-      free(files);
-      return 2;
-    }
-    o.member = (int)k - 1;
-  }
-  o.model = argv[1];
+  o.member = member ? (int)member - 1 : 0;
+  o.model = model;
   o.many = nfiles > 1;
   if (cli_predict_out_ready(&o)) {
     free(files);
-    return 1;
+    return CLI_FAILED;
   }
   attn_clf_ens e;
   attn_st *file = NULL;
   attn_bpe *bpe = NULL;
-  if (attn_clf_ens_load(argv[1], &e, &file)) {
+  if (attn_clf_ens_load(model, &e, &file)) {
     free(files);
-    return cli_fail("predict");
+    return cli_fail(model);
   }
   const attn_clf_config *c = &e.m[0].c;  // every member's
   char names[2][LABEL_MAX];
   int rc = 0;
   const char *tok = attn_st_meta(file, "tokenizer");
-  if (c->classes != 2) {
-    fprintf(stderr, "attn predict: %s: a model of %lld classes (predict reads 2-class models)\n",
-            argv[1], (long long)c->classes);
-    rc = 1;
-  } else if (!tok || attn_bpe_load(tok, &bpe)) {
-    fprintf(stderr, "attn predict: %s: no usable \"tokenizer\" metadata\n", argv[1]);
-    rc = 1;
-  } else if (o.member >= e.n) {
-    fprintf(stderr, "attn predict: --member %d: %s holds %d member(s)\n", o.member + 1, argv[1], e.n);
-    rc = 1;
-  } else {
-    rc = read_labels(argv[1], file, names);
-  }
+  if (c->classes != 2)
+    rc = cli_error(model, "a model of %lld classes (predict reads 2-class models)",
+                   (long long)c->classes);
+  else if (!tok || attn_bpe_load(tok, &bpe))
+    rc = cli_error(model, "no usable \"tokenizer\" metadata");
+  else if (o.member >= e.n)
+    rc = cli_error(model, "--member %d: the model holds %d member(s)", o.member + 1, e.n);
+  else
+    rc = read_labels(model, file, names);
   if (!rc && (o.picture || o.save) && e.n > 1 && !member)
     fprintf(stderr, "attn predict: %s is an ensemble of %d: the attention shown is member 1's "
-                    "(--member K for another)\n", argv[1], e.n);
+                    "(--member K for another)\n", model, e.n);
   int32_t *ids = rc ? NULL : malloc((size_t)c->max_len * sizeof(int32_t));
   o.stems = rc ? NULL : calloc((size_t)nfiles, sizeof *o.stems);
-  if (!rc && (!ids || !o.stems)) {
-    fprintf(stderr, "attn predict: out of memory\n");
-    rc = 1;
-  }
+  if (!rc && (!ids || !o.stems)) rc = cli_error(NULL, "out of memory");
   int bad = 0; /* after a bad file the others still get their label */
   if (!rc && !ip.decide && ip.ctx.precision == ATTN_PREC_BF16) {
     attn_prec_info bf;
     attn_prec_info_get(ATTN_PREC_BF16, &bf);
-    if (!bf.candidate) fprintf(stderr, "attn predict: warning: --precision bf16: %s\n", bf.why);
+    if (!bf.candidate) cli_warn("--precision bf16: %s", bf.why);
   }
   for (int i = 0; !rc && i < nfiles; i++) bad |= predict_one(files[i], &e, &ip, bpe, ids, names, &o);
   cli_predict_out_free(&o);
