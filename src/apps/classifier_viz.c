@@ -12,7 +12,7 @@
 
 /* A token's label: its bytes as UTF-8 text with spaces, newlines and tabs
  * made visible and stray bytes as \xNN (attn_utf8_visible). */
-static char *token_label(const attn_bpe *bpe, int32_t id) {
+char *attn_clf_token_label(const attn_bpe *bpe, int32_t id) {
   size_t n = 0;
   const char *s = attn_bpe_token(bpe, id, &n);
   attn_textbuf b = {0};
@@ -24,7 +24,8 @@ static char *token_label(const attn_bpe *bpe, int32_t id) {
 }
 
 attn_status attn_clf_picture(const attn_clf *m, const attn_bpe *bpe, const int32_t *ids, int64_t n,
-                             int64_t show, const char *dir, const char *title, FILE *log) {
+                             int64_t show, const char *dir, const char *title, double accuracy,
+                             FILE *log) {
   if (!m || !bpe || !ids || n <= 0 || !dir)
     return attn_set_error(ATTN_EINVAL, "clf_picture: NULL argument or empty message");
   int64_t Ly = m->c.layers, H = m->c.heads;
@@ -37,7 +38,7 @@ attn_status attn_clf_picture(const attn_clf *m, const attn_bpe *bpe, const int32
   attn_status st = (!probs || !avg || !lab || !dg) ? attn_set_error(ATTN_ENOMEM, "clf_picture: out of memory") : ATTN_OK;
   if (!st) st = attn_clf_attention(m, ids, n, probs);
   for (int64_t i = 0; !st && i < n; i++)
-    if (!(lab[i] = token_label(bpe, ids[i]))) st = attn_set_error(ATTN_ENOMEM, "clf_picture: out of memory");
+    if (!(lab[i] = attn_clf_token_label(bpe, ids[i]))) st = attn_set_error(ATTN_ENOMEM, "clf_picture: out of memory");
   // last layer, averaged over heads
   const float *last = probs + (Ly - 1) * H * n * n;
   for (int64_t e = 0; !st && e < n * n; e++) {
@@ -87,9 +88,15 @@ attn_status attn_clf_picture(const attn_clf *m, const attn_bpe *bpe, const int32
     FILE *f = fopen(path, "w");
     if (!f) st = attn_set_error(ATTN_EIO, "cannot write %s", path);
     else {
+      attn_diag_context ctx; /* spread attention is legitimate in a pooled classifier */
+      attn_diag_context_default(&ctx);
+      ctx.kind = ATTN_DIAG_MODEL_POOLED;
+      ctx.accuracy = accuracy;
       attn_diagnose_print(f, dg, Ly, H);
+      attn_diagnose_advise(f, dg, probs, Ly, H, n, n, &ctx);
       fclose(f);
       if (log) attn_diagnose_print(log, dg, Ly, H);
+      if (log) attn_diagnose_advise(log, dg, probs, Ly, H, n, n, &ctx);
     }
     snprintf(path, sizeof path, "%s/diagnosis.png", dir);
     if (!st) st = attn_diagnose_chart(path, dg, Ly, H);

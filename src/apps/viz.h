@@ -84,8 +84,12 @@ attn_status attn_viz_model_f32(const char *path, const float *probs, int64_t lay
                                int64_t lq, int64_t lk, const attn_viz_opts *opts);
 
 /* Self-contained HTML page (inline CSS/JS, no network) with a head view:
- * pick layer and heads, hover a token to see its attention to the others.
- * probs [layers, heads, lq, lk]; labels as above. */
+ * pick layer and heads, hover a query token to see its attention to the
+ * keys: lines and key shading scaled to the row's largest weight (so they
+ * show at 512 tokens too), each key's weight in a tooltip.
+ * probs [layers, heads, lq, lk] (at most ATTN_VIZ_HTML_MAX_VALUES weights);
+ * labels as above. */
+#define ATTN_VIZ_HTML_MAX_VALUES (1 << 22) /* ~5.6 MB of weights in the page */
 attn_status attn_viz_html_f32(const char *path, const float *probs, int64_t layers, int64_t heads,
                               int64_t lq, int64_t lk, const char *const *q_labels,
                               const char *const *k_labels, const char *title);

@@ -21,6 +21,8 @@ static const char usage_text[] =
     "both axes) or 'query_tokens' and 'key_tokens'. From PyTorch:\n"
     "  save_file({'attn': w.float().contiguous()}, 'a.safetensors',\n"
     "            metadata={'tokens': json.dumps(tokens)})\n"
+    "or from a classifier on your own message:\n"
+    "  attn predict MODEL my.eml --save-attention a.safetensors\n"
     "The format follows OUT's extension (.png, .svg, .pdf; .html: interactive page).\n"
     "  --layer L      layer to draw (default 0)\n"
     "  --head H       one head as a heatmap (default 0)\n"
