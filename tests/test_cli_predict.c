@@ -23,10 +23,6 @@
 #include "apps/viz.h"
 #include "harness.h"
 
-#ifdef ATTN_HAVE_CAIRO
-#include <cairo.h>
-#endif
-
 /* fontconfig (under the pictures' text, drawn in this process by
  * attn_clf_picture) keeps a few process-wide allocations */
 __attribute__((used)) const char *__lsan_default_suppressions(void);
@@ -556,8 +552,6 @@ int main(int argc, char **argv) {
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system(cmd) != 0) printf("  could not remove %s\n", dir);
-#ifdef ATTN_HAVE_CAIRO
-  cairo_debug_reset_static_data(); /* font caches, so LeakSanitizer sees no leaks */
-#endif
+  attn_viz_release_fonts(); /* font caches, so LeakSanitizer sees no leaks */
   HARNESS_END();
 }
