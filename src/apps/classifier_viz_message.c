@@ -114,6 +114,7 @@ attn_status attn_clf_msg_pictures(const char *prefix, const attn_clf_msg_attn *a
   attn_viz_opts o;
   attn_viz_opts_default(&o);
   o.title = title;
+  o.row_norm = 1; /* a softmax row over n keys is near black on one shared scale */
   attn_status st = ATTN_OK;
   for (int64_t l = 0; !st && l < L; l++) {
     const float *layer = a->probs + l * H * per;
