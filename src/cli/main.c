@@ -7,13 +7,13 @@
 #include "cli/commands.h"
 
 #if defined(__SANITIZE_ADDRESS__) && defined(ATTN_HAVE_CAIRO)
-#include <cairo.h>
+#include "apps/viz.h"
 /* A sanitizer build: fontconfig keeps process-wide caches (reached through
  * cairo's font maps) until exit, which LeakSanitizer would report as the
  * tool's leaks; the tests do the same for themselves. */
 __attribute__((used)) const char *__lsan_default_suppressions(void);
 const char *__lsan_default_suppressions(void) { return "leak:libfontconfig.so\n"; }
-static void release_static_data(void) { cairo_debug_reset_static_data(); }
+static void release_static_data(void) { attn_viz_release_fonts(); }
 #else
 static void release_static_data(void) {}
 #endif
