@@ -41,6 +41,25 @@ APP_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(APP_PKGS)) $(foreach p,$(APP_PKGS
 APP_LIBS := $(shell $(PKG_CONFIG) --libs $(APP_PKGS))
 endif
 
+# ---- MPI (data-parallel training, docs/DISTRIBUTED.md) ----------------------
+# MPI=auto (default): on where $(PKG_CONFIG) finds Open MPI's ompi-c (Debian
+# libopenmpi-dev; a cross build asks the target's pkg-config, so it is off
+# there without the target's package); MPI=1 insists (an error without it);
+# MPI=0 builds without. On: src/train/dist_mpi.c is compiled (it is empty
+# otherwise), -DATTN_HAVE_MPI, and every program links libmpi; off: the
+# library is exactly what it is without MPI and attn trains in one process.
+MPI ?= auto
+ifneq ($(MPI),0)
+MPI_FOUND := $(shell $(PKG_CONFIG) --exists ompi-c 2>/dev/null && echo yes)
+ifeq ($(MPI_FOUND),yes)
+CFLAGS += -DATTN_HAVE_MPI $(shell $(PKG_CONFIG) --cflags ompi-c)
+LDLIBS += $(shell $(PKG_CONFIG) --libs ompi-c)
+else ifeq ($(MPI),1)
+$(error MPI=1: pkg-config finds no ompi-c (apt-get install libopenmpi-dev openmpi-bin))
+endif
+endif
+# ---- end of MPI --------------------------------------------------------------
+
 LIB_SRC := $(wildcard src/core/*.c src/kernels/*.c src/nn/*.c src/io/*.c src/train/*.c)
 APP_SRC := $(wildcard src/apps/*.c)
 CLI_SRC := $(wildcard src/cli/*.c)
