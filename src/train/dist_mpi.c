@@ -24,10 +24,11 @@
 
 #include "train/dist_internal.h"
 
-enum { BUCKET = 1 << 18 }; /* floats: 1 MB per bucket */
+enum { BUCKET = 1 << 18 }; /* floats: 1 MB per bucket (ATTN_DIST_BUCKET_FLOATS overrides) */
 
 struct dist_mpi {
   MPI_Comm c1, c2;
+  int64_t bucket;  /* floats per bucket */
   int64_t n;       /* the layout below is for this n */
   int nb;          /* buckets */
   int *cnt, *dis;  /* [nb][P]: chunk counts and offsets within the bucket */
@@ -56,9 +57,9 @@ static attn_status mpi_fail(const attn_dist *d, int rc, const char *what) {
     if (rc_ != MPI_SUCCESS) return mpi_fail(d, rc_, what); \
   } while (0)
 
-static void bucket_range(int64_t n, int k, int64_t *lo, int64_t *hi) {
-  *hi = n - (int64_t)k * BUCKET;
-  *lo = *hi > BUCKET ? *hi - BUCKET : 0;
+static void bucket_range(const dist_mpi *m, int64_t n, int k, int64_t *lo, int64_t *hi) {
+  *hi = n - (int64_t)k * m->bucket;
+  *lo = *hi > m->bucket ? *hi - m->bucket : 0;
 }
 
 static void layout_free(dist_mpi *m) {
@@ -81,7 +82,7 @@ static attn_status layout(attn_dist *d, int64_t n) {
   dist_mpi *m = d->m;
   if (m->n == n) return ATTN_OK;
   layout_free(m);
-  int P = d->size, nb = (int)((n + BUCKET - 1) / BUCKET);
+  int P = d->size, nb = (int)((n + m->bucket - 1) / m->bucket);
   size_t np = (size_t)nb * (size_t)P;
   m->cnt = malloc(np * sizeof(int));
   m->dis = malloc(np * sizeof(int));
@@ -97,7 +98,7 @@ static attn_status layout(attn_dist *d, int64_t n) {
   int64_t total = 0;
   for (int k = 0; k < nb; k++) {
     int64_t lo, hi;
-    bucket_range(n, k, &lo, &hi);
+    bucket_range(m, n, k, &lo, &hi);
     int64_t len = hi - lo;
     int *cnt = m->cnt + (size_t)k * P, *dis = m->dis + (size_t)k * P;
     for (int c = 0; c < P; c++) {
@@ -133,6 +134,10 @@ attn_status dist_mpi_open(attn_dist *d) {
   d->m = calloc(1, sizeof *d->m);
   if (!d->m) return attn_set_error(ATTN_ENOMEM, "dist: out of memory");
   d->m->c1 = d->m->c2 = MPI_COMM_NULL;
+  // smaller buckets: more overlap, more messages (the tests use a few thousand floats)
+  const char *e = getenv("ATTN_DIST_BUCKET_FLOATS");
+  long long b = e ? atoll(e) : 0;
+  d->m->bucket = b >= 64 && b <= (1 << 28) ? b : BUCKET;
   CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &d->m->c1), "MPI_Comm_dup");
   CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &d->m->c2), "MPI_Comm_dup");
   MPI_Comm_set_errhandler(d->m->c1, MPI_ERRORS_RETURN);
@@ -170,7 +175,7 @@ static attn_status stage2(attn_dist *d, int k) {
   dist_mpi *m = d->m;
   int P = d->size;
   int64_t lo, hi;
-  bucket_range(d->n, k, &lo, &hi);
+  bucket_range(m, d->n, k, &lo, &hi);
   const int *cnt = m->cnt + (size_t)k * P, *dis = m->dis + (size_t)k * P;
   int mine = cnt[d->rank];
   float *dst = d->grad + lo + dis[d->rank];
@@ -210,7 +215,7 @@ attn_status dist_mpi_grad_ready(attn_dist *d, int64_t lo) {
   while (m->next1 < m->nb) {
     int k = m->next1;
     int64_t blo, bhi;
-    bucket_range(d->n, k, &blo, &bhi);
+    bucket_range(m, d->n, k, &blo, &bhi);
     if (blo < lo) break;
     CHECK(MPI_Ialltoallv(d->grad + blo, m->cnt + (size_t)k * P, m->dis + (size_t)k * P, MPI_FLOAT,
                          m->rbuf + m->roff[k], m->rcnt + (size_t)k * P, m->rdis + (size_t)k * P,
