@@ -162,6 +162,15 @@ attn_status attn_dist_bcast_i64(attn_dist *d, int64_t *v, int n) {
   return ATTN_OK;
 }
 
+attn_status attn_dist_max_i64(attn_dist *d, int64_t *v) {
+#ifdef ATTN_HAVE_MPI
+  if (d && d->mpi) return dist_mpi_max_i64(d, v);
+#endif
+  (void)d;
+  (void)v;
+  return ATTN_OK;
+}
+
 attn_status attn_dist_allreduce_sum(attn_dist *d, float *x, int64_t n) {
 #ifdef ATTN_HAVE_MPI
   if (d && d->mpi) return dist_mpi_allreduce_sum(d, x, n);

@@ -76,6 +76,9 @@ double attn_dist_wait_seconds(const attn_dist *d);
 /* Every process gets rank 0's v[0..n). */
 attn_status attn_dist_bcast_i64(attn_dist *d, int64_t *v, int n);
 
+/* *v = the largest of the processes' *v (e.g. the slowest rank's time). */
+attn_status attn_dist_max_i64(attn_dist *d, int64_t *v);
+
 /* A blocking all-reduce (sum) of x[n] in place, as fast as the MPI library
  * does it (not rank-ordered): attn bench allreduce's comparison. Local: no-op. */
 attn_status attn_dist_allreduce_sum(attn_dist *d, float *x, int64_t n);

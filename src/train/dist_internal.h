@@ -28,6 +28,7 @@ attn_status dist_mpi_grad_ready(attn_dist *d, int64_t lo);
 /* Finishes the sum; *loss = the ranks' `mine` added in rank order. */
 attn_status dist_mpi_step_end(attn_dist *d, double mine, double *loss);
 attn_status dist_mpi_bcast_i64(attn_dist *d, int64_t *v, int n);
+attn_status dist_mpi_max_i64(attn_dist *d, int64_t *v);
 attn_status dist_mpi_allreduce_sum(attn_dist *d, float *x, int64_t n);
 attn_status dist_mpi_barrier(attn_dist *d);
 #endif

@@ -255,6 +255,11 @@ attn_status dist_mpi_bcast_i64(attn_dist *d, int64_t *v, int n) {
   return ATTN_OK;
 }
 
+attn_status dist_mpi_max_i64(attn_dist *d, int64_t *v) {
+  CHECK(MPI_Allreduce(MPI_IN_PLACE, v, 1, MPI_INT64_T, MPI_MAX, d->m->c1), "MPI_Allreduce (max)");
+  return ATTN_OK;
+}
+
 attn_status dist_mpi_allreduce_sum(attn_dist *d, float *x, int64_t n) {
   for (int64_t o = 0; o < n; o += 1 << 30) {
     int c = (int)(n - o < (1 << 30) ? n - o : (1 << 30));
