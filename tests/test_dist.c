@@ -9,8 +9,9 @@
  * - with the attn tool of an MPI build and mpirun: `mpirun -np 2` (and 3,
  *   with small buckets sent during the backward) leaves the parameters of
  *   `attn train --shards 2` (3) to the bit; a resume with another process
- *   count is said; a batch smaller than the processes is refused on every
- *   rank, with no hang. Skipped, counted, without MPI or mpirun. */
+ *   count is said; a batch smaller than the processes, and a rank that
+ *   cannot read the data, end every rank with a message, no hang and no
+ *   checkpoint. Skipped, counted, without MPI or mpirun. */
 #include <math.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -399,6 +400,14 @@ static void test_mpirun_equals_shards(void) {
   CHECK(t2 && strstr(t2, "failed (above): ending every rank"));
   snprintf(a, sizeof a, "%s/x/last.safetensors", DIR_);
   CHECK(access(a, F_OK) != 0);  // no checkpoint
+  free(t2);
+  // a rank that cannot read the data (rank 1 of an MPMD launch): every rank ends, said
+  snprintf(cmd, sizeof cmd, MPIRUN "-np 1 %s %s --out %s/z : -np 1 %s %s --data %s/none --out %s/z",
+           bin, model, DIR_, bin, model, DIR_, DIR_);
+  CHECK(sh(cmd, "z.log", &t2) != 0);
+  CHECK(t2 && strstr(t2, "no corpus at") && strstr(t2, "rank 1 of 2 failed (above): ending every rank"));
+  snprintf(a, sizeof a, "%s/z/last.safetensors", DIR_);
+  CHECK(access(a, F_OK) != 0);
   free(t2);
   // --shards that is not the process count
   snprintf(cmd, sizeof cmd, MPIRUN "-np 2 %s %s --shards 3 --out %s/y", bin, model, DIR_);
