@@ -148,18 +148,23 @@ static void make_data(void) {
   }
 }
 
+/* The tiny model (seed 1) and its AdamW. */
+static void new_model(attn_clf *m, attn_adam *opt) {
+  attn_clf_config c;
+  tiny_config(&c);
+  memset(opt, 0, sizeof *opt);
+  CHECK_OK(attn_clf_create(m, &c));
+  CHECK_OK(attn_clf_init(m, 1));
+  attn_adam_config ac = attn_adam_defaults(ATTN_ADAMW);
+  CHECK_OK(attn_adam_init(opt, &m->p, &ac));
+}
+
 /* 3 epochs of batch 7 (the last batch of each epoch: 3 rows) with dropout
  * and token dropout; the losses of every step and the final parameters. */
 static void train_sharded(int shards, float *losses, int cap, float **params, int64_t *n) {
-  attn_clf_config c;
-  tiny_config(&c);
   attn_clf m;
   attn_adam opt;
-  memset(&opt, 0, sizeof opt);
-  CHECK_OK(attn_clf_create(&m, &c));
-  CHECK_OK(attn_clf_init(&m, 1));
-  attn_adam_config ac = attn_adam_defaults(ATTN_ADAMW);
-  CHECK_OK(attn_adam_init(&opt, &m.p, &ac));
+  new_model(&m, &opt);
   attn_train_opts o;
   attn_train_opts_default(&o);
   o.epochs = 3;
@@ -230,14 +235,9 @@ out:
 }
 
 static void test_refusals(void) {
-  attn_clf_config c;
-  tiny_config(&c);
   attn_clf m;
   attn_adam opt;
-  memset(&opt, 0, sizeof opt);
-  CHECK_OK(attn_clf_create(&m, &c));
-  attn_adam_config ac = attn_adam_defaults(ATTN_ADAMW);
-  CHECK_OK(attn_adam_init(&opt, &m.p, &ac));
+  new_model(&m, &opt);
   make_data();
   attn_train_opts o;
   attn_train_opts_default(&o);

@@ -36,7 +36,6 @@ attn_status attn_dist_open(attn_dist **out, int shards) {
   d->size = 1;
   d->shards = shards > 0 ? shards : 1;
   attn_status st = ATTN_OK;
-#ifdef ATTN_HAVE_MPI
   if (mpi) {
     st = dist_mpi_open(d);  // sets size, rank, m
     if (!st && shards > 0 && shards != d->size)
@@ -47,7 +46,6 @@ attn_status attn_dist_open(attn_dist **out, int shards) {
       d->mpi = 1;
     }
   }
-#endif
   if (!st) {
     d->loss = calloc((size_t)d->shards, sizeof *d->loss);
     if (!d->loss) st = attn_set_error(ATTN_ENOMEM, "dist_open: out of memory");
@@ -62,20 +60,14 @@ attn_status attn_dist_open(attn_dist **out, int shards) {
 
 void attn_dist_close(attn_dist *d) {
   if (!d) return;
-#ifdef ATTN_HAVE_MPI
   if (d->m) dist_mpi_close(d);
-#endif
   free(d->acc);
   free(d->loss);
   free(d);
 }
 
 void attn_dist_abort(attn_dist *d, int code) {
-#ifdef ATTN_HAVE_MPI
   if (d && d->m && d->size > 1) dist_mpi_abort(d, code);
-#endif
-  (void)d;
-  (void)code;
 }
 
 int attn_dist_size(const attn_dist *d) { return d ? d->size : 1; }
@@ -107,19 +99,11 @@ attn_status attn_dist_step_begin(attn_dist *d, float *grad, int64_t n) {
     d->acc = a;
     d->acc_cap = n;
   }
-#ifdef ATTN_HAVE_MPI
-  if (d->mpi) return dist_mpi_step_begin(d);
-#endif
-  return ATTN_OK;
+  return d->mpi ? dist_mpi_step_begin(d) : ATTN_OK;
 }
 
 attn_status attn_dist_grad_ready(attn_dist *d, int64_t lo) {
-#ifdef ATTN_HAVE_MPI
-  if (d && d->mpi) return dist_mpi_grad_ready(d, lo);
-#endif
-  (void)d;
-  (void)lo;
-  return ATTN_OK;
+  return d && d->mpi ? dist_mpi_grad_ready(d, lo) : ATTN_OK;
 }
 
 attn_status attn_dist_shard_done(attn_dist *d, double loss) {
@@ -140,9 +124,7 @@ attn_status attn_dist_step_end(attn_dist *d, double *loss) {
                           d ? d->done : 0, attn_dist_local_shards(d));
   attn_status st = ATTN_OK;
   double sum = d->loss[0];
-#ifdef ATTN_HAVE_MPI
   if (d->mpi) st = dist_mpi_step_end(d, d->loss[0], &sum);
-#endif
   if (!d->mpi && d->shards > 1) {
     memcpy(d->grad, d->acc, (size_t)d->n * sizeof(float));
     for (int k = 1; k < d->shards; k++) sum += d->loss[k];
@@ -152,39 +134,17 @@ attn_status attn_dist_step_end(attn_dist *d, double *loss) {
   return st;
 }
 
+/* The collectives below are MPI's, or nothing to do in one process. */
 attn_status attn_dist_bcast_i64(attn_dist *d, int64_t *v, int n) {
-#ifdef ATTN_HAVE_MPI
-  if (d && d->mpi) return dist_mpi_bcast_i64(d, v, n);
-#endif
-  (void)d;
-  (void)v;
-  (void)n;
-  return ATTN_OK;
+  return d && d->mpi ? dist_mpi_bcast_i64(d, v, n) : ATTN_OK;
 }
 
 attn_status attn_dist_max_i64(attn_dist *d, int64_t *v) {
-#ifdef ATTN_HAVE_MPI
-  if (d && d->mpi) return dist_mpi_max_i64(d, v);
-#endif
-  (void)d;
-  (void)v;
-  return ATTN_OK;
+  return d && d->mpi ? dist_mpi_max_i64(d, v) : ATTN_OK;
 }
 
 attn_status attn_dist_allreduce_sum(attn_dist *d, float *x, int64_t n) {
-#ifdef ATTN_HAVE_MPI
-  if (d && d->mpi) return dist_mpi_allreduce_sum(d, x, n);
-#endif
-  (void)d;
-  (void)x;
-  (void)n;
-  return ATTN_OK;
+  return d && d->mpi ? dist_mpi_allreduce_sum(d, x, n) : ATTN_OK;
 }
 
-attn_status attn_dist_barrier(attn_dist *d) {
-#ifdef ATTN_HAVE_MPI
-  if (d && d->mpi) return dist_mpi_barrier(d);
-#endif
-  (void)d;
-  return ATTN_OK;
-}
+attn_status attn_dist_barrier(attn_dist *d) { return d && d->mpi ? dist_mpi_barrier(d) : ATTN_OK; }

@@ -19,7 +19,8 @@ struct attn_dist {
   dist_mpi *m;  /* MPI state (NULL: local) */
 };
 
-#ifdef ATTN_HAVE_MPI
+/* MPI's side (dist_mpi.c); without MPI each says so (ATTN_EUNSUPPORTED);
+ * dist.c calls them only for a group dist_mpi_open opened. */
 attn_status dist_mpi_open(attn_dist *d);
 void dist_mpi_close(attn_dist *d);
 void dist_mpi_abort(attn_dist *d, int code);
@@ -31,6 +32,5 @@ attn_status dist_mpi_bcast_i64(attn_dist *d, int64_t *v, int n);
 attn_status dist_mpi_max_i64(attn_dist *d, int64_t *v);
 attn_status dist_mpi_allreduce_sum(attn_dist *d, float *x, int64_t n);
 attn_status dist_mpi_barrier(attn_dist *d);
-#endif
 
 #endif

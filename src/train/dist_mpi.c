@@ -1,4 +1,5 @@
-/* The MPI group of train/dist.h (built with ATTN_HAVE_MPI only: make MPI=1).
+/* The MPI group of train/dist.h (with ATTN_HAVE_MPI: make finds Open MPI;
+ * without, stubs that are never reached).
  *
  * The gradient buffer [n] is cut into fixed buckets from its end (the
  * backward writes the last layers' gradients first): bucket k holds
@@ -273,5 +274,21 @@ attn_status dist_mpi_barrier(attn_dist *d) {
   return ATTN_OK;
 }
 #else
-typedef int dist_mpi_unused; /* a build without MPI: nothing here (ISO C wants a declaration) */
+/* A build without MPI: attn_dist_open never opens an MPI group (it refuses
+ * under mpirun), so these are never reached; they say why if they are. */
+#include "train/dist_internal.h"
+
+static attn_status no_mpi(void) {
+  return attn_set_error(ATTN_EUNSUPPORTED, "this attn was built without MPI (make MPI=1)");
+}
+attn_status dist_mpi_open(attn_dist *d) { return no_mpi(); }
+void dist_mpi_close(attn_dist *d) {}
+void dist_mpi_abort(attn_dist *d, int code) {}
+attn_status dist_mpi_step_begin(attn_dist *d) { return no_mpi(); }
+attn_status dist_mpi_grad_ready(attn_dist *d, int64_t lo) { return no_mpi(); }
+attn_status dist_mpi_step_end(attn_dist *d, double mine, double *loss) { return no_mpi(); }
+attn_status dist_mpi_bcast_i64(attn_dist *d, int64_t *v, int n) { return no_mpi(); }
+attn_status dist_mpi_max_i64(attn_dist *d, int64_t *v) { return no_mpi(); }
+attn_status dist_mpi_allreduce_sum(attn_dist *d, float *x, int64_t n) { return no_mpi(); }
+attn_status dist_mpi_barrier(attn_dist *d) { return no_mpi(); }
 #endif
