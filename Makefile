@@ -93,6 +93,8 @@ $(BUILD)/attn: $(CLI_OBJ) $(APP_OBJ) $(BUILD)/libattn.a
 
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(APP_OBJ) $(BUILD)/libattn.a
 	$(CC) $(LDFLAGS) -o $@ $< $(APP_OBJ) $(BUILD)/libattn.a $(APP_LIBS) $(LDLIBS)
+# the Python tests load the shared library (tests/test_python.c)
+$(BUILD)/tests/test_python: $(BUILD)/libattn.so
 # the tests' shared headers (harness.h, sdpa_problem.h, ...)
 $(TEST_SRC:%.c=$(BUILD)/%.o): $(wildcard tests/*.h)
 
@@ -122,3 +124,14 @@ format:
 
 clean:
 	rm -rf build build-san build-arm64
+
+# The Python package (python/README.md): pure Python over libattn.so, which it
+# finds in PREFIX/lib (make install) from PYTHONDIR/attn.
+PREFIX ?= /usr/local
+PYTHONDIR ?= $(PREFIX)/lib/python3/dist-packages
+.PHONY: install-python uninstall-python
+install-python:
+	install -d $(DESTDIR)$(PYTHONDIR)/attn
+	install -m 644 python/attn/*.py $(DESTDIR)$(PYTHONDIR)/attn
+uninstall-python:
+	rm -rf $(DESTDIR)$(PYTHONDIR)/attn

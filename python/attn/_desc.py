@@ -1,0 +1,64 @@
+"""attn_sdpa_desc (include/attn/sdpa.h) as a ctypes Structure, and the raw
+forward/backward calls on data pointers shared by the numpy API (attn.sdpa)
+and the PyTorch op (attn.torch). tests/test_api.py checks the field list
+against the header, so a change there cannot go unnoticed."""
+import ctypes
+
+from . import _lib
+
+_i64 = ctypes.c_int64
+_p = ctypes.c_void_p
+
+
+class SdpaDesc(ctypes.Structure):
+    _fields_ = [
+        ("B", _i64), ("Hq", _i64), ("Hkv", _i64), ("Lq", _i64), ("Lk", _i64), ("D", _i64),
+        ("Dv", _i64),
+        ("scale", ctypes.c_float),
+        ("has_scale", ctypes.c_int),
+        ("causal", ctypes.c_int),
+        ("window_left", _i64), ("window_right", _i64),
+        ("key_lens", _p),
+        ("bool_mask", _p),
+        ("bool_mask_stride", _i64 * 4),
+        ("add_mask", _p),
+        ("add_mask_stride", _i64 * 4),
+        ("q_stride", _i64 * 3), ("k_stride", _i64 * 3), ("v_stride", _i64 * 3),
+        ("o_stride", _i64 * 3),
+        ("q_offset", _i64),
+        ("alibi_slopes", _p),
+        ("rel_bias", _p),
+        ("rel_buckets", _i64), ("rel_max_distance", _i64),
+        ("rel_bidirectional", ctypes.c_int),
+        ("shaw_k", _p), ("shaw_v", _p),
+        ("shaw_max", _i64),
+        ("block_mask", _p),
+        ("block_size", _i64),
+        ("block_cols", _i64),
+        ("rel_bias_grad", _p), ("shaw_k_grad", _p), ("shaw_v_grad", _p),
+    ]
+
+
+def new_desc(B, Hq, Hkv, Lq, Lk, D, Dv):
+    d = SdpaDesc()
+    _lib.lib.attn_sdpa_desc_init(ctypes.byref(d), B, Hq, Hkv, Lq, Lk, D, Dv)
+    return d
+
+
+def forward(d, backend, bf16, q, k, v, out, lse, probs=0):
+    """Pointers (ints); bf16: q, k, v are bf16 bit patterns (flash only)."""
+    L = _lib.lib
+    if bf16:
+        st = L.attn_sdpa_forward_bf16(ctypes.byref(d), q, k, v, out, lse)
+    else:
+        st = L.attn_sdpa_forward(ctypes.byref(d), backend, q, k, v, out, lse, probs or None)
+    _lib.check(st, "sdpa forward")
+
+
+def backward(d, backend, bf16, q, k, v, out, lse, dout, dq, dk, dv):
+    L = _lib.lib
+    if bf16:
+        st = L.attn_sdpa_backward_bf16(ctypes.byref(d), q, k, v, out, lse, dout, dq, dk, dv)
+    else:
+        st = L.attn_sdpa_backward(ctypes.byref(d), backend, q, k, v, out, lse, dout, dq, dk, dv)
+    _lib.check(st, "sdpa backward")

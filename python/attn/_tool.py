@@ -1,0 +1,70 @@
+"""Running the attn tool on attention weights: the pictures (`attn viz`) and
+the per-head diagnosis (`attn diagnose`) live in the apps layer, which is not
+part of libattn.so. The weights go to the tool as the file it reads (tensor
+'attn', token labels in __metadata__), written by libattn into a temporary
+directory."""
+import json
+import os
+import subprocess
+import tempfile
+
+import numpy as np
+
+from ._lib import Error, tool_path
+from ._st import save_file
+
+
+def _weights(w):
+    w = np.asarray(w)
+    if w.dtype.kind != "f":
+        raise Error("weights: dtype %s, expected float probabilities" % w.dtype)
+    if w.ndim < 2 or w.ndim > 4:
+        raise Error("weights: %d dims, expected [Lq, Lk], [H, Lq, Lk] or [Layers, H, Lq, Lk]" % w.ndim)
+    return w.astype(np.float32, copy=False)
+
+
+def _labels(name, tokens, n):
+    if tokens is None:
+        return None
+    tokens = [str(t) for t in tokens]
+    if len(tokens) != n:
+        raise Error("%s: %d labels for %d positions" % (name, len(tokens), n))
+    return json.dumps(tokens, ensure_ascii=False)
+
+
+def run_on_weights(command, weights, tokens=None, key_tokens=None, freq=None, args=()):
+    """Writes weights (+ labels, + freq) to a temporary file and runs
+    `attn COMMAND FILE ARGS...`; returns its standard output. tokens label
+    both axes, or the query axis when key_tokens is given."""
+    w = _weights(weights)
+    lq, lk = w.shape[-2:]
+    meta = {}
+    if key_tokens is not None:
+        for key, name, toks, n in (("query_tokens", "tokens", tokens, lq),
+                                   ("key_tokens", "key_tokens", key_tokens, lk)):
+            s = _labels(name, toks, n)
+            if s is not None:
+                meta[key] = s
+    elif tokens is not None:
+        if lq != lk:
+            raise Error("tokens: one list labels both axes, but Lq %d != Lk %d "
+                        "(give key_tokens too)" % (lq, lk))
+        meta["tokens"] = _labels("tokens", tokens, lq)
+    tensors = {"attn": w}
+    if freq is not None:
+        f = np.asarray(freq, dtype=np.float32)
+        if f.shape != (lk,):
+            raise Error("freq: shape %s, expected [%d] (one per key)" % (f.shape, lk))
+        tensors["freq"] = f
+    tool = tool_path()
+    if not tool:
+        raise Error("the attn tool was not found (build it with `make`, or set ATTN_BIN)")
+    with tempfile.TemporaryDirectory(prefix="attn-py-") as tmp:
+        path = os.path.join(tmp, "weights.safetensors")
+        save_file(tensors, path, meta)
+        r = subprocess.run([tool, command, path] + [str(a) for a in args],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if r.returncode != 0:
+        msg = r.stderr.decode("utf-8", "replace").strip().replace(path, "<weights>")
+        raise Error("attn %s: %s" % (command, msg or "exit %d" % r.returncode))
+    return r.stdout.decode("utf-8", "replace")

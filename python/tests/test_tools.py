@@ -1,0 +1,85 @@
+"""Safetensors round trips through libattn, and the viz / diagnose entry
+points on arrays (run through the attn tool)."""
+import json
+import os
+import tempfile
+import unittest
+
+import numpy as np
+
+import attn
+from attn import _lib
+
+
+class Safetensors(unittest.TestCase):
+    def test_round_trip(self):
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, "t.safetensors")
+            t = {"a": np.arange(6, dtype=np.float32).reshape(2, 3), "m": np.array([True, False]),
+                 "i": np.array([1, -2], np.int64), "h": np.array([0.5], np.float64)}
+            attn.save_safetensors(t, p, {"kind": "x", "n": 3})
+            back, meta = attn.load_safetensors(p)
+        self.assertEqual(meta, {"kind": "x", "n": "3"})
+        for n in ("a", "m", "i"):
+            self.assertEqual(back[n].dtype, t[n].dtype)
+            np.testing.assert_array_equal(back[n], t[n])
+        self.assertEqual(back["h"].dtype, np.float32)
+
+    def test_refuses_object_arrays(self):
+        with self.assertRaises(attn.Error) as c:
+            attn.save_safetensors({"s": np.array(["x"])}, "/tmp/never.safetensors")
+        self.assertIn("s:", str(c.exception))
+
+
+def diagonal(n=6, heads=1):
+    return np.broadcast_to(np.eye(n, dtype=np.float32), (heads, n, n)).copy()
+
+
+def previous(n=6):
+    w = np.zeros((n, n), np.float32)
+    w[0, 0] = 1
+    w[np.arange(1, n), np.arange(n - 1)] = 1
+    return w
+
+
+@unittest.skipUnless(_lib.tool_path(), "the attn tool was not found")
+class Tools(unittest.TestCase):
+    def test_diagnose_names_the_patterns(self):
+        w = np.stack([diagonal()[0], previous()])
+        d = attn.diagnose(w, tokens=list("abcdef"))
+        self.assertEqual([h["pattern"] for h in d.heads], ["diagonal", "previous-token"])
+        self.assertEqual([(h["layer"], h["head"]) for h in d.heads], [(0, 0), (0, 1)])
+        self.assertAlmostEqual(d.heads[0]["diag"], 1.0)
+        self.assertIn("previous-token", str(d))
+
+    def test_heatmap_writes_a_picture(self):
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, "a.png")
+            try:
+                attn.viz.heatmap(previous(), list("abcdef"), p, title="prev")
+            except attn.Error as e:
+                if "cairo" in str(e):
+                    self.skipTest("built without cairo: " + str(e))
+                raise
+            with open(p, "rb") as f:
+                self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+            attn.viz.heads(diagonal(heads=3), None, os.path.join(d, "h.svg"), cmap="viridis")
+            attn.viz.html(diagonal(heads=2)[None], list("abcdef"), os.path.join(d, "v.html"))
+            with open(os.path.join(d, "v.html"), encoding="utf-8") as f:
+                self.assertIn(json.dumps("abcdef"[1])[1:-1], f.read())
+
+    def test_bad_input(self):
+        with self.assertRaises(attn.Error) as c:
+            attn.viz.heatmap(previous(), list("abc"), "/tmp/never.png")
+        self.assertIn("tokens", str(c.exception))
+        with self.assertRaises(attn.Error) as c:
+            attn.viz.heatmap(diagonal(heads=2), None, "/tmp/never.png", head=7)
+        self.assertIn("head 7", str(c.exception))
+        with self.assertRaises(attn.Error):
+            attn.diagnose(np.zeros(5, np.float32))
+        with self.assertRaises(attn.Error):
+            attn.diagnose(previous(), causal="maybe")
+
+
+if __name__ == "__main__":
+    unittest.main()
