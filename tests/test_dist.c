@@ -374,6 +374,11 @@ static void test_mpirun_equals_shards(void) {
     CHECK(same_tensors(a, b));
     // rank 0 alone reports: one test report, the same epoch lines but for the times
     CHECK(t1 && t2 && strstr(t2, "Epoch 2/2 | Train Loss: "));
+    char said[96];
+    snprintf(said, sizeof said, "data parallel: each batch as %d shards (mpi, %d processes", P, P);
+    CHECK(t2 && strstr(t2, said));
+    snprintf(said, sizeof said, "data parallel: each batch as %d shards (local, 1 process;", P);
+    CHECK(t1 && strstr(t1, said));
     const char *r = t2 ? strstr(t2, "transformer (attn), test:") : NULL;
     CHECK(r && !strstr(r + 1, "transformer (attn), test:"));
     char e1[1024], e2[1024];

@@ -535,6 +535,10 @@ static int train_member(train_opts *o, int k, attn_clf *m, const char *from, int
          attn_precision_name(to.precision),
          !to.qat ? "" : to.qat_act == ATTN_QAT_ACT_ROW ? ", QAT (activations per row)"
                                                       : ", QAT (activations per tensor)");
+  if (to.dist)
+    printf("data parallel: each batch as %d shards (%s, %d process%s; docs/DISTRIBUTED.md)\n",
+           attn_dist_shards(to.dist), attn_dist_kind(to.dist), attn_dist_size(to.dist),
+           attn_dist_size(to.dist) > 1 ? "es" : "");
   fflush(stdout);
   if (s.epoch < to.epochs && attn_train_run(m, &opt, &to, &tr, &va, &s, meta, NULL, 0)) {
     cli_fail("training");
