@@ -5,7 +5,21 @@
 #                   the same for arm64, cross-built and run under qemu
 #   make test SAN=1 the same, built with AddressSanitizer + UBSan
 #   make demo       the main job (see README)
-CC ?= gcc
+#   make DEV=1      warnings are errors (-Werror), as in CI (.ci/run)
+#   make install PREFIX=/usr/local DESTDIR=...   (mk/install.mk; make uninstall)
+
+# --- compiler and warnings ---------------------------------------------------
+# GNU make predefines CC=cc, so `CC ?= gcc` would never apply: gcc unless CC
+# comes from the command line or the environment.
+ifeq ($(origin CC),default)
+CC = gcc
+endif
+# -Werror for developers and CI only: a packager's newer compiler may warn
+# where gcc 12 does not, and that must not break their build.
+DEV ?= 0
+WERROR := $(if $(filter 1,$(DEV)),-Werror)
+# -----------------------------------------------------------------------------
+
 SAN ?= 0
 ifeq ($(SAN),1)
 BUILD ?= build-san
@@ -15,7 +29,7 @@ BUILD ?= build
 OPT = -O2 -g
 endif
 
-CFLAGS_BASE = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
+CFLAGS_BASE = -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) -Wshadow -Wno-unused-parameter \
   -fopenmp -fPIC -Iinclude -Isrc
 CFLAGS += $(CFLAGS_BASE) $(OPT)
 LDLIBS = -lm -lpthread
@@ -35,7 +49,7 @@ PKG_CONFIG := $(if $(shell command -v $(CROSS)pkg-config 2>/dev/null),$(CROSS)pk
 endif
 endif
 PKG_CONFIG ?= pkg-config
-APP_PKGS := $(shell for p in cairo gmime-3.0 libpng; do $(PKG_CONFIG) --exists $$p 2>/dev/null && echo $$p; done)
+APP_PKGS := $(shell for p in cairo gmime-3.0; do $(PKG_CONFIG) --exists $$p 2>/dev/null && echo $$p; done)
 ifneq ($(APP_PKGS),)
 APP_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(APP_PKGS)) $(foreach p,$(APP_PKGS),-DATTN_HAVE_$(shell echo $(p) | tr 'a-z.-' 'A-Z__' | sed 's/_3_0//'))
 APP_LIBS := $(shell $(PKG_CONFIG) --libs $(APP_PKGS))
@@ -85,8 +99,30 @@ $(BUILD)/libattn.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/libattn.so: $(LIB_OBJ)
-	$(CC) -shared $(LDFLAGS) -o $@ $^ $(LDLIBS)
+# --- shared library: libattn.so.MAJOR.MINOR.PATCH, SONAME libattn.so.MAJOR ---
+# The version is read from include/attn/version.h (its one source).
+ver_part = $(shell sed -n 's/^\#define ATTN_VERSION_$(1)  *\([0-9][0-9]*\).*/\1/p' include/attn/version.h)
+VERSION_MAJOR := $(call ver_part,MAJOR)
+VERSION := $(VERSION_MAJOR).$(call ver_part,MINOR).$(call ver_part,PATCH)
+SONAME := libattn.so.$(VERSION_MAJOR)
+SHLIB := libattn.so.$(VERSION)
+# libattn.so exports only the ATTN_API functions (include/attn/api.h). The
+# programs (tool, tests) keep default visibility: the sanitizer runtimes must
+# see their hooks (__lsan_default_suppressions, __asan_default_options).
+$(LIB_OBJ): CFLAGS += -fvisibility=hidden
+
+$(BUILD)/$(SHLIB): $(LIB_OBJ)
+	$(CC) -shared -Wl,-soname,$(SONAME) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# libattn.so -> libattn.so.MAJOR -> libattn.so.MAJOR.MINOR.PATCH
+$(BUILD)/libattn.so: $(BUILD)/$(SHLIB)
+	ln -sf $(SHLIB) $(BUILD)/$(SONAME)
+	ln -sf $(SONAME) $@
+# -----------------------------------------------------------------------------
+
+# --- make install / uninstall, and tests/test_install.sh (in TEST_BIN) -------
+include mk/install.mk
+# -----------------------------------------------------------------------------
 
 $(BUILD)/attn: $(CLI_OBJ) $(APP_OBJ) $(BUILD)/libattn.a
 	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(APP_OBJ) $(BUILD)/libattn.a $(APP_LIBS) $(LDLIBS)

@@ -3,6 +3,7 @@
 #ifndef ATTN_H
 #define ATTN_H
 
+#include "attn/version.h"
 #include "attn/status.h"
 #include "attn/tensor.h"
 #include "attn/kernels.h"
@@ -20,7 +21,5 @@
 #include "attn/sdpa_bf16.h"
 #include "attn/sdpa_f16.h"
 #include "attn/sdpa_i8.h"
-
-#define ATTN_VERSION "0.1.0"
 
 #endif

@@ -5,7 +5,7 @@
 # line, and prints the total. A program that does not build, crashes, or
 # prints no count line counts as one failure. Skipped cases (a case that
 # cannot run in this build, at this level or on this machine) are listed and
-# counted apart, never as passed.
+# counted apart, never as passed: the last line then ends ", N skipped".
 #
 # RUNNER (environment, optional): a command prefix for every test program and
 # for the attn tool the tests spawn, e.g. RUNNER="qemu-aarch64 -L
@@ -43,7 +43,11 @@ for level in $levels; do
     if [ ! -x "$t" ]; then
       echo "FAIL $name (did not build)"; failed=$((failed + 1)); continue
     fi
-    out=$(ATTN_CPU=$level $runner "$t" 2>&1); rc=$?
+    # a test script (#!, e.g. tests/test_install.sh) runs here and applies
+    # RUNNER itself to the programs it builds
+    r=$runner
+    [ "$(head -c 2 "$t")" != '#!' ] || r=
+    out=$(ATTN_CPU=$level $r "$t" 2>&1); rc=$?
     line=$(printf '%s\n' "$out" | grep -E '^# [0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)?$' | tail -n 1)
     if [ -z "$line" ]; then
       printf '%s\n' "$out" | tail -n 30
@@ -64,6 +68,11 @@ for level in $levels; do
     passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
   done
 done
-[ "$skipped" -eq 0 ] || echo "$skipped skipped (listed above; not counted as passed)"
-echo "$passed passed, $failed failed"
+# the last line: "N passed, N failed", and ", N skipped" when some were (the
+# skipped cases are listed above, "<program>: skip <case>: <why>")
+if [ "$skipped" -eq 0 ]; then
+  echo "$passed passed, $failed failed"
+else
+  echo "$passed passed, $failed failed, $skipped skipped"
+fi
 [ "$failed" -eq 0 ]

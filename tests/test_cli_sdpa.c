@@ -144,6 +144,61 @@ static void test_cli_forward_only(void) {
   attn_st_free(o);
 }
 
+/* The golden causal case with its "causal" key spelt otherwise: keys[i] =
+ * vals[i] replace it (nkeys 0..2). Returns the exit status; out compared with
+ * the golden output when 0. */
+static int causal_spelt(const char *const *keys, const char *const *vals, int nkeys, char *err,
+                        size_t nerr) {
+  char in[128], out[128], args[512];
+  snprintf(in, sizeof in, "%s/in.safetensors", tmpdir);
+  snprintf(out, sizeof out, "%s/out.safetensors", tmpdir);
+  attn_st *g = NULL, *w = NULL, *o = NULL;
+  CHECK_OK(attn_st_load("tests/golden/sdpa_causal.safetensors", &g));
+  CHECK_OK(attn_st_new(&w));
+  if (!g || !w) return -1;
+  for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++) {
+    const attn_tensor *t = attn_st_get(g, inputs[i]);
+    if (t) CHECK_OK(attn_st_add(w, inputs[i], t->dtype, t->ndim, t->shape, t->data));
+  }
+  for (int i = 0; i < attn_st_meta_count(g); i++)
+    if (strcmp(attn_st_meta_key(g, i), "causal"))
+      CHECK_OK(attn_st_set_meta(w, attn_st_meta_key(g, i), attn_st_meta(g, attn_st_meta_key(g, i))));
+  for (int i = 0; i < nkeys; i++) CHECK_OK(attn_st_set_meta(w, keys[i], vals[i]));
+  CHECK_OK(attn_st_save(w, in));
+  unlink(out);
+  snprintf(args, sizeof args, "sdpa '%s' '%s' --backend math", in, out);
+  int rc = run_tool(args, err, nerr, NULL, 0);
+  if (rc == 0 && attn_st_load(out, &o) == ATTN_OK) {
+    double e = 0;
+    compare(o, g, "out", 1e-5, 1e-4, &e);
+    compare(o, g, "dq", 1e-5, 1e-4, &e);
+  }
+  if (rc != 0) CHECK(!file_exists(out));
+  attn_st_free(g);
+  attn_st_free(w);
+  attn_st_free(o);
+  return rc;
+}
+
+/* causal = True as PyTorch users write it, any boolean spelling, and
+ * is_causal (F.scaled_dot_product_attention's name) for the same thing;
+ * both keys must agree. */
+static void test_cli_causal_booleans(void) {
+  char err[4096];
+  static const char *const trues[] = {"True", "true", "TRUE", "1", "yes", "on"};
+  const char *causal = "causal", *is_causal = "is_causal";
+  for (int i = 0; i < 6; i++) {
+    CHECK(causal_spelt(&causal, &trues[i], 1, err, sizeof err) == 0);
+    CHECK(causal_spelt(&is_causal, &trues[i], 1, err, sizeof err) == 0);
+  }
+  const char *both[2] = {"causal", "is_causal"}, *agree[2] = {"1", "True"}, *differ[2] = {"1", "False"};
+  CHECK(causal_spelt(both, agree, 2, err, sizeof err) == 0);
+  CHECK(causal_spelt(both, differ, 2, err, sizeof err) == 1 && strstr(err, "disagree"));
+  const char *maybe = "maybe";
+  CHECK(causal_spelt(&is_causal, &maybe, 1, err, sizeof err) == 1);
+  CHECK(strstr(err, "attn sdpa: ") == err && strstr(err, "is_causal") && strstr(err, "expected a boolean"));
+}
+
 static void test_cli_help_and_usage(void) {
   char err[4096], out[8192];
   CHECK(run_tool("sdpa --help", err, sizeof err, out, sizeof out) == 0);
@@ -393,6 +448,7 @@ int main(int argc, char **argv) {
   RUN(test_cli_reproduces_golden_files_math);
   RUN(test_cli_reproduces_golden_files_default);
   RUN(test_cli_forward_only);
+  RUN(test_cli_causal_booleans);
   RUN(test_cli_rejects_bad_inputs);
   RUN(test_cli_bad_files);
   cleanup();

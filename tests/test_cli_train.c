@@ -316,10 +316,10 @@ static void test_ensemble(void) {
   char cmd[2048];
   snprintf(cmd, sizeof cmd, "%s %s > %s/q.log 2>&1", bin, args, DIR_);
   int rc = system(cmd);
-  CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 2);
+  CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 1); /* the file's fault, not the command line's */
   snprintf(path, sizeof path, "%s/q.log", DIR_);
   char *q = read_whole_file(path, NULL);
-  CHECK(q && strstr(q, "is an ensemble of 2 models"));
+  CHECK(q && strstr(q, "attn quantize: ") && strstr(q, "best.safetensors: an ensemble of 2 models"));
   free(q);
   free(a);
   free(e);

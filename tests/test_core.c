@@ -102,6 +102,17 @@ static void test_isa_levels(void) {
   CHECK(attn_isa_active() == active);
 }
 
+/* The library's run-time version is the header's, and the number spells the string. */
+static void test_version_matches_the_header(void) {
+  int v = attn_version();
+  CHECK(v == ATTN_VERSION_NUMBER);
+  CHECK(v == ATTN_VERSION_MAJOR * 10000 + ATTN_VERSION_MINOR * 100 + ATTN_VERSION_PATCH);
+  CHECK(!strcmp(attn_version_string(), ATTN_VERSION));
+  char s[32];
+  snprintf(s, sizeof s, "%d.%d.%d", v / 10000, v / 100 % 100, v % 100);
+  CHECK(!strcmp(s, attn_version_string()));
+}
+
 int main(void) {
   RUN(test_error_message_is_set_and_cleared);
   RUN(test_error_message_may_quote_itself);
@@ -110,5 +121,6 @@ int main(void) {
   RUN(test_f16_matches_ieee_half);
   RUN(test_cpu_features_are_consistent);
   RUN(test_isa_levels);
+  RUN(test_version_matches_the_header);
   HARNESS_END();
 }

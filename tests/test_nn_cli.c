@@ -167,6 +167,27 @@ static void test_cli_rejects_bad_inputs(void) {
                  "dout");
 }
 
+/* Boolean metadata in PyTorch's spelling (True/False) or any of 1/0,
+ * yes/no, on/off; batch_first=True was refused where causal=True was not. */
+static void test_cli_boolean_metadata(void) {
+  char path[128];
+  snprintf(path, sizeof path, "%s/bools.safetensors", tmpdir);
+  static const struct {
+    const char *golden, *key, *val;
+  } same[] = {{"tests/golden/nn_encoder_pre_gelu_masks.safetensors", "norm_first", "True"},
+              {"tests/golden/nn_encoder_pre_gelu_masks.safetensors", "batch_first", "True"},
+              {"tests/golden/nn_mha_self.safetensors", "batch_first", "true"},
+              {"tests/golden/nn_mha_self.safetensors", "average_attn_weights", "TRUE"},
+              {"tests/golden/nn_mha_self.safetensors", "average_attn_weights", "yes"}};
+  for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
+    write_edited(same[i].golden, path, &(edit){.meta_key = same[i].key, .meta_val = same[i].val});
+    check_against_golden(path, "auto");
+  }
+  expect_failure(MHA, &(edit){.meta_key = "batch_first", .meta_val = "False"}, "batch_first=True");
+  expect_failure(ENC, &(edit){.meta_key = "norm_first", .meta_val = "2"}, "expected a boolean");
+  expect_failure(MHA, &(edit){.meta_key = "average_attn_weights", .meta_val = "Tru"}, "average_attn_weights");
+}
+
 static void test_cli_bad_files_and_usage(void) {
   char args[512], err[4096], out[128], junk[128];
   snprintf(out, sizeof out, "%s/none.safetensors", tmpdir);
@@ -214,6 +235,7 @@ int main(int argc, char **argv) {
   RUN(test_cli_encoder);
   RUN(test_cli_decoder);
   RUN(test_cli_rejects_bad_inputs);
+  RUN(test_cli_boolean_metadata);
   RUN(test_cli_bad_files_and_usage);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);

@@ -14,6 +14,7 @@
 
 #include <stdint.h>
 
+#include "attn/api.h"
 #include "attn/nn.h"
 #include "attn/params.h"
 
@@ -25,9 +26,10 @@ extern "C" {
  * to `prec` (bf16: attn_gemm_bf16_f32in; fp16: converted into a workspace,
  * |x| > 65504 becomes ±inf as in fp16 hardware; f32: attn_gemm_f32) and
  * products accumulated in f32. */
-attn_status attn_gemm_prec_f32in(attn_precision prec, int transa, int transb, int64_t M,
-                                 int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
-                                 const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+ATTN_API attn_status attn_gemm_prec_f32in(attn_precision prec, int transa, int transb, int64_t M,
+                                          int64_t N, int64_t K, float alpha, const float *A,
+                                          int64_t lda, const float *B, int64_t ldb, float beta,
+                                          float *C, int64_t ldc);
 
 /* ---- dynamic loss scaling (GradScaler's rule) --------------------------------
  * update(found_inf):
@@ -46,19 +48,20 @@ typedef struct {
 } attn_loss_scaler;
 
 /* torch defaults: init_scale 65536, growth 2, backoff 0.5, interval 2000. */
-void attn_loss_scaler_init(attn_loss_scaler *s, int enabled);
+ATTN_API void attn_loss_scaler_init(attn_loss_scaler *s, int enabled);
 /* Custom values; ATTN_EINVAL unless init_scale > 0 finite, growth > 1,
  * 0 < backoff < 1, interval >= 1. */
-attn_status attn_loss_scaler_config(attn_loss_scaler *s, float init_scale, float growth_factor,
-                                    float backoff_factor, int64_t growth_interval);
+ATTN_API attn_status attn_loss_scaler_config(attn_loss_scaler *s, float init_scale,
+                                             float growth_factor, float backoff_factor,
+                                             int64_t growth_interval);
 /* g[i] *= scale (the loss gradient fed to backward); no-op when disabled. */
-attn_status attn_loss_scaler_scale_f32(const attn_loss_scaler *s, float *g, int64_t n);
+ATTN_API attn_status attn_loss_scaler_scale_f32(const attn_loss_scaler *s, float *g, int64_t n);
 /* Every gradient of p *= (float)(1 / (double)scale) in place (torch's
  * inv_scale), then *found_inf = 1 if any gradient is NaN/Inf. When disabled
  * only the check runs. */
-attn_status attn_loss_scaler_unscale(attn_loss_scaler *s, attn_params *p, int *found_inf);
+ATTN_API attn_status attn_loss_scaler_unscale(attn_loss_scaler *s, attn_params *p, int *found_inf);
 /* The rule above (after the step was taken or skipped). */
-void attn_loss_scaler_update(attn_loss_scaler *s, int found_inf);
+ATTN_API void attn_loss_scaler_update(attn_loss_scaler *s, int found_inf);
 
 #ifdef __cplusplus
 }

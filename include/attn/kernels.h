@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "attn/api.h"
 #include "attn/status.h"
 
 #ifdef __cplusplus
@@ -29,29 +30,29 @@ typedef struct {
   int avx_vnni; /* VEX VPDPBUSD (Alder Lake, Zen 5): reported, no kernel uses it yet */
 } attn_cpu_features;
 /* The features the active level may use (all 0 at the generic level). */
-const attn_cpu_features *attn_cpu(void);
+ATTN_API const attn_cpu_features *attn_cpu(void);
 /* What the CPU itself reports, whatever the level. */
-const attn_cpu_features *attn_cpu_detected(void);
+ATTN_API const attn_cpu_features *attn_cpu_detected(void);
 
 typedef enum { ATTN_ISA_GENERIC = 0, ATTN_ISA_AVX2, ATTN_ISA_AVX512, ATTN_ISA_NEON } attn_isa;
 #define ATTN_ISA_COUNT 4
 /* "generic", "avx2", "avx512", "neon" */
-const char *attn_isa_name(attn_isa isa);
+ATTN_API const char *attn_isa_name(attn_isa isa);
 /* 1 when this CPU and this build can run the level. */
-int attn_isa_available(attn_isa isa);
+ATTN_API int attn_isa_available(attn_isa isa);
 /* The level in use and, in words, why it was chosen. */
-attn_isa attn_isa_active(void);
-const char *attn_isa_reason(void);
+ATTN_API attn_isa attn_isa_active(void);
+ATTN_API const char *attn_isa_reason(void);
 /* Level by name ("native": the best available); ATTN_EINVAL for an unknown
  * name, ATTN_EUNSUPPORTED for one this CPU or build lacks (the message names
  * the levels available). */
-attn_status attn_isa_from_name(const char *name, attn_isa *out);
+ATTN_API attn_status attn_isa_from_name(const char *name, attn_isa *out);
 /* Switch the level (tests, benches): ATTN_EUNSUPPORTED if unavailable. Not
  * to be called while other threads run attn kernels. */
-attn_status attn_set_isa(attn_isa isa);
+ATTN_API attn_status attn_set_isa(attn_isa isa);
 /* Set the number of threads used by attn kernels (0 = all cores). */
-void attn_set_num_threads(int n);
-int attn_get_num_threads(void);
+ATTN_API void attn_set_num_threads(int n);
+ATTN_API int attn_get_num_threads(void);
 
 /* ---- GEMM ------------------------------------------------------------------
  * C[M,N] = alpha * op(A)[M,K] · op(B)[K,N] + beta * C.
@@ -59,78 +60,80 @@ int attn_get_num_threads(void);
  * transb=0: B is K×N with row stride ldb; transb=1: B is N×K (use Bᵀ).
  * beta == 0 means C is write-only (NaN in C is not propagated).
  * Results do not depend on the thread count. */
-attn_status attn_gemm_f32(int transa, int transb, int64_t M, int64_t N, int64_t K,
-                          float alpha, const float *A, int64_t lda, const float *B,
-                          int64_t ldb, float beta, float *C, int64_t ldc);
+ATTN_API attn_status attn_gemm_f32(int transa, int transb, int64_t M, int64_t N, int64_t K,
+                                   float alpha, const float *A, int64_t lda, const float *B,
+                                   int64_t ldb, float beta, float *C, int64_t ldc);
 /* Plain reference (triple loop, double accumulation not used: f32 FMA order k=0..K-1). */
-attn_status attn_gemm_f32_ref(int transa, int transb, int64_t M, int64_t N, int64_t K,
-                              float alpha, const float *A, int64_t lda, const float *B,
-                              int64_t ldb, float beta, float *C, int64_t ldc);
+ATTN_API attn_status attn_gemm_f32_ref(int transa, int transb, int64_t M, int64_t N, int64_t K,
+                                       float alpha, const float *A, int64_t lda, const float *B,
+                                       int64_t ldb, float beta, float *C, int64_t ldc);
 
 /* ---- softmax over the last dim: x,y [rows, n] ---------------------------- */
-attn_status attn_softmax_f32(const float *x, float *y, int64_t rows, int64_t n);
+ATTN_API attn_status attn_softmax_f32(const float *x, float *y, int64_t rows, int64_t n);
 /* dx = y * (dy - sum(dy*y)) ; y is the softmax output */
-attn_status attn_softmax_backward_f32(const float *y, const float *dy, float *dx, int64_t rows,
-                                      int64_t n);
+ATTN_API attn_status attn_softmax_backward_f32(const float *y, const float *dy, float *dx,
+                                               int64_t rows, int64_t n);
 /* log-softmax, y = x - logsumexp(x) (a row of all -inf gives -inf, zero grad);
  * dx = dy - exp(y) * sum(dy) ; y is the log-softmax output */
-attn_status attn_log_softmax_f32(const float *x, float *y, int64_t rows, int64_t n);
-attn_status attn_log_softmax_backward_f32(const float *y, const float *dy, float *dx,
-                                          int64_t rows, int64_t n);
+ATTN_API attn_status attn_log_softmax_f32(const float *x, float *y, int64_t rows, int64_t n);
+ATTN_API attn_status attn_log_softmax_backward_f32(const float *y, const float *dy, float *dx,
+                                                   int64_t rows, int64_t n);
 
 /* ---- LayerNorm over the last dim: x,y [rows, n]; weight,bias [n] or NULL ---
  * Saves mean[rows] and rstd[rows] (1/sqrt(var+eps), biased var) for backward. */
-attn_status attn_layernorm_f32(const float *x, const float *weight, const float *bias, float *y,
-                               float *mean, float *rstd, int64_t rows, int64_t n, float eps);
+ATTN_API attn_status attn_layernorm_f32(const float *x, const float *weight, const float *bias,
+                                        float *y, float *mean, float *rstd, int64_t rows, int64_t n,
+                                        float eps);
 /* dx overwritten; dweight/dbias ACCUMULATED (may be NULL). */
-attn_status attn_layernorm_backward_f32(const float *x, const float *weight, const float *mean,
-                                        const float *rstd, const float *dy, float *dx,
-                                        float *dweight, float *dbias, int64_t rows, int64_t n);
+ATTN_API attn_status attn_layernorm_backward_f32(const float *x, const float *weight,
+                                                 const float *mean, const float *rstd,
+                                                 const float *dy, float *dx, float *dweight,
+                                                 float *dbias, int64_t rows, int64_t n);
 
 /* ---- activations, elementwise over n values (in-place allowed) ----------- */
-attn_status attn_relu_f32(const float *x, float *y, int64_t n);
-attn_status attn_relu_backward_f32(const float *x, const float *dy, float *dx, int64_t n);
+ATTN_API attn_status attn_relu_f32(const float *x, float *y, int64_t n);
+ATTN_API attn_status attn_relu_backward_f32(const float *x, const float *dy, float *dx, int64_t n);
 /* GELU with exact erf, as torch.nn.GELU() (approximate='none'). */
-attn_status attn_gelu_f32(const float *x, float *y, int64_t n);
-attn_status attn_gelu_backward_f32(const float *x, const float *dy, float *dx, int64_t n);
+ATTN_API attn_status attn_gelu_f32(const float *x, float *y, int64_t n);
+ATTN_API attn_status attn_gelu_backward_f32(const float *x, const float *dy, float *dx, int64_t n);
 
 /* ---- dropout: counter-based RNG (Philox-4x32-10), seed + offset ------------
  * Element i is kept iff uniform(seed, offset + i) >= p; kept values scaled by
  * 1/(1-p). mask[n] (1 = kept) is written if non-NULL. Same seed/offset give
  * the same mask whatever the thread count. p in [0,1). */
-attn_status attn_dropout_f32(const float *x, float *y, uint8_t *mask, int64_t n, float p,
-                             uint64_t seed, uint64_t offset);
-attn_status attn_dropout_backward_f32(const float *dy, const uint8_t *mask, float *dx, int64_t n,
-                                      float p);
+ATTN_API attn_status attn_dropout_f32(const float *x, float *y, uint8_t *mask, int64_t n, float p,
+                                      uint64_t seed, uint64_t offset);
+ATTN_API attn_status attn_dropout_backward_f32(const float *dy, const uint8_t *mask, float *dx,
+                                               int64_t n, float p);
 /* uniform float in [0,1) for counter i under seed (the stream dropout uses) */
-float attn_rng_uniform(uint64_t seed, uint64_t i);
+ATTN_API float attn_rng_uniform(uint64_t seed, uint64_t i);
 /* standard normal for counter i under seed (Box-Muller on two uniforms) */
-float attn_rng_normal(uint64_t seed, uint64_t i);
+ATTN_API float attn_rng_normal(uint64_t seed, uint64_t i);
 
 /* ---- embedding: ids [n] in [0,vocab), table [vocab, dim], y [n, dim] ------ */
-attn_status attn_embedding_f32(const int32_t *ids, int64_t n, const float *table, int64_t vocab,
-                               int64_t dim, float *y);
+ATTN_API attn_status attn_embedding_f32(const int32_t *ids, int64_t n, const float *table,
+                                        int64_t vocab, int64_t dim, float *y);
 /* dtable ACCUMULATED (rows may repeat); deterministic. */
-attn_status attn_embedding_backward_f32(const int32_t *ids, int64_t n, const float *dy,
-                                        int64_t vocab, int64_t dim, float *dtable);
+ATTN_API attn_status attn_embedding_backward_f32(const int32_t *ids, int64_t n, const float *dy,
+                                                 int64_t vocab, int64_t dim, float *dtable);
 
 /* ---- cross-entropy: logits [rows, classes], targets [rows] ----------------
  * Mean over rows whose target != ignore_index (like torch, reduction='mean'),
  * with label smoothing in [0,1). loss may be NULL. dlogits [rows, classes]
  * (may be NULL) receives d(mean loss)/d(logits). A target outside
  * [0,classes) that is not ignore_index is ATTN_EINVAL. */
-attn_status attn_cross_entropy_f32(const float *logits, const int32_t *targets, int64_t rows,
-                                   int64_t classes, int32_t ignore_index, float label_smoothing,
-                                   float *loss, float *dlogits);
+ATTN_API attn_status attn_cross_entropy_f32(const float *logits, const int32_t *targets,
+                                            int64_t rows, int64_t classes, int32_t ignore_index,
+                                            float label_smoothing, float *loss, float *dlogits);
 /* The same with the mean's divisor given: norm > 0 divides the summed row
  * losses (and scales dlogits) by norm instead of the count of rows not
  * ignored (norm 0: that count). Data parallelism (train/dist.h): a shard of
  * a batch divides by the whole batch's count, so that the shards' losses
  * and gradients add up to the batch's, row for row the same floats. */
-attn_status attn_cross_entropy_norm_f32(const float *logits, const int32_t *targets, int64_t rows,
-                                        int64_t classes, int32_t ignore_index,
-                                        float label_smoothing, int64_t norm, float *loss,
-                                        float *dlogits);
+ATTN_API attn_status attn_cross_entropy_norm_f32(const float *logits, const int32_t *targets,
+                                                 int64_t rows, int64_t classes,
+                                                 int32_t ignore_index, float label_smoothing,
+                                                 int64_t norm, float *loss, float *dlogits);
 
 #ifdef __cplusplus
 }

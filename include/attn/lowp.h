@@ -30,6 +30,7 @@
 
 #include <stdint.h>
 
+#include "attn/api.h"
 #include "attn/status.h"
 #include "attn/tensor.h"
 
@@ -39,29 +40,29 @@ extern "C" {
 
 /* ---- conversions of n values (round to nearest even; NaN stays NaN; the
  * scalar attn_f32_to_bf16 / attn_f32_to_f16 / ... are in tensor.h) ------- */
-void attn_f32_to_bf16_n(const float *x, uint16_t *y, int64_t n);
-void attn_bf16_to_f32_n(const uint16_t *x, float *y, int64_t n);
-void attn_f32_to_f16_n(const float *x, uint16_t *y, int64_t n);
-void attn_f16_to_f32_n(const uint16_t *x, float *y, int64_t n);
+ATTN_API void attn_f32_to_bf16_n(const float *x, uint16_t *y, int64_t n);
+ATTN_API void attn_bf16_to_f32_n(const uint16_t *x, float *y, int64_t n);
+ATTN_API void attn_f32_to_f16_n(const float *x, uint16_t *y, int64_t n);
+ATTN_API void attn_f16_to_f32_n(const uint16_t *x, float *y, int64_t n);
 
 /* ---- GEMM --------------------------------------------------------------------
  * C[M,N] (f32) = alpha * op(A) · op(B) + beta * C, products accumulated in f32.
  * beta == 0 means C is write-only. */
-attn_status attn_gemm_bf16(int transa, int transb, int64_t M, int64_t N, int64_t K, float alpha,
-                           const uint16_t *A, int64_t lda, const uint16_t *B, int64_t ldb,
-                           float beta, float *C, int64_t ldc);
+ATTN_API attn_status attn_gemm_bf16(int transa, int transb, int64_t M, int64_t N, int64_t K,
+                                    float alpha, const uint16_t *A, int64_t lda, const uint16_t *B,
+                                    int64_t ldb, float beta, float *C, int64_t ldc);
 /* f32 inputs rounded to bf16 while packing (mixed-precision Linear layers). */
-attn_status attn_gemm_bf16_f32in(int transa, int transb, int64_t M, int64_t N, int64_t K,
-                                 float alpha, const float *A, int64_t lda, const float *B,
-                                 int64_t ldb, float beta, float *C, int64_t ldc);
-attn_status attn_gemm_f16(int transa, int transb, int64_t M, int64_t N, int64_t K, float alpha,
-                          const uint16_t *A, int64_t lda, const uint16_t *B, int64_t ldb,
-                          float beta, float *C, int64_t ldc);
+ATTN_API attn_status attn_gemm_bf16_f32in(int transa, int transb, int64_t M, int64_t N, int64_t K,
+                                          float alpha, const float *A, int64_t lda, const float *B,
+                                          int64_t ldb, float beta, float *C, int64_t ldc);
+ATTN_API attn_status attn_gemm_f16(int transa, int transb, int64_t M, int64_t N, int64_t K,
+                                   float alpha, const uint16_t *A, int64_t lda, const uint16_t *B,
+                                   int64_t ldb, float beta, float *C, int64_t ldc);
 /* C[M,N] (s32) = op(A)[u8] · op(B)[s8], exact (overwrites C). K <= 65536 so
  * no sum can overflow s32 (|a·b| <= 255·128 per term). */
-attn_status attn_gemm_u8s8s32(int transa, int transb, int64_t M, int64_t N, int64_t K,
-                              const uint8_t *A, int64_t lda, const int8_t *B, int64_t ldb,
-                              int32_t *C, int64_t ldc);
+ATTN_API attn_status attn_gemm_u8s8s32(int transa, int transb, int64_t M, int64_t N, int64_t K,
+                                       const uint8_t *A, int64_t lda, const int8_t *B, int64_t ldb,
+                                       int32_t *C, int64_t ldc);
 #define ATTN_GEMM_I8_MAX_K 65536
 
 /* Which path a low-precision GEMM runs (tests and benches force one; AUTO is
@@ -81,28 +82,30 @@ typedef enum {
   ATTN_LOWP_F32
 } attn_lowp_path;
 /* 1 if `path` can run `dtype` ("bf16", "f16", "i8") here, else 0. */
-int attn_lowp_path_available(attn_lowp_path path, const char *dtype);
+ATTN_API int attn_lowp_path_available(attn_lowp_path path, const char *dtype);
 /* Name of the kernel `path` means for dtype at the active level ("amx",
  * "avx512_bf16", "avx512_vnni", "avx512_f32fma", "avx2_f32fma", "avx2_i16",
  * "portable"; "simd" where the level has none); for AUTO, the one it picks. */
-const char *attn_lowp_path_name(attn_lowp_path path, const char *dtype);
-attn_status attn_gemm_bf16_path(attn_lowp_path path, int transa, int transb, int64_t M, int64_t N,
-                                int64_t K, float alpha, const uint16_t *A, int64_t lda,
-                                const uint16_t *B, int64_t ldb, float beta, float *C, int64_t ldc);
-attn_status attn_gemm_bf16_f32in_path(attn_lowp_path path, int transa, int transb, int64_t M,
-                                      int64_t N, int64_t K, float alpha, const float *A,
-                                      int64_t lda, const float *B, int64_t ldb, float beta,
-                                      float *C, int64_t ldc);
-attn_status attn_gemm_f16_path(attn_lowp_path path, int transa, int transb, int64_t M, int64_t N,
-                               int64_t K, float alpha, const uint16_t *A, int64_t lda,
-                               const uint16_t *B, int64_t ldb, float beta, float *C, int64_t ldc);
-attn_status attn_gemm_u8s8s32_path(attn_lowp_path path, int transa, int transb, int64_t M,
-                                   int64_t N, int64_t K, const uint8_t *A, int64_t lda,
-                                   const int8_t *B, int64_t ldb, int32_t *C, int64_t ldc);
+ATTN_API const char *attn_lowp_path_name(attn_lowp_path path, const char *dtype);
+ATTN_API attn_status attn_gemm_bf16_path(attn_lowp_path path, int transa, int transb, int64_t M,
+                                         int64_t N, int64_t K, float alpha, const uint16_t *A,
+                                         int64_t lda, const uint16_t *B, int64_t ldb, float beta,
+                                         float *C, int64_t ldc);
+ATTN_API attn_status attn_gemm_bf16_f32in_path(attn_lowp_path path, int transa, int transb,
+                                               int64_t M, int64_t N, int64_t K, float alpha,
+                                               const float *A, int64_t lda, const float *B,
+                                               int64_t ldb, float beta, float *C, int64_t ldc);
+ATTN_API attn_status attn_gemm_f16_path(attn_lowp_path path, int transa, int transb, int64_t M,
+                                        int64_t N, int64_t K, float alpha, const uint16_t *A,
+                                        int64_t lda, const uint16_t *B, int64_t ldb, float beta,
+                                        float *C, int64_t ldc);
+ATTN_API attn_status attn_gemm_u8s8s32_path(attn_lowp_path path, int transa, int transb, int64_t M,
+                                            int64_t N, int64_t K, const uint8_t *A, int64_t lda,
+                                            const int8_t *B, int64_t ldb, int32_t *C, int64_t ldc);
 /* Integer reference: plain triple loop in int64, C = op(A)·op(B). */
-attn_status attn_gemm_u8s8s32_ref(int transa, int transb, int64_t M, int64_t N, int64_t K,
-                                  const uint8_t *A, int64_t lda, const int8_t *B, int64_t ldb,
-                                  int32_t *C, int64_t ldc);
+ATTN_API attn_status attn_gemm_u8s8s32_ref(int transa, int transb, int64_t M, int64_t N, int64_t K,
+                                           const uint8_t *A, int64_t lda, const int8_t *B,
+                                           int64_t ldb, int32_t *C, int64_t ldc);
 
 /* ---- dynamic quantization ----------------------------------------------------
  * Weights: per output channel (row of W [rows, n]), symmetric int8:
@@ -113,10 +116,10 @@ attn_status attn_gemm_u8s8s32_ref(int transa, int transb, int64_t M, int64_t N, 
  * saturate pairs): lo = min(x, 0), hi = max(x, 0), scale = (hi - lo) / 255,
  * zero = clamp(round(-lo / scale), 0, 255), q = clamp(round(x / scale) + zero,
  * 0, 255); x ≈ scale * (q - zero). A row of zeros gets scale 0, zero 0. */
-attn_status attn_quantize_weights_s8(const float *W, int64_t rows, int64_t n, int8_t *q,
-                                     float *scale);
-attn_status attn_quantize_rows_u8(const float *x, int64_t rows, int64_t n, uint8_t *q,
-                                  float *scale, int32_t *zero);
+ATTN_API attn_status attn_quantize_weights_s8(const float *W, int64_t rows, int64_t n, int8_t *q,
+                                              float *scale);
+ATTN_API attn_status attn_quantize_rows_u8(const float *x, int64_t rows, int64_t n, uint8_t *q,
+                                           float *scale, int32_t *zero);
 
 /* ---- quantized Linear: y [rows, out] = x [rows, in] · Wᵀ + bias ------------
  * W [out, in] is quantized per output channel (above); at run time x is
@@ -134,37 +137,38 @@ typedef struct {
   int64_t kp;      /* in, padded for the packed layout */
 } attn_qlinear;
 /* Fills *q (owning its arrays; release with attn_qlinear_free). bias may be NULL. */
-attn_status attn_qlinear_quantize(attn_qlinear *q, const float *W, const float *bias,
-                                  int64_t out, int64_t in);
-void attn_qlinear_free(attn_qlinear *q);
-attn_status attn_qlinear_forward(const attn_qlinear *q, const float *x, int64_t rows, float *y);
-attn_status attn_qlinear_forward_path(attn_lowp_path path, const attn_qlinear *q, const float *x,
-                                      int64_t rows, float *y);
+ATTN_API attn_status attn_qlinear_quantize(attn_qlinear *q, const float *W, const float *bias,
+                                           int64_t out, int64_t in);
+ATTN_API void attn_qlinear_free(attn_qlinear *q);
+ATTN_API attn_status attn_qlinear_forward(const attn_qlinear *q, const float *x, int64_t rows,
+                                          float *y);
+ATTN_API attn_status attn_qlinear_forward_path(attn_lowp_path path, const attn_qlinear *q,
+                                               const float *x, int64_t rows, float *y);
 /* Bytes of the quantized weights + scales + colsums + bias (as stored in a
  * file; the packed copy wp is not counted). */
-int64_t attn_qlinear_bytes(const attn_qlinear *q);
+ATTN_API int64_t attn_qlinear_bytes(const attn_qlinear *q);
 
 /* ---- fake quantization (QAT) -------------------------------------------------
  * Forward: q = round(x / scale) + zero; y = (clamp(q, qmin, qmax) - zero) * scale.
  * mask[i] = 1 where qmin <= q <= qmax (the gradient passes), 0 where clipped
  * (may be NULL). Backward (straight-through estimator): dx = dy * mask.
  * A scale <= 0 (or not finite) is ATTN_EINVAL. */
-attn_status attn_fake_quant_per_tensor_f32(const float *x, float *y, uint8_t *mask, int64_t n,
-                                           float scale, int32_t zero, int32_t qmin,
-                                           int32_t qmax);
+ATTN_API attn_status attn_fake_quant_per_tensor_f32(const float *x, float *y, uint8_t *mask,
+                                                    int64_t n, float scale, int32_t zero,
+                                                    int32_t qmin, int32_t qmax);
 /* w, y [rows, n]; scale[rows] (zero = 0), symmetric int8 is qmin -127, qmax 127.
  * A zero scale leaves the row at 0 with mask 1 (an all-zero channel). */
-attn_status attn_fake_quant_per_channel_f32(const float *w, float *y, uint8_t *mask,
-                                            int64_t rows, int64_t n, const float *scale,
-                                            int32_t qmin, int32_t qmax);
-attn_status attn_fake_quant_backward_f32(const float *dy, const uint8_t *mask, float *dx,
-                                         int64_t n);
+ATTN_API attn_status attn_fake_quant_per_channel_f32(const float *w, float *y, uint8_t *mask,
+                                                     int64_t rows, int64_t n, const float *scale,
+                                                     int32_t qmin, int32_t qmax);
+ATTN_API attn_status attn_fake_quant_backward_f32(const float *dy, const uint8_t *mask, float *dx,
+                                                  int64_t n);
 /* scale[r] = max|w[r,:]| / 127 (the weight scales attn_quantize_weights_s8 uses). */
-attn_status attn_quant_scales_per_channel_f32(const float *w, int64_t rows, int64_t n,
-                                              float *scale);
+ATTN_API attn_status attn_quant_scales_per_channel_f32(const float *w, int64_t rows, int64_t n,
+                                                       float *scale);
 /* Per-tensor affine u8 parameters covering [min(lo,0), max(hi,0)]: as for
  * the activation rows above. */
-attn_status attn_quant_params_u8(float lo, float hi, float *scale, int32_t *zero);
+ATTN_API attn_status attn_quant_params_u8(float lo, float hi, float *scale, int32_t *zero);
 
 #ifdef __cplusplus
 }

@@ -25,6 +25,7 @@
 
 #include <stdint.h>
 
+#include "attn/api.h"
 #include "attn/params.h"
 #include "attn/sdpa.h"
 
@@ -35,7 +36,7 @@ extern "C" {
 typedef enum { ATTN_INIT_TORCH = 0, ATTN_INIT_XAVIER = 1 } attn_init;
 typedef enum { ATTN_ACT_RELU = 0, ATTN_ACT_GELU = 1 } attn_activation;
 /* "relu" | "gelu" */
-attn_status attn_activation_from_name(const char *name, attn_activation *out);
+ATTN_API attn_status attn_activation_from_name(const char *name, attn_activation *out);
 
 /* Precision of the Linear GEMMs (every projection of MHA / FFN, Linear):
  * F32 = plain f32 GEMM (the default, bit for bit as before); BF16 / F16 =
@@ -44,8 +45,8 @@ attn_status attn_activation_from_name(const char *name, attn_activation *out);
  * reductions stay f32 whatever the precision. */
 typedef enum { ATTN_PREC_F32 = 0, ATTN_PREC_BF16 = 1, ATTN_PREC_F16 = 2 } attn_precision;
 /* "f32" | "bf16" | "fp16" (also "f16") */
-attn_status attn_precision_from_name(const char *name, attn_precision *out);
-const char *attn_precision_name(attn_precision p);
+ATTN_API attn_status attn_precision_from_name(const char *name, attn_precision *out);
+ATTN_API const char *attn_precision_name(attn_precision p);
 
 /* Quantization state (include/attn/quant.h): per-Linear QAT observers, and
  * a table of int8 Linears keyed by the f32 weight they replace. */
@@ -77,52 +78,55 @@ typedef struct {
 /* ---- parameter initialisation (seeded, attn_rng_uniform) ------------------
  * Each tensor draws from its own stream derived from seed and its name, so
  * the result does not depend on declaration order. */
-attn_status attn_init_uniform(attn_params *p, int index, float bound, uint64_t seed);
-attn_status attn_init_const(attn_params *p, int index, float value);
+ATTN_API attn_status attn_init_uniform(attn_params *p, int index, float bound, uint64_t seed);
+ATTN_API attn_status attn_init_const(attn_params *p, int index, float value);
 /* Xavier-uniform: U(-a, a), a = sqrt(6 / (fan_in + fan_out)), fan from [out, in]. */
-attn_status attn_init_xavier(attn_params *p, int index, uint64_t seed);
+ATTN_API attn_status attn_init_xavier(attn_params *p, int index, uint64_t seed);
 
 /* ---- dense (the Linear maths on raw pointers) ------------------------------
  * y [rows, out] = x [rows, in] · W[out, in]ᵀ + b[out] (b may be NULL) */
-attn_status attn_dense_forward_f32(const float *x, const float *W, const float *b, float *y,
-                                   int64_t rows, int64_t in, int64_t out);
+ATTN_API attn_status attn_dense_forward_f32(const float *x, const float *W, const float *b,
+                                            float *y, int64_t rows, int64_t in, int64_t out);
 /* dx [rows, in] += dy · W (dx may be NULL); dW [out, in] += dyᵀ · x;
  * db [out] += Σ_rows dy (db may be NULL). */
-attn_status attn_dense_backward_f32(const float *x, const float *W, const float *dy, float *dx,
-                                    float *dW, float *db, int64_t rows, int64_t in, int64_t out);
+ATTN_API attn_status attn_dense_backward_f32(const float *x, const float *W, const float *dy,
+                                             float *dx, float *dW, float *db, int64_t rows,
+                                             int64_t in, int64_t out);
 
 /* The same under ctx (NULL = f32): precision, QAT, int8 Linears (see
  * attn_nn_ctx). W identifies the Linear for the QAT observer and the int8
  * table, so pass the parameter's own storage. */
-attn_status attn_dense_forward_ctx(const attn_nn_ctx *ctx, const float *x, const float *W,
-                                   const float *b, float *y, int64_t rows, int64_t in,
-                                   int64_t out);
-attn_status attn_dense_backward_ctx(const attn_nn_ctx *ctx, const float *x, const float *W,
-                                    const float *dy, float *dx, float *dW, float *db,
-                                    int64_t rows, int64_t in, int64_t out);
+ATTN_API attn_status attn_dense_forward_ctx(const attn_nn_ctx *ctx, const float *x, const float *W,
+                                            const float *b, float *y, int64_t rows, int64_t in,
+                                            int64_t out);
+ATTN_API attn_status attn_dense_backward_ctx(const attn_nn_ctx *ctx, const float *x, const float *W,
+                                             const float *dy, float *dx, float *dW, float *db,
+                                             int64_t rows, int64_t in, int64_t out);
 
 /* ---- Linear: "<prefix>weight" [out, in], "<prefix>bias" [out] -------------- */
 typedef struct {
   int64_t in, out;
   int weight, bias; /* param indices; bias = -1 without bias */
 } attn_linear;
-attn_status attn_linear_declare(attn_linear *m, attn_params *p, const char *prefix, int64_t in,
-                                int64_t out, int bias);
+ATTN_API attn_status attn_linear_declare(attn_linear *m, attn_params *p, const char *prefix,
+                                         int64_t in, int64_t out, int bias);
 /* TORCH: kaiming_uniform(a=sqrt(5)) = U(±1/sqrt(in)) for weight and bias;
  * XAVIER: Xavier-uniform weight, zero bias. */
-attn_status attn_linear_init(const attn_linear *m, attn_params *p, attn_init kind, uint64_t seed);
+ATTN_API attn_status attn_linear_init(const attn_linear *m, attn_params *p, attn_init kind,
+                                      uint64_t seed);
 /* y [rows, out] = x [rows, in] Wᵀ + b */
-attn_status attn_linear_forward(const attn_linear *m, const attn_params *p, const float *x,
-                                float *y, int64_t rows);
+ATTN_API attn_status attn_linear_forward(const attn_linear *m, const attn_params *p, const float *x,
+                                         float *y, int64_t rows);
 /* dx [rows, in] += dy W (dx may be NULL); grads accumulated */
-attn_status attn_linear_backward(const attn_linear *m, attn_params *p, const float *x,
-                                 const float *dy, float *dx, int64_t rows);
+ATTN_API attn_status attn_linear_backward(const attn_linear *m, attn_params *p, const float *x,
+                                          const float *dy, float *dx, int64_t rows);
 /* The same under ctx (attn_dense_*_ctx). */
-attn_status attn_linear_forward_ctx(const attn_linear *m, const attn_params *p,
-                                    const attn_nn_ctx *ctx, const float *x, float *y,
-                                    int64_t rows);
-attn_status attn_linear_backward_ctx(const attn_linear *m, attn_params *p, const attn_nn_ctx *ctx,
-                                     const float *x, const float *dy, float *dx, int64_t rows);
+ATTN_API attn_status attn_linear_forward_ctx(const attn_linear *m, const attn_params *p,
+                                             const attn_nn_ctx *ctx, const float *x, float *y,
+                                             int64_t rows);
+ATTN_API attn_status attn_linear_backward_ctx(const attn_linear *m, attn_params *p,
+                                              const attn_nn_ctx *ctx, const float *x,
+                                              const float *dy, float *dx, int64_t rows);
 
 /* ---- LayerNorm: "<prefix>weight" [n], "<prefix>bias" [n] -------------------- */
 typedef struct {
@@ -130,20 +134,22 @@ typedef struct {
   float eps;
   int weight, bias;
 } attn_layernorm;
-attn_status attn_layernorm_declare(attn_layernorm *m, attn_params *p, const char *prefix,
-                                   int64_t n, float eps);
+ATTN_API attn_status attn_layernorm_declare(attn_layernorm *m, attn_params *p, const char *prefix,
+                                            int64_t n, float eps);
 /* bias = 0: no "<prefix>bias" (torch 2.1+ LayerNorm(bias=False)) */
-attn_status attn_layernorm_declare_bias(attn_layernorm *m, attn_params *p, const char *prefix,
-                                        int64_t n, float eps, int bias);
+ATTN_API attn_status attn_layernorm_declare_bias(attn_layernorm *m, attn_params *p,
+                                                 const char *prefix, int64_t n, float eps,
+                                                 int bias);
 /* weight 1, bias 0 (as torch) */
-attn_status attn_layernorm_init(const attn_layernorm *m, attn_params *p);
+ATTN_API attn_status attn_layernorm_init(const attn_layernorm *m, attn_params *p);
 /* x, y [rows, n]; mean, rstd [rows] saved for backward */
-attn_status attn_layernorm_forward(const attn_layernorm *m, const attn_params *p, const float *x,
-                                   float *y, float *mean, float *rstd, int64_t rows);
+ATTN_API attn_status attn_layernorm_forward(const attn_layernorm *m, const attn_params *p,
+                                            const float *x, float *y, float *mean, float *rstd,
+                                            int64_t rows);
 /* dx [rows, n] += ∂L/∂x; weight/bias grads accumulated */
-attn_status attn_layernorm_backward(const attn_layernorm *m, attn_params *p, const float *x,
-                                    const float *mean, const float *rstd, const float *dy,
-                                    float *dx, int64_t rows);
+ATTN_API attn_status attn_layernorm_backward(const attn_layernorm *m, attn_params *p,
+                                             const float *x, const float *mean, const float *rstd,
+                                             const float *dy, float *dx, int64_t rows);
 
 /* ---- multi-head attention ------------------------------------------------- */
 typedef enum {
@@ -228,37 +234,38 @@ typedef struct {
    * q | k | v [B, L, 3E] in bf16 only (q, k, v NULL) */
   uint16_t *qkvh;
 } attn_mha_saved;
-void attn_mha_saved_free(attn_mha_saved *s);
+ATTN_API void attn_mha_saved_free(attn_mha_saved *s);
 
-attn_status attn_mha_declare(attn_mha *m, attn_params *p, const char *prefix,
-                             const attn_mha_config *c);
+ATTN_API attn_status attn_mha_declare(attn_mha *m, attn_params *p, const char *prefix,
+                                      const attn_mha_config *c);
 /* TORCH: xavier_uniform in-projections, zero in_proj_bias / out_proj.bias,
  * out_proj.weight as Linear. XAVIER: every weight Xavier, biases zero. Seed
  * styles with TORCH: Linear defaults. */
-attn_status attn_mha_init(const attn_mha *m, attn_params *p, attn_init kind, uint64_t seed);
+ATTN_API attn_status attn_mha_init(const attn_mha *m, attn_params *p, attn_init kind,
+                                   uint64_t seed);
 /* query [B, Lq, E], key [B, Lk, kdim], value [B, Lk, vdim]; key == value ==
  * NULL means self-attention (key = value = query, Lk = Lq).
  * out [B, Lq, E]. attn_weights (may be NULL): [B, Lq, Lk] averaged over heads
  * when average_weights, else [B, H, Lq, Lk] (the probabilities, after dropout
  * when dropout ran, from the SDPA math path). masks may be NULL. */
-attn_status attn_mha_forward(const attn_mha *m, const attn_params *p, const attn_nn_ctx *ctx,
-                             attn_mha_saved *s, const float *query, const float *key,
-                             const float *value, int64_t B, int64_t Lq, int64_t Lk,
-                             const attn_mha_masks *masks, float *out, float *attn_weights,
-                             int average_weights);
+ATTN_API attn_status attn_mha_forward(const attn_mha *m, const attn_params *p,
+                                      const attn_nn_ctx *ctx, attn_mha_saved *s, const float *query,
+                                      const float *key, const float *value, int64_t B, int64_t Lq,
+                                      int64_t Lk, const attn_mha_masks *masks, float *out,
+                                      float *attn_weights, int average_weights);
 /* dquery [B,Lq,E] += ..., dkey/dvalue likewise (may be NULL; for
  * self-attention everything goes to dquery). */
-attn_status attn_mha_backward(const attn_mha *m, attn_params *p, const attn_nn_ctx *ctx,
-                              const attn_mha_saved *s, const float *query, const float *key,
-                              const float *value, const float *dout, float *dquery,
-                              float *dkey, float *dvalue);
+ATTN_API attn_status attn_mha_backward(const attn_mha *m, attn_params *p, const attn_nn_ctx *ctx,
+                                       const attn_mha_saved *s, const float *query,
+                                       const float *key, const float *value, const float *dout,
+                                       float *dquery, float *dkey, float *dvalue);
 
 /* Probabilities of head h, query rows row0 .. row0+nrows-1 of batch b, of the
  * forward saved in s (any backend; recomputed from its q, k and lse, so a
  * flash run pays nothing until asked): probs [nrows, Lk], 0 where masked.
  * ATTN_EUNSUPPORTED when that forward ran attention dropout. */
-attn_status attn_mha_probs(const attn_mha *m, const attn_mha_saved *s, int64_t b, int64_t h,
-                           int64_t row0, int64_t nrows, float *probs);
+ATTN_API attn_status attn_mha_probs(const attn_mha *m, const attn_mha_saved *s, int64_t b,
+                                    int64_t h, int64_t row0, int64_t nrows, float *probs);
 
 /* ---- feed-forward: "<prefix><n1>.*" [ff, d], "<prefix><n2>.*" [d, ff] -------
  * y = n2(dropout(act(n1(x)))) — torch's linear1/linear2 or the seed's fc1/fc2. */
@@ -278,20 +285,24 @@ typedef struct {
    * [rows, ff] in bf16 instead of h and a */
   uint16_t *xh, *ah;
 } attn_ffn_saved;
-void attn_ffn_saved_free(attn_ffn_saved *s);
-attn_status attn_ffn_declare(attn_ffn *m, attn_params *p, const char *prefix, const char *n1,
-                             const char *n2, int64_t d_model, int64_t d_ff, attn_activation act,
-                             float dropout);
+ATTN_API void attn_ffn_saved_free(attn_ffn_saved *s);
+ATTN_API attn_status attn_ffn_declare(attn_ffn *m, attn_params *p, const char *prefix,
+                                      const char *n1, const char *n2, int64_t d_model, int64_t d_ff,
+                                      attn_activation act, float dropout);
 /* bias = 0: Linears without bias */
-attn_status attn_ffn_declare_bias(attn_ffn *m, attn_params *p, const char *prefix, const char *n1,
-                                  const char *n2, int64_t d_model, int64_t d_ff,
-                                  attn_activation act, float dropout, int bias);
-attn_status attn_ffn_init(const attn_ffn *m, attn_params *p, attn_init kind, uint64_t seed);
+ATTN_API attn_status attn_ffn_declare_bias(attn_ffn *m, attn_params *p, const char *prefix,
+                                           const char *n1, const char *n2, int64_t d_model,
+                                           int64_t d_ff, attn_activation act, float dropout,
+                                           int bias);
+ATTN_API attn_status attn_ffn_init(const attn_ffn *m, attn_params *p, attn_init kind,
+                                   uint64_t seed);
 /* x, y [rows, d_model] */
-attn_status attn_ffn_forward(const attn_ffn *m, const attn_params *p, const attn_nn_ctx *ctx,
-                             attn_ffn_saved *s, const float *x, float *y, int64_t rows);
-attn_status attn_ffn_backward(const attn_ffn *m, attn_params *p, const attn_nn_ctx *ctx,
-                              const attn_ffn_saved *s, const float *x, const float *dy, float *dx);
+ATTN_API attn_status attn_ffn_forward(const attn_ffn *m, const attn_params *p,
+                                      const attn_nn_ctx *ctx, attn_ffn_saved *s, const float *x,
+                                      float *y, int64_t rows);
+ATTN_API attn_status attn_ffn_backward(const attn_ffn *m, attn_params *p, const attn_nn_ctx *ctx,
+                                       const attn_ffn_saved *s, const float *x, const float *dy,
+                                       float *dx);
 
 /* ---- residual sublayer: pre-norm y = x + drop(f(LN(x))),
  *      post-norm y = LN(x + drop(f(x))) ---------------------------------------- */
@@ -303,7 +314,7 @@ typedef struct {
   uint8_t *drop_mask;
   void *arena;
 } attn_sublayer_saved;
-void attn_sublayer_saved_free(attn_sublayer_saved *s);
+ATTN_API void attn_sublayer_saved_free(attn_sublayer_saved *s);
 
 /* ---- TransformerEncoderLayer / TransformerDecoderLayer (batch_first) -------- */
 typedef struct {
@@ -332,20 +343,21 @@ typedef struct {
   float *a_out;
   void *arena;
 } attn_encoder_saved;
-void attn_encoder_saved_free(attn_encoder_saved *s);
+ATTN_API void attn_encoder_saved_free(attn_encoder_saved *s);
 /* declares self_attn.*, linear1.*, linear2.*, norm1.*, norm2.* under prefix */
-attn_status attn_encoder_declare(attn_encoder_layer *m, attn_params *p, const char *prefix,
-                                 const attn_layer_config *c);
-attn_status attn_encoder_init(const attn_encoder_layer *m, attn_params *p, attn_init kind,
-                              uint64_t seed);
+ATTN_API attn_status attn_encoder_declare(attn_encoder_layer *m, attn_params *p, const char *prefix,
+                                          const attn_layer_config *c);
+ATTN_API attn_status attn_encoder_init(const attn_encoder_layer *m, attn_params *p, attn_init kind,
+                                       uint64_t seed);
 /* src, out [B, L, E]; masks (src_mask, src_key_padding_mask) may be NULL */
-attn_status attn_encoder_forward(const attn_encoder_layer *m, const attn_params *p,
-                                 const attn_nn_ctx *ctx, attn_encoder_saved *s, const float *src,
-                                 int64_t B, int64_t L, const attn_mha_masks *masks, float *out);
+ATTN_API attn_status attn_encoder_forward(const attn_encoder_layer *m, const attn_params *p,
+                                          const attn_nn_ctx *ctx, attn_encoder_saved *s,
+                                          const float *src, int64_t B, int64_t L,
+                                          const attn_mha_masks *masks, float *out);
 /* dsrc [B, L, E] += ... */
-attn_status attn_encoder_backward(const attn_encoder_layer *m, attn_params *p,
-                                  const attn_nn_ctx *ctx, const attn_encoder_saved *s,
-                                  const float *src, const float *dout, float *dsrc);
+ATTN_API attn_status attn_encoder_backward(const attn_encoder_layer *m, attn_params *p,
+                                           const attn_nn_ctx *ctx, const attn_encoder_saved *s,
+                                           const float *src, const float *dout, float *dsrc);
 
 typedef struct {
   attn_layer_config c;
@@ -362,25 +374,25 @@ typedef struct {
   float *x1, *x2, *f_out;
   void *arena;
 } attn_decoder_saved;
-void attn_decoder_saved_free(attn_decoder_saved *s);
+ATTN_API void attn_decoder_saved_free(attn_decoder_saved *s);
 /* self_attn.*, multihead_attn.*, linear1.*, linear2.*, norm1/2/3.* */
-attn_status attn_decoder_declare(attn_decoder_layer *m, attn_params *p, const char *prefix,
-                                 const attn_layer_config *c);
-attn_status attn_decoder_init(const attn_decoder_layer *m, attn_params *p, attn_init kind,
-                              uint64_t seed);
+ATTN_API attn_status attn_decoder_declare(attn_decoder_layer *m, attn_params *p, const char *prefix,
+                                          const attn_layer_config *c);
+ATTN_API attn_status attn_decoder_init(const attn_decoder_layer *m, attn_params *p, attn_init kind,
+                                       uint64_t seed);
 /* tgt, out [B, L, E]; memory [B, Lm, E]; tgt_masks (tgt_mask,
  * tgt_key_padding_mask) and memory_masks (memory_mask,
  * memory_key_padding_mask) may be NULL. */
-attn_status attn_decoder_forward(const attn_decoder_layer *m, const attn_params *p,
-                                 const attn_nn_ctx *ctx, attn_decoder_saved *s, const float *tgt,
-                                 const float *memory, int64_t B, int64_t L, int64_t Lm,
-                                 const attn_mha_masks *tgt_masks,
-                                 const attn_mha_masks *memory_masks, float *out);
+ATTN_API attn_status attn_decoder_forward(const attn_decoder_layer *m, const attn_params *p,
+                                          const attn_nn_ctx *ctx, attn_decoder_saved *s,
+                                          const float *tgt, const float *memory, int64_t B,
+                                          int64_t L, int64_t Lm, const attn_mha_masks *tgt_masks,
+                                          const attn_mha_masks *memory_masks, float *out);
 /* dtgt [B, L, E] += ..., dmemory [B, Lm, E] += ... (may be NULL) */
-attn_status attn_decoder_backward(const attn_decoder_layer *m, attn_params *p,
-                                  const attn_nn_ctx *ctx, const attn_decoder_saved *s,
-                                  const float *tgt, const float *memory, const float *dout,
-                                  float *dtgt, float *dmemory);
+ATTN_API attn_status attn_decoder_backward(const attn_decoder_layer *m, attn_params *p,
+                                           const attn_nn_ctx *ctx, const attn_decoder_saved *s,
+                                           const float *tgt, const float *memory, const float *dout,
+                                           float *dtgt, float *dmemory);
 
 /* ---- the seed 004 blocks -------------------------------------------------------
  * MultiHeadAttention: y = layer_norm(fc_out(attn(x)) + x), names query.*,
@@ -402,31 +414,34 @@ typedef struct {
   float *x1, *f_out;
   void *arena;
 } attn_seed_layer_saved;
-void attn_seed_layer_saved_free(attn_seed_layer_saved *s);
-attn_status attn_seed_layer_declare(attn_seed_layer *m, attn_params *p, const char *prefix,
-                                    int64_t embed, int64_t heads, int64_t ff_dim, int has_ffn);
-attn_status attn_seed_layer_init(const attn_seed_layer *m, attn_params *p, attn_init kind,
-                                 uint64_t seed);
-attn_status attn_seed_layer_forward(const attn_seed_layer *m, const attn_params *p,
-                                    const attn_nn_ctx *ctx, attn_seed_layer_saved *s,
-                                    const float *x, int64_t B, int64_t L, float *out);
-attn_status attn_seed_layer_backward(const attn_seed_layer *m, attn_params *p,
-                                     const attn_nn_ctx *ctx, const attn_seed_layer_saved *s,
-                                     const float *x, const float *dout, float *dx);
+ATTN_API void attn_seed_layer_saved_free(attn_seed_layer_saved *s);
+ATTN_API attn_status attn_seed_layer_declare(attn_seed_layer *m, attn_params *p, const char *prefix,
+                                             int64_t embed, int64_t heads, int64_t ff_dim,
+                                             int has_ffn);
+ATTN_API attn_status attn_seed_layer_init(const attn_seed_layer *m, attn_params *p, attn_init kind,
+                                          uint64_t seed);
+ATTN_API attn_status attn_seed_layer_forward(const attn_seed_layer *m, const attn_params *p,
+                                             const attn_nn_ctx *ctx, attn_seed_layer_saved *s,
+                                             const float *x, int64_t B, int64_t L, float *out);
+ATTN_API attn_status attn_seed_layer_backward(const attn_seed_layer *m, attn_params *p,
+                                              const attn_nn_ctx *ctx,
+                                              const attn_seed_layer_saved *s, const float *x,
+                                              const float *dout, float *dx);
 
 /* ---- running a PyTorch-named layer from named tensors (`attn layer`) -------
  * in: __metadata__ kind = mha | encoder | decoder (or a seed kind:
  * seed000_self_attention, seed000_mha, seed004_self_attention, seed004_mha,
- * seed004_transformer, input "x"), num_heads, norm_first (0/1), activation
- * (relu|gelu), layer_norm_eps, average_attn_weights (mha, default 1),
- * batch_first (must be 1); the parameters under exactly the state_dict
+ * seed004_transformer, input "x"), num_heads, norm_first (boolean), activation
+ * (relu|gelu), layer_norm_eps, average_attn_weights (mha, boolean, default
+ * true), batch_first (must be true); booleans are true/false, 1/0, yes/no or
+ * on/off in any case (PyTorch's True/False); the parameters under exactly the state_dict
  * names; the inputs under PyTorch's argument names (batch first; BOOL masks
  * true = NOT allowed, F32 masks added); optional dout. Tensors "out",
  * "attn_weights" and "grad.*" (a reference export) are ignored; any other
  * unknown name is an error naming it. *out receives "out", for mha
  * "attn_weights", and with dout "grad.<name>" for every float input and
  * parameter. On error *out is NULL. */
-attn_status attn_layer_run_st(const attn_st *in, attn_backend backend, attn_st **out);
+ATTN_API attn_status attn_layer_run_st(const attn_st *in, attn_backend backend, attn_st **out);
 
 #ifdef __cplusplus
 }

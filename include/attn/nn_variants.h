@@ -12,6 +12,7 @@
 
 #include <stdint.h>
 
+#include "attn/api.h"
 #include "attn/nn.h"
 #include "attn/variants.h"
 
@@ -40,17 +41,17 @@ typedef struct {
 } attn_vattn_config;
 
 /* Plain: E, H, biases, no mask, seed names (query/key/value/fc_out). */
-void attn_vattn_config_default(attn_vattn_config *c, int64_t embed_dim, int64_t num_heads);
+ATTN_API void attn_vattn_config_default(attn_vattn_config *c, int64_t embed_dim, int64_t num_heads);
 /* Seed 004 SparseAttention(embed, heads, window_size): keys i - w/2 <= j <= i + w/2. */
-void attn_sparse_attention_config(attn_vattn_config *c, int64_t embed_dim, int64_t num_heads,
-                                  int64_t window_size);
+ATTN_API void attn_sparse_attention_config(attn_vattn_config *c, int64_t embed_dim,
+                                           int64_t num_heads, int64_t window_size);
 /* Seed 004 CrossModalAttention(embed, heads) with keys/values of width kv_dim. */
-void attn_cross_attention_config(attn_vattn_config *c, int64_t embed_dim, int64_t kv_dim,
-                                 int64_t num_heads);
+ATTN_API void attn_cross_attention_config(attn_vattn_config *c, int64_t embed_dim, int64_t kv_dim,
+                                          int64_t num_heads);
 /* LLaMA-style: q_proj/k_proj/v_proj/o_proj without biases, num_kv_heads K/V
  * heads, RoPE (half-split, theta), causal. */
-void attn_gqa_attention_config(attn_vattn_config *c, int64_t embed_dim, int64_t num_heads,
-                               int64_t num_kv_heads, float rope_theta);
+ATTN_API void attn_gqa_attention_config(attn_vattn_config *c, int64_t embed_dim, int64_t num_heads,
+                                        int64_t num_kv_heads, float rope_theta);
 
 typedef struct {
   attn_vattn_config c;
@@ -65,33 +66,36 @@ typedef struct {
   float *lse;       /* [B, Hq, Lq] */
   void *arena;
 } attn_vattn_saved;
-void attn_vattn_saved_free(attn_vattn_saved *s);
+ATTN_API void attn_vattn_saved_free(attn_vattn_saved *s);
 
-attn_status attn_vattn_declare(attn_vattn *m, attn_params *p, const char *prefix,
-                               const attn_vattn_config *c);
+ATTN_API attn_status attn_vattn_declare(attn_vattn *m, attn_params *p, const char *prefix,
+                                        const attn_vattn_config *c);
 /* TORCH: nn.Linear defaults; XAVIER: Xavier weights, zero biases. */
-attn_status attn_vattn_init(const attn_vattn *m, attn_params *p, attn_init kind, uint64_t seed);
+ATTN_API attn_status attn_vattn_init(const attn_vattn *m, attn_params *p, attn_init kind,
+                                     uint64_t seed);
 /* x [B, Lq, E]; kv [B, Lk, kv_dim] or NULL (self-attention: kv = x, Lk = Lq).
  * extra (may be NULL): its position-scheme and block-sparse fields (alibi,
  * rel_bias, shaw_k/v, block_mask and their sizes) are applied too. out [B, Lq, E]. */
-attn_status attn_vattn_forward(const attn_vattn *m, const attn_params *p, const attn_nn_ctx *ctx,
-                               attn_vattn_saved *s, const float *x, const float *kv, int64_t B,
-                               int64_t Lq, int64_t Lk, const attn_sdpa_desc *extra, float *out);
+ATTN_API attn_status attn_vattn_forward(const attn_vattn *m, const attn_params *p,
+                                        const attn_nn_ctx *ctx, attn_vattn_saved *s, const float *x,
+                                        const float *kv, int64_t B, int64_t Lq, int64_t Lk,
+                                        const attn_sdpa_desc *extra, float *out);
 /* dx [B, Lq, E] += ..., dkv [B, Lk, kv_dim] += ... (NULL: not wanted; self:
  * all goes to dx); with extra, its rel_bias_grad / shaw_k_grad / shaw_v_grad
  * (where set) are ACCUMULATED too. */
-attn_status attn_vattn_backward(const attn_vattn *m, attn_params *p, const attn_nn_ctx *ctx,
-                                const attn_vattn_saved *s, const float *x, const float *kv,
-                                const float *dout, const attn_sdpa_desc *extra, float *dx,
-                                float *dkv);
+ATTN_API attn_status attn_vattn_backward(const attn_vattn *m, attn_params *p,
+                                         const attn_nn_ctx *ctx, const attn_vattn_saved *s,
+                                         const float *x, const float *kv, const float *dout,
+                                         const attn_sdpa_desc *extra, float *dx, float *dkv);
 /* One decoding step of self-attention: the n new tokens x_new [B, n, E] at
  * positions cache->len.. are projected (RoPE at their positions), their K/V
  * appended to cache (B, Hkv, hd, hd), and they attend to every cached
  * position (causal, window, extra's schemes at absolute positions).
  * out [B, n, E]. O(cache length) per token. */
-attn_status attn_vattn_decode(const attn_vattn *m, const attn_params *p, const attn_nn_ctx *ctx,
-                              attn_kv_cache *cache, const float *x_new, int64_t B, int64_t n,
-                              const attn_sdpa_desc *extra, float *out);
+ATTN_API attn_status attn_vattn_decode(const attn_vattn *m, const attn_params *p,
+                                       const attn_nn_ctx *ctx, attn_kv_cache *cache,
+                                       const float *x_new, int64_t B, int64_t n,
+                                       const attn_sdpa_desc *extra, float *out);
 
 /* ---- seed 004 RelativePositionEmbedding(max_len, embed_size) ----------------------
  * "<prefix>embedding.weight" [2*max_len-1, E]. forward(L) = table[i - j + L - 1]
@@ -102,15 +106,16 @@ typedef struct {
   int64_t max_len, embed;
   int weight;
 } attn_relpos;
-attn_status attn_relpos_declare(attn_relpos *m, attn_params *p, const char *prefix, int64_t max_len,
-                                int64_t embed);
+ATTN_API attn_status attn_relpos_declare(attn_relpos *m, attn_params *p, const char *prefix,
+                                         int64_t max_len, int64_t embed);
 /* N(0, 1) as nn.Embedding */
-attn_status attn_relpos_init(const attn_relpos *m, attn_params *p, uint64_t seed);
+ATTN_API attn_status attn_relpos_init(const attn_relpos *m, attn_params *p, uint64_t seed);
 /* out [L, L, E]; 1 <= L <= max_len */
-attn_status attn_relpos_forward(const attn_relpos *m, const attn_params *p, int64_t L, float *out);
+ATTN_API attn_status attn_relpos_forward(const attn_relpos *m, const attn_params *p, int64_t L,
+                                         float *out);
 /* table gradient += from dout [L, L, E] */
-attn_status attn_relpos_backward(const attn_relpos *m, attn_params *p, int64_t L,
-                                 const float *dout);
+ATTN_API attn_status attn_relpos_backward(const attn_relpos *m, attn_params *p, int64_t L,
+                                          const float *dout);
 static inline float *attn_relpos_table(const attn_relpos *m, const attn_params *p) {
   return attn_params_data(p, m->weight);
 }

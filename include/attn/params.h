@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 
+#include "attn/api.h"
 #include "attn/safetensors.h"
 
 #ifdef __cplusplus
@@ -34,12 +35,12 @@ typedef struct {
   float *grad;
 } attn_params;
 
-void attn_params_init(attn_params *p);
-void attn_params_free(attn_params *p);
+ATTN_API void attn_params_init(attn_params *p);
+ATTN_API void attn_params_free(attn_params *p);
 /* Declare a tensor; *index receives its view index. Names must be unique. */
-attn_status attn_params_declare(attn_params *p, const char *name, int ndim, const int64_t *shape,
-                                int *index);
-attn_status attn_params_alloc(attn_params *p);
+ATTN_API attn_status attn_params_declare(attn_params *p, const char *name, int ndim,
+                                         const int64_t *shape, int *index);
+ATTN_API attn_status attn_params_alloc(attn_params *p);
 static inline float *attn_params_data(const attn_params *p, int index) {
   return p->data + p->views[index].offset;
 }
@@ -47,17 +48,17 @@ static inline float *attn_params_grad(const attn_params *p, int index) {
   return p->grad + p->views[index].offset;
 }
 /* -1 if absent */
-int attn_params_find(const attn_params *p, const char *name);
-void attn_params_zero_grad(attn_params *p);
+ATTN_API int attn_params_find(const attn_params *p, const char *name);
+ATTN_API void attn_params_zero_grad(attn_params *p);
 
 /* Copy every parameter from st (F32, or F16/BF16 converted) by name, prefixed
  * by `prefix` (may be ""). Missing or mis-shaped tensors: ATTN_EINVAL naming
  * them (unless allow_missing). */
-attn_status attn_params_load_st(attn_params *p, const attn_st *st, const char *prefix,
-                                 int allow_missing);
+ATTN_API attn_status attn_params_load_st(attn_params *p, const attn_st *st, const char *prefix,
+                                         int allow_missing);
 /* Add every parameter (or, with grads=1, every gradient as "<gprefix><name>") to st. */
-attn_status attn_params_store_st(const attn_params *p, attn_st *st, int grads,
-                                 const char *gprefix);
+ATTN_API attn_status attn_params_store_st(const attn_params *p, attn_st *st, int grads,
+                                          const char *gprefix);
 
 #ifdef __cplusplus
 }

@@ -12,6 +12,7 @@
 
 #include <stdint.h>
 
+#include "attn/api.h"
 #include "attn/lowp.h"
 #include "attn/nn.h"
 #include "attn/params.h"
@@ -25,7 +26,7 @@ extern "C" {
  * ends in "weight" (".weight", "in_proj_weight", "q_proj_weight", ...), and
  * no component names an embedding, position table or norm ("embed", "emb",
  * "position", "pos_", "norm", "ln_", "wte", "wpe", "rel"). */
-int attn_quant_is_linear_weight(const char *name, const attn_tensor *t);
+ATTN_API int attn_quant_is_linear_weight(const char *name, const attn_tensor *t);
 
 typedef struct {
   int tensors;         /* in the input */
@@ -37,15 +38,16 @@ typedef struct {
 
 /* New set *out: in with its Linear weights quantized (format above). An
  * already quantized input is ATTN_EINVAL. rep may be NULL. */
-attn_status attn_quantize_st(const attn_st *in, attn_st **out, attn_quant_report *rep);
+ATTN_API attn_status attn_quantize_st(const attn_st *in, attn_st **out, attn_quant_report *rep);
 /* File to file (atomic write of out_path). */
-attn_status attn_quantize_file(const char *in_path, const char *out_path, attn_quant_report *rep);
+ATTN_API attn_status attn_quantize_file(const char *in_path, const char *out_path,
+                                        attn_quant_report *rep);
 /* 1 if st carries metadata quantized=int8. */
-int attn_st_is_quantized(const attn_st *st);
+ATTN_API int attn_st_is_quantized(const attn_st *st);
 /* New set *out: every I8 tensor with a "<name>.scale" back to F32
  * (scale[r] * q), the ".scale" tensors dropped, the rest copied. Ready for
  * attn_params_load_st. */
-attn_status attn_dequantize_st(const attn_st *in, attn_st **out);
+ATTN_API attn_status attn_dequantize_st(const attn_st *in, attn_st **out);
 
 /* ---- int8 Linears for inference ----------------------------------------------
  * One attn_qlinear per quantized weight of st found (by name) in p, keyed by
@@ -53,21 +55,21 @@ attn_status attn_dequantize_st(const attn_st *in, attn_st **out);
  * modules run those Linears in int8). A packed "in_proj_weight" [3E, E] gets
  * one entry per q/k/v block, as MHA uses it. p must hold the dequantized
  * weights (attn_dequantize_st + attn_params_load_st); biases come from p. */
-attn_status attn_qlinear_set_build(attn_qlinear_set **out, const attn_st *st,
-                                   const attn_params *p);
-void attn_qlinear_set_free(attn_qlinear_set *s);
-int attn_qlinear_set_count(const attn_qlinear_set *s);
+ATTN_API attn_status attn_qlinear_set_build(attn_qlinear_set **out, const attn_st *st,
+                                            const attn_params *p);
+ATTN_API void attn_qlinear_set_free(attn_qlinear_set *s);
+ATTN_API int attn_qlinear_set_count(const attn_qlinear_set *s);
 /* The entry for weight storage W with that shape, else NULL. */
-const attn_qlinear *attn_qlinear_set_find(const attn_qlinear_set *s, const float *W, int64_t out,
-                                          int64_t in);
+ATTN_API const attn_qlinear *attn_qlinear_set_find(const attn_qlinear_set *s, const float *W,
+                                                   int64_t out, int64_t in);
 /* Bytes held by the int8 weights + scales + colsums + biases of every entry. */
-int64_t attn_qlinear_set_bytes(const attn_qlinear_set *s);
+ATTN_API int64_t attn_qlinear_set_bytes(const attn_qlinear_set *s);
 
 /* The loader: every parameter of p from st (attn_params_load_st, prefix ""),
  * dequantized when st is an int8 file; then, when qlinears != NULL, *qlinears
  * = the int8 Linear table of st (NULL for an f32 file). */
-attn_status attn_quant_load_params(attn_params *p, const attn_st *st, int allow_missing,
-                                   attn_qlinear_set **qlinears);
+ATTN_API attn_status attn_quant_load_params(attn_params *p, const attn_st *st, int allow_missing,
+                                            attn_qlinear_set **qlinears);
 
 /* ---- quantization-aware training (attn_nn_ctx.qat) ---------------------------
  * Per Linear (keyed by its weight storage): an EMA min/max observer of its
@@ -80,8 +82,8 @@ attn_status attn_quant_load_params(attn_params *p, const attn_st *st, int allow_
  * is the straight-through estimator: gradients pass where the value was not
  * clipped (attn_fake_quant_*). Export: attn_quantize_file on the trained
  * checkpoint (the same per-channel weight quantization). */
-attn_status attn_qat_new(attn_qat **out, float averaging_constant);
-void attn_qat_free(attn_qat *q);
+ATTN_API attn_status attn_qat_new(attn_qat **out, float averaging_constant);
+ATTN_API void attn_qat_free(attn_qat *q);
 /* How the input of each Linear is fake-quantized: ATTN_QAT_ACT_TENSOR (the
  * default above: per tensor over the observer's range, as torch's static
  * QAT) or ATTN_QAT_ACT_ROW: per row over that row's own [min(x,0),
@@ -90,11 +92,11 @@ void attn_qat_free(attn_qat *q);
  * the exported dynamic int8 model will (up to the order of the f32 sums);
  * nothing is clipped, so the STE passes every input gradient; no observer. */
 typedef enum { ATTN_QAT_ACT_TENSOR = 0, ATTN_QAT_ACT_ROW = 1 } attn_qat_act;
-attn_status attn_qat_set_activation(attn_qat *q, attn_qat_act mode);
+ATTN_API attn_status attn_qat_set_activation(attn_qat *q, attn_qat_act mode);
 /* Linears observed so far. */
-int attn_qat_count(const attn_qat *q);
+ATTN_API int attn_qat_count(const attn_qat *q);
 /* 1 and the observer range of the Linear with weight W, 0 if not observed. */
-int attn_qat_range(const attn_qat *q, const float *W, float *lo, float *hi);
+ATTN_API int attn_qat_range(const attn_qat *q, const float *W, float *lo, float *hi);
 
 #ifdef __cplusplus
 }

@@ -12,6 +12,7 @@
 #ifndef ATTN_SAFETENSORS_H
 #define ATTN_SAFETENSORS_H
 
+#include "attn/api.h"
 #include "attn/tensor.h"
 
 #ifdef __cplusplus
@@ -20,39 +21,39 @@ extern "C" {
 
 typedef struct attn_st attn_st; /* an in-memory set of named tensors + metadata */
 
-attn_status attn_st_new(attn_st **out);
-attn_status attn_st_load(const char *path, attn_st **out);
+ATTN_API attn_status attn_st_new(attn_st **out);
+ATTN_API attn_status attn_st_load(const char *path, attn_st **out);
 /* Parse from memory (the bytes of a file). */
-attn_status attn_st_parse(const void *bytes, size_t len, attn_st **out);
-void attn_st_free(attn_st *st);
+ATTN_API attn_status attn_st_parse(const void *bytes, size_t len, attn_st **out);
+ATTN_API void attn_st_free(attn_st *st);
 
-int attn_st_count(const attn_st *st);
+ATTN_API int attn_st_count(const attn_st *st);
 /* i-th tensor's name (in file order for loaded files, insertion order otherwise) */
-const char *attn_st_name(const attn_st *st, int i);
+ATTN_API const char *attn_st_name(const attn_st *st, int i);
 /* NULL if absent. The tensor's data stays owned by st. */
-const attn_tensor *attn_st_get(const attn_st *st, const char *name);
+ATTN_API const attn_tensor *attn_st_get(const attn_st *st, const char *name);
 /* Checked lookup: ATTN_EINVAL with a message naming the tensor if absent,
  * of another dtype, or (when ndim >= 0) of another rank; shape entries < 0
  * in `shape` are wildcards. `required` = 0 makes absence return ATTN_OK with
  * *out = NULL. */
-attn_status attn_st_expect(const attn_st *st, const char *name, attn_dtype dtype, int ndim,
-                           const int64_t *shape, int required, const attn_tensor **out);
+ATTN_API attn_status attn_st_expect(const attn_st *st, const char *name, attn_dtype dtype, int ndim,
+                                    const int64_t *shape, int required, const attn_tensor **out);
 
 /* Metadata: NULL if absent. */
-const char *attn_st_meta(const attn_st *st, const char *key);
-int attn_st_meta_count(const attn_st *st);
-const char *attn_st_meta_key(const attn_st *st, int i);
-attn_status attn_st_set_meta(attn_st *st, const char *key, const char *value);
+ATTN_API const char *attn_st_meta(const attn_st *st, const char *key);
+ATTN_API int attn_st_meta_count(const attn_st *st);
+ATTN_API const char *attn_st_meta_key(const attn_st *st, int i);
+ATTN_API attn_status attn_st_set_meta(attn_st *st, const char *key, const char *value);
 
 /* Add a tensor (data copied). Replaces an existing tensor of the same name. */
-attn_status attn_st_add(attn_st *st, const char *name, attn_dtype dtype, int ndim,
-                        const int64_t *shape, const void *data);
+ATTN_API attn_status attn_st_add(attn_st *st, const char *name, attn_dtype dtype, int ndim,
+                                 const int64_t *shape, const void *data);
 /* Convenience for f32. */
-attn_status attn_st_add_f32(attn_st *st, const char *name, int ndim, const int64_t *shape,
-                            const float *data);
+ATTN_API attn_status attn_st_add_f32(attn_st *st, const char *name, int ndim, const int64_t *shape,
+                                     const float *data);
 
 /* Atomic write (tmp file + fsync + rename). */
-attn_status attn_st_save(const attn_st *st, const char *path);
+ATTN_API attn_status attn_st_save(const attn_st *st, const char *path);
 
 #ifdef __cplusplus
 }

@@ -32,6 +32,7 @@
 
 #include <stdint.h>
 
+#include "attn/api.h"
 #include "attn/status.h"
 
 #ifdef __cplusplus
@@ -41,8 +42,8 @@ extern "C" {
 typedef enum { ATTN_BACKEND_AUTO = 0, ATTN_BACKEND_MATH = 1, ATTN_BACKEND_FLASH = 2 } attn_backend;
 
 /* "auto" | "math" | "flash" */
-attn_status attn_backend_from_name(const char *name, attn_backend *out);
-const char *attn_backend_name(attn_backend b);
+ATTN_API attn_status attn_backend_from_name(const char *name, attn_backend *out);
+ATTN_API const char *attn_backend_name(attn_backend b);
 
 typedef struct {
   int64_t B, Hq, Hkv, Lq, Lk, D, Dv;
@@ -94,25 +95,26 @@ typedef struct {
 
 /* Fills d with B..Dv, no masks, default scale, unbounded window, contiguous,
  * no variants (every field after o_stride zero). */
-void attn_sdpa_desc_init(attn_sdpa_desc *d, int64_t B, int64_t Hq, int64_t Hkv, int64_t Lq,
-                         int64_t Lk, int64_t D, int64_t Dv);
+ATTN_API void attn_sdpa_desc_init(attn_sdpa_desc *d, int64_t B, int64_t Hq, int64_t Hkv, int64_t Lq,
+                                  int64_t Lk, int64_t D, int64_t Dv);
 
 /* out and lse required; probs optional ([B,Hq,Lq,Lk] contiguous, 0 where masked). */
-attn_status attn_sdpa_forward(const attn_sdpa_desc *d, attn_backend backend, const float *q,
-                              const float *k, const float *v, float *out, float *lse,
-                              float *probs);
+ATTN_API attn_status attn_sdpa_forward(const attn_sdpa_desc *d, attn_backend backend,
+                                       const float *q, const float *k, const float *v, float *out,
+                                       float *lse, float *probs);
 /* Gradients dq, dk, dv are OVERWRITTEN. out and lse are the forward's. */
-attn_status attn_sdpa_backward(const attn_sdpa_desc *d, attn_backend backend, const float *q,
-                               const float *k, const float *v, const float *out,
-                               const float *lse, const float *dout, float *dq, float *dk,
-                               float *dv);
+ATTN_API attn_status attn_sdpa_backward(const attn_sdpa_desc *d, attn_backend backend,
+                                        const float *q, const float *k, const float *v,
+                                        const float *out, const float *lse, const float *dout,
+                                        float *dq, float *dk, float *dv);
 
 /* The plain reference implementations behind ATTN_BACKEND_MATH. */
-attn_status attn_sdpa_forward_math(const attn_sdpa_desc *d, const float *q, const float *k,
-                                   const float *v, float *out, float *lse, float *probs);
-attn_status attn_sdpa_backward_math(const attn_sdpa_desc *d, const float *q, const float *k,
-                                    const float *v, const float *out, const float *lse,
-                                    const float *dout, float *dq, float *dk, float *dv);
+ATTN_API attn_status attn_sdpa_forward_math(const attn_sdpa_desc *d, const float *q, const float *k,
+                                            const float *v, float *out, float *lse, float *probs);
+ATTN_API attn_status attn_sdpa_backward_math(const attn_sdpa_desc *d, const float *q,
+                                             const float *k, const float *v, const float *out,
+                                             const float *lse, const float *dout, float *dq,
+                                             float *dk, float *dv);
 
 #ifdef __cplusplus
 }

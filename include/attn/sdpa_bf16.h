@@ -37,6 +37,7 @@
 
 #include <stdint.h>
 
+#include "attn/api.h"
 #include "attn/lowp.h"
 #include "attn/sdpa.h"
 #include "attn/status.h"
@@ -45,11 +46,13 @@
 extern "C" {
 #endif
 
-attn_status attn_sdpa_forward_bf16(const attn_sdpa_desc *d, const uint16_t *q, const uint16_t *k,
-                                   const uint16_t *v, float *out, float *lse);
-attn_status attn_sdpa_backward_bf16(const attn_sdpa_desc *d, const uint16_t *q, const uint16_t *k,
-                                    const uint16_t *v, const float *out, const float *lse,
-                                    const float *dout, float *dq, float *dk, float *dv);
+ATTN_API attn_status attn_sdpa_forward_bf16(const attn_sdpa_desc *d, const uint16_t *q,
+                                            const uint16_t *k, const uint16_t *v, float *out,
+                                            float *lse);
+ATTN_API attn_status attn_sdpa_backward_bf16(const attn_sdpa_desc *d, const uint16_t *q,
+                                             const uint16_t *k, const uint16_t *v, const float *out,
+                                             const float *lse, const float *dout, float *dq,
+                                             float *dk, float *dv);
 
 /* The same with the path forced (ATTN_EUNSUPPORTED where unavailable):
  *   ATTN_LOWP_AUTO      AMX, else SIMD where the CPU has a bf16 dot product
@@ -61,19 +64,20 @@ attn_status attn_sdpa_backward_bf16(const attn_sdpa_desc *d, const uint16_t *q, 
  *   ATTN_LOWP_F32       q, k, v widened to f32 a block at a time and run on
  *                       the level's f32 flash (the f32 results on the
  *                       bf16 values; any level) */
-attn_status attn_sdpa_forward_bf16_path(attn_lowp_path path, const attn_sdpa_desc *d,
-                                        const uint16_t *q, const uint16_t *k, const uint16_t *v,
-                                        float *out, float *lse);
-attn_status attn_sdpa_backward_bf16_path(attn_lowp_path path, const attn_sdpa_desc *d,
-                                         const uint16_t *q, const uint16_t *k, const uint16_t *v,
-                                         const float *out, const float *lse, const float *dout,
-                                         float *dq, float *dk, float *dv);
+ATTN_API attn_status attn_sdpa_forward_bf16_path(attn_lowp_path path, const attn_sdpa_desc *d,
+                                                 const uint16_t *q, const uint16_t *k,
+                                                 const uint16_t *v, float *out, float *lse);
+ATTN_API attn_status attn_sdpa_backward_bf16_path(attn_lowp_path path, const attn_sdpa_desc *d,
+                                                  const uint16_t *q, const uint16_t *k,
+                                                  const uint16_t *v, const float *out,
+                                                  const float *lse, const float *dout, float *dq,
+                                                  float *dk, float *dv);
 /* 1 if path can run here ("amx" needs the CPU features and tile permission). */
-int attn_sdpa_bf16_path_available(attn_lowp_path path);
+ATTN_API int attn_sdpa_bf16_path_available(attn_lowp_path path);
 /* What path runs here (AUTO: the one it picks): "amx", "avx512_bf16",
  * "portable", "f32" (the level's f32 flash on widened operands), or "?"
  * where it is unavailable. */
-const char *attn_sdpa_bf16_path_name(attn_lowp_path path);
+ATTN_API const char *attn_sdpa_bf16_path_name(attn_lowp_path path);
 
 #ifdef __cplusplus
 }

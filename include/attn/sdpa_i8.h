@@ -54,6 +54,7 @@
 #ifndef ATTN_SDPA_I8_H
 #define ATTN_SDPA_I8_H
 
+#include "attn/api.h"
 #include "attn/lowp.h"
 #include "attn/sdpa.h"
 #include "attn/status.h"
@@ -62,15 +63,16 @@
 extern "C" {
 #endif
 
-attn_status attn_sdpa_forward_i8(const attn_sdpa_desc *d, const float *q, const float *k,
-                                 const float *v, float *out, float *lse);
+ATTN_API attn_status attn_sdpa_forward_i8(const attn_sdpa_desc *d, const float *q, const float *k,
+                                          const float *v, float *out, float *lse);
 /* The same with the path forced: ATTN_LOWP_AUTO (as above), ATTN_LOWP_PORTABLE,
  * ATTN_LOWP_SIMD (AVX512_VNNI) or ATTN_LOWP_AMX; ATTN_EUNSUPPORTED where
  * unavailable. */
-attn_status attn_sdpa_forward_i8_path(attn_lowp_path path, const attn_sdpa_desc *d, const float *q,
-                                      const float *k, const float *v, float *out, float *lse);
+ATTN_API attn_status attn_sdpa_forward_i8_path(attn_lowp_path path, const attn_sdpa_desc *d,
+                                               const float *q, const float *k, const float *v,
+                                               float *out, float *lse);
 /* 1 if path can run here. */
-int attn_sdpa_i8_path_available(attn_lowp_path path);
+ATTN_API int attn_sdpa_i8_path_available(attn_lowp_path path);
 
 #ifdef __cplusplus
 }

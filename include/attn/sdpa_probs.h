@@ -6,6 +6,7 @@
 #ifndef ATTN_SDPA_PROBS_H
 #define ATTN_SDPA_PROBS_H
 
+#include "attn/api.h"
 #include "attn/sdpa.h"
 
 #ifdef __cplusplus
@@ -16,9 +17,9 @@ extern "C" {
  * probs [nrows, Lk] receives rows row0 .. row0+nrows-1 of batch b, query
  * head h. Descriptors with position schemes or block-sparse layouts are
  * ATTN_EUNSUPPORTED here (use the math path's probs output). */
-attn_status attn_sdpa_probs_f32(const attn_sdpa_desc *d, const float *q, const float *k,
-                                const float *lse, int64_t b, int64_t h, int64_t row0,
-                                int64_t nrows, float *probs);
+ATTN_API attn_status attn_sdpa_probs_f32(const attn_sdpa_desc *d, const float *q, const float *k,
+                                         const float *lse, int64_t b, int64_t h, int64_t row0,
+                                         int64_t nrows, float *probs);
 
 #ifdef __cplusplus
 }

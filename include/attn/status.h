@@ -5,6 +5,8 @@
 #ifndef ATTN_STATUS_H
 #define ATTN_STATUS_H
 
+#include "attn/api.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -20,18 +22,18 @@ typedef enum {
 } attn_status;
 
 /* Message of the last error set on this thread ("" if none). */
-const char *attn_last_error(void);
+ATTN_API const char *attn_last_error(void);
 /* Short fixed name of a status code, e.g. "invalid argument". */
-const char *attn_status_str(attn_status s);
+ATTN_API const char *attn_status_str(attn_status s);
 /* Clear this thread's last error message. */
-void attn_clear_error(void);
+ATTN_API void attn_clear_error(void);
 /* Set this thread's message and return s (printf-style). For library code and
  * applications built on it. */
-attn_status attn_set_error(attn_status s, const char *fmt, ...)
+ATTN_API attn_status attn_set_error(attn_status s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Re-set this thread's message as "prefix: message" (e.g. the file a nested
  * call was about) and return s. */
-attn_status attn_prefix_error(attn_status s, const char *prefix);
+ATTN_API attn_status attn_prefix_error(attn_status s, const char *prefix);
 
 #ifdef __cplusplus
 }

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "attn/api.h"
 #include "attn/status.h"
 
 #ifdef __cplusplus
@@ -33,19 +34,19 @@ typedef struct {
   void *data; /* numel * attn_dtype_size(dtype) bytes, row-major contiguous */
 } attn_tensor;
 
-size_t attn_dtype_size(attn_dtype t);
+ATTN_API size_t attn_dtype_size(attn_dtype t);
 /* "F32", "BF16", ... as safetensors spells them; NULL for unknown. */
-const char *attn_dtype_name(attn_dtype t);
+ATTN_API const char *attn_dtype_name(attn_dtype t);
 /* Parse a safetensors dtype name. */
-attn_status attn_dtype_from_name(const char *name, attn_dtype *out);
-int64_t attn_tensor_numel(const attn_tensor *t);
-size_t attn_tensor_nbytes(const attn_tensor *t);
+ATTN_API attn_status attn_dtype_from_name(const char *name, attn_dtype *out);
+ATTN_API int64_t attn_tensor_numel(const attn_tensor *t);
+ATTN_API size_t attn_tensor_nbytes(const attn_tensor *t);
 
 /* bf16/f16 <-> f32 scalar conversions (round to nearest even). */
-float attn_bf16_to_f32(uint16_t h);
-uint16_t attn_f32_to_bf16(float f);
-float attn_f16_to_f32(uint16_t h);
-uint16_t attn_f32_to_f16(float f);
+ATTN_API float attn_bf16_to_f32(uint16_t h);
+ATTN_API uint16_t attn_f32_to_bf16(float f);
+ATTN_API float attn_f16_to_f32(uint16_t h);
+ATTN_API uint16_t attn_f32_to_f16(float f);
 
 #ifdef __cplusplus
 }

@@ -16,6 +16,7 @@
 
 #include <stdint.h>
 
+#include "attn/api.h"
 #include "attn/params.h"
 #include "attn/safetensors.h"
 
@@ -54,23 +55,24 @@ typedef struct {
 } attn_adam;
 
 /* torch defaults: Adam (0.9, 0.999, 1e-8, wd 0); AdamW wd 1e-2. */
-attn_adam_config attn_adam_defaults(attn_adam_kind kind);
+ATTN_API attn_adam_config attn_adam_defaults(attn_adam_kind kind);
 /* p must be allocated (attn_params_alloc); the optimizer is bound to its layout. */
-attn_status attn_adam_init(attn_adam *opt, const attn_params *p, const attn_adam_config *cfg);
-void attn_adam_free(attn_adam *opt);
+ATTN_API attn_status attn_adam_init(attn_adam *opt, const attn_params *p,
+                                    const attn_adam_config *cfg);
+ATTN_API void attn_adam_free(attn_adam *opt);
 /* One update with learning rate lr (from a schedule) using p->grad. */
-attn_status attn_adam_step(attn_adam *opt, attn_params *p, double lr);
+ATTN_API attn_status attn_adam_step(attn_adam *opt, attn_params *p, double lr);
 
 /* Per-parameter weight-decay rule: return 1 to decay the parameter `name`. */
 typedef int (*attn_decay_rule)(const char *name, void *user);
 /* The usual rule: no decay for names ending in "bias" or containing "norm"
  * (case-insensitive): "enc.0.norm1.weight" and "head.bias" are not decayed,
  * "head.weight" is. Pass your own rule for other naming conventions. */
-int attn_decay_rule_default(const char *name, void *user);
+ATTN_API int attn_decay_rule_default(const char *name, void *user);
 /* Applies rule to every parameter of p (the one passed to attn_adam_init). */
-attn_status attn_adam_set_decay_rule(attn_adam *opt, const attn_params *p, attn_decay_rule rule,
-                                     void *user);
-attn_status attn_adam_set_decay(attn_adam *opt, int view_index, int decay);
+ATTN_API attn_status attn_adam_set_decay_rule(attn_adam *opt, const attn_params *p,
+                                              attn_decay_rule rule, void *user);
+ATTN_API attn_status attn_adam_set_decay(attn_adam *opt, int view_index, int decay);
 
 /* ---- learning-rate schedules ---------------------------------------------
  * lr for the update that follows `step` completed steps (0-based), a pure
@@ -90,22 +92,22 @@ typedef struct {
 } attn_schedule;
 
 /* Checks the fields (lr >= 0, min <= base, 0 <= warmup, warmup < total for cosine). */
-attn_status attn_schedule_check(const attn_schedule *s);
-double attn_schedule_lr(const attn_schedule *s, int64_t step);
+ATTN_API attn_status attn_schedule_check(const attn_schedule *s);
+ATTN_API double attn_schedule_lr(const attn_schedule *s, int64_t step);
 
 /* ---- gradient norm, clipping, NaN/Inf ------------------------------------
  * The L2 norm over every gradient view, accumulated in double over fixed
  * 4096-float chunks summed in order: bit-identical for any thread count. */
-attn_status attn_grad_norm(const attn_params *p, double *norm);
+ATTN_API attn_status attn_grad_norm(const attn_params *p, double *norm);
 /* torch.nn.utils.clip_grad_norm_(max_norm): coef = max_norm / (norm + 1e-6);
  * if coef < 1 every gradient is multiplied by (float)coef. *norm_out (may be
  * NULL) receives the norm before clipping. A non-finite norm returns
  * ATTN_ENUMERIC naming the first bad parameter and leaves the grads as they are
  * (skip the step). */
-attn_status attn_clip_grad_norm(attn_params *p, double max_norm, double *norm_out);
+ATTN_API attn_status attn_clip_grad_norm(attn_params *p, double max_norm, double *norm_out);
 /* ATTN_ENUMERIC naming the first parameter (in declaration order) whose
  * gradient holds NaN or Inf, and the index. */
-attn_status attn_grads_check_finite(const attn_params *p);
+ATTN_API attn_status attn_grads_check_finite(const attn_params *p);
 
 /* ---- weight averaging (EMA) -----------------------------------------------
  * An exponential moving average of the parameters (Polyak averaging; timm's
@@ -123,21 +125,22 @@ typedef struct {
   float *avg;
 } attn_ema;
 
-double attn_ema_decay(double decay, int64_t updates);
+ATTN_API double attn_ema_decay(double decay, int64_t updates);
 /* decay in (0, 1); avg = a copy of p's data. */
-attn_status attn_ema_init(attn_ema *e, const attn_params *p, double decay);
-void attn_ema_free(attn_ema *e);
-attn_status attn_ema_update(attn_ema *e, const attn_params *p);
+ATTN_API attn_status attn_ema_init(attn_ema *e, const attn_params *p, double decay);
+ATTN_API void attn_ema_free(attn_ema *e);
+ATTN_API attn_status attn_ema_update(attn_ema *e, const attn_params *p);
 /* Exchanges avg and p's data (twice restores both): evaluate or save the
  * average with the code that uses p. */
-attn_status attn_ema_swap(attn_ema *e, attn_params *p);
+ATTN_API attn_status attn_ema_swap(attn_ema *e, attn_params *p);
 /* Adds "ema.<name>" for every parameter and metadata "ema.decay",
  * "ema.updates" to st (e.g. the extra of attn_checkpoint_save). */
-attn_status attn_ema_store_st(const attn_ema *e, const attn_params *p, attn_st *st);
+ATTN_API attn_status attn_ema_store_st(const attn_ema *e, const attn_params *p, attn_st *st);
 /* Restores e (freed and re-made for p) from st's "ema.*" entries; *found
  * (may be NULL) = 0 and e unchanged when st holds no average. Everything is
  * validated before e changes. */
-attn_status attn_ema_load_st(attn_ema *e, const attn_params *p, const attn_st *st, int *found);
+ATTN_API attn_status attn_ema_load_st(attn_ema *e, const attn_params *p, const attn_st *st,
+                                      int *found);
 
 /* ---- checkpoints -----------------------------------------------------------
  * One safetensors file, written atomically:
@@ -148,14 +151,14 @@ attn_status attn_ema_load_st(attn_ema *e, const attn_params *p, const attn_st *s
  * plus every tensor and metadata entry of `extra` (may be NULL: e.g. config
  * JSON, tokenizer, data-loader state). Names in extra must not collide with
  * the above (ATTN_EINVAL). */
-attn_status attn_checkpoint_save(const char *path, const attn_params *p, const attn_adam *opt,
-                                 const attn_st *extra);
+ATTN_API attn_status attn_checkpoint_save(const char *path, const attn_params *p,
+                                          const attn_adam *opt, const attn_st *extra);
 /* Restores p (declared and allocated: every parameter must be present with
  * its shape) and, when opt != NULL (initialised for p), m, v and step. All is
  * validated before anything is changed. *file_out (may be NULL) receives the
  * whole file for metadata and extra tensors; free with attn_st_free. */
-attn_status attn_checkpoint_load(const char *path, attn_params *p, attn_adam *opt,
-                                 attn_st **file_out);
+ATTN_API attn_status attn_checkpoint_load(const char *path, attn_params *p, attn_adam *opt,
+                                          attn_st **file_out);
 
 #ifdef __cplusplus
 }

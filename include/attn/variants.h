@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "attn/api.h"
 #include "attn/sdpa.h"
 #include "attn/status.h"
 
@@ -18,11 +19,12 @@ extern "C" {
  * slopes [H]: the geometric sequence of the ALiBi paper, 2^(-8(h+1)/n) for a
  * power of two n = H; otherwise (as BLOOM) those of the largest power of two
  * n < H followed by every other slope of 2n: 2^(-4(2h+1)/n), h < H - n. */
-attn_status attn_alibi_slopes(int64_t H, float *slopes);
+ATTN_API attn_status attn_alibi_slopes(int64_t H, float *slopes);
 
 /* ---- T5 relative position buckets ---------------------------------------------
  * HF T5's _relative_position_bucket for rel = key position - query position. */
-int64_t attn_t5_bucket(int64_t rel, int bidirectional, int64_t num_buckets, int64_t max_distance);
+ATTN_API int64_t attn_t5_bucket(int64_t rel, int bidirectional, int64_t num_buckets,
+                                int64_t max_distance);
 
 /* ---- rotary embeddings (RoPE) ------------------------------------------------
  * x, y [N, L, H, D] (row-major; y may equal x): the D-vector of (n, l, h) at
@@ -33,13 +35,14 @@ int64_t attn_t5_bucket(int64_t rel, int bidirectional, int64_t num_buckets, int6
  * SDPA's [B, H, L, D]. */
 typedef enum { ATTN_ROPE_INTERLEAVED = 0, ATTN_ROPE_HALF = 1 } attn_rope_layout;
 /* "interleaved" | "half" */
-attn_status attn_rope_layout_from_name(const char *name, attn_rope_layout *out);
-attn_status attn_rope_f32(const float *x, float *y, int64_t N, int64_t L, int64_t H, int64_t D,
-                          float theta, int64_t pos_offset, attn_rope_layout layout);
-/* dx = the inverse rotation of dy (dx may equal dy); OVERWRITES dx. */
-attn_status attn_rope_backward_f32(const float *dy, float *dx, int64_t N, int64_t L, int64_t H,
+ATTN_API attn_status attn_rope_layout_from_name(const char *name, attn_rope_layout *out);
+ATTN_API attn_status attn_rope_f32(const float *x, float *y, int64_t N, int64_t L, int64_t H,
                                    int64_t D, float theta, int64_t pos_offset,
                                    attn_rope_layout layout);
+/* dx = the inverse rotation of dy (dx may equal dy); OVERWRITES dx. */
+ATTN_API attn_status attn_rope_backward_f32(const float *dy, float *dx, int64_t N, int64_t L,
+                                            int64_t H, int64_t D, float theta, int64_t pos_offset,
+                                            attn_rope_layout layout);
 
 /* ---- block-sparse layouts ----------------------------------------------------
  * mask [nqb, nkb] (uint8, 1 = the query block may see the key block), for
@@ -49,12 +52,13 @@ attn_status attn_rope_backward_f32(const float *dy, float *dx, int64_t N, int64_
  * plus `random` extra key blocks per query block, drawn from
  * attn_rng_uniform(seed, ...) (the same layout for the same seed); with
  * causal, blocks c > a are cleared at the end (the diagonal stays). */
-attn_status attn_block_sparse_bigbird(uint8_t *mask, int64_t nqb, int64_t nkb, int64_t local,
-                                      int64_t global, int64_t random, uint64_t seed, int causal);
+ATTN_API attn_status attn_block_sparse_bigbird(uint8_t *mask, int64_t nqb, int64_t nkb,
+                                               int64_t local, int64_t global, int64_t random,
+                                               uint64_t seed, int causal);
 /* The equivalent dense bool mask [Lq, Lk] (1 = may attend), for tests and
  * for backends without block support. */
-attn_status attn_block_sparse_expand(const uint8_t *mask, int64_t block_size, int64_t Lq,
-                                     int64_t Lk, uint8_t *dense);
+ATTN_API attn_status attn_block_sparse_expand(const uint8_t *mask, int64_t block_size, int64_t Lq,
+                                              int64_t Lk, uint8_t *dense);
 
 /* ---- key/value cache for incremental decoding ----------------------------------
  * k [B, Hkv, cap, D], v [B, Hkv, cap, Dv]: rows 0..len-1 hold the keys and
@@ -65,22 +69,22 @@ typedef struct {
   float *k, *v;
 } attn_kv_cache;
 /* A zeroed struct is a valid empty cache; init sets sizes and reserves cap rows. */
-attn_status attn_kv_cache_init(attn_kv_cache *c, int64_t B, int64_t Hkv, int64_t D, int64_t Dv,
-                               int64_t cap);
-void attn_kv_cache_free(attn_kv_cache *c);
-void attn_kv_cache_reset(attn_kv_cache *c); /* len = 0, memory kept */
+ATTN_API attn_status attn_kv_cache_init(attn_kv_cache *c, int64_t B, int64_t Hkv, int64_t D,
+                                        int64_t Dv, int64_t cap);
+ATTN_API void attn_kv_cache_free(attn_kv_cache *c);
+ATTN_API void attn_kv_cache_reset(attn_kv_cache *c); /* len = 0, memory kept */
 /* k_new [B, Hkv, n, D], v_new [B, Hkv, n, Dv] appended at positions len..len+n-1. */
-attn_status attn_kv_cache_append(attn_kv_cache *c, const float *k_new, const float *v_new,
-                                 int64_t n);
+ATTN_API attn_status attn_kv_cache_append(attn_kv_cache *c, const float *k_new, const float *v_new,
+                                          int64_t n);
 /* The new queries q [B, Hq, n, D] (positions len-n..len-1, i.e. appended
  * last) against every cached row: *tmpl supplies Hq, scale, causal, window,
  * position schemes and masks (its B, Hkv, D, Dv must match the cache; its Lq,
  * Lk, q_offset and k/v strides are set here: Lq = n, Lk = len, q_offset =
  * len - n). out [B, Hq, n, Dv], lse [B, Hq, n]. O(len) per query. A block
  * layout needs block_cols set (its row stride must not change as len grows). */
-attn_status attn_kv_cache_attend(const attn_kv_cache *c, const attn_sdpa_desc *tmpl,
-                                 attn_backend backend, const float *q, int64_t n, float *out,
-                                 float *lse);
+ATTN_API attn_status attn_kv_cache_attend(const attn_kv_cache *c, const attn_sdpa_desc *tmpl,
+                                          attn_backend backend, const float *q, int64_t n,
+                                          float *out, float *lse);
 
 #ifdef __cplusplus
 }

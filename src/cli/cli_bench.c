@@ -27,7 +27,12 @@ int attn_cmd_bench(int argc, char **argv) {
       if (!strcmp(argv[1], "train")) cli_keep_freed_memory(); /* as attn train */
       return attn_bench_table[i].main(argc - 1, argv + 1);
     }
-  fprintf(stderr, "attn bench: unknown bench '%s'\n", argv[1]);
+  const size_t n = sizeof attn_bench_table / sizeof attn_bench_table[0];
+  const char *names[n];
+  for (size_t i = 0; i < n; i++) names[i] = attn_bench_table[i].name;
+  const char *near = cli_nearest(argv[1], names, n);
+  if (near) return cli_usage("unknown bench '%s'; did you mean '%s'?", argv[1], near);
+  cli_usage("unknown bench '%s'", argv[1]);
   bench_usage(stderr);
-  return 2;
+  return CLI_USAGE;
 }

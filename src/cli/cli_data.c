@@ -70,27 +70,33 @@ static int parse_opts(int argc, char **argv, data_opts *o) {
   o->max_bytes = 65536;
   o->alpha = 1.0;
   o->counts = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "--counts")) {
-      o->counts = 1;
-      continue;
-    }
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      data_usage(stdout, argv[0]);
-      return 1;
-    }
+  const int nb = !strcmp(argv[0], "nb");
+  static const cli_opt data_opts_table[] = {
+      {"--data", CLI_VALUE},    {"--split", CLI_VALUE},   {"--seed", CLI_VALUE},
+      {"--train-pct", CLI_VALUE}, {"--val-pct", CLI_VALUE}, {"--headers", CLI_VALUE},
+      {"--show", CLI_VALUE},    {NULL, 0}};
+  static const cli_opt nb_opts_table[] = {
+      {"--data", CLI_VALUE},      {"--split", CLI_VALUE},       {"--seed", CLI_VALUE},
+      {"--train-pct", CLI_VALUE}, {"--val-pct", CLI_VALUE},     {"--headers", CLI_VALUE},
+      {"--vocab", CLI_VALUE},     {"--train-bytes", CLI_VALUE}, {"--max-bytes", CLI_VALUE},
+      {"--alpha", CLI_VALUE},     {"--counts", CLI_FLAG},       {NULL, 0}};
+  cli_args args;
+  cli_args_init(&args, argc, argv, 1, nb ? nb_opts_table : data_opts_table);
+  int r;
+  while ((r = cli_args_next(&args)) > 0) {
+    const char *a = args.opt, *v = args.val;
     char *end = NULL;
-    if (!v) {
-      fprintf(stderr, "attn %s: '%s' needs a value or is unknown\n", argv[0], a);
+    if (r == CLI_ARG) {
+      cli_usage("unexpected argument '%s' (see attn %s --help)", v, argv[0]);
       return 2;
     }
-    if (!strcmp(a, "--data")) o->data = v;
+    if (!strcmp(a, "--counts")) o->counts = 1;
+    else if (!strcmp(a, "--data")) o->data = v;
     else if (!strcmp(a, "--split")) o->split = v;
     else if (!strcmp(a, "--show")) o->show = v;
     else if (!strcmp(a, "--headers")) {
       if (strcmp(v, "basic") && strcmp(v, "more")) {
-        fprintf(stderr, "attn %s: --headers basic|more\n", argv[0]);
+        cli_usage("--headers basic|more");
         return 2;
       }
       o->headers = !strcmp(v, "more");
@@ -101,20 +107,23 @@ static int parse_opts(int argc, char **argv, data_opts *o) {
     else if (!strcmp(a, "--vocab")) o->vocab = (int)strtol(v, &end, 10);
     else if (!strcmp(a, "--train-bytes")) o->train_bytes = strtol(v, &end, 10);
     else if (!strcmp(a, "--max-bytes")) o->max_bytes = strtol(v, &end, 10);
-    else if (!strcmp(a, "--alpha")) o->alpha = strtod(v, &end);
-    else {
-      fprintf(stderr, "attn %s: unknown option '%s'\n", argv[0], a);
-      data_usage(stderr, argv[0]);
-      return 2;
-    }
+    else o->alpha = strtod(v, &end); /* --alpha */
     if (end && (*end || end == v)) {
-      fprintf(stderr, "attn %s: %s: '%s' is not a number\n", argv[0], a, v);
+      cli_usage("%s: '%s' is not a number", a, v);
       return 2;
     }
-    i++;
   }
+  if (r == CLI_HELP) {
+    data_usage(stdout, argv[0]);
+    return 1;
+  }
+  if (r < 0) return 2;
   if (o->train_bytes < 0 || o->max_bytes < 0) {
-    fprintf(stderr, "attn %s: byte limits must be >= 0\n", argv[0]);
+    cli_usage("byte limits must be >= 0");
+    return 2;
+  }
+  if (o->train_pct < 0 || o->val_pct < 0 || o->train_pct + o->val_pct > 100) {
+    cli_usage("--train-pct %d and --val-pct %d: each >= 0, together <= 100", o->train_pct, o->val_pct);
     return 2;
   }
   return 0;
@@ -140,12 +149,12 @@ static int show_message(const char *path, unsigned flags) {
 static attn_corpus *open_corpus(const data_opts *o) {
   struct stat sb;
   if (stat(o->data, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-    fprintf(stderr, "attn: no corpus at '%s'. Fetch it with:\n  tools/fetch_data.sh %s\n", o->data, o->data);
+    cli_error(o->data, "no corpus here (fetch it with: tools/fetch_data.sh %s)", o->data);
     return NULL;
   }
   attn_corpus *c;
   if (attn_corpus_scan(o->data, &c)) {
-    cli_fail("corpus");
+    cli_fail(o->data);
     return NULL;
   }
   c->mail_flags = o->headers ? ATTN_MAIL_MORE_HEADERS : 0u;
@@ -158,7 +167,7 @@ static attn_corpus *open_corpus(const data_opts *o) {
              o->val_pct);
   if (stat(split_path, &sb) == 0) {
     if (attn_corpus_load_split(c, split_path)) {
-      cli_fail("split");
+      cli_fail(split_path);
       attn_corpus_free(c);
       return NULL;
     }
@@ -168,12 +177,12 @@ static attn_corpus *open_corpus(const data_opts *o) {
     snprintf(note, sizeof note, "attn split: seed %llu, %d/%d/%d %% train/val/test, stratified by group",
              o->seed, o->train_pct, o->val_pct, 100 - o->train_pct - o->val_pct);
     if (attn_corpus_split(c, o->seed, o->train_pct, o->val_pct)) {
-      cli_fail("split");
+      cli_fail(NULL);
       attn_corpus_free(c);
       return NULL;
     }
     if (attn_corpus_save_split(c, split_path, note))
-      fprintf(stderr, "attn: warning: %s (continuing; the split is deterministic anyway)\n", attn_last_error());
+      cli_warn("%s (continuing; the split is deterministic anyway)", attn_last_error());
     else
       printf("split: wrote %s (seed %llu)\n", split_path, o->seed);
   }
@@ -189,7 +198,7 @@ static attn_corpus *open_corpus(const data_opts *o) {
          attn_corpus_count(c, 1, -1), attn_corpus_count(c, 2, -1));
   double t0 = now_s();
   if (attn_corpus_load_texts(c)) {
-    cli_fail("reading mail");
+    cli_fail(o->data);
     attn_corpus_free(c);
     return NULL;
   }
@@ -250,7 +259,7 @@ int attn_cmd_nb(int argc, char **argv) {
   attn_bpe *bpe = NULL;
   attn_nb *nb = NULL;
   if (!tr_text || !tr_len || !ids || !n_ids || !tr_label) {
-    fprintf(stderr, "attn nb: out of memory\n");
+    cli_error(NULL, "out of memory");
     goto done;
   }
   for (int i = 0; i < n; i++)
@@ -264,7 +273,7 @@ int attn_cmd_nb(int argc, char **argv) {
   cfg.max_text_bytes = (size_t)o.train_bytes;
   double t0 = now_s();
   if (attn_bpe_train(tr_text, tr_len, n_train, &cfg, &bpe)) {
-    cli_fail("bpe");
+    cli_fail(NULL);
     goto done;
   }
   double t1 = now_s();
@@ -278,7 +287,7 @@ int attn_cmd_nb(int argc, char **argv) {
     total_bytes += tr_len[i];
   }
   if (attn_bpe_encode_many(bpe, tr_text, tr_len, n, 0, ids, n_ids)) {
-    cli_fail("bpe encode");
+    cli_fail(NULL);
     goto done;
   }
   for (int i = 0; i < n; i++) total_tokens += n_ids[i];
@@ -289,7 +298,7 @@ int attn_cmd_nb(int argc, char **argv) {
   print_length_percentiles(n_ids, n);
   const int32_t **tr_ids = malloc((size_t)n * sizeof *tr_ids);
   if (!tr_ids) {
-    fprintf(stderr, "attn nb: out of memory\n");
+    cli_error(NULL, "out of memory");
     goto done;
   }
   n_train = 0;
@@ -302,7 +311,7 @@ int attn_cmd_nb(int argc, char **argv) {
   attn_status st = attn_nb_train(tr_ids, tr_len, tr_label, n_train, attn_bpe_vocab_size(bpe), o.alpha, !o.counts, &nb);
   free(tr_ids);
   if (st) {
-    cli_fail("naive bayes");
+    cli_fail(NULL);
     goto done;
   }
   for (int sp = ATTN_SPLIT_VAL; sp <= ATTN_SPLIT_TEST; sp++) {
@@ -311,7 +320,7 @@ int attn_cmd_nb(int argc, char **argv) {
       if (c->split[i] != sp) continue;
       int pred;
       if (attn_nb_predict(nb, ids[i], n_ids[i], NULL, &pred)) {
-        cli_fail("naive bayes");
+        cli_fail(NULL);
         goto done;
       }
       attn_binary_metrics_add(&m, pred, c->label[i]);

@@ -8,6 +8,7 @@
 #include "apps/viz.h"
 #include "attn.h"
 #include "cli/commands.h"
+#include "core/parse_bool.h"
 
 static const char usage_text[] =
     "usage: attn diagnose IN.safetensors [--chart OUT.(png|svg|pdf)] [--causal yes|no|auto]\n"
@@ -22,46 +23,38 @@ static const char usage_text[] =
     "IN is as for 'attn viz': tensor 'attn' [Lq,Lk], [H,Lq,Lk] or [Layers,H,Lq,Lk], token\n"
     "labels in __metadata__ 'tokens' or 'key_tokens'.\n"
     "  --chart   also draw the table as a chart\n"
-    "  --causal  the mask to assume (auto: causal if every weight above the diagonal is 0)\n";
+    "  --causal  the mask to assume: yes, no (any boolean: true/false, 1/0, on/off) or auto\n"
+    "            (causal if every weight above the diagonal is 0; the default)\n";
 
 int attn_cmd_diagnose(int argc, char **argv) {
+  static const cli_opt opts[] = {
+      {"--chart", CLI_VALUE}, {"--causal", CLI_VALUE}, {"--tensor", CLI_VALUE}, {NULL, 0}};
   const char *in_path = NULL, *chart = NULL, *tensor = NULL;
   attn_diag_opts o;
   attn_diag_opts_default(&o);
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      fputs(usage_text, stdout);
-      return 0;
-    } else if ((!strcmp(a, "--chart") || !strcmp(a, "--causal") || !strcmp(a, "--tensor")) && !v) {
-      fprintf(stderr, "attn diagnose: %s needs a value\n", a);
-      return 2;
-    } else if (!strcmp(a, "--chart")) {
-      chart = v, i++;
-    } else if (!strcmp(a, "--tensor")) {
-      tensor = v, i++;
-    } else if (!strcmp(a, "--causal")) {
-      if (!strcmp(v, "yes"))
-        o.causal = 1;
-      else if (!strcmp(v, "no"))
-        o.causal = 0;
-      else if (!strcmp(v, "auto"))
-        o.causal = -1;
-      else {
-        fprintf(stderr, "attn diagnose: --causal '%s': yes, no or auto\n", v);
-        return 2;
-      }
-      i++;
-    } else if (a[0] == '-' || in_path) {
-      fprintf(stderr, "attn diagnose: unexpected '%s'\n%s", a, usage_text);
-      return 2;
-    } else {
-      in_path = a;
+  cli_args a;
+  cli_args_init(&a, argc, argv, 1, opts);
+  int r;
+  while ((r = cli_args_next(&a)) > 0) {
+    if (r == CLI_ARG) {
+      if (in_path) return cli_usage("unexpected argument '%s' (see attn diagnose --help)", a.val);
+      in_path = a.val;
+    } else if (!strcmp(a.opt, "--chart")) {
+      chart = a.val;
+    } else if (!strcmp(a.opt, "--tensor")) {
+      tensor = a.val;
+    } else if (!strcmp(a.val, "auto")) { /* --causal */
+      o.causal = -1;
+    } else if (!attn_parse_bool(a.val, &o.causal)) {
+      return cli_usage("--causal '%s': yes, no or auto", a.val);
     }
   }
+  if (r == CLI_HELP) fputs(usage_text, stdout);
+  if (r < 0) return cli_args_exit(r);
   if (!in_path) {
+    cli_usage("expected IN.safetensors");
     fputs(usage_text, stderr);
-    return 2;
+    return CLI_USAGE;
   }
   attn_viz_input in;
   if (attn_viz_input_load(in_path, tensor, &in)) return cli_fail(in_path);
@@ -71,8 +64,7 @@ int attn_cmd_diagnose(int argc, char **argv) {
   o.freq = in.freq;
   o.tokens = (const char *const *)in.k_labels;
   if (!d) {
-    attn_set_error(ATTN_ENOMEM, "out of memory for %lld heads", (long long)n);
-    rc = cli_fail("diagnose");
+    rc = cli_error(in_path, "out of memory for %lld heads", (long long)n);
   } else if (attn_diagnose_f32(in.probs, n, in.lq, in.lk, &o, d)) {
     rc = cli_fail(in_path);
   } else {

@@ -8,30 +8,36 @@
 #include "attn.h"
 #include "cli/commands.h"
 
-static int usage(FILE *f) {
+static void usage(FILE *f) {
   fprintf(f, "usage: attn ensemble -o OUT.safetensors MODEL MODEL...\n"
              "  one model whose P(class) is the mean of the models' (each a checkpoint of attn\n"
              "  train, or an ensemble: its members join); they must share the tokenizer and the\n"
              "  config (e.g. runs of attn train with different --seed). attn eval / predict read it.\n");
-  return f == stdout ? 0 : 2;
 }
 
 int attn_cmd_ensemble(int argc, char **argv) {
+  static const cli_opt opts[] = {{"-o", CLI_VALUE}, {NULL, 0}};
   const char *out = NULL;
-  int first = 0, count = 0;
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return usage(stdout);
-    if (!strcmp(argv[i], "-o") && i + 1 < argc) out = argv[++i];
-    else if (argv[i][0] == '-') {
-      fprintf(stderr, "attn ensemble: unknown option '%s'\n", argv[i]);
-      return usage(stderr);
+  int first = 0, count = 0, r;
+  cli_args a;
+  cli_args_init(&a, argc, argv, 1, opts);
+  while ((r = cli_args_next(&a)) > 0) {
+    if (r == CLI_OPT) {
+      out = a.val;
     } else {
-      if (!first) first = i;
-      else if (first + count != i) return usage(stderr);  // models in one run of arguments
+      if (!first) first = a.i - 1;
+      else if (first + count != a.i - 1)  // models in one run of arguments
+        return cli_usage("the MODELs go together, after or before -o OUT (see attn ensemble --help)");
       count++;
     }
   }
-  if (!out || count < 1) return usage(stderr);
+  if (r == CLI_HELP) usage(stdout);
+  if (r < 0) return cli_args_exit(r);
+  if (!out || count < 1) {
+    cli_usage("%s", !out ? "-o OUT.safetensors is missing" : "no MODEL");
+    usage(stderr);
+    return CLI_USAGE;
+  }
   attn_clf *all = NULL;
   int n = 0, rc = 0;
   attn_st *meta = NULL, *keep = NULL;
@@ -45,12 +51,9 @@ int attn_cmd_ensemble(int argc, char **argv) {
     const char *tok = attn_st_meta(f, "tokenizer"), *tok0 = keep ? attn_st_meta(keep, "tokenizer") : tok;
     attn_clf *grown = n + e.n <= ATTN_CLF_ENS_MAX ? realloc(all, (size_t)(n + e.n) * sizeof *all) : NULL;
     if (!tok || !tok0 || strcmp(tok, tok0)) {
-      fprintf(stderr, "attn ensemble: %s: %s\n", argv[i],
-              tok ? "another tokenizer than the first model's" : "no tokenizer");
-      rc = 1;
+      rc = cli_error(argv[i], "%s", tok ? "another tokenizer than the first model's" : "no tokenizer");
     } else if (!grown) {
-      fprintf(stderr, "attn ensemble: more than %d members, or out of memory\n", ATTN_CLF_ENS_MAX);
-      rc = 1;
+      rc = cli_error(argv[i], "more than %d members, or out of memory", ATTN_CLF_ENS_MAX);
     } else {
       all = grown;
       memcpy(all + n, e.m, (size_t)e.n * sizeof *all);  // the members move to all
@@ -63,11 +66,11 @@ int attn_cmd_ensemble(int argc, char **argv) {
     if (!keep) keep = f;
     else attn_st_free(f);
   }
-  if (!rc && (attn_st_new(&meta))) rc = cli_fail("metadata");
+  if (!rc && (attn_st_new(&meta))) rc = cli_fail(out);
   static const char *const keys[] = {"tokenizer", "labels", "split.seed", "split.file"};
   for (size_t k = 0; !rc && k < sizeof keys / sizeof keys[0]; k++) {
     const char *v = attn_st_meta(keep, keys[k]);
-    if (v && attn_st_set_meta(meta, keys[k], v)) rc = cli_fail("metadata");
+    if (v && attn_st_set_meta(meta, keys[k], v)) rc = cli_fail(out);
   }
   if (!rc && attn_clf_ens_save(out, all, n, meta)) rc = cli_fail(out);
   if (!rc) printf("%s: an ensemble of %d models\n", out, n);

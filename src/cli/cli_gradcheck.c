@@ -25,29 +25,28 @@ int attn_cmd_gradcheck(int argc, char **argv) {
   const char *filter = NULL;
   int verbose = 0, list = 0;
   uint64_t seed = 1;
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--filter") && i + 1 < argc) {
-      filter = argv[++i];
-    } else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
+  static const cli_opt opts[] = {{"--filter", CLI_VALUE}, {"--seed", CLI_VALUE},
+                                 {"--verbose", CLI_FLAG},  {"-v", CLI_FLAG},
+                                 {"--list", CLI_FLAG},     {NULL, 0}};
+  cli_args a;
+  cli_args_init(&a, argc, argv, 1, opts);
+  int got;
+  while ((got = cli_args_next(&a)) > 0) {
+    if (got == CLI_ARG) return cli_usage("unexpected argument '%s' (see attn gradcheck --help)", a.val);
+    if (!strcmp(a.opt, "--filter")) {
+      filter = a.val;
+    } else if (!strcmp(a.opt, "--seed")) {
       char *end;
-      seed = strtoull(argv[++i], &end, 0);
-      if (*end || !*argv[i]) {
-        fprintf(stderr, "attn gradcheck: --seed wants a number, got '%s'\n", argv[i]);
-        return 2;
-      }
-    } else if (!strcmp(argv[i], "--verbose") || !strcmp(argv[i], "-v")) {
-      verbose = 1;
-    } else if (!strcmp(argv[i], "--list")) {
+      seed = strtoull(a.val, &end, 0);
+      if (*end || !*a.val) return cli_usage("--seed wants a number, got '%s'", a.val);
+    } else if (!strcmp(a.opt, "--list")) {
       list = 1;
-    } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      gradcheck_usage(stdout);
-      return 0;
-    } else {
-      fprintf(stderr, "attn gradcheck: unknown or incomplete argument '%s'\n", argv[i]);
-      gradcheck_usage(stderr);
-      return 2;
+    } else { /* --verbose, -v */
+      verbose = 1;
     }
   }
+  if (got == CLI_HELP) gradcheck_usage(stdout);
+  if (got < 0) return cli_args_exit(got);
   int n = attn_gradcheck_case_count(), ran = 0, failed = 0;
   if (!list)
     printf("%-24s %-10s %8s %12s %12s  %s\n", "case", "tensor", "entries", "max abs err",
@@ -84,10 +83,7 @@ int attn_cmd_gradcheck(int argc, char **argv) {
     failed += !case_ok;
   }
   if (list) return 0;
-  if (ran == 0) {
-    fprintf(stderr, "attn gradcheck: no case matches '%s'\n", filter ? filter : "");
-    return 1;
-  }
+  if (ran == 0) return cli_error(NULL, "no case matches '%s' (attn gradcheck --list names them)", filter ? filter : "");
   printf("%d cases, %d failed\n", ran, failed);
   return failed ? 1 : 0;
 }

@@ -13,8 +13,10 @@ static void layer_usage(FILE *f) {
   fprintf(f,
           "usage: attn layer IN.safetensors OUT.safetensors [--backend math|flash|auto]\n"
           "\n"
-          "IN __metadata__: kind = mha | encoder | decoder, num_heads, norm_first (0/1),\n"
-          "  activation (relu|gelu), layer_norm_eps, average_attn_weights (mha, 0/1),\n"
+          "IN __metadata__: kind = mha | encoder | decoder, num_heads, norm_first (boolean),\n"
+          "  activation (relu|gelu), layer_norm_eps, average_attn_weights (mha, boolean),\n"
+          "  batch_first (must be true); booleans: true/false (any case: PyTorch's True),\n"
+          "  1/0, yes/no, on/off;\n"
           "  num_kv_heads (mha: grouped-query attention; k/v_proj_weight have num_kv_heads*head_dim rows).\n"
           "IN tensors: the module's parameters under their state_dict() names, and inputs\n"
           "  (batch first): mha query [+ key, value], key_padding_mask, attn_mask;\n"
@@ -27,37 +29,27 @@ static void layer_usage(FILE *f) {
 }
 
 int attn_cmd_layer(int argc, char **argv) {
+  static const cli_opt opts[] = {{"--backend", CLI_VALUE}, {NULL, 0}};
   const char *paths[2] = {NULL, NULL};
-  int np = 0;
+  int np = 0, r;
   attn_backend backend = ATTN_BACKEND_AUTO;
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-      layer_usage(stdout);
-      return 0;
+  cli_args a;
+  cli_args_init(&a, argc, argv, 1, opts);
+  while ((r = cli_args_next(&a)) > 0) {
+    if (r == CLI_OPT) { /* --backend */
+      if (attn_backend_from_name(a.val, &backend)) return cli_fail("--backend"), CLI_USAGE;
+    } else if (np == 2) {
+      return cli_usage("unexpected argument '%s' (see attn layer --help)", a.val);
+    } else {
+      paths[np++] = a.val;
     }
-    if (!strcmp(argv[i], "--backend")) {
-      if (i + 1 >= argc) {
-        fprintf(stderr, "attn layer: --backend needs a value (math|flash|auto)\n");
-        return 2;
-      }
-      if (attn_backend_from_name(argv[++i], &backend) != ATTN_OK) return cli_fail("layer: --backend");
-      continue;
-    }
-    if (argv[i][0] == '-' && argv[i][1]) {
-      fprintf(stderr, "attn layer: unknown option '%s'\n", argv[i]);
-      layer_usage(stderr);
-      return 2;
-    }
-    if (np == 2) {
-      fprintf(stderr, "attn layer: too many arguments\n");
-      layer_usage(stderr);
-      return 2;
-    }
-    paths[np++] = argv[i];
   }
+  if (r == CLI_HELP) layer_usage(stdout);
+  if (r < 0) return cli_args_exit(r);
   if (np != 2) {
+    cli_usage("expected IN.safetensors and OUT.safetensors");
     layer_usage(stderr);
-    return 2;
+    return CLI_USAGE;
   }
   attn_st *in = NULL, *out = NULL;
   if (attn_st_load(paths[0], &in) != ATTN_OK) return cli_fail(paths[0]);
@@ -67,5 +59,5 @@ int attn_cmd_layer(int argc, char **argv) {
   st = attn_st_save(out, paths[1]);
   attn_st_free(out);
   if (st != ATTN_OK) return cli_fail(paths[1]);
-  return 0;
+  return CLI_OK;
 }

@@ -101,9 +101,23 @@ static int predict_one(const char *path, const attn_clf_ens *e, infer_prec *ip, 
   return 0;
 }
 
+/* The options are known and have their values (cli_args: an unknown one is
+ * answered with the nearest); CLI_HELP for -h/--help anywhere, CLI_BAD
+ * after saying what is wrong, else CLI_END. */
+static int check_options(int argc, char **argv) {
+  static const cli_opt opts[] = {{"--precision", CLI_VALUE}, {NULL, 0}};
+  cli_args a;
+  cli_args_init(&a, argc, argv, 1, opts);
+  int r;
+  while ((r = cli_args_next(&a)) > 0) {}
+  return r;
+}
+
 int attn_cmd_predict(int argc, char **argv) {
-  if (argc < 3 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-    fprintf(argc < 3 && !(argc == 2 && argv[1][0] == '-') ? stderr : stdout,
+  const int checked = check_options(argc, argv), help = checked == CLI_HELP;
+  if (checked == CLI_BAD) return CLI_USAGE;
+  if (argc < 3 || help) {
+    fprintf(help ? stdout : stderr,
             "usage: attn predict MODEL [--precision f32|bf16|auto] FILE... ('-' reads one message\n"
             "       from stdin)\n"
             "  prints FILE<TAB>label<TAB>P(label) per raw e-mail; MODEL from attn train.\n"
@@ -114,7 +128,7 @@ int attn_cmd_predict(int argc, char **argv) {
             "  A FILE that cannot be read or classified is reported and skipped (exit 1 at the\n"
             "  end); a message may be up to %u MiB.\n",
             ATTN_PREC_AUTO_MARGIN, (unsigned)(ATTN_MAIL_MAX_BYTES >> 20));
-    return argc < 3 ? 2 : 0;
+    return help ? CLI_OK : CLI_USAGE;
   }
   infer_prec ip = {{.precision = ATTN_PREC_F32}, 0};
   int first = 2;
@@ -135,7 +149,7 @@ int attn_cmd_predict(int argc, char **argv) {
   attn_clf_ens e;
   attn_st *file = NULL;
   attn_bpe *bpe = NULL;
-  if (attn_clf_ens_load(argv[1], &e, &file)) return cli_fail("predict");
+  if (attn_clf_ens_load(argv[1], &e, &file)) return cli_fail(argv[1]);
   const attn_clf_config *c = &e.m[0].c;  // every member's
   char names[2][LABEL_MAX];
   int rc = 0;

@@ -19,44 +19,40 @@ static void usage(FILE *f) {
 }
 
 int attn_cmd_quantize(int argc, char **argv) {
+  static const cli_opt opts[] = {{"-o", CLI_VALUE}, {NULL, 0}};
   const char *in = NULL, *out = NULL;
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-      usage(stdout);
-      return 0;
-    } else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
-      out = argv[++i];
-    } else if (argv[i][0] == '-' || in) {
-      fprintf(stderr, "attn quantize: unexpected argument '%s'\n", argv[i]);
-      usage(stderr);
-      return 2;
-    } else {
-      in = argv[i];
-    }
+  cli_args a;
+  cli_args_init(&a, argc, argv, 1, opts);
+  int r;
+  while ((r = cli_args_next(&a)) > 0) {
+    if (r == CLI_OPT) out = a.val;
+    else if (in) return cli_usage("unexpected argument '%s' (see attn quantize --help)", a.val);
+    else in = a.val;
   }
+  if (r == CLI_HELP) usage(stdout);
+  if (r < 0) return cli_args_exit(r);
   if (!in || !out) {
+    cli_usage("expected MODEL.safetensors and -o OUT.safetensors");
     usage(stderr);
-    return 2;
+    return CLI_USAGE;
   }
   attn_st *f = NULL;
   if (attn_st_load(in, &f)) return cli_fail(in);
   int members = attn_clf_ens_count(f);
   attn_st_free(f);
-  if (members != 1) {
-    if (members > 1)
-      fprintf(stderr, "attn quantize: %s is an ensemble of %d models (attn train --members); quantize "
-                      "one member's best.safetensors (the run's member<k>/ folders)\n", in, members);
-    return members > 1 ? 2 : cli_fail(in);
-  }
-  attn_quant_report r;
-  if (attn_quantize_file(in, out, &r)) return cli_fail("quantize");
+  if (members > 1)
+    return cli_error(in, "an ensemble of %d models (attn train --members); quantize one member's "
+                         "best.safetensors (the run's member<k>/ folders)", members);
+  if (members != 1) return cli_fail(in);
+  attn_quant_report rep;
+  if (attn_quantize_file(in, out, &rep)) return cli_fail(in);
   printf("%s: %d tensors, %d Linear weights quantized to int8 (per output channel)\n", in,
-         r.tensors, r.quantized);
+         rep.tensors, rep.quantized);
   printf("Linear weights: %lld bytes f32 -> %lld bytes int8 + scales (%.2fx smaller)\n",
-         (long long)r.linear_f32_bytes, (long long)r.linear_i8_bytes,
-         r.linear_i8_bytes ? (double)r.linear_f32_bytes / (double)r.linear_i8_bytes : 0.0);
-  printf("file: %lld -> %lld bytes (%.2fx smaller) -> %s\n", (long long)r.file_in_bytes,
-         (long long)r.file_out_bytes,
-         r.file_out_bytes > 0 ? (double)r.file_in_bytes / (double)r.file_out_bytes : 0.0, out);
+         (long long)rep.linear_f32_bytes, (long long)rep.linear_i8_bytes,
+         rep.linear_i8_bytes ? (double)rep.linear_f32_bytes / (double)rep.linear_i8_bytes : 0.0);
+  printf("file: %lld -> %lld bytes (%.2fx smaller) -> %s\n", (long long)rep.file_in_bytes,
+         (long long)rep.file_out_bytes,
+         rep.file_out_bytes > 0 ? (double)rep.file_in_bytes / (double)rep.file_out_bytes : 0.0, out);
   return 0;
 }

@@ -1,15 +1,14 @@
 /* attn sdpa IN.safetensors OUT.safetensors [--backend B] [--threads N]:
  * scaled dot-product attention (and its gradients) on tensors from a file. */
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "attn.h"
 #include "cli/commands.h"
 #include "core/checked.h"
+#include "core/parse_bool.h"
 
 static const char usage_text[] =
     "usage: attn sdpa IN.safetensors OUT.safetensors [--backend math|flash|auto] [--threads N]\n"
@@ -21,14 +20,15 @@ static const char usage_text[] =
     "            disallows), broadcastable to [B,Hq,Lq,Lk] with numpy rules\n"
     "  key_lens  optional, I32 or I64 [B]: keys j >= key_lens[b] are padding\n"
     "  dout      optional, [B,Hq,Lq,Dv]: also compute the gradients\n"
-    "IN's __metadata__ may hold causal (0/1), window_left, window_right (-1 = unbounded:\n"
+    "IN's __metadata__ may hold causal (or is_causal, PyTorch 2's name), window_left, window_right (-1 = unbounded:\n"
     "key j is allowed for query i iff i-left <= j <= i+right) and scale (default 1/sqrt(D));\n"
-    "any other key but format and the variant keys below is an error.\n"
+    "any other key but format and the variant keys below is an error. Booleans are\n"
+    "true/false (any case: PyTorch's True/False), 1/0, yes/no or on/off.\n"
     "OUT gets out [B,Hq,Lq,Dv] and lse [B,Hq,Lq]; with dout also dq, dk, dv.\n"
     "A query row with no allowed key gets out 0, lse -inf and zero gradient.\n"
     "Variants (docs/VARIANTS.md): tensors alibi_slopes [Hq], rel_bias [Hq,buckets] (T5),\n"
     "shaw_k [2M-1,D], shaw_v [2M-1,Dv], block_mask BOOL/U8 [ceil((q_offset+Lq)/bs),ceil(Lk/bs)];\n"
-    "metadata q_offset, alibi (1 = standard slopes), rel_max_distance, rel_bidirectional,\n"
+    "metadata q_offset, alibi (true = standard slopes), rel_max_distance, rel_bidirectional,\n"
     "block_size, rope (interleaved|half: q and k rotated), rope_theta (default 10000).\n"
     "With dout OUT also gets drel_bias, dshaw_k, dshaw_v for the tables given.\n"
     "  --backend  math (reference), flash (fused) or auto (flash where it can; default)\n"
@@ -39,7 +39,7 @@ static const char *const tensor_names[] = {
     "rel_bias", "shaw_k", "shaw_v", "block_mask"};
 /* "format" is what safetensors tooling writes ("pt"); it is accepted and ignored */
 static const char *const meta_keys[] = {
-    "causal", "window_left",      "window_right",      "scale",      "format", "q_offset",
+    "causal", "is_causal", "window_left",      "window_right",      "scale",      "format", "q_offset",
     "alibi",  "rel_max_distance", "rel_bidirectional", "block_size", "rope",   "rope_theta"};
 
 static int in_list(const char *s, const char *const *list, size_t n) {
@@ -48,14 +48,13 @@ static int in_list(const char *s, const char *const *list, size_t n) {
   return 0;
 }
 
-/* whole-string integer */
-static int parse_i64(const char *s, int64_t *out) {
-  char *end;
-  errno = 0;
-  long long x = strtoll(s, &end, 10);
-  if (errno || end == s || *end) return 0;
-  *out = x;
-  return 1;
+/* A boolean metadata key (absent: *out unchanged). */
+static attn_status meta_bool(const attn_st *in, const char *path, const char *key, int *out) {
+  const char *s = attn_st_meta(in, key);
+  if (s && !attn_parse_bool(s, out))
+    return attn_set_error(ATTN_EINVAL, "%s: metadata %s = '%.100s', expected a boolean (%s)", path,
+                          key, s, ATTN_BOOL_SPELLINGS);
+  return ATTN_OK;
 }
 
 /* Reads the metadata of in into d. Unknown keys and bad values are errors. */
@@ -68,20 +67,19 @@ static attn_status read_metadata(const attn_st *in, const char *path, attn_sdpa_
                             "window_right, scale, or a variant key of docs/VARIANTS.md)",
                             path, key);
   }
-  const char *s;
-  if ((s = attn_st_meta(in, "causal"))) {
-    if (!strcmp(s, "1") || !strcasecmp(s, "true"))
-      d->causal = 1;
-    else if (!strcmp(s, "0") || !strcasecmp(s, "false"))
-      d->causal = 0;
-    else
-      return attn_set_error(ATTN_EINVAL, "%s: metadata causal = '%.100s', expected 0 or 1", path,
-                            s);
-  }
+  const char *s, *c = attn_st_meta(in, "causal"), *ic = attn_st_meta(in, "is_causal");
+  int causal = 0, is_causal = 0;
+  attn_status st;
+  if ((st = meta_bool(in, path, "causal", &causal)) || (st = meta_bool(in, path, "is_causal", &is_causal)))
+    return st;
+  if (c && ic && causal != is_causal)
+    return attn_set_error(ATTN_EINVAL, "%s: metadata causal = '%.100s' and is_causal = '%.100s' disagree",
+                          path, c, ic);
+  if (c || ic) d->causal = causal || is_causal;
   const char *wkeys[2] = {"window_left", "window_right"};
   int64_t *wvals[2] = {&d->window_left, &d->window_right};
   for (int w = 0; w < 2; w++)
-    if ((s = attn_st_meta(in, wkeys[w])) && (!parse_i64(s, wvals[w]) || *wvals[w] < -1))
+    if ((s = attn_st_meta(in, wkeys[w])) && (!cli_parse_i64(s, wvals[w]) || *wvals[w] < -1))
       return attn_set_error(
           ATTN_EINVAL, "%s: metadata %s = '%.100s', expected an integer >= -1 (-1 = unbounded)",
           path, wkeys[w], s);
@@ -193,7 +191,7 @@ static void job_free(sdpa_job *j) {
 static attn_status meta_i64(const attn_st *in, const char *path, const char *key, int64_t lo,
                             int64_t *out) {
   const char *s = attn_st_meta(in, key);
-  if (s && (!parse_i64(s, out) || *out < lo))
+  if (s && (!cli_parse_i64(s, out) || *out < lo))
     return attn_set_error(ATTN_EINVAL, "%s: metadata %s = '%.100s', expected an integer >= %lld",
                           path, key, s, (long long)lo);
   return ATTN_OK;
@@ -203,14 +201,14 @@ static attn_status meta_i64(const attn_st *in, const char *path, const char *key
 static attn_status read_variants(const attn_st *in, const char *path, sdpa_job *j,
                                  attn_sdpa_desc *d) {
   attn_status st;
-  int64_t alibi = 0, bidir = 0;
+  int alibi = 0, bidir = 0;
   if ((st = meta_i64(in, path, "q_offset", 0, &d->q_offset)) ||
-      (st = meta_i64(in, path, "alibi", 0, &alibi)) ||
+      (st = meta_bool(in, path, "alibi", &alibi)) ||
       (st = meta_i64(in, path, "rel_max_distance", 1, &d->rel_max_distance)) ||
-      (st = meta_i64(in, path, "rel_bidirectional", 0, &bidir)) ||
+      (st = meta_bool(in, path, "rel_bidirectional", &bidir)) ||
       (st = meta_i64(in, path, "block_size", 1, &d->block_size)))
     return st;
-  d->rel_bidirectional = bidir != 0;
+  d->rel_bidirectional = bidir;
   const attn_tensor *t;
   const int64_t sl[1] = {d->Hq};
   if ((st = attn_st_expect(in, "alibi_slopes", ATTN_F32, 1, sl, 0, &t))) return st;
@@ -308,9 +306,8 @@ static attn_status check_sizes(const char *path, int64_t B, int64_t Hq, int64_t 
   return ATTN_OK;
 }
 
-/* Everything between reading IN and writing OUT. */
-static attn_status run_sdpa(sdpa_job *j, const char *in_path, const char *out_path,
-                            attn_backend backend) {
+/* Everything between reading IN and writing OUT (j->res). */
+static attn_status run_sdpa(sdpa_job *j, const char *in_path, attn_backend backend) {
   attn_status st = attn_st_load(in_path, &j->in);
   if (st) return st;
   const attn_st *in = j->in;
@@ -410,54 +407,40 @@ static attn_status run_sdpa(sdpa_job *j, const char *in_path, const char *out_pa
         (j->dshv && (st = attn_st_add_f32(j->res, "dshaw_v", 2, vshape2, j->dshv))))
       return st;
   }
-  return attn_st_save(j->res, out_path); /* atomic: no partial OUT on failure */
+  return ATTN_OK;
 }
 
 int attn_cmd_sdpa(int argc, char **argv) {
+  static const cli_opt opts[] = {{"--backend", CLI_VALUE}, {"--threads", CLI_VALUE}, {NULL, 0}};
   const char *paths[2] = {NULL, NULL};
-  int npaths = 0;
+  int npaths = 0, r;
   attn_backend backend = ATTN_BACKEND_AUTO;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      fputs(usage_text, stdout);
-      return 0;
-    } else if (!strcmp(a, "--backend") || !strcmp(a, "--threads")) {
-      if (i + 1 >= argc) {
-        fprintf(stderr, "attn sdpa: %s needs a value\n%s", a, usage_text);
-        return 2;
-      }
-      const char *val = argv[++i];
-      if (!strcmp(a, "--backend")) {
-        if (attn_backend_from_name(val, &backend)) {
-          fprintf(stderr, "attn sdpa: %s\n", attn_last_error());
-          return 2;
-        }
-      } else {
-        int64_t n;
-        if (!parse_i64(val, &n) || n < 1 || n > 4096) {
-          fprintf(stderr, "attn sdpa: --threads '%s': expected an integer in [1, 4096]\n", val);
-          return 2;
-        }
-        attn_set_num_threads((int)n);
-      }
-    } else if (a[0] == '-' && a[1] != '\0') {
-      fprintf(stderr, "attn sdpa: unknown option '%s'\n%s", a, usage_text);
-      return 2;
-    } else if (npaths < 2) {
-      paths[npaths++] = a;
+  cli_args a;
+  cli_args_init(&a, argc, argv, 1, opts);
+  while ((r = cli_args_next(&a)) > 0) {
+    if (r == CLI_ARG) {
+      if (npaths == 2) return cli_usage("unexpected argument '%s' (see attn sdpa --help)", a.val);
+      paths[npaths++] = a.val;
+    } else if (!strcmp(a.opt, "--backend")) {
+      if (attn_backend_from_name(a.val, &backend)) return cli_fail("--backend"), CLI_USAGE;
     } else {
-      fprintf(stderr, "attn sdpa: unexpected argument '%s'\n%s", a, usage_text);
-      return 2;
+      int64_t n;
+      if (!cli_parse_i64(a.val, &n) || n < 1 || n > 4096)
+        return cli_usage("--threads '%s': expected an integer in [1, 4096]", a.val);
+      attn_set_num_threads((int)n);
     }
   }
+  if (r == CLI_HELP) fputs(usage_text, stdout);
+  if (r < 0) return cli_args_exit(r);
   if (npaths != 2) {
-    fprintf(stderr, "attn sdpa: expected IN.safetensors and OUT.safetensors\n%s", usage_text);
-    return 2;
+    cli_usage("expected IN.safetensors and OUT.safetensors");
+    fputs(usage_text, stderr);
+    return CLI_USAGE;
   }
   sdpa_job job = {0};
-  attn_status st = run_sdpa(&job, paths[0], paths[1], backend);
+  int rc = run_sdpa(&job, paths[0], backend) ? cli_fail(paths[0])
+           : attn_st_save(job.res, paths[1]) ? cli_fail(paths[1]) /* atomic: no partial OUT */
+                                             : CLI_OK;
   job_free(&job);
-  if (st) return cli_fail("sdpa");
-  return 0;
+  return rc;
 }

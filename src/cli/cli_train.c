@@ -98,12 +98,73 @@ static void usage(FILE *f) {
           "                        as mpirun -np S, to the bit\n");
 }
 
-static int parse(int argc, char **argv, train_opts *o, int first) {
-  for (int i = first; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      usage(stdout);
-      return 1;
+static const cli_opt train_opts_table[] = {
+    {"--data", CLI_VALUE},           {"--split", CLI_VALUE},
+    {"--split-seed", CLI_VALUE},     {"--vocab", CLI_VALUE},
+    {"--dim", CLI_VALUE},            {"--heads", CLI_VALUE},
+    {"--ff", CLI_VALUE},             {"--layers", CLI_VALUE},
+    {"--max-len", CLI_VALUE},        {"--dropout", CLI_VALUE},
+    {"--attn-dropout", CLI_VALUE},   {"--sinusoidal", CLI_FLAG},
+    {"--norm-first", CLI_FLAG},      {"--gelu", CLI_FLAG},
+    {"--headers", CLI_VALUE},        {"--pool", CLI_VALUE},
+    {"--tail", CLI_VALUE},           {"--seed", CLI_VALUE},
+    {"--epochs", CLI_VALUE},         {"--batch", CLI_VALUE},
+    {"--lr", CLI_VALUE},             {"--min-lr", CLI_VALUE},
+    {"--warmup", CLI_VALUE},         {"--weight-decay", CLI_VALUE},
+    {"--clip", CLI_VALUE},           {"--label-smoothing", CLI_VALUE},
+    {"--select", CLI_VALUE},         {"--token-dropout", CLI_VALUE},
+    {"--ema", CLI_VALUE},            {"--members", CLI_VALUE},
+    {"--checkpoint-activations", CLI_FLAG},
+    {"--threads", CLI_VALUE},        {"--progress", CLI_VALUE},
+    {"--backend", CLI_VALUE},        {"--precision", CLI_VALUE},
+    {"--time-budget", CLI_VALUE},    {"--qat", CLI_FLAG},
+    {"--qat-act", CLI_VALUE},        {"--init", CLI_VALUE},
+    {"--out", CLI_VALUE},            {"--resume", CLI_MAYBE_VALUE},
+    {"--stop-after", CLI_VALUE},     {"--save-every", CLI_VALUE},
+    {"--picture", CLI_VALUE},
+    {"--shards", CLI_VALUE},  /* data parallel: docs/DISTRIBUTED.md */
+    {NULL, 0}};
+
+/* attn eval reads the model's own config: only where the data is, and the
+ * pictures. */
+static const cli_opt eval_opts_table[] = {
+    {"--data", CLI_VALUE},      {"--split", CLI_VALUE},   {"--split-seed", CLI_VALUE},
+    {"--picture", CLI_VALUE},   {"--threads", CLI_VALUE}, {"--precision", CLI_VALUE},
+    {"--backend", CLI_VALUE},   {NULL, 0}};
+
+static void eval_usage(FILE *f) {
+  fprintf(f,
+          "usage: attn eval MODEL [--data DIR] [--split FILE | --split-seed S] [--picture DIR]\n"
+          "                 [--precision f32|bf16|fp16|auto] [--backend auto|math|flash] [--threads T]\n"
+          "  evaluates MODEL (a checkpoint of attn train, an ensemble, or an int8 model of attn\n"
+          "  quantize) on the test split: the report attn train ends with. The corpus is read as\n"
+          "  the model reads mail (its config's headers); MODEL's tokenizer encodes it.\n"
+          "  --data DIR       corpus folder (default data/spamassassin)\n"
+          "  --split FILE     split file (default DIR/split-seed<S>.tsv: read if present, else written)\n"
+          "  --split-seed S   seed of the stratified 80/10/10 split (default 1)\n"
+          "  --picture DIR    attention pictures + diagnosis of the first test spam message\n"
+          "  --precision P    the forward's Linears and attention (default f32, the reference);\n"
+          "                   auto: bf16 where an inference probe of the first test messages\n"
+          "                   measures it >= %.2fx f32 on this CPU, else f32 (said in the report)\n"
+          "  --backend B      attention: math, flash or auto (default)\n"
+          "  --threads T      threads (default: all cores)\n", ATTN_PREC_AUTO_MARGIN);
+}
+
+/* The options of table into o; with model (attn eval), the one argument
+ * there. Returns 0, 1 after --help (printed), 2 after a usage error (said). */
+static int parse(int argc, char **argv, train_opts *o, const cli_opt *table, const char **model) {
+  cli_args args;
+  cli_args_init(&args, argc, argv, 1, table);
+  int r;
+  while ((r = cli_args_next(&args)) > 0) {
+    const char *a = args.opt, *v = args.val;
+    if (r == CLI_ARG && model && !*model) {
+      *model = v;
+      continue;
+    }
+    if (r == CLI_ARG) {
+      cli_usage("unexpected argument '%s' (see attn %s --help)", v, argv[0]);
+      return 2;
     }
     if (!strcmp(a, "--sinusoidal")) { o->mc.sinusoidal = 1; continue; }
     if (!strcmp(a, "--norm-first")) { o->mc.norm_first = 1; continue; }
@@ -111,14 +172,9 @@ static int parse(int argc, char **argv, train_opts *o, int first) {
     if (!strcmp(a, "--checkpoint-activations")) { o->to.ckpt_acts = 1; continue; }
     if (!strcmp(a, "--qat")) { o->to.qat = 1; continue; }
     if (!strcmp(a, "--resume")) {
-      o->resume = (v && v[0] != '-') ? (i++, v) : "";
+      o->resume = v ? v : "";
       continue;
     }
-    if (!v) {
-      fprintf(stderr, "attn train: '%s' needs a value or is unknown\n", a);
-      return 2;
-    }
-    i++;
     char *end = NULL;
     errno = 0;
     if (!strcmp(a, "--data")) o->data = v;
@@ -136,7 +192,7 @@ static int parse(int argc, char **argv, train_opts *o, int first) {
     else if (!strcmp(a, "--tail")) o->mc.tail = strtoll(v, &end, 10);
     else if (!strcmp(a, "--pool")) {
       if (strcmp(v, "mean") && strcmp(v, "meanmax")) {
-        fprintf(stderr, "attn train: --pool mean|meanmax\n");
+        cli_usage("--pool mean|meanmax");
         return 2;
       }
       o->mc.pool = !strcmp(v, "meanmax") ? ATTN_CLF_POOL_MEANMAX : ATTN_CLF_POOL_MEAN;
@@ -154,21 +210,21 @@ static int parse(int argc, char **argv, train_opts *o, int first) {
     else if (!strcmp(a, "--token-dropout")) {
       o->to.token_dropout = strtof(v, &end);
       if (!(o->to.token_dropout >= 0.0f && o->to.token_dropout < 1.0f)) {
-        fprintf(stderr, "attn train: --token-dropout %s: must be in [0, 1)\n", v);
+        cli_usage("--token-dropout %s: must be in [0, 1)", v);
         return 2;
       }
     }
     else if (!strcmp(a, "--ema")) {
       o->to.ema = strtod(v, &end);
       if (!(o->to.ema >= 0.0 && o->to.ema < 1.0)) {
-        fprintf(stderr, "attn train: --ema %s: must be in [0, 1) (0: off)\n", v);
+        cli_usage("--ema %s: must be in [0, 1) (0: off)", v);
         return 2;
       }
     }
     else if (!strcmp(a, "--members")) {
       o->to.members = (int)strtol(v, &end, 10);
       if (o->to.members < 1 || o->to.members > ATTN_CLF_ENS_MAX) {
-        fprintf(stderr, "attn train: --members %s: must be in 1..%d\n", v, ATTN_CLF_ENS_MAX);
+        cli_usage("--members %s: must be in 1..%d", v, ATTN_CLF_ENS_MAX);
         return 2;
       }
     }
@@ -178,7 +234,7 @@ static int parse(int argc, char **argv, train_opts *o, int first) {
     else if (!strcmp(a, "--save-every")) o->to.save_every = strtoll(v, &end, 10);
     else if (!strcmp(a, "--select")) {
       if (strcmp(v, "loss") && strcmp(v, "acc")) {
-        fprintf(stderr, "attn train: --select loss|acc\n");
+        cli_usage("--select loss|acc");
         return 2;
       }
       o->to.select_by_acc = !strcmp(v, "acc");
@@ -188,12 +244,12 @@ static int parse(int argc, char **argv, train_opts *o, int first) {
       for (int k = 0; k < 3; k++)
         if (!strcmp(v, modes[k])) o->to.progress = k;
       if (o->to.progress < 0 && strcmp(v, "auto")) {
-        fprintf(stderr, "attn train: --progress auto|bar|plain|quiet\n");
+        cli_usage("--progress auto|bar|plain|quiet");
         return 2;
       }
     } else if (!strcmp(a, "--headers")) {
       if (strcmp(v, "basic") && strcmp(v, "more")) {
-        fprintf(stderr, "attn train: --headers basic|more\n");
+        cli_usage("--headers basic|more");
         return 2;
       }
       o->mc.headers = !strcmp(v, "more");
@@ -203,7 +259,7 @@ static int parse(int argc, char **argv, train_opts *o, int first) {
       o->to.eval_start = 1;
     } else if (!strcmp(a, "--qat-act")) {
       if (strcmp(v, "tensor") && strcmp(v, "row")) {
-        fprintf(stderr, "attn train: --qat-act tensor|row\n");
+        cli_usage("--qat-act tensor|row");
         return 2;
       }
       o->to.qat_act = !strcmp(v, "row") ? ATTN_QAT_ACT_ROW : ATTN_QAT_ACT_TENSOR;
@@ -214,23 +270,26 @@ static int parse(int argc, char **argv, train_opts *o, int first) {
     } else if (!strcmp(a, "--time-budget")) {
       o->time_budget = strtod(v, &end);
       if (!(o->time_budget > 0)) {
-        fprintf(stderr, "attn train: --time-budget %s: seconds > 0\n", v);
+        cli_usage("--time-budget %s: seconds > 0", v);
         return 2;
       }
-    } else if (!strcmp(a, "--backend")) {
+    } else { /* --backend */
       if (attn_backend_from_name(v, &o->to.backend)) return cli_fail("--backend"), 2;
-    } else {
-      fprintf(stderr, "attn train: unknown option '%s' (see attn train --help)\n", a);
-      return 2;
     }
     if (end && (*end || end == v || errno)) {
-      fprintf(stderr, "attn train: %s: '%s' is not a number\n", a, v);
+      cli_usage("%s: '%s' is not a number", a, v);
       return 2;
     }
   }
+  if (r == CLI_HELP) {
+    if (table == eval_opts_table) eval_usage(stdout);
+    else usage(stdout);
+    return 1;
+  }
+  if (r < 0) return 2;
   if (o->mc.tail < 0) o->mc.tail = o->mc.max_len / 4;
   if (o->vocab < ATTN_BPE_MERGE0 || o->to.epochs <= 0 || o->to.batch <= 0 || o->to.batch > 4096) {
-    fprintf(stderr, "attn train: need --vocab >= %d, --epochs > 0, 0 < --batch <= 4096\n", ATTN_BPE_MERGE0);
+    cli_usage("need --vocab >= %d, --epochs > 0, 0 < --batch <= 4096", ATTN_BPE_MERGE0);
     return 2;
   }
   return 0;
@@ -277,12 +336,10 @@ static int mkdirs(const char *path) {
  * ensemble's: its first member's attention). */
 static int finish(const attn_clf *m, int n, const attn_nn_ctx *ctx, const attn_clf_data *d,
                   const attn_bpe *bpe, const train_opts *o) {
-  if (attn_clf_report_test_ctx(m, n, ctx, d, o->to.eval_batch, stdout, NULL))
-    return cli_fail("evaluation");
+  if (attn_clf_report_test_ctx(m, n, ctx, d, o->to.eval_batch, stdout, NULL)) return cli_fail(NULL);
   if (o->picture) {
     if (mkdirs(o->picture)) {
-      fprintf(stderr, "attn: cannot create %s\n", o->picture);
-      return 1;
+      return cli_syserr(o->picture, "cannot create the folder");
     }
     attn_tok_set t = attn_clf_data_set(d, ATTN_SPLIT_TEST);
     int j = 0;  // the first test spam message: the more telling picture
@@ -293,13 +350,13 @@ static int finish(const attn_clf *m, int n, const attn_nn_ctx *ctx, const attn_c
       }
     float probs[2];
     attn_clf_ens ens = {n, (attn_clf *)m};
-    if (attn_clf_ens_predict(&ens, t.ids[j], &t.lens[j], 1, t.lens[j], probs)) return cli_fail("predict");
+    if (attn_clf_ens_predict(&ens, t.ids[j], &t.lens[j], 1, t.lens[j], probs)) return cli_fail(NULL);
     char title[512];
     snprintf(title, sizeof title, "%s: %s, P(spam) = %.3f", d->c->paths[d->idx[ATTN_SPLIT_TEST][j]],
              t.labels[j] ? "spam" : "ham", probs[1]);
     printf("\nattention of test message %s%s\n", title, n > 1 ? " (member 1's attention)" : "");
     if (attn_clf_picture(m, bpe, t.ids[j], t.lens[j], 40, o->picture, title, stdout))
-      return cli_fail("picture");
+      return cli_fail(o->picture);
   }
   return 0;
 }
@@ -327,12 +384,12 @@ static int eval_precision(const attn_clf *m, int n, const attn_clf_data *d, cons
   double r = 0;
   if (bf.candidate && B > 0) {
     int32_t *ids = calloc((size_t)(B * L), sizeof(int32_t));
-    if (!ids) return cli_fail("precision probe"), 1;
+    if (!ids) return cli_error(NULL, "out of memory");
     for (int64_t i = 0; i < B; i++) memcpy(ids + i * L, t.ids[i], (size_t)t.lens[i] * sizeof(int32_t));
     attn_clf_ens e = {n, (attn_clf *)m};
     attn_status st = attn_prec_probe_infer(&e, ids, t.lens, B, L, &r);
     free(ids);
-    if (st) return cli_fail("precision probe"), 1;
+    if (st) return cli_fail(NULL);
   }
   ctx->precision = r >= ATTN_PREC_AUTO_MARGIN ? ATTN_PREC_BF16 : ATTN_PREC_F32;
   if (!bf.candidate)
@@ -370,12 +427,12 @@ static int plan_run(train_opts *o, const attn_clf_data *d, int resumed, attn_tra
   if (o->prec_auto && bf.candidate && !o->to.qat) cands[nc++] = ATTN_PREC_BF16;
   else if (!o->prec_auto && o->to.precision != ATTN_PREC_F32) cands[nc++] = o->to.precision;
   attn_prec_probe_opts po = {o->to.backend, o->to.ckpt_acts, o->to.qat, o->to.qat_act, o->to.seed, 0, 0};
-  if (!ids) return cli_fail("out of memory");
+  if (!ids) return cli_error(NULL, "out of memory");
   attn_status st = attn_prec_probe_batch(&tr, o->mc.max_len, rows_max < o->to.batch ? rows_max : o->to.batch,
                                          4096, o->to.token_dropout, o->to.seed, ids, lens, labels, &B, &L);
   if (!st) st = attn_prec_probe(&o->mc, &po, ids, lens, labels, B, L, cands, nc, &r);
   free(ids);
-  if (st) return cli_fail("precision probe");
+  if (st) return cli_fail(NULL);
   printf("probe: %.2f s, %lld x %lld tokens: f32 %.1fk tokens/s", r.seconds, (long long)B,
          (long long)L, r.t[0].tokens_per_s / 1e3);
   for (int i = 1; i < r.n; i++)
@@ -407,7 +464,7 @@ static int plan_run(train_opts *o, const attn_clf_data *d, int resumed, attn_tra
                attn_isa_name(attn_isa_active()), pi.units, no_unit ? ": " : "",
                no_unit ? pi.why : "", ratio > 0 ? 1.0 / ratio : 0.0);
       printf("%s\n", msg);
-      fprintf(stderr, "attn train: %s\n", msg);
+      cli_error(NULL, "%s", msg);
     }
   }
   const attn_prec_timing *t = attn_prec_probe_timing(&r, o->to.precision);
@@ -425,7 +482,7 @@ static int plan_run(train_opts *o, const attn_clf_data *d, int resumed, attn_tra
     if (fit) {
       printf("%s (%.0f s of the budget used before training)\n", note,
              attn_train_now() - o->t_start);
-      if (fit < 0) fprintf(stderr, "attn train: %s\n", note);
+      if (fit < 0) cli_error(NULL, "%s", note);
       o->to.members = p.members;
       o->to.epochs = p.epochs;
     } else {
@@ -489,17 +546,17 @@ static int train_member(train_opts *o, int k, attn_clf *m, const char *from, int
     fflush(stdout);
   }
   if (!m->p.data && (attn_clf_create(m, &o->mc) || attn_clf_init(m, to.seed))) {
-    cli_fail("model");
+    cli_fail(NULL);
     goto done;
   }
   attn_adam_config ac = attn_adam_defaults(ATTN_ADAMW);
   ac.weight_decay = to.weight_decay;
   if (attn_adam_init(&opt, &m->p, &ac) || attn_adam_set_decay_rule(&opt, &m->p, attn_clf_decay_rule, NULL)) {
-    cli_fail("optimizer");
+    cli_fail(NULL);
     goto done;
   }
   if (resume && attn_clf_load_train_state(from, m, &opt, &s)) {
-    cli_fail("resume");
+    cli_fail(from);
     goto done;
   }
   if (from && !resume) printf("initialised from %s (fresh optimizer)\n", from);
@@ -514,7 +571,7 @@ static int train_member(train_opts *o, int k, attn_clf *m, const char *from, int
            (long long)s.scaler.growth_tracker, (long long)s.scaler.skipped,
            (long long)s.scaler.steps);
   if (mkdirs(dir)) {
-    fprintf(stderr, "attn train: cannot create %s\n", dir);
+    cli_syserr(dir, "cannot create the folder");
     goto done;
   }
   char *cfg = NULL;
@@ -541,7 +598,7 @@ static int train_member(train_opts *o, int k, attn_clf *m, const char *from, int
            attn_dist_size(to.dist) > 1 ? "es" : "");
   fflush(stdout);
   if (s.epoch < to.epochs && attn_train_run(m, &opt, &to, &tr, &va, &s, meta, NULL, 0)) {
-    cli_fail("training");
+    cli_fail(NULL);
     goto done;
   }
   if (s.epoch < to.epochs) {
@@ -572,14 +629,14 @@ static int load_best(const train_opts *o, const attn_st *meta, attn_clf_ens *e) 
   int n = o->to.members;
   char path[4200];
   e->m = calloc((size_t)n, sizeof *e->m);
-  if (!e->m) return cli_fail("out of memory");
+  if (!e->m) return cli_error(NULL, "out of memory");
   for (int k = 0; k < n; k++) {
     member_dir(o, k, "best.safetensors", path, sizeof path);
-    if (attn_clf_load(path, &e->m[k], NULL)) return cli_fail("loading the best checkpoint");
+    if (attn_clf_load(path, &e->m[k], NULL)) return cli_fail(path);
     e->n++;
   }
   snprintf(path, sizeof path, "%s/best.safetensors", o->out);
-  if (n > 1 && attn_clf_ens_save(path, e->m, n, meta)) return cli_fail("writing the ensemble");
+  if (n > 1 && attn_clf_ens_save(path, e->m, n, meta)) return cli_fail(path);
   printf("\nbest checkpoint: %s%s\n", path, n > 1 ? " (the ensemble of the members' best)" : "");
   return 0;
 }
@@ -601,8 +658,8 @@ static int run(train_opts *o, const char *model_path) {
   const char *from = model_path;
   if (!from && o->resume) {
     if (o->resume[0] && K > 1) {
-      fprintf(stderr, "attn train: an ensemble (--members %d) resumes from its folder: --resume "
-                      "without a file, --out %s\n", K, o->out);
+      cli_usage("an ensemble (--members %d) resumes from its folder: --resume "
+                      "without a file, --out %s", K, o->out);
       return 2;
     }
     if (o->resume[0]) from = o->resume;
@@ -613,12 +670,12 @@ static int run(train_opts *o, const char *model_path) {
   }
   if (from) {  // model, config and tokenizer from the checkpoint
     if (model_path ? attn_clf_ens_load(from, &ens, &file) : attn_clf_load(from, &m, &file)) {
-      cli_fail("loading the model");
+      cli_fail(from);
       goto done;
     }
     const char *tok = attn_st_meta(file, "tokenizer");
     if (!tok || attn_bpe_load(tok, &bpe)) {
-      fprintf(stderr, "attn: %s: no usable \"tokenizer\" metadata\n", from);
+      cli_error(from, "no usable \"tokenizer\" metadata");
       goto done;
     }
     const attn_clf *first = model_path ? &ens.m[0] : &m;
@@ -629,13 +686,13 @@ static int run(train_opts *o, const char *model_path) {
   }
   // the corpus is read as the model reads mail (its config's headers)
   if (attn_clf_corpus_open(o->data, split_path, o->split_seed, attn_clf_mail_flags(&o->mc), stdout, &c)) {
-    cli_fail("corpus");
+    cli_fail(o->data);
     goto done;
   }
   if (!from) {
     double t0 = attn_bench_now();
     if (attn_clf_bpe_train(c, o->vocab, &bpe)) {
-      cli_fail("tokenizer");
+      cli_fail(NULL);
       goto done;
     }
     printf("tokenizer: byte-level BPE, %d merges (vocab %d), learned on the training split in %.1f s\n",
@@ -643,7 +700,7 @@ static int run(train_opts *o, const char *model_path) {
     o->mc.vocab = attn_bpe_vocab_size(bpe);
   }
   if (attn_clf_data_make(&d, c, bpe, o->mc.max_len, o->mc.tail)) {
-    cli_fail("tokenising");
+    cli_fail(NULL);
     goto done;
   }
   long tokens = 0, trunc = 0;
@@ -674,7 +731,7 @@ static int run(train_opts *o, const char *model_path) {
   if (attn_st_new(&meta) || attn_bpe_save(bpe, &tok) || attn_st_set_meta(meta, "tokenizer", tok) ||
       attn_st_set_meta(meta, "labels", "ham,spam")) {
     free(tok);
-    cli_fail("metadata");
+    cli_fail(NULL);
     goto done;
   }
   free(tok);
@@ -685,7 +742,7 @@ static int run(train_opts *o, const char *model_path) {
   char *oj = NULL;  // so that --resume goes on with these options
   if (attn_train_opts_to_json(&o->to, &oj) || attn_st_set_meta(meta, "train.options", oj)) {
     free(oj);
-    cli_fail("metadata");
+    cli_fail(NULL);
     goto done;
   }
   free(oj);
@@ -700,7 +757,7 @@ static int run(train_opts *o, const char *model_path) {
       member_dir(o, k, "last.safetensors", last, sizeof last);
       if (file_exists(last)) {
         if (attn_clf_load(last, &m, NULL)) {
-          cli_fail("loading the member");
+          cli_fail(last);
           goto done;
         }
         mfrom = last;
@@ -724,7 +781,7 @@ static int run(train_opts *o, const char *model_path) {
     attn_tok_set va = attn_clf_data_set(&d, ATTN_SPLIT_VAL);
     double vl = 0, vacc = 0;
     if (attn_clf_evaluate_members(ens.m, ens.n, &va, o->to.eval_batch, &vl, &vacc, NULL, NULL)) {
-      cli_fail("validation");
+      cli_fail(NULL);
       goto done;
     }
     printf("Ensemble of %d | Val Loss: %.4f | Val Acc: %.2f%%\n", ens.n, vl, 100.0 * vacc);
@@ -763,7 +820,7 @@ static int resume_options(int argc, char **argv, train_opts *o) {
   if (!o->resume[0] && !file_exists(path))  // an ensemble: its first member's
     snprintf(path, sizeof path, "%s/member1/last.safetensors", o->out);
   attn_st *f = NULL;
-  if (attn_st_load(path, &f)) return cli_fail("resume"), 1;
+  if (attn_st_load(path, &f)) return cli_fail(path);
   const char *json = attn_st_meta(f, "train.options");
   if (!json) {
     printf("%s holds no training options (an older checkpoint): those of the command line and "
@@ -779,7 +836,7 @@ static int resume_options(int argc, char **argv, train_opts *o) {
   attn_st_free(f);
   if (rc) return rc;
   train_opts mine = saved;
-  if (parse(argc, argv, &mine, 1)) return 2;
+  if (parse(argc, argv, &mine, train_opts_table, NULL)) return 2;
   char *a = NULL, *b = NULL;
   json_value *va = NULL, *vb = NULL;
   char err[64];
@@ -816,7 +873,7 @@ int attn_cmd_train(int argc, char **argv) {
     }
   train_opts o;
   defaults(&o);
-  int r = parse(argc, argv, &o, 1);
+  int r = parse(argc, argv, &o, train_opts_table, NULL);
   if (r) return r == 1 ? 0 : 2;
   attn_dist *dist = NULL;  // mpirun, or --shards: docs/DISTRIBUTED.md
   if (attn_dist_run_open(&dist, o.shards, "train")) return 1;
@@ -824,7 +881,7 @@ int attn_cmd_train(int argc, char **argv) {
     return attn_dist_run_close(dist, r, "train");
   o.t_start = t_start;
   if (o.init_only && o.to.members > 1) {
-    fprintf(stderr, "attn train: --init starts one model; train an ensemble's members from scratch\n");
+    cli_usage("--init starts one model; train an ensemble's members from scratch");
     return attn_dist_run_close(dist, 2, "train");
   }
   o.to.dist = attn_dist_shards(dist) > 1 ? dist : NULL;
@@ -835,19 +892,12 @@ int attn_cmd_train(int argc, char **argv) {
 int attn_cmd_eval(int argc, char **argv) {
   train_opts o;
   defaults(&o);
-  if (argc < 2 || argv[1][0] == '-') {
-    if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-      usage(stdout);
-      return 0;
-    }
-    fprintf(stderr, "usage: attn eval MODEL [--data DIR] [--split FILE | --split-seed S] [--picture DIR]\n"
-                    "                 [--precision f32|bf16|auto]\n");
-    return 2;
-  }
   o.prec_auto = 0; /* eval: f32 unless --precision says otherwise */
   o.to.precision = ATTN_PREC_F32;
-  int r = parse(argc, argv, &o, 2);
-  if (r) return r == 1 ? 0 : 2;
+  const char *model = NULL;
+  int r = parse(argc, argv, &o, eval_opts_table, &model);
+  if (r) return r == 1 ? CLI_OK : CLI_USAGE;
+  if (!model) return cli_usage("expected MODEL (usage: attn eval MODEL [options]; see attn eval --help)");
   o.eval_only = 1;
-  return run(&o, argv[1]);
+  return run(&o, model);
 }

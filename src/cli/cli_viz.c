@@ -1,6 +1,5 @@
 /* attn viz IN.safetensors OUT.(png|svg|pdf|html) [options]: pictures of
  * attention weights saved from attn or from PyTorch. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,15 +31,6 @@ static const char usage_text[] =
     "  --max-labels   labels per axis before thinning (default 60)\n"
     "  --html PAGE    also write the interactive page (head view) to PAGE\n";
 
-static int parse_i64(const char *s, int64_t *out) {
-  char *end;
-  errno = 0;
-  long long x = strtoll(s, &end, 10);
-  if (errno || end == s || *end) return 0;
-  *out = x;
-  return 1;
-}
-
 /* "a:b" -> [a, b); either side may be empty (start / end). */
 static int parse_range(const char *s, size_t n, int64_t *a, int64_t *b) {
   char buf[64];
@@ -51,8 +41,8 @@ static int parse_range(const char *s, size_t n, int64_t *a, int64_t *b) {
   if (!colon) return 0;
   *colon = '\0';
   *a = 0, *b = 0;
-  if (buf[0] && !parse_i64(buf, a)) return 0;
-  if (colon[1] && !parse_i64(colon + 1, b)) return 0;
+  if (buf[0] && !cli_parse_i64(buf, a)) return 0;
+  if (colon[1] && !cli_parse_i64(colon + 1, b)) return 0;
   return 1;
 }
 
@@ -67,76 +57,62 @@ int attn_cmd_viz(int argc, char **argv) {
   int all_heads = 0, model = 0, cross = 0, head_given = 0;
   attn_viz_opts o;
   attn_viz_opts_default(&o);
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      fputs(usage_text, stdout);
-      return 0;
+  static const cli_opt opts[] = {
+      {"--all-heads", CLI_FLAG}, {"--model", CLI_FLAG},   {"--cross", CLI_FLAG},
+      {"--layer", CLI_VALUE},    {"--head", CLI_VALUE},   {"--max-labels", CLI_VALUE},
+      {"--cmap", CLI_VALUE},     {"--region", CLI_VALUE}, {"--title", CLI_VALUE},
+      {"--tensor", CLI_VALUE},   {"--html", CLI_VALUE},   {NULL, 0}};
+  cli_args args;
+  cli_args_init(&args, argc, argv, 1, opts);
+  int r;
+  while ((r = cli_args_next(&args)) > 0) {
+    const char *a = args.opt, *v = args.val;
+    if (r == CLI_ARG) {
+      if (!in_path) in_path = v;
+      else if (!out_path) out_path = v;
+      else return cli_usage("unexpected argument '%s' (see attn viz --help)", v);
     } else if (!strcmp(a, "--all-heads")) {
       all_heads = 1;
     } else if (!strcmp(a, "--model")) {
       model = 1;
     } else if (!strcmp(a, "--cross")) {
       cross = 1;
-    } else if (a[0] == '-' && a[1] == '-' && !v) {
-      fprintf(stderr, "attn viz: %s needs a value\n%s", a, usage_text);
-      return 2;
     } else if (!strcmp(a, "--layer") || !strcmp(a, "--head") || !strcmp(a, "--max-labels")) {
       int64_t x;
-      if (!parse_i64(v, &x) || x < 0 || x > 1000000) {
-        fprintf(stderr, "attn viz: %s: '%s' is not a non-negative integer\n", a, v);
-        return 2;
-      }
+      if (!cli_parse_i64(v, &x) || x < 0 || x > 1000000)
+        return cli_usage("%s: '%s' is not a non-negative integer", a, v);
       if (!strcmp(a, "--layer")) layer = x;
       if (!strcmp(a, "--head")) head = x, head_given = 1;
       if (!strcmp(a, "--max-labels")) o.max_labels = x ? (int)x : 60;
-      i++;
     } else if (!strcmp(a, "--cmap")) {
-      if (attn_viz_cmap_from_name(v, &o.cmap)) return cli_fail("viz --cmap");
-      i++;
+      if (attn_viz_cmap_from_name(v, &o.cmap)) return cli_fail("--cmap"), CLI_USAGE;
     } else if (!strcmp(a, "--region")) {
       const char *comma = strchr(v, ',');
       if (!comma || !parse_range(v, (size_t)(comma - v), &o.q0, &o.q1) ||
-          !parse_range(comma + 1, strlen(comma + 1), &o.k0, &o.k1)) {
-        fprintf(stderr, "attn viz: --region '%s': expected q0:q1,k0:k1\n", v);
-        return 2;
-      }
-      i++;
+          !parse_range(comma + 1, strlen(comma + 1), &o.k0, &o.k1))
+        return cli_usage("--region '%s': expected q0:q1,k0:k1", v);
     } else if (!strcmp(a, "--title")) {
-      title = v, i++;
+      title = v;
     } else if (!strcmp(a, "--tensor")) {
-      tensor = v, i++;
-    } else if (!strcmp(a, "--html")) {
-      html_path = v, i++;
-    } else if (a[0] == '-') {
-      fprintf(stderr, "attn viz: unknown option '%s'\n%s", a, usage_text);
-      return 2;
-    } else if (!in_path) {
-      in_path = a;
-    } else if (!out_path) {
-      out_path = a;
-    } else {
-      fprintf(stderr, "attn viz: too many arguments\n%s", usage_text);
-      return 2;
+      tensor = v;
+    } else { /* --html */
+      html_path = v;
     }
   }
+  if (r == CLI_HELP) fputs(usage_text, stdout);
+  if (r < 0) return cli_args_exit(r);
   if (!in_path || (!out_path && !html_path)) {
+    cli_usage("expected IN.safetensors and OUT.(png|svg|pdf|html)");
     fputs(usage_text, stderr);
-    return 2;
+    return CLI_USAGE;
   }
-  if (all_heads + model + head_given > 1) {
-    fprintf(stderr, "attn viz: choose one of --head, --all-heads, --model\n");
-    return 2;
-  }
+  if (all_heads + model + head_given > 1) return cli_usage("choose one of --head, --all-heads, --model");
   attn_viz_input in;
   if (attn_viz_input_load(in_path, tensor, &in)) return cli_fail(in_path);
   int rc = 0;
   if (layer >= in.layers || head >= in.heads) {
-    attn_set_error(ATTN_EINVAL,
-                   "layer %lld / head %lld out of range: the file has %lld layers "
-                   "of %lld heads",
+    rc = cli_error(in_path, "layer %lld / head %lld out of range: the file has %lld layers of %lld heads",
                    (long long)layer, (long long)head, (long long)in.layers, (long long)in.heads);
-    rc = cli_fail("viz");
     goto done;
   }
   const char *const *ql = (const char *const *)in.q_labels;

@@ -1,7 +1,13 @@
 /* attn CLI: one function per subcommand, each in cli_<name>.c.
- * Each returns the process exit status (0 ok, 1 failure, 2 usage). */
+ * Each returns the process exit status: CLI_OK (0), CLI_FAILED (1: the
+ * work failed), CLI_USAGE (2: the command line is wrong). Each answers
+ * -h/--help with its own help on stdout (exit 0), parses its options with
+ * cli_args_next and says what went wrong with cli_msg.h's helpers. */
 #ifndef ATTN_CLI_COMMANDS_H
 #define ATTN_CLI_COMMANDS_H
+
+#include "cli/cli_args.h"
+#include "cli/cli_msg.h"
 
 typedef int (*attn_cmd_fn)(int argc, char **argv);
 
@@ -11,8 +17,6 @@ typedef struct {
   const char *summary;
 } attn_cmd;
 
-/* Print "attn: <what>: <last error>" to stderr; returns 1. */
-int cli_fail(const char *what);
 /* glibc heap settings for training (cli_train.c): freed activation buffers
  * stay in the heap instead of going back as fresh, zeroed mmaps each step.
  * attn train and attn bench train both set them, so both time the same. */

@@ -23,8 +23,8 @@ static void release_static_data(void) {}
 #define WEAK_CMD(fn)                                                          \
   __attribute__((weak)) int fn(int argc, char **argv) {                       \
     (void)argc;                                                               \
-    fprintf(stderr, "attn: %s: not built into this binary\n", argv[0]);       \
-    return 1;                                                                 \
+    cli_error(NULL, "not built into this binary");                            \
+    return CLI_FAILED;                                                        \
   }
 WEAK_CMD(attn_cmd_sdpa)
 WEAK_CMD(attn_cmd_layer)
@@ -47,11 +47,6 @@ static const attn_cmd commands[] = {
     {"version", attn_cmd_version, "print version and CPU features"},
 };
 
-int cli_fail(const char *what) {
-  fprintf(stderr, "attn: %s: %s\n", what, attn_last_error());
-  return 1;
-}
-
 static void print_features(const char *label, const attn_cpu_features *f) {
   printf("%s:%s%s%s%s%s%s%s%s%s%s%s%s%s%s\n", label, f->avx2 ? " avx2" : "", f->fma ? " fma" : "",
          f->f16c ? " f16c" : "", f->avx_vnni ? " avx_vnni" : "", f->avx512f ? " avx512f" : "", f->avx512bw ? " avx512bw" : "",
@@ -62,8 +57,18 @@ static void print_features(const char *label, const attn_cpu_features *f) {
 }
 
 int attn_cmd_version(int argc, char **argv) {
-  (void)argc;
-  (void)argv;
+  cli_args a;
+  cli_args_init(&a, argc, argv, 1, NULL);
+  int r = cli_args_next(&a);
+  if (r == CLI_HELP) {
+    printf("usage: attn version\n"
+           "  the version (also attn --version / -V: that line only), the ISA level in use and\n"
+           "  why, the levels this CPU and build have, CPU features, threads, and what\n"
+           "  --precision auto would consider on this machine.\n");
+    return CLI_OK;
+  }
+  if (r == CLI_ARG) return cli_usage("unexpected argument '%s' (usage: attn version)", a.val);
+  if (r != CLI_END) return CLI_USAGE;
   printf("attn %s\n", ATTN_VERSION);
   printf("isa: %s (%s)\nlevels:", attn_isa_name(attn_isa_active()), attn_isa_reason());
   for (int i = 0; i < ATTN_ISA_COUNT; i++)
@@ -96,34 +101,54 @@ static int check_isa_env(void) {
   const char *e = getenv("ATTN_CPU");
   attn_isa isa;
   if (!e || !*e || attn_isa_from_name(e, &isa) == ATTN_OK) return 0;
-  fprintf(stderr, "attn: ATTN_CPU: %s\n", attn_last_error());
-  return 2;
+  cli_fail("ATTN_CPU");
+  return CLI_USAGE;
 }
 
+#define N_COMMANDS (sizeof commands / sizeof commands[0])
+
 static void usage(FILE *out) {
-  fprintf(out, "usage: attn COMMAND [ARGS...]\n\ncommands:\n");
-  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+  fprintf(out, "usage: attn COMMAND [ARGS...]\n       attn --version | -V\n\ncommands:\n");
+  for (size_t i = 0; i < N_COMMANDS; i++)
     fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
-  fprintf(out, "\n'attn COMMAND --help' describes each.\n");
+  fprintf(out, "\n'attn COMMAND --help' describes each.\n"
+               "exit status: 0 ok, 1 failure (a file, the data or the machine), 2 usage error\n"
+               "(the command line: an unknown command or option, a bad or missing value).\n");
+}
+
+static int unknown_command(const char *name) {
+  static const char *const options[] = {"--help", "--version"};
+  const char *names[N_COMMANDS];
+  for (size_t i = 0; i < N_COMMANDS; i++) names[i] = commands[i].name;
+  const int opt = name[0] == '-';
+  const char *near = opt ? cli_nearest(name, options, 2) : cli_nearest(name, names, N_COMMANDS);
+  const char *what = opt ? "option" : "command";
+  if (near) return cli_usage("unknown %s '%s'; did you mean '%s'?", what, name, near);
+  cli_usage("unknown %s '%s'", what, name);
+  usage(stderr);
+  return CLI_USAGE;
 }
 
 int main(int argc, char **argv) {
   if (argc < 2) {
     usage(stderr);
-    return 2;
+    return CLI_USAGE;
   }
   if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
     usage(stdout);
-    return 0;
+    return CLI_OK;
   }
-  if (check_isa_env()) return 2;
-  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+  if (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version")) {
+    printf("attn %s\n", ATTN_VERSION); /* the first line of attn version */
+    return CLI_OK;
+  }
+  for (size_t i = 0; i < N_COMMANDS; i++)
     if (!strcmp(argv[1], commands[i].name)) {
+      cli_set_command(commands[i].name);
+      if (check_isa_env()) return CLI_USAGE;
       int rc = commands[i].fn(argc - 1, argv + 1);
       release_static_data(); /* font caches, so LeakSanitizer sees no leaks */
       return rc;
     }
-  fprintf(stderr, "attn: unknown command '%s'\n", argv[1]);
-  usage(stderr);
-  return 2;
+  return unknown_command(argv[1]);
 }

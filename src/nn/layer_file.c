@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/parse_bool.h"
 #include "nn/nn_internal.h"
 
 typedef struct {
@@ -43,6 +44,16 @@ static attn_status meta_int(const attn_st *in, const char *key, int64_t lo, int6
   return ATTN_OK;
 }
 
+/* A boolean key (attn_parse_bool's spellings: PyTorch's True/False too). */
+static attn_status meta_bool(const attn_st *in, const char *key, int def, int *out) {
+  const char *s = attn_st_meta(in, key);
+  *out = def;
+  if (s && !attn_parse_bool(s, out))
+    return attn_set_error(ATTN_EINVAL, "metadata '%s' = '%.60s': expected a boolean (%s)", key, s,
+                          ATTN_BOOL_SPELLINGS);
+  return ATTN_OK;
+}
+
 static attn_status read_meta(const attn_st *in, layer_meta *m) {
   static const char *known[] = {"kind", "num_heads", "norm_first", "activation", "layer_norm_eps",
                                 "batch_first", "average_attn_weights", "format",
@@ -55,15 +66,16 @@ static attn_status read_meta(const attn_st *in, layer_meta *m) {
   }
   m->kind = attn_st_meta(in, "kind");
   if (!m->kind) return attn_set_error(ATTN_EINVAL, "metadata 'kind' is missing (mha|encoder|decoder)");
-  int64_t v;
+  int batch_first;
   attn_status st = meta_int(in, "num_heads", 1, 1 << 20, 0, &m->heads);
   if (!st) st = meta_int(in, "num_kv_heads", 0, 1 << 20, 0, &m->kv_heads);
-  if (!st) st = meta_int(in, "norm_first", 0, 1, 0, &v);
-  m->norm_first = (int)v;
-  if (!st) st = meta_int(in, "average_attn_weights", 0, 1, 1, &v);
-  m->average = (int)v;
-  if (!st) st = meta_int(in, "batch_first", 1, 1, 1, &v);
+  if (!st) st = meta_bool(in, "norm_first", 0, &m->norm_first);
+  if (!st) st = meta_bool(in, "average_attn_weights", 1, &m->average);
+  if (!st) st = meta_bool(in, "batch_first", 1, &batch_first);
   if (st) return st;
+  if (!batch_first)
+    return attn_set_error(ATTN_EINVAL, "metadata 'batch_first' = '%.60s': only batch_first=True "
+                          "(tensors [B, L, E]) is supported", attn_st_meta(in, "batch_first"));
   const char *a = attn_st_meta(in, "activation");
   m->act = ATTN_ACT_RELU;
   if (a && attn_activation_from_name(a, &m->act))
