@@ -1,4 +1,4 @@
-/* Data parallelism (train/dist.h, docs/DISTRIBUTED.md):
+/* Data parallelism (apps/dist.h, docs/DISTRIBUTED.md):
  * - shards cut a batch exactly (uneven sizes too) and the local group adds
  *   the shards' gradients in shard order;
  * - the cross-entropy of a shard normalised by the whole batch gives the
@@ -19,7 +19,7 @@
 
 #include "apps/trainer.h"
 #include "harness.h"
-#include "train/dist.h"
+#include "apps/dist.h"
 
 static void test_shard_rows(void) {
   int64_t lo, hi, next = 0;

@@ -1,5 +1,5 @@
 /* attn bench allreduce: bandwidth of summing a flat f32 buffer over the
- * processes of mpirun (train/dist.h), for the classifier's gradient buffer
+ * processes of mpirun (apps/dist.h), for the classifier's gradient buffer
  * (attn train's default model) and a few sizes. Two ways each:
  *   attn  the trainer's rank-ordered sum (buckets, reduce-scatter by
  *         MPI_Ialltoallv, the fold in rank order, MPI_Iallgatherv): what a

@@ -25,7 +25,7 @@ typedef struct {
   int rounds;          /* with --precision: f32 and P alternated this many times, best kept */
   int prec_auto;       /* --precision auto: P is the probe's choice (f32: f32 only) */
   attn_dist *dist;     /* under mpirun -np P > 1: each rank a 1/P shard of every batch,
-                        * gradients summed as attn train sums them (train/dist.h) */
+                        * gradients summed as attn train sums them (apps/dist.h) */
   double *wait_share;  /* with dist: the share of the steps' time blocked in communication */
 } bt_opts;
 

@@ -115,7 +115,7 @@ attn_status attn_clf_backward(attn_clf *m, attn_clf_acts *a, const float *dlogit
 /* The same, calling ready(user, lo) whenever the gradients m->p.grad[lo,
  * numel) are final: after the head, then after each layer from the last
  * (the flat buffer holds the embeddings first, the head last), so that data
- * parallelism (train/dist.h) sends them while the rest of the backward runs.
+ * parallelism (apps/dist.h) sends them while the rest of the backward runs.
  * An error from ready stops the backward and is returned. */
 attn_status attn_clf_backward_ready(attn_clf *m, attn_clf_acts *a, const float *dlogits,
                                     attn_status (*ready)(void *user, int64_t lo), void *user);

@@ -1,11 +1,11 @@
-/* A program's side of data parallelism (train/dist.h): opening the group
+/* A program's side of data parallelism (apps/dist.h): opening the group
  * with rank 0 as the only voice, and ending it so that a failed rank takes
  * every rank down with a message instead of leaving them waiting. Used by
  * attn train, attn bench train and attn bench allreduce. */
 #ifndef ATTN_APPS_DIST_RUN_H
 #define ATTN_APPS_DIST_RUN_H
 
-#include "train/dist.h"
+#include "apps/dist.h"
 
 /* attn_dist_open(d, shards); on ranks > 0 stdout then goes to /dev/null
  * (rank 0 prints the logs; errors stay on every rank's stderr). On failure

@@ -164,7 +164,7 @@ static attn_status shard_grad(attn_clf *m, const attn_train_opts *o, attn_nn_ctx
 
 /* One optimizer step on a batch; *loss receives its loss. With o->dist the
  * batch's shards (this process's) each get their gradient, summed over all
- * shards in shard order (train/dist.h) before the step. */
+ * shards in shard order (apps/dist.h) before the step. */
 static attn_status train_step(attn_clf *m, attn_adam *opt, const attn_train_opts *o,
                               const attn_schedule *sched, attn_clf_acts *acts, int64_t step,
                               const int32_t *ids, const int32_t *lens, const int *labels,

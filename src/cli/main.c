@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "apps/precision_probe.h"
-#include "train/dist.h"
+#include "apps/dist.h"
 #include "attn.h"
 #include "cli/commands.h"
 

@@ -1,4 +1,4 @@
-/* The MPI group of train/dist.h (with ATTN_HAVE_MPI: make finds Open MPI;
+/* The MPI group of apps/dist.h (with ATTN_HAVE_MPI: make finds Open MPI;
  * without, stubs that are never reached).
  *
  * The gradient buffer [n] is cut into fixed buckets from its end (the
@@ -23,7 +23,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "train/dist_internal.h"
+#include "apps/dist_internal.h"
 
 enum { BUCKET = 1 << 18 }; /* floats: 1 MB per bucket (ATTN_DIST_BUCKET_FLOATS overrides) */
 
@@ -276,7 +276,7 @@ attn_status dist_mpi_barrier(attn_dist *d) {
 #else
 /* A build without MPI: attn_dist_open never opens an MPI group (it refuses
  * under mpirun), so these are never reached; they say why if they are. */
-#include "train/dist_internal.h"
+#include "apps/dist_internal.h"
 
 static attn_status no_mpi(void) {
   return attn_set_error(ATTN_EUNSUPPORTED, "this attn was built without MPI (make MPI=1)");

@@ -19,8 +19,8 @@
  * (attn_dist_shard_rows): uneven B is cut exactly, and the trainer
  * normalises each shard's loss by the global B, so the summed gradient is
  * the gradient of the global batch's mean loss. */
-#ifndef ATTN_TRAIN_DIST_H
-#define ATTN_TRAIN_DIST_H
+#ifndef ATTN_APPS_DIST_H
+#define ATTN_APPS_DIST_H
 
 #include <stdint.h>
 

@@ -1,9 +1,9 @@
-/* The group behind train/dist.h, shared by its local part (dist.c) and its
+/* The group behind apps/dist.h, shared by its local part (dist.c) and its
  * MPI part (dist_mpi.c, built with ATTN_HAVE_MPI only). */
-#ifndef ATTN_TRAIN_DIST_INTERNAL_H
-#define ATTN_TRAIN_DIST_INTERNAL_H
+#ifndef ATTN_APPS_DIST_INTERNAL_H
+#define ATTN_APPS_DIST_INTERNAL_H
 
-#include "train/dist.h"
+#include "apps/dist.h"
 
 typedef struct dist_mpi dist_mpi;
 

@@ -1,9 +1,9 @@
-/* train/dist.h: the local group (one process, S shards one after another)
+/* apps/dist.h: the local group (one process, S shards one after another)
  * and the front end that hands an MPI group to dist_mpi.c. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "train/dist_internal.h"
+#include "apps/dist_internal.h"
 
 int attn_dist_mpi_built(void) {
 #ifdef ATTN_HAVE_MPI
