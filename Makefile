@@ -49,7 +49,13 @@ PKG_CONFIG := $(if $(shell command -v $(CROSS)pkg-config 2>/dev/null),$(CROSS)pk
 endif
 endif
 PKG_CONFIG ?= pkg-config
-APP_PKGS := $(shell for p in cairo gmime-3.0; do $(PKG_CONFIG) --exists $$p 2>/dev/null && echo $$p; done)
+APP_PKGS := $(shell for p in cairo pangocairo fontconfig gmime-3.0; do $(PKG_CONFIG) --exists $$p 2>/dev/null && echo $$p; done)
+# Pictures need cairo and pangocairo together (Pango lays out every label,
+# with fontconfig's font fallback for CJK, Arabic, emoji...): without
+# pangocairo, cairo is left out too and the apps build without pictures.
+ifeq ($(filter pangocairo,$(APP_PKGS)),)
+APP_PKGS := $(filter-out cairo,$(APP_PKGS))
+endif
 ifneq ($(APP_PKGS),)
 APP_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(APP_PKGS)) $(foreach p,$(APP_PKGS),-DATTN_HAVE_$(shell echo $(p) | tr 'a-z.-' 'A-Z__' | sed 's/_3_0//'))
 APP_LIBS := $(shell $(PKG_CONFIG) --libs $(APP_PKGS))

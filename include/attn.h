@@ -14,6 +14,7 @@
 #include "attn/params.h"
 #include "attn/nn.h"
 #include "attn/nn_variants.h"
+#include "attn/nn_hf.h"
 #include "attn/train.h"
 #include "attn/lowp.h"
 #include "attn/amp.h"

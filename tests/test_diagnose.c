@@ -1,8 +1,10 @@
 /* Diagnosis of attention heads: synthetic matrices with known patterns are
  * classified as such; statistics have their exact values; bad input fails. */
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "apps/diagnose.h"
+#include "apps/viz.h"
 #include "harness.h"
 
 #ifdef ATTN_HAVE_CAIRO
@@ -80,14 +82,15 @@ static void test_previous_and_next_token(void) {
   CHECK(fabs(d.next_mass - 0.75) < 1e-6);
 }
 
-static void test_uniform_is_flagged_with_causes(void) {
+static void test_uniform_is_flagged(void) {
   float p[L * L];
   for (int i = 0; i < L * L; i++)
     p[i] = 1.0f / L;
   attn_head_diag d = diagnose(p, L, NULL);
   CHECK(d.pattern == ATTN_PATTERN_UNIFORM && d.uniform_flag);
   CHECK(fabs(d.entropy - 1) < 1e-6);
-  CHECK(strstr(d.detail, "init") && strstr(d.detail, "d_k") && strstr(d.detail, "Q~K"));
+  /* the detail says what it is; whether it is a fault is attn_diagnose_advise's */
+  CHECK(strstr(d.detail, "spread evenly: entropy 1.00") && !strstr(d.detail, "init"));
   /* causal uniform: row i spreads over i+1 keys: still entropy 1 */
   memset(p, 0, sizeof p);
   for (int i = 0; i < L; i++)
@@ -103,6 +106,163 @@ static void test_uniform_is_flagged_with_causes(void) {
   o.causal = 0;
   d = diagnose(p, L, &o);
   CHECK(d.entropy < 0.9);
+}
+
+/* attn_diagnose_advise's words into a malloc'd string; *count its result. */
+static char *advise(const attn_head_diag *d, const float *p, int heads, int lk,
+                    const attn_diag_context *c, int *count) {
+  char *buf = NULL;
+  size_t n = 0;
+  FILE *f = open_memstream(&buf, &n);
+  if (!f) return NULL;
+  *count = attn_diagnose_advise(f, d, p, 1, heads, L, lk, c);
+  fclose(f);
+  return buf;
+}
+
+/* The same evenly spread attention (two heads over 12 keys) is legitimate in
+ * a mean-pooled classifier, suspicious in a decoder, and depends on what the
+ * model is when that is not said; the evidence (accuracy, entropy against
+ * log N, whether the heads differ) is spelt out. */
+static void test_uniform_advice_depends_on_the_model(void) {
+  float p[2 * L * L];
+  for (int i = 0; i < 2 * L * L; i++) p[i] = 1.0f / L;
+  attn_head_diag d[2];
+  CHECK_OK(attn_diagnose_f32(p, 2, L, L, NULL, d));
+  CHECK(d[0].pattern == ATTN_PATTERN_UNIFORM && d[1].pattern == ATTN_PATTERN_UNIFORM);
+  CHECK(attn_diagnose_head_spread(p, 0, 2, L, L) == 0);
+  attn_diag_context c;
+  attn_diag_context_default(&c);
+  CHECK(c.kind == ATTN_DIAG_MODEL_UNKNOWN && isnan(c.accuracy) && isnan(c.loss));
+  int count = -1;
+  c.kind = ATTN_DIAG_MODEL_POOLED;
+  c.accuracy = 0.99;
+  char *s = advise(d, p, 2, L, &c, &count);
+  CHECK(count == 2 && s);
+  if (s) {
+    CHECK(strstr(s, "2 of 2 head(s) spread their attention nearly evenly (layer 0 heads 0,1)"));
+    CHECK(strstr(s, "entropy 1.00 of the maximum log(12) = 2.48 nats"));
+    CHECK(strstr(s, "about 12 of the 12 tokens"));
+    CHECK(strstr(s, "mean-pooled classifier") && strstr(s, "legitimate"));
+    CHECK(strstr(s, "held-out accuracy of 99.0 % says the model works: nothing to fix"));
+    CHECK(strstr(s, "nearly alike (mean difference 0.00 of 1)"));
+    CHECK(!strstr(s, "xavier") && !strstr(s, "init)"));
+    if (strstr(s, "xavier")) printf("%s", s);
+  }
+  free(s);
+  c.accuracy = 0.55; /* a poor classifier: look at the training first */
+  s = advise(d, p, 2, L, &c, &count);
+  CHECK(s && strstr(s, "accuracy of 55.0 % is poor") && strstr(s, "check\n  the training"));
+  free(s);
+  c.accuracy = NAN; /* nothing known: the accuracy decides */
+  s = advise(d, p, 2, L, &c, &count);
+  CHECK(s && strstr(s, "Its accuracy decides") && !strstr(s, "xavier"));
+  free(s);
+  c.kind = ATTN_DIAG_MODEL_DECODER;
+  s = advise(d, p, 2, L, &c, &count);
+  CHECK(s && strstr(s, "decoder") && strstr(s, "suspicious") && strstr(s, "xavier_uniform_") &&
+        strstr(s, "1/sqrt(d_k)") && !strstr(s, "legitimate solution"));
+  free(s);
+  c.kind = ATTN_DIAG_MODEL_UNKNOWN;
+  s = advise(d, p, 2, L, NULL, &count); /* NULL: unknown */
+  CHECK(s && strstr(s, "depends on what the model is") && strstr(s, "untrained layer") &&
+        strstr(s, "xavier_uniform_") && !strstr(s, "causal"));
+  free(s);
+  float cz[L * L]; /* causal and uniform over the keys each query sees */
+  memset(cz, 0, sizeof cz);
+  for (int i = 0; i < L; i++)
+    for (int j = 0; j <= i; j++) cz[i * L + j] = 1.0f / (float)(i + 1);
+  CHECK_OK(attn_diagnose_f32(cz, 1, L, L, NULL, d));
+  s = advise(d, cz, 1, L, NULL, &count);
+  CHECK(count == 1 && s && strstr(s, "the weights are causal, as a decoder's are") &&
+        strstr(s, "(causal: log of the keys each query sees)"));
+  free(s);
+  /* heads that differ, both still near-uniform: half the keys 1.5/L, half 0.5/L */
+  for (int i = 0; i < L; i++)
+    for (int j = 0; j < L; j++) p[L * L + i * L + j] = (j < L / 2 ? 1.5f : 0.5f) / L;
+  CHECK_OK(attn_diagnose_f32(p, 2, L, L, NULL, d));
+  CHECK(d[1].pattern == ATTN_PATTERN_UNIFORM);
+  CHECK(fabs(attn_diagnose_head_spread(p, 0, 2, L, L) - 0.25) < 1e-6);
+  s = advise(d, p, 2, L, NULL, &count);
+  CHECK(s && strstr(s, "heads differ from one another (mean difference 0.25 of 1)"));
+  free(s);
+  /* a few keys: the flag says little */
+  float q[4 * 4];
+  for (int i = 0; i < 16; i++) q[i] = 0.25f;
+  CHECK_OK(attn_diagnose_f32(q, 1, 4, 4, NULL, d));
+  char *buf = NULL;
+  size_t n = 0;
+  FILE *f = open_memstream(&buf, &n);
+  CHECK(attn_diagnose_advise(f, d, q, 1, 1, 4, 4, NULL) == 1);
+  fclose(f);
+  CHECK(buf && strstr(buf, "With only 4 keys") && strstr(buf, "0.50 of the\n  maximum"));
+  free(buf);
+  /* no near-uniform head: nothing said */
+  peaked(p, L, 0, 0.9f);
+  CHECK_OK(attn_diagnose_f32(p, 1, L, L, NULL, d));
+  s = advise(d, p, 1, L, NULL, &count);
+  CHECK(count == 0 && s && s[0] == '\0');
+  free(s);
+  attn_diag_model m;
+  CHECK_OK(attn_diag_model_from_name("classifier", &m));
+  CHECK(m == ATTN_DIAG_MODEL_POOLED && !strcmp(attn_diag_model_name(m), "classifier"));
+  CHECK_OK(attn_diag_model_from_name("decoder", &m));
+  CHECK(m == ATTN_DIAG_MODEL_DECODER);
+  CHECK_ERR(attn_diag_model_from_name("encoder", &m), ATTN_EINVAL);
+}
+
+/* `attn diagnose` (ATTN_BIN) on a uniform file: --model and --accuracy, or the
+ * file's metadata model.kind / model.accuracy, choose the advice; bad values
+ * are usage errors (2) on the command line, the file's fault (1) in it. */
+static void test_advice_in_the_tool(void) {
+  const char *bin = getenv("ATTN_BIN");
+  if (!bin) {
+    SKIP("ATTN_BIN not set: the attn tool is not exercised");
+    return;
+  }
+  char dir[] = "/tmp/attn_test_diag_XXXXXX", path[128], cmd[1024], outp[160];
+  if (!mkdtemp(dir)) return;
+  snprintf(path, sizeof path, "%s/u.safetensors", dir);
+  snprintf(outp, sizeof outp, "%s/out.txt", dir);
+  float p[2 * L * L];
+  for (int i = 0; i < 2 * L * L; i++) p[i] = 1.0f / L;
+  const char *meta[][2] = {{NULL, NULL}, {"classifier", "0.995"}, {"decoder", NULL}, {"robot", NULL}};
+  const struct {
+    int meta;
+    const char *args, *want, *unwanted;
+    int rc;
+  } cases[] = {{0, "", "depends on what the model is", NULL, 0},
+               {0, "--model classifier --accuracy 99.5", "nothing to fix", "xavier", 0},
+               {0, "--model decoder", "suspicious", "legitimate solution", 0},
+               {1, "", "accuracy of 99.5 % says the model works", "xavier", 0},
+               {1, "--model decoder", "is good, though", "legitimate solution", 0},
+               {2, "", "xavier_uniform_", "legitimate solution", 0},
+               {0, "--model robot", "--model: model kind 'robot'", NULL, 2},
+               {0, "--accuracy 1.5x", "--accuracy: '1.5x' is not an accuracy", NULL, 2},
+               {3, "", "model kind 'robot'", NULL, 1}};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    attn_st *st = NULL;
+    int64_t shape[3] = {2, L, L};
+    CHECK_OK(attn_st_new(&st));
+    CHECK_OK(attn_st_add_f32(st, "attn", 3, shape, p));
+    if (meta[cases[k].meta][0]) CHECK_OK(attn_st_set_meta(st, "model.kind", meta[cases[k].meta][0]));
+    if (meta[cases[k].meta][1]) CHECK_OK(attn_st_set_meta(st, "model.accuracy", meta[cases[k].meta][1]));
+    CHECK_OK(attn_st_save(st, path));
+    attn_st_free(st);
+    snprintf(cmd, sizeof cmd, "%s diagnose '%s' %s > '%s' 2>&1", bin, path, cases[k].args, outp);
+    int rc = system(cmd);
+    rc = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+    char *s = read_whole_file(outp, NULL);
+    int ok = s && rc == cases[k].rc && strstr(s, cases[k].want) &&
+             (!cases[k].unwanted || !strstr(s, cases[k].unwanted));
+    if (!ok) {
+      printf("  case %zu (%s): exit %d\n%s", k, cases[k].args, rc, s ? s : "");
+      h_case_failed = 1;
+    }
+    free(s);
+  }
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0) printf("  could not remove %s\n", dir);
 }
 
 static void test_first_token_and_punctuation_focus(void) {
@@ -279,7 +439,9 @@ static void test_bad_inputs(void) {
 int main(void) {
   RUN(test_identity_is_diagonal);
   RUN(test_previous_and_next_token);
-  RUN(test_uniform_is_flagged_with_causes);
+  RUN(test_uniform_is_flagged);
+  RUN(test_uniform_advice_depends_on_the_model);
+  RUN(test_advice_in_the_tool);
   RUN(test_first_token_and_punctuation_focus);
   RUN(test_rare_token_focus_needs_frequencies);
   RUN(test_local_band_and_mixed);
@@ -287,7 +449,7 @@ int main(void) {
   RUN(test_several_heads_and_the_table);
   RUN(test_bad_inputs);
 #ifdef ATTN_HAVE_CAIRO
-  cairo_debug_reset_static_data(); /* font caches, so LeakSanitizer sees no leaks */
+  attn_viz_release_fonts(); /* font caches, so LeakSanitizer sees no leaks */
 #endif
   HARNESS_END();
 }

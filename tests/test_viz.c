@@ -9,9 +9,7 @@
 #include "apps/viz.h"
 #include "harness.h"
 
-#ifdef ATTN_HAVE_CAIRO
-#include <cairo.h>
-#endif
+#include "viz_png.h"
 
 /* fontconfig (under cairo's text) keeps a few process-wide allocations */
 __attribute__((used)) const char *__lsan_default_suppressions(void);
@@ -172,30 +170,6 @@ static void test_bad_inputs_fail_cleanly(void) {
 }
 
 #ifdef ATTN_HAVE_CAIRO
-typedef struct {
-  int w, h, stride;
-  const unsigned char *data;
-  cairo_surface_t *s;
-} png_image;
-
-static int png_load(const char *path, png_image *img) {
-  img->s = cairo_image_surface_create_from_png(path);
-  if (cairo_surface_status(img->s) != CAIRO_STATUS_SUCCESS) {
-    cairo_surface_destroy(img->s);
-    img->s = NULL;
-    return 0;
-  }
-  img->w = cairo_image_surface_get_width(img->s);
-  img->h = cairo_image_surface_get_height(img->s);
-  img->stride = cairo_image_surface_get_stride(img->s);
-  img->data = cairo_image_surface_get_data(img->s);
-  return 1;
-}
-
-static uint32_t px(const png_image *img, int x, int y) {
-  return *(const uint32_t *)(img->data + y * img->stride + x * 4) & 0xffffffu;
-}
-
 static int distinct_colours(const png_image *img, int cap) {
   uint32_t seen[256];
   int n = 0;
@@ -560,7 +534,9 @@ static void test_cli_viz_and_diagnose(void) {
 #ifdef ATTN_HAVE_CAIRO
   const char *runs[] = {"viz %s %s/c1.png --layer 1 --head 1 --cmap viridis",
                         "viz %s %s/c2.svg --all-heads", "viz %s %s/c3.pdf --model --region 0:3,1:5",
-                        "viz %s %s/c4.html", "diagnose %s --chart %s/c5.png"};
+                        "viz %s %s/c4.html",
+                        "viz %s %s/c6.png --layer 1 --head 1 --cmap viridis --row-norm",
+                        "diagnose %s --chart %s/c5.png" /* last: its table is read below */};
 #else /* pictures need cairo; the page and the table do not */
   const char *runs[] = {"viz %s %s/c4.html", "diagnose %s"};
 #endif
@@ -575,9 +551,18 @@ static void test_cli_viz_and_diagnose(void) {
     CHECK(rc == 0);
   }
 #ifdef ATTN_HAVE_CAIRO
-  png_image img;
-  CHECK(png_load(out_path("c1.png"), &img));
+  png_image img, norm;
+  CHECK(png_load(out_path("c1.png"), &img) && png_load(out_path("c6.png"), &norm));
+  if (img.s && norm.s) { /* --row-norm reached the picture: one-hot rows look the same, the
+                          * colour bar's caption ("weight / row max") and subtitle differ */
+    long differ = 0;
+    for (int y = 0; y < img.h && y < norm.h; y++)
+      for (int x = 0; x < img.w && x < norm.w; x++)
+        differ += px(&img, x, y) != px(&norm, x, y);
+    CHECK(differ > 100 || img.w != norm.w);
+  }
   if (img.s) cairo_surface_destroy(img.s);
+  if (norm.s) cairo_surface_destroy(norm.s);
 #endif
   long n;
   char *s = read_whole_file(out_path("out.txt"), &n); /* the diagnose table */
@@ -650,6 +635,20 @@ static char *chromium_run(const char *bin, const char *args, const char *url) {
   return read_whole_file(out_path("dom.txt"), &n);
 }
 
+#ifdef ATTN_HAVE_CAIRO
+/* An 800x600 screenshot of page#hash as OUT_DIR/name, loaded into img (img->s
+ * NULL and 0 when there is none). */
+static int screenshot(const char *bin, const char *page, const char *hash, const char *name,
+                      png_image *img) {
+  char args[400], url[512];
+  snprintf(args, sizeof args, "--window-size=800,600 --screenshot='%s/%s'", OUT_DIR, name);
+  snprintf(url, sizeof url, "file://%s#%s", page, hash);
+  free(chromium_run(bin, args, url));
+  img->s = NULL;
+  return png_load(out_path(name), img);
+}
+#endif
+
 /* data-w of key token j in a dumped DOM, or -1 */
 static double key_weight(const char *dom, int j) {
   char pat[32];
@@ -674,7 +673,8 @@ static void test_html_page_in_headless_chromium(void) {
   char *dom = chromium_run(bin, "--dump-dom", url);
   CHECK(dom != NULL);
   if (dom) {
-    CHECK(strstr(dom, "<div id=\"state\">layer=0 heads=1 hover=3</div>") != NULL);
+    CHECK(!strstr(dom, "id=\"state\"") && !strstr(dom, ">layer=0 heads=1 hover=3<")); /* no debug line */
+    CHECK(strstr(dom, "<canvas id=\"lines\" width=\"220\" height=\"100\" data-lines=\"1\">") != NULL);
     CHECK(strstr(dom, "<title>browser test</title>") != NULL);
     CHECK(key_weight(dom, 2) == 1.0); /* token 3 attends to token 2 */
     for (int j = 0; j < 5; j++)
@@ -689,20 +689,83 @@ static void test_html_page_in_headless_chromium(void) {
   dom = chromium_run(bin, "--dump-dom", url);
   CHECK(dom != NULL);
   if (dom) {
-    CHECK(strstr(dom, "layer=1 heads=0,2 hover=4") != NULL);
+    CHECK(strstr(dom, "heatmaps: layer 1, heads 0,2 ") != NULL);
     CHECK(key_weight(dom, 4) == 1.0 && key_weight(dom, 3) == 0.0); /* diagonal heads */
     free(dom);
   }
 #ifdef ATTN_HAVE_CAIRO
-  char args[400];
-  snprintf(args, sizeof args, "--window-size=800,600 --screenshot='%s/shot.png'", OUT_DIR);
-  snprintf(url, sizeof url, "file://%s#hover=2", page);
-  free(chromium_run(bin, args, url));
   png_image img;
-  CHECK(png_load(out_path("shot.png"), &img));
+  CHECK(screenshot(bin, page, "hover=2", "shot.png", &img));
   if (img.s) {
     CHECK(img.w == 800 && img.h == 600);
     CHECK(distinct_colours(&img, 64) >= 16); /* text, head colours, heatmap */
+    cairo_surface_destroy(img.s);
+  }
+#endif
+}
+
+/* The tag of key token j in a dumped DOM (a copy; "" if absent). */
+static void key_tag(const char *dom, int j, char *buf, size_t n) {
+  char pat[32];
+  snprintf(pat, sizeof pat, "id=\"k%d\"", j);
+  const char *p = strstr(dom, pat), *e = p ? strchr(p, '>') : NULL;
+  snprintf(buf, n, "%.*s", e ? (int)(e - p) : 0, p ? p : "");
+}
+
+/* 512 tokens, each row nearly uniform (weights ~0.002, 3x on the next
+ * token): hovering a token must still show it. Raw weights as opacity drew
+ * no line (all < 0.01) and shading of alpha 0.006; scaled to the row's
+ * largest weight, the strongest key is fully shaded, the others at 1/3, a
+ * line goes to every key, and pointing at a key gives its weight. */
+static void test_html_long_rows_visible_in_chromium(void) {
+  const char *bin = find_chromium();
+  if (!bin) {
+    SKIP("no chromium: install Debian's 'chromium' to run the browser test");
+    return;
+  }
+  enum { N = 512 };
+  float *p = malloc(sizeof(float) * N * N);
+  if (!p) return;
+  for (int i = 0; i < N; i++)
+    for (int j = 0; j < N; j++) p[i * N + j] = (j == (i + 1) % N ? 3.0f : 1.0f) / (N + 2);
+  char page[320], url[512], want[160], tag[1024];
+  snprintf(page, sizeof page, "%s", out_path("long.html"));
+  CHECK_OK(attn_viz_html_f32(page, p, 1, 1, N, N, NULL, NULL, "512 tokens"));
+  free(p);
+  snprintf(url, sizeof url, "file://%s#hover=3&key=4", page);
+  char *dom = chromium_run(bin, "--dump-dom", url);
+  CHECK(dom != NULL);
+  if (dom) {
+    double w4 = key_weight(dom, 4), w100 = key_weight(dom, 100);
+    CHECK(fabs(w4 - 3.0 / (N + 2)) < 1e-4 && fabs(w100 - 1.0 / (N + 2)) < 1e-4);
+    key_tag(dom, 4, tag, sizeof tag); /* the row's largest: fully shaded */
+    CHECK(strstr(tag, "background: rgb(40, 90, 160)") != NULL);
+    if (!strstr(tag, "background: rgb(40, 90, 160)")) printf("  k4: %s\n", tag);
+    key_tag(dom, 100, tag, sizeof tag); /* a third of it: a third of the shade */
+    CHECK(strstr(tag, "background: rgba(40, 90, 160, 0.33") != NULL);
+    if (!strstr(tag, "rgba(40, 90, 160, 0.33")) printf("  k100: %s\n", tag);
+    CHECK(strstr(tag, "title=\"") && strstr(tag, "(key 100): weight "));
+    CHECK(strstr(dom, "data-lines=\"512\"") != NULL); /* one line per key */
+    snprintf(want, sizeof want, "(key 4): weight %.4f, 100 %% of the row", w4);
+    const char *tip = strstr(dom, "<div id=\"tip\" style=\"");
+    CHECK(tip && strstr(tip, "display: block") && strstr(tip, want)); /* the tooltip */
+    if (!tip || !strstr(tip, want)) printf("  want '%s' in the tooltip\n", want);
+    free(dom);
+  }
+#ifdef ATTN_HAVE_CAIRO
+  /* and on screen: the red lines of head 0 fan out from the hovered token */
+  png_image img;
+  CHECK(screenshot(bin, page, "hover=3", "long_page.png", &img));
+  if (img.s) {
+    long red = 0;
+    for (int y = 0; y < img.h; y++)
+      for (int x = 0; x < img.w; x++) {
+        uint32_t c = px(&img, x, y);
+        int r = (c >> 16) & 255, g = (c >> 8) & 255, b = c & 255;
+        red += r - g > 30 && r - b > 30;
+      }
+    printf("  %ld reddish pixels of the lines\n", red);
+    CHECK(red > 10000); /* the head's label alone is ~600 */
     cairo_surface_destroy(img.s);
   }
 #endif
@@ -720,6 +783,7 @@ int main(void) {
   RUN(test_cli_viz_and_diagnose);
   RUN(test_report_writes_everything);
   RUN(test_html_page_in_headless_chromium);
+  RUN(test_html_long_rows_visible_in_chromium);
 #ifdef ATTN_HAVE_CAIRO
   RUN(test_png_heatmap_is_oriented_and_coloured);
   RUN(test_png_bone_graded_and_thinned_500);
@@ -737,7 +801,7 @@ int main(void) {
 #endif
   if (!getenv("ATTN_KEEP_TEST_OUTPUT")) remove_out_dir();
 #ifdef ATTN_HAVE_CAIRO
-  cairo_debug_reset_static_data(); /* font caches, so LeakSanitizer sees no leaks */
+  attn_viz_release_fonts(); /* font caches, so LeakSanitizer sees no leaks */
 #endif
   HARNESS_END();
 }

@@ -1,11 +1,21 @@
 #!/bin/sh
 # Installs the Debian packages attn builds against, if any is missing.
-# (Library: libc, libm, OpenMP. Apps: cairo for pictures and bench plots,
-# GMime for mail.)
+# (Library: libc, libm, OpenMP. Apps: cairo and Pango for pictures and bench
+# plots, GMime for mail; fonts for token labels in any script.)
+# Fonts: fonts-noto-cjk (Chinese, Japanese, Korean; ~90 MB installed, but the
+# Noto Sans CJK SC forms the tutorials' Chinese needs, Japanese kana too, and
+# bold weights for titles; fonts-wqy-microhei is 5 MB but one weight, with
+# Chinese glyph forms only) and fonts-noto-color-emoji (11 MB); DejaVu
+# (Latin, Arabic) comes with fontconfig. Without them labels in those scripts
+# are drawn as boxes and the picture tests report a skip.
 need=""
 command -v gcc >/dev/null 2>&1 && command -v make >/dev/null 2>&1 || need="$need gcc make"
 command -v pkg-config >/dev/null 2>&1 || need="$need pkg-config"
 pkg-config --exists cairo 2>/dev/null || need="$need libcairo2-dev"
+pkg-config --exists pangocairo 2>/dev/null || need="$need libpango1.0-dev"
+font_has() { fc-list ":charset=$1" family 2>/dev/null | grep -q .; }
+font_has 6211 || need="$need fonts-noto-cjk"
+font_has 1f40d || need="$need fonts-noto-color-emoji"
 pkg-config --exists gmime-3.0 2>/dev/null || need="$need libgmime-3.0-dev"
 [ -z "$need" ] && exit 0
 echo "attn: installing missing packages:$need"

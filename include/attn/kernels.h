@@ -96,6 +96,11 @@ ATTN_API attn_status attn_relu_backward_f32(const float *x, const float *dy, flo
 /* GELU with exact erf, as torch.nn.GELU() (approximate='none'). */
 ATTN_API attn_status attn_gelu_f32(const float *x, float *y, int64_t n);
 ATTN_API attn_status attn_gelu_backward_f32(const float *x, const float *dy, float *dx, int64_t n);
+/* GELU, tanh approximation, as torch.nn.GELU(approximate='tanh') and Hugging
+ * Face's "gelu_new" (GPT-2): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). */
+ATTN_API attn_status attn_gelu_tanh_f32(const float *x, float *y, int64_t n);
+ATTN_API attn_status attn_gelu_tanh_backward_f32(const float *x, const float *dy, float *dx,
+                                                 int64_t n);
 
 /* ---- dropout: counter-based RNG (Philox-4x32-10), seed + offset ------------
  * Element i is kept iff uniform(seed, offset + i) >= p; kept values scaled by

@@ -34,9 +34,12 @@ extern "C" {
 #endif
 
 typedef enum { ATTN_INIT_TORCH = 0, ATTN_INIT_XAVIER = 1 } attn_init;
-typedef enum { ATTN_ACT_RELU = 0, ATTN_ACT_GELU = 1 } attn_activation;
-/* "relu" | "gelu" */
+/* GELU is the exact-erf one; GELU_TANH its tanh approximation (GPT-2). */
+typedef enum { ATTN_ACT_RELU = 0, ATTN_ACT_GELU = 1, ATTN_ACT_GELU_TANH = 2 } attn_activation;
+/* "relu" | "gelu" | "gelu_tanh" */
 ATTN_API attn_status attn_activation_from_name(const char *name, attn_activation *out);
+/* The name attn_activation_from_name reads ("?" for an invalid value). */
+ATTN_API const char *attn_activation_name(attn_activation a);
 
 /* Precision of the Linear GEMMs (every projection of MHA / FFN, Linear):
  * F32 = plain f32 GEMM (the default, bit for bit as before); BF16 / F16 =

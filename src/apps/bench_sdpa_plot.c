@@ -1,12 +1,14 @@
 /* `attn bench sdpa --plot`: two log-log panels (median time, peak memory)
- * against N, one line per backend, drawn with cairo into a PNG. */
+ * against N, one line per backend, drawn with cairo (text by Pango, as in
+ * every picture) into a PNG, SVG or PDF by the file's extension. */
 #include "apps/bench_sdpa_plot.h"
 
 #include <math.h>
 #include <stdio.h>
 
+#include "apps/viz_internal.h"
+
 #ifdef ATTN_HAVE_CAIRO
-#include <cairo.h>
 
 enum { W = 1060, H = 440, PANEL_W = 440, PANEL_H = 320, LEFT = 70, TOP = 60 };
 
@@ -43,7 +45,7 @@ static void panel(cairo_t *cr, double x0, const char *ylabel, const attn_sdpa_pl
   cairo_set_source_rgb(cr, 0, 0, 0);
   cairo_rectangle(cr, x0, TOP, PANEL_W, PANEL_H);
   cairo_stroke(cr);
-  cairo_set_font_size(cr, 11);
+  viz_font(cr, 11, 0);
   char buf[64];
   for (double e = ylo; e <= yhi; e++) { /* decades */
     cairo_set_source_rgb(cr, 0.85, 0.85, 0.85);
@@ -52,19 +54,15 @@ static void panel(cairo_t *cr, double x0, const char *ylabel, const attn_sdpa_pl
     cairo_stroke(cr);
     cairo_set_source_rgb(cr, 0, 0, 0);
     snprintf(buf, sizeof buf, "%g", pow(10, e));
-    cairo_move_to(cr, x0 - 8 - 6.5 * (double)snprintf(NULL, 0, "%g", pow(10, e)), py(a, e) + 4);
-    cairo_show_text(cr, buf);
+    viz_text(cr, buf, x0 - 8, py(a, e), 1.0);
   }
   for (int i = 0; i < n; i++) {
     snprintf(buf, sizeof buf, "%lld", p[i].n);
-    cairo_move_to(cr, px(a, log2((double)p[i].n)) - 12, TOP + PANEL_H + 16);
-    cairo_show_text(cr, buf);
+    viz_text(cr, buf, px(a, log2((double)p[i].n)), TOP + PANEL_H + 12, 0.5);
   }
-  cairo_move_to(cr, x0 + PANEL_W / 2 - 30, TOP + PANEL_H + 36);
-  cairo_show_text(cr, "sequence length N");
-  cairo_set_font_size(cr, 13);
-  cairo_move_to(cr, x0, TOP - 10);
-  cairo_show_text(cr, ylabel);
+  viz_text(cr, "sequence length N", x0 + PANEL_W / 2, TOP + PANEL_H + 32, 0.5);
+  viz_font(cr, 13, 0);
+  viz_text(cr, ylabel, x0, TOP - 14, 0);
   for (int b = 0; b < 2; b++) {
     cairo_set_source_rgb(cr, colour[b][0], colour[b][1], colour[b][2]);
     cairo_set_line_width(cr, 2);
@@ -89,9 +87,8 @@ static void panel(cairo_t *cr, double x0, const char *ylabel, const attn_sdpa_pl
     cairo_rectangle(cr, x0 + 12, TOP + 12 + 18 * b, 14, 4);
     cairo_fill(cr);
     cairo_set_source_rgb(cr, 0, 0, 0);
-    cairo_set_font_size(cr, 12);
-    cairo_move_to(cr, x0 + 32, TOP + 18 + 18 * b);
-    cairo_show_text(cr, names[b]);
+    viz_font(cr, 12, 0);
+    viz_text(cr, names[b], x0 + 32, TOP + 14 + 18 * b, 0);
   }
 }
 
@@ -101,24 +98,20 @@ int attn_bench_sdpa_plot(const char *path, const char *title, const char *name0,
     fprintf(stderr, "attn bench sdpa: nothing to plot\n");
     return 1;
   }
-  cairo_surface_t *s = cairo_image_surface_create(CAIRO_FORMAT_RGB24, W, H);
-  cairo_t *cr = cairo_create(s);
-  cairo_set_source_rgb(cr, 1, 1, 1);
-  cairo_paint(cr);
+  viz_canvas c;
+  if (viz_canvas_open(&c, path, W, H)) {
+    fprintf(stderr, "attn bench sdpa: %s\n", attn_last_error());
+    return 1;
+  }
+  cairo_t *cr = c.cr;
   cairo_set_source_rgb(cr, 0, 0, 0);
-  cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
-  cairo_set_font_size(cr, 14);
-  cairo_move_to(cr, LEFT, 24);
-  cairo_show_text(cr, title);
+  viz_font(cr, 14, 0);
+  viz_text(cr, title, LEFT, 20, 0);
   const char *names[2] = {name0, "math"};
   panel(cr, LEFT, "median time (ms)", p, n, 0, names);
   panel(cr, LEFT + PANEL_W + 60, "peak resident memory (MiB)", p, n, 1, names);
-  cairo_status_t st = cairo_status(cr);
-  cairo_destroy(cr);
-  if (st == CAIRO_STATUS_SUCCESS) st = cairo_surface_write_to_png(s, path);
-  cairo_surface_destroy(s);
-  if (st != CAIRO_STATUS_SUCCESS) {
-    fprintf(stderr, "attn bench sdpa: %s: %s\n", path, cairo_status_to_string(st));
+  if (viz_canvas_close(&c, 1)) {
+    fprintf(stderr, "attn bench sdpa: %s\n", attn_last_error());
     return 1;
   }
   return 0;

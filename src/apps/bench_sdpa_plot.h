@@ -9,8 +9,8 @@ typedef struct {
   double mib[2]; /* peak resident MiB, same order; <= 0: not measured */
 } attn_sdpa_plot_point;
 
-/* Writes a PNG; returns 0, or 1 with a message on stderr (also when the build
- * has no cairo). */
+/* Writes a PNG, SVG or PDF (by path's extension); returns 0, or 1 with a
+ * message on stderr (also when the build has no cairo). */
 int attn_bench_sdpa_plot(const char *path, const char *title, const char *name0,
                          const attn_sdpa_plot_point *p, int n);
 

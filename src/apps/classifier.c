@@ -37,7 +37,7 @@ attn_status attn_clf_config_to_json(const attn_clf_config *c, char **json) {
            "\"norm_first\":%d,\"activation\":\"%s\"%s}",
            (long long)c->vocab, (long long)c->d_model, (long long)c->heads, (long long)c->ff,
            (long long)c->layers, (long long)c->max_len, (long long)c->classes, (double)c->dropout,
-           c->sinusoidal, c->norm_first, c->activation == ATTN_ACT_GELU ? "gelu" : "relu", extra);
+           c->sinusoidal, c->norm_first, attn_activation_name(c->activation), extra);
   *json = strdup(buf);
   return *json ? ATTN_OK : attn_set_error(ATTN_ENOMEM, "clf_config_to_json: out of memory");
 }

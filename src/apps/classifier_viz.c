@@ -7,32 +7,25 @@
 #include <string.h>
 
 #include "apps/diagnose.h"
+#include "apps/utf8_text.h"
 #include "apps/viz.h"
 
-/* A printable ASCII label for token bytes: space '_', newline "\n", other
- * bytes outside printable ASCII as \xNN. */
-static char *token_label(const attn_bpe *bpe, int32_t id) {
+/* A token's label: its bytes as UTF-8 text with spaces, newlines and tabs
+ * made visible and stray bytes as \xNN (attn_utf8_visible). */
+char *attn_clf_token_label(const attn_bpe *bpe, int32_t id) {
   size_t n = 0;
   const char *s = attn_bpe_token(bpe, id, &n);
-  char *out = malloc(4 * n + 8), *o = out;
-  if (!out) return NULL;
-  if (!s || n == 0) {
-    strcpy(out, "[pad]");
-    return out;
+  attn_textbuf b = {0};
+  if (!s || n == 0 ? attn_textbuf_puts(&b, "[pad]") : attn_utf8_visible(&b, s, n)) {
+    attn_textbuf_free(&b);
+    return NULL;
   }
-  for (size_t i = 0; i < n && i < 24; i++) {
-    unsigned char ch = (unsigned char)s[i];
-    if (ch == ' ') *o++ = '_';
-    else if (ch == '\n') o += sprintf(o, "\\n");
-    else if (ch >= 0x21 && ch < 0x7f) *o++ = (char)ch;
-    else o += sprintf(o, "\\x%02X", ch);
-  }
-  *o = 0;
-  return out;
+  return attn_textbuf_take(&b, NULL);
 }
 
 attn_status attn_clf_picture(const attn_clf *m, const attn_bpe *bpe, const int32_t *ids, int64_t n,
-                             int64_t show, const char *dir, const char *title, FILE *log) {
+                             int64_t show, const char *dir, const char *title, double accuracy,
+                             FILE *log) {
   if (!m || !bpe || !ids || n <= 0 || !dir)
     return attn_set_error(ATTN_EINVAL, "clf_picture: NULL argument or empty message");
   int64_t Ly = m->c.layers, H = m->c.heads;
@@ -45,7 +38,7 @@ attn_status attn_clf_picture(const attn_clf *m, const attn_bpe *bpe, const int32
   attn_status st = (!probs || !avg || !lab || !dg) ? attn_set_error(ATTN_ENOMEM, "clf_picture: out of memory") : ATTN_OK;
   if (!st) st = attn_clf_attention(m, ids, n, probs);
   for (int64_t i = 0; !st && i < n; i++)
-    if (!(lab[i] = token_label(bpe, ids[i]))) st = attn_set_error(ATTN_ENOMEM, "clf_picture: out of memory");
+    if (!(lab[i] = attn_clf_token_label(bpe, ids[i]))) st = attn_set_error(ATTN_ENOMEM, "clf_picture: out of memory");
   // last layer, averaged over heads
   const float *last = probs + (Ly - 1) * H * n * n;
   for (int64_t e = 0; !st && e < n * n; e++) {
@@ -53,31 +46,31 @@ attn_status attn_clf_picture(const attn_clf *m, const attn_bpe *bpe, const int32
     for (int64_t h = 0; h < H; h++) acc += last[h * n * n + e];
     avg[e] = acc / (float)H;
   }
-  char path[4096];
+  char path[4096], sub[160];
+  /* a softmax row over n keys cropped to `show` and averaged over heads is
+   * near black on one shared scale: each row is scaled to its maximum */
   attn_viz_opts o;
   attn_viz_opts_default(&o);
   o.title = title;
+  o.subtitle = sub;
+  o.row_norm = 1;
   o.q1 = show;
   o.k1 = show;
+  snprintf(sub, sizeof sub, "layer %lld (last), mean of %lld heads", (long long)(Ly - 1),
+           (long long)H);
   if (!st) {
     snprintf(path, sizeof path, "%s/attention.png", dir);
     st = attn_viz_heatmap_f32(path, avg, n, n, (const char *const *)lab, (const char *const *)lab, &o);
-    if (!st && log) fprintf(log, "wrote %s (last layer, mean of %lld heads, first %lld tokens)\n", path, (long long)H, (long long)show);
+    if (!st && log) fprintf(log, "wrote %s (%s, first %lld tokens, rows scaled to their max)\n", path, sub, (long long)show);
   }
   if (!st) {  // the heads of the last layer, on the first tokens
     int64_t k = show < 32 ? show : 32;
-    float *sub = malloc((size_t)(H * k * k) * sizeof(float));
-    if (!sub) st = attn_set_error(ATTN_ENOMEM, "clf_picture: out of memory");
-    for (int64_t h = 0; !st && h < H; h++)
-      for (int64_t i = 0; i < k; i++)
-        memcpy(sub + (h * k + i) * k, last + (h * n + i) * n, (size_t)k * sizeof(float));
-    attn_viz_opts ho;
-    attn_viz_opts_default(&ho);
-    ho.title = "last layer, each head (first tokens)";
+    o.q1 = o.k1 = k;
+    snprintf(sub, sizeof sub, "layer %lld (last), each of %lld heads", (long long)(Ly - 1),
+             (long long)H);
     snprintf(path, sizeof path, "%s/heads.png", dir);
-    if (!st) st = attn_viz_heads_f32(path, sub, H, k, k, (const char *const *)lab, (const char *const *)lab, &ho);
-    if (!st && log) fprintf(log, "wrote %s\n", path);
-    free(sub);
+    st = attn_viz_heads_f32(path, last, H, n, n, (const char *const *)lab, (const char *const *)lab, &o);
+    if (!st && log) fprintf(log, "wrote %s (%s, first %lld tokens)\n", path, sub, (long long)k);
   }
   if (!st) {
     snprintf(path, sizeof path, "%s/attention.html", dir);
@@ -95,9 +88,15 @@ attn_status attn_clf_picture(const attn_clf *m, const attn_bpe *bpe, const int32
     FILE *f = fopen(path, "w");
     if (!f) st = attn_set_error(ATTN_EIO, "cannot write %s", path);
     else {
+      attn_diag_context ctx; /* spread attention is legitimate in a pooled classifier */
+      attn_diag_context_default(&ctx);
+      ctx.kind = ATTN_DIAG_MODEL_POOLED;
+      ctx.accuracy = accuracy;
       attn_diagnose_print(f, dg, Ly, H);
+      attn_diagnose_advise(f, dg, probs, Ly, H, n, n, &ctx);
       fclose(f);
       if (log) attn_diagnose_print(log, dg, Ly, H);
+      if (log) attn_diagnose_advise(log, dg, probs, Ly, H, n, n, &ctx);
     }
     snprintf(path, sizeof path, "%s/diagnosis.png", dir);
     if (!st) st = attn_diagnose_chart(path, dg, Ly, H);

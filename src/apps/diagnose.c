@@ -11,11 +11,6 @@ static const char *const pattern_names[ATTN_PATTERN_COUNT] = {
     "diagonal",   "local",   "previous-token", "next-token", "focused",
     "rare-token", "uniform", "sentence",       "mixed"};
 
-/* The tutorial's section 6.1: why attention comes out uniform, and the fix. */
-static const char uniform_causes[] =
-    "likely: poor init (vanishing grads), unscaled large d_k, Q~K too similar; "
-    "try xavier_uniform_ on W_q/W_k, LayerNorm";
-
 const char *attn_pattern_name(attn_pattern p) {
   return (unsigned)p < ATTN_PATTERN_COUNT ? pattern_names[p] : "?";
 }
@@ -248,8 +243,8 @@ attn_status attn_diagnose_head_f32(const float *probs, int64_t lq, int64_t lk,
     out->pattern = ATTN_PATTERN_RARE;
     snprintf(d, dn, "received attention vs -log freq: r = %.2f", out->rare_corr);
   } else if (out->uniform_flag) {
-    out->pattern = ATTN_PATTERN_UNIFORM;
-    snprintf(d, dn, "%s", uniform_causes);
+    out->pattern = ATTN_PATTERN_UNIFORM; /* whether that is a fault: attn_diagnose_advise */
+    snprintf(d, dn, "spread evenly: entropy %.2f of the maximum", out->entropy);
   } else if (have_sent && out->sentence_mass >= ATTN_DIAG_SENTENCE_MIN &&
              out->sentence_base <= ATTN_DIAG_SENTENCE_BASE &&
              out->sentence_mass - out->local_mass >= 0.2) { /* beyond the local band */

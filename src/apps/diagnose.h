@@ -87,6 +87,52 @@ attn_status attn_diagnose_f32(const float *probs, int64_t n, int64_t lq, int64_t
 /* The table, one line per head; layers * heads entries in out (layer-major). */
 void attn_diagnose_print(FILE *f, const attn_head_diag *d, int64_t layers, int64_t heads);
 
+/* What kind of model the attention comes from: whether evenly spread
+ * attention is a fault depends on it. */
+typedef enum {
+  ATTN_DIAG_MODEL_UNKNOWN = 0,     /* a layer file of unknown use */
+  ATTN_DIAG_MODEL_POOLED,          /* a classifier that averages (mean-pools) every token */
+  ATTN_DIAG_MODEL_DECODER,         /* a causal language model (predicts the next token) */
+  ATTN_DIAG_MODEL_COUNT
+} attn_diag_model;
+
+/* "unknown", "classifier", "decoder" (also accepted: "layer", "pooled",
+ * "mean-pooled", "causal-lm") -> enum; ATTN_EINVAL for other names. */
+attn_status attn_diag_model_from_name(const char *name, attn_diag_model *out);
+const char *attn_diag_model_name(attn_diag_model m);
+
+/* What is known about the model beside its attention. */
+typedef struct {
+  attn_diag_model kind;
+  double accuracy; /* held-out accuracy in [0, 1]; NAN: not known */
+  double loss;     /* held-out loss (nats); NAN: not known */
+} attn_diag_context;
+void attn_diag_context_default(attn_diag_context *c); /* unknown kind, nothing known */
+
+/* Held-out accuracy at or above which a model is called good, and at or
+ * below which poor (between: neither is said). */
+#define ATTN_DIAG_ACC_GOOD 0.9
+#define ATTN_DIAG_ACC_POOR 0.7
+/* Heads of one layer differ when their rows differ by at least this much
+ * total variation (half the L1 distance), on average over head pairs. */
+#define ATTN_DIAG_HEADS_DIFFER 0.2
+
+/* Mean total variation between the heads of layer `layer` of probs
+ * [layers, heads, lq, lk] over pairs of heads and rows (0: identical heads,
+ * 1: disjoint); 0 for a single head. */
+double attn_diagnose_head_spread(const float *probs, int64_t layer, int64_t heads, int64_t lq,
+                                 int64_t lk);
+
+/* Advice, in plain words, on the heads flagged near-uniform (d: layers x
+ * heads, as for attn_diagnose_print, of attention over lk keys), qualified
+ * by what the model is (ctx; NULL: unknown) and by the evidence: the
+ * entropy against its maximum log(N), how many keys there are, whether the
+ * heads of a layer differ (from probs [layers, heads, lq, lk]; NULL: not
+ * said), the model's accuracy or loss when known. Writes nothing when no
+ * head is near-uniform. Returns the number of near-uniform heads. */
+int attn_diagnose_advise(FILE *f, const attn_head_diag *d, const float *probs, int64_t layers,
+                         int64_t heads, int64_t lq, int64_t lk, const attn_diag_context *ctx);
+
 /* A chart (PNG/SVG/PDF by extension): per head, bars of entropy and the
  * masses, and the pattern (uniform heads marked in red). */
 attn_status attn_diagnose_chart(const char *path, const attn_head_diag *d, int64_t layers,

@@ -1,5 +1,7 @@
 #include "apps/utf8_text.h"
 
+#include <stdio.h>
+
 /* Windows-1252 0x80..0x9F (0 = undefined in 1252: keep the C1 control). */
 static const uint16_t cp1252_c1[32] = {
     0x20ac, 0,      0x201a, 0x0192, 0x201e, 0x2026, 0x2020, 0x2021, 0x02c6, 0x2030, 0x0160,
@@ -49,4 +51,30 @@ int attn_utf8_sanitize(attn_textbuf *b, const char *s, size_t n) {
     run = i;
   }
   return attn_textbuf_put(b, s + run, n - run);
+}
+
+int attn_utf8_visible(attn_textbuf *b, const char *s, size_t n) {
+  const unsigned char *u = (const unsigned char *)s;
+  for (size_t i = 0; i < n;) {
+    int len = attn_utf8_seq_len(u + i, n - i);
+    unsigned c = u[i];
+    int r;
+    if (c == ' ') {
+      r = attn_textbuf_put_cp(b, 0x2423); /* ␣ */
+    } else if (c == '\n') {
+      r = attn_textbuf_put_cp(b, 0x21b5); /* ↵ */
+    } else if (c == '\t') {
+      r = attn_textbuf_put_cp(b, 0x21e5); /* ⇥ */
+    } else if (len == 0 || c < 0x20 || c == 0x7f) {
+      char hex[8];
+      snprintf(hex, sizeof hex, "\\x%02X", c);
+      r = attn_textbuf_puts(b, hex);
+      len = 1;
+    } else {
+      r = attn_textbuf_put(b, s + i, (size_t)len);
+    }
+    if (r) return -1;
+    i += len > 0 ? (size_t)len : 1;
+  }
+  return 0;
 }

@@ -22,4 +22,11 @@ int attn_utf8_seq_len(const unsigned char *s, size_t n);
  * and CR dropped (CRLF becomes LF). Returns 0 or -1 when out of memory. */
 int attn_utf8_sanitize(attn_textbuf *b, const char *s, size_t n);
 
+/* Appends bytes s[0..n) to b as a label a person can read: valid UTF-8 as
+ * it is (CJK, emoji...), space as U+2423 '␣', newline U+21B5 '↵', tab U+21E5
+ * '⇥', other control bytes and bytes that are not valid UTF-8 (a character
+ * split between two byte-level tokens) as \xNN. Returns 0, or -1 when out
+ * of memory. */
+int attn_utf8_visible(attn_textbuf *b, const char *s, size_t n);
+
 #endif

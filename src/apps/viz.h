@@ -1,5 +1,6 @@
 /* attn apps — pictures of attention weights (cairo: PNG, SVG or PDF, chosen by
- * the output file's extension, with real text).
+ * the output file's extension, with real text: Pango lays out every label
+ * and fontconfig supplies fonts for any script, CJK and emoji included).
  *
  *   attn_viz_heatmap_f32   one head: query tokens down, key tokens across
  *                          (rotated 90°), a colour bar, 'bone' or 'viridis'
@@ -9,7 +10,9 @@
  *
  * Probabilities are row-major f32; every value must be finite. Files are
  * written to PATH.tmp.<pid> and renamed over PATH when complete. Built without
- * cairo, the drawing functions return ATTN_EUNSUPPORTED naming the package. */
+ * cairo and pangocairo, the drawing functions return ATTN_EUNSUPPORTED naming
+ * the packages. Token labels are drawn at least 10 px high: a long axis gets
+ * every n-th label (with its index) rather than smaller text. */
 #ifndef ATTN_APPS_VIZ_H
 #define ATTN_APPS_VIZ_H
 
@@ -36,11 +39,17 @@ typedef struct {
   int64_t q0, q1, k0, k1;
   int max_labels; /* labels per axis at most (thinned beyond); 0: 60 */
   /* Colour scale. vmin == vmax: the drawn data's min..max (as matplotlib's
-   * matshow does). */
+   * matshow does), or 0..1 with row_norm. */
   float vmin, vmax;
+  /* Fields added later; zero keeps the earlier behaviour. */
+  const char *subtitle; /* second line under the title, e.g. "layer 1, mean of 8 heads";
+                         * the token range drawn is always added to it */
+  int row_norm;         /* 1: each drawn row divided by its largest drawn value (a
+                         * cropped or averaged softmax row is otherwise near black) */
+  const char *bar_name; /* colour bar caption; NULL: "weight" or "weight / row max" */
 } attn_viz_opts;
 
-/* Defaults: bone, no title, full matrix, 60 labels, autoscale. */
+/* Defaults: bone, no title, full matrix, 60 labels, autoscale, raw weights. */
 void attn_viz_opts_default(attn_viz_opts *o);
 
 /* The colour of t in [0,1] (clamped; NaN gives black) exactly as matplotlib's
@@ -75,11 +84,20 @@ attn_status attn_viz_model_f32(const char *path, const float *probs, int64_t lay
                                int64_t lq, int64_t lk, const attn_viz_opts *opts);
 
 /* Self-contained HTML page (inline CSS/JS, no network) with a head view:
- * pick layer and heads, hover a token to see its attention to the others.
- * probs [layers, heads, lq, lk]; labels as above. */
+ * pick layer and heads, hover a query token to see its attention to the
+ * keys: lines and key shading scaled to the row's largest weight (so they
+ * show at 512 tokens too), each key's weight in a tooltip.
+ * probs [layers, heads, lq, lk] (at most ATTN_VIZ_HTML_MAX_VALUES weights);
+ * labels as above. */
+#define ATTN_VIZ_HTML_MAX_VALUES (1 << 22) /* ~5.6 MB of weights in the page */
 attn_status attn_viz_html_f32(const char *path, const float *probs, int64_t layers, int64_t heads,
                               int64_t lq, int64_t lk, const char *const *q_labels,
                               const char *const *k_labels, const char *title);
+
+/* Frees the font caches of this thread (Pango's font map, cairo's static
+ * data): for LeakSanitizer before exit. Drawing afterwards loads them again.
+ * Does nothing in a build without pictures. */
+void attn_viz_release_fonts(void);
 
 /* Parse a JSON array of strings (e.g. safetensors metadata "tokens") into a
  * malloc'd array of malloc'd UTF-8 strings; free with attn_viz_labels_free. */

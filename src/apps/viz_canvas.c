@@ -33,7 +33,8 @@ attn_status viz_check_finite(const float *probs, int64_t n, const char *what) {
 
 attn_status viz_no_cairo(const char *what) {
   return attn_set_error(ATTN_EUNSUPPORTED,
-                        "%s: this build has no cairo (install libcairo2-dev and rebuild)", what);
+                        "%s: this build has no cairo and pangocairo (install libpango1.0-dev, which "
+                        "brings libcairo2-dev, and rebuild)", what);
 }
 
 /* Length of the valid UTF-8 sequence at s (1..4), or 0 if invalid. */

@@ -1,60 +1,73 @@
 /* Drawing pieces shared by the pictures: the matrix of cells, the colour bar,
- * and text (cairo's toy text API; labels are cleaned to valid UTF-8 first). */
+ * the title and subtitle, and the subtitle's text for the region drawn. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "apps/viz_internal.h"
 
+#define VIZ_HEADER_CHARS 160
+#define VIZ_HEADER_BYTES (VIZ_HEADER_CHARS * 4 + 8)
+
+/* "queries 0-39 of 512" or, uncropped, "512 queries". */
+static int axis_range(char *buf, size_t n, int64_t a, int64_t b, int64_t len, const char *plural) {
+  if (a == 0 && b == len) return snprintf(buf, n, "%lld %s", (long long)len, plural);
+  return snprintf(buf, n, "%s %lld-%lld of %lld", plural, (long long)a, (long long)(b - 1),
+                  (long long)len);
+}
+
+void viz_range_text(char *buf, size_t n, int64_t q0, int64_t q1, int64_t lq, int64_t k0, int64_t k1,
+                    int64_t lk, const char *q_name, const char *k_name) {
+  char qp[64], kp[64];
+  snprintf(qp, sizeof qp, "%s", !q_name || !strcmp(q_name, "query") ? "queries" : q_name);
+  snprintf(kp, sizeof kp, "%s", !k_name || !strcmp(k_name, "key") ? "keys" : k_name);
+  if (q0 == k0 && q1 == k1 && lq == lk && !q_name && !k_name) {
+    axis_range(buf, n, q0, q1, lq, "tokens");
+    return;
+  }
+  int w = axis_range(buf, n, q0, q1, lq, qp);
+  if (w >= 0 && (size_t)w + 2 < n) {
+    memcpy(buf + w, ", ", 3);
+    axis_range(buf + w + 2, n - (size_t)w - 2, k0, k1, lk, kp);
+  }
+}
+
+void viz_subtitle(char *buf, size_t n, const attn_viz_opts *o, int64_t q0, int64_t q1, int64_t lq,
+                  int64_t k0, int64_t k1, int64_t lk) {
+  int w = o->subtitle && o->subtitle[0] ? snprintf(buf, n, "%s, ", o->subtitle) : 0;
+  if (w < 0 || (size_t)w >= n) w = 0;
+  viz_range_text(buf + w, n - (size_t)w, q0, q1, lq, k0, k1, lk, o->q_name, o->k_name);
+  size_t len = strlen(buf);
+  if (o->row_norm) snprintf(buf + len, n - len, ", each row scaled to its max");
+}
+
 #ifdef ATTN_HAVE_CAIRO
-
-void viz_font(cairo_t *cr, double size, int bold) {
-  cairo_select_font_face(cr, "DejaVu Sans", CAIRO_FONT_SLANT_NORMAL,
-                         bold ? CAIRO_FONT_WEIGHT_BOLD : CAIRO_FONT_WEIGHT_NORMAL);
-  cairo_set_font_size(cr, size);
-}
-
-double viz_text_width(cairo_t *cr, const char *s) {
-  cairo_text_extents_t e;
-  cairo_text_extents(cr, s, &e);
-  return e.x_advance;
-}
-
-/* Offset from the vertical centre of a line to its baseline. */
-static double centre_to_baseline(cairo_t *cr) {
-  cairo_font_extents_t f;
-  cairo_font_extents(cr, &f);
-  return (f.ascent - f.descent) / 2;
-}
-
-void viz_text(cairo_t *cr, const char *s, double x, double y, double halign) {
-  double w = viz_text_width(cr, s);
-  cairo_move_to(cr, x - halign * w, y + centre_to_baseline(cr));
-  cairo_show_text(cr, s);
-}
-
-void viz_text_up(cairo_t *cr, const char *s, double x, double y, double halign) {
-  double w = viz_text_width(cr, s);
-  cairo_save(cr);
-  cairo_translate(cr, x + centre_to_baseline(cr), y);
-  cairo_rotate(cr, -M_PI / 2);
-  cairo_move_to(cr, -halign * w, 0);
-  cairo_show_text(cr, s);
-  cairo_restore(cr);
-}
 
 static double scale01(double v, double vmin, double vmax) {
   return vmax > vmin ? (v - vmin) / (vmax - vmin) : 0.0;
 }
 
+/* What a row's values are multiplied by: 1, or with row_norm 1 / its largest
+ * value (a row without a positive value stays as it is). */
+static double row_scale(const float *row, int64_t n, int row_norm) {
+  if (!row_norm) return 1.0;
+  double m = 0;
+  for (int64_t j = 0; j < n; j++)
+    m = fmax(m, row[j]);
+  return m > 0 ? 1.0 / m : 1.0;
+}
+
 attn_status viz_draw_matrix(cairo_t *cr, viz_format fmt, const float *probs, int64_t ld, int64_t q0,
                             int64_t q1, int64_t k0, int64_t k1, double x, double y, double cell,
-                            attn_viz_cmap cmap, double vmin, double vmax) {
+                            attn_viz_cmap cmap, double vmin, double vmax, int row_norm) {
   int64_t nq = q1 - q0, nk = k1 - k0;
   if (fmt != VIZ_PNG && nq * nk <= 16384) { /* small vector picture: one rectangle per cell */
-    for (int64_t i = 0; i < nq; i++)
+    for (int64_t i = 0; i < nq; i++) {
+      const float *row = probs + (q0 + i) * ld + k0;
+      double rs = row_scale(row, nk, row_norm);
       for (int64_t j = 0; j < nk; j++) {
         double rgb[3];
-        attn_viz_cmap_rgb(cmap, scale01(probs[(q0 + i) * ld + k0 + j], vmin, vmax), rgb);
+        attn_viz_cmap_rgb(cmap, scale01(row[j] * rs, vmin, vmax), rgb);
         cairo_set_source_rgb(cr, rgb[0], rgb[1], rgb[2]);
         /* each cell spills 0.5 under its right and lower neighbours, which
          * are drawn later: no anti-aliased seams show between cells */
@@ -62,6 +75,7 @@ attn_status viz_draw_matrix(cairo_t *cr, viz_format fmt, const float *probs, int
                         cell + (i + 1 < nq ? 0.5 : 0));
         cairo_fill(cr);
       }
+    }
     return ATTN_OK;
   }
   /* One pixel per cell, scaled without smoothing. SVG viewers smooth images
@@ -80,11 +94,13 @@ attn_status viz_draw_matrix(cairo_t *cr, viz_format fmt, const float *probs, int
   unsigned char *px = cairo_image_surface_get_data(img);
   int stride = cairo_image_surface_get_stride(img);
   for (int64_t i = 0; i < nq * up; i++) {
-    uint32_t *row = (uint32_t *)(px + i * stride);
+    uint32_t *out = (uint32_t *)(px + i * stride);
+    const float *row = probs + (q0 + i / up) * ld + k0;
+    double rs = row_scale(row, nk, row_norm);
     for (int64_t j = 0; j < nk; j++) {
-      uint32_t c = viz_cmap_argb(cmap, scale01(probs[(q0 + i / up) * ld + k0 + j], vmin, vmax));
+      uint32_t c = viz_cmap_argb(cmap, scale01(row[j] * rs, vmin, vmax));
       for (int u = 0; u < up; u++)
-        row[j * up + u] = c;
+        out[j * up + u] = c;
     }
   }
   cairo_surface_mark_dirty(img);
@@ -102,27 +118,23 @@ attn_status viz_draw_matrix(cairo_t *cr, viz_format fmt, const float *probs, int
   return ATTN_OK;
 }
 
-/* Three significant digits; values within 1e-4 of the range from 0 show as 0
- * (an autoscaled minimum of 5.8e-13 reads better as 0). */
-static void tick_label(char *buf, size_t n, double v, double range) {
-  if (fabs(v) < 1e-4 * range) v = 0;
-  snprintf(buf, n, "%.3g", v);
-}
+#define MAX_TICKS 8
 
-double viz_colorbar_label_width(cairo_t *cr, double vmin, double vmax, double font) {
+double viz_colorbar_label_width(cairo_t *cr, double vmin, double vmax, double font,
+                                const char *caption) {
   viz_font(cr, font, 0);
-  double w = 0;
-  for (int k = 0; k <= 4; k++) {
+  double ticks[MAX_TICKS], w = 0;
+  int dec, n = viz_ticks(vmin, vmax, ticks, MAX_TICKS, &dec);
+  for (int k = 0; k < n; k++) {
     char buf[32];
-    tick_label(buf, sizeof buf, vmin + (vmax - vmin) * k / 4, vmax - vmin);
-    double tw = viz_text_width(cr, buf);
-    if (tw > w) w = tw;
+    viz_tick_label(buf, sizeof buf, ticks[k], dec);
+    w = fmax(w, viz_text_width(cr, buf));
   }
-  return w + 8;
+  return w + 8 + (caption && caption[0] ? 2 * font : 0);
 }
 
 void viz_draw_colorbar(cairo_t *cr, double x, double y, double w, double h, attn_viz_cmap cmap,
-                       double vmin, double vmax, double font) {
+                       double vmin, double vmax, double font, const char *caption) {
   if (cairo_surface_get_type(cairo_get_target(cr)) != CAIRO_SURFACE_TYPE_IMAGE) {
     for (int i = 0; i < 256; i++) { /* vector files: 256 bands, no image to smooth */
       double rgb[3];
@@ -157,16 +169,57 @@ void viz_draw_colorbar(cairo_t *cr, double x, double y, double w, double h, attn
   cairo_rectangle(cr, x, y, w, h);
   cairo_stroke(cr);
   viz_font(cr, font, 0);
-  for (int k = 0; k <= 4; k++) {
-    double v = vmin + (vmax - vmin) * k / 4, ty = y + h - h * k / 4.0;
-    if (vmax <= vmin) v = vmin;
+  double ticks[MAX_TICKS], lw = 0;
+  int dec, n = viz_ticks(vmin, vmax, ticks, MAX_TICKS, &dec);
+  for (int k = 0; k < n; k++) {
+    double ty = vmax > vmin ? y + h - h * (ticks[k] - vmin) / (vmax - vmin) : y + h;
     char buf[32];
-    tick_label(buf, sizeof buf, v, vmax - vmin);
+    viz_tick_label(buf, sizeof buf, ticks[k], dec);
     cairo_move_to(cr, x + w, ty);
     cairo_line_to(cr, x + w + 4, ty);
     cairo_stroke(cr);
     viz_text(cr, buf, x + w + 6, ty, 0);
-    if (vmax <= vmin) break;
+    lw = fmax(lw, viz_text_width(cr, buf));
   }
+  if (caption && caption[0]) {
+    cairo_set_source_rgb(cr, 0.3, 0.3, 0.3);
+    viz_text_up(cr, caption, x + w + 8 + lw + font, y + h / 2, 0.5);
+    cairo_set_source_rgb(cr, 0, 0, 0);
+  }
+}
+
+double viz_header_size(cairo_t *measure, const char *title, const char *subtitle, double *width) {
+  char buf[VIZ_HEADER_BYTES];
+  double h = 0;
+  *width = 0;
+  if (title && title[0]) {
+    viz_label_clean(title, buf, sizeof buf, VIZ_HEADER_CHARS);
+    viz_font(measure, 14, 1);
+    *width = viz_text_width(measure, buf), h += 22;
+  }
+  if (subtitle && subtitle[0]) {
+    viz_label_clean(subtitle, buf, sizeof buf, VIZ_HEADER_CHARS);
+    viz_font(measure, 12, 0);
+    *width = fmax(*width, viz_text_width(measure, buf)), h += 18;
+  }
+  return h ? h + 6 : 0;
+}
+
+void viz_draw_header(cairo_t *cr, double x, double y, const char *title, const char *subtitle) {
+  char buf[VIZ_HEADER_BYTES];
+  if (title && title[0]) {
+    viz_label_clean(title, buf, sizeof buf, VIZ_HEADER_CHARS);
+    cairo_set_source_rgb(cr, 0, 0, 0);
+    viz_font(cr, 14, 1);
+    viz_text(cr, buf, x, y + 10, 0.0);
+    y += 22;
+  }
+  if (subtitle && subtitle[0]) {
+    viz_label_clean(subtitle, buf, sizeof buf, VIZ_HEADER_CHARS);
+    cairo_set_source_rgb(cr, 0.25, 0.25, 0.25);
+    viz_font(cr, 12, 0);
+    viz_text(cr, buf, x, y + 8, 0.0);
+  }
+  cairo_set_source_rgb(cr, 0, 0, 0);
 }
 #endif

@@ -43,16 +43,8 @@ static attn_status grid_draw(const char *path, const float *probs, int64_t layer
   return viz_no_cairo(what);
 #else
   int64_t nq = q1 - q0, nk = k1 - k0, nmax = nq > nk ? nq : nk;
-  double vmin = o.vmin, vmax = o.vmax;
-  if (!(vmin < vmax)) { /* one scale for every tile */
-    vmin = INFINITY, vmax = -INFINITY;
-    for (int64_t t = 0; t < ntiles; t++)
-      for (int64_t i = q0; i < q1; i++)
-        for (int64_t j = k0; j < k1; j++) {
-          double v = probs[t * per + i * lk + j];
-          vmin = fmin(vmin, v), vmax = fmax(vmax, v);
-        }
-  }
+  double vmin, vmax; /* one scale for every tile */
+  viz_autoscale(&o, probs, ntiles, per, lk, q0, q1, k0, k1, &vmin, &vmax);
   int64_t rows, cols;
   if (mode == GRID_MODEL) {
     rows = layers, cols = heads;
@@ -60,64 +52,65 @@ static attn_status grid_draw(const char *path, const float *probs, int64_t layer
     cols = heads <= 4 ? heads : heads <= 8 ? 4 : (int64_t)ceil(sqrt((double)heads));
     rows = (heads + cols - 1) / cols;
   }
-  double cell = fmin(mode == GRID_HEADS ? 12.0 : 6.0, (mode == GRID_HEADS ? 180.0 : 100.0) / nmax);
-  if (cell * nmax < 24) cell = 24.0 / nmax;
-  double tw = cell * nk, th = cell * nq;
   int labels = mode == GRID_HEADS && nmax <= GRID_LABEL_MAX;
-  double lfont = fmin(9.0, fmax(5.0, cell * 0.8));
+  /* tiles with labels are larger: 32 tokens get 7.5 px cells and every
+   * second label (VIZ_LABEL_ROOM) */
+  double span = mode == GRID_MODEL ? 100.0 : labels ? 240.0 : 180.0;
+  double cell = fmin(mode == GRID_HEADS ? 16.0 : 6.0, span / (double)nmax);
+  if (cell * (double)nmax < 24) cell = 24.0 / (double)nmax;
+  double tw = cell * (double)nk, th = cell * (double)nq;
 
+  char sub[512], buf[64];
+  viz_subtitle(sub, sizeof sub, &o, q0, q1, lq, k0, k1, lk);
+  const char *bar_caption = viz_bar_caption(&o);
   cairo_surface_t *ms = cairo_image_surface_create(CAIRO_FORMAT_RGB24, 1, 1);
   cairo_t *m = cairo_create(ms);
-  char buf[160];
-  double qw = 0, kw = 0, rw = 0;
+  viz_axis qa = {0}, ka = {0};
   if (labels) {
-    viz_font(m, lfont, 0);
-    for (int64_t i = q0; i < q1; i++) {
-      viz_label_clean(q_labels ? q_labels[i] : NULL, buf, sizeof buf, 12);
-      if (!q_labels) snprintf(buf, sizeof buf, "%lld", (long long)i);
-      qw = fmax(qw, viz_text_width(m, buf));
-    }
-    for (int64_t j = k0; j < k1; j++) {
-      viz_label_clean(k_labels ? k_labels[j] : NULL, buf, sizeof buf, 12);
-      if (!k_labels) snprintf(buf, sizeof buf, "%lld", (long long)j);
-      kw = fmax(kw, viz_text_width(m, buf));
-    }
+    st = viz_axis_make(&qa, m, q_labels, q0, q1, o.max_labels, cell, 12);
+    if (!st) st = viz_axis_make(&ka, m, k_labels, k0, k1, o.max_labels, cell, 12);
   }
+  double rw = 0;
   if (mode == GRID_MODEL) {
-    viz_font(m, 10, 0);
+    viz_font(m, 11, 0);
     snprintf(buf, sizeof buf, "layer %lld", (long long)(layers - 1));
     rw = viz_text_width(m, buf) + 8;
   }
-  char title[512] = "";
-  if (o.title) viz_label_clean(o.title, title, sizeof title, 120);
-  double bar_lw = viz_colorbar_label_width(m, vmin, vmax, 10);
-  viz_font(m, 14, 1);
-  double title_w = title[0] ? viz_text_width(m, title) : 0;
+  double bar_lw = viz_colorbar_label_width(m, vmin, vmax, 11, bar_caption), head_w = 0;
+  double head_h = viz_header_size(m, o.title, sub, &head_w);
   cairo_destroy(m);
   cairo_surface_destroy(ms);
+  if (st) {
+    viz_axis_free(&qa), viz_axis_free(&ka);
+    return st;
+  }
 
-  const double pad = 12, gap = 10, caption = 14;
-  double left = pad + rw + (labels ? qw + 4 : 0);
-  double top = pad + (title[0] ? 24 : 0) + caption + (labels ? kw + 4 : 0);
+  const double pad = 12, gap = 10, caption = 16;
+  double left = pad + rw + (labels ? qa.max_width + 4 : 0);
+  double top = pad + head_h + caption + (labels ? ka.max_width + 4 : 0);
   double step_x = tw + gap, step_y = th + gap + (mode == GRID_HEADS ? caption : 0);
-  double grid_w = cols * step_x - gap, grid_h = rows * step_y - gap;
+  double grid_w = (double)cols * step_x - gap, grid_h = (double)rows * step_y - gap;
   double bar_x = left + grid_w + 16, bar_h = fmax(fmin(grid_h, 240), 80);
-  double width = fmax(bar_x + 14 + bar_lw + pad, left + title_w + pad);
+  double width = fmax(bar_x + 14 + bar_lw + pad, pad + head_w + pad);
   double height = top + fmax(grid_h, bar_h) + pad;
 
   viz_canvas c;
-  if ((st = viz_canvas_open(&c, path, width, height))) return st;
+  if ((st = viz_canvas_open(&c, path, width, height))) {
+    viz_axis_free(&qa), viz_axis_free(&ka);
+    return st;
+  }
   cairo_t *cr = c.cr;
   for (int64_t t = 0; t < ntiles && !st; t++) {
     int64_t r = t / cols, col = t % cols;
-    double x = left + col * step_x, y = top + r * step_y + (mode == GRID_HEADS ? caption : 0);
+    double x = left + (double)col * step_x;
+    double y = top + (double)r * step_y + (mode == GRID_HEADS ? caption : 0);
     st = viz_draw_matrix(cr, fmt, probs + t * per, lk, q0, q1, k0, k1, x, y, cell, o.cmap, vmin,
-                         vmax);
+                         vmax, o.row_norm);
     cairo_set_source_rgb(cr, 0, 0, 0);
     cairo_set_line_width(cr, 0.5);
     cairo_rectangle(cr, x, y, tw, th);
     cairo_stroke(cr);
-    viz_font(cr, 10, 0);
+    viz_font(cr, 11, 0);
     if (mode == GRID_HEADS) {
       snprintf(buf, sizeof buf, "head %lld", (long long)t);
       viz_text(cr, buf, x + tw / 2, y - caption / 2 - 1, 0.5);
@@ -131,29 +124,12 @@ static attn_status grid_draw(const char *path, const float *probs, int64_t layer
         viz_text(cr, buf, x - 6, y + th / 2, 1.0);
       }
     }
-    if (labels && col == 0) {
-      viz_font(cr, lfont, 0);
-      for (int64_t i = q0; i < q1; i++) {
-        viz_label_clean(q_labels ? q_labels[i] : NULL, buf, sizeof buf, 12);
-        if (!q_labels) snprintf(buf, sizeof buf, "%lld", (long long)i);
-        viz_text(cr, buf, x - 3, y + (i - q0 + 0.5) * cell, 1.0);
-      }
-    }
-    if (labels && r == 0) {
-      viz_font(cr, lfont, 0);
-      for (int64_t j = k0; j < k1; j++) {
-        viz_label_clean(k_labels ? k_labels[j] : NULL, buf, sizeof buf, 12);
-        if (!k_labels) snprintf(buf, sizeof buf, "%lld", (long long)j);
-        viz_text_up(cr, buf, x + (j - k0 + 0.5) * cell, y - caption - 2, 0.0);
-      }
-    }
+    if (labels && col == 0) viz_axis_draw(cr, &qa, x, y, cell, 0, 0);
+    if (labels && r == 0) viz_axis_draw(cr, &ka, x, y - caption + 1, cell, 1, 0);
   }
-  if (title[0]) {
-    cairo_set_source_rgb(cr, 0, 0, 0);
-    viz_font(cr, 14, 1);
-    viz_text(cr, title, pad, pad + 10, 0.0);
-  }
-  viz_draw_colorbar(cr, bar_x, top, 14, bar_h, o.cmap, vmin, vmax, 10);
+  viz_draw_header(cr, pad, pad, o.title, sub);
+  viz_draw_colorbar(cr, bar_x, top, 14, bar_h, o.cmap, vmin, vmax, 11, bar_caption);
+  viz_axis_free(&qa), viz_axis_free(&ka);
   attn_status cs = viz_canvas_close(&c, st == ATTN_OK);
   return st ? st : cs;
 #endif

@@ -14,7 +14,7 @@ static void layer_usage(FILE *f) {
           "usage: attn layer IN.safetensors OUT.safetensors [--backend math|flash|auto]\n"
           "\n"
           "IN __metadata__: kind = mha | encoder | decoder, num_heads, norm_first (boolean),\n"
-          "  activation (relu|gelu), layer_norm_eps, average_attn_weights (mha, boolean),\n"
+          "  activation (relu|gelu|gelu_tanh), layer_norm_eps, average_attn_weights (mha, boolean),\n"
           "  batch_first (must be true); booleans: true/false (any case: PyTorch's True),\n"
           "  1/0, yes/no, on/off;\n"
           "  num_kv_heads (mha: grouped-query attention; k/v_proj_weight have num_kv_heads*head_dim rows).\n"

@@ -1,7 +1,11 @@
-/* attn predict MODEL [--precision f32|bf16|auto] FILE... : label and
- * probability per raw e-mail ("-" reads one message from stdin). A file that cannot be read or
- * classified is reported ("attn predict: FILE: reason") and the run goes on
- * with the next; the exit status is then 1. */
+/* attn predict MODEL [--precision f32|bf16|auto] [--picture DIR]
+ * [--save-attention OUT.safetensors] [--member K] FILE... : label and
+ * probability per raw e-mail ("-" reads one message from stdin), and on
+ * request the model's attention on each message as pictures and as a file
+ * for attn viz. A file that cannot be read, classified or drawn is reported
+ * ("attn predict: FILE: reason") and the run goes on with the next; the exit
+ * status is then 1. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +19,7 @@
 #include "apps/trainer.h"
 #include "apps/trainer_data.h"
 #include "attn.h"
+#include "cli/cli_predict_attention.h"
 #include "cli/commands.h"
 
 #define LABEL_MAX 128
@@ -46,17 +51,19 @@ static attn_status decide(infer_prec *ip, const attn_clf_ens *e, const int32_t *
   return ATTN_OK;
 }
 
-/* P(class) of one raw message. */
+/* P(class) of one raw message; its tokens in ids [*n]. */
 static attn_status classify(const attn_clf_ens *e, infer_prec *ip, const attn_bpe *bpe,
-                            const char *raw, size_t len, int32_t *ids, float *probs) {
+                            const char *raw, size_t len, int32_t *ids, size_t *nids, float *probs) {
   const attn_clf *m = &e->m[0];
   char *text = NULL;
   size_t tlen = 0, n = 0;
+  *nids = 0;
   attn_status st = attn_mail_to_text_flags(raw, len, attn_clf_mail_flags(&m->c), &text, &tlen, NULL);
   if (!st) st = attn_clf_encode(bpe, text, tlen, m->c.max_len, m->c.tail, ids, &n);
   int32_t l = (int32_t)n;
   if (!st && ip->decide) st = decide(ip, e, ids, l);
   if (!st) st = attn_clf_ens_predict_ctx(e, &ip->ctx, ids, &l, 1, l, probs);
+  if (!st) *nids = n;
   free(text);
   return st;
 }
@@ -82,100 +89,148 @@ static int read_labels(const char *model, const attn_st *file, char names[2][LAB
   return 0;
 }
 
-/* Reads and classifies one FILE ("-": stdin); 0, or 1 after saying why not. */
+/* "spam 0.9731" of the prediction, as the labels line says it. */
+static void say_prediction(char *buf, size_t n, char names[2][LABEL_MAX], const float *p) {
+  int k = p[1] > p[0];
+  snprintf(buf, n, "%s %.4f", names[k], p[k]);
+}
+
+/* Reads and classifies one FILE ("-": stdin), and its attention as asked;
+ * 0, or 1 after saying why not. */
 static int predict_one(const char *path, const attn_clf_ens *e, infer_prec *ip, const attn_bpe *bpe,
-                       int32_t *ids, char names[2][LABEL_MAX]) {
+                       int32_t *ids, char names[2][LABEL_MAX], cli_predict_out *o) {
   char *raw = NULL;
-  size_t len = 0;
+  size_t len = 0, n = 0;
   float p[2];
   attn_status st = !strcmp(path, "-") ? attn_mail_read_fd(STDIN_FILENO, "-", &raw, &len)
                                       : attn_mail_read_file(path, &raw, &len);
-  if (!st && (st = classify(e, ip, bpe, raw, len, ids, p))) attn_prefix_error(st, path);
+  if (!st && (st = classify(e, ip, bpe, raw, len, ids, &n, p))) attn_prefix_error(st, path);
   free(raw);
+  if (!st) {
+    int k = p[1] > p[0];
+    printf("%s\t%s\t%.4f\n", path, names[k], p[k]);
+    fflush(stdout);
+  }
+  if (!st && (o->picture || o->save)) {
+    char pred[LABEL_MAX + 16];
+    say_prediction(pred, sizeof pred, names, p);
+    if ((st = cli_predict_out_write(o, e, bpe, path, ids, n, pred))) attn_prefix_error(st, path);
+  }
   if (st) {
     fprintf(stderr, "attn predict: %s\n", attn_last_error());
     return 1;
   }
-  int k = p[1] > p[0];
-  printf("%s\t%s\t%.4f\n", path, names[k], p[k]);
   return 0;
 }
 
-/* The options are known and have their values (cli_args: an unknown one is
- * answered with the nearest); CLI_HELP for -h/--help anywhere, CLI_BAD
- * after saying what is wrong, else CLI_END. */
-static int check_options(int argc, char **argv) {
-  static const cli_opt opts[] = {{"--precision", CLI_VALUE}, {NULL, 0}};
-  cli_args a;
-  cli_args_init(&a, argc, argv, 1, opts);
-  int r;
-  while ((r = cli_args_next(&a)) > 0) {}
-  return r;
-}
+static const char usage_text[] =
+    "usage: attn predict MODEL [--precision f32|bf16|auto] [--picture DIR]\n"
+    "                    [--save-attention OUT.safetensors] [--member K] FILE...\n"
+    "  prints FILE<TAB>label<TAB>P(label) per raw e-mail ('-' reads one message from\n"
+    "  stdin); MODEL from attn train (a single model or an ensemble).\n"
+    "  --precision: the Linears and attention of the forward (default f32, the\n"
+    "  reference); auto: bf16 where a probe of the first message measures it >= %.2fx\n"
+    "  f32 on this CPU (a bf16 unit: AVX512_BF16 or AMX), else f32; the choice goes to\n"
+    "  stderr.\n"
+    "  --picture DIR: the model's attention on each message, drawn into DIR (created\n"
+    "  if missing) under the file's name without its extension, STEM:\n"
+    "    STEM_layer<L>.png (mean of the layer's heads), STEM_layer<L>_heads.png,\n"
+    "    STEM_layer<L>_head<H>.png, STEM.html (interactive), STEM_diagnosis.txt\n"
+    "  --save-attention OUT.safetensors: the weights of every layer and head\n"
+    "  [layers, heads, n, n] and the tokens, as 'attn viz' and 'attn diagnose' read\n"
+    "  them; with several FILEs one file each, OUT_STEM.safetensors.\n"
+    "  --member K: which member of an ensemble to draw and save (default 1; the\n"
+    "  labels are always the whole ensemble's).\n"
+    "  The attention is that of the f32 forward whatever --precision says.\n"
+    "  A FILE that cannot be read, classified or drawn is reported and skipped (exit 1\n"
+    "  at the end); a message may be up to %u MiB.\n";
 
 int attn_cmd_predict(int argc, char **argv) {
-  const int checked = check_options(argc, argv), help = checked == CLI_HELP;
-  if (checked == CLI_BAD) return CLI_USAGE;
-  if (argc < 3 || help) {
-    fprintf(help ? stdout : stderr,
-            "usage: attn predict MODEL [--precision f32|bf16|auto] FILE... ('-' reads one message\n"
-            "       from stdin)\n"
-            "  prints FILE<TAB>label<TAB>P(label) per raw e-mail; MODEL from attn train.\n"
-            "  --precision: the Linears and attention of the forward (default f32, the\n"
-            "  reference); auto: bf16 where a probe of the first message measures it >= %.2fx\n"
-            "  f32 on this CPU (a bf16 unit: AVX512_BF16 or AMX), else f32; the choice goes to\n"
-            "  stderr.\n"
-            "  A FILE that cannot be read or classified is reported and skipped (exit 1 at the\n"
-            "  end); a message may be up to %u MiB.\n",
-            ATTN_PREC_AUTO_MARGIN, (unsigned)(ATTN_MAIL_MAX_BYTES >> 20));
-    return help ? CLI_OK : CLI_USAGE;
-  }
+  static const cli_opt opts[] = {{"--precision", CLI_VALUE},
+                                 {"--picture", CLI_VALUE},
+                                 {"--save-attention", CLI_VALUE},
+                                 {"--member", CLI_VALUE},
+                                 {NULL, 0}};
   infer_prec ip = {{.precision = ATTN_PREC_F32}, 0};
-  int first = 2;
-  if (!strcmp(argv[2], "--precision")) {
-    const char *v = argc > 3 ? argv[3] : NULL;
-    if (v && !strcmp(v, "auto"))
-      ip.decide = 1;
-    else if (!v || attn_precision_from_name(v, &ip.ctx.precision)) {
-      fprintf(stderr, "attn predict: --precision: '%s' is not f32, bf16, fp16 or auto\n", v ? v : "");
-      return 2;
+  cli_predict_out o = {0};
+  const char *model = NULL;
+  int64_t member = 0;
+  int nfiles = 0, r;
+  char **files = calloc((size_t)argc + 1, sizeof *files);
+  if (!files) return cli_error(NULL, "out of memory");
+  cli_args a;
+  cli_args_init(&a, argc, argv, 1, opts);
+  while ((r = cli_args_next(&a)) > 0) {
+    if (r == CLI_ARG) {
+      if (model) files[nfiles++] = (char *)a.val;
+      else model = a.val;
+    } else if (!strcmp(a.opt, "--precision")) {
+      if (!strcmp(a.val, "auto")) {
+        ip.decide = 1;
+      } else if (attn_precision_from_name(a.val, &ip.ctx.precision)) {
+        r = cli_usage("--precision: '%s' is not f32, bf16, fp16 or auto", a.val);
+        break;
+      }
+    } else if (!strcmp(a.opt, "--picture")) {
+      o.picture = a.val;
+    } else if (!strcmp(a.opt, "--save-attention")) {
+      o.save = a.val;
+    } else if (!cli_parse_i64(a.val, &member) || member < 1 || member > ATTN_CLF_ENS_MAX) {
+      r = cli_usage("--member: '%s' is not a member number (1, 2, ...)", a.val); /* --member */
+      break;
     }
-    first = 4;
-    if (first >= argc) {
-      fprintf(stderr, "attn predict: no FILE (usage: attn predict MODEL [--precision P] FILE...)\n");
-      return 2;
-    }
+  }
+  if (r == CLI_HELP) printf(usage_text, ATTN_PREC_AUTO_MARGIN, (unsigned)(ATTN_MAIL_MAX_BYTES >> 20));
+  if (r == CLI_OK && nfiles == 0) {
+    r = cli_usage("%s (usage: attn predict MODEL [options] FILE...; attn predict --help)",
+                  model ? "no FILE" : "no MODEL and no FILE");
+  }
+  if (r != CLI_OK) {
+    free(files);
+    return r == CLI_USAGE ? CLI_USAGE : cli_args_exit(r);
+  }
+  o.member = member ? (int)member - 1 : 0;
+  o.model = model;
+  o.many = nfiles > 1;
+  if (cli_predict_out_ready(&o)) {
+    free(files);
+    return CLI_FAILED;
   }
   attn_clf_ens e;
   attn_st *file = NULL;
   attn_bpe *bpe = NULL;
-  if (attn_clf_ens_load(argv[1], &e, &file)) return cli_fail(argv[1]);
+  if (attn_clf_ens_load(model, &e, &file)) {
+    free(files);
+    return cli_fail(model);
+  }
   const attn_clf_config *c = &e.m[0].c;  // every member's
   char names[2][LABEL_MAX];
   int rc = 0;
   const char *tok = attn_st_meta(file, "tokenizer");
-  if (c->classes != 2) {
-    fprintf(stderr, "attn predict: %s: a model of %lld classes (predict reads 2-class models)\n",
-            argv[1], (long long)c->classes);
-    rc = 1;
-  } else if (!tok || attn_bpe_load(tok, &bpe)) {
-    fprintf(stderr, "attn predict: %s: no usable \"tokenizer\" metadata\n", argv[1]);
-    rc = 1;
-  } else {
-    rc = read_labels(argv[1], file, names);
-  }
+  if (c->classes != 2)
+    rc = cli_error(model, "a model of %lld classes (predict reads 2-class models)",
+                   (long long)c->classes);
+  else if (!tok || attn_bpe_load(tok, &bpe))
+    rc = cli_error(model, "no usable \"tokenizer\" metadata");
+  else if (o.member >= e.n)
+    rc = cli_error(model, "--member %d: the model holds %d member(s)", o.member + 1, e.n);
+  else
+    rc = read_labels(model, file, names);
+  if (!rc && (o.picture || o.save) && e.n > 1 && !member)
+    fprintf(stderr, "attn predict: %s is an ensemble of %d: the attention shown is member 1's "
+                    "(--member K for another)\n", model, e.n);
   int32_t *ids = rc ? NULL : malloc((size_t)c->max_len * sizeof(int32_t));
-  if (!rc && !ids) {
-    fprintf(stderr, "attn predict: out of memory\n");
-    rc = 1;
-  }
+  o.stems = rc ? NULL : calloc((size_t)nfiles, sizeof *o.stems);
+  if (!rc && (!ids || !o.stems)) rc = cli_error(NULL, "out of memory");
   int bad = 0; /* after a bad file the others still get their label */
   if (!rc && !ip.decide && ip.ctx.precision == ATTN_PREC_BF16) {
     attn_prec_info bf;
     attn_prec_info_get(ATTN_PREC_BF16, &bf);
-    if (!bf.candidate) fprintf(stderr, "attn predict: warning: --precision bf16: %s\n", bf.why);
+    if (!bf.candidate) cli_warn("--precision bf16: %s", bf.why);
   }
-  for (int i = first; !rc && i < argc; i++) bad |= predict_one(argv[i], &e, &ip, bpe, ids, names);
+  for (int i = 0; !rc && i < nfiles; i++) bad |= predict_one(files[i], &e, &ip, bpe, ids, names, &o);
+  cli_predict_out_free(&o);
+  free(files);
   free(ids);
   attn_bpe_free(bpe);
   attn_st_free(file);

@@ -4,6 +4,7 @@
 #if defined(__GLIBC__) || defined(__linux__)
 #include <malloc.h>
 #endif
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -336,12 +337,21 @@ static int mkdirs(const char *path) {
  * ensemble's: its first member's attention). */
 static int finish(const attn_clf *m, int n, const attn_nn_ctx *ctx, const attn_clf_data *d,
                   const attn_bpe *bpe, const train_opts *o) {
-  if (attn_clf_report_test_ctx(m, n, ctx, d, o->to.eval_batch, stdout, NULL)) return cli_fail(NULL);
+  attn_tok_set t = attn_clf_data_set(d, ATTN_SPLIT_TEST);
+  float *p_spam = malloc((size_t)(t.n > 0 ? t.n : 1) * sizeof(float));
+  if (!p_spam) return cli_error(NULL, "out of memory");
+  if (attn_clf_report_test_ctx(m, n, ctx, d, o->to.eval_batch, stdout, p_spam)) {
+    free(p_spam);
+    return cli_fail(NULL);
+  }
+  double right = 0;  // the test accuracy: evidence for the diagnosis's advice
+  for (int i = 0; i < t.n; i++) right += (p_spam[i] > 0.5f) == (t.labels[i] == 1);
+  double accuracy = t.n ? right / t.n : NAN;
+  free(p_spam);
   if (o->picture) {
     if (mkdirs(o->picture)) {
       return cli_syserr(o->picture, "cannot create the folder");
     }
-    attn_tok_set t = attn_clf_data_set(d, ATTN_SPLIT_TEST);
     int j = 0;  // the first test spam message: the more telling picture
     for (int i = 0; i < t.n; i++)
       if (t.labels[i] == 1) {
@@ -355,7 +365,7 @@ static int finish(const attn_clf *m, int n, const attn_nn_ctx *ctx, const attn_c
     snprintf(title, sizeof title, "%s: %s, P(spam) = %.3f", d->c->paths[d->idx[ATTN_SPLIT_TEST][j]],
              t.labels[j] ? "spam" : "ham", probs[1]);
     printf("\nattention of test message %s%s\n", title, n > 1 ? " (member 1's attention)" : "");
-    if (attn_clf_picture(m, bpe, t.ids[j], t.lens[j], 40, o->picture, title, stdout))
+    if (attn_clf_picture(m, bpe, t.ids[j], t.lens[j], 40, o->picture, title, accuracy, stdout))
       return cli_fail(o->picture);
   }
   return 0;

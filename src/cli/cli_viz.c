@@ -13,6 +13,7 @@ static const char usage_text[] =
     "usage: attn viz IN.safetensors OUT.(png|svg|pdf|html) [--layer L] [--head H | --all-heads |\n"
     "                --model] [--cmap bone|viridis] [--region q0:q1,k0:k1] [--title T]\n"
     "                [--cross] [--max-labels N] [--tensor NAME] [--html PAGE.html]\n"
+    "                [--row-norm]\n"
     "\n"
     "Draws attention weights: query tokens down, key tokens across, a colour bar.\n"
     "IN holds a tensor 'attn' (F32/F16/BF16) of shape [Lq,Lk], [H,Lq,Lk] or\n"
@@ -20,6 +21,8 @@ static const char usage_text[] =
     "both axes) or 'query_tokens' and 'key_tokens'. From PyTorch:\n"
     "  save_file({'attn': w.float().contiguous()}, 'a.safetensors',\n"
     "            metadata={'tokens': json.dumps(tokens)})\n"
+    "or from a classifier on your own message:\n"
+    "  attn predict MODEL my.eml --save-attention a.safetensors\n"
     "The format follows OUT's extension (.png, .svg, .pdf; .html: interactive page).\n"
     "  --layer L      layer to draw (default 0)\n"
     "  --head H       one head as a heatmap (default 0)\n"
@@ -28,7 +31,11 @@ static const char usage_text[] =
     "  --cmap         bone (the tutorial's, default) or viridis (perceptual)\n"
     "  --region       crop to queries [q0,q1) and keys [k0,k1), e.g. 0:40,0:40\n"
     "  --cross        cross-attention: label the axes output (down) / source (across)\n"
-    "  --max-labels   labels per axis before thinning (default 60)\n"
+    "  --max-labels   labels per axis before thinning (default 60; labels stay >= 10 px\n"
+    "                 high, so a long axis may show fewer)\n"
+    "  --row-norm     scale each row to its largest drawn value (colour bar 0..1,\n"
+    "                 'weight / row max'): for cropped or averaged rows that are\n"
+    "                 otherwise near black\n"
     "  --html PAGE    also write the interactive page (head view) to PAGE\n";
 
 /* "a:b" -> [a, b); either side may be empty (start / end). */
@@ -61,7 +68,8 @@ int attn_cmd_viz(int argc, char **argv) {
       {"--all-heads", CLI_FLAG}, {"--model", CLI_FLAG},   {"--cross", CLI_FLAG},
       {"--layer", CLI_VALUE},    {"--head", CLI_VALUE},   {"--max-labels", CLI_VALUE},
       {"--cmap", CLI_VALUE},     {"--region", CLI_VALUE}, {"--title", CLI_VALUE},
-      {"--tensor", CLI_VALUE},   {"--html", CLI_VALUE},   {NULL, 0}};
+      {"--tensor", CLI_VALUE},   {"--html", CLI_VALUE},   {"--row-norm", CLI_FLAG},
+      {NULL, 0}};
   cli_args args;
   cli_args_init(&args, argc, argv, 1, opts);
   int r;
@@ -77,6 +85,8 @@ int attn_cmd_viz(int argc, char **argv) {
       model = 1;
     } else if (!strcmp(a, "--cross")) {
       cross = 1;
+    } else if (!strcmp(a, "--row-norm")) {
+      o.row_norm = 1;
     } else if (!strcmp(a, "--layer") || !strcmp(a, "--head") || !strcmp(a, "--max-labels")) {
       int64_t x;
       if (!cli_parse_i64(v, &x) || x < 0 || x > 1000000)

@@ -36,5 +36,6 @@ int attn_cmd_eval(int argc, char **argv);
 int attn_cmd_predict(int argc, char **argv);
 int attn_cmd_ensemble(int argc, char **argv);
 int attn_cmd_quantize(int argc, char **argv);
+int attn_cmd_hf(int argc, char **argv);
 
 #endif

@@ -8,13 +8,13 @@
 #include "cli/commands.h"
 
 #if defined(__SANITIZE_ADDRESS__) && defined(ATTN_HAVE_CAIRO)
-#include <cairo.h>
+#include "apps/viz.h"
 /* A sanitizer build: fontconfig keeps process-wide caches (reached through
  * cairo's font maps) until exit, which LeakSanitizer would report as the
  * tool's leaks; the tests do the same for themselves. */
 __attribute__((used)) const char *__lsan_default_suppressions(void);
 const char *__lsan_default_suppressions(void) { return "leak:libfontconfig.so\n"; }
-static void release_static_data(void) { cairo_debug_reset_static_data(); }
+static void release_static_data(void) { attn_viz_release_fonts(); }
 #else
 static void release_static_data(void) {}
 #endif
@@ -44,6 +44,7 @@ static const attn_cmd commands[] = {
     {"predict", attn_cmd_predict, "label and probability per e-mail file (- for stdin)"},
     {"ensemble", attn_cmd_ensemble, "models trained apart as one (the mean of their probabilities)"},
     {"quantize", attn_cmd_quantize, "int8 model: every Linear weight per output channel"},
+    {"hf", attn_cmd_hf, "run a Hugging Face BERT / GPT-2 checkpoint; export the tokenizer"},
     {"version", attn_cmd_version, "print version and CPU features"},
 };
 

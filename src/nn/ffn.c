@@ -11,6 +11,19 @@ void attn_ffn_saved_free(attn_ffn_saved *s) {
   memset(s, 0, sizeof *s);
 }
 
+static attn_status act_forward(attn_activation act, const float *h, float *a, int64_t n) {
+  if (act == ATTN_ACT_GELU) return attn_gelu_f32(h, a, n);
+  if (act == ATTN_ACT_GELU_TANH) return attn_gelu_tanh_f32(h, a, n);
+  return attn_relu_f32(h, a, n);
+}
+
+static attn_status act_backward(attn_activation act, const float *h, const float *da, float *dh,
+                                int64_t n) {
+  if (act == ATTN_ACT_GELU) return attn_gelu_backward_f32(h, da, dh, n);
+  if (act == ATTN_ACT_GELU_TANH) return attn_gelu_tanh_backward_f32(h, da, dh, n);
+  return attn_relu_backward_f32(h, da, dh, n);
+}
+
 attn_status attn_ffn_declare(attn_ffn *m, attn_params *p, const char *prefix, const char *n1,
                              const char *n2, int64_t d_model, int64_t d_ff, attn_activation act,
                              float dropout) {
@@ -22,9 +35,10 @@ attn_status attn_ffn_declare_bias(attn_ffn *m, attn_params *p, const char *prefi
                                   attn_activation act, float dropout, int bias) {
   if (!m || !p || !prefix || !n1 || !n2)
     return attn_set_error(ATTN_EINVAL, "ffn_declare: NULL argument");
-  if (!(dropout >= 0.0f && dropout < 1.0f) || (act != ATTN_ACT_RELU && act != ATTN_ACT_GELU))
-    return attn_set_error(ATTN_EINVAL, "ffn '%s': dropout must be in [0,1), act relu|gelu",
-                          prefix);
+  if (!(dropout >= 0.0f && dropout < 1.0f) ||
+      (act != ATTN_ACT_RELU && act != ATTN_ACT_GELU && act != ATTN_ACT_GELU_TANH))
+    return attn_set_error(ATTN_EINVAL,
+                          "ffn '%s': dropout must be in [0,1), act relu|gelu|gelu_tanh", prefix);
   memset(m, 0, sizeof *m);
   m->act = act;
   m->dropout = dropout;
@@ -57,7 +71,7 @@ attn_status attn_ffn_forward(const attn_ffn *m, const attn_params *p, const attn
   if (!s->h || !s->a) return ATTN_ENOMEM;
   attn_status st = attn_linear_forward_ctx(&m->l1, p, ctx, x, s->h, rows);
   if (st) return st;
-  st = m->act == ATTN_ACT_GELU ? attn_gelu_f32(s->h, s->a, n) : attn_relu_f32(s->h, s->a, n);
+  st = act_forward(m->act, s->h, s->a, n);
   if (st) return st;
   if (nn_dropout_on(ctx, m->dropout)) {
     s->drop_mask = NN_ALLOC_U8(&s->arena, n);
@@ -90,8 +104,7 @@ attn_status attn_ffn_backward(const attn_ffn *m, attn_params *p, const attn_nn_c
     memcpy(da, dh, (size_t)n * sizeof(float));
   }
   if (!st)
-    st = m->act == ATTN_ACT_GELU ? attn_gelu_backward_f32(s->h, da, dh, n)
-                                 : attn_relu_backward_f32(s->h, da, dh, n);
+    st = act_backward(m->act, s->h, da, dh, n);
   if (!st) st = attn_linear_backward_ctx(&m->l1, p, ctx, x, dh, dx, rows);
   free(da);
   free(dh);

@@ -100,8 +100,21 @@ attn_status attn_activation_from_name(const char *name, attn_activation *out) {
     *out = ATTN_ACT_GELU;
     return ATTN_OK;
   }
-  return attn_set_error(ATTN_EINVAL, "activation '%.60s' is not relu or gelu",
+  if (name && !strcmp(name, "gelu_tanh")) {
+    *out = ATTN_ACT_GELU_TANH;
+    return ATTN_OK;
+  }
+  return attn_set_error(ATTN_EINVAL, "activation '%.60s' is not relu, gelu or gelu_tanh",
                         name ? name : "(null)");
+}
+
+const char *attn_activation_name(attn_activation a) {
+  switch (a) {
+  case ATTN_ACT_RELU: return "relu";
+  case ATTN_ACT_GELU: return "gelu";
+  case ATTN_ACT_GELU_TANH: return "gelu_tanh";
+  }
+  return "?";
 }
 
 static attn_status check_index(const attn_params *p, int index, const char *fn) {
