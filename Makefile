@@ -69,6 +69,25 @@ APP_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(APP_PKGS)) $(foreach p,$(APP_PKGS
 APP_LIBS := $(shell $(PKG_CONFIG) --libs $(APP_PKGS))
 endif
 
+# ---- MPI (data-parallel training, docs/DISTRIBUTED.md) ----------------------
+# MPI=auto (default): on where $(PKG_CONFIG) finds Open MPI's ompi-c (Debian
+# libopenmpi-dev; a cross build asks the target's pkg-config, so it is off
+# there without the target's package); MPI=1 insists (an error without it);
+# MPI=0 builds without. On: src/apps/dist_mpi.c does MPI (-DATTN_HAVE_MPI),
+# and the tool and the tests link libmpi, like the apps' other optional
+# libraries; the library (libattn.a/.so, attn.pc) never does.
+MPI ?= auto
+ifneq ($(MPI),0)
+MPI_FOUND := $(shell $(PKG_CONFIG) --exists ompi-c 2>/dev/null && echo yes)
+ifeq ($(MPI_FOUND),yes)
+APP_CFLAGS += -DATTN_HAVE_MPI $(shell $(PKG_CONFIG) --cflags ompi-c)
+APP_LIBS += $(shell $(PKG_CONFIG) --libs ompi-c)
+else ifeq ($(MPI),1)
+$(error MPI=1: pkg-config finds no ompi-c (apt-get install libopenmpi-dev openmpi-bin))
+endif
+endif
+# ---- end of MPI --------------------------------------------------------------
+
 LIB_SRC := $(wildcard src/core/*.c src/kernels/*.c src/nn/*.c src/io/*.c src/train/*.c)
 APP_SRC := $(wildcard src/apps/*.c)
 CLI_SRC := $(wildcard src/cli/*.c)

@@ -130,6 +130,15 @@ ATTN_API attn_status attn_embedding_backward_f32(const int32_t *ids, int64_t n, 
 ATTN_API attn_status attn_cross_entropy_f32(const float *logits, const int32_t *targets,
                                             int64_t rows, int64_t classes, int32_t ignore_index,
                                             float label_smoothing, float *loss, float *dlogits);
+/* The same with the mean's divisor given: norm > 0 divides the summed row
+ * losses (and scales dlogits) by norm instead of the count of rows not
+ * ignored (norm 0: that count). Data parallelism (apps/dist.h): a shard of
+ * a batch divides by the whole batch's count, so that the shards' losses
+ * and gradients add up to the batch's, row for row the same floats. */
+ATTN_API attn_status attn_cross_entropy_norm_f32(const float *logits, const int32_t *targets,
+                                                 int64_t rows, int64_t classes,
+                                                 int32_t ignore_index, float label_smoothing,
+                                                 int64_t norm, float *loss, float *dlogits);
 
 #ifdef __cplusplus
 }

@@ -71,6 +71,11 @@ typedef struct {
   /* non-NULL: a Linear whose weight has an entry runs in int8
    * (attn_qlinear_forward); forward only */
   const attn_qlinear_set *qlinears;
+  /* data parallelism (a shard of a batch): this batch is rows [shard_row0,
+   * shard_row0 + shard_rows) of a larger one padded to the same length, and
+   * dropout draws for each element what it would draw in the larger batch
+   * (the element's offset there). 0, 0: the batch is whole. */
+  int64_t shard_row0, shard_rows;
 } attn_nn_ctx;
 
 /* ---- parameter initialisation (seeded, attn_rng_uniform) ------------------

@@ -13,6 +13,7 @@
 
 #include "apps/bench.h"
 #include "apps/classifier.h"
+#include "apps/dist_run.h"
 #include "apps/precision_probe.h"
 
 typedef struct {
@@ -23,6 +24,9 @@ typedef struct {
   attn_precision prec; /* --precision: also run this one after f32 (F32: f32 only) */
   int rounds;          /* with --precision: f32 and P alternated this many times, best kept */
   int prec_auto;       /* --precision auto: P is the probe's choice (f32: f32 only) */
+  attn_dist *dist;     /* under mpirun -np P > 1: each rank a 1/P shard of every batch,
+                        * gradients summed as attn train sums them (apps/dist.h) */
+  double *wait_share;  /* with dist: the share of the steps' time blocked in communication */
 } bt_opts;
 
 static double cpu_now(void) {
@@ -37,6 +41,8 @@ static uint64_t rng_next(uint64_t *s) {
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);
 }
+
+static attn_status dist_ready(void *d, int64_t lo) { return attn_dist_grad_ready(d, lo); }
 
 static void config_of(const bt_opts *o, attn_clf_config *c) {
   attn_clf_config_default(c);
@@ -113,16 +119,24 @@ static attn_status run(const bt_opts *o, int ckpt, attn_precision prec, double *
   }
   attn_clf_acts a;
   memset(&a, 0, sizeof a);
-  double c0 = 0;
+  double c0 = 0, w0 = 0;
   for (int k = 0; !st && k <= o->steps; k++) {
     if (k == 1) c0 = cpu_now();
     double t0 = attn_bench_now();
     attn_nn_ctx ctx = {.backend = o->backend, .training = 1, .seed = 0, .step = (uint64_t)k,
                        .precision = prec};
+    if (k == 1) w0 = attn_dist_wait_seconds(o->dist);
+    int64_t lo = 0, hi = B;  // this rank's shard (all of it in one process)
+    attn_dist_shard_rows(B, attn_dist_size(o->dist), attn_dist_rank(o->dist), &lo, &hi);
+    if (o->dist) st = attn_dist_step_begin(o->dist, m.p.grad, m.p.numel);
     attn_params_zero_grad(&m.p);
-    st = attn_clf_forward(&m, &ctx, ckpt, &a, ids, lens, B, L, NULL);
-    if (!st) st = attn_cross_entropy_f32(a.logits, y, B, 2, -1, 0.0f, NULL, dl);
-    if (!st) st = attn_clf_backward(&m, &a, dl);
+    if (!st && hi > lo)
+      st = attn_clf_forward(&m, &ctx, ckpt, &a, ids + lo * L, lens + lo, hi - lo, L, NULL);
+    if (!st && hi > lo)
+      st = attn_cross_entropy_norm_f32(a.logits, y + lo, hi - lo, 2, -1, 0.0f, B, NULL, dl);
+    if (!st && hi > lo) st = attn_clf_backward_ready(&m, &a, dl, o->dist ? dist_ready : NULL, o->dist);
+    if (!st && o->dist) st = attn_dist_shard_done(o->dist, 0.0);
+    if (!st && o->dist) st = attn_dist_step_end(o->dist, NULL);
     if (!st) st = attn_adam_step(&opt, &m.p, 1e-3);
     t[k] = attn_bench_now() - t0;
   }
@@ -133,6 +147,7 @@ static attn_status run(const bt_opts *o, int ckpt, attn_precision prec, double *
     *cpu = (cpu_now() - c0) / o->steps;
     *bytes = a.saved_bytes;
     *peak = a.peak_bytes;
+    if (o->wait_share) *o->wait_share = (attn_dist_wait_seconds(o->dist) - w0) / (*sec * o->steps);
   }
   attn_clf_acts_free(&a);
   free(ids);
@@ -159,7 +174,10 @@ static int usage(FILE *f) {
           "  --precision P   also run mixed precision P (Linears etc. in P, f32 master weights)\n"
           "                  after f32 in the same run and print the ratio; --rounds R: f32 and P\n"
           "                  alternated R times (a shared machine), the best of each kept;\n"
-          "                  auto: the probe of attn train --precision auto picks P (f32: f32 only)\n");
+          "                  auto: the probe of attn train --precision auto picks P (f32: f32 only)\n"
+          "  mpirun -np P attn bench train ...: P processes, each 1/P of every batch (rows), the\n"
+          "                  gradients summed as attn train does (docs/DISTRIBUTED.md): tokens/s of\n"
+          "                  the whole batch and the share of time blocked in communication\n");
   return f == stdout ? 0 : 2;
 }
 
@@ -194,8 +212,38 @@ static void run_torch(const bt_opts *o, double f32[2], double bf16[2]) {
   pclose(p);
 }
 
+/* Under mpirun: f32 steps of the whole batch cut over the ranks; rank 0 prints. */
+static int bench_dist(bt_opts *o, attn_dist *d) {
+  int P = attn_dist_size(d);
+  if (o->batch < P) {
+    fprintf(stderr, "attn bench train: --batch %lld over %d processes: each needs a row\n",
+            (long long)o->batch, P);
+    return 1;
+  }
+  attn_set_num_threads(o->threads);
+  double sec = 0, cpu = 0, share = 0;
+  size_t bytes = 0, peak = 0;
+  o->dist = d;
+  o->wait_share = &share;
+  attn_status st = run(o, 0, ATTN_PREC_F32, &sec, &cpu, &bytes, &peak);
+  int64_t worst = (int64_t)(share * 1e6);  // the rank that waited most
+  if (!st) st = attn_dist_max_i64(d, &worst);
+  if (st) {
+    fprintf(stderr, "attn bench train: %s\n", attn_last_error());
+    return 1;
+  }
+  printf("model: vocab %lld, d_model %lld, %lld heads, ff %lld, %lld layers; batch %lld x %lld tokens "
+         "over %d processes x %d threads, %d steps\n",
+         (long long)o->vocab, (long long)o->dim, (long long)o->heads, (long long)o->ff,
+         (long long)o->layers, (long long)o->batch, (long long)o->seq, P, o->threads, o->steps);
+  printf("attn-f32-dp%d tokens/s %.1f  (%.1f ms/step; waiting in communication: %.1f %% of the "
+         "step on rank 0, %.1f %% at most)\n", P, (double)(o->batch * o->seq) / sec, 1e3 * sec,
+         100.0 * share, 1e-4 * (double)worst);
+  return 0;
+}
+
 int attn_bench_train_main(int argc, char **argv) {
-  bt_opts o = {8000, 128, 8, 512, 2, 256, 32, 10, 2, 0, NULL, ATTN_BACKEND_AUTO, ATTN_PREC_F32, 1, 0};
+  bt_opts o = {8000, 128, 8, 512, 2, 256, 32, 10, 2, 0, NULL, ATTN_BACKEND_AUTO, ATTN_PREC_F32, 1, 0, NULL, NULL};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) return usage(stdout);
@@ -234,6 +282,10 @@ int attn_bench_train_main(int argc, char **argv) {
     else return usage(stderr);
   }
   if (o.seq < 2) return usage(stderr);
+  attn_dist *d = NULL;
+  if (attn_dist_run_open(&d, 0, "bench train")) return 1;
+  if (attn_dist_size(d) > 1) return attn_dist_run_close(d, bench_dist(&o, d), "bench train");
+  attn_dist_close(d);
   attn_set_num_threads(o.threads);
   printf("model: vocab %lld, d_model %lld, %lld heads, ff %lld, %lld layers; batch %lld x %lld tokens, "
          "%d steps, %d threads\n",

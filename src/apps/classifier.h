@@ -112,6 +112,13 @@ attn_status attn_clf_forward(const attn_clf *m, const attn_nn_ctx *ctx, int ckpt
                              int64_t B, int64_t L, float *logits);
 /* Accumulates parameter gradients from dlogits [B, classes]. */
 attn_status attn_clf_backward(attn_clf *m, attn_clf_acts *a, const float *dlogits);
+/* The same, calling ready(user, lo) whenever the gradients m->p.grad[lo,
+ * numel) are final: after the head, then after each layer from the last
+ * (the flat buffer holds the embeddings first, the head last), so that data
+ * parallelism (apps/dist.h) sends them while the rest of the backward runs.
+ * An error from ready stops the backward and is returned. */
+attn_status attn_clf_backward_ready(attn_clf *m, attn_clf_acts *a, const float *dlogits,
+                                    attn_status (*ready)(void *user, int64_t lo), void *user);
 
 /* Inference probabilities probs [B, classes] (softmax of the logits). */
 attn_status attn_clf_predict(const attn_clf *m, const int32_t *ids, const int32_t *lens,

@@ -1,6 +1,7 @@
 /* TextClassifier forward and backward (with optional gradient
  * checkpointing), inference probabilities, attention maps. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -171,7 +172,27 @@ attn_status attn_clf_forward(const attn_clf *m, const attn_nn_ctx *ctx, int ckpt
   return st;
 }
 
+/* The lowest offset in the flat buffer of the parameters named prefix*. */
+static int64_t grads_lo(const attn_params *p, const char *prefix) {
+  int64_t lo = p->numel;
+  size_t n = strlen(prefix);
+  for (int i = 0; i < p->count; i++)
+    if (!strncmp(p->views[i].name, prefix, n) && p->views[i].offset < lo) lo = p->views[i].offset;
+  return lo;
+}
+
+/* ready(user, lo) after the module named prefix* got its gradients. */
+static attn_status grads_ready(const attn_clf *m, const char *prefix,
+                               attn_status (*ready)(void *, int64_t), void *user) {
+  return ready ? ready(user, grads_lo(&m->p, prefix)) : ATTN_OK;
+}
+
 attn_status attn_clf_backward(attn_clf *m, attn_clf_acts *a, const float *dlogits) {
+  return attn_clf_backward_ready(m, a, dlogits, NULL, NULL);
+}
+
+attn_status attn_clf_backward_ready(attn_clf *m, attn_clf_acts *a, const float *dlogits,
+                                    attn_status (*ready)(void *user, int64_t lo), void *user) {
   if (!m || !a || !a->x || !dlogits || !m->p.grad)
     return attn_set_error(ATTN_EINVAL, "clf_backward: NULL argument or no forward");
   int64_t B = a->B, L = a->L, E = m->c.d_model, N = m->c.layers, rows = B * L;
@@ -185,6 +206,7 @@ attn_status attn_clf_backward(attn_clf *m, attn_clf_acts *a, const float *dlogit
   if (!dpool || !dcur || !dprev || (a->ckpt && !tmp))
     st = attn_set_error(ATTN_ENOMEM, "clf_backward: out of memory");
   if (!st) st = attn_linear_backward_ctx(&m->fc, &m->p, &a->ctx, a->pooled, dlogits, dpool, B);
+  if (!st) st = grads_ready(m, "fc.", ready, user);
   for (int64_t b = 0; !st && b < B; b++) {
     float inv = 1.0f / (float)a->lens[b];
     for (int64_t t = 0; t < a->lens[b]; t++)
@@ -203,6 +225,11 @@ attn_status attn_clf_backward(attn_clf *m, attn_clf_acts *a, const float *dlogit
     memset(dprev, 0, (size_t)(rows * E) * sizeof(float));
     st = attn_encoder_backward(&m->layer[l], &m->p, &a->ctx, &a->saved[l], a->x[l], dcur, dprev);
     if (a->ckpt) attn_encoder_saved_free(&a->saved[l]);
+    if (!st && ready) {
+      char prefix[64];
+      snprintf(prefix, sizeof prefix, "layers.%lld.", (long long)l);
+      st = grads_ready(m, prefix, ready, user);
+    }
     float *sw = dcur;
     dcur = dprev;
     dprev = sw;

@@ -229,6 +229,7 @@ attn_status attn_clf_evaluate_members_ctx(const attn_clf *m, int n, const attn_n
 void attn_train_state_init(attn_train_state *s) {
   memset(s, 0, sizeof *s);
   s->best_epoch = -1;
+  s->shards = 1;
   attn_loss_scaler_init(&s->scaler, 0);
 }
 
@@ -240,9 +241,9 @@ attn_status attn_train_state_to_json(const attn_train_state *s, char **json) {
   char buf[768];
   int n = snprintf(buf, sizeof buf,
                    "{\"step\":%lld,\"epoch\":%d,\"batch\":%d,\"loss_sum\":%.17g,\"best\":%.17g,"
-                   "\"best_epoch\":%d,\"seconds\":%.3f",
+                   "\"best_epoch\":%d,\"seconds\":%.3f,\"shards\":%d",
                    (long long)s->step, s->epoch, s->batch, s->loss_sum, s->best, s->best_epoch,
-                   s->seconds);
+                   s->seconds, s->shards);
   if (s->scaler.enabled)  // fp16: the loss scaler goes on where it was (%.9g: exact float)
     n += snprintf(buf + n, sizeof buf - (size_t)n,
                   ",\"loss_scale\":%.9g,\"loss_scale_tracker\":%lld,\"loss_scale_steps\":%lld,"
@@ -280,6 +281,11 @@ attn_status attn_train_state_from_json(const char *json, attn_train_state *s) {
       default: s->seconds = d; break;
     }
   }
+  const json_value *sh = st ? NULL : json_get(v, "shards");  // absent: whole batches
+  if (sh && (sh->type != JSON_NUMBER || !(sh->number >= 1 && sh->number <= 4096)))
+    st = attn_set_error(ATTN_EFORMAT, "trainer.state: 'shards' is not a number in 1..4096");
+  else if (sh)
+    s->shards = (int)sh->number;
   // fp16 runs: the loss scaler (all four keys, or none: a run without one)
   static const char *const lkeys[] = {"loss_scale", "loss_scale_tracker", "loss_scale_steps",
                                       "loss_scale_skipped"};

@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #include "apps/classifier.h"
+#include "apps/dist.h"
 
 /* A tokenised data set: n examples, ids[i][0..lens[i]) (lens in 1..max_len
  * of the model), labels[i] in [0, classes). Borrowed, not owned. */
@@ -121,6 +122,9 @@ typedef struct {
   int members;         /* attn train --members K: K models trained one after another with
                         * seeds seed + 1000 k (k < K) and averaged (apps/classifier_ensemble.h);
                         * 1 (the default): one model. attn_train_run trains one model */
+  attn_dist *dist;     /* data parallelism (apps/dist.h): every batch cut into its shards,
+                        * their gradients summed in shard order; only rank 0 writes
+                        * checkpoints. NULL: one process, one shard */
   FILE *log;           /* epoch lines (NULL: stdout) */
   attn_train_eta *eta; /* the overall ETA (progress lines); NULL: per epoch only */
 } attn_train_opts;
@@ -146,6 +150,8 @@ typedef struct {
   double best;         /* best val metric so far (loss: lower; acc: higher) */
   int best_epoch;      /* 0-based; -1: none; ATTN_TRAIN_BEST_START: the starting model */
   double seconds;      /* training time so far, validation included */
+  int shards;          /* shards of each batch (processes, apps/dist.h) the run was trained
+                          with so far (1: whole batches); "shards" in the JSON */
   attn_loss_scaler scaler; /* fp16 dynamic loss scaling (enabled: an fp16 run; saved as
                               "loss_scale", "loss_scale_tracker", "loss_scale_steps",
                               "loss_scale_skipped" and restored on resume) */

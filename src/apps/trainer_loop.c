@@ -80,14 +80,14 @@ static void progress_show(progress *pg, const attn_train_opts *o, int epoch, int
 
 static attn_status save_last(const attn_train_opts *o, const attn_clf *m, const attn_adam *opt,
                              const attn_train_state *s, const attn_st *meta) {
-  if (!o->out_dir) return ATTN_OK;
+  if (!o->out_dir || attn_dist_rank(o->dist) != 0) return ATTN_OK;  // rank 0 writes
   char path[4096];
   snprintf(path, sizeof path, "%s/last.safetensors", o->out_dir);
   return attn_clf_save(path, m, opt, s, meta);
 }
 
 static attn_status save_best(const attn_train_opts *o, const attn_clf *m, const attn_st *meta) {
-  if (!o->out_dir) return ATTN_OK;
+  if (!o->out_dir || attn_dist_rank(o->dist) != 0) return ATTN_OK;
   char path[4096];
   snprintf(path, sizeof path, "%s/best.safetensors", o->out_dir);
   return attn_clf_save(path, m, NULL, NULL, meta);
@@ -136,7 +136,35 @@ typedef struct {
   attn_qat *qat;            /* --qat */
 } amp_state;
 
-/* One optimizer step on a batch; *loss receives its loss. */
+static attn_status dist_ready(void *d, int64_t lo) { return attn_dist_grad_ready(d, lo); }
+
+/* The gradient of rows [lo, lo + rows) of a batch of B (ids [rows, L]) into
+ * m->p.grad (zeroed first); the loss and dlogits are normalised by B, so the
+ * shards' gradients add up to the batch's. *loss: the shard's part. */
+static attn_status shard_grad(attn_clf *m, const attn_train_opts *o, attn_nn_ctx ctx,
+                              attn_clf_acts *acts, const int32_t *ids, const int32_t *lens,
+                              const int32_t *tg, int64_t lo, int64_t rows, int64_t B, int64_t L,
+                              float *dlogits, float *loss, amp_state *amp) {
+  attn_params_zero_grad(&m->p);
+  *loss = 0;
+  if (rows == 0) return ATTN_OK;  // the last batch of an epoch, smaller than the shards: nothing
+  if (rows < B) {  // dropout draws what it would for these rows of the whole batch
+    ctx.shard_row0 = lo;
+    ctx.shard_rows = rows;
+  }
+  attn_status st = attn_clf_forward(m, &ctx, o->ckpt_acts, acts, ids, lens, rows, L, NULL);
+  if (!st)
+    st = attn_cross_entropy_norm_f32(acts->logits, tg, rows, m->c.classes, -1, o->label_smoothing,
+                                     B, loss, dlogits);
+  if (!st) st = attn_loss_scaler_scale_f32(amp->scaler, dlogits, rows * m->c.classes);
+  if (!st)
+    st = attn_clf_backward_ready(m, acts, dlogits, o->dist ? dist_ready : NULL, o->dist);
+  return st;
+}
+
+/* One optimizer step on a batch; *loss receives its loss. With o->dist the
+ * batch's shards (this process's) each get their gradient, summed over all
+ * shards in shard order (apps/dist.h) before the step. */
 static attn_status train_step(attn_clf *m, attn_adam *opt, const attn_train_opts *o,
                               const attn_schedule *sched, attn_clf_acts *acts, int64_t step,
                               const int32_t *ids, const int32_t *lens, const int *labels,
@@ -146,13 +174,21 @@ static attn_status train_step(attn_clf *m, attn_adam *opt, const attn_train_opts
   int32_t tg[4096];
   if (B > 4096) return attn_set_error(ATTN_EINVAL, "train: batch %lld > 4096", (long long)B);
   for (int64_t i = 0; i < B; i++) tg[i] = labels[i];
-  attn_params_zero_grad(&m->p);
-  attn_status st = attn_clf_forward(m, &ctx, o->ckpt_acts, acts, ids, lens, B, L, NULL);
-  if (!st)
-    st = attn_cross_entropy_f32(acts->logits, tg, B, m->c.classes, -1, o->label_smoothing, loss,
-                                dlogits);
-  if (!st) st = attn_loss_scaler_scale_f32(amp->scaler, dlogits, B * m->c.classes);
-  if (!st) st = attn_clf_backward(m, acts, dlogits);
+  attn_dist *d = o->dist;
+  int S = attn_dist_shards(d), first = attn_dist_first_shard(d);
+  attn_status st = d ? attn_dist_step_begin(d, m->p.grad, m->p.numel) : ATTN_OK;
+  for (int k = 0; !st && k < attn_dist_local_shards(d); k++) {
+    int64_t lo, hi;
+    attn_dist_shard_rows(B, S, first + k, &lo, &hi);
+    st = shard_grad(m, o, ctx, acts, ids + lo * L, lens + lo, tg + lo, lo, hi - lo, B, L,
+                    dlogits, loss, amp);
+    if (!st && d) st = attn_dist_shard_done(d, *loss);
+  }
+  if (!st && d) {
+    double sum = 0;
+    st = attn_dist_step_end(d, &sum);
+    *loss = (float)sum;
+  }
   if (st) return st;
   if (amp->scaler->enabled) {  // fp16: unscale, skip the step on inf/NaN, update the scale
     int found_inf = 0;
@@ -170,6 +206,23 @@ static attn_status train_step(attn_clf *m, attn_adam *opt, const attn_train_opts
   return st;
 }
 
+/* Data parallelism: what it cannot do, and a resumed run's shard count. */
+static attn_status dist_check(const attn_train_opts *o, const attn_train_state *s) {
+  int S = attn_dist_shards(o->dist);
+  if (S > 1 && o->qat)
+    return attn_set_error(ATTN_EUNSUPPORTED, "--qat with %d shards/processes: the QAT observers "
+                          "would each see one shard's activations; train QAT in one process", S);
+  if (S > o->batch)
+    return attn_set_error(ATTN_EINVAL, "--batch %d over %d shards/processes: every one needs at "
+                          "least one example of a full batch", o->batch, S);
+  if (s->step > 0 && s->shards != S && attn_dist_rank(o->dist) == 0)
+    fprintf(stderr, "attn train: the checkpoint was trained with %d shard%s (processes) per "
+            "batch, this run has %d: the same batches and sample order, but the gradients add up "
+            "in another order, so the numbers follow neither run to the bit (float rounding)\n",
+            s->shards, s->shards > 1 ? "s" : "", S);
+  return ATTN_OK;
+}
+
 attn_status attn_train_run(attn_clf *m, attn_adam *opt, const attn_train_opts *o,
                            const attn_tok_set *train, const attn_tok_set *val,
                            attn_train_state *s, const attn_st *meta, float *losses,
@@ -183,6 +236,8 @@ attn_status attn_train_run(attn_clf *m, attn_adam *opt, const attn_train_opts *o
   if (sched.min_lr > sched.base_lr) sched.min_lr = sched.base_lr;
   if (sched.warmup_steps >= sched.total_steps) sched.warmup_steps = sched.total_steps - 1;
   attn_status st = attn_schedule_check(&sched);
+  if (st) return st;
+  if (!(st = dist_check(o, s))) s->shards = attn_dist_shards(o->dist);
   if (st) return st;
   int64_t cap = (int64_t)o->batch * m->c.max_len;
   int32_t *ids = malloc((size_t)cap * sizeof(int32_t));

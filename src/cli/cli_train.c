@@ -13,6 +13,7 @@
 #include "apps/bench.h"
 #include "apps/classifier_ensemble.h"
 #include "apps/classifier_viz.h"
+#include "apps/dist_run.h"
 #include "apps/precision_probe.h"
 #include "apps/train_plan.h"
 #include "apps/trainer_data.h"
@@ -24,6 +25,7 @@ typedef struct {
   const char *data, *split, *out, *resume, *picture;
   unsigned long long split_seed;
   int vocab, threads, eval_only;
+  int shards;     /* --shards S: each batch as S shards, the twin of mpirun -np S (0: 1) */
   int init_only; /* --init: weights and tokenizer from the checkpoint, fresh optimizer */
   int prec_auto;  /* --precision auto: chosen by attn_prec_probe once the data is read */
   double time_budget; /* --time-budget SECONDS (0: none) for the whole command */
@@ -89,7 +91,12 @@ static void usage(FILE *f) {
           "  --resume [CKPT]       continue from CKPT (default OUT/last.safetensors), identically\n"
           "  --stop-after STEPS    stop after this many steps (checkpoint written; --resume goes on)\n"
           "  --save-every STEPS    also write last.safetensors every STEPS steps\n"
-          "  --picture DIR         attention pictures + diagnosis of the first test message\n");
+          "  --picture DIR         attention pictures + diagnosis of the first test message\n"
+          "data parallel (docs/DISTRIBUTED.md):\n"
+          "  mpirun -np P attn train ...   P processes, each a 1/P shard of every batch, the\n"
+          "                        gradients summed in rank order (an MPI build: attn version)\n"
+          "  --shards S            one process computing each batch as S shards: the same numbers\n"
+          "                        as mpirun -np S, to the bit\n");
 }
 
 static const cli_opt train_opts_table[] = {
@@ -115,7 +122,9 @@ static const cli_opt train_opts_table[] = {
     {"--qat-act", CLI_VALUE},        {"--init", CLI_VALUE},
     {"--out", CLI_VALUE},            {"--resume", CLI_MAYBE_VALUE},
     {"--stop-after", CLI_VALUE},     {"--save-every", CLI_VALUE},
-    {"--picture", CLI_VALUE},        {NULL, 0}};
+    {"--picture", CLI_VALUE},
+    {"--shards", CLI_VALUE},  /* data parallel: docs/DISTRIBUTED.md */
+    {NULL, 0}};
 
 /* attn eval reads the model's own config: only where the data is, and the
  * pictures. */
@@ -221,6 +230,7 @@ static int parse(int argc, char **argv, train_opts *o, const cli_opt *table, con
       }
     }
     else if (!strcmp(a, "--threads")) o->threads = (int)strtol(v, &end, 10);
+    else if (!strcmp(a, "--shards")) o->shards = (int)strtol(v, &end, 10);  // docs/DISTRIBUTED.md
     else if (!strcmp(a, "--stop-after")) o->to.stop_after = strtoll(v, &end, 10);
     else if (!strcmp(a, "--save-every")) o->to.save_every = strtoll(v, &end, 10);
     else if (!strcmp(a, "--select")) {
@@ -592,6 +602,10 @@ static int train_member(train_opts *o, int k, attn_clf *m, const char *from, int
          attn_precision_name(to.precision),
          !to.qat ? "" : to.qat_act == ATTN_QAT_ACT_ROW ? ", QAT (activations per row)"
                                                       : ", QAT (activations per tensor)");
+  if (to.dist)
+    printf("data parallel: each batch as %d shards (%s, %d process%s; docs/DISTRIBUTED.md)\n",
+           attn_dist_shards(to.dist), attn_dist_kind(to.dist), attn_dist_size(to.dist),
+           attn_dist_size(to.dist) > 1 ? "es" : "");
   fflush(stdout);
   if (s.epoch < to.epochs && attn_train_run(m, &opt, &to, &tr, &va, &s, meta, NULL, 0)) {
     cli_fail(NULL);
@@ -712,6 +726,16 @@ static int run(train_opts *o, const char *model_path) {
   attn_train_eta eta;
   memset(&eta, 0, sizeof eta);
   if (plan_run(o, &d, o->resume && !o->init_only, &eta)) goto done;
+  if (o->to.dist) {  // every rank trains rank 0's plan (the probe's choice is timed)
+    int64_t plan[3] = {o->to.precision, o->to.members, o->to.epochs};
+    if (attn_dist_bcast_i64(o->to.dist, plan, 3)) {
+      cli_fail("the plan");
+      goto done;
+    }
+    o->to.precision = (attn_precision)plan[0];
+    o->to.members = (int)plan[1];
+    o->to.epochs = (int)plan[2];
+  }
   K = o->to.members;
   char *tok = NULL;
   if (attn_st_new(&meta) || attn_bpe_save(bpe, &tok) || attn_st_set_meta(meta, "tokenizer", tok) ||
@@ -757,6 +781,10 @@ static int run(train_opts *o, const char *model_path) {
       rc = 0;
       goto done;
     }
+  }
+  if (attn_dist_rank(o->to.dist) > 0) {  // rank 0 evaluates and reports
+    rc = 0;
+    goto done;
   }
   if (load_best(o, meta, &ens)) goto done;
   if (ens.n > 1) {  // the ensemble on the validation split, as the epoch lines show each member
@@ -857,13 +885,18 @@ int attn_cmd_train(int argc, char **argv) {
   defaults(&o);
   int r = parse(argc, argv, &o, train_opts_table, NULL);
   if (r) return r == 1 ? 0 : 2;
-  if (o.resume && !o.init_only && (r = resume_options(argc, argv, &o))) return r;
+  attn_dist *dist = NULL;  // mpirun, or --shards: docs/DISTRIBUTED.md
+  if (attn_dist_run_open(&dist, o.shards, "train")) return 1;
+  if (o.resume && !o.init_only && (r = resume_options(argc, argv, &o)))
+    return attn_dist_run_close(dist, r, "train");
   o.t_start = t_start;
   if (o.init_only && o.to.members > 1) {
     cli_usage("--init starts one model; train an ensemble's members from scratch");
-    return 2;
+    return attn_dist_run_close(dist, 2, "train");
   }
-  return run(&o, NULL);
+  o.to.dist = attn_dist_shards(dist) > 1 ? dist : NULL;
+  if (attn_dist_rank(dist) > 0) o.to.progress = 2;
+  return attn_dist_run_close(dist, run(&o, NULL), "train");
 }
 
 int attn_cmd_eval(int argc, char **argv) {

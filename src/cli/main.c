@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "apps/precision_probe.h"
+#include "apps/dist.h"
 #include "attn.h"
 #include "cli/commands.h"
 
@@ -77,6 +78,8 @@ int attn_cmd_version(int argc, char **argv) {
   print_features("cpu", attn_cpu_detected());
   print_features("in use", attn_cpu());
   printf("threads: %d\n", attn_get_num_threads());
+  printf("mpi: %s\n", attn_dist_mpi_built() ? "yes (mpirun -np P attn train ...; docs/DISTRIBUTED.md)"
+                                            : "no (built without MPI: make MPI=1)");
   /* What --precision auto would consider here; the choice itself is a probe
    * of the run's own model (attn train prints it): not run here, so that
    * version stays instant and does not guess a model's shapes. */

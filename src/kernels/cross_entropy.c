@@ -40,6 +40,16 @@ static double cross_entropy_row(const float *x, int32_t t, int64_t C, float eps,
 attn_status attn_cross_entropy_f32(const float *logits, const int32_t *targets, int64_t rows,
                                    int64_t classes, int32_t ignore_index, float label_smoothing,
                                    float *loss, float *dlogits) {
+  return attn_cross_entropy_norm_f32(logits, targets, rows, classes, ignore_index, label_smoothing,
+                                     0, loss, dlogits);
+}
+
+attn_status attn_cross_entropy_norm_f32(const float *logits, const int32_t *targets, int64_t rows,
+                                        int64_t classes, int32_t ignore_index,
+                                        float label_smoothing, int64_t norm, float *loss,
+                                        float *dlogits) {
+  if (norm < 0)
+    return attn_set_error(ATTN_EINVAL, "cross_entropy: normaliser %lld < 0", (long long)norm);
   if (rows < 0 || classes < 0)
     return attn_set_error(ATTN_EINVAL, "cross_entropy: negative size rows=%lld classes=%lld",
                           (long long)rows, (long long)classes);
@@ -64,6 +74,7 @@ attn_status attn_cross_entropy_f32(const float *logits, const int32_t *targets, 
     if (!row_loss) return attn_set_error(ATTN_ENOMEM, "cross_entropy: %lld row losses",
                                          (long long)rows);
   }
+  if (norm > 0) valid = norm; /* a shard of a larger batch: that batch's count */
   float inv_n = valid > 0 ? 1.0f / (float)valid : 0.0f;
 #pragma omp parallel for num_threads(attn_get_num_threads()) if (rows * classes >= PAR_MIN_ELEMS && rows > 1)
   for (int64_t i = 0; i < rows; i++) {

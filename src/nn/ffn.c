@@ -81,7 +81,8 @@ attn_status attn_ffn_forward(const attn_ffn *m, const attn_params *p, const attn
       return ATTN_ENOMEM;
     }
     memcpy(t, s->a, (size_t)n * sizeof(float));
-    st = attn_dropout_f32(t, s->a, s->drop_mask, n, m->dropout, nn_dropout_seed(ctx, m->site), 0);
+    st = attn_dropout_f32(t, s->a, s->drop_mask, n, m->dropout, nn_dropout_seed(ctx, m->site),
+                          nn_dropout_offset(ctx, n));
     free(t);
     if (st) return st;
   }

@@ -34,7 +34,7 @@ static attn_status explicit_probs(const attn_mha *m, const attn_nn_ctx *ctx, att
                                      s->probs);
   if (!st)
     st = attn_dropout_f32(s->probs, s->probs_drop, s->drop_mask, n, m->c.dropout,
-                          nn_dropout_seed(ctx, m->site), 0);
+                          nn_dropout_seed(ctx, m->site), nn_dropout_offset(ctx, n));
   for (int64_t b = 0; b < B && !st; b++)
     for (int64_t h = 0; h < H && !st; h++) {
       // ctx_bh [Lq, hd] (ld E) = P_bh [Lq, Lk] · v_b(h/group) [Lk, hd] (ld Ekv)

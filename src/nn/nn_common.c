@@ -75,6 +75,11 @@ uint64_t nn_dropout_seed(const attn_nn_ctx *ctx, uint64_t site) {
   return splitmix64(ctx->seed ^ splitmix64(site ^ splitmix64(ctx->step)));
 }
 
+uint64_t nn_dropout_offset(const attn_nn_ctx *ctx, int64_t n) {
+  if (!ctx || ctx->shard_rows <= 0) return 0;
+  return (uint64_t)(n / ctx->shard_rows) * (uint64_t)ctx->shard_row0;
+}
+
 int nn_dropout_on(const attn_nn_ctx *ctx, float p) { return ctx && ctx->training && p > 0.0f; }
 
 attn_status nn_name(char *buf, const char *a, const char *b) {

@@ -33,6 +33,9 @@ float *nn_scratch(int64_t n);
 uint64_t nn_hash(const char *s, uint64_t h);
 /* The dropout seed of a module's site for this ctx step. */
 uint64_t nn_dropout_seed(const attn_nn_ctx *ctx, uint64_t site);
+/* The dropout stream offset of a tensor of n elements laid out batch first:
+ * a shard's (ctx->shard_row0, shard_rows) place in the whole batch, else 0. */
+uint64_t nn_dropout_offset(const attn_nn_ctx *ctx, int64_t n);
 /* 1 when dropout with probability p runs under ctx. */
 int nn_dropout_on(const attn_nn_ctx *ctx, float p);
 

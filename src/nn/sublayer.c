@@ -37,7 +37,8 @@ attn_status nn_sub_out(const attn_layernorm *ln, const attn_params *p, const att
     s->drop_mask = NN_ALLOC_U8(&s->arena, n);
     fd = nn_scratch(n);
     attn_status st = (!s->drop_mask || !fd) ? ATTN_ENOMEM : ATTN_OK;
-    if (!st) st = attn_dropout_f32(f_out, fd, s->drop_mask, n, dropout, nn_dropout_seed(ctx, site), 0);
+    if (!st) st = attn_dropout_f32(f_out, fd, s->drop_mask, n, dropout, nn_dropout_seed(ctx, site),
+                                  nn_dropout_offset(ctx, n));
     if (st) {
       free(fd);
       return st;
