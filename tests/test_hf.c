@@ -492,11 +492,11 @@ static void test_tokenizer_json(void) {
   char *text = read_whole_file(path, &len);
   json_value *v = NULL;
   char err[128];
-  CHECK(text && json_parse(text, (size_t)len, &v, err, sizeof err) == 0);
+  CHECK(text && attn_json_parse(text, (size_t)len, &v, err, sizeof err) == 0);
   if (!v) goto out;
-  const json_value *model = json_get(v, "model");
-  const json_value *vocab = json_get(model, "vocab"), *merges = json_get(model, "merges");
-  CHECK(model && !strcmp(json_get(model, "type")->str, "BPE"));
+  const json_value *model = attn_json_get(v, "model");
+  const json_value *vocab = attn_json_get(model, "vocab"), *merges = attn_json_get(model, "merges");
+  CHECK(model && !strcmp(attn_json_get(model, "type")->str, "BPE"));
   int V = attn_bpe_vocab_size(b);
   CHECK(vocab && vocab->type == JSON_OBJECT && (int)vocab->count == V);
   CHECK(merges && merges->type == JSON_ARRAY && (int)merges->count == attn_bpe_n_merges(b));
@@ -524,17 +524,17 @@ static void test_tokenizer_json(void) {
       break;
     }
   }
-  const json_value *pre = json_get(v, "pre_tokenizer"), *added = json_get(v, "added_tokens");
-  const json_value *seq = json_get(pre, "pretokenizers");
-  CHECK(seq && seq->count == 2 && !strcmp(json_get(&seq->items[0], "type")->str, "Split"));
-  const json_value *re = seq ? json_get(json_get(&seq->items[0], "pattern"), "Regex") : NULL;
+  const json_value *pre = attn_json_get(v, "pre_tokenizer"), *added = attn_json_get(v, "added_tokens");
+  const json_value *seq = attn_json_get(pre, "pretokenizers");
+  CHECK(seq && seq->count == 2 && !strcmp(attn_json_get(&seq->items[0], "type")->str, "Split"));
+  const json_value *re = seq ? attn_json_get(attn_json_get(&seq->items[0], "pattern"), "Regex") : NULL;
   CHECK(re && strstr(re->str, "{1,63}") && strstr(re->str, "(?= [^\\t-\\r ])"));
-  CHECK(added && added->count == 3 && json_get(&added->items[1], "special")->boolean);
-  CHECK(json_get(v, "normalizer")->type == JSON_NULL);
+  CHECK(added && added->count == 3 && attn_json_get(&added->items[1], "special")->boolean);
+  CHECK(attn_json_get(v, "normalizer")->type == JSON_NULL);
   /* errors: a directory as the output */
   CHECK_ERR(attn_hf_tokenizer_save(b, tmpdir, NULL), ATTN_EIO);
 out:
-  json_free(v);
+  attn_json_free(v);
   free(text);
   attn_bpe_free(b);
 }
@@ -550,23 +550,23 @@ static void check_encodings(int max_chunk, const char *const *texts, int n) {
   snprintf(cases, sizeof cases, "%s/enc_cases.json", tmpdir);
   CHECK_OK(attn_hf_tokenizer_save(b, tok, NULL));
   json_buf j = {0};
-  int bad = json_buf_puts(&j, "[");
+  int bad = attn_json_buf_puts(&j, "[");
   for (int i = 0; i < n && b; i++) {
     int32_t *ids = NULL;
     size_t k = 0;
     CHECK_OK(attn_bpe_encode_alloc(b, texts[i], strlen(texts[i]), &ids, &k));
-    bad |= json_buf_puts(&j, i ? ",\n{\"text\": " : "{\"text\": ") |
-           json_buf_put_string(&j, texts[i]) | json_buf_puts(&j, ", \"ids\": [");
+    bad |= attn_json_buf_puts(&j, i ? ",\n{\"text\": " : "{\"text\": ") |
+           attn_json_buf_put_string(&j, texts[i]) | attn_json_buf_puts(&j, ", \"ids\": [");
     for (size_t t = 0; t < k; t++)
-      bad |= json_buf_puts(&j, t ? "," : "") | json_buf_put_u64(&j, (uint64_t)ids[t]);
-    bad |= json_buf_puts(&j, "]}");
+      bad |= attn_json_buf_puts(&j, t ? "," : "") | attn_json_buf_put_u64(&j, (uint64_t)ids[t]);
+    bad |= attn_json_buf_puts(&j, "]}");
     free(ids);
   }
-  bad |= json_buf_puts(&j, "]\n");
+  bad |= attn_json_buf_puts(&j, "]\n");
   FILE *f = fopen(cases, "w");
   CHECK(!bad && f && fwrite(j.data, 1, j.len, f) == j.len);
   if (f) fclose(f);
-  json_buf_free(&j);
+  attn_json_buf_free(&j);
   snprintf(cmd, sizeof cmd, "python3 tools/check_hf_tokenizer.py '%s' '%s'", tok, cases);
   int rc = system(cmd);
   CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 0);

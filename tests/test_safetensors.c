@@ -446,14 +446,14 @@ static void test_million_keys_near_linear(void) {
   char *j = many_keys(n, "", &len);
   json_value *v = NULL;
   char err[200];
-  uint64_t c0 = json_key_compares();
-  CHECK(json_parse(j, len, &v, err, sizeof err) == 0);
-  uint64_t work = json_key_compares() - c0;
+  uint64_t c0 = attn_json_key_compares();
+  CHECK(attn_json_parse(j, len, &v, err, sizeof err) == 0);
+  uint64_t work = attn_json_key_compares() - c0;
   CHECK(v && v->count == n);
   CHECK(work <= 2 * (uint64_t)n * 20); /* ~ n log2 n = 20n; n^2/2 = 500000n before */
   printf("  %zu keys: %llu key comparisons (%.1f per key)\n", n, (unsigned long long)work,
          (double)work / (double)n);
-  json_free(v);
+  attn_json_free(v);
   free(j);
   /* as the metadata of a safetensors file: 131072 keys (the reader's limit)
    * are read, a million refused at the limit */
@@ -502,10 +502,10 @@ static void test_duplicate_keys_are_found(void) {
   json_value *v = NULL;
   char err[200];
   const char *small = "{\"a\":1,\"b\":2,\"a\":3}";
-  CHECK(json_parse(small, strlen(small), &v, err, sizeof err) == -1 && !v);
+  CHECK(attn_json_parse(small, strlen(small), &v, err, sizeof err) == -1 && !v);
   CHECK(strcmp(err, "duplicate key \"a\" at byte 13") == 0);
   const char *later = "{\"x\":{},\"y\":{\"p\":1,\"p\":2}}";
-  CHECK(json_parse(later, strlen(later), &v, err, sizeof err) == -1);
+  CHECK(attn_json_parse(later, strlen(later), &v, err, sizeof err) == -1);
   CHECK(strstr(err, "duplicate key \"p\"") != NULL);
   size_t len;
   for (size_t n = 9; n <= 100000; n *= 10) { /* sorted path; last key repeats the middle one */
@@ -513,18 +513,18 @@ static void test_duplicate_keys_are_found(void) {
     snprintf(extra, sizeof extra, ",\"k%zu\":\"w\"", n / 2);
     char *j = many_keys(n, extra, &len);
     size_t at = len - strlen(extra); /* its quote, after the comma, before the final brace */
-    CHECK(json_parse(j, len, &v, err, sizeof err) == -1 && !v);
+    CHECK(attn_json_parse(j, len, &v, err, sizeof err) == -1 && !v);
     snprintf(want, sizeof want, "duplicate key \"k%zu\" at byte %zu", n / 2, at);
     if (strcmp(err, want) != 0) printf("  n = %zu: got '%s', want '%s'\n", n, err, want);
     CHECK(strcmp(err, want) == 0);
     free(j);
     j = many_keys(n, ",\"k3\":0,\"k1\":0", &len); /* two repeats: the first in the text */
-    CHECK(json_parse(j, len, &v, err, sizeof err) == -1 && strstr(err, "\"k3\"") != NULL);
+    CHECK(attn_json_parse(j, len, &v, err, sizeof err) == -1 && strstr(err, "\"k3\"") != NULL);
     free(j);
     j = many_keys(n, ",\"k\":0,\"K1\":0,\"k10\":0", &len); /* near misses and one repeat */
-    int rc = json_parse(j, len, &v, err, sizeof err);
+    int rc = attn_json_parse(j, len, &v, err, sizeof err);
     CHECK(n > 10 ? rc == -1 && strstr(err, "\"k10\"") : rc == 0);
-    json_free(v);
+    attn_json_free(v);
     v = NULL;
     free(j);
   }

@@ -46,7 +46,7 @@ attn_status attn_clf_config_from_json(const char *json, attn_clf_config *c) {
   if (!json || !c) return attn_set_error(ATTN_EINVAL, "clf_config_from_json: NULL argument");
   json_value *v = NULL;
   char err[128];
-  if (json_parse(json, strlen(json), &v, err, sizeof err))
+  if (attn_json_parse(json, strlen(json), &v, err, sizeof err))
     return attn_set_error(ATTN_EFORMAT, "classifier config: %s", err);
   attn_status st = ATTN_OK;
   if (v->type != JSON_OBJECT) st = attn_set_error(ATTN_EFORMAT, "classifier config: not an object");
@@ -82,7 +82,7 @@ attn_status attn_clf_config_from_json(const char *json, attn_clf_config *c) {
     else
       st = attn_set_error(ATTN_EFORMAT, "classifier config: unknown or mistyped key '%s'", k);
   }
-  json_free(v);
+  attn_json_free(v);
   return st;
 }
 

@@ -42,10 +42,10 @@ attn_status attn_clf_msg_attention(const attn_clf *m, const attn_bpe *bpe, const
 attn_status attn_clf_msg_save(const char *path, const attn_clf_msg_attn *a, const char *const *kv) {
   if (!path || !a || !a->probs) return attn_set_error(ATTN_EINVAL, "save attention: NULL argument");
   json_buf b = {0};
-  int bad = json_buf_puts(&b, "[");
+  int bad = attn_json_buf_puts(&b, "[");
   for (int64_t i = 0; !bad && i < a->n; i++)
-    bad = (i && json_buf_puts(&b, ",")) || json_buf_put_string(&b, a->tokens[i]);
-  bad = bad || json_buf_put(&b, "]", 2); /* with the NUL */
+    bad = (i && attn_json_buf_puts(&b, ",")) || attn_json_buf_put_string(&b, a->tokens[i]);
+  bad = bad || attn_json_buf_put(&b, "]", 2); /* with the NUL */
   attn_st *st = NULL;
   attn_status s = bad ? attn_set_error(ATTN_ENOMEM, "save attention: out of memory") : attn_st_new(&st);
   int64_t shape[4] = {a->layers, a->heads, a->n, a->n};
@@ -54,7 +54,7 @@ attn_status attn_clf_msg_save(const char *path, const attn_clf_msg_attn *a, cons
   for (int i = 0; !s && kv && kv[i]; i += 2) s = attn_st_set_meta(st, kv[i], kv[i + 1] ? kv[i + 1] : "");
   if (!s) s = attn_st_save(st, path);
   attn_st_free(st);
-  json_buf_free(&b);
+  attn_json_buf_free(&b);
   return s;
 }
 

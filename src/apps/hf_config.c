@@ -13,7 +13,7 @@
  * or null */
 static attn_status get_int(const json_value *v, const char *key, int64_t def, int allow_zero,
                            int64_t *out) {
-  const json_value *x = json_get(v, key);
+  const json_value *x = attn_json_get(v, key);
   *out = def;
   if (!x || x->type == JSON_NULL) return ATTN_OK;
   if (x->type != JSON_NUMBER || !x->is_uint || x->uint > (1ull << 40) ||
@@ -25,7 +25,7 @@ static attn_status get_int(const json_value *v, const char *key, int64_t def, in
 }
 
 static attn_status get_float(const json_value *v, const char *key, float def, float *out) {
-  const json_value *x = json_get(v, key);
+  const json_value *x = attn_json_get(v, key);
   *out = def;
   if (!x || x->type == JSON_NULL) return ATTN_OK;
   if (x->type != JSON_NUMBER || !(x->number > 0.0))
@@ -37,7 +37,7 @@ static attn_status get_float(const json_value *v, const char *key, float def, fl
 /* string key, def when absent */
 static attn_status get_str(const json_value *v, const char *key, const char *def,
                            const char **out) {
-  const json_value *x = json_get(v, key);
+  const json_value *x = attn_json_get(v, key);
   *out = def;
   if (!x || x->type == JSON_NULL) return ATTN_OK;
   if (x->type != JSON_STRING)
@@ -49,7 +49,7 @@ static attn_status get_str(const json_value *v, const char *key, const char *def
 /* boolean key that must have the value want (or be absent) */
 static attn_status require_bool(const json_value *v, const char *key, int want, int def,
                                 int *out) {
-  const json_value *x = json_get(v, key);
+  const json_value *x = attn_json_get(v, key);
   int val = def;
   if (x && x->type == JSON_BOOL) val = x->boolean;
   else if (x && x->type != JSON_NULL)
@@ -122,7 +122,7 @@ attn_status attn_hf_config_parse(const char *json, size_t len, attn_hf_config *c
   memset(c, 0, sizeof *c);
   json_value *v = NULL;
   char err[160];
-  if (json_parse_limited(json, len, 100000, &v, err, sizeof err))
+  if (attn_json_parse_limited(json, len, 100000, &v, err, sizeof err))
     return attn_set_error(ATTN_EFORMAT, "config.json: %s", err);
   attn_status st = ATTN_OK;
   const char *type = NULL;
@@ -142,7 +142,7 @@ attn_status attn_hf_config_parse(const char *json, size_t len, attn_hf_config *c
   if (!st && c->hidden_size % c->num_heads)
     st = attn_set_error(ATTN_EFORMAT, "config.json: hidden size %lld is not a multiple of %lld "
                         "heads", (long long)c->hidden_size, (long long)c->num_heads);
-  json_free(v);
+  attn_json_free(v);
   return st;
 }
 

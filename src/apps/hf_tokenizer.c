@@ -95,7 +95,7 @@ static int put_regex(json_buf *j, int M) {
   for (int i = 0; i < 3; i++) n += (size_t)snprintf(re + n, sizeof re - n, " %s{1,%d}|", cls[i], M - 1);
   for (int i = 0; i < 3; i++) n += (size_t)snprintf(re + n, sizeof re - n, "%s{1,%d}|", cls[i], M);
   snprintf(re + n, sizeof re - n, "%s{1,%d}(?= [^\\t-\\r ])|%s{1,%d}", S, M, S, M);
-  return json_buf_put_string(j, re);
+  return attn_json_buf_put_string(j, re);
 }
 
 static const char *const HEAD =
@@ -110,22 +110,22 @@ static const char *const BYTE_LEVEL =
 
 static int put_header(json_buf *j, int max_chunk) {
   static const char *const special[3] = {"[PAD]", "[CLS]", "[SEP]"};
-  int bad = json_buf_puts(j, HEAD);
+  int bad = attn_json_buf_puts(j, HEAD);
   for (int i = 0; i < 3; i++) {
     char id[48];
     snprintf(id, sizeof id, "    {\"id\": %d, \"content\": ", i);
-    bad |= json_buf_puts(j, id) | json_buf_put_string(j, special[i]) |
-           json_buf_puts(j, ADDED_FLAGS) | json_buf_puts(j, i < 2 ? ",\n" : "\n");
+    bad |= attn_json_buf_puts(j, id) | attn_json_buf_put_string(j, special[i]) |
+           attn_json_buf_puts(j, ADDED_FLAGS) | attn_json_buf_puts(j, i < 2 ? ",\n" : "\n");
   }
-  bad |= json_buf_puts(j, "  ],\n  \"normalizer\": null,\n  \"pre_tokenizer\": {\"type\": "
+  bad |= attn_json_buf_puts(j, "  ],\n  \"normalizer\": null,\n  \"pre_tokenizer\": {\"type\": "
                           "\"Sequence\", \"pretokenizers\": [\n    {\"type\": \"Split\", "
                           "\"pattern\": {\"Regex\": ");
   bad |= put_regex(j, max_chunk);
-  bad |= json_buf_puts(j, "}, \"behavior\": \"Isolated\", \"invert\": false},\n    ");
-  bad |= json_buf_puts(j, BYTE_LEVEL);
-  bad |= json_buf_puts(j, "\n  ]},\n  \"post_processor\": null,\n  \"decoder\": ");
-  bad |= json_buf_puts(j, BYTE_LEVEL);
-  bad |= json_buf_puts(j, ",\n  \"model\": {\"type\": \"BPE\", \"dropout\": null, \"unk_token\": "
+  bad |= attn_json_buf_puts(j, "}, \"behavior\": \"Isolated\", \"invert\": false},\n    ");
+  bad |= attn_json_buf_puts(j, BYTE_LEVEL);
+  bad |= attn_json_buf_puts(j, "\n  ]},\n  \"post_processor\": null,\n  \"decoder\": ");
+  bad |= attn_json_buf_puts(j, BYTE_LEVEL);
+  bad |= attn_json_buf_puts(j, ",\n  \"model\": {\"type\": \"BPE\", \"dropout\": null, \"unk_token\": "
                           "null, \"continuing_subword_prefix\": null, \"end_of_word_suffix\": "
                           "null, \"fuse_unk\": false, \"byte_fallback\": false,\n"
                           "    \"vocab\": {");
@@ -138,11 +138,11 @@ static int put_body(json_buf *j, const attn_bpe *b, char **str, const unsigned c
     if (alias[id]) continue;
     char num[32];
     snprintf(num, sizeof num, ": %d", id);
-    bad |= json_buf_puts(j, first ? "\n      " : ",\n      ") | json_buf_put_string(j, str[id]) |
-           json_buf_puts(j, num);
+    bad |= attn_json_buf_puts(j, first ? "\n      " : ",\n      ") | attn_json_buf_put_string(j, str[id]) |
+           attn_json_buf_puts(j, num);
     first = 0;
   }
-  bad |= json_buf_puts(j, "\n    },\n    \"merges\": [");
+  bad |= attn_json_buf_puts(j, "\n    },\n    \"merges\": [");
   for (int m = 0; m < b->n_merges && !bad; m++) {
     const char *l = str[b->merges[2 * m]], *r = str[b->merges[2 * m + 1]];
     size_t ll = strlen(l), lr = strlen(r);
@@ -151,10 +151,10 @@ static int put_body(json_buf *j, const attn_bpe *b, char **str, const unsigned c
     memcpy(pair, l, ll);
     pair[ll] = ' ';
     memcpy(pair + ll + 1, r, lr + 1);
-    bad |= json_buf_puts(j, m ? ",\n      " : "\n      ") | json_buf_put_string(j, pair);
+    bad |= attn_json_buf_puts(j, m ? ",\n      " : "\n      ") | attn_json_buf_put_string(j, pair);
     free(pair);
   }
-  bad |= json_buf_puts(j, "\n    ]\n  }\n}\n");
+  bad |= attn_json_buf_puts(j, "\n    ]\n  }\n}\n");
   return bad;
 }
 
@@ -178,7 +178,7 @@ attn_status attn_hf_tokenizer_json(const attn_bpe *b, char **json, size_t *len, 
   free(str);
   free(alias);
   if (st) {
-    json_buf_free(&j);
+    attn_json_buf_free(&j);
     return st;
   }
   *json = j.data;

@@ -259,13 +259,13 @@ attn_status attn_train_state_from_json(const char *json, attn_train_state *s) {
   if (!json) return attn_set_error(ATTN_EFORMAT, "checkpoint has no \"trainer.state\" (not a training checkpoint)");
   json_value *v = NULL;
   char err[128];
-  if (json_parse(json, strlen(json), &v, err, sizeof err))
+  if (attn_json_parse(json, strlen(json), &v, err, sizeof err))
     return attn_set_error(ATTN_EFORMAT, "trainer.state: %s", err);
   attn_train_state_init(s);
   static const char *const keys[] = {"step", "epoch", "batch", "loss_sum", "best", "best_epoch", "seconds"};
   attn_status st = ATTN_OK;
   for (int i = 0; i < 7 && !st; i++) {
-    const json_value *x = json_get(v, keys[i]);
+    const json_value *x = attn_json_get(v, keys[i]);
     if (!x || x->type != JSON_NUMBER) {
       st = attn_set_error(ATTN_EFORMAT, "trainer.state: '%s' missing or not a number", keys[i]);
       break;
@@ -281,7 +281,7 @@ attn_status attn_train_state_from_json(const char *json, attn_train_state *s) {
       default: s->seconds = d; break;
     }
   }
-  const json_value *sh = st ? NULL : json_get(v, "shards");  // absent: whole batches
+  const json_value *sh = st ? NULL : attn_json_get(v, "shards");  // absent: whole batches
   if (sh && (sh->type != JSON_NUMBER || !(sh->number >= 1 && sh->number <= 4096)))
     st = attn_set_error(ATTN_EFORMAT, "trainer.state: 'shards' is not a number in 1..4096");
   else if (sh)
@@ -292,7 +292,7 @@ attn_status attn_train_state_from_json(const char *json, attn_train_state *s) {
   int nl = 0;
   double lv[4] = {0};
   for (int i = 0; i < 4 && !st; i++) {
-    const json_value *x = json_get(v, lkeys[i]);
+    const json_value *x = attn_json_get(v, lkeys[i]);
     if (!x) continue;
     if (x->type != JSON_NUMBER) {
       st = attn_set_error(ATTN_EFORMAT, "trainer.state: '%s' is not a number", lkeys[i]);
@@ -316,7 +316,7 @@ attn_status attn_train_state_from_json(const char *json, attn_train_state *s) {
       s->scaler.skipped = (int64_t)lv[3];
     }
   }
-  json_free(v);
+  attn_json_free(v);
   return st;
 }
 

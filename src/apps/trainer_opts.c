@@ -71,7 +71,7 @@ attn_status attn_train_opts_to_json(const attn_train_opts *o, char **json) {
 
 /* *v's string for key: absent (NULL, ok) or a string (else an error). */
 static attn_status get_string(const json_value *v, const char *key, const char **out) {
-  const json_value *x = json_get(v, key);
+  const json_value *x = attn_json_get(v, key);
   *out = NULL;
   if (!x) return ATTN_OK;
   if (x->type != JSON_STRING)
@@ -84,7 +84,7 @@ attn_status attn_train_opts_from_json(const char *json, attn_train_opts *out) {
   if (!json || !out) return attn_set_error(ATTN_EINVAL, "train options: NULL argument");
   json_value *v = NULL;
   char err[128];
-  if (json_parse(json, strlen(json), &v, err, sizeof err))
+  if (attn_json_parse(json, strlen(json), &v, err, sizeof err))
     return attn_set_error(ATTN_EFORMAT, "train options: %s", err);
   attn_train_opts o = *out;
   attn_status st = v->type == JSON_OBJECT ? ATTN_OK
@@ -105,7 +105,7 @@ attn_status attn_train_opts_from_json(const char *json, attn_train_opts *out) {
     else st = attn_set_error(ATTN_EFORMAT, "train options: qat_act '%.30s'", s);
   }
   for (int i = 0; !st && i < NFIELDS; i++) {
-    const json_value *x = json_get(v, FIELDS[i].key);
+    const json_value *x = attn_json_get(v, FIELDS[i].key);
     if (!x) continue;  // older checkpoints: the caller's value stays
     if (x->type != JSON_NUMBER || !isfinite(x->number)) {
       st = attn_set_error(ATTN_EFORMAT, "train options: '%s' is not a number", FIELDS[i].key);
@@ -126,7 +126,7 @@ attn_status attn_train_opts_from_json(const char *json, attn_train_opts *out) {
     st = attn_set_error(ATTN_EFORMAT, "train options: a value is out of range (epochs %d, batch %d, "
                         "token_dropout %g, ema %g, lr %g, clip %g, members %d)", o.epochs, o.batch,
                         (double)o.token_dropout, o.ema, o.lr, o.clip, o.members);
-  json_free(v);
+  attn_json_free(v);
   if (!st) *out = o;
   return st;
 }

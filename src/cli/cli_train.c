@@ -852,8 +852,8 @@ static int resume_options(int argc, char **argv, train_opts *o) {
   char err[64];
   int differ = 0;
   if (!attn_train_opts_to_json(&saved.to, &a) && !attn_train_opts_to_json(&mine.to, &b) &&
-      !json_parse(a, strlen(a), &va, err, sizeof err) &&
-      !json_parse(b, strlen(b), &vb, err, sizeof err)) {
+      !attn_json_parse(a, strlen(a), &va, err, sizeof err) &&
+      !attn_json_parse(b, strlen(b), &vb, err, sizeof err)) {
     for (size_t i = 0; i < va->count; i++) {  // the same keys in the same order
       const json_value *x = &va->items[i], *y = &vb->items[i];
       if (x->type == JSON_STRING ? !strcmp(x->str, y->str) : x->number == y->number) continue;
@@ -865,8 +865,8 @@ static int resume_options(int argc, char **argv, train_opts *o) {
     }
   }
   if (!differ) printf("resuming with the run's own training options\n");
-  json_free(va);
-  json_free(vb);
+  attn_json_free(va);
+  attn_json_free(vb);
   free(a);
   free(b);
   *o = mine;

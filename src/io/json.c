@@ -310,7 +310,7 @@ static int parse_array(parser *p, json_value *v, int depth) {
 /* Key comparisons of the duplicate checks in this thread (for tests). */
 static _Thread_local uint64_t key_compares;
 
-uint64_t json_key_compares(void) { return key_compares; }
+uint64_t attn_json_key_compares(void) { return key_compares; }
 
 typedef struct {
   const char *key;
@@ -428,11 +428,11 @@ static int parse_value(parser *p, json_value *v, int depth) {
   }
 }
 
-int json_parse(const char *text, size_t len, json_value **out, char *err, size_t errlen) {
-  return json_parse_limited(text, len, 0, out, err, errlen);
+int attn_json_parse(const char *text, size_t len, json_value **out, char *err, size_t errlen) {
+  return attn_json_parse_limited(text, len, 0, out, err, errlen);
 }
 
-int json_parse_limited(const char *text, size_t len, size_t max_items, json_value **out, char *err,
+int attn_json_parse_limited(const char *text, size_t len, size_t max_items, json_value **out, char *err,
                        size_t errlen) {
   parser p = {text, len, 0, err, errlen, 0, max_items, 0};
   if (errlen) err[0] = '\0';
@@ -447,20 +447,20 @@ int json_parse_limited(const char *text, size_t len, size_t max_items, json_valu
     if (p.pos != p.len) unexpected(&p);
   }
   if (p.failed) {
-    json_free(v);
+    attn_json_free(v);
     return p.oom ? JSON_ENOMEM : -1;
   }
   *out = v;
   return 0;
 }
 
-void json_free(json_value *v) {
+void attn_json_free(json_value *v) {
   if (!v) return;
   free_inner(v);
   free(v);
 }
 
-const json_value *json_get(const json_value *v, const char *key) {
+const json_value *attn_json_get(const json_value *v, const char *key) {
   if (!v || v->type != JSON_OBJECT) return NULL;
   size_t n = strlen(key);
   for (size_t i = 0; i < v->count; i++)
@@ -470,7 +470,7 @@ const json_value *json_get(const json_value *v, const char *key) {
 
 /* ---- writer ---------------------------------------------------------------- */
 
-int json_buf_put(json_buf *b, const char *s, size_t n) {
+int attn_json_buf_put(json_buf *b, const char *s, size_t n) {
   if (b->len + n + 1 > b->cap) {
     size_t nc = b->cap ? b->cap : 256;
     while (nc < b->len + n + 1) nc *= 2;
@@ -485,40 +485,40 @@ int json_buf_put(json_buf *b, const char *s, size_t n) {
   return 0;
 }
 
-int json_buf_puts(json_buf *b, const char *s) { return json_buf_put(b, s, strlen(s)); }
+int attn_json_buf_puts(json_buf *b, const char *s) { return attn_json_buf_put(b, s, strlen(s)); }
 
-int json_buf_put_string(json_buf *b, const char *s) {
-  if (json_buf_put(b, "\"", 1)) return -1;
+int attn_json_buf_put_string(json_buf *b, const char *s) {
+  if (attn_json_buf_put(b, "\"", 1)) return -1;
   for (const char *c = s; *c; c++) {
     unsigned char u = (unsigned char)*c;
     char esc[8];
     if (u == '"' || u == '\\') {
       esc[0] = '\\';
       esc[1] = (char)u;
-      if (json_buf_put(b, esc, 2)) return -1;
+      if (attn_json_buf_put(b, esc, 2)) return -1;
     } else if (u < 0x20 || u == 0x7f) {
       snprintf(esc, sizeof esc, "\\u%04x", u);
-      if (json_buf_put(b, esc, 6)) return -1;
-    } else if (json_buf_put(b, c, 1)) {
+      if (attn_json_buf_put(b, esc, 6)) return -1;
+    } else if (attn_json_buf_put(b, c, 1)) {
       return -1;
     }
   }
-  return json_buf_put(b, "\"", 1);
+  return attn_json_buf_put(b, "\"", 1);
 }
 
-int json_buf_put_u64(json_buf *b, uint64_t v) {
+int attn_json_buf_put_u64(json_buf *b, uint64_t v) {
   char tmp[24];
   int n = snprintf(tmp, sizeof tmp, "%llu", (unsigned long long)v);
-  return json_buf_put(b, tmp, (size_t)n);
+  return attn_json_buf_put(b, tmp, (size_t)n);
 }
 
-void json_buf_free(json_buf *b) {
+void attn_json_buf_free(json_buf *b) {
   free(b->data);
   b->data = NULL;
   b->len = b->cap = 0;
 }
 
-int json_utf8_valid(const char *s, size_t n) {
+int attn_json_utf8_valid(const char *s, size_t n) {
   size_t i = 0;
   while (i < n) {
     size_t k = utf8_seq((const unsigned char *)s + i, n - i);

@@ -32,31 +32,31 @@ struct json_value {
  * returns -1 with a message in err (e.g. "unexpected 'x' at byte 12"), or
  * JSON_ENOMEM when an allocation failed (the text may be valid). */
 #define JSON_ENOMEM (-2)
-int json_parse(const char *text, size_t len, json_value **out, char *err, size_t errlen);
+int attn_json_parse(const char *text, size_t len, json_value **out, char *err, size_t errlen);
 /* The same, refusing an object or array of more than max_items items (0: no
  * limit) as soon as it gets there: a reader's bound on absurd files. */
-int json_parse_limited(const char *text, size_t len, size_t max_items, json_value **out, char *err,
+int attn_json_parse_limited(const char *text, size_t len, size_t max_items, json_value **out, char *err,
                        size_t errlen);
-void json_free(json_value *v);
+void attn_json_free(json_value *v);
 /* Key comparisons the duplicate checks of this thread have made so far (a
  * work count for tests: near n log n for an object of n keys). */
-uint64_t json_key_compares(void);
+uint64_t attn_json_key_compares(void);
 /* Member of an object by key; NULL if absent or v is not an object. */
-const json_value *json_get(const json_value *v, const char *key);
+const json_value *attn_json_get(const json_value *v, const char *key);
 
 /* Growable byte buffer for writing JSON. Functions return 0, or -1 on out of memory
- * (the buffer then stays valid and is freed by json_buf_free). */
+ * (the buffer then stays valid and is freed by attn_json_buf_free). */
 typedef struct {
   char *data;
   size_t len, cap;
 } json_buf;
-int json_buf_put(json_buf *b, const char *s, size_t n);
-int json_buf_puts(json_buf *b, const char *s);
+int attn_json_buf_put(json_buf *b, const char *s, size_t n);
+int attn_json_buf_puts(json_buf *b, const char *s);
 /* Writes s as a quoted JSON string: '"' and '\\' escaped, control bytes as \u00XX. */
-int json_buf_put_string(json_buf *b, const char *s);
-int json_buf_put_u64(json_buf *b, uint64_t v);
-void json_buf_free(json_buf *b);
+int attn_json_buf_put_string(json_buf *b, const char *s);
+int attn_json_buf_put_u64(json_buf *b, uint64_t v);
+void attn_json_buf_free(json_buf *b);
 /* 1 if s[0..n) is valid UTF-8 (no surrogates, no overlong forms). */
-int json_utf8_valid(const char *s, size_t n);
+int attn_json_utf8_valid(const char *s, size_t n);
 
 #endif

@@ -168,7 +168,7 @@ static attn_status append_meta(attn_st *st, const char *key, const char *value);
 attn_status attn_st_set_meta(attn_st *st, const char *key, const char *value) {
   if (!st || !key || !value)
     return attn_set_error(ATTN_EINVAL, "attn_st_set_meta: st, key or value is NULL");
-  if (!json_utf8_valid(key, strlen(key)) || !json_utf8_valid(value, strlen(value)))
+  if (!attn_json_utf8_valid(key, strlen(key)) || !attn_json_utf8_valid(value, strlen(value)))
     return attn_set_error(ATTN_EINVAL, "metadata '%.200s': key or value is not valid UTF-8", key);
   int i = find_meta(st, key);
   if (i >= 0) {
@@ -237,7 +237,7 @@ static attn_status push_entry(attn_st *st, char *name, attn_dtype dtype, int ndi
 attn_status attn_st_add(attn_st *st, const char *name, attn_dtype dtype, int ndim,
                         const int64_t *shape, const void *data) {
   if (!st || !name) return attn_set_error(ATTN_EINVAL, "attn_st_add: st or name is NULL");
-  if (strcmp(name, "__metadata__") == 0 || !json_utf8_valid(name, strlen(name)))
+  if (strcmp(name, "__metadata__") == 0 || !attn_json_utf8_valid(name, strlen(name)))
     return attn_set_error(ATTN_EINVAL, "tensor name '%.200s' is reserved or not valid UTF-8",
                           name);
   if ((unsigned)dtype >= ATTN_DTYPE_COUNT)
@@ -340,8 +340,8 @@ static attn_status parse_entry(const st_source *src, const char *name, const jso
   const char *L = src->label;
   if (v->type != JSON_OBJECT)
     return attn_set_error(ATTN_EFORMAT, "%s: tensor '%.200s': entry is not an object", L, name);
-  const json_value *jd = json_get(v, "dtype"), *js = json_get(v, "shape"),
-                   *jo = json_get(v, "data_offsets");
+  const json_value *jd = attn_json_get(v, "dtype"), *js = attn_json_get(v, "shape"),
+                   *jo = attn_json_get(v, "data_offsets");
   if (!jd || !js || !jo)
     return attn_set_error(ATTN_EFORMAT, "%s: tensor '%.200s': needs dtype, shape and data_offsets",
                           L, name);
@@ -400,7 +400,7 @@ static attn_status parse_all(const st_source *src, const char *hdr, size_t hlen,
                              uint64_t data_len, attn_st **out) {
   char err[200];
   json_value *root = NULL;
-  const int jr = json_parse_limited(hdr, hlen, ST_MAX_ENTRIES, &root, err, sizeof err);
+  const int jr = attn_json_parse_limited(hdr, hlen, ST_MAX_ENTRIES, &root, err, sizeof err);
   if (jr == JSON_ENOMEM)
     return attn_set_error(ATTN_ENOMEM, "%s: out of memory reading the header", src->label);
   if (jr)
@@ -452,7 +452,7 @@ static attn_status parse_all(const st_source *src, const char *hdr, size_t hlen,
       goto done;
   }
 done:
-  json_free(root);
+  attn_json_free(root);
   free(spans);
   if (s) {
     attn_st_free(st);
@@ -535,35 +535,35 @@ done:
 
 static int build_header(const attn_st *st, json_buf *b) {
   int first = 1;
-  if (json_buf_puts(b, "{")) return -1;
+  if (attn_json_buf_puts(b, "{")) return -1;
   if (st->mn) {
-    if (json_buf_puts(b, "\"__metadata__\":{")) return -1;
+    if (attn_json_buf_puts(b, "\"__metadata__\":{")) return -1;
     for (int i = 0; i < st->mn; i++) {
-      if ((i && json_buf_puts(b, ",")) || json_buf_put_string(b, st->mkey[i]) ||
-          json_buf_puts(b, ":") || json_buf_put_string(b, st->mval[i]))
+      if ((i && attn_json_buf_puts(b, ",")) || attn_json_buf_put_string(b, st->mkey[i]) ||
+          attn_json_buf_puts(b, ":") || attn_json_buf_put_string(b, st->mval[i]))
         return -1;
     }
-    if (json_buf_puts(b, "}")) return -1;
+    if (attn_json_buf_puts(b, "}")) return -1;
     first = 0;
   }
   uint64_t off = 0;
   for (int i = 0; i < st->n; i++) {
     const st_entry *e = &st->ent[i];
-    if ((!first && json_buf_puts(b, ",")) || json_buf_put_string(b, e->name) ||
-        json_buf_puts(b, ":{\"dtype\":\"") || json_buf_puts(b, attn_dtype_name(e->t.dtype)) ||
-        json_buf_puts(b, "\",\"shape\":["))
+    if ((!first && attn_json_buf_puts(b, ",")) || attn_json_buf_put_string(b, e->name) ||
+        attn_json_buf_puts(b, ":{\"dtype\":\"") || attn_json_buf_puts(b, attn_dtype_name(e->t.dtype)) ||
+        attn_json_buf_puts(b, "\",\"shape\":["))
       return -1;
     for (int d = 0; d < e->t.ndim; d++)
-      if ((d && json_buf_puts(b, ",")) || json_buf_put_u64(b, (uint64_t)e->t.shape[d])) return -1;
-    if (json_buf_puts(b, "],\"data_offsets\":[") || json_buf_put_u64(b, off) ||
-        json_buf_puts(b, ",") || json_buf_put_u64(b, off + e->nbytes) || json_buf_puts(b, "]}"))
+      if ((d && attn_json_buf_puts(b, ",")) || attn_json_buf_put_u64(b, (uint64_t)e->t.shape[d])) return -1;
+    if (attn_json_buf_puts(b, "],\"data_offsets\":[") || attn_json_buf_put_u64(b, off) ||
+        attn_json_buf_puts(b, ",") || attn_json_buf_put_u64(b, off + e->nbytes) || attn_json_buf_puts(b, "]}"))
       return -1;
     off += e->nbytes;
     first = 0;
   }
-  if (json_buf_puts(b, "}")) return -1;
+  if (attn_json_buf_puts(b, "}")) return -1;
   while (b->len % 8)
-    if (json_buf_puts(b, " ")) return -1;
+    if (attn_json_buf_puts(b, " ")) return -1;
   return 0;
 }
 
@@ -571,12 +571,12 @@ attn_status attn_st_save(const attn_st *st, const char *path) {
   if (!st || !path) return attn_set_error(ATTN_EINVAL, "attn_st_save: st or path is NULL");
   json_buf hb = {0};
   if (build_header(st, &hb)) {
-    json_buf_free(&hb);
+    attn_json_buf_free(&hb);
     return attn_set_error(ATTN_ENOMEM, "%s: out of memory for the header", path);
   }
   char *tmp = attn_tmp_name(path); /* also removes those of killed writers */
   if (!tmp) {
-    json_buf_free(&hb);
+    attn_json_buf_free(&hb);
     return attn_set_error(ATTN_ENOMEM, "%s: out of memory", path);
   }
   attn_status s = ATTN_OK;
@@ -607,6 +607,6 @@ attn_status attn_st_save(const attn_st *st, const char *path) {
   }
 done:
   free(tmp);
-  json_buf_free(&hb);
+  attn_json_buf_free(&hb);
   return s;
 }

@@ -1,5 +1,5 @@
 /* AVX-512 epilogue piece of the bf16 Linear GEMMs (dense_bf16.h): the same
- * values as nn_bf16_epi_piece_generic (f32 arithmetic in the same order;
+ * values as attn_nn_bf16_epi_piece_generic (f32 arithmetic in the same order;
  * bf16 rounding to nearest even, as attn_f32_to_bf16 for non-NaN). */
 #include "kernels/elementwise_internal.h"
 

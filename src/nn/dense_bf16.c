@@ -12,7 +12,7 @@
 
 enum { PAR_MIN = 1 << 15 };
 
-void nn_bf16_epi_piece_generic(const attn_bf16_piece *p, int64_t rows, int64_t n) {
+void attn_nn_bf16_epi_piece_generic(const attn_bf16_piece *p, int64_t rows, int64_t n) {
   for (int64_t r = 0; r < rows; r++)
     for (int64_t c = 0; c < n; c++) {
       float v = p->t[r * p->ldt + c];
@@ -33,7 +33,7 @@ static void epi(const attn_lowp_epi *base, const void *tv, int ldt, int64_t i0, 
   const nn_bf16_epi *e = base->ctx;
   const float *t = tv;
   void (*piece)(const attn_bf16_piece *, int64_t, int64_t) = attn_kern_get()->lowp.bf16_epi_piece;
-  if (!piece) piece = nn_bf16_epi_piece_generic;
+  if (!piece) piece = attn_nn_bf16_epi_piece_generic;
   float *colsum = NULL;
   if (e->colpart) {
     colsum = e->colpart + (i0 / e->mr) * e->N + j0;
@@ -63,12 +63,12 @@ static attn_status select_kernel(const attn_lowp_kernel **kr) {
   return attn_lowp_select(ATTN_LOWP_AUTO, "bf16", kr);
 }
 
-int64_t nn_bf16_tile_rows(void) {
+int64_t attn_nn_bf16_tile_rows(void) {
   const attn_lowp_kernel *kr;
   return select_kernel(&kr) ? 1 : kr->mr;
 }
 
-attn_status nn_bf16_gemm(int transa, int transb, int64_t M, int64_t N, int64_t K,
+attn_status attn_nn_bf16_gemm(int transa, int transb, int64_t M, int64_t N, int64_t K,
                          const uint16_t *A, int64_t lda, const uint16_t *B, int64_t ldb,
                          nn_bf16_epi *e, int single) {
   if (M <= 0 || N <= 0 || K <= 0 || !A || !B || !e)
@@ -87,7 +87,7 @@ attn_status nn_bf16_gemm(int transa, int transb, int64_t M, int64_t N, int64_t K
   return attn_lowp_gemm_run(kr, &sa, &sb, M, N, K, &e->base, single);
 }
 
-void nn_bf16_convert_rows_generic(const float *x, int64_t ldx, uint16_t *y, int64_t ldy,
+void attn_nn_bf16_convert_rows_generic(const float *x, int64_t ldx, uint16_t *y, int64_t ldy,
                                   int64_t rows, int64_t cols, float *sum) {
   for (int64_t r = 0; r < rows; r++) {
     attn_f32_to_bf16_n(x + r * ldx, y + r * ldy, cols);
@@ -98,11 +98,11 @@ void nn_bf16_convert_rows_generic(const float *x, int64_t ldx, uint16_t *y, int6
 
 enum { SUM_ROWS = 64 }; /* rows per partial column sum */
 
-void nn_bf16_convert(const float *x, int64_t ldx, uint16_t *y, int64_t ldy, int64_t rows,
+void attn_nn_bf16_convert(const float *x, int64_t ldx, uint16_t *y, int64_t ldy, int64_t rows,
                      int64_t cols, float *db) {
   void (*conv)(const float *, int64_t, uint16_t *, int64_t, int64_t, int64_t, float *) =
       attn_kern_get()->lowp.bf16_convert_rows;
-  if (!conv) conv = nn_bf16_convert_rows_generic;
+  if (!conv) conv = attn_nn_bf16_convert_rows_generic;
   int64_t nb = (rows + SUM_ROWS - 1) / SUM_ROWS;
   float *part = db ? calloc((size_t)(nb * cols), sizeof(float)) : NULL;
   if (db && !part) { /* no memory for the partial sums: one block, in order */
@@ -115,21 +115,21 @@ void nn_bf16_convert(const float *x, int64_t ldx, uint16_t *y, int64_t ldy, int6
     int64_t r0 = b * SUM_ROWS, n = rows - r0 < SUM_ROWS ? rows - r0 : SUM_ROWS;
     conv(x + r0 * ldx, ldx, y + r0 * ldy, ldy, n, cols, part ? part + b * cols : NULL);
   }
-  if (part) nn_colpart_add(part, nb, cols, db);
+  if (part) attn_nn_colpart_add(part, nb, cols, db);
   free(part);
 }
 
-uint16_t *nn_bf16_copy(const float *W, int64_t n) {
+uint16_t *attn_nn_bf16_copy(const float *W, int64_t n) {
   uint16_t *h = malloc(sizeof(uint16_t) * (size_t)(n > 0 ? n : 1));
   if (!h) {
     attn_set_error(ATTN_ENOMEM, "bf16 linear: cannot allocate %lld bf16 weights", (long long)n);
     return NULL;
   }
-  nn_bf16_convert(W, n, h, n, 1, n, NULL);
+  attn_nn_bf16_convert(W, n, h, n, 1, n, NULL);
   return h;
 }
 
-void nn_colpart_add(const float *colpart, int64_t blocks, int64_t cols, float *db) {
+void attn_nn_colpart_add(const float *colpart, int64_t blocks, int64_t cols, float *db) {
   for (int64_t b = 0; b < blocks; b++)
     for (int64_t c = 0; c < cols; c++) db[c] += colpart[b * cols + c];
 }

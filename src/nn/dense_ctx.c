@@ -36,10 +36,10 @@ attn_status attn_dense_forward_ctx(const attn_nn_ctx *ctx, const float *x, const
   const float *xa = x, *Wa = W;
   float *xq = NULL, *wq = NULL;
   if (ctx->qat) {
-    xq = nn_scratch(rows * in);
-    wq = nn_scratch(out * in);
+    xq = attn_nn_scratch(rows * in);
+    wq = attn_nn_scratch(out * in);
     st = (!xq || !wq) ? ATTN_ENOMEM
-                      : nn_qat_apply(ctx->qat, 1, ctx->training, W, x, rows, in, out, xq, NULL,
+                      : attn_nn_qat_apply(ctx->qat, 1, ctx->training, W, x, rows, in, out, xq, NULL,
                                      wq, NULL);
     xa = xq, Wa = wq;
   }
@@ -63,11 +63,11 @@ static void add_masked(float *acc, const float *t, const uint8_t *mask, int64_t 
 static attn_status qat_backward(const attn_nn_ctx *ctx, const float *x, const float *W,
                                 const float *dy, float *dx, float *dW, int64_t rows, int64_t in,
                                 int64_t out) {
-  float *xq = nn_scratch(rows * in), *wq = nn_scratch(out * in);
-  float *t = nn_scratch(rows * in > out * in ? rows * in : out * in);
+  float *xq = attn_nn_scratch(rows * in), *wq = attn_nn_scratch(out * in);
+  float *t = attn_nn_scratch(rows * in > out * in ? rows * in : out * in);
   uint8_t *mx = malloc((size_t)(rows * in)), *mw = malloc((size_t)(out * in));
   attn_status st = (!xq || !wq || !t || !mx || !mw) ? ATTN_ENOMEM : ATTN_OK;
-  if (!st) st = nn_qat_apply(ctx->qat, 0, 0, W, x, rows, in, out, xq, mx, wq, mw);
+  if (!st) st = attn_nn_qat_apply(ctx->qat, 0, 0, W, x, rows, in, out, xq, mx, wq, mw);
   if (!st && dx) {  // dx += (dy · Wq) ⊙ mask_x
     st = attn_gemm_prec_f32in(ctx->precision, 0, 0, rows, in, out, 1.0f, dy, out, wq, in, 0.0f,
                               t, in);

@@ -7,7 +7,7 @@
 
 #include "nn/nn_internal.h"
 
-attn_status nn_layer_check(const attn_layer_config *c, const char *prefix) {
+attn_status attn_nn_layer_check(const attn_layer_config *c, const char *prefix) {
   if (!c || c->d_model <= 0 || c->nhead <= 0 || c->d_model % c->nhead || c->dim_feedforward <= 0)
     return attn_set_error(ATTN_EINVAL,
                           "layer '%s': d_model %lld must be a positive multiple of nhead "
@@ -19,7 +19,7 @@ attn_status nn_layer_check(const attn_layer_config *c, const char *prefix) {
   return ATTN_OK;
 }
 
-attn_status nn_layer_attn(attn_mha *a, attn_params *p, const char *prefix, const char *name,
+attn_status attn_nn_layer_attn(attn_mha *a, attn_params *p, const char *prefix, const char *name,
                           const attn_layer_config *c) {
   attn_mha_config mc;
   memset(&mc, 0, sizeof mc);
@@ -29,14 +29,14 @@ attn_status nn_layer_attn(attn_mha *a, attn_params *p, const char *prefix, const
   mc.dropout = c->dropout;
   mc.style = ATTN_MHA_TORCH;
   char buf[ATTN_PARAM_NAME_MAX];
-  attn_status st = nn_name(buf, prefix, name);
+  attn_status st = attn_nn_name(buf, prefix, name);
   return st ? st : attn_mha_declare(a, p, buf, &mc);
 }
 
-attn_status nn_layer_norm(attn_layernorm *ln, attn_params *p, const char *prefix,
+attn_status attn_nn_layer_norm(attn_layernorm *ln, attn_params *p, const char *prefix,
                           const char *name, const attn_layer_config *c) {
   char buf[ATTN_PARAM_NAME_MAX];
-  attn_status st = nn_name(buf, prefix, name);
+  attn_status st = attn_nn_name(buf, prefix, name);
   return st ? st : attn_layernorm_declare_bias(ln, p, buf, c->d_model, c->layer_norm_eps, c->bias);
 }
 
@@ -46,24 +46,24 @@ void attn_encoder_saved_free(attn_encoder_saved *s) {
   attn_ffn_saved_free(&s->ff);
   attn_sublayer_saved_free(&s->s1);
   attn_sublayer_saved_free(&s->s2);
-  nn_arena_release(&s->arena);
+  attn_nn_arena_release(&s->arena);
   memset(s, 0, sizeof *s);
 }
 
 attn_status attn_encoder_declare(attn_encoder_layer *m, attn_params *p, const char *prefix,
                                  const attn_layer_config *c) {
   if (!m || !p || !prefix) return attn_set_error(ATTN_EINVAL, "encoder_declare: NULL argument");
-  attn_status st = nn_layer_check(c, prefix);
+  attn_status st = attn_nn_layer_check(c, prefix);
   if (st) return st;
   memset(m, 0, sizeof *m);
   m->c = *c;
-  m->site = nn_hash(prefix, nn_hash("encoder", 0));
-  st = nn_layer_attn(&m->self_attn, p, prefix, "self_attn.", c);
+  m->site = attn_nn_hash(prefix, attn_nn_hash("encoder", 0));
+  st = attn_nn_layer_attn(&m->self_attn, p, prefix, "self_attn.", c);
   if (!st)
     st = attn_ffn_declare_bias(&m->ff, p, prefix, "linear1", "linear2", c->d_model,
                                c->dim_feedforward, c->activation, c->dropout, c->bias);
-  if (!st) st = nn_layer_norm(&m->norm1, p, prefix, "norm1.", c);
-  if (!st) st = nn_layer_norm(&m->norm2, p, prefix, "norm2.", c);
+  if (!st) st = attn_nn_layer_norm(&m->norm1, p, prefix, "norm1.", c);
+  if (!st) st = attn_nn_layer_norm(&m->norm2, p, prefix, "norm2.", c);
   return st;
 }
 
@@ -91,17 +91,17 @@ attn_status attn_encoder_forward(const attn_encoder_layer *m, const attn_params 
   s->f_out = NN_ALLOC_F(&s->arena, rows * E);
   if (!s->x1 || !s->f_out) return ATTN_ENOMEM;
   const float *fin;
-  attn_status st = nn_sub_in(&m->norm1, p, nf, &s->s1, src, rows, &fin);
+  attn_status st = attn_nn_sub_in(&m->norm1, p, nf, &s->s1, src, rows, &fin);
   if (!st)
     st = attn_mha_forward(&m->self_attn, p, ctx, &s->sa, fin, NULL, NULL, B, L, L, masks,
                           s->f_out, NULL, 0);
   if (!st)
-    st = nn_sub_out(&m->norm1, p, ctx, nf, m->c.dropout, m->site + 1, &s->s1, src, s->f_out,
+    st = attn_nn_sub_out(&m->norm1, p, ctx, nf, m->c.dropout, m->site + 1, &s->s1, src, s->f_out,
                     s->x1);
-  if (!st) st = nn_sub_in(&m->norm2, p, nf, &s->s2, s->x1, rows, &fin);
+  if (!st) st = attn_nn_sub_in(&m->norm2, p, nf, &s->s2, s->x1, rows, &fin);
   if (!st) st = attn_ffn_forward(&m->ff, p, ctx, &s->ff, fin, s->f_out, rows);
   if (!st)
-    st = nn_sub_out(&m->norm2, p, ctx, nf, m->c.dropout, m->site + 2, &s->s2, s->x1, s->f_out,
+    st = attn_nn_sub_out(&m->norm2, p, ctx, nf, m->c.dropout, m->site + 2, &s->s2, s->x1, s->f_out,
                     out);
   return st;
 }
@@ -113,18 +113,18 @@ attn_status attn_encoder_backward(const attn_encoder_layer *m, attn_params *p,
     return attn_set_error(ATTN_EINVAL, "encoder_backward: NULL argument or no saved forward");
   int64_t n = s->B * s->L * m->c.d_model;
   int nf = m->c.norm_first;
-  float *dx1 = nn_scratch(n), *df = nn_scratch(n), *dfin = nn_scratch(n);
+  float *dx1 = attn_nn_scratch(n), *df = attn_nn_scratch(n), *dfin = attn_nn_scratch(n);
   attn_status st = (!dx1 || !df || !dfin) ? ATTN_ENOMEM : ATTN_OK;
-  if (!st) st = nn_sub_out_backward(&m->norm2, p, nf, m->c.dropout, &s->s2, dout, dx1, df);
+  if (!st) st = attn_nn_sub_out_backward(&m->norm2, p, nf, m->c.dropout, &s->s2, dout, dx1, df);
   if (!st) st = attn_ffn_backward(&m->ff, p, ctx, &s->ff, nf ? s->s2.a : s->x1, df, dfin);
-  if (!st) st = nn_sub_in_backward(&m->norm2, p, nf, &s->s2, s->x1, dfin, dx1);
-  if (!st) st = nn_sub_out_backward(&m->norm1, p, nf, m->c.dropout, &s->s1, dx1, dsrc, df);
+  if (!st) st = attn_nn_sub_in_backward(&m->norm2, p, nf, &s->s2, s->x1, dfin, dx1);
+  if (!st) st = attn_nn_sub_out_backward(&m->norm1, p, nf, m->c.dropout, &s->s1, dx1, dsrc, df);
   if (!st) {
     memset(dfin, 0, (size_t)n * sizeof(float));
     st = attn_mha_backward(&m->self_attn, p, ctx, &s->sa, nf ? s->s1.a : src, NULL, NULL, df,
                            dfin, NULL, NULL);
   }
-  if (!st) st = nn_sub_in_backward(&m->norm1, p, nf, &s->s1, src, dfin, dsrc);
+  if (!st) st = attn_nn_sub_in_backward(&m->norm1, p, nf, &s->s1, src, dfin, dsrc);
   free(dx1);
   free(df);
   free(dfin);

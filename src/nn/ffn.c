@@ -7,7 +7,7 @@
 
 void attn_ffn_saved_free(attn_ffn_saved *s) {
   if (!s) return;
-  nn_arena_release(&s->arena);
+  attn_nn_arena_release(&s->arena);
   memset(s, 0, sizeof *s);
 }
 
@@ -42,13 +42,13 @@ attn_status attn_ffn_declare_bias(attn_ffn *m, attn_params *p, const char *prefi
   memset(m, 0, sizeof *m);
   m->act = act;
   m->dropout = dropout;
-  m->site = nn_hash(prefix, nn_hash("ffn", 0));
+  m->site = attn_nn_hash(prefix, attn_nn_hash("ffn", 0));
   char a[ATTN_PARAM_NAME_MAX], b[ATTN_PARAM_NAME_MAX];
-  attn_status st = nn_name(a, prefix, n1);
-  if (!st) st = nn_name(b, a, ".");
+  attn_status st = attn_nn_name(a, prefix, n1);
+  if (!st) st = attn_nn_name(b, a, ".");
   if (!st) st = attn_linear_declare(&m->l1, p, b, d_model, d_ff, bias);
-  if (!st) st = nn_name(a, prefix, n2);
-  if (!st) st = nn_name(b, a, ".");
+  if (!st) st = attn_nn_name(a, prefix, n2);
+  if (!st) st = attn_nn_name(b, a, ".");
   if (!st) st = attn_linear_declare(&m->l2, p, b, d_ff, d_model, bias);
   return st;
 }
@@ -64,7 +64,7 @@ attn_status attn_ffn_forward(const attn_ffn *m, const attn_params *p, const attn
     return attn_set_error(ATTN_EINVAL, "ffn_forward: NULL argument");
   attn_ffn_saved_free(s);
   s->rows = rows;
-  if (nn_ffn_bf16_applies(m, ctx)) return nn_ffn_forward_bf16(m, p, s, x, y, rows);
+  if (attn_nn_ffn_bf16_applies(m, ctx)) return attn_nn_ffn_forward_bf16(m, p, s, x, y, rows);
   int64_t n = rows * m->l1.out;
   s->h = NN_ALLOC_F(&s->arena, n);
   s->a = NN_ALLOC_F(&s->arena, n);
@@ -73,16 +73,16 @@ attn_status attn_ffn_forward(const attn_ffn *m, const attn_params *p, const attn
   if (st) return st;
   st = act_forward(m->act, s->h, s->a, n);
   if (st) return st;
-  if (nn_dropout_on(ctx, m->dropout)) {
+  if (attn_nn_dropout_on(ctx, m->dropout)) {
     s->drop_mask = NN_ALLOC_U8(&s->arena, n);
-    float *t = nn_scratch(n);
+    float *t = attn_nn_scratch(n);
     if (!s->drop_mask || !t) {
       free(t);
       return ATTN_ENOMEM;
     }
     memcpy(t, s->a, (size_t)n * sizeof(float));
-    st = attn_dropout_f32(t, s->a, s->drop_mask, n, m->dropout, nn_dropout_seed(ctx, m->site),
-                          nn_dropout_offset(ctx, n));
+    st = attn_dropout_f32(t, s->a, s->drop_mask, n, m->dropout, attn_nn_dropout_seed(ctx, m->site),
+                          attn_nn_dropout_offset(ctx, n));
     free(t);
     if (st) return st;
   }
@@ -94,9 +94,9 @@ attn_status attn_ffn_backward(const attn_ffn *m, attn_params *p, const attn_nn_c
                               float *dx) {
   if (!m || !p || !s || !(s->h || s->ah) || !x || !dy)
     return attn_set_error(ATTN_EINVAL, "ffn_backward: NULL argument or no saved forward");
-  if (s->ah) return nn_ffn_backward_bf16(m, p, s, dy, dx);
+  if (s->ah) return attn_nn_ffn_backward_bf16(m, p, s, dy, dx);
   int64_t rows = s->rows, n = rows * m->l1.out;
-  float *da = nn_scratch(n), *dh = nn_scratch(n);
+  float *da = attn_nn_scratch(n), *dh = attn_nn_scratch(n);
   attn_status st = (!da || !dh) ? ATTN_ENOMEM : ATTN_OK;
   if (!st) st = attn_linear_backward_ctx(&m->l2, p, ctx, s->a, dy, da, rows);
   if (!st && s->drop_mask) {

@@ -10,69 +10,69 @@
 #include "nn/dense_bf16.h"
 #include "nn/nn_internal.h"
 
-int nn_ffn_bf16_applies(const attn_ffn *m, const attn_nn_ctx *ctx) {
+int attn_nn_ffn_bf16_applies(const attn_ffn *m, const attn_nn_ctx *ctx) {
   return ctx && ctx->precision == ATTN_PREC_BF16 && !ctx->qat && !ctx->qlinears &&
-         m->act == ATTN_ACT_RELU && !nn_dropout_on(ctx, m->dropout);
+         m->act == ATTN_ACT_RELU && !attn_nn_dropout_on(ctx, m->dropout);
 }
 
-attn_status nn_ffn_forward_bf16(const attn_ffn *m, const attn_params *p, attn_ffn_saved *s,
+attn_status attn_nn_ffn_forward_bf16(const attn_ffn *m, const attn_params *p, attn_ffn_saved *s,
                                 const float *x, float *y, int64_t rows) {
   int64_t E = m->l1.in, F = m->l1.out;
   s->xh = NN_ALLOC_BF16(&s->arena, rows * E);
   s->ah = NN_ALLOC_BF16(&s->arena, rows * F);
   if (!s->xh || !s->ah) return ATTN_ENOMEM;
-  nn_bf16_convert(x, E, s->xh, E, rows, E, NULL);
-  uint16_t *w1 = nn_bf16_copy(attn_params_data(p, m->l1.weight), F * E);
-  uint16_t *w2 = nn_bf16_copy(attn_params_data(p, m->l2.weight), E * F);
+  attn_nn_bf16_convert(x, E, s->xh, E, rows, E, NULL);
+  uint16_t *w1 = attn_nn_bf16_copy(attn_params_data(p, m->l1.weight), F * E);
+  uint16_t *w2 = attn_nn_bf16_copy(attn_params_data(p, m->l2.weight), E * F);
   attn_status st = (!w1 || !w2) ? ATTN_ENOMEM : ATTN_OK;
   if (!st) {  // ah [rows, F] = bf16(relu(xh · W1ᵀ + b1))
     nn_bf16_epi e = {.bias = m->l1.bias >= 0 ? attn_params_data(p, m->l1.bias) : NULL,
                      .relu = 1, .H = s->ah, .ldh = F};
-    st = nn_bf16_gemm(0, 1, rows, F, E, s->xh, E, w1, E, &e, 1);
+    st = attn_nn_bf16_gemm(0, 1, rows, F, E, s->xh, E, w1, E, &e, 1);
   }
   if (!st) {  // y [rows, E] = ah · W2ᵀ + b2
     nn_bf16_epi e = {.C = {y}, .ldc = E,
                      .bias = m->l2.bias >= 0 ? attn_params_data(p, m->l2.bias) : NULL};
-    st = nn_bf16_gemm(0, 1, rows, E, F, s->ah, F, w2, F, &e, 0);
+    st = attn_nn_bf16_gemm(0, 1, rows, E, F, s->ah, F, w2, F, &e, 0);
   }
   free(w1);
   free(w2);
   return st;
 }
 
-attn_status nn_ffn_backward_bf16(const attn_ffn *m, attn_params *p, const attn_ffn_saved *s,
+attn_status attn_nn_ffn_backward_bf16(const attn_ffn *m, attn_params *p, const attn_ffn_saved *s,
                                  const float *dy, float *dx) {
-  int64_t rows = s->rows, E = m->l1.in, F = m->l1.out, mr = nn_bf16_tile_rows();
+  int64_t rows = s->rows, E = m->l1.in, F = m->l1.out, mr = attn_nn_bf16_tile_rows();
   int64_t blocks = (rows + mr - 1) / mr;
   uint16_t *dyh = malloc(sizeof(uint16_t) * (size_t)(rows * E));
   uint16_t *dhh = malloc(sizeof(uint16_t) * (size_t)(rows * F));
   float *part = m->l1.bias >= 0 ? malloc(sizeof(float) * (size_t)(blocks * F)) : NULL;
-  uint16_t *w1 = nn_bf16_copy(attn_params_data(p, m->l1.weight), F * E);
-  uint16_t *w2 = nn_bf16_copy(attn_params_data(p, m->l2.weight), E * F);
+  uint16_t *w1 = attn_nn_bf16_copy(attn_params_data(p, m->l1.weight), F * E);
+  uint16_t *w2 = attn_nn_bf16_copy(attn_params_data(p, m->l2.weight), E * F);
   attn_status st = ATTN_OK;
   if (!dyh || !dhh || (m->l1.bias >= 0 && !part) || !w1 || !w2)
     st = attn_set_error(ATTN_ENOMEM, "ffn_backward (bf16): out of memory");
   if (!st) {
     // dyh = bf16(dy); b2's gradient Σ_rows dy (f32)
-    nn_bf16_convert(dy, E, dyh, E, rows, E,
+    attn_nn_bf16_convert(dy, E, dyh, E, rows, E,
                     m->l2.bias >= 0 ? attn_params_grad(p, m->l2.bias) : NULL);
     // dh [rows, F] = (dyh · W2) ⊙ [a > 0], in bf16; Σ_rows dh per row block
     nn_bf16_epi e = {.mask = s->ah, .ldm = F, .H = dhh, .ldh = F, .colpart = part};
-    st = nn_bf16_gemm(0, 0, rows, F, E, dyh, E, w2, F, &e, 1);
+    st = attn_nn_bf16_gemm(0, 0, rows, F, E, dyh, E, w2, F, &e, 1);
   }
   if (!st) {  // dW2 [E, F] += dyhᵀ · ah
     nn_bf16_epi e = {.C = {attn_params_grad(p, m->l2.weight)}, .ldc = F, .beta = 1.0f};
-    st = nn_bf16_gemm(1, 0, E, F, rows, dyh, E, s->ah, F, &e, 0);
+    st = attn_nn_bf16_gemm(1, 0, E, F, rows, dyh, E, s->ah, F, &e, 0);
   }
   if (!st && dx) {  // dx [rows, E] += dh · W1
     nn_bf16_epi e = {.C = {dx}, .ldc = E, .beta = 1.0f};
-    st = nn_bf16_gemm(0, 0, rows, E, F, dhh, F, w1, E, &e, 0);
+    st = attn_nn_bf16_gemm(0, 0, rows, E, F, dhh, F, w1, E, &e, 0);
   }
   if (!st) {  // dW1 [F, E] += dhᵀ · xh
     nn_bf16_epi e = {.C = {attn_params_grad(p, m->l1.weight)}, .ldc = E, .beta = 1.0f};
-    st = nn_bf16_gemm(1, 0, F, E, rows, dhh, F, s->xh, E, &e, 0);
+    st = attn_nn_bf16_gemm(1, 0, F, E, rows, dhh, F, s->xh, E, &e, 0);
   }
-  if (!st && part) nn_colpart_add(part, blocks, F, attn_params_grad(p, m->l1.bias));
+  if (!st && part) attn_nn_colpart_add(part, blocks, F, attn_params_grad(p, m->l1.bias));
   free(dyh);
   free(dhh);
   free(part);

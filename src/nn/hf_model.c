@@ -133,7 +133,7 @@ static attn_status embed(const attn_hf_model *m, const attn_params *p, const int
 
 static attn_status norm_rows(const attn_layernorm *ln, const attn_params *p, const float *x,
                              float *y, int64_t rows) {
-  float *stats = nn_scratch(2 * rows);
+  float *stats = attn_nn_scratch(2 * rows);
   if (!stats) return ATTN_ENOMEM;
   attn_status st = attn_layernorm_forward(ln, p, x, y, stats, stats + rows, rows);
   free(stats);
@@ -144,7 +144,7 @@ static attn_status norm_rows(const attn_layernorm *ln, const attn_params *p, con
 static attn_status pool(const attn_hf_model *m, const attn_params *p, const float *x, int64_t B,
                         int64_t L, float *pooled) {
   int64_t E = m->c.hidden_size;
-  float *first = nn_scratch(B * E);
+  float *first = attn_nn_scratch(B * E);
   if (!first) return ATTN_ENOMEM;
   for (int64_t b = 0; b < B; b++) memcpy(first + b * E, x + b * L * E, (size_t)E * sizeof(float));
   attn_status st = attn_linear_forward(&m->pooler, p, first, pooled, B);
@@ -168,7 +168,7 @@ attn_status attn_hf_model_forward(const attn_hf_model *m, const attn_params *p,
   attn_nn_ctx run = ctx ? *ctx : zero_ctx;
   run.training = 0;
   int64_t rows = B * L, E = c->hidden_size;
-  float *x = nn_scratch(rows * E), *y = nn_scratch(rows * E);
+  float *x = attn_nn_scratch(rows * E), *y = attn_nn_scratch(rows * E);
   attn_encoder_saved s;
   memset(&s, 0, sizeof s);
   attn_mha_masks causal;

@@ -177,7 +177,7 @@ static attn_status add(run_state *r, const char *name, const attn_tensor *like, 
 static float *buf_like(const attn_tensor *t, int64_t last) {
   int64_t n = attn_tensor_numel(t);
   if (last > 0) n = n / t->shape[t->ndim - 1] * last;
-  return nn_scratch(n);
+  return attn_nn_scratch(n);
 }
 
 /* ---- mha: nn.MultiheadAttention ------------------------------------------ */
@@ -226,7 +226,7 @@ static attn_status run_mha(run_state *r, const layer_meta *lm) {
   if (!st) st = dout_in(r, q);
   if (st) return st;
   int64_t wn = B * (lm->average ? 1 : H) * Lq * Lk;
-  float *out = buf_like(q, 0), *w = nn_scratch(wn), *dq = buf_like(q, 0);
+  float *out = buf_like(q, 0), *w = attn_nn_scratch(wn), *dq = buf_like(q, 0);
   float *dk = k ? buf_like(k, 0) : NULL, *dv = v ? buf_like(v, 0) : NULL;
   attn_mha_saved s = {0};
   st = (!out || !w || !dq || (k && (!dk || !dv))) ? ATTN_ENOMEM : ATTN_OK;

@@ -18,9 +18,9 @@ attn_status attn_layernorm_declare_bias(attn_layernorm *m, attn_params *p, const
   m->eps = eps;
   m->bias = -1;
   char name[ATTN_PARAM_NAME_MAX];
-  attn_status st = nn_name(name, prefix, "weight");
+  attn_status st = attn_nn_name(name, prefix, "weight");
   if (!st) st = attn_params_declare(p, name, 1, &n, &m->weight);
-  if (!st && bias) st = nn_name(name, prefix, "bias");
+  if (!st && bias) st = attn_nn_name(name, prefix, "bias");
   if (!st && bias) st = attn_params_declare(p, name, 1, &n, &m->bias);
   return st;
 }
@@ -43,7 +43,7 @@ attn_status attn_layernorm_backward(const attn_layernorm *m, attn_params *p, con
                                     float *dx, int64_t rows) {
   if (!m || !p || !p->grad || !dx)
     return attn_set_error(ATTN_EINVAL, "layernorm_backward: NULL module or dx");
-  float *t = nn_scratch(rows * m->n);  // the kernel overwrites; we accumulate
+  float *t = attn_nn_scratch(rows * m->n);  // the kernel overwrites; we accumulate
   if (!t) return ATTN_ENOMEM;
   attn_status st = attn_layernorm_backward_f32(x, attn_params_data(p, m->weight), mean, rstd, dy,
                                                t, attn_params_grad(p, m->weight),

@@ -57,10 +57,10 @@ attn_status attn_linear_declare(attn_linear *m, attn_params *p, const char *pref
   m->out = out;
   m->bias = -1;
   int64_t ws[2] = {out, in};
-  attn_status st = nn_name(name, prefix, "weight");
+  attn_status st = attn_nn_name(name, prefix, "weight");
   if (!st) st = attn_params_declare(p, name, 2, ws, &m->weight);
   if (!st && bias) {
-    st = nn_name(name, prefix, "bias");
+    st = attn_nn_name(name, prefix, "bias");
     if (!st) st = attn_params_declare(p, name, 1, &out, &m->bias);
   }
   return st;

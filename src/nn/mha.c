@@ -7,7 +7,7 @@
 
 void attn_mha_saved_free(attn_mha_saved *s) {
   if (!s) return;
-  nn_arena_release(&s->arena);
+  attn_nn_arena_release(&s->arena);
   memset(s, 0, sizeof *s);
 }
 
@@ -17,7 +17,7 @@ static attn_status declare_torch(attn_mha *m, attn_params *p, const char *prefix
   attn_status st = ATTN_OK;
   if (m->c.kdim == E && m->c.vdim == E && Ekv == E) {  // packed in_proj_weight [3E, E]
     int64_t sh[2] = {3 * E, E};
-    st = nn_name(name, prefix, "in_proj_weight");
+    st = attn_nn_name(name, prefix, "in_proj_weight");
     if (!st) st = attn_params_declare(p, name, 2, sh, &m->w[0]);
     m->w[1] = m->w[2] = m->w[0];
     for (int i = 0; i < 3; i++) m->wo[i] = i * E * E;
@@ -25,20 +25,20 @@ static attn_status declare_torch(attn_mha *m, attn_params *p, const char *prefix
     static const char *nm[3] = {"q_proj_weight", "k_proj_weight", "v_proj_weight"};
     for (int i = 0; i < 3 && !st; i++) {
       int64_t sh[2] = {m->out[i], m->in[i]};
-      st = nn_name(name, prefix, nm[i]);
+      st = attn_nn_name(name, prefix, nm[i]);
       if (!st) st = attn_params_declare(p, name, 2, sh, &m->w[i]);
     }
   }
   if (!st && m->c.bias) {
     int64_t n = E + 2 * Ekv;
-    st = nn_name(name, prefix, "in_proj_bias");
+    st = attn_nn_name(name, prefix, "in_proj_bias");
     if (!st) st = attn_params_declare(p, name, 1, &n, &m->b[0]);
     m->b[1] = m->b[2] = m->b[0];
     m->bo[0] = 0;
     m->bo[1] = E;
     m->bo[2] = E + Ekv;
   }
-  if (!st) st = nn_name(name, prefix, "out_proj.");
+  if (!st) st = attn_nn_name(name, prefix, "out_proj.");
   if (!st) st = attn_linear_declare(&m->out_lin, p, name, E, E, m->c.bias);
   m->has_out = 1;
   return st;
@@ -51,15 +51,15 @@ static attn_status declare_seed(attn_mha *m, attn_params *p, const char *prefix)
   attn_status st = ATTN_OK;
   for (int i = 0; i < 3 && !st; i++) {
     attn_linear l;
-    st = nn_name(sub, nm[i], ".");
-    if (!st) st = nn_name(name, prefix, sub);
+    st = attn_nn_name(sub, nm[i], ".");
+    if (!st) st = attn_nn_name(name, prefix, sub);
     if (!st) st = attn_linear_declare(&l, p, name, m->in[i], m->out[i], m->c.bias);
     m->w[i] = l.weight;
     m->b[i] = st ? -1 : l.bias;
   }
   m->has_out = m->c.out_proj;
   if (!st && m->has_out) {
-    st = nn_name(name, prefix, "fc_out.");
+    st = attn_nn_name(name, prefix, "fc_out.");
     if (!st) st = attn_linear_declare(&m->out_lin, p, name, m->c.embed_dim, m->c.embed_dim, 1);
   }
   return st;
@@ -102,7 +102,7 @@ attn_status attn_mha_declare(attn_mha *m, attn_params *p, const char *prefix,
     m->b[i] = -1;
   }
   m->out_lin.weight = m->out_lin.bias = -1;
-  m->site = nn_hash(prefix, nn_hash("mha", 0));
+  m->site = attn_nn_hash(prefix, attn_nn_hash("mha", 0));
   return c->style == ATTN_MHA_TORCH ? declare_torch(m, p, prefix) : declare_seed(m, p, prefix);
 }
 

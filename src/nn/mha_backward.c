@@ -16,7 +16,7 @@ static attn_status explicit_backward(const attn_mha *m, const attn_mha_saved *s,
   int64_t B = s->B, H = m->c.num_heads, Lq = s->Lq, Lk = s->Lk, E = m->c.embed_dim;
   int64_t hd = m->head_dim, n = B * H * Lq * Lk;
   int64_t Ekv = m->c.num_kv_heads * hd, group = H / m->c.num_kv_heads;
-  float *dpd = nn_scratch(n), *dp = nn_scratch(n);
+  float *dpd = attn_nn_scratch(n), *dp = attn_nn_scratch(n);
   attn_status st = (!dpd || !dp) ? ATTN_ENOMEM : ATTN_OK;
   for (int64_t b = 0; b < B && !st; b++)
     for (int64_t h = 0; h < H && !st; h++) {
@@ -60,30 +60,30 @@ attn_status attn_mha_backward(const attn_mha *m, attn_params *p, const attn_nn_c
     return attn_set_error(ATTN_EINVAL, "mha_backward: cross attention needs key and value");
   int64_t B = s->B, Lq = s->Lq, Lk = s->Lk, E = m->c.embed_dim;
   int64_t Ekv = m->c.num_kv_heads * m->head_dim;
-  float *dctx = nn_scratch(B * Lq * E), *dq = NULL, *dk = NULL, *dv = NULL, *dqkv = NULL;
+  float *dctx = attn_nn_scratch(B * Lq * E), *dq = NULL, *dk = NULL, *dv = NULL, *dqkv = NULL;
   if (s->qkvh) {  // bf16 flash: dq, dk, dv overwritten, interleaved [B, L, 3E]
     dqkv = malloc(sizeof(float) * (size_t)(B * Lq * 3 * E));
   } else {
-    dq = nn_scratch(B * Lq * E);
-    dk = nn_scratch(B * Lk * Ekv);
-    dv = nn_scratch(B * Lk * Ekv);
+    dq = attn_nn_scratch(B * Lq * E);
+    dk = attn_nn_scratch(B * Lk * Ekv);
+    dv = attn_nn_scratch(B * Lk * Ekv);
   }
   attn_status st = (!dctx || (s->qkvh ? !dqkv : (!dq || !dk || !dv))) ? ATTN_ENOMEM : ATTN_OK;
   if (!st) {
     if (s->xh)
-      st = nn_mha_out_backward_bf16(m, p, s, dout, dctx);
+      st = attn_nn_mha_out_backward_bf16(m, p, s, dout, dctx);
     else if (m->has_out)
       st = attn_linear_backward_ctx(&m->out_lin, p, ctx, s->ctx, dout, dctx, B * Lq);
     else
       memcpy(dctx, dout, (size_t)(B * Lq * E) * sizeof(float));
   }
   attn_sdpa_desc d;
-  nn_mha_desc(m, s, &d);
+  attn_nn_mha_desc(m, s, &d);
   if (!st && s->dropped) {
     float scale = d.has_scale ? d.scale : 1.0f / sqrtf((float)m->head_dim);
     st = explicit_backward(m, s, scale, dctx, dq, dk, dv);
   } else if (!st && s->qkvh) {  // bf16 flash: dq, dk, dv interleaved [B, L, 3E] in dqkv
-    nn_mha_desc_bf16(m, s, &d);
+    attn_nn_mha_desc_bf16(m, s, &d);
     st = attn_sdpa_backward_bf16(&d, s->qkvh, s->qkvh + E, s->qkvh + 2 * E, s->ctx, s->lse, dctx,
                                  dqkv, dqkv + E, dqkv + 2 * E);
   } else if (!st) {
@@ -93,9 +93,9 @@ attn_status attn_mha_backward(const attn_mha *m, attn_params *p, const attn_nn_c
   const float *src[3] = {query, s->self ? query : key, s->self ? query : value};
   float *dsrc[3] = {dquery, s->self ? dquery : dkey, s->self ? dquery : dvalue};
   if (!st && s->qkvh)
-    st = nn_mha_project_backward_bf16(m, p, s, dqkv, dqkv + E, dqkv + 2 * E, 3 * E, dquery);
+    st = attn_nn_mha_project_backward_bf16(m, p, s, dqkv, dqkv + E, dqkv + 2 * E, 3 * E, dquery);
   else if (!st && s->xh)
-    st = nn_mha_project_backward_bf16(m, p, s, dq, dk, dv, E, dquery);
+    st = attn_nn_mha_project_backward_bf16(m, p, s, dq, dk, dv, E, dquery);
   for (int i = 0; i < 3 && !st && !s->xh; i++) {
     int64_t rows = B * (i ? Lk : Lq);
     if (m->c.style == ATTN_MHA_SEED_SHARED) rows *= m->c.num_heads;

@@ -11,7 +11,7 @@
 #include "nn/dense_bf16.h"
 #include "nn/nn_internal.h"
 
-int nn_mha_bf16_applies(const attn_mha *m, const attn_nn_ctx *ctx, int self) {
+int attn_nn_mha_bf16_applies(const attn_mha *m, const attn_nn_ctx *ctx, int self) {
   if (!ctx || ctx->precision != ATTN_PREC_BF16 || ctx->qat || ctx->qlinears || !self) return 0;
   int64_t E = m->c.embed_dim;
   if (m->c.style != ATTN_MHA_TORCH || !m->has_out || m->c.num_kv_heads != m->c.num_heads)
@@ -23,20 +23,20 @@ int nn_mha_bf16_applies(const attn_mha *m, const attn_nn_ctx *ctx, int self) {
   return m->out_lin.in == E && m->out_lin.out == E;
 }
 
-void nn_mha_desc_bf16(const attn_mha *m, const attn_mha_saved *s, attn_sdpa_desc *d) {
-  nn_mha_desc(m, s, d);
+void attn_nn_mha_desc_bf16(const attn_mha *m, const attn_mha_saved *s, attn_sdpa_desc *d) {
+  attn_nn_mha_desc(m, s, d);
   int64_t E3 = 3 * m->c.embed_dim, qs[3] = {s->Lq * E3, m->head_dim, E3};
   for (int i = 0; i < 3; i++) d->q_stride[i] = d->k_stride[i] = d->v_stride[i] = qs[i];
 }
 
-attn_status nn_mha_project_bf16(const attn_mha *m, const attn_params *p, attn_mha_saved *s,
+attn_status attn_nn_mha_project_bf16(const attn_mha *m, const attn_params *p, attn_mha_saved *s,
                                 const float *x, int flash16) {
   int64_t E = m->c.embed_dim, rows = s->B * s->Lq;
   s->xh = NN_ALLOC_BF16(&s->arena, rows * E);
   if (flash16) s->qkvh = NN_ALLOC_BF16(&s->arena, rows * 3 * E);
   if (!s->xh || (flash16 && !s->qkvh)) return ATTN_ENOMEM;
-  nn_bf16_convert(x, E, s->xh, E, rows, E, NULL);
-  uint16_t *w = nn_bf16_copy(attn_params_data(p, m->w[0]), 3 * E * E);
+  attn_nn_bf16_convert(x, E, s->xh, E, rows, E, NULL);
+  uint16_t *w = attn_nn_bf16_copy(attn_params_data(p, m->w[0]), 3 * E * E);
   if (!w) return ATTN_ENOMEM;
   // [q k v] [rows, 3E] = xh · W_inᵀ + b_in: in bf16 into s->qkvh, or the
   // columns split into s->q, s->k, s->v
@@ -48,71 +48,71 @@ attn_status nn_mha_project_bf16(const attn_mha *m, const attn_params *p, attn_mh
     e.H = s->qkvh;
     e.ldh = 3 * E;
   }
-  attn_status st = nn_bf16_gemm(0, 1, rows, 3 * E, E, s->xh, E, w, E, &e, 0);
+  attn_status st = attn_nn_bf16_gemm(0, 1, rows, 3 * E, E, s->xh, E, w, E, &e, 0);
   free(w);
   return st;
 }
 
-attn_status nn_mha_out_bf16(const attn_mha *m, const attn_params *p, attn_mha_saved *s,
+attn_status attn_nn_mha_out_bf16(const attn_mha *m, const attn_params *p, attn_mha_saved *s,
                             float *out) {
   int64_t E = m->c.embed_dim, rows = s->B * s->Lq;
   s->ctxh = NN_ALLOC_BF16(&s->arena, rows * E);
   if (!s->ctxh) return ATTN_ENOMEM;
-  nn_bf16_convert(s->ctx, E, s->ctxh, E, rows, E, NULL);
-  uint16_t *w = nn_bf16_copy(attn_params_data(p, m->out_lin.weight), E * E);
+  attn_nn_bf16_convert(s->ctx, E, s->ctxh, E, rows, E, NULL);
+  uint16_t *w = attn_nn_bf16_copy(attn_params_data(p, m->out_lin.weight), E * E);
   if (!w) return ATTN_ENOMEM;
   nn_bf16_epi e = {.C = {out}, .ldc = E,
                    .bias = m->out_lin.bias >= 0 ? attn_params_data(p, m->out_lin.bias) : NULL};
-  attn_status st = nn_bf16_gemm(0, 1, rows, E, E, s->ctxh, E, w, E, &e, 0);
+  attn_status st = attn_nn_bf16_gemm(0, 1, rows, E, E, s->ctxh, E, w, E, &e, 0);
   free(w);
   return st;
 }
 
-attn_status nn_mha_out_backward_bf16(const attn_mha *m, attn_params *p, const attn_mha_saved *s,
+attn_status attn_nn_mha_out_backward_bf16(const attn_mha *m, attn_params *p, const attn_mha_saved *s,
                                      const float *dout, float *dctx) {
   int64_t E = m->c.embed_dim, rows = s->B * s->Lq;
   uint16_t *dh = malloc(sizeof(uint16_t) * (size_t)(rows * E));
-  uint16_t *w = nn_bf16_copy(attn_params_data(p, m->out_lin.weight), E * E);
+  uint16_t *w = attn_nn_bf16_copy(attn_params_data(p, m->out_lin.weight), E * E);
   attn_status st = (!dh || !w) ? attn_set_error(ATTN_ENOMEM, "mha_backward (bf16): out of memory")
                                : ATTN_OK;
   if (!st) {  // dctx = dout · Wo
-    nn_bf16_convert(dout, E, dh, E, rows, E,  // and bo's gradient Σ_rows dout
+    attn_nn_bf16_convert(dout, E, dh, E, rows, E,  // and bo's gradient Σ_rows dout
                     m->out_lin.bias >= 0 ? attn_params_grad(p, m->out_lin.bias) : NULL);
     nn_bf16_epi e = {.C = {dctx}, .ldc = E};
-    st = nn_bf16_gemm(0, 0, rows, E, E, dh, E, w, E, &e, 0);
+    st = attn_nn_bf16_gemm(0, 0, rows, E, E, dh, E, w, E, &e, 0);
   }
   if (!st) {  // dWo += doutᵀ · ctx
     nn_bf16_epi e = {.C = {attn_params_grad(p, m->out_lin.weight)}, .ldc = E, .beta = 1.0f};
-    st = nn_bf16_gemm(1, 0, E, E, rows, dh, E, s->ctxh, E, &e, 0);
+    st = attn_nn_bf16_gemm(1, 0, E, E, rows, dh, E, s->ctxh, E, &e, 0);
   }
   free(dh);
   free(w);
   return st;
 }
 
-attn_status nn_mha_project_backward_bf16(const attn_mha *m, attn_params *p,
+attn_status attn_nn_mha_project_backward_bf16(const attn_mha *m, attn_params *p,
                                          const attn_mha_saved *s, const float *dq,
                                          const float *dk, const float *dv, int64_t ld, float *dx) {
   int64_t E = m->c.embed_dim, rows = s->B * s->Lq, E3 = 3 * E;
   uint16_t *dh = malloc(sizeof(uint16_t) * (size_t)(rows * E3));
-  uint16_t *w = nn_bf16_copy(attn_params_data(p, m->w[0]), E3 * E);
+  uint16_t *w = attn_nn_bf16_copy(attn_params_data(p, m->w[0]), E3 * E);
   attn_status st = (!dh || !w) ? attn_set_error(ATTN_ENOMEM, "mha_backward (bf16): out of memory")
                                : ATTN_OK;
   if (!st) {  // [dq dk dv] in bf16; in_proj_bias's gradient Σ_rows (f32)
     float *db = m->b[0] >= 0 ? attn_params_grad(p, m->b[0]) : NULL;
     const float *d[3] = {dq, dk, dv};
     if (ld == E3 && dk == dq + E && dv == dq + 2 * E)  // already interleaved
-      nn_bf16_convert(dq, E3, dh, E3, rows, E3, db);
+      attn_nn_bf16_convert(dq, E3, dh, E3, rows, E3, db);
     else
-      for (int i = 0; i < 3; i++) nn_bf16_convert(d[i], ld, dh + i * E, E3, rows, E, db ? db + i * E : NULL);
+      for (int i = 0; i < 3; i++) attn_nn_bf16_convert(d[i], ld, dh + i * E, E3, rows, E, db ? db + i * E : NULL);
   }
   if (!st && dx) {  // dx += [dq dk dv] · W_in
     nn_bf16_epi e = {.C = {dx}, .ldc = E, .beta = 1.0f};
-    st = nn_bf16_gemm(0, 0, rows, E, E3, dh, E3, w, E, &e, 0);
+    st = attn_nn_bf16_gemm(0, 0, rows, E, E3, dh, E3, w, E, &e, 0);
   }
   if (!st) {  // dW_in [3E, E] += [dq dk dv]ᵀ · x
     nn_bf16_epi e = {.C = {attn_params_grad(p, m->w[0])}, .ldc = E, .beta = 1.0f};
-    st = nn_bf16_gemm(1, 0, E3, E, rows, dh, E3, s->xh, E, &e, 0);
+    st = attn_nn_bf16_gemm(1, 0, E3, E, rows, dh, E3, s->xh, E, &e, 0);
   }
   free(dh);
   free(w);

@@ -34,7 +34,7 @@ static attn_status explicit_probs(const attn_mha *m, const attn_nn_ctx *ctx, att
                                      s->probs);
   if (!st)
     st = attn_dropout_f32(s->probs, s->probs_drop, s->drop_mask, n, m->c.dropout,
-                          nn_dropout_seed(ctx, m->site), nn_dropout_offset(ctx, n));
+                          attn_nn_dropout_seed(ctx, m->site), attn_nn_dropout_offset(ctx, n));
   for (int64_t b = 0; b < B && !st; b++)
     for (int64_t h = 0; h < H && !st; h++) {
       // ctx_bh [Lq, hd] (ld E) = P_bh [Lq, Lk] · v_b(h/group) [Lk, hd] (ld Ekv)
@@ -82,9 +82,9 @@ attn_status attn_mha_forward(const attn_mha *m, const attn_params *p, const attn
   s->Lk = Lk;
   s->self = self;
   int64_t E = m->c.embed_dim, H = m->c.num_heads, Ekv = m->c.num_kv_heads * m->head_dim;
-  int bf16 = nn_mha_bf16_applies(m, ctx, self);
+  int bf16 = attn_nn_mha_bf16_applies(m, ctx, self);
   // bf16 flash attention: q, k, v only in bf16 (the math backend stays the f32 reference)
-  int flash16 = bf16 && !nn_dropout_on(ctx, m->c.dropout) && !attn_weights &&
+  int flash16 = bf16 && !attn_nn_dropout_on(ctx, m->c.dropout) && !attn_weights &&
                 ctx->backend != ATTN_BACKEND_MATH;
   if (!flash16) {
     s->q = NN_ALLOC_F(&s->arena, B * Lq * E);
@@ -97,25 +97,25 @@ attn_status attn_mha_forward(const attn_mha *m, const attn_params *p, const attn
   if (!s->ctx || !s->lse) return ATTN_ENOMEM;
   float *dst[3] = {s->q, s->k, s->v};
   attn_status st = ATTN_OK;
-  if (bf16) st = nn_mha_project_bf16(m, p, s, query, flash16);
+  if (bf16) st = attn_nn_mha_project_bf16(m, p, s, query, flash16);
   for (int i = 0; i < 3 && !st && !s->xh; i++)
     st = project(m, p, ctx, i, pick_src(i, self, query, key, value), dst[i], B * (i ? Lk : Lq));
-  if (!st) st = nn_mha_build_masks(m, masks, s);
+  if (!st) st = attn_nn_mha_build_masks(m, masks, s);
   if (st) return st;
   attn_sdpa_desc d;
-  nn_mha_desc(m, s, &d);
+  attn_nn_mha_desc(m, s, &d);
   float *P = NULL, *tmp = NULL;
-  if (nn_dropout_on(ctx, m->c.dropout)) {
+  if (attn_nn_dropout_on(ctx, m->c.dropout)) {
     s->dropped = 1;
     st = explicit_probs(m, ctx, s, &d);
     P = s->probs_drop;
   } else if (attn_weights) {  // the probabilities come from the math path
-    tmp = nn_scratch(B * H * Lq * Lk);
+    tmp = attn_nn_scratch(B * H * Lq * Lk);
     if (!tmp) return ATTN_ENOMEM;
     st = attn_sdpa_forward(&d, ATTN_BACKEND_MATH, s->q, s->k, s->v, s->ctx, s->lse, tmp);
     P = tmp;
   } else if (s->qkvh) {
-    nn_mha_desc_bf16(m, s, &d);
+    attn_nn_mha_desc_bf16(m, s, &d);
     st = attn_sdpa_forward_bf16(&d, s->qkvh, s->qkvh + E, s->qkvh + 2 * E, s->ctx, s->lse);
   } else {
     st = attn_sdpa_forward(&d, ctx->backend, s->q, s->k, s->v, s->ctx, s->lse, NULL);
@@ -123,7 +123,7 @@ attn_status attn_mha_forward(const attn_mha *m, const attn_params *p, const attn
   if (!st && attn_weights) write_weights(m, s, P, attn_weights, average_weights);
   free(tmp);
   if (st) return st;
-  if (s->xh) return nn_mha_out_bf16(m, p, s, out);
+  if (s->xh) return attn_nn_mha_out_bf16(m, p, s, out);
   if (m->has_out) return attn_linear_forward_ctx(&m->out_lin, p, ctx, s->ctx, out, B * Lq);
   memcpy(out, s->ctx, (size_t)(B * Lq * E) * sizeof(float));
   return ATTN_OK;

@@ -24,7 +24,7 @@ static int right_padding_lens(const uint8_t *kpm, int64_t B, int64_t Lk, int32_t
   return 1;
 }
 
-attn_status nn_mha_build_masks(const attn_mha *m, const attn_mha_masks *mk, attn_mha_saved *s) {
+attn_status attn_nn_mha_build_masks(const attn_mha *m, const attn_mha_masks *mk, attn_mha_saved *s) {
   s->mask_add = NULL;
   s->mask_allow = NULL;
   s->key_lens = NULL;
@@ -41,7 +41,7 @@ attn_status nn_mha_build_masks(const attn_mha *m, const attn_mha_masks *mk, attn
   int64_t B = s->B, Lq = s->Lq, Lk = s->Lk, H = m->c.num_heads;
   // right padding only: key lengths let flash skip whole padded tiles (same result)
   if (!has_am && mk->key_padding_bool && right_padding_lens(mk->key_padding_bool, B, Lk, NULL)) {
-    s->key_lens = (int32_t *)nn_alloc(&s->arena, B, sizeof(int32_t));
+    s->key_lens = (int32_t *)attn_nn_alloc(&s->arena, B, sizeof(int32_t));
     if (!s->key_lens) return ATTN_ENOMEM;
     right_padding_lens(mk->key_padding_bool, B, Lk, s->key_lens);
     return ATTN_OK;
@@ -77,7 +77,7 @@ attn_status nn_mha_build_masks(const attn_mha *m, const attn_mha_masks *mk, attn
   return ATTN_OK;
 }
 
-void nn_mha_desc(const attn_mha *m, const attn_mha_saved *s, attn_sdpa_desc *d) {
+void attn_nn_mha_desc(const attn_mha *m, const attn_mha_saved *s, attn_sdpa_desc *d) {
   int64_t E = m->c.embed_dim, H = m->c.num_heads, hd = m->head_dim;
   int64_t Hkv = m->c.num_kv_heads, Ekv = Hkv * hd;
   attn_sdpa_desc_init(d, s->B, H, Hkv, s->Lq, s->Lk, hd, hd);

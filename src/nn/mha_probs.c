@@ -17,6 +17,6 @@ attn_status attn_mha_probs(const attn_mha *m, const attn_mha_saved *s, int64_t b
                           "mha_probs: the forward ran attention dropout; its probabilities are "
                           "in the saved struct (probs, probs_drop)");
   attn_sdpa_desc d;
-  nn_mha_desc(m, s, &d);
+  attn_nn_mha_desc(m, s, &d);
   return attn_sdpa_probs_f32(&d, s->q, s->k, s->lse, b, h, row0, nrows, probs);
 }

@@ -6,7 +6,7 @@
 
 #include "nn/nn_internal.h"
 
-void nn_arena_release(void **slot) {
+void attn_nn_arena_release(void **slot) {
   if (!slot || !*slot) return;
   nn_arena *a = *slot;
   for (int i = 0; i < a->count; i++) free(a->blocks[i]);
@@ -17,9 +17,9 @@ void nn_arena_release(void **slot) {
 
 static void *arena_alloc(void **slot, int64_t n, size_t sz, int zero);
 
-void *nn_alloc(void **slot, int64_t n, size_t sz) { return arena_alloc(slot, n, sz, 1); }
+void *attn_nn_alloc(void **slot, int64_t n, size_t sz) { return arena_alloc(slot, n, sz, 1); }
 
-void *nn_alloc_uninit(void **slot, int64_t n, size_t sz) { return arena_alloc(slot, n, sz, 0); }
+void *attn_nn_alloc_uninit(void **slot, int64_t n, size_t sz) { return arena_alloc(slot, n, sz, 0); }
 
 static void *arena_alloc(void **slot, int64_t n, size_t sz, int zero) {
   if (n < 0 || (uint64_t)n > (SIZE_MAX / 2) / (sz ? sz : 1)) {
@@ -48,7 +48,7 @@ oom:
   return NULL;
 }
 
-float *nn_scratch(int64_t n) {
+float *attn_nn_scratch(int64_t n) {
   if (n < 0 || (uint64_t)n > SIZE_MAX / 8) {
     attn_set_error(ATTN_ENOMEM, "nn: scratch of %lld floats is too large", (long long)n);
     return NULL;
@@ -58,7 +58,7 @@ float *nn_scratch(int64_t n) {
   return m;
 }
 
-uint64_t nn_hash(const char *s, uint64_t h) {
+uint64_t attn_nn_hash(const char *s, uint64_t h) {
   if (!h) h = 1469598103934665603ull;
   for (; s && *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
   return h;
@@ -71,18 +71,18 @@ static uint64_t splitmix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-uint64_t nn_dropout_seed(const attn_nn_ctx *ctx, uint64_t site) {
+uint64_t attn_nn_dropout_seed(const attn_nn_ctx *ctx, uint64_t site) {
   return splitmix64(ctx->seed ^ splitmix64(site ^ splitmix64(ctx->step)));
 }
 
-uint64_t nn_dropout_offset(const attn_nn_ctx *ctx, int64_t n) {
+uint64_t attn_nn_dropout_offset(const attn_nn_ctx *ctx, int64_t n) {
   if (!ctx || ctx->shard_rows <= 0) return 0;
   return (uint64_t)(n / ctx->shard_rows) * (uint64_t)ctx->shard_row0;
 }
 
-int nn_dropout_on(const attn_nn_ctx *ctx, float p) { return ctx && ctx->training && p > 0.0f; }
+int attn_nn_dropout_on(const attn_nn_ctx *ctx, float p) { return ctx && ctx->training && p > 0.0f; }
 
-attn_status nn_name(char *buf, const char *a, const char *b) {
+attn_status attn_nn_name(char *buf, const char *a, const char *b) {
   size_t la = strlen(a), lb = strlen(b);
   if (la + lb >= ATTN_PARAM_NAME_MAX)
     return attn_set_error(ATTN_EINVAL, "parameter name '%.60s%.60s' is too long", a, b);
@@ -128,7 +128,7 @@ attn_status attn_init_uniform(attn_params *p, int index, float bound, uint64_t s
   attn_status st = check_index(p, index, "attn_init_uniform");
   if (st) return st;
   const attn_param_view *v = &p->views[index];
-  uint64_t s = splitmix64(seed ^ nn_hash(v->name, 0));
+  uint64_t s = splitmix64(seed ^ attn_nn_hash(v->name, 0));
   float *d = attn_params_data(p, index);
   for (int64_t i = 0; i < v->numel; i++)
     d[i] = (2.0f * attn_rng_uniform(s, (uint64_t)i) - 1.0f) * bound;

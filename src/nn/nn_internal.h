@@ -16,81 +16,81 @@ typedef struct {
 } nn_arena;
 
 /* Frees every block of *slot's arena and the arena itself; *slot = NULL. */
-void nn_arena_release(void **slot);
+void attn_nn_arena_release(void **slot);
 /* Zeroed block of n elements of size sz, owned by the arena in *slot
  * (created on first use). NULL (and ATTN_ENOMEM set) on failure. */
-void *nn_alloc(void **slot, int64_t n, size_t sz);
+void *attn_nn_alloc(void **slot, int64_t n, size_t sz);
 /* The same, not zeroed (for buffers written in full before any read). */
-void *nn_alloc_uninit(void **slot, int64_t n, size_t sz);
-#define NN_ALLOC_F(slot, n) ((float *)nn_alloc((slot), (n), sizeof(float)))
-#define NN_ALLOC_BF16(slot, n) ((uint16_t *)nn_alloc_uninit((slot), (n), sizeof(uint16_t)))
-#define NN_ALLOC_U8(slot, n) ((uint8_t *)nn_alloc((slot), (n), 1))
+void *attn_nn_alloc_uninit(void **slot, int64_t n, size_t sz);
+#define NN_ALLOC_F(slot, n) ((float *)attn_nn_alloc((slot), (n), sizeof(float)))
+#define NN_ALLOC_BF16(slot, n) ((uint16_t *)attn_nn_alloc_uninit((slot), (n), sizeof(uint16_t)))
+#define NN_ALLOC_U8(slot, n) ((uint8_t *)attn_nn_alloc((slot), (n), 1))
 
 /* Scratch buffer (not arena), zeroed; free with free(). */
-float *nn_scratch(int64_t n);
+float *attn_nn_scratch(int64_t n);
 
 /* FNV-1a of a string, for dropout stream ids. */
-uint64_t nn_hash(const char *s, uint64_t h);
+uint64_t attn_nn_hash(const char *s, uint64_t h);
 /* The dropout seed of a module's site for this ctx step. */
-uint64_t nn_dropout_seed(const attn_nn_ctx *ctx, uint64_t site);
+uint64_t attn_nn_dropout_seed(const attn_nn_ctx *ctx, uint64_t site);
 /* The dropout stream offset of a tensor of n elements laid out batch first:
  * a shard's (ctx->shard_row0, shard_rows) place in the whole batch, else 0. */
-uint64_t nn_dropout_offset(const attn_nn_ctx *ctx, int64_t n);
+uint64_t attn_nn_dropout_offset(const attn_nn_ctx *ctx, int64_t n);
 /* 1 when dropout with probability p runs under ctx. */
-int nn_dropout_on(const attn_nn_ctx *ctx, float p);
+int attn_nn_dropout_on(const attn_nn_ctx *ctx, float p);
 
 /* "<a><b>" into buf (size ATTN_PARAM_NAME_MAX); ATTN_EINVAL if too long. */
-attn_status nn_name(char *buf, const char *a, const char *b);
+attn_status attn_nn_name(char *buf, const char *a, const char *b);
 
 /* Residual sublayers (see nn.h). f's input comes from sub_in, f's output
  * f_out goes to sub_out. */
-attn_status nn_sub_in(const attn_layernorm *ln, const attn_params *p, int norm_first,
+attn_status attn_nn_sub_in(const attn_layernorm *ln, const attn_params *p, int norm_first,
                       attn_sublayer_saved *s, const float *x, int64_t rows, const float **f_in);
-attn_status nn_sub_out(const attn_layernorm *ln, const attn_params *p, const attn_nn_ctx *ctx,
+attn_status attn_nn_sub_out(const attn_layernorm *ln, const attn_params *p, const attn_nn_ctx *ctx,
                        int norm_first, float dropout, uint64_t site, attn_sublayer_saved *s,
                        const float *x, const float *f_out, float *y);
 /* From dy: dx += residual path; df (overwritten [rows, n]) = ∂L/∂f_out. */
-attn_status nn_sub_out_backward(const attn_layernorm *ln, attn_params *p, int norm_first,
+attn_status attn_nn_sub_out_backward(const attn_layernorm *ln, attn_params *p, int norm_first,
                                 float dropout, const attn_sublayer_saved *s, const float *dy,
                                 float *dx, float *df);
 /* From df_in (∂L/∂f_in): dx += through the pre-norm LN (or directly). */
-attn_status nn_sub_in_backward(const attn_layernorm *ln, attn_params *p, int norm_first,
+attn_status attn_nn_sub_in_backward(const attn_layernorm *ln, attn_params *p, int norm_first,
                                const attn_sublayer_saved *s, const float *x, const float *df_in,
                                float *dx);
 
 /* bf16 mixed-precision paths (ffn_bf16.c, mha_bf16.c): when they apply, and
  * the forward / backward that keep activations in bf16. */
-int nn_ffn_bf16_applies(const attn_ffn *m, const attn_nn_ctx *ctx);
-attn_status nn_ffn_forward_bf16(const attn_ffn *m, const attn_params *p, attn_ffn_saved *s,
+int attn_nn_ffn_bf16_applies(const attn_ffn *m, const attn_nn_ctx *ctx);
+attn_status attn_nn_ffn_forward_bf16(const attn_ffn *m, const attn_params *p, attn_ffn_saved *s,
                                 const float *x, float *y, int64_t rows);
-attn_status nn_ffn_backward_bf16(const attn_ffn *m, attn_params *p, const attn_ffn_saved *s,
+attn_status attn_nn_ffn_backward_bf16(const attn_ffn *m, attn_params *p, const attn_ffn_saved *s,
                                  const float *dy, float *dx);
-int nn_mha_bf16_applies(const attn_mha *m, const attn_nn_ctx *ctx, int self);
+int attn_nn_mha_bf16_applies(const attn_mha *m, const attn_nn_ctx *ctx, int self);
 /* flash16: q, k, v into s->qkvh in bf16 (for attn_sdpa_*_bf16), else into s->q, k, v */
-attn_status nn_mha_project_bf16(const attn_mha *m, const attn_params *p, attn_mha_saved *s,
+attn_status attn_nn_mha_project_bf16(const attn_mha *m, const attn_params *p, attn_mha_saved *s,
                                 const float *x, int flash16);
-/* nn_mha_desc for q, k, v in s->qkvh ([B, L, 3E]) */
-void nn_mha_desc_bf16(const attn_mha *m, const attn_mha_saved *s, attn_sdpa_desc *d);
-attn_status nn_mha_out_bf16(const attn_mha *m, const attn_params *p, attn_mha_saved *s,
+/* attn_nn_mha_desc for q, k, v in s->qkvh ([B, L, 3E]) */
+void attn_nn_mha_desc_bf16(const attn_mha *m, const attn_mha_saved *s, attn_sdpa_desc *d);
+attn_status attn_nn_mha_out_bf16(const attn_mha *m, const attn_params *p, attn_mha_saved *s,
                             float *out);
 /* dctx [B*L, E] = dout · Wo (overwritten); out-projection gradients */
-attn_status nn_mha_out_backward_bf16(const attn_mha *m, attn_params *p, const attn_mha_saved *s,
+attn_status attn_nn_mha_out_backward_bf16(const attn_mha *m, attn_params *p, const attn_mha_saved *s,
                                      const float *dout, float *dctx);
 /* dx += [dq dk dv] · W_in; in-projection gradients (dq, dk, dv rows ld apart) */
-attn_status nn_mha_project_backward_bf16(const attn_mha *m, attn_params *p,
+attn_status attn_nn_mha_project_backward_bf16(const attn_mha *m, attn_params *p,
                                          const attn_mha_saved *s, const float *dq,
                                          const float *dk, const float *dv, int64_t ld, float *dx);
 
 /* MHA internals (mha_masks.c): combine PyTorch-style masks into s, and
  * describe the SDPA call on s's projected q/k/v ([B, L, E] layouts). */
-attn_status nn_mha_build_masks(const attn_mha *m, const attn_mha_masks *mk, attn_mha_saved *s);
-void nn_mha_desc(const attn_mha *m, const attn_mha_saved *s, attn_sdpa_desc *d);
+attn_status attn_nn_mha_build_masks(const attn_mha *m, const attn_mha_masks *mk, attn_mha_saved *s);
+void attn_nn_mha_desc(const attn_mha *m, const attn_mha_saved *s, attn_sdpa_desc *d);
 
 /* Transformer layer helpers (encoder.c): config check, a torch-style
  * attention "<prefix><name>" and a LayerNorm "<prefix><name>". */
-attn_status nn_layer_check(const attn_layer_config *c, const char *prefix);
-attn_status nn_layer_attn(attn_mha *a, attn_params *p, const char *prefix, const char *name,
+attn_status attn_nn_layer_check(const attn_layer_config *c, const char *prefix);
+attn_status attn_nn_layer_attn(attn_mha *a, attn_params *p, const char *prefix, const char *name,
                           const attn_layer_config *c);
-attn_status nn_layer_norm(attn_layernorm *ln, attn_params *p, const char *prefix,
+attn_status attn_nn_layer_norm(attn_layernorm *ln, attn_params *p, const char *prefix,
                           const char *name, const attn_layer_config *c);
 #endif

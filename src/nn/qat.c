@@ -121,7 +121,7 @@ static attn_status fake_quant_rows(const float *x, int64_t rows, int64_t in, flo
   return ATTN_OK;
 }
 
-attn_status nn_qat_apply(attn_qat *q, int forward, int update, const float *W, const float *x,
+attn_status attn_nn_qat_apply(attn_qat *q, int forward, int update, const float *W, const float *x,
                          int64_t rows, int64_t in, int64_t out, float *xq, uint8_t *mx,
                          float *wq, uint8_t *mw) {
   if (!q || !W || !xq || !wq) return attn_set_error(ATTN_EINVAL, "qat: NULL argument");

@@ -12,7 +12,7 @@
  * W (mask mw). forward = 1: find or add the observer and, when update, fold
  * x's range into it first; forward = 0 (backward): reuse the parameters of the
  * last forward (ATTN_EINVAL if there was none). mx / mw may be NULL. */
-attn_status nn_qat_apply(attn_qat *q, int forward, int update, const float *W, const float *x,
+attn_status attn_nn_qat_apply(attn_qat *q, int forward, int update, const float *W, const float *x,
                          int64_t rows, int64_t in, int64_t out, float *xq, uint8_t *mx,
                          float *wq, uint8_t *mw);
 

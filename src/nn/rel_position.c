@@ -16,7 +16,7 @@ attn_status attn_relpos_declare(attn_relpos *m, attn_params *p, const char *pref
   m->embed = embed;
   char name[ATTN_PARAM_NAME_MAX];
   const int64_t shape[2] = {2 * max_len - 1, embed};
-  attn_status st = nn_name(name, prefix, "embedding.weight");
+  attn_status st = attn_nn_name(name, prefix, "embedding.weight");
   if (!st) st = attn_params_declare(p, name, 2, shape, &m->weight);
   return st;
 }
@@ -24,7 +24,7 @@ attn_status attn_relpos_declare(attn_relpos *m, attn_params *p, const char *pref
 attn_status attn_relpos_init(const attn_relpos *m, attn_params *p, uint64_t seed) {
   if (!m || !p || !p->data) return attn_set_error(ATTN_EINVAL, "relpos_init: NULL argument");
   float *w = attn_params_data(p, m->weight);
-  const uint64_t s = nn_hash(p->views[m->weight].name, seed + 1);
+  const uint64_t s = attn_nn_hash(p->views[m->weight].name, seed + 1);
   for (int64_t i = 0; i < (2 * m->max_len - 1) * m->embed; i++)
     w[i] = attn_rng_normal(s, (uint64_t)i);
   return ATTN_OK;

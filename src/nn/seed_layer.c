@@ -12,7 +12,7 @@ void attn_seed_layer_saved_free(attn_seed_layer_saved *s) {
   attn_ffn_saved_free(&s->ff);
   attn_sublayer_saved_free(&s->s1);
   attn_sublayer_saved_free(&s->s2);
-  nn_arena_release(&s->arena);
+  attn_nn_arena_release(&s->arena);
   memset(s, 0, sizeof *s);
 }
 
@@ -22,7 +22,7 @@ attn_status attn_seed_layer_declare(attn_seed_layer *m, attn_params *p, const ch
   memset(m, 0, sizeof *m);
   m->has_ffn = has_ffn;
   char ap[ATTN_PARAM_NAME_MAX], buf[ATTN_PARAM_NAME_MAX];
-  attn_status st = nn_name(ap, prefix, has_ffn ? "attention." : "");
+  attn_status st = attn_nn_name(ap, prefix, has_ffn ? "attention." : "");
   attn_mha_config c;
   memset(&c, 0, sizeof c);
   c.embed_dim = embed;
@@ -31,12 +31,12 @@ attn_status attn_seed_layer_declare(attn_seed_layer *m, attn_params *p, const ch
   c.out_proj = 1;
   c.style = ATTN_MHA_SEED_LINEAR;
   if (!st) st = attn_mha_declare(&m->attn, p, ap, &c);
-  if (!st) st = nn_name(buf, ap, "layer_norm.");
+  if (!st) st = attn_nn_name(buf, ap, "layer_norm.");
   if (!st) st = attn_layernorm_declare(&m->ln_attn, p, buf, embed, 1e-5f);
   if (st || !has_ffn) return st;
-  st = nn_name(ap, prefix, "ffn.");
+  st = attn_nn_name(ap, prefix, "ffn.");
   if (!st) st = attn_ffn_declare(&m->ffn, p, ap, "fc1", "fc2", embed, ff_dim, ATTN_ACT_RELU, 0.0f);
-  if (!st) st = nn_name(buf, ap, "layer_norm.");
+  if (!st) st = attn_nn_name(buf, ap, "layer_norm.");
   if (!st) st = attn_layernorm_declare(&m->ln_ffn, p, buf, embed, 1e-5f);
   return st;
 }
@@ -65,15 +65,15 @@ attn_status attn_seed_layer_forward(const attn_seed_layer *m, const attn_params 
   if (!s->x1 || !s->f_out) return ATTN_ENOMEM;
   const float *fin;
   float *y1 = m->has_ffn ? s->x1 : out;
-  attn_status st = nn_sub_in(&m->ln_attn, p, 0, &s->s1, x, rows, &fin);
+  attn_status st = attn_nn_sub_in(&m->ln_attn, p, 0, &s->s1, x, rows, &fin);
   if (!st)
     st = attn_mha_forward(&m->attn, p, ctx, &s->sa, fin, NULL, NULL, B, L, L, NULL, s->f_out,
                           NULL, 0);
-  if (!st) st = nn_sub_out(&m->ln_attn, p, ctx, 0, 0.0f, 0, &s->s1, x, s->f_out, y1);
+  if (!st) st = attn_nn_sub_out(&m->ln_attn, p, ctx, 0, 0.0f, 0, &s->s1, x, s->f_out, y1);
   if (st || !m->has_ffn) return st;
-  st = nn_sub_in(&m->ln_ffn, p, 0, &s->s2, s->x1, rows, &fin);
+  st = attn_nn_sub_in(&m->ln_ffn, p, 0, &s->s2, s->x1, rows, &fin);
   if (!st) st = attn_ffn_forward(&m->ffn, p, ctx, &s->ff, fin, s->f_out, rows);
-  if (!st) st = nn_sub_out(&m->ln_ffn, p, ctx, 0, 0.0f, 0, &s->s2, s->x1, s->f_out, out);
+  if (!st) st = attn_nn_sub_out(&m->ln_ffn, p, ctx, 0, 0.0f, 0, &s->s2, s->x1, s->f_out, out);
   return st;
 }
 
@@ -83,15 +83,15 @@ attn_status attn_seed_layer_backward(const attn_seed_layer *m, attn_params *p,
   if (!m || !p || !s || !s->x1 || !x || !dout || !dx)
     return attn_set_error(ATTN_EINVAL, "seed_layer_backward: NULL argument or no saved forward");
   int64_t n = s->B * s->L * m->attn.c.embed_dim;
-  float *dx1 = nn_scratch(n), *df = nn_scratch(n);
+  float *dx1 = attn_nn_scratch(n), *df = attn_nn_scratch(n);
   attn_status st = (!dx1 || !df) ? ATTN_ENOMEM : ATTN_OK;
   const float *dy1 = dout;
   if (!st && m->has_ffn) {
-    st = nn_sub_out_backward(&m->ln_ffn, p, 0, 0.0f, &s->s2, dout, dx1, df);
+    st = attn_nn_sub_out_backward(&m->ln_ffn, p, 0, 0.0f, &s->s2, dout, dx1, df);
     if (!st) st = attn_ffn_backward(&m->ffn, p, ctx, &s->ff, s->x1, df, dx1);
     dy1 = dx1;
   }
-  if (!st) st = nn_sub_out_backward(&m->ln_attn, p, 0, 0.0f, &s->s1, dy1, dx, df);
+  if (!st) st = attn_nn_sub_out_backward(&m->ln_attn, p, 0, 0.0f, &s->s1, dy1, dx, df);
   if (!st) st = attn_mha_backward(&m->attn, p, ctx, &s->sa, x, NULL, NULL, df, dx, NULL, NULL);
   free(dx1);
   free(df);

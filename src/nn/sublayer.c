@@ -8,11 +8,11 @@
 
 void attn_sublayer_saved_free(attn_sublayer_saved *s) {
   if (!s) return;
-  nn_arena_release(&s->arena);
+  attn_nn_arena_release(&s->arena);
   memset(s, 0, sizeof *s);
 }
 
-attn_status nn_sub_in(const attn_layernorm *ln, const attn_params *p, int norm_first,
+attn_status attn_nn_sub_in(const attn_layernorm *ln, const attn_params *p, int norm_first,
                       attn_sublayer_saved *s, const float *x, int64_t rows, const float **f_in) {
   attn_sublayer_saved_free(s);
   s->rows = rows;
@@ -28,17 +28,17 @@ attn_status nn_sub_in(const attn_layernorm *ln, const attn_params *p, int norm_f
   return attn_layernorm_forward(ln, p, x, s->a, s->mean, s->rstd, rows);
 }
 
-attn_status nn_sub_out(const attn_layernorm *ln, const attn_params *p, const attn_nn_ctx *ctx,
+attn_status attn_nn_sub_out(const attn_layernorm *ln, const attn_params *p, const attn_nn_ctx *ctx,
                        int norm_first, float dropout, uint64_t site, attn_sublayer_saved *s,
                        const float *x, const float *f_out, float *y) {
   int64_t n = s->rows * s->n;
   float *fd = NULL;
-  if (nn_dropout_on(ctx, dropout)) {
+  if (attn_nn_dropout_on(ctx, dropout)) {
     s->drop_mask = NN_ALLOC_U8(&s->arena, n);
-    fd = nn_scratch(n);
+    fd = attn_nn_scratch(n);
     attn_status st = (!s->drop_mask || !fd) ? ATTN_ENOMEM : ATTN_OK;
-    if (!st) st = attn_dropout_f32(f_out, fd, s->drop_mask, n, dropout, nn_dropout_seed(ctx, site),
-                                  nn_dropout_offset(ctx, n));
+    if (!st) st = attn_dropout_f32(f_out, fd, s->drop_mask, n, dropout, attn_nn_dropout_seed(ctx, site),
+                                  attn_nn_dropout_offset(ctx, n));
     if (st) {
       free(fd);
       return st;
@@ -58,14 +58,14 @@ attn_status nn_sub_out(const attn_layernorm *ln, const attn_params *p, const att
   return st;
 }
 
-attn_status nn_sub_out_backward(const attn_layernorm *ln, attn_params *p, int norm_first,
+attn_status attn_nn_sub_out_backward(const attn_layernorm *ln, attn_params *p, int norm_first,
                                 float dropout, const attn_sublayer_saved *s, const float *dy,
                                 float *dx, float *df) {
   int64_t n = s->rows * s->n;
   float *dh = NULL;
   attn_status st = ATTN_OK;
   if (!norm_first) {  // through the LayerNorm of x + drop(f)
-    dh = nn_scratch(n);
+    dh = attn_nn_scratch(n);
     if (!dh) return ATTN_ENOMEM;
     st = attn_layernorm_backward(ln, p, s->h, s->mean, s->rstd, dy, dh, s->rows);
     dy = dh;
@@ -81,7 +81,7 @@ attn_status nn_sub_out_backward(const attn_layernorm *ln, attn_params *p, int no
   return st;
 }
 
-attn_status nn_sub_in_backward(const attn_layernorm *ln, attn_params *p, int norm_first,
+attn_status attn_nn_sub_in_backward(const attn_layernorm *ln, attn_params *p, int norm_first,
                                const attn_sublayer_saved *s, const float *x, const float *df_in,
                                float *dx) {
   if (norm_first) return attn_layernorm_backward(ln, p, x, s->mean, s->rstd, df_in, dx, s->rows);

@@ -52,7 +52,7 @@ void attn_gqa_attention_config(attn_vattn_config *c, int64_t embed_dim, int64_t 
 
 void attn_vattn_saved_free(attn_vattn_saved *s) {
   if (!s) return;
-  nn_arena_release(&s->arena);
+  attn_nn_arena_release(&s->arena);
   memset(s, 0, sizeof *s);
 }
 
@@ -82,8 +82,8 @@ attn_status attn_vattn_declare(attn_vattn *m, attn_params *p, const char *prefix
   const int64_t out[4] = {m->Hq * m->hd, m->Hkv * m->hd, m->Hkv * m->hd, c->embed_dim};
   for (int i = 0; i < 4; i++) {
     char pre[ATTN_PARAM_NAME_MAX];
-    attn_status st = nn_name(pre, prefix, names[i]);
-    if (!st) st = nn_name(pre, pre, ".");
+    attn_status st = attn_nn_name(pre, prefix, names[i]);
+    if (!st) st = attn_nn_name(pre, pre, ".");
     if (!st) st = attn_linear_declare(lin[i], p, pre, in[i], out[i], c->bias);
     if (st) return st;
   }
@@ -155,7 +155,7 @@ attn_status attn_vattn_forward(const attn_vattn *m, const attn_params *p, const 
                           (long long)Lq, (long long)Lk);
   const float *y = kv ? kv : x;
   const int64_t nq = B * Lq * m->Hq * m->hd, nk = B * Lk * m->Hkv * m->hd;
-  nn_arena_release(&s->arena);
+  attn_nn_arena_release(&s->arena);
   memset(s, 0, sizeof *s);
   s->B = B;
   s->Lq = Lq;
@@ -202,7 +202,7 @@ attn_status attn_vattn_backward(const attn_vattn *m, attn_params *p, const attn_
   const int64_t nt5 = extra && d.rel_bias && extra->rel_bias_grad ? m->Hq * d.rel_buckets : 0;
   const int64_t nsk = extra && d.shaw_k && extra->shaw_k_grad ? R * m->hd : 0;
   const int64_t nsv = extra && d.shaw_v && extra->shaw_v_grad ? R * m->hd : 0;
-  float *buf = nn_scratch(2 * nq + 2 * nk + nt5 + nsk + nsv);
+  float *buf = attn_nn_scratch(2 * nq + 2 * nk + nt5 + nsk + nsv);
   if (!buf) return ATTN_ENOMEM;
   float *dctx = buf, *dq = buf + nq, *dk = dq + nq, *dv = dk + nk; /* each like its forward */
   d.rel_bias_grad = nt5 ? dv + nk : NULL;
@@ -256,7 +256,7 @@ attn_status attn_vattn_decode(const attn_vattn *m, const attn_params *p, const a
                           (long long)cache->Dv, (long long)B, (long long)m->Hkv, (long long)m->hd);
   if (n < 1) return attn_set_error(ATTN_EINVAL, "vattn_decode: n = %lld", (long long)n);
   const int64_t nq = B * n * m->Hq * m->hd, nk = B * n * m->Hkv * m->hd, pos = cache->len;
-  float *buf = nn_scratch(2 * nq + 4 * nk + B * m->Hq * n);
+  float *buf = attn_nn_scratch(2 * nq + 4 * nk + B * m->Hq * n);
   if (!buf) return ATTN_ENOMEM;
   float *q = buf, *c = q + nq, *k = c + nq, *v = k + nk, *kt = v + nk, *vt = kt + nk;
   float *lse = vt + nk; /* [B, Hq, n] */

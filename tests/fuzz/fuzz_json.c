@@ -8,8 +8,8 @@
 static void parse(const uint8_t *data, size_t size, size_t max_items) {
   json_value *v = NULL;
   char err[160] = "";
-  if (json_parse_limited((const char *)data, size, max_items, &v, err, sizeof err) == 0) {
-    json_free(v);
+  if (attn_json_parse_limited((const char *)data, size, max_items, &v, err, sizeof err) == 0) {
+    attn_json_free(v);
   } else if (!err[0]) {
     fprintf(stderr, "fuzz: json: a failure without a message\n");
     abort();

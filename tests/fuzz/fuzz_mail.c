@@ -13,7 +13,7 @@ static void read_mail(const uint8_t *data, size_t size, unsigned flags) {
   size_t len = 0;
   attn_mail_info info;
   attn_status st = attn_mail_to_text_flags(data, size, flags, &text, &len, &info);
-  if (st == ATTN_OK && (strlen(text) > len || !json_utf8_valid(text, len))) {
+  if (st == ATTN_OK && (strlen(text) > len || !attn_json_utf8_valid(text, len))) {
     fprintf(stderr, "fuzz: mail text is not %zu bytes of valid UTF-8\n", len);
     abort();
   }
