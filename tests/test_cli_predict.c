@@ -527,6 +527,38 @@ static void test_uniform_attention_of_a_classifier_is_legitimate(void) {
   attn_bpe_free(bpe);
 }
 
+/* A token label is at most 16 characters: a long token (a mail's rule of
+ * underscores) ends in an ellipsis instead of running over the picture;
+ * short ones are whole. */
+static void test_long_token_labels_are_cut(void) {
+  const char *rule = "________________________________________";
+  char text[4096] = "";
+  for (int i = 0; i < 60; i++) strcat(text, i % 2 ? "\nword\n" : rule);
+  const char *texts[] = {text};
+  size_t lens[] = {strlen(text)};
+  attn_bpe *bpe = NULL;
+  CHECK_OK(attn_bpe_train(texts, lens, 1, NULL, &bpe));
+  int32_t ids[256];
+  size_t n = 0;
+  CHECK_OK(attn_bpe_encode(bpe, rule, strlen(rule), ids, 256, &n));
+  int cut = 0;
+  for (size_t i = 0; bpe && i < n; i++) {
+    char *lab = attn_clf_token_label(bpe, ids[i]);
+    size_t chars = 0;
+    for (size_t j = 0; lab && lab[j]; j++) chars += ((unsigned char)lab[j] & 0xC0) != 0x80;
+    CHECK(lab && chars <= 16);
+    cut += lab && strstr(lab, "\xE2\x80\xA6") != NULL;
+    free(lab);
+  }
+  CHECK(n >= 1 && cut >= 1);  // the rule is one long token or a few: cut
+  int32_t w[8];
+  CHECK_OK(attn_bpe_encode(bpe, "word", 4, w, 8, &n));
+  char *lab = n ? attn_clf_token_label(bpe, w[0]) : NULL;
+  CHECK(lab && !strstr(lab, "\xE2\x80\xA6"));
+  free(lab);
+  attn_bpe_free(bpe);
+}
+
 int main(int argc, char **argv) {
   const char *env = getenv("ATTN_BIN");
   if (env && env[0]) {
@@ -549,6 +581,7 @@ int main(int argc, char **argv) {
   RUN(test_picture_of_an_ensemble_member);
   RUN(test_picture_bad_input);
   RUN(test_uniform_attention_of_a_classifier_is_legitimate);
+  RUN(test_long_token_labels_are_cut);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system(cmd) != 0) printf("  could not remove %s\n", dir);

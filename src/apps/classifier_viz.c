@@ -10,8 +10,14 @@
 #include "apps/utf8_text.h"
 #include "apps/viz.h"
 
+/* Characters a label keeps: a longer token (a run of '_' or '-' in a mail)
+ * is cut to its first LABEL_CHARS - 2 and an ellipsis, so it cannot cover
+ * the picture. */
+#define LABEL_CHARS 16
+
 /* A token's label: its bytes as UTF-8 text with spaces, newlines and tabs
- * made visible and stray bytes as \xNN (attn_utf8_visible). */
+ * made visible and stray bytes as \xNN (attn_utf8_visible), at most
+ * LABEL_CHARS characters. */
 char *attn_clf_token_label(const attn_bpe *bpe, int32_t id) {
   size_t n = 0;
   const char *s = attn_bpe_token(bpe, id, &n);
@@ -20,7 +26,14 @@ char *attn_clf_token_label(const attn_bpe *bpe, int32_t id) {
     attn_textbuf_free(&b);
     return NULL;
   }
-  return attn_textbuf_take(&b, NULL);
+  char *out = attn_textbuf_take(&b, NULL);
+  size_t chars = 0, cut = 0;
+  for (size_t i = 0; out && out[i]; i++)
+    if (((unsigned char)out[i] & 0xC0) != 0x80 && ++chars == LABEL_CHARS - 1) cut = i;
+  /* U+2026 (3 bytes + NUL) where characters LABEL_CHARS - 1 .. the end (>= 3
+   * of >= 1 byte) and the NUL were */
+  if (out && chars > LABEL_CHARS) strcpy(out + cut, "\xE2\x80\xA6");
+  return out;
 }
 
 attn_status attn_clf_picture(const attn_clf *m, const attn_bpe *bpe, const int32_t *ids, int64_t n,
