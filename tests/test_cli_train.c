@@ -137,6 +137,7 @@ static void test_train_resume_eval_predict(void) {
     CHECK(ea && eb && strstr(ea, "Epoch 6/6 | Train Loss: ") && strstr(ea, "raw weights: "));
     const char *a2 = ea ? strstr(ea, "Epoch 2/6") : NULL, *b2 = eb ? strstr(eb, "Epoch 2/6") : NULL;
     CHECK(a2 && b2 && !strcmp(a2, b2));
+    if (a2 && b2 && strcmp(a2, b2)) printf("  uninterrupted:\n%s  resumed:\n%s", a2, b2);
     free(ea);
     free(eb);
     // the same test report, line for line (the first line holds a time)
@@ -245,6 +246,7 @@ static void test_ensemble(void) {
     CHECK(me && mf && strstr(me, "member 2 of 2") && !strcmp(me, mf));
     const char *e2 = ee ? strstr(ee, "Epoch 2/6") : NULL, *f2 = ef ? strstr(ef, "Epoch 2/6") : NULL;
     CHECK(e2 && f2 && !strcmp(e2, f2));  // member 1 from epoch 2 on, and all of member 2
+    if (e2 && f2 && strcmp(e2, f2)) printf("  uninterrupted:\n%s  resumed:\n%s", e2, f2);
     printf("  %s%s", te ? te : "(none)\n", me ? me : "");
     free(te);
     free(tf);

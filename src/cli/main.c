@@ -131,6 +131,10 @@ static int unknown_command(const char *name) {
 }
 
 int main(int argc, char **argv) {
+  /* whole lines on stdout even into a file or pipe: a log taken with
+   * `attn train > log 2>&1` never has a report line cut by a progress line
+   * on stderr where stdout's block buffer happened to fill */
+  setvbuf(stdout, NULL, _IOLBF, 0);
   if (argc < 2) {
     usage(stderr);
     return CLI_USAGE;
