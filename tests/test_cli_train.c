@@ -75,15 +75,26 @@ static char *lines_with(const char *text, const char *prefix) {
   return out;
 }
 
-/* "Epoch ..." lines without their "| N s" wall-time field. */
+/* "Epoch ..." lines with their wall-time field ("| 12 s (total 85 s) |")
+ * replaced by "|#|": the times, and so their widths, differ between runs. */
 static char *epoch_lines(const char *log) {
   char *s = lines_with(log, "Epoch ");
-  for (char *p = s; p && (p = strstr(p, " s")) != NULL;) {  // blank out "| 12 s"
-    char *q = p;
-    while (q > s && q[-1] != '|') q--;
-    for (char *r = q; r < p + 2; r++) *r = '#';
-    p += 2;
+  size_t w = 0;
+  for (size_t r = 0; s && s[r];) {
+    if (s[r] == '|') {  // a field up to the next '|' or the line's end
+      const char *bar = strchr(s + r + 1, '|'), *nl = strchr(s + r, '\n');
+      const char *end = bar && (!nl || bar < nl) ? bar : nl ? nl : s + strlen(s);
+      const char *t = strstr(s + r, " s");
+      if (t && t < end) {  // the time field
+        s[w++] = '|';
+        s[w++] = '#';
+        r = (size_t)(end - s);
+        continue;
+      }
+    }
+    s[w++] = s[r++];
   }
+  if (s) s[w] = 0;
   return s;
 }
 
