@@ -297,3 +297,19 @@ attn_status attn_prec_probe_infer(const attn_clf_ens *e, const int32_t *ids, con
   *ratio = best[1] > 0 ? best[0] / best[1] : 0;
   return ATTN_OK;
 }
+
+attn_status attn_prec_auto_infer(const attn_clf_ens *e, const int32_t *ids, const int32_t *lens,
+                                 int64_t B, int64_t L, attn_precision *prec, char *why,
+                                 size_t why_cap) {
+  attn_prec_info bf;
+  attn_prec_info_get(ATTN_PREC_BF16, &bf);
+  double r = 0;
+  attn_status st = bf.candidate ? attn_prec_probe_infer(e, ids, lens, B, L, &r) : ATTN_OK;
+  if (st) return st;
+  *prec = r >= ATTN_PREC_AUTO_MARGIN ? ATTN_PREC_BF16 : ATTN_PREC_F32;
+  if (!bf.candidate) snprintf(why, why_cap, "bf16: %s", bf.why);
+  else
+    snprintf(why, why_cap, "bf16 %.2fx f32%s; %s", r,
+             r >= ATTN_PREC_AUTO_MARGIN ? "" : ", under the margin", bf.units);
+  return ATTN_OK;
+}

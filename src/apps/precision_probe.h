@@ -111,6 +111,14 @@ const attn_prec_timing *attn_prec_probe_timing(const attn_prec_probe_result *r, 
 attn_status attn_prec_probe_infer(const attn_clf_ens *e, const int32_t *ids,
                                   const int32_t *lens, int64_t B, int64_t L, double *ratio);
 
+/* --precision auto for inference (attn predict, attn eval): the probe above
+ * on ids[B, L], then bf16 when it runs >= ATTN_PREC_AUTO_MARGIN x f32, else
+ * f32; *prec is the choice, why (e.g. "bf16 1.52x f32; GEMM ..." or "bf16:
+ * no bf16 unit ...") what decided it. */
+attn_status attn_prec_auto_infer(const attn_clf_ens *e, const int32_t *ids, const int32_t *lens,
+                                 int64_t B, int64_t L, attn_precision *prec, char *why,
+                                 size_t why_cap);
+
 /* auto's choice from a probe of the candidates (r may be NULL when none
  * was run: f32) and one line saying why, e.g.
  *   "auto: probe 1.52x f32 tokens/s on this CPU, avx512 level, GEMM avx512_bf16, ..."

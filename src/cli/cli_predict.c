@@ -36,19 +36,12 @@ typedef struct {
  * f32; said on stderr (stdout holds the labels). */
 static attn_status decide(infer_prec *ip, const attn_clf_ens *e, const int32_t *ids, int32_t l) {
   ip->decide = 0;
-  double r = 0;
-  attn_status st = attn_prec_probe_infer(e, ids, &l, 1, l, &r);
-  if (st) return st;
-  attn_prec_info bf;
-  attn_prec_info_get(ATTN_PREC_BF16, &bf);
-  ip->ctx.precision = r >= ATTN_PREC_AUTO_MARGIN ? ATTN_PREC_BF16 : ATTN_PREC_F32;
-  if (!bf.candidate)
-    fprintf(stderr, "attn predict: precision f32 (auto: bf16: %s)\n", bf.why);
-  else
-    fprintf(stderr, "attn predict: precision %s (auto: probe of the first message: bf16 %.2fx f32%s; %s)\n",
-            attn_precision_name(ip->ctx.precision), r,
-            r >= ATTN_PREC_AUTO_MARGIN ? "" : ", under the margin", bf.units);
-  return ATTN_OK;
+  char why[256];
+  attn_status st = attn_prec_auto_infer(e, ids, &l, 1, l, &ip->ctx.precision, why, sizeof why);
+  if (!st)
+    fprintf(stderr, "attn predict: precision %s (auto: probe of the first message: %s)\n",
+            attn_precision_name(ip->ctx.precision), why);
+  return st;
 }
 
 /* P(class) of one raw message; its tokens in ids [*n]. */

@@ -390,24 +390,18 @@ static int eval_precision(const attn_clf *m, int n, const attn_clf_data *d, cons
   }
   attn_tok_set t = attn_clf_data_set(d, ATTN_SPLIT_TEST);
   int64_t B = t.n < 8 ? t.n : 8, L = 1;
+  if (B < 1) return attn_set_error(ATTN_EINVAL, "evaluation: the test split is empty"), cli_fail(NULL), 1;
   for (int64_t i = 0; i < B; i++) L = t.lens[i] > L ? t.lens[i] : L;
-  double r = 0;
-  if (bf.candidate && B > 0) {
-    int32_t *ids = calloc((size_t)(B * L), sizeof(int32_t));
-    if (!ids) return cli_error(NULL, "out of memory");
-    for (int64_t i = 0; i < B; i++) memcpy(ids + i * L, t.ids[i], (size_t)t.lens[i] * sizeof(int32_t));
-    attn_clf_ens e = {n, (attn_clf *)m};
-    attn_status st = attn_prec_probe_infer(&e, ids, t.lens, B, L, &r);
-    free(ids);
-    if (st) return cli_fail(NULL);
-  }
-  ctx->precision = r >= ATTN_PREC_AUTO_MARGIN ? ATTN_PREC_BF16 : ATTN_PREC_F32;
-  if (!bf.candidate)
-    printf("precision: f32 (auto: bf16: %s)\n", bf.why);
-  else
-    printf("precision: %s (auto: inference probe of %lld test messages: bf16 %.2fx f32%s; %s)\n",
-           attn_precision_name(ctx->precision), (long long)B, r,
-           r >= ATTN_PREC_AUTO_MARGIN ? "" : ", under the margin", bf.units);
+  int32_t *ids = calloc((size_t)B * (size_t)L, sizeof(int32_t));
+  if (!ids) return attn_set_error(ATTN_ENOMEM, "precision probe: out of memory"), cli_fail(NULL), 1;
+  for (int64_t i = 0; i < B; i++) memcpy(ids + i * L, t.ids[i], (size_t)t.lens[i] * sizeof(int32_t));
+  attn_clf_ens e = {n, (attn_clf *)m};
+  char why[256];
+  attn_status st = attn_prec_auto_infer(&e, ids, t.lens, B, L, &ctx->precision, why, sizeof why);
+  free(ids);
+  if (st) return cli_fail(NULL), 1;
+  printf("precision: %s (auto: inference probe of %lld test messages: %s)\n",
+         attn_precision_name(ctx->precision), (long long)B, why);
   return 0;
 }
 
