@@ -89,7 +89,8 @@ endif
 # ---- end of MPI --------------------------------------------------------------
 
 LIB_SRC := $(wildcard src/core/*.c src/kernels/*.c src/nn/*.c src/io/*.c src/train/*.c)
-APP_SRC := $(wildcard src/apps/*.c)
+# the apps: shared pieces in src/apps/, and one folder per application (wing)
+APP_SRC := $(wildcard src/apps/*.c src/apps/*/*.c)
 CLI_SRC := $(wildcard src/cli/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)
 # make test TESTS="test_kernels test_gemm" runs only those programs
