@@ -53,7 +53,7 @@ static void test_activation_names(void) {
   CHECK(!strcmp(attn_activation_name(a), "gelu_tanh"));
   CHECK(!strcmp(attn_activation_name(ATTN_ACT_GELU), "gelu"));
   CHECK(!strcmp(attn_activation_name(ATTN_ACT_RELU), "relu"));
-  CHECK_ERR(attn_activation_from_name("swish", &a), ATTN_EINVAL);
+  CHECK_ERR(attn_activation_from_name("mish", &a), ATTN_EINVAL);
 }
 
 /* An FFN with ATTN_ACT_GELU_TANH: y = W2 gelu_tanh(W1 x + b1) + b2, forward

@@ -64,6 +64,9 @@ done:
 }
 
 static void test_cli_mha(void) { check_against_golden("tests/golden/nn_mha_nobias_masks.safetensors", "math"); }
+static void test_cli_gated_ffn(void) {
+  check_against_golden("tests/golden/nn_decoder_swiglu.safetensors", "flash");
+}
 static void test_cli_encoder(void) {
   check_against_golden("tests/golden/nn_encoder_pre_gelu_masks.safetensors", "auto");
 }
@@ -146,7 +149,12 @@ static void test_cli_rejects_bad_inputs(void) {
   expect_failure(MHA, &(edit){.add_name = "bogus"}, "'bogus'");
   expect_failure(MHA, &(edit){.meta_key = "kind", .meta_val = "lstm"}, "kind");
   expect_failure(MHA, &(edit){.meta_key = "colour", .meta_val = "red"}, "colour");
-  expect_failure(ENC, &(edit){.meta_key = "activation", .meta_val = "tanh"}, "activation");
+  expect_failure(ENC, &(edit){.meta_key = "activation", .meta_val = "mish"}, "activation");
+  /* a gated FFN without its third Linear; a plain one given a stray linear3 */
+  expect_failure("tests/golden/nn_encoder_swiglu.safetensors", &(edit){.drop = "linear3.weight"},
+                 "linear3.weight");
+  expect_failure("tests/golden/nn_encoder_swiglu.safetensors",
+                 &(edit){.meta_key = "activation", .meta_val = "silu"}, "linear3");
   expect_failure(ENC, &(edit){.meta_key = "num_heads", .meta_val = "x"}, "num_heads");
   expect_failure(ENC, &(edit){.meta_key = "num_heads", .meta_val = "5"}, "num_heads");
   expect_failure(ENC, &(edit){.meta_key = "batch_first", .meta_val = "0"}, "batch_first");
@@ -234,6 +242,7 @@ int main(int argc, char **argv) {
   RUN(test_cli_mha);
   RUN(test_cli_encoder);
   RUN(test_cli_decoder);
+  RUN(test_cli_gated_ffn);
   RUN(test_cli_rejects_bad_inputs);
   RUN(test_cli_boolean_metadata);
   RUN(test_cli_bad_files_and_usage);

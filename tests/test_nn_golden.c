@@ -67,6 +67,12 @@ CASE(nn_seed004_mha)
 CASE(nn_seed004_transformer)
 CASE(nn_mha_gqa)
 CASE(nn_mha_mqa_kdim)
+CASE(nn_encoder_tanh)
+CASE(nn_encoder_silu)
+CASE(nn_encoder_swiglu)
+CASE(nn_encoder_geglu)
+CASE(nn_decoder_swiglu)
+CASE(nn_decoder_silu)
 
 int main(void) {
   RUN(test_nn_mha_self);
@@ -87,6 +93,12 @@ int main(void) {
   RUN(test_nn_seed004_transformer);
   RUN(test_nn_mha_gqa);
   RUN(test_nn_mha_mqa_kdim);
+  RUN(test_nn_encoder_tanh);
+  RUN(test_nn_encoder_silu);
+  RUN(test_nn_encoder_swiglu);
+  RUN(test_nn_encoder_geglu);
+  RUN(test_nn_decoder_swiglu);
+  RUN(test_nn_decoder_silu);
   printf("# worst error / scale over all golden cases: %.2e\n", rel_worst);
   HARNESS_END();
 }

@@ -350,7 +350,7 @@ static void test_bad_arguments(void) {
   attn_encoder_layer enc;
   CHECK_ERR(attn_encoder_declare(&enc, &p, "enc.", &lc), ATTN_EINVAL);
   attn_activation a;
-  CHECK_ERR(attn_activation_from_name("tanh", &a), ATTN_EINVAL);
+  CHECK_ERR(attn_activation_from_name("mish", &a), ATTN_EINVAL);
   CHECK_OK(attn_params_alloc(&p));
   float x[2 * 3 * 10] = {0}, y[2 * 3 * 10];
   attn_mha_saved s = {0};
@@ -380,6 +380,30 @@ static void test_bad_arguments(void) {
   attn_params_free(&p);
 }
 
+/* Gated FFNs declare the third Linear as n1 with '1' -> '3'; a name without
+ * the final '1' and an activation value out of range are errors. */
+static void test_gated_ffn_names(void) {
+  attn_params p;
+  attn_params_init(&p);
+  attn_ffn f;
+  CHECK_OK(attn_ffn_declare(&f, &p, "mlp.", "w1", "w2", 4, 6, ATTN_ACT_SWIGLU, 0));
+  CHECK(attn_params_find(&p, "mlp.w3.weight") >= 0 && attn_params_find(&p, "mlp.w3.bias") >= 0);
+  CHECK(f.l3.weight >= 0 && f.l3.in == 4 && f.l3.out == 6);
+  CHECK_OK(attn_ffn_declare(&f, &p, "plain.", "fc1", "fc2", 4, 6, ATTN_ACT_SILU, 0));
+  CHECK(f.l3.weight == -1 && attn_params_find(&p, "plain.fc3.weight") < 0);
+  CHECK_ERR(attn_ffn_declare(&f, &p, "bad.", "gate", "down", 4, 6, ATTN_ACT_GEGLU, 0),
+            ATTN_EINVAL);
+  CHECK(strstr(attn_last_error(), "gate") != NULL);
+  CHECK_ERR(attn_ffn_declare(&f, &p, "bad2.", "fc1", "fc2", 4, 6, (attn_activation)99, 0),
+            ATTN_EINVAL);
+  attn_activation a;
+  CHECK_OK(attn_activation_from_name("swish", &a));
+  CHECK(a == ATTN_ACT_SILU && !strcmp(attn_activation_name(a), "silu"));
+  CHECK_OK(attn_activation_from_name("geglu", &a));
+  CHECK(attn_activation_gated(a) && !attn_activation_gated(ATTN_ACT_TANH));
+  attn_params_free(&p);
+}
+
 int main(void) {
   RUN(test_linear_matches_loops);
   RUN(test_initialisers);
@@ -390,5 +414,6 @@ int main(void) {
   RUN(test_flash_backend_matches_math);
   RUN(test_fully_masked_rows_give_zeros);
   RUN(test_bad_arguments);
+  RUN(test_gated_ffn_names);
   HARNESS_END();
 }

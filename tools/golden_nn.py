@@ -10,7 +10,8 @@ forward, backward with a random dout, and store in F32:
 Inputs and parameters are rounded to f32 first, so the float64 reference is
 the exact answer for the stored values. Tolerance in the C tests: 1e-4
 relative + small absolute (see tests/test_nn_golden.c).
-Usage: /usr/bin/python3 tools/golden_nn.py tests/golden
+Usage: /usr/bin/python3 tools/golden_nn.py tests/golden [GROUP,...]
+(groups: mha, layer, seed, act, bf; default all)
 """
 import math
 import os
@@ -223,6 +224,63 @@ def layer_cases():
                     "memory_key_padding_mask": kpm_bool(B, Lm)})
 
 
+# ---- other FFN activations: tanh, SiLU, gated SwiGLU / GeGLU ------------------
+# torch 1.13 layers take any callable activation (tanh, silu). The gated FFNs
+# are not in torch: a subclass adds linear3 and computes
+#   linear2(dropout(act(linear1(x)) * linear3(x)))   (Llama's w2(silu(w1 x) * w3 x))
+GATES = {"swiglu": F.silu, "geglu": F.gelu}
+ACTS = {"tanh": torch.tanh, "silu": F.silu}
+
+
+def gated(cls):
+    class Gated(cls):
+        def __init__(self, d_model, nhead, dim_feedforward, gate, **kw):
+            super().__init__(d_model, nhead, dim_feedforward, **kw)
+            self.linear3 = nn.Linear(d_model, dim_feedforward)
+            self.gate = GATES[gate]
+
+        def _ff_block(self, x):
+            return self.dropout2(self.linear2(self.dropout(self.gate(self.linear1(x)) *
+                                                           self.linear3(x))))
+    return Gated
+
+
+class GatedDecoder(gated(nn.TransformerDecoderLayer)):
+    def _ff_block(self, x):  # the decoder's last dropout is dropout3
+        return self.dropout3(self.linear2(self.dropout(self.gate(self.linear1(x)) *
+                                                       self.linear3(x))))
+
+
+def act_layer(kind, E, H, FF, act, norm_first, seed):
+    kw = dict(dropout=0.0, layer_norm_eps=1e-5, batch_first=True, norm_first=norm_first)
+    if act in GATES:
+        cls = gated(nn.TransformerEncoderLayer) if kind == "encoder" else GatedDecoder
+        return prep(cls(E, H, FF, act, **kw), seed)
+    cls = nn.TransformerEncoderLayer if kind == "encoder" else nn.TransformerDecoderLayer
+    return prep(cls(E, H, FF, activation=ACTS[act], **kw), seed)
+
+
+def act_cases():
+    B, L, Lm, E, H, FF = 2, 5, 6, 16, 4, 24
+    for i, (kind, act, nf) in enumerate([("encoder", "tanh", False), ("encoder", "silu", True),
+                                         ("encoder", "swiglu", False), ("encoder", "geglu", True),
+                                         ("decoder", "swiglu", True), ("decoder", "silu", False)]):
+        seed = 30 + i
+        torch.manual_seed(seed)
+        m = act_layer(kind, E, H, FF, act, nf, seed)
+        meta = {"kind": kind, "num_heads": H, "norm_first": int(nf), "activation": act,
+                "layer_norm_eps": "1e-05", "batch_first": 1}
+        if kind == "encoder":
+            src = rnd(B, L, E)
+            inputs = {"src": src, "src_key_padding_mask": kpm_bool(B, L)}
+            out = m(src, src_key_padding_mask=inputs["src_key_padding_mask"])
+        else:
+            tgt, memory = rnd(B, L, E), rnd(B, Lm, E)
+            inputs = {"tgt": tgt, "memory": memory, "tgt_mask": causal_bool(L)}
+            out = m(tgt, memory, tgt_mask=inputs["tgt_mask"])
+        save("nn_%s_%s" % (kind, act), m, inputs, out, {}, meta)
+
+
 # ---- the seeds' modules --------------------------------------------------------
 class SelfAttention000(nn.Module):
     def __init__(self, embed_size):
@@ -345,6 +403,6 @@ def seed_cases():
 
 if __name__ == "__main__":
     os.makedirs(OUT, exist_ok=True)
-    mha_cases()
-    layer_cases()
-    seed_cases()
+    groups = {"mha": mha_cases, "layer": layer_cases, "seed": seed_cases, "act": act_cases}
+    for g in (sys.argv[2].split(",") if len(sys.argv) > 2 else groups):
+        groups[g]()

@@ -102,6 +102,12 @@ ATTN_API attn_status attn_gelu_tanh_f32(const float *x, float *y, int64_t n);
 ATTN_API attn_status attn_gelu_tanh_backward_f32(const float *x, const float *dy, float *dx,
                                                  int64_t n);
 
+/* tanh, as torch.tanh; SiLU (swish) x * sigmoid(x), as torch.nn.SiLU. Scalar. */
+ATTN_API attn_status attn_tanh_f32(const float *x, float *y, int64_t n);
+ATTN_API attn_status attn_tanh_backward_f32(const float *x, const float *dy, float *dx, int64_t n);
+ATTN_API attn_status attn_silu_f32(const float *x, float *y, int64_t n);
+ATTN_API attn_status attn_silu_backward_f32(const float *x, const float *dy, float *dx, int64_t n);
+
 /* ---- dropout: counter-based RNG (Philox-4x32-10), seed + offset ------------
  * Element i is kept iff uniform(seed, offset + i) >= p; kept values scaled by
  * 1/(1-p). mask[n] (1 = kept) is written if non-NULL. Same seed/offset give

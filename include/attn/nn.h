@@ -34,9 +34,22 @@ extern "C" {
 #endif
 
 typedef enum { ATTN_INIT_TORCH = 0, ATTN_INIT_XAVIER = 1 } attn_init;
-/* GELU is the exact-erf one; GELU_TANH its tanh approximation (GPT-2). */
-typedef enum { ATTN_ACT_RELU = 0, ATTN_ACT_GELU = 1, ATTN_ACT_GELU_TANH = 2 } attn_activation;
-/* "relu" | "gelu" | "gelu_tanh" */
+/* GELU is the exact-erf one; GELU_TANH its tanh approximation (GPT-2);
+ * SILU = x sigmoid(x). The gated FFNs (Shazeer 2020, GLU variants) multiply
+ * by a third Linear: SWIGLU a = silu(x W1ᵀ) * (x W3ᵀ) (Llama), GEGLU
+ * a = gelu(x W1ᵀ) * (x W3ᵀ) (exact-erf GELU), then y = a W2ᵀ (attn_ffn). */
+typedef enum {
+  ATTN_ACT_RELU = 0,
+  ATTN_ACT_GELU = 1,
+  ATTN_ACT_GELU_TANH = 2,
+  ATTN_ACT_TANH = 3,
+  ATTN_ACT_SILU = 4,
+  ATTN_ACT_SWIGLU = 5,
+  ATTN_ACT_GEGLU = 6
+} attn_activation;
+/* 1 for the gated ones (SWIGLU, GEGLU): the FFN has a third Linear */
+ATTN_API int attn_activation_gated(attn_activation a);
+/* "relu" | "gelu" | "gelu_tanh" | "tanh" | "silu" (also "swish") | "swiglu" | "geglu" */
 ATTN_API attn_status attn_activation_from_name(const char *name, attn_activation *out);
 /* The name attn_activation_from_name reads ("?" for an invalid value). */
 ATTN_API const char *attn_activation_name(attn_activation a);
@@ -271,12 +284,17 @@ ATTN_API attn_status attn_mha_probs(const attn_mha *m, const attn_mha_saved *s, 
                                     int64_t h, int64_t row0, int64_t nrows, float *probs);
 
 /* ---- feed-forward: "<prefix><n1>.*" [ff, d], "<prefix><n2>.*" [d, ff] -------
- * y = n2(dropout(act(n1(x)))) — torch's linear1/linear2 or the seed's fc1/fc2. */
+ * y = n2(dropout(act(n1(x)))) — torch's linear1/linear2 or the seed's fc1/fc2.
+ * Gated activations (SWIGLU, GEGLU): y = n2(dropout(act(n1(x)) * n3(x))),
+ * n3 [ff, d] named as n1 with its final '1' made '3' (linear1 -> linear3,
+ * fc1 -> fc3, w1 -> w3): Llama's w1 / w3 / w2, i.e. Hugging Face's gate_proj
+ * (n1), up_proj (n3), down_proj (n2). */
 typedef struct {
   attn_linear l1, l2;
   attn_activation act;
   float dropout;
   uint64_t site;
+  attn_linear l3; /* gated activations only (l3.weight = -1 otherwise) */
 } attn_ffn;
 typedef struct {
   int64_t rows;
@@ -287,6 +305,7 @@ typedef struct {
   /* bf16 training path (ReLU, no dropout): x [rows, d_model] and act(h)
    * [rows, ff] in bf16 instead of h and a */
   uint16_t *xh, *ah;
+  float *g; /* gated: n3(x) [rows, ff] */
 } attn_ffn_saved;
 ATTN_API void attn_ffn_saved_free(attn_ffn_saved *s);
 ATTN_API attn_status attn_ffn_declare(attn_ffn *m, attn_params *p, const char *prefix,
@@ -347,7 +366,8 @@ typedef struct {
   void *arena;
 } attn_encoder_saved;
 ATTN_API void attn_encoder_saved_free(attn_encoder_saved *s);
-/* declares self_attn.*, linear1.*, linear2.*, norm1.*, norm2.* under prefix */
+/* declares self_attn.*, linear1.*, linear2.* (gated activations: also
+ * linear3.*), norm1.*, norm2.* under prefix */
 ATTN_API attn_status attn_encoder_declare(attn_encoder_layer *m, attn_params *p, const char *prefix,
                                           const attn_layer_config *c);
 ATTN_API attn_status attn_encoder_init(const attn_encoder_layer *m, attn_params *p, attn_init kind,
@@ -435,7 +455,8 @@ ATTN_API attn_status attn_seed_layer_backward(const attn_seed_layer *m, attn_par
  * in: __metadata__ kind = mha | encoder | decoder (or a seed kind:
  * seed000_self_attention, seed000_mha, seed004_self_attention, seed004_mha,
  * seed004_transformer, input "x"), num_heads, norm_first (boolean), activation
- * (relu|gelu), layer_norm_eps, average_attn_weights (mha, boolean, default
+ * (relu|gelu|gelu_tanh|tanh|silu|swiglu|geglu; the gated swiglu / geglu read
+ * a third FFN Linear "linear3.*", see attn_ffn), layer_norm_eps, average_attn_weights (mha, boolean, default
  * true), batch_first (must be true); booleans are true/false, 1/0, yes/no or
  * on/off in any case (PyTorch's True/False); the parameters under exactly the state_dict
  * names; the inputs under PyTorch's argument names (batch first; BOOL masks

@@ -228,48 +228,68 @@ static attn_status setup_mha_seed000(attn_gc_problem *p) {
   return setup_mha(p, 0, 0, ATTN_MHA_SEED_SHARED);
 }
 
-static attn_layer_config layer_cfg(int norm_first, float dropout) {
+static attn_layer_config layer_cfg_act(int norm_first, float dropout, attn_activation act) {
   attn_layer_config lc;
   memset(&lc, 0, sizeof lc);
   lc.d_model = 8;
   lc.nhead = 2;
   lc.dim_feedforward = 12;
   lc.dropout = dropout;
-  lc.activation = ATTN_ACT_GELU;
+  lc.activation = act;
   lc.layer_norm_eps = 1e-5f;
   lc.norm_first = norm_first;
   lc.bias = 1;
   return lc;
 }
 
-static attn_status setup_encoder(attn_gc_problem *p, int norm_first, float dropout) {
+static attn_status setup_encoder_act(attn_gc_problem *p, int norm_first, float dropout,
+                                     attn_activation act) {
   const int64_t B = 2, L = 3, E = 8;
   mctx *c = begin(p, M_ENCODER, B, L, L, E);
   if (!c || !input(p, "src", B * L * E, 1)) return ATTN_ENOMEM;
-  attn_layer_config lc = layer_cfg(norm_first, dropout);
+  attn_layer_config lc = layer_cfg_act(norm_first, dropout, act);
   c->ctx.training = dropout > 0;
   attn_status st = bool_masks(p, &c->m1, B, L, L);
   if (!st) st = attn_encoder_declare(&c->enc, &c->prm, "enc.", &lc);
   return st ? st : finish(p, c, B * L * E);
 }
+static attn_status setup_encoder(attn_gc_problem *p, int norm_first, float dropout) {
+  return setup_encoder_act(p, norm_first, dropout, ATTN_ACT_GELU);
+}
 static attn_status setup_encoder_post(attn_gc_problem *p) { return setup_encoder(p, 0, 0); }
+static attn_status setup_encoder_tanh(attn_gc_problem *p) {
+  return setup_encoder_act(p, 0, 0, ATTN_ACT_TANH);
+}
+static attn_status setup_encoder_silu(attn_gc_problem *p) {
+  return setup_encoder_act(p, 1, 0, ATTN_ACT_SILU);
+}
+static attn_status setup_encoder_swiglu_dropout(attn_gc_problem *p) {
+  return setup_encoder_act(p, 1, 0.2f, ATTN_ACT_SWIGLU);
+}
 static attn_status setup_encoder_pre_dropout(attn_gc_problem *p) {
   return setup_encoder(p, 1, 0.2f);
 }
 
-static attn_status setup_decoder(attn_gc_problem *p, int norm_first, float dropout) {
+static attn_status setup_decoder_act(attn_gc_problem *p, int norm_first, float dropout,
+                                     attn_activation act) {
   const int64_t B = 2, L = 3, Lm = 4, E = 8;
   mctx *c = begin(p, M_DECODER, B, L, Lm, E);
   if (!c || !input(p, "tgt", B * L * E, 1) || !input(p, "memory", B * Lm * E, 2))
     return ATTN_ENOMEM;
-  attn_layer_config lc = layer_cfg(norm_first, dropout);
+  attn_layer_config lc = layer_cfg_act(norm_first, dropout, act);
   c->ctx.training = dropout > 0;
   c->m1.causal = 1;
   attn_status st = bool_masks(p, &c->m2, B, L, Lm);
   if (!st) st = attn_decoder_declare(&c->dec, &c->prm, "dec.", &lc);
   return st ? st : finish(p, c, B * L * E);
 }
+static attn_status setup_decoder(attn_gc_problem *p, int norm_first, float dropout) {
+  return setup_decoder_act(p, norm_first, dropout, ATTN_ACT_GELU);
+}
 static attn_status setup_decoder_post(attn_gc_problem *p) { return setup_decoder(p, 0, 0); }
+static attn_status setup_decoder_geglu(attn_gc_problem *p) {
+  return setup_decoder_act(p, 0, 0, ATTN_ACT_GEGLU);
+}
 static attn_status setup_decoder_pre_dropout(attn_gc_problem *p) {
   return setup_decoder(p, 1, 0.2f);
 }
@@ -297,6 +317,10 @@ static const attn_gradcheck_case cases[] = {
     {"nn.decoder.post_masks", setup_decoder_post, 1e-2f, 4e-4, 1e-2, 24},
     {"nn.decoder.pre_dropout", setup_decoder_pre_dropout, 1e-2f, 4e-4, 1e-2, 24},
     {"nn.seed004.mha", setup_seed004_mha, 1e-2f, 4e-4, 1e-2, 24},
+    {"nn.encoder.tanh", setup_encoder_tanh, 1e-2f, 4e-4, 1e-2, 24},
+    {"nn.encoder.silu", setup_encoder_silu, 1e-2f, 4e-4, 1e-2, 24},
+    {"nn.encoder.swiglu_dropout", setup_encoder_swiglu_dropout, 1e-2f, 4e-4, 1e-2, 24},
+    {"nn.decoder.geglu", setup_decoder_geglu, 1e-2f, 4e-4, 1e-2, 24},
 };
 
 int attn_gradcheck_nn_cases(const attn_gradcheck_case **out) {

@@ -116,3 +116,44 @@ attn_status attn_gelu_tanh_backward_f32(const float *x, const float *dy, float *
   }
   return ATTN_OK;
 }
+
+/* tanh (torch.tanh): tanh'(x) = 1 - tanh(x)^2. */
+attn_status attn_tanh_f32(const float *x, float *y, int64_t n) {
+  attn_status st = check_args("tanh", x, y, y, n);
+  if (st != ATTN_OK) return st;
+#pragma omp parallel for num_threads(attn_get_num_threads()) if (n >= PAR_MIN_ELEMS)
+  for (int64_t i = 0; i < n; i++) y[i] = tanhf(x[i]);
+  return ATTN_OK;
+}
+
+attn_status attn_tanh_backward_f32(const float *x, const float *dy, float *dx, int64_t n) {
+  attn_status st = check_args("tanh_backward", x, dy, dx, n);
+  if (st != ATTN_OK) return st;
+#pragma omp parallel for num_threads(attn_get_num_threads()) if (n >= PAR_MIN_ELEMS)
+  for (int64_t i = 0; i < n; i++) {
+    float t = tanhf(x[i]);
+    dx[i] = dy[i] * (1.0f - t * t);
+  }
+  return ATTN_OK;
+}
+
+/* SiLU / swish (torch.nn.SiLU, F.silu): silu(x) = x s, s = sigmoid(x);
+ * silu'(x) = s (1 + x (1 - s)). */
+attn_status attn_silu_f32(const float *x, float *y, int64_t n) {
+  attn_status st = check_args("silu", x, y, y, n);
+  if (st != ATTN_OK) return st;
+#pragma omp parallel for num_threads(attn_get_num_threads()) if (n >= PAR_MIN_ELEMS)
+  for (int64_t i = 0; i < n; i++) y[i] = x[i] / (1.0f + expf(-x[i]));
+  return ATTN_OK;
+}
+
+attn_status attn_silu_backward_f32(const float *x, const float *dy, float *dx, int64_t n) {
+  attn_status st = check_args("silu_backward", x, dy, dx, n);
+  if (st != ATTN_OK) return st;
+#pragma omp parallel for num_threads(attn_get_num_threads()) if (n >= PAR_MIN_ELEMS)
+  for (int64_t i = 0; i < n; i++) {
+    float v = x[i], s = 1.0f / (1.0f + expf(-v));
+    dx[i] = dy[i] * s * (1.0f + v * (1.0f - s));
+  }
+  return ATTN_OK;
+}

@@ -79,7 +79,8 @@ static attn_status read_meta(const attn_st *in, layer_meta *m) {
   const char *a = attn_st_meta(in, "activation");
   m->act = ATTN_ACT_RELU;
   if (a && attn_activation_from_name(a, &m->act))
-    return attn_set_error(ATTN_EINVAL, "metadata 'activation' = '%.60s': expected relu or gelu", a);
+    return attn_set_error(ATTN_EINVAL, "metadata 'activation' = '%.60s': expected relu, gelu, gelu_tanh, "
+                          "tanh, silu, swiglu or geglu", a);
   const char *e = attn_st_meta(in, "layer_norm_eps");
   m->eps = 1e-5f;
   if (e) {

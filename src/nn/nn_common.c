@@ -91,30 +91,33 @@ attn_status attn_nn_name(char *buf, const char *a, const char *b) {
   return ATTN_OK;
 }
 
+static const struct {
+  const char *name;
+  attn_activation act;
+} act_names[] = {{"relu", ATTN_ACT_RELU},     {"gelu", ATTN_ACT_GELU},
+                 {"gelu_tanh", ATTN_ACT_GELU_TANH}, {"tanh", ATTN_ACT_TANH},
+                 {"silu", ATTN_ACT_SILU},     {"swish", ATTN_ACT_SILU},
+                 {"swiglu", ATTN_ACT_SWIGLU}, {"geglu", ATTN_ACT_GEGLU}};
+
 attn_status attn_activation_from_name(const char *name, attn_activation *out) {
-  if (name && !strcmp(name, "relu")) {
-    *out = ATTN_ACT_RELU;
-    return ATTN_OK;
-  }
-  if (name && !strcmp(name, "gelu")) {
-    *out = ATTN_ACT_GELU;
-    return ATTN_OK;
-  }
-  if (name && !strcmp(name, "gelu_tanh")) {
-    *out = ATTN_ACT_GELU_TANH;
-    return ATTN_OK;
-  }
-  return attn_set_error(ATTN_EINVAL, "activation '%.60s' is not relu, gelu or gelu_tanh",
+  for (size_t i = 0; name && i < sizeof act_names / sizeof act_names[0]; i++)
+    if (!strcmp(name, act_names[i].name)) {
+      *out = act_names[i].act;
+      return ATTN_OK;
+    }
+  return attn_set_error(ATTN_EINVAL,
+                        "activation '%.60s' is not relu, gelu, gelu_tanh, tanh, silu, swiglu or geglu",
                         name ? name : "(null)");
 }
 
 const char *attn_activation_name(attn_activation a) {
-  switch (a) {
-  case ATTN_ACT_RELU: return "relu";
-  case ATTN_ACT_GELU: return "gelu";
-  case ATTN_ACT_GELU_TANH: return "gelu_tanh";
-  }
+  for (size_t i = 0; i < sizeof act_names / sizeof act_names[0]; i++)
+    if (act_names[i].act == a) return act_names[i].name;
   return "?";
+}
+
+int attn_activation_gated(attn_activation a) {
+  return a == ATTN_ACT_SWIGLU || a == ATTN_ACT_GEGLU;
 }
 
 static attn_status check_index(const attn_params *p, int index, const char *fn) {
