@@ -3,7 +3,10 @@
  * modules under state_dict names) and compares out, attn_weights and every
  * grad.<name> the file holds. The reference is float64 torch on f32-rounded
  * inputs. Tolerance (f32): |got - want| <= 1e-4 * max(1, max|want|) + 1e-4 * |want|
- * per tensor, i.e. ~1e-4 relative to the tensor's scale. */
+ * per tensor, i.e. ~1e-4 relative to the tensor's scale.
+ * Files with F16 / BF16 parameters and inputs (values exact in those dtypes)
+ * check the exact widening; *_seq_first files are batch_first=False
+ * ([L, B, E] inputs, outputs and input gradients). */
 #include "harness.h"
 
 static double rel_worst; /* worst error / scale over all cases */
@@ -26,6 +29,8 @@ static void run_case(const char *file) {
     }
     int64_t n = attn_tensor_numel(want);
     CHECK(got->ndim == want->ndim && attn_tensor_numel(got) == n);
+    for (int d = 0; d < want->ndim && got->ndim == want->ndim; d++)
+      CHECK(got->shape[d] == want->shape[d]);
     if (attn_tensor_numel(got) != n) continue;
     double scale = 1;
     for (int64_t k = 0; k < n; k++)
@@ -73,6 +78,12 @@ CASE(nn_encoder_swiglu)
 CASE(nn_encoder_geglu)
 CASE(nn_decoder_swiglu)
 CASE(nn_decoder_silu)
+CASE(nn_mha_seq_first)
+CASE(nn_mha_self_seq_first)
+CASE(nn_encoder_seq_first)
+CASE(nn_decoder_seq_first)
+CASE(nn_encoder_bf16_params_f16_src)
+CASE(nn_mha_f16_params_bf16_inputs_seq_first)
 
 int main(void) {
   RUN(test_nn_mha_self);
@@ -99,6 +110,12 @@ int main(void) {
   RUN(test_nn_encoder_geglu);
   RUN(test_nn_decoder_swiglu);
   RUN(test_nn_decoder_silu);
+  RUN(test_nn_mha_seq_first);
+  RUN(test_nn_mha_self_seq_first);
+  RUN(test_nn_encoder_seq_first);
+  RUN(test_nn_decoder_seq_first);
+  RUN(test_nn_encoder_bf16_params_f16_src);
+  RUN(test_nn_mha_f16_params_bf16_inputs_seq_first);
   printf("# worst error / scale over all golden cases: %.2e\n", rel_worst);
   HARNESS_END();
 }

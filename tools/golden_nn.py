@@ -11,7 +11,7 @@ Inputs and parameters are rounded to f32 first, so the float64 reference is
 the exact answer for the stored values. Tolerance in the C tests: 1e-4
 relative + small absolute (see tests/test_nn_golden.c).
 Usage: /usr/bin/python3 tools/golden_nn.py tests/golden [GROUP,...]
-(groups: mha, layer, seed, act, bf; default all)
+(groups: mha, layer, seed, act, bf, lowp; default all)
 """
 import math
 import os
@@ -49,9 +49,10 @@ def rnd(*shape, scale=1.0):
     return r32(torch.randn(*shape, dtype=torch.float64) * scale).requires_grad_(True)
 
 
-def save(name, module, inputs, out, extra, meta, drop=()):
+def save(name, module, inputs, out, extra, meta, drop=(), dtypes=None):
     """inputs: dict argname -> tensor (float ones get grads); extra: dict of
-    more output tensors (attn_weights)."""
+    more output tensors (attn_weights); dtypes: name -> torch dtype the
+    tensor is stored in (default F32; the values must be exact in it)."""
     torch.manual_seed(12345)
     dout = r32(torch.randn_like(out))
     out.backward(dout)
@@ -72,6 +73,9 @@ def save(name, module, inputs, out, extra, meta, drop=()):
     for k in drop:  # parameters that do not exist in the emulated module
         t.pop(k)
         t.pop("grad." + k)
+    for k, dt in (dtypes or {}).items():
+        assert torch.equal(t[k].to(dt).float(), t[k]), k  # exact in its storage dtype
+        t[k] = t[k].to(dt)
     path = os.path.join(OUT, name + ".safetensors")
     st.save(path, t, meta)
     print(path, os.path.getsize(path), "bytes")
@@ -102,14 +106,15 @@ def float_mask(*shape):
 
 # ---- MultiheadAttention ------------------------------------------------------
 def mha_case(name, E, H, B, Lq, Lk, kdim=None, vdim=None, bias=True, cross=False,
-             kpm=None, attn_mask=None, average=True, seed=0):
-    m = prep(nn.MultiheadAttention(E, H, dropout=0.0, bias=bias, batch_first=True,
+             kpm=None, attn_mask=None, average=True, seed=0, batch_first=True):
+    m = prep(nn.MultiheadAttention(E, H, dropout=0.0, bias=bias, batch_first=batch_first,
                                    kdim=kdim, vdim=vdim), seed)
-    query = rnd(B, Lq, E)
+    bl = (lambda b, l: (b, l)) if batch_first else (lambda b, l: (l, b))
+    query = rnd(*bl(B, Lq), E)
     inputs = {"query": query}
     if cross:
-        key = rnd(B, Lk, kdim or E)
-        value = rnd(B, Lk, vdim or E)
+        key = rnd(*bl(B, Lk), kdim or E)
+        value = rnd(*bl(B, Lk), vdim or E)
         inputs["key"] = key
         inputs["value"] = value
     else:
@@ -120,7 +125,7 @@ def mha_case(name, E, H, B, Lq, Lk, kdim=None, vdim=None, bias=True, cross=False
         inputs["attn_mask"] = attn_mask
     out, w = m(query, key, value, key_padding_mask=kpm, attn_mask=attn_mask,
                need_weights=True, average_attn_weights=average)
-    meta = {"kind": "mha", "num_heads": H, "batch_first": 1,
+    meta = {"kind": "mha", "num_heads": H, "batch_first": int(batch_first),
             "average_attn_weights": int(average)}
     save(name, m, inputs, out, {"attn_weights": w}, meta)
 
@@ -162,12 +167,12 @@ def no_bias(m):
 
 
 def enc_case(name, E, H, FF, B, L, norm_first, act, eps, src_mask=None, kpm=None, seed=0,
-             bias=True):
+             bias=True, batch_first=True):
     m = prep(nn.TransformerEncoderLayer(E, H, FF, dropout=0.0, activation=act,
-                                        layer_norm_eps=eps, batch_first=True,
+                                        layer_norm_eps=eps, batch_first=batch_first,
                                         norm_first=norm_first), seed)
     drop = [] if bias else no_bias(m)
-    src = rnd(B, L, E)
+    src = rnd(B, L, E) if batch_first else rnd(L, B, E)
     inputs = {"src": src}
     if src_mask is not None:
         inputs["src_mask"] = src_mask
@@ -175,21 +180,21 @@ def enc_case(name, E, H, FF, B, L, norm_first, act, eps, src_mask=None, kpm=None
         inputs["src_key_padding_mask"] = kpm
     out = m(src, src_mask=src_mask, src_key_padding_mask=kpm)
     meta = {"kind": "encoder", "num_heads": H, "norm_first": int(norm_first), "activation": act,
-            "layer_norm_eps": repr(eps), "batch_first": 1}
+            "layer_norm_eps": repr(eps), "batch_first": int(batch_first)}
     save(name, m, inputs, out, {}, meta, drop)
 
 
-def dec_case(name, E, H, FF, B, L, Lm, norm_first, act, eps, masks, seed=0):
+def dec_case(name, E, H, FF, B, L, Lm, norm_first, act, eps, masks, seed=0, batch_first=True):
     m = prep(nn.TransformerDecoderLayer(E, H, FF, dropout=0.0, activation=act,
-                                        layer_norm_eps=eps, batch_first=True,
+                                        layer_norm_eps=eps, batch_first=batch_first,
                                         norm_first=norm_first), seed)
-    tgt = rnd(B, L, E)
-    memory = rnd(B, Lm, E)
+    tgt = rnd(B, L, E) if batch_first else rnd(L, B, E)
+    memory = rnd(B, Lm, E) if batch_first else rnd(Lm, B, E)
     inputs = {"tgt": tgt, "memory": memory}
     inputs.update({k: v for k, v in masks.items() if v is not None})
     out = m(tgt, memory, **masks)
     meta = {"kind": "decoder", "num_heads": H, "norm_first": int(norm_first), "activation": act,
-            "layer_norm_eps": repr(eps), "batch_first": 1}
+            "layer_norm_eps": repr(eps), "batch_first": int(batch_first)}
     save(name, m, inputs, out, {}, meta)
 
 
@@ -222,6 +227,61 @@ def layer_cases():
              masks={"tgt_mask": r32(cm), "memory_mask": float_mask(L, Lm),
                     "tgt_key_padding_mask": kpm_bool(B, L),
                     "memory_key_padding_mask": kpm_bool(B, Lm)})
+
+
+# ---- batch_first=False (torch's default): sequence-first [L, B, E] tensors ------
+def seq_first_cases():
+    B, H, Lq, Lk = 3, 4, 5, 6
+    torch.manual_seed(40)
+    mha_case("nn_mha_seq_first", E=16, H=H, B=B, Lq=Lq, Lk=Lk, kdim=12, vdim=10, cross=True,
+             kpm=kpm_bool(B, Lk), attn_mask=rand_bool_mask(Lq, Lk), average=False, seed=40,
+             batch_first=False)
+    torch.manual_seed(41)
+    mha_case("nn_mha_self_seq_first", E=16, H=2, B=2, Lq=4, Lk=4, seed=41, batch_first=False)
+    torch.manual_seed(42)
+    enc_case("nn_encoder_seq_first", E=16, H=4, FF=32, B=B, L=Lq, norm_first=True, act="gelu",
+             eps=1e-5, src_mask=causal_bool(Lq), kpm=kpm_bool(B, Lq), seed=42, batch_first=False)
+    torch.manual_seed(43)
+    L, Lm = 4, 7
+    dec_case("nn_decoder_seq_first", E=16, H=4, FF=32, B=B, L=L, Lm=Lm, norm_first=False,
+             act="relu", eps=1e-5, seed=43, batch_first=False,
+             masks={"tgt_mask": causal_bool(L), "memory_key_padding_mask": kpm_bool(B, Lm)})
+
+
+# ---- F16 / BF16 tensors: values rounded to the storage dtype, reference in float64 -----
+def lowp_cases():
+    torch.manual_seed(50)
+    B, L, E, H, FF = 2, 5, 16, 4, 24
+    m = prep(nn.TransformerEncoderLayer(E, H, FF, dropout=0.0, batch_first=True,
+                                        activation="gelu"), 50)
+    with torch.no_grad():
+        for p in m.parameters():
+            p.copy_(p.bfloat16().double())
+    src = r32(torch.randn(B, L, E, dtype=torch.float64).half().double()).requires_grad_(True)
+    kpm = kpm_bool(B, L)
+    out = m(src, src_key_padding_mask=kpm)
+    meta = {"kind": "encoder", "num_heads": H, "activation": "gelu", "batch_first": 1}
+    dt = {k: torch.bfloat16 for k in m.state_dict()}
+    dt["src"] = torch.float16
+    save("nn_encoder_bf16_params_f16_src", m, {"src": src, "src_key_padding_mask": kpm}, out, {},
+         meta, dtypes=dt)
+    torch.manual_seed(51)
+    Lq, Lk = 4, 6
+    m = prep(nn.MultiheadAttention(E, H, dropout=0.0, batch_first=False), 51)
+    with torch.no_grad():
+        for p in m.parameters():
+            p.copy_(p.half().double())
+    q = torch.randn(Lq, B, E, dtype=torch.float64).bfloat16().double().requires_grad_(True)
+    kv = torch.randn(Lk, B, E, dtype=torch.float64).bfloat16().double().requires_grad_(True)
+    kv2 = kv.detach().clone().requires_grad_(True)  # key and value: separate inputs, same values
+    am = float_mask(Lq, Lk).half().double()
+    out, w = m(q, kv, kv2, attn_mask=am, need_weights=True)
+    dt = {k: torch.float16 for k in m.state_dict()}
+    dt.update({"query": torch.bfloat16, "key": torch.bfloat16, "value": torch.bfloat16,
+               "attn_mask": torch.float16})
+    save("nn_mha_f16_params_bf16_inputs_seq_first", m,
+         {"query": q, "key": kv, "value": kv2, "attn_mask": am}, out, {"attn_weights": w},
+         {"kind": "mha", "num_heads": H, "batch_first": 0}, dtypes=dt)
 
 
 # ---- other FFN activations: tanh, SiLU, gated SwiGLU / GeGLU ------------------
@@ -403,6 +463,7 @@ def seed_cases():
 
 if __name__ == "__main__":
     os.makedirs(OUT, exist_ok=True)
-    groups = {"mha": mha_cases, "layer": layer_cases, "seed": seed_cases, "act": act_cases}
+    groups = {"mha": mha_cases, "layer": layer_cases, "seed": seed_cases, "act": act_cases,
+              "bf": seq_first_cases, "lowp": lowp_cases}
     for g in (sys.argv[2].split(",") if len(sys.argv) > 2 else groups):
         groups[g]()

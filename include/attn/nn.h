@@ -457,10 +457,13 @@ ATTN_API attn_status attn_seed_layer_backward(const attn_seed_layer *m, attn_par
  * seed004_transformer, input "x"), num_heads, norm_first (boolean), activation
  * (relu|gelu|gelu_tanh|tanh|silu|swiglu|geglu; the gated swiglu / geglu read
  * a third FFN Linear "linear3.*", see attn_ffn), layer_norm_eps, average_attn_weights (mha, boolean, default
- * true), batch_first (must be true); booleans are true/false, 1/0, yes/no or
+ * true), batch_first (default true; false: query/key/value/src/tgt/memory,
+ * dout, out and their grad.<name> are [L, B, E], as PyTorch's default; masks
+ * and attn_weights keep their batch-first shapes); booleans are true/false, 1/0, yes/no or
  * on/off in any case (PyTorch's True/False); the parameters under exactly the state_dict
- * names; the inputs under PyTorch's argument names (batch first; BOOL masks
- * true = NOT allowed, F32 masks added); optional dout. Tensors "out",
+ * names; the inputs under PyTorch's argument names (BOOL masks true = NOT
+ * allowed, float masks added); optional dout. Float tensors may be F32, F16
+ * or BF16 (widened to F32 exactly; every output is F32). Tensors "out",
  * "attn_weights" and "grad.*" (a reference export) are ignored; any other
  * unknown name is an error naming it. *out receives "out", for mha
  * "attn_weights", and with dout "grad.<name>" for every float input and

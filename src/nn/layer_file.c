@@ -14,7 +14,7 @@
 typedef struct {
   const char *kind;
   int64_t heads, kv_heads; /* kv_heads: mha only, 0 = heads */
-  int norm_first, average;
+  int norm_first, average, batch_first;
   attn_activation act;
   float eps;
 } layer_meta;
@@ -66,16 +66,15 @@ static attn_status read_meta(const attn_st *in, layer_meta *m) {
   }
   m->kind = attn_st_meta(in, "kind");
   if (!m->kind) return attn_set_error(ATTN_EINVAL, "metadata 'kind' is missing (mha|encoder|decoder)");
-  int batch_first;
   attn_status st = meta_int(in, "num_heads", 1, 1 << 20, 0, &m->heads);
   if (!st) st = meta_int(in, "num_kv_heads", 0, 1 << 20, 0, &m->kv_heads);
   if (!st) st = meta_bool(in, "norm_first", 0, &m->norm_first);
   if (!st) st = meta_bool(in, "average_attn_weights", 1, &m->average);
-  if (!st) st = meta_bool(in, "batch_first", 1, &batch_first);
+  if (!st) st = meta_bool(in, "batch_first", 1, &m->batch_first);
   if (st) return st;
-  if (!batch_first)
-    return attn_set_error(ATTN_EINVAL, "metadata 'batch_first' = '%.60s': only batch_first=True "
-                          "(tensors [B, L, E]) is supported", attn_st_meta(in, "batch_first"));
+  if (!m->batch_first && !strncmp(m->kind, "seed", 4))
+    return attn_set_error(ATTN_EINVAL, "metadata 'batch_first' = '%.60s': the seed modules are "
+                          "batch first (x [B, L, E])", attn_st_meta(in, "batch_first"));
   const char *a = attn_st_meta(in, "activation");
   m->act = ATTN_ACT_RELU;
   if (a && attn_activation_from_name(a, &m->act))
@@ -412,12 +411,34 @@ static attn_status run_seed(run_state *r, const layer_meta *lm) {
   return st;
 }
 
+static attn_status run_kind(const attn_st *in, const layer_meta *lm, attn_backend backend,
+                            attn_st **out);
+
+/* F16 / BF16 widened and sequence-first tensors transposed around the run
+ * (layer_file_prep.c) */
 attn_status attn_layer_run_st(const attn_st *in, attn_backend backend, attn_st **out) {
   if (!in || !out) return attn_set_error(ATTN_EINVAL, "layer_run_st: NULL argument");
   *out = NULL;
   layer_meta lm;
   attn_status st = read_meta(in, &lm);
   if (st) return st;
+  if (!attn_nn_layer_needs_prep(in, lm.batch_first)) return run_kind(in, &lm, backend, out);
+  attn_st *wide = NULL;
+  st = attn_nn_layer_prep_in(in, lm.batch_first, &wide);
+  if (!st) st = run_kind(wide, &lm, backend, out);
+  if (!st && !lm.batch_first) st = attn_nn_layer_prep_out(*out);
+  attn_st_free(wide);
+  if (st) {
+    attn_st_free(*out);
+    *out = NULL;
+  }
+  return st;
+}
+
+static attn_status run_kind(const attn_st *in, const layer_meta *lm_in, attn_backend backend,
+                            attn_st **out) {
+  layer_meta lm = *lm_in;
+  attn_status st;
   static const struct {
     const char *kind;
     attn_status (*fn)(run_state *, const layer_meta *);

@@ -93,4 +93,12 @@ attn_status attn_nn_layer_attn(attn_mha *a, attn_params *p, const char *prefix, 
                           const attn_layer_config *c);
 attn_status attn_nn_layer_norm(attn_layernorm *ln, attn_params *p, const char *prefix,
                           const char *name, const attn_layer_config *c);
+/* attn layer's input normalisation (layer_file_prep.c): 1 when the file has
+ * F16 / BF16 tensors or is sequence first; *out = a copy with those widened
+ * to F32 and, unless batch_first, the [L, B, E] inputs and dout made
+ * [B, L, E]; prep_out transposes out and grad.<input> back. */
+int attn_nn_layer_needs_prep(const attn_st *in, int batch_first);
+attn_status attn_nn_layer_prep_in(const attn_st *in, int batch_first, attn_st **out);
+attn_status attn_nn_layer_prep_out(attn_st *out);
+
 #endif
