@@ -52,6 +52,11 @@ ATTN_API attn_status attn_st_add(attn_st *st, const char *name, attn_dtype dtype
 ATTN_API attn_status attn_st_add_f32(attn_st *st, const char *name, int ndim, const int64_t *shape,
                                      const float *data);
 
+/* *out = a copy of in (tensors and metadata) with every F16 / BF16 tensor
+ * widened to F32 (exact), except those named in keep (NULL-terminated; may
+ * be NULL). Free with attn_st_free; NULL on error. */
+ATTN_API attn_status attn_st_widen(const attn_st *in, const char *const *keep, attn_st **out);
+
 /* Atomic write (tmp file + fsync + rename). */
 ATTN_API attn_status attn_st_save(const attn_st *st, const char *path);
 

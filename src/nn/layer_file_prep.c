@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attn/lowp.h"
 #include "nn/nn_internal.h"
 
 static const char *const seq_names[] = {"query", "key", "value", "src", "tgt", "memory", "dout"};
@@ -45,41 +44,27 @@ int attn_nn_layer_needs_prep(const attn_st *in, int batch_first) {
   return 0;
 }
 
-attn_status attn_nn_layer_prep_in(const attn_st *in, int batch_first, attn_st **out) {
-  attn_status st = attn_st_new(out);
-  for (int i = 0; !st && i < attn_st_count(in); i++) {
-    const char *name = attn_st_name(in, i);
-    const attn_tensor *t = attn_st_get(in, name);
-    int wide = t->dtype == ATTN_F16 || t->dtype == ATTN_BF16;
-    int swap = !batch_first && is_seq(name);
-    if (swap && t->ndim != 3)
-      st = attn_set_error(ATTN_EINVAL, "tensor '%s' has %d dimensions: batch_first=false "
+/* the [L, B, ...] tensor `name` of st replaced by its [B, L, ...] transpose
+ * (or back) */
+static attn_status swap_in_place(attn_st *st, const char *name) {
+  const attn_tensor *t = attn_st_get(st, name);
+  if (t->ndim != 3)
+    return attn_set_error(ATTN_EINVAL, "tensor '%s' has %d dimensions: batch_first=false "
                           "expects [L, B, E]", name, t->ndim);
-    if (st || (!wide && !swap)) {
-      if (!st) st = attn_st_add(*out, name, t->dtype, t->ndim, t->shape, t->data);
-      continue;
-    }
-    int64_t n = attn_tensor_numel(t);
-    float *f = wide ? malloc(sizeof(float) * (size_t)(n ? n : 1)) : NULL;
-    size_t es = wide ? sizeof(float) : attn_dtype_size(t->dtype);
-    char *sw = swap ? malloc(es * (size_t)(n ? n : 1)) : NULL;
-    if ((wide && !f) || (swap && !sw)) {
-      st = attn_set_error(ATTN_ENOMEM, "layer: out of memory widening '%s'", name);
-    } else {
-      if (t->dtype == ATTN_F16) attn_f16_to_f32_n(t->data, f, n);
-      if (t->dtype == ATTN_BF16) attn_bf16_to_f32_n(t->data, f, n);
-      attn_tensor w = *t;
-      if (wide) w.dtype = ATTN_F32, w.data = f;
-      int64_t shape[ATTN_MAX_DIMS];
-      memcpy(shape, t->shape, sizeof shape);
-      if (swap) swap01(&w, es, sw, shape);
-      st = attn_st_add(*out, name, w.dtype, t->ndim, shape, swap ? sw : w.data);
-    }
-    free(f);
-    free(sw);
-  }
-  for (int i = 0; !st && i < attn_st_meta_count(in); i++)
-    st = attn_st_set_meta(*out, attn_st_meta_key(in, i), attn_st_meta(in, attn_st_meta_key(in, i)));
+  size_t es = attn_dtype_size(t->dtype);
+  int64_t n = attn_tensor_numel(t), shape[ATTN_MAX_DIMS];
+  char *sw = malloc(es * (size_t)(n ? n : 1));
+  if (!sw) return attn_set_error(ATTN_ENOMEM, "layer: out of memory transposing '%s'", name);
+  swap01(t, es, sw, shape);
+  attn_status s = attn_st_add(st, name, t->dtype, t->ndim, shape, sw);
+  free(sw);
+  return s;
+}
+
+attn_status attn_nn_layer_prep_in(const attn_st *in, int batch_first, attn_st **out) {
+  attn_status st = attn_st_widen(in, NULL, out);
+  for (int i = 0; !st && !batch_first && i < attn_st_count(*out); i++)
+    if (is_seq(attn_st_name(*out, i))) st = swap_in_place(*out, attn_st_name(*out, i));
   if (st) {
     attn_st_free(*out);
     *out = NULL;
@@ -88,18 +73,11 @@ attn_status attn_nn_layer_prep_in(const attn_st *in, int batch_first, attn_st **
 }
 
 attn_status attn_nn_layer_prep_out(attn_st *out) {
-  for (int i = 0; i < attn_st_count(out); i++) {
+  attn_status st = ATTN_OK;
+  for (int i = 0; !st && i < attn_st_count(out); i++) {
     const char *name = attn_st_name(out, i);
-    if (strcmp(name, "out") && !(!strncmp(name, "grad.", 5) && is_seq(name + 5))) continue;
-    const attn_tensor *t = attn_st_get(out, name);
-    size_t es = attn_dtype_size(t->dtype);
-    int64_t n = attn_tensor_numel(t), shape[ATTN_MAX_DIMS];
-    char *sw = malloc(es * (size_t)(n ? n : 1));
-    if (!sw) return attn_set_error(ATTN_ENOMEM, "layer: out of memory transposing '%s'", name);
-    swap01(t, es, sw, shape);
-    attn_status st = attn_st_add(out, name, t->dtype, t->ndim, shape, sw);
-    free(sw);
-    if (st) return st;
+    if (!strcmp(name, "out") || (!strncmp(name, "grad.", 5) && is_seq(name + 5)))
+      st = swap_in_place(out, name);
   }
-  return ATTN_OK;
+  return st;
 }
