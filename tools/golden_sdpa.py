@@ -1,6 +1,6 @@
 """Golden files for scaled dot-product attention (tests/golden/sdpa_*.safetensors).
 
-    /usr/bin/python3 tools/golden_sdpa.py tests/golden
+    /usr/bin/python3 tools/golden_sdpa.py tests/golden [NAME,...]
 
 torch 1.13 has no F.scaled_dot_product_attention, so the reference is written
 out: softmax(q kᵀ * scale + mask) v in float64 with autograd, on the f32
@@ -56,7 +56,10 @@ def reference(q, k, v, dout, scale, causal, wl, wr, key_lens, mask):
 
 
 def make_case(name, seed, B, Hq, Hkv, Lq, Lk, D, Dv, causal=0, wl=-1, wr=-1, key_lens=None,
-              mask=None, scale=None, qk_gain=1.0, qk_offset=None):
+              mask=None, scale=None, qk_gain=1.0, qk_offset=None, lowp=None):
+    """lowp: torch.float16 / torch.bfloat16: q, k, v, dout and a float mask
+    are rounded to it and stored in it (the reference runs on the rounded
+    values); the outputs stay F32."""
     gen = torch.Generator().manual_seed(seed)
     q = (torch.randn(B, Hq, Lq, D, generator=gen) * qk_gain).float()
     k = (torch.randn(B, Hkv, Lk, D, generator=gen) * qk_gain).float()
@@ -67,6 +70,10 @@ def make_case(name, seed, B, Hq, Hkv, Lq, Lk, D, Dv, causal=0, wl=-1, wr=-1, key
     dout = torch.randn(B, Hq, Lq, Dv, generator=gen).float()
     if callable(mask):
         mask = mask(gen)
+    if lowp is not None:
+        q, k, v, dout = (t.to(lowp).float() for t in (q, k, v, dout))
+        if mask is not None and mask.dtype != torch.bool:
+            mask = mask.to(lowp).float()
     eff_scale = scale if scale is not None else 1.0 / math.sqrt(D)
     kl = torch.tensor(key_lens, dtype=torch.int32) if key_lens is not None else None
     out, lse, dq, dk, dv = reference(q.double(), k.double(), v.double(), dout.double(),
@@ -78,6 +85,10 @@ def make_case(name, seed, B, Hq, Hkv, Lq, Lk, D, Dv, causal=0, wl=-1, wr=-1, key
         tensors["key_lens"] = kl
     tensors.update(dout=dout, out=out.float(), lse=lse.float(), dq=dq.float(), dk=dk.float(),
                    dv=dv.float())
+    if lowp is not None:
+        for n in ("q", "k", "v", "dout") + (("mask",) if mask is not None and
+                                           mask.dtype != torch.bool else ()):
+            tensors[n] = tensors[n].to(lowp)
     meta = {"causal": int(causal), "window_left": wl, "window_right": wr}
     if scale is not None:
         meta["scale"] = repr(float(scale))
@@ -102,6 +113,12 @@ def add_full(gen):
     m[0, 1, 2, 4] = -math.inf  # an additive -inf disallows a key
     m[1, 0, 5, :3] = -math.inf
     m[1, 2, 6, :] = -math.inf  # a row with no allowed key
+    return m
+
+
+def bool_b11k_13(gen):
+    m = torch.rand(1, 1, 1, 13, generator=gen) < 0.7
+    m[..., :2] = True
     return m
 
 
@@ -131,6 +148,13 @@ CASES = [
     lambda: make_case("combined", 16, 2, 4, 2, 12, 14, 8, 12, causal=1, wl=5,
                       key_lens=[14, 9], mask=add_h1k),
     lambda: make_case("big", 17, 2, 4, 2, 40, 33, 32, 32, causal=1),
+    # F16 / BF16 tensors in the file (attn sdpa runs the fp16 / bf16 kernels)
+    lambda: make_case("bf16_causal_gqa", 19, 2, 4, 2, 12, 12, 16, 16, causal=1,
+                      key_lens=[12, 7], lowp=torch.bfloat16),
+    lambda: make_case("f16_add_mask", 20, 2, 3, 3, 8, 10, 8, 8, mask=add_full,
+                      lowp=torch.float16),
+    lambda: make_case("bf16_window_dv", 21, 1, 2, 1, 9, 13, 8, 24, wl=3, wr=1,
+                      mask=bool_b11k_13, lowp=torch.bfloat16),
 ]
 
 
@@ -138,8 +162,11 @@ def main():
     outdir = sys.argv[1] if len(sys.argv) > 1 else "tests/golden"
     os.makedirs(outdir, exist_ok=True)
     torch.set_grad_enabled(True)
+    only = sys.argv[2].split(",") if len(sys.argv) > 2 else None
     for case in CASES:
         name, tensors, meta = case()
+        if only and name not in only:
+            continue
         path = os.path.join(outdir, "sdpa_%s.safetensors" % name)
         st.save(path, tensors, meta)
         print(path, os.path.getsize(path), "bytes")

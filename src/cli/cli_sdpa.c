@@ -14,7 +14,9 @@ static const char usage_text[] =
     "usage: attn sdpa IN.safetensors OUT.safetensors [--backend math|flash|auto] [--threads N]\n"
     "\n"
     "Scaled dot-product attention softmax(q kT * scale + mask) v, forward and backward.\n"
-    "IN holds (F32 unless said otherwise):\n"
+    "IN holds (F32, F16 or BF16 unless said otherwise; F16 / BF16 q, k, v of one dtype run\n"
+    "the fp16 / bf16 flash kernels with --backend flash|auto and no position variant,\n"
+    "else every F16 / BF16 tensor is widened to F32 exactly; outputs are always F32):\n"
     "  q [B,Hq,Lq,D]  k [B,Hkv,Lk,D]  v [B,Hkv,Lk,Dv]   (Hq a multiple of Hkv)\n"
     "  mask      optional, BOOL (true = may attend) or F32 (added to the logits; -inf\n"
     "            disallows), broadcastable to [B,Hq,Lq,Lk] with numpy rules\n"
@@ -306,9 +308,53 @@ static attn_status check_sizes(const char *path, int64_t B, int64_t Hq, int64_t 
   return ATTN_OK;
 }
 
+/* The dtype q, k and v share when it is F16 or BF16 and the fp16 / bf16
+ * flash kernels serve the file (flash or auto backend, no position variant
+ * or block layout), else F32: then every F16 / BF16 tensor is widened to
+ * F32 (exact) and the f32 backends run on the same values. */
+static attn_dtype lowp_kernel_dtype(const attn_st *in, attn_backend backend) {
+  const attn_tensor *q = attn_st_get(in, "q"), *k = attn_st_get(in, "k"), *v = attn_st_get(in, "v");
+  if (!q || !k || !v || q->dtype != k->dtype || q->dtype != v->dtype || backend == ATTN_BACKEND_MATH ||
+      (q->dtype != ATTN_F16 && q->dtype != ATTN_BF16) || q->ndim != 4 || v->ndim != 4)
+    return ATTN_F32;
+  if (q->dtype == ATTN_BF16 && (q->shape[3] > 256 || v->shape[3] > 256))
+    return ATTN_F32; /* the bf16 kernel's head-dim limit (sdpa_bf16.h) */
+  static const char *const variants[] = {"alibi_slopes", "rel_bias", "shaw_k", "shaw_v",
+                                         "block_mask"};
+  for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++)
+    if (attn_st_get(in, variants[i])) return ATTN_F32;
+  int alibi = 0;
+  const char *a = attn_st_meta(in, "alibi");
+  if (attn_st_meta(in, "rope") || (a && attn_parse_bool(a, &alibi) && alibi)) return ATTN_F32;
+  return q->dtype;
+}
+
+/* q, k, v in their dtype through its flash kernel (lowp_kernel_dtype) */
+static attn_status lowp_forward(attn_dtype dt, const attn_sdpa_desc *d, const attn_tensor *q,
+                                const attn_tensor *k, const attn_tensor *v, float *out,
+                                float *lse) {
+  return dt == ATTN_BF16 ? attn_sdpa_forward_bf16(d, q->data, k->data, v->data, out, lse)
+                         : attn_sdpa_forward_f16(d, q->data, k->data, v->data, out, lse);
+}
+
+static attn_status lowp_backward(attn_dtype dt, const attn_sdpa_desc *d, const attn_tensor *q,
+                                 const attn_tensor *k, const attn_tensor *v, const float *out,
+                                 const float *lse, const float *dout, float *dq, float *dk,
+                                 float *dv) {
+  return dt == ATTN_BF16
+             ? attn_sdpa_backward_bf16(d, q->data, k->data, v->data, out, lse, dout, dq, dk, dv)
+             : attn_sdpa_backward_f16(d, q->data, k->data, v->data, out, lse, dout, dq, dk, dv);
+}
+
 /* Everything between reading IN and writing OUT (j->res). */
 static attn_status run_sdpa(sdpa_job *j, const char *in_path, attn_backend backend) {
-  attn_status st = attn_st_load(in_path, &j->in);
+  attn_st *file = NULL;
+  attn_status st = attn_st_load(in_path, &file);
+  if (st) return st;
+  const attn_dtype qkv = lowp_kernel_dtype(file, backend);
+  static const char *const keep_qkv[] = {"q", "k", "v", NULL};
+  st = attn_st_widen(file, qkv == ATTN_F32 ? NULL : keep_qkv, &j->in);
+  attn_st_free(file);
   if (st) return st;
   const attn_st *in = j->in;
   for (int i = 0; i < attn_st_count(in); i++)
@@ -318,13 +364,13 @@ static attn_status run_sdpa(sdpa_job *j, const char *in_path, attn_backend backe
                             "or a variant tensor of docs/VARIANTS.md)",
                             in_path, attn_st_name(in, i));
   const attn_tensor *q, *k, *v, *mask, *kl, *dout;
-  if ((st = attn_st_expect(in, "q", ATTN_F32, 4, NULL, 1, &q))) return st;
+  if ((st = attn_st_expect(in, "q", qkv, 4, NULL, 1, &q))) return st;
   const int64_t B = q->shape[0], Hq = q->shape[1], Lq = q->shape[2], D = q->shape[3];
   const int64_t kshape[4] = {B, -1, -1, D};
-  if ((st = attn_st_expect(in, "k", ATTN_F32, 4, kshape, 1, &k))) return st;
+  if ((st = attn_st_expect(in, "k", qkv, 4, kshape, 1, &k))) return st;
   const int64_t Hkv = k->shape[1], Lk = k->shape[2];
   const int64_t vshape[4] = {B, Hkv, Lk, -1};
-  if ((st = attn_st_expect(in, "v", ATTN_F32, 4, vshape, 1, &v))) return st;
+  if ((st = attn_st_expect(in, "v", qkv, 4, vshape, 1, &v))) return st;
   const int64_t Dv = v->shape[3];
   if (Hkv < 1 || Hq % Hkv != 0)
     return attn_set_error(ATTN_EINVAL, "tensor 'q' has %lld heads, not a multiple of k's %lld",
@@ -349,7 +395,7 @@ static attn_status run_sdpa(sdpa_job *j, const char *in_path, attn_backend backe
       d.add_mask = mask->data;
       st = mask_strides(mask, full, d.add_mask_stride);
     } else {
-      st = attn_set_error(ATTN_EINVAL, "tensor 'mask' has dtype %s, expected BOOL or F32",
+      st = attn_set_error(ATTN_EINVAL, "tensor 'mask' has dtype %s, expected BOOL, F32, F16 or BF16",
                           attn_dtype_name(mask->dtype));
     }
     if (st) return st;
@@ -370,7 +416,9 @@ static attn_status run_sdpa(sdpa_job *j, const char *in_path, attn_backend backe
 
   if (!(j->out = alloc4(B, Hq, Lq, Dv, "out")) || !(j->lse = alloc4(B, Hq, Lq, 1, "lse")))
     return ATTN_ENOMEM;
-  if ((st = attn_sdpa_forward(&d, backend, qd, kd, v->data, j->out, j->lse, NULL))) return st;
+  st = qkv != ATTN_F32 ? lowp_forward(qkv, &d, q, k, v, j->out, j->lse)
+                       : attn_sdpa_forward(&d, backend, qd, kd, v->data, j->out, j->lse, NULL);
+  if (st) return st;
   if ((st = attn_st_new(&j->res))) return st;
   const int64_t lshape[3] = {B, Hq, Lq};
   if ((st = attn_st_add_f32(j->res, "out", 4, oshape, j->out)) ||
@@ -388,9 +436,11 @@ static attn_status run_sdpa(sdpa_job *j, const char *in_path, attn_backend backe
     d.rel_bias_grad = j->drel;
     d.shaw_k_grad = j->dshk;
     d.shaw_v_grad = j->dshv;
-    if ((st = attn_sdpa_backward(&d, backend, qd, kd, v->data, j->out, j->lse, dout->data, j->dq,
-                                 j->dk, j->dv)))
-      return st;
+    st = qkv != ATTN_F32 ? lowp_backward(qkv, &d, q, k, v, j->out, j->lse, dout->data, j->dq,
+                                         j->dk, j->dv)
+                         : attn_sdpa_backward(&d, backend, qd, kd, v->data, j->out, j->lse,
+                                              dout->data, j->dq, j->dk, j->dv);
+    if (st) return st;
     if (j->rope && /* gradients w.r.t. the unrotated q and k */
         ((st = attn_rope_backward_f32(j->dq, j->dq, B * Hq, Lq, 1, D, j->rope_theta, d.q_offset,
                                       j->rope_layout)) ||

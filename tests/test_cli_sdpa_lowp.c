@@ -1,0 +1,181 @@
+/* `attn sdpa` on F16 / BF16 files (tools/golden_sdpa.py: q, k, v, dout and
+ * a float mask rounded to the dtype and stored in it; the float64 reference
+ * on the rounded values; outputs F32):
+ * - math backend: every tensor widened to F32 exactly, so the f32 tolerance
+ *   of test_cli_sdpa.c (1e-5 + 1e-4 relative) holds;
+ * - auto / flash: the fp16 kernel (f32 arithmetic: the same tolerance) or
+ *   the bf16 kernel (on AMX / AVX512_BF16 or the portable path P and dS are
+ *   rounded to bf16: 2e-2, sdpa_bf16.h's ~1e-2; without a bf16 unit its path
+ *   is the f32 flash on widened blocks), and the tool's output is bit for
+ *   bit the library's bf16 kernel called directly;
+ * - a position variant (alibi), or q, k, v of mixed dtypes: widened, bit for
+ *   bit the F32 file with the same values. */
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "attn/sdpa_bf16.h"
+#include "harness.h"
+#include "tool_run.h"
+
+static char bin[512], tmpdir[64];
+
+/* q, k, v, mask, key_lens, dout of golden file g (with their dtypes) into
+ * path; widen: F16 / BF16 of these as F32; meta_key/val: one more key. */
+static void write_input(const attn_st *g, const char *path, const char *const *widen,
+                        const char *meta_key, const char *meta_val) {
+  static const char *const inputs[] = {"q", "k", "v", "mask", "key_lens", "dout", NULL};
+  attn_st *in = NULL, *wide = NULL;
+  CHECK_OK(attn_st_new(&in));
+  for (int i = 0; inputs[i]; i++) {
+    const attn_tensor *t = attn_st_get(g, inputs[i]);
+    if (t) CHECK_OK(attn_st_add(in, inputs[i], t->dtype, t->ndim, t->shape, t->data));
+  }
+  for (int i = 0; i < attn_st_meta_count(g); i++)
+    CHECK_OK(attn_st_set_meta(in, attn_st_meta_key(g, i), attn_st_meta(g, attn_st_meta_key(g, i))));
+  if (meta_key) CHECK_OK(attn_st_set_meta(in, meta_key, meta_val));
+  /* widen everything but the names not in widen */
+  const char *keep[8] = {NULL};
+  int nk = 0;
+  for (int i = 0; inputs[i] && widen; i++) {
+    int w = 0;
+    for (int j = 0; widen[j]; j++) w |= !strcmp(widen[j], inputs[i]);
+    if (!w) keep[nk++] = inputs[i];
+  }
+  CHECK_OK(attn_st_widen(in, widen ? keep : inputs, &wide));
+  CHECK_OK(attn_st_save(wide, path));
+  attn_st_free(in);
+  attn_st_free(wide);
+}
+
+/* Runs the tool on path with opts; *out = its OUT (NULL on failure). */
+static void run_sdpa(const char *path, const char *opts, attn_st **out) {
+  char o[128], args[512], err[4096];
+  snprintf(o, sizeof o, "%s/out.safetensors", tmpdir);
+  unlink(o);
+  snprintf(args, sizeof args, "sdpa '%s' '%s' %s", path, o, opts);
+  int rc = tool_run("", bin, tmpdir, args, NULL, 0, err, sizeof err);
+  if (rc) printf("  %s %s: exit %d: %s", path, opts, rc, err);
+  CHECK(rc == 0);
+  *out = NULL;
+  if (!rc) CHECK_OK(attn_st_load(o, out));
+}
+
+static const char *const results[] = {"out", "lse", "dq", "dk", "dv"};
+
+static void against_golden(const char *name, const char *opts, double atol, double rtol) {
+  char g_path[256], in[128];
+  snprintf(g_path, sizeof g_path, "tests/golden/sdpa_%s.safetensors", name);
+  snprintf(in, sizeof in, "%s/in.safetensors", tmpdir);
+  attn_st *g = NULL, *o = NULL;
+  CHECK_OK(attn_st_load(g_path, &g));
+  if (!g) return;
+  CHECK(attn_st_get(g, "q")->dtype != ATTN_F32);
+  write_input(g, in, NULL, NULL, NULL);
+  run_sdpa(in, opts, &o);
+  double worst = 0;
+  for (int i = 0; o && i < 5; i++) {
+    const attn_tensor *a = attn_st_get(o, results[i]), *b = attn_st_get(g, results[i]);
+    CHECK(a && b && a->dtype == ATTN_F32 && attn_tensor_numel(a) == attn_tensor_numel(b));
+    if (!a || !b || attn_tensor_numel(a) != attn_tensor_numel(b)) continue;
+    double e = CHECK_CLOSE(results[i], a->data, b->data, attn_tensor_numel(b), atol, rtol);
+    if (e > worst) worst = e;
+  }
+  printf("  %-18s %-16s max abs err %.1e\n", name, opts, worst);
+  attn_st_free(g);
+  attn_st_free(o);
+}
+
+static void test_golden_math_widened(void) {
+  against_golden("bf16_causal_gqa", "--backend math", 1e-5, 1e-4);
+  against_golden("f16_add_mask", "--backend math", 1e-5, 1e-4);
+  against_golden("bf16_window_dv", "--backend math", 1e-5, 1e-4);
+}
+
+static void test_golden_lowp_kernels(void) {
+  against_golden("f16_add_mask", "", 1e-5, 1e-4);
+  against_golden("f16_add_mask", "--backend flash", 1e-5, 1e-4);
+  against_golden("bf16_causal_gqa", "", 2e-2, 2e-2);
+  against_golden("bf16_window_dv", "--backend flash", 2e-2, 2e-2);
+}
+
+/* The tool's bf16 result is the bf16 kernel's (bit for bit). */
+static void test_bf16_kernel_runs(void) {
+  char in[128];
+  snprintf(in, sizeof in, "%s/in.safetensors", tmpdir);
+  attn_st *g = NULL, *o = NULL;
+  CHECK_OK(attn_st_load("tests/golden/sdpa_bf16_causal_gqa.safetensors", &g));
+  if (!g) return;
+  write_input(g, in, NULL, NULL, NULL);
+  run_sdpa(in, "", &o);
+  const attn_tensor *q = attn_st_get(g, "q"), *k = attn_st_get(g, "k"), *v = attn_st_get(g, "v");
+  const attn_tensor *kl = attn_st_get(g, "key_lens");
+  attn_sdpa_desc d;
+  attn_sdpa_desc_init(&d, q->shape[0], q->shape[1], k->shape[1], q->shape[2], k->shape[2],
+                      q->shape[3], v->shape[3]);
+  d.causal = 1;
+  d.key_lens = kl->data;
+  int64_t n = attn_tensor_numel(q) / q->shape[3] * v->shape[3], nl = n / v->shape[3];
+  float *out = malloc(sizeof(float) * (size_t)n), *lse = malloc(sizeof(float) * (size_t)nl);
+  CHECK_OK(attn_sdpa_forward_bf16(&d, q->data, k->data, v->data, out, lse));
+  const attn_tensor *got = o ? attn_st_get(o, "out") : NULL;
+  CHECK(got && !memcmp(got->data, out, sizeof(float) * (size_t)n));
+  attn_st_free(g);
+  attn_st_free(o);
+  free(out);
+  free(lse);
+}
+
+/* bit-equal OUTs of the lowp file (less `widen`, plus a key) and of the
+ * same values all in F32 */
+static void same_as_f32(const char *golden, const char *const *widen, const char *key,
+                        const char *val, const char *opts) {
+  char a[128], b[128];
+  snprintf(a, sizeof a, "%s/a.safetensors", tmpdir);
+  snprintf(b, sizeof b, "%s/b.safetensors", tmpdir);
+  attn_st *g = NULL, *oa = NULL, *ob = NULL;
+  CHECK_OK(attn_st_load(golden, &g));
+  if (!g) return;
+  write_input(g, a, widen, key, val);
+  write_input(g, b, (const char *const[]){"q", "k", "v", "mask", "dout", NULL}, key, val);
+  run_sdpa(a, opts, &oa);
+  run_sdpa(b, opts, &ob);
+  for (int i = 0; oa && ob && i < 5; i++) {
+    const attn_tensor *x = attn_st_get(oa, results[i]), *y = attn_st_get(ob, results[i]);
+    CHECK(x && y && x->dtype == ATTN_F32 && attn_tensor_nbytes(x) == attn_tensor_nbytes(y));
+    if (x && y && attn_tensor_nbytes(x) == attn_tensor_nbytes(y))
+      CHECK(!memcmp(x->data, y->data, attn_tensor_nbytes(x)));
+  }
+  attn_st_free(g);
+  attn_st_free(oa);
+  attn_st_free(ob);
+}
+
+static void test_widened_exactly(void) {
+  /* ALiBi: no bf16 kernel for it, the f32 flash on the widened values */
+  same_as_f32("tests/golden/sdpa_bf16_causal_gqa.safetensors", NULL, "alibi", "true", "");
+  /* RoPE on f16 q and k */
+  same_as_f32("tests/golden/sdpa_f16_add_mask.safetensors", NULL, "rope", "half", "--backend flash");
+  /* q in F32, k and v in BF16: mixed, widened */
+  same_as_f32("tests/golden/sdpa_bf16_window_dv.safetensors", (const char *const[]){"q", NULL},
+              NULL, NULL, "");
+  /* math: always widened */
+  same_as_f32("tests/golden/sdpa_bf16_window_dv.safetensors", NULL, NULL, NULL, "--backend math");
+}
+
+int main(int argc, char **argv) {
+  (void)argc;
+  tool_path(argv[0], bin, sizeof bin);
+  snprintf(tmpdir, sizeof tmpdir, "/tmp/attn_sdpa_lowp_XXXXXX");
+  if (!mkdtemp(tmpdir)) {
+    printf("mkdtemp failed\n");
+    return 1;
+  }
+  RUN(test_golden_math_widened);
+  RUN(test_golden_lowp_kernels);
+  RUN(test_bf16_kernel_runs);
+  RUN(test_widened_exactly);
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+  if (system(cmd)) printf("  could not remove %s\n", tmpdir);
+  HARNESS_END();
+}
