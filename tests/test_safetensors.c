@@ -531,12 +531,42 @@ static void test_duplicate_keys_are_found(void) {
   CHECK(parse_json("{\"__metadata__\":{\"a\":\"1\",\"a\":\"2\"}}", 0) == ATTN_EFORMAT);
 }
 
+/* attn_st_widen: F16 / BF16 become F32 with the same values, kept names
+ * and other dtypes are copied as they are, metadata follows. */
+static void test_widen_f16_bf16(void) {
+  attn_st *a = NULL, *w = NULL;
+  CHECK_OK(attn_st_new(&a));
+  const float vals[4] = {1.5f, -0.0078125f, 65504.0f, -3.0f}; 
+  uint16_t h[4], b[4];
+  for (int i = 0; i < 4; i++) h[i] = attn_f32_to_f16(vals[i]), b[i] = attn_f32_to_bf16(vals[i]);
+  int64_t four = 4;
+  int32_t ints[4] = {1, 2, 3, 4};
+  CHECK_OK(attn_st_add(a, "h", ATTN_F16, 1, &four, h));
+  CHECK_OK(attn_st_add(a, "b", ATTN_BF16, 1, &four, b));
+  CHECK_OK(attn_st_add(a, "kept", ATTN_BF16, 1, &four, b));
+  CHECK_OK(attn_st_add(a, "i", ATTN_I32, 1, &four, ints));
+  CHECK_OK(attn_st_set_meta(a, "k", "v"));
+  CHECK_OK(attn_st_widen(a, (const char *const[]){"kept", NULL}, &w));
+  const attn_tensor *th = w ? attn_st_get(w, "h") : NULL, *tb = w ? attn_st_get(w, "b") : NULL;
+  CHECK(th && th->dtype == ATTN_F32 && tb && tb->dtype == ATTN_F32);
+  for (int i = 0; th && tb && i < 4; i++) {
+    CHECK(((float *)th->data)[i] == attn_f16_to_f32(h[i]));
+    CHECK(((float *)tb->data)[i] == attn_bf16_to_f32(b[i]));
+  }
+  CHECK(w && attn_st_get(w, "kept")->dtype == ATTN_BF16 && attn_st_get(w, "i")->dtype == ATTN_I32);
+  CHECK(w && !strcmp(attn_st_meta(w, "k"), "v") && attn_st_count(w) == 4);
+  CHECK_ERR(attn_st_widen(NULL, NULL, &w), ATTN_EINVAL);
+  attn_st_free(a);
+  attn_st_free(w);
+}
+
 int main(void) {
   make_tmpdir();
   RUN(test_round_trip_every_dtype);
   RUN(test_add_replaces_and_validates);
   RUN(test_reads_file_written_by_torch);
   RUN(test_rejects_malformed_files);
+  RUN(test_widen_f16_bf16);
   RUN(test_rejects_truncated_files_on_disk);
   RUN(test_save_is_atomic);
   RUN(test_fuzz_flips_and_truncations);
