@@ -95,11 +95,12 @@ static inline void golden_var_desc(const attn_st *g, attn_sdpa_desc *d) {
   }
 }
 
-/* RoPE of a var_sdpa_* file (meta "rope", "rope_theta"), if any */
+/* RoPE of a var_sdpa_* file (meta "rope", "rope_theta", "rope_dim"), if any */
 typedef struct {
   int on;
   attn_rope_layout lay;
   float theta;
+  int64_t dim; /* rotated dims of a head (partial rotary) */
 } golden_rope;
 
 /* Copies of the file's q and k (malloc'd, [B, H, L, D] contiguous) with its
@@ -118,8 +119,12 @@ static inline void golden_var_qk(const attn_st *g, const attn_sdpa_desc *d, floa
   if (rope) {
     CHECK_OK(attn_rope_layout_from_name(rope, &r->lay));
     r->theta = strtof(attn_st_meta(g, "rope_theta"), NULL);
-    CHECK_OK(attn_rope_f32(*q, *q, d->B * d->Hq, d->Lq, 1, d->D, r->theta, d->q_offset, r->lay));
-    CHECK_OK(attn_rope_f32(*k, *k, d->B * d->Hkv, d->Lk, 1, d->D, r->theta, 0, r->lay));
+    const char *rd = attn_st_meta(g, "rope_dim");
+    r->dim = rd ? strtoll(rd, NULL, 10) : d->D;
+    CHECK_OK(attn_rope_partial_f32(*q, *q, d->B * d->Hq, d->Lq, 1, d->D, r->dim, r->theta,
+                                   d->q_offset, r->lay));
+    CHECK_OK(attn_rope_partial_f32(*k, *k, d->B * d->Hkv, d->Lk, 1, d->D, r->dim, r->theta, 0,
+                                   r->lay));
   }
 }
 
@@ -127,9 +132,10 @@ static inline void golden_var_qk(const attn_st *g, const attn_sdpa_desc *d, floa
 static inline void golden_rope_backward(const golden_rope *r, const attn_sdpa_desc *d, float *dq,
                                         float *dk) {
   if (!r->on) return;
-  CHECK_OK(
-      attn_rope_backward_f32(dq, dq, d->B * d->Hq, d->Lq, 1, d->D, r->theta, d->q_offset, r->lay));
-  CHECK_OK(attn_rope_backward_f32(dk, dk, d->B * d->Hkv, d->Lk, 1, d->D, r->theta, 0, r->lay));
+  CHECK_OK(attn_rope_partial_backward_f32(dq, dq, d->B * d->Hq, d->Lq, 1, d->D, r->dim, r->theta,
+                                          d->q_offset, r->lay));
+  CHECK_OK(attn_rope_partial_backward_f32(dk, dk, d->B * d->Hkv, d->Lk, 1, d->D, r->dim, r->theta,
+                                          0, r->lay));
 }
 
 #endif

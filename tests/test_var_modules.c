@@ -94,6 +94,28 @@ static void test_gqa(void) {
   vattn_golden("gqa", &c, "x", NULL, ATTN_BACKEND_AUTO);
 }
 
+/* partial rotary: RoPE on the first 4 of 8 dims of each head (GPT-NeoX
+ * rotary_pct 0.5); rope_dim odd, too large or without rope is refused */
+static void test_gqa_partial_rotary(void) {
+  attn_vattn_config c;
+  attn_gqa_attention_config(&c, 32, 4, 2, 10000.0f);
+  c.rope_dim = 4;
+  vattn_golden("gqa_partial_rotary", &c, "x", NULL, ATTN_BACKEND_MATH);
+  vattn_golden("gqa_partial_rotary", &c, "x", NULL, ATTN_BACKEND_FLASH);
+  attn_params p;
+  attn_params_init(&p);
+  attn_vattn m;
+  const int64_t bad[3] = {3, 10, 0};
+  for (int i = 0; i < 3; i++) {
+    attn_gqa_attention_config(&c, 32, 4, 2, 10000.0f);
+    c.rope_dim = bad[i] ? bad[i] : 4;
+    c.rope = bad[i] != 0;
+    CHECK_ERR(attn_vattn_declare(&m, &p, "", &c), ATTN_EINVAL);
+    CHECK(strstr(attn_last_error(), "rope_dim") != NULL);
+  }
+  attn_params_free(&p);
+}
+
 static void test_relpos(void) {
   attn_st *g = NULL;
   CHECK_OK(attn_st_load("tests/golden/var_mod_relpos.safetensors", &g));
@@ -196,6 +218,7 @@ int main(void) {
   RUN(test_sparse_attention);
   RUN(test_cross_modal);
   RUN(test_gqa);
+  RUN(test_gqa_partial_rotary);
   RUN(test_relpos);
   RUN(test_decode);
   RUN(test_errors);

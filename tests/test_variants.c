@@ -70,7 +70,8 @@ static void golden_sdpa(const char *name, attn_backend be) {
 
 static const char *const sdpa_cases[] = {
     "alibi_causal",  "alibi_decode", "t5_bidir",         "t5_causal",     "shaw",
-    "shaw_k_offset", "block",        "rope_interleaved", "rope_half_gqa", "combo"};
+    "shaw_k_offset", "block",        "rope_interleaved", "rope_half_gqa", "combo",
+    "rope_partial"};
 #define NCASES (sizeof sdpa_cases / sizeof sdpa_cases[0])
 
 static void test_golden_math(void) {
@@ -154,6 +155,32 @@ static void test_rope_golden(void) {
   CHECK_ERR(attn_rope_layout_from_name("gptj", &lay), ATTN_EINVAL);
   free(y), free(back);
   attn_st_free(g);
+}
+
+/* Partial rotary: the first R dims of each head rotated exactly as a RoPE
+ * of dimension R on those dims alone, the other D - R copied unchanged (in
+ * and out of place), backward the inverse; bad R refused. */
+static void test_rope_partial(void) {
+  enum { N = 2, L = 5, H = 3, D = 10, R = 6 };
+  float x[N * L * H * D], y[N * L * H * D], xs[N * L * H * R], ys[N * L * H * R];
+  fill_uniform(x, N * L * H * D, 7, -1, 1);
+  for (int i = 0; i < N * L * H; i++) memcpy(xs + i * R, x + i * D, R * sizeof(float));
+  for (int lay = 0; lay < 2; lay++) {
+    CHECK_OK(attn_rope_partial_f32(x, y, N, L, H, D, R, 500.0f, 4, (attn_rope_layout)lay));
+    CHECK_OK(attn_rope_f32(xs, ys, N, L, H, R, 500.0f, 4, (attn_rope_layout)lay));
+    int bad = 0;
+    for (int i = 0; i < N * L * H; i++) {
+      bad += memcmp(y + i * D, ys + i * R, R * sizeof(float)) != 0;
+      bad += memcmp(y + i * D + R, x + i * D + R, (D - R) * sizeof(float)) != 0;
+    }
+    CHECK(bad == 0);
+    CHECK_OK(attn_rope_partial_backward_f32(y, y, N, L, H, D, R, 500.0f, 4, (attn_rope_layout)lay));
+    CHECK_CLOSE("partial inverse", y, x, N * L * H * D, 1e-6, 1e-6);
+  }
+  CHECK_ERR(attn_rope_partial_f32(x, y, N, L, H, D, 5, 500.0f, 0, ATTN_ROPE_HALF), ATTN_EINVAL);
+  CHECK_ERR(attn_rope_partial_f32(x, y, N, L, H, D, 12, 500.0f, 0, ATTN_ROPE_HALF), ATTN_EINVAL);
+  CHECK_ERR(attn_rope_partial_f32(x, y, N, L, H, D, 0, 500.0f, 0, ATTN_ROPE_HALF), ATTN_EINVAL);
+  CHECK(strstr(attn_last_error(), "rotary") != NULL);
 }
 
 /* Token-by-token (and chunked) decoding through the KV cache equals the full
@@ -527,6 +554,10 @@ static void test_cli(void) {
   cli_case("combo", NULL, NULL, NULL, NULL, NULL);
   cli_case("t5_causal", NULL, NULL, NULL, NULL, NULL);
   cli_case("rope_half_gqa", NULL, NULL, NULL, NULL, NULL);
+  cli_case("rope_partial", NULL, NULL, NULL, NULL, NULL); /* metadata rope_dim */
+  cli_case("rope_partial", NULL, NULL, "rope_dim", "3", "rope_dim");
+  cli_case("rope_partial", NULL, NULL, "rope_dim", "18", "rope_dim");
+  cli_case("rope_partial", NULL, "rope", NULL, NULL, "rope_dim");
   cli_case("shaw", NULL, NULL, NULL, NULL, NULL);
   /* the standard slopes from metadata alibi=1 equal the golden (BLOOM) ones */
   cli_case("alibi_causal", "alibi_slopes", NULL, "alibi", "1", NULL);
@@ -548,6 +579,7 @@ int main(int argc, char **argv) {
   RUN(test_golden_flash);
   RUN(test_tables);
   RUN(test_rope_golden);
+  RUN(test_rope_partial);
   RUN(test_decode);
   RUN(test_block_sparse);
   RUN(test_validation);

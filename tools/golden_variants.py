@@ -60,8 +60,13 @@ def t5_bucket(relative_position, bidirectional=True, num_buckets=32, max_distanc
     return relative_buckets
 
 
-def rope(x, positions, theta, layout):
-    """x [..., L, D] (positions [L]) rotated pairwise, float64."""
+def rope(x, positions, theta, layout, rotary_dim=None):
+    """x [..., L, D] (positions [L]) rotated pairwise, float64; rotary_dim:
+    only the first rotary_dim dims (GPT-NeoX's partial rotary), the rest
+    pass through."""
+    if rotary_dim is not None and rotary_dim < x.shape[-1]:
+        return torch.cat([rope(x[..., :rotary_dim], positions, theta, layout),
+                          x[..., rotary_dim:]], -1)
     D = x.shape[-1]
     c = torch.arange(D // 2, dtype=torch.float64)
     ang = positions.double().view(-1, 1) * torch.pow(torch.tensor(float(theta), dtype=torch.float64), -2.0 * c / D)
@@ -100,11 +105,14 @@ def sdpa_case(name, seed, B, Hq, Hkv, Lq, Lk, D, Dv, causal=0, wl=-1, wr=-1, q_o
     pi = torch.arange(Lq) + q_offset  # absolute query positions
     j = torch.arange(Lk)
     if rope_cfg:
-        layout, theta = rope_cfg
+        layout, theta = rope_cfg[:2]
+        rd = rope_cfg[2] if len(rope_cfg) > 2 else None
         meta["rope"] = layout
         meta["rope_theta"] = repr(theta)
-        qq = rope(qq, pi, theta, layout)
-        kk = rope(kk, j, theta, layout)
+        if rd is not None:
+            meta["rope_dim"] = rd
+        qq = rope(qq, pi, theta, layout, rd)
+        kk = rope(kk, j, theta, layout, rd)
     g = Hq // Hkv
     kk = kk.repeat_interleave(g, dim=1)
     vv = vv.repeat_interleave(g, dim=1)
@@ -187,6 +195,8 @@ def sdpa_cases():
                                       rope_cfg=("interleaved", 10000.0)),
         "rope_half_gqa": sdpa_case("rope_half_gqa", 9, 2, 4, 2, 4, 9, 8, 8, causal=1, q_offset=5,
                                    rope_cfg=("half", 500.0)),
+        "rope_partial": sdpa_case("rope_partial", 11, 2, 4, 2, 5, 9, 16, 8, causal=1, q_offset=3,
+                                  rope_cfg=("half", 10000.0, 4)),
         "combo": sdpa_case("combo", 10, 1, 3, 1, 16, 20, 4, 6, wl=9, wr=3, alibi=True,
                            t5=(16, 32, 1), shaw=5, block=(4, block_layout(4, 5, 10)),
                            rope_cfg=("half", 10000.0), scale=0.4),
@@ -291,9 +301,10 @@ class RelativePositionEmbedding(nn.Module):  # seed 004, section 7.1
 
 
 class GQAttention(nn.Module):  # LLaMA-style: no biases, RoPE (half), causal, grouped heads
-    def __init__(self, E, H, Hkv, theta=10000.0):
+    def __init__(self, E, H, Hkv, theta=10000.0, rotary_dim=None):
         super().__init__()
         self.H, self.Hkv, self.hd, self.theta = H, Hkv, E // H, theta
+        self.rd = rotary_dim  # partial rotary (GPT-NeoX rotary_pct): first rd dims of a head
         self.q_proj = nn.Linear(E, H * self.hd, bias=False)
         self.k_proj = nn.Linear(E, Hkv * self.hd, bias=False)
         self.v_proj = nn.Linear(E, Hkv * self.hd, bias=False)
@@ -302,8 +313,10 @@ class GQAttention(nn.Module):  # LLaMA-style: no biases, RoPE (half), causal, gr
     def forward(self, x):
         B, L, _ = x.shape
         pos = torch.arange(L)
-        q = rope(self.q_proj(x).view(B, L, self.H, self.hd).transpose(1, 2), pos, self.theta, "half")
-        k = rope(self.k_proj(x).view(B, L, self.Hkv, self.hd).transpose(1, 2), pos, self.theta, "half")
+        q = rope(self.q_proj(x).view(B, L, self.H, self.hd).transpose(1, 2), pos, self.theta, "half",
+                 self.rd)
+        k = rope(self.k_proj(x).view(B, L, self.Hkv, self.hd).transpose(1, 2), pos, self.theta,
+                 "half", self.rd)
         v = self.v_proj(x).view(B, L, self.Hkv, self.hd).transpose(1, 2)
         g = self.H // self.Hkv
         k, v = k.repeat_interleave(g, 1), v.repeat_interleave(g, 1)
@@ -358,18 +371,30 @@ def modules():
     x = torch.randn(2, 6, 16)
     res["gqa"] = (module_file(m, {"x": x}, lambda mm, a: mm(a["x"])),
                   {"num_heads": 4, "num_kv_heads": 2, "rope_theta": 10000.0})
+    torch.manual_seed(35)
+    m = GQAttention(32, 4, 2, theta=10000.0, rotary_dim=4)  # head_dim 8, partial_rotary_factor 0.5
+    x = torch.randn(2, 7, 32)
+    res["gqa_partial_rotary"] = (module_file(m, {"x": x}, lambda mm, a: mm(a["x"])),
+                                 {"num_heads": 4, "num_kv_heads": 2, "rope_theta": 10000.0,
+                                  "rope_dim": 4})
     return res
 
 
 def main():
     outdir = sys.argv[1] if len(sys.argv) > 1 else "tests/golden"
     os.makedirs(outdir, exist_ok=True)
+    only = sys.argv[2].split(",") if len(sys.argv) > 2 else None  # file names without .safetensors
+    want = lambda n: not only or n in only  # noqa: E731
     for name, (files, meta) in sdpa_cases().items():
-        st.save(os.path.join(outdir, f"var_sdpa_{name}.safetensors"), files, meta)
-    st.save(os.path.join(outdir, "var_tables.safetensors"), tables())
-    st.save(os.path.join(outdir, "var_rope.safetensors"), rope_file())
+        if want(f"var_sdpa_{name}"):
+            st.save(os.path.join(outdir, f"var_sdpa_{name}.safetensors"), files, meta)
+    if want("var_tables"):
+        st.save(os.path.join(outdir, "var_tables.safetensors"), tables())
+    if want("var_rope"):
+        st.save(os.path.join(outdir, "var_rope.safetensors"), rope_file())
     for name, (files, meta) in modules().items():
-        st.save(os.path.join(outdir, f"var_mod_{name}.safetensors"), files, meta)
+        if want(f"var_mod_{name}"):
+            st.save(os.path.join(outdir, f"var_mod_{name}.safetensors"), files, meta)
 
 
 if __name__ == "__main__":

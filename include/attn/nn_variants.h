@@ -38,6 +38,10 @@ typedef struct {
   attn_rope_layout rope_layout;
   float rope_theta;                              /* 0 = 10000 */
   const char *q_name, *k_name, *v_name, *o_name; /* NULL: query, key, value, fc_out */
+  /* partial rotary: RoPE on the first rope_dim dims of each head
+   * (attn_rope_partial_f32; GPT-NeoX rotary_pct, HF partial_rotary_factor =
+   * rope_dim / head_dim); 0 = head_dim. Even, 2..head_dim. */
+  int64_t rope_dim;
 } attn_vattn_config;
 
 /* Plain: E, H, biases, no mask, seed names (query/key/value/fc_out). */

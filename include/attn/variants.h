@@ -43,6 +43,19 @@ ATTN_API attn_status attn_rope_f32(const float *x, float *y, int64_t N, int64_t 
 ATTN_API attn_status attn_rope_backward_f32(const float *dy, float *dx, int64_t N, int64_t L,
                                             int64_t H, int64_t D, float theta, int64_t pos_offset,
                                             attn_rope_layout layout);
+/* Partial rotary (GPT-NeoX's rotary_pct, Phi / HF's partial_rotary_factor,
+ * ggml_rope's n_dims < head dim): only the first rotary_dim dims of each
+ * D-vector are rotated, as a RoPE of dimension rotary_dim (angles pos *
+ * theta^(-2c/rotary_dim), HALF pairs (c, c + rotary_dim/2)); dims
+ * rotary_dim..D-1 pass through unchanged (copied when y != x). rotary_dim
+ * even, 2 <= rotary_dim <= D (= D: attn_rope_f32). */
+ATTN_API attn_status attn_rope_partial_f32(const float *x, float *y, int64_t N, int64_t L,
+                                           int64_t H, int64_t D, int64_t rotary_dim, float theta,
+                                           int64_t pos_offset, attn_rope_layout layout);
+ATTN_API attn_status attn_rope_partial_backward_f32(const float *dy, float *dx, int64_t N,
+                                                    int64_t L, int64_t H, int64_t D,
+                                                    int64_t rotary_dim, float theta,
+                                                    int64_t pos_offset, attn_rope_layout layout);
 
 /* ---- block-sparse layouts ----------------------------------------------------
  * mask [nqb, nkb] (uint8, 1 = the query block may see the key block), for

@@ -171,23 +171,26 @@ static attn_status setup_flash_combo(attn_gc_problem *p) { return flash(p, setup
 /* ---- RoPE ------------------------------------------------------------------------- */
 typedef struct {
   attn_rope_layout layout;
+  int64_t rd; /* rotated dims (partial rotary: < RD) */
 } rctx;
 enum { RN = 2, RL = 3, RH = 2, RD = 6 };
 
 static attn_status r_fwd(attn_gc_problem *p, float *out) {
   rctx *c = p->ctx;
-  return attn_rope_f32(p->in[0].x, out, RN, RL, RH, RD, 100.0f, 2, c->layout);
+  return attn_rope_partial_f32(p->in[0].x, out, RN, RL, RH, RD, c->rd, 100.0f, 2, c->layout);
 }
 static attn_status r_bwd(attn_gc_problem *p, const float *dout) {
   rctx *c = p->ctx;
-  return attn_rope_backward_f32(dout, attn_gc_grad(p, 0), RN, RL, RH, RD, 100.0f, 2, c->layout);
+  return attn_rope_partial_backward_f32(dout, attn_gc_grad(p, 0), RN, RL, RH, RD, c->rd, 100.0f, 2,
+                                        c->layout);
 }
-static attn_status rope_common(attn_gc_problem *p, attn_rope_layout layout) {
+static attn_status rope_common(attn_gc_problem *p, attn_rope_layout layout, int64_t rd) {
   rctx *c = attn_gc_alloc(p, sizeof *c);
   float *x;
   if (!c || attn_gc_input(p, "x", RN * RL * RH * RD, &x)) return ATTN_ENOMEM;
   attn_gc_fill_uniform(x, RN * RL * RH * RD, p->seed, -1.0f, 1.0f);
   c->layout = layout;
+  c->rd = rd;
   p->ctx = c;
   p->nout = RN * RL * RH * RD;
   p->forward = r_fwd;
@@ -195,9 +198,12 @@ static attn_status rope_common(attn_gc_problem *p, attn_rope_layout layout) {
   return ATTN_OK;
 }
 static attn_status setup_rope_interleaved(attn_gc_problem *p) {
-  return rope_common(p, ATTN_ROPE_INTERLEAVED);
+  return rope_common(p, ATTN_ROPE_INTERLEAVED, RD);
 }
-static attn_status setup_rope_half(attn_gc_problem *p) { return rope_common(p, ATTN_ROPE_HALF); }
+static attn_status setup_rope_half(attn_gc_problem *p) { return rope_common(p, ATTN_ROPE_HALF, RD); }
+static attn_status setup_rope_partial(attn_gc_problem *p) {
+  return rope_common(p, ATTN_ROPE_HALF, 4);
+}
 
 /* ---- modules ---------------------------------------------------------------------
  * Inputs: x, then chosen parameters (copied into the module's attn_params
@@ -300,6 +306,15 @@ static attn_status setup_nn_gqa(attn_gc_problem *p) {
   return m_setup(p, &cfg, 0, params, 4);
 }
 
+/* partial rotary: RoPE on 4 of the 8 dims of each head */
+static attn_status setup_nn_gqa_partial_rotary(attn_gc_problem *p) {
+  attn_vattn_config cfg;
+  attn_gqa_attention_config(&cfg, 16, 2, 1, 100.0f);
+  cfg.rope_dim = 4;
+  static const char *const params[] = {"q_proj.weight", "k_proj.weight"};
+  return m_setup(p, &cfg, 0, params, 2);
+}
+
 static attn_status setup_nn_shaw(attn_gc_problem *p) {
   attn_vattn_config cfg;
   attn_sparse_attention_config(&cfg, 8, 2, 4);
@@ -324,6 +339,8 @@ static const attn_gradcheck_case cases[] = {
     {"var.rope_interleaved", setup_rope_interleaved, 1e-2f, 1e-4, 1e-3, 0},
     {"var.rope_half", setup_rope_half, 1e-2f, 1e-4, 1e-3, 0},
     {"var.nn_gqa_rope", setup_nn_gqa, 1e-2f, 3e-4, 1e-2, 24},
+    {"var.rope_partial", setup_rope_partial, 1e-2f, 1e-4, 1e-3, 0},
+    {"var.nn_gqa_partial_rotary", setup_nn_gqa_partial_rotary, 1e-2f, 3e-4, 1e-2, 24},
     {"var.nn_shaw_relpos", setup_nn_shaw, 1e-2f, 3e-4, 1e-2, 24},
 };
 

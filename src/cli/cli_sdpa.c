@@ -31,7 +31,8 @@ static const char usage_text[] =
     "Variants (docs/VARIANTS.md): tensors alibi_slopes [Hq], rel_bias [Hq,buckets] (T5),\n"
     "shaw_k [2M-1,D], shaw_v [2M-1,Dv], block_mask BOOL/U8 [ceil((q_offset+Lq)/bs),ceil(Lk/bs)];\n"
     "metadata q_offset, alibi (true = standard slopes), rel_max_distance, rel_bidirectional,\n"
-    "block_size, rope (interleaved|half: q and k rotated), rope_theta (default 10000).\n"
+    "block_size, rope (interleaved|half: q and k rotated), rope_theta (default 10000),\n"
+    "rope_dim (partial rotary: only the first rope_dim dims of each head; default D).\n"
     "With dout OUT also gets drel_bias, dshaw_k, dshaw_v for the tables given.\n"
     "  --backend  math (reference), flash (fused) or auto (flash where it can; default)\n"
     "  --threads  number of threads (default: all cores)\n";
@@ -42,7 +43,7 @@ static const char *const tensor_names[] = {
 /* "format" is what safetensors tooling writes ("pt"); it is accepted and ignored */
 static const char *const meta_keys[] = {
     "causal", "is_causal", "window_left",      "window_right",      "scale",      "format", "q_offset",
-    "alibi",  "rel_max_distance", "rel_bidirectional", "block_size", "rope",   "rope_theta"};
+    "alibi",  "rel_max_distance", "rel_bidirectional", "block_size", "rope",   "rope_theta", "rope_dim"};
 
 static int in_list(const char *s, const char *const *list, size_t n) {
   for (size_t i = 0; i < n; i++)
@@ -180,6 +181,7 @@ typedef struct {
   int rope;                  /* q and k rotated */
   attn_rope_layout rope_layout;
   float rope_theta;
+  int64_t rope_dim; /* rotated dims of each head (partial rotary); D when absent */
 } sdpa_job;
 
 static void job_free(sdpa_job *j) {
@@ -275,6 +277,11 @@ static attn_status read_variants(const attn_st *in, const char *path, sdpa_job *
     if ((st = attn_rope_layout_from_name(r, &j->rope_layout))) return st;
     j->rope = 1;
   }
+  j->rope_dim = d->D;
+  if ((st = meta_i64(in, path, "rope_dim", 2, &j->rope_dim))) return st;
+  if (attn_st_meta(in, "rope_dim") && (!j->rope || j->rope_dim % 2 || j->rope_dim > d->D))
+    return attn_set_error(ATTN_EINVAL, "%s: metadata rope_dim = %lld: needs rope, even, <= D = %lld",
+                          path, (long long)j->rope_dim, (long long)d->D);
   if ((r = attn_st_meta(in, "rope_theta"))) {
     char *end;
     double x = strtod(r, &end);
@@ -406,9 +413,10 @@ static attn_status run_sdpa(sdpa_job *j, const char *in_path, attn_backend backe
   if (j->rope) {
     if (!(j->qr = alloc4(B, Hq, Lq, D, "q")) || !(j->kr = alloc4(B, Hkv, Lk, D, "k")))
       return ATTN_ENOMEM;
-    if ((st = attn_rope_f32(qd, j->qr, B * Hq, Lq, 1, D, j->rope_theta, d.q_offset,
-                            j->rope_layout)) ||
-        (st = attn_rope_f32(kd, j->kr, B * Hkv, Lk, 1, D, j->rope_theta, 0, j->rope_layout)))
+    if ((st = attn_rope_partial_f32(qd, j->qr, B * Hq, Lq, 1, D, j->rope_dim, j->rope_theta,
+                                    d.q_offset, j->rope_layout)) ||
+        (st = attn_rope_partial_f32(kd, j->kr, B * Hkv, Lk, 1, D, j->rope_dim, j->rope_theta, 0,
+                                    j->rope_layout)))
       return st;
     qd = j->qr;
     kd = j->kr;
@@ -442,10 +450,10 @@ static attn_status run_sdpa(sdpa_job *j, const char *in_path, attn_backend backe
                                               dout->data, j->dq, j->dk, j->dv);
     if (st) return st;
     if (j->rope && /* gradients w.r.t. the unrotated q and k */
-        ((st = attn_rope_backward_f32(j->dq, j->dq, B * Hq, Lq, 1, D, j->rope_theta, d.q_offset,
-                                      j->rope_layout)) ||
-         (st = attn_rope_backward_f32(j->dk, j->dk, B * Hkv, Lk, 1, D, j->rope_theta, 0,
-                                      j->rope_layout))))
+        ((st = attn_rope_partial_backward_f32(j->dq, j->dq, B * Hq, Lq, 1, D, j->rope_dim,
+                                              j->rope_theta, d.q_offset, j->rope_layout)) ||
+         (st = attn_rope_partial_backward_f32(j->dk, j->dk, B * Hkv, Lk, 1, D, j->rope_dim,
+                                              j->rope_theta, 0, j->rope_layout))))
       return st;
     if ((st = attn_st_add_f32(j->res, "dq", 4, q->shape, j->dq)) ||
         (st = attn_st_add_f32(j->res, "dk", 4, k->shape, j->dk)) ||

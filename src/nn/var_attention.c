@@ -67,7 +67,7 @@ attn_status attn_vattn_declare(attn_vattn *m, attn_params *p, const char *prefix
   m->hd = c->head_dim ? c->head_dim : (c->num_heads > 0 ? c->embed_dim / c->num_heads : 0);
   if (c->embed_dim < 1 || m->Hq < 1 || m->Hkv < 1 || m->Hq % m->Hkv || m->hd < 1 || m->kvd < 1 ||
       (!c->head_dim && m->hd * m->Hq != c->embed_dim) || c->window_left < -1 ||
-      c->window_right < -1 || (c->rope && m->hd % 2))
+      c->window_right < -1 || (c->rope && m->hd % 2 && !c->rope_dim))
     return attn_set_error(ATTN_EINVAL,
                           "attention '%s': embed_dim %lld, kv_dim %lld, heads %lld, kv heads "
                           "%lld, head_dim %lld, window (%lld, %lld), rope %d: need heads | "
@@ -75,6 +75,12 @@ attn_status attn_vattn_declare(attn_vattn *m, attn_params *p, const char *prefix
                           prefix, (long long)c->embed_dim, (long long)m->kvd, (long long)m->Hq,
                           (long long)m->Hkv, (long long)m->hd, (long long)c->window_left,
                           (long long)c->window_right, c->rope);
+  if ((c->rope_dim && !c->rope) ||
+      (c->rope && c->rope_dim && (c->rope_dim < 2 || c->rope_dim % 2 || c->rope_dim > m->hd)))
+    return attn_set_error(ATTN_EINVAL,
+                          "attention '%s': rope_dim %lld: the rotated dims must be even, in [2, "
+                          "head_dim %lld], and need rope",
+                          prefix, (long long)c->rope_dim, (long long)m->hd);
   const char *names[4] = {c->q_name ? c->q_name : "query", c->k_name ? c->k_name : "key",
                           c->v_name ? c->v_name : "value", c->o_name ? c->o_name : "fc_out"};
   attn_linear *lin[4] = {&m->q, &m->k, &m->v, &m->o};
@@ -102,6 +108,15 @@ attn_status attn_vattn_init(const attn_vattn *m, attn_params *p, attn_init kind,
 
 static float theta_of(const attn_vattn *m) {
   return m->c.rope_theta > 0.0f ? m->c.rope_theta : 10000.0f;
+}
+
+/* RoPE (forward, or its inverse with back) on x [B, L, H, hd] from position pos */
+static attn_status rotate(const attn_vattn *m, float *x, int64_t B, int64_t L, int64_t H,
+                          int64_t pos, int back) {
+  const int64_t rd = m->c.rope_dim ? m->c.rope_dim : m->hd;
+  return back ? attn_rope_partial_backward_f32(x, x, B, L, H, m->hd, rd, theta_of(m), pos,
+                                               m->c.rope_layout)
+              : attn_rope_partial_f32(x, x, B, L, H, m->hd, rd, theta_of(m), pos, m->c.rope_layout);
 }
 
 /* The SDPA on projections q [B, Lq, Hq*hd], k/v [B, Lk, Hkv*hd], ctx like q. */
@@ -170,8 +185,7 @@ attn_status attn_vattn_forward(const attn_vattn *m, const attn_params *p, const 
       (st = attn_linear_forward(&m->v, p, y, s->v, B * Lk)))
     return st;
   if (m->c.rope &&
-      ((st = attn_rope_f32(s->q, s->q, B, Lq, m->Hq, m->hd, theta_of(m), 0, m->c.rope_layout)) ||
-       (st = attn_rope_f32(s->k, s->k, B, Lk, m->Hkv, m->hd, theta_of(m), 0, m->c.rope_layout))))
+      ((st = rotate(m, s->q, B, Lq, m->Hq, 0, 0)) || (st = rotate(m, s->k, B, Lk, m->Hkv, 0, 0))))
     return st;
   attn_sdpa_desc d;
   vattn_desc(m, B, Lq, Lk, extra, &d);
@@ -214,10 +228,7 @@ attn_status attn_vattn_backward(const attn_vattn *m, attn_params *p, const attn_
                                dv)))
     goto done;
   if (m->c.rope && /* back to the unrotated projections */
-      ((st = attn_rope_backward_f32(dq, dq, B, Lq, m->Hq, m->hd, theta_of(m), 0,
-                                    m->c.rope_layout)) ||
-       (st = attn_rope_backward_f32(dk, dk, B, Lk, m->Hkv, m->hd, theta_of(m), 0,
-                                    m->c.rope_layout))))
+      ((st = rotate(m, dq, B, Lq, m->Hq, 0, 1)) || (st = rotate(m, dk, B, Lk, m->Hkv, 0, 1))))
     goto done;
   if ((st = attn_linear_backward(&m->q, p, x, dq, dx, B * Lq)) ||
       (st = attn_linear_backward(&m->k, p, y, dk, dy, B * Lk)) ||
@@ -266,8 +277,7 @@ attn_status attn_vattn_decode(const attn_vattn *m, const attn_params *p, const a
       (st = attn_linear_forward(&m->v, p, x_new, v, B * n)))
     goto done;
   if (m->c.rope &&
-      ((st = attn_rope_f32(q, q, B, n, m->Hq, m->hd, theta_of(m), pos, m->c.rope_layout)) ||
-       (st = attn_rope_f32(k, k, B, n, m->Hkv, m->hd, theta_of(m), pos, m->c.rope_layout))))
+      ((st = rotate(m, q, B, n, m->Hq, pos, 0)) || (st = rotate(m, k, B, n, m->Hkv, pos, 0))))
     goto done;
   heads_first(k, kt, B, n, m->Hkv, m->hd);
   heads_first(v, vt, B, n, m->Hkv, m->hd);
