@@ -84,6 +84,10 @@ CASE(nn_encoder_seq_first)
 CASE(nn_decoder_seq_first)
 CASE(nn_encoder_bf16_params_f16_src)
 CASE(nn_mha_f16_params_bf16_inputs_seq_first)
+CASE(nn_mha_bias_kv_zero_attn)
+CASE(nn_mha_bias_kv_float_mask)
+CASE(nn_mha_zero_attn_kdim)
+CASE(nn_mha_static_kv_seq_first)
 
 int main(void) {
   RUN(test_nn_mha_self);
@@ -116,6 +120,10 @@ int main(void) {
   RUN(test_nn_decoder_seq_first);
   RUN(test_nn_encoder_bf16_params_f16_src);
   RUN(test_nn_mha_f16_params_bf16_inputs_seq_first);
+  RUN(test_nn_mha_bias_kv_zero_attn);
+  RUN(test_nn_mha_bias_kv_float_mask);
+  RUN(test_nn_mha_zero_attn_kdim);
+  RUN(test_nn_mha_static_kv_seq_first);
   printf("# worst error / scale over all golden cases: %.2e\n", rel_worst);
   HARNESS_END();
 }

@@ -11,7 +11,7 @@ Inputs and parameters are rounded to f32 first, so the float64 reference is
 the exact answer for the stored values. Tolerance in the C tests: 1e-4
 relative + small absolute (see tests/test_nn_golden.c).
 Usage: /usr/bin/python3 tools/golden_nn.py tests/golden [GROUP,...]
-(groups: mha, layer, seed, act, bf, lowp; default all)
+(groups: mha, layer, seed, act, bf, lowp, mhax; default all)
 """
 import math
 import os
@@ -106,9 +106,11 @@ def float_mask(*shape):
 
 # ---- MultiheadAttention ------------------------------------------------------
 def mha_case(name, E, H, B, Lq, Lk, kdim=None, vdim=None, bias=True, cross=False,
-             kpm=None, attn_mask=None, average=True, seed=0, batch_first=True):
+             kpm=None, attn_mask=None, average=True, seed=0, batch_first=True,
+             add_bias_kv=False, add_zero_attn=False):
     m = prep(nn.MultiheadAttention(E, H, dropout=0.0, bias=bias, batch_first=batch_first,
-                                   kdim=kdim, vdim=vdim), seed)
+                                   kdim=kdim, vdim=vdim, add_bias_kv=add_bias_kv,
+                                   add_zero_attn=add_zero_attn), seed)
     bl = (lambda b, l: (b, l)) if batch_first else (lambda b, l: (l, b))
     query = rnd(*bl(B, Lq), E)
     inputs = {"query": query}
@@ -127,6 +129,8 @@ def mha_case(name, E, H, B, Lq, Lk, kdim=None, vdim=None, bias=True, cross=False
                need_weights=True, average_attn_weights=average)
     meta = {"kind": "mha", "num_heads": H, "batch_first": int(batch_first),
             "average_attn_weights": int(average)}
+    if add_zero_attn:
+        meta["add_zero_attn"] = 1
     save(name, m, inputs, out, {"attn_weights": w}, meta)
 
 
@@ -282,6 +286,36 @@ def lowp_cases():
     save("nn_mha_f16_params_bf16_inputs_seq_first", m,
          {"query": q, "key": kv, "value": kv2, "attn_mask": am}, out, {"attn_weights": w},
          {"kind": "mha", "num_heads": H, "batch_first": 0}, dtypes=dt)
+
+
+# ---- MultiheadAttention's add_bias_kv, add_zero_attn, static_k / static_v ----------
+def mha_extra_cases():
+    B, H, Lq, Lk = 2, 4, 5, 6
+    torch.manual_seed(60)
+    mha_case("nn_mha_bias_kv_zero_attn", E=16, H=H, B=B, Lq=Lq, Lk=Lk, cross=True,
+             kpm=kpm_bool(B, Lk), attn_mask=rand_bool_mask(Lq, Lk), average=False, seed=60,
+             add_bias_kv=True, add_zero_attn=True)
+    torch.manual_seed(61)
+    mha_case("nn_mha_bias_kv_float_mask", E=16, H=H, B=B, Lq=Lq, Lk=Lq, seed=61,
+             attn_mask=float_mask(B * H, Lq, Lq), add_bias_kv=True)
+    torch.manual_seed(62)
+    mha_case("nn_mha_zero_attn_kdim", E=16, H=2, B=B, Lq=Lq, Lk=Lk, kdim=12, vdim=10, cross=True,
+             kpm=kpm_bool(B, Lk), seed=62, add_zero_attn=True)
+    # static_k / static_v: F.multi_head_attention_forward's arguments (the module's
+    # forward has none), sequence first, self-attention (key = value = query)
+    torch.manual_seed(63)
+    E, Ls = 16, 7
+    m = prep(nn.MultiheadAttention(E, H, dropout=0.0, add_zero_attn=True), 63)
+    query = rnd(Lq, B, E)
+    sk, sv = rnd(B * H, Ls, E // H), rnd(B * H, Ls, E // H)
+    kpm = kpm_bool(B, Ls)  # (torch 1.13 checks an attn_mask against the key input's length)
+    out, w = F.multi_head_attention_forward(
+        query, query, query, E, H, m.in_proj_weight, m.in_proj_bias, None, None, True, 0.0,
+        m.out_proj.weight, m.out_proj.bias, training=True, key_padding_mask=kpm,
+        need_weights=True, static_k=sk, static_v=sv, average_attn_weights=True)
+    save("nn_mha_static_kv_seq_first", m,
+         {"query": query, "static_k": sk, "static_v": sv, "key_padding_mask": kpm}, out, {"attn_weights": w},
+         {"kind": "mha", "num_heads": H, "batch_first": 0, "add_zero_attn": 1})
 
 
 # ---- other FFN activations: tanh, SiLU, gated SwiGLU / GeGLU ------------------
@@ -464,6 +498,7 @@ def seed_cases():
 if __name__ == "__main__":
     os.makedirs(OUT, exist_ok=True)
     groups = {"mha": mha_cases, "layer": layer_cases, "seed": seed_cases, "act": act_cases,
-              "bf": seq_first_cases, "lowp": lowp_cases}
+              "bf": seq_first_cases, "lowp": lowp_cases,
+              "mhax": mha_extra_cases}
     for g in (sys.argv[2].split(",") if len(sys.argv) > 2 else groups):
         groups[g]()

@@ -198,6 +198,14 @@ typedef struct {
    * "in_proj_bias" [E + 2 Ekv]; query head h reads key/value head
    * h / (num_heads / num_kv_heads), with no copies of K/V. */
   int64_t num_kv_heads;
+  /* nn.MultiheadAttention's extra keys (TORCH style, num_kv_heads = num_heads;
+   * torch 1.13 semantics): add_bias_kv declares "bias_k", "bias_v" [1, 1, E]
+   * appended as one more key / value row of every batch; add_zero_attn appends
+   * a zero key / value row after it. Masks are given for the keys without
+   * these rows and padded with "allowed" for them, as torch pads them; the
+   * attention weights cover all Lk + add_bias_kv + add_zero_attn keys. Not
+   * with masks.causal. */
+  int add_bias_kv, add_zero_attn;
 } attn_mha_config;
 
 typedef struct {
@@ -212,6 +220,7 @@ typedef struct {
   int has_out;
   attn_linear out_lin;
   uint64_t site; /* dropout stream id, from the prefix */
+  int bias_kv[2]; /* "bias_k", "bias_v" param indices (add_bias_kv), else -1 */
 } attn_mha;
 
 /* PyTorch's mask arguments (see the convention above). At most one of the
@@ -249,6 +258,11 @@ typedef struct {
   /* ... and with bf16 flash attention (no dropout, auto / flash backend):
    * q | k | v [B, L, 3E] in bf16 only (q, k, v NULL) */
   uint16_t *qkvh;
+  /* extra keys (add_bias_kv, add_zero_attn, static_k / static_v): Lk above
+   * counts every key row; Lk_in = rows of the key/value inputs, Lk_base = the
+   * keys before the appended rows (Lk_in, or the static length) */
+  int64_t Lk_in, Lk_base;
+  int static_k, static_v;
 } attn_mha_saved;
 ATTN_API void attn_mha_saved_free(attn_mha_saved *s);
 
@@ -269,12 +283,31 @@ ATTN_API attn_status attn_mha_forward(const attn_mha *m, const attn_params *p,
                                       const float *key, const float *value, int64_t B, int64_t Lq,
                                       int64_t Lk, const attn_mha_masks *masks, float *out,
                                       float *attn_weights, int average_weights);
+/* static_k / static_v (may be NULL; torch's F.multi_head_attention_forward
+ * arguments): [B*H, Ls, head_dim] keys / values used instead of the
+ * projected key / value (key/value inputs then get no gradient through
+ * them); with one of them only, Ls = Lk. Not with add_bias_kv (as torch).
+ * attn_weights (if any) is [B, (H,) Lq, Ls + add_zero_attn]. */
+ATTN_API attn_status attn_mha_forward_static(const attn_mha *m, const attn_params *p,
+                                             const attn_nn_ctx *ctx, attn_mha_saved *s,
+                                             const float *query, const float *key,
+                                             const float *value, const float *static_k,
+                                             const float *static_v, int64_t Ls, int64_t B,
+                                             int64_t Lq, int64_t Lk, const attn_mha_masks *masks,
+                                             float *out, float *attn_weights, int average_weights);
 /* dquery [B,Lq,E] += ..., dkey/dvalue likewise (may be NULL; for
  * self-attention everything goes to dquery). */
 ATTN_API attn_status attn_mha_backward(const attn_mha *m, attn_params *p, const attn_nn_ctx *ctx,
                                        const attn_mha_saved *s, const float *query,
                                        const float *key, const float *value, const float *dout,
                                        float *dquery, float *dkey, float *dvalue);
+/* ... and dstatic_k / dstatic_v [B*H, Ls, head_dim] += (may be NULL) */
+ATTN_API attn_status attn_mha_backward_static(const attn_mha *m, attn_params *p,
+                                              const attn_nn_ctx *ctx, const attn_mha_saved *s,
+                                              const float *query, const float *key,
+                                              const float *value, const float *dout,
+                                              float *dquery, float *dkey, float *dvalue,
+                                              float *dstatic_k, float *dstatic_v);
 
 /* Probabilities of head h, query rows row0 .. row0+nrows-1 of batch b, of the
  * forward saved in s (any backend; recomputed from its q, k and lse, so a

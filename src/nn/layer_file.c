@@ -15,6 +15,7 @@ typedef struct {
   const char *kind;
   int64_t heads, kv_heads; /* kv_heads: mha only, 0 = heads */
   int norm_first, average, batch_first;
+  int add_zero_attn; /* mha */
   attn_activation act;
   float eps;
 } layer_meta;
@@ -57,7 +58,7 @@ static attn_status meta_bool(const attn_st *in, const char *key, int def, int *o
 static attn_status read_meta(const attn_st *in, layer_meta *m) {
   static const char *known[] = {"kind", "num_heads", "norm_first", "activation", "layer_norm_eps",
                                 "batch_first", "average_attn_weights", "format",
-                                "num_kv_heads"};
+                                "num_kv_heads", "add_zero_attn"};
   for (int i = 0; i < attn_st_meta_count(in); i++) {
     const char *k = attn_st_meta_key(in, i);
     int ok = 0;
@@ -71,6 +72,7 @@ static attn_status read_meta(const attn_st *in, layer_meta *m) {
   if (!st) st = meta_bool(in, "norm_first", 0, &m->norm_first);
   if (!st) st = meta_bool(in, "average_attn_weights", 1, &m->average);
   if (!st) st = meta_bool(in, "batch_first", 1, &m->batch_first);
+  if (!st) st = meta_bool(in, "add_zero_attn", 0, &m->add_zero_attn);
   if (st) return st;
   if (!m->batch_first && !strncmp(m->kind, "seed", 4))
     return attn_set_error(ATTN_EINVAL, "metadata 'batch_first' = '%.60s': the seed modules are "
@@ -187,10 +189,10 @@ static attn_status run_mha(run_state *r, const layer_meta *lm) {
   if (st) return st;
   int64_t E = ow->shape[0], H = lm->heads;
   if (ow->shape[1] != E) return attn_set_error(ATTN_EINVAL, "tensor 'out_proj.weight' is not square");
-  if (attn_st_get(r->in, "bias_k") || attn_st_get(r->in, "bias_v"))
-    return attn_set_error(ATTN_EUNSUPPORTED, "tensors 'bias_k'/'bias_v' (add_bias_kv) are not supported");
   attn_mha_config c;
   memset(&c, 0, sizeof c);
+  c.add_bias_kv = attn_st_get(r->in, "bias_k") || attn_st_get(r->in, "bias_v");
+  c.add_zero_attn = lm->add_zero_attn;
   c.embed_dim = E;
   c.num_heads = H;
   c.num_kv_heads = lm->kv_heads; /* grouped-query attention (separate projections) */
@@ -221,33 +223,46 @@ static attn_status run_mha(run_state *r, const layer_meta *lm) {
   if (!k && (m.c.kdim != E || m.c.vdim != E))
     return attn_set_error(ATTN_EINVAL, "tensor 'key' is missing (kdim/vdim differ from embed_dim)");
   int64_t Lk = k ? k->shape[1] : Lq;
+  const attn_tensor *sk, *sv; /* torch's static_k / static_v [B*H, Ls, head_dim] */
+  int64_t ss[3] = {B * H, -1, E / H};
+  st = f32_in(r, "static_k", 3, ss, 0, &sk);
+  if (!st && sk) ss[1] = sk->shape[1];
+  if (!st) st = f32_in(r, "static_v", 3, ss, 0, &sv);
+  if (st) return st;
+  int64_t Ls = sk ? sk->shape[1] : sv ? sv->shape[1] : Lk; /* the keys the masks cover */
+  int64_t Lkt = Ls + c.add_bias_kv + c.add_zero_attn;     /* every key row */
   attn_mha_masks mk;
-  st = masks_in(r, "attn_mask", "key_padding_mask", B, H, Lq, Lk, &mk);
+  st = masks_in(r, "attn_mask", "key_padding_mask", B, H, Lq, Ls, &mk);
   if (!st) st = dout_in(r, q);
   if (st) return st;
-  int64_t wn = B * (lm->average ? 1 : H) * Lq * Lk;
+  int64_t wn = B * (lm->average ? 1 : H) * Lq * Lkt;
   float *out = buf_like(q, 0), *w = attn_nn_scratch(wn), *dq = buf_like(q, 0);
   float *dk = k ? buf_like(k, 0) : NULL, *dv = v ? buf_like(v, 0) : NULL;
+  float *dsk = sk ? buf_like(sk, 0) : NULL, *dsv = sv ? buf_like(sv, 0) : NULL;
   attn_mha_saved s = {0};
-  st = (!out || !w || !dq || (k && (!dk || !dv))) ? ATTN_ENOMEM : ATTN_OK;
+  st = (!out || !w || !dq || (k && (!dk || !dv)) || (sk && !dsk) || (sv && !dsv)) ? ATTN_ENOMEM
+                                                                                 : ATTN_OK;
   if (!st)
-    st = attn_mha_forward(&m, &r->p, &r->ctx, &s, q->data, k ? k->data : NULL,
-                          v ? v->data : NULL, B, Lq, Lk, &mk, out, w, lm->average);
+    st = attn_mha_forward_static(&m, &r->p, &r->ctx, &s, q->data, k ? k->data : NULL,
+                                 v ? v->data : NULL, sk ? sk->data : NULL, sv ? sv->data : NULL,
+                                 Ls, B, Lq, Lk, &mk, out, w, lm->average);
   if (!st) st = add(r, "out", q, 0, out);
   if (!st) {
-    int64_t ws[4] = {B, H, Lq, Lk}, w3[3] = {B, Lq, Lk};
+    int64_t ws[4] = {B, H, Lq, Lkt}, w3[3] = {B, Lq, Lkt};
     st = lm->average ? attn_st_add_f32(r->out, "attn_weights", 3, w3, w)
                      : attn_st_add_f32(r->out, "attn_weights", 4, ws, w);
   }
   if (!st && r->dout) {
-    st = attn_mha_backward(&m, &r->p, &r->ctx, &s, q->data, k ? k->data : NULL,
-                           v ? v->data : NULL, r->dout, dq, dk, dv);
+    st = attn_mha_backward_static(&m, &r->p, &r->ctx, &s, q->data, k ? k->data : NULL,
+                                  v ? v->data : NULL, r->dout, dq, dk, dv, dsk, dsv);
     if (!st) st = add(r, "grad.query", q, 0, dq);
     if (!st && k) st = add(r, "grad.key", k, 0, dk);
     if (!st && v) st = add(r, "grad.value", v, 0, dv);
+    if (!st && sk) st = add(r, "grad.static_k", sk, 0, dsk);
+    if (!st && sv) st = add(r, "grad.static_v", sv, 0, dsv);
   }
   attn_mha_saved_free(&s);
-  free(out), free(w), free(dq), free(dk), free(dv);
+  free(out), free(w), free(dq), free(dk), free(dv), free(dsk), free(dsv);
   return st;
 }
 
@@ -442,9 +457,10 @@ static attn_status run_kind(const attn_st *in, const layer_meta *lm_in, attn_bac
   static const struct {
     const char *kind;
     attn_status (*fn)(run_state *, const layer_meta *);
-    const char *inputs[6];
+    const char *inputs[8];
   } kinds[] = {
-      {"mha", run_mha, {"query", "key", "value", "key_padding_mask", "attn_mask"}},
+      {"mha", run_mha,
+       {"query", "key", "value", "key_padding_mask", "attn_mask", "static_k", "static_v"}},
       {"encoder", run_encoder, {"src", "src_mask", "src_key_padding_mask"}},
       {"decoder", run_decoder,
        {"tgt", "memory", "tgt_mask", "memory_mask", "tgt_key_padding_mask",
@@ -461,7 +477,7 @@ static attn_status run_kind(const attn_st *in, const layer_meta *lm_in, attn_bac
     memset(&r, 0, sizeof r);
     r.in = in;
     r.ctx.backend = backend;
-    for (int j = 0; j < 6 && kinds[i].inputs[j]; j++) r.inputs[r.ninputs++] = kinds[i].inputs[j];
+    for (int j = 0; j < 8 && kinds[i].inputs[j]; j++) r.inputs[r.ninputs++] = kinds[i].inputs[j];
     attn_params_init(&r.p);
     st = attn_st_new(&r.out);
     if (!st) st = kinds[i].fn(&r, &lm);

@@ -41,6 +41,12 @@ static attn_status declare_torch(attn_mha *m, attn_params *p, const char *prefix
   if (!st) st = attn_nn_name(name, prefix, "out_proj.");
   if (!st) st = attn_linear_declare(&m->out_lin, p, name, E, E, m->c.bias);
   m->has_out = 1;
+  static const char *bkv[2] = {"bias_k", "bias_v"};
+  int64_t sh[3] = {1, 1, E};
+  for (int i = 0; i < 2 && !st && m->c.add_bias_kv; i++) {
+    st = attn_nn_name(name, prefix, bkv[i]);
+    if (!st) st = attn_params_declare(p, name, 3, sh, &m->bias_kv[i]);
+  }
   return st;
 }
 
@@ -102,6 +108,11 @@ attn_status attn_mha_declare(attn_mha *m, attn_params *p, const char *prefix,
     m->b[i] = -1;
   }
   m->out_lin.weight = m->out_lin.bias = -1;
+  m->bias_kv[0] = m->bias_kv[1] = -1;
+  if ((c->add_bias_kv || c->add_zero_attn) &&
+      (c->style != ATTN_MHA_TORCH || m->c.num_kv_heads != H))
+    return attn_set_error(ATTN_EINVAL, "mha '%s': add_bias_kv / add_zero_attn need the TORCH style "
+                          "without grouped key/value heads", prefix);
   m->site = attn_nn_hash(prefix, attn_nn_hash("mha", 0));
   return c->style == ATTN_MHA_TORCH ? declare_torch(m, p, prefix) : declare_seed(m, p, prefix);
 }
@@ -115,6 +126,10 @@ attn_status attn_mha_init(const attn_mha *m, attn_params *p, attn_init kind, uin
     if (!st && m->b[0] >= 0) st = attn_init_const(p, m->b[0], 0.0f);
     if (!st) st = attn_linear_init(&m->out_lin, p, kind, seed);
     if (!st && m->out_lin.bias >= 0) st = attn_init_const(p, m->out_lin.bias, 0.0f);
+    /* torch: xavier_normal_ on [1, 1, E] (std 1/sqrt(E)); here the uniform
+     * of that variance */
+    for (int i = 0; i < 2 && !st && m->bias_kv[i] >= 0; i++)
+      st = attn_init_uniform(p, m->bias_kv[i], sqrtf(3.0f / (float)m->c.embed_dim), seed);
     return st;
   }
   for (int i = 0; i < 3 && !st; i++) {

@@ -51,6 +51,15 @@ attn_status attn_mha_backward(const attn_mha *m, attn_params *p, const attn_nn_c
                               const attn_mha_saved *s, const float *query, const float *key,
                               const float *value, const float *dout, float *dquery,
                               float *dkey, float *dvalue) {
+  return attn_mha_backward_static(m, p, ctx, s, query, key, value, dout, dquery, dkey, dvalue,
+                                  NULL, NULL);
+}
+
+attn_status attn_mha_backward_static(const attn_mha *m, attn_params *p, const attn_nn_ctx *ctx,
+                                     const attn_mha_saved *s, const float *query,
+                                     const float *key, const float *value, const float *dout,
+                                     float *dquery, float *dkey, float *dvalue, float *dstatic_k,
+                                     float *dstatic_v) {
   static const attn_nn_ctx zero_ctx;
   if (!ctx) ctx = &zero_ctx;
   if (!m || !p || !p->grad || !s || !query || !dout)
@@ -90,6 +99,15 @@ attn_status attn_mha_backward(const attn_mha *m, attn_params *p, const attn_nn_c
     st = attn_sdpa_backward(&d, ctx->backend, s->q, s->k, s->v, s->ctx, s->lse, dctx, dq, dk, dv);
   }
   const float *dproj[3] = {dq, dk, dv};
+  float *dkv_in = NULL; /* extra rows: dk, dv of the projections [2, B, Lk_in, E] */
+  if (!st && (s->static_k || s->static_v || m->c.add_bias_kv || m->c.add_zero_attn)) {
+    dkv_in = attn_nn_scratch(2 * B * s->Lk_in * Ekv);
+    st = dkv_in ? attn_nn_mha_split_dkv(m, p, s, dk, dv, dkv_in, dkv_in + B * s->Lk_in * Ekv,
+                                        dstatic_k, dstatic_v)
+                : ATTN_ENOMEM;
+    dproj[1] = s->static_k ? NULL : dkv_in;
+    dproj[2] = s->static_v ? NULL : dkv_in + B * s->Lk_in * Ekv;
+  }
   const float *src[3] = {query, s->self ? query : key, s->self ? query : value};
   float *dsrc[3] = {dquery, s->self ? dquery : dkey, s->self ? dquery : dvalue};
   if (!st && s->qkvh)
@@ -97,7 +115,8 @@ attn_status attn_mha_backward(const attn_mha *m, attn_params *p, const attn_nn_c
   else if (!st && s->xh)
     st = attn_nn_mha_project_backward_bf16(m, p, s, dq, dk, dv, E, dquery);
   for (int i = 0; i < 3 && !st && !s->xh; i++) {
-    int64_t rows = B * (i ? Lk : Lq);
+    if (!dproj[i]) continue; /* static_k / static_v: no projection */
+    int64_t rows = B * (i ? s->Lk_in : Lq);
     if (m->c.style == ATTN_MHA_SEED_SHARED) rows *= m->c.num_heads;
     st = attn_dense_backward_ctx(ctx, src[i], attn_params_data(p, m->w[i]) + m->wo[i], dproj[i],
                                  dsrc[i], attn_params_grad(p, m->w[i]) + m->wo[i],
@@ -105,6 +124,7 @@ attn_status attn_mha_backward(const attn_mha *m, attn_params *p, const attn_nn_c
                                  rows, m->in[i], m->out[i]);
   }
   free(dctx);
+  free(dkv_in);
   free(dqkv);
   free(dq);
   free(dk);

@@ -60,11 +60,38 @@ static void write_weights(const attn_mha *m, const attn_mha_saved *s, const floa
     }
 }
 
+/* extra key rows (mha_extra_kv.c): sizes into s, checks */
+static attn_status extra_sizes(const attn_mha *m, attn_mha_saved *s, const float *sk,
+                               const float *sv, int64_t Ls) {
+  s->static_k = sk != NULL;
+  s->static_v = sv != NULL;
+  s->Lk_base = (sk || sv) ? Ls : s->Lk_in;
+  if ((sk || sv) && (m->c.style != ATTN_MHA_TORCH || m->c.num_kv_heads != m->c.num_heads ||
+                     m->c.add_bias_kv || Ls <= 0 || (!(sk && sv) && Ls != s->Lk_in)))
+    return attn_set_error(ATTN_EINVAL,
+                          "mha_forward: static_k / static_v need the TORCH style without grouped "
+                          "key/value heads and without add_bias_kv (as torch), Ls %lld > 0 and, "
+                          "with one of them only, Ls = Lk %lld",
+                          (long long)Ls, (long long)s->Lk_in);
+  s->Lk = s->Lk_base + (m->c.add_bias_kv != 0) + (m->c.add_zero_attn != 0);
+  return ATTN_OK;
+}
+
 attn_status attn_mha_forward(const attn_mha *m, const attn_params *p, const attn_nn_ctx *ctx,
                              attn_mha_saved *s, const float *query, const float *key,
                              const float *value, int64_t B, int64_t Lq, int64_t Lk,
                              const attn_mha_masks *masks, float *out, float *attn_weights,
                              int average_weights) {
+  return attn_mha_forward_static(m, p, ctx, s, query, key, value, NULL, NULL, 0, B, Lq, Lk, masks,
+                                 out, attn_weights, average_weights);
+}
+
+attn_status attn_mha_forward_static(const attn_mha *m, const attn_params *p,
+                                    const attn_nn_ctx *ctx, attn_mha_saved *s, const float *query,
+                                    const float *key, const float *value, const float *static_k,
+                                    const float *static_v, int64_t Ls, int64_t B, int64_t Lq,
+                                    int64_t Lk, const attn_mha_masks *masks, float *out,
+                                    float *attn_weights, int average_weights) {
   static const attn_nn_ctx zero_ctx;
   if (!ctx) ctx = &zero_ctx;
   if (!m || !p || !p->data || !s || !query || !out)
@@ -79,10 +106,16 @@ attn_status attn_mha_forward(const attn_mha *m, const attn_params *p, const attn
   attn_mha_saved_free(s);
   s->B = B;
   s->Lq = Lq;
-  s->Lk = Lk;
+  s->Lk = s->Lk_in = s->Lk_base = Lk;
   s->self = self;
   int64_t E = m->c.embed_dim, H = m->c.num_heads, Ekv = m->c.num_kv_heads * m->head_dim;
-  int bf16 = attn_nn_mha_bf16_applies(m, ctx, self);
+  const int extra = attn_nn_mha_extra(m, static_k, static_v);
+  if (extra) {
+    attn_status est = extra_sizes(m, s, static_k, static_v, Ls);
+    if (est) return est;
+    Lk = s->Lk;
+  }
+  int bf16 = !extra && attn_nn_mha_bf16_applies(m, ctx, self);
   // bf16 flash attention: q, k, v only in bf16 (the math backend stays the f32 reference)
   int flash16 = bf16 && !attn_nn_dropout_on(ctx, m->c.dropout) && !attn_weights &&
                 ctx->backend != ATTN_BACKEND_MATH;
@@ -98,9 +131,25 @@ attn_status attn_mha_forward(const attn_mha *m, const attn_params *p, const attn
   float *dst[3] = {s->q, s->k, s->v};
   attn_status st = ATTN_OK;
   if (bf16) st = attn_nn_mha_project_bf16(m, p, s, query, flash16);
+  float *kv_in = NULL; /* extra rows: the projections [2, B, Lk_in, E] before extend_kv */
+  if (extra) {
+    kv_in = attn_nn_scratch(2 * B * s->Lk_in * E);
+    if (!kv_in) return ATTN_ENOMEM;
+    dst[1] = kv_in;
+    dst[2] = kv_in + B * s->Lk_in * E;
+  }
+  const float *stat[3] = {NULL, static_k, static_v};
   for (int i = 0; i < 3 && !st && !s->xh; i++)
-    st = project(m, p, ctx, i, pick_src(i, self, query, key, value), dst[i], B * (i ? Lk : Lq));
-  if (!st) st = attn_nn_mha_build_masks(m, masks, s);
+    if (!stat[i])
+      st = project(m, p, ctx, i, pick_src(i, self, query, key, value), dst[i],
+                   B * (i ? s->Lk_in : Lq));
+  if (!st && extra)
+    st = attn_nn_mha_extend_kv(m, p, s, static_k ? NULL : dst[1], static_v ? NULL : dst[2],
+                               static_k, static_v);
+  free(kv_in);
+  attn_mha_masks padded;
+  if (!st && extra && masks) st = attn_nn_mha_pad_masks(m, masks, s, &padded);
+  if (!st) st = attn_nn_mha_build_masks(m, extra && masks ? &padded : masks, s);
   if (st) return st;
   attn_sdpa_desc d;
   attn_nn_mha_desc(m, s, &d);

@@ -101,4 +101,20 @@ int attn_nn_layer_needs_prep(const attn_st *in, int batch_first);
 attn_status attn_nn_layer_prep_in(const attn_st *in, int batch_first, attn_st **out);
 attn_status attn_nn_layer_prep_out(attn_st *out);
 
+/* MHA extra key rows (mha_extra_kv.c): add_bias_kv, add_zero_attn,
+ * static_k / static_v, torch 1.13's way. extend_kv fills s->k, s->v [B, Lk,
+ * E] from the projections kp, vp [B, Lk_in, E] (NULL where static);
+ * pad_masks pads the masks for the appended rows (in s->arena); split_dkv
+ * sends dk, dv back to dkp, dvp [B, Lk_in, E] (OVERWRITTEN), dstatic_* (+=)
+ * and the bias_k / bias_v gradients. */
+int attn_nn_mha_extra(const attn_mha *m, const float *static_k, const float *static_v);
+attn_status attn_nn_mha_extend_kv(const attn_mha *m, const attn_params *p, attn_mha_saved *s,
+                                  const float *kp, const float *vp, const float *static_k,
+                                  const float *static_v);
+attn_status attn_nn_mha_pad_masks(const attn_mha *m, const attn_mha_masks *in, attn_mha_saved *s,
+                                  attn_mha_masks *out);
+attn_status attn_nn_mha_split_dkv(const attn_mha *m, attn_params *p, const attn_mha_saved *s,
+                                  const float *dk, const float *dv, float *dkp, float *dvp,
+                                  float *dstatic_k, float *dstatic_v);
+
 #endif
