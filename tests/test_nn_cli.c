@@ -66,6 +66,9 @@ done:
 static void test_cli_mha(void) { check_against_golden("tests/golden/nn_mha_nobias_masks.safetensors", "math"); }
 static void test_cli_gated_ffn(void) {
   check_against_golden("tests/golden/nn_decoder_swiglu.safetensors", "flash");
+  /* MultiheadAttention's extra keys and a sequence-first file, on flash */
+  check_against_golden("tests/golden/nn_mha_bias_kv_zero_attn.safetensors", "flash");
+  check_against_golden("tests/golden/nn_mha_static_kv_seq_first.safetensors", "flash");
 }
 static void test_cli_encoder(void) {
   check_against_golden("tests/golden/nn_encoder_pre_gelu_masks.safetensors", "auto");
@@ -155,6 +158,11 @@ static void test_cli_rejects_bad_inputs(void) {
                  "linear3.weight");
   expect_failure("tests/golden/nn_encoder_swiglu.safetensors",
                  &(edit){.meta_key = "activation", .meta_val = "silu"}, "linear3");
+  /* static_v of another length than static_k */
+  expect_failure("tests/golden/nn_mha_static_kv_seq_first.safetensors",
+                 &(edit){.drop = "static_v", .add_name = "static_v", .add_from = "key_padding_mask",
+                         .add_dtype = ATTN_F32},
+                 "static_v");
   expect_failure(ENC, &(edit){.meta_key = "num_heads", .meta_val = "x"}, "num_heads");
   expect_failure(ENC, &(edit){.meta_key = "num_heads", .meta_val = "5"}, "num_heads");
   /* sequence first: the batch-first golden's [L, L] src_mask no longer fits L = B */

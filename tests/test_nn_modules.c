@@ -404,6 +404,48 @@ static void test_gated_ffn_names(void) {
   attn_params_free(&p);
 }
 
+/* MHA's extra key rows: the refused combinations are errors with a message */
+static void test_mha_extra_keys_bad_input(void) {
+  attn_params p;
+  attn_params_init(&p);
+  attn_mha_config c = {.embed_dim = 8, .num_heads = 2, .bias = 1, .add_bias_kv = 1};
+  attn_mha m, bad;
+  CHECK_OK(attn_mha_declare(&m, &p, "a.", &c));
+  CHECK(attn_params_find(&p, "a.bias_k") >= 0 && attn_params_find(&p, "a.bias_v") >= 0);
+  attn_mha_config g = c;
+  g.num_kv_heads = 1; /* grouped key/value heads */
+  CHECK_ERR(attn_mha_declare(&bad, &p, "g.", &g), ATTN_EINVAL);
+  g = c;
+  g.style = ATTN_MHA_SEED_LINEAR;
+  CHECK_ERR(attn_mha_declare(&bad, &p, "s.", &g), ATTN_EINVAL);
+  attn_mha_config z = {.embed_dim = 8, .num_heads = 2, .bias = 1, .add_zero_attn = 1};
+  attn_mha mz;
+  CHECK_OK(attn_mha_declare(&mz, &p, "z.", &z));
+  CHECK_OK(attn_params_alloc(&p));
+  CHECK_OK(attn_mha_init(&m, &p, ATTN_INIT_TORCH, 1));
+  CHECK_OK(attn_mha_init(&mz, &p, ATTN_INIT_TORCH, 1));
+  float x[2 * 3 * 8], y[2 * 3 * 8], sk[2 * 2 * 5 * 4] = {0};
+  fill_uniform(x, 2 * 3 * 8, 3, -1, 1);
+  attn_mha_saved s = {0};
+  attn_mha_masks causal = {.causal = 1};
+  CHECK_ERR(attn_mha_forward(&m, &p, NULL, &s, x, NULL, NULL, 2, 3, 3, &causal, y, NULL, 0),
+            ATTN_EUNSUPPORTED);
+  CHECK(strstr(attn_last_error(), "causal") != NULL);
+  /* static_k with add_bias_kv (torch refuses it too); one static of another length */
+  CHECK_ERR(attn_mha_forward_static(&m, &p, NULL, &s, x, NULL, NULL, sk, sk, 5, 2, 3, 3, NULL, y,
+                                    NULL, 0),
+            ATTN_EINVAL);
+  CHECK(strstr(attn_last_error(), "static_k") != NULL);
+  CHECK_ERR(attn_mha_forward_static(&mz, &p, NULL, &s, x, NULL, NULL, sk, NULL, 5, 2, 3, 3, NULL,
+                                    y, NULL, 0),
+            ATTN_EINVAL);
+  CHECK_OK(attn_mha_forward_static(&mz, &p, NULL, &s, x, NULL, NULL, sk, sk, 5, 2, 3, 3, NULL, y,
+                                   NULL, 0));
+  CHECK(s.Lk == 6 && s.Lk_base == 5 && s.Lk_in == 3);
+  attn_mha_saved_free(&s);
+  attn_params_free(&p);
+}
+
 int main(void) {
   RUN(test_linear_matches_loops);
   RUN(test_initialisers);
@@ -415,5 +457,6 @@ int main(void) {
   RUN(test_fully_masked_rows_give_zeros);
   RUN(test_bad_arguments);
   RUN(test_gated_ffn_names);
+  RUN(test_mha_extra_keys_bad_input);
   HARNESS_END();
 }

@@ -487,7 +487,9 @@ ATTN_API attn_status attn_seed_layer_backward(const attn_seed_layer *m, attn_par
 /* ---- running a PyTorch-named layer from named tensors (`attn layer`) -------
  * in: __metadata__ kind = mha | encoder | decoder (or a seed kind:
  * seed000_self_attention, seed000_mha, seed004_self_attention, seed004_mha,
- * seed004_transformer, input "x"), num_heads, norm_first (boolean), activation
+ * seed004_transformer, input "x"), num_heads, norm_first (boolean),
+ * add_zero_attn (mha, boolean; with tensors bias_k/bias_v and inputs
+ * static_k/static_v: attn_mha_config, attn_mha_forward_static), activation
  * (relu|gelu|gelu_tanh|tanh|silu|swiglu|geglu; the gated swiglu / geglu read
  * a third FFN Linear "linear3.*", see attn_ffn), layer_norm_eps, average_attn_weights (mha, boolean, default
  * true), batch_first (default true; false: query/key/value/src/tgt/memory,

@@ -184,8 +184,10 @@ static attn_status bool_masks(attn_gc_problem *p, attn_mha_masks *m, int64_t B, 
   return ATTN_OK;
 }
 
-static attn_status setup_mha_heads(attn_gc_problem *p, int cross, float dropout,
-                                   attn_mha_style style, int64_t heads, int64_t kv_heads) {
+/* extra: 1 = add_bias_kv and add_zero_attn (torch's extra key rows) */
+static attn_status setup_mha_extra(attn_gc_problem *p, int cross, float dropout,
+                                   attn_mha_style style, int64_t heads, int64_t kv_heads,
+                                   int extra) {
   const int64_t B = 2, L = 3, Lk = cross ? 4 : 3, E = 8;
   mctx *c = begin(p, M_MHA, B, L, Lk, E);
   if (!c || !input(p, "query", B * L * E, 1)) return ATTN_ENOMEM;
@@ -198,6 +200,7 @@ static attn_status setup_mha_heads(attn_gc_problem *p, int cross, float dropout,
   mc.out_proj = 1;
   mc.dropout = dropout;
   mc.style = style;
+  mc.add_bias_kv = mc.add_zero_attn = extra;
   if (cross) {
     mc.kdim = 6;
     mc.vdim = 5;
@@ -208,6 +211,16 @@ static attn_status setup_mha_heads(attn_gc_problem *p, int cross, float dropout,
   attn_status st = bool_masks(p, &c->m1, B, L, Lk);
   if (!st) st = attn_mha_declare(&c->mha, &c->prm, "attn.", &mc);
   return st ? st : finish(p, c, B * L * E);
+}
+static attn_status setup_mha_heads(attn_gc_problem *p, int cross, float dropout,
+                                   attn_mha_style style, int64_t heads, int64_t kv_heads) {
+  return setup_mha_extra(p, cross, dropout, style, heads, kv_heads, 0);
+}
+static attn_status setup_mha_bias_kv_zero_attn(attn_gc_problem *p) {
+  return setup_mha_extra(p, 1, 0, ATTN_MHA_TORCH, 2, 0, 1);
+}
+static attn_status setup_mha_bias_kv_dropout(attn_gc_problem *p) {
+  return setup_mha_extra(p, 0, 0.3f, ATTN_MHA_TORCH, 2, 0, 1);
 }
 static attn_status setup_mha(attn_gc_problem *p, int cross, float dropout, attn_mha_style style) {
   return setup_mha_heads(p, cross, dropout, style, 2, 0);
@@ -312,6 +325,8 @@ static const attn_gradcheck_case cases[] = {
     {"nn.mha.seed000", setup_mha_seed000, 1e-2f, 2e-4, 1e-2, 32},
     {"nn.mha.gqa", setup_mha_gqa, 1e-2f, 2e-4, 1e-2, 32},
     {"nn.mha.mqa_dropout", setup_mha_mqa_dropout, 1e-2f, 2e-4, 1e-2, 32},
+    {"nn.mha.bias_kv_zero_attn", setup_mha_bias_kv_zero_attn, 1e-2f, 2e-4, 1e-2, 32},
+    {"nn.mha.bias_kv_dropout", setup_mha_bias_kv_dropout, 1e-2f, 2e-4, 1e-2, 32},
     {"nn.encoder.post", setup_encoder_post, 1e-2f, 4e-4, 1e-2, 24},
     {"nn.encoder.pre_dropout", setup_encoder_pre_dropout, 1e-2f, 4e-4, 1e-2, 24},
     {"nn.decoder.post_masks", setup_decoder_post, 1e-2f, 4e-4, 1e-2, 24},

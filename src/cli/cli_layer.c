@@ -21,6 +21,8 @@ static void layer_usage(FILE *f) {
           "  booleans: true/false (any case: PyTorch's True),\n"
           "  1/0, yes/no, on/off;\n"
           "  num_kv_heads (mha: grouped-query attention; k/v_proj_weight have num_kv_heads*head_dim rows).\n"
+          "  add_zero_attn (mha, boolean); tensors bias_k, bias_v (add_bias_kv) and inputs\n"
+          "  static_k, static_v [B*num_heads, Ls, head_dim] as torch's.\n"
           "IN tensors: the module's parameters under their state_dict() names, and inputs\n"
           "  (batch first unless batch_first=false): mha query [+ key, value], key_padding_mask, attn_mask;\n"
           "  encoder src, src_mask, src_key_padding_mask; decoder tgt, memory, tgt_mask,\n"
