@@ -89,7 +89,8 @@ endif
 # ---- end of MPI --------------------------------------------------------------
 
 LIB_SRC := $(wildcard src/core/*.c src/kernels/*.c src/nn/*.c src/io/*.c src/train/*.c)
-# the apps: shared pieces in src/apps/, and one folder per application (wing)
+# the apps: one folder (wing) per application or shared piece, src/apps/<wing>/
+# (README "Layout")
 APP_SRC := $(wildcard src/apps/*.c src/apps/*/*.c)
 CLI_SRC := $(wildcard src/cli/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)
@@ -104,7 +105,7 @@ TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 .PHONY: all test demo clean format bench golden deps
 all: $(BUILD)/libattn.a $(BUILD)/libattn.so $(BUILD)/attn
 
-$(BUILD)/%.o: %.c $(wildcard include/*.h include/attn/*.h src/*/*.h)
+$(BUILD)/%.o: %.c $(wildcard include/*.h include/attn/*.h src/*/*.h src/*/*/*.h)
 	@mkdir -p $(dir $@)
 	@# a test whose source no longer compiles must not leave its old program to run
 	$(if $(filter tests/%,$<),@rm -f $(basename $@))
