@@ -90,7 +90,7 @@ endif
 
 LIB_SRC := $(wildcard src/core/*.c src/kernels/*.c src/nn/*.c src/io/*.c src/train/*.c)
 # the apps: one folder (wing) per application or shared piece, src/apps/<wing>/
-# (README "Layout")
+# (README "Layout"; tools/check_wings.sh checks which wing may include which)
 APP_SRC := $(wildcard src/apps/*.c src/apps/*/*.c)
 CLI_SRC := $(wildcard src/cli/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)
@@ -154,6 +154,13 @@ $(BUILD)/tests/test_alloc_sweep: $(BUILD)/tests/alloc_fail_shim.so
 $(BUILD)/tests/test_python: $(BUILD)/libattn.so
 # the tests' shared headers (harness.h, sdpa_problem.h, ...)
 $(TEST_SRC:%.c=$(BUILD)/%.o): $(wildcard tests/*.h)
+# which wing of src/apps/ includes which (tools/check_wings.sh, by
+# tests/test_wings.sh), run by tests/run.sh like a test program
+TEST_BIN += $(BUILD)/tests/test_wings
+$(BUILD)/tests/test_wings: tests/test_wings.sh tools/check_wings.sh
+	@mkdir -p $(dir $@)
+	@printf '#!/bin/sh\n# written by the Makefile\ncd "%s" || exit 1\nexec sh tests/test_wings.sh\n' '$(CURDIR)' > $@
+	@chmod +x $@
 
 # Each test program is built and run on its own, so one failure does not hide
 # the others; tests/run.sh adds up the counts. RUNNER="qemu-aarch64 -L

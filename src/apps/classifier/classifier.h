@@ -81,6 +81,11 @@ attn_status attn_clf_check_file(const attn_clf_config *c, const attn_st *f);
  * int8 scales (.scale); e.g. layers.1.* in a file whose config says 1 layer
  * is an error, not ignored. */
 attn_status attn_clf_check_leftovers(const attn_clf *m, const attn_st *f);
+/* Loads a checkpoint (attn_clf_save of apps/train/trainer.h writes one; an
+ * int8 file of attn quantize too): creates m from its "config", loads the
+ * parameters; *file (may be NULL) receives the file for other metadata
+ * (attn_st_free). */
+attn_status attn_clf_load(const char *path, attn_clf *m, attn_st **file);
 
 /* Declares and allocates (parameters zero); attn_clf_init then draws them. */
 attn_status attn_clf_create(attn_clf *m, const attn_clf_config *c);

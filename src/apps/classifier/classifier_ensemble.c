@@ -5,8 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apps/train/trainer.h"
-
 #define NAME_MAX_LEN 320
 
 int attn_clf_ens_count(const attn_st *file) {

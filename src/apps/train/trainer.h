@@ -177,9 +177,6 @@ attn_status attn_train_run(attn_clf *m, attn_adam *opt, const attn_train_opts *o
  * weight average. Atomic. */
 attn_status attn_clf_save(const char *path, const attn_clf *m, const attn_adam *opt,
                           const attn_train_state *s, const attn_st *meta);
-/* Loads a checkpoint: creates m from its "config", loads the parameters;
- * *file (may be NULL) receives the file for other metadata (attn_st_free). */
-attn_status attn_clf_load(const char *path, attn_clf *m, attn_st **file);
 /* Restores opt (initialised for m->p) and s (with its weight average, if
  * the file holds one) from a training checkpoint. s is overwritten, not freed
  * (it may be uninitialised); attn_train_state_free it after use. */
