@@ -20,6 +20,7 @@
 #include "kernels/amx.h"
 #include "kernels/sdpa_flash.h"
 #include "kernels/sdpa_flash_bf16.h"
+#include "kernels/sdpa_softcap_sinks.h"
 #include "kernels/kern.h"
 #include "kernels/util.h"
 
@@ -101,6 +102,8 @@ static attn_status check_desc(const attn_sdpa_desc *d, const uint16_t *q, const 
       attn_sdpa_validate(d, (const float *)(const void *)q, (const float *)(const void *)k,
                          (const float *)(const void *)v, rs);
   if (st) return st;
+  if (attn_sdpa_has_capsink(d))
+    return attn_set_error(ATTN_EUNSUPPORTED, "sdpa bf16: softcap and sinks need the f32 flash");
   if (attn_sdpa_has_positions(d))
     return attn_set_error(ATTN_EUNSUPPORTED, "sdpa bf16: position variants and block-sparse "
                                              "layouts are not supported (use the f32 flash)");

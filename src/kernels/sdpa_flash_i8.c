@@ -24,6 +24,7 @@
 #include "kernels/gemm_lowp_internal.h"
 #include "kernels/sdpa_flash_bf16.h"
 #include "kernels/sdpa_flash_i8.h"
+#include "kernels/sdpa_softcap_sinks.h"
 #include "kernels/kern.h"
 #include "kernels/util.h"
 
@@ -267,6 +268,8 @@ attn_status attn_sdpa_forward_i8_path(attn_lowp_path path, const attn_sdpa_desc 
   attn_sdpa_resolved rs;
   attn_status st = attn_sdpa_validate(d, q, k, v, &rs);
   if (st) return st;
+  if (attn_sdpa_has_capsink(d))
+    return attn_set_error(ATTN_EUNSUPPORTED, "sdpa i8: softcap and sinks need the f32 flash");
   if (attn_sdpa_has_positions(d))
     return attn_set_error(ATTN_EUNSUPPORTED, "sdpa i8: position variants and block-sparse "
                                              "layouts are not supported (use the f32 flash)");
