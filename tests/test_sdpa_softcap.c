@@ -384,6 +384,88 @@ static void test_nan_contract(void) {
   }
 }
 
+/* bf16 and fp16 flash (every path this machine has) and int8 flash forward
+ * with softcap and sinks, against the f32 flash on the rounded inputs. The
+ * tiles round p to bf16 (int8: the scores are quantized): out 1e-2 + 1e-2
+ * |f32| (int8: 3e-2), lse 2e-3 + 1e-3 |f32| (int8: 5e-2 + 1e-2: the logits are quantized),
+ * gradients 3e-2 + 3e-2 |f32|, d sinks 2e-2 + 2e-2 |f32|. */
+static void lowp_case(const ccfg *c, unsigned seed) {
+  cprob p;
+  make(c, seed, &p);
+  uint16_t *q16 = malloc((p.nq + 1) * 2), *k16 = malloc((p.nk + 1) * 2),
+           *v16 = malloc((p.nv + 1) * 2);
+  for (int f16 = 0; f16 < 2; f16++) {
+    void (*to16)(const float *, uint16_t *, int64_t) = f16 ? attn_f32_to_f16_n : attn_f32_to_bf16_n;
+    void (*to32)(const uint16_t *, float *, int64_t) = f16 ? attn_f16_to_f32_n : attn_bf16_to_f32_n;
+    cprob r = p; /* the rounded inputs as f32 */
+    float *rq = malloc((p.nq + 1) * 4), *rk = malloc((p.nk + 1) * 4), *rv = malloc((p.nv + 1) * 4);
+    to16(p.q, q16, p.nq), to16(p.k, k16, p.nk), to16(p.v, v16, p.nv);
+    to32(q16, rq, p.nq), to32(k16, rk, p.nk), to32(v16, rv, p.nv);
+    r.q = rq, r.k = rk, r.v = rv;
+    results want;
+    run(attn_kern_get()->flash, &r, &want);
+    const attn_lowp_path paths[] = {ATTN_LOWP_AUTO, ATTN_LOWP_PORTABLE, ATTN_LOWP_SIMD,
+                                    ATTN_LOWP_AMX, ATTN_LOWP_F32};
+    for (unsigned a = 0; a < sizeof paths / sizeof paths[0]; a++) {
+      if (f16 ? !attn_sdpa_f16_path_available(paths[a]) : !attn_sdpa_bf16_path_available(paths[a]))
+        continue;
+      int before = h_case_failed;
+      h_case_failed = 0;
+      results got;
+      alloc_results(&p, &got);
+      attn_sdpa_desc d = p.d;
+      d.sinks_grad = d.sinks ? got.x[5] : NULL;
+      float **x = got.x;
+      if (f16) {
+        CHECK_OK(attn_sdpa_forward_f16_path(paths[a], &d, q16, k16, v16, x[0], x[1]));
+        CHECK_OK(attn_sdpa_backward_f16_path(paths[a], &d, q16, k16, v16, x[0], x[1], p.dout,
+                                             x[2], x[3], x[4]));
+      } else {
+        CHECK_OK(attn_sdpa_forward_bf16_path(paths[a], &d, q16, k16, v16, x[0], x[1]));
+        CHECK_OK(attn_sdpa_backward_bf16_path(paths[a], &d, q16, k16, v16, x[0], x[1], p.dout,
+                                              x[2], x[3], x[4]));
+      }
+      CHECK_CLOSE("out", x[0], want.x[0], p.no, 1e-2, 1e-2);
+      CHECK_CLOSE("lse", x[1], want.x[1], p.nl, 2e-3, 1e-3);
+      for (int i = 2; i < 5; i++)
+        CHECK_CLOSE(names[i], x[i], want.x[i], got.n[i], 3e-2, 3e-2);
+      if (c->sinks) CHECK_CLOSE("dsinks", x[5], want.x[5], c->Hq, 2e-2, 2e-2);
+      if (h_case_failed)
+        printf("  ^ %s path %d, cap %g sinks %d\n", f16 ? "f16" : "bf16", (int)paths[a],
+               (double)c->cap, c->sinks);
+      h_case_failed |= before;
+      release(&got);
+    }
+    release(&want);
+    free(rq), free(rk), free(rv);
+  }
+  /* int8 forward on the f32 inputs against the f32 flash */
+  results want;
+  run(attn_kern_get()->flash, &p, &want);
+  const attn_lowp_path ipaths[] = {ATTN_LOWP_AUTO, ATTN_LOWP_PORTABLE, ATTN_LOWP_SIMD, ATTN_LOWP_AMX};
+  for (unsigned a = 0; a < sizeof ipaths / sizeof ipaths[0]; a++) {
+    if (!attn_sdpa_i8_path_available(ipaths[a])) continue;
+    float *o = calloc(p.no + 1, 4), *l = calloc(p.nl + 1, 4);
+    CHECK_OK(attn_sdpa_forward_i8_path(ipaths[a], &p.d, p.q, p.k, p.v, o, l));
+    CHECK_CLOSE("i8 out", o, want.x[0], p.no, 3e-2, 1e-2);
+    CHECK_CLOSE("i8 lse", l, want.x[1], p.nl, 5e-2, 1e-2);
+    free(o), free(l);
+  }
+  release(&want);
+  free(q16), free(k16), free(v16);
+  unmake(&p);
+}
+
+static void test_low_precision(void) {
+  const ccfg cs[] = {
+      {1, 2, 2, 40, 100, 32, 32, 5.0f, 0, 0, -1, -1, 0, 0, 0, 0, 0},
+      {1, 2, 2, 40, 100, 32, 32, 0.0f, 1, 0, -1, -1, 0, 0, 0, 0, 0},
+      {2, 4, 2, 70, 150, 64, 48, 3.0f, 1, 1, -1, -1, 1, 1, 0, 0, 0},
+  };
+  for (unsigned i = 0; i < sizeof cs / sizeof cs[0]; i++)
+    lowp_case(&cs[i], 300 + i);
+}
+
 static void test_bad_input(void) {
   const ccfg c = {1, 2, 2, 4, 6, 8, 8, 0.0f, 0, 0, -1, -1, 0, 0, 0, 0, 0};
   cprob p;
@@ -421,6 +503,7 @@ int main(void) {
   RUN(test_finite_differences);
   RUN(test_empty_rows);
   RUN(test_nan_contract);
+  RUN(test_low_precision);
   RUN(test_bad_input);
   HARNESS_END();
 }
