@@ -5,7 +5,8 @@
  * math, forward and backward with d sinks, alone and with causal, windows,
  * key_lens, masks, ALiBi, GQA, Dv != D, q_offset; d sinks and softcap's dq
  * against finite differences; rows with no allowed key; the NaN contract;
- * bad input.
+ * bad input; the PyTorch golden files (tests/golden/cap_sdpa_*) through math
+ * and both kernel sets; bf16, fp16 and int8 flash.
  *
  * Tolerances: math vs the double reference 2e-6 + 2e-5 |ref|; flash vs math
  * as tests/test_flash.c (1e-5 + 1e-4 |math| forward, twice for gradients;
@@ -17,6 +18,7 @@
 #include "kernels/kern.h"
 #include "kernels/sdpa_flash.h"
 #include "kernels/sdpa_softcap_sinks.h"
+#include "sdpa_golden.h"
 
 static const attn_flash_ops *ops_list[2];
 static int n_ops;
@@ -466,6 +468,68 @@ static void test_low_precision(void) {
     lowp_case(&cs[i], 300 + i);
 }
 
+/* ---- golden files (tools/golden_softcap.py): math and both kernel sets ---- */
+static void golden(const attn_flash_ops *ops, const char *name) {
+  char path[256];
+  snprintf(path, sizeof path, "tests/golden/cap_sdpa_%s.safetensors", name);
+  attn_st *g = NULL;
+  CHECK_OK(attn_st_load(path, &g));
+  if (!g) return;
+  attn_sdpa_desc d;
+  golden_var_desc(g, &d); /* shapes, causal, window, q_offset, ALiBi */
+  const attn_tensor *kl = attn_st_get(g, "key_lens"), *mask = attn_st_get(g, "mask");
+  if (kl) d.key_lens = kl->data;
+  if (mask) {
+    const int64_t full[4] = {d.B, d.Hq, d.Lq, d.Lk};
+    if (mask->dtype == ATTN_BOOL) {
+      d.bool_mask = mask->data;
+      CHECK(golden_mask_strides(mask, full, d.bool_mask_stride));
+    } else {
+      d.add_mask = mask->data;
+      CHECK(golden_mask_strides(mask, full, d.add_mask_stride));
+    }
+  }
+  if (attn_st_meta(g, "softcap")) d.softcap = strtof(attn_st_meta(g, "softcap"), NULL);
+  d.sinks = golden_f32(g, "sinks");
+  const int64_t n[6] = {d.B * d.Hq * d.Lq * d.Dv, d.B * d.Hq * d.Lq, d.B * d.Hq * d.Lq * d.D,
+                        d.B * d.Hkv * d.Lk * d.D, d.B * d.Hkv * d.Lk * d.Dv, d.sinks ? d.Hq : 0};
+  float *x[6];
+  for (int i = 0; i < 6; i++)
+    x[i] = calloc(n[i] + 1, sizeof(float));
+  d.sinks_grad = d.sinks ? x[5] : NULL;
+  const float *q = golden_f32(g, "q"), *k = golden_f32(g, "k"), *v = golden_f32(g, "v");
+  const float *dout = golden_f32(g, "dout");
+  if (ops) {
+    CHECK_OK(attn_sdpa_forward_flash_ops(ops, &d, q, k, v, x[0], x[1]));
+    CHECK_OK(attn_sdpa_backward_flash_ops(ops, &d, q, k, v, x[0], x[1], dout, x[2], x[3], x[4]));
+  } else {
+    CHECK_OK(attn_sdpa_forward_math(&d, q, k, v, x[0], x[1], NULL));
+    CHECK_OK(attn_sdpa_backward_math(&d, q, k, v, x[0], x[1], dout, x[2], x[3], x[4]));
+  }
+  const char *what[6] = {"out", "lse", "dq", "dk", "dv", "dsinks"};
+  int before = h_case_failed;
+  h_case_failed = 0;
+  for (int i = 0; i < 6; i++) {
+    if (!n[i]) continue;
+    const float *want = golden_f32(g, what[i]);
+    CHECK(want != NULL);
+    if (want) CHECK_CLOSE(what[i], x[i], want, n[i], 2e-5, 1e-4);
+  }
+  if (h_case_failed) printf("  ^ golden %s, %s\n", name, ops ? ops->name : "math");
+  h_case_failed |= before;
+  for (int i = 0; i < 6; i++)
+    free(x[i]);
+  attn_st_free(g);
+}
+
+static void test_golden_files(void) {
+  static const char *const cases[] = {"softcap", "sinks_causal_gqa", "softcap_sinks_masks",
+                                      "softcap_sinks_bool", "gemma_tiles"};
+  for (int o = -1; o < n_ops; o++)
+    for (unsigned c = 0; c < sizeof cases / sizeof cases[0]; c++)
+      golden(o < 0 ? NULL : ops_list[o], cases[c]);
+}
+
 static void test_bad_input(void) {
   const ccfg c = {1, 2, 2, 4, 6, 8, 8, 0.0f, 0, 0, -1, -1, 0, 0, 0, 0, 0};
   cprob p;
@@ -504,6 +568,7 @@ int main(void) {
   RUN(test_empty_rows);
   RUN(test_nan_contract);
   RUN(test_low_precision);
+  RUN(test_golden_files);
   RUN(test_bad_input);
   HARNESS_END();
 }
