@@ -13,6 +13,8 @@
  * d sinks, a sum over every row of the head, 1e-4 + 1e-3 |math|); finite
  * differences (central, h = 1e-2 on f32) 2e-3 + 1e-2 |fd|. */
 #include <stdint.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "kernels/kern.h"
@@ -530,6 +532,31 @@ static void test_golden_files(void) {
       golden(o < 0 ? NULL : ops_list[o], cases[c]);
 }
 
+/* `attn bench sdpa --softcap C --sinks` runs (plain flash timed beside it: the
+ * vs_plain column) and rejects a bad cap; nothing is measured here */
+static void test_bench_options(void) {
+  const char *bin = getenv("ATTN_BIN");
+  if (!bin || access(bin, X_OK) != 0) {
+    SKIP("ATTN_BIN not set: CLI not checked");
+    return;
+  }
+  char cmd[512], line[512];
+  int seen = 0;
+  snprintf(cmd, sizeof cmd,
+           "%s bench sdpa --n 80 --heads 2 --dim 16 --softcap 30 --sinks --backward --no-math "
+           "--threads 1 2>&1",
+           bin);
+  FILE *f = popen(cmd, "r");
+  CHECK(f != NULL);
+  while (f && fgets(line, sizeof line, f))
+    seen |= (strstr(line, "softcap 30 sinks") ? 1 : 0) | (strstr(line, "vs_plain") ? 2 : 0);
+  CHECK(f && pclose(f) == 0);
+  CHECK(seen == 3);
+  snprintf(cmd, sizeof cmd, "%s bench sdpa --n 64 --softcap -1 >/dev/null 2>&1", bin);
+  int rc = system(cmd);
+  CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 2);
+}
+
 static void test_bad_input(void) {
   const ccfg c = {1, 2, 2, 4, 6, 8, 8, 0.0f, 0, 0, -1, -1, 0, 0, 0, 0, 0};
   cprob p;
@@ -570,5 +597,6 @@ int main(void) {
   RUN(test_low_precision);
   RUN(test_golden_files);
   RUN(test_bad_input);
+  RUN(test_bench_options);
   HARNESS_END();
 }
