@@ -17,7 +17,8 @@
  *   bool_mask     -> bool_mask[b,h,i,j] != 0 (1 = may attend)
  * and its logit is scale * q·k + add_mask[b,h,i,j] (an add_mask of -inf also
  * disallows). Masks broadcast through their strides (0 on broadcast dims).
- * A query row with no allowed key gives out = 0, lse = -inf, zero gradient.
+ * A query row with no allowed key gives out = 0, lse = -inf (with sinks: the
+ * sink), zero gradient. Softcap and sinks: the block at the end of the struct.
  * NaN/inf in the data is not an error and never silently dropped, in every
  * backend (math, flash; bf16/fp16/int8 flash: their headers): a NaN logit at
  * an allowed key (NaN in q or k, an +inf logit (inf - inf), a NaN additive
