@@ -5,7 +5,7 @@
  * backend, cap.flash_* through the flash tiles. */
 #include <string.h>
 
-#include "apps/gradcheck.h"
+#include "apps/tools/gradcheck.h"
 #include "attn/kernels.h"
 #include "attn/sdpa.h"
 #include "attn/variants.h"
