@@ -204,4 +204,5 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     return out.reshape(lead + (L, value.shape[-1]))
 
 
-from ._torch_encoder import TransformerEncoderLayer  # noqa: E402 (uses the op above)
+from ._torch_encoder import SDPAEncoderLayer  # noqa: E402 (uses the op above)
+from ._torch_layer import TransformerEncoderLayer, from_torch  # noqa: E402,F401
