@@ -230,3 +230,5 @@ class BenchScript(unittest.TestCase):
             text = r.stdout.decode()
             self.assertEqual(r.returncode, 0, text)
             self.assertIn("speedup of attn's op", text)
+            self.assertIn("speedup of attn's layer", text)
+            self.assertIn("| 16", text)
