@@ -5,6 +5,11 @@ signature, so a model written for PyTorch 2 runs on Debian's torch 1.13:
     from attn.torch import scaled_dot_product_attention
     out = scaled_dot_product_attention(q, k, v, attn_mask=None, is_causal=True)
 
+and a whole torch.nn.TransformerEncoderLayer computed by libattn, forward and
+backward (attn.torch.TransformerEncoderLayer, attn.torch.from_torch(layer);
+python/attn/_torch_layer.py), and SDPAEncoderLayer, torch's layer with only its
+attention through this op.
+
 Shapes: query [..., L, E], key [..., S, E], value [..., S, Ev] -> [..., L, Ev]
 (the same leading dims; with enable_gqa=True the head dim, third from the
 right, of key/value may divide the query's). attn_mask broadcasts to

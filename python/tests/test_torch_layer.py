@@ -98,6 +98,12 @@ class SameAsTorch(unittest.TestCase):
         mask[:, torch.arange(10), torch.arange(10)] = False
         self.compare(ref, mine, torch.randn(10, 2, 24), src_mask=mask)
 
+    def test_gelu_tanh(self):
+        ref, mine = pair(batch_first=True, dropout=0.0,
+                         activation=torch.nn.GELU(approximate="tanh"))
+        self.assertEqual(mine.activation_name, "gelu_tanh")
+        self.compare(ref, mine, torch.randn(2, 6, 32))
+
     def test_unbatched(self):
         ref, mine = pair(batch_first=True, dropout=0.0)
         self.compare(ref, mine, torch.randn(8, 32))
