@@ -53,6 +53,23 @@ def _activation_name(activation):
                 % (activation,))
 
 
+def is_causal_mask(mask, L):
+    """True when mask ([L, L], torch's module convention) is exactly the
+    causal mask: bool True above the diagonal only, or float -inf above and
+    0 on and below it (nn.Transformer.generate_square_subsequent_mask). As
+    torch 2's _detect_is_causal_mask: the layer then runs the causal kernel,
+    which skips the masked blocks, instead of reading the mask."""
+    if mask is None or mask.dim() != 2 or tuple(mask.shape) != (L, L):
+        return False
+    above = torch.ones(L, L, dtype=torch.bool).triu(1)
+    if mask.dtype == torch.bool:
+        return torch.equal(mask, above)
+    if not mask.is_floating_point():
+        return False
+    return bool(torch.equal(mask == float("-inf"), above) and
+                not mask.masked_select(~above).any())
+
+
 class _EncoderFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, run, src, flat, *params):
@@ -166,6 +183,9 @@ class TransformerEncoderLayer(nn.Module):
             keep.append(kpm)
         if src_mask is not None:
             src_mask = self._mask_tensor("src_mask", src_mask, [(L, L), (B * self.nhead, L, L)])
+            if is_causal_mask(src_mask, L):
+                src_mask, is_causal = None, True
+        if src_mask is not None:
             m.attn_mask, m.attn_mask_float = src_mask.data_ptr(), int(src_mask.dtype != torch.bool)
             m.attn_mask_per_head = int(src_mask.dim() == 3)
             keep.append(src_mask)
@@ -193,7 +213,9 @@ class TransformerEncoderLayer(nn.Module):
         """src [B, L, E] (batch_first) or [L, B, E], or unbatched [L, E]; masks
         as torch's (bool True = not allowed, float added): src_mask [L, L] or
         [B * nhead, L, L], src_key_padding_mask [B, L]. is_causal=True: key j
-        allowed for query i only if j <= i (with src_mask too: both apply)."""
+        allowed for query i only if j <= i (with src_mask too: both apply). A
+        src_mask that is exactly the causal mask (bool or float, as
+        generate_square_subsequent_mask) runs as is_causal=True."""
         if not isinstance(src, torch.Tensor):
             raise Error("src: expected a torch.Tensor, got %s" % type(src).__name__)
         if src.device.type != "cpu" or src.dtype != torch.float32:

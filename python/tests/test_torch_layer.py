@@ -77,6 +77,30 @@ class SameAsTorch(unittest.TestCase):
         # the same as a mask
         self.compare(ref, mine, torch.randn(3, 13, 32), src_mask=causal)
 
+    def test_causal_mask_detected(self):
+        """A src_mask that is exactly the causal mask runs the causal kernel:
+        the same output, bit for bit, as is_causal=True; any other mask not."""
+        from attn._torch_layer import is_causal_mask
+        ref, mine = pair(batch_first=True, dropout=0.0)
+        L = 10
+        above = torch.ones(L, L, dtype=torch.bool).triu(1)
+        square = torch.zeros(L, L).masked_fill(above, float("-inf"))
+        self.assertTrue(is_causal_mask(above, L))
+        self.assertTrue(is_causal_mask(square, L))
+        near = above.clone()
+        near[0, 1] = False
+        self.assertFalse(is_causal_mask(near, L))
+        self.assertFalse(is_causal_mask(square + 0.5, L))
+        self.assertFalse(is_causal_mask(above[:9, :9], L))
+        for mask, causal in ((above, 1), (square, 1), (near, 0)):
+            m, _ = mine._masks(mask, None, False, 2, L)  # what goes to the library
+            self.assertEqual((m.causal, m.attn_mask is None), (causal, bool(causal)))
+        x = torch.randn(2, L, 32)
+        want = mine(x, is_causal=True)
+        self.assertTrue(torch.equal(mine(x, src_mask=above), want))
+        self.assertTrue(torch.equal(mine(x, src_mask=square), want))
+        self.compare(ref, mine, x, src_mask=square)
+
     def test_float_masks(self):
         ref, mine = pair(batch_first=True, dropout=0.0, activation="gelu")
         g = torch.Generator().manual_seed(3)
