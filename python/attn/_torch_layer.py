@@ -129,7 +129,8 @@ class TransformerEncoderLayer(nn.Module):
         if not bias:
             self.norm1.bias = self.norm2.bias = None
         self.d_model, self.nhead, self.dim_feedforward = d_model, nhead, dim_feedforward
-        self.dropout_p, self.activation_name, self.layer_norm_eps = float(dropout), act, layer_norm_eps
+        self.dropout_p, self.activation_name = float(dropout), act
+        self.layer_norm_eps = layer_norm_eps
         self.batch_first, self.norm_first, self.bias = batch_first, norm_first, bias
         self.precision = precision
         self._flat = None
@@ -210,7 +211,8 @@ class TransformerEncoderLayer(nn.Module):
         return t.contiguous() if t.dtype == torch.bool else t.float().contiguous()
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
-        """src [B, L, E] (batch_first) or [L, B, E], or unbatched [L, E]; masks
+        """src [B, L, E] (batch_first) or [L, B, E], or unbatched [L, E],
+        float32 (bfloat16: computed in f32, the output rounded to bf16); masks
         as torch's (bool True = not allowed, float added): src_mask [L, L] or
         [B * nhead, L, L], src_key_padding_mask [B, L]. is_causal=True: key j
         allowed for query i only if j <= i (with src_mask too: both apply). A
@@ -218,9 +220,11 @@ class TransformerEncoderLayer(nn.Module):
         generate_square_subsequent_mask) runs as is_causal=True."""
         if not isinstance(src, torch.Tensor):
             raise Error("src: expected a torch.Tensor, got %s" % type(src).__name__)
-        if src.device.type != "cpu" or src.dtype != torch.float32:
-            raise Error("src: %s on %s; attn's layer takes float32 CPU tensors" % (
-                src.dtype, src.device))
+        if src.device.type != "cpu" or src.dtype not in (torch.float32, torch.bfloat16):
+            raise Error("src: %s on %s; attn's layer takes float32 (or bfloat16) CPU tensors"
+                        % (src.dtype, src.device))
+        in_dtype = src.dtype
+        src = src.float()  # bf16 (e.g. from an autocast region): a copy in, one out
         if src.dim() not in (2, 3) or src.shape[-1] != self.d_model:
             raise Error("src: shape %s, expected [B, L, %d]%s or [L, %d]" % (
                 tuple(src.shape), self.d_model, "" if self.batch_first else " as [L, B, E]",
@@ -239,9 +243,8 @@ class TransformerEncoderLayer(nn.Module):
         seed = int(torch.randint(0, 2 ** 62, (1,)).item()) if training else 0
         run = (self._ext, training, seed, self.precision, masks, keep)
         y = _EncoderFunction.apply(run, x, self._flat, *params)
-        if unbatched:
-            return y.squeeze(0)
-        return y if self.batch_first else y.transpose(0, 1)
+        y = y.squeeze(0) if unbatched else y if self.batch_first else y.transpose(0, 1)
+        return y.to(in_dtype)
 
 
 def from_torch(layer, precision="f32"):
@@ -268,7 +271,8 @@ def from_torch(layer, precision="f32"):
     m = TransformerEncoderLayer(sa.embed_dim, sa.num_heads, layer.linear1.out_features,
                                 dropout=ps.pop(), activation=act,
                                 layer_norm_eps=layer.norm1.eps,
-                                batch_first=getattr(layer, "batch_first", getattr(sa, "batch_first", False)),
+                                batch_first=getattr(layer, "batch_first",
+                                                    getattr(sa, "batch_first", False)),
                                 norm_first=getattr(layer, "norm_first", False),
                                 bias=biases.pop(), precision=precision)
     m.load_state_dict(layer.state_dict())

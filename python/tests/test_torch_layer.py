@@ -143,6 +143,18 @@ class SameAsTorch(unittest.TestCase):
         mine.eval()
         self.compare(ref, mine, torch.randn(2, 6, 32))
 
+    def test_bf16_src(self):
+        """bf16 src (as from an autocast region): computed in f32, the output
+        and src's gradient in bf16, within bf16 rounding (2e-2)."""
+        ref, mine = pair(batch_first=True, dropout=0.0)
+        x = torch.randn(2, 6, 32).bfloat16().requires_grad_()
+        y = mine(x)
+        self.assertEqual(y.dtype, torch.bfloat16)
+        want = ref(x.detach().double())
+        self.assertLessEqual(rel_err(y, want), 2e-2)
+        y.float().sum().backward()
+        self.assertEqual(x.grad.dtype, torch.bfloat16)
+
     def test_bf16_products(self):
         ref, mine = pair(batch_first=True, dropout=0.0, activation="gelu")
         mine.precision = "bf16"
@@ -294,6 +306,7 @@ class BadInput(unittest.TestCase):
         m = at.TransformerEncoderLayer(16, 2, 32, batch_first=True)
         x = torch.randn(2, 5, 16)
         self.refused(["src", "float64"], m, x.double())
+        self.refused(["src", "float16"], m, x.half())
         self.refused(["src", "shape"], m, torch.randn(2, 5, 8))
         self.refused(["src_mask", "shape"], m, x, src_mask=torch.zeros(4, 4, dtype=torch.bool))
         self.refused(["src_key_padding_mask"], m, x,
