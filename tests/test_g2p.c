@@ -22,10 +22,10 @@
 #define TINY "tests/data/g2p/dict.txt"
 
 static void test_dict_parse(void) {
-  const char *txt = ";;; comment\n# another\nB  B IY1\nA  AH0\n\nA(1)  EY1\nB(2)  B IY0\r\nA'S  EY1 Z\n";
+  const char *txt = ";;; comment\n# another\nB  B IY1\nA  AH0\n\nA(1)  EY1\nB(2)  B IY0\r\nA'S  EY1 Z\nD\xef\xbf\xbdJ  D EY2\n";
   attn_g2p_dict d;
   CHECK_OK(attn_g2p_dict_parse(txt, strlen(txt), &d));
-  CHECK(d.nwords == 3 && d.nprons == 5);
+  CHECK(d.nwords == 3 && d.nprons == 5 && d.skipped == 1 && d.skipped_line == 9);
   if (d.nwords == 3) {
     CHECK(!strcmp(d.words[0], "A") && !strcmp(d.words[1], "A'S") && !strcmp(d.words[2], "B"));
     CHECK(d.pron_start[1] - d.pron_start[0] == 2 && !strcmp(d.prons[0], "AH0") &&

@@ -154,6 +154,9 @@ static int load_dict(const char *data, attn_g2p_dict *d) {
   if (stat(path, &sb))
     return cli_error(path, "no dictionary here (fetch it with tools/fetch_cmudict.sh)");
   if (attn_g2p_dict_load(path, d)) return cli_fail(NULL);
+  if (d->skipped)
+    cli_warn("%s: %d entr%s left out: the word is not printable ASCII (line %d)", path, d->skipped,
+             d->skipped == 1 ? "y" : "ies", d->skipped_line);
   return CLI_OK;
 }
 

@@ -54,9 +54,7 @@ static attn_status parse_line(const char *s, size_t n, int line, entry *e) {
     return attn_set_error(ATTN_EINVAL, "line %d: a word of 1 to %d characters expected", line,
                           ATTN_G2P_MAX_WORD);
   for (size_t i = 0; i < wend; i++)
-    if ((unsigned char)s[i] < 0x21 || (unsigned char)s[i] > 0x7e)
-      return attn_set_error(ATTN_EINVAL, "line %d: the word has a byte 0x%02x (printable ASCII expected)",
-                            line, (unsigned char)s[i]);
+    if ((unsigned char)s[i] < 0x21 || (unsigned char)s[i] > 0x7e) return ATTN_OK;  // skipped
   while (w < n && (s[w] == ' ' || s[w] == '\t')) w++;
   size_t p = n;
   while (p > w && (s[p - 1] == ' ' || s[p - 1] == '\r' || s[p - 1] == '\t')) p--;
@@ -100,6 +98,10 @@ attn_status attn_g2p_dict_parse(const char *text, size_t len, attn_g2p_dict *d) 
     }
     memset(&es[n], 0, sizeof es[n]);
     st = parse_line(s, ln, line, &es[n]);
+    if (!st && !es[n].word) {
+      if (!d->skipped++) d->skipped_line = line;
+      continue;
+    }
     n++;
   }
   if (!st && n == 0) st = attn_set_error(ATTN_EINVAL, "dictionary: no entries");

@@ -21,12 +21,15 @@ typedef struct {
   int *pron_start; /* [nwords + 1] */
   char **prons;    /* [nprons] */
   uint8_t *split;  /* [nwords] */
+  int skipped, skipped_line; /* entries whose word is not printable ASCII; the first's line */
 } attn_g2p_dict;
 
 /* Parses a dictionary in memory. Lines that are empty or start with ";;;" or
  * "#" are comments. A word is printable ASCII without spaces (at most
  * ATTN_G2P_MAX_WORD bytes); every phoneme is one of the 39 ARPAbet symbols,
- * vowels with a stress digit 0-2. Any other line: ATTN_EINVAL naming it. */
+ * vowels with a stress digit 0-2. A word with other bytes is skipped and
+ * counted (CMUdict 0.7b has one: "DÉJÀ" with its letters lost as U+FFFD);
+ * any other bad line: ATTN_EINVAL naming it. */
 #define ATTN_G2P_MAX_WORD 64
 attn_status attn_g2p_dict_parse(const char *text, size_t len, attn_g2p_dict *d);
 attn_status attn_g2p_dict_load(const char *path, attn_g2p_dict *d);
