@@ -185,12 +185,213 @@ static void gradcheck(int tied) {
 static void test_gradcheck_tied(void) { gradcheck(1); }
 static void test_gradcheck_untied(void) { gradcheck(0); }
 
-int main(void) {
+static char dir[64], bin[1024];
+
+typedef struct {
+  attn_g2p_dict d;
+  attn_g2p_set tr, va;
+  attn_g2p_graphemes g;
+} tiny_data;
+
+static void tiny_load(tiny_data *t) {
+  CHECK_OK(attn_g2p_dict_load(TINY, &t->d));
+  attn_g2p_train_chars(&t->d, &t->g);
+  CHECK_OK(attn_g2p_set_make(&t->d, ATTN_G2P_TRAIN, &t->g, 40, 40, &t->tr));
+  CHECK_OK(attn_g2p_set_make(&t->d, ATTN_G2P_VAL, &t->g, 40, 40, &t->va));
+}
+static void tiny_free(tiny_data *t) {
+  attn_g2p_set_free(&t->tr);
+  attn_g2p_set_free(&t->va);
+  attn_g2p_dict_free(&t->d);
+}
+
+#define EPOCHS 3
+#define MAXSTEPS 64
+
+/* a run of EPOCHS epochs from a fresh model (or, resume, from out/last) */
+static void run(const tiny_data *t, const char *out, int64_t stop_after, int resume, float *losses,
+                attn_g2p_model *m) {
+  attn_g2p_train_opts o;
+  attn_g2p_train_opts_default(&o);
+  o.epochs = EPOCHS;
+  o.batch = 8;
+  o.progress = 2;
+  o.out_dir = out;
+  o.stop_after = stop_after;
+  o.log = fopen("/dev/null", "w");
+  attn_adam opt;
+  attn_g2p_train_state s = {0};
+  if (resume) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/last.safetensors", out);
+    CHECK_OK(attn_g2p_train_resume(path, &o, m, &opt, &s));
+    CHECK(s.step == stop_after);
+    o.stop_after = 0;
+  } else {
+    attn_g2p_config c;
+    attn_g2p_config_default(&c);
+    c.d_model = 16;
+    c.heads = 2;
+    c.ff = 24;
+    c.enc_layers = c.dec_layers = 1;
+    CHECK_OK(attn_g2p_create(m, &c, &t->g));
+    CHECK_OK(attn_g2p_init(m, 5));
+    CHECK_OK(attn_g2p_adam_init(&opt, m, &o));
+  }
+  CHECK_OK(attn_g2p_train_run(m, &opt, &s, &t->tr, &t->va, &o, losses, MAXSTEPS));
+  attn_adam_free(&opt);
+  if (o.log) fclose(o.log);
+}
+
+static void test_resume_identical_and_threads(void) {
+  tiny_data t;
+  tiny_load(&t);
+  char a[128], b[128];
+  snprintf(a, sizeof a, "%s/a", dir);
+  snprintf(b, sizeof b, "%s/b", dir);
+  mkdir(a, 0777);
+  mkdir(b, 0777);
+  float la[MAXSTEPS], lb[MAXSTEPS], lc[MAXSTEPS];
+  for (int i = 0; i < MAXSTEPS; i++) la[i] = lb[i] = lc[i] = -1;
+  attn_g2p_model ma, mb, mc;
+  int threads = attn_get_num_threads();
+  attn_set_num_threads(1);
+  run(&t, a, 0, 0, la, &ma);
+  attn_set_num_threads(2);
+  run(&t, NULL, 0, 0, lc, &mc);
+  attn_set_num_threads(threads);
+  int steps = EPOCHS * ((t.tr.n + 7) / 8);
+  CHECK(steps > 20 && steps < MAXSTEPS && la[steps - 1] != -1 && la[steps] == -1);
+  CHECK(la[steps - 1] < la[0]);  // it learns
+  CHECK(!memcmp(la, lc, sizeof la));
+  CHECK(ma.p.numel == mc.p.numel && !memcmp(ma.p.data, mc.p.data, (size_t)ma.p.numel * 4));
+  // stopped mid-epoch 2, then resumed from its checkpoint
+  int64_t stop = steps / EPOCHS + 4;
+  run(&t, b, stop, 0, lb, &mb);
+  attn_g2p_free(&mb);
+  run(&t, b, stop, 1, lb, &mb);
+  CHECK(!memcmp(la, lb, sizeof la));
+  CHECK(ma.p.numel == mb.p.numel && !memcmp(ma.p.data, mb.p.data, (size_t)ma.p.numel * 4));
+  // the best checkpoint is a model; it has no state to resume from
+  char path[256];
+  snprintf(path, sizeof path, "%s/best.safetensors", a);
+  attn_g2p_model m2;
+  attn_adam opt;
+  attn_g2p_train_state s;
+  attn_g2p_train_opts o;
+  attn_g2p_train_opts_default(&o);
+  CHECK_ERR(attn_g2p_train_resume(path, &o, &m2, &opt, &s), ATTN_EINVAL);
+  CHECK_OK(attn_g2p_load(path, &m2, NULL));
+  attn_g2p_free(&m2);
+  attn_g2p_free(&ma);
+  attn_g2p_free(&mb);
+  attn_g2p_free(&mc);
+  tiny_free(&t);
+}
+
+/* greedy decoding picks, step by step, the argmax of the teacher-forced
+ * forward on its own output */
+static void test_greedy_is_argmax(void) {
+  attn_g2p_model m;
+  tiny_model(&m, 0.1f, 1);
+  int32_t w0[3] = {4, 5, 6}, w1[1] = {9};
+  const int32_t *src[2] = {w0, w1};
+  int32_t sl[2] = {3, 1}, out[2 * 40];
+  int ol[2];
+  attn_nn_ctx ctx = {0};
+  CHECK_OK(attn_g2p_greedy(&m, &ctx, src, sl, 2, 2, out, ol));
+  for (int b = 0; b < 2; b++) {
+    CHECK(ol[b] >= 0 && ol[b] <= 39);
+    int32_t tin[40] = {ATTN_G2P_BOS};
+    for (int i = 0; i < ol[b]; i++) tin[i + 1] = out[b * 40 + i];
+    attn_g2p_saved sv = {0};
+    CHECK_OK(attn_g2p_encode(&m, &ctx, &sv, src[b], sl + b, 1, sl[b]));
+    CHECK_OK(attn_g2p_decode(&m, &ctx, &sv, tin, ol[b] + 1));
+    for (int t = 0; t <= ol[b] && t < 39; t++) {
+      const float *x = sv.logits + t * m.vocab_tgt;
+      int best = ATTN_G2P_EOS;
+      for (int v = ATTN_G2P_SPECIAL; v < m.vocab_tgt; v++)
+        if (x[v] > x[best]) best = v;
+      CHECK(best == (t < ol[b] ? out[b * 40 + t] : ATTN_G2P_EOS));
+    }
+    attn_g2p_saved_free(&sv);
+  }
+  // batched: the same words one at a time give the same phonemes
+  int32_t out1[40];
+  int ol1;
+  CHECK_OK(attn_g2p_greedy(&m, &ctx, src + 1, sl + 1, 1, 1, out1, &ol1));
+  CHECK(ol1 == ol[1] && !memcmp(out1, out + 40, (size_t)ol1 * 4));
+  attn_g2p_free(&m);
+}
+
+static int tool(const char *args, char *out, size_t nout, char *err, size_t nerr) {
+  return tool_run("", bin, dir, args, out, nout, err, nerr);
+}
+
+static void test_cli_bad_input(void) {
+  char model[128], args[1024], out[4096], err[4096];
+  snprintf(model, sizeof model, "%s/a/best.safetensors", dir);  // from the resume test
+  if (access(model, R_OK)) SKIP("no model (test_resume_identical_and_threads failed)");
+  // a good word answers
+  snprintf(args, sizeof args, "g2p predict %s abase \"a'b.c\"", model);
+  CHECK(tool(args, out, sizeof out, err, sizeof err) == 0);
+  CHECK(!strncmp(out, "abase\t", 6) && strstr(out, "\na'b.c\t") != NULL);
+  // empty word, unseen characters, a 10,000-character word: no output at all
+  const char *bad[3][2] = {{"abase \"\"", "word 2 is empty"},
+                           {"abase caf\xc3\xa9", "never seen in training"},
+                           {"abase $(head -c 10000 /dev/zero | tr '\\0' A)", "10000 characters"}};
+  for (int i = 0; i < 3; i++) {
+    snprintf(args, sizeof args, "g2p predict %s %s", model, bad[i][0]);
+    CHECK(tool(args, out, sizeof out, err, sizeof err) == 1);
+    CHECK(out[0] == 0 && strstr(err, bad[i][1]) != NULL);
+    if (!strstr(err, bad[i][1])) printf("  stderr: %s\n", err);
+  }
+  // a classifier's file (attn train writes "config" metadata and its tensors)
+  char clf[128];
+  snprintf(clf, sizeof clf, "%s/clf.safetensors", dir);
+  attn_st *st = NULL;
+  CHECK_OK(attn_st_new(&st));
+  float w[4] = {0};
+  int64_t shape[1] = {4};
+  CHECK_OK(attn_st_set_meta(st, "config", "{\"vocab\":4}"));
+  CHECK_OK(attn_st_add_f32(st, "fc.weight", 1, shape, w));
+  CHECK_OK(attn_st_save(st, clf));
+  attn_st_free(st);
+  const char *cmds[2] = {"predict %s abase", "eval %s --data tests/data/g2p"};
+  for (int i = 0; i < 2; i++) {
+    char c[256];
+    snprintf(c, sizeof c, cmds[i], clf);
+    snprintf(args, sizeof args, "g2p %s", c);
+    CHECK(tool(args, out, sizeof out, err, sizeof err) == 1);
+    CHECK(out[0] == 0 && strstr(err, "not a G2P model") && strstr(err, "classifier"));
+  }
+  // no dictionary: no output folder either
+  snprintf(args, sizeof args, "g2p train --data %s/none --out %s/never", dir, dir);
+  CHECK(tool(args, out, sizeof out, err, sizeof err) == 1);
+  snprintf(args, sizeof args, "%s/never", dir);
+  CHECK(access(args, F_OK) != 0 && strstr(err, "no dictionary"));
+  // usage errors
+  CHECK(tool("g2p predict", out, sizeof out, err, sizeof err) == 2);
+  CHECK(tool("g2p frobnicate", out, sizeof out, err, sizeof err) == 2);
+  snprintf(args, sizeof args, "g2p train --out %s/x --dim 0", dir);
+  CHECK(tool(args, out, sizeof out, err, sizeof err) == 2);
+}
+
+int main(int argc, char **argv) {
+  tool_path(argc > 0 ? argv[0] : NULL, bin, sizeof bin);
+  snprintf(dir, sizeof dir, "/tmp/attn_g2p_XXXXXX");
+  if (!mkdtemp(dir)) return 1;
   RUN(test_dict_parse);
   RUN(test_split_stable);
   RUN(test_vocab);
   RUN(test_metrics);
   RUN(test_gradcheck_tied);
   RUN(test_gradcheck_untied);
+  RUN(test_greedy_is_argmax);
+  RUN(test_resume_identical_and_threads);
+  RUN(test_cli_bad_input);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0) printf("  could not remove %s\n", dir);
   HARNESS_END();
 }
