@@ -241,10 +241,13 @@ static int cmd_train(g2p_opts *o) {
     fflush(stdout);
     st = attn_g2p_train_run(&m, &opt, &s, &tr, &va, &o->to, NULL, 0);
   }
-  if (!st)
+  if (!st && s.best_epoch > 0)
     printf("g2p: %s after step %lld; best validation loss %.4f (epoch %d): %s/best.safetensors\n",
            s.epoch >= o->to.epochs ? "done" : "stopped", (long long)s.step, s.best_val,
            s.best_epoch, o->out);
+  else if (!st)
+    printf("g2p: stopped after step %lld, before the first epoch ended (no model yet); "
+           "--resume continues %s\n", (long long)s.step, last);
   r = st ? cli_fail(NULL) : CLI_OK;
   attn_g2p_set_free(&tr);
   attn_g2p_set_free(&va);
