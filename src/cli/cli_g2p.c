@@ -357,9 +357,18 @@ static int cmd_predict(g2p_opts *o) {
 }
 
 int attn_cmd_g2p(int argc, char **argv) {
-  if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-    usage(argc < 2 ? stderr : stdout);
-    return argc < 2 ? CLI_USAGE : CLI_OK;
+  if (argc < 2) {
+    usage(stderr);
+    return CLI_USAGE;
+  }
+  if (argv[1][0] == '-') {  // --help, or an option said before the subcommand
+    static const cli_opt none[] = {{NULL, 0}};
+    cli_args a;
+    cli_args_init(&a, argc, argv, 1, none);
+    int r = cli_args_next(&a);
+    if (r == CLI_HELP) usage(stdout);
+    if (r < 0) return cli_args_exit(r);
+    return cli_usage("a subcommand first: split, train, eval or predict");
   }
   static const char *const subs[] = {"split", "train", "eval", "predict"};
   static const char *const names[] = {"g2p split", "g2p train", "g2p eval", "g2p predict"};
