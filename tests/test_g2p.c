@@ -14,7 +14,7 @@
 #include "apps/seq2seq/g2p_decode.h"
 #include "apps/seq2seq/g2p_metrics.h"
 #include "apps/seq2seq/g2p_set.h"
-#include "apps/seq2seq/g2p_train.h"
+#include "apps/train/g2p_train.h"
 #include "attn/kernels.h"
 #include "harness.h"
 #include "tool_run.h"

@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 
 #include "apps/seq2seq/g2p_eval.h"
-#include "apps/seq2seq/g2p_train.h"
+#include "apps/train/g2p_train.h"
 #include "attn/kernels.h"
 #include "cli/commands.h"
 
