@@ -56,7 +56,7 @@ static void test_split_stable(void) {
   CHECK_OK(attn_g2p_dict_load(TINY, &d));
   CHECK(d.nwords == 70 && d.nprons == 71);
   for (int i = 0; i < d.nwords; i++) CHECK(d.split[i] == attn_g2p_split_of(d.words[i]));
-  const char *path = "build-g2p-test-split.tsv";
+  const char *path = "build-g2p-test-split.tsv";  // no folder: tmpname.c's "./" case
   CHECK_OK(attn_g2p_split_write(&d, path));
   long len = 0;
   char *txt = read_whole_file(path, &len);
