@@ -21,6 +21,7 @@
 #include "kernels/kern.h"
 #include "kernels/sdpa_flash.h"
 #include "sdpa_golden.h"
+#include "tool_run.h"
 
 #define ATOL 2e-5
 #define RTOL 1e-4
@@ -398,7 +399,53 @@ static void test_flash_offsets(void) {
   }
 }
 
-int main(void) {
+static char bin[512];
+
+/* `attn sdpa` on the inputs of golden files with per-batch q_offsets,
+ * negative q_offset, per-batch slopes: the outputs and dalibi_slopes match. */
+static void test_cli(void) {
+  static const char *const ins[] = {"q",        "k",        "v",       "dout", "alibi_slopes",
+                                    "key_lens", "q_offsets", "rel_bias", "shaw_k", "shaw_v"};
+  static const char *const outs[] = {"out", "lse", "dq", "dk", "dv", "dalibi_slopes",
+                                     "drel_bias", "dshaw_k", "dshaw_v"};
+  char dir[64], in[128], out[128], args[512], err[2048];
+  snprintf(dir, sizeof dir, "/tmp/attn_al.%d", (int)getpid());
+  snprintf(in, sizeof in, "%s.in.st", dir);
+  snprintf(out, sizeof out, "%s.out.st", dir);
+  for (int c = 0; c < NCASES; c++) {
+    char path[256];
+    snprintf(path, sizeof path, "tests/golden/al_%s.safetensors", cases[c]);
+    attn_st *g = NULL, *x = NULL, *o = NULL;
+    CHECK_OK(attn_st_load(path, &g));
+    CHECK_OK(attn_st_new(&x));
+    if (!g || !x) break;
+    for (size_t i = 0; i < sizeof ins / sizeof ins[0]; i++) {
+      const attn_tensor *t = attn_st_get(g, ins[i]);
+      if (t) CHECK_OK(attn_st_add(x, ins[i], t->dtype, t->ndim, t->shape, t->data));
+    }
+    for (int i = 0; i < attn_st_meta_count(g); i++)
+      CHECK_OK(attn_st_set_meta(x, attn_st_meta_key(g, i), attn_st_meta(g, attn_st_meta_key(g, i))));
+    CHECK_OK(attn_st_save(x, in));
+    snprintf(args, sizeof args, "sdpa %s %s", in, out);
+    int rc = tool_run("", bin, "/tmp", args, NULL, 0, err, sizeof err);
+    CHECK(rc == 0);
+    if (rc) printf("  %s: rc %d: %s\n", cases[c], rc, err);
+    if (!rc) CHECK_OK(attn_st_load(out, &o));
+    for (size_t r = 0; o && r < sizeof outs / sizeof outs[0]; r++) {
+      const attn_tensor *w = attn_st_get(g, outs[r]), *t = attn_st_get(o, outs[r]);
+      CHECK(!w == !t);
+      if (w && t)
+        CHECK_CLOSE(outs[r], t->data, w->data, attn_tensor_numel(w), TATOL, TRTOL);
+    }
+    attn_st_free(g), attn_st_free(x), attn_st_free(o);
+  }
+  remove(in);
+  remove(out);
+}
+
+int main(int argc, char **argv) {
+  (void)argc;
+  tool_path(argv[0], bin, sizeof bin);
   ops_list[n_ops++] = attn_flash_ops_generic();
   if (attn_kern_get()->flash != ops_list[0]) ops_list[n_ops++] = attn_kern_get()->flash;
   printf("# level %s; kernel sets: %s%s%s\n", attn_isa_name(attn_isa_active()), ops_list[0]->name,
@@ -412,5 +459,6 @@ int main(void) {
   RUN(test_alignment_bad_input);
   RUN(test_flash_offsets);
   RUN(test_lowp_offsets);
+  RUN(test_cli);
   HARNESS_END();
 }
