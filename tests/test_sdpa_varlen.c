@@ -441,6 +441,13 @@ static void test_cli(void) {
   }
   remove(in);
   remove(out);
+  /* the bench runs (no timing checked): mixed lengths, an empty sequence */
+  char so[4096];
+  int rc = tool_run("", bin, "/tmp",
+                    "bench varlen --lens 8,40,3,0 --heads 2 --dim 8 --reps 1 --causal", so,
+                    sizeof so, err, sizeof err);
+  CHECK(rc == 0 && strstr(so, "backward") && strstr(so, "speedup"));
+  if (rc) printf("  bench varlen: rc %d: %s\n", rc, err);
 }
 
 int main(int argc, char **argv) {
