@@ -441,6 +441,75 @@ static void test_cli(void) {
   }
   remove(in);
   remove(out);
+  /* a packed file (al_padded as cu_seqlens): results on the valid rows */
+  al_file f;
+  if (al_load("padded", &f)) {
+    const attn_sdpa_desc *d = &f.d;
+    const int64_t B = d->B, Hq = d->Hq, Hkv = d->Hkv, D = d->D, Dv = d->Dv;
+    int32_t cq[4] = {0}, ck[4] = {0};
+    for (int64_t b = 0; b < B; b++)
+      cq[b + 1] = cq[b] + f.q_lens[b], ck[b + 1] = ck[b] + d->key_lens[b];
+    const int64_t tq = cq[B], tk = ck[B], sq[3] = {tq, Hq, D}, sk[3] = {tk, Hkv, D};
+    const int64_t sv[3] = {tk, Hkv, Dv}, so[3] = {tq, Hq, Dv}, sc[1] = {B + 1};
+    float *pk[5];
+    const char *names[5] = {"q", "k", "v", "dout", "out"};
+    const int64_t *shapes[5] = {sq, sk, sv, so, so};
+    attn_st *x = NULL, *o = NULL;
+    CHECK_OK(attn_st_new(&x));
+    for (int t = 0; t < 5; t++) {
+      const int isk = t == 1 || t == 2;
+      pk[t] = calloc(shapes[t][0] * shapes[t][1] * shapes[t][2] + 1, 4);
+      pack_rows((float *)golden_f32(f.g, names[t]), pk[t], d, isk ? Hkv : Hq, isk ? d->Lk : d->Lq,
+                shapes[t][2], isk ? d->key_lens : f.q_lens, 0);
+      if (t < 4) CHECK_OK(attn_st_add_f32(x, names[t], 3, shapes[t], pk[t]));
+    }
+    const attn_tensor *sl = attn_st_get(f.g, "alibi_slopes");
+    CHECK_OK(attn_st_add(x, "alibi_slopes", ATTN_F32, sl->ndim, sl->shape, sl->data));
+    CHECK_OK(attn_st_add(x, "cu_seqlens_q", ATTN_I32, 1, sc, cq));
+    CHECK_OK(attn_st_add(x, "cu_seqlens_k", ATTN_I32, 1, sc, ck));
+    CHECK_OK(attn_st_set_meta(x, "causal", "true"));
+    CHECK_OK(attn_st_save(x, in));
+    int rc = tool_run("", bin, "/tmp", args, NULL, 0, err, sizeof err);
+    CHECK(rc == 0);
+    if (rc) printf("  varlen file: rc %d: %s\n", rc, err);
+    if (!rc) CHECK_OK(attn_st_load(out, &o));
+    const attn_tensor *t;
+    if (o && (t = attn_st_get(o, "out"))) CHECK_CLOSE("file out", t->data, pk[4], tq * Hq * Dv, ATOL, RTOL);
+    if (o && (t = attn_st_get(o, "lse"))) { /* [Hq, total_q] */
+      const float *gl = golden_f32(f.g, "lse");
+      for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < Hq; h++)
+          for (int64_t i = 0; i < f.q_lens[b]; i++) {
+            float got = ((const float *)t->data)[h * tq + cq[b] + i], want = gl[(b * Hq + h) * d->Lq + i];
+            CHECK(got == want || fabsf(got - want) <= ATOL + RTOL * fabsf(want));
+          }
+    }
+    if (o && (t = attn_st_get(o, "dalibi_slopes")))
+      CHECK_CLOSE("file dalibi_slopes", t->data, golden_f32(f.g, "dalibi_slopes"), B * Hq, TATOL, TRTOL);
+    CHECK(o && attn_st_get(o, "dq") && attn_st_get(o, "dalibi_slopes"));
+    attn_st_free(o);
+    o = NULL;
+    cq[0] = 1; /* bad: does not start at 0 */
+    attn_st_free(x);
+    x = NULL;
+    CHECK_OK(attn_st_new(&x));
+    CHECK_OK(attn_st_add_f32(x, "q", 3, sq, pk[0]));
+    CHECK_OK(attn_st_add_f32(x, "k", 3, sk, pk[1]));
+    CHECK_OK(attn_st_add_f32(x, "v", 3, sv, pk[2]));
+    CHECK_OK(attn_st_add(x, "cu_seqlens_q", ATTN_I32, 1, sc, cq));
+    CHECK_OK(attn_st_add(x, "cu_seqlens_k", ATTN_I32, 1, sc, ck));
+    CHECK_OK(attn_st_save(x, in));
+    remove(out);
+    rc = tool_run("", bin, "/tmp", args, NULL, 0, err, sizeof err);
+    CHECK(rc != 0 && strstr(err, "must start at 0") && attn_st_load(out, &o) != ATTN_OK);
+    attn_st_free(o);
+    attn_st_free(x);
+    for (int t2 = 0; t2 < 5; t2++)
+      free(pk[t2]);
+    al_free(&f);
+  }
+  remove(in);
+  remove(out);
   /* the bench runs (no timing checked): mixed lengths, an empty sequence */
   char so[4096];
   int rc = tool_run("", bin, "/tmp",

@@ -34,12 +34,15 @@ static const char usage_text[] =
     "rel_max_distance, rel_bidirectional, block_size, rope (interleaved|half: q and k rotated),\n"
     "rope_theta (default 10000).\n"
     "With dout OUT also gets dalibi_slopes, drel_bias, dshaw_k, dshaw_v for the tables given.\n"
+    "Packed variable-length input (FlashAttention's varlen layout): q [total_q,Hq,D],\n"
+    "k [total_k,Hkv,D], v [total_k,Hkv,Dv], cu_seqlens_q, cu_seqlens_k I32/I64 [B+1]; each\n"
+    "sequence aligned bottom-right (or q_offsets [B]); OUT: out [total_q,Hq,Dv], lse [Hq,total_q].\n"
     "  --backend  math (reference), flash (fused) or auto (flash where it can; default)\n"
     "  --threads  number of threads (default: all cores)\n";
 
 static const char *const tensor_names[] = {
     "q",        "k",      "v",      "mask",      "key_lens", "dout", "alibi_slopes",
-    "rel_bias", "shaw_k", "shaw_v", "block_mask", "q_offsets"};
+    "rel_bias", "shaw_k", "shaw_v", "block_mask", "q_offsets", "cu_seqlens_q", "cu_seqlens_k"};
 /* "format" is what safetensors tooling writes ("pt"); it is accepted and ignored */
 static const char *const meta_keys[] = {
     "causal", "is_causal", "window_left",      "window_right",      "scale",      "format", "q_offset",
@@ -61,7 +64,7 @@ static attn_status meta_bool(const attn_st *in, const char *path, const char *ke
 }
 
 /* Reads the metadata of in into d. Unknown keys and bad values are errors. */
-static attn_status read_metadata(const attn_st *in, const char *path, attn_sdpa_desc *d) {
+attn_status cli_sdpa_read_metadata(const attn_st *in, const char *path, attn_sdpa_desc *d) {
   for (int i = 0; i < attn_st_meta_count(in); i++) {
     const char *key = attn_st_meta_key(in, i);
     if (!in_list(key, meta_keys, sizeof meta_keys / sizeof meta_keys[0]))
@@ -332,6 +335,7 @@ static attn_status run_sdpa(sdpa_job *j, const char *in_path, attn_backend backe
                             "%s: unknown tensor '%.100s' (expected q, k, v, mask, key_lens, dout "
                             "or a variant tensor of docs/VARIANTS.md)",
                             in_path, attn_st_name(in, i));
+  if (attn_st_get(in, "cu_seqlens_q")) return cli_sdpa_varlen(in, in_path, backend, &j->res);
   const attn_tensor *q, *k, *v, *mask, *kl, *dout;
   if ((st = attn_st_expect(in, "q", ATTN_F32, 4, NULL, 1, &q))) return st;
   const int64_t B = q->shape[0], Hq = q->shape[1], Lq = q->shape[2], D = q->shape[3];
@@ -350,7 +354,7 @@ static attn_status run_sdpa(sdpa_job *j, const char *in_path, attn_backend backe
 
   attn_sdpa_desc d;
   attn_sdpa_desc_init(&d, B, Hq, Hkv, Lq, Lk, D, Dv);
-  if ((st = read_metadata(in, in_path, &d))) return st;
+  if ((st = cli_sdpa_read_metadata(in, in_path, &d))) return st;
   if ((kl = attn_st_get(in, "key_lens"))) {
     if ((st = read_key_lens(kl, B, Lk, &j->key_lens))) return st;
     d.key_lens = j->key_lens;
