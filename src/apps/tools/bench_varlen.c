@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apps/bench.h"
+#include "apps/tools/bench.h"
 #include "attn.h"
 
 enum { MAXSEQ = 64 };
