@@ -276,6 +276,26 @@ static void test_alignment_bad_input(void) {
   CHECK_ERR(attn_sdpa_forward(&d, ATTN_BACKEND_MATH, q, q, q, o, l, NULL), ATTN_EINVAL);
   d.alibi_slopes = sl;
   CHECK_OK(attn_sdpa_forward(&d, ATTN_BACKEND_MATH, q, q, q, o, l, NULL));
+  /* B = 1: q_offsets[0] with a position scheme equals q_offset */
+  float kv[8 * 4], o2[8 * 4], l2[8];
+  fill_uniform(q, 8 * 4, 21, -1, 1);
+  fill_uniform(kv, 8 * 4, 22, -1, 1);
+  attn_sdpa_desc_init(&d, 1, 1, 1, 8, 8, 4, 4);
+  d.causal = 1;
+  d.alibi_slopes = sl;
+  d.q_offset = -2;
+  for (int be = 0; be < 2; be++) {
+    const attn_backend b = be ? ATTN_BACKEND_FLASH : ATTN_BACKEND_MATH;
+    d.q_offsets = NULL;
+    CHECK_OK(attn_sdpa_forward(&d, b, q, kv, kv, o, l, NULL));
+    offs[0] = -2;
+    d.q_offsets = offs;
+    d.q_offset = 5; /* overridden */
+    CHECK_OK(attn_sdpa_forward(&d, b, q, kv, kv, o2, l2, NULL));
+    d.q_offset = -2;
+    CHECK_CLOSE("q_offsets[0] = q_offset: out", o2, o, 8 * 4, 0, 0);
+    CHECK_CLOSE("q_offsets[0] = q_offset: lse", l2, l, 8, 0, 0);
+  }
 }
 
 /* A padded batch with per-batch offsets of both signs, key_lens and a
@@ -285,10 +305,12 @@ typedef struct {
   int64_t offs[3];
   int32_t klens[3];
   float *q, *k, *v, *dout;
-  int64_t n;
+  int64_t n, nl;
+  float *om, *lm, *gm[3]; /* math: out, lse, dq, dk, dv */
 } lowp_case;
 
 static void lowp_case_init(lowp_case *c, int causal) {
+  memset(c, 0, sizeof *c);
   attn_sdpa_desc_init(&c->d, 3, 2, 2, 70, 70, 16, 16);
   const int64_t offs[3] = {-30, 5, -69}, kl[3] = {70, 40, 12};
   for (int b = 0; b < 3; b++)
@@ -306,7 +328,22 @@ static void lowp_case_init(lowp_case *c, int causal) {
   fill_uniform(c->dout, c->n, 14, -1, 1);
 }
 
-static void lowp_case_free(lowp_case *c) { free(c->q), free(c->k), free(c->v), free(c->dout); }
+/* The math results on c's (possibly rounded) q, k, v. */
+static void lowp_case_math(lowp_case *c) {
+  c->nl = 3 * 2 * 70;
+  c->om = malloc(c->n * 4), c->lm = malloc(c->nl * 4);
+  for (int x = 0; x < 3; x++)
+    c->gm[x] = malloc(c->n * 4);
+  CHECK_OK(attn_sdpa_forward_math(&c->d, c->q, c->k, c->v, c->om, c->lm, NULL));
+  CHECK_OK(attn_sdpa_backward_math(&c->d, c->q, c->k, c->v, c->om, c->lm, c->dout, c->gm[0],
+                                   c->gm[1], c->gm[2]));
+}
+
+static void lowp_case_free(lowp_case *c) {
+  free(c->q), free(c->k), free(c->v), free(c->dout), free(c->om), free(c->lm);
+  for (int x = 0; x < 3; x++)
+    free(c->gm[x]);
+}
 
 /* q, k, v rounded through 16 bits (bf16 or f16) in place; u holds the bits */
 static void round16(float *x, uint16_t *u, int64_t n, int bf) {
@@ -328,15 +365,13 @@ static void test_lowp_offsets(void) {
     for (int bf = 0; bf < 2; bf++) {
       lowp_case c;
       lowp_case_init(&c, causal);
-      const int64_t n = c.n, nl = 3 * 2 * 70;
+      const int64_t n = c.n;
       uint16_t *q16 = malloc(n * 2), *k16 = malloc(n * 2), *v16 = malloc(n * 2);
       round16(c.q, q16, n, bf), round16(c.k, k16, n, bf), round16(c.v, v16, n, bf);
-      float *o = malloc(n * 4), *l = malloc(nl * 4), *om = malloc(n * 4), *lm = malloc(nl * 4);
-      float *g[6];
-      for (int x = 0; x < 6; x++)
-        g[x] = malloc(n * 4);
-      CHECK_OK(attn_sdpa_forward_math(&c.d, c.q, c.k, c.v, om, lm, NULL));
-      CHECK_OK(attn_sdpa_backward_math(&c.d, c.q, c.k, c.v, om, lm, c.dout, g[0], g[1], g[2]));
+      lowp_case_math(&c);
+      const int64_t nl = c.nl;
+      float *o = malloc(n * 4), *l = malloc(nl * 4), *om = c.om, *lm = c.lm;
+      float *g[6] = {c.gm[0], c.gm[1], c.gm[2], malloc(n * 4), malloc(n * 4), malloc(n * 4)};
       const double tol = bf ? 2e-2 : 1e-4;
       if (bf) {
         CHECK_OK(attn_sdpa_forward_bf16(&c.d, q16, k16, v16, o, l));
@@ -358,9 +393,9 @@ static void test_lowp_offsets(void) {
         CHECK_CLOSE("i8 out", o, om, n, 5e-2, 5e-2);
         CHECK_CLOSE("i8 lse", l, lm, nl, 5e-2, 5e-2);
       }
-      for (int x = 0; x < 6; x++)
+      for (int x = 3; x < 6; x++)
         free(g[x]);
-      free(q16), free(k16), free(v16), free(o), free(l), free(om), free(lm);
+      free(q16), free(k16), free(v16), free(o), free(l);
       lowp_case_free(&c);
     }
 }
@@ -371,13 +406,10 @@ static void test_flash_offsets(void) {
   for (int causal = 0; causal < 2; causal++) {
     lowp_case c;
     lowp_case_init(&c, causal);
-    const int64_t n = c.n, nl = 3 * 2 * 70;
-    float *om = malloc(n * 4), *lm = malloc(nl * 4), *o = malloc(n * 4), *l = malloc(nl * 4);
-    float *g[6];
-    for (int x = 0; x < 6; x++)
-      g[x] = malloc(n * 4);
-    CHECK_OK(attn_sdpa_forward_math(&c.d, c.q, c.k, c.v, om, lm, NULL));
-    CHECK_OK(attn_sdpa_backward_math(&c.d, c.q, c.k, c.v, om, lm, c.dout, g[0], g[1], g[2]));
+    lowp_case_math(&c);
+    const int64_t n = c.n, nl = c.nl;
+    float *om = c.om, *lm = c.lm, *o = malloc(n * 4), *l = malloc(nl * 4);
+    float *g[6] = {c.gm[0], c.gm[1], c.gm[2], malloc(n * 4), malloc(n * 4), malloc(n * 4)};
     int none = 0;
     for (int64_t i = 0; i < nl; i++)
       none += lm[i] == -INFINITY;
@@ -392,9 +424,9 @@ static void test_flash_offsets(void) {
       CHECK_CLOSE("flash dk", g[4], g[1], n, 2e-5, 2e-4);
       CHECK_CLOSE("flash dv", g[5], g[2], n, 2e-5, 2e-4);
     }
-    for (int x = 0; x < 6; x++)
+    for (int x = 3; x < 6; x++)
       free(g[x]);
-    free(om), free(lm), free(o), free(l);
+    free(o), free(l);
     lowp_case_free(&c);
   }
 }

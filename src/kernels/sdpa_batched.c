@@ -48,8 +48,8 @@ attn_status attn_sdpa_validate_alignment(const attn_sdpa_desc *d) {
 }
 
 int attn_sdpa_batched_needed(const attn_sdpa_desc *d) {
-  return d->B > 1 && ((d->q_offsets && attn_sdpa_has_positions(d)) ||
-                      (d->alibi_slopes && d->alibi_slopes_bstride));
+  return (d->q_offsets && attn_sdpa_has_positions(d)) ||
+         (d->B > 1 && d->alibi_slopes && d->alibi_slopes_bstride);
 }
 
 void attn_sdpa_batch_piece(const attn_sdpa_desc *d, const attn_sdpa_resolved *rs, int64_t b,

@@ -29,8 +29,9 @@ typedef struct {
 } attn_sdpa_piece;
 
 /* Does a call with these fields need to run as per-batch pieces? (q_offsets
- * or per-batch slopes together with a position scheme or block layout;
- * q_offsets alone are handled in every backend's key range.) */
+ * with a position scheme or block layout, whose tables are built for one
+ * alignment, even at B = 1; per-batch slopes at B > 1. q_offsets alone are
+ * handled in every backend's key range.) */
 int attn_sdpa_batched_needed(const attn_sdpa_desc *d);
 
 /* The piece of batch element b of d (resolved strides rs). */
