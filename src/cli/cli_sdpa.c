@@ -27,6 +27,9 @@ static const char usage_text[] =
     "true/false (any case: PyTorch's True/False), 1/0, yes/no or on/off.\n"
     "OUT gets out [B,Hq,Lq,Dv] and lse [B,Hq,Lq]; with dout also dq, dk, dv.\n"
     "A query row with no allowed key gets out 0, lse -inf and zero gradient.\n"
+    "Softcap and sinks: metadata softcap (> 0: logit = softcap*tanh(scale q.k/softcap), then\n"
+    "masks and ALiBi); tensor sinks F32 [Hq] (a per-head logit in every row's softmax\n"
+    "denominator); with dout OUT also gets dsinks [Hq].\n"
     "Variants (docs/VARIANTS.md): tensors alibi_slopes [Hq] or [B,Hq], rel_bias [Hq,buckets] (T5),\n"
     "shaw_k [2M-1,D], shaw_v [2M-1,Dv], block_mask BOOL/U8 [ceil((q_offset+Lq)/bs),ceil(Lk/bs)],\n"
     "q_offsets I32/I64 [B] (batch b's queries at i + q_offsets[b]; overrides q_offset);\n"
@@ -42,11 +45,13 @@ static const char usage_text[] =
 
 static const char *const tensor_names[] = {
     "q",        "k",      "v",      "mask",      "key_lens", "dout", "alibi_slopes",
-    "rel_bias", "shaw_k", "shaw_v", "block_mask", "q_offsets", "cu_seqlens_q", "cu_seqlens_k"};
+    "rel_bias", "shaw_k", "shaw_v", "block_mask", "sinks", "q_offsets", "cu_seqlens_q",
+    "cu_seqlens_k"};
 /* "format" is what safetensors tooling writes ("pt"); it is accepted and ignored */
 static const char *const meta_keys[] = {
     "causal", "is_causal", "window_left",      "window_right",      "scale",      "format", "q_offset",
-    "alibi",  "rel_max_distance", "rel_bidirectional", "block_size", "rope",   "rope_theta"};
+    "alibi",  "rel_max_distance", "rel_bidirectional", "block_size", "rope",   "rope_theta",
+    "softcap"};
 
 static int in_list(const char *s, const char *const *list, size_t n) {
   for (size_t i = 0; i < n; i++)
@@ -180,6 +185,7 @@ typedef struct {
   int32_t *key_lens;
   attn_st *in, *res;
   float *alibi, *qr, *kr;    /* standard slopes; RoPE-rotated q and k */
+  float *dsinks;                    /* [Hq] */
   float *drel, *dshk, *dshv, *dsl; /* table gradients */
   int64_t *q_offsets;               /* per-batch alignment */
   int rope;                  /* q and k rotated */
@@ -190,6 +196,7 @@ typedef struct {
 static void job_free(sdpa_job *j) {
   free(j->out), free(j->lse), free(j->dq), free(j->dk), free(j->dv), free(j->key_lens);
   free(j->alibi), free(j->qr), free(j->kr), free(j->drel), free(j->dshk), free(j->dshv);
+  free(j->dsinks);
   free(j->dsl), free(j->q_offsets);
   attn_st_free(j->in);
   attn_st_free(j->res);
@@ -205,6 +212,24 @@ static attn_status meta_i64(const attn_st *in, const char *path, const char *key
   return ATTN_OK;
 }
 
+/* Metadata softcap and tensor sinks [Hq] into d. */
+static attn_status read_capsink(const attn_st *in, const char *path, attn_sdpa_desc *d) {
+  const char *s = attn_st_meta(in, "softcap");
+  if (s) {
+    char *end;
+    double x = strtod(s, &end);
+    if (end == s || *end || !(x > 0.0) || !isfinite((float)x))
+      return attn_set_error(ATTN_EINVAL,
+                            "%s: metadata softcap = '%.100s', expected a finite number > 0", path, s);
+    d->softcap = (float)x;
+  }
+  const attn_tensor *t;
+  const int64_t sh[1] = {d->Hq};
+  attn_status st = attn_st_expect(in, "sinks", ATTN_F32, 1, sh, 0, &t);
+  if (!st && t) d->sinks = t->data;
+  return st;
+}
+
 /* The variant tensors and metadata of docs/VARIANTS.md into d (and j). */
 static attn_status read_variants(const attn_st *in, const char *path, sdpa_job *j,
                                  attn_sdpa_desc *d) {
@@ -217,6 +242,7 @@ static attn_status read_variants(const attn_st *in, const char *path, sdpa_job *
       (st = meta_i64(in, path, "block_size", 1, &d->block_size)))
     return st;
   d->rel_bidirectional = bidir;
+  if ((st = read_capsink(in, path, d))) return st;
   const attn_tensor *t;
   const int64_t sl[2] = {d->B, d->Hq};
   t = attn_st_get(in, "alibi_slopes");
@@ -406,8 +432,10 @@ static attn_status run_sdpa(sdpa_job *j, const char *in_path, attn_backend backe
     const int64_t R = 2 * d.shaw_max - 1;
     if ((d.rel_bias && !(j->drel = alloc4(Hq, d.rel_buckets, 1, 1, "drel_bias"))) ||
         (d.shaw_k && !(j->dshk = alloc4(R, D, 1, 1, "dshaw_k"))) ||
-        (d.shaw_v && !(j->dshv = alloc4(R, Dv, 1, 1, "dshaw_v"))))
+        (d.shaw_v && !(j->dshv = alloc4(R, Dv, 1, 1, "dshaw_v"))) ||
+        (d.sinks && !(j->dsinks = alloc4(Hq, 1, 1, 1, "dsinks"))))
       return ATTN_ENOMEM;
+    d.sinks_grad = j->dsinks;
     const attn_tensor *slt = attn_st_get(in, "alibi_slopes"); /* learnable: its gradient */
     if (slt && !(j->dsl = alloc4(slt->ndim == 2 ? B : 1, Hq, 1, 1, "dalibi_slopes")))
       return ATTN_ENOMEM;
@@ -432,7 +460,8 @@ static attn_status run_sdpa(sdpa_job *j, const char *in_path, attn_backend backe
     if ((j->dsl && (st = attn_st_add_f32(j->res, "dalibi_slopes", slt->ndim, slt->shape, j->dsl))) ||
         (j->drel && (st = attn_st_add_f32(j->res, "drel_bias", 2, rshape, j->drel))) ||
         (j->dshk && (st = attn_st_add_f32(j->res, "dshaw_k", 2, kshape2, j->dshk))) ||
-        (j->dshv && (st = attn_st_add_f32(j->res, "dshaw_v", 2, vshape2, j->dshv))))
+        (j->dshv && (st = attn_st_add_f32(j->res, "dshaw_v", 2, vshape2, j->dshv))) ||
+        (j->dsinks && (st = attn_st_add_f32(j->res, "dsinks", 1, &Hq, j->dsinks))))
       return st;
   }
   return ATTN_OK;

@@ -41,7 +41,8 @@ static float *falloc(int64_t n) { return calloc((size_t)(n > 0 ? n : 1), sizeof(
 
 attn_status cli_sdpa_varlen(const attn_st *in, const char *path, attn_backend be, attn_st **res) {
   static const char *const refused[] = {"mask", "key_lens", "rel_bias", "shaw_k", "shaw_v",
-                                        "block_mask", "q_offset", "alibi", "rope", "block_size"};
+                                        "block_mask", "q_offset", "alibi", "rope", "block_size",
+                                        "sinks", "softcap"};
   for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
     if (attn_st_get(in, refused[i]) || attn_st_meta(in, refused[i]))
       return attn_set_error(ATTN_EINVAL, "%s: '%s' is not supported with cu_seqlens (packed "

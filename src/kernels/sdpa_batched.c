@@ -79,7 +79,7 @@ void attn_sdpa_batch_piece(const attn_sdpa_desc *d, const attn_sdpa_resolved *rs
 }
 
 /* The table gradients a call writes: where, and how many floats. */
-enum { NTAB = 4 };
+enum { NTAB = 5 };
 static void table_grads(const attn_sdpa_desc *d, float *dst[NTAB], int64_t n[NTAB]) {
   const int64_t nr = attn_pos_shaw_rows(d);
   dst[0] = d->rel_bias ? d->rel_bias_grad : NULL;
@@ -90,6 +90,8 @@ static void table_grads(const attn_sdpa_desc *d, float *dst[NTAB], int64_t n[NTA
   n[2] = nr * d->Dv;
   dst[3] = d->alibi_slopes && !d->alibi_slopes_bstride ? d->alibi_slopes_grad : NULL;
   n[3] = d->Hq;
+  dst[4] = d->sinks ? d->sinks_grad : NULL;
+  n[4] = d->Hq;
 }
 
 static void piece_io(const attn_sdpa_io *io, const attn_sdpa_piece *p, attn_sdpa_io *x) {
@@ -136,6 +138,7 @@ attn_status attn_sdpa_run_pieces(const attn_sdpa_desc *d, const attn_sdpa_piece 
       p.d.rel_bias_grad = part[0];
       p.d.shaw_k_grad = part[1];
       p.d.shaw_v_grad = part[2];
+      p.d.sinks_grad = part[4];
       p.d.alibi_slopes_grad =
           part[3] ? part[3]
           : d->alibi_slopes_grad && d->alibi_slopes_bstride

@@ -39,7 +39,7 @@ void attn_sdpa_batch_piece(const attn_sdpa_desc *d, const attn_sdpa_resolved *rs
                            attn_sdpa_piece *p);
 
 /* Runs the n pieces in order through fn (backward: 1). Table gradients of d
- * (rel_bias, shaw_k, shaw_v, shared ALiBi slopes) are the sums over the
+ * (rel_bias, shaw_k, shaw_v, shared ALiBi slopes, sinks) are the sums over the
  * pieces; per-batch slopes' gradient rows are each piece's own. */
 attn_status attn_sdpa_run_pieces(const attn_sdpa_desc *d, const attn_sdpa_piece *pieces, int64_t n,
                                  int backward, const attn_sdpa_io *io, attn_sdpa_run_fn fn,
