@@ -337,8 +337,12 @@ static void test_validation(void) {
   CHECK_OK(attn_sdpa_forward(&d, ATTN_BACKEND_FLASH, q, k, v, o, l, NULL));
   CHECK_OK(attn_sdpa_forward(&d, ATTN_BACKEND_MATH, q, k, v, o2, l2, NULL));
   CHECK_CLOSE("flash alibi", o, o2, 64, 1e-6, 1e-5);
-  d.q_offset = -1;
+  d.q_offset = -1; /* bottom-right alignment: allowed, but not with a block layout */
+  CHECK_OK(attn_sdpa_forward(&d, ATTN_BACKEND_MATH, q, k, v, o, l, NULL));
+  d.block_mask = (const uint8_t *)"\1\1\1\1";
+  d.block_size = 4;
   CHECK_ERR(attn_sdpa_forward(&d, ATTN_BACKEND_MATH, q, k, v, o, l, NULL), ATTN_EINVAL);
+  d.block_mask = NULL;
   attn_sdpa_desc_init(&d, 1, 2, 2, 8, 8, 4, 4);
   d.rel_bias = rb;
   d.rel_buckets = 8;
@@ -565,7 +569,7 @@ static void test_cli(void) {
   cli_case("combo", NULL, "block_size", NULL, NULL, "block_size");
   cli_case("t5_causal", NULL, "rel_max_distance", NULL, NULL, "rel_max_distance");
   cli_case("rope_interleaved", NULL, NULL, "rope", "gptj", "rope layout");
-  cli_case("alibi_decode", NULL, NULL, "q_offset", "-2", "q_offset");
+  cli_case("block", NULL, NULL, "q_offset", "-2", "q_offset"); /* a block layout needs >= 0 */
 }
 
 int main(int argc, char **argv) {

@@ -64,8 +64,11 @@ typedef struct {
    * Positions: query row i sits at absolute position p_i = i + q_offset and
    * key j at position j (a decoder attending new queries against a cache of
    * Lk keys uses q_offset = Lk - Lq). causal then means j <= p_i and the
-   * window p_i - left <= j <= p_i + right. */
-  int64_t q_offset; /* >= 0 */
+   * window p_i - left <= j <= p_i + right. Negative values are allowed
+   * (bottom-right alignment when Lq > Lk, FlashAttention's causal: q_offset =
+   * Lk - Lq); rows that then see no key give out 0, lse -inf, zero gradient.
+   * A block-sparse layout needs every position >= 0. */
+  int64_t q_offset;
   /* ALiBi: logit += -alibi_slopes[h] * |p_i - j| (attn_alibi_slopes). */
   const float *alibi_slopes; /* [Hq] or NULL */
   /* T5 bucketed relative bias: logit += rel_bias[h, bucket(j - p_i)] with
@@ -110,6 +113,19 @@ typedef struct {
   float softcap;
   const float *sinks;
   float *sinks_grad;
+  /* ---- per-batch alignment and ALiBi slopes (src/kernels/sdpa_batched.c) --
+   * q_offsets: NULL or [B]: batch b's query i sits at p_i = i + q_offsets[b]
+   * (overrides q_offset; any sign). A padded batch whose sequence b has Lq_b
+   * queries and key_lens[b] keys, bottom-right aligned (FlashAttention's
+   * causal/window per sequence), uses q_offsets[b] = key_lens[b] - Lq_b.
+   * alibi_slopes_bstride: 0 = alibi_slopes is [Hq], shared by the batch;
+   * Hq = alibi_slopes is [B, Hq], one row per batch element.
+   * alibi_slopes_grad: NULL or the slopes' shape ([Hq] or [B, Hq]),
+   * OVERWRITTEN by the backward with d slope[h] = -sum dS_ij |p_i - j|
+   * (dS = d logit; learnable slopes). */
+  const int64_t *q_offsets;
+  int64_t alibi_slopes_bstride;
+  float *alibi_slopes_grad;
 } attn_sdpa_desc;
 
 /* Fills d with B..Dv, no masks, default scale, unbounded window, contiguous,

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "attn.h"
+#include "cli/cli_sdpa_align.h"
 #include "cli/commands.h"
 #include "core/checked.h"
 #include "core/parse_bool.h"
@@ -28,21 +29,27 @@ static const char usage_text[] =
     "true/false (any case: PyTorch's True/False), 1/0, yes/no or on/off.\n"
     "OUT gets out [B,Hq,Lq,Dv] and lse [B,Hq,Lq]; with dout also dq, dk, dv.\n"
     "A query row with no allowed key gets out 0, lse -inf and zero gradient.\n"
-    "Variants (docs/VARIANTS.md): tensors alibi_slopes [Hq], rel_bias [Hq,buckets] (T5),\n"
-    "shaw_k [2M-1,D], shaw_v [2M-1,Dv], block_mask BOOL/U8 [ceil((q_offset+Lq)/bs),ceil(Lk/bs)];\n"
-    "metadata q_offset, alibi (true = standard slopes), rel_max_distance, rel_bidirectional,\n"
-    "block_size, rope (interleaved|half: q and k rotated), rope_theta (default 10000),\n"
-    "rope_dim (partial rotary: only the first rope_dim dims of each head; default D).\n"
-    "With dout OUT also gets drel_bias, dshaw_k, dshaw_v for the tables given.\n"
     "Softcap and sinks: metadata softcap (> 0: logit = softcap*tanh(scale q.k/softcap), then\n"
     "masks and ALiBi); tensor sinks F32 [Hq] (a per-head logit in every row's softmax\n"
     "denominator); with dout OUT also gets dsinks [Hq].\n"
+    "Variants (docs/VARIANTS.md): tensors alibi_slopes [Hq] or [B,Hq], rel_bias [Hq,buckets] (T5),\n"
+    "shaw_k [2M-1,D], shaw_v [2M-1,Dv], block_mask BOOL/U8 [ceil((q_offset+Lq)/bs),ceil(Lk/bs)],\n"
+    "q_offsets I32/I64 [B] (batch b's queries at i + q_offsets[b]; overrides q_offset);\n"
+    "metadata q_offset (any sign: Lk-Lq = bottom-right), alibi (true = standard slopes),\n"
+    "rel_max_distance, rel_bidirectional, block_size, rope (interleaved|half: q and k rotated),\n"
+    "rope_theta (default 10000), rope_dim (partial rotary: only the first rope_dim dims of each\n"
+    "head; default D).\n"
+    "With dout OUT also gets dalibi_slopes, drel_bias, dshaw_k, dshaw_v for the tables given.\n"
+    "Packed variable-length input (FlashAttention's varlen layout): q [total_q,Hq,D],\n"
+    "k [total_k,Hkv,D], v [total_k,Hkv,Dv], cu_seqlens_q, cu_seqlens_k I32/I64 [B+1]; each\n"
+    "sequence aligned bottom-right (or q_offsets [B]); OUT: out [total_q,Hq,Dv], lse [Hq,total_q].\n"
     "  --backend  math (reference), flash (fused) or auto (flash where it can; default)\n"
     "  --threads  number of threads (default: all cores)\n";
 
 static const char *const tensor_names[] = {
     "q",        "k",      "v",      "mask",      "key_lens", "dout", "alibi_slopes",
-    "rel_bias", "shaw_k", "shaw_v", "block_mask", "sinks"};
+    "rel_bias", "shaw_k", "shaw_v", "block_mask", "sinks", "q_offsets", "cu_seqlens_q",
+    "cu_seqlens_k"};
 /* "format" is what safetensors tooling writes ("pt"); it is accepted and ignored */
 static const char *const meta_keys[] = {
     "causal", "is_causal", "window_left",      "window_right",      "scale",      "format", "q_offset",
@@ -65,7 +72,7 @@ static attn_status meta_bool(const attn_st *in, const char *path, const char *ke
 }
 
 /* Reads the metadata of in into d. Unknown keys and bad values are errors. */
-static attn_status read_metadata(const attn_st *in, const char *path, attn_sdpa_desc *d) {
+attn_status cli_sdpa_read_metadata(const attn_st *in, const char *path, attn_sdpa_desc *d) {
   for (int i = 0; i < attn_st_meta_count(in); i++) {
     const char *key = attn_st_meta_key(in, i);
     if (!in_list(key, meta_keys, sizeof meta_keys / sizeof meta_keys[0]))
@@ -181,8 +188,9 @@ typedef struct {
   int32_t *key_lens;
   attn_st *in, *res;
   float *alibi, *qr, *kr;    /* standard slopes; RoPE-rotated q and k */
-  float *drel, *dshk, *dshv; /* table gradients */
-  float *dsinks;             /* [Hq] */
+  float *dsinks;                    /* [Hq] */
+  float *drel, *dshk, *dshv, *dsl; /* table gradients */
+  int64_t *q_offsets;               /* per-batch alignment */
   int rope;                  /* q and k rotated */
   attn_rope_layout rope_layout;
   float rope_theta;
@@ -193,6 +201,7 @@ static void job_free(sdpa_job *j) {
   free(j->out), free(j->lse), free(j->dq), free(j->dk), free(j->dv), free(j->key_lens);
   free(j->alibi), free(j->qr), free(j->kr), free(j->drel), free(j->dshk), free(j->dshv);
   free(j->dsinks);
+  free(j->dsl), free(j->q_offsets);
   attn_st_free(j->in);
   attn_st_free(j->res);
 }
@@ -230,7 +239,7 @@ static attn_status read_variants(const attn_st *in, const char *path, sdpa_job *
                                  attn_sdpa_desc *d) {
   attn_status st;
   int alibi = 0, bidir = 0;
-  if ((st = meta_i64(in, path, "q_offset", 0, &d->q_offset)) ||
+  if ((st = meta_i64(in, path, "q_offset", -(INT64_MAX / 8), &d->q_offset)) ||
       (st = meta_bool(in, path, "alibi", &alibi)) ||
       (st = meta_i64(in, path, "rel_max_distance", 1, &d->rel_max_distance)) ||
       (st = meta_bool(in, path, "rel_bidirectional", &bidir)) ||
@@ -239,8 +248,13 @@ static attn_status read_variants(const attn_st *in, const char *path, sdpa_job *
   d->rel_bidirectional = bidir;
   if ((st = read_capsink(in, path, d))) return st;
   const attn_tensor *t;
-  const int64_t sl[1] = {d->Hq};
-  if ((st = attn_st_expect(in, "alibi_slopes", ATTN_F32, 1, sl, 0, &t))) return st;
+  const int64_t sl[2] = {d->B, d->Hq};
+  t = attn_st_get(in, "alibi_slopes");
+  const int per_batch = t && t->ndim == 2; /* [B, Hq]: one row per batch element */
+  if ((st = attn_st_expect(in, "alibi_slopes", ATTN_F32, per_batch ? 2 : 1, sl + !per_batch, 0,
+                           &t)))
+    return st;
+  d->alibi_slopes_bstride = per_batch ? d->Hq : 0;
   if (t && alibi)
     return attn_set_error(ATTN_EINVAL, "%s: both tensor 'alibi_slopes' and metadata alibi", path);
   if (t) d->alibi_slopes = t->data;
@@ -280,8 +294,13 @@ static attn_status read_variants(const attn_st *in, const char *path, sdpa_job *
     if (!attn_st_meta(in, "block_size"))
       return attn_set_error(ATTN_EINVAL, "%s: tensor 'block_mask' needs metadata block_size", path);
     const int64_t bs = d->block_size;
-    int64_t qend;
-    if (attn_ck_add(d->q_offset, d->Lq, &qend))
+    int64_t qend, qo = d->q_offset;
+    for (int64_t b = 0; d->q_offsets && b < d->B; b++)
+      qo = b == 0 || d->q_offsets[b] > qo ? d->q_offsets[b] : qo;
+    if (qo < 0)
+      return attn_set_error(ATTN_EINVAL, "%s: block_mask needs query positions >= 0 (q_offset%s "
+                            "= %lld)", path, d->q_offsets ? "s" : "", (long long)qo);
+    if (attn_ck_add(qo, d->Lq, &qend))
       return attn_set_error(ATTN_EINVAL, "%s: metadata q_offset = %lld plus Lq = %lld is too large",
                             path, (long long)d->q_offset, (long long)d->Lq);
     const int64_t rows = attn_ceil_div(qend, bs), cols = attn_ceil_div(d->Lk, bs);
@@ -397,6 +416,7 @@ static attn_status run_sdpa(sdpa_job *j, const char *in_path, attn_backend backe
                             "%s: unknown tensor '%.100s' (expected q, k, v, mask, key_lens, dout "
                             "or a variant tensor of docs/VARIANTS.md)",
                             in_path, attn_st_name(in, i));
+  if (attn_st_get(in, "cu_seqlens_q")) return cli_sdpa_varlen(in, in_path, backend, &j->res);
   const attn_tensor *q, *k, *v, *mask, *kl, *dout;
   if ((st = attn_st_expect(in, "q", qkv, 4, NULL, 1, &q))) return st;
   const int64_t B = q->shape[0], Hq = q->shape[1], Lq = q->shape[2], D = q->shape[3];
@@ -415,7 +435,7 @@ static attn_status run_sdpa(sdpa_job *j, const char *in_path, attn_backend backe
 
   attn_sdpa_desc d;
   attn_sdpa_desc_init(&d, B, Hq, Hkv, Lq, Lk, D, Dv);
-  if ((st = read_metadata(in, in_path, &d))) return st;
+  if ((st = cli_sdpa_read_metadata(in, in_path, &d))) return st;
   if ((kl = attn_st_get(in, "key_lens"))) {
     if ((st = read_key_lens(kl, B, Lk, &j->key_lens))) return st;
     d.key_lens = j->key_lens;
@@ -435,7 +455,11 @@ static attn_status run_sdpa(sdpa_job *j, const char *in_path, attn_backend backe
     if (st) return st;
   }
 
+  if ((st = cli_sdpa_read_q_offsets(in, B, &j->q_offsets))) return st;
+  d.q_offsets = j->q_offsets;
   if ((st = read_variants(in, in_path, j, &d))) return st;
+  if (j->rope && d.q_offsets)
+    return attn_set_error(ATTN_EINVAL, "%s: rope with q_offsets is not supported", in_path);
   const float *qd = q->data, *kd = k->data; /* rotated copies with RoPE */
   if (j->rope) {
     if (!(j->qr = alloc4(B, Hq, Lq, D, "q")) || !(j->kr = alloc4(B, Hkv, Lk, D, "k")))
@@ -470,6 +494,10 @@ static attn_status run_sdpa(sdpa_job *j, const char *in_path, attn_backend backe
         (d.sinks && !(j->dsinks = alloc4(Hq, 1, 1, 1, "dsinks"))))
       return ATTN_ENOMEM;
     d.sinks_grad = j->dsinks;
+    const attn_tensor *slt = attn_st_get(in, "alibi_slopes"); /* learnable: its gradient */
+    if (slt && !(j->dsl = alloc4(slt->ndim == 2 ? B : 1, Hq, 1, 1, "dalibi_slopes")))
+      return ATTN_ENOMEM;
+    d.alibi_slopes_grad = j->dsl;
     d.rel_bias_grad = j->drel;
     d.shaw_k_grad = j->dshk;
     d.shaw_v_grad = j->dshv;
@@ -489,7 +517,8 @@ static attn_status run_sdpa(sdpa_job *j, const char *in_path, attn_backend backe
         (st = attn_st_add_f32(j->res, "dv", 4, v->shape, j->dv)))
       return st;
     const int64_t rshape[2] = {Hq, d.rel_buckets}, kshape2[2] = {R, D}, vshape2[2] = {R, Dv};
-    if ((j->drel && (st = attn_st_add_f32(j->res, "drel_bias", 2, rshape, j->drel))) ||
+    if ((j->dsl && (st = attn_st_add_f32(j->res, "dalibi_slopes", slt->ndim, slt->shape, j->dsl))) ||
+        (j->drel && (st = attn_st_add_f32(j->res, "drel_bias", 2, rshape, j->drel))) ||
         (j->dshk && (st = attn_st_add_f32(j->res, "dshaw_k", 2, kshape2, j->dshk))) ||
         (j->dshv && (st = attn_st_add_f32(j->res, "dshaw_v", 2, vshape2, j->dshv))) ||
         (j->dsinks && (st = attn_st_add_f32(j->res, "dsinks", 1, &Hq, j->dsinks))))

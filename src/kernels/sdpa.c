@@ -91,10 +91,8 @@ static attn_status resolve_strides(const char *name, const int64_t given[3], int
 
 /* The variant fields (see sdpa_internal.h for the rules). */
 static attn_status validate_variants(const attn_sdpa_desc *d) {
-  int64_t end;
-  if (d->q_offset < 0 || __builtin_add_overflow(d->q_offset, d->Lq, &end) || end > INT64_MAX / 2)
-    return attn_set_error(ATTN_EINVAL, "sdpa: q_offset = %lld must be >= 0 (and not huge)",
-                          (long long)d->q_offset);
+  attn_status st = attn_sdpa_validate_alignment(d);
+  if (st) return st;
   if (d->rel_bias) {
     const int64_t nb = d->rel_bidirectional ? d->rel_buckets / 2 : d->rel_buckets;
     if (nb < 2 || d->rel_max_distance <= nb / 2)

@@ -44,6 +44,7 @@
 
 #include "attn/kernels.h"
 #include "kernels/kern.h"
+#include "kernels/sdpa_batched.h"
 #include "kernels/sdpa_flash.h"
 #include "kernels/sdpa_softcap_sinks.h"
 #include "kernels/util.h"
@@ -342,9 +343,18 @@ attn_status attn_sdpa_forward_flash_in(const attn_flash_ops *ops, const attn_sdp
   return ATTN_OK;
 }
 
+static attn_status forward_piece(const attn_sdpa_desc *d, const attn_sdpa_io *x, void *ops) {
+  const attn_flash_in in = {x->q, x->k, x->v, NULL, NULL, NULL, NULL};
+  return attn_sdpa_forward_flash_in(ops, d, &in, x->out, x->lse);
+}
+
 attn_status attn_sdpa_forward_flash_ops(const attn_flash_ops *ops, const attn_sdpa_desc *d,
                                         const float *q, const float *k, const float *v, float *out,
                                         float *lse) {
+  if (d && attn_sdpa_batched_needed(d)) { /* per-batch alignment or slopes with positions */
+    const attn_sdpa_io io = {.q = q, .k = k, .v = v, .out = out, .lse = lse};
+    return attn_sdpa_run_batched(d, 0, &io, forward_piece, (void *)ops);
+  }
   const attn_flash_in in = {q, k, v, NULL, NULL, NULL, NULL};
   return attn_sdpa_forward_flash_in(ops, d, &in, out, lse);
 }

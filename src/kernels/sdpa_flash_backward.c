@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "attn/kernels.h"
+#include "kernels/sdpa_batched.h"
 #include "kernels/sdpa_flash.h"
 #include "kernels/sdpa_positions.h"
 #include "kernels/sdpa_softcap_sinks.h"
@@ -234,6 +235,7 @@ static void table_grads_zero(const attn_sdpa_desc *d) {
     memset(d->rel_bias_grad, 0, (size_t)(d->Hq * d->rel_buckets) * sizeof(float));
   if (d->shaw_k && d->shaw_k_grad) memset(d->shaw_k_grad, 0, (size_t)(nr * d->D) * sizeof(float));
   if (d->shaw_v && d->shaw_v_grad) memset(d->shaw_v_grad, 0, (size_t)(nr * d->Dv) * sizeof(float));
+  attn_pos_alibi_grad_zero(d);
 }
 
 /* The item partials summed in item order (b, chunk for each K/V head), in
@@ -243,24 +245,29 @@ static void table_grads_finish(const bwd_ctx *x, int64_t items) {
   const attn_sdpa_desc *d = x->d;
   const int64_t G = x->rs->group, C = x->C, Hkv = d->Hkv;
   if (x->nt5) {
-    const int64_t nrel = x->pos->nrel, nb = d->rel_buckets;
+    const int t5 = d->rel_bias && d->rel_bias_grad; /* else only the ALiBi slopes' */
+    const int64_t nrel = x->pos->nrel, nb = t5 ? d->rel_buckets : 1;
     double *acc = calloc((size_t)nb, sizeof(double));
     int64_t *bucket = malloc((size_t)nrel * sizeof(int64_t));
     for (int64_t e = 0; acc && bucket && e < nrel; e++)
-      bucket[e] = attn_pos_t5_bucket(e - (d->Lq - 1) - d->q_offset, d->rel_bidirectional, nb,
-                                     d->rel_max_distance);
+      bucket[e] = t5 ? attn_pos_t5_bucket(e - (d->Lq - 1) - d->q_offset, d->rel_bidirectional, nb,
+                                          d->rel_max_distance)
+                     : 0;
     for (int64_t h = 0; acc && bucket && h < d->Hq; h++) {
       const int64_t g = h / G, hh = h % G;
       memset(acc, 0, (size_t)nb * sizeof(double));
+      double ga = 0.0; /* d slope = -sum ds |p_i - j| */
       for (int64_t e = 0; e < nrel; e++) {
         double s = 0.0;
         for (int64_t b = 0; b < d->B; b++)
           for (int64_t c = 0; c < C; c++)
             s += x->tpart[((b * Hkv + g) * C + c) * x->tper + hh * nrel + e];
         acc[bucket[e]] += s;
+        ga += s * (double)attn_pos_abs(e - (d->Lq - 1) - d->q_offset);
       }
-      for (int64_t u = 0; u < nb; u++)
+      for (int64_t u = 0; t5 && u < nb; u++)
         d->rel_bias_grad[h * nb + u] = (float)acc[u];
+      if (d->alibi_slopes && d->alibi_slopes_grad) d->alibi_slopes_grad[h] = (float)-ga;
     }
     free(acc);
     free(bucket);
@@ -318,7 +325,7 @@ attn_status attn_sdpa_backward_flash_in(const attn_flash_ops *ops, const attn_sd
   st = attn_flash_pos_init(d, &pos);
   if (!st && (st = attn_flash_shaw_ends(&pos, d, &rs, in->q, dout, nt))) attn_flash_pos_free(&pos);
   if (!st) {
-    x.nt5 = d->rel_bias && d->rel_bias_grad ? rs.group * pos.nrel : 0;
+    x.nt5 = attn_pos_wants_rel_grad(d) ? rs.group * pos.nrel : 0;
     x.nsk = d->shaw_k && d->shaw_k_grad ? pos.nr * D : 0;
     x.nsv = d->shaw_v && d->shaw_v_grad ? pos.nr * Dv : 0;
     x.tper = (x.nt5 + x.nsk + x.nsv + 15) & ~(int64_t)15;
@@ -376,10 +383,21 @@ attn_status attn_sdpa_backward_flash_in(const attn_flash_ops *ops, const attn_sd
   return ATTN_OK;
 }
 
+static attn_status backward_piece(const attn_sdpa_desc *d, const attn_sdpa_io *x, void *ops) {
+  const attn_flash_in in = {x->q, x->k, x->v, NULL, NULL, NULL, NULL};
+  return attn_sdpa_backward_flash_in(ops, d, &in, x->out_in, x->lse_in, x->dout, x->dq, x->dk,
+                                     x->dv);
+}
+
 attn_status attn_sdpa_backward_flash_ops(const attn_flash_ops *ops, const attn_sdpa_desc *d,
                                          const float *q, const float *k, const float *v,
                                          const float *out, const float *lse, const float *dout,
                                          float *dq, float *dk, float *dv) {
+  if (d && attn_sdpa_batched_needed(d)) { /* per-batch alignment or slopes with positions */
+    const attn_sdpa_io io = {.q = q, .k = k, .v = v, .out_in = out, .lse_in = lse, .dout = dout,
+                             .dq = dq, .dk = dk, .dv = dv};
+    return attn_sdpa_run_batched(d, 1, &io, backward_piece, (void *)ops);
+  }
   const attn_flash_in in = {q, k, v, NULL, NULL, NULL, NULL};
   return attn_sdpa_backward_flash_in(ops, d, &in, out, lse, dout, dq, dk, dv);
 }

@@ -14,7 +14,9 @@
  * them) and with an extent that fits in int64. NaN/inf in the data is not
  * checked: it propagates to the rows it touches (attn/sdpa.h; every backend
  * gives NaN where math does for a NaN logit). out/lse/dq/... pointers are
- * each backend's to check. Variants: q_offset >= 0; rel_bias needs
+ * each backend's to check. Variants: |q_offset|, |q_offsets[b]| not huge
+ * (>= 0 with a block layout); alibi_slopes_bstride 0 or Hq, alibi_slopes_grad
+ * only with alibi_slopes; rel_bias needs
  * rel_buckets >= 2 (>= 4 bidirectional) and rel_max_distance > the exact
  * range; shaw_* need shaw_max >= 1; block_mask needs block_size >= 1. */
 typedef struct {
@@ -25,6 +27,8 @@ typedef struct {
 
 attn_status attn_sdpa_validate(const attn_sdpa_desc *d, const float *q, const float *k,
                                const float *v, attn_sdpa_resolved *r);
+/* q_offset / q_offsets, per-batch slopes (sdpa_batched.c). */
+attn_status attn_sdpa_validate_alignment(const attn_sdpa_desc *d);
 /* The backward's pointers, for every backend: out, lse, dout and dq are
  * needed when there are queries, dk and dv when there are keys; ATTN_EINVAL
  * "<who>: <name> is NULL" otherwise. */
@@ -47,7 +51,7 @@ attn_status attn_sdpa_backward_flash(const attn_sdpa_desc *d, const float *q, co
 static inline void attn_sdpa_key_range(const attn_sdpa_desc *d, int64_t b, int64_t i, int64_t *lo,
                                        int64_t *hi) {
   int64_t l = 0, h = d->Lk;
-  i += d->q_offset; /* the query's absolute position */
+  i += d->q_offsets ? d->q_offsets[b] : d->q_offset; /* the query's absolute position */
   if (d->key_lens && d->key_lens[b] < h) h = d->key_lens[b];
   if (d->causal && i + 1 < h) h = i + 1;
   if (d->window_right >= 0 && d->window_right < h - i - 1) h = i + d->window_right + 1;

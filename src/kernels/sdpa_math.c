@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "attn/kernels.h"
+#include "kernels/sdpa_batched.h"
 #include "kernels/sdpa_internal.h"
 #include "kernels/sdpa_positions.h"
 #include "kernels/sdpa_softcap_sinks.h"
@@ -126,11 +127,24 @@ static void shaw_scatter(const attn_sdpa_desc *d, const float *x, int64_t Lq, in
   attn_pos_shaw_scatter(d, 0, Lq, 0, d->Lk, x, d->Lk, xr, R);
 }
 
+static attn_status forward_piece(const attn_sdpa_desc *d, const attn_sdpa_io *x, void *user) {
+  return attn_sdpa_forward_math(d, x->q, x->k, x->v, x->out, x->lse, x->probs);
+}
+
+static attn_status backward_piece(const attn_sdpa_desc *d, const attn_sdpa_io *x, void *user) {
+  return attn_sdpa_backward_math(d, x->q, x->k, x->v, x->out_in, x->lse_in, x->dout, x->dq, x->dk,
+                                 x->dv);
+}
+
 attn_status attn_sdpa_forward_math(const attn_sdpa_desc *d, const float *q, const float *k,
                                    const float *v, float *out, float *lse, float *probs) {
   attn_sdpa_resolved r;
   attn_status st = attn_sdpa_validate(d, q, k, v, &r);
   if (st) return st;
+  if (attn_sdpa_batched_needed(d)) { /* per-batch alignment or slopes with positions */
+    const attn_sdpa_io io = {.q = q, .k = k, .v = v, .out = out, .lse = lse, .probs = probs};
+    return attn_sdpa_run_batched(d, 0, &io, forward_piece, NULL);
+  }
   const int64_t B = d->B, Hq = d->Hq, Lq = d->Lq, Lk = d->Lk, D = d->D, Dv = d->Dv;
   if (Lq == 0) return ATTN_OK;
   if (!out || !lse) return attn_set_error(ATTN_EINVAL, "sdpa: %s is NULL", !out ? "out" : "lse");
@@ -187,7 +201,7 @@ attn_status attn_sdpa_forward_math(const attn_sdpa_desc *d, const float *q, cons
 
 /* Per (b, K/V head) task partial sums of the table gradients. */
 typedef struct {
-  int64_t nt5, nsk, nsv, per; /* floats of each part, and per task */
+  int64_t nt5, nsk, nsv, nal, per; /* floats of each part, and per task */
   float *buf;                 /* [tasks, per] */
 } table_grads;
 
@@ -197,7 +211,8 @@ static attn_status table_grads_alloc(const attn_sdpa_desc *d, int64_t tasks, tab
   g->nt5 = d->rel_bias && d->rel_bias_grad ? d->Hq * d->rel_buckets : 0;
   g->nsk = d->shaw_k && d->shaw_k_grad ? R * d->D : 0;
   g->nsv = d->shaw_v && d->shaw_v_grad ? R * d->Dv : 0;
-  g->per = g->nt5 + g->nsk + g->nsv;
+  g->nal = d->alibi_slopes && d->alibi_slopes_grad ? d->Hq : 0;
+  g->per = g->nt5 + g->nsk + g->nsv + g->nal;
   if (g->per == 0) return ATTN_OK;
   size_t n;
   if (__builtin_mul_overflow((size_t)tasks, (size_t)g->per, &n) ||
@@ -209,10 +224,10 @@ static attn_status table_grads_alloc(const attn_sdpa_desc *d, int64_t tasks, tab
 /* Overwrites the requested table gradients with the task partials summed in
  * task order. */
 static void table_grads_finish(const attn_sdpa_desc *d, int64_t tasks, table_grads *g) {
-  float *dst[3] = {g->nt5 ? d->rel_bias_grad : NULL, g->nsk ? d->shaw_k_grad : NULL,
-                   g->nsv ? d->shaw_v_grad : NULL};
-  const int64_t n[3] = {g->nt5, g->nsk, g->nsv};
-  for (int part = 0, off = 0; part < 3; off += (int)n[part], part++) {
+  float *dst[4] = {g->nt5 ? d->rel_bias_grad : NULL, g->nsk ? d->shaw_k_grad : NULL,
+                   g->nsv ? d->shaw_v_grad : NULL, g->nal ? d->alibi_slopes_grad : NULL};
+  const int64_t n[4] = {g->nt5, g->nsk, g->nsv, g->nal};
+  for (int part = 0, off = 0; part < 4; off += (int)n[part], part++) {
     if (!dst[part]) continue;
     for (int64_t e = 0; e < n[part]; e++) {
       double acc = 0.0;
@@ -232,6 +247,7 @@ static void table_grads_zero(const attn_sdpa_desc *d) {
     memset(d->rel_bias_grad, 0, (size_t)(d->Hq * d->rel_buckets) * sizeof(float));
   if (d->shaw_k && d->shaw_k_grad) memset(d->shaw_k_grad, 0, (size_t)(R * d->D) * sizeof(float));
   if (d->shaw_v && d->shaw_v_grad) memset(d->shaw_v_grad, 0, (size_t)(R * d->Dv) * sizeof(float));
+  attn_pos_alibi_grad_zero(d);
 }
 
 attn_status attn_sdpa_backward_math(const attn_sdpa_desc *d, const float *q, const float *k,
@@ -242,6 +258,11 @@ attn_status attn_sdpa_backward_math(const attn_sdpa_desc *d, const float *q, con
   if (st) return st;
   const int64_t B = d->B, Hq = d->Hq, Hkv = d->Hkv, Lq = d->Lq, Lk = d->Lk, D = d->D, Dv = d->Dv;
   if ((st = attn_sdpa_check_backward_ptrs(d, "sdpa backward", out, lse, dout, dq, dk, dv))) return st;
+  if (attn_sdpa_batched_needed(d)) {
+    const attn_sdpa_io io = {.q = q, .k = k, .v = v, .out_in = out, .lse_in = lse, .dout = dout,
+                             .dq = dq, .dk = dk, .dv = dv};
+    return attn_sdpa_run_batched(d, 1, &io, backward_piece, NULL);
+  }
   const int64_t nsc = Lq * Lk, tasks = B * Hkv; /* tasks: (b, g) pairs */
   const int64_t R = attn_pos_shaw_rows(d), nr = Lq * R;
   int nt;
@@ -275,6 +296,7 @@ attn_status attn_sdpa_backward_math(const attn_sdpa_desc *d, const float *q, con
     float *gt5 = tg.nt5 ? tg.buf + t * tg.per : NULL;          /* [Hq, buckets] */
     float *gsk = tg.nsk ? tg.buf + t * tg.per + tg.nt5 : NULL; /* [R, D] */
     float *gsv = tg.nsv ? tg.buf + t * tg.per + tg.nt5 + tg.nsk : NULL; /* [R, Dv] */
+    float *gal = tg.nal ? tg.buf + t * tg.per + tg.nt5 + tg.nsk + tg.nsv : NULL; /* [Hq] */
     if (Lq == 0) { /* no query reads this head: its gradients are 0 */
       zero_rows(dK, Lk, r.k[2], D);
       zero_rows(dV, Lk, r.v[2], Dv);
@@ -326,6 +348,7 @@ attn_status attn_sdpa_backward_math(const attn_sdpa_desc *d, const float *q, con
         if (gsk) s[9] = attn_gemm_f32(1, 0, R, D, Lq, r.scale, XR, R, Q, ldq, 1.0f, gsk, D);
       }
       if (gt5) attn_pos_t5_grad(d, 0, Lq, 0, Lk, dS, Lk, gt5 + h * d->rel_buckets);
+      if (gal) gal[h] += (float)attn_pos_alibi_grad(d, 0, Lq, 0, Lk, dS, Lk);
       for (int x = 0; x < 10; x++)
         if (s[x] > bad) bad = s[x];
     }

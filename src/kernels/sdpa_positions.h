@@ -12,6 +12,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "core/checked.h"
 #include "kernels/sdpa_internal.h"
@@ -52,6 +53,33 @@ static inline float attn_pos_bias(const attn_sdpa_desc *d, int64_t h, int64_t pi
     b += d->rel_bias[h * d->rel_buckets + attn_pos_t5_bucket(j - pi, d->rel_bidirectional,
                                                              d->rel_buckets, d->rel_max_distance)];
   return b;
+}
+
+static inline int64_t attn_pos_abs(int64_t x) { return x < 0 ? -x : x; }
+
+/* Gradients by relative distance wanted (T5 table, learnable ALiBi slopes)? */
+static inline int attn_pos_wants_rel_grad(const attn_sdpa_desc *d) {
+  return (d->rel_bias && d->rel_bias_grad) || (d->alibi_slopes && d->alibi_slopes_grad);
+}
+
+/* The ALiBi slopes' gradient of a call that computes nothing: zeros. */
+static inline void attn_pos_alibi_grad_zero(const attn_sdpa_desc *d) {
+  if (d->alibi_slopes && d->alibi_slopes_grad)
+    memset(d->alibi_slopes_grad, 0,
+           (size_t)(d->alibi_slopes_bstride ? d->B * d->Hq : d->Hq) * sizeof(float));
+}
+
+/* -sum of ds [R, nk] (rows i0.., keys j0..) times |p_i - j|: this tile's
+ * part of d slope (ALiBi's logit term is -slope |p_i - j|). */
+static inline double attn_pos_alibi_grad(const attn_sdpa_desc *d, int64_t i0, int64_t R, int64_t j0,
+                                         int64_t nk, const float *ds, int64_t ld) {
+  double g = 0.0;
+  for (int64_t r = 0; r < R; r++) {
+    const int64_t pi = i0 + r + d->q_offset;
+    for (int64_t c = 0; c < nk; c++)
+      if (ds[r * ld + c] != 0.0f) g -= (double)ds[r * ld + c] * (double)attn_pos_abs(pi - j0 - c);
+  }
+  return g;
 }
 
 /* Shaw table row for query position pi, key j: clip(pi - j) + M - 1. */

@@ -17,6 +17,7 @@ int attn_bench_sdpa_main(int argc, char **argv);
 int attn_bench_train_main(int argc, char **argv);
 int attn_bench_lowp_main(int argc, char **argv);
 int attn_bench_allreduce_main(int argc, char **argv);
+int attn_bench_varlen_main(int argc, char **argv);
 
 static const attn_bench_entry attn_bench_table[] = {
     {"peak", attn_bench_peak_main, "fp32 FMA peak of this machine, 1 thread and all threads"},
@@ -25,6 +26,7 @@ static const attn_bench_entry attn_bench_table[] = {
     {"train", attn_bench_train_main, "classifier training tokens/s (vs PyTorch with --torch)"},
     {"lowp", attn_bench_lowp_main, "bf16/fp16/int8 peaks (AVX512_BF16, VNNI, AMX), GEMM and Linear"},
     {"allreduce", attn_bench_allreduce_main, "gradient all-reduce GB/s under mpirun (attn's rank-ordered, MPI's)"},
+    {"varlen", attn_bench_varlen_main, "packed variable-length SDPA (cu_seqlens) vs the padded batch"},
 };
 
 /* fp32 FMA peak in GFLOP/s with `threads` threads (0 = all): a register-

@@ -17,6 +17,7 @@ typedef struct {
   attn_sdpa_desc d;
   float *out, *lse;
   int rel, shk, shv;    /* input index of each table, -1 = none */
+  int slopes;           /* input index of learnable ALiBi slopes, -1 = none */
   attn_backend backend; /* MATH (set by v_setup) or FLASH */
 } vctx;
 
@@ -25,6 +26,7 @@ static void bind_tables(attn_gc_problem *p, vctx *c) {
   if (c->rel >= 0) c->d.rel_bias = p->in[c->rel].x;
   if (c->shk >= 0) c->d.shaw_k = p->in[c->shk].x;
   if (c->shv >= 0) c->d.shaw_v = p->in[c->shv].x;
+  if (c->slopes >= 0) c->d.alibi_slopes = p->in[c->slopes].x;
 }
 
 static attn_status v_fwd(attn_gc_problem *p, float *out) {
@@ -41,6 +43,7 @@ static attn_status v_bwd(attn_gc_problem *p, const float *dout) {
   c->d.rel_bias_grad = c->rel >= 0 ? attn_gc_grad(p, c->rel) : NULL;
   c->d.shaw_k_grad = c->shk >= 0 ? attn_gc_grad(p, c->shk) : NULL;
   c->d.shaw_v_grad = c->shv >= 0 ? attn_gc_grad(p, c->shv) : NULL;
+  c->d.alibi_slopes_grad = c->slopes >= 0 ? attn_gc_grad(p, c->slopes) : NULL;
   return attn_sdpa_backward(&c->d, c->backend, p->in[0].x, p->in[1].x, p->in[2].x, c->out, c->lse,
                             dout, attn_gc_grad(p, 0), attn_gc_grad(p, 1), attn_gc_grad(p, 2));
 }
@@ -50,7 +53,7 @@ static vctx *v_setup(attn_gc_problem *p, int64_t B, int64_t Hq, int64_t Hkv, int
   vctx *c = attn_gc_alloc(p, sizeof *c);
   if (!c) return NULL;
   attn_sdpa_desc_init(&c->d, B, Hq, Hkv, Lq, Lk, D, Dv);
-  c->rel = c->shk = c->shv = -1;
+  c->rel = c->shk = c->shv = c->slopes = -1;
   c->backend = ATTN_BACKEND_MATH;
   const int64_t nq = B * Hq * Lq * D, nk = B * Hkv * Lk * D, nv = B * Hkv * Lk * Dv;
   float *q, *k, *v;
@@ -124,6 +127,21 @@ static attn_status setup_offset(attn_gc_problem *p) {
   return ATTN_OK;
 }
 
+/* bottom-right alignment per batch element (one row sees no key), learnable
+ * per-batch ALiBi slopes [B, Hq] */
+static attn_status setup_aligned(attn_gc_problem *p) {
+  vctx *c = v_setup(p, 2, 2, 1, 5, 4, 4, 4);
+  int64_t *offs = c ? attn_gc_alloc(p, 2 * sizeof(int64_t)) : NULL;
+  if (!offs) return ATTN_ENOMEM;
+  offs[0] = -1, offs[1] = 2;
+  c->d.causal = 1;
+  c->d.q_offsets = offs;
+  c->d.alibi_slopes_bstride = 2;
+  if ((c->slopes = v_table(p, "alibi_slopes", 2 * 2, p->seed + 9)) < 0) return ATTN_ENOMEM;
+  bind_tables(p, c);
+  return ATTN_OK;
+}
+
 static attn_status setup_block(attn_gc_problem *p) {
   vctx *c = v_setup(p, 1, 2, 1, 8, 8, 4, 4);
   uint8_t *bm = c ? attn_gc_alloc(p, 16) : NULL;
@@ -167,6 +185,7 @@ static attn_status setup_flash_t5(attn_gc_problem *p) { return flash(p, setup_t5
 static attn_status setup_flash_shaw(attn_gc_problem *p) { return flash(p, setup_shaw); }
 static attn_status setup_flash_offset(attn_gc_problem *p) { return flash(p, setup_offset); }
 static attn_status setup_flash_combo(attn_gc_problem *p) { return flash(p, setup_combo); }
+static attn_status setup_flash_aligned(attn_gc_problem *p) { return flash(p, setup_aligned); }
 
 /* ---- RoPE ------------------------------------------------------------------------- */
 typedef struct {
@@ -336,6 +355,8 @@ static const attn_gradcheck_case cases[] = {
     {"var.flash_shaw", setup_flash_shaw, 1e-2f, 2e-4, 1e-2, 0},
     {"var.flash_q_offset", setup_flash_offset, 1e-2f, 2e-4, 1e-2, 0},
     {"var.flash_combo", setup_flash_combo, 1e-2f, 2e-4, 1e-2, 0},
+    {"var.sdpa_aligned_slopes", setup_aligned, 1e-2f, 2e-4, 1e-2, 0},
+    {"var.flash_aligned_slopes", setup_flash_aligned, 1e-2f, 2e-4, 1e-2, 0},
     {"var.rope_interleaved", setup_rope_interleaved, 1e-2f, 1e-4, 1e-3, 0},
     {"var.rope_half", setup_rope_half, 1e-2f, 1e-4, 1e-3, 0},
     {"var.nn_gqa_rope", setup_nn_gqa, 1e-2f, 3e-4, 1e-2, 24},

@@ -1,0 +1,179 @@
+/* `attn bench varlen`: packed variable-length SDPA (attn/sdpa_varlen.h)
+ * against the padded batch that holds the same sequences (key_lens and
+ * bottom-right q_offsets, Lq = Lk = the longest), forward and backward,
+ * f32 flash. Median wall time of --reps runs each, tokens/s and the speedup.
+ * Only the valid rows of both carry the same numbers; the padded batch also
+ * computes its padding query rows. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apps/tools/bench.h"
+#include "attn.h"
+
+enum { MAXSEQ = 64 };
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: attn bench varlen [--lens L1,L2,...] [--heads H] [--dim D] [--causal]\n"
+          "                         [--reps N] [--backend flash|math|auto]\n"
+          "Packed variable-length attention (cu_seqlens) vs the padded batch of the same\n"
+          "sequences (key_lens + bottom-right q_offsets), forward and backward.\n"
+          "  --lens    sequence lengths (queries = keys; default 64,2048,300,1024,128,700,1500,200)\n"
+          "  --heads   heads (default 8)      --dim   head dim (default 64)\n"
+          "  --causal  causal attention        --reps  timed runs each (default 5)\n");
+}
+
+typedef struct {
+  int64_t n, H, D, maxlen, total;
+  int64_t lens[MAXSEQ];
+  int causal, reps;
+  attn_backend be;
+} vb_opts;
+
+static int parse(int argc, char **argv, vb_opts *o) {
+  const int64_t dflt[8] = {64, 2048, 300, 1024, 128, 700, 1500, 200};
+  memset(o, 0, sizeof *o);
+  o->n = 8, o->H = 8, o->D = 64, o->reps = 5, o->be = ATTN_BACKEND_FLASH;
+  memcpy(o->lens, dflt, sizeof dflt);
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      usage(stdout);
+      return 0;
+    } else if (!strcmp(a, "--causal")) {
+      o->causal = 1;
+      continue;
+    }
+    if (!v) break;
+    i++;
+    if (!strcmp(a, "--lens")) {
+      o->n = 0;
+      for (char *s = (char *)v, *end; *s && o->n < MAXSEQ; s = *end ? end + 1 : end) {
+        long long x = strtoll(s, &end, 10);
+        if (end == s || x < 0 || x > (1 << 20) || (*end && *end != ',')) return -1;
+        o->lens[o->n++] = x;
+      }
+    } else if (!strcmp(a, "--heads")) {
+      o->H = atoll(v);
+    } else if (!strcmp(a, "--dim")) {
+      o->D = atoll(v);
+    } else if (!strcmp(a, "--reps")) {
+      o->reps = atoi(v);
+    } else if (!strcmp(a, "--backend")) {
+      if (attn_backend_from_name(v, &o->be)) return -1;
+    } else {
+      return -1;
+    }
+  }
+  if (o->n < 1 || o->H < 1 || o->D < 1 || o->reps < 1 || o->reps > 1000) return -1;
+  for (int64_t s = 0; s < o->n; s++) {
+    o->total += o->lens[s];
+    if (o->lens[s] > o->maxlen) o->maxlen = o->lens[s];
+  }
+  return 1;
+}
+
+/* Median seconds of reps runs of forward (and backward when bwd). */
+typedef struct {
+  const attn_sdpa_desc *d;
+  const attn_sdpa_varlen *vl; /* NULL: the padded batch */
+  attn_backend be;
+  float *q, *k, *v, *out, *lse, *dout, *dq, *dk, *dv;
+} vb_run;
+
+static attn_status once(const vb_run *r, int bwd) {
+  if (r->vl)
+    return bwd ? attn_sdpa_varlen_backward(r->d, r->vl, r->be, r->q, r->k, r->v, r->out, r->lse,
+                                           r->dout, r->dq, r->dk, r->dv)
+               : attn_sdpa_varlen_forward(r->d, r->vl, r->be, r->q, r->k, r->v, r->out, r->lse);
+  return bwd ? attn_sdpa_backward(r->d, r->be, r->q, r->k, r->v, r->out, r->lse, r->dout, r->dq,
+                                  r->dk, r->dv)
+             : attn_sdpa_forward(r->d, r->be, r->q, r->k, r->v, r->out, r->lse, NULL);
+}
+
+static double timed(const vb_run *r, int bwd, int reps, attn_status *st) {
+  double t[1000];
+  if ((*st = once(r, 0)) || (bwd && (*st = once(r, 1)))) return 0; /* warm-up, fills out/lse */
+  for (int i = 0; i < reps; i++) {
+    double t0 = attn_bench_now();
+    if ((*st = once(r, bwd))) return 0;
+    t[i] = attn_bench_now() - t0;
+  }
+  return attn_bench_median(t, reps);
+}
+
+static void fill(float *x, int64_t n, unsigned seed) {
+  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (int64_t i = 0; i < n; i++) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    x[i] = (float)((s >> 40) & 0xFFFF) / 32768.0f - 1.0f;
+  }
+}
+
+int attn_bench_varlen_main(int argc, char **argv) {
+  vb_opts o;
+  int p = parse(argc, argv, &o);
+  if (p == 0) return 0;
+  if (p < 0) {
+    fprintf(stderr, "attn bench varlen: bad arguments\n");
+    usage(stderr);
+    return 2;
+  }
+  const int64_t B = o.n, H = o.H, D = o.D, L = o.maxlen, T = o.total;
+  const int64_t npad = B * H * L * D, npack = T * H * D;
+  float *buf = calloc((size_t)(9 * npad + 9 * npack + 2 * B * H * L + 16), sizeof(float));
+  int32_t *cu = calloc((size_t)B + 1, sizeof(int32_t)), *kl = calloc((size_t)B, sizeof(int32_t));
+  int64_t *qo = calloc((size_t)B, sizeof(int64_t));
+  if (!buf || !cu || !kl || !qo) {
+    fprintf(stderr, "attn bench varlen: out of memory\n");
+    free(buf), free(cu), free(kl), free(qo);
+    return 1;
+  }
+  float *x = buf;
+  vb_run pad = {0}, var = {0};
+  float **pp[9] = {&pad.q, &pad.k, &pad.v, &pad.out, &pad.dout, &pad.dq, &pad.dk, &pad.dv, &pad.lse};
+  float **vp[9] = {&var.q, &var.k, &var.v, &var.out, &var.dout, &var.dq, &var.dk, &var.dv, &var.lse};
+  for (int i = 0; i < 9; i++) {
+    *pp[i] = x, x += i == 8 ? B * H * L : npad;
+    *vp[i] = x, x += i == 8 ? T * H : npack;
+  }
+  for (int64_t s = 0; s < B; s++) {
+    cu[s + 1] = cu[s] + (int32_t)o.lens[s];
+    kl[s] = (int32_t)o.lens[s];
+    qo[s] = 0; /* queries = keys: bottom-right = top-left */
+  }
+  fill(pad.q, npad, 1), fill(pad.k, npad, 2), fill(pad.v, npad, 3), fill(pad.dout, npad, 4);
+  fill(var.q, npack, 1), fill(var.k, npack, 2), fill(var.v, npack, 3), fill(var.dout, npack, 4);
+  attn_sdpa_desc dp, dv;
+  attn_sdpa_desc_init(&dp, B, H, H, L, L, D, D);
+  dp.causal = o.causal;
+  dp.key_lens = kl;
+  dp.q_offsets = qo;
+  dv = dp;
+  dv.key_lens = NULL;
+  dv.q_offsets = NULL;
+  const attn_sdpa_varlen vl = {cu, cu, T, T};
+  pad.d = &dp, pad.be = o.be;
+  var.d = &dv, var.vl = &vl, var.be = o.be;
+  printf("# varlen: %lld sequences (%lld tokens, longest %lld), H %lld, D %lld, %s, %s, %d "
+         "thread%s\n",
+         (long long)B, (long long)T, (long long)L, (long long)H, (long long)D,
+         o.causal ? "causal" : "full", attn_backend_name(o.be), attn_get_num_threads(),
+         attn_get_num_threads() == 1 ? "" : "s");
+  int rc = 0;
+  for (int bwd = 0; bwd < 2 && !rc; bwd++) {
+    attn_status s1, s2;
+    double tp = timed(&pad, bwd, o.reps, &s1), tv = timed(&var, bwd, o.reps, &s2);
+    if (s1 || s2) {
+      fprintf(stderr, "attn bench varlen: %s\n", attn_last_error());
+      rc = 1;
+      break;
+    }
+    printf("%-8s padded %9.3f ms (%8.0f tok/s)  varlen %9.3f ms (%8.0f tok/s)  speedup %.2fx\n",
+           bwd ? "backward" : "forward", 1e3 * tp, (double)T / tp, 1e3 * tv, (double)T / tv,
+           tp / tv);
+  }
+  free(buf), free(cu), free(kl), free(qo);
+  return rc;
+}
