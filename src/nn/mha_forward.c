@@ -13,8 +13,8 @@ static const float *pick_src(int i, int self, const float *q, const float *k, co
   return i == 1 ? k : v;
 }
 
-static attn_status project(const attn_mha *m, const attn_params *p, const attn_nn_ctx *ctx, int i,
-                           const float *x, float *y, int64_t rows) {
+attn_status attn_nn_mha_project(const attn_mha *m, const attn_params *p, const attn_nn_ctx *ctx,
+                                int i, const float *x, float *y, int64_t rows) {
   if (m->c.style == ATTN_MHA_SEED_SHARED) rows *= m->c.num_heads;  // [B*L*H, hd]
   const float *W = attn_params_data(p, m->w[i]) + m->wo[i];
   const float *b = m->b[i] >= 0 ? attn_params_data(p, m->b[i]) + m->bo[i] : NULL;
@@ -99,7 +99,8 @@ attn_status attn_mha_forward(const attn_mha *m, const attn_params *p, const attn
   attn_status st = ATTN_OK;
   if (bf16) st = attn_nn_mha_project_bf16(m, p, s, query, flash16);
   for (int i = 0; i < 3 && !st && !s->xh; i++)
-    st = project(m, p, ctx, i, pick_src(i, self, query, key, value), dst[i], B * (i ? Lk : Lq));
+    st = attn_nn_mha_project(m, p, ctx, i, pick_src(i, self, query, key, value), dst[i],
+                             B * (i ? Lk : Lq));
   if (!st) st = attn_nn_mha_build_masks(m, masks, s);
   if (st) return st;
   attn_sdpa_desc d;
