@@ -2,7 +2,11 @@
  * exact statistics on one-hot paths (straight, reversed, padded), a blurred
  * diagonal called diagonal and the same rows shuffled not, the table and the
  * path text, bad input refused. */
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "apps/diagnose_align.h"
+#include "apps/viz.h"
 #include "harness.h"
 
 /* row i: weight mostly on round(i * slope), a little on its neighbours */
@@ -106,6 +110,60 @@ static void test_bad_inputs(void) {
   CHECK(isnan(d.monotonic) && !d.diagonal);
 }
 
+/* `attn diagnose --cross` and `attn viz --cross --model` on a saved map
+ * [2 layers, 2 heads, 3, 3]: head 0 diagonal, head 1 reversed */
+static void test_in_the_tool(void) {
+  const char *bin = getenv("ATTN_BIN");
+  if (!bin) {
+    SKIP("ATTN_BIN not set: the attn tool is not exercised");
+    return;
+  }
+  char dir[] = "/tmp/attn_test_align_XXXXXX", path[128], cmd[1024], outp[160];
+  if (!mkdtemp(dir)) return;
+  snprintf(path, sizeof path, "%s/x.safetensors", dir);
+  snprintf(outp, sizeof outp, "%s/out.txt", dir);
+  float p[2 * 2 * 9] = {0};
+  for (int l = 0; l < 2; l++)
+    for (int i = 0; i < 3; i++)
+      p[(l * 2) * 9 + i * 3 + i] = 1, p[(l * 2 + 1) * 9 + i * 3 + 2 - i] = 1;
+  attn_st *st = NULL;
+  int64_t shape[4] = {2, 2, 3, 3};
+  CHECK_OK(attn_st_new(&st));
+  CHECK_OK(attn_st_add_f32(st, "attn", 4, shape, p));
+  CHECK_OK(attn_st_set_meta(st, "query_tokens", "[\"K\", \"AE1\", \"T\"]"));
+  CHECK_OK(attn_st_set_meta(st, "key_tokens", "[\"c\", \"a\", \"t\"]"));
+  CHECK_OK(attn_st_save(st, path));
+  attn_st_free(st);
+  const struct {
+    const char *args, *want;
+    int rc;
+  } cases[] = {{"diagnose '%s' --cross", "layer 1 head 1", 0},
+               {"diagnose '%s' --cross", "layer 1 mean", 0},
+               {"diagnose '%s' --cross", "K->c 0.50  AE1->a 1.00  T->c 0.50", 0},
+               {"diagnose '%s' --cross --chart x.png", "not with --cross", 2},
+#ifdef ATTN_HAVE_CAIRO
+               {"viz '%s' %s.png --cross --model", "wrote", 0},
+               {"viz '%s' %s.svg --cross --all-heads --layer 1", "wrote", 0},
+#endif
+               {"diagnose '%s' --help", "--cross", 0}};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    char args[512];
+    snprintf(args, sizeof args, cases[k].args, path, path);
+    snprintf(cmd, sizeof cmd, "%s %s > '%s' 2>&1", bin, args, outp);
+    int rc = system(cmd);
+    rc = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+    char *s = read_whole_file(outp, NULL);
+    if (!s || rc != cases[k].rc || !strstr(s, cases[k].want)) {
+      printf("  '%s' -> %d, want %d and '%s':\n%s\n", args, rc, cases[k].rc, cases[k].want,
+             s ? s : "");
+      h_case_failed = 1;
+    }
+    free(s);
+  }
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0) printf("  could not remove %s\n", dir);
+}
+
 int main(void) {
   RUN(test_identity_is_exactly_diagonal);
   RUN(test_reversed_path_is_not_monotonic);
@@ -113,5 +171,9 @@ int main(void) {
   RUN(test_blurred_diagonal_vs_shuffled);
   RUN(test_table_and_path_text);
   RUN(test_bad_inputs);
+  RUN(test_in_the_tool);
+#ifdef ATTN_HAVE_CAIRO
+  attn_viz_release_fonts(); /* font caches, so LeakSanitizer sees no leaks */
+#endif
   HARNESS_END();
 }

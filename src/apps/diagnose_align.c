@@ -1,6 +1,8 @@
 /* Monotonic alignment of cross attention (diagnose_align.h). */
 #include "apps/diagnose_align.h"
 
+#include "apps/viz.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,4 +128,27 @@ void attn_alignment_path_print(FILE *f, const float *probs, int64_t l_out, int64
     fprintf(f, " %.2f", (double)p[a]);
   }
   fputc('\n', f);
+}
+
+attn_status attn_diagnose_cross_report(FILE *f, const float *probs, int64_t layers, int64_t heads,
+                                       int64_t l_out, int64_t l_src, const char *const *out_labels,
+                                       const char *const *src_labels) {
+  if (!f || !probs || layers < 1 || heads < 1 || l_out < 1 || l_src < 1)
+    return attn_set_error(ATTN_EINVAL, "cross report: NULL or empty input");
+  const int64_t per = l_out * l_src, cols = heads > 1 ? heads + 1 : 1;
+  float *all = cols > heads ? attn_viz_append_mean(probs, layers, heads, per) : NULL;
+  attn_align_diag *d = malloc((size_t)(layers * cols) * sizeof *d);
+  const float *maps = cols > heads ? all : probs;
+  attn_status st = maps && d ? ATTN_OK : attn_set_error(ATTN_ENOMEM, "cross report");
+  if (!st) st = attn_diagnose_alignments_f32(maps, layers * cols, l_out, l_src, d);
+  if (!st) {
+    attn_diagnose_alignment_print(f, d, layers, cols, cols > heads);
+    fprintf(f, "path (layer %lld%s, output -> most attended source):\n", (long long)(layers - 1),
+            cols > heads ? ", mean of heads" : "");
+    attn_alignment_path_print(f, maps + (layers * cols - 1) * per, l_out, l_src, out_labels,
+                              src_labels);
+  }
+  free(all);
+  free(d);
+  return st;
 }

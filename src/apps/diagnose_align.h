@@ -58,4 +58,12 @@ void attn_diagnose_alignment_print(FILE *f, const attn_align_diag *d, int64_t la
 void attn_alignment_path_print(FILE *f, const float *probs, int64_t l_out, int64_t l_src,
                                const char *const *out_labels, const char *const *src_labels);
 
+/* The report of `attn diagnose --cross` for probs [layers, heads, l_out,
+ * l_src]: the table of every head and (with several heads) each layer's mean
+ * of heads, then the path of the last layer's mean with the labels. */
+attn_status attn_diagnose_cross_report(FILE *f, const float *probs, int64_t layers, int64_t heads,
+                                       int64_t l_out, int64_t l_src,
+                                       const char *const *out_labels,
+                                       const char *const *src_labels);
+
 #endif
