@@ -5,8 +5,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "apps/diagnose_align.h"
-#include "apps/viz.h"
+#include "apps/viz/diagnose_align.h"
+#include "apps/viz/viz.h"
 #include "harness.h"
 
 /* row i: weight mostly on round(i * slope), a little on its neighbours */

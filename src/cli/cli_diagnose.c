@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apps/diagnose.h"
-#include "apps/diagnose_align.h"
-#include "apps/viz.h"
+#include "apps/viz/diagnose.h"
+#include "apps/viz/diagnose_align.h"
+#include "apps/viz/viz.h"
 #include "attn.h"
 #include "cli/commands.h"
 #include "core/parse_bool.h"
