@@ -526,6 +526,27 @@ static long page_weights(const char *page, float *out, long cap, long lk) {
 /* The page's compact weights: soft rows (and an all-zero one) come back
  * within rowmax / 510, zeros and row maxima exactly; 35 and 4 weights
  * exercise both base64 endings. */
+/* the cross-attention page names its axes output / source; the
+ * self-attention page query / key */
+static void test_html_cross_page_names_output_and_source(void) {
+  float p[2 * 6] = {1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 0, 0};
+  const char *out[2] = {"K", "AE1"}, *src[3] = {"c", "a", "t"};
+  char path[320];
+  snprintf(path, sizeof path, "%s", out_path("cross.html"));
+  CHECK_OK(attn_viz_html_cross_f32(path, p, 1, 2, 2, 3, out, src, "cat"));
+  char *s = read_whole_file(path, NULL);
+  CHECK(s && strstr(s, "\"qn\":\"output\",\"kn\":\"source\""));
+  CHECK(s && strstr(s, "Hover a token on the left (output) to see its attention to the source "
+                      "tokens (right)"));
+  free(s);
+  snprintf(path, sizeof path, "%s", out_path("self.html"));
+  CHECK_OK(attn_viz_html_f32(path, p, 1, 2, 2, 3, out, src, "cat"));
+  s = read_whole_file(path, NULL);
+  CHECK(s && strstr(s, "\"qn\":\"query\",\"kn\":\"key\"") &&
+        strstr(s, "Hover a token on the left (query)"));
+  free(s);
+}
+
 static void test_html_weights_round_trip(void) {
   enum { LQ = 5, LK = 7 };
   float p[LQ * LK], got[LQ * LK + 8];
@@ -825,6 +846,7 @@ int main(void) {
   RUN(test_input_from_safetensors);
   RUN(test_html_page_is_self_contained);
   RUN(test_html_weights_round_trip);
+  RUN(test_html_cross_page_names_output_and_source);
   RUN(test_cli_viz_and_diagnose);
   RUN(test_report_writes_everything);
   RUN(test_html_page_in_headless_chromium);

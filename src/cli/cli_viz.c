@@ -168,8 +168,12 @@ int attn_cmd_viz(int argc, char **argv) {
     char page_title[128];
     snprintf(page_title, sizeof page_title, "attention: %lld layer(s) x %lld head(s)",
              (long long)in.layers, (long long)in.heads);
-    st = attn_viz_html_f32(html_path, in.probs, in.layers, in.heads, in.lq, in.lk, ql, kl,
-                           title == auto_title || !title ? page_title : title);
+    const char *pt = title == auto_title || !title ? page_title : title;
+    if (cross)
+      st = attn_viz_html_cross_f32(html_path, in.probs, in.layers, in.heads, in.lq, in.lk, ql, kl,
+                                   pt);
+    else
+      st = attn_viz_html_f32(html_path, in.probs, in.layers, in.heads, in.lq, in.lk, ql, kl, pt);
     if (st) {
       rc = cli_fail(html_path);
       goto done;

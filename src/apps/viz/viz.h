@@ -110,6 +110,14 @@ attn_status attn_viz_html_f32(const char *path, const float *probs, int64_t laye
                               int64_t lq, int64_t lk, const char *const *q_labels,
                               const char *const *k_labels, const char *title);
 
+/* The same page for cross attention probs [layers, heads, l_out, l_src]:
+ * output tokens on the left, source tokens on the right, and the text says
+ * "output" / "source" instead of "query" / "key". */
+attn_status attn_viz_html_cross_f32(const char *path, const float *probs, int64_t layers,
+                                    int64_t heads, int64_t l_out, int64_t l_src,
+                                    const char *const *out_labels, const char *const *src_labels,
+                                    const char *title);
+
 /* Frees the font caches of this thread (Pango's font map, cairo's static
  * data): for LeakSanitizer before exit. Drawing afterwards loads them again.
  * Does nothing in a build without pictures. */

@@ -162,12 +162,7 @@ attn_status attn_viz_cross_f32(const char *path, const float *probs, int64_t lay
                                int64_t l_out, int64_t l_src, const char *const *out_labels,
                                const char *const *src_labels, const attn_viz_opts *opts) {
   attn_viz_opts o;
-  if (opts)
-    o = *opts;
-  else
-    attn_viz_opts_default(&o);
-  if (!o.q_name) o.q_name = "output";
-  if (!o.k_name) o.k_name = "source";
+  viz_cross_opts(opts, &o);
   if (!probs || layers < 1 || heads < 1 || l_out < 1 || l_src < 1 || layers > 256 || heads > 256 ||
       layers * (heads + 1) * l_out * l_src > ((int64_t)1 << 31))
     return attn_set_error(ATTN_EINVAL, "cross-attention grid: shape [%lld, %lld, %lld, %lld]",
