@@ -319,6 +319,51 @@ static void test_grid_and_model_views(void) {
   free(p);
 }
 
+/* pixels of exactly the colour t of the bone map */
+static long count_colour(const png_image *img, double t) {
+  double rgb[3];
+  attn_viz_cmap_rgb(ATTN_CMAP_BONE, t, rgb);
+  uint32_t want = (uint32_t)lround(rgb[0] * 255) << 16 | (uint32_t)lround(rgb[1] * 255) << 8 |
+                  (uint32_t)lround(rgb[2] * 255);
+  long n = 0;
+  for (int y = 0; y < img->h; y++)
+    for (int x = 0; x < img->w; x++) n += px(img, x, y) == want;
+  return n;
+}
+
+/* cross attention: layers x (heads + mean) tiles; three one-hot heads on
+ * different source positions make a mean of 1/3 on three cells per row */
+static void test_cross_grid_has_the_mean_column(void) {
+  enum { NL = 2, H = 3, LO = 5, LS = 6 };
+  float p[NL * H * LO * LS] = {0};
+  for (int t = 0; t < NL * H; t++)
+    for (int i = 0; i < LO; i++) p[(t * LO + i) * LS + (i + t % H) % LS] = 1;
+  const char *out[LO] = {"K", "AE1", "T", "S", "IH0"}, *src[LS] = {"c", "a", "t", "s", "'", "."};
+  attn_viz_opts o;
+  attn_viz_opts_default(&o);
+  o.title = "cats.";
+  CHECK_OK(attn_viz_cross_f32(out_path("cross.png"), p, NL, H, LO, LS, out, src, &o));
+  CHECK_OK(attn_viz_cross_f32(out_path("cross1.png"), p, NL, 1, LO, LS, out, src, &o));
+  png_image img, one;
+  CHECK(png_load(out_path("cross.png"), &img) && png_load(out_path("cross1.png"), &one));
+  if (img.s && one.s) {
+    CHECK(img.w > 4 * LS * 16 && img.h > NL * LO * 16); /* 4 columns of 16 px cells */
+    CHECK(img.w > one.w + 3 * LS * 16 - 40);
+    /* the mean tiles: 2 layers x 5 rows x 3 cells of 16 x 16 px at 1/3 */
+    CHECK(count_colour(&img, 1.0 / 3) >= NL * LO * 3 * 200);
+    CHECK(count_colour(&one, 1.0 / 3) < 50);
+  }
+  if (img.s) cairo_surface_destroy(img.s);
+  if (one.s) cairo_surface_destroy(one.s);
+  CHECK_OK(attn_viz_cross_f32(out_path("cross.svg"), p, NL, H, LO, LS, out, src, NULL));
+  p[7] = NAN;
+  CHECK_ERR(attn_viz_cross_f32(out_path("bad.png"), p, NL, H, LO, LS, NULL, NULL, NULL),
+            ATTN_ENUMERIC);
+  CHECK_ERR(attn_viz_cross_f32(out_path("bad.png"), p, 0, H, LO, LS, NULL, NULL, NULL),
+            ATTN_EINVAL);
+  CHECK(no_tmp_files());
+}
+
 static void test_constant_matrix_and_missing_labels(void) {
   float p[16];
   for (int i = 0; i < 16; i++)
@@ -481,6 +526,27 @@ static long page_weights(const char *page, float *out, long cap, long lk) {
 /* The page's compact weights: soft rows (and an all-zero one) come back
  * within rowmax / 510, zeros and row maxima exactly; 35 and 4 weights
  * exercise both base64 endings. */
+/* the cross-attention page names its axes output / source; the
+ * self-attention page query / key */
+static void test_html_cross_page_names_output_and_source(void) {
+  float p[2 * 6] = {1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 0, 0};
+  const char *out[2] = {"K", "AE1"}, *src[3] = {"c", "a", "t"};
+  char path[320];
+  snprintf(path, sizeof path, "%s", out_path("cross.html"));
+  CHECK_OK(attn_viz_html_cross_f32(path, p, 1, 2, 2, 3, out, src, "cat"));
+  char *s = read_whole_file(path, NULL);
+  CHECK(s && strstr(s, "\"qn\":\"output\",\"kn\":\"source\""));
+  CHECK(s && strstr(s, "Hover a token on the left (output) to see its attention to the source "
+                      "tokens (right)"));
+  free(s);
+  snprintf(path, sizeof path, "%s", out_path("self.html"));
+  CHECK_OK(attn_viz_html_f32(path, p, 1, 2, 2, 3, out, src, "cat"));
+  s = read_whole_file(path, NULL);
+  CHECK(s && strstr(s, "\"qn\":\"query\",\"kn\":\"key\"") &&
+        strstr(s, "Hover a token on the left (query)"));
+  free(s);
+}
+
 static void test_html_weights_round_trip(void) {
   enum { LQ = 5, LK = 7 };
   float p[LQ * LK], got[LQ * LK + 8];
@@ -780,6 +846,7 @@ int main(void) {
   RUN(test_input_from_safetensors);
   RUN(test_html_page_is_self_contained);
   RUN(test_html_weights_round_trip);
+  RUN(test_html_cross_page_names_output_and_source);
   RUN(test_cli_viz_and_diagnose);
   RUN(test_report_writes_everything);
   RUN(test_html_page_in_headless_chromium);
@@ -789,6 +856,7 @@ int main(void) {
   RUN(test_png_bone_graded_and_thinned_500);
   RUN(test_svg_and_pdf_are_well_formed);
   RUN(test_grid_and_model_views);
+  RUN(test_cross_grid_has_the_mean_column);
   RUN(test_constant_matrix_and_missing_labels);
   RUN(test_write_is_atomic);
 #else
@@ -796,6 +864,7 @@ int main(void) {
   RUN_SKIPPED(test_png_bone_graded_and_thinned_500, "built without cairo");
   RUN_SKIPPED(test_svg_and_pdf_are_well_formed, "built without cairo");
   RUN_SKIPPED(test_grid_and_model_views, "built without cairo");
+  RUN_SKIPPED(test_cross_grid_has_the_mean_column, "built without cairo");
   RUN_SKIPPED(test_constant_matrix_and_missing_labels, "built without cairo");
   RUN_SKIPPED(test_write_is_atomic, "built without cairo");
 #endif

@@ -28,6 +28,7 @@
 #include "attn/api.h"
 #include "attn/params.h"
 #include "attn/sdpa.h"
+#include "attn/variants.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -449,6 +450,67 @@ ATTN_API attn_status attn_decoder_backward(const attn_decoder_layer *m, attn_par
                                            const attn_nn_ctx *ctx, const attn_decoder_saved *s,
                                            const float *tgt, const float *memory, const float *dout,
                                            float *dtgt, float *dmemory);
+
+/* ---- incremental decoding of a stack of decoder layers (inference) ----------
+ * A cache for n_layers attn_decoder_layer of one model (same d_model and
+ * heads), for B decoder rows (hypotheses). Per layer it holds:
+ * - the self-attention K/V of every step so far (an attn_kv_cache per layer,
+ *   [B, Hkv, cap, head_dim]; grows past cap as needed);
+ * - the cross-attention K/V of the encoder memory, projected ONCE by
+ *   attn_decoder_cache_set_memory: [B_mem, Lm, Ekv] for B_mem memory rows
+ *   (source sentences), B a multiple of B_mem: decoder row b reads memory
+ *   row b / (B / B_mem). A beam of K hypotheses per sentence keeps one copy
+ *   of each sentence's cross K/V, not K (rows b = s*K .. s*K+K-1 belong to
+ *   sentence s).
+ * Running attn_decoder_step over the layers token by token gives the output
+ * of attn_decoder_forward on the whole target with a causal tgt mask and the
+ * memory key-padding mask given as mem_lens (equal within float rounding:
+ * tests/test_decoder_step.c states the tolerance). Dropout never runs
+ * (ctx->training is ignored); Linears follow ctx->precision; attention runs
+ * in f32 on ctx->backend. A zeroed struct is a valid empty cache. */
+typedef struct {
+  int n_layers;
+  int64_t B;              /* decoder rows */
+  int64_t E, H, Hkv, hd;  /* d_model, heads, key/value heads, head_dim */
+  attn_kv_cache *self;    /* [n_layers] */
+  /* set by attn_decoder_cache_set_memory (B_mem = 0 before) */
+  int64_t B_mem, Lm, mem_cap; /* mem_cap: floats reserved per cross tensor */
+  float *cross_k, *cross_v;   /* [n_layers][B_mem, Lm, Ekv] */
+  int32_t *mem_lens;          /* [B_mem] valid memory positions, or NULL = all Lm */
+  int32_t *mem_lens_buf;
+} attn_decoder_cache;
+
+/* Sizes from m (the first layer), B decoder rows, cap self-attention steps
+ * reserved (0 = grow on demand). */
+ATTN_API attn_status attn_decoder_cache_init(attn_decoder_cache *c, const attn_decoder_layer *m,
+                                             int n_layers, int64_t B, int64_t cap);
+ATTN_API void attn_decoder_cache_free(attn_decoder_cache *c);
+/* Forgets the steps (length 0, memory kept: cross K/V stay valid). */
+ATTN_API void attn_decoder_cache_reset(attn_decoder_cache *c);
+/* Steps decoded so far. */
+ATTN_API int64_t attn_decoder_cache_len(const attn_decoder_cache *c);
+/* Cross K/V of every layer (layers [n_layers]) from memory [B_mem, Lm, E]
+ * (the encoder output); mem_lens [B_mem] (may be NULL) = valid positions of
+ * each memory row (right padding; 1 <= mem_lens[b] <= Lm). B_mem must divide
+ * the cache's B. Replaces any memory set before. */
+ATTN_API attn_status attn_decoder_cache_set_memory(attn_decoder_cache *c,
+                                                   const attn_decoder_layer *layers,
+                                                   const attn_params *p, const attn_nn_ctx *ctx,
+                                                   const float *memory, int64_t B_mem, int64_t Lm,
+                                                   const int32_t *mem_lens);
+/* One layer (layer = its index in the stack) on n new positions of every
+ * decoder row: x [B, n, E] -> out [B, n, E] (out may not alias x); appends
+ * the positions' self-attention K/V to layer's cache, attending causally to
+ * every cached step. Call it for layers 0 .. n_layers-1 in order, each on the
+ * previous one's output. cross_probs (may be NULL): the cross-attention
+ * probabilities of the new positions [B, H, n, Lm] (0 at padded memory). */
+ATTN_API attn_status attn_decoder_step(const attn_decoder_layer *m, const attn_params *p,
+                                       const attn_nn_ctx *ctx, attn_decoder_cache *c, int layer,
+                                       const float *x, int64_t n, float *out, float *cross_probs);
+/* Beam bookkeeping: new decoder row b takes the self-attention history of
+ * old row src[b] (every layer). With memory set, src[b] must read the same
+ * memory row as b (src[b] / (B / B_mem) == b / (B / B_mem)). src [B]. */
+ATTN_API attn_status attn_decoder_cache_reorder(attn_decoder_cache *c, const int64_t *src);
 
 /* ---- the seed 004 blocks -------------------------------------------------------
  * MultiHeadAttention: y = layer_norm(fc_out(attn(x)) + x), names query.*,

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "apps/viz/diagnose.h"
+#include "apps/viz/diagnose_align.h"
 #include "apps/viz/viz.h"
 #include "attn.h"
 #include "cli/commands.h"
@@ -17,7 +18,7 @@
 static const char usage_text[] =
     "usage: attn diagnose IN.safetensors [--chart OUT.(png|svg|pdf)] [--causal yes|no|auto]\n"
     "                     [--tensor NAME] [--model classifier|decoder|unknown]\n"
-    "                     [--accuracy A] [--loss L]\n"
+    "                     [--accuracy A] [--loss L] [--cross]\n"
     "\n"
     "Per attention head: entropy normalised by log(allowed keys), mean distance |i-j|,\n"
     "mass on the diagonal / previous / next token and within |i-j| <= 2, the most\n"
@@ -36,7 +37,12 @@ static const char usage_text[] =
     "            spread attention is often legitimate in a mean-pooled classifier, a\n"
     "            fault in a decoder; the advice says which.\n"
     "  --accuracy, --loss  the model's held-out accuracy (0..1 or a percentage) or\n"
-    "            loss, as evidence (default: IN's 'model.accuracy' / 'model.loss')\n";
+    "            loss, as evidence (default: IN's 'model.accuracy' / 'model.loss')\n"
+    "  --cross   IN is cross attention (output steps down, source positions across):\n"
+    "            per head and per layer's mean of heads, how monotonic the alignment is\n"
+    "            (share of steps whose most attended source position does not go back,\n"
+    "            distance of the centres of mass from a fitted diagonal as a share of the\n"
+    "            source, source positions covered), and the path of the last layer\n";
 
 /* A number in [lo, hi] from s ("99.5%" or 99.5 divided by 100 when pct); 0
  * if it is not one. */
@@ -78,8 +84,10 @@ static int model_context(const char *in_path, const char *kind, const char *acc,
 int attn_cmd_diagnose(int argc, char **argv) {
   static const cli_opt opts[] = {
       {"--chart", CLI_VALUE}, {"--causal", CLI_VALUE},   {"--tensor", CLI_VALUE},
-      {"--model", CLI_VALUE}, {"--accuracy", CLI_VALUE}, {"--loss", CLI_VALUE}, {NULL, 0}};
+      {"--model", CLI_VALUE}, {"--accuracy", CLI_VALUE}, {"--loss", CLI_VALUE},
+      {"--cross", CLI_FLAG},  {NULL, 0}};
   const char *in_path = NULL, *chart = NULL, *tensor = NULL, *kind = NULL, *acc = NULL, *loss = NULL;
+  int cross = 0;
   attn_diag_opts o;
   attn_diag_opts_default(&o);
   cli_args a;
@@ -89,6 +97,8 @@ int attn_cmd_diagnose(int argc, char **argv) {
     if (r == CLI_ARG) {
       if (in_path) return cli_usage("unexpected argument '%s' (see attn diagnose --help)", a.val);
       in_path = a.val;
+    } else if (!strcmp(a.opt, "--cross")) {
+      cross = 1;
     } else if (!strcmp(a.opt, "--chart")) {
       chart = a.val;
     } else if (!strcmp(a.opt, "--tensor")) {
@@ -112,6 +122,7 @@ int attn_cmd_diagnose(int argc, char **argv) {
     fputs(usage_text, stderr);
     return CLI_USAGE;
   }
+  if (cross && chart) return cli_usage("--chart draws the self-attention table; not with --cross");
   attn_diag_context ctx;
   int crc = model_context(in_path, kind, acc, loss, &ctx);
   if (crc) return crc;
@@ -124,6 +135,13 @@ int attn_cmd_diagnose(int argc, char **argv) {
   o.tokens = (const char *const *)in.k_labels;
   if (!d) {
     rc = cli_error(in_path, "out of memory for %lld heads", (long long)n);
+  } else if (cross) {
+    printf("%s: cross attention, %lld layer(s) x %lld head(s), %lld output x %lld source\n",
+           in_path, (long long)in.layers, (long long)in.heads, (long long)in.lq, (long long)in.lk);
+    if (attn_diagnose_cross_report(stdout, in.probs, in.layers, in.heads, in.lq, in.lk,
+                                   (const char *const *)in.q_labels,
+                                   (const char *const *)in.k_labels))
+      rc = cli_fail(in_path);
   } else if (attn_diagnose_f32(in.probs, n, in.lq, in.lk, &o, d)) {
     rc = cli_fail(in_path);
   } else {

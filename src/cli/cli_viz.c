@@ -30,7 +30,9 @@ static const char usage_text[] =
     "  --model        layers x heads overview\n"
     "  --cmap         bone (the tutorial's, default) or viridis (perceptual)\n"
     "  --region       crop to queries [q0,q1) and keys [k0,k1), e.g. 0:40,0:40\n"
-    "  --cross        cross-attention: label the axes output (down) / source (across)\n"
+    "  --cross        cross-attention: label the axes output (down) / source (across);\n"
+    "                 with --all-heads or --model a row per layer of every head and\n"
+    "                 the mean of the heads, token labels on the tiles\n"
     "  --max-labels   labels per axis before thinning (default 60; labels stay >= 10 px\n"
     "                 high, so a long axis may show fewer)\n"
     "  --row-norm     scale each row to its largest drawn value (colour bar 0..1,\n"
@@ -145,7 +147,10 @@ int attn_cmd_viz(int argc, char **argv) {
   if (out_path && has_ext(out_path, ".html") && !html_path) html_path = out_path, out_path = NULL;
   attn_status st = ATTN_OK;
   if (out_path) {
-    if (model)
+    if (cross && (model || all_heads))
+      st = attn_viz_cross_f32(out_path, in.probs + (model ? 0 : layer * in.heads * per),
+                              model ? in.layers : 1, in.heads, in.lq, in.lk, ql, kl, &o);
+    else if (model)
       st = attn_viz_model_f32(out_path, in.probs, in.layers, in.heads, in.lq, in.lk, &o);
     else if (all_heads)
       st = attn_viz_heads_f32(out_path, in.probs + layer * in.heads * per, in.heads, in.lq, in.lk,
@@ -163,8 +168,12 @@ int attn_cmd_viz(int argc, char **argv) {
     char page_title[128];
     snprintf(page_title, sizeof page_title, "attention: %lld layer(s) x %lld head(s)",
              (long long)in.layers, (long long)in.heads);
-    st = attn_viz_html_f32(html_path, in.probs, in.layers, in.heads, in.lq, in.lk, ql, kl,
-                           title == auto_title || !title ? page_title : title);
+    const char *pt = title == auto_title || !title ? page_title : title;
+    if (cross)
+      st = attn_viz_html_cross_f32(html_path, in.probs, in.layers, in.heads, in.lq, in.lk, ql, kl,
+                                   pt);
+    else
+      st = attn_viz_html_f32(html_path, in.probs, in.layers, in.heads, in.lq, in.lk, ql, kl, pt);
     if (st) {
       rc = cli_fail(html_path);
       goto done;

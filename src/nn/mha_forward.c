@@ -13,8 +13,8 @@ static const float *pick_src(int i, int self, const float *q, const float *k, co
   return i == 1 ? k : v;
 }
 
-static attn_status project(const attn_mha *m, const attn_params *p, const attn_nn_ctx *ctx, int i,
-                           const float *x, float *y, int64_t rows) {
+attn_status attn_nn_mha_project(const attn_mha *m, const attn_params *p, const attn_nn_ctx *ctx,
+                                int i, const float *x, float *y, int64_t rows) {
   if (m->c.style == ATTN_MHA_SEED_SHARED) rows *= m->c.num_heads;  // [B*L*H, hd]
   const float *W = attn_params_data(p, m->w[i]) + m->wo[i];
   const float *b = m->b[i] >= 0 ? attn_params_data(p, m->b[i]) + m->bo[i] : NULL;
@@ -141,8 +141,8 @@ attn_status attn_mha_forward_static(const attn_mha *m, const attn_params *p,
   const float *stat[3] = {NULL, static_k, static_v};
   for (int i = 0; i < 3 && !st && !s->xh; i++)
     if (!stat[i])
-      st = project(m, p, ctx, i, pick_src(i, self, query, key, value), dst[i],
-                   B * (i ? s->Lk_in : Lq));
+      st = attn_nn_mha_project(m, p, ctx, i, pick_src(i, self, query, key, value), dst[i],
+                               B * (i ? s->Lk_in : Lq));
   if (!st && extra)
     st = attn_nn_mha_extend_kv(m, p, s, static_k ? NULL : dst[1], static_v ? NULL : dst[2],
                                static_k, static_v);

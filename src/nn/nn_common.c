@@ -82,6 +82,14 @@ uint64_t attn_nn_dropout_offset(const attn_nn_ctx *ctx, int64_t n) {
 
 int attn_nn_dropout_on(const attn_nn_ctx *ctx, float p) { return ctx && ctx->training && p > 0.0f; }
 
+void attn_nn_heads_first(const float *y, float *x, int64_t B, int64_t n, int64_t H, int64_t hd) {
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t t = 0; t < n; t++)
+      for (int64_t h = 0; h < H; h++)
+        memcpy(x + ((b * H + h) * n + t) * hd, y + ((b * n + t) * H + h) * hd,
+               (size_t)hd * sizeof(float));
+}
+
 attn_status attn_nn_name(char *buf, const char *a, const char *b) {
   size_t la = strlen(a), lb = strlen(b);
   if (la + lb >= ATTN_PARAM_NAME_MAX)

@@ -39,6 +39,9 @@ uint64_t attn_nn_dropout_offset(const attn_nn_ctx *ctx, int64_t n);
 /* 1 when dropout with probability p runs under ctx. */
 int attn_nn_dropout_on(const attn_nn_ctx *ctx, float p);
 
+/* x [B, H, n, hd] := y [B, n, H, hd] (a KV-cache append's layout) */
+void attn_nn_heads_first(const float *y, float *x, int64_t B, int64_t n, int64_t H, int64_t hd);
+
 /* "<a><b>" into buf (size ATTN_PARAM_NAME_MAX); ATTN_EINVAL if too long. */
 attn_status attn_nn_name(char *buf, const char *a, const char *b);
 
@@ -85,6 +88,9 @@ attn_status attn_nn_mha_project_backward_bf16(const attn_mha *m, attn_params *p,
  * describe the SDPA call on s's projected q/k/v ([B, L, E] layouts). */
 attn_status attn_nn_mha_build_masks(const attn_mha *m, const attn_mha_masks *mk, attn_mha_saved *s);
 void attn_nn_mha_desc(const attn_mha *m, const attn_mha_saved *s, attn_sdpa_desc *d);
+/* Projection i (0 q, 1 k, 2 v) of rows of x into y ([rows, out[i]]) under ctx. */
+attn_status attn_nn_mha_project(const attn_mha *m, const attn_params *p, const attn_nn_ctx *ctx,
+                                int i, const float *x, float *y, int64_t rows);
 
 /* Transformer layer helpers (encoder.c): config check, a torch-style
  * attention "<prefix><name>" and a LayerNorm "<prefix><name>". */

@@ -242,15 +242,6 @@ done:
   return st;
 }
 
-/* x [B, H, n, hd] := y [B, n, H, hd] */
-static void heads_first(const float *y, float *x, int64_t B, int64_t n, int64_t H, int64_t hd) {
-  for (int64_t b = 0; b < B; b++)
-    for (int64_t t = 0; t < n; t++)
-      for (int64_t h = 0; h < H; h++)
-        memcpy(x + ((b * H + h) * n + t) * hd, y + ((b * n + t) * H + h) * hd,
-               (size_t)hd * sizeof(float));
-}
-
 attn_status attn_vattn_decode(const attn_vattn *m, const attn_params *p, const attn_nn_ctx *ctx,
                               attn_kv_cache *cache, const float *x_new, int64_t B, int64_t n,
                               const attn_sdpa_desc *extra, float *out) {
@@ -279,8 +270,8 @@ attn_status attn_vattn_decode(const attn_vattn *m, const attn_params *p, const a
   if (m->c.rope &&
       ((st = rotate(m, q, B, n, m->Hq, pos, 0)) || (st = rotate(m, k, B, n, m->Hkv, pos, 0))))
     goto done;
-  heads_first(k, kt, B, n, m->Hkv, m->hd);
-  heads_first(v, vt, B, n, m->Hkv, m->hd);
+  attn_nn_heads_first(k, kt, B, n, m->Hkv, m->hd);
+  attn_nn_heads_first(v, vt, B, n, m->Hkv, m->hd);
   if ((st = attn_kv_cache_append(cache, kt, vt, n))) goto done;
   attn_sdpa_desc d;
   vattn_desc(m, B, n, cache->len, extra, &d);

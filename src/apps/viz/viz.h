@@ -7,6 +7,7 @@
  *   attn_viz_heads_f32     all heads of one layer as small multiples
  *   attn_viz_model_f32     layers × heads overview (bertviz's "model view")
  *   attn_viz_alignment_f32 cross-attention: source across, output down
+ *   attn_viz_cross_f32     cross-attention, layers x (heads + mean), labelled
  *
  * Probabilities are row-major f32; every value must be finite. Files are
  * written to PATH.tmp.<pid> and renamed over PATH when complete. Built without
@@ -79,6 +80,21 @@ attn_status attn_viz_heads_f32(const char *path, const float *probs, int64_t hea
                                int64_t lk, const char *const *q_labels, const char *const *k_labels,
                                const attn_viz_opts *opts);
 
+/* Cross attention of an encoder-decoder, probs [layers, heads, l_out, l_src]:
+ * one row of tiles per layer, one column per head and a last column with the
+ * mean of the layer's heads (none for one head), each tile captioned "layer
+ * L, head H" / "layer L, mean"; output tokens down, source tokens across
+ * (axis names "output" / "source" unless opts name them), token labels on
+ * the tiles up to 32 tokens per axis; one colour scale for every tile. */
+attn_status attn_viz_cross_f32(const char *path, const float *probs, int64_t layers,
+                               int64_t heads, int64_t l_out, int64_t l_src,
+                               const char *const *out_labels, const char *const *src_labels,
+                               const attn_viz_opts *opts);
+
+/* probs [layers, heads, n] with each layer's mean of its heads appended:
+ * [layers, heads + 1, n], malloc'd; NULL (error set) when out of memory. */
+float *attn_viz_append_mean(const float *probs, int64_t layers, int64_t heads, int64_t n);
+
 /* Overview probs [layers, heads, lq, lk]: one row per layer, one column per head. */
 attn_status attn_viz_model_f32(const char *path, const float *probs, int64_t layers, int64_t heads,
                                int64_t lq, int64_t lk, const attn_viz_opts *opts);
@@ -93,6 +109,14 @@ attn_status attn_viz_model_f32(const char *path, const float *probs, int64_t lay
 attn_status attn_viz_html_f32(const char *path, const float *probs, int64_t layers, int64_t heads,
                               int64_t lq, int64_t lk, const char *const *q_labels,
                               const char *const *k_labels, const char *title);
+
+/* The same page for cross attention probs [layers, heads, l_out, l_src]:
+ * output tokens on the left, source tokens on the right, and the text says
+ * "output" / "source" instead of "query" / "key". */
+attn_status attn_viz_html_cross_f32(const char *path, const float *probs, int64_t layers,
+                                    int64_t heads, int64_t l_out, int64_t l_src,
+                                    const char *const *out_labels, const char *const *src_labels,
+                                    const char *title);
 
 /* Frees the font caches of this thread (Pango's font map, cairo's static
  * data): for LeakSanitizer before exit. Drawing afterwards loads them again.

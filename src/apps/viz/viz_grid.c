@@ -1,5 +1,6 @@
 /* Small multiples: all heads of one layer as a grid of heatmaps sharing one
- * colour scale, and the layers x heads overview (one row per layer). */
+ * colour scale, the layers x heads overview (one row per layer), and the
+ * cross-attention grid (one row per layer, a column per head and the mean). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,18 +9,22 @@
 
 #define GRID_LABEL_MAX 32 /* tiles carry token labels up to this many per axis */
 
-typedef enum { GRID_HEADS, GRID_MODEL } grid_mode;
+/* GRID_CROSS: layers x heads tiles, each captioned with its layer and head,
+ * the last column of each row captioned "mean" when mean_last */
+typedef enum { GRID_HEADS, GRID_MODEL, GRID_CROSS } grid_mode;
 
 static attn_status grid_draw(const char *path, const float *probs, int64_t layers, int64_t heads,
                              int64_t lq, int64_t lk, const char *const *q_labels,
-                             const char *const *k_labels, const attn_viz_opts *opts,
-                             grid_mode mode) {
+                             const char *const *k_labels, const attn_viz_opts *opts, grid_mode mode,
+                             int mean_last) {
   attn_viz_opts o;
   if (opts)
     o = *opts;
   else
     attn_viz_opts_default(&o);
-  const char *what = mode == GRID_HEADS ? "head grid" : "model view";
+  const char *what = mode == GRID_HEADS   ? "head grid"
+                     : mode == GRID_MODEL ? "model view"
+                                          : "cross-attention grid";
   viz_format fmt;
   attn_status st = viz_format_of(path, &fmt);
   if (st) return st;
@@ -46,17 +51,18 @@ static attn_status grid_draw(const char *path, const float *probs, int64_t layer
   double vmin, vmax; /* one scale for every tile */
   viz_autoscale(&o, probs, ntiles, per, lk, q0, q1, k0, k1, &vmin, &vmax);
   int64_t rows, cols;
-  if (mode == GRID_MODEL) {
+  if (mode != GRID_HEADS) {
     rows = layers, cols = heads;
   } else {
     cols = heads <= 4 ? heads : heads <= 8 ? 4 : (int64_t)ceil(sqrt((double)heads));
     rows = (heads + cols - 1) / cols;
   }
-  int labels = mode == GRID_HEADS && nmax <= GRID_LABEL_MAX;
+  int captioned = mode != GRID_MODEL; /* a caption over every tile */
+  int labels = captioned && nmax <= GRID_LABEL_MAX;
   /* tiles with labels are larger: 32 tokens get 7.5 px cells and every
    * second label (VIZ_LABEL_ROOM) */
   double span = mode == GRID_MODEL ? 100.0 : labels ? 240.0 : 180.0;
-  double cell = fmin(mode == GRID_HEADS ? 16.0 : 6.0, span / (double)nmax);
+  double cell = fmin(captioned ? 16.0 : 6.0, span / (double)nmax);
   if (cell * (double)nmax < 24) cell = 24.0 / (double)nmax;
   double tw = cell * (double)nk, th = cell * (double)nq;
 
@@ -88,7 +94,7 @@ static attn_status grid_draw(const char *path, const float *probs, int64_t layer
   const double pad = 12, gap = 10, caption = 16;
   double left = pad + rw + (labels ? qa.max_width + 4 : 0);
   double top = pad + head_h + caption + (labels ? ka.max_width + 4 : 0);
-  double step_x = tw + gap, step_y = th + gap + (mode == GRID_HEADS ? caption : 0);
+  double step_x = tw + gap, step_y = th + gap + (captioned ? caption : 0);
   double grid_w = (double)cols * step_x - gap, grid_h = (double)rows * step_y - gap;
   double bar_x = left + grid_w + 16, bar_h = fmax(fmin(grid_h, 240), 80);
   double width = fmax(bar_x + 14 + bar_lw + pad, pad + head_w + pad);
@@ -103,7 +109,7 @@ static attn_status grid_draw(const char *path, const float *probs, int64_t layer
   for (int64_t t = 0; t < ntiles && !st; t++) {
     int64_t r = t / cols, col = t % cols;
     double x = left + (double)col * step_x;
-    double y = top + (double)r * step_y + (mode == GRID_HEADS ? caption : 0);
+    double y = top + (double)r * step_y + (captioned ? caption : 0);
     st = viz_draw_matrix(cr, fmt, probs + t * per, lk, q0, q1, k0, k1, x, y, cell, o.cmap, vmin,
                          vmax, o.row_norm);
     cairo_set_source_rgb(cr, 0, 0, 0);
@@ -113,6 +119,12 @@ static attn_status grid_draw(const char *path, const float *probs, int64_t layer
     viz_font(cr, 11, 0);
     if (mode == GRID_HEADS) {
       snprintf(buf, sizeof buf, "head %lld", (long long)t);
+      viz_text(cr, buf, x + tw / 2, y - caption / 2 - 1, 0.5);
+    } else if (mode == GRID_CROSS) {
+      if (mean_last && col == cols - 1)
+        snprintf(buf, sizeof buf, "layer %lld, mean", (long long)r);
+      else
+        snprintf(buf, sizeof buf, "layer %lld, head %lld", (long long)r, (long long)col);
       viz_text(cr, buf, x + tw / 2, y - caption / 2 - 1, 0.5);
     } else {
       if (r == 0) {
@@ -138,10 +150,31 @@ static attn_status grid_draw(const char *path, const float *probs, int64_t layer
 attn_status attn_viz_heads_f32(const char *path, const float *probs, int64_t heads, int64_t lq,
                                int64_t lk, const char *const *q_labels, const char *const *k_labels,
                                const attn_viz_opts *opts) {
-  return grid_draw(path, probs, 1, heads, lq, lk, q_labels, k_labels, opts, GRID_HEADS);
+  return grid_draw(path, probs, 1, heads, lq, lk, q_labels, k_labels, opts, GRID_HEADS, 0);
 }
 
 attn_status attn_viz_model_f32(const char *path, const float *probs, int64_t layers, int64_t heads,
                                int64_t lq, int64_t lk, const attn_viz_opts *opts) {
-  return grid_draw(path, probs, layers, heads, lq, lk, NULL, NULL, opts, GRID_MODEL);
+  return grid_draw(path, probs, layers, heads, lq, lk, NULL, NULL, opts, GRID_MODEL, 0);
+}
+
+attn_status attn_viz_cross_f32(const char *path, const float *probs, int64_t layers, int64_t heads,
+                               int64_t l_out, int64_t l_src, const char *const *out_labels,
+                               const char *const *src_labels, const attn_viz_opts *opts) {
+  attn_viz_opts o;
+  viz_cross_opts(opts, &o);
+  if (!probs || layers < 1 || heads < 1 || l_out < 1 || l_src < 1 || layers > 256 || heads > 256 ||
+      layers * (heads + 1) * l_out * l_src > ((int64_t)1 << 31))
+    return attn_set_error(ATTN_EINVAL, "cross-attention grid: shape [%lld, %lld, %lld, %lld]",
+                          (long long)layers, (long long)heads, (long long)l_out, (long long)l_src);
+  if (heads == 1) /* the mean would repeat the head */
+    return grid_draw(path, probs, layers, 1, l_out, l_src, out_labels, src_labels, &o, GRID_CROSS,
+                     0);
+  const int64_t per = l_out * l_src, cols = heads + 1;
+  float *all = attn_viz_append_mean(probs, layers, heads, per);
+  if (!all) return ATTN_ENOMEM;
+  attn_status st =
+      grid_draw(path, all, layers, cols, l_out, l_src, out_labels, src_labels, &o, GRID_CROSS, 1);
+  free(all);
+  return st;
 }

@@ -120,15 +120,19 @@ attn_status attn_viz_heatmap_f32(const char *path, const float *probs, int64_t l
 #endif
 }
 
+void viz_cross_opts(const attn_viz_opts *opts, attn_viz_opts *o) {
+  if (opts)
+    *o = *opts;
+  else
+    attn_viz_opts_default(o);
+  if (!o->q_name) o->q_name = "output";
+  if (!o->k_name) o->k_name = "source";
+}
+
 attn_status attn_viz_alignment_f32(const char *path, const float *probs, int64_t l_out,
                                    int64_t l_src, const char *const *out_labels,
                                    const char *const *src_labels, const attn_viz_opts *opts) {
   attn_viz_opts o;
-  if (opts)
-    o = *opts;
-  else
-    attn_viz_opts_default(&o);
-  if (!o.q_name) o.q_name = "output";
-  if (!o.k_name) o.k_name = "source";
+  viz_cross_opts(opts, &o);
   return attn_viz_heatmap_f32(path, probs, l_out, l_src, out_labels, src_labels, &o);
 }

@@ -20,7 +20,6 @@
 #include "apps/viz/viz_internal.h"
 #include "io/tmpname.h"
 
-
 /* s as a JSON string safe inside <script>: '<' '>' '&' and controls escaped. */
 static void put_js_string(FILE *f, const char *s) {
   char clean[4 * 64 + 8];
@@ -151,10 +150,11 @@ static const char page_js[] =
     "function fmt(v){return v>=0.001||v===0?v.toFixed(4):v.toExponential(2);}\n"
     /* the mean over the selected heads of the hovered row's weight to key j */
     "function kw(j){let v=0;for(const h of hs)v+=w(h,hover,j);return hs.length?v/hs.length:0;}\n"
-    "function tipText(j){if(hover<0||!hs.length)return 'key '+j+' \\u201c'+D.k[j]+"
-    "'\\u201d: hover a query token (left) first';\n"
-    " let t='\\u201c'+D.q[hover]+'\\u201d (query '+hover+') \\u2192 \\u201c'+D.k[j]+"
-    "'\\u201d (key '+j+'): weight '+fmt(kw(j))+(hs.length>1?' (mean of '+hs.length+' heads)':'')+"
+    "function tipText(j){if(hover<0||!hs.length)return D.kn+' '+j+' \\u201c'+D.k[j]+"
+    "'\\u201d: hover a '+D.qn+' token (left) first';\n"
+    " let t='\\u201c'+D.q[hover]+'\\u201d ('+D.qn+' '+hover+') \\u2192 \\u201c'+D.k[j]+"
+    "'\\u201d ('+D.kn+' '+j+'): weight '+fmt(kw(j))+(hs.length>1?' (mean of '+hs.length+' "
+    "heads)':'')+"
     "(km>0?', '+Math.round(100*kw(j)/km)+' % of the row\\u2019s largest':'');\n"
     " if(hs.length>1)t+='; '+hs.map(h=>'head '+h+' '+fmt(w(h,hover,j))).join(', ');return t;}\n"
     "function showTip(j,x,y){const t=$('tip');t.textContent=tipText(j);t.style.left=(x+12)+'px';"
@@ -206,7 +206,7 @@ static const char page_js[] =
     "  cap.textContent='head '+h+' (max '+mx.toFixed(3)+')';cap.style.color=hue(h);"
     "f.appendChild(c);f.appendChild(cap);box.appendChild(f);}\n"
     " $('info').textContent='heatmaps: layer '+layer+', heads '+hs.join(',')+"
-    "' (queries down, keys across, each scaled to its max)';}\n"
+    "' ('+D.qn+' down, '+D.kn+' across, each scaled to its max)';}\n"
     /* a URL hash like #layer=1&heads=0,2&hover=3&key=5 replays those choices
      * through the same events a user makes (used by the browser test; handy
      * for links): key=J points at key J, showing its tooltip */
@@ -221,9 +221,11 @@ static const char page_js[] =
     "e.dispatchEvent(new MouseEvent('mouseenter',{clientX:r.left,clientY:r.top}));}}}\n"
     "setup();replay();\n";
 
-attn_status attn_viz_html_f32(const char *path, const float *probs, int64_t layers, int64_t heads,
+/* the page; qn / kn name the axes ("query" / "key", "output" / "source") */
+static attn_status write_page(const char *path, const float *probs, int64_t layers, int64_t heads,
                               int64_t lq, int64_t lk, const char *const *q_labels,
-                              const char *const *k_labels, const char *title) {
+                              const char *const *k_labels, const char *title, const char *qn,
+                              const char *kn) {
   if (!path || !probs) return attn_set_error(ATTN_EINVAL, "html: NULL path or probs");
   size_t plen = strlen(path);
   if (plen < 6 || strcasecmp(path + plen - 5, ".html"))
@@ -256,15 +258,21 @@ attn_status attn_viz_html_f32(const char *path, const float *probs, int64_t laye
   fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>", f);
   put_html_text(f, title);
   fprintf(f, "</title>\n<style>%s</style></head>\n<body>\n<h1 id=\"title\"></h1>\n", page_css);
-  fputs("<div id=\"controls\">Layer <select id=\"layer\"></select> &nbsp; Heads <span "
-        "id=\"heads\"></span></div>\n<p>Hover a query token (left) to see its attention to the "
-        "keys (right): lines and shading are scaled to the row's largest weight; point at a key "
-        "for its weight.</p>\n<div id=\"view\"><div id=\"left\" class=\"col\"></div><canvas "
-        "id=\"lines\"></canvas><div id=\"right\" class=\"col\"></div></div>\n<div "
-        "id=\"heat\"></div><div id=\"info\"></div><div id=\"tip\"></div>\n<script>\nconst "
-        "D={\"title\":",
-        f);
+  fprintf(
+      f,
+      "<div id=\"controls\">Layer <select id=\"layer\"></select> &nbsp; Heads <span "
+      "id=\"heads\"></span></div>\n<p>Hover a token on the left (%s) to see its attention to the "
+      "%s tokens (right): lines and shading are scaled to the row's largest weight; point at "
+      "a %s token for its weight.</p>\n<div id=\"view\"><div id=\"left\" "
+      "class=\"col\"></div><canvas id=\"lines\"></canvas><div id=\"right\" "
+      "class=\"col\"></div></div>\n<div id=\"heat\"></div><div id=\"info\"></div><div "
+      "id=\"tip\"></div>\n<script>\nconst D={\"title\":",
+      qn, kn, kn);
   put_js_string(f, title);
+  fputs(",\"qn\":", f);
+  put_js_string(f, qn);
+  fputs(",\"kn\":", f);
+  put_js_string(f, kn);
   fprintf(f, ",\"layers\":%lld,\"heads\":%lld,\"lq\":%lld,\"lk\":%lld,\"q\":", (long long)layers,
           (long long)heads, (long long)lq, (long long)lk);
   put_labels(f, q_labels, lq);
@@ -276,7 +284,8 @@ attn_status attn_viz_html_f32(const char *path, const float *probs, int64_t laye
     fprintf(f, "%s\"#%06x\"", i ? "," : "", (unsigned)(c & 0xffffff));
   }
   fputs("],\"rm\":[", f);
-  for (int64_t r = 0; r < rows; r++) fprintf(f, "%s%.6g", r ? "," : "", (double)rm[r]);
+  for (int64_t r = 0; r < rows; r++)
+    fprintf(f, "%s%.6g", r ? "," : "", (double)rm[r]);
   fputs("],\"a\":\"", f);
   put_rows_base64(f, probs, rm, rows, lk);
   free(rm);
@@ -290,4 +299,18 @@ attn_status attn_viz_html_f32(const char *path, const float *probs, int64_t laye
   }
   free(tmp);
   return ATTN_OK;
+}
+
+attn_status attn_viz_html_f32(const char *path, const float *probs, int64_t layers, int64_t heads,
+                              int64_t lq, int64_t lk, const char *const *q_labels,
+                              const char *const *k_labels, const char *title) {
+  return write_page(path, probs, layers, heads, lq, lk, q_labels, k_labels, title, "query", "key");
+}
+
+attn_status attn_viz_html_cross_f32(const char *path, const float *probs, int64_t layers,
+                                    int64_t heads, int64_t l_out, int64_t l_src,
+                                    const char *const *out_labels, const char *const *src_labels,
+                                    const char *title) {
+  return write_page(path, probs, layers, heads, l_out, l_src, out_labels, src_labels, title,
+                    "output", "source");
 }

@@ -58,6 +58,10 @@ void viz_range_text(char *buf, size_t n, int64_t q0, int64_t q1, int64_t lq, int
 void viz_subtitle(char *buf, size_t n, const attn_viz_opts *o, int64_t q0, int64_t q1, int64_t lq,
                   int64_t k0, int64_t k1, int64_t lk);
 
+/* opts (NULL: the defaults) with the axis names of cross attention,
+ * "output" down and "source" across, unless opts name them. */
+void viz_cross_opts(const attn_viz_opts *opts, attn_viz_opts *o);
+
 /* The message for builds without cairo. */
 attn_status viz_no_cairo(const char *what);
 

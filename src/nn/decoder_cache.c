@@ -1,0 +1,160 @@
+/* The incremental decoder's cache (include/attn/nn.h): per layer a
+ * self-attention KV cache that grows by one step per token, and the cross
+ * K/V of the encoder memory projected once per source batch. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn/nn_internal.h"
+
+attn_status attn_decoder_cache_init(attn_decoder_cache *c, const attn_decoder_layer *m,
+                                    int n_layers, int64_t B, int64_t cap) {
+  if (!c || !m) return attn_set_error(ATTN_EINVAL, "decoder_cache_init: NULL argument");
+  memset(c, 0, sizeof *c);
+  if (n_layers < 1 || B < 1 || cap < 0)
+    return attn_set_error(ATTN_EINVAL, "decoder_cache_init: n_layers %d, B %lld, cap %lld",
+                          n_layers, (long long)B, (long long)cap);
+  const attn_mha *a = &m->self_attn;
+  c->B = B;
+  c->E = m->c.d_model;
+  c->H = a->c.num_heads;
+  c->Hkv = a->c.num_kv_heads;
+  c->hd = a->head_dim;
+  c->self = calloc((size_t)n_layers, sizeof *c->self);
+  if (!c->self) return attn_set_error(ATTN_ENOMEM, "decoder_cache_init: %d layers", n_layers);
+  c->n_layers = n_layers;
+  for (int l = 0; l < n_layers; l++) {
+    attn_status st = attn_kv_cache_init(&c->self[l], B, c->Hkv, c->hd, c->hd, cap);
+    if (st) {
+      attn_decoder_cache_free(c);
+      return st;
+    }
+  }
+  return ATTN_OK;
+}
+
+void attn_decoder_cache_free(attn_decoder_cache *c) {
+  if (!c) return;
+  for (int l = 0; c->self && l < c->n_layers; l++)
+    attn_kv_cache_free(&c->self[l]);
+  free(c->self);
+  free(c->cross_k);
+  free(c->cross_v);
+  free(c->mem_lens_buf);
+  memset(c, 0, sizeof *c);
+}
+
+void attn_decoder_cache_reset(attn_decoder_cache *c) {
+  for (int l = 0; c && c->self && l < c->n_layers; l++)
+    attn_kv_cache_reset(&c->self[l]);
+}
+
+int64_t attn_decoder_cache_len(const attn_decoder_cache *c) {
+  return c && c->self ? c->self[0].len : 0;
+}
+
+/* cross K/V storage for n floats per tensor per layer */
+static attn_status reserve_memory(attn_decoder_cache *c, int64_t n) {
+  if (n <= c->mem_cap) return ATTN_OK;
+  size_t bytes = (size_t)n * (size_t)c->n_layers * sizeof(float);
+  float *k = malloc(bytes), *v = malloc(bytes);
+  if (!k || !v) {
+    free(k);
+    free(v);
+    return attn_set_error(ATTN_ENOMEM, "decoder_cache: cannot hold the memory's K/V (%lld floats)",
+                          (long long)n);
+  }
+  free(c->cross_k);
+  free(c->cross_v);
+  c->cross_k = k;
+  c->cross_v = v;
+  c->mem_cap = n;
+  return ATTN_OK;
+}
+
+attn_status attn_decoder_cache_set_memory(attn_decoder_cache *c, const attn_decoder_layer *layers,
+                                          const attn_params *p, const attn_nn_ctx *ctx,
+                                          const float *memory, int64_t B_mem, int64_t Lm,
+                                          const int32_t *mem_lens) {
+  if (!c || !c->self || !layers || !p || !memory)
+    return attn_set_error(ATTN_EINVAL, "decoder_cache_set_memory: NULL argument or no cache");
+  if (B_mem < 1 || Lm < 1 || c->B % B_mem != 0)
+    return attn_set_error(ATTN_EINVAL,
+                          "decoder_cache_set_memory: B_mem %lld must divide the cache's %lld "
+                          "rows; Lm %lld",
+                          (long long)B_mem, (long long)c->B, (long long)Lm);
+  for (int64_t b = 0; mem_lens && b < B_mem; b++)
+    if (mem_lens[b] < 0 || mem_lens[b] > Lm)
+      return attn_set_error(ATTN_EINVAL, "decoder_cache_set_memory: mem_lens[%lld] = %d, Lm %lld",
+                            (long long)b, (int)mem_lens[b], (long long)Lm);
+  const int64_t n = B_mem * Lm * c->Hkv * c->hd;
+  attn_status st = reserve_memory(c, n);
+  if (st) return st;
+  c->B_mem = 0; // invalid until every layer is projected
+  int32_t *lens = NULL;
+  if (mem_lens) {
+    lens = realloc(c->mem_lens_buf, (size_t)B_mem * sizeof(int32_t));
+    if (!lens) return attn_set_error(ATTN_ENOMEM, "decoder_cache_set_memory: mem_lens");
+    c->mem_lens_buf = lens;
+    memcpy(lens, mem_lens, (size_t)B_mem * sizeof(int32_t));
+  }
+  for (int l = 0; l < c->n_layers && !st; l++) {
+    const attn_mha *a = &layers[l].multihead_attn;
+    if (a->c.embed_dim != c->E || a->c.num_heads != c->H || a->c.num_kv_heads != c->Hkv)
+      return attn_set_error(ATTN_EINVAL,
+                            "decoder_cache_set_memory: layer %d does not match the cache", l);
+    st = attn_nn_mha_project(a, p, ctx, 1, memory, c->cross_k + l * n, B_mem * Lm);
+    if (!st) st = attn_nn_mha_project(a, p, ctx, 2, memory, c->cross_v + l * n, B_mem * Lm);
+  }
+  if (st) return st;
+  c->B_mem = B_mem;
+  c->Lm = Lm;
+  c->mem_lens = lens;
+  return ATTN_OK;
+}
+
+/* x [B, Hkv, cap, hd]: new row b := old row src[b], first len steps */
+static float *gather_rows(const attn_kv_cache *k, const float *x, const int64_t *src) {
+  const int64_t block = k->Hkv * k->cap * k->D;
+  float *y = malloc((size_t)(k->B * block) * sizeof(float));
+  if (!y) return NULL;
+  for (int64_t b = 0; b < k->B; b++)
+    for (int64_t h = 0; h < k->Hkv; h++)
+      memcpy(y + b * block + h * k->cap * k->D, x + src[b] * block + h * k->cap * k->D,
+             (size_t)(k->len * k->D) * sizeof(float));
+  return y;
+}
+
+attn_status attn_decoder_cache_reorder(attn_decoder_cache *c, const int64_t *src) {
+  if (!c || !c->self || !src)
+    return attn_set_error(ATTN_EINVAL, "decoder_cache_reorder: NULL argument or no cache");
+  const int64_t group = c->B_mem > 0 ? c->B / c->B_mem : c->B;
+  for (int64_t b = 0; b < c->B; b++)
+    if (src[b] < 0 || src[b] >= c->B || src[b] / group != b / group)
+      return attn_set_error(ATTN_EINVAL,
+                            "decoder_cache_reorder: src[%lld] = %lld (rows %lld, %lld per memory "
+                            "row)",
+                            (long long)b, (long long)src[b], (long long)c->B, (long long)group);
+  // every layer gathered before any is replaced: a failure leaves the cache as it was
+  float **nkv = calloc((size_t)c->n_layers * 2, sizeof *nkv);
+  int ok = nkv != NULL;
+  for (int l = 0; l < c->n_layers && ok; l++) {
+    const attn_kv_cache *k = &c->self[l];
+    if (k->len == 0) continue;
+    ok = (nkv[2 * l] = gather_rows(k, k->k, src)) && (nkv[2 * l + 1] = gather_rows(k, k->v, src));
+  }
+  for (int l = 0; l < c->n_layers && nkv; l++) {
+    attn_kv_cache *k = &c->self[l];
+    if (!ok || !nkv[2 * l]) {
+      free(nkv[2 * l]);
+      free(nkv[2 * l + 1]);
+      continue;
+    }
+    free(k->k);
+    free(k->v);
+    k->k = nkv[2 * l];
+    k->v = nkv[2 * l + 1];
+  }
+  free(nkv);
+  if (!ok) return attn_set_error(ATTN_ENOMEM, "decoder_cache_reorder: %lld rows", (long long)c->B);
+  return ATTN_OK;
+}
