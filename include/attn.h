@@ -9,6 +9,7 @@
 #include "attn/kernels.h"
 #include "attn/sdpa.h"
 #include "attn/sdpa_probs.h"
+#include "attn/sdpa_mods.h"
 #include "attn/variants.h"
 #include "attn/safetensors.h"
 #include "attn/params.h"

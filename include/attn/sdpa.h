@@ -91,6 +91,10 @@ typedef struct {
   /* Backward outputs for the learned tables (OVERWRITTEN; NULL = not wanted):
    * rel_bias_grad [Hq, rel_buckets], shaw_k_grad [2M-1, D], shaw_v_grad [2M-1, Dv]. */
   float *rel_bias_grad, *shaw_k_grad, *shaw_v_grad;
+
+  /* ---- user modifiers (attn/sdpa_mods.h; FlexAttention's score_mod /
+   * mask_mod, with a backward); NULL = none ----------------------------- */
+  const struct attn_sdpa_mods *mods;
 } attn_sdpa_desc;
 
 /* Fills d with B..Dv, no masks, default scale, unbounded window, contiguous,

@@ -20,6 +20,7 @@
 #include "kernels/amx.h"
 #include "kernels/sdpa_flash.h"
 #include "kernels/sdpa_flash_bf16.h"
+#include "kernels/sdpa_usermod.h"
 #include "kernels/kern.h"
 #include "kernels/util.h"
 
@@ -104,6 +105,7 @@ static attn_status check_desc(const attn_sdpa_desc *d, const uint16_t *q, const 
   if (attn_sdpa_has_positions(d))
     return attn_set_error(ATTN_EUNSUPPORTED, "sdpa bf16: position variants and block-sparse "
                                              "layouts are not supported (use the f32 flash)");
+  if ((st = attn_usermod_refuse(d, "sdpa bf16"))) return st;
   if (d->D > ATTN_BF16_DMAX || d->Dv > ATTN_BF16_DMAX)
     return attn_set_error(ATTN_EUNSUPPORTED, "sdpa bf16: D=%lld, Dv=%lld: head dims up to %d",
                           (long long)d->D, (long long)d->Dv, ATTN_BF16_DMAX);

@@ -24,6 +24,7 @@
 #include "kernels/gemm_lowp_internal.h"
 #include "kernels/sdpa_flash_bf16.h"
 #include "kernels/sdpa_flash_i8.h"
+#include "kernels/sdpa_usermod.h"
 #include "kernels/kern.h"
 #include "kernels/util.h"
 
@@ -270,6 +271,7 @@ attn_status attn_sdpa_forward_i8_path(attn_lowp_path path, const attn_sdpa_desc 
   if (attn_sdpa_has_positions(d))
     return attn_set_error(ATTN_EUNSUPPORTED, "sdpa i8: position variants and block-sparse "
                                              "layouts are not supported (use the f32 flash)");
+  if ((st = attn_usermod_refuse(d, "sdpa i8"))) return st;
   if (d->D > ATTN_BF16_DMAX || d->Dv > ATTN_BF16_DMAX)
     return attn_set_error(ATTN_EUNSUPPORTED, "sdpa i8: D=%lld, Dv=%lld: head dims up to %d",
                           (long long)d->D, (long long)d->Dv, ATTN_BF16_DMAX);
