@@ -24,7 +24,6 @@
 #include "kernels/gemm_lowp_internal.h"
 #include "kernels/sdpa_flash_bf16.h"
 #include "kernels/sdpa_flash_i8.h"
-#include "kernels/sdpa_usermod.h"
 #include "kernels/kern.h"
 #include "kernels/util.h"
 
@@ -254,10 +253,10 @@ static void forward_item(const i8_ctx *x, int64_t b, int64_t h, int64_t i0, int 
                         (int)x->dc,
                         si,
                         st};
-  const attn_bf16_scores_stage stage = {i8_scores_issue, i8_scores_logits, &sc};
+  const int64_t row0 = (b * d->Hq + h) * d->Lq + i0; /* lse and shift */
+  const attn_bf16_scores_stage stage = {i8_scores_issue, i8_scores_logits, &sc, x->shift + row0};
   attn_bf16_item_steps(x->kr.ops, d, b, h, i0, nq, 1.0f, &stage,
                        x->vt + bkv * x->nkb * dvt * 16 * BC, dvt, ot, m, l, p);
-  const int64_t row0 = (b * d->Hq + h) * d->Lq + i0; /* lse and shift */
   attn_bf16_item_store(ot, dvt, m, l, x->shift + row0, nq, d->Dv,
                        x->out + b * rs->o[0] + h * rs->o[1] + i0 * rs->o[2], rs->o[2],
                        x->lse + row0);
@@ -271,7 +270,6 @@ attn_status attn_sdpa_forward_i8_path(attn_lowp_path path, const attn_sdpa_desc 
   if (attn_sdpa_has_positions(d))
     return attn_set_error(ATTN_EUNSUPPORTED, "sdpa i8: position variants and block-sparse "
                                              "layouts are not supported (use the f32 flash)");
-  if ((st = attn_usermod_refuse(d, "sdpa i8"))) return st;
   if (d->D > ATTN_BF16_DMAX || d->Dv > ATTN_BF16_DMAX)
     return attn_set_error(ATTN_EUNSUPPORTED, "sdpa i8: D=%lld, Dv=%lld: head dims up to %d",
                           (long long)d->D, (long long)d->Dv, ATTN_BF16_DMAX);

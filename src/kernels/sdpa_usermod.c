@@ -121,29 +121,69 @@ int attn_usermod_tile_state(const attn_sdpa_desc *d, int64_t b, int64_t h, int64
   return off || partial || m->score_mod ? 2 : 1;
 }
 
-void attn_usermod_tile(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t i0, int64_t R,
-                       int64_t j0, int64_t nk, float *s, int64_t lds, float *raw, int64_t ldr) {
+/* The tile op on s[r * rs + c * cs] (raw at the same offsets, or NULL); the
+ * scores seen by the callbacks are s + shift[r] (shift NULL: 0), written back
+ * less the shift. */
+static void tile_strided(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t i0, int64_t R,
+                         int64_t j0, int64_t nk, float *s, int64_t rs, int64_t cs,
+                         const float *shift, float *raw) {
   const attn_sdpa_mods *m = d->mods;
   if (!m) return;
   const attn_block_mask *bm = m->block_mask;
   for (int64_t r = 0; r < R; r++) {
     const int64_t i = i0 + r;
-    float *sr = s + r * lds;
-    if (raw) memcpy(raw + r * ldr, sr, (size_t)nk * sizeof(float));
+    const float sh = shift ? shift[r] : 0.0f;
     const uint8_t *row = bm ? bm_row(bm, b, h, i) : NULL;
     for (int64_t c = 0; c < nk; c++) {
-      if (sr[c] == -INFINITY) continue;
+      float *x = s + r * rs + c * cs;
+      if (raw) raw[r * rs + c * cs] = *x + sh;
+      if (*x == -INFINITY) continue;
       const int64_t j = j0 + c;
       if (m->mask_mod) {
         const int st = row ? row[j / bm->kv_block] : ATTN_BLOCK_PARTIAL;
-        if (st == ATTN_BLOCK_EMPTY || (st == ATTN_BLOCK_PARTIAL && !m->mask_mod(b, h, i, j, m->user))) {
-          sr[c] = -INFINITY;
+        if (st == ATTN_BLOCK_EMPTY ||
+            (st == ATTN_BLOCK_PARTIAL && !m->mask_mod(b, h, i, j, m->user))) {
+          *x = -INFINITY;
           continue;
         }
       }
-      if (m->score_mod) sr[c] = m->score_mod(sr[c], b, h, i, j, m->user);
+      if (m->score_mod) *x = shift ? m->score_mod(*x + sh, b, h, i, j, m->user) - sh
+                                   : m->score_mod(*x, b, h, i, j, m->user);
     }
   }
+}
+
+void attn_usermod_tile(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t i0, int64_t R,
+                       int64_t j0, int64_t nk, float *s, int64_t lds, float *raw, int64_t ldr) {
+  if (raw && ldr != lds) { /* (the loops pass raw with the tile's stride) */
+    for (int64_t r = 0; r < R; r++)
+      tile_strided(d, b, h, i0 + r, 1, j0, nk, s + r * lds, 0, 1, NULL, raw + r * ldr);
+    return;
+  }
+  tile_strided(d, b, h, i0, R, j0, nk, s, lds, 1, NULL, raw);
+}
+
+void attn_usermod_tile_t(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t i0, int64_t R,
+                         int64_t j0, int64_t nk, float *st, int64_t ldst, const float *shift,
+                         float *raw) {
+  tile_strided(d, b, h, i0, R, j0, nk, st, 1, ldst, shift, raw);
+}
+
+void attn_usermod_dp_t(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t i0, int64_t R,
+                       int64_t j0, int64_t nk, const float *raw, const float *st, int64_t ldst,
+                       float *dpt, const float *lse, const float *di) {
+  const attn_sdpa_mods *m = d->mods;
+  if (!m || !m->score_mod) return;
+  for (int64_t c = 0; c < nk; c++)
+    for (int64_t r = 0; r < R; r++) {
+      const int64_t e = c * ldst + r;
+      if (st[e] == -INFINITY || lse[r] == -INFINITY) continue;
+      const float g = expf(st[e] - lse[r]) * (dpt[e] - di[r]);
+      if (g == 0.0f) continue; /* NaN passes */
+      if (m->score_mod_param_grad)
+        m->score_mod_param_grad(raw[e], g, b, h, i0 + r, j0 + c, m->user);
+      dpt[e] = (dpt[e] - di[r]) * m->score_mod_grad(raw[e], b, h, i0 + r, j0 + c, m->user) + di[r];
+    }
 }
 
 void attn_usermod_tile_grad(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t i0, int64_t R,

@@ -31,6 +31,21 @@ int attn_usermod_tile_state(const attn_sdpa_desc *d, int64_t b, int64_t h, int64
  * raw (NULL, or row stride ldr): the scores before, for the backward. */
 void attn_usermod_tile(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t i0, int64_t R,
                        int64_t j0, int64_t nk, float *s, int64_t lds, float *raw, int64_t ldr);
+/* The same on a transposed tile st[c * ldst + r] (the bf16 and int8 loops),
+ * whose scores are the true ones less shift[r] (shift NULL: none; int8 keeps
+ * scale q·mean(k) out of its scores); raw (NULL or at st's offsets): the true
+ * scores before the mods. */
+void attn_usermod_tile_t(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t i0, int64_t R,
+                         int64_t j0, int64_t nk, float *st, int64_t ldst, const float *shift,
+                         float *raw);
+/* The bf16 backward's chain, before its probs_grad (which rounds ds to bf16):
+ * on the transposed final logits st and dpᵀ, with p = e^(st - lse[r]) and
+ * g = p (dp - di[r]): score_mod_param_grad(raw, g) where g != 0, and dp :=
+ * (dp - di[r]) score_mod_grad(raw) + di[r], so that p (dp - di) is the
+ * gradient w.r.t. the score. */
+void attn_usermod_dp_t(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t i0, int64_t R,
+                       int64_t j0, int64_t nk, const float *raw, const float *st, int64_t ldst,
+                       float *dpt, const float *lse, const float *di);
 /* Does the backward chain through score_mod (score_mod set)? */
 static inline int attn_usermod_has_grad(const attn_sdpa_desc *d) {
   return d->mods && d->mods->score_mod;
