@@ -722,8 +722,10 @@ static void test_bad_input(void) {
   CHECK_ERR(attn_sdpa_forward(&d, ATTN_BACKEND_MATH, p.q, p.k, p.v, o, l, NULL), ATTN_EUNSUPPORTED);
   d.shaw_k = NULL, d.shaw_max = 0;
   CHECK_ERR(attn_sdpa_probs_f32(&d, p.q, p.k, l, 0, 0, 0, 1, g[1]), ATTN_EUNSUPPORTED);
-  CHECK_ERR(attn_block_mask_from_mask_mod(NULL, &u, 1, 1, 4, 4, 2, 2, &wrong), ATTN_EINVAL);
-  CHECK_ERR(attn_block_mask_from_mask_mod(causal_mask, &u, 1, 1, 4, 4, 0, 2, &wrong), ATTN_EINVAL);
+  attn_block_mask none;
+  CHECK_ERR(attn_block_mask_from_mask_mod(NULL, &u, 1, 1, 4, 4, 2, 2, &none), ATTN_EINVAL);
+  CHECK_ERR(attn_block_mask_from_mask_mod(causal_mask, &u, 1, 1, 4, 4, 0, 2, &none), ATTN_EINVAL);
+  CHECK(none.state == NULL);
   attn_block_mask_free(&bm);
   attn_block_mask_free(&wrong);
   free(o), free(l), free(g[0]), free(g[1]), free(g[2]);
