@@ -27,6 +27,7 @@
 #include "harness.h"
 #include "kernels/kern.h"
 #include "kernels/sdpa_flash.h"
+#include "flash_ops_list.h"
 #include "sdpa_problem.h"
 
 static const attn_flash_ops *ops_list[2];
@@ -201,14 +202,19 @@ static sdpa_cfg shape(int Lq, int Lk) {
   return c;
 }
 
+/* *p of shape(Lq, Lk) with causal and q_offset as given */
+static void make(sdpa_problem *p, int Lq, int Lk, int causal, int q_offset, unsigned seed) {
+  sdpa_cfg c = shape(Lq, Lk);
+  c.causal = causal, c.q_offset = q_offset;
+  sdpa_make_problem(&c, seed, p);
+}
+
 /* causal as mask_mod, also decode-like (q_offset = Lk - Lq) */
 static void test_causal_mask_mod(void) {
   for (int t = 0; t < 2; t++) {
-    sdpa_cfg c = shape(t ? 70 : 150, 150);
-    c.q_offset = t ? 80 : 0;
     sdpa_problem p;
-    sdpa_make_problem(&c, 100 + t, &p);
-    mctx u = {.q_offset = c.q_offset};
+    make(&p, t ? 70 : 150, 150, 0, t ? 80 : 0, 100 + t);
+    mctx u = {.q_offset = p.d.q_offset};
     attn_sdpa_mods mods = {.mask_mod = causal_mask, .user = &u};
     attn_sdpa_desc builtin = p.d;
     builtin.causal = 1;
@@ -223,11 +229,9 @@ static void test_causal_mask_mod(void) {
 static void test_window_mask_mod(void) {
   static const int w[3][2] = {{20, -1}, {30, 7}, {-1, 0}};
   for (int t = 0; t < 3; t++) {
-    sdpa_cfg c = shape(130, 170);
-    c.q_offset = t == 1 ? 40 : 0;
     sdpa_problem p;
-    sdpa_make_problem(&c, 200 + t, &p);
-    mctx u = {.q_offset = c.q_offset, .wl = w[t][0], .wr = w[t][1]};
+    make(&p, 130, 170, 0, t == 1 ? 40 : 0, 200 + t);
+    mctx u = {.q_offset = p.d.q_offset, .wl = w[t][0], .wr = w[t][1]};
     attn_sdpa_mods mods = {.mask_mod = window_mask, .user = &u};
     attn_sdpa_desc builtin = p.d;
     builtin.window_left = w[t][0], builtin.window_right = w[t][1];
@@ -240,13 +244,11 @@ static void test_window_mask_mod(void) {
 /* ALiBi as score_mod (an additive bias: derivative 1), with causal built in */
 static void test_alibi_score_mod(void) {
   for (int t = 0; t < 2; t++) {
-    sdpa_cfg c = shape(110, 140);
-    c.causal = t, c.q_offset = t ? 30 : 0;
     sdpa_problem p;
-    sdpa_make_problem(&c, 300 + t, &p);
+    make(&p, 110, 140, t, t ? 30 : 0, 300 + t);
     float slopes[4];
     CHECK_OK(attn_alibi_slopes(4, slopes));
-    mctx u = {.q_offset = c.q_offset, .slopes = slopes, .H = 4};
+    mctx u = {.q_offset = p.d.q_offset, .slopes = slopes, .H = 4};
     attn_sdpa_mods mods = {.score_mod = alibi_score, .score_mod_grad = one_grad, .user = &u};
     attn_sdpa_desc builtin = p.d;
     builtin.alibi_slopes = slopes;
@@ -258,10 +260,8 @@ static void test_alibi_score_mod(void) {
 /* packed documents: mask_mod doc[q] == doc[kv] against the same bool mask,
  * plus causal built in; block mask 32x32 (blocks inside one document FULL) */
 static void test_document_mask_mod(void) {
-  sdpa_cfg c = shape(160, 160);
-  c.causal = 1;
   sdpa_problem p;
-  sdpa_make_problem(&c, 400, &p);
+  make(&p, 160, 160, 1, 0, 400);
   int32_t doc[2000];
   uint8_t *bm = malloc(2 * 160 * 160);
   static const int ends[2][4] = {{50, 51, 130, 160}, {64, 128, 150, 160}};
@@ -405,10 +405,8 @@ static void test_softcap_vs_float64(void) {
 /* learnable ALiBi slopes: sum over (b, h) partials of score_mod_param_grad
  * against central differences of the float64 loss sum(out * dout) */
 static void test_alibi_slope_gradient(void) {
-  sdpa_cfg c = shape(60, 60);
-  c.causal = 1;
   sdpa_problem p;
-  sdpa_make_problem(&c, 600, &p);
+  make(&p, 60, 60, 1, 0, 600);
   float slopes[4] = {0.5f, 0.25f, 0.125f, 0.0625f}, partial[8];
   mctx u = {.slopes = slopes, .B = 2, .H = 4, .slope_grad = partial};
   attn_sdpa_mods mods = {.score_mod = alibi_score,
@@ -445,9 +443,8 @@ static void test_alibi_slope_gradient(void) {
 
 /* 1 and 2 threads: the same bits, the parameter gradient partials included */
 static void test_threads_bit_identical(void) {
-  sdpa_cfg c = shape(150, 200);
   sdpa_problem p;
-  sdpa_make_problem(&c, 700, &p);
+  make(&p, 150, 200, 0, 0, 700);
   float slopes[4] = {0.5f, 0.25f, 0.125f, 0.0625f}, partial[2][8];
   mctx u = {.slopes = slopes, .B = 2, .H = 4};
   attn_sdpa_mods mods = {.score_mod = alibi_score,
@@ -533,9 +530,8 @@ static void test_block_mask_skips(void) {
 /* score_mod NaN at one pair: that row's out, lse, dq NaN, the other rows
  * finite, no crash; -inf from score_mod excludes the key */
 static void test_nan_contract(void) {
-  sdpa_cfg c = shape(40, 70);
   sdpa_problem p;
-  sdpa_make_problem(&c, 900, &p);
+  make(&p, 40, 70, 0, 0, 900);
   mctx u = {.nan_b = 1, .nan_h = 2, .nan_q = 3, .nan_kv = 5};
   attn_sdpa_mods mods = {.score_mod = nan_score, .score_mod_grad = one_grad, .user = &u};
   attn_sdpa_desc d = p.d;
@@ -555,9 +551,8 @@ static void test_nan_contract(void) {
 
 /* fp16 flash runs the f32 loop: mods work there too */
 static void test_f16_flash(void) {
-  sdpa_cfg c = shape(100, 120);
   sdpa_problem p;
-  sdpa_make_problem(&c, 1000, &p);
+  make(&p, 100, 120, 0, 0, 1000);
   sdpa_problem_to_f16(&p);
   mctx u = {0};
   attn_sdpa_mods mods = {.mask_mod = causal_mask, .user = &u};
@@ -684,9 +679,8 @@ static void test_i8_paths(void) {
 
 /* bad descriptors: clear errors, nothing run */
 static void test_bad_input(void) {
-  sdpa_cfg c = shape(20, 30);
   sdpa_problem p;
-  sdpa_make_problem(&c, 1100, &p);
+  make(&p, 20, 30, 0, 0, 1100);
   float *o = sdpa_zeros(p.no), *l = sdpa_zeros(p.nl), *g[3];
   g[0] = sdpa_zeros(p.nq), g[1] = sdpa_zeros(p.nk), g[2] = sdpa_zeros(p.nv);
   mctx u = {0};
@@ -734,10 +728,7 @@ static void test_bad_input(void) {
 
 int main(void) {
   attn_set_num_threads(1); /* see test_threads_bit_identical */
-  ops_list[n_ops++] = attn_flash_ops_generic();
-  if (attn_kern_get()->flash != ops_list[0]) ops_list[n_ops++] = attn_kern_get()->flash;
-  printf("# level %s; kernel sets: %s%s%s\n", attn_isa_name(attn_isa_active()), ops_list[0]->name,
-         n_ops > 1 ? ", " : "", n_ops > 1 ? ops_list[1]->name : "");
+  n_ops = flash_ops_portable_and_level(ops_list);
   RUN(test_causal_mask_mod);
   RUN(test_window_mask_mod);
   RUN(test_alibi_score_mod);
