@@ -89,7 +89,8 @@ endif
 # ---- end of MPI --------------------------------------------------------------
 
 LIB_SRC := $(wildcard src/core/*.c src/kernels/*.c src/nn/*.c src/io/*.c src/train/*.c)
-# the apps: shared pieces in src/apps/, and one folder per application (wing)
+# the apps: one folder (wing) per application or shared piece, src/apps/<wing>/
+# (README "Layout"; tools/check_wings.sh checks which wing may include which)
 APP_SRC := $(wildcard src/apps/*.c src/apps/*/*.c)
 CLI_SRC := $(wildcard src/cli/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)
@@ -104,7 +105,7 @@ TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 .PHONY: all test demo clean format bench golden deps
 all: $(BUILD)/libattn.a $(BUILD)/libattn.so $(BUILD)/attn
 
-$(BUILD)/%.o: %.c $(wildcard include/*.h include/attn/*.h src/*/*.h)
+$(BUILD)/%.o: %.c $(wildcard include/*.h include/attn/*.h src/*/*.h src/*/*/*.h)
 	@mkdir -p $(dir $@)
 	@# a test whose source no longer compiles must not leave its old program to run
 	$(if $(filter tests/%,$<),@rm -f $(basename $@))
@@ -153,6 +154,13 @@ $(BUILD)/tests/test_alloc_sweep: $(BUILD)/tests/alloc_fail_shim.so
 $(BUILD)/tests/test_python: $(BUILD)/libattn.so
 # the tests' shared headers (harness.h, sdpa_problem.h, ...)
 $(TEST_SRC:%.c=$(BUILD)/%.o): $(wildcard tests/*.h)
+# which wing of src/apps/ includes which (tools/check_wings.sh, by
+# tests/test_wings.sh), run by tests/run.sh like a test program
+TEST_BIN += $(BUILD)/tests/test_wings
+$(BUILD)/tests/test_wings: tests/test_wings.sh tools/check_wings.sh
+	@mkdir -p $(dir $@)
+	@printf '#!/bin/sh\n# written by the Makefile\ncd "%s" || exit 1\nexec sh tests/test_wings.sh\n' '$(CURDIR)' > $@
+	@chmod +x $@
 
 # Each test program is built and run on its own, so one failure does not hide
 # the others; tests/run.sh adds up the counts. RUNNER="qemu-aarch64 -L

@@ -2,8 +2,8 @@
  * determinism, save/load, truncation, errors. */
 #include "harness.h"
 
-#include "apps/bpe.h"
-#include "apps/bpe_internal.h"
+#include "apps/text/bpe.h"
+#include "apps/text/bpe_internal.h"
 
 static attn_bpe *train(const char *const *texts, int n, int vocab, int min_count) {
   size_t lens[16];

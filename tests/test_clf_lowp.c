@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <unistd.h>
 
-#include "apps/trainer.h"
+#include "apps/train/trainer.h"
 #include "harness.h"
 
 #define N_TRAIN 96

@@ -13,14 +13,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "apps/bpe.h"
-#include "apps/classifier.h"
-#include "apps/classifier_ensemble.h"
-#include "apps/classifier_viz.h"
-#include "apps/mail.h"
-#include "apps/trainer.h"
-#include "apps/trainer_data.h"
-#include "apps/viz.h"
+#include "apps/text/bpe.h"
+#include "apps/classifier/classifier.h"
+#include "apps/classifier/classifier_ensemble.h"
+#include "apps/classifier/classifier_viz.h"
+#include "apps/classifier/mail.h"
+#include "apps/train/trainer.h"
+#include "apps/train/trainer_data.h"
+#include "apps/viz/viz.h"
 #include "harness.h"
 
 /* fontconfig (under the pictures' text, drawn in this process by

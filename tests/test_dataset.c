@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "apps/dataset.h"
+#include "apps/classifier/dataset.h"
 
 static char root[64];
 

@@ -3,8 +3,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "apps/diagnose.h"
-#include "apps/viz.h"
+#include "apps/viz/diagnose.h"
+#include "apps/viz/viz.h"
 #include "harness.h"
 
 #ifdef ATTN_HAVE_CAIRO

@@ -17,9 +17,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "apps/trainer.h"
+#include "apps/train/trainer.h"
 #include "harness.h"
-#include "apps/dist.h"
+#include "apps/train/dist.h"
 
 static void test_shard_rows(void) {
   int64_t lo, hi, next = 0;

@@ -5,7 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "apps/gradcheck.h"
+#include "apps/tools/gradcheck.h"
 #include "harness.h"
 
 static void test_every_registered_case_passes(void) {

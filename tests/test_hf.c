@@ -8,9 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "apps/bpe.h"
-#include "apps/hf.h"
-#include "apps/hf_tokenizer.h"
+#include "apps/text/bpe.h"
+#include "apps/hf/hf.h"
+#include "apps/text/hf_tokenizer.h"
 #include "harness.h"
 #include "io/json.h"
 #include "tool_run.h"

@@ -2,9 +2,9 @@
  * small tricky messages written for these tests. */
 #include "harness.h"
 
-#include "apps/html_text.h"
-#include "apps/mail.h"
-#include "apps/utf8_text.h"
+#include "apps/text/html_text.h"
+#include "apps/classifier/mail.h"
+#include "apps/text/utf8_text.h"
 
 static int valid_utf8(const char *s, size_t n) {
   for (size_t i = 0; i < n;) {

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apps/classifier.h"
+#include "apps/classifier/classifier.h"
 #include "harness.h"
 
 static void fill(float *x, int64_t n, uint64_t seed) {

@@ -2,9 +2,9 @@
  * small end-to-end run: BPE on synthetic mail, NB, test metrics. */
 #include "harness.h"
 
-#include "apps/bpe.h"
-#include "apps/metrics.h"
-#include "apps/naive_bayes.h"
+#include "apps/text/bpe.h"
+#include "apps/classifier/metrics.h"
+#include "apps/classifier/naive_bayes.h"
 
 static void test_nb_matches_hand_computation(void) {
   /* V = 3, alpha = 1. ham doc [0,0,1], spam doc [2,2,1].

@@ -9,8 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "apps/precision_probe.h"
-#include "apps/train_plan.h"
+#include "apps/train/precision_probe.h"
+#include "apps/train/train_plan.h"
 #include "harness.h"
 
 /* 10 s per epoch (1000 tokens at 100 tokens/s), nothing else. */

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "apps/trainer.h"
+#include "apps/train/trainer.h"
 #include "harness.h"
 
 #define N_TRAIN 96

@@ -6,7 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "apps/viz.h"
+#include "apps/viz/viz.h"
 #include "harness.h"
 
 #include "viz_png.h"

@@ -7,10 +7,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "apps/bench_sdpa_plot.h"
-#include "apps/utf8_text.h"
-#include "apps/viz.h"
-#include "apps/viz_internal.h"
+#include "apps/viz/bench_sdpa_plot.h"
+#include "apps/text/utf8_text.h"
+#include "apps/viz/viz.h"
+#include "apps/viz/viz_internal.h"
 #include "harness.h"
 #include "viz_png.h"
 

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "apps/bench.h"
+#include "apps/tools/bench.h"
 #include "cli/commands.h"
 
 static void bench_usage(FILE *out) {

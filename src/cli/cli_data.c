@@ -6,11 +6,11 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "apps/bpe.h"
-#include "apps/dataset.h"
-#include "apps/mail.h"
-#include "apps/metrics.h"
-#include "apps/naive_bayes.h"
+#include "apps/text/bpe.h"
+#include "apps/classifier/dataset.h"
+#include "apps/classifier/mail.h"
+#include "apps/classifier/metrics.h"
+#include "apps/classifier/naive_bayes.h"
 #include "attn.h"
 #include "cli/commands.h"
 

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apps/diagnose.h"
-#include "apps/viz.h"
+#include "apps/viz/diagnose.h"
+#include "apps/viz/viz.h"
 #include "attn.h"
 #include "cli/commands.h"
 #include "core/parse_bool.h"

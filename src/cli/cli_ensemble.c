@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apps/classifier_ensemble.h"
+#include "apps/classifier/classifier_ensemble.h"
 #include "attn.h"
 #include "cli/commands.h"
 

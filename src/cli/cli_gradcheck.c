@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apps/gradcheck.h"
+#include "apps/tools/gradcheck.h"
 #include "attn.h"
 #include "cli/commands.h"
 

@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apps/bpe.h"
-#include "apps/hf.h"
-#include "apps/hf_tokenizer.h"
+#include "apps/text/bpe.h"
+#include "apps/hf/hf.h"
+#include "apps/text/hf_tokenizer.h"
 #include "attn.h"
 #include "cli/commands.h"
 

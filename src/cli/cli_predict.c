@@ -11,13 +11,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "apps/bpe.h"
-#include "apps/classifier.h"
-#include "apps/classifier_ensemble.h"
-#include "apps/mail.h"
-#include "apps/precision_probe.h"
-#include "apps/trainer.h"
-#include "apps/trainer_data.h"
+#include "apps/text/bpe.h"
+#include "apps/classifier/classifier.h"
+#include "apps/classifier/classifier_ensemble.h"
+#include "apps/classifier/mail.h"
+#include "apps/train/precision_probe.h"
+#include "apps/train/trainer.h"
+#include "apps/train/trainer_data.h"
 #include "attn.h"
 #include "cli/cli_predict_attention.h"
 #include "cli/commands.h"

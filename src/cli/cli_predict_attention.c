@@ -10,8 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "apps/classifier_viz_message.h"
-#include "apps/viz.h"
+#include "apps/classifier/classifier_viz_message.h"
+#include "apps/viz/viz.h"
 
 /* Why files cannot be written into dir; NULL when they can. */
 static const char *unusable_dir(const char *dir) {

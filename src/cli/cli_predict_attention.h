@@ -7,8 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "apps/bpe.h"
-#include "apps/classifier_ensemble.h"
+#include "apps/text/bpe.h"
+#include "apps/classifier/classifier_ensemble.h"
 
 typedef struct {
   const char *picture, *save, *model;

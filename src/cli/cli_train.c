@@ -10,13 +10,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "apps/bench.h"
-#include "apps/classifier_ensemble.h"
-#include "apps/classifier_viz.h"
-#include "apps/dist_run.h"
-#include "apps/precision_probe.h"
-#include "apps/train_plan.h"
-#include "apps/trainer_data.h"
+#include "apps/tools/bench.h"
+#include "apps/classifier/classifier_ensemble.h"
+#include "apps/classifier/classifier_viz.h"
+#include "apps/train/dist_run.h"
+#include "apps/train/precision_probe.h"
+#include "apps/train/train_plan.h"
+#include "apps/train/trainer_data.h"
 #include "attn.h"
 #include "cli/commands.h"
 #include "io/json.h"

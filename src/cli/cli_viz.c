@@ -5,7 +5,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "apps/viz.h"
+#include "apps/viz/viz.h"
 #include "attn.h"
 #include "cli/commands.h"
 

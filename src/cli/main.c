@@ -2,13 +2,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apps/precision_probe.h"
-#include "apps/dist.h"
+#include "apps/train/precision_probe.h"
+#include "apps/train/dist.h"
 #include "attn.h"
 #include "cli/commands.h"
 
 #if defined(__SANITIZE_ADDRESS__) && defined(ATTN_HAVE_CAIRO)
-#include "apps/viz.h"
+#include "apps/viz/viz.h"
 /* A sanitizer build: fontconfig keeps process-wide caches (reached through
  * cairo's font maps) until exit, which LeakSanitizer would report as the
  * tool's leaks; the tests do the same for themselves. */

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apps/bpe.h"
+#include "apps/text/bpe.h"
 #include "attn.h"
 
 static attn_bpe *fixed; /* trained once on a fixed text */

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apps/mail.h"
+#include "apps/classifier/mail.h"
 #include "io/json.h"
 
 static void read_mail(const uint8_t *data, size_t size, unsigned flags) {

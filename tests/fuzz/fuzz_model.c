@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apps/bpe.h"
-#include "apps/classifier_ensemble.h"
+#include "apps/text/bpe.h"
+#include "apps/classifier/classifier_ensemble.h"
 #include "fuzz_file.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {

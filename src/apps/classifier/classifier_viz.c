@@ -1,0 +1,125 @@
+/* Pictures of the classifier's attention on one message (apps/viz.h) and
+ * the per-head diagnosis (apps/diagnose.h). */
+#include "apps/classifier/classifier_viz.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apps/viz/diagnose.h"
+#include "apps/text/utf8_text.h"
+#include "apps/viz/viz.h"
+
+/* Characters a label keeps: a longer token (a run of '_' or '-' in a mail)
+ * is cut to its first LABEL_CHARS - 2 and an ellipsis, so it cannot cover
+ * the picture. */
+#define LABEL_CHARS 16
+
+/* A token's label: its bytes as UTF-8 text with spaces, newlines and tabs
+ * made visible and stray bytes as \xNN (attn_utf8_visible), at most
+ * LABEL_CHARS characters. */
+char *attn_clf_token_label(const attn_bpe *bpe, int32_t id) {
+  size_t n = 0;
+  const char *s = attn_bpe_token(bpe, id, &n);
+  attn_textbuf b = {0};
+  if (!s || n == 0 ? attn_textbuf_puts(&b, "[pad]") : attn_utf8_visible(&b, s, n)) {
+    attn_textbuf_free(&b);
+    return NULL;
+  }
+  char *out = attn_textbuf_take(&b, NULL);
+  size_t chars = 0, cut = 0;
+  for (size_t i = 0; out && out[i]; i++)
+    if (((unsigned char)out[i] & 0xC0) != 0x80 && ++chars == LABEL_CHARS - 1) cut = i;
+  /* U+2026 (3 bytes + NUL) where characters LABEL_CHARS - 1 .. the end (>= 3
+   * of >= 1 byte) and the NUL were */
+  if (out && chars > LABEL_CHARS) strcpy(out + cut, "\xE2\x80\xA6");
+  return out;
+}
+
+attn_status attn_clf_picture(const attn_clf *m, const attn_bpe *bpe, const int32_t *ids, int64_t n,
+                             int64_t show, const char *dir, const char *title, double accuracy,
+                             FILE *log) {
+  if (!m || !bpe || !ids || n <= 0 || !dir)
+    return attn_set_error(ATTN_EINVAL, "clf_picture: NULL argument or empty message");
+  int64_t Ly = m->c.layers, H = m->c.heads;
+  if (Ly <= 0) return attn_set_error(ATTN_EINVAL, "clf_picture: the model has no attention layer");
+  if (show <= 0 || show > n) show = n;
+  float *probs = malloc((size_t)(Ly * H * n * n) * sizeof(float));
+  float *avg = malloc((size_t)(n * n) * sizeof(float));
+  char **lab = calloc((size_t)n, sizeof *lab);
+  attn_head_diag *dg = malloc((size_t)(Ly * H) * sizeof *dg);
+  attn_status st = (!probs || !avg || !lab || !dg) ? attn_set_error(ATTN_ENOMEM, "clf_picture: out of memory") : ATTN_OK;
+  if (!st) st = attn_clf_attention(m, ids, n, probs);
+  for (int64_t i = 0; !st && i < n; i++)
+    if (!(lab[i] = attn_clf_token_label(bpe, ids[i]))) st = attn_set_error(ATTN_ENOMEM, "clf_picture: out of memory");
+  // last layer, averaged over heads
+  const float *last = probs + (Ly - 1) * H * n * n;
+  for (int64_t e = 0; !st && e < n * n; e++) {
+    float acc = 0;
+    for (int64_t h = 0; h < H; h++) acc += last[h * n * n + e];
+    avg[e] = acc / (float)H;
+  }
+  char path[4096], sub[160];
+  /* a softmax row over n keys cropped to `show` and averaged over heads is
+   * near black on one shared scale: each row is scaled to its maximum */
+  attn_viz_opts o;
+  attn_viz_opts_default(&o);
+  o.title = title;
+  o.subtitle = sub;
+  o.row_norm = 1;
+  o.q1 = show;
+  o.k1 = show;
+  snprintf(sub, sizeof sub, "layer %lld (last), mean of %lld heads", (long long)(Ly - 1),
+           (long long)H);
+  if (!st) {
+    snprintf(path, sizeof path, "%s/attention.png", dir);
+    st = attn_viz_heatmap_f32(path, avg, n, n, (const char *const *)lab, (const char *const *)lab, &o);
+    if (!st && log) fprintf(log, "wrote %s (%s, first %lld tokens, rows scaled to their max)\n", path, sub, (long long)show);
+  }
+  if (!st) {  // the heads of the last layer, on the first tokens
+    int64_t k = show < 32 ? show : 32;
+    o.q1 = o.k1 = k;
+    snprintf(sub, sizeof sub, "layer %lld (last), each of %lld heads", (long long)(Ly - 1),
+             (long long)H);
+    snprintf(path, sizeof path, "%s/heads.png", dir);
+    st = attn_viz_heads_f32(path, last, H, n, n, (const char *const *)lab, (const char *const *)lab, &o);
+    if (!st && log) fprintf(log, "wrote %s (%s, first %lld tokens)\n", path, sub, (long long)k);
+  }
+  if (!st) {
+    snprintf(path, sizeof path, "%s/attention.html", dir);
+    st = attn_viz_html_f32(path, probs, Ly, H, n, n, (const char *const *)lab, (const char *const *)lab, title);
+    if (!st && log) fprintf(log, "wrote %s (every layer and head, interactive)\n", path);
+  }
+  if (!st) {
+    attn_diag_opts dopt;
+    attn_diag_opts_default(&dopt);
+    dopt.causal = 0;
+    st = attn_diagnose_f32(probs, Ly * H, n, n, &dopt, dg);
+  }
+  if (!st) {
+    snprintf(path, sizeof path, "%s/diagnosis.txt", dir);
+    FILE *f = fopen(path, "w");
+    if (!f) st = attn_set_error(ATTN_EIO, "cannot write %s", path);
+    else {
+      attn_diag_context ctx; /* spread attention is legitimate in a pooled classifier */
+      attn_diag_context_default(&ctx);
+      ctx.kind = ATTN_DIAG_MODEL_POOLED;
+      ctx.accuracy = accuracy;
+      attn_diagnose_print(f, dg, Ly, H);
+      attn_diagnose_advise(f, dg, probs, Ly, H, n, n, &ctx);
+      fclose(f);
+      if (log) attn_diagnose_print(log, dg, Ly, H);
+      if (log) attn_diagnose_advise(log, dg, probs, Ly, H, n, n, &ctx);
+    }
+    snprintf(path, sizeof path, "%s/diagnosis.png", dir);
+    if (!st) st = attn_diagnose_chart(path, dg, Ly, H);
+    if (!st && log) fprintf(log, "wrote %s/diagnosis.txt and %s\n", dir, path);
+  }
+  if (lab)
+    for (int64_t i = 0; i < n; i++) free(lab[i]);
+  free(lab);
+  free(probs);
+  free(avg);
+  free(dg);
+  return st;
+}
