@@ -39,7 +39,8 @@ static int run_tool(const char *args, char *err, size_t nerr, char *out, size_t 
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
 }
 
-static const char *const inputs[] = {"q", "k", "v", "mask", "key_lens", "dout"};
+static const char *const inputs[] = {"q", "k", "v", "mask", "key_lens", "dout", "alibi_slopes",
+                                     "sinks"};
 
 /* Writes the input part (and metadata) of golden file `g` to path; skip names
  * the given tensor. */
@@ -69,7 +70,10 @@ static void compare(const attn_st *got, const attn_st *want, const char *name, d
 
 static void golden_through_cli(const char *name, const char *opts, double atol, double rtol) {
   char gpath[256], in[128], out[128], args[512], err[4096];
-  snprintf(gpath, sizeof gpath, "tests/golden/sdpa_%s.safetensors", name);
+  /* cap_*: tools/golden_softcap.py (softcap and sinks; OUT also has dsinks) */
+  snprintf(gpath, sizeof gpath,
+           strncmp(name, "cap_", 4) ? "tests/golden/sdpa_%s.safetensors" : "tests/golden/%s.safetensors",
+           name);
   snprintf(in, sizeof in, "%s/in.safetensors", tmpdir);
   snprintf(out, sizeof out, "%s/out.safetensors", tmpdir);
   attn_st *g = NULL, *o = NULL;
@@ -84,7 +88,9 @@ static void golden_through_cli(const char *name, const char *opts, double atol, 
   CHECK_OK(attn_st_load(out, &o));
   if (o) {
     double e = 0;
-    CHECK(attn_st_count(o) == 5);
+    const int sinks = attn_st_get(g, "dsinks") != NULL;
+    CHECK(attn_st_count(o) == 5 + sinks);
+    if (sinks) compare(o, g, "dsinks", atol, rtol, &e);
     compare(o, g, "out", atol, rtol, &e);
     compare(o, g, "lse", atol, rtol, &e);
     compare(o, g, "dq", atol, rtol, &e);
@@ -105,6 +111,8 @@ static void golden_all(const char *opts) {
     golden_through_cli(cases[i], opts, 1e-5, 1e-4);
   golden_through_cli("large_logits", opts, 1e-4, 1e-4);
   golden_through_cli("large_offset", opts, 2e-3, 2e-3);
+  golden_through_cli("cap_sdpa_softcap_sinks_masks", opts, 2e-5, 1e-4);
+  golden_through_cli("cap_sdpa_gemma_tiles", opts, 2e-5, 1e-4);
 }
 
 static void test_cli_reproduces_golden_files_math(void) {
@@ -290,6 +298,13 @@ static void test_cli_rejects_bad_inputs(void) {
       {"key_lens negative", REPLACE_TENSOR, "key_lens", ATTN_I32, 1, {2}, -1, NULL, "key_lens"},
       {"key_lens shape", REPLACE_TENSOR, "key_lens", ATTN_I32, 1, {3}, 1, NULL, "key_lens"},
       {"key_lens F32", REPLACE_TENSOR, "key_lens", ATTN_F32, 1, {2}, 1, NULL, "key_lens"},
+      {"sinks [3] for 4 heads", ADD_TENSOR, "sinks", ATTN_F32, 1, {3}, 1, NULL, "'sinks'"},
+      {"sinks [4,1]", ADD_TENSOR, "sinks", ATTN_F32, 2, {4, 1}, 1, NULL, "'sinks'"},
+      {"sinks I32", ADD_TENSOR, "sinks", ATTN_I32, 1, {4}, 1, NULL, "'sinks'"},
+      {"softcap = 0", SET_META, "softcap", 0, 0, {0}, 0, "0", "softcap"},
+      {"softcap = -30", SET_META, "softcap", 0, 0, {0}, 0, "-30", "softcap"},
+      {"softcap = nan", SET_META, "softcap", 0, 0, {0}, 0, "nan", "softcap"},
+      {"softcap = inf", SET_META, "softcap", 0, 0, {0}, 0, "inf", "softcap"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_bad_case(&cases[i]);
 }

@@ -17,7 +17,8 @@
  *   bool_mask     -> bool_mask[b,h,i,j] != 0 (1 = may attend)
  * and its logit is scale * q·k + add_mask[b,h,i,j] (an add_mask of -inf also
  * disallows). Masks broadcast through their strides (0 on broadcast dims).
- * A query row with no allowed key gives out = 0, lse = -inf, zero gradient.
+ * A query row with no allowed key gives out = 0, lse = -inf (with sinks: the
+ * sink), zero gradient. Softcap and sinks: the block at the end of the struct.
  * NaN/inf in the data is not an error and never silently dropped, in every
  * backend (math, flash; bf16/fp16/int8 flash: their headers): a NaN logit at
  * an allowed key (NaN in q or k, an +inf logit (inf - inf), a NaN additive
@@ -91,6 +92,24 @@ typedef struct {
   /* Backward outputs for the learned tables (OVERWRITTEN; NULL = not wanted):
    * rel_bias_grad [Hq, rel_buckets], shaw_k_grad [2M-1, D], shaw_v_grad [2M-1, Dv]. */
   float *rel_bias_grad, *shaw_k_grad, *shaw_v_grad;
+
+  /* ---- logit softcap and attention sinks (docs/VARIANTS.md); 0 / NULL = off
+   * softcap > 0 (finite): the score s = scale * q·k becomes
+   * softcap * tanh(s / softcap) BEFORE the additive mask and ALiBi are added
+   * (FlashAttention's softcap, ggml's logit_softcap: the same place); a score
+   * of -inf stays -inf. Not combined with T5 rel_bias or Shaw (ATTN_EUNSUPPORTED).
+   * sinks [Hq]: a learned logit per query head that joins every row's softmax
+   * denominator with no value (gpt-oss, ggml's flash_attn_ext sinks):
+   *   out_i = sum_j e^(t_ij - m) v_j / (sum_j e^(t_ij - m) + e^(sink_h - m)),
+   * m the max over the row's logits and the sink; lse includes the sink. A row
+   * with no allowed key gives out = 0 and lse = sink_h. A NaN or +inf sink
+   * makes its head's rows NaN; -inf is no sink.
+   * sinks_grad [Hq] (OVERWRITTEN by the backward; NULL = not wanted):
+   *   d sink_h = - sum over b, rows i of head h of e^(sink_h - lse_i) D_i,
+   *   D_i = dout_i · out_i. */
+  float softcap;
+  const float *sinks;
+  float *sinks_grad;
 
   /* ---- user modifiers (attn/sdpa_mods.h; FlexAttention's score_mod /
    * mask_mod, with a backward); NULL = none ----------------------------- */

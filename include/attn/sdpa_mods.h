@@ -5,6 +5,7 @@
  * query row q_idx in [0, Lq), key kv_idx in [0, Lk)) the logit is
  *
  *   score = scale * q·k                       (the scaled score, as FlexAttention)
+ *   score = softcap * tanh(score / softcap)   (the built-in softcap, if set)
  *   score = score_mod(score, b, h, q_idx, kv_idx, user)          (if set)
  *   logit = score + add_mask + ALiBi + T5 bias + Shaw            (the built-ins)
  *

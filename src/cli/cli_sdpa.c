@@ -31,16 +31,20 @@ static const char usage_text[] =
     "metadata q_offset, alibi (true = standard slopes), rel_max_distance, rel_bidirectional,\n"
     "block_size, rope (interleaved|half: q and k rotated), rope_theta (default 10000).\n"
     "With dout OUT also gets drel_bias, dshaw_k, dshaw_v for the tables given.\n"
+    "Softcap and sinks: metadata softcap (> 0: logit = softcap*tanh(scale q.k/softcap), then\n"
+    "masks and ALiBi); tensor sinks F32 [Hq] (a per-head logit in every row's softmax\n"
+    "denominator); with dout OUT also gets dsinks [Hq].\n"
     "  --backend  math (reference), flash (fused) or auto (flash where it can; default)\n"
     "  --threads  number of threads (default: all cores)\n";
 
 static const char *const tensor_names[] = {
     "q",        "k",      "v",      "mask",      "key_lens", "dout", "alibi_slopes",
-    "rel_bias", "shaw_k", "shaw_v", "block_mask"};
+    "rel_bias", "shaw_k", "shaw_v", "block_mask", "sinks"};
 /* "format" is what safetensors tooling writes ("pt"); it is accepted and ignored */
 static const char *const meta_keys[] = {
     "causal", "is_causal", "window_left",      "window_right",      "scale",      "format", "q_offset",
-    "alibi",  "rel_max_distance", "rel_bidirectional", "block_size", "rope",   "rope_theta"};
+    "alibi",  "rel_max_distance", "rel_bidirectional", "block_size", "rope",   "rope_theta",
+    "softcap"};
 
 static int in_list(const char *s, const char *const *list, size_t n) {
   for (size_t i = 0; i < n; i++)
@@ -175,6 +179,7 @@ typedef struct {
   attn_st *in, *res;
   float *alibi, *qr, *kr;    /* standard slopes; RoPE-rotated q and k */
   float *drel, *dshk, *dshv; /* table gradients */
+  float *dsinks;             /* [Hq] */
   int rope;                  /* q and k rotated */
   attn_rope_layout rope_layout;
   float rope_theta;
@@ -183,6 +188,7 @@ typedef struct {
 static void job_free(sdpa_job *j) {
   free(j->out), free(j->lse), free(j->dq), free(j->dk), free(j->dv), free(j->key_lens);
   free(j->alibi), free(j->qr), free(j->kr), free(j->drel), free(j->dshk), free(j->dshv);
+  free(j->dsinks);
   attn_st_free(j->in);
   attn_st_free(j->res);
 }
@@ -197,6 +203,24 @@ static attn_status meta_i64(const attn_st *in, const char *path, const char *key
   return ATTN_OK;
 }
 
+/* Metadata softcap and tensor sinks [Hq] into d. */
+static attn_status read_capsink(const attn_st *in, const char *path, attn_sdpa_desc *d) {
+  const char *s = attn_st_meta(in, "softcap");
+  if (s) {
+    char *end;
+    double x = strtod(s, &end);
+    if (end == s || *end || !(x > 0.0) || !isfinite((float)x))
+      return attn_set_error(ATTN_EINVAL,
+                            "%s: metadata softcap = '%.100s', expected a finite number > 0", path, s);
+    d->softcap = (float)x;
+  }
+  const attn_tensor *t;
+  const int64_t sh[1] = {d->Hq};
+  attn_status st = attn_st_expect(in, "sinks", ATTN_F32, 1, sh, 0, &t);
+  if (!st && t) d->sinks = t->data;
+  return st;
+}
+
 /* The variant tensors and metadata of docs/VARIANTS.md into d (and j). */
 static attn_status read_variants(const attn_st *in, const char *path, sdpa_job *j,
                                  attn_sdpa_desc *d) {
@@ -209,6 +233,7 @@ static attn_status read_variants(const attn_st *in, const char *path, sdpa_job *
       (st = meta_i64(in, path, "block_size", 1, &d->block_size)))
     return st;
   d->rel_bidirectional = bidir;
+  if ((st = read_capsink(in, path, d))) return st;
   const attn_tensor *t;
   const int64_t sl[1] = {d->Hq};
   if ((st = attn_st_expect(in, "alibi_slopes", ATTN_F32, 1, sl, 0, &t))) return st;
@@ -383,8 +408,10 @@ static attn_status run_sdpa(sdpa_job *j, const char *in_path, attn_backend backe
     const int64_t R = 2 * d.shaw_max - 1;
     if ((d.rel_bias && !(j->drel = alloc4(Hq, d.rel_buckets, 1, 1, "drel_bias"))) ||
         (d.shaw_k && !(j->dshk = alloc4(R, D, 1, 1, "dshaw_k"))) ||
-        (d.shaw_v && !(j->dshv = alloc4(R, Dv, 1, 1, "dshaw_v"))))
+        (d.shaw_v && !(j->dshv = alloc4(R, Dv, 1, 1, "dshaw_v"))) ||
+        (d.sinks && !(j->dsinks = alloc4(Hq, 1, 1, 1, "dsinks"))))
       return ATTN_ENOMEM;
+    d.sinks_grad = j->dsinks;
     d.rel_bias_grad = j->drel;
     d.shaw_k_grad = j->dshk;
     d.shaw_v_grad = j->dshv;
@@ -404,7 +431,8 @@ static attn_status run_sdpa(sdpa_job *j, const char *in_path, attn_backend backe
     const int64_t rshape[2] = {Hq, d.rel_buckets}, kshape2[2] = {R, D}, vshape2[2] = {R, Dv};
     if ((j->drel && (st = attn_st_add_f32(j->res, "drel_bias", 2, rshape, j->drel))) ||
         (j->dshk && (st = attn_st_add_f32(j->res, "dshaw_k", 2, kshape2, j->dshk))) ||
-        (j->dshv && (st = attn_st_add_f32(j->res, "dshaw_v", 2, vshape2, j->dshv))))
+        (j->dshv && (st = attn_st_add_f32(j->res, "dshaw_v", 2, vshape2, j->dshv))) ||
+        (j->dsinks && (st = attn_st_add_f32(j->res, "dsinks", 1, &Hq, j->dsinks))))
       return st;
   }
   return ATTN_OK;

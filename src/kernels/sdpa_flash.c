@@ -45,6 +45,7 @@
 #include "attn/kernels.h"
 #include "kernels/kern.h"
 #include "kernels/sdpa_flash.h"
+#include "kernels/sdpa_softcap_sinks.h"
 #include "kernels/sdpa_usermod.h"
 #include "kernels/util.h"
 
@@ -180,7 +181,7 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
   attn_flash_key_range(d, b, i0, &lo0, &hi0);
   attn_flash_key_range(d, b, i0 + nq - 1, &lo1, &hi1);
   int64_t kb0 = lo0 / BC, kb1 = hi1 > lo0 ? attn_ceil_div(hi1, BC) : kb0;
-  const int masks = d->bool_mask || d->add_mask || pos->bias || d->shaw_k;
+  const int masks = d->bool_mask || d->add_mask || pos->bias || d->shaw_k || d->softcap != 0.0f;
   /* whole-tile kernel: no masks nor position terms (Shaw's values need alpha) */
   const int fused = ops->tile_forward && !masks && !d->shaw_v;
   for (int64_t kb = kb0; kb < kb1; kb++) {
@@ -226,6 +227,7 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
       int w = pos->nr ? attn_flash_shaw_band(d, pi, R, j0, nk, &t0) : 0;
       if (masks || blk == 2 || um == 2) { /* logits, mods, masks, positions, softmax */
         ops->logits(R, s, rs->scale, lo, hi);
+        if (d->softcap != 0.0f) attn_softcap_tile(d->softcap, R, nk, s, BC, NULL, 0);
         if (um == 2) attn_usermod_tile(d, b, h, i, R, j0, nk, s, BC, NULL, 0);
         attn_flash_elem_masks(d, b, h, i, R, j0, nk, s);
         if (blk == 2) attn_flash_block_mask(d, pi, R, j0, nk, s);
@@ -260,8 +262,8 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
   float *lh = lse + (b * d->Hq + h) * d->Lq;
   for (int r = 0; r < nq; r++) {
     float *orow = oh + (i0 + r) * rs->o[2];
-    if (l[r] != 0.0f) { /* l NaN (a NaN logit): out and lse NaN */
-      float inv = 1.0f / l[r];
+    float inv; /* l NaN (a NaN logit): out and lse NaN; the sink joins here */
+    if (attn_sdpa_row_finish(d, h, m[r], l[r], &inv, lh + i0 + r)) {
       if (d->shaw_v) { /* the clipped distances' share of shaw_v */
         const float *v0 = d->shaw_v, *vt = d->shaw_v + (pos->nr - 1) * Dv;
         for (int64_t c = 0; c < Dv; c++)
@@ -269,10 +271,8 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
       }
       for (int64_t c = 0; c < Dv; c++)
         orow[c] = o[r * Dv + c] * inv;
-      lh[i0 + r] = m[r] + logf(l[r]);
     } else {
       memset(orow, 0, (size_t)Dv * sizeof(float));
-      lh[i0 + r] = -INFINITY;
     }
   }
 }

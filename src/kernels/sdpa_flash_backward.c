@@ -28,6 +28,7 @@
 #include "attn/kernels.h"
 #include "kernels/sdpa_flash.h"
 #include "kernels/sdpa_positions.h"
+#include "kernels/sdpa_softcap_sinks.h"
 #include "kernels/sdpa_usermod.h"
 #include "kernels/util.h"
 
@@ -82,8 +83,8 @@ static float *dq_rows(const bwd_ctx *x, int64_t c, int64_t b, int64_t h, int64_t
 
 /* ws: kt [D, BC], vt [Dv, BC], dkb [BC, D], dvb [BC, Dv], p, ds [BQB, BC], s, dp [MR, BC],
  * xq, xv [MR, QW] (Shaw bands: q·shaw_kᵀ then ds summed; dout·shaw_vᵀ then p summed),
- * raw [MR, BC] (the scores before a user score_mod);
- * fp16 inputs: kc [BC, D], vc [BC, Dv], qc [BQB, D] (the blocks as f32).
+ * gc [MR, BC] (softcap's 1 - tanh^2 of the tile), raw [MR, BC] (the scores before a
+ * user score_mod); fp16 inputs: kc [BC, D], vc [BC, Dv], qc [BQB, D] (the blocks as f32).
  * tp: this item's table gradient partials (x->tper floats). */
 static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, float *ws,
                           float *tp) {
@@ -94,7 +95,8 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, flo
   float *kt = ws, *vt = kt + D * BC, *dkb = vt + Dv * BC, *dvb = dkb + BC * D;
   float *p = dvb + BC * Dv, *ds = p + BQB * BC, *s = ds + BQB * BC, *dp = s + MR * BC;
   float *xq = dp + MR * BC, *xv = xq + MR * QW;
-  float *raw = xv + MR * QW, *kc = raw + MR * BC, *vc = kc + BC * D, *qc = vc + BC * Dv;
+  float *gc = d->softcap != 0.0f ? xv + MR * QW : NULL, *raw = xv + MR * QW + MR * BC;
+  float *kc = raw + MR * BC, *vc = kc + BC * D, *qc = vc + BC * Dv;
   const attn_flash_in *in = x->in;
   const attn_flash_pos *pos = x->pos;
   float *grel = x->nt5 ? tp : NULL, *gsk = x->nsk ? tp + x->nt5 : NULL;
@@ -110,7 +112,7 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, flo
       memset(dqh + i * ld, 0, (size_t)D * sizeof(float));
   }
   const int64_t koff = b * rs->k[0] + g * rs->k[1], voff = b * rs->v[0] + g * rs->v[1];
-  const int masks = d->bool_mask || d->add_mask || pos->bias || d->shaw_k;
+  const int masks = d->bool_mask || d->add_mask || pos->bias || d->shaw_k || gc;
   for (int64_t kb = c; kb < nkb; kb += x->C) {
     int64_t j0 = kb * BC;
     int nk = (int)(d->Lk - j0 < BC ? d->Lk - j0 : BC);
@@ -167,6 +169,7 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, flo
           const float dsc = grel || umg ? 1.0f : rs->scale;
           if (masks || blk == 2 || um == 2) { /* logits, mods, masks, positions, then p, ds */
             ops->logits(R, s, rs->scale, lo, hi);
+            if (gc) attn_softcap_tile(d->softcap, R, nk, s, BC, gc, BC);
             if (um == 2) attn_usermod_tile(d, b, h, i, R, j0, nk, s, BC, umg ? raw : NULL, BC);
             attn_flash_elem_masks(d, b, h, i, R, j0, nk, s);
             if (blk == 2) attn_flash_block_mask(d, pi, R, j0, nk, s);
@@ -185,6 +188,7 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, flo
           if (grel || umg)
             for (int e = 0; e < R * BC; e++)
               dsr[e] *= rs->scale;
+          if (gc) attn_softcap_grad_tile(R, nk, dsr, BC, gc, BC);
           for (int64_t c0 = 0; c0 < D; c0 += NC) {
             int n = (int)(D - c0 < NC ? D - c0 : NC);
             ops->gemm(R, n, nk, dsr, BC, 1, kr + c0, ldk, dqh + i * lddq + c0, lddq, NULL, 1);
@@ -296,6 +300,7 @@ attn_status attn_sdpa_backward_flash_in(const attn_flash_ops *ops, const attn_sd
   const int64_t B = d->B, Hq = d->Hq, Hkv = d->Hkv, Lq = d->Lq, D = d->D, Dv = d->Dv;
   const int64_t nkb = (d->Lk + BC - 1) / BC;
   table_grads_zero(d);
+  attn_sinks_backward(d, &rs, out, lse, dout); /* O(rows Dv), outside the tiles */
   if (nkb == 0) { /* no keys: every row is fully masked */
     for (int64_t bh = 0; bh < B * Hq; bh++)
       for (int64_t i = 0; i < Lq; i++)
@@ -312,7 +317,7 @@ attn_status attn_sdpa_backward_flash_in(const attn_flash_ops *ops, const attn_sd
   int nt = attn_kernel_threads(2.5 * B * Hq * Lq * d->Lk * (D + Dv), items);
   float *di = attn_flash_alloc(B * Hq * Lq, 1, "backward rowsum");
   float *part = C > 1 ? attn_flash_alloc((C - 1) * B * Hq * Lq * D, 1, "partial dq") : NULL;
-  int64_t per = 2 * (D + Dv) * BC + 2 * BQB * BC + 3 * MR * BC + 2 * MR * QW;
+  int64_t per = 2 * (D + Dv) * BC + 2 * BQB * BC + 4 * MR * BC + 2 * MR * QW;
   if (f16) per += (D + Dv) * BC + BQB * D; /* kc, vc, qc */
   float *ws = attn_flash_alloc(per, nt, "backward");
   attn_flash_pos pos;

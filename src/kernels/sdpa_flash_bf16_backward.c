@@ -28,6 +28,7 @@
 #include "attn/kernels.h"
 #include "kernels/kern.h"
 #include "kernels/sdpa_flash_bf16.h"
+#include "kernels/sdpa_softcap_sinks.h"
 #include "kernels/sdpa_usermod.h"
 #include "kernels/util.h"
 
@@ -178,11 +179,13 @@ attn_status attn_sdpa_backward_bf16_path(attn_lowp_path path, const attn_sdpa_de
   attn_status st = attn_sdpa_bf16_check(d, q, k, v, &rs, &route, path);
   if (st) return st;
   if ((st = attn_sdpa_check_backward_ptrs(d, "sdpa bf16 backward", out, lse, dout, dq, dk, dv))) return st;
-  if (route.f32) {
+  if (route.f32 || d->softcap != 0.0f) { /* softcap: ds needs its factor before the bf16 rounding */
     attn_flash_in in;
     attn_sdpa_bf16_f32_in(q, k, v, &in);
-    return attn_sdpa_backward_flash_in(route.f32, d, &in, out, lse, dout, dq, dk, dv);
+    return attn_sdpa_backward_flash_in(route.f32 ? route.f32 : attn_kern_get()->flash, d, &in, out,
+                                       lse, dout, dq, dk, dv);
   }
+  attn_sinks_backward(d, &rs, out, lse, dout); /* the tiles need only lse (it holds the sink) */
   const attn_flash_bf16_ops *ops = route.tiles;
   const int64_t B = d->B, Hq = d->Hq, Hkv = d->Hkv, Lq = d->Lq, D = d->D, Dv = d->Dv;
   const int64_t nkb = attn_ceil_div(d->Lk, BC);

@@ -24,6 +24,7 @@
 #include "kernels/gemm_lowp_internal.h"
 #include "kernels/sdpa_flash_bf16.h"
 #include "kernels/sdpa_flash_i8.h"
+#include "kernels/sdpa_softcap_sinks.h"
 #include "kernels/kern.h"
 #include "kernels/util.h"
 
@@ -139,8 +140,8 @@ static void key_mean(const i8_ctx *x, const float *k, int64_t b, int64_t g) {
   const float *kh = k + b * x->rs->k[0] + g * x->rs->k[1];
   x->kr.colsum(kh, x->rs->k[2], d->Lk, d->D, acc);
   float *m = x->mean + (b * d->Hkv + g) * d->D;
-  for (int64_t e = 0; e < d->D; e++)
-    m[e] = d->Lk > 0 ? (float)(acc[e] / (double)d->Lk) : 0.0f;
+  for (int64_t e = 0; e < d->D; e++) /* softcap needs the true logits: no centring */
+    m[e] = d->Lk > 0 && d->softcap == 0.0f ? (float)(acc[e] / (double)d->Lk) : 0.0f;
 }
 
 /* Key block t of (b, g): k - mean quantized per row, v rounded to bf16 and
@@ -257,7 +258,7 @@ static void forward_item(const i8_ctx *x, int64_t b, int64_t h, int64_t i0, int 
   const attn_bf16_scores_stage stage = {i8_scores_issue, i8_scores_logits, &sc, x->shift + row0};
   attn_bf16_item_steps(x->kr.ops, d, b, h, i0, nq, 1.0f, &stage,
                        x->vt + bkv * x->nkb * dvt * 16 * BC, dvt, ot, m, l, p);
-  attn_bf16_item_store(ot, dvt, m, l, x->shift + row0, nq, d->Dv,
+  attn_bf16_item_store(d, h, ot, dvt, m, l, x->shift + row0, nq, d->Dv,
                        x->out + b * rs->o[0] + h * rs->o[1] + i0 * rs->o[2], rs->o[2],
                        x->lse + row0);
 }

@@ -11,6 +11,9 @@ attn_status attn_sdpa_probs_f32(const attn_sdpa_desc *d, const float *q, const f
   attn_sdpa_resolved r;
   attn_status st = attn_sdpa_validate(d, q, k, k, &r); /* v is not read here */
   if (st) return st;
+  if (d->softcap != 0.0f)
+    return attn_set_error(ATTN_EUNSUPPORTED, "sdpa probs: softcap is not supported here; use the "
+                                             "math backend's probs output");
   if (attn_sdpa_has_positions(d))
     return attn_set_error(ATTN_EUNSUPPORTED,
                           "sdpa probs: position schemes and block-sparse layouts are not "

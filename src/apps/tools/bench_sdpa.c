@@ -45,18 +45,22 @@ typedef struct {
   attn_backend backend;
   /* variants: ALiBi, T5 relative bias, Shaw (max distance), block-sparse (block size) */
   int alibi, rel_bias, shaw, block;
+  float softcap; /* logit softcap (0 off) */
+  int sinks;     /* per-head attention sinks */
   sdpa_dtype dtype;
   int mod; /* --mod (attn_bench_mod_kind) */
 } sdpa_opts;
 
-static int has_variants(const sdpa_opts *o) { return o->alibi || o->rel_bias || o->shaw || o->block; }
+static int has_variants(const sdpa_opts *o) {
+  return o->alibi || o->rel_bias || o->shaw || o->block || o->softcap > 0 || o->sinks;
+}
 
 static void sdpa_usage(FILE *out) {
   fprintf(out, "usage: attn bench sdpa [--n N...] [--batch B] [--heads H] [--dim D] [--causal]\n"
                "                       [--window W] [--backward] [--backend math|flash|auto]\n"
                "                       [--no-math] [--threads T] [--json FILE] [--plot FILE.png]\n"
                "                       [--alibi] [--rel-bias] [--shaw [M]] [--block-sparse [BS]]\n"
-               "                       [--dtype f32|bf16|fp16|int8]\n"
+               "                       [--softcap C] [--sinks] [--dtype f32|bf16|fp16|int8]\n"
                "                       [--mod causal|causal-noblock|window|alibi|softcap]\n"
                "  --n N...       sequence lengths Lq = Lk (default 512 1024 2048 4096)\n"
                "  --batch B      batch (default 1); --heads H (default 8); --dim D (default 64)\n"
@@ -70,6 +74,8 @@ static void sdpa_usage(FILE *out) {
                "  --shaw [M]     Shaw relative keys and values, max distance M (default 16)\n"
                "  --block-sparse [BS]  BigBird-like layout of BS-key blocks (default 64):\n"
                "                 local (1 block each side) + 1 global + 1 random block per row\n"
+               "  --softcap C    logit softcap C * tanh(s / C) (Gemma 2: 50); --sinks: one sink\n"
+               "                 logit per head (gpt-oss; backward: with its gradient)\n"
                "  with any variant, plain flash is also timed on the same shape and\n"
                "  vs_plain = CPU time of the case / CPU time of plain flash (backward: with\n"
                "  the table gradients)\n"
@@ -84,12 +90,12 @@ static void sdpa_usage(FILE *out) {
                "  --dtype int8   f32 q, k, v through attn_sdpa_forward_i8 (int8 q·kᵀ, bf16 P·V;\n"
                "                 forward only); f32_ms, vs_f32 as for bf16; %%bf16 as for bf16\n"
                "                 (the P·V half's rate; the int8 half's peak is 2x)\n"
-               "  --mod NAME     the case's --causal, --window or --alibi written as a user\n"
-               "                 callback (attn/sdpa_mods.h) instead: causal, window: mask_mod\n"
-               "                 with a 64x64 block mask (causal-noblock: without); alibi:\n"
-               "                 score_mod; softcap: score_mod 30 tanh(s/30) added. The\n"
-               "                 built-in equivalent (softcap: none) is timed next to it:\n"
-               "                 builtin_cpu_ms, vs_builtin = CPU time of the case / of it\n"
+               "  --mod NAME     the case's --causal, --window, --alibi or --softcap written\n"
+               "                 as a user callback (attn/sdpa_mods.h) instead: causal,\n"
+               "                 window: mask_mod with a 64x64 block mask (causal-noblock:\n"
+               "                 without); alibi, softcap: score_mod. The built-in is timed\n"
+               "                 next to it: builtin_cpu_ms, vs_builtin = CPU time of the\n"
+               "                 case / of the built-in\n"
                "  --json FILE    also write the results as JSON\n"
                "  --plot FILE    draw time and peak memory against N, both backends (PNG)\n"
                "GFLOP/s counts 4·B·H·D per allowed (query, key) pair forward, 2.5x backward.\n"
@@ -150,12 +156,13 @@ static double allowed_pairs(const attn_sdpa_desc *d) {
 
 /* The variant inputs of a case (tables, layout, table gradients). */
 typedef struct {
-  float *slopes, *rb, *sk, *sv, *grb, *gsk, *gsv;
+  float *slopes, *rb, *sk, *sv, *grb, *gsk, *gsv, *sinks, *gsinks;
   uint8_t *layout;
 } sdpa_variant_bufs;
 
 static void free_variants(sdpa_variant_bufs *b) {
   free(b->slopes), free(b->rb), free(b->sk), free(b->sv), free(b->grb), free(b->gsk), free(b->gsv);
+  free(b->sinks), free(b->gsinks);
   free(b->layout);
 }
 
@@ -194,6 +201,14 @@ static int set_variants(const sdpa_opts *o, attn_sdpa_desc *d, sdpa_variant_bufs
     if (b->layout && attn_block_sparse_bigbird(b->layout, nb, nb, 1, 1, 1, 1, o->causal)) bad = 1;
     d->block_mask = b->layout;
     d->block_size = o->block;
+  }
+  d->softcap = o->softcap;
+  if (o->sinks) {
+    bad |= !(b->sinks = malloc((size_t)o->H * sizeof(float)));
+    bad |= !(b->gsinks = malloc((size_t)o->H * sizeof(float)));
+    if (b->sinks) fill(b->sinks, (size_t)o->H, 24);
+    d->sinks = b->sinks;
+    if (o->backward) d->sinks_grad = b->gsinks;
   }
   if (bad) fprintf(stderr, "attn bench sdpa: variant tables: %s\n", attn_last_error());
   return bad;
@@ -375,10 +390,12 @@ static int write_json(const char *file, const sdpa_opts *o, const sdpa_result *r
           "{\"bench\": \"sdpa\", \"backend\": \"%s\", \"pass\": \"%s\", \"threads\": %d, "
           "\"batch\": %d, \"heads\": %d, \"dim\": %d, \"causal\": %d, \"window\": %lld, "
           "\"alibi\": %d, \"rel_bias\": %d, \"shaw\": %d, \"block_sparse\": %d, "
+          "\"softcap\": %g, \"sinks\": %d, "
           "\"peak_gflops\": %.2f, \"peak_1thread_gflops\": %.2f, \"peak_isa\": \"%s\", "
           "\"results\": [\n",
           attn_backend_name(o->backend), o->backward ? "backward" : "forward", o->threads, o->B,
-          o->H, o->D, o->causal, o->window, o->alibi, o->rel_bias, o->shaw, o->block, peak, peak1,
+          o->H, o->D, o->causal, o->window, o->alibi, o->rel_bias, o->shaw, o->block,
+          (double)o->softcap, o->sinks, peak, peak1,
           attn_bench_peak_isa());
   for (int i = 0; i < n; i++) {
     double gf = r[i].flops / r[i].med[0] * 1e-9;
@@ -407,7 +424,7 @@ static int write_json(const char *file, const sdpa_opts *o, const sdpa_result *r
 
 int attn_bench_sdpa_main(int argc, char **argv) {
   sdpa_opts o = {1, 8, 64, 0, 0, attn_get_num_threads(), 0, -1, ATTN_BACKEND_FLASH,
-                 0, 0, 0, 0, DT_F32, BENCH_MOD_NONE};
+                 0, 0, 0, 0, 0.0f, 0, DT_F32, BENCH_MOD_NONE};
   long long ns[MAX_N];
   int nn = 0;
   const char *json = NULL, *plot = NULL;
@@ -439,6 +456,13 @@ int attn_bench_sdpa_main(int argc, char **argv) {
       o.backward = 1;
     } else if (!strcmp(a, "--alibi")) {
       o.alibi = 1;
+    } else if (!strcmp(a, "--softcap") && i + 1 < argc) {
+      char *end;
+      double c = strtod(argv[++i], &end);
+      if (*end || !(c > 0) || !isfinite((float)c)) goto bad;
+      o.softcap = (float)c;
+    } else if (!strcmp(a, "--sinks")) {
+      o.sinks = 1;
     } else if (!strcmp(a, "--rel-bias")) {
       o.rel_bias = 1;
     } else if (!strcmp(a, "--shaw") || !strcmp(a, "--block-sparse")) {
@@ -492,6 +516,8 @@ int attn_bench_sdpa_main(int argc, char **argv) {
   if (o.rel_bias) printf(" rel-bias");
   if (o.shaw) printf(" shaw %d", o.shaw);
   if (o.block) printf(" block-sparse %d", o.block);
+  if (o.softcap > 0) printf(" softcap %g", (double)o.softcap);
+  if (o.sinks) printf(" sinks");
   if (o.mod) printf(" mod %s (user callback)", attn_bench_mod_name(o.mod));
   printf(", %d thread%s; fp32 FMA peak (%s) measured now: %.1f GFLOP/s (1 thread %.1f)\n",
          o.threads, o.threads > 1 ? "s" : "", attn_bench_peak_isa(), peak, peak1);

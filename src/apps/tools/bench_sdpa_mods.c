@@ -41,13 +41,14 @@ static float one(float s, int64_t b, int64_t h, int64_t q, int64_t kv, void *u) 
 }
 
 static float softcap(float s, int64_t b, int64_t h, int64_t q, int64_t kv, void *u) {
-  (void)b, (void)h, (void)q, (void)kv, (void)u;
-  return 30.0f * tanhf(s * (1.0f / 30.0f));
+  (void)b, (void)h, (void)q, (void)kv;
+  const float cap = ((const attn_bench_mod *)u)->cap;
+  return cap * tanhf(s / cap);
 }
 
 static float softcap_grad(float s, int64_t b, int64_t h, int64_t q, int64_t kv, void *u) {
-  (void)b, (void)h, (void)q, (void)kv, (void)u;
-  const float t = tanhf(s * (1.0f / 30.0f));
+  (void)b, (void)h, (void)q, (void)kv;
+  const float t = tanhf(s / ((const attn_bench_mod *)u)->cap);
   return 1.0f - t * t;
 }
 
@@ -75,7 +76,12 @@ int attn_bench_mod_setup(int kind, attn_sdpa_desc *d, attn_sdpa_desc *builtin, a
     d->alibi_slopes = NULL;
     m->mods.score_mod = alibi_score, m->mods.score_mod_grad = one;
     break;
-  case BENCH_MOD_SOFTCAP: m->mods.score_mod = softcap, m->mods.score_mod_grad = softcap_grad; break;
+  case BENCH_MOD_SOFTCAP:
+    if (!(d->softcap > 0)) need = "--softcap C";
+    m->cap = d->softcap;
+    d->softcap = 0.0f;
+    m->mods.score_mod = softcap, m->mods.score_mod_grad = softcap_grad;
+    break;
   default: return 0;
   }
   if (need) {

@@ -1,6 +1,5 @@
-/* `attn bench sdpa --mod NAME`: a case's built-in causal mask, window or
- * ALiBi written as a user callback (attn/sdpa_mods.h) instead, or softcap
- * added as one, so that the callback is timed against its built-in
+/* `attn bench sdpa --mod NAME`: a case's built-in causal mask, window, ALiBi
+ * or softcap written as a user callback (attn/sdpa_mods.h) instead, so that the callback is timed against its built-in
  * equivalent (issue 17's target: within 2x). */
 #ifndef ATTN_APPS_TOOLS_BENCH_SDPA_MODS_H
 #define ATTN_APPS_TOOLS_BENCH_SDPA_MODS_H
@@ -13,7 +12,7 @@ typedef enum {
   BENCH_MOD_CAUSAL_NOBLOCK, /* the same mask_mod, no block mask */
   BENCH_MOD_WINDOW,         /* mask_mod of the case's window, with a block mask */
   BENCH_MOD_ALIBI,          /* score_mod s - slope[h] |q - kv| */
-  BENCH_MOD_SOFTCAP         /* score_mod 30 tanh(s / 30) (built-in: none) */
+  BENCH_MOD_SOFTCAP         /* score_mod cap tanh(s / cap) (the case's --softcap) */
 } attn_bench_mod_kind;
 
 /* "causal" ... "softcap" -> kind; -1 if unknown. */
@@ -25,10 +24,11 @@ typedef struct {
   attn_block_mask bm;
   int64_t wl, wr;
   const float *slopes;
+  float cap;
 } attn_bench_mod;
 
 /* From the case's descriptor d (with its --causal / --window / --alibi):
- * *builtin := d, then d loses the built-in that kind replaces and gets the
+ * *builtin := d (with --softcap etc.), then d loses the built-in that kind replaces and gets the
  * callbacks (m holds them; m->slopes and the block mask live as long as d).
  * Returns 0, or 1 with a message printed (the case lacks the built-in, or
  * no memory). */

@@ -28,6 +28,7 @@ static const provider_fn providers[] = {
     attn_gradcheck_sdpa_cases,
     attn_gradcheck_nn_cases,
     attn_gradcheck_var_cases,
+    attn_gradcheck_capsink_cases,
 };
 #define NPROVIDERS ((int)(sizeof providers / sizeof providers[0]))
 

@@ -125,5 +125,6 @@ int attn_gradcheck_kernel_cases(const attn_gradcheck_case **out); /* gradcheck_k
 int attn_gradcheck_sdpa_cases(const attn_gradcheck_case **out);   /* gradcheck_sdpa.c */
 int attn_gradcheck_nn_cases(const attn_gradcheck_case **out);     /* gradcheck_nn.c (nn) */
 int attn_gradcheck_var_cases(const attn_gradcheck_case **out);    /* gradcheck_var.c */
+int attn_gradcheck_capsink_cases(const attn_gradcheck_case **out); /* gradcheck_capsink.c */
 
 #endif
