@@ -7,6 +7,7 @@
 #   make fuzz       libFuzzer targets (clang) in build-fuzz/; make fuzz-run runs each
 #                   for FUZZ_SECONDS (docs/FUZZING.md)
 #   make demo       the main job (see README)
+#   make demo-g2p   grapheme-to-phoneme on CMUdict, end to end (docs/G2P.md)
 #   make DEV=1      warnings are errors (-Werror), as in CI (.ci/run)
 #   make install PREFIX=/usr/local DESTDIR=...   (mk/install.mk; make uninstall)
 
@@ -174,6 +175,11 @@ test: $(BUILD)/attn
 
 demo: $(BUILD)/attn
 	@sh tools/demo.sh $(BUILD)/attn
+
+# grapheme-to-phoneme on CMUdict: fetch, split, train a small model, eval, predict (docs/G2P.md)
+.PHONY: demo-g2p
+demo-g2p: $(BUILD)/attn
+	@sh tools/demo_g2p.sh $(BUILD)/attn
 
 # training tokens/s of attn and PyTorch (f32, bf16 autocast) on the same model and batch, and the ratio
 .PHONY: bench-train

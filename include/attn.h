@@ -16,6 +16,7 @@
 #include "attn/nn.h"
 #include "attn/nn_variants.h"
 #include "attn/nn_hf.h"
+#include "attn/nn_encoder_ext.h"
 #include "attn/train.h"
 #include "attn/lowp.h"
 #include "attn/amp.h"

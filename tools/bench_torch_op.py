@@ -1,23 +1,27 @@
 #!/usr/bin/python3
 """Time of one TransformerEncoderLayer training step (forward, backward, SGD
-step) with PyTorch's attention versus with attn's fused op
-(attn.torch.scaled_dot_product_attention), same weights, same input:
+step) four ways, same weights, same input, in one run:
 
   A  torch.nn.TransformerEncoderLayer: nn.MultiheadAttention, whose CPU
      training path in torch 1.13 is the math formula (bmm, softmax, bmm)
-  B  attn.torch.TransformerEncoderLayer with the math formula as its attention
-  C  attn.torch.TransformerEncoderLayer with attn's op (the default)
+  B  attn.torch.SDPAEncoderLayer (torch's Linear/LayerNorm) with the math
+     formula as its attention
+  C  the same layer with attn's fused op (attn.torch.scaled_dot_product_attention)
+  D  attn.torch.TransformerEncoderLayer: the whole layer, forward and
+     backward, in libattn (one autograd.Function)
 
-B isolates the attention: B and C differ only there. Prints the CPU, the
-thread counts, the median step time of each and the ratios A/C and B/C,
-and checks that the three give the same loss. Run it on a quiet machine:
+B isolates the attention (B and C differ only there); D is what a user gets
+from attn.torch.from_torch(layer). For each N and mask, prints the CPU, the
+thread counts, the median step time of each, the ratios A/D, C/D, A/C, B/C,
+and checks that the four give the same loss. Run it on a quiet machine:
 
-  /usr/bin/python3 tools/bench_torch_op.py                 # d 512, 8 heads, N 1024, batch 1
-  /usr/bin/python3 tools/bench_torch_op.py --causal --batch 4 --dtype bf16
+  /usr/bin/python3 tools/bench_torch_op.py            # d 512, 8 heads, N 1024 and 2048, causal no and yes
+  /usr/bin/python3 tools/bench_torch_op.py --n 1024 --causal --batch 4 --dtype bf16
   /usr/bin/python3 tools/bench_torch_op.py --n 64 --d-model 64 --heads 4 --steps 2   # smoke test
 
 The package is found in python/ next to this script (ATTN_LIB overrides the library)."""
 import argparse
+import copy
 import math
 import os
 import platform
@@ -73,59 +77,92 @@ def time_steps(layer, x, w, kw, steps, warmup, dtype):
     return statistics.median(times), loss.item()
 
 
+def layers(a, threads):
+    torch.manual_seed(0)
+    A = torch.nn.TransformerEncoderLayer(a.d_model, a.heads, a.ff, dropout=0.0, batch_first=True)
+    B = at.SDPAEncoderLayer(a.d_model, a.heads, a.ff, attention=math_attention)
+    C = at.SDPAEncoderLayer(a.d_model, a.heads, a.ff)
+    B.load_state_dict(A.state_dict())
+    C.load_state_dict(A.state_dict())
+    D = at.from_torch(A, precision=a.dtype)
+    return A, B, C, D
+
+
+def run_one(a, n, causal, net):
+    A, B, C, D = (copy.deepcopy(m) for m in net)  # every config starts from the same weights
+    x = torch.randn(a.batch, n, a.d_model, generator=torch.Generator().manual_seed(n))
+    w = torch.randn(a.batch, n, a.d_model, generator=torch.Generator().manual_seed(n + 1))
+    # torch 1.13's layer has no is_causal: the same mask as a bool mask (True = not allowed)
+    kw_a = {"src_mask": torch.ones(n, n, dtype=torch.bool).triu(1)} if causal else {}
+    kw = {"is_causal": True} if causal else {}
+    steps = a.steps if n <= 1024 else max(1, a.steps // 2)
+    print("TransformerEncoderLayer(%d, %d, dim_feedforward=%d) training step: batch %d, N %d, %s%s; "
+          "median of %d steps after %d warm-up"
+          % (a.d_model, a.heads, a.ff, a.batch, n, a.dtype, ", causal" if causal else "",
+             steps, a.warmup))
+    t, loss = {}, {}
+    for name, layer, k in (("A", A, kw_a), ("B", B, kw), ("C", C, kw), ("D", D, kw)):
+        t[name], loss[name] = time_steps(layer, x, w, k, steps, a.warmup,
+                                         "f32" if name == "D" else a.dtype)
+    for k, what in (("A", "torch nn.TransformerEncoderLayer (math attention)"),
+                    ("B", "SDPAEncoderLayer, math formula as its attention"),
+                    ("C", "SDPAEncoderLayer, attn's op"),
+                    ("D", "attn's whole layer (attn.torch.TransformerEncoderLayer)")):
+        print("  %s %-56s %9.2f ms" % (k, what, t[k] * 1e3))
+    print("speedup of attn's layer: %.2fx over torch's layer (A/D), %.2fx over torch's layer "
+          "with attn's op (C/D)" % (t["A"] / t["D"], t["C"] / t["D"]))
+    print("speedup of attn's op: %.2fx over torch's layer (A/C), %.2fx with the rest equal (B/C)"
+          % (t["A"] / t["C"], t["B"] / t["C"]))
+    worst = max(abs(loss[k] - loss["A"]) for k in "BCD") / max(abs(loss["A"]), 1e-30)
+    print("check: last-step losses %s (max relative difference %.1e)"
+          % (" ".join("%.6g" % loss[k] for k in "ABCD"), worst))
+    tol = 1e-4 if a.dtype == "f32" else 5e-2
+    if not worst <= tol:
+        print("error: the layers disagree by more than %g; the timing is not comparable" % tol)
+        return 1, t
+    return 0, t
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--n", type=int, default=1024, help="sequence length (default 1024)")
+    ap.add_argument("--n", type=int, nargs="+", default=[1024, 2048],
+                    help="sequence lengths (default 1024 2048)")
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--d-model", type=int, default=512)
     ap.add_argument("--heads", type=int, default=8)
     ap.add_argument("--ff", type=int, default=2048, help="feed-forward width (torch's default)")
-    ap.add_argument("--steps", type=int, default=10, help="timed steps (median reported)")
+    ap.add_argument("--steps", type=int, default=10,
+                    help="timed steps (median reported; half of them for N > 1024)")
     ap.add_argument("--warmup", type=int, default=2)
-    ap.add_argument("--causal", action="store_true")
+    ap.add_argument("--causal", nargs="?", const="yes", default="both", choices=("no", "yes", "both"),
+                    help="causal mask: no, yes (also plain --causal) or both (default)")
     ap.add_argument("--dtype", choices=("f32", "bf16"), default="f32",
-                    help="bf16: the layers under torch.autocast (the op gets bf16 q, k, v)")
+                    help="bf16: A-C under torch.autocast (the op gets bf16 q, k, v); D with "
+                         "precision='bf16' (bf16 matrix products)")
     ap.add_argument("--threads", type=int, default=0,
                     help="threads of torch and of attn alike (default: every logical CPU)")
     a = ap.parse_args()
     threads = a.threads or os.cpu_count()
     torch.set_num_threads(threads)
     attn.set_num_threads(threads)
-
-    torch.manual_seed(0)
-    A = torch.nn.TransformerEncoderLayer(a.d_model, a.heads, a.ff, dropout=0.0, batch_first=True)
-    B = at.TransformerEncoderLayer(a.d_model, a.heads, a.ff, attention=math_attention)
-    C = at.TransformerEncoderLayer(a.d_model, a.heads, a.ff)
-    B.load_state_dict(A.state_dict())
-    C.load_state_dict(A.state_dict())
-    x = torch.randn(a.batch, a.n, a.d_model)
-    w = torch.randn(a.batch, a.n, a.d_model)
-    # torch 1.13's layer has no is_causal: the same mask as a bool mask (True = not allowed)
-    kw_a = {"src_mask": torch.ones(a.n, a.n, dtype=torch.bool).triu(1)} if a.causal else {}
-    kw_bc = {"is_causal": True} if a.causal else {}
-
     print("cpu: %s (%d logical CPUs); torch %s with %d threads; attn %s at level %s with %d threads"
           % (cpu_name(), os.cpu_count(), torch.__version__, torch.get_num_threads(),
              attn.library_path, attn.isa(), attn.num_threads()))
-    print("TransformerEncoderLayer(%d, %d, dim_feedforward=%d) training step: batch %d, N %d, %s%s; "
-          "median of %d steps after %d warm-up"
-          % (a.d_model, a.heads, a.ff, a.batch, a.n, a.dtype, ", causal" if a.causal else "",
-             a.steps, a.warmup))
-    ta, la = time_steps(A, x, w, kw_a, a.steps, a.warmup, a.dtype)
-    tb, lb = time_steps(B, x, w, kw_bc, a.steps, a.warmup, a.dtype)
-    tc, lc = time_steps(C, x, w, kw_bc, a.steps, a.warmup, a.dtype)
-    print("  A torch nn.TransformerEncoderLayer (math attention) %9.2f ms" % (ta * 1e3))
-    print("  B same layer, math formula as its attention        %9.2f ms" % (tb * 1e3))
-    print("  C same layer, attn's op                             %9.2f ms" % (tc * 1e3))
-    print("speedup of attn's op: %.2fx over torch's layer (A/C), %.2fx with the rest equal (B/C)"
-          % (ta / tc, tb / tc))
-    worst = max(abs(lb - la), abs(lc - la)) / max(abs(la), 1e-30)
-    print("check: last-step losses %.6g %.6g %.6g (max relative difference %.1e)" % (la, lb, lc, worst))
-    tol = 1e-4 if a.dtype == "f32" else 5e-2
-    if not worst <= tol:
-        print("error: the layers disagree by more than %g; the timing is not comparable" % tol)
-        return 1
-    return 0
+    net = layers(a, threads)
+    rc, rows = 0, []
+    for n in a.n:
+        for causal in {"no": (False,), "yes": (True,), "both": (False, True)}[a.causal]:
+            bad, t = run_one(a, n, causal, net)
+            rc |= bad
+            rows.append((n, causal, t))
+    print("\nsummary (ms per step; %s, batch %d, %d threads)" % (a.dtype, a.batch, threads))
+    print("| N | A torch's layer | C with attn's op | D attn's layer | A / D | C / D |")
+    print("|---|---|---|---|---|---|")
+    for n, causal, t in rows:
+        print("| %d%s | %.0f | %.0f | %.0f | %.2fx | %.2fx |" % (
+            n, ", causal" if causal else "", t["A"] * 1e3, t["C"] * 1e3, t["D"] * 1e3,
+            t["A"] / t["D"], t["C"] / t["D"]))
+    return rc
 
 
 if __name__ == "__main__":

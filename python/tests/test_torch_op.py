@@ -181,7 +181,7 @@ class EncoderTrainingStep(unittest.TestCase):
         torch.manual_seed(0)
         ref = torch.nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True,
                                                norm_first=norm_first, activation="gelu")
-        mine = at.TransformerEncoderLayer(32, 4, 64, dropout=0.0, norm_first=norm_first,
+        mine = at.SDPAEncoderLayer(32, 4, 64, dropout=0.0, norm_first=norm_first,
                                           activation="gelu")
         mine.load_state_dict(ref.state_dict())
         x, w = torch.randn(2, 12, 32), torch.randn(2, 12, 32)
@@ -230,3 +230,5 @@ class BenchScript(unittest.TestCase):
             text = r.stdout.decode()
             self.assertEqual(r.returncode, 0, text)
             self.assertIn("speedup of attn's op", text)
+            self.assertIn("speedup of attn's layer", text)
+            self.assertIn("| 16", text)

@@ -44,6 +44,7 @@ static const attn_cmd commands[] = {
     {"predict", attn_cmd_predict, "label and probability per e-mail file (- for stdin)"},
     {"ensemble", attn_cmd_ensemble, "models trained apart as one (the mean of their probabilities)"},
     {"quantize", attn_cmd_quantize, "int8 model: every Linear weight per output channel"},
+    {"g2p", attn_cmd_g2p, "grapheme-to-phoneme on CMUdict: split, train, eval, predict"},
     {"hf", attn_cmd_hf, "run a Hugging Face BERT / GPT-2 checkpoint; export the tokenizer"},
     {"version", attn_cmd_version, "print version and CPU features"},
 };

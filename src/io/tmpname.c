@@ -24,7 +24,7 @@ static void remove_stale(const char *path) {
   const char *slash = strrchr(path, '/');
   const char *base = slash ? slash + 1 : path;
   size_t dlen = slash ? (size_t)(slash - path) + 1 : 0, blen = strlen(base);
-  char *dir = malloc(dlen + 2);
+  char *dir = malloc(dlen + 3); /* dlen 0: "./" and its NUL */
   if (!dir) return;
   if (dlen) memcpy(dir, path, dlen), dir[dlen] = '\0';
   else strcpy(dir, "./");

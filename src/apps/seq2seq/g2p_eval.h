@@ -1,0 +1,35 @@
+/* Evaluating a G2P model on a side of the data: greedy decoding of every
+ * word (batched, words sorted by length), WER and PER with and without
+ * stress, and a table of the worst errors. */
+#ifndef ATTN_APPS_G2P_EVAL_H
+#define ATTN_APPS_G2P_EVAL_H
+
+#include <stdio.h>
+
+#include "apps/seq2seq/g2p_data.h"
+#include "apps/seq2seq/g2p_decode.h"
+#include "apps/seq2seq/g2p_metrics.h"
+#include "apps/seq2seq/g2p_set.h"
+
+typedef struct {
+  int nwords;
+  int *first;    /* [nwords] the word's first example in the set */
+  int *nrefs;    /* [nwords] its pronunciations */
+  int32_t *hyp;  /* [nwords, max_tgt] */
+  int *hyp_len;  /* [nwords] */
+  int *dist;     /* [nwords] edits to the nearest reference, with stress */
+  attn_g2p_score stress, no_stress;
+} attn_g2p_eval_result;
+
+/* limit > 0: only the first limit words of the set. */
+attn_status attn_g2p_evaluate(const attn_g2p_model *m, const attn_g2p_set *set, int batch,
+                              int limit, attn_g2p_eval_result *r);
+void attn_g2p_eval_result_free(attn_g2p_eval_result *r);
+/* "word  predicted  reference(s)  edits" for the n words with the most edits
+ * relative to their length (ties: dictionary order). */
+void attn_g2p_print_worst(FILE *f, const attn_g2p_eval_result *r, const attn_g2p_set *set,
+                          const attn_g2p_dict *d, int64_t max_tgt, int n);
+/* ids as "K AE1 T" into buf */
+void attn_g2p_phones_format(const int32_t *ids, int n, char *buf, size_t cap);
+
+#endif

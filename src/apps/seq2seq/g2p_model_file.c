@@ -1,0 +1,92 @@
+/* G2P model files: the config and graphemes as metadata (g2p_model.h). */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apps/seq2seq/g2p_model.h"
+
+typedef struct {
+  const char *key;
+  size_t off;
+  int is_float;
+} field;
+
+#define F(name) {"g2p." #name, offsetof(attn_g2p_config, name), 0}
+static const field fields[] = {F(d_model), F(heads),   F(ff),   F(enc_layers),
+                               F(dec_layers), F(max_src), F(max_tgt),
+                               {"g2p.dropout", offsetof(attn_g2p_config, dropout), 1},
+                               {"g2p.tied", offsetof(attn_g2p_config, tied), 2}};
+#undef F
+#define NFIELDS (sizeof fields / sizeof fields[0])
+
+attn_status attn_g2p_store_meta(const attn_g2p_model *m, attn_st *st) {
+  char buf[64];
+  attn_status s = ATTN_OK;
+  for (size_t i = 0; !s && i < NFIELDS; i++) {
+    const char *p = (const char *)&m->c + fields[i].off;
+    if (fields[i].is_float == 1)
+      snprintf(buf, sizeof buf, "%.9g", (double)*(const float *)p);
+    else if (fields[i].is_float == 2)
+      snprintf(buf, sizeof buf, "%d", *(const int *)p);
+    else
+      snprintf(buf, sizeof buf, "%lld", (long long)*(const int64_t *)p);
+    s = attn_st_set_meta(st, fields[i].key, buf);
+  }
+  char chars[257];
+  memcpy(chars, m->g.chars, (size_t)m->g.n);
+  chars[m->g.n] = 0;
+  if (!s) s = attn_st_set_meta(st, "g2p.graphemes", chars);
+  return s;
+}
+
+attn_status attn_g2p_load(const char *path, attn_g2p_model *m, attn_st **file_out) {
+  memset(m, 0, sizeof *m);
+  if (file_out) *file_out = NULL;
+  attn_st *st = NULL;
+  attn_status s = attn_st_load(path, &st);
+  if (s) return s;
+  const char *chars = attn_st_meta(st, "g2p.graphemes");
+  if (!chars) {
+    int clf = attn_st_meta(st, "config") != NULL;
+    attn_st_free(st);
+    return attn_set_error(ATTN_EINVAL,
+                          "%s: not a G2P model (no g2p.* metadata%s); train one with attn g2p train",
+                          path, clf ? ": it looks like an attn train classifier" : "");
+  }
+  attn_g2p_config c;
+  memset(&c, 0, sizeof c);
+  for (size_t i = 0; !s && i < NFIELDS; i++) {
+    const char *v = attn_st_meta(st, fields[i].key);
+    char *end = NULL;
+    double d = v ? strtod(v, &end) : 0;
+    if (!v || end == v || *end)
+      s = attn_set_error(ATTN_EINVAL, "%s: G2P metadata '%s' missing or not a number", path,
+                         fields[i].key);
+    char *p = (char *)&c + fields[i].off;
+    if (fields[i].is_float == 1)
+      *(float *)p = (float)d;
+    else if (fields[i].is_float == 2)
+      *(int *)p = d != 0;
+    else
+      *(int64_t *)p = d >= -1e15 && d <= 1e15 ? (int64_t)d : -1;
+  }
+  attn_g2p_graphemes g;
+  if (!s) {
+    attn_g2p_graphemes_make(&g, chars, (int)strlen(chars));
+    s = attn_g2p_create(m, &c, &g);
+    if (s) s = attn_set_error(s, "%s: %s", path, attn_last_error());
+  }
+  if (!s) {
+    s = attn_params_load_st(&m->p, st, "", 0);
+    if (s) {
+      s = attn_set_error(s, "%s: %s", path, attn_last_error());
+      attn_g2p_free(m);
+    }
+  }
+  if (!s && file_out)
+    *file_out = st;
+  else
+    attn_st_free(st);
+  return s;
+}

@@ -1,0 +1,43 @@
+/* A tokenised side of the G2P data: one example per (word, pronunciation),
+ * the pronunciations of a word contiguous. */
+#ifndef ATTN_APPS_G2P_SET_H
+#define ATTN_APPS_G2P_SET_H
+
+#include <stdint.h>
+
+#include "apps/seq2seq/g2p_data.h"
+#include "apps/seq2seq/g2p_vocab.h"
+
+typedef struct {
+  int n;
+  const int32_t **src; /* grapheme ids [src_len[i]] */
+  int32_t *src_len;
+  const int32_t **tgt; /* phoneme ids [tgt_len[i]], no BOS/EOS */
+  int32_t *tgt_len;
+  int *word; /* the word's index in the dictionary */
+  int32_t *arena;
+  int skipped; /* examples left out: word longer than max_src, or
+                * pronunciation longer than max_tgt - 1 */
+} attn_g2p_set;
+
+/* The examples of d's side `split` (ATTN_G2P_TRAIN ...), graphemes encoded
+ * with g (unknown characters as UNK). */
+attn_status attn_g2p_set_make(const attn_g2p_dict *d, int split, const attn_g2p_graphemes *g,
+                              int64_t max_src, int64_t max_tgt, attn_g2p_set *s);
+void attn_g2p_set_free(attn_g2p_set *s);
+/* The characters of the training side's words (for attn_g2p_graphemes_make). */
+void attn_g2p_train_chars(const attn_g2p_dict *d, attn_g2p_graphemes *g);
+
+/* One teacher-forced batch: src [B, Ls] (PAD after src_len), tin [B, Lt] =
+ * BOS + phonemes (PAD after), tout [B, Lt] = phonemes + EOS (-1 after),
+ * tokens = the targets not ignored. Buffers of attn_g2p_batch_alloc. */
+typedef struct {
+  int64_t B, Ls, Lt, tokens, cap_s, cap_t;
+  int32_t *src, *src_len, *tin, *tout;
+} attn_g2p_batch;
+/* examples idx[0..B) of set into bt (buffers grown as needed). */
+attn_status attn_g2p_batch_gather(const attn_g2p_set *set, const int *idx, int B,
+                                  attn_g2p_batch *bt);
+void attn_g2p_batch_free(attn_g2p_batch *bt);
+
+#endif

@@ -1,0 +1,214 @@
+/* The G2P training loop (g2p_train.h). */
+#include "apps/train/g2p_train.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "apps/train/train_plan.h"
+#include "apps/train/trainer.h"
+
+void attn_g2p_train_opts_default(attn_g2p_train_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->epochs = 10;
+  o->batch = 64;
+  o->lr = 1e-3;
+  o->min_lr = 1e-5;
+  o->weight_decay = 0.01;
+  o->clip = 1.0;
+  o->warmup = -1;
+  o->smoothing = 0.1f;
+  o->seed = 1;
+  o->progress = -1;
+}
+
+attn_status attn_g2p_adam_init(attn_adam *opt, const attn_g2p_model *m,
+                               const attn_g2p_train_opts *o) {
+  attn_adam_config ac = attn_adam_defaults(ATTN_ADAMW);
+  ac.beta2 = 0.98;
+  ac.weight_decay = o->weight_decay;
+  attn_status st = attn_adam_init(opt, &m->p, &ac);
+  if (!st) st = attn_adam_set_decay_rule(opt, &m->p, attn_g2p_decay_rule, NULL);
+  return st;
+}
+
+attn_status attn_g2p_eval_loss(const attn_g2p_model *m, const attn_g2p_set *set, int batch,
+                               double *loss) {
+  attn_batch_plan plan = {0};
+  attn_g2p_batch bt = {0};
+  attn_g2p_saved sv = {0};
+  attn_nn_ctx ctx = {0};
+  double sum = 0, count = 0;
+  attn_status st = attn_batch_plan_make(set->src_len, set->n, batch, 1, 0, 0, 0, &plan);
+  for (int b = 0; !st && b < plan.nb; b++) {
+    int B = plan.start[b + 1] - plan.start[b];
+    st = attn_g2p_batch_gather(set, plan.order + plan.start[b], B, &bt);
+    if (!st) st = attn_g2p_encode(m, &ctx, &sv, bt.src, bt.src_len, bt.B, bt.Ls);
+    if (!st) st = attn_g2p_decode(m, &ctx, &sv, bt.tin, bt.Lt);
+    float l = 0;
+    if (!st)
+      st = attn_cross_entropy_f32(sv.logits, bt.tout, bt.B * bt.Lt, m->vocab_tgt, -1, 0.0f, &l,
+                                  NULL);
+    sum += (double)l * (double)bt.tokens;
+    count += (double)bt.tokens;
+  }
+  *loss = count > 0 ? sum / count : 0;
+  attn_batch_plan_free(&plan);
+  attn_g2p_batch_free(&bt);
+  attn_g2p_saved_free(&sv);
+  return st;
+}
+
+/* ---- checkpoints ---------------------------------------------------------- */
+static attn_status save(const attn_g2p_model *m, const attn_adam *opt,
+                        const attn_g2p_train_state *s, const char *dir, const char *name) {
+  char path[4096], state[256];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  attn_st *extra = NULL;
+  attn_status st = attn_st_new(&extra);
+  if (!st) st = attn_g2p_store_meta(m, extra);
+  if (!st && s) {
+    snprintf(state, sizeof state, "%d %d %lld %a %a %d", s->epoch, s->batch, (long long)s->step,
+             s->loss_sum, s->best_val, s->best_epoch);
+    st = attn_st_set_meta(extra, "g2p.train.state", state);
+  }
+  if (!st) st = attn_checkpoint_save(path, &m->p, opt, extra);
+  attn_st_free(extra);
+  return st;
+}
+
+attn_status attn_g2p_train_resume(const char *path, const attn_g2p_train_opts *o,
+                                  attn_g2p_model *m, attn_adam *opt, attn_g2p_train_state *s) {
+  attn_st *file = NULL;
+  memset(opt, 0, sizeof *opt);
+  attn_status st = attn_g2p_load(path, m, &file);
+  if (st) return st;
+  const char *state = attn_st_meta(file, "g2p.train.state");
+  long long step = 0;
+  memset(s, 0, sizeof *s);
+  if (!state || sscanf(state, "%d %d %lld %la %la %d", &s->epoch, &s->batch, &step, &s->loss_sum,
+                       &s->best_val, &s->best_epoch) != 6 || s->epoch < 0 || s->batch < 0 || step < 0)
+    st = attn_set_error(ATTN_EINVAL, "%s: no training state to resume from (a best.safetensors?)",
+                        path);
+  s->step = step;
+  attn_st_free(file);
+  if (!st) st = attn_g2p_adam_init(opt, m, o);
+  if (!st) st = attn_checkpoint_load(path, &m->p, opt, NULL);
+  if (st) {
+    attn_adam_free(opt);
+    attn_g2p_free(m);
+  }
+  return st;
+}
+
+/* ---- progress (the style of attn train) ------------------------------------ */
+typedef struct {
+  int mode; /* 0 plain, 1 bar, 2 quiet */
+  double t0, tokens;
+  int done, next_line;
+} progress;
+
+static void progress_show(progress *pg, const attn_g2p_train_opts *o, int epoch, int b, int nb,
+                          double avg_loss, int final) {
+  if (pg->mode == 2) return;
+  double el = attn_train_now() - pg->t0, tps = el > 0 ? pg->tokens / el : 0;
+  char e[32];
+  attn_fmt_duration(e, sizeof e, pg->done > 0 ? el / pg->done * (nb - b) : 0);
+  if (pg->mode == 1) {
+    int w = 30, fill = nb ? (int)((long)w * b / nb) : w;
+    char bar[64];
+    for (int i = 0; i < w; i++) bar[i] = i < fill ? '#' : '.';
+    bar[w] = 0;
+    fprintf(stderr, "\r  epoch %d/%d [%s] %d/%d loss %.4f %.0f tok/s ETA %s   ", epoch + 1,
+            o->epochs, bar, b, nb, avg_loss, tps, e);
+    if (final) fprintf(stderr, "\n");
+  } else {
+    if (!final && b < pg->next_line) return;
+    pg->next_line = b + (nb + 9) / 10;
+    fprintf(stderr, "  epoch %d/%d step %d/%d loss %.4f %.0f tok/s ETA %s\n", epoch + 1, o->epochs,
+            b, nb, avg_loss, tps, e);
+  }
+  fflush(stderr);
+}
+
+/* ---- the loop ----------------------------------------------------------------- */
+attn_status attn_g2p_train_run(attn_g2p_model *m, attn_adam *opt, attn_g2p_train_state *s,
+                               const attn_g2p_set *train, const attn_g2p_set *val,
+                               const attn_g2p_train_opts *o, float *losses, int64_t nlosses) {
+  if (train->n < 1) return attn_set_error(ATTN_EINVAL, "g2p train: no training examples");
+  FILE *log = o->log ? o->log : stdout;
+  attn_batch_plan plan = {0};
+  attn_g2p_batch bt = {0};
+  attn_g2p_saved sv = {0};
+  attn_status st = attn_batch_plan_make(train->src_len, train->n, o->batch, 50, 1, o->seed, 0, &plan);
+  int nb = plan.nb;
+  attn_schedule sch = {ATTN_SCHED_WARMUP_COSINE, o->lr, o->min_lr, 0, (int64_t)o->epochs * nb};
+  sch.warmup_steps = o->warmup >= 0 ? o->warmup : sch.total_steps / 25;
+  if (sch.warmup_steps >= sch.total_steps) sch.warmup_steps = sch.total_steps - 1;
+  if (!st) st = attn_schedule_check(&sch);
+  progress pg = {0};
+  pg.mode = o->progress >= 0 ? o->progress : isatty(fileno(stderr)) ? 1 : 0;
+  double t_run = attn_train_now();
+  int stopped = 0;
+  for (; !st && !stopped && s->epoch < o->epochs; ) {
+    attn_batch_plan_free(&plan);
+    st = attn_batch_plan_make(train->src_len, train->n, o->batch, 50, 1, o->seed, s->epoch, &plan);
+    pg.t0 = attn_train_now();
+    pg.tokens = 0;
+    pg.done = 0;
+    pg.next_line = 0;
+    double t_epoch = pg.t0;
+    for (; !st && s->batch < nb; ) {
+      int b = s->batch, B = plan.start[b + 1] - plan.start[b];
+      attn_nn_ctx ctx = {0};
+      ctx.training = 1;
+      ctx.seed = o->seed;
+      ctx.step = (uint64_t)s->step;
+      float loss = 0;
+      st = attn_g2p_batch_gather(train, plan.order + plan.start[b], B, &bt);
+      if (!st) st = attn_g2p_encode(m, &ctx, &sv, bt.src, bt.src_len, bt.B, bt.Ls);
+      if (!st) st = attn_g2p_decode(m, &ctx, &sv, bt.tin, bt.Lt);
+      if (!st) st = attn_g2p_loss_backward(m, &ctx, &sv, bt.tout, o->smoothing, 0, &loss);
+      if (!st && o->clip > 0) st = attn_clip_grad_norm(&m->p, o->clip, NULL);
+      if (!st) st = attn_adam_step(opt, &m->p, attn_schedule_lr(&sch, s->step));
+      attn_params_zero_grad(&m->p);
+      if (st) break;
+      if (losses && s->step < nlosses) losses[s->step] = loss;
+      s->step++;
+      s->batch++;
+      s->loss_sum += loss;
+      pg.tokens += (double)bt.tokens;
+      pg.done++;
+      progress_show(&pg, o, s->epoch, s->batch, nb, s->loss_sum / s->batch, 0);
+      if (o->stop_after > 0 && s->step >= o->stop_after) stopped = 1;
+      if (o->out_dir && (stopped || (o->save_every > 0 && s->step % o->save_every == 0)))
+        st = save(m, opt, s, o->out_dir, "last.safetensors");
+      if (stopped) break;
+    }
+    if (st || stopped) break;
+    if (pg.mode == 1) progress_show(&pg, o, s->epoch, nb, nb, s->loss_sum / nb, 1);
+    double vl = 0;
+    if (val && val->n > 0) st = attn_g2p_eval_loss(m, val, 128, &vl);
+    if (st) break;
+    double now = attn_train_now();
+    fprintf(log, "Epoch %d/%d | Train Loss: %.4f | Val Loss: %.4f | %.0f s (total %.0f s)\n",
+            s->epoch + 1, o->epochs, s->loss_sum / nb, vl, now - t_epoch, now - t_run);
+    fflush(log);
+    int best = s->best_epoch == 0 || vl < s->best_val;
+    if (best) {
+      s->best_val = vl;
+      s->best_epoch = s->epoch + 1;
+    }
+    s->epoch++;
+    s->batch = 0;
+    s->loss_sum = 0;
+    if (o->out_dir && best) st = save(m, NULL, NULL, o->out_dir, "best.safetensors");
+    if (!st && o->out_dir) st = save(m, opt, s, o->out_dir, "last.safetensors");
+  }
+  attn_batch_plan_free(&plan);
+  attn_g2p_batch_free(&bt);
+  attn_g2p_saved_free(&sv);
+  return st;
+}

@@ -1,0 +1,60 @@
+/* Training the G2P model: teacher forcing, label smoothing, AdamW, linear
+ * warm-up + cosine decay, gradient clipping, dropout, length-bucketed batches
+ * (the classifier trainer's batch plans), checkpoints and exact resume.
+ *
+ * Reproducibility: the batch order is a pure function of (seed, epoch), the
+ * dropout masks of (seed, global step), and every kernel is thread-count
+ * independent: the same seed gives the same bits for any thread count, and a
+ * run resumed from OUT/last.safetensors continues exactly as the
+ * uninterrupted run (given the same options). */
+#ifndef ATTN_APPS_G2P_TRAIN_H
+#define ATTN_APPS_G2P_TRAIN_H
+
+#include <stdio.h>
+
+#include "apps/seq2seq/g2p_model.h"
+#include "apps/seq2seq/g2p_set.h"
+#include "attn/train.h"
+
+typedef struct {
+  int epochs, batch;
+  double lr, min_lr, weight_decay, clip;
+  int64_t warmup;    /* steps; -1: 4 % of the run */
+  float smoothing;
+  uint64_t seed;
+  int progress;      /* -1 auto (bar on a TTY), 0 plain lines, 1 bar, 2 quiet */
+  const char *out_dir; /* NULL: no files; else last.safetensors (with optimizer and
+                        * state) and best.safetensors (the best validation loss) */
+  int64_t stop_after;  /* stop (as if interrupted) after this global step; <= 0 never */
+  int64_t save_every;  /* also write last.safetensors every N steps (0: per epoch) */
+  FILE *log;           /* epoch lines (NULL: stdout) */
+} attn_g2p_train_opts;
+void attn_g2p_train_opts_default(attn_g2p_train_opts *o);
+
+typedef struct {
+  int epoch, batch; /* the next batch to run */
+  int64_t step;     /* global steps done */
+  double loss_sum;  /* this epoch's so far */
+  double best_val;  /* best validation loss (0: none yet) */
+  int best_epoch;
+} attn_g2p_train_state;
+
+/* Mean teacher-forced cross-entropy (no smoothing) over set. */
+attn_status attn_g2p_eval_loss(const attn_g2p_model *m, const attn_g2p_set *set, int batch,
+                               double *loss);
+
+/* Trains from state s (zeroed for a new run; opt initialised for m->p).
+ * losses (may be NULL): the loss of global step k at losses[k] for k <
+ * nlosses. Returns ATTN_OK also when stopped by stop_after. */
+attn_status attn_g2p_train_run(attn_g2p_model *m, attn_adam *opt, attn_g2p_train_state *s,
+                               const attn_g2p_set *train, const attn_g2p_set *val,
+                               const attn_g2p_train_opts *o, float *losses, int64_t nlosses);
+
+/* Creates m, opt and s from a checkpoint written by attn_g2p_train_run. */
+attn_status attn_g2p_train_resume(const char *path, const attn_g2p_train_opts *o,
+                                  attn_g2p_model *m, attn_adam *opt, attn_g2p_train_state *s);
+/* An AdamW optimizer for m with o's weight decay and attn_g2p_decay_rule. */
+attn_status attn_g2p_adam_init(attn_adam *opt, const attn_g2p_model *m,
+                               const attn_g2p_train_opts *o);
+
+#endif

@@ -1,0 +1,389 @@
+/* attn g2p: grapheme-to-phoneme on CMUdict (docs/G2P.md): split, train,
+ * eval, predict. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "apps/seq2seq/g2p_eval.h"
+#include "apps/train/g2p_train.h"
+#include "attn/kernels.h"
+#include "cli/commands.h"
+
+#define DEFAULT_DATA "data/cmudict"
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: attn g2p split [--data PATH] [--out FILE]   the word-level train/val/test split\n"
+          "       attn g2p train [options] --out DIR          train; OUT/best.safetensors is the model\n"
+          "       attn g2p eval MODEL [options]               WER / PER on val and test\n"
+          "       attn g2p predict MODEL WORD...              ARPAbet for each word\n"
+          "data:\n"
+          "  --data PATH       dict.txt of CMUdict, or its folder (default " DEFAULT_DATA
+          "; tools/fetch_cmudict.sh)\n"
+          "model (train):\n"
+          "  --dim E --heads H --ff F --layers N   (default 128 4 512 3: N encoder and N decoder layers)\n"
+          "  --enc-layers N --dec-layers N  --dropout P (0.1)  --untied (own output projection)\n"
+          "training:\n"
+          "  --epochs N (10) --batch B (64) --lr LR (1e-3) --min-lr LR (1e-5) --warmup STEPS (4 %%)\n"
+          "  --smoothing S (0.1) --weight-decay W (0.01) --clip C (1) --seed S (1)\n"
+          "  --resume          continue OUT/last.safetensors (the same options give the same bits)\n"
+          "  --max-steps N     stop after global step N (OUT/last.safetensors then resumes)\n"
+          "  --save-every N    also write OUT/last.safetensors every N steps\n"
+          "  --train-words N   only the first N training words (quick checks)\n"
+          "  --progress auto|bar|plain|quiet\n"
+          "eval / predict:\n"
+          "  --split val|test|both (both)  --worst N (10)  --limit N (first N words)  --batch B (128)\n"
+          "all:\n"
+          "  --threads T       threads (default: all cores; results do not depend on it)\n");
+}
+
+static const cli_opt opts[] = {
+    {"--data", CLI_VALUE},        {"--out", CLI_VALUE},        {"--dim", CLI_VALUE},
+    {"--heads", CLI_VALUE},       {"--ff", CLI_VALUE},         {"--layers", CLI_VALUE},
+    {"--enc-layers", CLI_VALUE},  {"--dec-layers", CLI_VALUE}, {"--dropout", CLI_VALUE},
+    {"--untied", CLI_FLAG},       {"--epochs", CLI_VALUE},     {"--batch", CLI_VALUE},
+    {"--lr", CLI_VALUE},          {"--min-lr", CLI_VALUE},     {"--warmup", CLI_VALUE},
+    {"--smoothing", CLI_VALUE},   {"--weight-decay", CLI_VALUE}, {"--clip", CLI_VALUE},
+    {"--seed", CLI_VALUE},        {"--resume", CLI_FLAG},      {"--max-steps", CLI_VALUE},
+    {"--save-every", CLI_VALUE},  {"--train-words", CLI_VALUE}, {"--progress", CLI_VALUE},
+    {"--split", CLI_VALUE},       {"--worst", CLI_VALUE},      {"--limit", CLI_VALUE},
+    {"--threads", CLI_VALUE},     {NULL, 0}};
+
+typedef struct {
+  const char *data, *out, *split;
+  int resume, threads, worst, limit, batch, train_words;
+  attn_g2p_config mc;
+  attn_g2p_train_opts to;
+  const char *args[4096];
+  int nargs;
+} g2p_opts;
+
+static int num(const char *opt, const char *v, double lo, double hi, double *out) {
+  char *end = NULL;
+  errno = 0;
+  double d = strtod(v, &end);
+  if (!*v || *end || errno || !(d >= lo && d <= hi))
+    return cli_usage("%s: '%s' is not a number in [%g, %g]", opt, v, lo, hi);
+  *out = d;
+  return CLI_OK;
+}
+
+static int set_opt(g2p_opts *o, const char *k, const char *v) {
+  double d = 0;
+  int r = CLI_OK;
+#define INT(name, lo, hi, field)                                 \
+  if (!strcmp(k, name)) {                                        \
+    if (!(r = num(k, v, lo, hi, &d))) field = (__typeof__(field))d; \
+    return r;                                                    \
+  }
+  if (!strcmp(k, "--data")) o->data = v;
+  else if (!strcmp(k, "--out")) o->out = v;
+  else if (!strcmp(k, "--split")) o->split = v;
+  else if (!strcmp(k, "--untied")) o->mc.tied = 0;
+  else if (!strcmp(k, "--resume")) o->resume = 1;
+  else if (!strcmp(k, "--layers")) {
+    if (!(r = num(k, v, 1, 64, &d))) o->mc.enc_layers = o->mc.dec_layers = (int64_t)d;
+  } else if (!strcmp(k, "--progress")) {
+    const char *m[4] = {"plain", "bar", "quiet", "auto"};
+    int i = 0;
+    while (i < 4 && strcmp(v, m[i])) i++;
+    if (i == 4) return cli_usage("--progress: auto, bar, plain or quiet, not '%s'", v);
+    o->to.progress = i == 3 ? -1 : i;
+  } else {
+    INT("--dim", 2, 4096, o->mc.d_model)
+    INT("--heads", 1, 256, o->mc.heads)
+    INT("--ff", 1, 65536, o->mc.ff)
+    INT("--enc-layers", 1, 64, o->mc.enc_layers)
+    INT("--dec-layers", 1, 64, o->mc.dec_layers)
+    INT("--dropout", 0, 0.99, o->mc.dropout)
+    INT("--epochs", 1, 1e6, o->to.epochs)
+    INT("--batch", 1, 1e5, o->to.batch)
+    INT("--lr", 0, 10, o->to.lr)
+    INT("--min-lr", 0, 10, o->to.min_lr)
+    INT("--warmup", 0, 1e12, o->to.warmup)
+    INT("--smoothing", 0, 0.99, o->to.smoothing)
+    INT("--weight-decay", 0, 10, o->to.weight_decay)
+    INT("--clip", 0, 1e9, o->to.clip)
+    INT("--seed", 0, 1e15, o->to.seed)
+    INT("--max-steps", 1, 1e15, o->to.stop_after)
+    INT("--save-every", 1, 1e15, o->to.save_every)
+    INT("--train-words", 1, 1e9, o->train_words)
+    INT("--worst", 0, 1e6, o->worst)
+    INT("--limit", 1, 1e9, o->limit)
+    INT("--threads", 1, 4096, o->threads)
+  }
+#undef INT
+  return r;
+}
+
+static int parse(int argc, char **argv, g2p_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->data = DEFAULT_DATA;
+  o->split = "both";
+  o->worst = 10;
+  o->batch = 128;
+  attn_g2p_config_default(&o->mc);
+  attn_g2p_train_opts_default(&o->to);
+  cli_args a;
+  cli_args_init(&a, argc, argv, 2, opts);
+  int r;
+  while ((r = cli_args_next(&a)) > 0) {
+    if (r == CLI_ARG) {
+      if (o->nargs == (int)(sizeof o->args / sizeof o->args[0])) return cli_usage("too many words");
+      o->args[o->nargs++] = a.val;
+    } else if ((r = set_opt(o, a.opt, a.val)) != CLI_OK) {
+      return r;
+    }
+  }
+  if (r == CLI_HELP) usage(stdout);
+  if (r < 0) return cli_args_exit(r) == CLI_OK ? -1 : CLI_USAGE;
+  if (o->threads > 0) attn_set_num_threads(o->threads);
+  return CLI_OK;
+}
+
+/* --data: the file, or dict.txt in the folder */
+static int load_dict(const char *data, attn_g2p_dict *d) {
+  char path[4096];
+  struct stat sb;
+  if (!stat(data, &sb) && S_ISDIR(sb.st_mode))
+    snprintf(path, sizeof path, "%s/dict.txt", data);
+  else
+    snprintf(path, sizeof path, "%s", data);
+  if (stat(path, &sb))
+    return cli_error(path, "no dictionary here (fetch it with tools/fetch_cmudict.sh)");
+  if (attn_g2p_dict_load(path, d)) return cli_fail(NULL);
+  if (d->skipped)
+    cli_warn("%s: %d entr%s left out: the word is not printable ASCII (line %d)", path, d->skipped,
+             d->skipped == 1 ? "y" : "ies", d->skipped_line);
+  return CLI_OK;
+}
+
+static int cmd_split(g2p_opts *o) {
+  attn_g2p_dict d;
+  int r = load_dict(o->data, &d);
+  if (r) return r;
+  int w[3], p[3];
+  attn_g2p_split_counts(&d, w, p);
+  if (o->out && attn_g2p_split_write(&d, o->out)) r = cli_fail(o->out);
+  for (int k = 0; !r && k < 3; k++)
+    printf("%-5s %6d words %6d pronunciations\n", attn_g2p_split_name(k), w[k], p[k]);
+  attn_g2p_dict_free(&d);
+  return r;
+}
+
+static int mkdirs(const char *path) {
+  char buf[4096];
+  snprintf(buf, sizeof buf, "%s", path);
+  for (char *s = buf + 1; *s; s++)
+    if (*s == '/') {
+      *s = 0;
+      mkdir(buf, 0777);
+      *s = '/';
+    }
+  return mkdir(buf, 0777) == 0 || errno == EEXIST ? 0 : -1;
+}
+
+static int cmd_train(g2p_opts *o) {
+  if (!o->out) return cli_usage("train needs --out DIR");
+  attn_g2p_dict d;
+  int r = load_dict(o->data, &d);
+  if (r) return r;
+  attn_g2p_model m;
+  attn_adam opt;
+  attn_g2p_train_state s = {0};
+  attn_g2p_set tr = {0}, va = {0};
+  attn_status st = ATTN_OK;
+  char last[4200];
+  snprintf(last, sizeof last, "%s/last.safetensors", o->out);
+  if (o->resume) {
+    st = attn_g2p_train_resume(last, &o->to, &m, &opt, &s);
+    if (st) {
+      attn_g2p_dict_free(&d);
+      return cli_fail(last);
+    }
+  } else {
+    attn_g2p_graphemes g;
+    attn_g2p_train_chars(&d, &g);
+    st = attn_g2p_create(&m, &o->mc, &g);
+    if (!st) st = attn_g2p_init(&m, o->to.seed);
+    if (!st) st = attn_g2p_adam_init(&opt, &m, &o->to);
+    if (st) {
+      attn_g2p_dict_free(&d);
+      if (!m.p.data) return cli_fail(NULL);
+      attn_g2p_free(&m);
+      return cli_fail(NULL);
+    }
+  }
+  st = attn_g2p_set_make(&d, ATTN_G2P_TRAIN, &m.g, m.c.max_src, m.c.max_tgt, &tr);
+  if (!st) st = attn_g2p_set_make(&d, ATTN_G2P_VAL, &m.g, m.c.max_src, m.c.max_tgt, &va);
+  if (!st && o->train_words > 0) {  // the first N words: cut after the last example of word N
+    int words = 0, i = 0;
+    for (; i < tr.n; i++) {
+      words += i == 0 || tr.word[i] != tr.word[i - 1];
+      if (words > o->train_words) break;
+    }
+    tr.n = i;
+  }
+  if (!st && mkdirs(o->out)) st = attn_set_error(ATTN_EIO, "cannot create '%s': %s", o->out, strerror(errno));
+  if (!st) {
+    o->to.out_dir = o->out;
+    printf("g2p: %d training pronunciations (%d left out as too long), %d validation; %lld parameters\n"
+           "g2p: d_model %lld, %lld heads, ff %lld, %lld + %lld layers, dropout %g, %s output; "
+           "%d epochs of batch %d, lr %g, smoothing %g, seed %llu, %d threads%s\n",
+           tr.n, tr.skipped, va.n, (long long)m.p.numel, (long long)m.c.d_model,
+           (long long)m.c.heads, (long long)m.c.ff, (long long)m.c.enc_layers,
+           (long long)m.c.dec_layers, (double)m.c.dropout, m.c.tied ? "tied" : "untied",
+           o->to.epochs, o->to.batch, o->to.lr, (double)o->to.smoothing,
+           (unsigned long long)o->to.seed, attn_get_num_threads(),
+           o->resume ? ", resumed" : "");
+    fflush(stdout);
+    st = attn_g2p_train_run(&m, &opt, &s, &tr, &va, &o->to, NULL, 0);
+  }
+  if (!st && s.best_epoch > 0)
+    printf("g2p: %s after step %lld; best validation loss %.4f (epoch %d): %s/best.safetensors\n",
+           s.epoch >= o->to.epochs ? "done" : "stopped", (long long)s.step, s.best_val,
+           s.best_epoch, o->out);
+  else if (!st)
+    printf("g2p: stopped after step %lld, before the first epoch ended (no model yet); "
+           "--resume continues %s\n", (long long)s.step, last);
+  r = st ? cli_fail(NULL) : CLI_OK;
+  attn_g2p_set_free(&tr);
+  attn_g2p_set_free(&va);
+  attn_adam_free(&opt);
+  attn_g2p_free(&m);
+  attn_g2p_dict_free(&d);
+  return r;
+}
+
+static int load_model(const char *path, attn_g2p_model *m) {
+  if (!path) return cli_usage("which model? (attn g2p eval|predict MODEL ...)");
+  if (attn_g2p_load(path, m, NULL)) return cli_fail(path);
+  return CLI_OK;
+}
+
+static int cmd_eval(g2p_opts *o) {
+  if (o->nargs != 1) return cli_usage("eval takes one MODEL");
+  int sides[2] = {ATTN_G2P_VAL, ATTN_G2P_TEST}, from = 0, to = 2;
+  if (!strcmp(o->split, "val")) to = 1;
+  else if (!strcmp(o->split, "test")) from = 1;
+  else if (strcmp(o->split, "both")) return cli_usage("--split: val, test or both, not '%s'", o->split);
+  attn_g2p_model m;
+  int r = load_model(o->args[0], &m);
+  if (r) return r;
+  attn_g2p_dict d;
+  if ((r = load_dict(o->data, &d))) {
+    attn_g2p_free(&m);
+    return r;
+  }
+  for (int k = from; !r && k < to; k++) {
+    attn_g2p_set set;
+    attn_g2p_eval_result res;
+    if (attn_g2p_set_make(&d, sides[k], &m.g, m.c.max_src, m.c.max_tgt, &set)) {
+      r = cli_fail(NULL);
+      break;
+    }
+    if (attn_g2p_evaluate(&m, &set, o->batch, o->limit, &res)) {
+      r = cli_fail(NULL);
+    } else {
+      printf("%-4s %6d words  WER %5.2f %%  PER %5.2f %%   stress removed: WER %5.2f %%  PER %5.2f %%%s\n",
+             attn_g2p_split_name(sides[k]), res.nwords, 100 * attn_g2p_wer(&res.stress),
+             100 * attn_g2p_per(&res.stress), 100 * attn_g2p_wer(&res.no_stress),
+             100 * attn_g2p_per(&res.no_stress), set.skipped ? " (longer words left out)" : "");
+      if (o->worst > 0 && k == to - 1) {
+        printf("\nworst errors (%s, edits per reference phoneme):\n", attn_g2p_split_name(sides[k]));
+        attn_g2p_print_worst(stdout, &res, &set, &d, m.c.max_tgt, o->worst);
+      }
+      attn_g2p_eval_result_free(&res);
+    }
+    attn_g2p_set_free(&set);
+  }
+  attn_g2p_dict_free(&d);
+  attn_g2p_free(&m);
+  return r;
+}
+
+static int cmd_predict(g2p_opts *o) {
+  if (o->nargs < 2) return cli_usage("predict takes MODEL and at least one WORD");
+  attn_g2p_model m;
+  int r = load_model(o->args[0], &m);
+  if (r) return r;
+  int n = o->nargs - 1;
+  int32_t *ids = malloc((size_t)((int64_t)n * m.c.max_src) * sizeof *ids);
+  const int32_t **src = malloc((size_t)n * sizeof *src);
+  int32_t *sl = malloc((size_t)n * sizeof *sl);
+  int32_t *out = malloc((size_t)((int64_t)n * m.c.max_tgt) * sizeof *out);
+  int *ol = malloc((size_t)n * sizeof *ol);
+  if (!ids || !src || !sl || !out || !ol) r = cli_error(NULL, "out of memory");
+  // every word is checked before anything is printed
+  for (int i = 0; !r && i < n; i++) {
+    const char *w = o->args[i + 1];
+    size_t len = strlen(w);
+    if (len == 0) {
+      r = cli_error(NULL, "word %d is empty", i + 1);
+    } else if ((int64_t)len > m.c.max_src) {
+      r = cli_error(NULL, "word %d has %zu characters; this model reads words of 1 to %lld", i + 1,
+                    len, (long long)m.c.max_src);
+    } else {
+      src[i] = ids + (int64_t)i * m.c.max_src;
+      sl[i] = (int32_t)len;
+      if (attn_g2p_graphemes_encode(&m.g, w, (int)len, ids + (int64_t)i * m.c.max_src)) {
+        int k = 0;
+        while (ids[(int64_t)i * m.c.max_src + k] != ATTN_G2P_UNK) k++;
+        unsigned char c = (unsigned char)w[k];
+        if (c >= 0x20 && c < 0x7f)
+          r = cli_error(NULL, "'%s': character '%c' was never seen in training", w, c);
+        else
+          r = cli_error(NULL, "'%.64s': byte 0x%02x was never seen in training (the model reads "
+                              "the dictionary's ASCII letters, digits and . ' - _)", w, c);
+      }
+    }
+  }
+  attn_nn_ctx ctx = {0};
+  if (!r && attn_g2p_greedy(&m, &ctx, src, sl, n, o->batch, out, ol)) r = cli_fail(NULL);
+  char buf[1024];
+  for (int i = 0; !r && i < n; i++) {
+    attn_g2p_phones_format(out + (int64_t)i * m.c.max_tgt, ol[i], buf, sizeof buf);
+    printf("%s\t%s\n", o->args[i + 1], buf);
+  }
+  free(ids);
+  free(src);
+  free(sl);
+  free(out);
+  free(ol);
+  attn_g2p_free(&m);
+  return r;
+}
+
+int attn_cmd_g2p(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return CLI_USAGE;
+  }
+  if (argv[1][0] == '-') {  // --help, or an option said before the subcommand
+    static const cli_opt none[] = {{NULL, 0}};
+    cli_args a;
+    cli_args_init(&a, argc, argv, 1, none);
+    int r = cli_args_next(&a);
+    if (r == CLI_HELP) usage(stdout);
+    if (r < 0) return cli_args_exit(r);
+    return cli_usage("a subcommand first: split, train, eval or predict");
+  }
+  static const char *const subs[] = {"split", "train", "eval", "predict"};
+  static const char *const names[] = {"g2p split", "g2p train", "g2p eval", "g2p predict"};
+  int k = 0;
+  while (k < 4 && strcmp(argv[1], subs[k])) k++;
+  if (k == 4) return cli_usage("unknown subcommand '%s' (split, train, eval or predict)", argv[1]);
+  cli_set_command(names[k]);
+  g2p_opts *o = malloc(sizeof *o);
+  if (!o) return cli_error(NULL, "out of memory");
+  int r = parse(argc, argv, o);
+  if (r == -1) r = CLI_OK;  // --help
+  else if (!r) {
+    if (k != 2 && k != 3 && o->nargs) r = cli_usage("unexpected argument '%s'", o->args[0]);
+    else r = k == 0 ? cmd_split(o) : k == 1 ? cmd_train(o) : k == 2 ? cmd_eval(o) : cmd_predict(o);
+  }
+  free(o);
+  return r;
+}

@@ -1,0 +1,397 @@
+/* Grapheme-to-phoneme (src/apps/seq2seq/g2p_*): dictionary parsing and
+ * grouping of alternates, the stable word-level split, vocabularies, WER/PER
+ * on hand-made cases, a finite-difference gradient check of the whole model,
+ * greedy decoding against the teacher-forced forward, bit-identical resume
+ * and thread-count independence on the tiny corpus in tests/data/g2p, and
+ * the CLI's answers to bad input. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "apps/seq2seq/g2p_data.h"
+#include "apps/seq2seq/g2p_decode.h"
+#include "apps/seq2seq/g2p_metrics.h"
+#include "apps/seq2seq/g2p_set.h"
+#include "apps/train/g2p_train.h"
+#include "attn/kernels.h"
+#include "harness.h"
+#include "tool_run.h"
+
+#define TINY "tests/data/g2p/dict.txt"
+
+static void test_dict_parse(void) {
+  const char *txt = ";;; comment\n# another\nB  B IY1\nA  AH0\n\nA(1)  EY1\nB(2)  B IY0\r\nA'S  EY1 Z\nD\xef\xbf\xbdJ  D EY2\n";
+  attn_g2p_dict d;
+  CHECK_OK(attn_g2p_dict_parse(txt, strlen(txt), &d));
+  CHECK(d.nwords == 3 && d.nprons == 5 && d.skipped == 1 && d.skipped_line == 9);
+  if (d.nwords == 3) {
+    CHECK(!strcmp(d.words[0], "A") && !strcmp(d.words[1], "A'S") && !strcmp(d.words[2], "B"));
+    CHECK(d.pron_start[1] - d.pron_start[0] == 2 && !strcmp(d.prons[0], "AH0") &&
+          !strcmp(d.prons[1], "EY1"));
+    CHECK(d.pron_start[3] - d.pron_start[2] == 2 && !strcmp(d.prons[4], "B IY0"));
+  }
+  attn_g2p_dict_free(&d);
+  CHECK_ERR(attn_g2p_dict_parse("A  XX1\n", 7, &d), ATTN_EINVAL);
+  CHECK(strstr(attn_last_error(), "line 1") != NULL);
+  CHECK_ERR(attn_g2p_dict_parse("A  AH\n", 6, &d), ATTN_EINVAL);  // a vowel needs its stress
+  CHECK_ERR(attn_g2p_dict_parse(";;; only\n", 9, &d), ATTN_EINVAL);
+  CHECK_ERR(attn_g2p_dict_parse("A\n", 2, &d), ATTN_EINVAL);
+  CHECK_ERR(attn_g2p_dict_load("tests/data/g2p/no-such-file", &d), ATTN_EIO);
+}
+
+static void test_split_stable(void) {
+  // pinned: a change of the hash would move words between sides
+  CHECK(attn_g2p_split_of("A") == ATTN_G2P_TRAIN);
+  int sides[3] = {0, 0, 0};
+  char w[16];
+  for (int i = 0; i < 10000; i++) {
+    snprintf(w, sizeof w, "W%d", i);
+    sides[attn_g2p_split_of(w)]++;
+  }
+  CHECK(sides[0] > 8800 && sides[0] < 9200 && sides[1] > 400 && sides[1] < 600 && sides[2] > 400 &&
+        sides[2] < 600);
+  attn_g2p_dict d;
+  CHECK_OK(attn_g2p_dict_load(TINY, &d));
+  CHECK(d.nwords == 70 && d.nprons == 71);
+  for (int i = 0; i < d.nwords; i++) CHECK(d.split[i] == attn_g2p_split_of(d.words[i]));
+  const char *path = "build-g2p-test-split.tsv";  // no folder: tmpname.c's "./" case
+  CHECK_OK(attn_g2p_split_write(&d, path));
+  long len = 0;
+  char *txt = read_whole_file(path, &len);
+  CHECK(txt && !strncmp(txt, "A\ttrain\nA'S\t", 12));
+  free(txt);
+  remove(path);
+  attn_g2p_dict_free(&d);
+}
+
+static void test_vocab(void) {
+  CHECK(attn_g2p_phone_count() == 4 + 24 + 45);
+  for (int i = 0; i < attn_g2p_phone_count(); i++) {
+    const char *n = attn_g2p_phone_name(i);
+    if (i >= ATTN_G2P_SPECIAL) CHECK(attn_g2p_phone_id(n, (int)strlen(n)) == i);
+  }
+  CHECK(attn_g2p_phone_id("AH", 2) < 0 && attn_g2p_phone_id("AH3", 3) < 0 &&
+        attn_g2p_phone_id("K1", 2) < 0);
+  int ah0 = attn_g2p_phone_id("AH0", 3), ah1 = attn_g2p_phone_id("AH1", 3);
+  int k = attn_g2p_phone_id("K", 1);
+  CHECK(attn_g2p_phone_unstressed(ah0) == ah1 && attn_g2p_phone_unstressed(k) == k);
+  int32_t ids[8];
+  int n = 0;
+  CHECK_OK(attn_g2p_phones_encode("K AH0  T", ids, 8, &n));
+  CHECK(n == 3 && ids[0] == k && ids[1] == ah0);
+  CHECK_ERR(attn_g2p_phones_encode("K AH0 T", ids, 2, &n), ATTN_EINVAL);
+  attn_g2p_graphemes g;
+  attn_g2p_graphemes_make(&g, "BA'A", 4);
+  CHECK(g.n == 3 && g.chars[0] == '\'' && g.chars[1] == 'A' && g.chars[2] == 'B');
+  CHECK(attn_g2p_graphemes_encode(&g, "ab'z", 4, ids) == 1);
+  CHECK(ids[0] == ATTN_G2P_SPECIAL + 1 && ids[1] == ATTN_G2P_SPECIAL + 2 &&
+        ids[2] == ATTN_G2P_SPECIAL && ids[3] == ATTN_G2P_UNK);
+}
+
+static void test_metrics(void) {
+  int32_t a[] = {1, 2, 3, 4}, b[] = {1, 3, 4, 5};
+  CHECK(attn_g2p_edit_distance(a, 4, b, 4) == 2);
+  CHECK(attn_g2p_edit_distance(a, 0, b, 3) == 3 && attn_g2p_edit_distance(a, 4, a, 4) == 0);
+  int k = attn_g2p_phone_id("K", 1), ae1 = attn_g2p_phone_id("AE1", 3);
+  int ae0 = attn_g2p_phone_id("AE0", 3), t = attn_g2p_phone_id("T", 1);
+  int s = attn_g2p_phone_id("S", 1);
+  int32_t cat1[] = {k, ae1, t}, cat0[] = {k, ae0, t}, cats[] = {k, ae1, t, s};
+  const int32_t *refs[2] = {cats, cat1};
+  int lens[2] = {4, 3};
+  attn_g2p_score sc = {0}, su = {0};
+  // right when equal to any reference
+  CHECK(attn_g2p_score_word(&sc, cat1, 3, refs, lens, 2, 1) == 0);
+  // stress: one substitution with, none without
+  CHECK(attn_g2p_score_word(&sc, cat0, 3, refs + 1, lens + 1, 1, 1) == 1);
+  CHECK(attn_g2p_score_word(&su, cat0, 3, refs + 1, lens + 1, 1, 0) == 0);
+  CHECK(sc.words == 2 && sc.word_errors == 1 && sc.phones == 6 && sc.phone_errors == 1);
+  CHECK(fabs(attn_g2p_wer(&sc) - 0.5) < 1e-12 && fabs(attn_g2p_per(&sc) - 1.0 / 6) < 1e-12);
+  CHECK(attn_g2p_wer(&su) == 0 && su.phones == 3);
+  // the best reference: {K AE1 T S} is one deletion away from {K AE1 T S S}
+  int32_t hyp[] = {k, ae1, t, s, s};
+  attn_g2p_score sb = {0};
+  CHECK(attn_g2p_score_word(&sb, hyp, 5, refs, lens, 2, 1) == 1 && sb.phones == 4);
+}
+
+/* the tiny model every model test uses */
+static void tiny_model(attn_g2p_model *m, float dropout, int tied) {
+  attn_g2p_config c;
+  attn_g2p_config_default(&c);
+  c.d_model = 8;
+  c.heads = 2;
+  c.ff = 12;
+  c.enc_layers = 1;
+  c.dec_layers = 2;
+  c.max_src = 40;
+  c.max_tgt = 40;
+  c.dropout = dropout;
+  c.tied = tied;
+  attn_g2p_graphemes g;
+  attn_g2p_graphemes_make(&g, "ABCDE'", 6);
+  CHECK_OK(attn_g2p_create(m, &c, &g));
+  CHECK_OK(attn_g2p_init(m, 3));
+}
+
+static double model_loss(attn_g2p_model *m, attn_g2p_saved *sv, const int32_t *src,
+                         const int32_t *sl, const int32_t *tin, const int32_t *tout) {
+  attn_nn_ctx ctx = {0};
+  float loss = 0;
+  CHECK_OK(attn_g2p_encode(m, &ctx, sv, src, sl, 2, 4));
+  CHECK_OK(attn_g2p_decode(m, &ctx, sv, tin, 3));
+  CHECK_OK(attn_cross_entropy_f32(sv->logits, tout, 6, m->vocab_tgt, -1, 0.1f, &loss, NULL));
+  return loss;
+}
+
+static void gradcheck(int tied) {
+  attn_g2p_model m;
+  tiny_model(&m, 0.0f, tied);
+  // two words (the second padded), targets with one ignored position
+  int32_t src[8] = {4, 5, 6, 9, 7, 8, 0, 0}, sl[2] = {4, 2};
+  int32_t tin[6] = {ATTN_G2P_BOS, 10, 20, ATTN_G2P_BOS, 30, 0};
+  int32_t tout[6] = {10, 20, ATTN_G2P_EOS, 30, ATTN_G2P_EOS, -1};
+  attn_g2p_saved sv = {0};
+  attn_nn_ctx ctx = {0};
+  float loss = 0;
+  CHECK_OK(attn_g2p_encode(&m, &ctx, &sv, src, sl, 2, 4));
+  CHECK_OK(attn_g2p_decode(&m, &ctx, &sv, tin, 3));
+  attn_params_zero_grad(&m.p);
+  CHECK_OK(attn_g2p_loss_backward(&m, &ctx, &sv, tout, 0.1f, 0, &loss));
+  CHECK(fabs(loss - model_loss(&m, &sv, src, sl, tin, tout)) < 1e-6);
+  // every tensor: a few elements by central differences
+  int bad = 0, checked = 0;
+  for (int v = 0; v < m.p.count; v++) {
+    attn_param_view *pv = &m.p.views[v];
+    for (int64_t j = 0; j < pv->numel; j += 1 + pv->numel / 5) {
+      float *w = m.p.data + pv->offset + j;
+      float g = m.p.grad[pv->offset + j], w0 = *w, h = 1e-3f;
+      *w = w0 + h;
+      double lp = model_loss(&m, &sv, src, sl, tin, tout);
+      *w = w0 - h;
+      double lm = model_loss(&m, &sv, src, sl, tin, tout);
+      *w = w0;
+      double num = (lp - lm) / (2.0 * h);
+      checked++;
+      if (fabs(num - g) > 2e-3 + 2e-2 * fabs(num)) {
+        if (bad++ < 5) printf("  %s[%lld]: analytic %.6g numeric %.6g\n", pv->name, (long long)j, g, num);
+      }
+    }
+  }
+  CHECK(bad == 0 && checked > 50);
+  attn_g2p_saved_free(&sv);
+  attn_g2p_free(&m);
+}
+static void test_gradcheck_tied(void) { gradcheck(1); }
+static void test_gradcheck_untied(void) { gradcheck(0); }
+
+static char dir[64], bin[1024];
+
+typedef struct {
+  attn_g2p_dict d;
+  attn_g2p_set tr, va;
+  attn_g2p_graphemes g;
+} tiny_data;
+
+static void tiny_load(tiny_data *t) {
+  CHECK_OK(attn_g2p_dict_load(TINY, &t->d));
+  attn_g2p_train_chars(&t->d, &t->g);
+  CHECK_OK(attn_g2p_set_make(&t->d, ATTN_G2P_TRAIN, &t->g, 40, 40, &t->tr));
+  CHECK_OK(attn_g2p_set_make(&t->d, ATTN_G2P_VAL, &t->g, 40, 40, &t->va));
+}
+static void tiny_free(tiny_data *t) {
+  attn_g2p_set_free(&t->tr);
+  attn_g2p_set_free(&t->va);
+  attn_g2p_dict_free(&t->d);
+}
+
+#define EPOCHS 3
+#define MAXSTEPS 64
+
+/* a run of EPOCHS epochs from a fresh model (or, resume, from out/last) */
+static void run(const tiny_data *t, const char *out, int64_t stop_after, int resume, float *losses,
+                attn_g2p_model *m) {
+  attn_g2p_train_opts o;
+  attn_g2p_train_opts_default(&o);
+  o.epochs = EPOCHS;
+  o.batch = 8;
+  o.progress = 2;
+  o.out_dir = out;
+  o.stop_after = stop_after;
+  o.log = fopen("/dev/null", "w");
+  attn_adam opt;
+  attn_g2p_train_state s = {0};
+  if (resume) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/last.safetensors", out);
+    CHECK_OK(attn_g2p_train_resume(path, &o, m, &opt, &s));
+    CHECK(s.step == stop_after);
+    o.stop_after = 0;
+  } else {
+    attn_g2p_config c;
+    attn_g2p_config_default(&c);
+    c.d_model = 16;
+    c.heads = 2;
+    c.ff = 24;
+    c.enc_layers = c.dec_layers = 1;
+    CHECK_OK(attn_g2p_create(m, &c, &t->g));
+    CHECK_OK(attn_g2p_init(m, 5));
+    CHECK_OK(attn_g2p_adam_init(&opt, m, &o));
+  }
+  CHECK_OK(attn_g2p_train_run(m, &opt, &s, &t->tr, &t->va, &o, losses, MAXSTEPS));
+  attn_adam_free(&opt);
+  if (o.log) fclose(o.log);
+}
+
+static void test_resume_identical_and_threads(void) {
+  tiny_data t;
+  tiny_load(&t);
+  char a[128], b[128];
+  snprintf(a, sizeof a, "%s/a", dir);
+  snprintf(b, sizeof b, "%s/b", dir);
+  mkdir(a, 0777);
+  mkdir(b, 0777);
+  float la[MAXSTEPS], lb[MAXSTEPS], lc[MAXSTEPS];
+  for (int i = 0; i < MAXSTEPS; i++) la[i] = lb[i] = lc[i] = -1;
+  attn_g2p_model ma, mb, mc;
+  int threads = attn_get_num_threads();
+  attn_set_num_threads(1);
+  run(&t, a, 0, 0, la, &ma);
+  attn_set_num_threads(2);
+  run(&t, NULL, 0, 0, lc, &mc);
+  attn_set_num_threads(threads);
+  int steps = EPOCHS * ((t.tr.n + 7) / 8);
+  CHECK(steps > 20 && steps < MAXSTEPS && la[steps - 1] != -1 && la[steps] == -1);
+  CHECK(la[steps - 1] < la[0]);  // it learns
+  CHECK(!memcmp(la, lc, sizeof la));
+  CHECK(ma.p.numel == mc.p.numel && !memcmp(ma.p.data, mc.p.data, (size_t)ma.p.numel * 4));
+  // stopped mid-epoch 2, then resumed from its checkpoint
+  int64_t stop = steps / EPOCHS + 4;
+  run(&t, b, stop, 0, lb, &mb);
+  attn_g2p_free(&mb);
+  run(&t, b, stop, 1, lb, &mb);
+  CHECK(!memcmp(la, lb, sizeof la));
+  CHECK(ma.p.numel == mb.p.numel && !memcmp(ma.p.data, mb.p.data, (size_t)ma.p.numel * 4));
+  // the best checkpoint is a model; it has no state to resume from
+  char path[256];
+  snprintf(path, sizeof path, "%s/best.safetensors", a);
+  attn_g2p_model m2;
+  attn_adam opt;
+  attn_g2p_train_state s;
+  attn_g2p_train_opts o;
+  attn_g2p_train_opts_default(&o);
+  CHECK_ERR(attn_g2p_train_resume(path, &o, &m2, &opt, &s), ATTN_EINVAL);
+  CHECK_OK(attn_g2p_load(path, &m2, NULL));
+  attn_g2p_free(&m2);
+  attn_g2p_free(&ma);
+  attn_g2p_free(&mb);
+  attn_g2p_free(&mc);
+  tiny_free(&t);
+}
+
+/* greedy decoding picks, step by step, the argmax of the teacher-forced
+ * forward on its own output */
+static void test_greedy_is_argmax(void) {
+  attn_g2p_model m;
+  tiny_model(&m, 0.1f, 1);
+  int32_t w0[3] = {4, 5, 6}, w1[1] = {9};
+  const int32_t *src[2] = {w0, w1};
+  int32_t sl[2] = {3, 1}, out[2 * 40];
+  int ol[2];
+  attn_nn_ctx ctx = {0};
+  CHECK_OK(attn_g2p_greedy(&m, &ctx, src, sl, 2, 2, out, ol));
+  for (int b = 0; b < 2; b++) {
+    CHECK(ol[b] >= 0 && ol[b] <= 39);
+    int32_t tin[40] = {ATTN_G2P_BOS};
+    for (int i = 0; i < ol[b]; i++) tin[i + 1] = out[b * 40 + i];
+    attn_g2p_saved sv = {0};
+    CHECK_OK(attn_g2p_encode(&m, &ctx, &sv, src[b], sl + b, 1, sl[b]));
+    CHECK_OK(attn_g2p_decode(&m, &ctx, &sv, tin, ol[b] + 1));
+    for (int t = 0; t <= ol[b] && t < 39; t++) {
+      const float *x = sv.logits + t * m.vocab_tgt;
+      int best = ATTN_G2P_EOS;
+      for (int v = ATTN_G2P_SPECIAL; v < m.vocab_tgt; v++)
+        if (x[v] > x[best]) best = v;
+      CHECK(best == (t < ol[b] ? out[b * 40 + t] : ATTN_G2P_EOS));
+    }
+    attn_g2p_saved_free(&sv);
+  }
+  // batched: the same words one at a time give the same phonemes
+  int32_t out1[40];
+  int ol1;
+  CHECK_OK(attn_g2p_greedy(&m, &ctx, src + 1, sl + 1, 1, 1, out1, &ol1));
+  CHECK(ol1 == ol[1] && !memcmp(out1, out + 40, (size_t)ol1 * 4));
+  attn_g2p_free(&m);
+}
+
+static int tool(const char *args, char *out, size_t nout, char *err, size_t nerr) {
+  return tool_run("", bin, dir, args, out, nout, err, nerr);
+}
+
+static void test_cli_bad_input(void) {
+  char model[128], args[1024], out[4096], err[4096];
+  snprintf(model, sizeof model, "%s/a/best.safetensors", dir);  // from the resume test
+  if (access(model, R_OK)) SKIP("no model (test_resume_identical_and_threads failed)");
+  // a good word answers
+  snprintf(args, sizeof args, "g2p predict %s abase \"a'b.c\"", model);
+  CHECK(tool(args, out, sizeof out, err, sizeof err) == 0);
+  CHECK(!strncmp(out, "abase\t", 6) && strstr(out, "\na'b.c\t") != NULL);
+  // empty word, unseen characters, a 10,000-character word: no output at all
+  const char *bad[3][2] = {{"abase \"\"", "word 2 is empty"},
+                           {"abase caf\xc3\xa9", "never seen in training"},
+                           {"abase $(head -c 10000 /dev/zero | tr '\\0' A)", "10000 characters"}};
+  for (int i = 0; i < 3; i++) {
+    snprintf(args, sizeof args, "g2p predict %s %s", model, bad[i][0]);
+    CHECK(tool(args, out, sizeof out, err, sizeof err) == 1);
+    CHECK(out[0] == 0 && strstr(err, bad[i][1]) != NULL);
+    if (!strstr(err, bad[i][1])) printf("  stderr: %s\n", err);
+  }
+  // a classifier's file (attn train writes "config" metadata and its tensors)
+  char clf[128];
+  snprintf(clf, sizeof clf, "%s/clf.safetensors", dir);
+  attn_st *st = NULL;
+  CHECK_OK(attn_st_new(&st));
+  float w[4] = {0};
+  int64_t shape[1] = {4};
+  CHECK_OK(attn_st_set_meta(st, "config", "{\"vocab\":4}"));
+  CHECK_OK(attn_st_add_f32(st, "fc.weight", 1, shape, w));
+  CHECK_OK(attn_st_save(st, clf));
+  attn_st_free(st);
+  const char *cmds[2] = {"predict %s abase", "eval %s --data tests/data/g2p"};
+  for (int i = 0; i < 2; i++) {
+    char c[256];
+    snprintf(c, sizeof c, cmds[i], clf);
+    snprintf(args, sizeof args, "g2p %s", c);
+    CHECK(tool(args, out, sizeof out, err, sizeof err) == 1);
+    CHECK(out[0] == 0 && strstr(err, "not a G2P model") && strstr(err, "classifier"));
+  }
+  // no dictionary: no output folder either
+  snprintf(args, sizeof args, "g2p train --data %s/none --out %s/never", dir, dir);
+  CHECK(tool(args, out, sizeof out, err, sizeof err) == 1);
+  snprintf(args, sizeof args, "%s/never", dir);
+  CHECK(access(args, F_OK) != 0 && strstr(err, "no dictionary"));
+  // usage errors
+  CHECK(tool("g2p predict", out, sizeof out, err, sizeof err) == 2);
+  CHECK(tool("g2p frobnicate", out, sizeof out, err, sizeof err) == 2);
+  snprintf(args, sizeof args, "g2p train --out %s/x --dim 0", dir);
+  CHECK(tool(args, out, sizeof out, err, sizeof err) == 2);
+}
+
+int main(int argc, char **argv) {
+  tool_path(argc > 0 ? argv[0] : NULL, bin, sizeof bin);
+  snprintf(dir, sizeof dir, "/tmp/attn_g2p_XXXXXX");
+  if (!mkdtemp(dir)) return 1;
+  RUN(test_dict_parse);
+  RUN(test_split_stable);
+  RUN(test_vocab);
+  RUN(test_metrics);
+  RUN(test_gradcheck_tied);
+  RUN(test_gradcheck_untied);
+  RUN(test_greedy_is_argmax);
+  RUN(test_resume_identical_and_threads);
+  RUN(test_cli_bad_input);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0) printf("  could not remove %s\n", dir);
+  HARNESS_END();
+}
