@@ -10,6 +10,7 @@
 #include "attn/sdpa.h"
 #include "attn/sdpa_probs.h"
 #include "attn/sdpa_varlen.h"
+#include "attn/sdpa_mods.h"
 #include "attn/variants.h"
 #include "attn/safetensors.h"
 #include "attn/params.h"

@@ -14,6 +14,7 @@
 #include "harness.h"
 #include "kernels/kern.h"
 #include "kernels/sdpa_flash.h"
+#include "flash_ops_list.h"
 #include "sdpa_golden.h"
 
 static const attn_flash_ops *ops_list[2];
@@ -403,10 +404,7 @@ static void test_golden_files(void) {
 
 int main(void) {
   attn_set_num_threads(1); /* see test_threads_bit_identical */
-  ops_list[n_ops++] = attn_flash_ops_generic();
-  if (attn_kern_get()->flash != ops_list[0]) ops_list[n_ops++] = attn_kern_get()->flash;
-  printf("# level %s; kernel sets: %s%s%s\n", attn_isa_name(attn_isa_active()), ops_list[0]->name,
-         n_ops > 1 ? ", " : "", n_ops > 1 ? ops_list[1]->name : "");
+  n_ops = flash_ops_portable_and_level(ops_list);
   RUN(test_add_rows_kernels);
   RUN(test_each_scheme_alone);
   RUN(test_block_sparse_sizes);

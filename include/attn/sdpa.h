@@ -126,6 +126,10 @@ typedef struct {
   const int64_t *q_offsets;
   int64_t alibi_slopes_bstride;
   float *alibi_slopes_grad;
+
+  /* ---- user modifiers (attn/sdpa_mods.h; FlexAttention's score_mod /
+   * mask_mod, with a backward); NULL = none ----------------------------- */
+  const struct attn_sdpa_mods *mods;
 } attn_sdpa_desc;
 
 /* Fills d with B..Dv, no masks, default scale, unbounded window, contiguous,

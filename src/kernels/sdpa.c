@@ -6,6 +6,7 @@
 #include "core/checked.h"
 #include "kernels/sdpa_internal.h"
 #include "kernels/sdpa_softcap_sinks.h"
+#include "kernels/sdpa_usermod.h"
 
 void attn_sdpa_desc_init(attn_sdpa_desc *d, int64_t B, int64_t Hq, int64_t Hkv, int64_t Lq,
                          int64_t Lk, int64_t D, int64_t Dv) {
@@ -118,12 +119,13 @@ static attn_status validate_variants(const attn_sdpa_desc *d) {
                           "sdpa: block_mask with block_size = %lld, block_cols = %lld (size >= 1; "
                           "cols 0 or >= ceil(Lk/size))",
                           (long long)d->block_size, (long long)d->block_cols);
-  return ATTN_OK;
+  return attn_usermod_validate(d);
 }
 
 attn_status attn_sdpa_check_backward_ptrs(const attn_sdpa_desc *d, const char *who, const void *out,
                                           const void *lse, const void *dout, const void *dq,
                                           const void *dk, const void *dv) {
+  if (attn_usermod_check_backward(d, who)) return ATTN_EINVAL;
   if (d->Lq > 0 && (!out || !lse || !dout || !dq))
     return attn_set_error(ATTN_EINVAL, "%s: %s is NULL", who,
                           !out    ? "out"

@@ -47,6 +47,7 @@
 #include "kernels/sdpa_batched.h"
 #include "kernels/sdpa_flash.h"
 #include "kernels/sdpa_softcap_sinks.h"
+#include "kernels/sdpa_usermod.h"
 #include "kernels/util.h"
 
 
@@ -192,7 +193,8 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
     const float *vb = attn_flash_in_rows(in->v, in->v16, in, voff + j0 * rs->v[2], rs->v[2], nk, Dv,
                                          vc, Dvp, &ldv);
     int r0 = 0;
-    if (fused && nk == BC && !d->block_mask && lo1 <= j0 && hi0 >= j0 + BC) {
+    if (fused && nk == BC && !d->block_mask && lo1 <= j0 && hi0 >= j0 + BC &&
+        attn_usermod_tile_state(d, b, h, i0, nq, j0, nk) == 1) {
       /* every row of the item sees every key of the block: its whole tiles
        * in one call (the next block's kᵀ and v fetched into L2 meanwhile) */
       int G = nq / MR, next = kb + 1 < kb1 && d->Lk - j0 >= 2 * BC;
@@ -213,9 +215,10 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
       int R = nq - r0 < MR ? nq - r0 : MR;
       const int64_t i = i0 + r0, pi = i + d->q_offset;
       int blk = attn_flash_block_state(d, pi, R, j0, nk); /* 0: every block off, skip */
-      if (!blk || !attn_flash_tile_bounds(d, b, i, R, j0, nk, lo, hi)) continue;
+      const int um = attn_usermod_tile_state(d, b, h, i, R, j0, nk); /* 0: skip, 2: mods */
+      if (!blk || !um || !attn_flash_tile_bounds(d, b, i, R, j0, nk, lo, hi)) continue;
       const float *qi = qb + r0 * ldq;
-      if (fused && R == MR && nk == BC && blk == 1 && whole_tile(lo, hi)) {
+      if (fused && R == MR && nk == BC && blk == 1 && um == 1 && whole_tile(lo, hi)) {
         ops->tile_forward(1, D, Dv, qi, ldq, ktb, vb, ldv, rs->scale, s, o + r0 * Dv, Dv, m + r0,
                           l + r0, NULL, NULL, 0);
         continue;
@@ -223,9 +226,10 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
       ops->gemm(R, BC, D, qi, ldq, 1, ktb, BC, s, BC, NULL, 0);
       int64_t t0 = 0;
       int w = pos->nr ? attn_flash_shaw_band(d, pi, R, j0, nk, &t0) : 0;
-      if (masks || blk == 2) { /* logits, masks, positions, then the softmax */
+      if (masks || blk == 2 || um == 2) { /* logits, mods, masks, positions, softmax */
         ops->logits(R, s, rs->scale, lo, hi);
         if (d->softcap != 0.0f) attn_softcap_tile(d->softcap, R, nk, s, BC, NULL, 0);
+        if (um == 2) attn_usermod_tile(d, b, h, i, R, j0, nk, s, BC, NULL, 0);
         attn_flash_elem_masks(d, b, h, i, R, j0, nk, s);
         if (blk == 2) attn_flash_block_mask(d, pi, R, j0, nk, s);
         if (pos->bias) attn_flash_pos_bias(ops, pos, h, d->Lq, i, R, j0, nk, s);

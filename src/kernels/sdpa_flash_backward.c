@@ -30,6 +30,7 @@
 #include "kernels/sdpa_flash.h"
 #include "kernels/sdpa_positions.h"
 #include "kernels/sdpa_softcap_sinks.h"
+#include "kernels/sdpa_usermod.h"
 #include "kernels/util.h"
 
 
@@ -83,7 +84,8 @@ static float *dq_rows(const bwd_ctx *x, int64_t c, int64_t b, int64_t h, int64_t
 
 /* ws: kt [D, BC], vt [Dv, BC], dkb [BC, D], dvb [BC, Dv], p, ds [BQB, BC], s, dp [MR, BC],
  * xq, xv [MR, QW] (Shaw bands: q·shaw_kᵀ then ds summed; dout·shaw_vᵀ then p summed),
- * gc [MR, BC] (softcap's 1 - tanh^2 of the tile); fp16 inputs: kc [BC, D], vc [BC, Dv], qc [BQB, D] (the blocks as f32).
+ * gc [MR, BC] (softcap's 1 - tanh^2 of the tile), raw [MR, BC] (the scores before a
+ * user score_mod); fp16 inputs: kc [BC, D], vc [BC, Dv], qc [BQB, D] (the blocks as f32).
  * tp: this item's table gradient partials (x->tper floats). */
 static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, float *ws,
                           float *tp) {
@@ -94,8 +96,8 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, flo
   float *kt = ws, *vt = kt + D * BC, *dkb = vt + Dv * BC, *dvb = dkb + BC * D;
   float *p = dvb + BC * Dv, *ds = p + BQB * BC, *s = ds + BQB * BC, *dp = s + MR * BC;
   float *xq = dp + MR * BC, *xv = xq + MR * QW;
-  float *gc = d->softcap != 0.0f ? xv + MR * QW : NULL;
-  float *kc = xv + MR * QW + MR * BC, *vc = kc + BC * D, *qc = vc + BC * Dv;
+  float *gc = d->softcap != 0.0f ? xv + MR * QW : NULL, *raw = xv + MR * QW + MR * BC;
+  float *kc = raw + MR * BC, *vc = kc + BC * D, *qc = vc + BC * Dv;
   const attn_flash_in *in = x->in;
   const attn_flash_pos *pos = x->pos;
   float *grel = x->nt5 ? tp : NULL, *gsk = x->nsk ? tp + x->nt5 : NULL;
@@ -144,7 +146,8 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, flo
           int R = nq - r0 < MR ? nq - r0 : MR;
           const int64_t i = qb0 + r0, pi = i + d->q_offset;
           int blk = attn_flash_block_state(d, pi, R, j0, nk); /* 0: every block off */
-          if (!blk || !attn_flash_tile_bounds(d, b, i, R, j0, nk, lo, hi)) {
+          const int um = attn_usermod_tile_state(d, b, h, i, R, j0, nk); /* 0: skip, 2: mods */
+          if (!blk || !um || !attn_flash_tile_bounds(d, b, i, R, j0, nk, lo, hi)) {
             memset(p + r0 * BC, 0, (size_t)R * BC * sizeof(float));
             memset(ds + r0 * BC, 0, (size_t)R * BC * sizeof(float));
             continue;
@@ -162,11 +165,13 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, flo
             attn_flash_shaw_rows(ops, R, doi, rs->o[2], Dv, pos->svt, pos->nr, t0, w, 1.0f, xv);
             attn_flash_shaw_gather(ops, d, pi, R, j0, nk, t0, xv, ends + 2, 0, dp);
           }
-          /* T5 wants ds without the scale: scaled below, after its gradient */
-          const float dsc = grel ? 1.0f : rs->scale;
-          if (masks || blk == 2) { /* logits, masks, positions, then p, ds */
+          /* T5 and score_mod want ds without the scale: scaled below, after them */
+          const int umg = um == 2 && attn_usermod_has_grad(d);
+          const float dsc = grel || umg ? 1.0f : rs->scale;
+          if (masks || blk == 2 || um == 2) { /* logits, mods, masks, positions, then p, ds */
             ops->logits(R, s, rs->scale, lo, hi);
             if (gc) attn_softcap_tile(d->softcap, R, nk, s, BC, gc, BC);
+            if (um == 2) attn_usermod_tile(d, b, h, i, R, j0, nk, s, BC, umg ? raw : NULL, BC);
             attn_flash_elem_masks(d, b, h, i, R, j0, nk, s);
             if (blk == 2) attn_flash_block_mask(d, pi, R, j0, nk, s);
             if (pos->bias) attn_flash_pos_bias(ops, pos, h, d->Lq, i, R, j0, nk, s);
@@ -178,11 +183,12 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, flo
           } else {
             ops->probs_grad(R, s, rs->scale, lo, hi, dp, lseh + i, dih + i, dsc, pr, dsr, BC);
           }
-          if (grel) { /* d bias by relative distance x = j - i + Lq - 1 */
+          if (grel) /* d bias by relative distance x = j - i + Lq - 1 */
             ops->add_rows(R, nk, grel + hh * pos->nrel + (j0 - i + d->Lq - 1), -1, dsr, BC, 1, 0);
+          if (umg) attn_usermod_tile_grad(d, b, h, i, R, j0, nk, raw, BC, dsr, BC);
+          if (grel || umg)
             for (int e = 0; e < R * BC; e++)
               dsr[e] *= rs->scale;
-          }
           if (gc) attn_softcap_grad_tile(R, nk, dsr, BC, gc, BC);
           for (int64_t c0 = 0; c0 < D; c0 += NC) {
             int n = (int)(D - c0 < NC ? D - c0 : NC);
@@ -311,13 +317,14 @@ attn_status attn_sdpa_backward_flash_in(const attn_flash_ops *ops, const attn_sd
   }
   /* key chunks: enough items for the threads of a big machine, within memory */
   int64_t C = 1, dq_bytes = B * Hq * Lq * D * (int64_t)sizeof(float);
-  while (B * Hkv * C < WANT_ITEMS && C < nkb && (C == 1 || C * dq_bytes <= PART_BYTES_MAX))
+  while (B * Hkv * C < WANT_ITEMS && C < nkb && (C == 1 || C * dq_bytes <= PART_BYTES_MAX) &&
+         !attn_usermod_serial(d)) /* score_mod_param_grad: one item per (b, h) */
     C++;
   const int64_t items = B * Hkv * C;
   int nt = attn_kernel_threads(2.5 * B * Hq * Lq * d->Lk * (D + Dv), items);
   float *di = attn_flash_alloc(B * Hq * Lq, 1, "backward rowsum");
   float *part = C > 1 ? attn_flash_alloc((C - 1) * B * Hq * Lq * D, 1, "partial dq") : NULL;
-  int64_t per = 2 * (D + Dv) * BC + 2 * BQB * BC + 3 * MR * BC + 2 * MR * QW;
+  int64_t per = 2 * (D + Dv) * BC + 2 * BQB * BC + 4 * MR * BC + 2 * MR * QW;
   if (f16) per += (D + Dv) * BC + BQB * D; /* kc, vc, qc */
   float *ws = attn_flash_alloc(per, nt, "backward");
   attn_flash_pos pos;

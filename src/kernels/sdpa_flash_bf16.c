@@ -21,6 +21,7 @@
 #include "kernels/sdpa_flash.h"
 #include "kernels/sdpa_flash_bf16.h"
 #include "kernels/sdpa_softcap_sinks.h"
+#include "kernels/sdpa_usermod.h"
 #include "kernels/kern.h"
 #include "kernels/util.h"
 
@@ -273,7 +274,7 @@ static void forward_item(const fwd_ctx *x, int64_t b, int64_t h, int64_t i0, int
   }
   const bf16_scores sc = {x->ops, x->kp + (b * d->Hkv + kvh) * x->nkb * BC * Dp, qp, Dp, (int)dc,
                           (int)((d->D + 1) / 2), st};
-  const attn_bf16_scores_stage stage = {bf16_scores_issue, bf16_scores_logits, &sc};
+  const attn_bf16_scores_stage stage = {bf16_scores_issue, bf16_scores_logits, &sc, NULL};
   attn_bf16_item_steps(x->ops, d, b, h, i0, nq, rs->scale, &stage,
                        x->vt + (b * d->Hkv + kvh) * x->nkb * dvt * 16 * BC, dvt, ot, m, l, p);
   attn_bf16_item_store(d, h, ot, dvt, m, l, NULL, nq, d->Dv,
@@ -287,10 +288,10 @@ static void forward_item(const fwd_ctx *x, int64_t b, int64_t h, int64_t i0, int
  * 16). Returns 1 if some alpha != 1. */
 static int step_softmax(const attn_flash_bf16_ops *ops, const attn_sdpa_desc *d, int64_t b,
                         int64_t h, int64_t i0, int nq, const step_t *c, float *st, float scale,
-                        float *m, float *l, float *alpha, uint16_t *p) {
+                        float *m, float *l, float *alpha, uint16_t *p, const float *shift) {
   const int g = c->g, R = nq - g * QT < QT ? nq - g * QT : QT;
   const int64_t j0 = c->kb * BC;
-  if (!d->bool_mask && !d->add_mask && d->softcap == 0.0f)
+  if (!d->bool_mask && !d->add_mask && d->softcap == 0.0f && !d->mods)
     return ops->softmax(st, scale, c->full ? NULL : c->lo, c->full ? NULL : c->hi, m + g * QT,
                         l + g * QT, alpha, p);
   /* logits with the range, then the element masks, then the softmax */
@@ -300,6 +301,8 @@ static int step_softmax(const attn_flash_bf16_ops *ops, const attn_sdpa_desc *d,
       for (int r = 0; r < QT; r++)
         st[j * QT + r] = j >= c->lo[r] && j < c->hi[r] ? scale * st[j * QT + r] : -INFINITY;
   if (d->softcap != 0.0f) attn_softcap_tile(d->softcap, 1, BC * QT, st, 0, NULL, 0); /* elementwise */
+  if (d->mods) /* user mods (sdpa_usermod.h) on the true scores */
+    attn_usermod_tile_t(d, b, h, i0 + g * QT, R, j0, nk, st, QT, shift ? shift + g * QT : NULL, NULL);
   attn_bf16_elem_masks(d, b, h, i0 + g * QT, R, j0, nk, st, QT);
   return ops->softmax(st, 1.0f, NULL, NULL, m + g * QT, l + g * QT, alpha, p);
 }
@@ -330,7 +333,7 @@ void attn_bf16_item_steps(const attn_flash_bf16_ops *ops, const attn_sdpa_desc *
       ops->accum(ot + pend_g * dvt * 256, (int)dvt, moved[par ^ 1] ? alpha[par ^ 1] : NULL,
                  vt + pend_kb * dvt * 16 * BC, p + (par ^ 1) * BC * QT);
     moved[par] = step_softmax(ops, d, b, h, i0, nq, c, sc->logits(sc->ctx, c, par), scale, m, l,
-                              alpha[par], p + par * BC * QT);
+                              alpha[par], p + par * BC * QT, sc->shift);
     pend = 1;
     pend_g = c->g;
     pend_kb = c->kb;

@@ -164,6 +164,9 @@ typedef struct {
   void (*issue)(const void *ctx, const attn_bf16_step *s, int buf);
   float *(*logits)(const void *ctx, const attn_bf16_step *s, int buf);
   const void *ctx;
+  /* the item's rows' shift (the true scaled score = logit + shift[r]: int8
+   * keeps scale q·mean(k) out), NULL = 0; seen by user score_mods only */
+  const float *shift;
 } attn_bf16_scores_stage;
 /* The tile steps of a forward work item, rows i0..i0+nq-1 of (b, h) (the
  * bf16 and the int8 flash): three in flight, one step apart: the scores of

@@ -29,6 +29,7 @@
 #include "kernels/kern.h"
 #include "kernels/sdpa_flash_bf16.h"
 #include "kernels/sdpa_softcap_sinks.h"
+#include "kernels/sdpa_usermod.h"
 #include "kernels/util.h"
 
 
@@ -76,11 +77,12 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, voi
   uint16_t *pt = (uint16_t *)(void *)(dvb + SB * BC * ntv * 16), *dst = pt + SB * BC * QB;
   uint16_t *dsv = dst + SB * BC * QB;
   int lo[QT], hi[QT], act[SB];
+  float raw[BC * QT]; /* the scores before a user score_mod */
   const int64_t bg = b * d->Hkv + g, nsb = attn_ceil_div(x->nkb, SB);
   for (int64_t h = g * G; h < (g + 1) * G; h++) /* this chunk's dqᵀ partial of the group's heads */
     memset(x->dqt + ((c * d->B + b) * d->Hq + h) * nq16 * ntk * 256, 0,
            (size_t)(nq16 * ntk * 256) * sizeof(float));
-  const int masks = d->bool_mask || d->add_mask;
+  const int masks = d->bool_mask || d->add_mask || d->mods;
   for (int64_t sb = c; sb < nsb; sb += x->C) { /* super-blocks of SB key blocks */
     const int64_t kb0 = sb * SB, nb = x->nkb - kb0 < SB ? x->nkb - kb0 : SB;
     const int64_t j0s = kb0 * BC, j1s = d->Lk < j0s + nb * BC ? d->Lk : j0s + nb * BC;
@@ -112,7 +114,8 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, voi
           for (int t = 0; t < QB / QT; t++) {
             const int64_t i = qa + t * QT;
             uint16_t *ptb = pt + kbi * BC * QB + t * QT, *dstb = dst + kbi * BC * QB + t * QT;
-            if (!R[t] || !attn_bf16_tile_bounds(d, b, i, R[t], j0, nk, lo, hi)) {
+            if (!R[t] || !attn_bf16_tile_bounds(d, b, i, R[t], j0, nk, lo, hi) ||
+                !attn_usermod_tile_state(d, b, h, i, R[t], j0, nk)) {
               for (int j = 0; j < BC; j++) {
                 memset(ptb + j * QB, 0, QT * sizeof(uint16_t));
                 memset(dstb + j * QB, 0, QT * sizeof(uint16_t));
@@ -131,7 +134,10 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, voi
               for (int j = 0; j < BC; j++)
                 for (int r = 0; r < QT; r++)
                   st[j * QT + r] = j >= lo[r] && j < hi[r] ? rs->scale * st[j * QT + r] : -INFINITY;
+              if (d->mods) attn_usermod_tile_t(d, b, h, i, R[t], j0, nk, st, QT, NULL, raw);
               attn_bf16_elem_masks(d, b, h, i, R[t], j0, nk, st, QT);
+              if (attn_usermod_has_grad(d)) /* dp so that p (dp - D_i) is d score */
+                attn_usermod_dp_t(d, b, h, i, R[t], j0, nk, raw, st, QT, dpt, ls[t], ds_i[t]);
               ops->probs_grad(st, dpt, 1.0f, NULL, NULL, ls[t], ds_i[t], rs->scale, ptb, dstb, QB,
                               dsv);
             } else {
@@ -196,7 +202,8 @@ attn_status attn_sdpa_backward_bf16_path(attn_lowp_path path, const attn_sdpa_de
   /* key chunks: enough items for the threads of a big machine, within memory */
   int64_t C = 1, part = B * Hq * Lqp * ntk * 16 * (int64_t)sizeof(float);
   const int64_t nsb = attn_ceil_div(nkb, SB);
-  while (B * Hkv * C < WANT_ITEMS && C < nsb && (C + 1) * part <= PART_BYTES_MAX + part)
+  while (B * Hkv * C < WANT_ITEMS && C < nsb && (C + 1) * part <= PART_BYTES_MAX + part &&
+         !attn_usermod_serial(d)) /* score_mod_param_grad: one item per (b, h) */
     C++;
   const int64_t items = B * Hkv * C;
   int nt = attn_kernel_threads(2.5 * B * Hq * Lq * d->Lk * (D + Dv), items);

@@ -254,10 +254,10 @@ static void forward_item(const i8_ctx *x, int64_t b, int64_t h, int64_t i0, int 
                         (int)x->dc,
                         si,
                         st};
-  const attn_bf16_scores_stage stage = {i8_scores_issue, i8_scores_logits, &sc};
+  const int64_t row0 = (b * d->Hq + h) * d->Lq + i0; /* lse and shift */
+  const attn_bf16_scores_stage stage = {i8_scores_issue, i8_scores_logits, &sc, x->shift + row0};
   attn_bf16_item_steps(x->kr.ops, d, b, h, i0, nq, 1.0f, &stage,
                        x->vt + bkv * x->nkb * dvt * 16 * BC, dvt, ot, m, l, p);
-  const int64_t row0 = (b * d->Hq + h) * d->Lq + i0; /* lse and shift */
   attn_bf16_item_store(d, h, ot, dvt, m, l, x->shift + row0, nq, d->Dv,
                        x->out + b * rs->o[0] + h * rs->o[1] + i0 * rs->o[2], rs->o[2],
                        x->lse + row0);

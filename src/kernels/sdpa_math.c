@@ -32,6 +32,7 @@
 #include "kernels/sdpa_internal.h"
 #include "kernels/sdpa_positions.h"
 #include "kernels/sdpa_softcap_sinks.h"
+#include "kernels/sdpa_usermod.h"
 #include "kernels/util.h"
 
 
@@ -68,11 +69,14 @@ static attn_status scratch_alloc(int64_t tasks, double macs, int64_t per, int *n
 
 /* Row i of (b, h): s [Lk] := its logits from scale*q·k: -inf where not
  * allowed (key range, bool mask, additive -inf, block layout), plus the
- * additive mask and the position terms (qr = scale * q_i·shaw_kᵀ or NULL). */
+ * additive mask and the position terms (qr = scale * q_i·shaw_kᵀ or NULL);
+ * user mods first (sdpa_usermod.h; raw: NULL or the scores before them). */
 static void logits_row(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t i, float *s,
-                       const float *qr) {
+                       const float *qr, float *raw) {
   int64_t lo, hi;
   attn_sdpa_key_range(d, b, i, &lo, &hi);
+  if (d->mods && hi > lo)
+    attn_usermod_tile(d, b, h, i, 1, lo, hi - lo, s + lo, 0, raw ? raw + lo : NULL, 0);
   for (int64_t j = 0; j < d->Lk; j++)
     s[j] = j >= lo && j < hi && attn_sdpa_bool_allows(d, b, h, i, j)
                ? s[j] + attn_sdpa_add_mask_at(d, b, h, i, j)
@@ -86,7 +90,7 @@ static void logits_row(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t i,
 static float softmax_row(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t i, float *s,
                          const float *qr) {
   int64_t allowed = 0;
-  logits_row(d, b, h, i, s, qr);
+  logits_row(d, b, h, i, s, qr, NULL);
   float m = -INFINITY;
   for (int64_t j = 0; j < d->Lk; j++)
     if (s[j] != -INFINITY) {
@@ -110,12 +114,12 @@ static float softmax_row(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t 
 /* Row i of (b, h) in the backward: s [Lk] holds scale*q·k on entry and
  * P = exp(logit - lse) on exit (0 for keys not allowed). */
 static void probs_row(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t i, float lse, float *s,
-                      const float *qr) {
+                      const float *qr, float *raw) {
   if (lse == -INFINITY) {
     if (d->Lk > 0) memset(s, 0, (size_t)d->Lk * sizeof(float)); /* s is NULL when Lk = 0 */
     return;
   }
-  logits_row(d, b, h, i, s, qr);
+  logits_row(d, b, h, i, s, qr, raw);
   for (int64_t j = 0; j < d->Lk; j++)
     s[j] = s[j] == -INFINITY ? 0.0f : (float)exp((double)s[j] - lse);
 }
@@ -267,8 +271,9 @@ attn_status attn_sdpa_backward_math(const attn_sdpa_desc *d, const float *q, con
   const int64_t R = attn_pos_shaw_rows(d), nr = Lq * R;
   int nt;
   float *scratch;
+  const int64_t nraw = attn_usermod_has_grad(d) ? nsc : 0;
   const int64_t ncap = d->softcap != 0.0f ? nsc : 0;
-  const int64_t per = 2 * nsc + 2 * nr + ncap; /* P, dS, XR, PR, GC */
+  const int64_t per = 2 * nsc + 2 * nr + nraw + ncap; /* P, dS, XR, PR, RAW, GC */
   const double macs = 2.0 * (double)B * Hq * (double)nsc * (double)(D + Dv + R);
   if ((st = scratch_alloc(tasks, macs, per, &nt, &scratch))) return st;
   table_grads tg;
@@ -292,7 +297,8 @@ attn_status attn_sdpa_backward_math(const attn_sdpa_desc *d, const float *q, con
     float *dS = P ? P + nsc : NULL;  /* [Lq, Lk]: dP, then dS */
     float *XR = dS ? dS + nsc : NULL; /* [Lq, R]: QR, then DOR, then DQR */
     float *PR = XR ? XR + nr : NULL;  /* [Lq, R] */
-    float *GC = ncap && PR ? PR + nr : NULL; /* [Lq, Lk]: softcap's 1 - tanh^2 */
+    float *RAW = nraw && PR ? PR + nr : NULL; /* [Lq, Lk]: scores before score_mod */
+    float *GC = ncap && PR ? PR + nr + nraw : NULL; /* [Lq, Lk]: softcap's 1 - tanh^2 */
     float *gt5 = tg.nt5 ? tg.buf + t * tg.per : NULL;          /* [Hq, buckets] */
     float *gsk = tg.nsk ? tg.buf + t * tg.per + tg.nt5 : NULL; /* [R, D] */
     float *gsv = tg.nsv ? tg.buf + t * tg.per + tg.nt5 + tg.nsk : NULL; /* [R, Dv] */
@@ -319,7 +325,8 @@ attn_status attn_sdpa_backward_math(const attn_sdpa_desc *d, const float *q, con
       if (d->shaw_k)
         s[5] = attn_gemm_f32(0, 1, Lq, R, D, r.scale, Q, ldq, d->shaw_k, D, 0.0f, XR, R);
       for (int64_t i = 0; i < Lq; i++)
-        probs_row(d, b, h, i, L[i], P + i * Lk, d->shaw_k ? XR + i * R : NULL);
+        probs_row(d, b, h, i, L[i], P + i * Lk, d->shaw_k ? XR + i * R : NULL,
+                  RAW ? RAW + i * Lk : NULL);
       s[1] = attn_gemm_f32(1, 0, Lk, Dv, Lq, 1.0f, P, Lk, dO, ldo, beta, dV, ldv);
       s[2] = attn_gemm_f32(0, 1, Lq, Lk, Dv, 1.0f, dO, ldo, V, ldv, 0.0f, dS, Lk);
       if (d->shaw_v) { /* dP_ij += dO_i · shaw_v[r(i,j)]; d shaw_v += PRᵀ dO */
@@ -339,6 +346,9 @@ attn_status attn_sdpa_backward_math(const attn_sdpa_desc *d, const float *q, con
         for (int64_t j = 0; j < Lk; j++)
           si[j] = pi[j] == 0.0f ? 0.0f : (float)(pi[j] * ((double)si[j] - Di));
       }
+      if (gt5) attn_pos_t5_grad(d, 0, Lq, 0, Lk, dS, Lk, gt5 + h * d->rel_buckets);
+      if (gal) gal[h] += (float)attn_pos_alibi_grad(d, 0, Lq, 0, Lk, dS, Lk);
+      if (RAW) attn_usermod_tile_grad(d, b, h, 0, Lq, 0, Lk, RAW, Lk, dS, Lk);
       if (GC) attn_softcap_grad_tile(1, nsc, dS, nsc, GC, nsc);
       s[3] = attn_gemm_f32(0, 0, Lq, D, Lk, r.scale, dS, Lk, K, ldk, 0.0f, dQ, ldq);
       s[4] = attn_gemm_f32(1, 0, Lk, D, Lq, r.scale, dS, Lk, Q, ldq, beta, dK, ldk);
@@ -347,8 +357,6 @@ attn_status attn_sdpa_backward_math(const attn_sdpa_desc *d, const float *q, con
         s[8] = attn_gemm_f32(0, 0, Lq, D, R, r.scale, XR, R, d->shaw_k, D, 1.0f, dQ, ldq);
         if (gsk) s[9] = attn_gemm_f32(1, 0, R, D, Lq, r.scale, XR, R, Q, ldq, 1.0f, gsk, D);
       }
-      if (gt5) attn_pos_t5_grad(d, 0, Lq, 0, Lk, dS, Lk, gt5 + h * d->rel_buckets);
-      if (gal) gal[h] += (float)attn_pos_alibi_grad(d, 0, Lq, 0, Lk, dS, Lk);
       for (int x = 0; x < 10; x++)
         if (s[x] > bad) bad = s[x];
     }

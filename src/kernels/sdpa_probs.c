@@ -3,6 +3,7 @@
 
 #include "attn/sdpa_probs.h"
 #include "kernels/sdpa_internal.h"
+#include "kernels/sdpa_usermod.h"
 
 attn_status attn_sdpa_probs_f32(const attn_sdpa_desc *d, const float *q, const float *k,
                                 const float *lse, int64_t b, int64_t h, int64_t row0,
@@ -17,6 +18,7 @@ attn_status attn_sdpa_probs_f32(const attn_sdpa_desc *d, const float *q, const f
     return attn_set_error(ATTN_EUNSUPPORTED,
                           "sdpa probs: position schemes and block-sparse layouts are not "
                           "supported here; use the math backend's probs output");
+  if ((st = attn_usermod_refuse(d, "sdpa probs"))) return st;
   if (b < 0 || b >= d->B || h < 0 || h >= d->Hq)
     return attn_set_error(ATTN_EINVAL, "sdpa probs: batch %lld / head %lld out of range [%lld, %lld)",
                           (long long)b, (long long)h, (long long)d->B, (long long)d->Hq);

@@ -11,6 +11,7 @@
 #include <sys/resource.h>
 
 #include "apps/tools/bench.h"
+#include "apps/tools/bench_sdpa_mods.h"
 #include "apps/viz/bench_sdpa_plot.h"
 #include "attn.h"
 #include "kernels/sdpa_internal.h"
@@ -29,6 +30,7 @@ typedef struct {
   int runs;
   double peak_mib[2]; /* process peak RSS during each backend's runs, MiB */
   double f32_med, f32_cpu_s; /* --dtype other than f32: f32 flash on the same shape */
+  double builtin_med, builtin_cpu_s; /* --mod: the built-in equivalent, 0: not run */
 } sdpa_result;
 
 /* --dtype: f32 (any backend), or the flash of another type with the f32 flash
@@ -46,6 +48,7 @@ typedef struct {
   float softcap; /* logit softcap (0 off) */
   int sinks;     /* per-head attention sinks */
   sdpa_dtype dtype;
+  int mod; /* --mod (attn_bench_mod_kind) */
 } sdpa_opts;
 
 static int has_variants(const sdpa_opts *o) {
@@ -58,6 +61,7 @@ static void sdpa_usage(FILE *out) {
                "                       [--no-math] [--threads T] [--json FILE] [--plot FILE.png]\n"
                "                       [--alibi] [--rel-bias] [--shaw [M]] [--block-sparse [BS]]\n"
                "                       [--softcap C] [--sinks] [--dtype f32|bf16|fp16|int8]\n"
+               "                       [--mod causal|causal-noblock|window|alibi|softcap]\n"
                "  --n N...       sequence lengths Lq = Lk (default 512 1024 2048 4096)\n"
                "  --batch B      batch (default 1); --heads H (default 8); --dim D (default 64)\n"
                "  --causal       causal mask; --window W: keys i-W..i+W (i-W..i with --causal)\n"
@@ -86,6 +90,12 @@ static void sdpa_usage(FILE *out) {
                "  --dtype int8   f32 q, k, v through attn_sdpa_forward_i8 (int8 q·kᵀ, bf16 P·V;\n"
                "                 forward only); f32_ms, vs_f32 as for bf16; %%bf16 as for bf16\n"
                "                 (the P·V half's rate; the int8 half's peak is 2x)\n"
+               "  --mod NAME     the case's --causal, --window, --alibi or --softcap written\n"
+               "                 as a user callback (attn/sdpa_mods.h) instead: causal,\n"
+               "                 window: mask_mod with a 64x64 block mask (causal-noblock:\n"
+               "                 without); alibi, softcap: score_mod. The built-in is timed\n"
+               "                 next to it: builtin_cpu_ms, vs_builtin = CPU time of the\n"
+               "                 case / of the built-in\n"
                "  --json FILE    also write the results as JSON\n"
                "  --plot FILE    draw time and peak memory against N, both backends (PNG)\n"
                "GFLOP/s counts 4·B·H·D per allowed (query, key) pair forward, 2.5x backward.\n"
@@ -279,11 +289,14 @@ static int run_case(const sdpa_opts *o, long long n, sdpa_result *r) {
   r->n = n;
   const attn_sdpa_desc plain = d;
   sdpa_variant_bufs vb;
-  if (set_variants(o, &d, &vb)) {
+  attn_sdpa_desc builtin;
+  attn_bench_mod mod;
+  if (set_variants(o, &d, &vb) || attn_bench_mod_setup(o->mod, &d, &builtin, &mod)) {
+    attn_bench_mod_free(&mod);
     free_variants(&vb);
     return 1;
   }
-  double pairs = allowed_pairs(&d) * o->B * o->H;
+  double pairs = allowed_pairs(&builtin) * o->B * o->H;
   r->flops = 4.0 * o->D * pairs * (o->backward ? 2.5 : 1.0);
   size_t nt = (size_t)o->B * o->H * n * o->D, nl = (size_t)o->B * o->H * n;
   int ntens = o->backward ? 8 : 4;
@@ -339,6 +352,11 @@ static int run_case(const sdpa_opts *o, long long n, sdpa_result *r) {
     r->f32_med = time_backend(&d, ATTN_BACKEND_FLASH, o->backward, &f, &fr, &r->f32_cpu_s);
     if (r->f32_med < 0) rc = 1;
   }
+  if (!rc && o->mod) { /* the built-in the callback replaces */
+    int br;
+    r->builtin_med = time_backend(&builtin, o->backend, o->backward, &t, &br, &r->builtin_cpu_s);
+    if (r->builtin_med < 0) rc = 1;
+  }
   if (!rc && has_variants(o)) { /* plain flash, same shape and masks */
     int pr;
     r->plain_med = time_backend(&plain, ATTN_BACKEND_FLASH, o->backward, &t, &pr, &r->plain_cpu_s);
@@ -356,6 +374,7 @@ static int run_case(const sdpa_opts *o, long long n, sdpa_result *r) {
   for (int i = 0; i < 9; i++)
     free(*all[i]);
   free(t.qh), free(t.kh), free(t.vh);
+  attn_bench_mod_free(&mod);
   free_variants(&vb);
   return rc;
 }
@@ -387,14 +406,17 @@ static int write_json(const char *file, const sdpa_opts *o, const sdpa_result *r
             "\"math_median_ms\": %.4f, \"speedup_vs_math\": %.3f, "
             "\"peak_mib\": %.1f, \"math_peak_mib\": %.1f, \"io_mib\": %.1f, "
             "\"plain_median_ms\": %.4f, \"plain_cpu_ms\": %.4f, \"cpu_vs_plain\": %.3f, "
-            "\"dtype\": \"%s\", \"f32_median_ms\": %.4f, \"speedup_vs_f32\": %.3f}%s\n",
+            "\"dtype\": \"%s\", \"f32_median_ms\": %.4f, \"speedup_vs_f32\": %.3f, "
+            "\"mod\": \"%s\", \"builtin_median_ms\": %.4f, \"cpu_vs_builtin\": %.3f}%s\n",
             r[i].n, r[i].runs, 1e3 * r[i].med[0], gf, 100.0 * gf / peak, 1e3 * r[i].cpu_s,
             r[i].flops / r[i].cpu_s * 1e-9, 100.0 * r[i].flops / r[i].cpu_s * 1e-9 / peak1,
             1e3 * r[i].med[1], r[i].med[1] > 0 ? r[i].med[1] / r[i].med[0] : 0.0, r[i].peak_mib[0],
             r[i].peak_mib[1], r[i].io_bytes / 1048576.0, 1e3 * r[i].plain_med,
             1e3 * r[i].plain_cpu_s, r[i].plain_cpu_s > 0 ? r[i].cpu_s / r[i].plain_cpu_s : 0.0,
             dtype_names[o->dtype], 1e3 * r[i].f32_med,
-            r[i].f32_med > 0 ? r[i].f32_med / r[i].med[0] : 0.0, i + 1 < n ? "," : "");
+            r[i].f32_med > 0 ? r[i].f32_med / r[i].med[0] : 0.0, attn_bench_mod_name(o->mod),
+            1e3 * r[i].builtin_med,
+            r[i].builtin_cpu_s > 0 ? r[i].cpu_s / r[i].builtin_cpu_s : 0.0, i + 1 < n ? "," : "");
   }
   fprintf(f, "]}\n");
   return fclose(f) ? 1 : 0;
@@ -402,7 +424,7 @@ static int write_json(const char *file, const sdpa_opts *o, const sdpa_result *r
 
 int attn_bench_sdpa_main(int argc, char **argv) {
   sdpa_opts o = {1, 8, 64, 0, 0, attn_get_num_threads(), 0, -1, ATTN_BACKEND_FLASH,
-                 0, 0, 0, 0, 0.0f, 0, DT_F32};
+                 0, 0, 0, 0, 0.0f, 0, DT_F32, BENCH_MOD_NONE};
   long long ns[MAX_N];
   int nn = 0;
   const char *json = NULL, *plot = NULL;
@@ -455,6 +477,8 @@ int attn_bench_sdpa_main(int argc, char **argv) {
         k++;
       if (k == 4) goto bad;
       o.dtype = (sdpa_dtype)k;
+    } else if (!strcmp(a, "--mod") && i + 1 < argc) {
+      if ((o.mod = attn_bench_mod_parse(argv[++i])) < 0) goto bad;
     } else if (!strcmp(a, "--no-math")) {
       o.no_math = 1;
     } else if (!strcmp(a, "--backend") && i + 1 < argc) {
@@ -494,6 +518,7 @@ int attn_bench_sdpa_main(int argc, char **argv) {
   if (o.block) printf(" block-sparse %d", o.block);
   if (o.softcap > 0) printf(" softcap %g", (double)o.softcap);
   if (o.sinks) printf(" sinks");
+  if (o.mod) printf(" mod %s (user callback)", attn_bench_mod_name(o.mod));
   printf(", %d thread%s; fp32 FMA peak (%s) measured now: %.1f GFLOP/s (1 thread %.1f)\n",
          o.threads, o.threads > 1 ? "s" : "", attn_bench_peak_isa(), peak, peak1);
   /* the bf16 dot-product peak of the unit the bf16 tiles run on (AMX or
@@ -509,9 +534,9 @@ int attn_bench_sdpa_main(int argc, char **argv) {
   if (amx_kind)
     printf("bf16 dot-product peak (%s) measured now: %.1f GFLOP/s (%%bf16 column)\n",
            on_amx ? "AMX" : amx > 0 ? "AVX512_BF16" : "none", amx);
-  printf("%7s %5s %11s %9s %6s %9s %7s %11s %8s %9s %8s%s%s%s\n", "N", "runs", "median_ms",
+  printf("%7s %5s %11s %9s %6s %9s %7s %11s %8s %9s %8s%s%s%s%s\n", "N", "runs", "median_ms",
          "GFLOP/s", "%peak", "GF/cpu_s", "%peak1", "math_ms", "vs_math", "peak_MiB", "io_MiB",
-         has_variants(&o) ? "  plain_cpu_ms vs_plain" : "",
+         o.mod ? "  builtin_cpu_ms vs_builtin" : "", has_variants(&o) ? "  plain_cpu_ms vs_plain" : "",
          lowp ? "    f32_ms  vs_f32 vs_f32cpu" : "", amx_kind ? " %bf16" : "");
   sdpa_result res[MAX_N];
   int rc = 0, done = 0;
@@ -532,6 +557,7 @@ int attn_bench_sdpa_main(int argc, char **argv) {
     printf("%7lld %5d %11.2f %9.1f %6.1f %9.1f %7.1f %11s %8s %9.1f %8.1f", r->n, r->runs,
            1e3 * r->med[0], gf, 100.0 * gf / peak, gfc, 100.0 * gfc / peak1, mt, vs, r->peak_mib[0],
            r->io_bytes / 1048576.0);
+    if (o.mod) printf("  %14.2f x%9.2f", 1e3 * r->builtin_cpu_s, r->cpu_s / r->builtin_cpu_s);
     if (r->plain_cpu_s > 0) printf("  %12.2f x%7.2f", 1e3 * r->plain_cpu_s, r->cpu_s / r->plain_cpu_s);
     if (lowp)
       printf(" %9.2f x%6.2f x%8.2f", 1e3 * r->f32_med, r->f32_med / r->med[0],
