@@ -36,6 +36,12 @@ class SdpaDesc(ctypes.Structure):
         ("block_size", _i64),
         ("block_cols", _i64),
         ("rel_bias_grad", _p), ("shaw_k_grad", _p), ("shaw_v_grad", _p),
+        # logit softcap and attention sinks (NULL / 0 = off)
+        ("softcap", ctypes.c_float), ("sinks", _p), ("sinks_grad", _p),
+        # per-batch alignment and ALiBi slopes
+        ("q_offsets", _p), ("alibi_slopes_bstride", _i64), ("alibi_slopes_grad", _p),
+        # user modifiers (attn/sdpa_mods.h): not exposed to Python, always NULL
+        ("mods", _p),
     ]
 
 

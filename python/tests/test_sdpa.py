@@ -211,7 +211,10 @@ class BadInput(unittest.TestCase):
         q, k, v = qkv()
         e = self.assertRefused(["backend"], attn.sdpa, q, k, v, backend="fast")
         self.assertEqual(e.status_name, "invalid argument")
-        e = self.assertRefused(["q_offset"], attn.sdpa, q, k, v, q_offset=-1)
+        # a negative q_offset is FlashAttention's bottom-right alignment, but a
+        # block-sparse layout needs positions >= 0: the library says so
+        e = self.assertRefused(["q_offset", "block-sparse"], attn.sdpa, q, k, v, q_offset=-1,
+                               block_mask=np.ones((1, 1), bool), block_size=64)
         self.assertEqual(e.status, 1)
 
     def test_bf16_on_the_math_backend_is_refused(self):

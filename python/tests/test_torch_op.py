@@ -226,7 +226,8 @@ class BenchScript(unittest.TestCase):
         for extra in ([], ["--causal", "--dtype", "bf16", "--batch", "2"]):
             r = subprocess.run([sys.executable, script, "--n", "16", "--d-model", "16", "--heads", "2",
                                 "--ff", "32", "--steps", "1", "--warmup", "0", "--threads", "1"]
-                               + extra, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                               + extra, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               timeout=300)  # a hang fails the test instead of stalling the suite
             text = r.stdout.decode()
             self.assertEqual(r.returncode, 0, text)
             self.assertIn("speedup of attn's op", text)
