@@ -210,8 +210,8 @@ static void test_wide_beam_finds_the_enumerated_best(void) {
       float top = brute_best(s, 3, norms[i], best, &len);
       CHECK(fabsf(r.hyps[s * 3].score - top) < 1e-5f);
       CHECK(r.hyps[s * 3].len == len && !memcmp(r.hyps[s * 3].tokens, best, len * sizeof(int32_t)));
-      for (int i = 0; i < r.count[s]; i++)
-        check_own_logp(s, &r.hyps[s * 3 + i]);
+      for (int c = 0; c < r.count[s]; c++)
+        check_own_logp(s, &r.hyps[s * 3 + c]);
       CHECK(r.count[s] == 3 && r.hyps[s * 3 + 1].score <= r.hyps[s * 3].score &&
             r.hyps[s * 3 + 2].score <= r.hyps[s * 3 + 1].score);
     }
