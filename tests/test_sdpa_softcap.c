@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "flash_ops_list.h"
 #include "harness.h"
 #include "kernels/kern.h"
 #include "kernels/sdpa_flash.h"
@@ -584,10 +585,7 @@ static void test_bad_input(void) {
 
 int main(void) {
   attn_set_num_threads(1);
-  ops_list[n_ops++] = attn_flash_ops_generic();
-  if (attn_kern_get()->flash != ops_list[0]) ops_list[n_ops++] = attn_kern_get()->flash;
-  printf("# level %s; kernel sets: %s%s%s\n", attn_isa_name(attn_isa_active()), ops_list[0]->name,
-         n_ops > 1 ? ", " : "", n_ops > 1 ? ops_list[1]->name : "");
+  n_ops = flash_ops_portable_and_level(ops_list);
   RUN(test_softcap_tile);
   RUN(test_math_vs_naive);
   RUN(test_flash_vs_math);

@@ -17,6 +17,7 @@
 #include "attn/sdpa_f16.h"
 #include "attn/sdpa_i8.h"
 #include "attn/sdpa_varlen.h"
+#include "flash_ops_list.h"
 #include "harness.h"
 #include "kernels/kern.h"
 #include "kernels/sdpa_flash.h"
@@ -554,10 +555,7 @@ static void test_cli(void) {
 int main(int argc, char **argv) {
   (void)argc;
   tool_path(argv[0], bin, sizeof bin);
-  ops_list[n_ops++] = attn_flash_ops_generic();
-  if (attn_kern_get()->flash != ops_list[0]) ops_list[n_ops++] = attn_kern_get()->flash;
-  printf("# level %s; kernel sets: %s%s%s\n", attn_isa_name(attn_isa_active()), ops_list[0]->name,
-         n_ops > 1 ? ", " : "", n_ops > 1 ? ops_list[1]->name : "");
+  n_ops = flash_ops_portable_and_level(ops_list);
   RUN(test_golden_math);
   RUN(test_golden_auto);
   RUN(test_golden_flash);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "apps/train/train_plan.h"
+#include "apps/train/train_progress.h"
 #include "apps/train/trainer.h"
 
 void attn_g2p_train_opts_default(attn_g2p_train_opts *o) {
@@ -79,8 +80,8 @@ static attn_status save(const attn_g2p_model *m, const attn_adam *opt,
   return st;
 }
 
-attn_status attn_g2p_train_resume(const char *path, const attn_g2p_train_opts *o,
-                                  attn_g2p_model *m, attn_adam *opt, attn_g2p_train_state *s) {
+attn_status attn_g2p_train_resume(const char *path, const attn_g2p_train_opts *o, attn_g2p_model *m,
+                                  attn_adam *opt, attn_g2p_train_state *s) {
   attn_st *file = NULL;
   memset(opt, 0, sizeof *opt);
   attn_status st = attn_g2p_load(path, m, &file);
@@ -88,8 +89,10 @@ attn_status attn_g2p_train_resume(const char *path, const attn_g2p_train_opts *o
   const char *state = attn_st_meta(file, "g2p.train.state");
   long long step = 0;
   memset(s, 0, sizeof *s);
-  if (!state || sscanf(state, "%d %d %lld %la %la %d", &s->epoch, &s->batch, &step, &s->loss_sum,
-                       &s->best_val, &s->best_epoch) != 6 || s->epoch < 0 || s->batch < 0 || step < 0)
+  if (!state ||
+      sscanf(state, "%d %d %lld %la %la %d", &s->epoch, &s->batch, &step, &s->loss_sum,
+             &s->best_val, &s->best_epoch) != 6 ||
+      s->epoch < 0 || s->batch < 0 || step < 0)
     st = attn_set_error(ATTN_EINVAL, "%s: no training state to resume from (a best.safetensors?)",
                         path);
   s->step = step;
@@ -103,36 +106,6 @@ attn_status attn_g2p_train_resume(const char *path, const attn_g2p_train_opts *o
   return st;
 }
 
-/* ---- progress (the style of attn train) ------------------------------------ */
-typedef struct {
-  int mode; /* 0 plain, 1 bar, 2 quiet */
-  double t0, tokens;
-  int done, next_line;
-} progress;
-
-static void progress_show(progress *pg, const attn_g2p_train_opts *o, int epoch, int b, int nb,
-                          double avg_loss, int final) {
-  if (pg->mode == 2) return;
-  double el = attn_train_now() - pg->t0, tps = el > 0 ? pg->tokens / el : 0;
-  char e[32];
-  attn_fmt_duration(e, sizeof e, pg->done > 0 ? el / pg->done * (nb - b) : 0);
-  if (pg->mode == 1) {
-    int w = 30, fill = nb ? (int)((long)w * b / nb) : w;
-    char bar[64];
-    for (int i = 0; i < w; i++) bar[i] = i < fill ? '#' : '.';
-    bar[w] = 0;
-    fprintf(stderr, "\r  epoch %d/%d [%s] %d/%d loss %.4f %.0f tok/s ETA %s   ", epoch + 1,
-            o->epochs, bar, b, nb, avg_loss, tps, e);
-    if (final) fprintf(stderr, "\n");
-  } else {
-    if (!final && b < pg->next_line) return;
-    pg->next_line = b + (nb + 9) / 10;
-    fprintf(stderr, "  epoch %d/%d step %d/%d loss %.4f %.0f tok/s ETA %s\n", epoch + 1, o->epochs,
-            b, nb, avg_loss, tps, e);
-  }
-  fflush(stderr);
-}
-
 /* ---- the loop ----------------------------------------------------------------- */
 attn_status attn_g2p_train_run(attn_g2p_model *m, attn_adam *opt, attn_g2p_train_state *s,
                                const attn_g2p_set *train, const attn_g2p_set *val,
@@ -142,25 +115,23 @@ attn_status attn_g2p_train_run(attn_g2p_model *m, attn_adam *opt, attn_g2p_train
   attn_batch_plan plan = {0};
   attn_g2p_batch bt = {0};
   attn_g2p_saved sv = {0};
-  attn_status st = attn_batch_plan_make(train->src_len, train->n, o->batch, 50, 1, o->seed, 0, &plan);
+  attn_status st =
+      attn_batch_plan_make(train->src_len, train->n, o->batch, 50, 1, o->seed, 0, &plan);
   int nb = plan.nb;
   attn_schedule sch = {ATTN_SCHED_WARMUP_COSINE, o->lr, o->min_lr, 0, (int64_t)o->epochs * nb};
   sch.warmup_steps = o->warmup >= 0 ? o->warmup : sch.total_steps / 25;
   if (sch.warmup_steps >= sch.total_steps) sch.warmup_steps = sch.total_steps - 1;
   if (!st) st = attn_schedule_check(&sch);
-  progress pg = {0};
-  pg.mode = o->progress >= 0 ? o->progress : isatty(fileno(stderr)) ? 1 : 0;
+  attn_train_progress pg;
+  attn_train_progress_init(&pg, o->progress);
   double t_run = attn_train_now();
   int stopped = 0;
-  for (; !st && !stopped && s->epoch < o->epochs; ) {
+  for (; !st && !stopped && s->epoch < o->epochs;) {
     attn_batch_plan_free(&plan);
     st = attn_batch_plan_make(train->src_len, train->n, o->batch, 50, 1, o->seed, s->epoch, &plan);
-    pg.t0 = attn_train_now();
-    pg.tokens = 0;
-    pg.done = 0;
-    pg.next_line = 0;
-    double t_epoch = pg.t0;
-    for (; !st && s->batch < nb; ) {
+    attn_train_progress_epoch(&pg);
+    double t_epoch = pg.t_epoch;
+    for (; !st && s->batch < nb;) {
       int b = s->batch, B = plan.start[b + 1] - plan.start[b];
       attn_nn_ctx ctx = {0};
       ctx.training = 1;
@@ -181,14 +152,16 @@ attn_status attn_g2p_train_run(attn_g2p_model *m, attn_adam *opt, attn_g2p_train
       s->loss_sum += loss;
       pg.tokens += (double)bt.tokens;
       pg.done++;
-      progress_show(&pg, o, s->epoch, s->batch, nb, s->loss_sum / s->batch, 0);
+      attn_train_progress_show(&pg, s->epoch, o->epochs, s->batch, nb, s->loss_sum / s->batch, NULL,
+                               0);
       if (o->stop_after > 0 && s->step >= o->stop_after) stopped = 1;
       if (o->out_dir && (stopped || (o->save_every > 0 && s->step % o->save_every == 0)))
         st = save(m, opt, s, o->out_dir, "last.safetensors");
       if (stopped) break;
     }
     if (st || stopped) break;
-    if (pg.mode == 1) progress_show(&pg, o, s->epoch, nb, nb, s->loss_sum / nb, 1);
+    if (pg.mode == 1)
+      attn_train_progress_show(&pg, s->epoch, o->epochs, nb, nb, s->loss_sum / nb, NULL, 1);
     double vl = 0;
     if (val && val->n > 0) st = attn_g2p_eval_loss(m, val, 128, &vl);
     if (st) break;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "apps/train/train_plan.h"
+#include "apps/train/train_progress.h"
 #include "apps/train/trainer.h"
 
 void attn_train_opts_default(attn_train_opts *o) {
@@ -42,40 +43,13 @@ double attn_train_eta_left(const attn_train_eta *e, int64_t done) {
   return (now_s() - e->t0) / (double)timed * (double)left;
 }
 
-typedef struct {
-  int mode; /* 0 plain, 1 bar, 2 quiet */
-  double t_epoch, tokens;
-  int done, next_line;
-} progress;
-
-static void progress_show(progress *pg, const attn_train_opts *o, int epoch, int b, int nb,
-                          double avg_loss, int64_t step, int final) {
-  if (pg->mode == 2) return;
-  double el = now_s() - pg->t_epoch, tps = el > 0 ? pg->tokens / el : 0;
-  double eta = pg->done > 0 ? el / pg->done * (nb - b) : 0;
-  char e[64], all[32];
-  attn_fmt_duration(e, sizeof e, eta);
-  if (o->eta) {  // the whole run: every member and epoch
+/* The step line: the epoch's figures, and the whole run's ETA when known. */
+static void progress_show(attn_train_progress *pg, const attn_train_opts *o, int epoch, int b,
+                          int nb, double avg_loss, int64_t step, int final) {
+  char all[32];
+  if (o->eta)  // the whole run: every member and epoch
     attn_fmt_duration(all, sizeof all, attn_train_eta_left(o->eta, o->eta->steps_before + step));
-    snprintf(e + strlen(e), sizeof e - strlen(e), ", all %s", all);
-  }
-  if (pg->mode == 1) {
-    int w = 30, fill = nb ? (int)((long)w * b / nb) : w;
-    char bar[64];
-    for (int i = 0; i < w; i++) bar[i] = i < fill ? '#' : '.';
-    bar[w] = 0;
-    fprintf(stderr, "\r  epoch %d/%d [%s] %d/%d loss %.4f %.0f tok/s ETA %s   ", epoch + 1, o->epochs,
-            bar, b, nb, avg_loss, tps, e);
-    if (final) fprintf(stderr, "\n");
-    fflush(stderr);
-    return;
-  }
-  // plain: about ten lines per epoch
-  if (!final && b < pg->next_line) return;
-  pg->next_line = b + (nb + 9) / 10;
-  fprintf(stderr, "  epoch %d/%d step %d/%d loss %.4f %.0f tok/s ETA %s\n", epoch + 1, o->epochs, b,
-          nb, avg_loss, tps, e);
-  fflush(stderr);
+  attn_train_progress_show(pg, epoch, o->epochs, b, nb, avg_loss, o->eta ? all : NULL, final);
 }
 
 static attn_status save_last(const attn_train_opts *o, const attn_clf *m, const attn_adam *opt,
@@ -274,8 +248,8 @@ attn_status attn_train_run(attn_clf *m, attn_adam *opt, const attn_train_opts *o
     o->eta->t0 = now_s();
     o->eta->steps_at_t0 = o->eta->steps_before + s->step;
   }
-  progress pg = {0};
-  pg.mode = o->progress >= 0 ? o->progress : isatty(fileno(stderr)) ? 1 : 0;
+  attn_train_progress pg;
+  attn_train_progress_init(&pg, o->progress);
   int stopped = 0, mem_told = 0;
   if (!st && o->eval_start && val && val->n > 0 && s->step == 0 && s->best_epoch == -1) {
     double vloss = 0, vacc = 0;  // the starting model (e.g. --init) competes for best
@@ -293,10 +267,7 @@ attn_status attn_train_run(attn_clf *m, attn_adam *opt, const attn_train_opts *o
     st = attn_batch_plan_make(train->lens, train->n, o->batch, o->chunk_batches, 1, o->seed,
                               s->epoch, &plan);
     if (st) break;
-    pg.t_epoch = now_s();
-    pg.tokens = 0;
-    pg.done = 0;
-    pg.next_line = 0;
+    attn_train_progress_epoch(&pg);
     double t0 = now_s();
     double epoch_start = s->seconds; /* resumed mid-epoch: this process's part */
     for (; !st && s->batch < nb; ) {
