@@ -53,6 +53,8 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import st  # noqa: E402
+from golden_nn import (ACTS, GATES, GatedDecoder, float_mask, gated, prep, r32,  # noqa: E402
+                       kpm_bool, rand_bool_mask, rnd)
 
 # tolerance factor per input dtype: (forward, backward)
 TOL = {"f32": (2e-4, 1e-3), "f16": (4e-3, 2e-2), "bf16": (3e-2, 8e-2)}
@@ -426,27 +428,8 @@ def ggml_case(i, hsk, hsv, nh, nr, kv, nb, mask, sinks, max_bias, softcap, tkv):
 
 
 # ---- PyTorch: MultiheadAttention, TransformerEncoderLayer / DecoderLayer ------------
-def r64(t):
-    return t.float().double()
-
-
-def prep(m, seed):
-    torch.manual_seed(seed)
-    m.train().double()
-    with torch.no_grad():
-        for p in m.parameters():
-            if p.dim() == 1 and torch.all(p == 0):
-                p.uniform_(-0.1, 0.1)
-            p.copy_(r64(p))
-    return m
-
-
-def rnd(*shape):
-    return r64(torch.randn(*shape, dtype=torch.float64)).requires_grad_(True)
-
-
 def layer_case(name, m, inputs, out, weights, meta):
-    dout = r64(torch.randn_like(out))
+    dout = r32(torch.randn_like(out))
     out.backward(dout)
     t = {k: v.float() for k, v in m.state_dict().items()}
     for k, v in inputs.items():
@@ -463,25 +446,6 @@ def layer_case(name, m, inputs, out, weights, meta):
     return Case("torch", name, t, meta, expect, "f32", cmd="layer")
 
 
-def bool_mask(*shape):
-    m = torch.rand(*shape) < 0.3
-    m[..., 0] = False
-    return m
-
-
-def float_mask(*shape):
-    m = torch.randn(*shape, dtype=torch.float64)
-    m[torch.rand(*shape) < 0.2] = -math.inf
-    m[..., 0] = 0.0
-    return r64(m)
-
-
-def kpm(B, L):
-    m = torch.zeros(B, L, dtype=torch.bool)
-    m[-1, L - 2:] = True
-    return m
-
-
 def mha_case(i, E, H, B, Lq, Lk, bf=True, cross=False, kdim=None, vdim=None, bias=True,
              bias_kv=False, zero_attn=False, kp=False, am=None, average=True):
     torch.manual_seed(4000 + i)
@@ -496,12 +460,12 @@ def mha_case(i, E, H, B, Lq, Lk, bf=True, cross=False, kdim=None, vdim=None, bia
         inputs.update(key=key, value=value)
     else:
         Lk = Lq
-    kpmask = kpm(B, Lk) if kp else None
+    kpmask = kpm_bool(B, Lk) if kp else None
     amask = None
     if am == "bool2":
-        amask = bool_mask(Lq, Lk)
+        amask = rand_bool_mask(Lq, Lk)
     elif am == "bool3":
-        amask = bool_mask(B * H, Lq, Lk)
+        amask = rand_bool_mask(B * H, Lq, Lk)
     elif am == "float3":
         amask = float_mask(B * H, Lq, Lk)
     elif am == "float2":
@@ -528,7 +492,7 @@ def mha_static_case(i, E, H, B, Lq, Ls, zero_attn, kp):
     m = prep(nn.MultiheadAttention(E, H, dropout=0.0, add_zero_attn=zero_attn), 4000 + i)
     query = rnd(Lq, B, E)
     sk, sv = rnd(B * H, Ls, E // H), rnd(B * H, Ls, E // H)
-    kpmask = kpm(B, Ls) if kp else None
+    kpmask = kpm_bool(B, Ls) if kp else None
     out, w = F.multi_head_attention_forward(
         query, query, query, E, H, m.in_proj_weight, m.in_proj_bias, None, None, zero_attn, 0.0,
         m.out_proj.weight, m.out_proj.bias, training=True, key_padding_mask=kpmask,
@@ -543,32 +507,15 @@ def mha_static_case(i, E, H, B, Lq, Ls, zero_attn, kp):
     return layer_case(name, m, inputs, out, w, meta)
 
 
-GATES = {"swiglu": F.silu, "geglu": F.gelu}
-ACTS = {"relu": "relu", "gelu": "gelu", "tanh": torch.tanh, "silu": F.silu}
-
-
-def gated(cls, ff_attr):
-    class Gated(cls):
-        def __init__(self, d_model, nhead, dim_feedforward, gate, **kw):
-            super().__init__(d_model, nhead, dim_feedforward, **kw)
-            self.linear3 = nn.Linear(d_model, dim_feedforward)
-            self.gate = GATES[gate]
-
-        def _ff_block(self, x):
-            return getattr(self, ff_attr)(self.linear2(self.dropout(self.gate(self.linear1(x)) *
-                                                                     self.linear3(x))))
-    return Gated
-
-
 def tlayer_case(i, kind, act, nf, bf, masks):
     E, H, FF, B, L, Lm = 16, 4, 24, 2, 6, 7
     torch.manual_seed(5000 + i)
     kw = dict(dropout=0.0, layer_norm_eps=1e-5, batch_first=bf, norm_first=nf)
     base = nn.TransformerEncoderLayer if kind == "encoder" else nn.TransformerDecoderLayer
-    if act in GATES:
-        m = gated(base, "dropout2" if kind == "encoder" else "dropout3")(E, H, FF, act, **kw)
+    if act in GATES:  # golden_nn's gated FFNs (linear3), as docs/VARIANTS.md
+        m = (gated(base) if kind == "encoder" else GatedDecoder)(E, H, FF, act, **kw)
     else:
-        m = base(E, H, FF, activation=ACTS[act], **kw)
+        m = base(E, H, FF, activation=ACTS.get(act, act), **kw)
     m = prep(m, 5000 + i)
     bl = (lambda l: (B, l, E)) if bf else (lambda l: (l, B, E))
     meta = {"kind": kind, "num_heads": H, "norm_first": int(nf), "activation": act,
@@ -577,7 +524,7 @@ def tlayer_case(i, kind, act, nf, bf, masks):
         src = rnd(*bl(L))
         inputs = {"src": src}
         if "kpm" in masks:
-            inputs["src_key_padding_mask"] = kpm(B, L)
+            inputs["src_key_padding_mask"] = kpm_bool(B, L)
         if "causal" in masks:
             inputs["src_mask"] = torch.triu(torch.ones(L, L, dtype=torch.bool), 1)
         if "float" in masks:
@@ -589,8 +536,8 @@ def tlayer_case(i, kind, act, nf, bf, masks):
         if "causal" in masks:
             inputs["tgt_mask"] = torch.triu(torch.ones(L, L, dtype=torch.bool), 1)
         if "kpm" in masks:
-            inputs["tgt_key_padding_mask"] = kpm(B, L)
-            inputs["memory_key_padding_mask"] = kpm(B, Lm)
+            inputs["tgt_key_padding_mask"] = kpm_bool(B, L)
+            inputs["memory_key_padding_mask"] = kpm_bool(B, Lm)
         if "float" in masks:
             inputs["memory_mask"] = float_mask(L, Lm)
         args = {k: v for k, v in inputs.items() if k not in ("tgt", "memory")}
@@ -680,7 +627,7 @@ def main():
                 if status != "passed":
                     reasons.setdefault((kind, status, msg), []).append("%s[%s]" % (case.name, be))
                 if verbose or status != "passed":
-                    print("%-8s %-7s %-60s %6.3f %s" % (status, be, case.name, ratio, msg), flush=True)
+                    print("%-8s %-7s %-60s %8.2g %s" % (status, be, case.name, ratio, msg), flush=True)
     if not keep:
         shutil.rmtree(tmp, ignore_errors=True)
     print("\n%-10s %-5s %-6s %7s %7s %8s  %s" % ("kind", "dtype", "backend", "passed", "failed",
@@ -688,7 +635,7 @@ def main():
     bad = 0
     for key, c in sorted(counts.items()):
         w, wc = worst.get(key, (0.0, "-"))
-        print("%-10s %-5s %-6s %7d %7d %8d  %.3f (%s)" % (key + (c["passed"], c["failed"],
+        print("%-10s %-5s %-6s %7d %7d %8d  %.2g (%s)" % (key + (c["passed"], c["failed"],
                                                                c["refused"], w, wc)))
         bad += c["failed"] + c["refused"]
     for (kind, status, msg), names in sorted(reasons.items()):
