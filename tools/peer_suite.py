@@ -18,9 +18,9 @@ same (rounded) inputs. Kinds:
              bf16, causal, windows, per-sequence ALiBi, softcap, and sinks;
              forward and backward.
   ggml       test-backend-ops flash_attn_ext: f32 Q, f16 / bf16 / f32 K and V,
-             head sizes 64..256 (192/128: DeepSeek's hsk != hsv), GQA ratios,
-             an f16 mask (or slope * mask with max_bias, ggml's ALiBi), sinks,
-             logit_softcap; forward (ggml has no backward for it).
+             head sizes 64..256 (192/128 and 576/512: DeepSeek's hsk != hsv), GQA
+             ratios 1, 4, 16, an f16 mask (or slope * mask with max_bias, ggml's
+             ALiBi), sinks, logit_softcap; forward (ggml has no backward for it).
   ggml_rope  test-backend-ops rope: head dims 64 / 80 / 128, partial n_dims (16, 32,
              half, all), normal (GPT-J) and NEOX modes, bases 1e4 / 5e5, as the
              rope / rope_dim / rope_theta metadata of a causal attention at an
@@ -387,6 +387,12 @@ def ggml_cases(rng):
                         softcap = rng.choice([0.0, 10.0])
                         cases.append(ggml_case(i, hsk, hsv, 4, nr, kv, nb, mask, sinks, max_bias,
                                                softcap, tkv))
+    # DeepSeek's MLA head sizes (hsk 576, hsv 512) and GQA ratio 16, as ggml's grid has them
+    for hsk, hsv, nr in ((576, 512, 1), (576, 512, 4), (128, 128, 16)):
+        for tkv, nb in (("f16", 1), ("bf16", 3)):
+            i += 1
+            cases.append(ggml_case(i, hsk, hsv, 4, nr, 113, nb, True, rng.random() < 0.5,
+                                   rng.choice([0.0, 8.0]), rng.choice([0.0, 10.0]), tkv))
     return cases
 
 
