@@ -29,6 +29,19 @@ import st  # noqa: E402
 from golden_variants import alibi_slopes  # noqa: E402
 
 
+def probs_lse(s, sinks=None):
+    """Softmax of the logits s [B, Hq, Lq, Lk] (-inf: disallowed) with the sink
+    of head h [Hq] as one more logit column with no value: (p, lse). A row with
+    no allowed key gets p 0 and lse = its sink (-inf without sinks)."""
+    if sinks is not None:
+        B, Hq, Lq, _ = s.shape
+        lse = torch.logsumexp(torch.cat([s, sinks.view(1, Hq, 1, 1).expand(B, Hq, Lq, 1)], -1), -1)
+        return torch.exp(s - lse.unsqueeze(-1)), lse
+    row_ok = (s != -math.inf).any(-1, keepdim=True)
+    p = torch.softmax(torch.where(row_ok, s, torch.zeros_like(s)), -1) * row_ok
+    return p, torch.logsumexp(s, -1)
+
+
 def case(seed, B, Hq, Hkv, Lq, Lk, D, Dv, softcap=0.0, sinks=False, causal=0, wl=-1, wr=-1,
          q_offset=0, mask=None, key_lens=None, alibi=False, qmul=3.0):
     gen = torch.Generator().manual_seed(seed)
@@ -81,15 +94,7 @@ def case(seed, B, Hq, Hkv, Lq, Lk, D, Dv, softcap=0.0, sinks=False, causal=0, wl
         files["key_lens"] = kl
         allowed = allowed & (j.view(1, 1, 1, Lk) < kl.view(B, 1, 1, 1).long())
     s = s.masked_fill(~allowed, -math.inf)
-    if sinks:
-        col = leaves["sinks"].view(1, Hq, 1, 1).expand(B, Hq, Lq, 1)
-        ext = torch.cat([s, col], -1)
-        lse = torch.logsumexp(ext, -1)
-        p = torch.exp(s - lse.unsqueeze(-1))
-    else:
-        row_ok = (s != -math.inf).any(-1, keepdim=True)
-        p = torch.softmax(torch.where(row_ok, s, torch.zeros_like(s)), -1) * row_ok
-        lse = torch.logsumexp(s, -1)
+    p, lse = probs_lse(s, leaves["sinks"] if sinks else None)
     out = p @ vv
     (out * dout.double()).sum().backward()
     files.update({"out": out.detach().float(), "lse": lse.detach().float()})

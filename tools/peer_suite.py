@@ -53,6 +53,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import st  # noqa: E402
+from golden_softcap import probs_lse  # noqa: E402
 from golden_nn import (ACTS, GATES, GatedDecoder, float_mask, gated, prep, r32,  # noqa: E402
                        kpm_bool, rand_bool_mask, rnd)
 
@@ -110,14 +111,7 @@ def sdpa_ref(q, k, v, dout, scale=None, causal=False, wl=-1, wr=-1, q_offsets=No
     if key_lens is not None:
         ok = ok & (j < torch.tensor(key_lens).view(B, 1, 1, 1))
     s = s.masked_fill(~ok, -math.inf)
-    if sinks is not None:
-        ext = torch.cat([s, leaves["sinks"].view(1, Hq, 1, 1).expand(B, Hq, Lq, 1)], -1)
-        lse = torch.logsumexp(ext, -1)
-        p = torch.exp(s - lse.unsqueeze(-1))
-    else:
-        row_ok = (s != -math.inf).any(-1, keepdim=True)
-        p = torch.softmax(torch.where(row_ok, s, torch.zeros_like(s)), -1) * row_ok
-        lse = torch.logsumexp(s, -1)
+    p, lse = probs_lse(s, leaves.get("sinks"))
     out = p @ vv
     res = {"out": out.detach(), "lse": lse.detach()}
     if dout is not None:
