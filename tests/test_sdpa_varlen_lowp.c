@@ -9,7 +9,8 @@
  *   key agree exactly: out 0, lse -inf);
  * - bit for bit equal to each sequence run alone through the dtype's kernel
  *   (sink gradients: the per-sequence sums in sequence order);
- * - bad cu_seqlens and unsupported variants refused with a message. */
+ * - bad cu_seqlens and unsupported variants refused with a message;
+ * - `attn bench varlen --dtype` runs each dtype (no timing checked). */
 #include <stdint.h>
 #include <string.h>
 
@@ -19,6 +20,7 @@
 #include "attn/sdpa_i8.h"
 #include "attn/sdpa_varlen.h"
 #include "harness.h"
+#include "tool_run.h"
 
 enum { NS = 5, HQ = 4, HKV = 2, D = 16, DV = 24 };
 static const int32_t lens_q[NS] = {70, 0, 33, 5, 64}, lens_k[NS] = {70, 12, 0, 40, 30};
@@ -282,11 +284,34 @@ static void test_bad_input(void) {
   }
 }
 
-int main(void) {
+static char bin[512];
+
+static void test_bench_dtype(void) {
+  static const char *const dts[] = {"bf16", "fp16", "int8"};
+  char args[256], so[4096], err[2048];
+  for (int i = 0; i < 3; i++) {
+    snprintf(args, sizeof args,
+             "bench varlen --lens 8,40,3,0 --heads 2 --dim 8 --reps 1 --causal --dtype %s", dts[i]);
+    int rc = tool_run("", bin, "/tmp", args, so, sizeof so, err, sizeof err);
+    char want[32];
+    snprintf(want, sizeof want, "%s flash", dts[i]);
+    CHECK(rc == 0 && strstr(so, want) && strstr(so, "speedup"));
+    CHECK(rc == 0 && (i == 2 ? strstr(so, "forward only") != NULL
+                             : strstr(so, "backward padded") != NULL));
+    if (rc) printf("  bench varlen --dtype %s: rc %d: %s\n", dts[i], rc, err);
+  }
+  int rc = tool_run("", bin, "/tmp", "bench varlen --dtype f8", so, sizeof so, err, sizeof err);
+  CHECK(rc == 2 && strstr(err, "bad arguments"));
+}
+
+int main(int argc, char **argv) {
+  (void)argc;
+  tool_path(argv[0], bin, sizeof bin);
   RUN(test_bf16);
   RUN(test_f16);
   RUN(test_i8);
   RUN(test_all_empty);
   RUN(test_bad_input);
+  RUN(test_bench_dtype);
   HARNESS_END();
 }
