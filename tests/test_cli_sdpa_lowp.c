@@ -19,6 +19,7 @@
 #include "attn/sdpa_bf16.h"
 #include "attn/sdpa_varlen.h"
 #include "harness.h"
+#include "round16.h"
 #include "tool_run.h"
 
 static char bin[512], tmpdir[64];
@@ -223,13 +224,7 @@ static void test_varlen_packed(void) {
       fill_uniform(x[t], m, 40 + t, -1, 1);
       if (t == 3) break;
       u[t] = malloc(2 * (size_t)m);
-      if (bf) {
-        attn_f32_to_bf16_n(x[t], u[t], m);
-        attn_bf16_to_f32_n(u[t], x[t], m);
-      } else {
-        attn_f32_to_f16_n(x[t], u[t], m);
-        attn_f16_to_f32_n(u[t], x[t], m);
-      }
+      round16(x[t], u[t], m, bf);
       CHECK_OK(attn_st_add(f, t == 0 ? "q" : t == 1 ? "k" : "v", dt, 3, shp[t], u[t]));
     }
     CHECK_OK(attn_st_add_f32(f, "dout", 3, shp[3], x[3]));

@@ -20,6 +20,7 @@
 #include "attn/sdpa_i8.h"
 #include "attn/sdpa_varlen.h"
 #include "harness.h"
+#include "round16.h"
 #include "tool_run.h"
 
 enum { NS = 5, HQ = 4, HKV = 2, D = 16, DV = 24 };
@@ -40,16 +41,6 @@ typedef struct {
   uint16_t *q16, *k16, *v16;
   float *om, *lm, *gm[3];
 } batch;
-
-static void round16(float *x, uint16_t *u, int64_t n, int bf) {
-  if (bf) {
-    attn_f32_to_bf16_n(x, u, n);
-    attn_bf16_to_f32_n(u, x, n);
-  } else {
-    attn_f32_to_f16_n(x, u, n);
-    attn_f16_to_f32_n(u, x, n);
-  }
-}
 
 static float *falloc(int64_t n) { return calloc((size_t)n + 1, sizeof(float)); }
 
