@@ -35,6 +35,9 @@ static void usage(FILE *f) {
           "  --progress auto|bar|plain|quiet\n"
           "eval / predict:\n"
           "  --split val|test|both (both)  --worst N (10)  --limit N (first N words)  --batch B (128)\n"
+          "  --beam K          beam search of width K (default 1: greedy)\n"
+          "  --n-best N        predict: the N best hypotheses of each word with their scores (1..K)\n"
+          "  --length-penalty A  rank finished hypotheses by logp / ((5 + len) / 6)^A (0.6; 0: none)\n"
           "all:\n"
           "  --threads T       threads (default: all cores; results do not depend on it)\n");
 }
@@ -49,12 +52,14 @@ static const cli_opt opts[] = {
     {"--seed", CLI_VALUE},        {"--resume", CLI_FLAG},      {"--max-steps", CLI_VALUE},
     {"--save-every", CLI_VALUE},  {"--train-words", CLI_VALUE}, {"--progress", CLI_VALUE},
     {"--split", CLI_VALUE},       {"--worst", CLI_VALUE},      {"--limit", CLI_VALUE},
-    {"--threads", CLI_VALUE},     {NULL, 0}};
+    {"--threads", CLI_VALUE},     {"--beam", CLI_VALUE},       {"--n-best", CLI_VALUE},
+    {"--length-penalty", CLI_VALUE}, {NULL, 0}};
 
 typedef struct {
   const char *data, *out, *split;
-  int resume, threads, worst, limit, batch, train_words;
+  int resume, threads, worst, limit, batch, train_words, n_best_set;
   attn_g2p_config mc;
+  attn_g2p_decode_opts dec;
   attn_g2p_train_opts to;
   const char *args[4096];
   int nargs;
@@ -78,11 +83,14 @@ static int set_opt(g2p_opts *o, const char *k, const char *v) {
     if (!(r = num(k, v, lo, hi, &d))) field = (__typeof__(field))d; \
     return r;                                                    \
   }
+  if (!strcmp(k, "--n-best")) o->n_best_set = 1;
   if (!strcmp(k, "--data")) o->data = v;
   else if (!strcmp(k, "--out")) o->out = v;
   else if (!strcmp(k, "--split")) o->split = v;
   else if (!strcmp(k, "--untied")) o->mc.tied = 0;
   else if (!strcmp(k, "--resume")) o->resume = 1;
+  else if (!strcmp(k, "--batch") && (r = num(k, v, 1, 1e5, &d)) == CLI_OK)
+    o->to.batch = o->batch = o->dec.batch = (int)d;
   else if (!strcmp(k, "--layers")) {
     if (!(r = num(k, v, 1, 64, &d))) o->mc.enc_layers = o->mc.dec_layers = (int64_t)d;
   } else if (!strcmp(k, "--progress")) {
@@ -99,7 +107,6 @@ static int set_opt(g2p_opts *o, const char *k, const char *v) {
     INT("--dec-layers", 1, 64, o->mc.dec_layers)
     INT("--dropout", 0, 0.99, o->mc.dropout)
     INT("--epochs", 1, 1e6, o->to.epochs)
-    INT("--batch", 1, 1e5, o->to.batch)
     INT("--lr", 0, 10, o->to.lr)
     INT("--min-lr", 0, 10, o->to.min_lr)
     INT("--warmup", 0, 1e12, o->to.warmup)
@@ -113,6 +120,9 @@ static int set_opt(g2p_opts *o, const char *k, const char *v) {
     INT("--worst", 0, 1e6, o->worst)
     INT("--limit", 1, 1e9, o->limit)
     INT("--threads", 1, 4096, o->threads)
+    INT("--beam", 1, 4096, o->dec.beam)
+    INT("--n-best", 1, 4096, o->dec.n_best)
+    INT("--length-penalty", 0, 100, o->dec.alpha)
   }
 #undef INT
   return r;
@@ -126,6 +136,7 @@ static int parse(int argc, char **argv, g2p_opts *o) {
   o->batch = 128;
   attn_g2p_config_default(&o->mc);
   attn_g2p_train_opts_default(&o->to);
+  attn_g2p_decode_opts_default(&o->dec);
   cli_args a;
   cli_args_init(&a, argc, argv, 2, opts);
   int r;
@@ -139,6 +150,8 @@ static int parse(int argc, char **argv, g2p_opts *o) {
   }
   if (r == CLI_HELP) usage(stdout);
   if (r < 0) return cli_args_exit(r) == CLI_OK ? -1 : CLI_USAGE;
+  if (o->dec.n_best > o->dec.beam)
+    return cli_usage("--n-best %d: at most the beam's width (--beam %d)", o->dec.n_best, o->dec.beam);
   if (o->threads > 0) attn_set_num_threads(o->threads);
   return CLI_OK;
 }
@@ -284,9 +297,15 @@ static int cmd_eval(g2p_opts *o) {
       r = cli_fail(NULL);
       break;
     }
-    if (attn_g2p_evaluate(&m, &set, o->batch, o->limit, &res)) {
+    attn_nn_ctx ctx = {0};
+    if (attn_g2p_evaluate(&m, &ctx, &o->dec, &set, o->limit, &res)) {
       r = cli_fail(NULL);
     } else {
+      printf("%-4s decoding: %d words in %.2f s: %.0f words/s (%s %d, batch %d, %d threads)\n",
+             attn_g2p_split_name(sides[k]), res.nwords, res.decode_seconds,
+             res.decode_seconds > 0 ? res.nwords / res.decode_seconds : 0.0,
+             o->dec.beam > 1 ? "beam" : "greedy, beam", o->dec.beam, o->dec.batch,
+             attn_get_num_threads());
       printf("%-4s %6d words  WER %5.2f %%  PER %5.2f %%   stress removed: WER %5.2f %%  PER %5.2f %%%s\n",
              attn_g2p_split_name(sides[k]), res.nwords, 100 * attn_g2p_wer(&res.stress),
              100 * attn_g2p_per(&res.stress), 100 * attn_g2p_wer(&res.no_stress),
@@ -313,9 +332,7 @@ static int cmd_predict(g2p_opts *o) {
   int32_t *ids = malloc((size_t)((int64_t)n * m.c.max_src) * sizeof *ids);
   const int32_t **src = malloc((size_t)n * sizeof *src);
   int32_t *sl = malloc((size_t)n * sizeof *sl);
-  int32_t *out = malloc((size_t)((int64_t)n * m.c.max_tgt) * sizeof *out);
-  int *ol = malloc((size_t)n * sizeof *ol);
-  if (!ids || !src || !sl || !out || !ol) r = cli_error(NULL, "out of memory");
+  if (!ids || !src || !sl) r = cli_error(NULL, "out of memory");
   // every word is checked before anything is printed
   for (int i = 0; !r && i < n; i++) {
     const char *w = o->args[i + 1];
@@ -341,17 +358,23 @@ static int cmd_predict(g2p_opts *o) {
     }
   }
   attn_nn_ctx ctx = {0};
-  if (!r && attn_g2p_greedy(&m, &ctx, src, sl, n, o->batch, out, ol)) r = cli_fail(NULL);
+  attn_g2p_hyps h = {0};
+  if (!r && attn_g2p_search(&m, &ctx, &o->dec, src, sl, n, &h)) r = cli_fail(NULL);
+  // WORD<TAB>PHONES; with --n-best: WORD<TAB>rank<TAB>score<TAB>PHONES per hypothesis
   char buf[1024];
-  for (int i = 0; !r && i < n; i++) {
-    attn_g2p_phones_format(out + (int64_t)i * m.c.max_tgt, ol[i], buf, sizeof buf);
-    printf("%s\t%s\n", o->args[i + 1], buf);
-  }
+  for (int i = 0; !r && i < n; i++)
+    for (int k = 0; k < h.count[i] && (k == 0 || o->n_best_set); k++) {
+      const int64_t j = (int64_t)i * h.n_best + k;
+      attn_g2p_phones_format(h.ph + j * h.max_tgt, h.len[j], buf, sizeof buf);
+      if (o->n_best_set)
+        printf("%s\t%d\t%.4f\t%s\n", o->args[i + 1], k + 1, (double)h.score[j], buf);
+      else
+        printf("%s\t%s\n", o->args[i + 1], buf);
+    }
+  attn_g2p_hyps_free(&h);
   free(ids);
   free(src);
   free(sl);
-  free(out);
-  free(ol);
   attn_g2p_free(&m);
   return r;
 }
