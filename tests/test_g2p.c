@@ -340,12 +340,25 @@ static void test_cli_bad_input(void) {
   const char *bad[3][2] = {{"abase \"\"", "word 2 is empty"},
                            {"abase caf\xc3\xa9", "never seen in training"},
                            {"abase $(head -c 10000 /dev/zero | tr '\\0' A)", "10000 characters"}};
-  for (int i = 0; i < 3; i++) {
-    snprintf(args, sizeof args, "g2p predict %s %s", model, bad[i][0]);
+  for (int i = 0; i < 6; i++) { /* greedy, then a beam with an n-best list */
+    snprintf(args, sizeof args, "g2p predict %s %s%s", model, bad[i % 3][0],
+             i < 3 ? "" : " --beam 3 --n-best 2");
     CHECK(tool(args, out, sizeof out, err, sizeof err) == 1);
-    CHECK(out[0] == 0 && strstr(err, bad[i][1]) != NULL);
-    if (!strstr(err, bad[i][1])) printf("  stderr: %s\n", err);
+    CHECK(out[0] == 0 && strstr(err, bad[i % 3][1]) != NULL);
+    if (!strstr(err, bad[i % 3][1])) printf("  stderr: %s\n", err);
   }
+  // --n-best: N lines per word, rank and score before the phonemes, best first
+  snprintf(args, sizeof args, "g2p predict %s abase --beam 3 --n-best 2", model);
+  CHECK(tool(args, out, sizeof out, err, sizeof err) == 0);
+  double s1 = 0, s2 = 0;
+  char *l2 = strchr(out, '\n');
+  CHECK(sscanf(out, "abase\t1\t%lf\t", &s1) == 1 && l2 && sscanf(l2 + 1, "abase\t2\t%lf\t", &s2) == 1);
+  CHECK(s1 >= s2 && s1 < 0);
+  snprintf(args, sizeof args, "g2p predict %s abase --beam 2 --n-best 3", model);
+  CHECK(tool(args, out, sizeof out, err, sizeof err) == 2 && strstr(err, "--n-best 3"));
+  // eval reports its decoding speed
+  snprintf(args, sizeof args, "g2p eval %s --data tests/data/g2p --beam 2 --split val", model);
+  CHECK(tool(args, out, sizeof out, err, sizeof err) == 0 && strstr(out, "words/s (beam 2"));
   // a classifier's file (attn train writes "config" metadata and its tensors)
   char clf[128];
   snprintf(clf, sizeof clf, "%s/clf.safetensors", dir);
