@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "apps/seq2seq/g2p_eval.h"
+#include "apps/train/g2p_precision.h"
 #include "apps/train/g2p_train.h"
 #include "attn/kernels.h"
 #include "cli/commands.h"
@@ -39,6 +40,9 @@ static void usage(FILE *f) {
           "  --n-best N        predict: the N best hypotheses of each word with their scores (1..K)\n"
           "  --length-penalty A  rank finished hypotheses by logp / ((5 + len) / 6)^A (0.6; 0: none)\n"
           "all:\n"
+          "  --precision auto|f32|bf16  Linears (and flash attention in training) in bf16 with f32\n"
+          "                    master weights; auto (train's default; eval / predict: f32) takes bf16\n"
+          "                    only where a bf16 unit runs it and a probe measures >= 1.1x f32\n"
           "  --threads T       threads (default: all cores; results do not depend on it)\n");
 }
 
@@ -53,11 +57,13 @@ static const cli_opt opts[] = {
     {"--save-every", CLI_VALUE},  {"--train-words", CLI_VALUE}, {"--progress", CLI_VALUE},
     {"--split", CLI_VALUE},       {"--worst", CLI_VALUE},      {"--limit", CLI_VALUE},
     {"--threads", CLI_VALUE},     {"--beam", CLI_VALUE},       {"--n-best", CLI_VALUE},
-    {"--length-penalty", CLI_VALUE}, {NULL, 0}};
+    {"--length-penalty", CLI_VALUE}, {"--precision", CLI_VALUE}, {NULL, 0}};
 
 typedef struct {
   const char *data, *out, *split;
   int resume, threads, worst, limit, batch, train_words, n_best_set;
+  int prec_set, prec_auto; /* --precision given; auto */
+  attn_precision prec;
   attn_g2p_config mc;
   attn_g2p_decode_opts dec;
   attn_g2p_train_opts to;
@@ -89,6 +95,13 @@ static int set_opt(g2p_opts *o, const char *k, const char *v) {
   else if (!strcmp(k, "--split")) o->split = v;
   else if (!strcmp(k, "--untied")) o->mc.tied = 0;
   else if (!strcmp(k, "--resume")) o->resume = 1;
+  else if (!strcmp(k, "--precision")) {
+    o->prec_set = 1;
+    o->prec_auto = !strcmp(v, "auto");
+    if (!o->prec_auto && (strcmp(v, "f32") && strcmp(v, "bf16")))
+      return cli_usage("--precision: auto, f32 or bf16, not '%s'", v);
+    if (!o->prec_auto) attn_precision_from_name(v, &o->prec);
+  }
   else if (!strcmp(k, "--batch") && (r = num(k, v, 1, 1e5, &d)) == CLI_OK)
     o->to.batch = o->batch = o->dec.batch = (int)d;
   else if (!strcmp(k, "--layers")) {
@@ -240,6 +253,12 @@ static int cmd_train(g2p_opts *o) {
     tr.n = i;
   }
   if (!st && mkdirs(o->out)) st = attn_set_error(ATTN_EIO, "cannot create '%s': %s", o->out, strerror(errno));
+  char why[512];
+  if (!st) {
+    o->to.precision = o->prec;
+    st = attn_g2p_prec_train(&m, &tr, o->to.batch, o->to.seed, !o->prec_set || o->prec_auto,
+                             &o->to.precision, why, sizeof why);
+  }
   if (!st) {
     o->to.out_dir = o->out;
     printf("g2p: %d training pronunciations (%d left out as too long), %d validation; %lld parameters\n"
@@ -251,6 +270,7 @@ static int cmd_train(g2p_opts *o) {
            o->to.epochs, o->to.batch, o->to.lr, (double)o->to.smoothing,
            (unsigned long long)o->to.seed, attn_get_num_threads(),
            o->resume ? ", resumed" : "");
+    printf("g2p: precision %s (%s)\n", attn_precision_name(o->to.precision), why);
     fflush(stdout);
     st = attn_g2p_train_run(&m, &opt, &s, &tr, &va, &o->to, NULL, 0);
   }
@@ -297,7 +317,19 @@ static int cmd_eval(g2p_opts *o) {
       r = cli_fail(NULL);
       break;
     }
-    attn_nn_ctx ctx = {0};
+    attn_nn_ctx ctx = {.precision = o->prec};
+    char why[512];
+    if (o->prec_set && k == from) {
+      const int32_t *ws[32];
+      for (int i = 0; i < set.n && i < 32; i++) ws[i] = set.src[i];
+      if (attn_g2p_prec_infer(&m, ws, set.src_len, set.n, o->prec_auto, &o->prec, why, sizeof why)) {
+        r = cli_fail(NULL);
+        attn_g2p_set_free(&set);
+        break;
+      }
+      printf("precision: %s (%s)\n", attn_precision_name(o->prec), why);
+      ctx.precision = o->prec;
+    }
     if (attn_g2p_evaluate(&m, &ctx, &o->dec, &set, o->limit, &res)) {
       r = cli_fail(NULL);
     } else {
@@ -357,7 +389,15 @@ static int cmd_predict(g2p_opts *o) {
       }
     }
   }
-  attn_nn_ctx ctx = {0};
+  attn_nn_ctx ctx = {.precision = o->prec};
+  char why[512];
+  if (!r && o->prec_set) {
+    if (attn_g2p_prec_infer(&m, src, sl, n, o->prec_auto, &o->prec, why, sizeof why))
+      r = cli_fail(NULL);
+    else
+      fprintf(stderr, "precision: %s (%s)\n", attn_precision_name(o->prec), why);
+    ctx.precision = o->prec;
+  }
   attn_g2p_hyps h = {0};
   if (!r && attn_g2p_search(&m, &ctx, &o->dec, src, sl, n, &h)) r = cli_fail(NULL);
   // WORD<TAB>PHONES; with --n-best: WORD<TAB>rank<TAB>score<TAB>PHONES per hypothesis

@@ -36,11 +36,11 @@ attn_status attn_g2p_adam_init(attn_adam *opt, const attn_g2p_model *m,
 }
 
 attn_status attn_g2p_eval_loss(const attn_g2p_model *m, const attn_g2p_set *set, int batch,
-                               double *loss) {
+                               attn_precision precision, double *loss) {
   attn_batch_plan plan = {0};
   attn_g2p_batch bt = {0};
   attn_g2p_saved sv = {0};
-  attn_nn_ctx ctx = {0};
+  attn_nn_ctx ctx = {.precision = precision};
   double sum = 0, count = 0;
   attn_status st = attn_batch_plan_make(set->src_len, set->n, batch, 1, 0, 0, 0, &plan);
   for (int b = 0; !st && b < plan.nb; b++) {
@@ -137,6 +137,7 @@ attn_status attn_g2p_train_run(attn_g2p_model *m, attn_adam *opt, attn_g2p_train
       ctx.training = 1;
       ctx.seed = o->seed;
       ctx.step = (uint64_t)s->step;
+      ctx.precision = o->precision;
       float loss = 0;
       st = attn_g2p_batch_gather(train, plan.order + plan.start[b], B, &bt);
       if (!st) st = attn_g2p_encode(m, &ctx, &sv, bt.src, bt.src_len, bt.B, bt.Ls);
@@ -163,7 +164,7 @@ attn_status attn_g2p_train_run(attn_g2p_model *m, attn_adam *opt, attn_g2p_train
     if (pg.mode == 1)
       attn_train_progress_show(&pg, s->epoch, o->epochs, nb, nb, s->loss_sum / nb, NULL, 1);
     double vl = 0;
-    if (val && val->n > 0) st = attn_g2p_eval_loss(m, val, 128, &vl);
+    if (val && val->n > 0) st = attn_g2p_eval_loss(m, val, 128, o->precision, &vl);
     if (st) break;
     double now = attn_train_now();
     fprintf(log, "Epoch %d/%d | Train Loss: %.4f | Val Loss: %.4f | %.0f s (total %.0f s)\n",

@@ -28,6 +28,7 @@ typedef struct {
   int64_t stop_after;  /* stop (as if interrupted) after this global step; <= 0 never */
   int64_t save_every;  /* also write last.safetensors every N steps (0: per epoch) */
   FILE *log;           /* epoch lines (NULL: stdout) */
+  attn_precision precision; /* Linears and attention (f32 master weights; g2p_precision.h) */
 } attn_g2p_train_opts;
 void attn_g2p_train_opts_default(attn_g2p_train_opts *o);
 
@@ -41,7 +42,7 @@ typedef struct {
 
 /* Mean teacher-forced cross-entropy (no smoothing) over set. */
 attn_status attn_g2p_eval_loss(const attn_g2p_model *m, const attn_g2p_set *set, int batch,
-                               double *loss);
+                               attn_precision precision, double *loss);
 
 /* Trains from state s (zeroed for a new run; opt initialised for m->p).
  * losses (may be NULL): the loss of global step k at losses[k] for k <
