@@ -413,6 +413,17 @@ static void test_cli_bad_input(void) {
     CHECK(tool(args, out, sizeof out, err, sizeof err) == 1);
     CHECK(out[0] == 0 && strstr(err, "not a G2P model") && strstr(err, "classifier"));
   }
+  // --bench: the timing line, the batches for the torch script, no model
+  snprintf(args, sizeof args, "g2p train --data tests/data/g2p --out %s/bench --dim 8 --heads 2 "
+           "--ff 8 --layers 1 --batch 4 --bench 2 --precision f32", dir);
+  CHECK(tool(args, out, sizeof out, err, sizeof err) == 0 && strstr(out, "bench: attn 2 steps"));
+  snprintf(args, sizeof args, "%s/bench/bench_batches.bin", dir);
+  FILE *bf = fopen(args, "rb");
+  int32_t head[5] = {0};
+  CHECK(bf && fread(head, 4, 5, bf) == 5 && head[0] == 0x42503247 && head[1] == 3 && head[2] <= 4);
+  if (bf) fclose(bf);
+  snprintf(args, sizeof args, "%s/bench/best.safetensors", dir);
+  CHECK(access(args, F_OK) != 0);
   // no dictionary: no output folder either
   snprintf(args, sizeof args, "g2p train --data %s/none --out %s/never", dir, dir);
   CHECK(tool(args, out, sizeof out, err, sizeof err) == 1);

@@ -34,6 +34,9 @@ static void usage(FILE *f) {
           "  --save-every N    also write OUT/last.safetensors every N steps\n"
           "  --train-words N   only the first N training words (quick checks)\n"
           "  --progress auto|bar|plain|quiet\n"
+          "  --bench STEPS     no training run: time STEPS steps (after one warm-up), print tokens/s\n"
+          "                    and write the batches to OUT/bench_batches.bin for\n"
+          "                    tools/bench_g2p_torch.py (make bench-g2p)\n"
           "eval / predict:\n"
           "  --split val|test|both (both)  --worst N (10)  --limit N (first N words)  --batch B (128)\n"
           "  --beam K          beam search of width K (default 1: greedy)\n"
@@ -57,12 +60,14 @@ static const cli_opt opts[] = {
     {"--save-every", CLI_VALUE},  {"--train-words", CLI_VALUE}, {"--progress", CLI_VALUE},
     {"--split", CLI_VALUE},       {"--worst", CLI_VALUE},      {"--limit", CLI_VALUE},
     {"--threads", CLI_VALUE},     {"--beam", CLI_VALUE},       {"--n-best", CLI_VALUE},
-    {"--length-penalty", CLI_VALUE}, {"--precision", CLI_VALUE}, {NULL, 0}};
+    {"--length-penalty", CLI_VALUE}, {"--precision", CLI_VALUE}, {"--bench", CLI_VALUE},
+    {NULL, 0}};
 
 typedef struct {
   const char *data, *out, *split;
   int resume, threads, worst, limit, batch, train_words, n_best_set;
   int prec_set, prec_auto; /* --precision given; auto */
+  int bench;               /* --bench STEPS */
   attn_precision prec;
   attn_g2p_config mc;
   attn_g2p_decode_opts dec;
@@ -134,6 +139,7 @@ static int set_opt(g2p_opts *o, const char *k, const char *v) {
     INT("--limit", 1, 1e9, o->limit)
     INT("--threads", 1, 4096, o->threads)
     INT("--beam", 1, 4096, o->dec.beam)
+    INT("--bench", 1, 1e6, o->bench)
     INT("--n-best", 1, 4096, o->dec.n_best)
     INT("--length-penalty", 0, 100, o->dec.alpha)
   }
@@ -272,9 +278,23 @@ static int cmd_train(g2p_opts *o) {
            o->resume ? ", resumed" : "");
     printf("g2p: precision %s (%s)\n", attn_precision_name(o->to.precision), why);
     fflush(stdout);
-    st = attn_g2p_train_run(&m, &opt, &s, &tr, &va, &o->to, NULL, 0);
+    if (o->bench) {
+      char dump[4200];
+      double tokens = 0, secs = 0;
+      snprintf(dump, sizeof dump, "%s/bench_batches.bin", o->out);
+      st = attn_g2p_train_bench(&m, &opt, &tr, &o->to, o->bench, dump, &tokens, &secs);
+      if (!st)
+        printf("bench: attn %d steps, %.0f tokens in %.2f s: %.1f tokens/s (%s, %d threads); "
+               "batches in %s\n",
+               o->bench, tokens, secs, secs > 0 ? tokens / secs : 0.0,
+               attn_precision_name(o->to.precision), attn_get_num_threads(), dump);
+    } else {
+      st = attn_g2p_train_run(&m, &opt, &s, &tr, &va, &o->to, NULL, 0);
+    }
   }
-  if (!st && s.best_epoch > 0)
+  if (o->bench)
+    ; /* no model: the bench line said it all */
+  else if (!st && s.best_epoch > 0)
     printf("g2p: %s after step %lld; best validation loss %.4f (epoch %d): %s/best.safetensors\n",
            s.epoch >= o->to.epochs ? "done" : "stopped", (long long)s.step, s.best_val,
            s.best_epoch, o->out);

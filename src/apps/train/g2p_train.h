@@ -51,6 +51,17 @@ attn_status attn_g2p_train_run(attn_g2p_model *m, attn_adam *opt, attn_g2p_train
                                const attn_g2p_set *train, const attn_g2p_set *val,
                                const attn_g2p_train_opts *o, float *losses, int64_t nlosses);
 
+/* The training throughput (make bench-g2p, tools/bench_g2p_torch.py): steps
+ * + 1 optimizer steps of the run (the first untimed: warm-up) on the first
+ * batches of epoch 0's plan at the constant rate o->lr; *tokens and
+ * *seconds of the timed ones (forward, loss, backward, clipping, AdamW).
+ * dump (may be NULL): every batch written there (int32 little-endian:
+ * "G2PB" magic, count; per batch B, Ls, Lt, src [B, Ls], src_len [B],
+ * tin [B, Lt], tout [B, Lt]) for the PyTorch script to train on. */
+attn_status attn_g2p_train_bench(attn_g2p_model *m, attn_adam *opt, const attn_g2p_set *train,
+                                 const attn_g2p_train_opts *o, int steps, const char *dump,
+                                 double *tokens, double *seconds);
+
 /* Creates m, opt and s from a checkpoint written by attn_g2p_train_run. */
 attn_status attn_g2p_train_resume(const char *path, const attn_g2p_train_opts *o,
                                   attn_g2p_model *m, attn_adam *opt, attn_g2p_train_state *s);
