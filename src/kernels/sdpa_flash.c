@@ -23,7 +23,8 @@
  * Fast path: where the kernel set has tile_forward and every row of the item
  * sees every key of a full block (no masks, no Shaw values), the item's
  * whole row groups go through it in one call (scores, softmax and p·v in
- * registers, pipelined across groups, the same numbers as the steps above);
+ * registers, pipelined across groups, the same numbers as the steps above;
+ * with a softcap, tile_forward_cap where the set has it);
  * for it, a block of v whose rows are not 64-byte aligned is copied to an
  * aligned per-thread block first (else every 64-byte load of v splits two
  * cache lines).
