@@ -195,6 +195,12 @@ bench-g2p: $(BUILD)/attn
 golden:
 	/usr/bin/python3 tools/gen_golden.py tests/golden
 
+# attn against cases ported from FlashAttention's, PyTorch's and ggml's test suites
+# (docs/VARIANTS.md "Peer suite"; needs /usr/bin/python3 with torch; not part of make test)
+.PHONY: peer-suite
+peer-suite: $(BUILD)/attn
+	/usr/bin/python3 tools/peer_suite.py $(BUILD)/attn
+
 format:
 	clang-format -i $(wildcard include/*.h include/attn/*.h src/*/*.c src/*/*.h tests/*.c tests/*.h)
 

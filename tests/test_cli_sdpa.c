@@ -39,8 +39,9 @@ static int run_tool(const char *args, char *err, size_t nerr, char *out, size_t 
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
 }
 
-static const char *const inputs[] = {"q", "k", "v", "mask", "key_lens", "dout", "alibi_slopes",
-                                     "sinks"};
+static const char *const inputs[] = {
+    "q",           "k", "v", "mask", "key_lens", "dout", "alibi_slopes", "sinks", "cu_seqlens_q",
+    "cu_seqlens_k"};
 
 /* Writes the input part (and metadata) of golden file `g` to path; skip names
  * the given tensor. */
@@ -114,12 +115,15 @@ static void golden_all(const char *opts) {
   golden_through_cli("large_offset", opts, 2e-3, 2e-3);
   golden_through_cli("cap_sdpa_softcap_sinks_masks", opts, 2e-5, 1e-4);
   golden_through_cli("cap_sdpa_gemma_tiles", opts, 2e-5, 1e-4);
+  /* packed varlen file with softcap, sinks, per-sequence slopes (refused before: peer suite) */
+  golden_through_cli("cap_sdpa_varlen", opts, 2e-5, 1e-4);
 }
 
 static void test_cli_reproduces_golden_files_math(void) {
   golden_all("--backend math");
   golden_through_cli("combined", "--backend math --threads 1", 1e-5, 1e-4);
   golden_through_cli("combined", "--backend math --threads 3", 1e-5, 1e-4);
+  golden_through_cli("cap_sdpa_varlen", "--backend flash", 2e-5, 1e-4);
 }
 
 /* the default backend (auto: flash where it runs, else math) */
@@ -239,12 +243,15 @@ typedef struct {
   const char *expect; /* substring of the message */
 } bad_case;
 
-static void run_bad_case(const bad_case *c) {
+/* c applied to the inputs of tests/golden/<golden>.safetensors */
+static void run_bad_case(const bad_case *c, const char *golden) {
   char in[128], out[128], args[512], err[4096];
   snprintf(in, sizeof in, "%s/bad.safetensors", tmpdir);
   snprintf(out, sizeof out, "%s/bad_out.safetensors", tmpdir);
+  char gpath[256];
+  snprintf(gpath, sizeof gpath, "tests/golden/%s.safetensors", golden);
   attn_st *g = NULL, *b = NULL;
-  CHECK_OK(attn_st_load("tests/golden/sdpa_combined.safetensors", &g));
+  CHECK_OK(attn_st_load(gpath, &g));
   if (!g) return;
   write_input(g, in, c->kind == REPLACE_TENSOR ? c->name : NULL);
   CHECK_OK(attn_st_load(in, &b));
@@ -307,7 +314,15 @@ static void test_cli_rejects_bad_inputs(void) {
       {"softcap = nan", SET_META, "softcap", 0, 0, {0}, 0, "nan", "softcap"},
       {"softcap = inf", SET_META, "softcap", 0, 0, {0}, 0, "inf", "softcap"},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_bad_case(&cases[i]);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_bad_case(&cases[i], "sdpa_combined");
+  /* a packed varlen file (4 heads): the same checks on sinks and softcap */
+  static const bad_case varlen[] = {
+      {"varlen sinks [3]", REPLACE_TENSOR, "sinks", ATTN_F32, 1, {3}, 1, NULL, "'sinks'"},
+      {"varlen softcap = 0", SET_META, "softcap", 0, 0, {0}, 0, "0", "softcap"},
+      {"varlen softcap = nan", SET_META, "softcap", 0, 0, {0}, 0, "nan", "softcap"},
+  };
+  for (size_t i = 0; i < sizeof varlen / sizeof varlen[0]; i++)
+    run_bad_case(&varlen[i], "cap_sdpa_varlen");
 }
 
 static void test_cli_bad_files(void) {

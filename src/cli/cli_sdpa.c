@@ -42,7 +42,8 @@ static const char usage_text[] =
     "With dout OUT also gets dalibi_slopes, drel_bias, dshaw_k, dshaw_v for the tables given.\n"
     "Packed variable-length input (FlashAttention's varlen layout): q [total_q,Hq,D],\n"
     "k [total_k,Hkv,D], v [total_k,Hkv,Dv], cu_seqlens_q, cu_seqlens_k I32/I64 [B+1]; each\n"
-    "sequence aligned bottom-right (or q_offsets [B]); OUT: out [total_q,Hq,Dv], lse [Hq,total_q];\n"
+    "sequence aligned bottom-right (or q_offsets [B]); alibi_slopes, sinks and softcap as above;\n"
+    "OUT: out [total_q,Hq,Dv], lse [Hq,total_q] (and the gradients with dout);\n"
     "F16 / BF16 q, k, v run the varlen fp16 / bf16 flash kernels as above.\n"
     "  --backend  math (reference), flash (fused) or auto (flash where it can; default)\n"
     "  --threads  number of threads (default: all cores)\n";
@@ -217,8 +218,8 @@ static attn_status meta_i64(const attn_st *in, const char *path, const char *key
   return ATTN_OK;
 }
 
-/* Metadata softcap and tensor sinks [Hq] into d. */
-static attn_status read_capsink(const attn_st *in, const char *path, attn_sdpa_desc *d) {
+/* Metadata softcap and tensor sinks [Hq] into d (cli_sdpa_align.h). */
+attn_status cli_sdpa_read_capsink(const attn_st *in, const char *path, attn_sdpa_desc *d) {
   const char *s = attn_st_meta(in, "softcap");
   if (s) {
     char *end;
@@ -247,7 +248,7 @@ static attn_status read_variants(const attn_st *in, const char *path, sdpa_job *
       (st = meta_i64(in, path, "block_size", 1, &d->block_size)))
     return st;
   d->rel_bidirectional = bidir;
-  if ((st = read_capsink(in, path, d))) return st;
+  if ((st = cli_sdpa_read_capsink(in, path, d))) return st;
   const attn_tensor *t;
   const int64_t sl[2] = {d->B, d->Hq};
   t = attn_st_get(in, "alibi_slopes");

@@ -69,8 +69,7 @@ static attn_status varlen_backward(attn_dtype qkv, const attn_sdpa_desc *d,
 attn_status cli_sdpa_varlen(const attn_st *in, const char *path, attn_backend be, attn_dtype qkv,
                             attn_st **res) {
   static const char *const refused[] = {"mask", "key_lens", "rel_bias", "shaw_k", "shaw_v",
-                                        "block_mask", "q_offset", "alibi", "rope", "block_size",
-                                        "sinks", "softcap"};
+                                        "block_mask", "q_offset", "alibi", "rope", "block_size"};
   for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
     if (attn_st_get(in, refused[i]) || attn_st_meta(in, refused[i]))
       return attn_set_error(ATTN_EINVAL, "%s: '%s' is not supported with cu_seqlens (packed "
@@ -88,13 +87,15 @@ attn_status cli_sdpa_varlen(const attn_st *in, const char *path, attn_backend be
   int32_t *cq = NULL, *ck = NULL;
   int64_t *qo = NULL;
   float *out = NULL, *lse = NULL, *lfa = NULL, *dq = NULL, *dk = NULL, *dv = NULL, *dsl = NULL;
+  float *dsk = NULL;
   if ((st = read_cu(in, "cu_seqlens_q", 0, &cq)) ||
       (st = read_cu(in, "cu_seqlens_k", attn_st_get(in, "cu_seqlens_q")->shape[0], &ck)))
     goto done;
   const int64_t B = attn_st_get(in, "cu_seqlens_q")->shape[0] - 1;
   attn_sdpa_desc d;
   attn_sdpa_desc_init(&d, B, Hq, Hkv, max_len(cq, B), max_len(ck, B), D, Dv);
-  if ((st = cli_sdpa_read_metadata(in, path, &d)) || (st = cli_sdpa_read_q_offsets(in, B, &qo)))
+  if ((st = cli_sdpa_read_metadata(in, path, &d)) || (st = cli_sdpa_read_capsink(in, path, &d)) ||
+      (st = cli_sdpa_read_q_offsets(in, B, &qo)))
     goto done;
   d.q_offsets = qo;
   sl = attn_st_get(in, "alibi_slopes");
@@ -123,20 +124,23 @@ attn_status cli_sdpa_varlen(const attn_st *in, const char *path, attn_backend be
     goto done;
   if (dout) {
     if (!(dq = falloc(tq * Hq * D)) || !(dk = falloc(tk * Hkv * D)) ||
-        !(dv = falloc(tk * Hkv * Dv)) || (sl && !(dsl = falloc(per_batch ? B * Hq : Hq)))) {
+        !(dv = falloc(tk * Hkv * Dv)) || (sl && !(dsl = falloc(per_batch ? B * Hq : Hq))) ||
+        (d.sinks && !(dsk = falloc(Hq)))) {
       st = attn_set_error(ATTN_ENOMEM, "%s: out of memory", path);
       goto done;
     }
     d.alibi_slopes_grad = dsl;
+    d.sinks_grad = dsk;
     if ((st = varlen_backward(qkv, &d, &vl, be, q, k, v, out, lse, dout->data, dq, dk, dv)) ||
         (st = attn_st_add_f32(*res, "dq", 3, q->shape, dq)) ||
         (st = attn_st_add_f32(*res, "dk", 3, k->shape, dk)) ||
         (st = attn_st_add_f32(*res, "dv", 3, v->shape, dv)) ||
-        (dsl && (st = attn_st_add_f32(*res, "dalibi_slopes", sl->ndim, sl->shape, dsl))))
+        (dsl && (st = attn_st_add_f32(*res, "dalibi_slopes", sl->ndim, sl->shape, dsl))) ||
+        (dsk && (st = attn_st_add_f32(*res, "dsinks", 1, &Hq, dsk))))
       goto done;
   }
 done:
   free(cq), free(ck), free(qo), free(out), free(lse), free(lfa), free(dq), free(dk), free(dv);
-  free(dsl);
+  free(dsl), free(dsk);
   return st;
 }
