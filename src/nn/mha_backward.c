@@ -95,6 +95,8 @@ attn_status attn_mha_backward_static(const attn_mha *m, attn_params *p, const at
     attn_nn_mha_desc_bf16(m, s, &d);
     st = attn_sdpa_backward_bf16(&d, s->qkvh, s->qkvh + E, s->qkvh + 2 * E, s->ctx, s->lse, dctx,
                                  dqkv, dqkv + E, dqkv + 2 * E);
+  } else if (!st && s->cu_seqlens) {
+    st = attn_nn_mha_varlen_sdpa(m, ctx, s, dctx, dq, dk, dv);
   } else if (!st) {
     st = attn_sdpa_backward(&d, ctx->backend, s->q, s->k, s->v, s->ctx, s->lse, dctx, dq, dk, dv);
   }
