@@ -219,6 +219,28 @@ static void test_mha_refusals(void) {
   attn_params_free(&p);
 }
 
+/* a shard of the batch (data parallelism, attn_nn_ctx.shard_row0): packed,
+ * its rows draw the padded whole batch's dropout numbers too */
+static void test_shard_same(void) {
+  fill_ids();
+  attn_clf_config c = config(0, 0, ATTN_CLF_POOL_MEAN, 0.3f);
+  attn_clf m;
+  CHECK_OK(attn_clf_create(&m, &c));
+  CHECK_OK(attn_clf_init(&m, 4));
+  attn_nn_ctx ctx = {.training = 1, .seed = 2, .step = 7, .shard_row0 = 1, .shard_rows = 2};
+  float lg[2][4];
+  for (int on = 0; on < 2; on++) {
+    attn_clf_acts a;
+    memset(&a, 0, sizeof a);
+    m.varlen = on ? ATTN_CLF_VARLEN_ON : ATTN_CLF_VARLEN_OFF;
+    CHECK_OK(attn_clf_forward(&m, &ctx, 0, &a, IDS + L, LENS + 1, 2, L, lg[on]));
+    CHECK((a.cu != NULL) == on);
+    attn_clf_acts_free(&a);
+  }
+  CHECK_CLOSE("shard logits", lg[1], lg[0], 4, 1e-5, 1e-5);
+  attn_clf_free(&m);
+}
+
 int main(void) {
   RUN(test_same_learned_postnorm_dropout);
   RUN(test_same_sinusoidal_prenorm_meanmax);
@@ -226,6 +248,7 @@ int main(void) {
   RUN(test_same_no_dropout);
   RUN(test_predict_same);
   RUN(test_threads_bit_identical);
+  RUN(test_shard_same);
   RUN(test_applies);
   RUN(test_bf16_falls_back);
   RUN(test_mha_refusals);
