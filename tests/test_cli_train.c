@@ -490,6 +490,17 @@ static void test_varlen(void) {
   CHECK(out && strstr(out, "varlen bench: 2 training batches") && strstr(out, "; 2 batches packed") &&
         strstr(out, "ratio packed / padded: "));
   free(out);
+  char *ev[2] = {NULL, NULL};  // attn eval both ways: the same report
+  for (int on = 0; on < 2; on++) {
+    snprintf(args, sizeof args, "eval %s/v1/best.safetensors --data %s/corpus --split %s/split.tsv "
+             "--threads 1 --varlen %s", DIR_, DIR_, DIR_, on ? "on" : "off");
+    CHECK(run_attn_log(bin, args, on ? "ve1.log" : "ve0.log", &out) == 0);
+    ev[on] = out ? lines_with(out, "  transformer (attn)") : NULL;
+    free(out);
+  }
+  CHECK(ev[0] && ev[1] && ev[0][0] && !strcmp(ev[0], ev[1]));
+  free(ev[0]);
+  free(ev[1]);
   snprintf(args, sizeof args, "train --data %s/corpus --varlen maybe", DIR_);
   CHECK(run_attn(bin, args, "vbad.log") != 0);
 }
