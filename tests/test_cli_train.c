@@ -459,7 +459,8 @@ static int epoch_figures(const char *log, const char *key, double *v, int n) {
 
 /* --varlen on and off train to the same figures (packed batches: float
  * rounding apart, the same numbers; dropout draws the same per real token);
- * --bench-varlen times the run's batches both ways; a bad mode is refused. */
+ * --bench-varlen times the run's batches both ways, attn bench train --varlen random ones;
+ * attn eval prints the same report both ways; a bad mode is refused. */
 static void test_varlen(void) {
   const char *bin = tool_or_skip();
   if (!bin) return;
@@ -489,6 +490,12 @@ static void test_varlen(void) {
   CHECK(run_attn_log(bin, args, "vb.log", &out) == 0);
   CHECK(out && strstr(out, "varlen bench: 2 training batches") && strstr(out, "; 2 batches packed") &&
         strstr(out, "ratio packed / padded: "));
+  free(out);
+  // attn bench train --varlen: its random batches padded, then packed (no timing checked)
+  CHECK(run_attn_log(bin, "bench train --vocab 50 --dim 16 --heads 2 --ff 32 --layers 1 --seq 32 "
+                     "--batch 4 --steps 1 --threads 1 --varlen", "vbt.log", &out) == 0);
+  CHECK(out && strstr(out, "attn-f32-varlen tokens/s ") &&
+        strstr(out, "ratio attn-f32-varlen / attn-f32: "));
   free(out);
   char *ev[2] = {NULL, NULL};  // attn eval both ways: the same report
   for (int on = 0; on < 2; on++) {
