@@ -2,8 +2,9 @@
  * same logits, loss and gradients as the padded path (f32 tolerance: the
  * GEMMs sum a different number of rows), dropout on the residuals and the
  * feed-forward drawing the same numbers per real token, bit-identical at 1
- * and 2 threads, the rule of attn_clf_varlen_applies and its fallbacks
- * (bf16, QAT, attention dropout), and the MHA's refusals. */
+ * and 2 threads, bf16 / fp16 training packed within their rounding, the
+ * rule of attn_clf_varlen_applies and its fallbacks (QAT, attention
+ * dropout), and the MHA's refusals. */
 #include <stdint.h>
 #include <string.h>
 
@@ -152,7 +153,7 @@ static void test_applies(void) {
   m.varlen = ATTN_CLF_VARLEN_ON;
   CHECK(attn_clf_varlen_applies(&m, NULL, full, 2, 9));
   attn_nn_ctx bf = {.training = 1, .precision = ATTN_PREC_BF16};
-  CHECK(!attn_clf_varlen_applies(&m, &bf, half, 2, 9));
+  CHECK(attn_clf_varlen_applies(&m, &bf, half, 2, 9));
   attn_qat *q = NULL;
   CHECK_OK(attn_qat_new(&q, 0));
   attn_nn_ctx qc = {.training = 1, .qat = q};
@@ -171,21 +172,38 @@ static void test_applies(void) {
   CHECK_ERR(attn_clf_varlen_from_name("yes", &v), ATTN_EINVAL);
 }
 
-/* bf16 training with varlen on runs padded (and still trains) */
-static void test_bf16_falls_back(void) {
+/* bf16 / fp16 mixed-precision training packed (bf16: the bf16 varlen
+ * kernel on the bf16 q | k | v): the padded path's loss and gradients up to
+ * the low precision's rounding (a summation-order change in f32 can move a
+ * bf16 rounding by one step: 2^-8 relative) */
+static void lowp_same(attn_precision prec, float dropout) {
   fill_ids();
-  attn_clf_config c = config(0, 0, ATTN_CLF_POOL_MEAN, 0.0f);
+  attn_clf_config c = config(0, 0, ATTN_CLF_POOL_MEAN, dropout);
   attn_clf m;
   CHECK_OK(attn_clf_create(&m, &c));
   CHECK_OK(attn_clf_init(&m, 3));
-  float *g = malloc((size_t)m.p.numel * sizeof(float)), l[B * 2];
-  int p = 1;
-  attn_nn_ctx ctx = {.training = 1, .precision = ATTN_PREC_BF16};
-  step(&m, ATTN_CLF_VARLEN_ON, &ctx, 0, l, g, &p);
-  CHECK(!p);
-  free(g);
+  int64_t n = m.p.numel;
+  float *g0 = malloc((size_t)n * sizeof(float)), *g1 = malloc((size_t)n * sizeof(float));
+  float l0[B * 2], l1[B * 2];
+  int p0 = 1, p1 = 0;
+  attn_nn_ctx ctx = {.training = 1, .seed = 3, .precision = prec};
+  float a = step(&m, ATTN_CLF_VARLEN_OFF, &ctx, 0, l0, g0, &p0);
+  float b = step(&m, ATTN_CLF_VARLEN_ON, &ctx, 0, l1, g1, &p1);
+  CHECK(!p0 && p1);
+  CHECK(fabsf(a - b) <= 2e-3f);
+  double el = CHECK_CLOSE("logits", l1, l0, B * 2, 1e-2, 1e-2);
+  double eg = CHECK_CLOSE("grads", g1, g0, n, 2e-3, 5e-2);
+  printf("  %s, dropout %g: loss %.6f vs %.6f, max |dlogits| %.2e, max |dgrad| %.2e\n",
+         attn_precision_name(prec), (double)dropout, (double)a, (double)b, el, eg);
+  free(g0);
+  free(g1);
   attn_clf_free(&m);
 }
+static void test_bf16_same(void) {
+  lowp_same(ATTN_PREC_BF16, 0.0f);  // the bf16 flash attention (no dropout: bf16 FFN too)
+  lowp_same(ATTN_PREC_BF16, 0.2f);
+}
+static void test_fp16_same(void) { lowp_same(ATTN_PREC_F16, 0.2f); }
 
 /* MHA: packed rows refused where the packed attention cannot follow */
 static void test_mha_refusals(void) {
@@ -250,7 +268,8 @@ int main(void) {
   RUN(test_threads_bit_identical);
   RUN(test_shard_same);
   RUN(test_applies);
-  RUN(test_bf16_falls_back);
+  RUN(test_bf16_same);
+  RUN(test_fp16_same);
   RUN(test_mha_refusals);
   HARNESS_END();
 }

@@ -244,9 +244,9 @@ typedef struct {
    * the Lq = T rows are n_seqs sequences, sequence s the rows cu_seqlens[s]
    * .. cu_seqlens[s+1]-1 (cu_seqlens [n_seqs + 1], from 0 to T, longest
    * max_seqlen), each attending to its own rows only; no padding anywhere.
-   * Borrowed: it must live until the backward. Not with the other masks,
-   * attention dropout, weights out, extra keys or bf16/fp16 precision
-   * (ATTN_EUNSUPPORTED). */
+   * Borrowed: it must live until the backward. Any precision (bf16: the
+   * bf16 varlen kernel). Not with the other masks, attention dropout,
+   * weights out or extra keys (ATTN_EUNSUPPORTED). */
   const int32_t *cu_seqlens;
   int64_t n_seqs, max_seqlen;
 } attn_mha_masks;

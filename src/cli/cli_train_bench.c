@@ -22,9 +22,9 @@ int cli_train_bench_varlen(const attn_clf_config *mc, attn_clf *model, const att
   attn_clf_free(&fresh);
   if (st) return cli_fail(NULL);
   double pad = 100.0 * (1.0 - (double)r.tokens / (double)r.padded);
-  printf("varlen bench: %d training batches (batch %d, forward + backward, f32, best of 3 each "
+  printf("varlen bench: %d training batches (batch %d, forward + backward, %s, best of 3 each "
          "way), %lld real tokens in %lld padded (%.1f %% padding); %lld batches packed\n",
-         r.batches, to->batch, (long long)r.tokens, (long long)r.padded, pad,
+         r.batches, to->batch, attn_precision_name(to->precision), (long long)r.tokens, (long long)r.padded, pad,
          (long long)r.packed_batches);
   const char *name[2] = {"padded", "packed"};
   for (int i = 0; i < 2; i++)

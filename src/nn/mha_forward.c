@@ -170,11 +170,11 @@ attn_status attn_mha_forward_static(const attn_mha *m, const attn_params *p,
     if (!tmp) return ATTN_ENOMEM;
     st = attn_sdpa_forward(&d, ATTN_BACKEND_MATH, s->q, s->k, s->v, s->ctx, s->lse, tmp);
     P = tmp;
+  } else if (s->cu_seqlens) {
+    st = attn_nn_mha_varlen_sdpa(m, ctx, s, NULL, NULL, NULL, NULL);
   } else if (s->qkvh) {
     attn_nn_mha_desc_bf16(m, s, &d);
     st = attn_sdpa_forward_bf16(&d, s->qkvh, s->qkvh + E, s->qkvh + 2 * E, s->ctx, s->lse);
-  } else if (s->cu_seqlens) {
-    st = attn_nn_mha_varlen_sdpa(m, ctx, s, NULL, NULL, NULL, NULL);
   } else {
     st = attn_sdpa_forward(&d, ctx->backend, s->q, s->k, s->v, s->ctx, s->lse, NULL);
   }

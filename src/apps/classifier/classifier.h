@@ -79,8 +79,8 @@ enum { ATTN_CLF_VARLEN_OFF = 0, ATTN_CLF_VARLEN_ON = 1, ATTN_CLF_VARLEN_AUTO = 2
 attn_status attn_clf_varlen_from_name(const char *name, int *out);
 const char *attn_clf_varlen_name(int v);
 /* 1 when attn_clf_forward runs this batch packed: m->varlen on (or auto and
- * the padding share >= ATTN_CLF_VARLEN_AUTO_PAD), f32 precision, no QAT or
- * int8 Linears (their per-tensor activation ranges would not see the
+ * the padding share >= ATTN_CLF_VARLEN_AUTO_PAD; any precision: bf16
+ * training runs the bf16 varlen kernel), no QAT or int8 Linears (their per-tensor activation ranges would not see the
  * padding rows), and no attention-probability dropout while training (the
  * packed attention has none); else 0 (the padded path). With dropout
  * elsewhere (residuals, feed-forward) the packed rows draw exactly the

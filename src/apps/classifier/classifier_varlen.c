@@ -20,7 +20,7 @@ const char *attn_clf_varlen_name(int v) { return v >= 0 && v < 3 ? NAMES[v] : "?
 int attn_clf_varlen_applies(const attn_clf *m, const attn_nn_ctx *ctx, const int32_t *lens,
                             int64_t B, int64_t L) {
   if (!m || m->varlen == ATTN_CLF_VARLEN_OFF || !lens || B <= 0 || L <= 0) return 0;
-  if (m->qlinears || (ctx && (ctx->precision != ATTN_PREC_F32 || ctx->qat || ctx->qlinears)))
+  if (m->qlinears || (ctx && (ctx->qat || ctx->qlinears)))
     return 0;
   for (int64_t l = 0; ctx && ctx->training && l < m->c.layers; l++)
     if (m->layer[l].self_attn.c.dropout > 0.0f) return 0;

@@ -19,7 +19,8 @@ static double clock_s(clockid_t id) {
 static attn_status one_step(attn_clf *m, const attn_train_opts *o, int mode, attn_clf_acts *a,
                             const int32_t *ids, const int32_t *lens, const int32_t *tg, int64_t B,
                             int64_t L, float *dl, double *cpu, double *wall, int *packed) {
-  attn_nn_ctx ctx = {.backend = o->backend, .training = 1, .seed = o->seed};
+  attn_nn_ctx ctx = {.backend = o->backend, .training = 1, .seed = o->seed,
+                     .precision = o->precision};
   m->varlen = mode;
   attn_params_zero_grad(&m->p);
   double c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID), w0 = clock_s(CLOCK_MONOTONIC);

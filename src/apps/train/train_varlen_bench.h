@@ -16,7 +16,7 @@ typedef struct {
 } attn_varlen_bench;
 
 /* m's varlen is restored; o gives batch, chunk_batches, seed, token_dropout,
- * backend, ckpt_acts; f32 (the packed path's precision). rounds >= 1: each
+ * backend, ckpt_acts, precision (not QAT). rounds >= 1: each
  * batch runs rounds times each way, the least time of each kept. */
 attn_status attn_train_varlen_bench(attn_clf *m, const attn_train_opts *o, const attn_tok_set *set,
                                     int batches, int rounds, attn_varlen_bench *r);
