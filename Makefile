@@ -8,6 +8,7 @@
 #                   for FUZZ_SECONDS (docs/FUZZING.md)
 #   make demo       the main job (see README)
 #   make demo-g2p   grapheme-to-phoneme on CMUdict, end to end (docs/G2P.md)
+#   make bench-g2p  G2P training tokens/s: attn and PyTorch on the same batches
 #   make DEV=1      warnings are errors (-Werror), as in CI (.ci/run)
 #   make install PREFIX=/usr/local DESTDIR=...   (mk/install.mk; make uninstall)
 
@@ -185,6 +186,11 @@ demo-g2p: $(BUILD)/attn
 .PHONY: bench-train
 bench-train: $(BUILD)/attn
 	$(BUILD)/attn bench train --torch tools/bench_train_torch.py
+
+# G2P training tokens/s of attn and PyTorch on the same model and batches, and the ratio (docs/G2P.md)
+.PHONY: bench-g2p
+bench-g2p: $(BUILD)/attn
+	@sh tools/bench_g2p.sh $(BUILD)/attn
 
 golden:
 	/usr/bin/python3 tools/gen_golden.py tests/golden

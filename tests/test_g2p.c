@@ -14,6 +14,7 @@
 #include "apps/seq2seq/g2p_decode.h"
 #include "apps/seq2seq/g2p_metrics.h"
 #include "apps/seq2seq/g2p_set.h"
+#include "apps/train/g2p_precision.h"
 #include "apps/train/g2p_train.h"
 #include "attn/kernels.h"
 #include "harness.h"
@@ -207,6 +208,7 @@ static void tiny_free(tiny_data *t) {
 
 #define EPOCHS 3
 #define MAXSTEPS 64
+static attn_precision run_prec; /* the runs' precision (f32 unless a test says) */
 
 /* a run of EPOCHS epochs from a fresh model (or, resume, from out/last) */
 static void run(const tiny_data *t, const char *out, int64_t stop_after, int resume, float *losses,
@@ -219,6 +221,7 @@ static void run(const tiny_data *t, const char *out, int64_t stop_after, int res
   o.out_dir = out;
   o.stop_after = stop_after;
   o.log = fopen("/dev/null", "w");
+  o.precision = run_prec;
   attn_adam opt;
   attn_g2p_train_state s = {0};
   if (resume) {
@@ -289,6 +292,36 @@ static void test_resume_identical_and_threads(void) {
   tiny_free(&t);
 }
 
+/* --precision bf16 reaches every step: other losses than f32's, close to them */
+static void test_bf16_training_differs_from_f32_and_stays_close(void) {
+  tiny_data t;
+  tiny_load(&t);
+  float lf[MAXSTEPS], lb[MAXSTEPS];
+  attn_g2p_model mf, mb;
+  run(&t, NULL, 0, 0, lf, &mf);
+  run_prec = ATTN_PREC_BF16;
+  run(&t, NULL, 0, 0, lb, &mb);
+  run_prec = ATTN_PREC_F32;
+  const int steps = EPOCHS * ((t.tr.n + 7) / 8);
+  int differ = 0, close = 1;
+  for (int i = 0; i < steps; i++) {
+    differ |= lf[i] != lb[i];
+    close &= fabsf(lf[i] - lb[i]) < 0.05f * fabsf(lf[i]);
+  }
+  CHECK(differ && close);
+  // auto without a bf16 unit: f32, saying why (with one: whatever the probe found)
+  attn_prec_info bf;
+  attn_prec_info_get(ATTN_PREC_BF16, &bf);
+  attn_precision p = ATTN_PREC_BF16;
+  char why[512];
+  CHECK_OK(attn_g2p_prec_train(&mf, &t.tr, 8, 1, 1, &p, why, sizeof why));
+  CHECK(strstr(why, "auto") != NULL);
+  if (!bf.candidate) CHECK(p == ATTN_PREC_F32 && strstr(why, "no candidate"));
+  attn_g2p_free(&mf);
+  attn_g2p_free(&mb);
+  tiny_free(&t);
+}
+
 /* greedy decoding picks, step by step, the argmax of the teacher-forced
  * forward on its own output */
 static void test_greedy_is_argmax(void) {
@@ -340,12 +373,27 @@ static void test_cli_bad_input(void) {
   const char *bad[3][2] = {{"abase \"\"", "word 2 is empty"},
                            {"abase caf\xc3\xa9", "never seen in training"},
                            {"abase $(head -c 10000 /dev/zero | tr '\\0' A)", "10000 characters"}};
-  for (int i = 0; i < 3; i++) {
-    snprintf(args, sizeof args, "g2p predict %s %s", model, bad[i][0]);
+  for (int i = 0; i < 6; i++) { /* greedy, then a beam with an n-best list */
+    snprintf(args, sizeof args, "g2p predict %s %s%s", model, bad[i % 3][0],
+             i < 3 ? "" : " --beam 3 --n-best 2");
     CHECK(tool(args, out, sizeof out, err, sizeof err) == 1);
-    CHECK(out[0] == 0 && strstr(err, bad[i][1]) != NULL);
-    if (!strstr(err, bad[i][1])) printf("  stderr: %s\n", err);
+    CHECK(out[0] == 0 && strstr(err, bad[i % 3][1]) != NULL);
+    if (!strstr(err, bad[i % 3][1])) printf("  stderr: %s\n", err);
   }
+  // --n-best: N lines per word, rank and score before the phonemes, best first
+  snprintf(args, sizeof args, "g2p predict %s abase --beam 3 --n-best 2", model);
+  CHECK(tool(args, out, sizeof out, err, sizeof err) == 0);
+  double s1 = 0, s2 = 0;
+  char *l2 = strchr(out, '\n');
+  CHECK(sscanf(out, "abase\t1\t%lf\t", &s1) == 1 && l2 && sscanf(l2 + 1, "abase\t2\t%lf\t", &s2) == 1);
+  CHECK(s1 >= s2 && s1 < 0);
+  snprintf(args, sizeof args, "g2p predict %s abase --precision fp16", model);
+  CHECK(tool(args, out, sizeof out, err, sizeof err) == 2 && out[0] == 0 && strstr(err, "auto, f32 or bf16"));
+  snprintf(args, sizeof args, "g2p predict %s abase --beam 2 --n-best 3", model);
+  CHECK(tool(args, out, sizeof out, err, sizeof err) == 2 && strstr(err, "--n-best 3"));
+  // eval reports its decoding speed
+  snprintf(args, sizeof args, "g2p eval %s --data tests/data/g2p --beam 2 --split val", model);
+  CHECK(tool(args, out, sizeof out, err, sizeof err) == 0 && strstr(out, "words/s (beam 2"));
   // a classifier's file (attn train writes "config" metadata and its tensors)
   char clf[128];
   snprintf(clf, sizeof clf, "%s/clf.safetensors", dir);
@@ -365,6 +413,17 @@ static void test_cli_bad_input(void) {
     CHECK(tool(args, out, sizeof out, err, sizeof err) == 1);
     CHECK(out[0] == 0 && strstr(err, "not a G2P model") && strstr(err, "classifier"));
   }
+  // --bench: the timing line, the batches for the torch script, no model
+  snprintf(args, sizeof args, "g2p train --data tests/data/g2p --out %s/bench --dim 8 --heads 2 "
+           "--ff 8 --layers 1 --batch 4 --bench 2 --precision f32", dir);
+  CHECK(tool(args, out, sizeof out, err, sizeof err) == 0 && strstr(out, "bench: attn 2 steps"));
+  snprintf(args, sizeof args, "%s/bench/bench_batches.bin", dir);
+  FILE *bf = fopen(args, "rb");
+  int32_t head[5] = {0};
+  CHECK(bf && fread(head, 4, 5, bf) == 5 && head[0] == 0x42503247 && head[1] == 3 && head[2] <= 4);
+  if (bf) fclose(bf);
+  snprintf(args, sizeof args, "%s/bench/best.safetensors", dir);
+  CHECK(access(args, F_OK) != 0);
   // no dictionary: no output folder either
   snprintf(args, sizeof args, "g2p train --data %s/none --out %s/never", dir, dir);
   CHECK(tool(args, out, sizeof out, err, sizeof err) == 1);
@@ -389,6 +448,7 @@ int main(int argc, char **argv) {
   RUN(test_gradcheck_untied);
   RUN(test_greedy_is_argmax);
   RUN(test_resume_identical_and_threads);
+  RUN(test_bf16_training_differs_from_f32_and_stays_close);
   RUN(test_cli_bad_input);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

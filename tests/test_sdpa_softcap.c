@@ -366,6 +366,71 @@ static void test_softcap_tile(void) {
   CHECK(y[34] == 0.0f && g[34] == 1.0f);
 }
 
+/* Each level's vector row op (attn_row_ops.softcap, NULL at generic) against
+ * the double formula at every tail length: the series branch and its edge,
+ * -inf, +inf, NaN, 0 and large values. */
+static void test_softcap_row_levels(void) {
+  float x[70], y[70], g[70], want[70], gw[70];
+  fill_uniform(x, 70, 9, -40.0f, 40.0f);
+  for (int e = 0; e < 30; e++)
+    x[e] *= 1e-4f * (float)e;
+  x[31] = -INFINITY, x[32] = INFINITY, x[33] = NAN, x[34] = 0.0f, x[35] = 0.125f * 7.0f;
+  x[36] = -0.125f * 7.0f, x[37] = 1e30f, x[38] = -1e30f;
+  int vector = 0;
+  for (int i = 0; i < ATTN_ISA_COUNT; i++) {
+    const attn_kern *k = attn_kern_at((attn_isa)i);
+    if (!k || !k->row.softcap) continue;
+    vector++;
+    for (int n = 1; n <= 70; n += n < 20 ? 1 : 17) {
+      memcpy(y, x, sizeof x), memcpy(want, x, sizeof x);
+      if (n < 70) g[n] = 123.0f, y[n] = 321.0f; /* past n: untouched */
+      k->row.softcap(7.0f, y, g, n);
+      attn_softcap_row_exact(7.0f, want, n, gw);
+      CHECK_CLOSE("softcap row", y, want, n, 1e-6, 4e-7);
+      CHECK_CLOSE("softcap row derivative", g, gw, n, 1e-6, 1e-6);
+      if (n < 70) CHECK(g[n] == 123.0f && y[n] == 321.0f);
+      k->row.softcap(7.0f, y, NULL, 0); /* n = 0: nothing */
+    }
+    memcpy(y, x, sizeof x);
+    k->row.softcap(7.0f, y, NULL, 70);
+    CHECK(y[31] == -INFINITY && y[32] == 7.0f && isnan(y[33]) && y[34] == 0.0f);
+    CHECK(y[37] == 7.0f && y[38] == -7.0f);
+    if (h_case_failed) printf("  ^ level %s\n", attn_isa_name((attn_isa)i));
+  }
+  if (attn_isa_active() != ATTN_ISA_GENERIC) CHECK(vector > 0);
+}
+
+/* The level's fused softcap tiles (tile_forward_cap, wherever it has
+ * tile_forward) give the same bits as the steps (logits, the level's softcap
+ * row op, softmax, p·v): the same problem through the level's set and through
+ * a copy without tile_forward_cap. */
+static void test_fused_softcap_matches_steps(void) {
+  const attn_flash_ops *a = attn_kern_get()->flash;
+  if (!a->tile_forward) {
+    SKIP("kernel set %s has no fused tiles", a->name);
+    return;
+  }
+  CHECK(a->tile_forward_cap != NULL);
+  attn_flash_ops steps = *a;
+  steps.tile_forward_cap = NULL;
+  const ccfg cs[] = {{1, 2, 1, 200, 256, 64, 64, 3.0f, 0, 0, -1, -1, 0, 0, 0, 0, 0},
+                     {2, 2, 2, 150, 130, 40, 24, 0.5f, 1, 0, -1, -1, 0, 0, 0, 0, 0}};
+  for (int t = 0; t < 2; t++) {
+    cprob p;
+    make(&cs[t], 70 + t, &p);
+    float *o[2], *l[2];
+    for (int x = 0; x < 2; x++) {
+      o[x] = calloc(p.no, sizeof(float)), l[x] = calloc(p.nl, sizeof(float));
+      CHECK_OK(attn_sdpa_forward_flash_ops(x ? &steps : a, &p.d, p.q, p.k, p.v, o[x], l[x]));
+    }
+    CHECK_CLOSE("fused softcap out", o[0], o[1], p.no, 0, 0);
+    CHECK_CLOSE("fused softcap lse", l[0], l[1], p.nl, 0, 0);
+    for (int x = 0; x < 2; x++)
+      free(o[x]), free(l[x]);
+    unmake(&p);
+  }
+}
+
 /* NaN in q makes its row NaN with softcap on; a NaN sink makes its head's lse NaN */
 static void test_nan_contract(void) {
   const ccfg c = {1, 2, 2, 8, 20, 8, 8, 4.0f, 1, 0, -1, -1, 0, 0, 0, 0, 0};
@@ -587,6 +652,8 @@ int main(void) {
   attn_set_num_threads(1);
   n_ops = flash_ops_portable_and_level(ops_list);
   RUN(test_softcap_tile);
+  RUN(test_softcap_row_levels);
+  RUN(test_fused_softcap_matches_steps);
   RUN(test_math_vs_naive);
   RUN(test_flash_vs_math);
   RUN(test_finite_differences);

@@ -7,7 +7,8 @@
 #      steps), label smoothing 0.1, AdamW, warm-up + cosine
 #   4. evaluates it (greedy decoding) on val and test: WER and PER with and
 #      without stress, and the worst test errors
-#   5. predicts a few words with `attn g2p predict`
+#   5. predicts a few words with `attn g2p predict` (beam search of 4, the
+#      2 best pronunciations of each with their scores)
 # Everything goes to runs/g2p-demo/ (train.log, best.safetensors, eval.txt).
 # Environment: ATTN_G2P_DEMO_DATA (dictionary folder), ATTN_G2P_DEMO_OUT
 # (output folder), ATTN_G2P_DEMO_TRAIN_ARGS (extra `attn g2p train` options,
@@ -37,9 +38,9 @@ mkdir -p "$out"
 step "4/5 evaluate on val and test (greedy decoding)"
 "$attn" g2p eval "$out/best.safetensors" --data "$data" | tee "$out/eval.txt"
 
-step "5/5 predict"
-"$attn" g2p predict "$out/best.safetensors" attention transformer pronunciation \
-  grapheme phoneme cambridge zyzzyva
+step "5/5 predict (beam of 4, 2 best)"
+"$attn" g2p predict "$out/best.safetensors" --beam 4 --n-best 2 attention transformer \
+  pronunciation grapheme phoneme cambridge zyzzyva
 
 echo
 echo "demo-g2p: done in $(($(date +%s) - t0)) s; model, log and scores in $out/"

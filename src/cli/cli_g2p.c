@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "apps/seq2seq/g2p_eval.h"
+#include "apps/train/g2p_precision.h"
 #include "apps/train/g2p_train.h"
 #include "attn/kernels.h"
 #include "cli/commands.h"
@@ -33,9 +34,18 @@ static void usage(FILE *f) {
           "  --save-every N    also write OUT/last.safetensors every N steps\n"
           "  --train-words N   only the first N training words (quick checks)\n"
           "  --progress auto|bar|plain|quiet\n"
+          "  --bench STEPS     no training run: time STEPS steps (after one warm-up), print tokens/s\n"
+          "                    and write the batches to OUT/bench_batches.bin for\n"
+          "                    tools/bench_g2p_torch.py (make bench-g2p)\n"
           "eval / predict:\n"
           "  --split val|test|both (both)  --worst N (10)  --limit N (first N words)  --batch B (128)\n"
+          "  --beam K          beam search of width K (default 1: greedy)\n"
+          "  --n-best N        predict: the N best hypotheses of each word with their scores (1..K)\n"
+          "  --length-penalty A  rank finished hypotheses by logp / ((5 + len) / 6)^A (0.6; 0: none)\n"
           "all:\n"
+          "  --precision auto|f32|bf16  Linears (and flash attention in training) in bf16 with f32\n"
+          "                    master weights; auto (train's default; eval / predict: f32) takes bf16\n"
+          "                    only where a bf16 unit runs it and a probe measures >= 1.1x f32\n"
           "  --threads T       threads (default: all cores; results do not depend on it)\n");
 }
 
@@ -49,12 +59,18 @@ static const cli_opt opts[] = {
     {"--seed", CLI_VALUE},        {"--resume", CLI_FLAG},      {"--max-steps", CLI_VALUE},
     {"--save-every", CLI_VALUE},  {"--train-words", CLI_VALUE}, {"--progress", CLI_VALUE},
     {"--split", CLI_VALUE},       {"--worst", CLI_VALUE},      {"--limit", CLI_VALUE},
-    {"--threads", CLI_VALUE},     {NULL, 0}};
+    {"--threads", CLI_VALUE},     {"--beam", CLI_VALUE},       {"--n-best", CLI_VALUE},
+    {"--length-penalty", CLI_VALUE}, {"--precision", CLI_VALUE}, {"--bench", CLI_VALUE},
+    {NULL, 0}};
 
 typedef struct {
   const char *data, *out, *split;
-  int resume, threads, worst, limit, batch, train_words;
+  int resume, threads, worst, limit, batch, train_words, n_best_set;
+  int prec_set, prec_auto; /* --precision given; auto */
+  int bench;               /* --bench STEPS */
+  attn_precision prec;
   attn_g2p_config mc;
+  attn_g2p_decode_opts dec;
   attn_g2p_train_opts to;
   const char *args[4096];
   int nargs;
@@ -78,11 +94,21 @@ static int set_opt(g2p_opts *o, const char *k, const char *v) {
     if (!(r = num(k, v, lo, hi, &d))) field = (__typeof__(field))d; \
     return r;                                                    \
   }
+  if (!strcmp(k, "--n-best")) o->n_best_set = 1;
   if (!strcmp(k, "--data")) o->data = v;
   else if (!strcmp(k, "--out")) o->out = v;
   else if (!strcmp(k, "--split")) o->split = v;
   else if (!strcmp(k, "--untied")) o->mc.tied = 0;
   else if (!strcmp(k, "--resume")) o->resume = 1;
+  else if (!strcmp(k, "--precision")) {
+    o->prec_set = 1;
+    o->prec_auto = !strcmp(v, "auto");
+    if (!o->prec_auto && (strcmp(v, "f32") && strcmp(v, "bf16")))
+      return cli_usage("--precision: auto, f32 or bf16, not '%s'", v);
+    if (!o->prec_auto) attn_precision_from_name(v, &o->prec);
+  }
+  else if (!strcmp(k, "--batch") && (r = num(k, v, 1, 1e5, &d)) == CLI_OK)
+    o->to.batch = o->batch = o->dec.batch = (int)d;
   else if (!strcmp(k, "--layers")) {
     if (!(r = num(k, v, 1, 64, &d))) o->mc.enc_layers = o->mc.dec_layers = (int64_t)d;
   } else if (!strcmp(k, "--progress")) {
@@ -99,7 +125,6 @@ static int set_opt(g2p_opts *o, const char *k, const char *v) {
     INT("--dec-layers", 1, 64, o->mc.dec_layers)
     INT("--dropout", 0, 0.99, o->mc.dropout)
     INT("--epochs", 1, 1e6, o->to.epochs)
-    INT("--batch", 1, 1e5, o->to.batch)
     INT("--lr", 0, 10, o->to.lr)
     INT("--min-lr", 0, 10, o->to.min_lr)
     INT("--warmup", 0, 1e12, o->to.warmup)
@@ -113,6 +138,10 @@ static int set_opt(g2p_opts *o, const char *k, const char *v) {
     INT("--worst", 0, 1e6, o->worst)
     INT("--limit", 1, 1e9, o->limit)
     INT("--threads", 1, 4096, o->threads)
+    INT("--beam", 1, 4096, o->dec.beam)
+    INT("--bench", 1, 1e6, o->bench)
+    INT("--n-best", 1, 4096, o->dec.n_best)
+    INT("--length-penalty", 0, 100, o->dec.alpha)
   }
 #undef INT
   return r;
@@ -126,6 +155,7 @@ static int parse(int argc, char **argv, g2p_opts *o) {
   o->batch = 128;
   attn_g2p_config_default(&o->mc);
   attn_g2p_train_opts_default(&o->to);
+  attn_g2p_decode_opts_default(&o->dec);
   cli_args a;
   cli_args_init(&a, argc, argv, 2, opts);
   int r;
@@ -139,6 +169,8 @@ static int parse(int argc, char **argv, g2p_opts *o) {
   }
   if (r == CLI_HELP) usage(stdout);
   if (r < 0) return cli_args_exit(r) == CLI_OK ? -1 : CLI_USAGE;
+  if (o->dec.n_best > o->dec.beam)
+    return cli_usage("--n-best %d: at most the beam's width (--beam %d)", o->dec.n_best, o->dec.beam);
   if (o->threads > 0) attn_set_num_threads(o->threads);
   return CLI_OK;
 }
@@ -227,6 +259,12 @@ static int cmd_train(g2p_opts *o) {
     tr.n = i;
   }
   if (!st && mkdirs(o->out)) st = attn_set_error(ATTN_EIO, "cannot create '%s': %s", o->out, strerror(errno));
+  char why[512];
+  if (!st) {
+    o->to.precision = o->prec;
+    st = attn_g2p_prec_train(&m, &tr, o->to.batch, o->to.seed, !o->prec_set || o->prec_auto,
+                             &o->to.precision, why, sizeof why);
+  }
   if (!st) {
     o->to.out_dir = o->out;
     printf("g2p: %d training pronunciations (%d left out as too long), %d validation; %lld parameters\n"
@@ -238,10 +276,25 @@ static int cmd_train(g2p_opts *o) {
            o->to.epochs, o->to.batch, o->to.lr, (double)o->to.smoothing,
            (unsigned long long)o->to.seed, attn_get_num_threads(),
            o->resume ? ", resumed" : "");
+    printf("g2p: precision %s (%s)\n", attn_precision_name(o->to.precision), why);
     fflush(stdout);
-    st = attn_g2p_train_run(&m, &opt, &s, &tr, &va, &o->to, NULL, 0);
+    if (o->bench) {
+      char dump[4200];
+      double tokens = 0, secs = 0;
+      snprintf(dump, sizeof dump, "%s/bench_batches.bin", o->out);
+      st = attn_g2p_train_bench(&m, &opt, &tr, &o->to, o->bench, dump, &tokens, &secs);
+      if (!st)
+        printf("bench: attn %d steps, %.0f tokens in %.2f s: %.1f tokens/s (%s, %d threads); "
+               "batches in %s\n",
+               o->bench, tokens, secs, secs > 0 ? tokens / secs : 0.0,
+               attn_precision_name(o->to.precision), attn_get_num_threads(), dump);
+    } else {
+      st = attn_g2p_train_run(&m, &opt, &s, &tr, &va, &o->to, NULL, 0);
+    }
   }
-  if (!st && s.best_epoch > 0)
+  if (o->bench)
+    ; /* no model: the bench line said it all */
+  else if (!st && s.best_epoch > 0)
     printf("g2p: %s after step %lld; best validation loss %.4f (epoch %d): %s/best.safetensors\n",
            s.epoch >= o->to.epochs ? "done" : "stopped", (long long)s.step, s.best_val,
            s.best_epoch, o->out);
@@ -284,9 +337,27 @@ static int cmd_eval(g2p_opts *o) {
       r = cli_fail(NULL);
       break;
     }
-    if (attn_g2p_evaluate(&m, &set, o->batch, o->limit, &res)) {
+    attn_nn_ctx ctx = {.precision = o->prec};
+    char why[512];
+    if (o->prec_set && k == from) {
+      const int32_t *ws[32];
+      for (int i = 0; i < set.n && i < 32; i++) ws[i] = set.src[i];
+      if (attn_g2p_prec_infer(&m, ws, set.src_len, set.n, o->prec_auto, &o->prec, why, sizeof why)) {
+        r = cli_fail(NULL);
+        attn_g2p_set_free(&set);
+        break;
+      }
+      printf("precision: %s (%s)\n", attn_precision_name(o->prec), why);
+      ctx.precision = o->prec;
+    }
+    if (attn_g2p_evaluate(&m, &ctx, &o->dec, &set, o->limit, &res)) {
       r = cli_fail(NULL);
     } else {
+      printf("%-4s decoding: %d words in %.2f s: %.0f words/s (%s %d, batch %d, %d threads)\n",
+             attn_g2p_split_name(sides[k]), res.nwords, res.decode_seconds,
+             res.decode_seconds > 0 ? res.nwords / res.decode_seconds : 0.0,
+             o->dec.beam > 1 ? "beam" : "greedy, beam", o->dec.beam, o->dec.batch,
+             attn_get_num_threads());
       printf("%-4s %6d words  WER %5.2f %%  PER %5.2f %%   stress removed: WER %5.2f %%  PER %5.2f %%%s\n",
              attn_g2p_split_name(sides[k]), res.nwords, 100 * attn_g2p_wer(&res.stress),
              100 * attn_g2p_per(&res.stress), 100 * attn_g2p_wer(&res.no_stress),
@@ -313,9 +384,7 @@ static int cmd_predict(g2p_opts *o) {
   int32_t *ids = malloc((size_t)((int64_t)n * m.c.max_src) * sizeof *ids);
   const int32_t **src = malloc((size_t)n * sizeof *src);
   int32_t *sl = malloc((size_t)n * sizeof *sl);
-  int32_t *out = malloc((size_t)((int64_t)n * m.c.max_tgt) * sizeof *out);
-  int *ol = malloc((size_t)n * sizeof *ol);
-  if (!ids || !src || !sl || !out || !ol) r = cli_error(NULL, "out of memory");
+  if (!ids || !src || !sl) r = cli_error(NULL, "out of memory");
   // every word is checked before anything is printed
   for (int i = 0; !r && i < n; i++) {
     const char *w = o->args[i + 1];
@@ -340,18 +409,32 @@ static int cmd_predict(g2p_opts *o) {
       }
     }
   }
-  attn_nn_ctx ctx = {0};
-  if (!r && attn_g2p_greedy(&m, &ctx, src, sl, n, o->batch, out, ol)) r = cli_fail(NULL);
-  char buf[1024];
-  for (int i = 0; !r && i < n; i++) {
-    attn_g2p_phones_format(out + (int64_t)i * m.c.max_tgt, ol[i], buf, sizeof buf);
-    printf("%s\t%s\n", o->args[i + 1], buf);
+  attn_nn_ctx ctx = {.precision = o->prec};
+  char why[512];
+  if (!r && o->prec_set) {
+    if (attn_g2p_prec_infer(&m, src, sl, n, o->prec_auto, &o->prec, why, sizeof why))
+      r = cli_fail(NULL);
+    else
+      fprintf(stderr, "precision: %s (%s)\n", attn_precision_name(o->prec), why);
+    ctx.precision = o->prec;
   }
+  attn_g2p_hyps h = {0};
+  if (!r && attn_g2p_search(&m, &ctx, &o->dec, src, sl, n, &h)) r = cli_fail(NULL);
+  // WORD<TAB>PHONES; with --n-best: WORD<TAB>rank<TAB>score<TAB>PHONES per hypothesis
+  char buf[1024];
+  for (int i = 0; !r && i < n; i++)
+    for (int k = 0; k < h.count[i] && (k == 0 || o->n_best_set); k++) {
+      const int64_t j = (int64_t)i * h.n_best + k;
+      attn_g2p_phones_format(h.ph + j * h.max_tgt, h.len[j], buf, sizeof buf);
+      if (o->n_best_set)
+        printf("%s\t%d\t%.4f\t%s\n", o->args[i + 1], k + 1, (double)h.score[j], buf);
+      else
+        printf("%s\t%s\n", o->args[i + 1], buf);
+    }
+  attn_g2p_hyps_free(&h);
   free(ids);
   free(src);
   free(sl);
-  free(out);
-  free(ol);
   attn_g2p_free(&m);
   return r;
 }

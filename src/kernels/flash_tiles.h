@@ -69,6 +69,15 @@ typedef struct {
   void (*tile_forward)(int G, int64_t D, int64_t Dv, const float *q, int64_t ldq, const float *kt,
                        const float *v, int64_t ldv, float scale, float *s, float *o, int64_t ldo,
                        float *m, float *l, const float *ktn, const float *vn, int64_t ldvn);
+  /* ---- logit softcap (sdpa_softcap_sinks.h) ----
+   * Optional (NULL: the steps with attn_softcap_tile): tile_forward with the
+   * logits t = cap tanh(scale s / cap), cap > 0; the same numbers, bit for
+   * bit, as logits + attn_softcap_tile (the level's row op) +
+   * softmax_update (scale 1) + gemm. */
+  void (*tile_forward_cap)(float cap, int G, int64_t D, int64_t Dv, const float *q, int64_t ldq,
+                           const float *kt, const float *v, int64_t ldv, float scale, float *s,
+                           float *o, int64_t ldo, float *m, float *l, const float *ktn,
+                           const float *vn, int64_t ldvn);
 } attn_flash_ops;
 
 /* The portable pack_t (sdpa_flash_generic.c): a once-per-key-block copy

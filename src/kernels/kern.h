@@ -79,6 +79,10 @@ typedef struct {
   void (*f32_to_bf16)(const float *x, uint16_t *y, int64_t n);
   void (*bf16_to_f32)(const uint16_t *x, float *y, int64_t n);
   void (*f32_round_bf16)(const float *x, float *y, int64_t n); /* y = (float)bf16(x) */
+  /* ---- logit softcap (sdpa_softcap_sinks.h; NULL: the portable loop) ----
+   * s[j] := cap tanh(s[j] / cap) for j < n, -inf kept, NaN stays NaN, +inf
+   * -> cap; g (NULL or n floats) := 1 - tanh^2 (0 at -inf). */
+  void (*softcap)(float cap, float *s, float *g, int64_t n);
 } attn_row_ops;
 
 /* ---- the getters of the per-ISA files (NULL: not in this build) --------- */

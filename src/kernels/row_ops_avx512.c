@@ -24,6 +24,7 @@ static const attn_row_ops avx512_row_ops = {
     .f32_to_bf16 = attn_lowp_f32_to_bf16_avx512,
     .bf16_to_f32 = attn_lowp_bf16_to_f32_avx512,
     .f32_round_bf16 = attn_lowp_f32_round_bf16_avx512,
+    .softcap = attn_softcap_row_avx512,
 };
 
 const attn_row_ops *attn_row_ops_avx512(void) { return &avx512_row_ops; }

@@ -23,7 +23,8 @@
  * Fast path: where the kernel set has tile_forward and every row of the item
  * sees every key of a full block (no masks, no Shaw values), the item's
  * whole row groups go through it in one call (scores, softmax and p·v in
- * registers, pipelined across groups, the same numbers as the steps above);
+ * registers, pipelined across groups, the same numbers as the steps above;
+ * with a softcap, tile_forward_cap where the set has it);
  * for it, a block of v whose rows are not 64-byte aligned is copied to an
  * aligned per-thread block first (else every 64-byte load of v splits two
  * cache lines).
@@ -147,6 +148,18 @@ const float *attn_flash_in_rows(const float *x, const uint16_t *x16, const attn_
   return buf;
 }
 
+/* ops->tile_forward, or its softcapped form when d has a softcap. */
+static void tiles_fused(const attn_flash_ops *ops, const attn_sdpa_desc *d, int G, const float *q,
+                        int64_t ldq, const float *kt, const float *v, int64_t ldv, float scale,
+                        float *s, float *o, float *m, float *l, const float *ktn, const float *vn,
+                        int64_t ldvn) {
+  if (d->softcap != 0.0f)
+    ops->tile_forward_cap(d->softcap, G, d->D, d->Dv, q, ldq, kt, v, ldv, scale, s, o, d->Dv, m, l,
+                          ktn, vn, ldvn);
+  else
+    ops->tile_forward(G, d->D, d->Dv, q, ldq, kt, v, ldv, scale, s, o, d->Dv, m, l, ktn, vn, ldvn);
+}
+
 /* One work item: rows [i0, i0+nq) of (b, h). ws: o [BQ, Dv], m, l [BQ], s [2, MR, BC],
  * and with Shaw xr [MR, QW] (q·shaw_kᵀ on the tile's band, then p summed on it); for
  * fp16 inputs, qc [BQ, D] (the item's q rows as f32). */
@@ -182,9 +195,10 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
   attn_flash_key_range(d, b, i0, &lo0, &hi0);
   attn_flash_key_range(d, b, i0 + nq - 1, &lo1, &hi1);
   int64_t kb0 = lo0 / BC, kb1 = hi1 > lo0 ? attn_ceil_div(hi1, BC) : kb0;
-  const int masks = d->bool_mask || d->add_mask || pos->bias || d->shaw_k || d->softcap != 0.0f;
+  const int capped = d->softcap != 0.0f; /* softcap: the logits' pass, or fused where the ops can */
+  const int masks = d->bool_mask || d->add_mask || pos->bias || d->shaw_k;
   /* whole-tile kernel: no masks nor position terms (Shaw's values need alpha) */
-  const int fused = ops->tile_forward && !masks && !d->shaw_v;
+  const int fused = ops->tile_forward && !masks && !d->shaw_v && (!capped || ops->tile_forward_cap);
   for (int64_t kb = kb0; kb < kb1; kb++) {
     int64_t j0 = kb * BC;
     int nk = (int)(d->Lk - j0 < BC ? d->Lk - j0 : BC);
@@ -207,8 +221,8 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
           memcpy(vc + j * Dvp, vb + j * ldv, (size_t)Dv * sizeof(float));
         vt = vc, ldvt = Dvp;
       }
-      ops->tile_forward(G, D, Dv, qb, ldq, ktb, vt, ldvt, rs->scale, s, o, Dv, m, l,
-                        next ? ktb + D * BC : NULL, next && in->v ? vb + BC * ldv : NULL, ldv);
+      tiles_fused(ops, d, G, qb, ldq, ktb, vt, ldvt, rs->scale, s, o, m, l,
+                  next ? ktb + D * BC : NULL, next && in->v ? vb + BC * ldv : NULL, ldv);
       r0 = G * MR;
     }
     for (; r0 < nq; r0 += MR) {
@@ -219,14 +233,14 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
       if (!blk || !um || !attn_flash_tile_bounds(d, b, i, R, j0, nk, lo, hi)) continue;
       const float *qi = qb + r0 * ldq;
       if (fused && R == MR && nk == BC && blk == 1 && um == 1 && whole_tile(lo, hi)) {
-        ops->tile_forward(1, D, Dv, qi, ldq, ktb, vb, ldv, rs->scale, s, o + r0 * Dv, Dv, m + r0,
-                          l + r0, NULL, NULL, 0);
+        tiles_fused(ops, d, 1, qi, ldq, ktb, vb, ldv, rs->scale, s, o + r0 * Dv, m + r0, l + r0,
+                    NULL, NULL, 0);
         continue;
       }
       ops->gemm(R, BC, D, qi, ldq, 1, ktb, BC, s, BC, NULL, 0);
       int64_t t0 = 0;
       int w = pos->nr ? attn_flash_shaw_band(d, pi, R, j0, nk, &t0) : 0;
-      if (masks || blk == 2 || um == 2) { /* logits, mods, masks, positions, softmax */
+      if (masks || capped || blk == 2 || um == 2) { /* logits, mods, masks, positions, softmax */
         ops->logits(R, s, rs->scale, lo, hi);
         if (d->softcap != 0.0f) attn_softcap_tile(d->softcap, R, nk, s, BC, NULL, 0);
         if (um == 2) attn_usermod_tile(d, b, h, i, R, j0, nk, s, BC, NULL, 0);

@@ -34,6 +34,7 @@
 #include <immintrin.h>
 #include <math.h>
 
+#include "kernels/softcap_avx2.h"
 #include "kernels/vexp_avx2.h"
 
 
@@ -204,10 +205,13 @@ typedef struct {
   float mo[8], mn[8], sm[MR]; /* m before and after, sums of p */
 } softmax_state;
 
-/* Phase 1: logits, maxima (the running max second: a NaN x is skipped). */
-ATTN_AVX2_INLINE void softmax_max(const int R, const int every_key, float *s, float scale, const int *lo,
-                             const int *hi, const float *m, softmax_state *st) {
+/* Phase 1: logits, maxima (the running max second: a NaN x is skipped).
+ * capped: the logits softcapped (cap tanh(x / cap), softcap_avx2.h). */
+ATTN_AVX2_INLINE void softmax_max(const int R, const int every_key, const int capped, float cap,
+                                  float *s, float scale, const int *lo, const int *hi,
+                                  const float *m, softmax_state *st) {
   const __m256 vs = _mm256_set1_ps(scale), ninf = _mm256_set1_ps(-INFINITY);
+  const __m256 vinv = _mm256_set1_ps(capped ? 1.0f / cap : 1.0f), vcap = _mm256_set1_ps(cap);
 #pragma GCC unroll 6
   for (int r = 0; r < R; r++) {
     const int lr = every_key ? 0 : lo[r], hr = every_key ? BC : hi[r];
@@ -217,6 +221,10 @@ ATTN_AVX2_INLINE void softmax_max(const int R, const int every_key, float *s, fl
     for (int c = 0; c < BC / 8; c += 2) {
       __m256 x0 = logits8(every_key, sr, c, vs, lr, hr),
              x1 = logits8(every_key, sr, c + 1, vs, lr, hr);
+      if (capped) {
+        x0 = attn_softcap8_avx2(x0, vinv, vcap, NULL);
+        x1 = attn_softcap8_avx2(x1, vinv, vcap, NULL);
+      }
       _mm256_storeu_ps(sr + 8 * c, x0);
       _mm256_storeu_ps(sr + 8 * c + 8, x1);
       m0 = _mm256_max_ps(x0, m0);
@@ -269,7 +277,7 @@ ATTN_AVX2_INLINE void softmax_finish(const int R, softmax_state *st, float *m, f
 ATTN_AVX2_INLINE void softmax_rows(const int R, const int every_key, float *s, float scale,
                               const int *lo, const int *hi, float *m, float *l, float *alpha) {
   softmax_state st;
-  softmax_max(R, every_key, s, scale, lo, hi, m, &st);
+  softmax_max(R, every_key, 0, 0.0f, s, scale, lo, hi, m, &st);
 #pragma GCC unroll 6
   for (int r = 0; r < R; r++)
     softmax_exp_row(s, r, &st);
@@ -408,11 +416,14 @@ ATTN_AVX2_INLINE void prefetch_some(next_block *nb) {
 /* G row groups of MR rows; the scores and softmax of group g are issued
  * before the p·v of group g - 1 (two p buffers, s [2, MR, BC]). Each step is
  * gemm_avx2 / softmax_update_avx2 inlined with R = MR and every key allowed,
- * so the numbers are theirs to the bit. */
-ATTN_AVX2 static void tile_forward_avx2(int G, int64_t D, int64_t Dv, const float *q, int64_t ldq,
-                                          const float *kt, const float *v, int64_t ldv, float scale,
-                                          float *s, float *o, int64_t ldo, float *m, float *l,
-                                          const float *ktn, const float *vn, int64_t ldvn) {
+ * so the numbers are theirs to the bit (capped: with the softcap of
+ * attn_softcap_row_avx2 between the logits and the softmax, the same
+ * attn_softcap8_avx2). */
+ATTN_AVX2_INLINE void tile_forward_rows(const int capped, float cap, int G, int64_t D, int64_t Dv,
+                                        const float *q, int64_t ldq, const float *kt,
+                                        const float *v, int64_t ldv, float scale, float *s,
+                                        float *o, int64_t ldo, float *m, float *l,
+                                        const float *ktn, const float *vn, int64_t ldvn) {
   const __m256i all = _mm256_set1_epi32(-1);
   const int nsl = (int)(Dv / 16); /* whole 16-column slices of o */
   float alpha[2][MR];
@@ -426,7 +437,7 @@ ATTN_AVX2 static void tile_forward_avx2(int G, int64_t D, int64_t Dv, const floa
     if (g < G) {
       prefetch_a(MR, D, q + g * MR * ldq, ldq, 1);
       gemm_rows(MR, BC, D, q + g * MR * ldq, ldq, 1, kt, BC, sg, BC, NULL, 0);
-      softmax_max(MR, 1, sg, scale, NULL, NULL, m + g * MR, &st);
+      softmax_max(MR, 1, capped, cap, sg, scale, NULL, NULL, m + g * MR, &st);
     }
     if (g > 0) { /* o = alpha o + p·v of group g - 1, p of group g in between */
       const int h = g - 1;
@@ -451,9 +462,25 @@ ATTN_AVX2 static void tile_forward_avx2(int G, int64_t D, int64_t Dv, const floa
   prefetch_some(&nb); /* (rounding leftovers) */
 }
 
+ATTN_AVX2 static void tile_forward_avx2(int G, int64_t D, int64_t Dv, const float *q, int64_t ldq,
+                                        const float *kt, const float *v, int64_t ldv, float scale,
+                                        float *s, float *o, int64_t ldo, float *m, float *l,
+                                        const float *ktn, const float *vn, int64_t ldvn) {
+  tile_forward_rows(0, 0.0f, G, D, Dv, q, ldq, kt, v, ldv, scale, s, o, ldo, m, l, ktn, vn, ldvn);
+}
+
+ATTN_AVX2 static void tile_forward_cap_avx2(float cap, int G, int64_t D, int64_t Dv,
+                                            const float *q, int64_t ldq, const float *kt,
+                                            const float *v, int64_t ldv, float scale, float *s,
+                                            float *o, int64_t ldo, float *m, float *l,
+                                            const float *ktn, const float *vn, int64_t ldvn) {
+  tile_forward_rows(1, cap, G, D, Dv, q, ldq, kt, v, ldv, scale, s, o, ldo, m, l, ktn, vn, ldvn);
+}
+
 static const attn_flash_ops avx2_ops = {
     "avx2",      gemm_avx2,     logits_avx2, softmax_update_avx2, probs_grad_avx2,
-    attn_flash_pack_t_generic, add_rows_avx2, sum_avx2,    tile_forward_avx2};
+    attn_flash_pack_t_generic, add_rows_avx2, sum_avx2,    tile_forward_avx2,
+    tile_forward_cap_avx2};
 
 const attn_flash_ops *attn_flash_ops_avx2(void) { return &avx2_ops; }
 #else

@@ -13,6 +13,7 @@
 #include <immintrin.h>
 #include <math.h>
 
+#include "kernels/softcap_avx512.h"
 #include "kernels/vexp_avx512.h"
 
 enum { BC = ATTN_FLASH_BC, MR = ATTN_FLASH_MR, NV = ATTN_FLASH_NC / 16 };
@@ -297,8 +298,9 @@ ATTN_AVX512 static float sum_avx512(int n, const float *x) {
  * softmax_update_avx512 + gemm_body step for step, so the result is the same
  * to the bit; what goes is the calls, the dispatch, the store and two
  * reloads of the scores and the masks. */
-ATTN_AVX512_INLINE void tile_scores(int64_t D, const float *q, int64_t ldq, const float *kt,
-                               float scale, float *s, float *m, float *l, float *alpha) {
+ATTN_AVX512_INLINE void tile_scores(const int capped, float cap, int64_t D, const float *q,
+                                    int64_t ldq, const float *kt, float scale, float *s, float *m,
+                                    float *l, float *alpha) {
   __m512 t[MR][4];
 #pragma GCC unroll 6
   for (int r = 0; r < MR; r++)
@@ -325,6 +327,14 @@ ATTN_AVX512_INLINE void tile_scores(int64_t D, const float *q, int64_t ldq, cons
 #pragma GCC unroll 4
     for (int c = 0; c < 4; c++)
       t[r][c] = _mm512_mul_ps(vs, t[r][c]);
+  if (capped) { /* the softcap of attn_softcap_row_avx512, as the steps run it */
+    const __m512 vinv = _mm512_set1_ps(1.0f / cap), vcap = _mm512_set1_ps(cap);
+#pragma GCC unroll 6
+    for (int r = 0; r < MR; r++)
+#pragma GCC unroll 4
+      for (int c = 0; c < 4; c++)
+        t[r][c] = attn_softcap16_avx512(t[r][c], vinv, vcap, NULL);
+  }
   softmax_rows(MR, t, s, m, l, alpha);
 }
 
@@ -370,11 +380,12 @@ ATTN_AVX512_INLINE void tile_values(int64_t Dv, const float *s, const float *alp
  * issued before the p·v of group g - 1 (two p buffers), so the softmax's
  * dependency chain overlaps independent FMA work. The lines of the next key
  * block (ktn, vn) go to L2 a few per group. */
-ATTN_AVX512 static void tile_forward_avx512(int G, int64_t D, int64_t Dv, const float *q,
-                                              int64_t ldq, const float *kt, const float *v,
-                                              int64_t ldv, float scale, float *s, float *o,
-                                              int64_t ldo, float *m, float *l, const float *ktn,
-                                              const float *vn, int64_t ldvn) {
+ATTN_AVX512_INLINE void tile_forward_rows(const int capped, float cap, int G, int64_t D,
+                                          int64_t Dv, const float *q, int64_t ldq,
+                                          const float *kt, const float *v, int64_t ldv,
+                                          float scale, float *s, float *o, int64_t ldo, float *m,
+                                          float *l, const float *ktn, const float *vn,
+                                          int64_t ldvn) {
   float alpha[2][MR];
   const int64_t klines = ktn ? D * BC / 16 : 0, vlpr = (Dv + 15) / 16, vrows = vn ? BC : 0;
   const int64_t step = G > 0 ? (klines + vrows * vlpr + G - 1) / G : 0;
@@ -388,18 +399,35 @@ ATTN_AVX512 static void tile_forward_avx512(int G, int64_t D, int64_t Dv, const 
       if (++vc == vlpr) vc = 0, vr++;
     }
     if (g < G)
-      tile_scores(D, q + g * MR * ldq, ldq, kt, scale, s + (g & 1) * MR * BC, m + g * MR,
-                  l + g * MR, alpha[g & 1]);
+      tile_scores(capped, cap, D, q + g * MR * ldq, ldq, kt, scale, s + (g & 1) * MR * BC,
+                  m + g * MR, l + g * MR, alpha[g & 1]);
     if (g > 0)
       tile_values(Dv, s + ((g - 1) & 1) * MR * BC, alpha[(g - 1) & 1], v, ldv,
                   o + (g - 1) * MR * ldo, ldo);
   }
 }
 
+ATTN_AVX512 static void tile_forward_avx512(int G, int64_t D, int64_t Dv, const float *q,
+                                            int64_t ldq, const float *kt, const float *v,
+                                            int64_t ldv, float scale, float *s, float *o,
+                                            int64_t ldo, float *m, float *l, const float *ktn,
+                                            const float *vn, int64_t ldvn) {
+  tile_forward_rows(0, 0.0f, G, D, Dv, q, ldq, kt, v, ldv, scale, s, o, ldo, m, l, ktn, vn, ldvn);
+}
+
+ATTN_AVX512 static void tile_forward_cap_avx512(float cap, int G, int64_t D, int64_t Dv,
+                                                const float *q, int64_t ldq, const float *kt,
+                                                const float *v, int64_t ldv, float scale,
+                                                float *s, float *o, int64_t ldo, float *m,
+                                                float *l, const float *ktn, const float *vn,
+                                                int64_t ldvn) {
+  tile_forward_rows(1, cap, G, D, Dv, q, ldq, kt, v, ldv, scale, s, o, ldo, m, l, ktn, vn, ldvn);
+}
+
 static const attn_flash_ops avx512_ops = {
     "avx512",          gemm_avx512,   logits_avx512,   softmax_update_avx512,
     probs_grad_avx512, attn_flash_pack_t_generic, add_rows_avx512, sum_avx512,
-    tile_forward_avx512};
+    tile_forward_avx512, tile_forward_cap_avx512};
 
 const attn_flash_ops *attn_flash_ops_avx512(void) { return &avx512_ops; }
 #else

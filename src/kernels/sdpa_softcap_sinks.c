@@ -37,6 +37,11 @@ static inline float tanh_from(float y, float e, float *g) {
 
 void attn_softcap_tile(float cap, int R, int n, float *s, int64_t lds, float *g, int64_t ldg) {
   const attn_row_ops *ro = &attn_kern_get()->row;
+  if (ro->softcap) { /* the level's vector form (same formula) */
+    for (int r = 0; r < R; r++)
+      ro->softcap(cap, s + r * lds, g ? g + r * ldg : NULL, n);
+    return;
+  }
   const float inv = 1.0f / cap;
   float e[BC];
   for (int r = 0; r < R; r++) {

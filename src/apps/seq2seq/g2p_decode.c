@@ -1,67 +1,227 @@
-/* Greedy decoding (g2p_decode.h). */
+/* G2P decoding through the incremental decoder and the beam search
+ * (g2p_decode.h). */
 #include "apps/seq2seq/g2p_decode.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* the best phoneme of logits row x (specials other than EOS never chosen) */
-static int32_t pick(const float *x, int64_t V) {
-  int32_t best = ATTN_G2P_EOS;
-  for (int32_t v = ATTN_G2P_SPECIAL; v < V; v++)
-    if (x[v] > x[best]) best = v;
-  return best;
+#include "apps/seq2seq/beam.h"
+
+void attn_g2p_decode_opts_default(attn_g2p_decode_opts *o) {
+  o->beam = 1;
+  o->n_best = 1;
+  o->alpha = 0.6f;
+  o->batch = 128;
+}
+
+void attn_g2p_hyps_free(attn_g2p_hyps *h) {
+  if (!h) return;
+  free(h->ph);
+  free(h->len);
+  free(h->score);
+  free(h->logp);
+  free(h->count);
+  memset(h, 0, sizeof *h);
+}
+
+/* ---- the incremental decoder ----------------------------------------------- */
+void attn_g2p_stepper_free(attn_g2p_stepper *d) {
+  if (!d) return;
+  attn_decoder_cache_free(&d->cache);
+  free(d->x);
+  free(d->y);
+  free(d->logits);
+  memset(d, 0, sizeof *d);
+}
+
+attn_status attn_g2p_stepper_init(attn_g2p_stepper *d, const attn_g2p_model *m,
+                                  const attn_nn_ctx *ctx, const attn_g2p_saved *s, int64_t group) {
+  memset(d, 0, sizeof *d);
+  if (!s->xs || s->B < 1 || group < 1)
+    return attn_set_error(ATTN_EINVAL, "g2p decoder: encode first (group %lld)", (long long)group);
+  const int64_t B = s->B, Ls = s->Ls, E = m->c.d_model, rows = B * group;
+  d->m = m;
+  if (ctx) d->ctx = *ctx;
+  d->ctx.training = 0;
+  d->rows = rows;
+  d->x = malloc((size_t)(rows * E) * sizeof(float));
+  d->y = malloc((size_t)(rows * E) * sizeof(float));
+  d->logits = malloc((size_t)(rows * m->vocab_tgt) * sizeof(float));
+  int32_t *lens = malloc((size_t)B * sizeof *lens);
+  attn_status st = d->x && d->y && d->logits && lens
+                       ? ATTN_OK
+                       : attn_set_error(ATTN_ENOMEM, "g2p decoder: %lld rows", (long long)rows);
+  for (int64_t b = 0; !st && b < B; b++) {
+    lens[b] = 0;
+    for (int64_t t = 0; t < Ls; t++) lens[b] += !s->src_pad[b * Ls + t];
+  }
+  if (!st) st = attn_decoder_cache_init(&d->cache, m->dec, (int)m->c.dec_layers, rows, m->c.max_tgt);
+  const float *mem = s->xs + m->c.enc_layers * B * Ls * E;
+  if (!st) st = attn_decoder_cache_set_memory(&d->cache, m->dec, &m->p, &d->ctx, mem, B, Ls, lens);
+  free(lens);
+  if (st) attn_g2p_stepper_free(d);
+  return st;
+}
+
+attn_status attn_g2p_stepper_step(attn_g2p_stepper *d, const int32_t *tokens, int64_t t) {
+  const attn_g2p_model *m = d->m;
+  if (t != attn_decoder_cache_len(&d->cache))
+    return attn_set_error(ATTN_EINVAL, "g2p decoder: step %lld after %lld", (long long)t,
+                          (long long)attn_decoder_cache_len(&d->cache));
+  attn_status st = attn_g2p_embed_tgt(m, tokens, d->rows, t, d->x);
+  for (int64_t l = 0; !st && l < m->c.dec_layers; l++) {
+    st = attn_decoder_step(&m->dec[l], &m->p, &d->ctx, &d->cache, (int)l, d->x, 1, d->y, NULL);
+    float *tmp = d->x;
+    d->x = d->y;
+    d->y = tmp;
+  }
+  if (!st) st = attn_g2p_project(m, &d->ctx, d->x, d->rows, d->logits);
+  return st;
+}
+
+/* ---- the beam's model -------------------------------------------------------- */
+static attn_status beam_step(void *user, const int32_t *tokens, int64_t rows, int64_t t,
+                             float *logp) {
+  attn_g2p_stepper *d = user;
+  const int64_t V = d->m->vocab_tgt;
+  if (rows != d->rows) return attn_set_error(ATTN_EINVAL, "g2p decoder: %lld rows", (long long)rows);
+  attn_status st = attn_g2p_stepper_step(d, tokens, t);
+  for (int64_t r = 0; !st && r < rows; r++) { /* log-softmax, then specials but </s> out */
+    const float *x = d->logits + r * V;
+    float *y = logp + r * V, mx = x[0];
+    for (int64_t v = 1; v < V; v++) mx = x[v] > mx ? x[v] : mx;
+    double z = 0;
+    for (int64_t v = 0; v < V; v++) z += exp((double)(x[v] - mx));
+    const float lz = mx + (float)log(z);
+    for (int64_t v = 0; v < V; v++)
+      y[v] = v < ATTN_G2P_SPECIAL && v != ATTN_G2P_EOS ? -INFINITY : x[v] - lz;
+  }
+  return st;
+}
+
+static attn_status beam_reorder(void *user, const int64_t *src, int64_t rows) {
+  attn_g2p_stepper *d = user;
+  (void)rows;
+  return attn_decoder_cache_reorder(&d->cache, src);
+}
+
+static attn_status check_words(const attn_g2p_model *m, const attn_g2p_decode_opts *o,
+                               const int32_t *src_lens, int n) {
+  if (n < 0 || o->batch < 1 || o->beam < 1 || o->beam > 4096 || o->n_best < 1 ||
+      o->n_best > o->beam || !(o->alpha >= 0.0f && o->alpha <= 100.0f))
+    return attn_set_error(ATTN_EINVAL,
+                          "g2p decoding: %d words, batch %d, beam %d (1..4096), n-best %d "
+                          "(1..beam), length penalty %g (0..100)",
+                          n, o->batch, o->beam, o->n_best, (double)o->alpha);
+  for (int i = 0; i < n; i++)
+    if (src_lens[i] < 1 || src_lens[i] > m->c.max_src)
+      return attn_set_error(ATTN_EINVAL, "word %d has %d letters; this model reads 1 to %lld",
+                            i + 1, src_lens[i], (long long)m->c.max_src);
+  return ATTN_OK;
+}
+
+static attn_status hyps_alloc(attn_g2p_hyps *h, int n, int n_best, int64_t T) {
+  const size_t k = (size_t)n * (size_t)n_best + 1;
+  h->n = n;
+  h->n_best = n_best;
+  h->max_tgt = T;
+  h->ph = malloc(k * (size_t)T * sizeof *h->ph);
+  h->len = calloc(k, sizeof *h->len);
+  h->score = calloc(k, sizeof *h->score);
+  h->logp = calloc(k, sizeof *h->logp);
+  h->count = calloc((size_t)n + 1, sizeof *h->count);
+  if (h->ph && h->len && h->score && h->logp && h->count) return ATTN_OK;
+  attn_g2p_hyps_free(h);
+  return attn_set_error(ATTN_ENOMEM, "g2p decoding: results of %d words", n);
+}
+
+/* words [i0, i0 + W) of src: encode, then the beam */
+static attn_status search_batch(const attn_g2p_model *m, const attn_nn_ctx *ctx,
+                                const attn_beam_config *bc, const int32_t *const *src,
+                                const int32_t *src_lens, int i0, int W, attn_g2p_saved *sv,
+                                int32_t *sb, attn_g2p_hyps *out) {
+  int64_t Ls = 0;
+  for (int b = 0; b < W; b++) Ls = src_lens[i0 + b] > Ls ? src_lens[i0 + b] : Ls;
+  for (int b = 0; b < W; b++) {
+    const int64_t l = src_lens[i0 + b];
+    memcpy(sb + b * Ls, src[i0 + b], (size_t)l * sizeof *sb);
+    for (int64_t t = l; t < Ls; t++) sb[b * Ls + t] = ATTN_G2P_PAD;
+  }
+  attn_nn_ctx run = {0};
+  if (ctx) run = *ctx;
+  run.training = 0;
+  attn_g2p_stepper d;
+  attn_status st = attn_g2p_encode(m, &run, sv, sb, src_lens + i0, W, Ls);
+  if (!st) st = attn_g2p_stepper_init(&d, m, &run, sv, bc->K);
+  if (st) return st;
+  attn_beam_model bm = {&d, beam_step, beam_reorder};
+  attn_beam_result res;
+  st = attn_beam_search(bc, &bm, W, &res);
+  attn_g2p_stepper_free(&d);
+  if (st) return st;
+  const int nb = out->n_best;
+  for (int b = 0; b < W; b++) {
+    const int i = i0 + b;
+    out->count[i] = res.count[b];
+    for (int k = 0; k < res.count[b]; k++) {
+      const attn_beam_hyp *h = &res.hyps[b * res.n_best + k];
+      const int64_t j = (int64_t)i * nb + k;
+      memcpy(out->ph + j * out->max_tgt, h->tokens, (size_t)h->len * sizeof *out->ph);
+      out->len[j] = h->len;
+      out->score[j] = h->score;
+      out->logp[j] = h->logp;
+    }
+  }
+  attn_beam_result_free(&res);
+  return ATTN_OK;
+}
+
+attn_status attn_g2p_search(const attn_g2p_model *m, const attn_nn_ctx *ctx,
+                            const attn_g2p_decode_opts *o, const int32_t *const *src,
+                            const int32_t *src_lens, int n, attn_g2p_hyps *out) {
+  memset(out, 0, sizeof *out);
+  attn_status st = check_words(m, o, src_lens, n);
+  if (st) return st;
+  const int64_t T = m->c.max_tgt, S = m->c.max_src;
+  if ((st = hyps_alloc(out, n, o->n_best, T))) return st;
+  attn_beam_config bc;
+  attn_beam_config_default(&bc);
+  bc.K = o->beam;
+  bc.n_best = o->n_best;
+  bc.max_len = (int)(T - 1); /* positions 0 .. T-2 fed: at most T-1 tokens out */
+  bc.V = m->vocab_tgt;
+  bc.bos = ATTN_G2P_BOS;
+  bc.eos = ATTN_G2P_EOS;
+  bc.norm = o->alpha > 0.0f ? ATTN_BEAM_NORM_GNMT : ATTN_BEAM_NORM_NONE;
+  bc.alpha = o->alpha;
+  int32_t *sb = malloc((size_t)((int64_t)o->batch * S) * sizeof *sb);
+  attn_g2p_saved sv = {0};
+  if (!sb) st = attn_set_error(ATTN_ENOMEM, "g2p decoding: batch of %d words", o->batch);
+  for (int i0 = 0; !st && i0 < n; i0 += o->batch) {
+    const int W = n - i0 < o->batch ? n - i0 : o->batch;
+    st = search_batch(m, ctx, &bc, src, src_lens, i0, W, &sv, sb, out);
+  }
+  attn_g2p_saved_free(&sv);
+  free(sb);
+  if (st) attn_g2p_hyps_free(out);
+  return st;
 }
 
 attn_status attn_g2p_greedy(const attn_g2p_model *m, const attn_nn_ctx *ctx,
                             const int32_t *const *src, const int32_t *src_lens, int n, int batch,
                             int32_t *out, int *out_len) {
-  if (n < 0 || batch < 1) return attn_set_error(ATTN_EINVAL, "g2p_greedy: bad arguments");
-  int64_t T = m->c.max_tgt, V = m->vocab_tgt, S = m->c.max_src;
-  for (int i = 0; i < n; i++)
-    if (src_lens[i] < 1 || src_lens[i] > S)
-      return attn_set_error(ATTN_EINVAL, "word %d has %d letters; this model reads 1 to %lld", i + 1,
-                            src_lens[i], (long long)S);
-  int32_t *sb = malloc((size_t)((int64_t)batch * S) * sizeof *sb);
-  int32_t *tb = malloc((size_t)((int64_t)batch * T) * sizeof *tb);
-  int32_t *pre = malloc((size_t)((int64_t)batch * T) * sizeof *pre);
-  int *done = malloc((size_t)batch * sizeof *done);
-  attn_g2p_saved sv = {0};
-  attn_status st = sb && tb && pre && done ? ATTN_OK : attn_set_error(ATTN_ENOMEM, "g2p: out of memory");
-  for (int i0 = 0; !st && i0 < n; i0 += batch) {
-    int B = n - i0 < batch ? n - i0 : batch;
-    int64_t Ls = 0;
-    for (int b = 0; b < B; b++)
-      if (src_lens[i0 + b] > Ls) Ls = src_lens[i0 + b];
-    for (int b = 0; b < B; b++) {
-      int64_t l = src_lens[i0 + b];
-      memcpy(sb + b * Ls, src[i0 + b], (size_t)l * sizeof *sb);
-      for (int64_t t = l; t < Ls; t++) sb[b * Ls + t] = ATTN_G2P_PAD;
-      tb[b * T] = ATTN_G2P_BOS;
-      done[b] = 0;
-      out_len[i0 + b] = 0;
-    }
-    st = attn_g2p_encode(m, ctx, &sv, sb, src_lens + i0, B, Ls);
-    int left = B;
-    for (int64_t t = 1; !st && t < T && left > 0; t++) {
-      for (int b = 0; b < B; b++) memcpy(pre + b * t, tb + b * T, (size_t)t * sizeof *pre);
-      st = attn_g2p_decode(m, ctx, &sv, pre, t);
-      for (int b = 0; !st && b < B; b++) {
-        int32_t y = done[b] ? ATTN_G2P_PAD : pick(sv.logits + ((int64_t)b * t + t - 1) * V, V);
-        tb[b * T + t] = y;
-        if (done[b]) continue;
-        if (y == ATTN_G2P_EOS) {
-          done[b] = 1;
-          left--;
-        } else {
-          out[(int64_t)(i0 + b) * T + out_len[i0 + b]++] = y;
-        }
-      }
-    }
+  attn_g2p_decode_opts o;
+  attn_g2p_decode_opts_default(&o);
+  o.batch = batch;
+  attn_g2p_hyps h;
+  attn_status st = attn_g2p_search(m, ctx, &o, src, src_lens, n, &h);
+  if (st) return st;
+  for (int i = 0; i < n; i++) {
+    out_len[i] = h.count[i] > 0 ? h.len[i] : 0;
+    memcpy(out + (int64_t)i * h.max_tgt, h.ph + (int64_t)i * h.max_tgt,
+           (size_t)out_len[i] * sizeof *out);
   }
-  attn_g2p_saved_free(&sv);
-  free(sb);
-  free(tb);
-  free(pre);
-  free(done);
-  return st;
+  attn_g2p_hyps_free(&h);
+  return ATTN_OK;
 }

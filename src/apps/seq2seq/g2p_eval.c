@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 void attn_g2p_eval_result_free(attn_g2p_eval_result *r) {
   free(r->first);
@@ -28,8 +29,15 @@ static int by_key(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-attn_status attn_g2p_evaluate(const attn_g2p_model *m, const attn_g2p_set *set, int batch,
-                              int limit, attn_g2p_eval_result *r) {
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+attn_status attn_g2p_evaluate(const attn_g2p_model *m, const attn_nn_ctx *ctx,
+                              const attn_g2p_decode_opts *o, const attn_g2p_set *set, int limit,
+                              attn_g2p_eval_result *r) {
   memset(r, 0, sizeof *r);
   int n = 0;
   for (int i = 0; i < set->n; i++) n += i == 0 || set->word[i] != set->word[i - 1];
@@ -66,8 +74,17 @@ attn_status attn_g2p_evaluate(const attn_g2p_model *m, const attn_g2p_set *set, 
       src[k] = set->src[r->first[w]];
       sl[k] = set->src_len[r->first[w]];
     }
-    attn_nn_ctx ctx = {0};
-    st = attn_g2p_greedy(m, &ctx, src, sl, n, batch, oh, ol);
+    attn_g2p_decode_opts one = *o;
+    one.n_best = 1;
+    attn_g2p_hyps h;
+    double t0 = now();
+    st = attn_g2p_search(m, ctx, &one, src, sl, n, &h);
+    r->decode_seconds = now() - t0;
+    for (int k = 0; !st && k < n; k++) {
+      ol[k] = h.count[k] > 0 ? h.len[k] : 0;
+      memcpy(oh + (int64_t)k * T, h.ph + (int64_t)k * T, (size_t)ol[k] * sizeof *oh);
+    }
+    attn_g2p_hyps_free(&h);
   }
   for (int k = 0; !st && k < n; k++) {
     int w = (int)(key[k] & 0xffffffff), f = r->first[w];

@@ -1,5 +1,5 @@
 /* Evaluating a G2P model on a side of the data: greedy decoding of every
- * word (batched, words sorted by length), WER and PER with and without
+ * word (g2p_decode.h: greedy or beam, batched, words sorted by length), WER and PER with and without
  * stress, and a table of the worst errors. */
 #ifndef ATTN_APPS_G2P_EVAL_H
 #define ATTN_APPS_G2P_EVAL_H
@@ -19,11 +19,15 @@ typedef struct {
   int *hyp_len;  /* [nwords] */
   int *dist;     /* [nwords] edits to the nearest reference, with stress */
   attn_g2p_score stress, no_stress;
+  double decode_seconds; /* wall time of the decoding alone (encoder + search) */
 } attn_g2p_eval_result;
 
-/* limit > 0: only the first limit words of the set. */
-attn_status attn_g2p_evaluate(const attn_g2p_model *m, const attn_g2p_set *set, int batch,
-                              int limit, attn_g2p_eval_result *r);
+/* Decodes every word of set with o (its best hypothesis; n_best ignored)
+ * under ctx (NULL: f32, default backend); limit > 0: only the first limit
+ * words of the set. */
+attn_status attn_g2p_evaluate(const attn_g2p_model *m, const attn_nn_ctx *ctx,
+                              const attn_g2p_decode_opts *o, const attn_g2p_set *set, int limit,
+                              attn_g2p_eval_result *r);
 void attn_g2p_eval_result_free(attn_g2p_eval_result *r);
 /* "word  predicted  reference(s)  edits" for the n words with the most edits
  * relative to their length (ties: dictionary order). */

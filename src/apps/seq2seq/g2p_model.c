@@ -159,18 +159,23 @@ static int grow(void **p, size_t bytes) {
   return 1;
 }
 
-/* x [rows of B, L] = table[ids] * sqrt(E) + PE[t] */
-static void embed(const attn_g2p_model *m, int tbl, const int32_t *ids, int64_t B, int64_t L,
-                  float *x) {
+/* x [rows of B, L] = table[ids] * sqrt(E) + PE[t0 + t] */
+static void embed_at(const attn_g2p_model *m, int tbl, const int32_t *ids, int64_t B, int64_t L,
+                     int64_t t0, float *x) {
   int64_t E = m->c.d_model;
   const float *w = attn_params_data(&m->p, tbl);
   float sc = (float)sqrt((double)E);
   for (int64_t b = 0; b < B; b++)
     for (int64_t t = 0; t < L; t++) {
-      const float *e = w + (int64_t)ids[b * L + t] * E, *pe = m->pe + t * E;
+      const float *e = w + (int64_t)ids[b * L + t] * E, *pe = m->pe + (t0 + t) * E;
       float *y = x + (b * L + t) * E;
       for (int64_t k = 0; k < E; k++) y[k] = e[k] * sc + pe[k];
     }
+}
+
+static void embed(const attn_g2p_model *m, int tbl, const int32_t *ids, int64_t B, int64_t L,
+                  float *x) {
+  embed_at(m, tbl, ids, B, L, 0, x);
 }
 
 static attn_status check_ids(const int32_t *ids, int64_t n, int64_t V, const char *what) {
@@ -179,6 +184,23 @@ static attn_status check_ids(const int32_t *ids, int64_t n, int64_t V, const cha
       return attn_set_error(ATTN_EINVAL, "g2p: %s id %d out of range [0, %lld)", what, ids[i],
                             (long long)V);
   return ATTN_OK;
+}
+
+attn_status attn_g2p_embed_tgt(const attn_g2p_model *m, const int32_t *ids, int64_t rows,
+                               int64_t pos, float *x) {
+  if (pos < 0 || pos >= m->c.max_tgt)
+    return attn_set_error(ATTN_EINVAL, "g2p: phoneme position %lld (0..%lld)", (long long)pos,
+                          (long long)m->c.max_tgt - 1);
+  attn_status st = check_ids(ids, rows, m->vocab_tgt, "phoneme");
+  if (!st) embed_at(m, m->tgt_emb, ids, rows, 1, pos, x);
+  return st;
+}
+
+attn_status attn_g2p_project(const attn_g2p_model *m, const attn_nn_ctx *ctx, const float *h,
+                             int64_t rows, float *logits) {
+  const float *W = attn_params_data(&m->p, m->out_w >= 0 ? m->out_w : m->tgt_emb);
+  return attn_dense_forward_ctx(ctx, h, W, attn_params_data(&m->p, m->out_b), logits, rows,
+                                m->c.d_model, m->vocab_tgt);
 }
 
 attn_status attn_g2p_encode(const attn_g2p_model *m, const attn_nn_ctx *ctx, attn_g2p_saved *s,
@@ -251,10 +273,7 @@ attn_status attn_g2p_decode(const attn_g2p_model *m, const attn_nn_ctx *ctx, att
   for (int64_t l = 0; !st && l < m->c.dec_layers; l++)
     st = attn_decoder_forward(&m->dec[l], &m->p, ctx, &s->ds[l], s->yt + l * blk, mem, B, Lt, Ls,
                               &tm, &mm, s->yt + (l + 1) * blk);
-  const float *W = attn_params_data(&m->p, m->out_w >= 0 ? m->out_w : m->tgt_emb);
-  if (!st)
-    st = attn_dense_forward_ctx(ctx, s->yt + m->c.dec_layers * blk, W,
-                                attn_params_data(&m->p, m->out_b), s->logits, B * Lt, E, V);
+  if (!st) st = attn_g2p_project(m, ctx, s->yt + m->c.dec_layers * blk, B * Lt, s->logits);
   return st;
 }
 

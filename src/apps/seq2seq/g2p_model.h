@@ -68,6 +68,13 @@ attn_status attn_g2p_encode(const attn_g2p_model *m, const attn_nn_ctx *ctx, att
  * (same B): s->logits [B, Lt, V]. */
 attn_status attn_g2p_decode(const attn_g2p_model *m, const attn_nn_ctx *ctx, attn_g2p_saved *s,
                             const int32_t *tgt, int64_t Lt);
+/* The incremental decoder's pieces (g2p_decode.c): x [rows, E] = the
+ * phoneme embedding of ids [rows] at position pos (x sqrt(E) + PE[pos]);
+ * logits [rows, V] of decoder outputs h [rows, E] (the output projection). */
+attn_status attn_g2p_embed_tgt(const attn_g2p_model *m, const int32_t *ids, int64_t rows,
+                               int64_t pos, float *x);
+attn_status attn_g2p_project(const attn_g2p_model *m, const attn_nn_ctx *ctx, const float *h,
+                             int64_t rows, float *logits);
 /* Label-smoothed cross-entropy over targets [B, Lt] (-1 = ignore) of the
  * last forward, its mean over norm rows (0: the rows not ignored) in *loss,
  * and the whole backward: gradients ACCUMULATED into m->p.grad. */

@@ -36,11 +36,11 @@ attn_status attn_g2p_adam_init(attn_adam *opt, const attn_g2p_model *m,
 }
 
 attn_status attn_g2p_eval_loss(const attn_g2p_model *m, const attn_g2p_set *set, int batch,
-                               double *loss) {
+                               attn_precision precision, double *loss) {
   attn_batch_plan plan = {0};
   attn_g2p_batch bt = {0};
   attn_g2p_saved sv = {0};
-  attn_nn_ctx ctx = {0};
+  attn_nn_ctx ctx = {.precision = precision};
   double sum = 0, count = 0;
   attn_status st = attn_batch_plan_make(set->src_len, set->n, batch, 1, 0, 0, 0, &plan);
   for (int b = 0; !st && b < plan.nb; b++) {
@@ -107,6 +107,70 @@ attn_status attn_g2p_train_resume(const char *path, const attn_g2p_train_opts *o
 }
 
 /* ---- the loop ----------------------------------------------------------------- */
+/* one optimizer step on batch bt (global step `step`, learning rate lr) */
+static attn_status train_step(attn_g2p_model *m, attn_adam *opt, attn_g2p_saved *sv,
+                              const attn_g2p_batch *bt, const attn_g2p_train_opts *o, double lr,
+                              int64_t step, float *loss) {
+  attn_nn_ctx ctx = {0};
+  ctx.training = 1;
+  ctx.seed = o->seed;
+  ctx.step = (uint64_t)step;
+  ctx.precision = o->precision;
+  attn_status st = attn_g2p_encode(m, &ctx, sv, bt->src, bt->src_len, bt->B, bt->Ls);
+  if (!st) st = attn_g2p_decode(m, &ctx, sv, bt->tin, bt->Lt);
+  if (!st) st = attn_g2p_loss_backward(m, &ctx, sv, bt->tout, o->smoothing, 0, loss);
+  if (!st && o->clip > 0) st = attn_clip_grad_norm(&m->p, o->clip, NULL);
+  if (!st) st = attn_adam_step(opt, &m->p, lr);
+  attn_params_zero_grad(&m->p);
+  return st;
+}
+
+static int write_i32(FILE *f, const int32_t *x, int64_t n) {
+  return fwrite(x, sizeof *x, (size_t)n, f) == (size_t)n;
+}
+
+attn_status attn_g2p_train_bench(attn_g2p_model *m, attn_adam *opt, const attn_g2p_set *train,
+                                 const attn_g2p_train_opts *o, int steps, const char *dump,
+                                 double *tokens, double *seconds) {
+  *tokens = *seconds = 0;
+  if (train->n < 1 || steps < 1)
+    return attn_set_error(ATTN_EINVAL, "g2p bench: %d steps on %d examples", steps, train->n);
+  attn_batch_plan plan = {0};
+  attn_g2p_batch bt = {0};
+  attn_g2p_saved sv = {0};
+  char tmp[4200];
+  snprintf(tmp, sizeof tmp, "%s.tmp", dump ? dump : "");
+  FILE *f = dump ? fopen(tmp, "wb") : NULL;
+  attn_status st = dump && !f ? attn_set_error(ATTN_EIO, "cannot write '%s'", tmp) : ATTN_OK;
+  if (!st) st = attn_batch_plan_make(train->src_len, train->n, o->batch, 50, 1, o->seed, 0, &plan);
+  const int32_t head[2] = {0x42503247, steps + 1}; /* "G2PB", batches */
+  if (!st && f && !write_i32(f, head, 2)) st = attn_set_error(ATTN_EIO, "cannot write '%s'", tmp);
+  for (int k = 0; !st && k <= steps; k++) { /* step 0 warms up, untimed */
+    const int b = k % plan.nb;
+    float loss = 0;
+    st = attn_g2p_batch_gather(train, plan.order + plan.start[b], plan.start[b + 1] - plan.start[b], &bt);
+    const int32_t dims[3] = {(int32_t)bt.B, (int32_t)bt.Ls, (int32_t)bt.Lt};
+    if (!st && f &&
+        !(write_i32(f, dims, 3) && write_i32(f, bt.src, bt.B * bt.Ls) &&
+          write_i32(f, bt.src_len, bt.B) && write_i32(f, bt.tin, bt.B * bt.Lt) &&
+          write_i32(f, bt.tout, bt.B * bt.Lt)))
+      st = attn_set_error(ATTN_EIO, "cannot write '%s'", tmp);
+    const double t0 = attn_train_now();
+    if (!st) st = train_step(m, opt, &sv, &bt, o, o->lr, k, &loss);
+    if (k > 0) {
+      *seconds += attn_train_now() - t0;
+      *tokens += (double)bt.tokens;
+    }
+  }
+  if (f && fclose(f) && !st) st = attn_set_error(ATTN_EIO, "cannot write '%s'", tmp);
+  if (f && !st && rename(tmp, dump)) st = attn_set_error(ATTN_EIO, "cannot rename '%s'", tmp);
+  if (f && st) remove(tmp);
+  attn_batch_plan_free(&plan);
+  attn_g2p_batch_free(&bt);
+  attn_g2p_saved_free(&sv);
+  return st;
+}
+
 attn_status attn_g2p_train_run(attn_g2p_model *m, attn_adam *opt, attn_g2p_train_state *s,
                                const attn_g2p_set *train, const attn_g2p_set *val,
                                const attn_g2p_train_opts *o, float *losses, int64_t nlosses) {
@@ -133,18 +197,9 @@ attn_status attn_g2p_train_run(attn_g2p_model *m, attn_adam *opt, attn_g2p_train
     double t_epoch = pg.t_epoch;
     for (; !st && s->batch < nb;) {
       int b = s->batch, B = plan.start[b + 1] - plan.start[b];
-      attn_nn_ctx ctx = {0};
-      ctx.training = 1;
-      ctx.seed = o->seed;
-      ctx.step = (uint64_t)s->step;
       float loss = 0;
       st = attn_g2p_batch_gather(train, plan.order + plan.start[b], B, &bt);
-      if (!st) st = attn_g2p_encode(m, &ctx, &sv, bt.src, bt.src_len, bt.B, bt.Ls);
-      if (!st) st = attn_g2p_decode(m, &ctx, &sv, bt.tin, bt.Lt);
-      if (!st) st = attn_g2p_loss_backward(m, &ctx, &sv, bt.tout, o->smoothing, 0, &loss);
-      if (!st && o->clip > 0) st = attn_clip_grad_norm(&m->p, o->clip, NULL);
-      if (!st) st = attn_adam_step(opt, &m->p, attn_schedule_lr(&sch, s->step));
-      attn_params_zero_grad(&m->p);
+      if (!st) st = train_step(m, opt, &sv, &bt, o, attn_schedule_lr(&sch, s->step), s->step, &loss);
       if (st) break;
       if (losses && s->step < nlosses) losses[s->step] = loss;
       s->step++;
@@ -163,7 +218,7 @@ attn_status attn_g2p_train_run(attn_g2p_model *m, attn_adam *opt, attn_g2p_train
     if (pg.mode == 1)
       attn_train_progress_show(&pg, s->epoch, o->epochs, nb, nb, s->loss_sum / nb, NULL, 1);
     double vl = 0;
-    if (val && val->n > 0) st = attn_g2p_eval_loss(m, val, 128, &vl);
+    if (val && val->n > 0) st = attn_g2p_eval_loss(m, val, 128, o->precision, &vl);
     if (st) break;
     double now = attn_train_now();
     fprintf(log, "Epoch %d/%d | Train Loss: %.4f | Val Loss: %.4f | %.0f s (total %.0f s)\n",

@@ -28,6 +28,7 @@ typedef struct {
   int64_t stop_after;  /* stop (as if interrupted) after this global step; <= 0 never */
   int64_t save_every;  /* also write last.safetensors every N steps (0: per epoch) */
   FILE *log;           /* epoch lines (NULL: stdout) */
+  attn_precision precision; /* Linears and attention (f32 master weights; g2p_precision.h) */
 } attn_g2p_train_opts;
 void attn_g2p_train_opts_default(attn_g2p_train_opts *o);
 
@@ -41,7 +42,7 @@ typedef struct {
 
 /* Mean teacher-forced cross-entropy (no smoothing) over set. */
 attn_status attn_g2p_eval_loss(const attn_g2p_model *m, const attn_g2p_set *set, int batch,
-                               double *loss);
+                               attn_precision precision, double *loss);
 
 /* Trains from state s (zeroed for a new run; opt initialised for m->p).
  * losses (may be NULL): the loss of global step k at losses[k] for k <
@@ -49,6 +50,17 @@ attn_status attn_g2p_eval_loss(const attn_g2p_model *m, const attn_g2p_set *set,
 attn_status attn_g2p_train_run(attn_g2p_model *m, attn_adam *opt, attn_g2p_train_state *s,
                                const attn_g2p_set *train, const attn_g2p_set *val,
                                const attn_g2p_train_opts *o, float *losses, int64_t nlosses);
+
+/* The training throughput (make bench-g2p, tools/bench_g2p_torch.py): steps
+ * + 1 optimizer steps of the run (the first untimed: warm-up) on the first
+ * batches of epoch 0's plan at the constant rate o->lr; *tokens and
+ * *seconds of the timed ones (forward, loss, backward, clipping, AdamW).
+ * dump (may be NULL): every batch written there (int32 little-endian:
+ * "G2PB" magic, count; per batch B, Ls, Lt, src [B, Ls], src_len [B],
+ * tin [B, Lt], tout [B, Lt]) for the PyTorch script to train on. */
+attn_status attn_g2p_train_bench(attn_g2p_model *m, attn_adam *opt, const attn_g2p_set *train,
+                                 const attn_g2p_train_opts *o, int steps, const char *dump,
+                                 double *tokens, double *seconds);
 
 /* Creates m, opt and s from a checkpoint written by attn_g2p_train_run. */
 attn_status attn_g2p_train_resume(const char *path, const attn_g2p_train_opts *o,

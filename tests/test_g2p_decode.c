@@ -1,0 +1,253 @@
+/* G2P decoding (src/apps/seq2seq/g2p_decode.h) on small random models:
+ * the incremental decoder's logits against the full teacher-forced forward
+ * on every backend, beam search against an exhaustive search over every
+ * output of a short maximum length, n-best lists sorted and distinct, a
+ * batch of words equal to its words decoded one by one, and bad options.
+ * (K = 1 against the full forward's argmax: test_g2p's greedy test, which
+ * decodes through the same search.)
+ *
+ * Tolerances: logits are sums of O(1) terms through two layers; the step
+ * runs the same terms through GEMMs of other shapes and, on flash, another
+ * softmax order: |step - full| <= 2e-5 + 2e-4 |full| (test_decoder_step's
+ * bound). Scores are sums of three f32 log-probabilities: 1e-4. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "apps/seq2seq/g2p_decode.h"
+#include "harness.h"
+
+static void model(attn_g2p_model *m, int64_t max_tgt, int dec_layers, uint64_t seed) {
+  attn_g2p_config c;
+  attn_g2p_config_default(&c);
+  c.d_model = 16;
+  c.heads = 4;
+  c.ff = 24;
+  c.enc_layers = 2;
+  c.dec_layers = dec_layers;
+  c.max_src = 12;
+  c.max_tgt = max_tgt;
+  c.dropout = 0.1f; /* never applied when decoding */
+  attn_g2p_graphemes g;
+  attn_g2p_graphemes_make(&g, "ABCDEFG'", 8);
+  CHECK_OK(attn_g2p_create(m, &c, &g));
+  CHECK_OK(attn_g2p_init(m, seed));
+}
+
+/* three words of 5, 2 and 7 letters, padded to 7 */
+static const int32_t words[3][7] = {{4, 5, 6, 7, 8, 0, 0}, {9, 10, 0, 0, 0, 0, 0},
+                                    {11, 4, 5, 6, 4, 9, 10}};
+static const int32_t word_lens[3] = {5, 2, 7};
+
+static void test_incremental_logits_equal_full_forward(void) {
+  attn_g2p_model m;
+  model(&m, 10, 2, 3);
+  const int64_t B = 3, Ls = 7, Lt = 9, V = m.vocab_tgt, G = 2; /* 2 decoder rows per word */
+  int32_t tgt[3 * 9];
+  for (int64_t i = 0; i < B * Lt; i++) tgt[i] = i % Lt == 0 ? ATTN_G2P_BOS : (int32_t)(4 + (i * 7) % (V - 4));
+  attn_g2p_saved full = {0};
+  attn_nn_ctx ref = {.backend = ATTN_BACKEND_MATH};
+  CHECK_OK(attn_g2p_encode(&m, &ref, &full, &words[0][0], word_lens, B, Ls));
+  CHECK_OK(attn_g2p_decode(&m, &ref, &full, tgt, Lt));
+  const attn_backend bes[3] = {ATTN_BACKEND_MATH, ATTN_BACKEND_FLASH, ATTN_BACKEND_AUTO};
+  float *got = malloc((size_t)(B * G * V) * sizeof(float));
+  for (int i = 0; i < 3; i++) {
+    attn_nn_ctx ctx = {.backend = bes[i]};
+    attn_g2p_saved sv = {0};
+    attn_g2p_stepper d;
+    CHECK_OK(attn_g2p_encode(&m, &ctx, &sv, &words[0][0], word_lens, B, Ls));
+    CHECK_OK(attn_g2p_stepper_init(&d, &m, &ctx, &sv, G));
+    int bad = 0;
+    for (int64_t t = 0; t < Lt; t++) {
+      int32_t tok[6];
+      for (int64_t r = 0; r < B * G; r++) tok[r] = tgt[(r / G) * Lt + t];
+      CHECK_OK(attn_g2p_stepper_step(&d, tok, t));
+      for (int64_t r = 0; r < B * G; r++) {
+        const float *want = full.logits + ((r / G) * Lt + t) * V, *x = d.logits + r * V;
+        for (int64_t v = 0; v < V; v++)
+          if (!(fabsf(x[v] - want[v]) <= 2e-5f + 2e-4f * fabsf(want[v]))) bad++;
+      }
+    }
+    if (bad) printf("  backend %d: %d logits off\n", (int)bes[i], bad);
+    CHECK(bad == 0);
+    /* a step out of order is refused */
+    int32_t tok[6] = {4, 4, 4, 4, 4, 4};
+    CHECK_ERR(attn_g2p_stepper_step(&d, tok, 3), ATTN_EINVAL);
+    attn_g2p_stepper_free(&d);
+    attn_g2p_saved_free(&sv);
+  }
+  free(got);
+  attn_g2p_saved_free(&full);
+  attn_g2p_free(&m);
+}
+
+typedef struct {
+  int32_t tok[2];
+  int len;
+  double score;
+} seq;
+
+static double norm(double logp, int len, float alpha) {
+  return alpha > 0 ? logp / pow((5.0 + len) / 6.0, alpha) : logp;
+}
+
+static int by_score(const void *a, const void *b) {
+  const seq *x = a, *y = b;
+  return x->score > y->score ? -1 : x->score < y->score;
+}
+
+static void log_softmax(const float *x, int64_t V, double *y) {
+  double mx = x[0], z = 0;
+  for (int64_t v = 1; v < V; v++) mx = x[v] > mx ? x[v] : mx;
+  for (int64_t v = 0; v < V; v++) z += exp(x[v] - mx);
+  for (int64_t v = 0; v < V; v++) y[v] = x[v] - mx - log(z);
+}
+
+/* every output of at most 2 tokens of word w: </s>; a </s>; a b (cut at
+ * max_len, no </s>), scored from the full forward; sorted best first */
+static int exhaustive(const attn_g2p_model *m, int w, float alpha, seq *out) {
+  const int64_t V = m->vocab_tgt, P = V - ATTN_G2P_SPECIAL; /* phonemes */
+  attn_nn_ctx ctx = {.backend = ATTN_BACKEND_MATH};
+  attn_g2p_saved sv = {0};
+  int32_t *src = malloc((size_t)(P * 7) * sizeof *src), *tin = malloc((size_t)(P * 2) * sizeof *tin);
+  int32_t *sl = malloc((size_t)P * sizeof *sl);
+  double *lp0 = malloc((size_t)V * sizeof *lp0), *lp1 = malloc((size_t)V * sizeof *lp1);
+  for (int64_t a = 0; a < P; a++) {
+    memcpy(src + a * 7, words[w], 7 * sizeof *src);
+    sl[a] = word_lens[w];
+    tin[a * 2] = ATTN_G2P_BOS;
+    tin[a * 2 + 1] = (int32_t)(ATTN_G2P_SPECIAL + a);
+  }
+  CHECK_OK(attn_g2p_encode(m, &ctx, &sv, src, sl, P, 7));
+  CHECK_OK(attn_g2p_decode(m, &ctx, &sv, tin, 2));
+  int n = 0;
+  log_softmax(sv.logits, V, lp0);
+  out[n++] = (seq){{0, 0}, 0, norm(lp0[ATTN_G2P_EOS], 1, alpha)};
+  for (int64_t a = 0; a < P; a++) {
+    const int32_t ta = (int32_t)(ATTN_G2P_SPECIAL + a);
+    log_softmax(sv.logits + (a * 2 + 1) * V, V, lp1);
+    out[n++] = (seq){{ta, 0}, 1, norm(lp0[ta] + lp1[ATTN_G2P_EOS], 2, alpha)};
+    for (int64_t b = 0; b < P; b++)
+      out[n++] = (seq){{ta, (int32_t)(ATTN_G2P_SPECIAL + b)}, 2,
+                       norm(lp0[ta] + lp1[ATTN_G2P_SPECIAL + b], 2, alpha)};
+  }
+  qsort(out, (size_t)n, sizeof *out, by_score);
+  attn_g2p_saved_free(&sv);
+  free(src), free(tin), free(sl), free(lp0), free(lp1);
+  return n;
+}
+
+/* max_tgt 3: at most 2 tokens out; a beam of 80 keeps every one of the 69
+ * phonemes after step 0, so its 6 best are the exhaustive 6 best */
+static void test_beam_equals_exhaustive_search(void) {
+  attn_g2p_model m;
+  model(&m, 3, 1, 11);
+  const int64_t V = m.vocab_tgt;
+  seq *all = malloc((size_t)(1 + V * V) * sizeof *all);
+  const float alphas[2] = {0.0f, 0.6f};
+  for (int a = 0; a < 2; a++) {
+    attn_g2p_decode_opts o;
+    attn_g2p_decode_opts_default(&o);
+    o.beam = 80;
+    o.n_best = 6;
+    o.alpha = alphas[a];
+    const int32_t *src[3] = {words[0], words[1], words[2]};
+    attn_g2p_hyps h;
+    attn_nn_ctx ctx = {0};
+    CHECK_OK(attn_g2p_search(&m, &ctx, &o, src, word_lens, 3, &h));
+    for (int w = 0; w < 3; w++) {
+      exhaustive(&m, w, alphas[a], all);
+      CHECK(h.count[w] == 6);
+      for (int k = 0; k < h.count[w]; k++) {
+        const int64_t j = (int64_t)w * h.n_best + k;
+        CHECK(h.len[j] == all[k].len);
+        CHECK(h.len[j] < 1 || h.ph[j * h.max_tgt] == all[k].tok[0]);
+        CHECK(h.len[j] < 2 || h.ph[j * h.max_tgt + 1] == all[k].tok[1]);
+        CHECK(fabs(h.score[j] - all[k].score) < 1e-4);
+      }
+    }
+    attn_g2p_hyps_free(&h);
+  }
+  free(all);
+  attn_g2p_free(&m);
+}
+
+/* n-best: sorted by score, pairwise distinct; a batch of words equals its
+ * words decoded one at a time */
+static void test_n_best_sorted_distinct_and_batch_independent(void) {
+  attn_g2p_model m;
+  model(&m, 8, 2, 5);
+  attn_g2p_decode_opts o;
+  attn_g2p_decode_opts_default(&o);
+  o.beam = 5;
+  o.n_best = 5;
+  const int32_t *src[3] = {words[0], words[1], words[2]};
+  attn_g2p_hyps h, one;
+  attn_nn_ctx ctx = {0};
+  CHECK_OK(attn_g2p_search(&m, &ctx, &o, src, word_lens, 3, &h));
+  const int64_t T = h.max_tgt;
+  for (int w = 0; w < 3; w++) {
+    CHECK(h.count[w] == 5);
+    for (int k = 0; k < h.count[w]; k++) {
+      const int64_t j = (int64_t)w * 5 + k;
+      CHECK(h.len[j] >= 0 && h.len[j] <= 7);
+      CHECK(k == 0 || h.score[j] <= h.score[j - 1]);
+      for (int i = 0; i < k; i++) {
+        const int64_t q = (int64_t)w * 5 + i;
+        CHECK(h.len[q] != h.len[j] || memcmp(h.ph + q * T, h.ph + j * T, (size_t)h.len[j] * 4));
+      }
+    }
+    o.batch = 1;
+    CHECK_OK(attn_g2p_search(&m, &ctx, &o, src + w, word_lens + w, 1, &one));
+    for (int k = 0; k < 5; k++) {
+      const int64_t j = (int64_t)w * 5 + k;
+      CHECK(one.len[k] == h.len[j] && !memcmp(one.ph + k * T, h.ph + j * T, (size_t)h.len[j] * 4));
+      CHECK(fabsf(one.score[k] - h.score[j]) < 1e-4f);
+    }
+    attn_g2p_hyps_free(&one);
+    o.batch = 128;
+  }
+  attn_g2p_hyps_free(&h);
+  /* greedy = the first of a beam of 1 */
+  int32_t out[3 * 8];
+  int ol[3];
+  o.beam = o.n_best = 1;
+  CHECK_OK(attn_g2p_search(&m, &ctx, &o, src, word_lens, 3, &h));
+  CHECK_OK(attn_g2p_greedy(&m, &ctx, src, word_lens, 3, 2, out, ol));
+  for (int w = 0; w < 3; w++)
+    CHECK(ol[w] == h.len[w] && !memcmp(out + w * T, h.ph + w * T, (size_t)ol[w] * 4));
+  attn_g2p_hyps_free(&h);
+  attn_g2p_free(&m);
+}
+
+static void test_bad_options_refused(void) {
+  attn_g2p_model m;
+  model(&m, 8, 1, 5);
+  const int32_t *src[3] = {words[0], words[1], words[2]};
+  attn_nn_ctx ctx = {0};
+  attn_g2p_hyps h;
+  attn_g2p_decode_opts o;
+  attn_g2p_decode_opts_default(&o);
+  o.beam = 2;
+  o.n_best = 3;
+  CHECK_ERR(attn_g2p_search(&m, &ctx, &o, src, word_lens, 3, &h), ATTN_EINVAL);
+  CHECK(h.ph == NULL && h.count == NULL);
+  attn_g2p_decode_opts_default(&o);
+  o.beam = 0;
+  CHECK_ERR(attn_g2p_search(&m, &ctx, &o, src, word_lens, 3, &h), ATTN_EINVAL);
+  attn_g2p_decode_opts_default(&o);
+  const int32_t lens[2] = {3, 13}; /* longer than max_src 12 */
+  CHECK_ERR(attn_g2p_search(&m, &ctx, &o, src, lens, 2, &h), ATTN_EINVAL);
+  CHECK(strstr(attn_last_error(), "word 2") != NULL);
+  const int32_t empty[1] = {0};
+  CHECK_ERR(attn_g2p_search(&m, &ctx, &o, src, empty, 1, &h), ATTN_EINVAL);
+  attn_g2p_free(&m);
+}
+
+int main(void) {
+  RUN(test_incremental_logits_equal_full_forward);
+  RUN(test_beam_equals_exhaustive_search);
+  RUN(test_n_best_sorted_distinct_and_batch_independent);
+  RUN(test_bad_options_refused);
+  HARNESS_END();
+}
