@@ -449,12 +449,76 @@ static void test_precision_and_budget(void) {
   CHECK(run_attn(bin, args, "p6.log") != 0);  // refused: seconds > 0
 }
 
+/* The numbers after each "key" in the epoch lines of log, up to n. */
+static int epoch_figures(const char *log, const char *key, double *v, int n) {
+  int k = 0;
+  for (const char *q = log ? strstr(log, key) : NULL; q && k < n; q = strstr(q + 1, key))
+    v[k++] = atof(q + strlen(key));
+  return k;
+}
+
+/* --varlen on and off train to the same figures (packed batches: float
+ * rounding apart, the same numbers; dropout draws the same per real token);
+ * --bench-varlen times the run's batches both ways, attn bench train --varlen random ones;
+ * attn eval prints the same report both ways; a bad mode is refused. */
+static void test_varlen(void) {
+  const char *bin = tool_or_skip();
+  if (!bin) return;
+  write_corpus();
+  char args[1024];
+  const char *model = "--dim 16 --heads 2 --ff 32 --layers 2 --max-len 512 --vocab 300 --batch 8 "
+                      "--lr 0.01 --epochs 2 --token-dropout 0.2 --dropout 0.1 --threads 1 "
+                      "--progress plain --members 1 --precision f32";
+  char *log[2] = {NULL, NULL};
+  for (int on = 0; on < 2; on++) {
+    snprintf(args, sizeof args, "train --data %s/corpus --split %s/split.tsv %s --out %s/v%d "
+             "--varlen %s", DIR_, DIR_, model, DIR_, on, on ? "on" : "off");
+    CHECK(run_attn_log(bin, args, on ? "v1.log" : "v0.log", &log[on]) == 0);
+  }
+  CHECK(log[0] && log[1] && !strstr(log[0], ", packed: ") && strstr(log[1], ", packed: "));
+  static const char *const keys[3] = {"Train Loss: ", "Val Loss: ", "Val Acc: "};
+  for (int i = 0; i < 3; i++) {
+    double a[2], b[2];
+    CHECK(epoch_figures(log[0], keys[i], a, 2) == 2 && epoch_figures(log[1], keys[i], b, 2) == 2);
+    for (int e = 0; e < 2; e++) CHECK(fabs(a[e] - b[e]) <= 2e-4 * (i == 2 ? 100 : 1));
+  }
+  free(log[0]);
+  free(log[1]);
+  char *out = NULL;
+  snprintf(args, sizeof args, "train --data %s/corpus --split %s/split.tsv %s --bench-varlen 2",
+           DIR_, DIR_, model);
+  CHECK(run_attn_log(bin, args, "vb.log", &out) == 0);
+  CHECK(out && strstr(out, "varlen bench: 2 training batches") && strstr(out, "; 2 batches packed") &&
+        strstr(out, "ratio packed / padded: "));
+  free(out);
+  // attn bench train --varlen: its random batches padded, then packed (no timing checked)
+  CHECK(run_attn_log(bin, "bench train --vocab 50 --dim 16 --heads 2 --ff 32 --layers 1 --seq 32 "
+                     "--batch 4 --steps 1 --threads 1 --varlen", "vbt.log", &out) == 0);
+  CHECK(out && strstr(out, "attn-f32-varlen tokens/s ") &&
+        strstr(out, "ratio attn-f32-varlen / attn-f32: "));
+  free(out);
+  char *ev[2] = {NULL, NULL};  // attn eval both ways: the same report
+  for (int on = 0; on < 2; on++) {
+    snprintf(args, sizeof args, "eval %s/v1/best.safetensors --data %s/corpus --split %s/split.tsv "
+             "--threads 1 --varlen %s", DIR_, DIR_, DIR_, on ? "on" : "off");
+    CHECK(run_attn_log(bin, args, on ? "ve1.log" : "ve0.log", &out) == 0);
+    ev[on] = out ? lines_with(out, "  transformer (attn)") : NULL;
+    free(out);
+  }
+  CHECK(ev[0] && ev[1] && ev[0][0] && !strcmp(ev[0], ev[1]));
+  free(ev[0]);
+  free(ev[1]);
+  snprintf(args, sizeof args, "train --data %s/corpus --varlen maybe", DIR_);
+  CHECK(run_attn(bin, args, "vbad.log") != 0);
+}
+
 int main(void) {
   if (!mkdtemp(DIR_)) return 1;
   RUN(test_train_resume_eval_predict);
   RUN(test_ensemble);
   RUN(test_resume_before_members);
   RUN(test_precision_and_budget);
+  RUN(test_varlen);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", DIR_);
   if (!getenv("ATTN_KEEP") && system(cmd) != 0) printf("  could not remove %s\n", DIR_);

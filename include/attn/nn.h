@@ -90,6 +90,13 @@ typedef struct {
    * dropout draws for each element what it would draw in the larger batch
    * (the element's offset there). 0, 0: the batch is whole. */
   int64_t shard_row0, shard_rows;
+  /* packed rows (attn_mha_masks.cu_seqlens; 0 / NULL: the rows are a batch
+   * of their own): row t of sequence s (rows pack_cu[s] .. pack_cu[s+1]-1)
+   * draws in every row-wise dropout (residuals, feed-forward) what row t of
+   * batch row s draws in the padded batch [pack_seqs, pack_len], so a packed
+   * run drops exactly the real tokens' elements of the padded one */
+  const int32_t *pack_cu;
+  int64_t pack_seqs, pack_len;
 } attn_nn_ctx;
 
 /* ---- parameter initialisation (seeded, attn_rng_uniform) ------------------
@@ -233,6 +240,15 @@ typedef struct {
   const float *attn_float;
   int attn_per_head;
   int causal; /* also disallow j > i (like is_causal) */
+  /* Packed variable-length self-attention (attn/sdpa_varlen.h): B = 1 and
+   * the Lq = T rows are n_seqs sequences, sequence s the rows cu_seqlens[s]
+   * .. cu_seqlens[s+1]-1 (cu_seqlens [n_seqs + 1], from 0 to T, longest
+   * max_seqlen), each attending to its own rows only; no padding anywhere.
+   * Borrowed: it must live until the backward. Any precision (bf16: the
+   * bf16 varlen kernel). Not with the other masks, attention dropout,
+   * weights out or extra keys (ATTN_EUNSUPPORTED). */
+  const int32_t *cu_seqlens;
+  int64_t n_seqs, max_seqlen;
 } attn_mha_masks;
 
 typedef struct {
@@ -264,6 +280,9 @@ typedef struct {
    * keys before the appended rows (Lk_in, or the static length) */
   int64_t Lk_in, Lk_base;
   int static_k, static_v;
+  /* packed variable-length self-attention (masks.cu_seqlens, borrowed) */
+  const int32_t *cu_seqlens;
+  int64_t n_seqs, max_seqlen;
 } attn_mha_saved;
 ATTN_API void attn_mha_saved_free(attn_mha_saved *s);
 

@@ -18,6 +18,7 @@
 #include "apps/train/train_plan.h"
 #include "apps/train/trainer_data.h"
 #include "attn.h"
+#include "cli/cli_train_bench.h"
 #include "cli/commands.h"
 #include "io/json.h"
 
@@ -28,6 +29,7 @@ typedef struct {
   int shards;     /* --shards S: each batch as S shards, the twin of mpirun -np S (0: 1) */
   int init_only; /* --init: weights and tokenizer from the checkpoint, fresh optimizer */
   int prec_auto;  /* --precision auto: chosen by attn_prec_probe once the data is read */
+  int bench_varlen; /* --bench-varlen N: time N batches padded and packed, then stop */
   double time_budget; /* --time-budget SECONDS (0: none) for the whole command */
   double t_start;     /* when the command started (attn_train_now) */
   attn_clf_config mc;
@@ -71,6 +73,13 @@ static void usage(FILE *f) {
           "                        1: one model, OUT/best.safetensors and OUT/last.safetensors)\n"
           "  --checkpoint-activations   keep only layer inputs, recompute in backward\n"
           "  --threads T (all)  --progress auto|bar|plain|quiet  --backend auto|math|flash\n"
+          "  --varlen auto|on|off  packed batches: each batch's real tokens only, no padding rows\n"
+          "                        (varlen attention; same numbers up to float rounding); auto\n"
+          "                        (default): a batch whose padding is >= 10 %% of its tokens\n"
+          "                        (--qat and --attn-dropout > 0 train padded)\n"
+          "  --bench-varlen N      time N of the first epoch's batches padded and packed (forward\n"
+          "                        + backward, --precision f32 (default) or bf16|fp16, a fresh\n"
+          "                        model or --init/--resume's) and stop\n"
           "  --precision auto|f32|bf16|fp16   Linears and attention (f32 master weights); fp16 adds\n"
           "                        dynamic loss scaling (skipped steps reported); auto (default):\n"
           "                        a probe times a few steps of this model in f32 and bf16 on this\n"
@@ -124,6 +133,7 @@ static const cli_opt train_opts_table[] = {
     {"--stop-after", CLI_VALUE},     {"--save-every", CLI_VALUE},
     {"--picture", CLI_VALUE},
     {"--shards", CLI_VALUE},  /* data parallel: docs/DISTRIBUTED.md */
+    {"--varlen", CLI_VALUE},         {"--bench-varlen", CLI_VALUE},
     {NULL, 0}};
 
 /* attn eval reads the model's own config: only where the data is, and the
@@ -131,12 +141,13 @@ static const cli_opt train_opts_table[] = {
 static const cli_opt eval_opts_table[] = {
     {"--data", CLI_VALUE},      {"--split", CLI_VALUE},   {"--split-seed", CLI_VALUE},
     {"--picture", CLI_VALUE},   {"--threads", CLI_VALUE}, {"--precision", CLI_VALUE},
-    {"--backend", CLI_VALUE},   {NULL, 0}};
+    {"--backend", CLI_VALUE},   {"--varlen", CLI_VALUE},  {NULL, 0}};
 
 static void eval_usage(FILE *f) {
   fprintf(f,
           "usage: attn eval MODEL [--data DIR] [--split FILE | --split-seed S] [--picture DIR]\n"
           "                 [--precision f32|bf16|fp16|auto] [--backend auto|math|flash] [--threads T]\n"
+          "                 [--varlen auto|on|off]\n"
           "  evaluates MODEL (a checkpoint of attn train, an ensemble, or an int8 model of attn\n"
           "  quantize) on the test split: the report attn train ends with. The corpus is read as\n"
           "  the model reads mail (its config's headers); MODEL's tokenizer encodes it.\n"
@@ -148,6 +159,7 @@ static void eval_usage(FILE *f) {
           "                   auto: bf16 where an inference probe of the first test messages\n"
           "                   measures it >= %.2fx f32 on this CPU, else f32 (said in the report)\n"
           "  --backend B      attention: math, flash or auto (default)\n"
+          "  --varlen V       packed batches (as attn train --varlen; default auto)\n"
           "  --threads T      threads (default: all cores)\n", ATTN_PREC_AUTO_MARGIN);
 }
 
@@ -264,6 +276,14 @@ static int parse(int argc, char **argv, train_opts *o, const cli_opt *table, con
         return 2;
       }
       o->to.qat_act = !strcmp(v, "row") ? ATTN_QAT_ACT_ROW : ATTN_QAT_ACT_TENSOR;
+    } else if (!strcmp(a, "--bench-varlen")) {
+      o->bench_varlen = (int)strtol(v, &end, 10);
+      if (*end || o->bench_varlen <= 0) {
+        cli_usage("--bench-varlen %s: a number of batches > 0", v);
+        return 2;
+      }
+    } else if (!strcmp(a, "--varlen")) {
+      if (attn_clf_varlen_from_name(v, &o->to.varlen)) return cli_fail("--varlen"), 2;
     } else if (!strcmp(a, "--precision")) {
       o->prec_auto = !strcmp(v, "auto");
       if (!o->prec_auto && attn_precision_from_name(v, &o->to.precision))
@@ -319,6 +339,7 @@ static void defaults(train_opts *o) {
    * Linears and attention where the probe finds them faster than f32 */
   o->to.members = 2;
   o->prec_auto = 1;
+  o->to.varlen = ATTN_CLF_VARLEN_AUTO;  // packed batches where they save >= 10 % of the tokens
 }
 
 static int mkdirs(const char *path) {
@@ -711,8 +732,14 @@ static int run(train_opts *o, const char *model_path) {
   for (int i = 0; i < d.n; i++) tokens += d.lens[i], trunc += d.lens[i] == o->mc.max_len;
   printf("tokens: %.1f per message on average (%ld of %d messages cut at %lld)\n", (double)tokens / d.n,
          trunc, d.n, (long long)o->mc.max_len);
+  if (o->bench_varlen > 0) {  // padded vs packed on this run's batches, then stop
+    attn_tok_set tr = attn_clf_data_set(&d, ATTN_SPLIT_TRAIN);
+    rc = cli_train_bench_varlen(&o->mc, from ? &m : NULL, &o->to, &tr, o->bench_varlen);
+    goto done;
+  }
   if (o->eval_only) {
     attn_nn_ctx ectx;
+    for (int k = 0; k < ens.n; k++) ens.m[k].varlen = o->to.varlen;
     rc = eval_precision(ens.m, ens.n, &d, o, &ectx);
     if (!rc) rc = finish(ens.m, ens.n, &ectx, &d, bpe, o);
     goto done;
@@ -781,6 +808,7 @@ static int run(train_opts *o, const char *model_path) {
     goto done;
   }
   if (load_best(o, meta, &ens)) goto done;
+  for (int k = 0; k < ens.n; k++) ens.m[k].varlen = o->to.varlen;
   if (ens.n > 1) {  // the ensemble on the validation split, as the epoch lines show each member
     attn_tok_set va = attn_clf_data_set(&d, ATTN_SPLIT_VAL);
     double vl = 0, vacc = 0;

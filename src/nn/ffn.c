@@ -145,8 +145,7 @@ attn_status attn_ffn_forward(const attn_ffn *m, const attn_params *p, const attn
       return ATTN_ENOMEM;
     }
     memcpy(t, s->a, (size_t)n * sizeof(float));
-    st = attn_dropout_f32(t, s->a, s->drop_mask, n, m->dropout, attn_nn_dropout_seed(ctx, m->site),
-                          attn_nn_dropout_offset(ctx, n));
+    st = attn_nn_dropout_rows(ctx, t, s->a, s->drop_mask, n, m->dropout, m->site);
     free(t);
     if (st) return st;
   }

@@ -91,6 +91,9 @@ attn_status attn_mha_backward_static(const attn_mha *m, attn_params *p, const at
   if (!st && s->dropped) {
     float scale = d.has_scale ? d.scale : 1.0f / sqrtf((float)m->head_dim);
     st = explicit_backward(m, s, scale, dctx, dq, dk, dv);
+  } else if (!st && s->cu_seqlens) {  // packed rows (mha_varlen.c)
+    st = s->qkvh ? attn_nn_mha_varlen_sdpa(m, ctx, s, dctx, dqkv, dqkv + E, dqkv + 2 * E)
+                 : attn_nn_mha_varlen_sdpa(m, ctx, s, dctx, dq, dk, dv);
   } else if (!st && s->qkvh) {  // bf16 flash: dq, dk, dv interleaved [B, L, 3E] in dqkv
     attn_nn_mha_desc_bf16(m, s, &d);
     st = attn_sdpa_backward_bf16(&d, s->qkvh, s->qkvh + E, s->qkvh + 2 * E, s->ctx, s->lse, dctx,

@@ -115,6 +115,13 @@ attn_status attn_mha_forward_static(const attn_mha *m, const attn_params *p,
     if (est) return est;
     Lk = s->Lk;
   }
+  if (masks && masks->cu_seqlens) {  // packed rows (mha_varlen.c)
+    attn_status vst = attn_nn_mha_varlen_check(m, ctx, masks, self, extra, attn_weights, B, Lq);
+    if (vst) return vst;
+    s->cu_seqlens = masks->cu_seqlens;
+    s->n_seqs = masks->n_seqs;
+    s->max_seqlen = masks->max_seqlen;
+  }
   int bf16 = !extra && attn_nn_mha_bf16_applies(m, ctx, self);
   // bf16 flash attention: q, k, v only in bf16 (the math backend stays the f32 reference)
   int flash16 = bf16 && !attn_nn_dropout_on(ctx, m->c.dropout) && !attn_weights &&
@@ -163,6 +170,8 @@ attn_status attn_mha_forward_static(const attn_mha *m, const attn_params *p,
     if (!tmp) return ATTN_ENOMEM;
     st = attn_sdpa_forward(&d, ATTN_BACKEND_MATH, s->q, s->k, s->v, s->ctx, s->lse, tmp);
     P = tmp;
+  } else if (s->cu_seqlens) {
+    st = attn_nn_mha_varlen_sdpa(m, ctx, s, NULL, NULL, NULL, NULL);
   } else if (s->qkvh) {
     attn_nn_mha_desc_bf16(m, s, &d);
     st = attn_sdpa_forward_bf16(&d, s->qkvh, s->qkvh + E, s->qkvh + 2 * E, s->ctx, s->lse);

@@ -36,6 +36,21 @@ uint64_t attn_nn_dropout_seed(const attn_nn_ctx *ctx, uint64_t site);
 /* The dropout stream offset of a tensor of n elements laid out batch first:
  * a shard's (ctx->shard_row0, shard_rows) place in the whole batch, else 0. */
 uint64_t attn_nn_dropout_offset(const attn_nn_ctx *ctx, int64_t n);
+/* attn_dropout_f32 of n elements of rows (a batch first, or ctx->pack_cu's
+ * packed rows, each sequence drawing at its place in the padded batch) on
+ * the stream of site (dropout_rows.c). */
+attn_status attn_nn_dropout_rows(const attn_nn_ctx *ctx, const float *x, float *y, uint8_t *mask,
+                                 int64_t n, float p, uint64_t site);
+/* Packed variable-length self-attention (attn_mha_masks.cu_seqlens;
+ * mha_varlen.c): whether this forward may run it (ATTN_EUNSUPPORTED naming
+ * what is in the way), and the SDPA forward (dout NULL) or backward on the
+ * saved packed rows. */
+attn_status attn_nn_mha_varlen_check(const attn_mha *m, const attn_nn_ctx *ctx,
+                                     const attn_mha_masks *masks, int self, int extra,
+                                     const float *attn_weights, int64_t B, int64_t Lq);
+attn_status attn_nn_mha_varlen_sdpa(const attn_mha *m, const attn_nn_ctx *ctx,
+                                    const attn_mha_saved *s, const float *dout, float *dq,
+                                    float *dk, float *dv);
 /* 1 when dropout with probability p runs under ctx. */
 int attn_nn_dropout_on(const attn_nn_ctx *ctx, float p);
 

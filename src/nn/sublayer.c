@@ -37,8 +37,7 @@ attn_status attn_nn_sub_out(const attn_layernorm *ln, const attn_params *p, cons
     s->drop_mask = NN_ALLOC_U8(&s->arena, n);
     fd = attn_nn_scratch(n);
     attn_status st = (!s->drop_mask || !fd) ? ATTN_ENOMEM : ATTN_OK;
-    if (!st) st = attn_dropout_f32(f_out, fd, s->drop_mask, n, dropout, attn_nn_dropout_seed(ctx, site),
-                                  attn_nn_dropout_offset(ctx, n));
+    if (!st) st = attn_nn_dropout_rows(ctx, f_out, fd, s->drop_mask, n, dropout, site);
     if (st) {
       free(fd);
       return st;

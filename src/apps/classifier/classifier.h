@@ -65,7 +65,30 @@ typedef struct {
   attn_linear fc;
   float *sin_table;        /* [max_len, E] when sinusoidal */
   attn_qlinear_set *qlinears; /* int8 model (attn quantize): Linears run in int8 */
+  /* Packed batches (ATTN_CLF_VARLEN_*; not saved with the model; 0: off):
+   * attn_clf_forward then runs the B sequences as T = sum(lens) packed rows
+   * (embedding, Linears, LayerNorms, varlen attention, pooling: no padding
+   * row anywhere) where attn_clf_varlen_applies says so. */
+  int varlen;
 } attn_clf;
+enum { ATTN_CLF_VARLEN_OFF = 0, ATTN_CLF_VARLEN_ON = 1, ATTN_CLF_VARLEN_AUTO = 2 };
+/* auto packs a batch when at least this share of its padded B x L tokens
+ * would be padding */
+#define ATTN_CLF_VARLEN_AUTO_PAD 0.10
+/* "off" | "on" | "auto" */
+attn_status attn_clf_varlen_from_name(const char *name, int *out);
+const char *attn_clf_varlen_name(int v);
+/* 1 when attn_clf_forward runs this batch packed: m->varlen on (or auto and
+ * the padding share >= ATTN_CLF_VARLEN_AUTO_PAD; any precision: bf16
+ * training runs the bf16 varlen kernel), no QAT or int8 Linears (their per-tensor activation ranges would not see the
+ * padding rows), and no attention-probability dropout while training (the
+ * packed attention has none); else 0 (the padded path). With dropout
+ * elsewhere (residuals, feed-forward) the packed rows draw exactly the
+ * padded batch's numbers for the real tokens (attn_nn_ctx.pack_cu), and the
+ * padded path's padding rows never reach the loss, so both paths give the
+ * same loss and gradients up to float summation order. */
+int attn_clf_varlen_applies(const attn_clf *m, const attn_nn_ctx *ctx, const int32_t *lens,
+                            int64_t B, int64_t L);
 
 /* Longest max_len a config may have (a sinusoidal model's table is max_len
  * x E floats, and nothing in its file bounds it). */
@@ -106,6 +129,11 @@ typedef struct {
   float *logits;          /* [B, classes] */
   attn_nn_ctx ctx;
   size_t saved_bytes, peak_bytes;
+  /* packed batch (attn_clf_varlen_applies): the rows of x, ids are the T
+   * real tokens, sequence b the rows cu[b] .. cu[b+1]-1 (kpm NULL); NULL:
+   * padded [B, L] rows */
+  int32_t *cu;
+  int64_t T, max_len;
 } attn_clf_acts;
 /* Frees everything a holds (a zeroed struct is a valid empty one). */
 void attn_clf_acts_free(attn_clf_acts *a);

@@ -21,6 +21,7 @@ void attn_clf_acts_free(attn_clf_acts *a) {
   free(a->pooled);
   free(a->argmax);
   free(a->logits);
+  free(a->cu);
   memset(a, 0, sizeof *a);
 }
 
@@ -60,14 +61,36 @@ static size_t enc_saved_bytes(const attn_encoder_saved *s, const attn_clf_config
   return n;
 }
 
-static attn_status embed(const attn_clf *m, const int32_t *ids, int64_t B, int64_t L, float *x) {
-  int64_t E = m->c.d_model;
-  attn_status st = attn_embedding_f32(ids, B * L, attn_params_data(&m->p, m->emb), m->c.vocab, E, x);
+/* The row of token t of sequence b: packed (a->cu) or padded [B, L]. */
+static int64_t row_of(const attn_clf_acts *a, int64_t b, int64_t t) {
+  return a->cu ? a->cu[b] + t : b * a->L + t;
+}
+
+/* Rows (B, L as the encoder sees them) and masks of a's layout. */
+static void layer_masks(const attn_clf_acts *a, attn_mha_masks *mk, int64_t *B, int64_t *L) {
+  memset(mk, 0, sizeof *mk);
+  *B = a->cu ? 1 : a->B;
+  *L = a->cu ? a->T : a->L;
+  if (!a->cu) {
+    mk->key_padding_bool = a->kpm;
+    return;
+  }
+  mk->cu_seqlens = a->cu;
+  mk->n_seqs = a->B;
+  mk->max_seqlen = a->max_len;
+}
+
+/* x = embedding(ids) + positions over B sequences of L rows, or packed
+ * (cu: sequence b the rows cu[b] .. cu[b+1]-1, L unused). */
+static attn_status embed(const attn_clf *m, const int32_t *ids, int64_t B, int64_t L,
+                         const int32_t *cu, float *x) {
+  int64_t E = m->c.d_model, rows = cu ? cu[B] : B * L;
+  attn_status st = attn_embedding_f32(ids, rows, attn_params_data(&m->p, m->emb), m->c.vocab, E, x);
   if (st) return st;
   const float *P = m->pos >= 0 ? attn_params_data(&m->p, m->pos) : m->sin_table;
   for (int64_t b = 0; b < B; b++)
-    for (int64_t t = 0; t < L; t++) {
-      float *row = x + (b * L + t) * E;
+    for (int64_t t = 0; t < (cu ? cu[b + 1] - cu[b] : L); t++) {
+      float *row = x + ((cu ? cu[b] : b * L) + t) * E;
       const float *pr = P + t * E;
       for (int64_t e = 0; e < E; e++) row[e] += pr[e];
     }
@@ -100,17 +123,33 @@ attn_status attn_clf_forward(const attn_clf *m, const attn_nn_ctx *ctx, int ckpt
   attn_status st = check_batch(m, ids, lens, B, L);
   if (st) return st;
   int64_t E = m->c.d_model, N = m->c.layers, rows = B * L, C = m->c.classes;
+  int packed = attn_clf_varlen_applies(m, ctx, lens, B, L);
   attn_clf_acts_free(a);
+  if (packed && !(a->cu = malloc((size_t)(B + 1) * sizeof *a->cu)))
+    return attn_set_error(ATTN_ENOMEM, "clf_forward: out of memory");
+  if (packed) {
+    a->cu[0] = 0;
+    for (int64_t b = 0; b < B; b++) {
+      a->cu[b + 1] = a->cu[b] + lens[b];
+      if (lens[b] > a->max_len) a->max_len = lens[b];
+    }
+    rows = a->T = a->cu[B];
+  }
   static const attn_nn_ctx zero_ctx;
   a->ctx = ctx ? *ctx : zero_ctx;
   if (!a->ctx.qlinears) a->ctx.qlinears = m->qlinears;
+  if (packed) {  // row-wise dropout draws as in the padded batch (nn.h)
+    a->ctx.pack_cu = a->cu;
+    a->ctx.pack_seqs = B;
+    a->ctx.pack_len = L;
+  }
   a->B = B;
   a->L = L;
   a->ckpt = ckpt;
   a->n_layers = N;
   a->x = calloc((size_t)N + 1, sizeof *a->x);
   a->saved = calloc((size_t)(N ? N : 1), sizeof *a->saved);
-  a->kpm = malloc((size_t)rows);
+  a->kpm = packed ? NULL : malloc((size_t)rows);
   a->lens = malloc((size_t)B * sizeof *a->lens);
   a->ids = malloc((size_t)rows * sizeof *a->ids);
   int meanmax = m->c.pool == ATTN_CLF_POOL_MEANMAX;
@@ -118,7 +157,7 @@ attn_status attn_clf_forward(const attn_clf *m, const attn_nn_ctx *ctx, int ckpt
   a->pooled = malloc((size_t)(B * P) * sizeof(float));
   a->argmax = meanmax ? malloc((size_t)(B * E) * sizeof(int32_t)) : NULL;
   a->logits = malloc((size_t)(B * C) * sizeof(float));
-  if (!a->x || !a->saved || !a->kpm || !a->lens || !a->ids || !a->pooled || !a->logits ||
+  if (!a->x || !a->saved || (!packed && !a->kpm) || !a->lens || !a->ids || !a->pooled || !a->logits ||
       (meanmax && !a->argmax))
     return attn_set_error(ATTN_ENOMEM, "clf_forward: out of memory");
   for (int64_t l = 0; l <= N; l++)
@@ -128,17 +167,21 @@ attn_status attn_clf_forward(const attn_clf *m, const attn_nn_ctx *ctx, int ckpt
   // padding ids are replaced by 0 so any id may sit there
   for (int64_t b = 0; b < B; b++)
     for (int64_t t = 0; t < L; t++) {
+      if (packed) {
+        if (t < lens[b]) a->ids[a->cu[b] + t] = ids[b * L + t];
+        continue;
+      }
       a->ids[b * L + t] = t < lens[b] ? ids[b * L + t] : 0;
       a->kpm[b * L + t] = (uint8_t)(t >= lens[b]);
     }
-  st = embed(m, a->ids, B, L, a->x[0]);
+  st = embed(m, a->ids, B, L, a->cu, a->x[0]);
   attn_mha_masks masks;
-  memset(&masks, 0, sizeof masks);
-  masks.key_padding_bool = a->kpm;
+  int64_t eB, eL;
+  layer_masks(a, &masks, &eB, &eL);
   size_t fixed = (size_t)(N + 1) * (size_t)(rows * E) * sizeof(float) + (size_t)rows * 5;
   size_t held = 0, peak_layer = 0;
   for (int64_t l = 0; !st && l < N; l++) {
-    st = attn_encoder_forward(&m->layer[l], &m->p, &a->ctx, &a->saved[l], a->x[l], B, L, &masks,
+    st = attn_encoder_forward(&m->layer[l], &m->p, &a->ctx, &a->saved[l], a->x[l], eB, eL, &masks,
                               a->x[l + 1]);
     if (st) break;
     size_t lb = enc_saved_bytes(&a->saved[l], &m->c);
@@ -154,16 +197,18 @@ attn_status attn_clf_forward(const attn_clf *m, const attn_nn_ctx *ctx, int ckpt
     float *pb = a->pooled + b * P;
     memset(pb, 0, (size_t)E * sizeof(float));
     for (int64_t t = 0; t < lens[b]; t++)
-      for (int64_t e = 0; e < E; e++) pb[e] += xl[(b * L + t) * E + e];
+      for (int64_t e = 0; e < E; e++) pb[e] += xl[row_of(a, b, t) * E + e];
     float inv = 1.0f / (float)lens[b];
     for (int64_t e = 0; e < E; e++) pb[e] *= inv;
     if (!meanmax) continue;
     float *mb = pb + E;
     int32_t *ib = a->argmax + b * E;
-    for (int64_t e = 0; e < E; e++) mb[e] = xl[b * L * E + e], ib[e] = 0;
-    for (int64_t t = 1; t < lens[b]; t++)
+    for (int64_t e = 0; e < E; e++) mb[e] = xl[row_of(a, b, 0) * E + e], ib[e] = 0;
+    for (int64_t t = 1; t < lens[b]; t++) {
+      const float *xr = xl + row_of(a, b, t) * E;
       for (int64_t e = 0; e < E; e++)
-        if (xl[(b * L + t) * E + e] > mb[e]) mb[e] = xl[(b * L + t) * E + e], ib[e] = (int32_t)t;
+        if (xr[e] > mb[e]) mb[e] = xr[e], ib[e] = (int32_t)t;
+    }
   }
   st = attn_linear_forward_ctx(&m->fc, &m->p, &a->ctx, a->pooled, a->logits, B);
   if (!st && logits) memcpy(logits, a->logits, (size_t)(B * C) * sizeof(float));
@@ -195,7 +240,7 @@ attn_status attn_clf_backward_ready(attn_clf *m, attn_clf_acts *a, const float *
                                     attn_status (*ready)(void *user, int64_t lo), void *user) {
   if (!m || !a || !a->x || !dlogits || !m->p.grad)
     return attn_set_error(ATTN_EINVAL, "clf_backward: NULL argument or no forward");
-  int64_t B = a->B, L = a->L, E = m->c.d_model, N = m->c.layers, rows = B * L;
+  int64_t B = a->B, E = m->c.d_model, N = m->c.layers, rows = a->cu ? a->T : B * a->L;
   int meanmax = m->c.pool == ATTN_CLF_POOL_MEANMAX;
   int64_t P = meanmax ? 2 * E : E;
   float *dpool = calloc((size_t)(B * P), sizeof(float));
@@ -210,17 +255,17 @@ attn_status attn_clf_backward_ready(attn_clf *m, attn_clf_acts *a, const float *
   for (int64_t b = 0; !st && b < B; b++) {
     float inv = 1.0f / (float)a->lens[b];
     for (int64_t t = 0; t < a->lens[b]; t++)
-      for (int64_t e = 0; e < E; e++) dcur[(b * L + t) * E + e] = dpool[b * P + e] * inv;
+      for (int64_t e = 0; e < E; e++) dcur[row_of(a, b, t) * E + e] = dpool[b * P + e] * inv;
     if (meanmax)
       for (int64_t e = 0; e < E; e++)
-        dcur[(b * L + a->argmax[b * E + e]) * E + e] += dpool[b * P + E + e];
+        dcur[row_of(a, b, a->argmax[b * E + e]) * E + e] += dpool[b * P + E + e];
   }
   attn_mha_masks masks;
-  memset(&masks, 0, sizeof masks);
-  masks.key_padding_bool = a->kpm;
+  int64_t eB, eL;
+  layer_masks(a, &masks, &eB, &eL);
   for (int64_t l = N - 1; !st && l >= 0; l--) {
     if (a->ckpt)  // recompute this layer's saved state (same ctx: same dropout masks)
-      st = attn_encoder_forward(&m->layer[l], &m->p, &a->ctx, &a->saved[l], a->x[l], B, L, &masks, tmp);
+      st = attn_encoder_forward(&m->layer[l], &m->p, &a->ctx, &a->saved[l], a->x[l], eB, eL, &masks, tmp);
     if (st) break;
     memset(dprev, 0, (size_t)(rows * E) * sizeof(float));
     st = attn_encoder_backward(&m->layer[l], &m->p, &a->ctx, &a->saved[l], a->x[l], dcur, dprev);
@@ -239,8 +284,8 @@ attn_status attn_clf_backward_ready(attn_clf *m, attn_clf_acts *a, const float *
   if (!st && m->pos >= 0) {
     float *gp = attn_params_grad(&m->p, m->pos);
     for (int64_t b = 0; b < B; b++)
-      for (int64_t t = 0; t < L; t++)
-        for (int64_t e = 0; e < E; e++) gp[t * E + e] += dcur[(b * L + t) * E + e];
+      for (int64_t t = 0; t < (a->cu ? a->lens[b] : a->L); t++)
+        for (int64_t e = 0; e < E; e++) gp[t * E + e] += dcur[row_of(a, b, t) * E + e];
   }
   free(dpool);
   free(dcur);
@@ -276,7 +321,7 @@ attn_status attn_clf_attention(const attn_clf *m, const int32_t *ids, int64_t n,
   float *x = malloc((size_t)(n * E) * sizeof(float)), *y = malloc((size_t)(n * E) * sizeof(float));
   float *ln = malloc((size_t)(n * E) * sizeof(float)), *mr = malloc((size_t)(2 * n) * sizeof(float));
   if (!x || !y || !ln || !mr) st = attn_set_error(ATTN_ENOMEM, "clf_attention: out of memory");
-  if (!st) st = embed(m, ids, 1, n, x);
+  if (!st) st = embed(m, ids, 1, n, NULL, x);
   for (int64_t l = 0; !st && l < m->c.layers; l++) {
     const attn_encoder_layer *ly = &m->layer[l];
     const float *in = x;

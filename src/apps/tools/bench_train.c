@@ -27,6 +27,8 @@ typedef struct {
   attn_dist *dist;     /* under mpirun -np P > 1: each rank a 1/P shard of every batch,
                         * gradients summed as attn train sums them (apps/dist.h) */
   double *wait_share;  /* with dist: the share of the steps' time blocked in communication */
+  int varlen_compare;  /* --varlen: f32 padded, then f32 packed (attn_clf.varlen on) */
+  int varlen;          /* the model's attn_clf.varlen in run() */
 } bt_opts;
 
 static double cpu_now(void) {
@@ -103,6 +105,7 @@ static attn_status run(const bt_opts *o, int ckpt, attn_precision prec, double *
   attn_status st = attn_clf_create(&m, &c);
   if (st) return st;
   st = attn_clf_init(&m, 0);
+  m.varlen = o->varlen;
   attn_adam_config ac = attn_adam_defaults(ATTN_ADAMW);
   if (!st) st = attn_adam_init(&opt, &m.p, &ac);
   int64_t B = o->batch, L = o->seq;
@@ -164,13 +167,15 @@ static int usage(FILE *f) {
   fprintf(f,
           "usage: attn bench train [--vocab V] [--dim E] [--heads H] [--ff F] [--layers N]\n"
           "                        [--seq L] [--batch B] [--steps S] [--threads T]\n"
-          "                        [--backend auto|math|flash] [--torch SCRIPT] [--ckpt]\n"
+          "                        [--backend auto|math|flash] [--torch SCRIPT] [--ckpt] [--varlen]\n"
           "                        [--precision auto|f32|bf16|fp16 [--rounds R]]\n"
           "  defaults: the demo model (8000, 128, 8, 512, 2), seq 256, batch 32, 10 steps, 2 threads\n"
           "  --torch SCRIPT  also run tools/bench_train_torch.py (python3) with OpenBLAS and ATen\n"
           "                  set to the same ISA level (SkylakeX/avx512, Haswell/avx2, generic)\n"
           "                  with the same shapes and print the ratio\n"
           "  --ckpt          compare --checkpoint-activations with the normal path (memory, time)\n"
+          "  --varlen        also run f32 on packed batches (the real tokens only, varlen\n"
+          "                  attention) on the same batches and print the ratio\n"
           "  --precision P   also run mixed precision P (Linears etc. in P, f32 master weights)\n"
           "                  after f32 in the same run and print the ratio; --rounds R: f32 and P\n"
           "                  alternated R times (a shared machine), the best of each kept;\n"
@@ -243,12 +248,16 @@ static int bench_dist(bt_opts *o, attn_dist *d) {
 }
 
 int attn_bench_train_main(int argc, char **argv) {
-  bt_opts o = {8000, 128, 8, 512, 2, 256, 32, 10, 2, 0, NULL, ATTN_BACKEND_AUTO, ATTN_PREC_F32, 1, 0, NULL, NULL};
+  bt_opts o = {8000, 128, 8, 512, 2, 256, 32, 10, 2, 0, NULL, ATTN_BACKEND_AUTO, ATTN_PREC_F32, 1, 0, NULL, NULL, 0, 0};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) return usage(stdout);
     if (!strcmp(a, "--ckpt")) {
       o.ckpt_compare = 1;
+      continue;
+    }
+    if (!strcmp(a, "--varlen")) {
+      o.varlen_compare = 1;
       continue;
     }
     if (!v) return usage(stderr);
@@ -337,6 +346,24 @@ int attn_bench_train_main(int argc, char **argv) {
     tps = (double)(o.batch * o.seq) / sec;
     printf("ratio attn-%s / attn-f32: %.2fx (wall), %.2fx (CPU time)%s\n", pn, sec / psec,
            cpu / pcpu, o.rounds > 1 ? "  (best of each)" : "");
+    fflush(stdout);
+  }
+  if (o.varlen_compare) {  // the same batches (seeded), packed: tokens/s as above (batch x seq)
+    double sec2 = 0, cpu2 = 0;
+    size_t b2 = 0, p2 = 0;
+    o.varlen = ATTN_CLF_VARLEN_ON;
+    attn_status vst = run(&o, 0, ATTN_PREC_F32, &sec2, &cpu2, &b2, &p2);
+    o.varlen = ATTN_CLF_VARLEN_OFF;
+    if (vst) {
+      fprintf(stderr, "attn bench train: %s\n", attn_last_error());
+      return 1;
+    }
+    printf("attn-f32-varlen tokens/s %.1f  tokens/CPU-s %.1f  (%.1f ms/step, %.1f ms CPU/step, "
+           "activations %.1f MB)\n",
+           (double)(o.batch * o.seq) / sec2, (double)(o.batch * o.seq) / cpu2, 1e3 * sec2,
+           1e3 * cpu2, b2 / 1e6);
+    printf("ratio attn-f32-varlen / attn-f32: %.2fx (wall), %.2fx (CPU time)\n", sec / sec2,
+           cpu / cpu2);
     fflush(stdout);
   }
   if (o.ckpt_compare) {

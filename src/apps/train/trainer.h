@@ -127,6 +127,8 @@ typedef struct {
                         * checkpoints. NULL: one process, one shard */
   FILE *log;           /* epoch lines (NULL: stdout) */
   attn_train_eta *eta; /* the overall ETA (progress lines); NULL: per epoch only */
+  int varlen;          /* packed batches (ATTN_CLF_VARLEN_*, apps/classifier.h): set as
+                        * m->varlen for the run's steps and validation (0: padded) */
 } attn_train_opts;
 void attn_train_opts_default(attn_train_opts *o);
 /* The options that shape a run's numbers (epochs, batch, chunk_batches, lr,

@@ -213,6 +213,7 @@ attn_status attn_train_run(attn_clf *m, attn_adam *opt, const attn_train_opts *o
   if (st) return st;
   if (!(st = dist_check(o, s))) s->shards = attn_dist_shards(o->dist);
   if (st) return st;
+  m->varlen = o->varlen;
   int64_t cap = (int64_t)o->batch * m->c.max_len;
   int32_t *ids = malloc((size_t)cap * sizeof(int32_t));
   int32_t *lens = malloc((size_t)o->batch * sizeof(int32_t));
@@ -281,8 +282,10 @@ attn_status attn_train_run(attn_clf *m, attn_adam *opt, const attn_train_opts *o
       if (!st && s->ema.avg) st = attn_ema_update(&s->ema, &m->p);
       if (st) break;
       if (!mem_told && pg.mode != 2) {
-        fprintf(stderr, "  activations held for backward: %.1f MB (batch %lld x %lld tokens%s)\n",
-                (double)acts.saved_bytes / 1e6, (long long)B, (long long)L,
+        char packed[64] = "";
+        if (acts.cu) snprintf(packed, sizeof packed, ", packed: %lld real", (long long)acts.T);
+        fprintf(stderr, "  activations held for backward: %.1f MB (batch %lld x %lld tokens%s%s)\n",
+                (double)acts.saved_bytes / 1e6, (long long)B, (long long)L, packed,
                 o->ckpt_acts ? ", checkpointing" : "");
         mem_told = 1;
       }
