@@ -9,12 +9,17 @@
  *   is the f32 flash on widened blocks), and the tool's output is bit for
  *   bit the library's bf16 kernel called directly;
  * - a position variant (alibi), or q, k, v of mixed dtypes: widened, bit for
- *   bit the F32 file with the same values. */
+ *   bit the F32 file with the same values;
+ * - packed variable-length files (cu_seqlens) with F16 / BF16 q, k, v: bit
+ *   for bit the library's varlen fp16 / bf16 kernels (auto, flash) or the
+ *   f32 math varlen on the widened values (math). */
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "attn/sdpa_bf16.h"
+#include "attn/sdpa_varlen.h"
 #include "harness.h"
+#include "round16.h"
 #include "tool_run.h"
 
 static char bin[512], tmpdir[64];
@@ -162,6 +167,99 @@ static void test_widened_exactly(void) {
   same_as_f32("tests/golden/sdpa_bf16_window_dv.safetensors", NULL, NULL, NULL, "--backend math");
 }
 
+/* The library's varlen results on a packed batch (q, k, v the 16-bit bits
+ * u of dtype dt, or their f32 values x with the math backend): out, lse as
+ * [Hq, total_q] (the tool's layout), dq, dk, dv; into r[0..4]. */
+static void varlen_library(attn_dtype dt, int math, const attn_sdpa_desc *d,
+                           const attn_sdpa_varlen *vl, uint16_t *const u[3], float *const x[3],
+                           const float *dout, float *r[5]) {
+  const int64_t tq = vl->total_q, Hq = d->Hq;
+  float *lse = malloc(sizeof(float) * (size_t)(tq * Hq + 1));
+  if (math) {
+    CHECK_OK(attn_sdpa_varlen_forward(d, vl, ATTN_BACKEND_MATH, x[0], x[1], x[2], r[0], lse));
+    CHECK_OK(attn_sdpa_varlen_backward(d, vl, ATTN_BACKEND_MATH, x[0], x[1], x[2], r[0], lse, dout,
+                                       r[2], r[3], r[4]));
+  } else if (dt == ATTN_BF16) {
+    CHECK_OK(attn_sdpa_varlen_forward_bf16(d, vl, u[0], u[1], u[2], r[0], lse));
+    CHECK_OK(attn_sdpa_varlen_backward_bf16(d, vl, u[0], u[1], u[2], r[0], lse, dout, r[2], r[3],
+                                            r[4]));
+  } else {
+    CHECK_OK(attn_sdpa_varlen_forward_f16(d, vl, u[0], u[1], u[2], r[0], lse));
+    CHECK_OK(attn_sdpa_varlen_backward_f16(d, vl, u[0], u[1], u[2], r[0], lse, dout, r[2], r[3],
+                                           r[4]));
+  }
+  for (int64_t s = 0; s < d->B; s++) { /* [Hq, len] per sequence -> [Hq, total_q] */
+    const int64_t q0 = vl->cu_seqlens_q[s], len = vl->cu_seqlens_q[s + 1] - q0;
+    for (int64_t h = 0; h < Hq; h++)
+      for (int64_t i = 0; i < len; i++)
+        r[1][h * tq + q0 + i] = lse[Hq * q0 + h * len + i];
+  }
+  free(lse);
+}
+
+/* Packed F16 / BF16 files (three sequences, one without queries, GQA,
+ * causal + window): the tool's results are the library's, bit for bit. */
+static void test_varlen_packed(void) {
+  enum { B = 3, HQ = 4, HKV = 2, D = 8, DV = 12 };
+  const int32_t cq[B + 1] = {0, 9, 9, 29}, ck[B + 1] = {0, 12, 17, 37};
+  const int64_t tq = cq[B], tk = ck[B], sc[1] = {B + 1};
+  const int64_t shp[4][3] = {{tq, HQ, D}, {tk, HKV, D}, {tk, HKV, DV}, {tq, HQ, DV}};
+  const int64_t n[5] = {tq * HQ * DV, tq * HQ, tq * HQ * D, tk * HKV * D, tk * HKV * DV};
+  const attn_sdpa_varlen vl = {cq, ck, tq, tk};
+  attn_sdpa_desc d;
+  attn_sdpa_desc_init(&d, B, HQ, HKV, 20, 20, D, DV);
+  d.causal = 1;
+  d.window_left = 6;
+  char in[128];
+  snprintf(in, sizeof in, "%s/varlen.safetensors", tmpdir);
+  for (int bf = 0; bf < 2; bf++) {
+    const attn_dtype dt = bf ? ATTN_BF16 : ATTN_F16;
+    float *x[4];
+    uint16_t *u[3];
+    attn_st *f = NULL;
+    CHECK_OK(attn_st_new(&f));
+    for (int t = 0; t < 4; t++) {
+      const int64_t m = shp[t][0] * shp[t][1] * shp[t][2];
+      x[t] = malloc(sizeof(float) * (size_t)m);
+      fill_uniform(x[t], m, 40 + t, -1, 1);
+      if (t == 3) break;
+      u[t] = malloc(2 * (size_t)m);
+      round16(x[t], u[t], m, bf);
+      CHECK_OK(attn_st_add(f, t == 0 ? "q" : t == 1 ? "k" : "v", dt, 3, shp[t], u[t]));
+    }
+    CHECK_OK(attn_st_add_f32(f, "dout", 3, shp[3], x[3]));
+    CHECK_OK(attn_st_add(f, "cu_seqlens_q", ATTN_I32, 1, sc, cq));
+    CHECK_OK(attn_st_add(f, "cu_seqlens_k", ATTN_I32, 1, sc, ck));
+    CHECK_OK(attn_st_set_meta(f, "causal", "true"));
+    CHECK_OK(attn_st_set_meta(f, "window_left", "6"));
+    CHECK_OK(attn_st_save(f, in));
+    static const char *const opts[] = {"", "--backend flash", "--backend math"};
+    for (int o = 0; o < 3; o++) {
+      float *r[5];
+      for (int i = 0; i < 5; i++)
+        r[i] = calloc((size_t)n[i] + 1, sizeof(float));
+      varlen_library(dt, o == 2, &d, &vl, u, x, x[3], r);
+      attn_st *got = NULL;
+      run_sdpa(in, opts[o], &got);
+      for (int i = 0; got && i < 5; i++) {
+        const attn_tensor *t = attn_st_get(got, results[i]);
+        CHECK(t && t->dtype == ATTN_F32 && attn_tensor_numel(t) == n[i]);
+        if (t && attn_tensor_numel(t) == n[i])
+          CHECK(!memcmp(t->data, r[i], sizeof(float) * (size_t)n[i]));
+      }
+      printf("  varlen %s %-16s %s\n", bf ? "bf16" : "f16", opts[o], got ? "ran" : "failed");
+      attn_st_free(got);
+      for (int i = 0; i < 5; i++)
+        free(r[i]);
+    }
+    attn_st_free(f);
+    for (int t = 0; t < 4; t++)
+      free(x[t]);
+    for (int t = 0; t < 3; t++)
+      free(u[t]);
+  }
+}
+
 int main(int argc, char **argv) {
   (void)argc;
   tool_path(argv[0], bin, sizeof bin);
@@ -174,6 +272,7 @@ int main(int argc, char **argv) {
   RUN(test_golden_lowp_kernels);
   RUN(test_bf16_kernel_runs);
   RUN(test_widened_exactly);
+  RUN(test_varlen_packed);
   char cmd[256];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
   if (system(cmd)) printf("  could not remove %s\n", tmpdir);

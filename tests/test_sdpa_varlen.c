@@ -19,6 +19,7 @@
 #include "attn/sdpa_varlen.h"
 #include "flash_ops_list.h"
 #include "harness.h"
+#include "round16.h"
 #include "kernels/kern.h"
 #include "kernels/sdpa_flash.h"
 #include "sdpa_golden.h"
@@ -344,17 +345,6 @@ static void lowp_case_free(lowp_case *c) {
   free(c->q), free(c->k), free(c->v), free(c->dout), free(c->om), free(c->lm);
   for (int x = 0; x < 3; x++)
     free(c->gm[x]);
-}
-
-/* q, k, v rounded through 16 bits (bf16 or f16) in place; u holds the bits */
-static void round16(float *x, uint16_t *u, int64_t n, int bf) {
-  if (bf) {
-    attn_f32_to_bf16_n(x, u, n);
-    attn_bf16_to_f32_n(u, x, n);
-  } else {
-    attn_f32_to_f16_n(x, u, n);
-    attn_f16_to_f32_n(u, x, n);
-  }
 }
 
 /* The bf16, fp16 (forward and backward) and int8 (forward) flash loops with

@@ -26,7 +26,16 @@
  * and the table gradients of the descriptor (sums over the sequences). A
  * row with no allowed key gives out 0, lse -inf and zero gradient.
  * Bad cu_seqlens (not starting at 0, decreasing, ending other than at
- * total_q / total_k, a length above the maximum) are ATTN_EINVAL. */
+ * total_q / total_k, a length above the maximum) are ATTN_EINVAL.
+ *
+ * Low precision: the same layout, validation and per-sequence alignment
+ * with q, k, v in bf16 or fp16 (uint16_t bit patterns; out, lse, dout and
+ * the gradients f32), each sequence run by the bf16 / fp16 flash kernel
+ * (attn/sdpa_bf16.h, attn/sdpa_f16.h: their arithmetic, accuracy, paths
+ * and supported variants — softcap and sinks, not the position schemes),
+ * and the int8 flash forward (attn/sdpa_i8.h; f32 q, k, v quantized per
+ * call; its key mean is each sequence's own). Results equal those of each
+ * sequence run alone through that kernel. */
 #ifndef ATTN_SDPA_VARLEN_H
 #define ATTN_SDPA_VARLEN_H
 
@@ -52,6 +61,30 @@ ATTN_API attn_status attn_sdpa_varlen_backward(const attn_sdpa_desc *d, const at
                                                const float *k, const float *v, const float *out,
                                                const float *lse, const float *dout, float *dq,
                                                float *dk, float *dv);
+
+ATTN_API attn_status attn_sdpa_varlen_forward_bf16(const attn_sdpa_desc *d,
+                                                   const attn_sdpa_varlen *vl, const uint16_t *q,
+                                                   const uint16_t *k, const uint16_t *v,
+                                                   float *out, float *lse);
+ATTN_API attn_status attn_sdpa_varlen_backward_bf16(const attn_sdpa_desc *d,
+                                                    const attn_sdpa_varlen *vl, const uint16_t *q,
+                                                    const uint16_t *k, const uint16_t *v,
+                                                    const float *out, const float *lse,
+                                                    const float *dout, float *dq, float *dk,
+                                                    float *dv);
+ATTN_API attn_status attn_sdpa_varlen_forward_f16(const attn_sdpa_desc *d,
+                                                  const attn_sdpa_varlen *vl, const uint16_t *q,
+                                                  const uint16_t *k, const uint16_t *v, float *out,
+                                                  float *lse);
+ATTN_API attn_status attn_sdpa_varlen_backward_f16(const attn_sdpa_desc *d,
+                                                   const attn_sdpa_varlen *vl, const uint16_t *q,
+                                                   const uint16_t *k, const uint16_t *v,
+                                                   const float *out, const float *lse,
+                                                   const float *dout, float *dq, float *dk,
+                                                   float *dv);
+ATTN_API attn_status attn_sdpa_varlen_forward_i8(const attn_sdpa_desc *d, const attn_sdpa_varlen *vl,
+                                                 const float *q, const float *k, const float *v,
+                                                 float *out, float *lse);
 
 #ifdef __cplusplus
 }

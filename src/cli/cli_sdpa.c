@@ -42,7 +42,8 @@ static const char usage_text[] =
     "With dout OUT also gets dalibi_slopes, drel_bias, dshaw_k, dshaw_v for the tables given.\n"
     "Packed variable-length input (FlashAttention's varlen layout): q [total_q,Hq,D],\n"
     "k [total_k,Hkv,D], v [total_k,Hkv,Dv], cu_seqlens_q, cu_seqlens_k I32/I64 [B+1]; each\n"
-    "sequence aligned bottom-right (or q_offsets [B]); OUT: out [total_q,Hq,Dv], lse [Hq,total_q].\n"
+    "sequence aligned bottom-right (or q_offsets [B]); OUT: out [total_q,Hq,Dv], lse [Hq,total_q];\n"
+    "F16 / BF16 q, k, v run the varlen fp16 / bf16 flash kernels as above.\n"
     "  --backend  math (reference), flash (fused) or auto (flash where it can; default)\n"
     "  --threads  number of threads (default: all cores)\n";
 
@@ -361,14 +362,16 @@ static attn_status check_sizes(const char *path, int64_t B, int64_t Hq, int64_t 
 
 /* The dtype q, k and v share when it is F16 or BF16 and the fp16 / bf16
  * flash kernels serve the file (flash or auto backend, no position variant
- * or block layout), else F32: then every F16 / BF16 tensor is widened to
+ * or block layout; padded [B,H,L,D] or packed [total,H,D] with cu_seqlens), else F32: then every F16 / BF16 tensor is widened to
  * F32 (exact) and the f32 backends run on the same values. */
 static attn_dtype lowp_kernel_dtype(const attn_st *in, attn_backend backend) {
   const attn_tensor *q = attn_st_get(in, "q"), *k = attn_st_get(in, "k"), *v = attn_st_get(in, "v");
   if (!q || !k || !v || q->dtype != k->dtype || q->dtype != v->dtype || backend == ATTN_BACKEND_MATH ||
-      (q->dtype != ATTN_F16 && q->dtype != ATTN_BF16) || q->ndim != 4 || v->ndim != 4)
+      (q->dtype != ATTN_F16 && q->dtype != ATTN_BF16))
     return ATTN_F32;
-  if (q->dtype == ATTN_BF16 && (q->shape[3] > 256 || v->shape[3] > 256))
+  const int nd = attn_st_get(in, "cu_seqlens_q") ? 3 : 4; /* packed: [total, H, D] */
+  if (q->ndim != nd || v->ndim != nd) return ATTN_F32;
+  if (q->dtype == ATTN_BF16 && (q->shape[nd - 1] > 256 || v->shape[nd - 1] > 256))
     return ATTN_F32; /* the bf16 kernel's head-dim limit (sdpa_bf16.h) */
   static const char *const variants[] = {"alibi_slopes", "rel_bias", "shaw_k", "shaw_v",
                                          "block_mask", "sinks"};
@@ -416,7 +419,7 @@ static attn_status run_sdpa(sdpa_job *j, const char *in_path, attn_backend backe
                             "%s: unknown tensor '%.100s' (expected q, k, v, mask, key_lens, dout "
                             "or a variant tensor of docs/VARIANTS.md)",
                             in_path, attn_st_name(in, i));
-  if (attn_st_get(in, "cu_seqlens_q")) return cli_sdpa_varlen(in, in_path, backend, &j->res);
+  if (attn_st_get(in, "cu_seqlens_q")) return cli_sdpa_varlen(in, in_path, backend, qkv, &j->res);
   const attn_tensor *q, *k, *v, *mask, *kl, *dout;
   if ((st = attn_st_expect(in, "q", qkv, 4, NULL, 1, &q))) return st;
   const int64_t B = q->shape[0], Hq = q->shape[1], Lq = q->shape[2], D = q->shape[3];

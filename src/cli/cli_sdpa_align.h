@@ -19,7 +19,9 @@ attn_status cli_sdpa_read_metadata(const attn_st *in, const char *path, attn_sdp
  * cli_sdpa_varlen.c): q [total_q,Hq,D], k [total_k,Hkv,D], v [total_k,Hkv,Dv],
  * cu_seqlens_q/k I32/I64 [B+1], optional dout, alibi_slopes [Hq] or [B,Hq],
  * q_offsets; *res gets out [total_q,Hq,Dv], lse [Hq,total_q] and with dout
- * dq, dk, dv, dalibi_slopes. */
-attn_status cli_sdpa_varlen(const attn_st *in, const char *path, attn_backend be, attn_st **res);
+ * dq, dk, dv, dalibi_slopes. qkv: F32, or F16 / BF16 for q, k, v kept in
+ * that dtype and run by its varlen flash kernel (attn/sdpa_varlen.h). */
+attn_status cli_sdpa_varlen(const attn_st *in, const char *path, attn_backend be, attn_dtype qkv,
+                            attn_st **res);
 
 #endif

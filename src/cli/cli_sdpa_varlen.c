@@ -39,7 +39,35 @@ static int64_t max_len(const int32_t *cu, int64_t B) {
 
 static float *falloc(int64_t n) { return calloc((size_t)(n > 0 ? n : 1), sizeof(float)); }
 
-attn_status cli_sdpa_varlen(const attn_st *in, const char *path, attn_backend be, attn_st **res) {
+/* q, k, v of dtype qkv (F32: backend be; F16 / BF16: that kernel). */
+static attn_status varlen_forward(attn_dtype qkv, const attn_sdpa_desc *d,
+                                  const attn_sdpa_varlen *vl, attn_backend be, const attn_tensor *q,
+                                  const attn_tensor *k, const attn_tensor *v, float *out,
+                                  float *lse) {
+  if (qkv == ATTN_BF16)
+    return attn_sdpa_varlen_forward_bf16(d, vl, q->data, k->data, v->data, out, lse);
+  if (qkv == ATTN_F16)
+    return attn_sdpa_varlen_forward_f16(d, vl, q->data, k->data, v->data, out, lse);
+  return attn_sdpa_varlen_forward(d, vl, be, q->data, k->data, v->data, out, lse);
+}
+
+static attn_status varlen_backward(attn_dtype qkv, const attn_sdpa_desc *d,
+                                   const attn_sdpa_varlen *vl, attn_backend be,
+                                   const attn_tensor *q, const attn_tensor *k, const attn_tensor *v,
+                                   const float *out, const float *lse, const float *dout,
+                                   float *dq, float *dk, float *dv) {
+  if (qkv == ATTN_BF16)
+    return attn_sdpa_varlen_backward_bf16(d, vl, q->data, k->data, v->data, out, lse, dout, dq,
+                                          dk, dv);
+  if (qkv == ATTN_F16)
+    return attn_sdpa_varlen_backward_f16(d, vl, q->data, k->data, v->data, out, lse, dout, dq, dk,
+                                         dv);
+  return attn_sdpa_varlen_backward(d, vl, be, q->data, k->data, v->data, out, lse, dout, dq, dk,
+                                   dv);
+}
+
+attn_status cli_sdpa_varlen(const attn_st *in, const char *path, attn_backend be, attn_dtype qkv,
+                            attn_st **res) {
   static const char *const refused[] = {"mask", "key_lens", "rel_bias", "shaw_k", "shaw_v",
                                         "block_mask", "q_offset", "alibi", "rope", "block_size",
                                         "sinks", "softcap"};
@@ -49,12 +77,12 @@ attn_status cli_sdpa_varlen(const attn_st *in, const char *path, attn_backend be
                             "variable-length input)", path, refused[i]);
   const attn_tensor *q, *k, *v, *dout, *sl;
   attn_status st;
-  if ((st = attn_st_expect(in, "q", ATTN_F32, 3, NULL, 1, &q))) return st;
+  if ((st = attn_st_expect(in, "q", qkv, 3, NULL, 1, &q))) return st;
   const int64_t tq = q->shape[0], Hq = q->shape[1], D = q->shape[2];
   const int64_t ks[3] = {-1, -1, D};
-  if ((st = attn_st_expect(in, "k", ATTN_F32, 3, ks, 1, &k))) return st;
+  if ((st = attn_st_expect(in, "k", qkv, 3, ks, 1, &k))) return st;
   const int64_t tk = k->shape[0], Hkv = k->shape[1], vs[3] = {tk, Hkv, -1};
-  if ((st = attn_st_expect(in, "v", ATTN_F32, 3, vs, 1, &v))) return st;
+  if ((st = attn_st_expect(in, "v", qkv, 3, vs, 1, &v))) return st;
   const int64_t Dv = v->shape[2], os[3] = {tq, Hq, Dv};
   if ((st = attn_st_expect(in, "dout", ATTN_F32, 3, os, 0, &dout))) return st;
   int32_t *cq = NULL, *ck = NULL;
@@ -82,7 +110,7 @@ attn_status cli_sdpa_varlen(const attn_st *in, const char *path, attn_backend be
     st = attn_set_error(ATTN_ENOMEM, "%s: out of memory", path);
     goto done;
   }
-  if ((st = attn_sdpa_varlen_forward(&d, &vl, be, q->data, k->data, v->data, out, lse))) goto done;
+  if ((st = varlen_forward(qkv, &d, &vl, be, q, k, v, out, lse))) goto done;
   for (int64_t s = 0; s < B; s++) { /* per-sequence [Hq, len] blocks -> [Hq, total_q] */
     const int64_t len = cq[s + 1] - cq[s];
     for (int64_t h = 0; h < Hq; h++)
@@ -100,8 +128,7 @@ attn_status cli_sdpa_varlen(const attn_st *in, const char *path, attn_backend be
       goto done;
     }
     d.alibi_slopes_grad = dsl;
-    if ((st = attn_sdpa_varlen_backward(&d, &vl, be, q->data, k->data, v->data, out, lse,
-                                        dout->data, dq, dk, dv)) ||
+    if ((st = varlen_backward(qkv, &d, &vl, be, q, k, v, out, lse, dout->data, dq, dk, dv)) ||
         (st = attn_st_add_f32(*res, "dq", 3, q->shape, dq)) ||
         (st = attn_st_add_f32(*res, "dk", 3, k->shape, dk)) ||
         (st = attn_st_add_f32(*res, "dv", 3, v->shape, dv)) ||

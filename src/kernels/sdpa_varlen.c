@@ -1,12 +1,13 @@
 /* Packed variable-length SDPA (attn/sdpa_varlen.h): validation of the
  * cu_seqlens, then one B = 1 piece per sequence on pointer offsets, run by
- * the split-call runner (sdpa_batched.c) through the chosen backend. */
+ * the split-call runner (sdpa_batched.c) through the chosen backend (f32
+ * here; the bf16, fp16 and int8 kernels in sdpa_varlen_lowp.c). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "attn/sdpa_varlen.h"
 #include "core/checked.h"
-#include "kernels/sdpa_batched.h"
+#include "kernels/sdpa_varlen_run.h"
 
 /* One tensor's (head, row) strides in the packed layout [total, H, last]. */
 static attn_status packed_strides(const char *name, const int64_t given[3], int64_t H,
@@ -113,11 +114,15 @@ static attn_status make_pieces(const attn_sdpa_desc *d, const attn_sdpa_varlen *
   return ATTN_OK;
 }
 
-static attn_status forward_piece(const attn_sdpa_desc *d, const attn_sdpa_io *x, void *user) {
+static attn_status forward_piece(const attn_sdpa_desc *d, const attn_sdpa_io *x,
+                                 const attn_sdpa_piece *p, void *user) {
+  (void)p;
   return attn_sdpa_forward(d, *(const attn_backend *)user, x->q, x->k, x->v, x->out, x->lse, NULL);
 }
 
-static attn_status backward_piece(const attn_sdpa_desc *d, const attn_sdpa_io *x, void *user) {
+static attn_status backward_piece(const attn_sdpa_desc *d, const attn_sdpa_io *x,
+                                  const attn_sdpa_piece *p, void *user) {
+  (void)p;
   return attn_sdpa_backward(d, *(const attn_backend *)user, x->q, x->k, x->v, x->out_in, x->lse_in,
                             x->dout, x->dq, x->dk, x->dv);
 }
@@ -135,20 +140,39 @@ static attn_status check_variants(const attn_sdpa_desc *d) {
   return attn_sdpa_validate(&x, NULL, NULL, NULL, &rs);
 }
 
-static attn_status run(const attn_sdpa_desc *d, const attn_sdpa_varlen *vl, int backward,
-                       attn_backend be, const attn_sdpa_io *io) {
+/* run_pieces calls its function with the piece's descriptor and tensors;
+ * this passes the piece itself along (the pieces run in order). */
+typedef struct {
+  const attn_sdpa_piece *pieces;
+  int64_t next;
+  attn_varlen_piece_fn fn;
+  void *user;
+} piece_walk;
+
+static attn_status walk_piece(const attn_sdpa_desc *d, const attn_sdpa_io *x, void *user) {
+  piece_walk *w = user;
+  return w->fn(d, x, &w->pieces[w->next++], w->user);
+}
+
+attn_status attn_sdpa_varlen_run(const attn_sdpa_desc *d, const attn_sdpa_varlen *vl,
+                                 int backward, const attn_sdpa_io *io, attn_varlen_piece_fn fn,
+                                 void *user) {
   attn_sdpa_piece *pieces;
   attn_status st = make_pieces(d, vl, &pieces);
   if (st) return st;
   if (!(st = check_variants(d))) {
-    if (be != ATTN_BACKEND_AUTO && be != ATTN_BACKEND_MATH && be != ATTN_BACKEND_FLASH)
-      st = attn_set_error(ATTN_EINVAL, "sdpa varlen: unknown backend %d", (int)be);
-    else
-      st = attn_sdpa_run_pieces(d, pieces, d->B, backward, io,
-                                backward ? backward_piece : forward_piece, &be);
+    piece_walk w = {pieces, 0, fn, user};
+    st = attn_sdpa_run_pieces(d, pieces, d->B, backward, io, walk_piece, &w);
   }
   free(pieces);
   return st;
+}
+
+static attn_status run(const attn_sdpa_desc *d, const attn_sdpa_varlen *vl, int backward,
+                       attn_backend be, const attn_sdpa_io *io) {
+  if (be != ATTN_BACKEND_AUTO && be != ATTN_BACKEND_MATH && be != ATTN_BACKEND_FLASH)
+    return attn_set_error(ATTN_EINVAL, "sdpa varlen: unknown backend %d", (int)be);
+  return attn_sdpa_varlen_run(d, vl, backward, io, backward ? backward_piece : forward_piece, &be);
 }
 
 attn_status attn_sdpa_varlen_forward(const attn_sdpa_desc *d, const attn_sdpa_varlen *vl,

@@ -1,7 +1,8 @@
 /* `attn bench varlen`: packed variable-length SDPA (attn/sdpa_varlen.h)
  * against the padded batch that holds the same sequences (key_lens and
  * bottom-right q_offsets, Lq = Lk = the longest), forward and backward,
- * f32 flash. Median wall time of --reps runs each, tokens/s and the speedup.
+ * f32 flash (or --dtype bf16 / fp16 / int8: that flash kernel, padded and
+ * packed). Median wall time of --reps runs each, tokens/s and the speedup.
  * Only the valid rows of both carry the same numbers; the padded batch also
  * computes its padding query rows. */
 #include <stdio.h>
@@ -17,15 +18,23 @@ static void usage(FILE *out) {
   fprintf(out,
           "usage: attn bench varlen [--lens L1,L2,...] [--heads H] [--dim D] [--causal]\n"
           "                         [--reps N] [--backend flash|math|auto]\n"
+          "                         [--dtype f32|bf16|fp16|int8]\n"
           "Packed variable-length attention (cu_seqlens) vs the padded batch of the same\n"
           "sequences (key_lens + bottom-right q_offsets), forward and backward.\n"
           "  --lens    sequence lengths (queries = keys; default 64,2048,300,1024,128,700,1500,200)\n"
           "  --heads   heads (default 8)      --dim   head dim (default 64)\n"
-          "  --causal  causal attention        --reps  timed runs each (default 5)\n");
+          "  --causal  causal attention        --reps  timed runs each (default 5)\n"
+          "  --dtype   f32 (default; --backend), or the bf16 / fp16 flash kernels (forward\n"
+          "            and backward) or int8 flash (forward only) on both sides\n");
 }
+
+/* --dtype: the f32 backends, or another type's flash kernel */
+typedef enum { DT_F32, DT_BF16, DT_F16, DT_I8 } vb_dtype;
+static const char *const dtype_names[] = {"f32", "bf16", "fp16", "int8"};
 
 typedef struct {
   int64_t n, H, D, maxlen, total;
+  vb_dtype dtype;
   int64_t lens[MAXSEQ];
   int causal, reps;
   attn_backend be;
@@ -62,6 +71,12 @@ static int parse(int argc, char **argv, vb_opts *o) {
       o->reps = atoi(v);
     } else if (!strcmp(a, "--backend")) {
       if (attn_backend_from_name(v, &o->be)) return -1;
+    } else if (!strcmp(a, "--dtype")) {
+      int k = 0;
+      while (k < 4 && strcmp(v, dtype_names[k]))
+        k++;
+      if (k == 4) return -1;
+      o->dtype = (vb_dtype)k;
     } else {
       return -1;
     }
@@ -80,9 +95,31 @@ typedef struct {
   const attn_sdpa_varlen *vl; /* NULL: the padded batch */
   attn_backend be;
   float *q, *k, *v, *out, *lse, *dout, *dq, *dk, *dv;
+  vb_dtype dtype;
+  uint16_t *q16, *k16, *v16; /* bf16 / fp16 copies of q, k, v */
 } vb_run;
 
+/* One call of a bf16 / fp16 / int8 run. */
+static attn_status once_lowp(const vb_run *r, int bwd) {
+  const int bf = r->dtype == DT_BF16;
+  if (r->dtype == DT_I8)
+    return r->vl ? attn_sdpa_varlen_forward_i8(r->d, r->vl, r->q, r->k, r->v, r->out, r->lse)
+                 : attn_sdpa_forward_i8(r->d, r->q, r->k, r->v, r->out, r->lse);
+  if (!bwd && r->vl)
+    return (bf ? attn_sdpa_varlen_forward_bf16 : attn_sdpa_varlen_forward_f16)(
+        r->d, r->vl, r->q16, r->k16, r->v16, r->out, r->lse);
+  if (!bwd)
+    return (bf ? attn_sdpa_forward_bf16 : attn_sdpa_forward_f16)(r->d, r->q16, r->k16, r->v16,
+                                                                 r->out, r->lse);
+  if (r->vl)
+    return (bf ? attn_sdpa_varlen_backward_bf16 : attn_sdpa_varlen_backward_f16)(
+        r->d, r->vl, r->q16, r->k16, r->v16, r->out, r->lse, r->dout, r->dq, r->dk, r->dv);
+  return (bf ? attn_sdpa_backward_bf16 : attn_sdpa_backward_f16)(
+      r->d, r->q16, r->k16, r->v16, r->out, r->lse, r->dout, r->dq, r->dk, r->dv);
+}
+
 static attn_status once(const vb_run *r, int bwd) {
+  if (r->dtype != DT_F32) return once_lowp(r, bwd);
   if (r->vl)
     return bwd ? attn_sdpa_varlen_backward(r->d, r->vl, r->be, r->q, r->k, r->v, r->out, r->lse,
                                            r->dout, r->dq, r->dk, r->dv)
@@ -123,11 +160,12 @@ int attn_bench_varlen_main(int argc, char **argv) {
   const int64_t B = o.n, H = o.H, D = o.D, L = o.maxlen, T = o.total;
   const int64_t npad = B * H * L * D, npack = T * H * D;
   float *buf = calloc((size_t)(9 * npad + 9 * npack + 2 * B * H * L + 16), sizeof(float));
+  uint16_t *half = calloc((size_t)(3 * npad + 3 * npack + 16), sizeof(uint16_t));
   int32_t *cu = calloc((size_t)B + 1, sizeof(int32_t)), *kl = calloc((size_t)B, sizeof(int32_t));
   int64_t *qo = calloc((size_t)B, sizeof(int64_t));
-  if (!buf || !cu || !kl || !qo) {
+  if (!buf || !cu || !kl || !qo || !half) {
     fprintf(stderr, "attn bench varlen: out of memory\n");
-    free(buf), free(cu), free(kl), free(qo);
+    free(buf), free(cu), free(kl), free(qo), free(half);
     return 1;
   }
   float *x = buf;
@@ -145,6 +183,23 @@ int attn_bench_varlen_main(int argc, char **argv) {
   }
   fill(pad.q, npad, 1), fill(pad.k, npad, 2), fill(pad.v, npad, 3), fill(pad.dout, npad, 4);
   fill(var.q, npack, 1), fill(var.k, npack, 2), fill(var.v, npack, 3), fill(var.dout, npack, 4);
+  pad.dtype = var.dtype = o.dtype;
+  if (o.dtype == DT_BF16 || o.dtype == DT_F16) { /* 16-bit copies of q, k, v */
+    vb_run *runs[2] = {&pad, &var};
+    uint16_t *h = half;
+    for (int r = 0; r < 2; r++) {
+      const int64_t n = r ? npack : npad;
+      float *src[3] = {runs[r]->q, runs[r]->k, runs[r]->v};
+      uint16_t **dst[3] = {&runs[r]->q16, &runs[r]->k16, &runs[r]->v16};
+      for (int t = 0; t < 3; t++, h += n) {
+        *dst[t] = h;
+        if (o.dtype == DT_BF16)
+          attn_f32_to_bf16_n(src[t], h, n);
+        else
+          attn_f32_to_f16_n(src[t], h, n);
+      }
+    }
+  }
   attn_sdpa_desc dp, dv;
   attn_sdpa_desc_init(&dp, B, H, H, L, L, D, D);
   dp.causal = o.causal;
@@ -156,13 +211,14 @@ int attn_bench_varlen_main(int argc, char **argv) {
   const attn_sdpa_varlen vl = {cu, cu, T, T};
   pad.d = &dp, pad.be = o.be;
   var.d = &dv, var.vl = &vl, var.be = o.be;
-  printf("# varlen: %lld sequences (%lld tokens, longest %lld), H %lld, D %lld, %s, %s, %d "
+  printf("# varlen: %lld sequences (%lld tokens, longest %lld), H %lld, D %lld, %s, %s %s, %d "
          "thread%s\n",
          (long long)B, (long long)T, (long long)L, (long long)H, (long long)D,
-         o.causal ? "causal" : "full", attn_backend_name(o.be), attn_get_num_threads(),
+         o.causal ? "causal" : "full", dtype_names[o.dtype],
+         o.dtype == DT_F32 ? attn_backend_name(o.be) : "flash", attn_get_num_threads(),
          attn_get_num_threads() == 1 ? "" : "s");
   int rc = 0;
-  for (int bwd = 0; bwd < 2 && !rc; bwd++) {
+  for (int bwd = 0; bwd < (o.dtype == DT_I8 ? 1 : 2) && !rc; bwd++) {
     attn_status s1, s2;
     double tp = timed(&pad, bwd, o.reps, &s1), tv = timed(&var, bwd, o.reps, &s2);
     if (s1 || s2) {
@@ -174,6 +230,7 @@ int attn_bench_varlen_main(int argc, char **argv) {
            bwd ? "backward" : "forward", 1e3 * tp, (double)T / tp, 1e3 * tv, (double)T / tv,
            tp / tv);
   }
-  free(buf), free(cu), free(kl), free(qo);
+  if (!rc && o.dtype == DT_I8) printf("backward n/a (int8 flash is forward only)\n");
+  free(buf), free(cu), free(kl), free(qo), free(half);
   return rc;
 }
