@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "harness.h"
+#include "strided_layout.h"
 
 typedef struct {
   int64_t B, Hq, Hkv, Lq, Lk, D, Dv;
@@ -32,37 +33,9 @@ static float *random_floats(int64_t n, unsigned seed) {
   return x;
 }
 
-/* x [B, H, L, n] contiguous into a NaN-filled buffer laid out as lay says;
- * st receives the b, h, l strides, *total the buffer's floats */
 static float *to_layout(const float *x, int64_t B, int64_t H, int64_t L, int64_t n, layout lay,
                         int64_t st[3], int64_t *total) {
-  const int64_t pitch = n + lay.pitch_extra;
-  st[1] = pitch;
-  st[2] = H * pitch * lay.slots;
-  st[0] = L * st[2] + 5;
-  *total = B * st[0];
-  float *y = falloc(*total);
-  for (int64_t i = 0; i < *total; i++) y[i] = NAN;
-  if (x)
-    for (int64_t b = 0; b < B; b++)
-      for (int64_t h = 0; h < H; h++)
-        for (int64_t l = 0; l < L; l++)
-          memcpy(y + b * st[0] + h * st[1] + l * st[2], x + ((b * H + h) * L + l) * n,
-                 sizeof(float) * (size_t)n);
-  return y;
-}
-
-/* y's view back into x [B, H, L, n]; 1 if every float outside the view is still NaN */
-static int from_layout(const float *y, float *x, int64_t B, int64_t H, int64_t L, int64_t n,
-                       const int64_t st[3], int64_t total) {
-  int64_t inside = 0, nan = 0;
-  for (int64_t b = 0; b < B; b++)
-    for (int64_t h = 0; h < H; h++)
-      for (int64_t l = 0; l < L; l++, inside += n)
-        memcpy(x + ((b * H + h) * L + l) * n, y + b * st[0] + h * st[1] + l * st[2],
-               sizeof(float) * (size_t)n);
-  for (int64_t i = 0; i < total; i++) nan += y[i] != y[i];
-  return nan == total - inside;
+  return layout_scatter(x, B, H, L, n, lay.pitch_extra, lay.slots, st, total);
 }
 
 static void check_same(const char *what, const float *a, const float *b, int64_t n) {
@@ -97,19 +70,19 @@ static void run_case(shape s, layout lay, unsigned seed) {
   float *lse2 = falloc(nl), *back = falloc(nq + nk + nv + no);
   CHECK_OK(attn_sdpa_forward(&e, ATTN_BACKEND_FLASH, sq, sk, sv, so, lse2, NULL));
   CHECK_OK(attn_sdpa_backward(&e, ATTN_BACKEND_FLASH, sq, sk, sv, so, lse2, sdo, sdq, sdk, sdv));
-  CHECK(from_layout(so, back, s.B, s.Hq, s.Lq, s.Dv, e.o_stride, to));
+  CHECK(layout_gather(so, back, s.B, s.Hq, s.Lq, s.Dv, e.o_stride, to));
   check_same("out", back, out, no);
   check_same("lse", lse2, lse, nl);
-  CHECK(from_layout(sdq, back, s.B, s.Hq, s.Lq, s.D, e.q_stride, tq));
+  CHECK(layout_gather(sdq, back, s.B, s.Hq, s.Lq, s.D, e.q_stride, tq));
   check_same("dq", back, dq, nq);
-  CHECK(from_layout(sdk, back, s.B, s.Hkv, s.Lk, s.D, e.k_stride, tk));
+  CHECK(layout_gather(sdk, back, s.B, s.Hkv, s.Lk, s.D, e.k_stride, tk));
   check_same("dk", back, dk, nk);
-  CHECK(from_layout(sdv, back, s.B, s.Hkv, s.Lk, s.Dv, e.v_stride, tv));
+  CHECK(layout_gather(sdv, back, s.B, s.Hkv, s.Lk, s.Dv, e.v_stride, tv));
   check_same("dv", back, dv, nv);
   /* the inputs are read only */
-  CHECK(from_layout(sq, back, s.B, s.Hq, s.Lq, s.D, e.q_stride, tq));
+  CHECK(layout_gather(sq, back, s.B, s.Hq, s.Lq, s.D, e.q_stride, tq));
   check_same("q after the calls", back, q, nq);
-  CHECK(from_layout(sdo, back, s.B, s.Hq, s.Lq, s.Dv, e.o_stride, to));
+  CHECK(layout_gather(sdo, back, s.B, s.Hq, s.Lq, s.Dv, e.o_stride, to));
   check_same("dout after the calls", back, dout, no);
   free(q), free(k), free(v), free(dout), free(out), free(lse), free(dq), free(dk), free(dv);
   free(sq), free(sk), free(sv), free(sdo), free(so), free(sdq), free(sdk), free(sdv);
