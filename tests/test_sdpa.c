@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "harness.h"
+#include "strided_layout.h"
 #include "sdpa_golden.h"
 
 #define ATOL 1e-5
@@ -381,37 +382,16 @@ static void test_gqa_equals_repeated_kv(void) {
   problem_free(&r);
 }
 
-/* copy x [B,H,L,n] contiguous into a padded buffer laid out as [B, L, H, n+3]
- * (+5 between batches), NaN in the padding; returns the buffer and strides */
+/* x [B,H,L,n] as [B, L, H, n+3] (+5 between batches), NaN in the padding */
 static float *to_strided(const float *x, int64_t B, int64_t H, int64_t L, int64_t n,
                          int64_t st[3], int64_t *total) {
-  const int64_t pitch = n + 3;
-  st[2] = H * pitch, st[1] = pitch, st[0] = L * H * pitch + 5;
-  *total = B * st[0];
-  float *y = falloc(*total);
-  for (int64_t i = 0; i < *total; i++) y[i] = NAN;
-  if (x)
-    for (int64_t b = 0; b < B; b++)
-      for (int64_t h = 0; h < H; h++)
-        for (int64_t l = 0; l < L; l++)
-          memcpy(y + b * st[0] + h * st[1] + l * st[2], x + ((b * H + h) * L + l) * n,
-                 sizeof(float) * n);
-  return y;
+  return layout_scatter(x, B, H, L, n, 3, 1, st, total);
 }
 
 /* gather back from the strided layout; also checks the padding kept its NaN */
 static void from_strided(const float *y, float *x, int64_t B, int64_t H, int64_t L, int64_t n,
                          const int64_t st[3], int64_t total) {
-  int64_t written = 0, nan_count = 0;
-  for (int64_t b = 0; b < B; b++)
-    for (int64_t h = 0; h < H; h++)
-      for (int64_t l = 0; l < L; l++) {
-        memcpy(x + ((b * H + h) * L + l) * n, y + b * st[0] + h * st[1] + l * st[2],
-               sizeof(float) * n);
-        written += n;
-      }
-  for (int64_t i = 0; i < total; i++) nan_count += isnan(y[i]);
-  CHECK(nan_count == total - written); /* nothing outside the view was touched */
+  CHECK(layout_gather(y, x, B, H, L, n, st, total)); /* nothing outside the view was touched */
 }
 
 static void test_strided_equals_contiguous(void) {

@@ -19,7 +19,16 @@ and checks that the four give the same loss. Run it on a quiet machine:
   /usr/bin/python3 tools/bench_torch_op.py --n 1024 --causal --batch 4 --dtype bf16
   /usr/bin/python3 tools/bench_torch_op.py --n 64 --d-model 64 --heads 4 --steps 2   # smoke test
 
-The package is found in python/ next to this script (ATTN_LIB overrides the library)."""
+The package is found in python/ next to this script (ATTN_LIB overrides the library).
+
+Threads: --threads sets torch's intra-op threads, attn's threads and, when
+torch's BLAS is OpenBLAS (Debian's torch: its Linear and bmm), OpenBLAS's
+own pool too, which torch.set_num_threads leaves at every CPU: without that,
+"--threads 1" timed torch's matrix products on all CPUs against attn on one.
+--clock cpu times the process's CPU time instead of the wall clock: on a
+busy machine, with --threads 1, it still compares the work each side does
+(every CPU the process runs on counts, so use it with one thread only)."""
+import ctypes
 import argparse
 import copy
 import math
@@ -61,11 +70,33 @@ def cpu_name():
     return platform.processor() or platform.machine()
 
 
-def time_steps(layer, x, w, kw, steps, warmup, dtype):
+def set_blas_threads(n):
+    """OpenBLAS's thread count, when torch's BLAS is OpenBLAS (its pool is
+    not torch's and ignores torch.set_num_threads); returns the count now in
+    force, or None when no OpenBLAS is loaded."""
+    try:
+        with open("/proc/self/maps") as f:
+            paths = {line.split()[-1] for line in f if "openblas" in line.lower()}
+    except OSError:
+        return None
+    for path in sorted(paths):
+        try:
+            lib = ctypes.CDLL(path)
+            lib.openblas_set_num_threads(ctypes.c_int(n))
+            return lib.openblas_get_num_threads()
+        except (OSError, AttributeError):
+            continue
+    return None
+
+
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+
+
+def time_steps(layer, x, w, kw, steps, warmup, dtype, clock=time.perf_counter):
     opt = torch.optim.SGD(layer.parameters(), lr=1e-3)
     times, loss = [], None
     for i in range(warmup + steps):
-        t0 = time.perf_counter()
+        t0 = clock()
         opt.zero_grad(set_to_none=True)
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == "bf16"):
             y = layer(x, **kw)
@@ -73,7 +104,7 @@ def time_steps(layer, x, w, kw, steps, warmup, dtype):
         loss.backward()
         opt.step()
         if i >= warmup:
-            times.append(time.perf_counter() - t0)
+            times.append(clock() - t0)
     return statistics.median(times), loss.item()
 
 
@@ -97,13 +128,13 @@ def run_one(a, n, causal, net):
     kw = {"is_causal": True} if causal else {}
     steps = a.steps if n <= 1024 else max(1, a.steps // 2)
     print("TransformerEncoderLayer(%d, %d, dim_feedforward=%d) training step: batch %d, N %d, %s%s; "
-          "median of %d steps after %d warm-up"
+          "median of %d steps after %d warm-up (%s time)"
           % (a.d_model, a.heads, a.ff, a.batch, n, a.dtype, ", causal" if causal else "",
-             steps, a.warmup))
+             steps, a.warmup, a.clock))
     t, loss = {}, {}
     for name, layer, k in (("A", A, kw_a), ("B", B, kw), ("C", C, kw), ("D", D, kw)):
         t[name], loss[name] = time_steps(layer, x, w, k, steps, a.warmup,
-                                         "f32" if name == "D" else a.dtype)
+                                         "f32" if name == "D" else a.dtype, CLOCKS[a.clock])
     for k, what in (("A", "torch nn.TransformerEncoderLayer (math attention)"),
                     ("B", "SDPAEncoderLayer, math formula as its attention"),
                     ("C", "SDPAEncoderLayer, attn's op"),
@@ -141,13 +172,20 @@ def main():
                          "precision='bf16' (bf16 matrix products)")
     ap.add_argument("--threads", type=int, default=0,
                     help="threads of torch and of attn alike (default: every logical CPU)")
+    ap.add_argument("--clock", choices=tuple(CLOCKS), default="wall",
+                    help="wall (default) or cpu: the process's CPU time (busy machine, 1 thread)")
     a = ap.parse_args()
     threads = a.threads or os.cpu_count()
     torch.set_num_threads(threads)
     attn.set_num_threads(threads)
-    print("cpu: %s (%d logical CPUs); torch %s with %d threads; attn %s at level %s with %d threads"
-          % (cpu_name(), os.cpu_count(), torch.__version__, torch.get_num_threads(),
-             attn.library_path, attn.isa(), attn.num_threads()))
+    torch.ones(2, 2) @ torch.ones(2, 2)  # loads torch's BLAS
+    blas = set_blas_threads(threads)
+    print("cpu: %s (%d logical CPUs); torch %s with %d threads%s; attn %s at level %s with %d "
+          "threads" % (cpu_name(), os.cpu_count(), torch.__version__, torch.get_num_threads(),
+                       "" if blas is None else " (OpenBLAS %d)" % blas, attn.library_path,
+                       attn.isa(), attn.num_threads()))
+    if a.clock == "cpu" and threads > 1:
+        print("note: --clock cpu adds up the CPU time of every thread; compare with --threads 1")
     net = layers(a, threads)
     rc, rows = 0, []
     for n in a.n:
@@ -155,7 +193,8 @@ def main():
             bad, t = run_one(a, n, causal, net)
             rc |= bad
             rows.append((n, causal, t))
-    print("\nsummary (ms per step; %s, batch %d, %d threads)" % (a.dtype, a.batch, threads))
+    print("\nsummary (ms per step, %s time; %s, batch %d, %d threads)"
+          % (a.clock, a.dtype, a.batch, threads))
     print("| N | A torch's layer | C with attn's op | D attn's layer | A / D | C / D |")
     print("|---|---|---|---|---|---|")
     for n, causal, t in rows:

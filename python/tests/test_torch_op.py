@@ -211,6 +211,17 @@ if __name__ == "__main__":
     unittest.main()
 
 
+def openblas_loaded():
+    """torch's BLAS is OpenBLAS (Debian's torch), loaded once a product ran."""
+    import torch
+    torch.ones(2, 2) @ torch.ones(2, 2)
+    try:
+        with open("/proc/self/maps") as f:
+            return any("openblas" in line.lower() for line in f)
+    except OSError:
+        return False
+
+
 @needs_torch
 class BenchScript(unittest.TestCase):
     """tools/bench_torch_op.py still runs (tiny sizes; no timing is judged)."""
@@ -223,7 +234,7 @@ class BenchScript(unittest.TestCase):
         script = os.path.join(root, "tools", "bench_torch_op.py")
         if not os.path.exists(script):
             self.skipTest("tools/bench_torch_op.py not here (installed package)")
-        for extra in ([], ["--causal", "--dtype", "bf16", "--batch", "2"]):
+        for extra in (["--clock", "cpu"], ["--causal", "--dtype", "bf16", "--batch", "2"]):
             r = subprocess.run([sys.executable, script, "--n", "16", "--d-model", "16", "--heads", "2",
                                 "--ff", "32", "--steps", "1", "--warmup", "0", "--threads", "1"]
                                + extra, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -233,3 +244,6 @@ class BenchScript(unittest.TestCase):
             self.assertIn("speedup of attn's op", text)
             self.assertIn("speedup of attn's layer", text)
             self.assertIn("| 16", text)
+            self.assertIn("(%s time)" % ("cpu" if extra[:1] == ["--clock"] else "wall"), text)
+            if openblas_loaded():  # its own pool follows --threads too (not only torch's)
+                self.assertIn("(OpenBLAS 1)", text.splitlines()[0])

@@ -162,7 +162,7 @@ static void tiles_fused(const attn_flash_ops *ops, const attn_sdpa_desc *d, int 
 
 /* One work item: rows [i0, i0+nq) of (b, h). ws: o [BQ, Dv], m, l [BQ], s [2, MR, BC],
  * and with Shaw xr [MR, QW] (q·shaw_kᵀ on the tile's band, then p summed on it); for
- * fp16 inputs, qc [BQ, D] (the item's q rows as f32). */
+ * qc [BQ, D] (the item's q rows as dense f32 rows: fp16 converted, strided ones copied). */
 static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
                          const attn_sdpa_resolved *rs, const attn_flash_pos *pos, int64_t b,
                          int64_t h, int64_t i0, int nq, const attn_flash_in *in, const float *kt,
@@ -172,7 +172,7 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
   float *pe = xr + MR * QW; /* [BQ, 2]: p summed at Shaw rows 0 and 2M-2 */
   float *vc = pe + 2 * BQ;  /* [BC, Dvp]: a block of v, 64-byte aligned rows */
   const int64_t Dvp = (Dv + 15) & ~(int64_t)15;
-  float *qc = vc + BC * Dvp; /* [BQ, D]: fp16 q rows as f32 */
+  float *qc = vc + BC * Dvp; /* [BQ, D]: q rows as dense f32 rows */
   float alpha[MR];
   int lo[MR], hi[MR], all_lo[MR], all_hi[MR];
   for (int r = 0; r < MR; r++)
@@ -182,6 +182,7 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
   const float *qb =
       attn_flash_in_rows(in->q, in->q16, in, b * rs->q[0] + h * rs->q[1] + i0 * rs->q[2], rs->q[2],
                          nq, D, qc, D, &ldq);
+  qb = attn_flash_dense_rows(qb, ldq, nq, D, qc, &ldq); /* read once per key block */
   const int64_t voff = b * rs->v[0] + kvh * rs->v[1];
   const float *kth = kt + (b * d->Hkv + kvh) * nkb * D * BC;
   memset(o, 0, (size_t)nq * Dv * sizeof(float));
@@ -214,9 +215,10 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
       int G = nq / MR, next = kb + 1 < kb1 && d->Lk - j0 >= 2 * BC;
       const float *vt = vb;
       int64_t ldvt = ldv;
-      if (((uintptr_t)vb | (uintptr_t)(ldv * sizeof(float))) % 64 && G > 1) {
-        /* rows of v off 64-byte lines: each 64-byte load would split two
-         * lines; the block is copied to aligned rows (in L1 after) */
+      if ((ldv != Dvp || (uintptr_t)vb % 64) && G > 1) {
+        /* rows of v off 64-byte lines (each 64-byte load would split two
+         * lines) or strided (sdpa_flash_layout.c: the block thrashes L1):
+         * the block is copied to dense aligned rows (in L1 after) */
         for (int j = 0; j < BC; j++)
           memcpy(vc + j * Dvp, vb + j * ldv, (size_t)Dv * sizeof(float));
         vt = vc, ldvt = Dvp;
@@ -323,9 +325,9 @@ attn_status attn_sdpa_forward_flash_in(const attn_flash_ops *ops, const attn_sdp
     return st;
   }
   float *kt = attn_flash_alloc(kt_n, 1, "packed k");
-  /* fp16: qc [BQ, D] after the item's workspace, also the block of k to pack */
+  /* qc [BQ, D] after the item's workspace (fp16: also the block of k to pack) */
   const int64_t qc_at = (int64_t)BQ * Dv + 4 * BQ + 2 * MR * BC + MR * QW + BC * ((Dv + 15) & ~15);
-  int64_t per = qc_at + (f16 ? (int64_t)BQ * D : 0);
+  int64_t per = qc_at + (int64_t)BQ * D;
   float *ws = kt ? attn_flash_alloc(per, nt, "forward") : NULL;
   if (!ws) {
     free(kt);

@@ -46,6 +46,33 @@ const float *attn_flash_in_rows(const float *x, const uint16_t *x16, const attn_
                                 int64_t off, int64_t ld, int64_t n, int64_t cols, float *buf,
                                 int64_t ldb, int64_t *ldo);
 
+/* n rows of x (ld apart, cols wide) as a dense block: x itself when ld ==
+ * cols, else copied into buf (rows cols apart); *ldo the rows' stride
+ * (sdpa_flash_layout.c: why the loops want their reused blocks dense). */
+const float *attn_flash_dense_rows(const float *x, int64_t ld, int64_t n, int64_t cols,
+                                   float *buf, int64_t *ldo);
+
+/* The backward's q and dout as its items read them: dense [B, Hq, Lq, D] /
+ * [B, Hq, Lq, Dv] copies when the rows are strided (f32 q; fp16 q is
+ * converted a block at a time anyway), else the caller's; rs and in are the
+ * call's with the copies' strides and pointer. init returns 0 (error set)
+ * when a copy cannot be allocated; row copies query row t = (b Hq + h) Lq + i
+ * (every row before the items run); free releases the copies. */
+typedef struct {
+  attn_sdpa_resolved rs;
+  attn_flash_in in;
+  const float *dout;
+  float *qd, *dd; /* the copies (NULL: none) */
+  const float *q0, *dout0; /* the caller's */
+  attn_sdpa_resolved rs0;
+} attn_flash_dense_io;
+int attn_flash_dense_io_init(attn_flash_dense_io *x, const attn_sdpa_desc *d,
+                             const attn_sdpa_resolved *rs, const attn_flash_in *in,
+                             const float *dout);
+void attn_flash_dense_io_row(const attn_flash_dense_io *x, int64_t t, int64_t b, int64_t h,
+                             int64_t i);
+void attn_flash_dense_io_free(attn_flash_dense_io *x);
+
 /* ---- shared by forward and backward (sdpa_flash.c) ---------------------- */
 /* Keys j with lo <= j < hi may be allowed for query i (causal, window,
  * key_lens); lo >= hi: none. Both are non-decreasing in i. */

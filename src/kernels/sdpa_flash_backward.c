@@ -47,8 +47,9 @@ typedef struct {
   const attn_sdpa_resolved *rs;
   const attn_flash_in *in;
   const float *out, *lse, *dout, *di;
-  float *dq, *dk, *dv, *part; /* part: [C-1][B, Hq, Lq, D] */
+  float *dq, *dk, *dv, *part; /* part: [C-1+dense0][B, Hq, Lq, D] */
   int64_t C;
+  int dense0; /* chunk 0's dq in part's first slot too (dq's rows strided: copied at the end) */
   const attn_flash_pos *pos;
   /* per-item table gradient partials [items, tper]: d bias by relative
    * distance [G, nrel] (T5), d shaw_k [nr, D], d shaw_v [nr, Dv] */
@@ -74,18 +75,19 @@ static int64_t first_row(const attn_sdpa_desc *d, int64_t b, int64_t j, int want
 /* dq rows of (b, h) for chunk c: the gradient itself or its partial buffer */
 static float *dq_rows(const bwd_ctx *x, int64_t c, int64_t b, int64_t h, int64_t *ld) {
   const attn_sdpa_desc *d = x->d;
-  if (c == 0) {
+  if (c == 0 && !x->dense0) {
     *ld = x->rs->q[2];
     return x->dq + b * x->rs->q[0] + h * x->rs->q[1];
   }
   *ld = d->D;
-  return x->part + (((c - 1) * d->B + b) * d->Hq + h) * d->Lq * d->D;
+  return x->part + (((c - 1 + x->dense0) * d->B + b) * d->Hq + h) * d->Lq * d->D;
 }
 
 /* ws: kt [D, BC], vt [Dv, BC], dkb [BC, D], dvb [BC, Dv], p, ds [BQB, BC], s, dp [MR, BC],
  * xq, xv [MR, QW] (Shaw bands: q·shaw_kᵀ then ds summed; dout·shaw_vᵀ then p summed),
  * gc [MR, BC] (softcap's 1 - tanh^2 of the tile), raw [MR, BC] (the scores before a
- * user score_mod); fp16 inputs: kc [BC, D], vc [BC, Dv], qc [BQB, D] (the blocks as f32).
+ * user score_mod); kc [BC, D]: the block of k as dense rows (fp16: converted, as vc [BC, Dv]
+ * and qc [BQB, D] the blocks of v and q; strided f32 q and dout are dense copies already).
  * tp: this item's table gradient partials (x->tper floats). */
 static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, float *ws,
                           float *tp) {
@@ -124,6 +126,7 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, flo
     if (iq0 < iq1) {
       kr = attn_flash_in_rows(in->k, in->k16, in, koff + j0 * rs->k[2], rs->k[2], nk, D, kc, D,
                               &ldk);
+      kr = attn_flash_dense_rows(kr, ldk, nk, D, kc, &ldk);
       const float *vb = attn_flash_in_rows(in->v, in->v16, in, voff + j0 * rs->v[2], rs->v[2], nk,
                                            Dv, vc, Dv, &ldv);
       ops->pack_t(nk, D, kr, ldk, kt);
@@ -142,6 +145,8 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, flo
         int64_t ldq;         /* the block's q rows: qb row r is query qb0 + r */
         const float *qb = attn_flash_in_rows(in->q, in->q16, in, qoff + qb0 * rs->q[2], rs->q[2],
                                              nq, D, qc, D, &ldq);
+        const int64_t ldo = rs->o[2]; /* the block's dout rows */
+        const float *dob = doh + qb0 * ldo;
         for (int r0 = 0; r0 < nq; r0 += MR) {
           int R = nq - r0 < MR ? nq - r0 : MR;
           const int64_t i = qb0 + r0, pi = i + d->q_offset;
@@ -154,15 +159,15 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, flo
           }
           if (ra > r0) ra = r0;
           rz = r0 + R;
-          const float *qi = qb + r0 * ldq, *doi = doh + i * rs->o[2];
+          const float *qi = qb + r0 * ldq, *doi = dob + r0 * ldo;
           const float *ends = pos->ends ? pos->ends + ((b * d->Hq + h) * d->Lq + i) * 4 : NULL;
           float *pr = p + r0 * BC, *dsr = ds + r0 * BC;
           ops->gemm(R, BC, D, qi, ldq, 1, kt, BC, s, BC, NULL, 0);
-          ops->gemm(R, BC, Dv, doi, rs->o[2], 1, vt, BC, dp, BC, NULL, 0);
+          ops->gemm(R, BC, Dv, doi, ldo, 1, vt, BC, dp, BC, NULL, 0);
           int64_t t0 = 0;
           int w = pos->nr ? attn_flash_shaw_band(d, pi, R, j0, nk, &t0) : 0;
           if (pos->svt) { /* dp += dout·shaw_vᵀ at each (i, j)'s table row */
-            attn_flash_shaw_rows(ops, R, doi, rs->o[2], Dv, pos->svt, pos->nr, t0, w, 1.0f, xv);
+            attn_flash_shaw_rows(ops, R, doi, ldo, Dv, pos->svt, pos->nr, t0, w, 1.0f, xv);
             attn_flash_shaw_gather(ops, d, pi, R, j0, nk, t0, xv, ends + 2, 0, dp);
           }
           /* T5 and score_mod want ds without the scale: scaled below, after them */
@@ -205,7 +210,7 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, flo
           }
           if (gsv) { /* d shaw_v[band] += prᵀ dout */
             attn_flash_shaw_scatter(ops, d, pi, R, j0, nk, t0, w, pr, BC, xv);
-            attn_flash_table_grad(ops, R, w, t0, xv, doi, rs->o[2], Dv, gsv);
+            attn_flash_table_grad(ops, R, w, t0, xv, doi, ldo, Dv, gsv);
           }
         }
         /* dv_blk [nk, Dv] += pᵀ dout ; dk_blk [nk, D] += dsᵀ q over rows [ra, rz) */
@@ -214,8 +219,8 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, flo
           int R = nk - jr < MR ? nk - jr : MR;
           for (int64_t c0 = 0; c0 < Dv; c0 += NC) {
             int n = (int)(Dv - c0 < NC ? Dv - c0 : NC);
-            ops->gemm(R, n, nr, p + ra * BC + jr, 1, BC, doh + (qb0 + ra) * rs->o[2] + c0,
-                      rs->o[2], dvb + jr * Dv + c0, Dv, NULL, 1);
+            ops->gemm(R, n, nr, p + ra * BC + jr, 1, BC, dob + ra * ldo + c0, ldo,
+                      dvb + jr * Dv + c0, Dv, NULL, 1);
           }
           for (int64_t c0 = 0; c0 < D; c0 += NC) {
             int n = (int)(D - c0 < NC ? D - c0 : NC);
@@ -323,12 +328,22 @@ attn_status attn_sdpa_backward_flash_in(const attn_flash_ops *ops, const attn_sd
   const int64_t items = B * Hkv * C;
   int nt = attn_kernel_threads(2.5 * B * Hq * Lq * d->Lk * (D + Dv), items);
   float *di = attn_flash_alloc(B * Hq * Lq, 1, "backward rowsum");
-  float *part = C > 1 ? attn_flash_alloc((C - 1) * B * Hq * Lq * D, 1, "partial dq") : NULL;
+  /* dq's rows strided (e.g. [B, L, H, D]): chunk 0 accumulates in dense rows,
+   * which stay in L2 across the key blocks (sdpa_flash_layout.c) */
+  const int dense0 = rs.q[2] != D;
+  const int64_t nparts = C - 1 + dense0;
+  float *part = nparts ? attn_flash_alloc(nparts * B * Hq * Lq * D, 1, "partial dq") : NULL;
   int64_t per = 2 * (D + Dv) * BC + 2 * BQB * BC + 4 * MR * BC + 2 * MR * QW;
-  if (f16) per += (D + Dv) * BC + BQB * D; /* kc, vc, qc */
+  per += BC * D;                             /* kc */
+  if (f16) per += Dv * BC + BQB * D;          /* vc, qc */
   float *ws = attn_flash_alloc(per, nt, "backward");
+  /* q's and dout's rows strided: the items read dense copies (made with D_i
+   * below; each query row is read once per key block, sdpa_flash_layout.c) */
+  attn_flash_dense_io dio;
+  int dio_ok = attn_flash_dense_io_init(&dio, d, &rs, in, dout);
   attn_flash_pos pos;
-  bwd_ctx x = {ops, d, &rs, in, out, lse, dout, di, dq, dk, dv, part, C, &pos, NULL, 0, 0, 0, 0};
+  bwd_ctx x = {ops, d, &dio.rs, &dio.in, out, lse, dio.dout, di, dq, dk, dv, part, C, dense0,
+               &pos, NULL, 0, 0, 0, 0};
   st = attn_flash_pos_init(d, &pos);
   if (!st && (st = attn_flash_shaw_ends(&pos, d, &rs, in->q, dout, nt))) attn_flash_pos_free(&pos);
   if (!st) {
@@ -342,7 +357,8 @@ attn_status attn_sdpa_backward_flash_in(const attn_flash_ops *ops, const attn_sd
     else if (x.tper)
       attn_set_error(ATTN_ENOMEM, "sdpa flash: table gradient partials too large");
   }
-  if (st || !di || (C > 1 && !part) || !ws || (x.tper && !x.tpart)) {
+  if (st || !di || (nparts && !part) || !ws || (x.tper && !x.tpart) || !dio_ok) {
+    attn_flash_dense_io_free(&dio);
     free(di);
     free(part);
     free(ws);
@@ -363,18 +379,20 @@ attn_status attn_sdpa_backward_flash_in(const attn_flash_ops *ops, const attn_sd
       for (int64_t c = 0; c < Dv; c++)
         acc += (double)o[c] * g[c];
       di[t] = (float)acc;
+      attn_flash_dense_io_row(&dio, t, b, h, i);
     }
 #pragma omp for schedule(dynamic, 1)
     for (int64_t t = 0; t < items; t++)
       backward_item(&x, t / C / Hkv, (t / C) % Hkv, t % C, ws + attn_thread_id() * per,
                     x.tpart ? x.tpart + t * x.tper : NULL);
-    if (C > 1) { /* dq += the other chunks' parts, in chunk order */
+    if (nparts) { /* dq = chunk 0's (dense0), += the other chunks' parts, in chunk order */
 #pragma omp for schedule(static)
       for (int64_t t = 0; t < B * Hq * Lq; t++) {
         int64_t bh = t / Lq, i = t % Lq;
         float *g = dq + (bh / Hq) * rs.q[0] + (bh % Hq) * rs.q[1] + i * rs.q[2];
+        if (dense0) memcpy(g, part + t * D, (size_t)D * sizeof(float));
         for (int64_t c = 1; c < C; c++) {
-          const float *pc = part + ((c - 1) * B * Hq * Lq + t) * D;
+          const float *pc = part + ((c - 1 + dense0) * B * Hq * Lq + t) * D;
           for (int64_t e = 0; e < D; e++)
             g[e] += pc[e];
         }
@@ -382,6 +400,7 @@ attn_status attn_sdpa_backward_flash_in(const attn_flash_ops *ops, const attn_sd
     }
   }
   if (x.tper) table_grads_finish(&x, items);
+  attn_flash_dense_io_free(&dio);
   free(di);
   free(part);
   free(ws);

@@ -43,8 +43,7 @@ attn_status attn_dense_forward_ctx(const attn_nn_ctx *ctx, const float *x, const
                                      wq, NULL);
     xa = xq, Wa = wq;
   }
-  if (!st && b)
-    for (int64_t r = 0; r < rows; r++) memcpy(y + r * out, b, sizeof(float) * (size_t)out);
+  if (!st && b) attn_nn_bias_rows(y, b, rows, out);
   // y [rows, out] (+)= x [rows, in] · W[out, in]ᵀ
   if (!st)
     st = attn_gemm_prec_f32in(ctx->precision, 0, 1, rows, out, in, 1.0f, xa, in, Wa, in,
@@ -110,10 +109,7 @@ attn_status attn_dense_backward_ctx(const attn_nn_ctx *ctx, const float *x, cons
                                 dW, in);
   }
   if (st) return st;
-  if (db) {
-    for (int64_t r = 0; r < rows; r++)
-      for (int64_t o = 0; o < out; o++) db[o] += dy[r * out + o];
-  }
+  if (db) attn_nn_bias_grad(db, dy, rows, out);
   return ATTN_OK;
 }
 

@@ -1,6 +1,7 @@
 /* Linear (and the dense maths under every projection): y = x Wᵀ + b. */
 #include <math.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "nn/nn_internal.h"
 
@@ -14,14 +15,24 @@ static attn_status dense_check(const char *fn, const float *x, const float *W, c
   return ATTN_OK;
 }
 
+void attn_nn_bias_rows(float *y, const float *b, int64_t rows, int64_t out) {
+  for (int64_t r = 0; r < rows; r++) memcpy(y + r * out, b, sizeof(float) * (size_t)out);
+}
+
+void attn_nn_bias_grad(float *restrict db, const float *restrict dy, int64_t rows, int64_t out) {
+  /* row by row: each db[o] sums dy[r][o] in r order (vectorised across o) */
+  for (int64_t r = 0; r < rows; r++) {
+    const float *restrict y = dy + r * out;
+#pragma omp simd
+    for (int64_t o = 0; o < out; o++) db[o] += y[o];
+  }
+}
+
 attn_status attn_dense_forward_f32(const float *x, const float *W, const float *b, float *y,
                                    int64_t rows, int64_t in, int64_t out) {
   attn_status st = dense_check("dense_forward", x, W, y, rows, in, out);
   if (st || rows == 0) return st;
-  if (b) {
-    for (int64_t r = 0; r < rows; r++)
-      for (int64_t o = 0; o < out; o++) y[r * out + o] = b[o];
-  }
+  if (b) attn_nn_bias_rows(y, b, rows, out);
   // y [rows, out] (+)= x [rows, in] · W[out, in]ᵀ
   return attn_gemm_f32(0, 1, rows, out, in, 1.0f, x, in, W, in, b ? 1.0f : 0.0f, y, out);
 }
@@ -39,10 +50,7 @@ attn_status attn_dense_backward_f32(const float *x, const float *W, const float 
   // dW [out, in] += dyᵀ · x
   st = attn_gemm_f32(1, 0, out, in, rows, 1.0f, dy, out, x, in, 1.0f, dW, in);
   if (st) return st;
-  if (db) {
-    for (int64_t r = 0; r < rows; r++)
-      for (int64_t o = 0; o < out; o++) db[o] += dy[r * out + o];
-  }
+  if (db) attn_nn_bias_grad(db, dy, rows, out);
   return ATTN_OK;
 }
 

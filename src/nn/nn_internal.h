@@ -28,6 +28,10 @@ void *attn_nn_alloc_uninit(void **slot, int64_t n, size_t sz);
 
 /* Scratch buffer (not arena), zeroed; free with free(). */
 float *attn_nn_scratch(int64_t n);
+/* Linear biases (linear.c): y [rows, out] := b in every row; db [out] += the
+ * column sums of dy [rows, out], each summed in row order. */
+void attn_nn_bias_rows(float *y, const float *b, int64_t rows, int64_t out);
+void attn_nn_bias_grad(float *db, const float *dy, int64_t rows, int64_t out);
 
 /* FNV-1a of a string, for dropout stream ids. */
 uint64_t attn_nn_hash(const char *s, uint64_t h);
