@@ -127,7 +127,7 @@ int attn_cmd_diagnose(int argc, char **argv) {
   cross |= in.cross; /* metadata "attention": "cross" (attn g2p predict --save-attention) */
   if (cross && chart) {
     attn_viz_input_free(&in);
-    return cli_usage("--chart draws the self-attention table, not cross attention");
+    return cli_usage("--chart draws the self-attention table; not with --cross (or a file of cross attention)");
   }
   /* the model context qualifies the self-attention advice; cross attention only checks the options */
   attn_diag_context ctx;
