@@ -17,24 +17,8 @@
 
 #include "apps/seq2seq/g2p_attention.h"
 #include "apps/viz/viz.h"
+#include "g2p_small.h"
 #include "harness.h"
-
-static void model(attn_g2p_model *m, int64_t max_tgt, uint64_t seed) {
-  attn_g2p_config c;
-  attn_g2p_config_default(&c);
-  c.d_model = 16;
-  c.heads = 4;
-  c.ff = 24;
-  c.enc_layers = 2;
-  c.dec_layers = 3;
-  c.max_src = 12;
-  c.max_tgt = max_tgt;
-  c.dropout = 0.1f; /* never applied */
-  attn_g2p_graphemes g;
-  attn_g2p_graphemes_make(&g, "ABCDEFG'", 8);
-  CHECK_OK(attn_g2p_create(m, &c, &g));
-  CHECK_OK(attn_g2p_init(m, seed));
-}
 
 static const int32_t word[7] = {11, 4, 5, 6, 4, 9, 10}; /* "G'AB'EF" (ids 4.. = "'ABCDEFG") */
 
@@ -68,7 +52,7 @@ static int against_full(const attn_g2p_model *m, attn_backend be, const int32_t 
 
 static void test_replay_equals_full_forward(void) {
   attn_g2p_model m;
-  model(&m, 10, 7);
+  g2p_small_model(&m, 10, 3, 7);
   int32_t greedy[10];
   int glen = 0;
   attn_nn_ctx ref = {.backend = ATTN_BACKEND_MATH};
@@ -110,7 +94,7 @@ static void test_replay_equals_full_forward(void) {
 
 static void test_file_round_trip(void) {
   attn_g2p_model m;
-  model(&m, 10, 3);
+  g2p_small_model(&m, 10, 3, 3);
   const int32_t ph[3] = {30, 4, 50};
   attn_g2p_cross c;
   CHECK_OK(attn_g2p_cross_attention(&m, NULL, word, 7, ph, 3, 1, &c));
@@ -139,7 +123,7 @@ static void test_file_round_trip(void) {
 
 static void test_bad_arguments(void) {
   attn_g2p_model m;
-  model(&m, 10, 3);
+  g2p_small_model(&m, 10, 3, 3);
   const int32_t ph[10] = {30, 4, 50, 30, 4, 50, 30, 4, 50, 30}, odd[2] = {4, 2};
   attn_g2p_cross c;
   CHECK_ERR(attn_g2p_cross_attention(&m, NULL, word, 0, ph, 3, 1, &c), ATTN_EINVAL);   /* no letters */
