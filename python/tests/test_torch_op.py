@@ -346,3 +346,20 @@ class BenchScript(unittest.TestCase):
                               text.splitlines()[0])
             if openblas_loaded():  # its own pool follows --threads too (not only torch's)
                 self.assertIn("(OpenBLAS 1)", text.splitlines()[0])
+
+    def test_profile_runs(self):
+        import os
+        import subprocess
+        import sys
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        script = os.path.join(root, "tools", "profile_torch_op.py")
+        if not os.path.exists(script):
+            self.skipTest("tools/profile_torch_op.py not here (installed package)")
+        r = subprocess.run([sys.executable, script, "--n", "64", "--d-model", "32", "--heads", "2",
+                            "--ff", "64", "--steps", "1"], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, timeout=300)
+        text = r.stdout.decode()
+        self.assertEqual(r.returncode, 0, text)
+        self.assertIn("A torch's layer", text)
+        self.assertIn("C with attn's op", text)
+        self.assertIn("(Python, autograd, ops < 0.5 ms)", text)
