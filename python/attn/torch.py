@@ -7,8 +7,9 @@ signature, so a model written for PyTorch 2 runs on Debian's torch 1.13:
 
 and a whole torch.nn.TransformerEncoderLayer computed by libattn, forward and
 backward (attn.torch.TransformerEncoderLayer, attn.torch.from_torch(layer);
-python/attn/_torch_layer.py), and SDPAEncoderLayer, torch's layer with only its
-attention through this op.
+python/attn/_torch_layer.py), SDPAEncoderLayer, torch's layer with only its
+attention through this op, and sdpa_qkvpacked, the op on one packed
+[B, L, 3, H, D] projection with no copy in or out (python/attn/_torch_qkvpacked.py).
 
 Shapes: query [..., L, E], key [..., S, E], value [..., S, Ev] -> [..., L, Ev]
 (the same leading dims; with enable_gqa=True the head dim, third from the
