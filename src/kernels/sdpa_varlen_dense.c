@@ -43,6 +43,7 @@ static void move_rows(float *dense, float *strided, const int64_t st[3], int64_t
                       int64_t w, int to_dense) {
   const int64_t n = H * L;
   const int nt = n * w >= ((int64_t)1 << 16) ? attn_kernel_threads((double)n * w * 16, n) : 1;
+  (void)nt; /* built without OpenMP */
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (int64_t t = 0; t < n; t++) {
     float *a = dense + t * w, *b = strided + (t / L) * st[1] + (t % L) * st[2];
