@@ -1,7 +1,9 @@
 /* Packed variable-length SDPA (attn/sdpa_varlen.h): validation of the
  * cu_seqlens, then one B = 1 piece per sequence on pointer offsets, run by
  * the split-call runner (sdpa_batched.c) through the chosen backend (f32
- * here; the bf16, fp16 and int8 kernels in sdpa_varlen_lowp.c). */
+ * here; the bf16, fp16 and int8 kernels in sdpa_varlen_lowp.c). The f32
+ * flash / auto backward runs each sequence on head-major scratch reused
+ * across the sequences (sdpa_varlen_dense.c). */
 #include <stdlib.h>
 #include <string.h>
 

@@ -4,9 +4,10 @@
  * flash backward, run on them in place, makes dense copies of q and dout and
  * accumulates dq in a dense partial buffer, each allocated per call: per
  * sequence, three fresh buffers of len·Hq·D floats whose pages are faulted in
- * and zeroed by the kernel every time (about 3 µs a 4 KB page on the Zen 3,
- * ~30 ms a call for the bench's 5,964 tokens at H = 8, D = 64: as much as the
- * copies themselves). Here the runner gathers each sequence's q, out and dout
+ * and zeroed by the kernel every time (about 3 µs a 4 KB page on the Zen 3:
+ * ~30 ms of CPU a call for `attn bench varlen`'s 5,964 tokens at H = 8,
+ * D = 64, and at 2 threads the wall time was ~12% above half the CPU time,
+ * the threads waiting on those faults and unmaps). Here the runner gathers each sequence's q, out and dout
  * once into head-major scratch [Hq, len, D] sized for the longest sequence and
  * reused by all of them, runs the sequence on it (dense rows: the kernel copies
  * nothing and writes dq in place) and scatters dq back. The values and the
