@@ -172,23 +172,10 @@ static void test_document_mask_mod(void) {
   sdpa_problem p;
   make(&p, 160, 160, 1, 0, 400);
   int32_t doc[2000];
-  uint8_t *bm = malloc(2 * 160 * 160);
-  static const int ends[2][4] = {{50, 51, 130, 160}, {64, 128, 150, 160}};
-  for (int b = 0; b < 2; b++)
-    for (int i = 0, dd = 0; i < 160; i++) {
-      while (i >= ends[b][dd]) dd++;
-      doc[b * 1000 + i] = dd;
-    }
-  for (int b = 0; b < 2; b++)
-    for (int i = 0; i < 160; i++)
-      for (int j = 0; j < 160; j++)
-        bm[(b * 160 + i) * 160 + j] = doc[b * 1000 + i] == doc[b * 1000 + j];
+  attn_sdpa_desc builtin = p.d;
+  uint8_t *bm = usermod_documents(doc, &builtin);
   mctx u = {.doc = doc};
   attn_sdpa_mods mods = {.mask_mod = doc_mask, .user = &u};
-  attn_sdpa_desc builtin = p.d;
-  builtin.bool_mask = bm;
-  builtin.bool_mask_stride[0] = 160 * 160, builtin.bool_mask_stride[2] = 160;
-  builtin.bool_mask_stride[3] = 1;
   against_builtin("document mask_mod", &p, &builtin, &mods, 0, 0);
   against_builtin("document mask_mod, block mask 32x32", &p, &builtin, &mods, 32, 32);
   free(bm);
@@ -354,7 +341,7 @@ static void test_alibi_slope_gradient(void) {
 static void test_threads_bit_identical(void) {
   sdpa_problem p;
   make(&p, 150, 200, 0, 0, 700);
-  float slopes[4] = {0.5f, 0.25f, 0.125f, 0.0625f}, partial[2][8];
+  float slopes[4] = {0.5f, 0.25f, 0.125f, 0.0625f};
   mctx u = {.slopes = slopes, .B = 2, .H = 4};
   attn_sdpa_mods mods = {.score_mod = alibi_score,
                          .score_mod_grad = one_grad,
@@ -366,22 +353,7 @@ static void test_threads_bit_identical(void) {
   mods.block_mask = &bm;
   attn_sdpa_desc d = p.d;
   d.mods = &mods;
-  for (int be = MATH; be < n_ops; be++) {
-    results r[2];
-    for (int t = 0; t < 2; t++) {
-      attn_set_num_threads(t + 1);
-      memset(partial[t], 0, sizeof partial[t]);
-      u.slope_grad = partial[t];
-      run(be, &d, &p, &r[t]);
-    }
-    attn_set_num_threads(1);
-    for (int i = 0; i < 5; i++)
-      CHECK(!memcmp(r[0].x[i], r[1].x[i],
-                    (size_t)(i == 0 ? p.no : i == 1 ? p.nl : i == 2 ? p.nq : i == 3 ? p.nk : p.nv) *
-                        sizeof(float)));
-    CHECK(!memcmp(partial[0], partial[1], sizeof partial[0]));
-    release(&r[0]), release(&r[1]);
-  }
+  usermod_threads_identical(&p, &d, &u.slope_grad);
   attn_block_mask_free(&bm);
   sdpa_free_problem(&p);
 }
@@ -439,23 +411,9 @@ static void test_block_mask_skips(void) {
 /* score_mod NaN at one pair: that row's out, lse, dq NaN, the other rows
  * finite, no crash; -inf from score_mod excludes the key */
 static void test_nan_contract(void) {
-  sdpa_problem p;
-  make(&p, 40, 70, 0, 0, 900);
   mctx u = {.nan_b = 1, .nan_h = 2, .nan_q = 3, .nan_kv = 5};
   attn_sdpa_mods mods = {.score_mod = nan_score, .score_mod_grad = one_grad, .user = &u};
-  attn_sdpa_desc d = p.d;
-  d.mods = &mods;
-  const int64_t row = (1 * 4 + 2) * 40 + 3;
-  for (int be = MATH; be < n_ops; be++) {
-    results r;
-    run(be, &d, &p, &r);
-    CHECK(isnan(r.x[1][row]) && isnan(r.x[0][row * 16]) && isnan(r.x[2][row * 24]));
-    CHECK(!sdpa_any_nan(r.x[1], row) && !sdpa_any_nan(r.x[1] + row + 1, p.nl - row - 1));
-    CHECK(!sdpa_any_nan(r.x[0], row * 16));
-    CHECK(!sdpa_any_nan(r.x[3], p.nk / 2)); /* batch 0's keys */
-    release(&r);
-  }
-  sdpa_free_problem(&p);
+  usermod_nan_contract(&mods);
 }
 
 /* fp16 flash runs the f32 loop: mods work there too */

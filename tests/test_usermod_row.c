@@ -269,23 +269,10 @@ static void test_document_row(void) {
   sdpa_problem p;
   make(&p, 160, 160, 1, 0, 400);
   int32_t doc[2000];
-  uint8_t *bm = malloc(2 * 160 * 160);
-  static const int ends[2][4] = {{50, 51, 130, 160}, {64, 128, 150, 160}};
-  for (int b = 0; b < 2; b++)
-    for (int i = 0, dd = 0; i < 160; i++) {
-      while (i >= ends[b][dd]) dd++;
-      doc[b * 1000 + i] = dd;
-    }
-  for (int b = 0; b < 2; b++)
-    for (int i = 0; i < 160; i++)
-      for (int j = 0; j < 160; j++)
-        bm[(b * 160 + i) * 160 + j] = doc[b * 1000 + i] == doc[b * 1000 + j];
+  attn_sdpa_desc builtin = p.d;
+  uint8_t *bm = usermod_documents(doc, &builtin);
   rctx u = {.doc = doc};
   attn_sdpa_mods mods = {.score_mod_row = doc_row, .score_mod_row_grad = one_row, .user = &u};
-  attn_sdpa_desc builtin = p.d;
-  builtin.bool_mask = bm;
-  builtin.bool_mask_stride[0] = 160 * 160, builtin.bool_mask_stride[2] = 160;
-  builtin.bool_mask_stride[3] = 1;
   against_builtin("document score_mod_row", &p, &builtin, &mods, 0, 0);
   CHECK(atomic_load(&u.inf_seen) == 0);
   free(bm);
@@ -337,7 +324,7 @@ static void test_alibi_row_slope_gradient(void) {
 static void test_row_threads_bit_identical(void) {
   sdpa_problem p;
   make(&p, 150, 200, 1, 0, 700);
-  float slopes[4] = {0.5f, 0.25f, 0.125f, 0.0625f}, partial[2][8];
+  float slopes[4] = {0.5f, 0.25f, 0.125f, 0.0625f};
   rctx u = {.slopes = slopes, .H = 4};
   attn_sdpa_mods mods = {.score_mod_row = alibi_row,
                          .score_mod_row_grad = one_row,
@@ -345,44 +332,16 @@ static void test_row_threads_bit_identical(void) {
                          .user = &u};
   attn_sdpa_desc d = p.d;
   d.mods = &mods;
-  for (int be = MATH; be < n_ops; be++) {
-    results r[2];
-    for (int t = 0; t < 2; t++) {
-      attn_set_num_threads(t + 1);
-      memset(partial[t], 0, sizeof partial[t]);
-      u.slope_grad = partial[t];
-      run(be, &d, &p, &r[t]);
-    }
-    attn_set_num_threads(1);
-    const int64_t n[5] = {p.no, p.nl, p.nq, p.nk, p.nv};
-    for (int i = 0; i < 5; i++)
-      CHECK(!memcmp(r[0].x[i], r[1].x[i], (size_t)n[i] * sizeof(float)));
-    CHECK(!memcmp(partial[0], partial[1], sizeof partial[0]));
-    release(&r[0]), release(&r[1]);
-  }
+  usermod_threads_identical(&p, &d, &u.slope_grad);
   sdpa_free_problem(&p);
 }
 
 /* NaN written by the row callback at one pair: that row's out, lse, dq NaN,
  * the other rows finite, no crash */
 static void test_row_nan_contract(void) {
-  sdpa_problem p;
-  make(&p, 40, 70, 0, 0, 900);
   rctx u = {.nan_b = 1, .nan_h = 2, .nan_q = 3, .nan_kv = 5};
   attn_sdpa_mods mods = {.score_mod_row = nan_row, .score_mod_row_grad = one_row, .user = &u};
-  attn_sdpa_desc d = p.d;
-  d.mods = &mods;
-  const int64_t row = (1 * 4 + 2) * 40 + 3;
-  for (int be = MATH; be < n_ops; be++) {
-    results r;
-    run(be, &d, &p, &r);
-    CHECK(isnan(r.x[1][row]) && isnan(r.x[0][row * 16]) && isnan(r.x[2][row * 24]));
-    CHECK(!sdpa_any_nan(r.x[1], row) && !sdpa_any_nan(r.x[1] + row + 1, p.nl - row - 1));
-    CHECK(!sdpa_any_nan(r.x[0], row * 16));
-    CHECK(!sdpa_any_nan(r.x[3], p.nk / 2)); /* batch 0's keys */
-    release(&r);
-  }
-  sdpa_free_problem(&p);
+  usermod_nan_contract(&mods);
 }
 
 /* ---- the other dtypes: row callbacks against the per-pair ones --------- */

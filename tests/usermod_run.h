@@ -104,4 +104,68 @@ static void make(sdpa_problem *p, int Lq, int Lk, int causal, int q_offset, unsi
   sdpa_make_problem(&c, seed, p);
 }
 
+/* Packed documents for 2 batches of 160 positions: doc[b * 1000 + i] the
+ * document of position i, and the same as a bool mask [2, 1, 160, 160]
+ * set on *builtin (returned; free it). */
+static uint8_t *usermod_documents(int32_t *doc, attn_sdpa_desc *builtin) {
+  uint8_t *bm = malloc(2 * 160 * 160);
+  static const int ends[2][4] = {{50, 51, 130, 160}, {64, 128, 150, 160}};
+  for (int b = 0; b < 2; b++)
+    for (int i = 0, dd = 0; i < 160; i++) {
+      while (i >= ends[b][dd]) dd++;
+      doc[b * 1000 + i] = dd;
+    }
+  for (int b = 0; b < 2; b++)
+    for (int i = 0; i < 160; i++)
+      for (int j = 0; j < 160; j++)
+        bm[(b * 160 + i) * 160 + j] = doc[b * 1000 + i] == doc[b * 1000 + j];
+  builtin->bool_mask = bm;
+  builtin->bool_mask_stride[0] = 160 * 160, builtin->bool_mask_stride[2] = 160;
+  builtin->bool_mask_stride[3] = 1;
+  return bm;
+}
+
+/* 1 and 2 threads give the same bits on every backend, the parameter
+ * gradient partials [2, 4] included (*slot: where the callbacks' user data
+ * keeps its partials' pointer) */
+static void usermod_threads_identical(const sdpa_problem *p, const attn_sdpa_desc *d,
+                                      float **slot) {
+  float partial[2][8];
+  const int64_t n[5] = {p->no, p->nl, p->nq, p->nk, p->nv};
+  for (int be = MATH; be < n_ops; be++) {
+    results r[2];
+    for (int t = 0; t < 2; t++) {
+      attn_set_num_threads(t + 1);
+      memset(partial[t], 0, sizeof partial[t]);
+      *slot = partial[t];
+      run(be, d, p, &r[t]);
+    }
+    attn_set_num_threads(1);
+    for (int i = 0; i < 5; i++)
+      CHECK(!memcmp(r[0].x[i], r[1].x[i], (size_t)n[i] * sizeof(float)));
+    CHECK(!memcmp(partial[0], partial[1], sizeof partial[0]));
+    release(&r[0]), release(&r[1]);
+  }
+}
+
+/* The NaN contract on make(40, 70): mods put a NaN logit at (b 1, h 2,
+ * q 3, kv 5); that row's out, lse, dq NaN, the other rows finite */
+static void usermod_nan_contract(attn_sdpa_mods *mods) {
+  sdpa_problem p;
+  make(&p, 40, 70, 0, 0, 900);
+  attn_sdpa_desc d = p.d;
+  d.mods = mods;
+  const int64_t row = (1 * 4 + 2) * 40 + 3;
+  for (int be = MATH; be < n_ops; be++) {
+    results r;
+    run(be, &d, &p, &r);
+    CHECK(isnan(r.x[1][row]) && isnan(r.x[0][row * 16]) && isnan(r.x[2][row * 24]));
+    CHECK(!sdpa_any_nan(r.x[1], row) && !sdpa_any_nan(r.x[1] + row + 1, p.nl - row - 1));
+    CHECK(!sdpa_any_nan(r.x[0], row * 16));
+    CHECK(!sdpa_any_nan(r.x[3], p.nk / 2)); /* batch 0's keys */
+    release(&r);
+  }
+  sdpa_free_problem(&p);
+}
+
 #endif
