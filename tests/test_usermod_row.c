@@ -24,22 +24,11 @@
 #include "apps/tools/bench_sdpa_mods.h"
 #include "attn/sdpa_bf16.h"
 #include "attn/sdpa_i8.h"
+#include "usermod_callbacks.h"
 #include "usermod_run.h"
 
-/* ---- the callbacks' data and the row callbacks -------------------------- */
-typedef struct {
-  int64_t q_offset, wl, wr; /* window: -1 unbounded */
-  const float *slopes;      /* [Hq] ALiBi */
-  int64_t H;
-  float cap;                /* softcap */
-  const int32_t *doc;       /* document id per position, [b * 1000 + position] */
-  float *slope_grad;        /* [B, H] partials of d loss / d slope[h] */
-  int64_t nan_b, nan_h, nan_q, nan_kv; /* nan_row: NaN there */
-  atomic_long inf_seen;     /* infinite scores passed to a callback */
-  atomic_long max_n;        /* the longest run passed */
-} rctx;
-
-static void seen(rctx *c, const float *s, int64_t n) {
+/* ---- the row callbacks (user data: mctx of usermod_callbacks.h) -------- */
+static void seen(mctx *c, const float *s, int64_t n) {
   long bad = 0;
   for (int64_t k = 0; k < n; k++)
     bad += isinf(s[k]) != 0;
@@ -49,14 +38,9 @@ static void seen(rctx *c, const float *s, int64_t n) {
   }
 }
 
-static float dist(const rctx *c, int64_t q, int64_t kv) {
-  const int64_t p = q + c->q_offset;
-  return (float)(p > kv ? p - kv : kv - p);
-}
-
 static void alibi_row(float *s, int64_t n, int64_t b, int64_t h, int64_t q, int64_t kv0, void *u) {
   (void)b;
-  rctx *c = u;
+  mctx *c = u;
   seen(c, s, n);
   for (int64_t k = 0; k < n; k++)
     s[k] = s[k] + (-c->slopes[h] * dist(c, q, kv0 + k)); /* the built-in's rounding */
@@ -70,7 +54,7 @@ static void one_row(const float *s, float *g, int64_t n, int64_t b, int64_t h, i
 
 static void alibi_row_param(const float *s, const float *g, int64_t n, int64_t b, int64_t h,
                             int64_t q, int64_t kv0, void *u) {
-  rctx *c = u;
+  mctx *c = u;
   seen(c, s, n);
   float acc = 0;
   for (int64_t k = 0; k < n; k++)
@@ -78,56 +62,25 @@ static void alibi_row_param(const float *s, const float *g, int64_t n, int64_t b
   c->slope_grad[b * c->H + h] += acc;
 }
 
-/* the per-pair ALiBi and its parameter gradient, the reference of the row one */
-static float alibi_pair(float s, int64_t b, int64_t h, int64_t q, int64_t kv, void *u) {
-  (void)b;
-  const rctx *c = u;
-  return s + (-c->slopes[h] * dist(c, q, kv));
-}
-
-static float one_pair(float s, int64_t b, int64_t h, int64_t q, int64_t kv, void *u) {
-  (void)s, (void)b, (void)h, (void)q, (void)kv, (void)u;
-  return 1.0f;
-}
-
-static void alibi_pair_param(float s, float g, int64_t b, int64_t h, int64_t q, int64_t kv,
-                             void *u) {
-  (void)s;
-  rctx *c = u;
-  c->slope_grad[b * c->H + h] += g * -dist(c, q, kv);
-}
-
-static float softcap_pair(float s, int64_t b, int64_t h, int64_t q, int64_t kv, void *u) {
-  (void)b, (void)h, (void)q, (void)kv;
-  const float cap = ((rctx *)u)->cap;
-  return cap * tanhf(s / cap);
-}
-
-static float softcap_pair_grad(float s, int64_t b, int64_t h, int64_t q, int64_t kv, void *u) {
-  (void)b, (void)h, (void)q, (void)kv;
-  const float t = tanhf(s / ((rctx *)u)->cap);
-  return 1.0f - t * t;
-}
-
 static void softcap_row(float *s, int64_t n, int64_t b, int64_t h, int64_t q, int64_t kv0,
                         void *u) {
   seen(u, s, n);
   for (int64_t k = 0; k < n; k++)
-    s[k] = softcap_pair(s[k], b, h, q, kv0 + k, u);
+    s[k] = softcap_score(s[k], b, h, q, kv0 + k, u);
 }
 
 static void softcap_row_grad(const float *s, float *g, int64_t n, int64_t b, int64_t h, int64_t q,
                              int64_t kv0, void *u) {
   seen(u, s, n);
   for (int64_t k = 0; k < n; k++)
-    g[k] *= softcap_pair_grad(s[k], b, h, q, kv0 + k, u);
+    g[k] *= softcap_grad(s[k], b, h, q, kv0 + k, u);
 }
 
 /* masks as -inf from the row callback: causal / window (q_offset), documents */
 static void window_row(float *s, int64_t n, int64_t b, int64_t h, int64_t q, int64_t kv0,
                        void *u) {
   (void)b, (void)h;
-  rctx *c = u;
+  mctx *c = u;
   seen(c, s, n);
   const int64_t p = q + c->q_offset;
   for (int64_t k = 0; k < n; k++) {
@@ -138,21 +91,16 @@ static void window_row(float *s, int64_t n, int64_t b, int64_t h, int64_t q, int
 
 static void doc_row(float *s, int64_t n, int64_t b, int64_t h, int64_t q, int64_t kv0, void *u) {
   (void)h;
-  rctx *c = u;
+  mctx *c = u;
   seen(c, s, n);
   for (int64_t k = 0; k < n; k++)
     if (c->doc[b * 1000 + q] != c->doc[b * 1000 + kv0 + k]) s[k] = -INFINITY;
 }
 
 static void nan_row(float *s, int64_t n, int64_t b, int64_t h, int64_t q, int64_t kv0, void *u) {
-  const rctx *c = u;
+  const mctx *c = u;
   if (b == c->nan_b && h == c->nan_h && q == c->nan_q && kv0 <= c->nan_kv && c->nan_kv < kv0 + n)
     s[c->nan_kv - kv0] = NAN;
-}
-
-static int causal_mask(int64_t b, int64_t h, int64_t q, int64_t kv, void *u) {
-  (void)b, (void)h;
-  return kv <= q + ((rctx *)u)->q_offset;
 }
 
 /* ---- the built-ins as row callbacks ------------------------------------ */
@@ -162,7 +110,7 @@ static void test_alibi_row(void) {
     make(&p, 110, 140, t, t ? 30 : 0, 300 + t);
     float slopes[4];
     CHECK_OK(attn_alibi_slopes(4, slopes));
-    rctx u = {.q_offset = p.d.q_offset, .slopes = slopes, .H = 4};
+    mctx u = {.q_offset = p.d.q_offset, .slopes = slopes, .H = 4};
     attn_sdpa_mods mods = {.score_mod_row = alibi_row, .score_mod_row_grad = one_row, .user = &u};
     attn_sdpa_desc builtin = p.d;
     builtin.alibi_slopes = slopes;
@@ -180,7 +128,7 @@ static void test_alibi_row_after_mask_mod(void) {
   make(&p, 150, 150, 0, 0, 310);
   float slopes[4];
   CHECK_OK(attn_alibi_slopes(4, slopes));
-  rctx u = {.slopes = slopes, .H = 4};
+  mctx u = {.slopes = slopes, .H = 4};
   attn_sdpa_mods mods = {.score_mod_row = alibi_row,
                          .score_mod_row_grad = one_row,
                          .mask_mod = causal_mask,
@@ -201,7 +149,7 @@ static void test_softcap_row(void) {
     c.qmul = 4.0f; /* logits up to ~ +-10: the cap matters */
     sdpa_problem p;
     sdpa_make_problem(&c, 500 + t, &p);
-    rctx u = {.cap = t ? 2.0f : 5.0f};
+    mctx u = {.cap = t ? 2.0f : 5.0f};
     attn_sdpa_mods mods = {.score_mod_row = softcap_row,
                            .score_mod_row_grad = softcap_row_grad,
                            .user = &u};
@@ -252,7 +200,7 @@ static void test_window_row(void) {
   for (int t = 0; t < 3; t++) {
     sdpa_problem p;
     make(&p, 130, 170, 0, t == 2 ? 40 : 0, 200 + t);
-    rctx u = {.q_offset = p.d.q_offset, .wl = w[t][0], .wr = w[t][1]};
+    mctx u = {.q_offset = p.d.q_offset, .wl = w[t][0], .wr = w[t][1]};
     attn_sdpa_mods mods = {.score_mod_row = window_row, .score_mod_row_grad = one_row, .user = &u};
     attn_sdpa_desc builtin = p.d;
     if (t == 0) builtin.causal = 1;
@@ -271,7 +219,7 @@ static void test_document_row(void) {
   int32_t doc[2000];
   attn_sdpa_desc builtin = p.d;
   uint8_t *bm = usermod_documents(doc, &builtin);
-  rctx u = {.doc = doc};
+  mctx u = {.doc = doc};
   attn_sdpa_mods mods = {.score_mod_row = doc_row, .score_mod_row_grad = one_row, .user = &u};
   against_builtin("document score_mod_row", &p, &builtin, &mods, 0, 0);
   CHECK(atomic_load(&u.inf_seen) == 0);
@@ -286,14 +234,14 @@ static void test_alibi_row_slope_gradient(void) {
   sdpa_problem p;
   make(&p, 60, 70, 1, 10, 600);
   float slopes[4] = {0.5f, 0.25f, 0.125f, 0.0625f}, got[8], want[8];
-  rctx u = {.q_offset = 10, .slopes = slopes, .H = 4};
+  mctx u = {.q_offset = 10, .slopes = slopes, .H = 4};
   attn_sdpa_mods row = {.score_mod_row = alibi_row,
                         .score_mod_row_grad = one_row,
                         .score_mod_row_param_grad = alibi_row_param,
                         .user = &u};
-  attn_sdpa_mods pair = {.score_mod = alibi_pair,
-                         .score_mod_grad = one_pair,
-                         .score_mod_param_grad = alibi_pair_param,
+  attn_sdpa_mods pair = {.score_mod = alibi_score,
+                         .score_mod_grad = one_grad,
+                         .score_mod_param_grad = alibi_param_grad,
                          .user = &u};
   for (int be = MATH; be < n_ops; be++) {
     attn_sdpa_desc d = p.d;
@@ -325,7 +273,7 @@ static void test_row_threads_bit_identical(void) {
   sdpa_problem p;
   make(&p, 150, 200, 1, 0, 700);
   float slopes[4] = {0.5f, 0.25f, 0.125f, 0.0625f};
-  rctx u = {.slopes = slopes, .H = 4};
+  mctx u = {.slopes = slopes, .H = 4};
   attn_sdpa_mods mods = {.score_mod_row = alibi_row,
                          .score_mod_row_grad = one_row,
                          .score_mod_row_param_grad = alibi_row_param,
@@ -339,7 +287,7 @@ static void test_row_threads_bit_identical(void) {
 /* NaN written by the row callback at one pair: that row's out, lse, dq NaN,
  * the other rows finite, no crash */
 static void test_row_nan_contract(void) {
-  rctx u = {.nan_b = 1, .nan_h = 2, .nan_q = 3, .nan_kv = 5};
+  mctx u = {.nan_b = 1, .nan_h = 2, .nan_q = 3, .nan_kv = 5};
   attn_sdpa_mods mods = {.score_mod_row = nan_row, .score_mod_row_grad = one_row, .user = &u};
   usermod_nan_contract(&mods);
 }
@@ -368,7 +316,7 @@ static void test_lowp_row(void) {
   sdpa_make_problem(&c, 1200, &p);
   sdpa_problem_to_bf16(&p);
   float slopes[4] = {0.5f, 0.25f, 0.125f, 0.0625f}, pg[2][8];
-  rctx u = {.slopes = slopes, .H = 4, .cap = 3.0f};
+  mctx u = {.slopes = slopes, .H = 4, .cap = 3.0f};
   attn_sdpa_mods rows[2] = {{.score_mod_row = alibi_row,
                              .score_mod_row_grad = one_row,
                              .score_mod_row_param_grad = alibi_row_param,
@@ -376,12 +324,12 @@ static void test_lowp_row(void) {
                             {.score_mod_row = softcap_row,
                              .score_mod_row_grad = softcap_row_grad,
                              .user = &u}};
-  attn_sdpa_mods pairs[2] = {{.score_mod = alibi_pair,
-                              .score_mod_grad = one_pair,
-                              .score_mod_param_grad = alibi_pair_param,
+  attn_sdpa_mods pairs[2] = {{.score_mod = alibi_score,
+                              .score_mod_grad = one_grad,
+                              .score_mod_param_grad = alibi_param_grad,
                               .user = &u},
-                             {.score_mod = softcap_pair,
-                              .score_mod_grad = softcap_pair_grad,
+                             {.score_mod = softcap_score,
+                              .score_mod_grad = softcap_grad,
                               .user = &u}};
   const int64_t n[5] = {p.no, p.nl, p.nq, p.nk, p.nv};
   for (int t = 0; t < 2; t++)
@@ -433,10 +381,10 @@ static void test_row_bad_input(void) {
   make(&p, 20, 30, 0, 0, 1100);
   float *o = sdpa_zeros(p.no), *l = sdpa_zeros(p.nl), *g[3];
   g[0] = sdpa_zeros(p.nq), g[1] = sdpa_zeros(p.nk), g[2] = sdpa_zeros(p.nv);
-  rctx u = {.cap = 5};
+  mctx u = {.cap = 5};
   attn_sdpa_desc d = p.d;
-  attn_sdpa_mods both = {.score_mod = softcap_pair,
-                         .score_mod_grad = softcap_pair_grad,
+  attn_sdpa_mods both = {.score_mod = softcap_score,
+                         .score_mod_grad = softcap_grad,
                          .score_mod_row = softcap_row,
                          .score_mod_row_grad = softcap_row_grad,
                          .user = &u};
@@ -447,7 +395,7 @@ static void test_row_bad_input(void) {
   d.mods = &lone; /* a row derivative without score_mod_row */
   CHECK_ERR(attn_sdpa_forward(&d, ATTN_BACKEND_MATH, p.q, p.k, p.v, o, l, NULL), ATTN_EINVAL);
   attn_sdpa_mods mixed = {.score_mod_row = softcap_row,
-                          .score_mod_grad = softcap_pair_grad,
+                          .score_mod_grad = softcap_grad,
                           .user = &u};
   d.mods = &mixed; /* score_mod_row with the per-pair derivative */
   CHECK_ERR(attn_sdpa_forward(&d, ATTN_BACKEND_FLASH, p.q, p.k, p.v, o, l, NULL), ATTN_EINVAL);
