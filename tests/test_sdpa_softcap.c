@@ -400,19 +400,19 @@ static void test_softcap_row_levels(void) {
   if (attn_isa_active() != ATTN_ISA_GENERIC) CHECK(vector > 0);
 }
 
-/* The level's fused softcap tiles (tile_forward_cap, wherever it has
+/* The level's fused softcap tiles (tile_forward_mod, wherever it has
  * tile_forward) give the same bits as the steps (logits, the level's softcap
  * row op, softmax, p·v): the same problem through the level's set and through
- * a copy without tile_forward_cap. */
+ * a copy without tile_forward_mod. */
 static void test_fused_softcap_matches_steps(void) {
   const attn_flash_ops *a = attn_kern_get()->flash;
   if (!a->tile_forward) {
     SKIP("kernel set %s has no fused tiles", a->name);
     return;
   }
-  CHECK(a->tile_forward_cap != NULL);
+  CHECK(a->tile_forward_mod != NULL);
   attn_flash_ops steps = *a;
-  steps.tile_forward_cap = NULL;
+  steps.tile_forward_mod = NULL;
   const ccfg cs[] = {{1, 2, 1, 200, 256, 64, 64, 3.0f, 0, 0, -1, -1, 0, 0, 0, 0, 0},
                      {2, 2, 2, 150, 130, 40, 24, 0.5f, 1, 0, -1, -1, 0, 0, 0, 0, 0}};
   for (int t = 0; t < 2; t++) {
