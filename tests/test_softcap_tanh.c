@@ -2,7 +2,7 @@
  * clamped) against tanh in double on a dense grid: the portable form, and
  * every level's row op (attn_row_ops.softcap, cap tanh(x / cap)) at two caps.
  *
- * Bound: 6 ulp of the result for tanh itself (the fit is 2.4e-8 relative;
+ * Bound: 6.5 ulp of the result for tanh itself (the fit is 2.4e-8 relative;
  * the rest is the f32 evaluation), 7 ulp for cap tanh(x / cap) (the
  * rounding of x / cap and of the product by cap on top). Exact: tanh y = y
  * for tiny y, +-1 (+-cap) at and past 9.1 (inf and 1e30 included), -inf
@@ -41,7 +41,7 @@ static void test_portable_dense(void) {
       if (x != 0.0f) worst = fmax(worst, ulps(t, want));
     }
   printf("# portable: worst %.2f ulp\n", worst);
-  CHECK(worst <= 6.0);
+  CHECK(worst <= 6.5);
   CHECK(attn_softcap_tanh(1e-30f) == 1e-30f && attn_softcap_tanh(-1e-30f) == -1e-30f);
   CHECK(attn_softcap_tanh(0.0f) == 0.0f && signbit(attn_softcap_tanh(-0.0f)));
   CHECK(attn_softcap_tanh(9.1f) == 1.0f && attn_softcap_tanh(-9.1f) == -1.0f);
