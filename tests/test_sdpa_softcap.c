@@ -400,31 +400,52 @@ static void test_softcap_row_levels(void) {
   if (attn_isa_active() != ATTN_ISA_GENERIC) CHECK(vector > 0);
 }
 
-/* The level's fused softcap tiles (tile_forward_cap, wherever it has
- * tile_forward) give the same bits as the steps (logits, the level's softcap
- * row op, softmax, p·v): the same problem through the level's set and through
- * a copy without tile_forward_cap. */
+/* tile_forward_mod of the level, counting the calls that carry ALiBi */
+static const attn_flash_ops *mod_real;
+static int mod_alibi_calls;
+static void mod_counting(const attn_flash_mod *mod, int G, int64_t D, int64_t Dv, const float *q,
+                         int64_t ldq, const float *kt, const float *v, int64_t ldv, float scale,
+                         float *s, float *o, int64_t ldo, float *m, float *l, const float *ktn,
+                         const float *vn, int64_t ldvn) {
+  mod_alibi_calls += mod->alibi != 0;
+  mod_real->tile_forward_mod(mod, G, D, Dv, q, ldq, kt, v, ldv, scale, s, o, ldo, m, l, ktn, vn,
+                             ldvn);
+}
+
+/* The level's fused tiles with softcap and / or ALiBi (tile_forward_mod,
+ * wherever it has tile_forward) give the same bits as the steps (logits, the
+ * level's softcap row op, the ALiBi table, softmax, p·v): the same problem
+ * through the level's set and through a copy without tile_forward_mod; and
+ * ALiBi does reach the fused tiles (causal, q_offset of either sign, GQA). */
 static void test_fused_softcap_matches_steps(void) {
   const attn_flash_ops *a = attn_kern_get()->flash;
   if (!a->tile_forward) {
     SKIP("kernel set %s has no fused tiles", a->name);
     return;
   }
-  CHECK(a->tile_forward_cap != NULL);
-  attn_flash_ops steps = *a;
-  steps.tile_forward_cap = NULL;
+  CHECK(a->tile_forward_mod != NULL);
+  attn_flash_ops steps = *a, counted = *a;
+  steps.tile_forward_mod = NULL;
+  counted.tile_forward_mod = mod_counting;
+  mod_real = a;
   const ccfg cs[] = {{1, 2, 1, 200, 256, 64, 64, 3.0f, 0, 0, -1, -1, 0, 0, 0, 0, 0},
-                     {2, 2, 2, 150, 130, 40, 24, 0.5f, 1, 0, -1, -1, 0, 0, 0, 0, 0}};
-  for (int t = 0; t < 2; t++) {
+                     {2, 2, 2, 150, 130, 40, 24, 0.5f, 1, 0, -1, -1, 0, 0, 0, 0, 0},
+                     {1, 4, 2, 300, 320, 64, 64, 0.0f, 0, 0, -1, -1, 0, 0, 0, 1, 0},
+                     {2, 2, 2, 200, 256, 32, 48, 5.0f, 1, 1, -1, -1, 0, 0, 0, 1, 56},
+                     {1, 2, 2, 260, 200, 64, 64, 0.0f, 0, 1, -1, -1, 0, 0, 0, 1, -60}};
+  for (int t = 0; t < 5; t++) {
     cprob p;
     make(&cs[t], 70 + t, &p);
     float *o[2], *l[2];
+    mod_alibi_calls = 0;
     for (int x = 0; x < 2; x++) {
       o[x] = calloc(p.no, sizeof(float)), l[x] = calloc(p.nl, sizeof(float));
-      CHECK_OK(attn_sdpa_forward_flash_ops(x ? &steps : a, &p.d, p.q, p.k, p.v, o[x], l[x]));
+      CHECK_OK(attn_sdpa_forward_flash_ops(x ? &steps : &counted, &p.d, p.q, p.k, p.v, o[x], l[x]));
     }
-    CHECK_CLOSE("fused softcap out", o[0], o[1], p.no, 0, 0);
-    CHECK_CLOSE("fused softcap lse", l[0], l[1], p.nl, 0, 0);
+    if (cs[t].alibi) CHECK(mod_alibi_calls > 0);
+    CHECK_CLOSE("fused softcap/alibi out", o[0], o[1], p.no, 0, 0);
+    CHECK_CLOSE("fused softcap/alibi lse", l[0], l[1], p.nl, 0, 0);
+    if (h_case_failed) printf("  ^ case %d\n", t);
     for (int x = 0; x < 2; x++)
       free(o[x]), free(l[x]);
     unmake(&p);
@@ -598,8 +619,9 @@ static void test_golden_files(void) {
       golden(o < 0 ? NULL : ops_list[o], cases[c]);
 }
 
-/* `attn bench sdpa --softcap C --sinks` runs (plain flash timed beside it: the
- * vs_plain column) and rejects a bad cap; nothing is measured here */
+/* `attn bench sdpa --softcap C --sinks` and `--alibi-batch --rotary FRAC` run
+ * (plain flash timed beside them: the vs_plain column) and reject a bad cap
+ * or fraction; nothing is measured here */
 static void test_bench_options(void) {
   const char *bin = getenv("ATTN_BIN");
   if (!bin || access(bin, X_OK) != 0) {
@@ -621,6 +643,26 @@ static void test_bench_options(void) {
   snprintf(cmd, sizeof cmd, "%s bench sdpa --n 64 --softcap -1 >/dev/null 2>&1", bin);
   int rc = system(cmd);
   CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 2);
+  /* per-batch slopes and partial rotary (forward and backward) */
+  for (int bwd = 0; bwd < 2; bwd++) {
+    snprintf(cmd, sizeof cmd,
+             "%s bench sdpa --n 80 --batch 2 --heads 2 --dim 16 --alibi-batch --rotary 0.5 "
+             "--no-math --threads 1%s 2>&1",
+             bin, bwd ? " --backward" : "");
+    seen = 0;
+    f = popen(cmd, "r");
+    CHECK(f != NULL);
+    while (f && fgets(line, sizeof line, f))
+      seen |= (strstr(line, "alibi-batch rotary 8/16") ? 1 : 0) | (strstr(line, "vs_plain") ? 2 : 0);
+    CHECK(f && pclose(f) == 0);
+    CHECK(seen == 3);
+  }
+  const char *bad[] = {"--rotary 0", "--rotary 1.5", "--rotary 0.5 --dtype bf16"};
+  for (int i = 0; i < 3; i++) {
+    snprintf(cmd, sizeof cmd, "%s bench sdpa --n 64 %s >/dev/null 2>&1", bin, bad[i]);
+    rc = system(cmd);
+    CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 2);
+  }
 }
 
 static void test_bad_input(void) {

@@ -21,6 +21,18 @@ enum { ATTN_FLASH_BC = 64, ATTN_FLASH_MR = 6, ATTN_FLASH_NC = 64, ATTN_FLASH_QW 
  * ~1.5x slower). */
 #define ATTN_FLASH_PMIN_LOG (-64.0f)
 
+/* The score modifiers of tile_forward_mod. Row r of the call (0 .. G MR -
+ * 1) against column c of the key block has the logit
+ *   t = scale s;  t = cap tanh(t / cap) if cap > 0 (the level's softcap);
+ *   t = t - slope |rel0 + r - c| if alibi (as t + the ALiBi table's entry
+ *   -(slope |p_i - j|): rel0 = p_i - j0 of row 0, |rel0| + G MR + BC <
+ *   2^24 so that every distance is an exact float). */
+typedef struct {
+  float cap;        /* 0: no softcap */
+  int alibi;        /* 0: no ALiBi bias */
+  float slope, rel0;
+} attn_flash_mod;
+
 typedef struct {
   const char *name;
   /* c [R, n] (row stride ldc) = A·B (acc = 0) or cs[r] * c + A·B (acc = 1;
@@ -69,15 +81,16 @@ typedef struct {
   void (*tile_forward)(int G, int64_t D, int64_t Dv, const float *q, int64_t ldq, const float *kt,
                        const float *v, int64_t ldv, float scale, float *s, float *o, int64_t ldo,
                        float *m, float *l, const float *ktn, const float *vn, int64_t ldvn);
-  /* ---- logit softcap (sdpa_softcap_sinks.h) ----
-   * Optional (NULL: the steps with attn_softcap_tile): tile_forward with the
-   * logits t = cap tanh(scale s / cap), cap > 0; the same numbers, bit for
-   * bit, as logits + attn_softcap_tile (the level's row op) +
+  /* ---- score modifiers fused in the tiles (softcap, ALiBi) ----
+   * Optional (NULL: the steps with attn_softcap_tile and the ALiBi table):
+   * tile_forward with the logits of attn_flash_mod (above) instead of
+   * scale s; the same numbers, bit for bit, as logits + attn_softcap_tile
+   * (the level's row op) + the ALiBi table's slice (add_rows) +
    * softmax_update (scale 1) + gemm. */
-  void (*tile_forward_cap)(float cap, int G, int64_t D, int64_t Dv, const float *q, int64_t ldq,
-                           const float *kt, const float *v, int64_t ldv, float scale, float *s,
-                           float *o, int64_t ldo, float *m, float *l, const float *ktn,
-                           const float *vn, int64_t ldvn);
+  void (*tile_forward_mod)(const attn_flash_mod *mod, int G, int64_t D, int64_t Dv,
+                           const float *q, int64_t ldq, const float *kt, const float *v,
+                           int64_t ldv, float scale, float *s, float *o, int64_t ldo, float *m,
+                           float *l, const float *ktn, const float *vn, int64_t ldvn);
 } attn_flash_ops;
 
 /* The portable pack_t (sdpa_flash_generic.c): a once-per-key-block copy

@@ -24,7 +24,7 @@
  * sees every key of a full block (no masks, no Shaw values), the item's
  * whole row groups go through it in one call (scores, softmax and p·v in
  * registers, pipelined across groups, the same numbers as the steps above;
- * with a softcap, tile_forward_cap where the set has it);
+ * with a softcap or ALiBi, tile_forward_mod where the set has it);
  * for it, a block of v whose rows are not 64-byte aligned is copied to an
  * aligned per-thread block first (else every 64-byte load of v splits two
  * cache lines).
@@ -148,14 +148,16 @@ const float *attn_flash_in_rows(const float *x, const uint16_t *x16, const attn_
   return buf;
 }
 
-/* ops->tile_forward, or its softcapped form when d has a softcap. */
-static void tiles_fused(const attn_flash_ops *ops, const attn_sdpa_desc *d, int G, const float *q,
-                        int64_t ldq, const float *kt, const float *v, int64_t ldv, float scale,
-                        float *s, float *o, float *m, float *l, const float *ktn, const float *vn,
-                        int64_t ldvn) {
-  if (d->softcap != 0.0f)
-    ops->tile_forward_cap(d->softcap, G, d->D, d->Dv, q, ldq, kt, v, ldv, scale, s, o, d->Dv, m, l,
-                          ktn, vn, ldvn);
+/* ops->tile_forward, or tile_forward_mod with the softcap and ALiBi of mod
+ * (rel0: the first row's position minus the block's first key). */
+static void tiles_fused(const attn_flash_ops *ops, const attn_sdpa_desc *d, attn_flash_mod *mod,
+                        int64_t rel0, int G, const float *q, int64_t ldq, const float *kt,
+                        const float *v, int64_t ldv, float scale, float *s, float *o, float *m,
+                        float *l, const float *ktn, const float *vn, int64_t ldvn) {
+  mod->rel0 = (float)rel0;
+  if (mod->cap != 0.0f || mod->alibi)
+    ops->tile_forward_mod(mod, G, d->D, d->Dv, q, ldq, kt, v, ldv, scale, s, o, d->Dv, m, l, ktn,
+                          vn, ldvn);
   else
     ops->tile_forward(G, d->D, d->Dv, q, ldq, kt, v, ldv, scale, s, o, d->Dv, m, l, ktn, vn, ldvn);
 }
@@ -197,9 +199,12 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
   attn_flash_key_range(d, b, i0 + nq - 1, &lo1, &hi1);
   int64_t kb0 = lo0 / BC, kb1 = hi1 > lo0 ? attn_ceil_div(hi1, BC) : kb0;
   const int capped = d->softcap != 0.0f; /* softcap: the logits' pass, or fused where the ops can */
-  const int masks = d->bool_mask || d->add_mask || pos->bias || d->shaw_k;
-  /* whole-tile kernel: no masks nor position terms (Shaw's values need alpha) */
-  const int fused = ops->tile_forward && !masks && !d->shaw_v && (!capped || ops->tile_forward_cap);
+  attn_flash_mod mod; /* softcap and ALiBi for the fused tiles */
+  attn_flash_mod_init(ops, d, pos, h, &mod);
+  const int elem = d->bool_mask || d->add_mask || d->shaw_k, masks = elem || pos->bias;
+  /* whole-tile kernel: no masks nor position terms but a fused ALiBi (Shaw's values need alpha) */
+  const int fused = ops->tile_forward && !elem && (!pos->bias || mod.alibi) && !d->shaw_v &&
+                    (!(capped || mod.alibi) || ops->tile_forward_mod);
   for (int64_t kb = kb0; kb < kb1; kb++) {
     int64_t j0 = kb * BC;
     int nk = (int)(d->Lk - j0 < BC ? d->Lk - j0 : BC);
@@ -223,8 +228,8 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
           memcpy(vc + j * Dvp, vb + j * ldv, (size_t)Dv * sizeof(float));
         vt = vc, ldvt = Dvp;
       }
-      tiles_fused(ops, d, G, qb, ldq, ktb, vt, ldvt, rs->scale, s, o, m, l,
-                  next ? ktb + D * BC : NULL, next && in->v ? vb + BC * ldv : NULL, ldv);
+      tiles_fused(ops, d, &mod, i0 + d->q_offset - j0, G, qb, ldq, ktb, vt, ldvt, rs->scale, s, o,
+                  m, l, next ? ktb + D * BC : NULL, next && in->v ? vb + BC * ldv : NULL, ldv);
       r0 = G * MR;
     }
     for (; r0 < nq; r0 += MR) {
@@ -235,8 +240,8 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
       if (!blk || !um || !attn_flash_tile_bounds(d, b, i, R, j0, nk, lo, hi)) continue;
       const float *qi = qb + r0 * ldq;
       if (fused && R == MR && nk == BC && blk == 1 && um == 1 && whole_tile(lo, hi)) {
-        tiles_fused(ops, d, 1, qi, ldq, ktb, vb, ldv, rs->scale, s, o + r0 * Dv, m + r0, l + r0,
-                    NULL, NULL, 0);
+        tiles_fused(ops, d, &mod, pi - j0, 1, qi, ldq, ktb, vb, ldv, rs->scale, s, o + r0 * Dv,
+                    m + r0, l + r0, NULL, NULL, 0);
         continue;
       }
       ops->gemm(R, BC, D, qi, ldq, 1, ktb, BC, s, BC, NULL, 0);

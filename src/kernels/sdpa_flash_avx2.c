@@ -194,6 +194,15 @@ ATTN_AVX2_INLINE __m256 logits8(const int every_key, const float *s, int c, __m2
   return every_key ? x : _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), x, allowed_cols(c, lo, hi));
 }
 
+/* ALiBi on columns 8c..8c+7 of a row: x - slope |rel - j| (rel = p_i -
+ * j0, j the column; exact integers as floats), which is x + the ALiBi
+ * table's -(slope |p_i - j|) to the bit (the sign of a zero aside). */
+ATTN_AVX2_INLINE __m256 alibi8(__m256 x, __m256 vslope, __m256 vrel, int c) {
+  const __m256 j = _mm256_add_ps(_mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_ps(8.0f * c));
+  const __m256 dist = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), _mm256_sub_ps(vrel, j));
+  return _mm256_sub_ps(x, _mm256_mul_ps(vslope, dist));
+}
+
 /* The online softmax of R rows of raw scores s (as
  * attn_flash_ops.softmax_update) in three phases, each over all rows: the
  * logits (stored back into s) and maxima, then p and the sums, then m, l,
@@ -206,15 +215,21 @@ typedef struct {
 } softmax_state;
 
 /* Phase 1: logits, maxima (the running max second: a NaN x is skipped).
- * capped: the logits softcapped (cap tanh(x / cap), softcap_avx2.h). */
-ATTN_AVX2_INLINE void softmax_max(const int R, const int every_key, const int capped, float cap,
+ * capped: the logits softcapped (mod->cap tanh(x / mod->cap),
+ * softcap_avx2.h); biased: then minus mod->slope |rel + r - c| (ALiBi;
+ * rel: row 0's p_i - j0, see alibi8). */
+ATTN_AVX2_INLINE void softmax_max(const int R, const int every_key, const int capped,
+                                  const int biased, const attn_flash_mod *mod, float rel,
                                   float *s, float scale, const int *lo, const int *hi,
                                   const float *m, softmax_state *st) {
   const __m256 vs = _mm256_set1_ps(scale), ninf = _mm256_set1_ps(-INFINITY);
-  const __m256 vinv = _mm256_set1_ps(capped ? 1.0f / cap : 1.0f), vcap = _mm256_set1_ps(cap);
+  const float cap = capped ? mod->cap : 1.0f;
+  const __m256 vinv = _mm256_set1_ps(1.0f / cap), vcap = _mm256_set1_ps(cap);
+  const __m256 vslope = _mm256_set1_ps(biased ? mod->slope : 0.0f);
 #pragma GCC unroll 6
   for (int r = 0; r < R; r++) {
     const int lr = every_key ? 0 : lo[r], hr = every_key ? BC : hi[r];
+    const __m256 vrel = _mm256_set1_ps(biased ? rel + (float)r : 0.0f);
     float *sr = s + r * BC;
     __m256 m0 = ninf, m1 = ninf;
 #pragma GCC unroll 8
@@ -224,6 +239,10 @@ ATTN_AVX2_INLINE void softmax_max(const int R, const int every_key, const int ca
       if (capped) {
         x0 = attn_softcap8_avx2(x0, vinv, vcap, NULL);
         x1 = attn_softcap8_avx2(x1, vinv, vcap, NULL);
+      }
+      if (biased) {
+        x0 = alibi8(x0, vslope, vrel, c);
+        x1 = alibi8(x1, vslope, vrel, c + 1);
       }
       _mm256_storeu_ps(sr + 8 * c, x0);
       _mm256_storeu_ps(sr + 8 * c + 8, x1);
@@ -277,7 +296,7 @@ ATTN_AVX2_INLINE void softmax_finish(const int R, softmax_state *st, float *m, f
 ATTN_AVX2_INLINE void softmax_rows(const int R, const int every_key, float *s, float scale,
                               const int *lo, const int *hi, float *m, float *l, float *alpha) {
   softmax_state st;
-  softmax_max(R, every_key, 0, 0.0f, s, scale, lo, hi, m, &st);
+  softmax_max(R, every_key, 0, 0, NULL, 0.0f, s, scale, lo, hi, m, &st);
 #pragma GCC unroll 6
   for (int r = 0; r < R; r++)
     softmax_exp_row(s, r, &st);
@@ -418,8 +437,9 @@ ATTN_AVX2_INLINE void prefetch_some(next_block *nb) {
  * gemm_avx2 / softmax_update_avx2 inlined with R = MR and every key allowed,
  * so the numbers are theirs to the bit (capped: with the softcap of
  * attn_softcap_row_avx2 between the logits and the softmax, the same
- * attn_softcap8_avx2). */
-ATTN_AVX2_INLINE void tile_forward_rows(const int capped, float cap, int G, int64_t D, int64_t Dv,
+ * attn_softcap8_avx2; biased: then the ALiBi table's entries, alibi8). */
+ATTN_AVX2_INLINE void tile_forward_rows(const int capped, const int biased,
+                                        const attn_flash_mod *mod, int G, int64_t D, int64_t Dv,
                                         const float *q, int64_t ldq, const float *kt,
                                         const float *v, int64_t ldv, float scale, float *s,
                                         float *o, int64_t ldo, float *m, float *l,
@@ -437,7 +457,8 @@ ATTN_AVX2_INLINE void tile_forward_rows(const int capped, float cap, int G, int6
     if (g < G) {
       prefetch_a(MR, D, q + g * MR * ldq, ldq, 1);
       gemm_rows(MR, BC, D, q + g * MR * ldq, ldq, 1, kt, BC, sg, BC, NULL, 0);
-      softmax_max(MR, 1, capped, cap, sg, scale, NULL, NULL, m + g * MR, &st);
+      softmax_max(MR, 1, capped, biased, mod, biased ? mod->rel0 + (float)(g * MR) : 0.0f, sg,
+                  scale, NULL, NULL, m + g * MR, &st);
     }
     if (g > 0) { /* o = alpha o + p·v of group g - 1, p of group g in between */
       const int h = g - 1;
@@ -466,21 +487,35 @@ ATTN_AVX2 static void tile_forward_avx2(int G, int64_t D, int64_t Dv, const floa
                                         const float *kt, const float *v, int64_t ldv, float scale,
                                         float *s, float *o, int64_t ldo, float *m, float *l,
                                         const float *ktn, const float *vn, int64_t ldvn) {
-  tile_forward_rows(0, 0.0f, G, D, Dv, q, ldq, kt, v, ldv, scale, s, o, ldo, m, l, ktn, vn, ldvn);
+  tile_forward_rows(0, 0, NULL, G, D, Dv, q, ldq, kt, v, ldv, scale, s, o, ldo, m, l, ktn, vn,
+                    ldvn);
 }
 
-ATTN_AVX2 static void tile_forward_cap_avx2(float cap, int G, int64_t D, int64_t Dv,
-                                            const float *q, int64_t ldq, const float *kt,
-                                            const float *v, int64_t ldv, float scale, float *s,
-                                            float *o, int64_t ldo, float *m, float *l,
-                                            const float *ktn, const float *vn, int64_t ldvn) {
-  tile_forward_rows(1, cap, G, D, Dv, q, ldq, kt, v, ldv, scale, s, o, ldo, m, l, ktn, vn, ldvn);
+/* One instance per modifier set (softcap, ALiBi, both). */
+ATTN_AVX2 static void tile_forward_mod_avx2(const attn_flash_mod *mod, int G, int64_t D,
+                                            int64_t Dv, const float *q, int64_t ldq,
+                                            const float *kt, const float *v, int64_t ldv,
+                                            float scale, float *s, float *o, int64_t ldo,
+                                            float *m, float *l, const float *ktn,
+                                            const float *vn, int64_t ldvn) {
+  const int capped = mod->cap != 0.0f;
+  if (capped && mod->alibi)
+    tile_forward_rows(1, 1, mod, G, D, Dv, q, ldq, kt, v, ldv, scale, s, o, ldo, m, l, ktn, vn,
+                      ldvn);
+  else if (mod->alibi)
+    tile_forward_rows(0, 1, mod, G, D, Dv, q, ldq, kt, v, ldv, scale, s, o, ldo, m, l, ktn, vn,
+                      ldvn);
+  else if (capped)
+    tile_forward_rows(1, 0, mod, G, D, Dv, q, ldq, kt, v, ldv, scale, s, o, ldo, m, l, ktn, vn,
+                      ldvn);
+  else
+    tile_forward_avx2(G, D, Dv, q, ldq, kt, v, ldv, scale, s, o, ldo, m, l, ktn, vn, ldvn);
 }
 
 static const attn_flash_ops avx2_ops = {
     "avx2",      gemm_avx2,     logits_avx2, softmax_update_avx2, probs_grad_avx2,
     attn_flash_pack_t_generic, add_rows_avx2, sum_avx2,    tile_forward_avx2,
-    tile_forward_cap_avx2};
+    tile_forward_mod_avx2};
 
 const attn_flash_ops *attn_flash_ops_avx2(void) { return &avx2_ops; }
 #else

@@ -139,6 +139,6 @@ static float sum_generic(int n, const float *x) {
 static const attn_flash_ops generic_ops = {
     "generic",          gemm_generic,   logits_generic,   softmax_update_generic,
     probs_grad_generic, attn_flash_pack_t_generic, add_rows_generic, sum_generic,
-    NULL /* tile_forward: the steps one by one */, NULL /* tile_forward_cap */};
+    NULL /* tile_forward: the steps one by one */, NULL /* tile_forward_mod */};
 
 const attn_flash_ops *attn_flash_ops_generic(void) { return &generic_ops; }

@@ -383,7 +383,7 @@ static float sum_neon(int n, const float *x) {
 static const attn_flash_ops neon_ops = {
     "neon",        gemm_neon, logits_neon, softmax_update_neon, probs_grad_neon, pack_t_neon,
     add_rows_neon, sum_neon,  NULL /* tile_forward: the steps one by one (see above) */,
-    NULL /* tile_forward_cap */};
+    NULL /* tile_forward_mod */};
 
 const attn_flash_ops *attn_flash_ops_neon(void) { return &neon_ops; }
 

@@ -129,6 +129,18 @@ void attn_flash_pos_bias(const attn_flash_ops *ops, const attn_flash_pos *p, int
   ops->add_rows(R, nk, s, BC, p->bias + h * (p->nrel + BC) + (j0 - i0 + Lq - 1), -1, 1, 1);
 }
 
+void attn_flash_mod_init(const attn_flash_ops *ops, const attn_sdpa_desc *d,
+                         const attn_flash_pos *p, int64_t h, attn_flash_mod *mod) {
+  const int64_t off = d->q_offset < 0 ? -d->q_offset : d->q_offset;
+  memset(mod, 0, sizeof *mod);
+  mod->cap = d->softcap;
+  if (ops->tile_forward_mod && p->bias && !d->rel_bias && isfinite(d->alibi_slopes[h]) &&
+      off < (1 << 24) && off + d->Lq + d->Lk + BC < (1 << 24)) {
+    mod->alibi = 1;
+    mod->slope = d->alibi_slopes[h];
+  }
+}
+
 int attn_flash_shaw_band(const attn_sdpa_desc *d, int64_t pi0, int R, int64_t j0, int nk,
                          int64_t *t0) {
   const int64_t lo = attn_pos_shaw_row(d, pi0, j0 + nk - 1), hi = attn_pos_shaw_row(d, pi0 + R - 1, j0);

@@ -5,6 +5,7 @@
 #include "kernels/flash_tiles.h"
 #include "kernels/kern.h"
 #include "kernels/sdpa_softcap_sinks.h"
+#include "kernels/softcap_tanh.h"
 
 enum { BC = ATTN_FLASH_BC };
 
@@ -18,21 +19,6 @@ attn_status attn_capsink_validate(const attn_sdpa_desc *d) {
                           "sdpa: softcap with T5 rel_bias or Shaw positions is not supported "
                           "(ALiBi, masks, causal and windows are)");
   return ATTN_OK;
-}
-
-/* tanh(y) and 1 - tanh(y)^2 from e = e^(-2|y|): tanh |y| = (1 - e) / (1 + e),
- * 1 - tanh^2 = 4e / (1 + e)^2 (no cancellation near |tanh| = 1); below
- * |y| = 1/8 the odd series to y^7 (relative error < 1e-9) avoids 1 - e. */
-static inline float tanh_from(float y, float e, float *g) {
-  const float ay = fabsf(y), ope = 1.0f + e;
-  *g = 4.0f * e / (ope * ope);
-  float t;
-  if (ay < 0.125f) {
-    const float y2 = y * y;
-    return y * (1.0f + y2 * (-1.0f / 3 + y2 * (2.0f / 15 + y2 * (-17.0f / 315))));
-  }
-  t = (1.0f - e) / ope;
-  return y < 0.0f ? -t : t;
 }
 
 void attn_softcap_tile(float cap, int R, int n, float *s, int64_t lds, float *g, int64_t ldg) {
@@ -49,14 +35,15 @@ void attn_softcap_tile(float cap, int R, int n, float *s, int64_t lds, float *g,
     for (int c0 = 0; c0 < n; c0 += BC) {
       const int m = n - c0 < BC ? n - c0 : BC;
       float *x = sr + c0;
-      for (int c = 0; c < m; c++)
-        e[c] = -2.0f * fabsf(x[c] * inv); /* -inf for +-inf, NaN for NaN */
-      ro->vexp(e, e, m);
-      for (int c = 0; c < m; c++) {
-        float gc = 0.0f;
-        if (x[c] != -INFINITY) x[c] = cap * tanh_from(x[c] * inv, e[c], &gc);
-        if (gr) gr[c0 + c] = gc;
+      if (gr) { /* 1 - tanh^2 = 4e / (1 + e)^2, e = e^(-2|y|): no cancellation near |tanh| = 1 */
+        for (int c = 0; c < m; c++)
+          e[c] = -2.0f * fabsf(x[c] * inv); /* -inf for +-inf, NaN for NaN */
+        ro->vexp(e, e, m);
+        for (int c = 0; c < m; c++)
+          gr[c0 + c] = x[c] == -INFINITY ? 0.0f : 4.0f * e[c] / ((1.0f + e[c]) * (1.0f + e[c]));
       }
+      for (int c = 0; c < m; c++)
+        if (x[c] != -INFINITY) x[c] = cap * attn_softcap_tanh(x[c] * inv);
     }
   }
 }

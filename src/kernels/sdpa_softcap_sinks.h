@@ -30,11 +30,12 @@ attn_status attn_capsink_validate(const attn_sdpa_desc *d);
 
 /* Tiles: s [R, n] (rows lds apart) := cap * tanh(s / cap) where s != -inf
  * (-inf stays; NaN stays NaN; +inf -> cap); g [R, n] (rows ldg apart, may
- * be NULL) := the derivative 1 - tanh^2 (0 at -inf). f32: the active
- * level's row op (attn_row_ops.softcap: softcap_avx2.h's formula on 8, 16 or
- * 4 lanes) where it has one, else the loop below on its vexp (a few ulp of
- * the double formula). The fused forward tiles (tile_forward_cap) run the
- * same vector code, so fused and step-by-step tiles agree to the bit. */
+ * be NULL) := the derivative 1 - tanh^2 (0 at -inf). tanh: the rational
+ * of softcap_tanh.h (within 6 ulp), as the active level's row op
+ * (attn_row_ops.softcap: softcap_avx2.h's form on 8, 16 or 4 lanes) where it
+ * has one, else a portable loop; the derivative from e^(-2|y|) (the
+ * level's vexp). The fused forward tiles (tile_forward_mod) run the same
+ * vector code, so fused and step-by-step tiles agree to the bit. */
 void attn_softcap_tile(float cap, int R, int n, float *s, int64_t lds, float *g, int64_t ldg);
 /* ds [R, n] *= g (the softcap factor of the backward, after ds = p (dp - D)). */
 void attn_softcap_grad_tile(int64_t R, int64_t n, float *ds, int64_t lds, const float *g, int64_t ldg);

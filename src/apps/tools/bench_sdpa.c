@@ -49,10 +49,16 @@ typedef struct {
   int sinks;     /* per-head attention sinks */
   sdpa_dtype dtype;
   int mod; /* --mod (attn_bench_mod_kind) */
+  /* per-batch ALiBi slopes [B, H] (alibi_slopes_bstride = H); partial
+   * rotary: RoPE on the first rotary_dim dims of q and k (0 off) before
+   * each call, inside the timing */
+  int alibi_batch, rotary_dim;
+  float rotary;
 } sdpa_opts;
 
 static int has_variants(const sdpa_opts *o) {
-  return o->alibi || o->rel_bias || o->shaw || o->block || o->softcap > 0 || o->sinks;
+  return o->alibi || o->rel_bias || o->shaw || o->block || o->softcap > 0 || o->sinks ||
+         o->alibi_batch || o->rotary > 0;
 }
 
 static void sdpa_usage(FILE *out) {
@@ -62,7 +68,7 @@ static void sdpa_usage(FILE *out) {
                "                       [--alibi] [--rel-bias] [--shaw [M]] [--block-sparse [BS]]\n"
                "                       [--softcap C] [--sinks] [--dtype f32|bf16|fp16|int8]\n"
                "                       [--mod causal|causal-noblock|window|alibi|softcap|alibi-row|\n"
-               "                        softcap-row]\n"
+               "                        softcap-row] [--alibi-batch] [--rotary FRAC]\n"
                "  --n N...       sequence lengths Lq = Lk (default 512 1024 2048 4096)\n"
                "  --batch B      batch (default 1); --heads H (default 8); --dim D (default 64)\n"
                "  --causal       causal mask; --window W: keys i-W..i+W (i-W..i with --causal)\n"
@@ -77,6 +83,12 @@ static void sdpa_usage(FILE *out) {
                "                 local (1 block each side) + 1 global + 1 random block per row\n"
                "  --softcap C    logit softcap C * tanh(s / C) (Gemma 2: 50); --sinks: one sink\n"
                "                 logit per head (gpt-oss; backward: with its gradient)\n"
+               "  --alibi-batch  ALiBi with per-batch slopes [B, H] (alibi_slopes_bstride = H;\n"
+               "                 row b: the standard slopes times 2^(-b/B)); use with --batch B\n"
+               "  --rotary FRAC  partial rotary: RoPE (half layout, theta 10000) on the first\n"
+               "                 FRAC of each head's dims of q and k (rounded to an even count,\n"
+               "                 at least 2) before every call, inside the timing (backward:\n"
+               "                 also the inverse rotation of dq and dk); f32 only\n"
                "  with any variant, plain flash is also timed on the same shape and\n"
                "  vs_plain = CPU time of the case / CPU time of plain flash (backward: with\n"
                "  the table gradients)\n"
@@ -173,10 +185,15 @@ static void free_variants(sdpa_variant_bufs *b) {
 static int set_variants(const sdpa_opts *o, attn_sdpa_desc *d, sdpa_variant_bufs *b) {
   memset(b, 0, sizeof *b);
   int bad = 0;
-  if (o->alibi) {
-    bad |= !(b->slopes = malloc((size_t)o->H * sizeof(float)));
+  if (o->alibi || o->alibi_batch) { /* [H], or [B, H]: row b times 2^(-b/B) */
+    const int rows = o->alibi_batch ? o->B : 1;
+    bad |= !(b->slopes = malloc((size_t)rows * o->H * sizeof(float)));
     if (!bad && attn_alibi_slopes(o->H, b->slopes)) bad = 1;
+    for (int r = 1; !bad && r < rows; r++)
+      for (int h = 0; h < o->H; h++)
+        b->slopes[r * o->H + h] = b->slopes[h] * exp2f(-(float)r / (float)rows);
     d->alibi_slopes = b->slopes;
+    d->alibi_slopes_bstride = o->alibi_batch ? o->H : 0;
   }
   if (o->rel_bias) {
     d->rel_buckets = 32;
@@ -221,7 +238,28 @@ typedef struct {
   float *q, *k, *v, *out, *lse, *dout, *dq, *dk, *dv;
   uint16_t *qh, *kh, *vh; /* bf16 / fp16 copies (--dtype bf16 / fp16), else NULL */
   sdpa_dtype dtype;       /* what runs: qh.. for bf16 / fp16, q.. for f32 / int8 */
+  int rot;                /* --rotary: rotary dims (0 off), q and k rotated into qr, kr */
+  float *qr, *kr;
 } sdpa_bufs;
+
+/* --rotary: q, k [B, H, L, D] rotated into qr, kr (the SDPA's layout as
+ * [B*H, L, 1, D]); with dq, dk: their inverse rotation, in place. */
+static attn_status rotate(const attn_sdpa_desc *d, const sdpa_bufs *t, float *dq, float *dk) {
+  const int64_t n = d->B * d->Hq;
+  attn_status st = ATTN_OK;
+  if (dq) {
+    if (!(st = attn_rope_partial_backward_f32(dq, dq, n, d->Lq, 1, d->D, t->rot, 10000.0f, 0,
+                                              ATTN_ROPE_HALF)))
+      st = attn_rope_partial_backward_f32(dk, dk, n, d->Lk, 1, d->D, t->rot, 10000.0f, 0,
+                                          ATTN_ROPE_HALF);
+    return st;
+  }
+  if (!(st = attn_rope_partial_f32(t->q, t->qr, n, d->Lq, 1, d->D, t->rot, 10000.0f, 0,
+                                   ATTN_ROPE_HALF)))
+    st = attn_rope_partial_f32(t->k, t->kr, n, d->Lk, 1, d->D, t->rot, 10000.0f, 0,
+                               ATTN_ROPE_HALF);
+  return st;
+}
 
 static attn_status run_once(const attn_sdpa_desc *d, attn_backend be, int backward,
                             const sdpa_bufs *t) {
@@ -237,8 +275,12 @@ static attn_status run_once(const attn_sdpa_desc *d, attn_backend be, int backwa
                                   t->dv);
   default: break;
   }
-  if (!backward) return attn_sdpa_forward(d, be, t->q, t->k, t->v, t->out, t->lse, NULL);
-  return attn_sdpa_backward(d, be, t->q, t->k, t->v, t->out, t->lse, t->dout, t->dq, t->dk, t->dv);
+  attn_status st;
+  const float *q = t->rot ? t->qr : t->q, *k = t->rot ? t->kr : t->k;
+  if (t->rot && (st = rotate(d, t, NULL, NULL))) return st;
+  if (!backward) return attn_sdpa_forward(d, be, q, k, t->v, t->out, t->lse, NULL);
+  st = attn_sdpa_backward(d, be, q, k, t->v, t->out, t->lse, t->dout, t->dq, t->dk, t->dv);
+  return st || !t->rot ? st : rotate(d, t, t->dq, t->dk);
 }
 
 /* CPU seconds this process has used (all threads, user + system). */
@@ -307,6 +349,7 @@ static int run_case(const sdpa_opts *o, long long n, sdpa_result *r) {
   reset_peak_rss();
   sdpa_bufs t = {0};
   t.dtype = o->dtype;
+  t.rot = o->rotary_dim;
   float **all[9] = {&t.q, &t.k, &t.v, &t.out, &t.dout, &t.dq, &t.dk, &t.dv, &t.lse};
   int bad = 0;
   for (int i = 0; i < 9; i++) {
@@ -318,14 +361,19 @@ static int run_case(const sdpa_opts *o, long long n, sdpa_result *r) {
     else if (i < 3 || i == 4)
       fill(*all[i], cnt, 11 + i);
   }
+  if (t.rot && !bad) { /* the rotated q, k (of the plain timing too) */
+    bad = !(t.qr = malloc(nt * sizeof(float))) || !(t.kr = malloc(nt * sizeof(float))) ||
+          rotate(&d, &t, NULL, NULL);
+  }
   int rc = 0;
   if (bad) {
     fprintf(stderr, "attn bench sdpa: out of memory for N=%lld\n", n);
     rc = 1;
   }
+  const float *q0 = t.rot ? t.qr : t.q, *k0 = t.rot ? t.kr : t.k;
   if (!rc && o->backward &&
-      attn_sdpa_forward(&d, ATTN_BACKEND_FLASH, t.q, t.k, t.v, t.out, t.lse, NULL) &&
-      attn_sdpa_forward(&d, ATTN_BACKEND_MATH, t.q, t.k, t.v, t.out, t.lse, NULL)) {
+      attn_sdpa_forward(&d, ATTN_BACKEND_FLASH, q0, k0, t.v, t.out, t.lse, NULL) &&
+      attn_sdpa_forward(&d, ATTN_BACKEND_MATH, q0, k0, t.v, t.out, t.lse, NULL)) {
     fprintf(stderr, "attn bench sdpa: forward: %s\n", attn_last_error());
     rc = 1;
   }
@@ -360,9 +408,11 @@ static int run_case(const sdpa_opts *o, long long n, sdpa_result *r) {
     r->builtin_med = time_backend(&builtin, o->backend, o->backward, &t, &br, &r->builtin_cpu_s);
     if (r->builtin_med < 0) rc = 1;
   }
-  if (!rc && has_variants(o)) { /* plain flash, same shape and masks */
+  if (!rc && has_variants(o)) { /* plain flash, same shape and masks (no rotation) */
     int pr;
-    r->plain_med = time_backend(&plain, ATTN_BACKEND_FLASH, o->backward, &t, &pr, &r->plain_cpu_s);
+    sdpa_bufs pt = t;
+    pt.rot = 0;
+    r->plain_med = time_backend(&plain, ATTN_BACKEND_FLASH, o->backward, &pt, &pr, &r->plain_cpu_s);
     if (r->plain_med < 0) rc = 1;
   }
   double scores = (double)o->B * o->H * (double)n * (double)n;
@@ -376,7 +426,7 @@ static int run_case(const sdpa_opts *o, long long n, sdpa_result *r) {
   }
   for (int i = 0; i < 9; i++)
     free(*all[i]);
-  free(t.qh), free(t.kh), free(t.vh);
+  free(t.qh), free(t.kh), free(t.vh), free(t.qr), free(t.kr);
   attn_bench_mod_free(&mod);
   free_variants(&vb);
   return rc;
@@ -393,12 +443,12 @@ static int write_json(const char *file, const sdpa_opts *o, const sdpa_result *r
           "{\"bench\": \"sdpa\", \"backend\": \"%s\", \"pass\": \"%s\", \"threads\": %d, "
           "\"batch\": %d, \"heads\": %d, \"dim\": %d, \"causal\": %d, \"window\": %lld, "
           "\"alibi\": %d, \"rel_bias\": %d, \"shaw\": %d, \"block_sparse\": %d, "
-          "\"softcap\": %g, \"sinks\": %d, "
+          "\"softcap\": %g, \"sinks\": %d, \"alibi_batch\": %d, \"rotary_dim\": %d, "
           "\"peak_gflops\": %.2f, \"peak_1thread_gflops\": %.2f, \"peak_isa\": \"%s\", "
           "\"results\": [\n",
           attn_backend_name(o->backend), o->backward ? "backward" : "forward", o->threads, o->B,
           o->H, o->D, o->causal, o->window, o->alibi, o->rel_bias, o->shaw, o->block,
-          (double)o->softcap, o->sinks, peak, peak1,
+          (double)o->softcap, o->sinks, o->alibi_batch, o->rotary_dim, peak, peak1,
           attn_bench_peak_isa());
   for (int i = 0; i < n; i++) {
     double gf = r[i].flops / r[i].med[0] * 1e-9;
@@ -427,7 +477,7 @@ static int write_json(const char *file, const sdpa_opts *o, const sdpa_result *r
 
 int attn_bench_sdpa_main(int argc, char **argv) {
   sdpa_opts o = {1, 8, 64, 0, 0, attn_get_num_threads(), 0, -1, ATTN_BACKEND_FLASH,
-                 0, 0, 0, 0, 0.0f, 0, DT_F32, BENCH_MOD_NONE};
+                 0, 0, 0, 0, 0.0f, 0, DT_F32, BENCH_MOD_NONE, 0, 0, 0.0f};
   long long ns[MAX_N];
   int nn = 0;
   const char *json = NULL, *plot = NULL;
@@ -466,6 +516,13 @@ int attn_bench_sdpa_main(int argc, char **argv) {
       o.softcap = (float)c;
     } else if (!strcmp(a, "--sinks")) {
       o.sinks = 1;
+    } else if (!strcmp(a, "--alibi-batch")) {
+      o.alibi_batch = 1;
+    } else if (!strcmp(a, "--rotary") && i + 1 < argc) {
+      char *end;
+      double f = strtod(argv[++i], &end);
+      if (*end || !(f > 0 && f <= 1)) goto bad;
+      o.rotary = (float)f;
     } else if (!strcmp(a, "--rel-bias")) {
       o.rel_bias = 1;
     } else if (!strcmp(a, "--shaw") || !strcmp(a, "--block-sparse")) {
@@ -496,6 +553,15 @@ int attn_bench_sdpa_main(int argc, char **argv) {
       goto bad;
     }
   }
+  if (o.rotary > 0) { /* an even count of dims, 2..D */
+    o.rotary_dim = 2 * (int)lround(o.rotary * o.D / 2.0);
+    if (o.rotary_dim < 2) o.rotary_dim = 2;
+    if (o.rotary_dim > o.D) o.rotary_dim = o.D & ~1;
+    if (o.rotary_dim < 2 || o.dtype != DT_F32) {
+      fprintf(stderr, "attn bench sdpa: --rotary needs --dtype f32 and --dim >= 2\n");
+      return 2;
+    }
+  }
   if (o.dtype == DT_I8 && o.backward) {
     fprintf(stderr, "attn bench sdpa: --dtype int8 is forward only (inference): no --backward\n");
     return 2;
@@ -521,6 +587,8 @@ int attn_bench_sdpa_main(int argc, char **argv) {
   if (o.block) printf(" block-sparse %d", o.block);
   if (o.softcap > 0) printf(" softcap %g", (double)o.softcap);
   if (o.sinks) printf(" sinks");
+  if (o.alibi_batch) printf(" alibi-batch");
+  if (o.rotary_dim) printf(" rotary %d/%d", o.rotary_dim, o.D);
   if (o.mod) printf(" mod %s (user callback)", attn_bench_mod_name(o.mod));
   printf(", %d thread%s; fp32 FMA peak (%s) measured now: %.1f GFLOP/s (1 thread %.1f)\n",
          o.threads, o.threads > 1 ? "s" : "", attn_bench_peak_isa(), peak, peak1);
