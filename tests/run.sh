@@ -2,7 +2,7 @@
 # Runs each test program once per ISA level this machine has (generic, avx2,
 # avx512, neon: `attn version` lists them; ATTN_CPU set by the caller runs
 # that level only), adds up each run's "# N passed, N failed[, N skipped]"
-# line, and prints the total. A program that does not build, crashes, or
+# line (and the seconds each run took), and prints the total. A program that does not build, crashes, or
 # prints no count line counts as one failure. Skipped cases (a case that
 # cannot run in this build, at this level or on this machine) are listed and
 # counted apart, never as passed: the last line then ends ", N skipped".
@@ -47,7 +47,9 @@ for level in $levels; do
     # RUNNER itself to the programs it builds
     r=$runner
     [ "$(head -c 2 "$t")" != '#!' ] || r=
+    t0=$(date +%s)
     out=$(ATTN_CPU=$level $r "$t" 2>&1); rc=$?
+    secs=$(($(date +%s) - t0))
     line=$(printf '%s\n' "$out" | grep -E '^# [0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)?$' | tail -n 1)
     if [ -z "$line" ]; then
       printf '%s\n' "$out" | tail -n 30
@@ -60,10 +62,10 @@ for level in $levels; do
     if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
     if [ "$f" -ne 0 ]; then printf '%s\n' "$out" | grep -v '^ok ' | tail -n 40; fi
     if [ "$s" -ne 0 ]; then
-      echo "$name: $p passed, $f failed, $s skipped"
+      echo "$name: $p passed, $f failed, $s skipped ($secs s)"
       printf '%s\n' "$out" | grep '^skip ' | sed "s/^/  $name: /"
     else
-      echo "$name: $p passed, $f failed"
+      echo "$name: $p passed, $f failed ($secs s)"
     fi
     passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
   done

@@ -27,7 +27,11 @@ own pool too, which torch.set_num_threads leaves at every CPU: without that,
 "--threads 1" timed torch's matrix products on all CPUs against attn on one.
 --clock cpu times the process's CPU time instead of the wall clock: on a
 busy machine, with --threads 1, it still compares the work each side does
-(every CPU the process runs on counts, so use it with one thread only)."""
+(every CPU the process runs on counts, so use it with one thread only).
+--wait passive makes idle threads sleep at once: torch's OpenMP pool (which
+attn shares: one libgomp) and OpenBLAS's pthread pool otherwise spin after
+each call, and on a machine with as many CPUs as threads a spinning worker
+of one pool takes a CPU from the working threads of the other."""
 import ctypes
 import argparse
 import copy
@@ -40,10 +44,22 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "python"))
-import torch  # noqa: E402
+torch = attn = at = None  # imported by main() after --wait has set the environment
 
-import attn  # noqa: E402
-import attn.torch as at  # noqa: E402
+# --wait passive: the OpenMP pool (torch's and attn's: one libgomp) and
+# OpenBLAS's pthread pool sleep as soon as their work is done instead of
+# spinning for more (libgomp: 300000 spins; OpenBLAS: 2^28 cycles of
+# sched_yield). Both read these when they are loaded, so before torch is.
+WAIT_ENV = {"passive": {"OMP_WAIT_POLICY": "PASSIVE", "OPENBLAS_THREAD_TIMEOUT": "4"},
+            "active": {"OMP_WAIT_POLICY": "ACTIVE"}}
+
+
+def import_torch(wait):
+    global torch, attn, at
+    os.environ.update(WAIT_ENV.get(wait, {}))
+    import torch
+    import attn
+    import attn.torch as at
 
 
 def math_attention(q, k, v, attn_mask=None, is_causal=False, scale=None, dropout_p=0.0):
@@ -174,16 +190,24 @@ def main():
                     help="threads of torch and of attn alike (default: every logical CPU)")
     ap.add_argument("--clock", choices=tuple(CLOCKS), default="wall",
                     help="wall (default) or cpu: the process's CPU time (busy machine, 1 thread)")
+    ap.add_argument("--wait", choices=("env",) + tuple(WAIT_ENV), default="env",
+                    help="how idle threads wait: env (default: as the environment says), passive "
+                         "(OMP_WAIT_POLICY=PASSIVE, OPENBLAS_THREAD_TIMEOUT=4: sleep at once; "
+                         "with OpenBLAS's pool next to the OpenMP one, spinning workers of one "
+                         "take CPUs from the other's) or active (OMP_WAIT_POLICY=ACTIVE)")
     a = ap.parse_args()
+    import_torch(a.wait)
     threads = a.threads or os.cpu_count()
     torch.set_num_threads(threads)
     attn.set_num_threads(threads)
     torch.ones(2, 2) @ torch.ones(2, 2)  # loads torch's BLAS
     blas = set_blas_threads(threads)
     print("cpu: %s (%d logical CPUs); torch %s with %d threads%s; attn %s at level %s with %d "
-          "threads" % (cpu_name(), os.cpu_count(), torch.__version__, torch.get_num_threads(),
-                       "" if blas is None else " (OpenBLAS %d)" % blas, attn.library_path,
-                       attn.isa(), attn.num_threads()))
+          "threads; OMP_WAIT_POLICY=%s OPENBLAS_THREAD_TIMEOUT=%s"
+          % (cpu_name(), os.cpu_count(), torch.__version__, torch.get_num_threads(),
+             "" if blas is None else " (OpenBLAS %d)" % blas, attn.library_path,
+             attn.isa(), attn.num_threads(), os.environ.get("OMP_WAIT_POLICY", "(unset)"),
+             os.environ.get("OPENBLAS_THREAD_TIMEOUT", "(unset)")))
     if a.clock == "cpu" and threads > 1:
         print("note: --clock cpu adds up the CPU time of every thread; compare with --threads 1")
     net = layers(a, threads)
@@ -193,8 +217,8 @@ def main():
             bad, t = run_one(a, n, causal, net)
             rc |= bad
             rows.append((n, causal, t))
-    print("\nsummary (ms per step, %s time; %s, batch %d, %d threads)"
-          % (a.clock, a.dtype, a.batch, threads))
+    print("\nsummary (ms per step, %s time; %s, batch %d, %d threads, wait %s)"
+          % (a.clock, a.dtype, a.batch, threads, a.wait))
     print("| N | A torch's layer | C with attn's op | D attn's layer | A / D | C / D |")
     print("|---|---|---|---|---|---|")
     for n, causal, t in rows:

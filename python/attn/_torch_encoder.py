@@ -6,6 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ._torch_qkvpacked import sdpa_qkvpacked
 from .torch import scaled_dot_product_attention
 
 
@@ -77,10 +78,15 @@ class SDPAEncoderLayer(nn.Module):
         B, L, E = x.shape
         H = self.self_attn.num_heads
         qkv = F.linear(x, self.self_attn.in_proj_weight, self.self_attn.in_proj_bias)
-        q, k, v = qkv.view(B, L, 3, H, E // H).permute(2, 0, 3, 1, 4)  # [B, H, L, hd] views
+        qkv = qkv.view(B, L, 3, H, E // H)
         mask = _allowed_or_added(src_mask, src_key_padding_mask, B, L)
-        o = self.attention(q, k, v, attn_mask=mask, is_causal=is_causal)
-        return self.dropout1(self.self_attn.out_proj(o.transpose(1, 2).reshape(B, L, E)))
+        if self.attention is scaled_dot_product_attention:
+            # attn's op on the packed projection: no copy in or out, forward or backward
+            o = sdpa_qkvpacked(qkv, attn_mask=mask, is_causal=is_causal)  # [B, L, H, hd]
+        else:
+            q, k, v = qkv.permute(2, 0, 3, 1, 4)  # [B, H, L, hd] views
+            o = self.attention(q, k, v, attn_mask=mask, is_causal=is_causal).transpose(1, 2)
+        return self.dropout1(self.self_attn.out_proj(o.reshape(B, L, E)))
 
     def _ff_block(self, x):
         return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))

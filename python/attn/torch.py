@@ -7,8 +7,9 @@ signature, so a model written for PyTorch 2 runs on Debian's torch 1.13:
 
 and a whole torch.nn.TransformerEncoderLayer computed by libattn, forward and
 backward (attn.torch.TransformerEncoderLayer, attn.torch.from_torch(layer);
-python/attn/_torch_layer.py), and SDPAEncoderLayer, torch's layer with only its
-attention through this op.
+python/attn/_torch_layer.py), SDPAEncoderLayer, torch's layer with only its
+attention through this op, and sdpa_qkvpacked, the op on one packed
+[B, L, 3, H, D] projection with no copy in or out (python/attn/_torch_qkvpacked.py).
 
 Shapes: query [..., L, E], key [..., S, E], value [..., S, Ev] -> [..., L, Ev]
 (the same leading dims; with enable_gqa=True the head dim, third from the
@@ -47,6 +48,24 @@ def _check_tensor(name, t):
         raise Error("%s: dtype %s; attn's op takes float32 or bfloat16" % (name, t.dtype))
     if t.dim() < 2:
         raise Error("%s: %d dims, expected [..., L, E]" % (name, t.dim()))
+
+
+def _check_options(attn_mask, dropout_p, is_causal):
+    if dropout_p:
+        raise Error("dropout_p=%g: attn's op has no attention dropout; pass dropout_p=0.0 "
+                    "(e.g. dropout_p=self.dropout if self.training else 0.0 with dropout 0)"
+                    % dropout_p)
+    if attn_mask is None:
+        return
+    if not isinstance(attn_mask, torch.Tensor):
+        raise Error("attn_mask: expected a torch.Tensor, got %s" % type(attn_mask).__name__)
+    if attn_mask.device.type != "cpu":
+        raise Error("attn_mask: on device '%s'; attn's op runs on CPU tensors only"
+                    % attn_mask.device)
+    if attn_mask.requires_grad:
+        raise Error("attn_mask: requires grad; attn's op computes no gradient for the mask")
+    if is_causal:
+        raise Error("attn_mask and is_causal=True together: give one (as PyTorch)")
 
 
 def _rows(t):
@@ -95,7 +114,7 @@ class _Problem:
     """Descriptor and 4-D operands of one call; built again in backward from
     the saved tensors (the descriptor holds raw pointers)."""
 
-    def __init__(self, q, k, v, mask, causal, scale):
+    def __init__(self, q, k, v, mask, causal, scale, out_stride=None):
         B, Hq, L, E = q.shape
         _, Hkv, S, _ = k.shape
         Ev = v.shape[3]
@@ -103,6 +122,8 @@ class _Problem:
         d.q_stride[:] = _strides3(q)
         d.k_stride[:] = _strides3(k)
         d.v_stride[:] = _strides3(v)
+        if out_stride is not None:  # else contiguous [B, Hq, L, Ev] (out and dout)
+            d.o_stride[:] = out_stride
         d.scale, d.has_scale = scale, 1
         d.causal = 1 if causal else 0
         if mask is not None:
@@ -113,12 +134,12 @@ class _Problem:
         self.shape = (B, Hq, L, Ev)
 
 
-def _mask4(attn_mask, q4, S, lead):
+def _mask4(attn_mask, L, S, lead):
     """attn_mask broadcast to [B, Hq, L, S] (a view: zero strides on broadcast dims)."""
     m = attn_mask
     if m.dtype != torch.bool:
         m = m.float()
-    full = tuple(lead) + (q4.shape[2], S)
+    full = tuple(lead) + (L, S)
     try:
         m = m.expand(full)
     except RuntimeError:
@@ -168,10 +189,6 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if not (query.dtype == key.dtype == value.dtype):
         raise Error("query, key, value: dtypes %s, %s, %s differ" % (query.dtype, key.dtype,
                                                                     value.dtype))
-    if dropout_p:
-        raise Error("dropout_p=%g: attn's op has no attention dropout; pass dropout_p=0.0 "
-                    "(e.g. dropout_p=self.dropout if self.training else 0.0 with dropout 0)"
-                    % dropout_p)
     if query.dim() != key.dim() or query.dim() != value.dim():
         raise Error("query, key, value: %d, %d, %d dims (must be equal)" % (
             query.dim(), key.dim(), value.dim()))
@@ -192,22 +209,14 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         if not gqa_ok:
             raise Error("query, key: leading dims %s and %s differ%s" % (
                 lead, klead, "" if enable_gqa else " (enable_gqa=True for fewer key/value heads)"))
-    if attn_mask is not None:
-        if not isinstance(attn_mask, torch.Tensor):
-            raise Error("attn_mask: expected a torch.Tensor, got %s" % type(attn_mask).__name__)
-        if attn_mask.device.type != "cpu":
-            raise Error("attn_mask: on device '%s'; attn's op runs on CPU tensors only"
-                        % attn_mask.device)
-        if attn_mask.requires_grad:
-            raise Error("attn_mask: requires grad; attn's op computes no gradient for the mask")
-        if is_causal:
-            raise Error("attn_mask and is_causal=True together: give one (as PyTorch)")
+    _check_options(attn_mask, dropout_p, is_causal)
     scale = 1.0 / math.sqrt(E) if scale is None else float(scale)
     q4, k4, v4 = (_rows(_as_bhld(t)) for t in (query, key, value))
-    mask = None if attn_mask is None else _mask4(attn_mask, q4, S, lead)
+    mask = None if attn_mask is None else _mask4(attn_mask, L, S, lead)
     out = _AttnSDPA.apply(q4, k4, v4, mask, bool(is_causal), scale)
     return out.reshape(lead + (L, value.shape[-1]))
 
 
-from ._torch_encoder import SDPAEncoderLayer  # noqa: E402 (uses the op above)
+from ._torch_qkvpacked import sdpa_qkvpacked  # noqa: E402,F401 (uses the op above)
+from ._torch_encoder import SDPAEncoderLayer  # noqa: E402
 from ._torch_layer import TransformerEncoderLayer, from_torch  # noqa: E402,F401

@@ -120,6 +120,89 @@ class Op(unittest.TestCase):
                      dtype=torch.bfloat16, attn_mask=m)
 
 
+class _Spy:
+    """Records the pointers and strides the op hands to the library (attn._desc)."""
+
+    def __init__(self):
+        from attn import _desc
+        self.desc, self.calls = _desc, []
+
+    def __enter__(self):
+        self.real = (self.desc.forward, self.desc.backward)
+
+        def spy(name, real):
+            def call(d, backend, bf16, *ptrs):
+                self.calls.append((name, ptrs, tuple(d.q_stride), tuple(d.o_stride)))
+                return real(d, backend, bf16, *ptrs)
+            return call
+        self.desc.forward = spy("forward", self.real[0])
+        self.desc.backward = spy("backward", self.real[1])
+        return self
+
+    def __exit__(self, *exc):
+        self.desc.forward, self.desc.backward = self.real
+
+
+@needs_torch
+class PackedOp(unittest.TestCase):
+    """attn.torch.sdpa_qkvpacked(qkv [B, L, 3, H, D]) -> [B, L, H, D] against
+    the formula on the permuted views, and its layout promises: no copy of
+    qkv, out or the gradient."""
+
+    def compare(self, shape, tol=TOL, dtype=torch.float32 if HAVE_TORCH else None, **kw):
+        g = torch.Generator().manual_seed(sum(shape))
+        x = torch.randn(shape, generator=g).to(dtype).requires_grad_()
+        out = at.sdpa_qkvpacked(x, **kw)
+        self.assertEqual((out.dtype, out.shape), (dtype, torch.Size(shape[:2] + shape[3:])))
+        q, k, v = x.permute(2, 0, 3, 1, 4)
+        want = math_sdpa(q, k, v, **kw).transpose(1, 2)
+        self.assertLessEqual(rel_err(out, want), tol, "out")
+        dout = torch.randn(want.shape, generator=g)
+        (got,) = torch.autograd.grad(out, x, dout.to(dtype))
+        (ref,) = torch.autograd.grad(want, x, dout.double())
+        self.assertEqual(got.dtype, dtype)
+        self.assertLessEqual(rel_err(got, ref), tol, "grad qkv")
+
+    def test_plain_causal_scale(self):
+        self.compare((2, 9, 3, 4, 8))
+        self.compare((2, 9, 3, 4, 8), is_causal=True)
+        self.compare((1, 7, 3, 2, 16), scale=0.3)
+
+    def test_masks_broadcast(self):
+        m = torch.rand(9, 9, generator=torch.Generator().manual_seed(6)) > 0.5
+        m[:, 0] = True
+        self.compare((2, 9, 3, 4, 8), attn_mask=m)
+        self.compare((2, 9, 3, 4, 8),
+                     attn_mask=torch.randn(2, 1, 9, 9, generator=torch.Generator().manual_seed(7)))
+
+    def test_bf16(self):
+        self.compare((2, 17, 3, 2, 32), tol=TOL_BF16, dtype=torch.bfloat16, is_causal=True)
+
+    def test_no_copies_in_or_out(self):
+        B, L, H, D = 2, 9, 4, 8
+        x = torch.randn(B, L, 3 * H * D, requires_grad=True)  # a Linear's output
+        with _Spy() as spy:
+            out = at.sdpa_qkvpacked(x.view(B, L, 3, H, D))
+            out.backward(torch.randn(B, L, H, D))
+        (_, fwd, qs, os_), (_, bwd, qs2, os2) = spy.calls
+        q, k, v, o = fwd[:4]
+        self.assertEqual((q, k - q, v - q), (x.data_ptr(), 4 * H * D, 8 * H * D))
+        self.assertEqual(qs, (L * 3 * H * D, D, 3 * H * D))
+        self.assertEqual(os_, (L * H * D, D, H * D))  # out written as [B, L, H, D]
+        self.assertEqual(o, out.data_ptr())
+        dq, dk, dv = bwd[-3:]
+        # dq, dk, dv written straight into x's gradient (no stack, no transposing copy)
+        self.assertEqual((dq, dk - dq, dv - dq), (x.grad.data_ptr(), 4 * H * D, 8 * H * D))
+
+    def test_refuses(self):
+        with self.assertRaisesRegex(attn.Error, "qkv: shape"):
+            at.sdpa_qkvpacked(torch.randn(2, 9, 4, 8))
+        with self.assertRaisesRegex(attn.Error, "qkv: dtype"):
+            at.sdpa_qkvpacked(torch.randn(2, 9, 3, 4, 8).double())
+        with self.assertRaisesRegex(attn.Error, "dropout_p"):
+            at.sdpa_qkvpacked(torch.randn(2, 9, 3, 4, 8), dropout_p=0.5)
+
+
 @needs_torch
 class OpRefuses(unittest.TestCase):
     def refused(self, words, *a, **kw):
@@ -206,6 +289,18 @@ class EncoderTrainingStep(unittest.TestCase):
     def test_float_mask(self):
         self.compare(False, src_mask=torch.randn(12, 12, generator=torch.Generator().manual_seed(5)))
 
+    def test_attention_runs_on_the_packed_projection(self):
+        # SDPAEncoderLayer hands the in-projection's output to the library as is
+        # and gets the gradient back in it (attn.torch.sdpa_qkvpacked)
+        layer = at.SDPAEncoderLayer(32, 4, 64)
+        x = torch.randn(2, 12, 32)
+        with _Spy() as spy:
+            layer(x, is_causal=True).sum().backward()
+        self.assertEqual([c[0] for c in spy.calls], ["forward", "backward"])
+        dq, dk, dv = spy.calls[1][1][-3:]
+        self.assertEqual((dk - dq, dv - dq), (4 * 32, 8 * 32))
+        self.assertEqual(spy.calls[0][3], (12 * 32, 8, 32))
+
 
 if __name__ == "__main__":
     unittest.main()
@@ -234,7 +329,8 @@ class BenchScript(unittest.TestCase):
         script = os.path.join(root, "tools", "bench_torch_op.py")
         if not os.path.exists(script):
             self.skipTest("tools/bench_torch_op.py not here (installed package)")
-        for extra in (["--clock", "cpu"], ["--causal", "--dtype", "bf16", "--batch", "2"]):
+        for extra in (["--clock", "cpu"], ["--causal", "--dtype", "bf16", "--batch", "2"],
+                      ["--wait", "passive"]):
             r = subprocess.run([sys.executable, script, "--n", "16", "--d-model", "16", "--heads", "2",
                                 "--ff", "32", "--steps", "1", "--warmup", "0", "--threads", "1"]
                                + extra, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -245,5 +341,25 @@ class BenchScript(unittest.TestCase):
             self.assertIn("speedup of attn's layer", text)
             self.assertIn("| 16", text)
             self.assertIn("(%s time)" % ("cpu" if extra[:1] == ["--clock"] else "wall"), text)
+            if extra == ["--wait", "passive"]:  # set before torch loads libgomp and OpenBLAS
+                self.assertIn("OMP_WAIT_POLICY=PASSIVE OPENBLAS_THREAD_TIMEOUT=4",
+                              text.splitlines()[0])
             if openblas_loaded():  # its own pool follows --threads too (not only torch's)
                 self.assertIn("(OpenBLAS 1)", text.splitlines()[0])
+
+    def test_profile_runs(self):
+        import os
+        import subprocess
+        import sys
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        script = os.path.join(root, "tools", "profile_torch_op.py")
+        if not os.path.exists(script):
+            self.skipTest("tools/profile_torch_op.py not here (installed package)")
+        r = subprocess.run([sys.executable, script, "--n", "64", "--d-model", "32", "--heads", "2",
+                            "--ff", "64", "--steps", "1"], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, timeout=300)
+        text = r.stdout.decode()
+        self.assertEqual(r.returncode, 0, text)
+        self.assertIn("A torch's layer", text)
+        self.assertIn("C with attn's op", text)
+        self.assertIn("(Python, autograd, ops < 0.5 ms)", text)

@@ -1,7 +1,9 @@
 /* Packed variable-length SDPA (attn/sdpa_varlen.h): validation of the
  * cu_seqlens, then one B = 1 piece per sequence on pointer offsets, run by
  * the split-call runner (sdpa_batched.c) through the chosen backend (f32
- * here; the bf16, fp16 and int8 kernels in sdpa_varlen_lowp.c). */
+ * here; the bf16, fp16 and int8 kernels in sdpa_varlen_lowp.c). The f32
+ * flash / auto backward runs each sequence on head-major scratch reused
+ * across the sequences (sdpa_varlen_dense.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -147,32 +149,52 @@ typedef struct {
   int64_t next;
   attn_varlen_piece_fn fn;
   void *user;
+  attn_varlen_dense dense; /* f32 backward: head-major scratch, or all NULL */
 } piece_walk;
 
 static attn_status walk_piece(const attn_sdpa_desc *d, const attn_sdpa_io *x, void *user) {
   piece_walk *w = user;
-  return w->fn(d, x, &w->pieces[w->next++], w->user);
+  const attn_sdpa_piece *p = &w->pieces[w->next++];
+  if (w->dense.q) return attn_varlen_dense_call(&w->dense, d, x, p, w->fn, w->user);
+  return w->fn(d, x, p, w->user);
+}
+
+/* dense: run a backward with f32 q, out, dout, dq on head-major scratch
+ * (sdpa_varlen_dense.c) */
+static attn_status run_walk(const attn_sdpa_desc *d, const attn_sdpa_varlen *vl, int backward,
+                            const attn_sdpa_io *io, attn_varlen_piece_fn fn, void *user,
+                            int dense) {
+  attn_sdpa_piece *pieces;
+  attn_status st = make_pieces(d, vl, &pieces);
+  if (st) return st;
+  if (!(st = check_variants(d))) {
+    piece_walk w = {pieces, 0, fn, user, {0}};
+    if (dense && backward && io->q && io->out_in && io->dout && io->dq) {
+      int64_t maxlen = 0;
+      for (int64_t s = 0; s < d->B; s++)
+        if (pieces[s].d.Lq > maxlen) maxlen = pieces[s].d.Lq;
+      attn_varlen_dense_init(&w.dense, d, maxlen);
+    }
+    st = attn_sdpa_run_pieces(d, pieces, d->B, backward, io, walk_piece, &w);
+    attn_varlen_dense_free(&w.dense);
+  }
+  free(pieces);
+  return st;
 }
 
 attn_status attn_sdpa_varlen_run(const attn_sdpa_desc *d, const attn_sdpa_varlen *vl,
                                  int backward, const attn_sdpa_io *io, attn_varlen_piece_fn fn,
                                  void *user) {
-  attn_sdpa_piece *pieces;
-  attn_status st = make_pieces(d, vl, &pieces);
-  if (st) return st;
-  if (!(st = check_variants(d))) {
-    piece_walk w = {pieces, 0, fn, user};
-    st = attn_sdpa_run_pieces(d, pieces, d->B, backward, io, walk_piece, &w);
-  }
-  free(pieces);
-  return st;
+  return run_walk(d, vl, backward, io, fn, user, 0);
 }
 
 static attn_status run(const attn_sdpa_desc *d, const attn_sdpa_varlen *vl, int backward,
                        attn_backend be, const attn_sdpa_io *io) {
   if (be != ATTN_BACKEND_AUTO && be != ATTN_BACKEND_MATH && be != ATTN_BACKEND_FLASH)
     return attn_set_error(ATTN_EINVAL, "sdpa varlen: unknown backend %d", (int)be);
-  return attn_sdpa_varlen_run(d, vl, backward, io, backward ? backward_piece : forward_piece, &be);
+  /* flash (and auto) on head-major rows: the math backend keeps the caller's */
+  return run_walk(d, vl, backward, io, backward ? backward_piece : forward_piece, &be,
+                  be != ATTN_BACKEND_MATH);
 }
 
 attn_status attn_sdpa_varlen_forward(const attn_sdpa_desc *d, const attn_sdpa_varlen *vl,

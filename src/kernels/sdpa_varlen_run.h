@@ -21,4 +21,22 @@ attn_status attn_sdpa_varlen_run(const attn_sdpa_desc *d, const attn_sdpa_varlen
                                  int backward, const attn_sdpa_io *io, attn_varlen_piece_fn fn,
                                  void *user);
 
+/* The f32 backward's head-major scratch (sdpa_varlen_dense.c): q, out,
+ * dout and dq of the longest sequence ([Hq, len, D] / [Hq, len, Dv]). */
+typedef struct {
+  float *q, *dq, *o, *g;
+} attn_varlen_dense;
+
+/* Allocates the scratch for maxlen query rows: 1, or 0 with s zeroed when
+ * it cannot (the sequences then run in place; no error is set). */
+int attn_varlen_dense_init(attn_varlen_dense *s, const attn_sdpa_desc *d, int64_t maxlen);
+void attn_varlen_dense_free(attn_varlen_dense *s);
+
+/* fn on one sequence (descriptor d, f32 tensors x) with its q, out and
+ * dout gathered into s head-major and its dq computed there, then written
+ * to x->dq: the same values as fn(d, x, p, user). */
+attn_status attn_varlen_dense_call(const attn_varlen_dense *s, const attn_sdpa_desc *d,
+                                   const attn_sdpa_io *x, const attn_sdpa_piece *p,
+                                   attn_varlen_piece_fn fn, void *user);
+
 #endif
