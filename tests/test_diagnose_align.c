@@ -93,6 +93,33 @@ static void test_table_and_path_text(void) {
   free(buf);
 }
 
+
+/* a last </s> row (wherever the decoder looks to stop) is left out of the
+ * measures by its label, and still shown in the path */
+static void test_eos_row_left_out(void) {
+  enum { LO = 5, LS = 4 };
+  float p[LO * LS] = {0};
+  for (int i = 0; i < LS; i++) p[i * LS + i] = 1;
+  p[4 * LS + 0] = 1; /* </s> back to the first letter */
+  const char *out[LO] = {"K", "AE1", "T", "S", "</s>"}, *other[LO] = {"K", "AE1", "T", "S", "Z"};
+  const char *src[LS] = {"c", "a", "t", "s"};
+  for (int k = 0; k < 2; k++) {
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    CHECK_OK(attn_diagnose_cross_report(f, p, 1, 1, LO, LS, k ? other : out, src));
+    fclose(f);
+    if (k == 0)
+      CHECK(buf && strstr(buf, "leave out the last row, </s>") &&
+            strstr(buf, "layer 0 head 0      1.00    1.00     0.000     1.00  diagonal (monotonic)") &&
+            strstr(buf, "S->s 1.00  </s>->c 1.00\n"));
+    else
+      CHECK(buf && !strstr(buf, "leave out") && strstr(buf, "0.75") && strstr(buf, "not monotonic"));
+    if (buf && !strstr(buf, k ? "not monotonic" : "1.00  diagonal")) printf("%s", buf);
+    free(buf);
+  }
+}
+
 static void test_bad_inputs(void) {
   float p[4] = {0.5f, 0.5f, 1, 0};
   attn_align_diag d;
@@ -170,6 +197,7 @@ int main(void) {
   RUN(test_padding_is_left_out);
   RUN(test_blurred_diagonal_vs_shuffled);
   RUN(test_table_and_path_text);
+  RUN(test_eos_row_left_out);
   RUN(test_bad_inputs);
   RUN(test_in_the_tool);
 #ifdef ATTN_HAVE_CAIRO

@@ -436,6 +436,74 @@ static void test_cli_bad_input(void) {
   CHECK(tool(args, out, sizeof out, err, sizeof err) == 2);
 }
 
+
+/* --save-attention: one file for one word, OUT_<word> for several (unique),
+ * read by attn diagnose (cross attention without --cross) and attn viz; the
+ * saved prediction is the printed one (best of a beam); bad input leaves no
+ * file at all */
+static void test_cli_save_attention(void) {
+  char model[128], args[1024], out[8192], err[4096], path[256];
+  snprintf(model, sizeof model, "%s/a/best.safetensors", dir);  // from the resume test
+  if (access(model, R_OK)) SKIP("no model (test_resume_identical_and_threads failed)");
+  snprintf(args, sizeof args, "g2p predict %s abase --beam 3 --save-attention %s/one.safetensors", model, dir);
+  CHECK(tool(args, out, sizeof out, err, sizeof err) == 0);
+  CHECK(!strncmp(out, "abase\t", 6) && strstr(err, "one.safetensors"));
+  char printed[256] = "";
+  sscanf(out, "abase\t%255[^\n]", printed);
+  snprintf(path, sizeof path, "%s/one.safetensors", dir);
+  attn_st *st = NULL;
+  CHECK_OK(attn_st_load(path, &st));
+  const attn_tensor *t = attn_st_get(st, "attn");
+  CHECK(t && t->ndim == 4 && t->shape[0] == 1 && t->shape[1] == 2 && t->shape[3] == 5);
+  CHECK(attn_st_meta(st, "prediction") && !strcmp(attn_st_meta(st, "prediction"), printed));
+  CHECK(attn_st_meta(st, "decoding") && strstr(attn_st_meta(st, "decoding"), "beam 3"));
+  CHECK(attn_st_meta(st, "key_tokens") && !strcmp(attn_st_meta(st, "key_tokens"), "[\"A\",\"B\",\"A\",\"S\",\"E\"]"));
+  attn_st_free(st);
+  // attn diagnose knows it is cross attention; attn viz draws it
+  snprintf(args, sizeof args, "diagnose %s", path);
+  CHECK(tool(args, out, sizeof out, err, sizeof err) == 0);
+  CHECK(strstr(out, "cross attention, 1 layer(s) x 2 head(s)") && strstr(out, "layer 0 head 1") &&
+        strstr(out, "layer 0 mean") && strstr(out, "monotonic") && strstr(out, "path (layer 0"));
+  if (!strstr(out, "layer 0 mean")) printf("  diagnose: %s%s\n", out, err);
+  snprintf(args, sizeof args, "viz %s %s/one.html", path, dir);
+  CHECK(tool(args, out, sizeof out, err, sizeof err) == 0);
+  snprintf(path, sizeof path, "%s/one.html", dir);
+  FILE *f = fopen(path, "r");
+  size_t got = f ? fread(out, 1, sizeof out - 1, f) : 0;
+  out[got] = '\0';
+  if (f) fclose(f);
+  CHECK(strstr(out, "\"qn\":\"output\",\"kn\":\"source\"") != NULL);
+  // several words: a file each, the same word twice made unique
+  snprintf(args, sizeof args, "g2p predict %s abase \"a'b.c\" abase --save-attention %s/w.safetensors", model, dir);
+  CHECK(tool(args, out, sizeof out, err, sizeof err) == 0);
+  const char *files[3] = {"w_abase", "w_a_b.c", "w_abase-2"};
+  for (int i = 0; i < 3; i++) {
+    snprintf(path, sizeof path, "%s/%s.safetensors", dir, files[i]);
+    CHECK(access(path, R_OK) == 0);
+  }
+  snprintf(path, sizeof path, "%s/w.safetensors", dir);
+  CHECK(access(path, F_OK) != 0);
+  // bad input: no file
+  const char *bad[4][2] = {{"abase \"\" --save-attention %s/bad.safetensors", "word 2 is empty"},
+                           {"abase caf\xc3\xa9 --save-attention %s/bad.safetensors", "never seen in training"},
+                           {"abase --save-attention %s/none/bad.safetensors", "none"},
+                           {"abase --save-attention %s/", "a file name is needed"}};
+  for (int i = 0; i < 4; i++) {
+    char c[512];
+    snprintf(c, sizeof c, bad[i][0], dir);
+    snprintf(args, sizeof args, "g2p predict %s %s", model, c);
+    CHECK(tool(args, out, sizeof out, err, sizeof err) == 1);
+    CHECK(out[0] == 0 && strstr(err, bad[i][1]) != NULL);
+  }
+  snprintf(path, sizeof path, "%s/bad.safetensors", dir);
+  CHECK(access(path, F_OK) != 0);
+  snprintf(args, sizeof args, "g2p predict %s/clf.safetensors abase --save-attention %s/bad.safetensors", dir, dir);
+  CHECK(tool(args, out, sizeof out, err, sizeof err) == 1 && strstr(err, "not a G2P model"));
+  CHECK(access(path, F_OK) != 0);
+  snprintf(args, sizeof args, "g2p eval %s --save-attention %s/bad.safetensors", model, dir);
+  CHECK(tool(args, out, sizeof out, err, sizeof err) == 2 && strstr(err, "option of predict"));
+}
+
 int main(int argc, char **argv) {
   tool_path(argc > 0 ? argv[0] : NULL, bin, sizeof bin);
   snprintf(dir, sizeof dir, "/tmp/attn_g2p_XXXXXX");
@@ -450,6 +518,7 @@ int main(int argc, char **argv) {
   RUN(test_resume_identical_and_threads);
   RUN(test_bf16_training_differs_from_f32_and_stays_close);
   RUN(test_cli_bad_input);
+  RUN(test_cli_save_attention);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system(cmd) != 0) printf("  could not remove %s\n", dir);

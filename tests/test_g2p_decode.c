@@ -15,24 +15,8 @@
 #include <string.h>
 
 #include "apps/seq2seq/g2p_decode.h"
+#include "g2p_small.h"
 #include "harness.h"
-
-static void model(attn_g2p_model *m, int64_t max_tgt, int dec_layers, uint64_t seed) {
-  attn_g2p_config c;
-  attn_g2p_config_default(&c);
-  c.d_model = 16;
-  c.heads = 4;
-  c.ff = 24;
-  c.enc_layers = 2;
-  c.dec_layers = dec_layers;
-  c.max_src = 12;
-  c.max_tgt = max_tgt;
-  c.dropout = 0.1f; /* never applied when decoding */
-  attn_g2p_graphemes g;
-  attn_g2p_graphemes_make(&g, "ABCDEFG'", 8);
-  CHECK_OK(attn_g2p_create(m, &c, &g));
-  CHECK_OK(attn_g2p_init(m, seed));
-}
 
 /* three words of 5, 2 and 7 letters, padded to 7 */
 static const int32_t words[3][7] = {{4, 5, 6, 7, 8, 0, 0}, {9, 10, 0, 0, 0, 0, 0},
@@ -41,7 +25,7 @@ static const int32_t word_lens[3] = {5, 2, 7};
 
 static void test_incremental_logits_equal_full_forward(void) {
   attn_g2p_model m;
-  model(&m, 10, 2, 3);
+  g2p_small_model(&m, 10, 2, 3);
   const int64_t B = 3, Ls = 7, Lt = 9, V = m.vocab_tgt, G = 2; /* 2 decoder rows per word */
   int32_t tgt[3 * 9];
   for (int64_t i = 0; i < B * Lt; i++) tgt[i] = i % Lt == 0 ? ATTN_G2P_BOS : (int32_t)(4 + (i * 7) % (V - 4));
@@ -141,7 +125,7 @@ static int exhaustive(const attn_g2p_model *m, int w, float alpha, seq *out) {
  * phonemes after step 0, so its 6 best are the exhaustive 6 best */
 static void test_beam_equals_exhaustive_search(void) {
   attn_g2p_model m;
-  model(&m, 3, 1, 11);
+  g2p_small_model(&m, 3, 1, 11);
   const int64_t V = m.vocab_tgt;
   seq *all = malloc((size_t)(1 + V * V) * sizeof *all);
   const float alphas[2] = {0.0f, 0.6f};
@@ -176,7 +160,7 @@ static void test_beam_equals_exhaustive_search(void) {
  * words decoded one at a time */
 static void test_n_best_sorted_distinct_and_batch_independent(void) {
   attn_g2p_model m;
-  model(&m, 8, 2, 5);
+  g2p_small_model(&m, 8, 2, 5);
   attn_g2p_decode_opts o;
   attn_g2p_decode_opts_default(&o);
   o.beam = 5;
@@ -222,7 +206,7 @@ static void test_n_best_sorted_distinct_and_batch_independent(void) {
 
 static void test_bad_options_refused(void) {
   attn_g2p_model m;
-  model(&m, 8, 1, 5);
+  g2p_small_model(&m, 8, 1, 5);
   const int32_t *src[3] = {words[0], words[1], words[2]};
   attn_nn_ctx ctx = {0};
   attn_g2p_hyps h;

@@ -29,27 +29,10 @@
 #include "kernels/sdpa_flash.h"
 #include "flash_ops_list.h"
 #include "sdpa_problem.h"
+#include "usermod_callbacks.h"
+#include "usermod_run.h"
 
-static const attn_flash_ops *ops_list[2];
-static int n_ops;
-
-/* ---- the callbacks' data and the callbacks ------------------------------ */
-typedef struct {
-  int64_t q_offset, wl, wr; /* window: -1 unbounded */
-  const float *slopes;      /* [Hq] ALiBi */
-  int64_t B, H;
-  float cap;                /* softcap */
-  const int32_t *doc;       /* document id per position (self-attention) */
-  float *slope_grad;        /* [B, H] partials of d loss / d slope[h] */
-  int64_t nan_b, nan_h, nan_q, nan_kv; /* nan_score: NaN there */
-  atomic_long calls;        /* mask_mod + score_mod calls (counting callbacks) */
-} mctx;
-
-static int causal_mask(int64_t b, int64_t h, int64_t q, int64_t kv, void *u) {
-  (void)b, (void)h;
-  return kv <= q + ((mctx *)u)->q_offset;
-}
-
+/* ---- the mask callbacks of these tests (usermod_callbacks.h has the rest) */
 static int window_mask(int64_t b, int64_t h, int64_t q, int64_t kv, void *u) {
   const mctx *c = u;
   (void)b, (void)h;
@@ -74,41 +57,6 @@ static int nothing_mask(int64_t b, int64_t h, int64_t q, int64_t kv, void *u) {
   return 0;
 }
 
-static float dist(const mctx *c, int64_t q, int64_t kv) {
-  const int64_t p = q + c->q_offset;
-  return (float)(p > kv ? p - kv : kv - p);
-}
-
-static float alibi_score(float s, int64_t b, int64_t h, int64_t q, int64_t kv, void *u) {
-  (void)b;
-  const mctx *c = u;
-  return s + (-c->slopes[h] * dist(c, q, kv)); /* the built-in's rounding: s + bias */
-}
-
-static float one_grad(float s, int64_t b, int64_t h, int64_t q, int64_t kv, void *u) {
-  (void)s, (void)b, (void)h, (void)q, (void)kv, (void)u;
-  return 1.0f;
-}
-
-static void alibi_param_grad(float s, float g, int64_t b, int64_t h, int64_t q, int64_t kv,
-                             void *u) {
-  (void)s;
-  mctx *c = u;
-  c->slope_grad[b * c->H + h] += g * -dist(c, q, kv);
-}
-
-static float softcap_score(float s, int64_t b, int64_t h, int64_t q, int64_t kv, void *u) {
-  (void)b, (void)h, (void)q, (void)kv;
-  const float cap = ((mctx *)u)->cap;
-  return cap * tanhf(s / cap);
-}
-
-static float softcap_grad(float s, int64_t b, int64_t h, int64_t q, int64_t kv, void *u) {
-  (void)b, (void)h, (void)q, (void)kv;
-  const float t = tanhf(s / ((mctx *)u)->cap);
-  return 1.0f - t * t;
-}
-
 static float nan_score(float s, int64_t b, int64_t h, int64_t q, int64_t kv, void *u) {
   const mctx *c = u;
   return b == c->nan_b && h == c->nan_h && q == c->nan_q && kv == c->nan_kv ? NAN : s;
@@ -118,95 +66,6 @@ static float counting_score(float s, int64_t b, int64_t h, int64_t q, int64_t kv
   (void)b, (void)h, (void)q, (void)kv;
   atomic_fetch_add(&((mctx *)u)->calls, 1);
   return s;
-}
-
-/* ---- running one backend: out, lse, dq, dk, dv ------------------------- */
-enum { MATH = -1, F16 = -2 };
-typedef struct {
-  float *x[5];
-} results;
-
-static void run(int be, const attn_sdpa_desc *d, const sdpa_problem *p, results *r) {
-  const int64_t n[5] = {p->no, p->nl, p->nq, p->nk, p->nv};
-  for (int i = 0; i < 5; i++)
-    r->x[i] = sdpa_zeros(n[i]);
-  float **x = r->x;
-  if (be == MATH) {
-    CHECK_OK(attn_sdpa_forward_math(d, p->q, p->k, p->v, x[0], x[1], NULL));
-    CHECK_OK(attn_sdpa_backward_math(d, p->q, p->k, p->v, x[0], x[1], p->dout, x[2], x[3], x[4]));
-  } else if (be == F16) {
-    CHECK_OK(attn_sdpa_forward_f16(d, p->qh, p->kh, p->vh, x[0], x[1]));
-    CHECK_OK(attn_sdpa_backward_f16(d, p->qh, p->kh, p->vh, x[0], x[1], p->dout, x[2], x[3], x[4]));
-  } else {
-    CHECK_OK(attn_sdpa_forward_flash_ops(ops_list[be], d, p->q, p->k, p->v, x[0], x[1]));
-    CHECK_OK(attn_sdpa_backward_flash_ops(ops_list[be], d, p->q, p->k, p->v, x[0], x[1], p->dout,
-                                          x[2], x[3], x[4]));
-  }
-}
-
-static void release(results *r) {
-  for (int i = 0; i < 5; i++)
-    free(r->x[i]);
-}
-
-static const char *be_name(int be) {
-  return be == MATH ? "math" : be == F16 ? "f16 flash" : ops_list[be]->name;
-}
-
-/* got against want on every output; tol 0: bit for bit */
-static void same(const char *what, int be, const sdpa_problem *p, const results *got,
-                 const results *want, double tol) {
-  static const char *names[5] = {"out", "lse", "dq", "dk", "dv"};
-  const int64_t n[5] = {p->no, p->nl, p->nq, p->nk, p->nv};
-  int before = h_case_failed;
-  h_case_failed = 0;
-  for (int i = 0; i < 5; i++) {
-    const double atol = tol * (i < 2 ? 1e-5 : 2e-5);
-    CHECK_CLOSE(names[i], got->x[i], want->x[i], n[i], atol, 10 * atol);
-  }
-  if (h_case_failed) printf("  ^ %s, %s\n", what, be_name(be));
-  h_case_failed |= before;
-}
-
-/* The descriptor with mods (and the block mask of mask_mod, when bq > 0)
- * against the built-in descriptor, on math and each flash set; also flash
- * with mods against math with mods. */
-static void against_builtin(const char *what, const sdpa_problem *p, const attn_sdpa_desc *builtin,
-                            attn_sdpa_mods *mods, int bq, int bk) {
-  attn_block_mask bm = {0};
-  attn_sdpa_desc d = p->d;
-  d.mods = mods;
-  if (bq > 0) {
-    CHECK_OK(attn_block_mask_from_mask_mod(mods->mask_mod, mods->user, d.B, d.Hq, d.Lq, d.Lk, bq,
-                                           bk, &bm));
-    mods->block_mask = &bm;
-  }
-  results mm;
-  run(MATH, &d, p, &mm);
-  for (int be = MATH; be < n_ops; be++) {
-    results a, b;
-    run(be, &d, p, &a);
-    run(be, builtin, p, &b);
-    same(what, be, p, &a, &b, 1);
-    if (be != MATH) same(what, be, p, &a, &mm, 1);
-    release(&a), release(&b);
-  }
-  release(&mm);
-  mods->block_mask = NULL;
-  attn_block_mask_free(&bm);
-}
-
-static sdpa_cfg shape(int Lq, int Lk) {
-  sdpa_cfg c = sdpa_plain(Lq, Lk, 24);
-  c.B = 2, c.Hq = 4, c.Hkv = 2, c.Dv = 16;
-  return c;
-}
-
-/* *p of shape(Lq, Lk) with causal and q_offset as given */
-static void make(sdpa_problem *p, int Lq, int Lk, int causal, int q_offset, unsigned seed) {
-  sdpa_cfg c = shape(Lq, Lk);
-  c.causal = causal, c.q_offset = q_offset;
-  sdpa_make_problem(&c, seed, p);
 }
 
 /* causal as mask_mod, also decode-like (q_offset = Lk - Lq) */
@@ -263,23 +122,10 @@ static void test_document_mask_mod(void) {
   sdpa_problem p;
   make(&p, 160, 160, 1, 0, 400);
   int32_t doc[2000];
-  uint8_t *bm = malloc(2 * 160 * 160);
-  static const int ends[2][4] = {{50, 51, 130, 160}, {64, 128, 150, 160}};
-  for (int b = 0; b < 2; b++)
-    for (int i = 0, dd = 0; i < 160; i++) {
-      while (i >= ends[b][dd]) dd++;
-      doc[b * 1000 + i] = dd;
-    }
-  for (int b = 0; b < 2; b++)
-    for (int i = 0; i < 160; i++)
-      for (int j = 0; j < 160; j++)
-        bm[(b * 160 + i) * 160 + j] = doc[b * 1000 + i] == doc[b * 1000 + j];
+  attn_sdpa_desc builtin = p.d;
+  uint8_t *bm = usermod_documents(doc, &builtin);
   mctx u = {.doc = doc};
   attn_sdpa_mods mods = {.mask_mod = doc_mask, .user = &u};
-  attn_sdpa_desc builtin = p.d;
-  builtin.bool_mask = bm;
-  builtin.bool_mask_stride[0] = 160 * 160, builtin.bool_mask_stride[2] = 160;
-  builtin.bool_mask_stride[3] = 1;
   against_builtin("document mask_mod", &p, &builtin, &mods, 0, 0);
   against_builtin("document mask_mod, block mask 32x32", &p, &builtin, &mods, 32, 32);
   free(bm);
@@ -445,7 +291,7 @@ static void test_alibi_slope_gradient(void) {
 static void test_threads_bit_identical(void) {
   sdpa_problem p;
   make(&p, 150, 200, 0, 0, 700);
-  float slopes[4] = {0.5f, 0.25f, 0.125f, 0.0625f}, partial[2][8];
+  float slopes[4] = {0.5f, 0.25f, 0.125f, 0.0625f};
   mctx u = {.slopes = slopes, .B = 2, .H = 4};
   attn_sdpa_mods mods = {.score_mod = alibi_score,
                          .score_mod_grad = one_grad,
@@ -457,22 +303,7 @@ static void test_threads_bit_identical(void) {
   mods.block_mask = &bm;
   attn_sdpa_desc d = p.d;
   d.mods = &mods;
-  for (int be = MATH; be < n_ops; be++) {
-    results r[2];
-    for (int t = 0; t < 2; t++) {
-      attn_set_num_threads(t + 1);
-      memset(partial[t], 0, sizeof partial[t]);
-      u.slope_grad = partial[t];
-      run(be, &d, &p, &r[t]);
-    }
-    attn_set_num_threads(1);
-    for (int i = 0; i < 5; i++)
-      CHECK(!memcmp(r[0].x[i], r[1].x[i],
-                    (size_t)(i == 0 ? p.no : i == 1 ? p.nl : i == 2 ? p.nq : i == 3 ? p.nk : p.nv) *
-                        sizeof(float)));
-    CHECK(!memcmp(partial[0], partial[1], sizeof partial[0]));
-    release(&r[0]), release(&r[1]);
-  }
+  usermod_threads_identical(&p, &d, &u.slope_grad);
   attn_block_mask_free(&bm);
   sdpa_free_problem(&p);
 }
@@ -530,23 +361,9 @@ static void test_block_mask_skips(void) {
 /* score_mod NaN at one pair: that row's out, lse, dq NaN, the other rows
  * finite, no crash; -inf from score_mod excludes the key */
 static void test_nan_contract(void) {
-  sdpa_problem p;
-  make(&p, 40, 70, 0, 0, 900);
   mctx u = {.nan_b = 1, .nan_h = 2, .nan_q = 3, .nan_kv = 5};
   attn_sdpa_mods mods = {.score_mod = nan_score, .score_mod_grad = one_grad, .user = &u};
-  attn_sdpa_desc d = p.d;
-  d.mods = &mods;
-  const int64_t row = (1 * 4 + 2) * 40 + 3;
-  for (int be = MATH; be < n_ops; be++) {
-    results r;
-    run(be, &d, &p, &r);
-    CHECK(isnan(r.x[1][row]) && isnan(r.x[0][row * 16]) && isnan(r.x[2][row * 24]));
-    CHECK(!sdpa_any_nan(r.x[1], row) && !sdpa_any_nan(r.x[1] + row + 1, p.nl - row - 1));
-    CHECK(!sdpa_any_nan(r.x[0], row * 16));
-    CHECK(!sdpa_any_nan(r.x[3], p.nk / 2)); /* batch 0's keys */
-    release(&r);
-  }
-  sdpa_free_problem(&p);
+  usermod_nan_contract(&mods);
 }
 
 /* fp16 flash runs the f32 loop: mods work there too */

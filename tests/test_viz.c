@@ -837,6 +837,100 @@ static void test_html_long_rows_visible_in_chromium(void) {
 #endif
 }
 
+
+/* attn_viz_save_f32 writes what attn_viz_input_load reads: one "tokens"
+ * for shared labels, query_tokens / key_tokens otherwise, the cross marker */
+static void test_save_round_trip(void) {
+  float p[2 * 2 * 3] = {0.5f, 0.25f, 0.25f, 0, 1, 0, 1, 0, 0, 0.125f, 0.375f, 0.5f};
+  const char *q[2] = {"K", "AE1"}, *k[3] = {"c", "a", "t"};
+  const char *kv[] = {"attention", "cross", "word", "cat", NULL};
+  char path[320];
+  snprintf(path, sizeof path, "%s", out_path("saved.safetensors"));
+  CHECK_OK(attn_viz_save_f32(path, p, 1, 2, 2, 3, q, k, kv));
+  attn_viz_input in;
+  CHECK_OK(attn_viz_input_load(path, NULL, &in));
+  CHECK(in.cross == 1 && in.layers == 1 && in.heads == 2 && in.lq == 2 && in.lk == 3);
+  CHECK(in.probs && !memcmp(in.probs, p, sizeof p));
+  CHECK(in.q_labels && in.k_labels && !strcmp(in.q_labels[1], "AE1") && !strcmp(in.k_labels[2], "t"));
+  attn_viz_input_free(&in);
+  attn_st *st = NULL;
+  CHECK_OK(attn_st_load(path, &st));
+  CHECK(!attn_st_meta(st, "tokens") && attn_st_meta(st, "query_tokens") &&
+        !strcmp(attn_st_meta(st, "word"), "cat"));
+  attn_st_free(st);
+  const char *same[2] = {"a", "b"};
+  CHECK_OK(attn_viz_save_f32(path, p, 1, 1, 2, 2, same, same, NULL)); /* self attention */
+  CHECK_OK(attn_st_load(path, &st));
+  CHECK(attn_st_meta(st, "tokens") && !strcmp(attn_st_meta(st, "tokens"), "[\"a\",\"b\"]") &&
+        !attn_st_meta(st, "query_tokens") && !attn_st_meta(st, "attention"));
+  attn_st_free(st);
+  CHECK_OK(attn_viz_input_load(path, NULL, &in));
+  CHECK(in.cross == 0);
+  attn_viz_input_free(&in);
+  CHECK_ERR(attn_viz_save_f32(path, p, 0, 1, 2, 2, NULL, NULL, NULL), ATTN_EINVAL);
+  CHECK_ERR(attn_viz_save_f32(out_path("no/such/dir.safetensors"), p, 1, 1, 2, 2, NULL, NULL, NULL), ATTN_EIO);
+}
+
+/* attn viz --mean draws the mean of the layer's heads (the same picture as
+ * a file holding that mean as its one head); a file marked cross attention
+ * is drawn and diagnosed as such without --cross */
+static void test_cli_mean_and_cross_marker(void) {
+  const char *bin = getenv("ATTN_BIN");
+  if (!bin) {
+    SKIP("ATTN_BIN not set: the attn tool is not exercised");
+    return;
+  }
+  /* each layer: heads {0.25, 0.75} -> mean 0.5 exactly */
+  float two[2 * 2 * 6] = {0}, one[6] = {1, 0, 0, 0, 0.5f, 0.5f};
+  const float h0[6] = {1, 0, 0, 0, 0.25f, 0.75f}, h1[6] = {1, 0, 0, 0, 0.75f, 0.25f};
+  for (int l = 0; l < 2; l++) {
+    memcpy(two + l * 12, h0, sizeof h0);
+    memcpy(two + l * 12 + 6, h1, sizeof h1);
+  }
+  const char *q[2] = {"K", "AE1"}, *k[3] = {"c", "a", "t"};
+  const char *kv[] = {"attention", "cross", NULL};
+  char a[320], b[320], cmd[2048];
+  snprintf(a, sizeof a, "%s", out_path("two.safetensors"));
+  snprintf(b, sizeof b, "%s", out_path("one.safetensors"));
+  CHECK_OK(attn_viz_save_f32(a, two, 2, 2, 2, 3, q, k, kv));
+  CHECK_OK(attn_viz_save_f32(b, one, 1, 1, 2, 3, q, k, kv));
+  snprintf(cmd, sizeof cmd, "%s diagnose %s > %s/out.txt 2>&1", bin, a, OUT_DIR);
+  CHECK(system(cmd) == 0);
+  char *s = read_whole_file(out_path("out.txt"), NULL);
+  CHECK(s && strstr(s, "cross attention, 2 layer(s) x 2 head(s)") && strstr(s, "layer 1 mean"));
+  free(s);
+  snprintf(cmd, sizeof cmd, "%s viz %s %s/two.html > /dev/null 2>&1", bin, a, OUT_DIR);
+  CHECK(system(cmd) == 0);
+  s = read_whole_file(out_path("two.html"), NULL);
+  CHECK(s && strstr(s, "\"qn\":\"output\",\"kn\":\"source\""));
+  free(s);
+  snprintf(cmd, sizeof cmd, "%s viz %s %s/x.png --mean --head 1 > /dev/null 2>&1", bin, a, OUT_DIR);
+  CHECK(WEXITSTATUS(system(cmd)) == 2);
+#ifdef ATTN_HAVE_CAIRO
+  snprintf(cmd, sizeof cmd, "%s viz %s %s/mean.png --layer 1 --mean --title T > /dev/null 2>&1 && "
+           "%s viz %s %s/ref.png --title T > /dev/null 2>&1 && "
+           "%s viz %s %s/head.png --layer 1 --title T > /dev/null 2>&1", bin, a, OUT_DIR, bin, b, OUT_DIR,
+           bin, a, OUT_DIR);
+  CHECK(system(cmd) == 0);
+  png_image m, r, h;
+  CHECK(png_load(out_path("mean.png"), &m) && png_load(out_path("ref.png"), &r) &&
+        png_load(out_path("head.png"), &h));
+  if (m.s && r.s && h.s) {
+    long differ = 0, from_head = 0;
+    CHECK(m.w == r.w && m.h == r.h && m.w == h.w && m.h == h.h);
+    for (int y = 0; y < m.h && y < r.h && y < h.h; y++)
+      for (int x = 0; x < m.w && x < r.w && x < h.w; x++) {
+        differ += px(&m, x, y) != px(&r, x, y);
+        from_head += px(&m, x, y) != px(&h, x, y);
+      }
+    CHECK(differ == 0 && from_head > 100);
+  }
+  if (m.s) cairo_surface_destroy(m.s);
+  if (r.s) cairo_surface_destroy(r.s);
+  if (h.s) cairo_surface_destroy(h.s);
+#endif
+}
+
 int main(void) {
   if (!mkdtemp(OUT_DIR)) return 1;
   RUN(test_colormaps_match_matplotlib);
@@ -848,6 +942,8 @@ int main(void) {
   RUN(test_html_weights_round_trip);
   RUN(test_html_cross_page_names_output_and_source);
   RUN(test_cli_viz_and_diagnose);
+  RUN(test_save_round_trip);
+  RUN(test_cli_mean_and_cross_marker);
   RUN(test_report_writes_everything);
   RUN(test_html_page_in_headless_chromium);
   RUN(test_html_long_rows_visible_in_chromium);

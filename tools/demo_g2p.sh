@@ -9,7 +9,13 @@
 #      without stress, and the worst test errors
 #   5. predicts a few words with `attn g2p predict` (beam search of 4, the
 #      2 best pronunciations of each with their scores)
-# Everything goes to runs/g2p-demo/ (train.log, best.safetensors, eval.txt).
+#   6. shows the cross attention of a few test words (greedy output): per word
+#      WORD.safetensors (attn g2p predict --save-attention), WORD_layer<L>.png
+#      (layer L, mean of the heads), WORD_heads.png (every layer: each head and
+#      the mean), WORD.html (interactive) and WORD_alignment.txt (attn
+#      diagnose: how monotonic the letter -> phoneme path is)
+# Everything goes to runs/g2p-demo/ (train.log, best.safetensors, eval.txt,
+# cross/).
 # Environment: ATTN_G2P_DEMO_DATA (dictionary folder), ATTN_G2P_DEMO_OUT
 # (output folder), ATTN_G2P_DEMO_TRAIN_ARGS (extra `attn g2p train` options,
 # e.g. "--epochs 1"; later options win).
@@ -23,24 +29,42 @@ step() {
   echo "== [$(($(date +%s) - t0)) s] $*"
 }
 
-step "1/5 CMUdict"
+step "1/6 CMUdict"
 sh tools/fetch_cmudict.sh "$data"
 
-step "2/5 split (all pronunciations of a word on one side; 90/5/5 by a hash of the word)"
+step "2/6 split (all pronunciations of a word on one side; 90/5/5 by a hash of the word)"
 "$attn" g2p split --data "$data" --out "$data/split.tsv"
 
-step "3/5 train"
+step "3/6 train"
 mkdir -p "$out"
 # shellcheck disable=SC2086
 "$attn" g2p train --data "$data" --out "$out" --dim 64 --heads 4 --ff 256 --layers 2 \
   --epochs 2 --batch 64 ${ATTN_G2P_DEMO_TRAIN_ARGS:-} | tee "$out/train.log"
 
-step "4/5 evaluate on val and test (greedy decoding)"
+step "4/6 evaluate on val and test (greedy decoding)"
 "$attn" g2p eval "$out/best.safetensors" --data "$data" | tee "$out/eval.txt"
 
-step "5/5 predict (beam of 4, 2 best)"
+step "5/6 predict (beam of 4, 2 best)"
 "$attn" g2p predict "$out/best.safetensors" --beam 4 --n-best 2 attention transformer \
   pronunciation grapheme phoneme cambridge zyzzyva
+
+step "6/6 cross attention of test words (phonemes down, letters across)"
+mkdir -p "$out/cross"
+words="attention abandonment encryption neoconservative"
+for w in $words; do
+  f=$out/cross/$w.safetensors
+  "$attn" g2p predict "$out/best.safetensors" "$w" --save-attention "$f"
+  "$attn" diagnose "$f" >"$out/cross/${w}_alignment.txt"
+  layers=$(sed -n 's/.*cross attention, \([0-9]*\) layer.*/\1/p' "$out/cross/${w}_alignment.txt")
+  l=0
+  while [ "$l" -lt "$layers" ]; do
+    "$attn" viz "$f" "$out/cross/${w}_layer$l.png" --layer "$l" --mean --title "$w: layer $l, mean of the heads"
+    l=$((l + 1))
+  done
+  "$attn" viz "$f" "$out/cross/${w}_heads.png" --model --title "$w: every layer and head"
+  "$attn" viz "$f" "$out/cross/$w.html" --title "$w: cross attention"
+  grep -E "mean|leave out|path|->" "$out/cross/${w}_alignment.txt"
+done
 
 echo
 echo "demo-g2p: done in $(($(date +%s) - t0)) s; model, log and scores in $out/"

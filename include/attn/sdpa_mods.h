@@ -52,9 +52,31 @@
  * score_mod_param_grad is set, which can use fewer threads.)
  *
  * Not supported: score_mod together with Shaw relative keys (shaw_k), whose
- * term joins q·k before the softmax (ATTN_EUNSUPPORTED). The bf16 and int8
- * flash kernels refuse mods (ATTN_EUNSUPPORTED); the f32, fp16 and math
- * backends take them.
+ * term joins q·k before the softmax (ATTN_EUNSUPPORTED), and the
+ * probabilities' recomputation (attn_sdpa_probs_f32). Math, the f32 and fp16
+ * flash, the bf16 flash (forward, backward) and the int8 flash (forward)
+ * take them.
+ *
+ * Row variants (vectorisable): score_mod_row is called once per query row
+ * of a tile with n contiguous scores, keys kv_idx0 .. kv_idx0 + n - 1, and
+ * modifies them in place: one call per tile row instead of one per pair, so
+ * that a plain loop over the row (compiled with the caller's flags, e.g. -O3
+ * and a vector ISA) vectorises. Everything above holds with these changes:
+ * the run may hold keys that the built-ins or mask_mod exclude; there the
+ * score passed is 0 (a placeholder, never -inf: a fast exp/tanh need not
+ * handle infinities) and the value written back is ignored (the key stays
+ * excluded). score_mod_row_grad(scores, g, n, ...) multiplies g[c] by
+ * d score_mod / d score at scores[c] (the scores before score_mod_row, 0 at
+ * the placeholders); g[c] = 0 at pairs without gradient, and those stay 0
+ * whatever the derivative. score_mod_row_param_grad(scores, g, n, ...) gets
+ * g[c] = dL/d(score_mod's output) (0 at pairs without gradient; not called
+ * when the whole run is 0), with the determinism rule above. Rows are split
+ * into runs of at most 256 keys (a flash tile row: up to 64). Rules: set
+ * score_mod or score_mod_row, not both (ATTN_EINVAL); the row derivatives
+ * go with score_mod_row (ATTN_EINVAL without it); the backward needs
+ * score_mod_row_grad when score_mod_row is set (ATTN_EINVAL); not with
+ * shaw_k (ATTN_EUNSUPPORTED). mask_mod has no row variant (a score_mod_row
+ * returning -inf excludes keys: document masks, say).
  *
  * FlexAttention equivalents: score_mod(score, b, h, q_idx, kv_idx) ->
  * score_mod; mask_mod(b, h, q_idx, kv_idx) -> mask_mod; create_block_mask
@@ -83,6 +105,17 @@ typedef int (*attn_mask_mod_fn)(int64_t b, int64_t h, int64_t q_idx, int64_t kv_
 typedef void (*attn_score_mod_param_grad_fn)(float score, float g, int64_t b, int64_t h,
                                              int64_t q_idx, int64_t kv_idx, void *user);
 
+/* Row variants: scores[0 .. n-1] of query row q_idx, keys kv_idx0 .. kv_idx0
+ * + n - 1, modified in place; g[c] *= d score_mod / d score at scores[c];
+ * g[c] = dL / d score_mod(scores[c], ...) for the user's parameters. */
+typedef void (*attn_score_mod_row_fn)(float *scores, int64_t n, int64_t b, int64_t h,
+                                      int64_t q_idx, int64_t kv_idx0, void *user);
+typedef void (*attn_score_mod_row_grad_fn)(const float *scores, float *g, int64_t n, int64_t b,
+                                           int64_t h, int64_t q_idx, int64_t kv_idx0, void *user);
+typedef void (*attn_score_mod_row_param_grad_fn)(const float *scores, const float *g, int64_t n,
+                                                 int64_t b, int64_t h, int64_t q_idx,
+                                                 int64_t kv_idx0, void *user);
+
 /* A block mask (FlexAttention's BlockMask): per (query block, key block)
  * whether mask_mod is 0 everywhere in it (EMPTY: the flash kernels skip the
  * tiles), nonzero everywhere (FULL: no mask_mod calls there) or mixed. It is
@@ -106,6 +139,11 @@ typedef struct attn_sdpa_mods {
   attn_mask_mod_fn mask_mod;                        /* NULL: every key allowed */
   void *user;                                       /* passed to every callback */
   const attn_block_mask *block_mask;                /* NULL, or needs mask_mod */
+  /* The row (vectorisable) variants of score_mod and its derivatives: NULL,
+   * or instead of score_mod (see "Row variants" above) */
+  attn_score_mod_row_fn score_mod_row;
+  attn_score_mod_row_grad_fn score_mod_row_grad;
+  attn_score_mod_row_param_grad_fn score_mod_row_param_grad;
 } attn_sdpa_mods;
 
 /* Evaluates mask_mod at every (b < B, h < H, q_idx < Lq, kv_idx < Lk) once

@@ -57,14 +57,14 @@ static int parse_number(const char *s, double lo, double hi, int pct, double *ou
   return 1;
 }
 
-/* --model / --accuracy / --loss, else what IN's metadata says: CLI_OK, or
- * after saying why not CLI_USAGE (a bad option) or CLI_FAILED (bad metadata,
- * the file's fault). */
-static int model_context(const char *in_path, const char *kind, const char *acc, const char *loss,
-                         attn_diag_context *c) {
+/* --model / --accuracy / --loss, else (from_file) what IN's metadata says:
+ * CLI_OK, or after saying why not CLI_USAGE (a bad option) or CLI_FAILED
+ * (bad metadata, the file's fault). */
+static int model_context(const char *in_path, int from_file, const char *kind, const char *acc,
+                         const char *loss, attn_diag_context *c) {
   attn_diag_context_default(c);
   attn_st *f = NULL;
-  if ((!kind || !acc || !loss) && attn_st_load(in_path, &f)) return cli_fail(in_path);
+  if (from_file && (!kind || !acc || !loss) && attn_st_load(in_path, &f)) return cli_fail(in_path);
   const char *k = kind ? kind : attn_st_meta(f, "model.kind");
   const char *a = acc ? acc : attn_st_meta(f, "model.accuracy");
   const char *l = loss ? loss : attn_st_meta(f, "model.loss");
@@ -122,12 +122,20 @@ int attn_cmd_diagnose(int argc, char **argv) {
     fputs(usage_text, stderr);
     return CLI_USAGE;
   }
-  if (cross && chart) return cli_usage("--chart draws the self-attention table; not with --cross");
-  attn_diag_context ctx;
-  int crc = model_context(in_path, kind, acc, loss, &ctx);
-  if (crc) return crc;
   attn_viz_input in;
   if (attn_viz_input_load(in_path, tensor, &in)) return cli_fail(in_path);
+  cross |= in.cross; /* metadata "attention": "cross" (attn g2p predict --save-attention) */
+  if (cross && chart) {
+    attn_viz_input_free(&in);
+    return cli_usage("--chart draws the self-attention table; not with --cross (or a file of cross attention)");
+  }
+  /* the model context qualifies the self-attention advice; cross attention only checks the options */
+  attn_diag_context ctx;
+  int crc = model_context(in_path, !cross, kind, acc, loss, &ctx);
+  if (crc) {
+    attn_viz_input_free(&in);
+    return crc;
+  }
   int64_t n = in.layers * in.heads;
   attn_head_diag *d = calloc((size_t)n, sizeof *d);
   int rc = 0;

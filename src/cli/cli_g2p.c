@@ -6,10 +6,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "apps/seq2seq/g2p_attention.h"
 #include "apps/seq2seq/g2p_eval.h"
 #include "apps/train/g2p_precision.h"
 #include "apps/train/g2p_train.h"
 #include "attn/kernels.h"
+#include "cli/cli_outpath.h"
 #include "cli/commands.h"
 
 #define DEFAULT_DATA "data/cmudict"
@@ -42,6 +44,10 @@ static void usage(FILE *f) {
           "  --beam K          beam search of width K (default 1: greedy)\n"
           "  --n-best N        predict: the N best hypotheses of each word with their scores (1..K)\n"
           "  --length-penalty A  rank finished hypotheses by logp / ((5 + len) / 6)^A (0.6; 0: none)\n"
+          "  --save-attention OUT.safetensors  predict: the cross attention of every decoder\n"
+          "                    layer and head on each word's (best) output, phonemes down, letters\n"
+          "                    across, for attn viz / attn diagnose; with several words one file\n"
+          "                    per word, OUT_<word>.safetensors (docs/G2P.md)\n"
           "all:\n"
           "  --precision auto|f32|bf16  Linears (and flash attention in training) in bf16 with f32\n"
           "                    master weights; auto (train's default; eval / predict: f32) takes bf16\n"
@@ -61,10 +67,11 @@ static const cli_opt opts[] = {
     {"--split", CLI_VALUE},       {"--worst", CLI_VALUE},      {"--limit", CLI_VALUE},
     {"--threads", CLI_VALUE},     {"--beam", CLI_VALUE},       {"--n-best", CLI_VALUE},
     {"--length-penalty", CLI_VALUE}, {"--precision", CLI_VALUE}, {"--bench", CLI_VALUE},
-    {NULL, 0}};
+    {"--save-attention", CLI_VALUE}, {NULL, 0}};
 
 typedef struct {
   const char *data, *out, *split;
+  const char *save; /* --save-attention */
   int resume, threads, worst, limit, batch, train_words, n_best_set;
   int prec_set, prec_auto; /* --precision given; auto */
   int bench;               /* --bench STEPS */
@@ -97,6 +104,7 @@ static int set_opt(g2p_opts *o, const char *k, const char *v) {
   if (!strcmp(k, "--n-best")) o->n_best_set = 1;
   if (!strcmp(k, "--data")) o->data = v;
   else if (!strcmp(k, "--out")) o->out = v;
+  else if (!strcmp(k, "--save-attention")) o->save = v;
   else if (!strcmp(k, "--split")) o->split = v;
   else if (!strcmp(k, "--untied")) o->mc.tied = 0;
   else if (!strcmp(k, "--resume")) o->resume = 1;
@@ -375,6 +383,48 @@ static int cmd_eval(g2p_opts *o) {
   return r;
 }
 
+/* --save-attention: each word's cross attention on its best output, one
+ * file per word when there are several (OUT_<word>.safetensors). */
+static int save_attention(const g2p_opts *o, const attn_g2p_model *m, const attn_nn_ctx *ctx,
+                          const int32_t *const *src, const int32_t *sl, const attn_g2p_hyps *h) {
+  const int n = o->nargs - 1;
+  cli_stems stems = {calloc((size_t)n, sizeof(char *)), 0};
+  int r = stems.stems ? CLI_OK : cli_error(NULL, "out of memory");
+  char decoding[64], phones[1024], file[4400];
+  if (o->dec.beam > 1) snprintf(decoding, sizeof decoding, "beam %d, the best", o->dec.beam);
+  else snprintf(decoding, sizeof decoding, "greedy");
+  for (int i = 0; !r && i < n; i++) {
+    const char *word = o->args[i + 1], *stem = cli_stem(&stems, word, 0);
+    const int64_t j = (int64_t)i * h->n_best;
+    const int32_t *ph = h->ph + j * h->max_tgt;
+    const int len = h->count[i] > 0 ? h->len[j] : 0;
+    attn_g2p_phones_format(ph, len, phones, sizeof phones);
+    if (!stem) {
+      r = cli_error(NULL, "out of memory");
+      break;
+    }
+    if (cli_out_name(file, sizeof file, o->save, n > 1, stem)) {
+      r = cli_error(NULL, "--save-attention %s: name too long", o->save);
+      break;
+    }
+    const char *kv[] = {"model.file", o->args[0], "word", word, "prediction", phones,
+                        "decoding", decoding, NULL};
+    attn_g2p_cross c;
+    attn_status st = attn_g2p_cross_attention(m, ctx, src[i], sl[i], ph, len,
+                                              len < m->c.max_tgt - 1, &c);
+    if (!st) st = attn_g2p_cross_save(file, &c, kv);
+    if (st) r = cli_fail(file);
+    else
+      fprintf(stderr, "attn g2p predict: %s: cross attention (%lld layer(s) x %lld head(s), %lld "
+                      "output x %lld letters) saved to %s (attn viz / attn diagnose read it)\n",
+              word, (long long)c.layers, (long long)c.heads, (long long)c.l_out,
+              (long long)c.l_src, file);
+    attn_g2p_cross_free(&c);
+  }
+  cli_stems_free(&stems);
+  return r;
+}
+
 static int cmd_predict(g2p_opts *o) {
   if (o->nargs < 2) return cli_usage("predict takes MODEL and at least one WORD");
   attn_g2p_model m;
@@ -418,6 +468,7 @@ static int cmd_predict(g2p_opts *o) {
       fprintf(stderr, "precision: %s (%s)\n", attn_precision_name(o->prec), why);
     ctx.precision = o->prec;
   }
+  if (!r && o->save && cli_out_file_ready("--save-attention", o->save)) r = CLI_FAILED;
   attn_g2p_hyps h = {0};
   if (!r && attn_g2p_search(&m, &ctx, &o->dec, src, sl, n, &h)) r = cli_fail(NULL);
   // WORD<TAB>PHONES; with --n-best: WORD<TAB>rank<TAB>score<TAB>PHONES per hypothesis
@@ -431,6 +482,7 @@ static int cmd_predict(g2p_opts *o) {
       else
         printf("%s\t%s\n", o->args[i + 1], buf);
     }
+  if (!r && o->save) r = save_attention(o, &m, &ctx, src, sl, &h);
   attn_g2p_hyps_free(&h);
   free(ids);
   free(src);
@@ -465,6 +517,7 @@ int attn_cmd_g2p(int argc, char **argv) {
   if (r == -1) r = CLI_OK;  // --help
   else if (!r) {
     if (k != 2 && k != 3 && o->nargs) r = cli_usage("unexpected argument '%s'", o->args[0]);
+    else if (k != 3 && o->save) r = cli_usage("--save-attention is an option of predict");
     else r = k == 0 ? cmd_split(o) : k == 1 ? cmd_train(o) : k == 2 ? cmd_eval(o) : cmd_predict(o);
   }
   free(o);

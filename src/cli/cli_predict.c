@@ -213,8 +213,8 @@ int attn_cmd_predict(int argc, char **argv) {
     fprintf(stderr, "attn predict: %s is an ensemble of %d: the attention shown is member 1's "
                     "(--member K for another)\n", model, e.n);
   int32_t *ids = rc ? NULL : malloc((size_t)c->max_len * sizeof(int32_t));
-  o.stems = rc ? NULL : calloc((size_t)nfiles, sizeof *o.stems);
-  if (!rc && (!ids || !o.stems)) rc = cli_error(NULL, "out of memory");
+  o.stems.stems = rc ? NULL : calloc((size_t)nfiles, sizeof *o.stems.stems);
+  if (!rc && (!ids || !o.stems.stems)) rc = cli_error(NULL, "out of memory");
   int bad = 0; /* after a bad file the others still get their label */
   if (!rc && !ip.decide && ip.ctx.precision == ATTN_PREC_BF16) {
     attn_prec_info bf;

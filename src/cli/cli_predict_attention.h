@@ -9,13 +9,13 @@
 
 #include "apps/text/bpe.h"
 #include "apps/classifier/classifier_ensemble.h"
+#include "cli/cli_outpath.h"
 
 typedef struct {
   const char *picture, *save, *model;
   int member;   /* 0-based member of an ensemble to draw and save */
-  int many;     /* more than one FILE: saved files get the file's stem */
-  char **stems; /* [files] (calloc'd by the caller) the stems given so far (unique) */
-  int nstems;
+  int many;       /* more than one FILE: saved files get the file's stem */
+  cli_stems stems; /* .stems [files] calloc'd by the caller */
 } cli_predict_out;
 
 /* DIR exists (made if missing) and is writable, OUT's folder too: 0, or 1

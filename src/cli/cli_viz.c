@@ -13,7 +13,7 @@ static const char usage_text[] =
     "usage: attn viz IN.safetensors OUT.(png|svg|pdf|html) [--layer L] [--head H | --all-heads |\n"
     "                --model] [--cmap bone|viridis] [--region q0:q1,k0:k1] [--title T]\n"
     "                [--cross] [--max-labels N] [--tensor NAME] [--html PAGE.html]\n"
-    "                [--row-norm]\n"
+    "                [--row-norm] [--mean]\n"
     "\n"
     "Draws attention weights: query tokens down, key tokens across, a colour bar.\n"
     "IN holds a tensor 'attn' (F32/F16/BF16) of shape [Lq,Lk], [H,Lq,Lk] or\n"
@@ -26,13 +26,16 @@ static const char usage_text[] =
     "The format follows OUT's extension (.png, .svg, .pdf; .html: interactive page).\n"
     "  --layer L      layer to draw (default 0)\n"
     "  --head H       one head as a heatmap (default 0)\n"
+    "  --mean         the mean of the layer's heads as one heatmap\n"
     "  --all-heads    every head of the layer as small multiples\n"
     "  --model        layers x heads overview\n"
     "  --cmap         bone (the tutorial's, default) or viridis (perceptual)\n"
     "  --region       crop to queries [q0,q1) and keys [k0,k1), e.g. 0:40,0:40\n"
     "  --cross        cross-attention: label the axes output (down) / source (across);\n"
     "                 with --all-heads or --model a row per layer of every head and\n"
-    "                 the mean of the heads, token labels on the tiles\n"
+    "                 the mean of the heads, token labels on the tiles; the default\n"
+    "                 for a file whose metadata 'attention' is 'cross' (attn g2p\n"
+    "                 predict --save-attention)\n"
     "  --max-labels   labels per axis before thinning (default 60; labels stay >= 10 px\n"
     "                 high, so a long axis may show fewer)\n"
     "  --row-norm     scale each row to its largest drawn value (colour bar 0..1,\n"
@@ -63,7 +66,8 @@ static int has_ext(const char *path, const char *ext) {
 int attn_cmd_viz(int argc, char **argv) {
   const char *in_path = NULL, *out_path = NULL, *html_path = NULL, *tensor = NULL, *title = NULL;
   int64_t layer = 0, head = 0;
-  int all_heads = 0, model = 0, cross = 0, head_given = 0;
+  int all_heads = 0, model = 0, cross = 0, head_given = 0, mean = 0;
+  float *avg = NULL; /* --mean: [heads + 1, lq, lk], the mean last */
   attn_viz_opts o;
   attn_viz_opts_default(&o);
   static const cli_opt opts[] = {
@@ -71,7 +75,7 @@ int attn_cmd_viz(int argc, char **argv) {
       {"--layer", CLI_VALUE},    {"--head", CLI_VALUE},   {"--max-labels", CLI_VALUE},
       {"--cmap", CLI_VALUE},     {"--region", CLI_VALUE}, {"--title", CLI_VALUE},
       {"--tensor", CLI_VALUE},   {"--html", CLI_VALUE},   {"--row-norm", CLI_FLAG},
-      {NULL, 0}};
+      {"--mean", CLI_FLAG},      {NULL, 0}};
   cli_args args;
   cli_args_init(&args, argc, argv, 1, opts);
   int r;
@@ -87,6 +91,8 @@ int attn_cmd_viz(int argc, char **argv) {
       model = 1;
     } else if (!strcmp(a, "--cross")) {
       cross = 1;
+    } else if (!strcmp(a, "--mean")) {
+      mean = 1;
     } else if (!strcmp(a, "--row-norm")) {
       o.row_norm = 1;
     } else if (!strcmp(a, "--layer") || !strcmp(a, "--head") || !strcmp(a, "--max-labels")) {
@@ -118,7 +124,8 @@ int attn_cmd_viz(int argc, char **argv) {
     fputs(usage_text, stderr);
     return CLI_USAGE;
   }
-  if (all_heads + model + head_given > 1) return cli_usage("choose one of --head, --all-heads, --model");
+  if (all_heads + model + head_given + mean > 1)
+    return cli_usage("choose one of --head, --mean, --all-heads, --model");
   attn_viz_input in;
   if (attn_viz_input_load(in_path, tensor, &in)) return cli_fail(in_path);
   int rc = 0;
@@ -127,6 +134,7 @@ int attn_cmd_viz(int argc, char **argv) {
                    (long long)layer, (long long)head, (long long)in.layers, (long long)in.heads);
     goto done;
   }
+  cross |= in.cross; /* metadata "attention": "cross" (attn g2p predict --save-attention) */
   const char *const *ql = (const char *const *)in.q_labels;
   const char *const *kl = (const char *const *)in.k_labels;
   int64_t per = in.lq * in.lk;
@@ -137,6 +145,9 @@ int attn_cmd_viz(int argc, char **argv) {
                (long long)in.heads);
     else if (all_heads)
       snprintf(auto_title, sizeof auto_title, "layer %lld: all heads", (long long)layer);
+    else if (mean)
+      snprintf(auto_title, sizeof auto_title, "layer %lld, mean of %lld heads", (long long)layer,
+               (long long)in.heads);
     else
       snprintf(auto_title, sizeof auto_title, "layer %lld, head %lld", (long long)layer,
                (long long)head);
@@ -155,9 +166,11 @@ int attn_cmd_viz(int argc, char **argv) {
     else if (all_heads)
       st = attn_viz_heads_f32(out_path, in.probs + layer * in.heads * per, in.heads, in.lq, in.lk,
                               ql, kl, &o);
+    else if (mean && !(avg = attn_viz_append_mean(in.probs + layer * in.heads * per, 1, in.heads, per)))
+      st = ATTN_ENOMEM;
     else
-      st = attn_viz_heatmap_f32(out_path, in.probs + (layer * in.heads + head) * per, in.lq, in.lk,
-                                ql, kl, &o);
+      st = attn_viz_heatmap_f32(out_path, mean ? avg + in.heads * per : in.probs + (layer * in.heads + head) * per,
+                                in.lq, in.lk, ql, kl, &o);
     if (st) {
       rc = cli_fail(out_path);
       goto done;
@@ -181,6 +194,7 @@ int attn_cmd_viz(int argc, char **argv) {
     printf("wrote %s\n", html_path);
   }
 done:
+  free(avg);
   attn_viz_input_free(&in);
   return rc;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "kernels/sdpa_usermod.h"
+#include "kernels/sdpa_usermod_row.h"
 #include "kernels/util.h"
 
 attn_status attn_usermod_validate(const attn_sdpa_desc *d) {
@@ -14,9 +15,19 @@ attn_status attn_usermod_validate(const attn_sdpa_desc *d) {
   if (!m) return ATTN_OK;
   if (m->score_mod_param_grad && !m->score_mod)
     return attn_set_error(ATTN_EINVAL, "sdpa mods: score_mod_param_grad needs score_mod");
-  if (m->score_mod && d->shaw_k)
-    return attn_set_error(ATTN_EUNSUPPORTED,
-                          "sdpa mods: score_mod with Shaw relative keys (shaw_k) is not supported");
+  if (m->score_mod && m->score_mod_row)
+    return attn_set_error(ATTN_EINVAL, "sdpa mods: score_mod and score_mod_row are both set (one "
+                                       "of them: per pair or per row)");
+  if (m->score_mod_row && m->score_mod_grad)
+    return attn_set_error(ATTN_EINVAL, "sdpa mods: score_mod_grad is the derivative of score_mod; "
+                                       "score_mod_row's is score_mod_row_grad");
+  if ((m->score_mod_row_grad || m->score_mod_row_param_grad) && !m->score_mod_row)
+    return attn_set_error(ATTN_EINVAL, "sdpa mods: score_mod_row_grad / score_mod_row_param_grad "
+                                       "need score_mod_row");
+  if (attn_usermod_any_score(m) && d->shaw_k)
+    return attn_set_error(ATTN_EUNSUPPORTED, "sdpa mods: %s with Shaw relative keys (shaw_k) is "
+                                             "not supported",
+                          m->score_mod ? "score_mod" : "score_mod_row");
   const attn_block_mask *bm = m->block_mask;
   if (!bm) return ATTN_OK;
   if (!m->mask_mod)
@@ -37,6 +48,9 @@ attn_status attn_usermod_check_backward(const attn_sdpa_desc *d, const char *who
   if (d->mods && d->mods->score_mod && !d->mods->score_mod_grad)
     return attn_set_error(ATTN_EINVAL,
                           "%s: score_mod is set but score_mod_grad (its derivative) is NULL", who);
+  if (d->mods && d->mods->score_mod_row && !d->mods->score_mod_row_grad)
+    return attn_set_error(
+        ATTN_EINVAL, "%s: score_mod_row is set but score_mod_row_grad (its derivative) is NULL", who);
   return ATTN_OK;
 }
 
@@ -107,7 +121,7 @@ int attn_usermod_tile_state(const attn_sdpa_desc *d, int64_t b, int64_t h, int64
   const attn_sdpa_mods *m = d->mods;
   if (!m) return 1;
   const attn_block_mask *bm = m->block_mask;
-  if (!bm) return m->mask_mod || m->score_mod ? 2 : 1;
+  if (!bm) return m->mask_mod || attn_usermod_any_score(m) ? 2 : 1;
   int on = 0, off = 0, partial = 0;
   for (int64_t i = i0; i < i0 + R; i += bm->q_block - i % bm->q_block) {
     const uint8_t *row = bm_row(bm, b, h, i);
@@ -118,7 +132,7 @@ int attn_usermod_tile_state(const attn_sdpa_desc *d, int64_t b, int64_t h, int64
     }
   }
   if (!on) return 0;
-  return off || partial || m->score_mod ? 2 : 1;
+  return off || partial || attn_usermod_any_score(m) ? 2 : 1;
 }
 
 /* The tile op on s[r * rs + c * cs] (raw at the same offsets, or NULL); the
@@ -134,6 +148,11 @@ static void tile_strided(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t 
     const int64_t i = i0 + r;
     const float sh = shift ? shift[r] : 0.0f;
     const uint8_t *row = bm ? bm_row(bm, b, h, i) : NULL;
+    if (m->score_mod_row && !m->mask_mod) {
+      attn_usermod_row_scores(m, b, h, i, j0, nk, s + r * rs, cs, shift != NULL, sh,
+                              raw ? raw + r * rs : NULL);
+      continue;
+    }
     for (int64_t c = 0; c < nk; c++) {
       float *x = s + r * rs + c * cs;
       if (raw) raw[r * rs + c * cs] = *x + sh;
@@ -150,6 +169,9 @@ static void tile_strided(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t 
       if (m->score_mod) *x = shift ? m->score_mod(*x + sh, b, h, i, j, m->user) - sh
                                    : m->score_mod(*x, b, h, i, j, m->user);
     }
+    if (m->score_mod_row) /* after mask_mod */
+      attn_usermod_row_scores(m, b, h, i, j0, nk, s + r * rs, cs, shift != NULL, sh,
+                              raw ? raw + r * rs : NULL);
   }
 }
 
@@ -173,6 +195,8 @@ void attn_usermod_dp_t(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t i0
                        int64_t j0, int64_t nk, const float *raw, const float *st, int64_t ldst,
                        float *dpt, const float *lse, const float *di) {
   const attn_sdpa_mods *m = d->mods;
+  if (m && m->score_mod_row)
+    attn_usermod_row_dp_t(m, b, h, i0, R, j0, nk, raw, st, ldst, dpt, lse, di);
   if (!m || !m->score_mod) return;
   for (int64_t c = 0; c < nk; c++)
     for (int64_t r = 0; r < R; r++) {
@@ -190,6 +214,9 @@ void attn_usermod_tile_grad(const attn_sdpa_desc *d, int64_t b, int64_t h, int64
                             int64_t j0, int64_t nk, const float *raw, int64_t ldr, float *ds,
                             int64_t ldds) {
   const attn_sdpa_mods *m = d->mods;
+  if (m && m->score_mod_row)
+    for (int64_t r = 0; r < R; r++)
+      attn_usermod_row_grad(m, b, h, i0 + r, j0, nk, raw + r * ldr, ds + r * ldds);
   if (!m || !m->score_mod) return;
   for (int64_t r = 0; r < R; r++) {
     const float *xr = raw + r * ldr;

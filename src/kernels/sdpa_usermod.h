@@ -11,11 +11,14 @@
 
 #include "attn/sdpa_mods.h"
 #include "kernels/sdpa_internal.h"
+#include "kernels/sdpa_usermod_row.h"
 
 /* The descriptor's mods (from attn_sdpa_validate): block mask shape and
- * sizes, score_mod_param_grad needs score_mod, score_mod not with shaw_k. */
+ * sizes, score_mod_param_grad needs score_mod, score_mod (or score_mod_row,
+ * with only its own derivatives) not with shaw_k. */
 attn_status attn_usermod_validate(const attn_sdpa_desc *d);
-/* The backward's extra rule: score_mod needs score_mod_grad. */
+/* The backward's extra rule: score_mod needs score_mod_grad (score_mod_row
+ * score_mod_row_grad). */
 attn_status attn_usermod_check_backward(const attn_sdpa_desc *d, const char *who);
 /* ATTN_EUNSUPPORTED "<who>: user modifiers ..." where mods are set (the
  * kernels that do not take them). */
@@ -46,14 +49,14 @@ void attn_usermod_tile_t(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t 
 void attn_usermod_dp_t(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t i0, int64_t R,
                        int64_t j0, int64_t nk, const float *raw, const float *st, int64_t ldst,
                        float *dpt, const float *lse, const float *di);
-/* Does the backward chain through score_mod (score_mod set)? */
+/* Does the backward chain through score_mod (score_mod or score_mod_row set)? */
 static inline int attn_usermod_has_grad(const attn_sdpa_desc *d) {
-  return d->mods && d->mods->score_mod;
+  return attn_usermod_any_score(d->mods);
 }
 /* Must the backward call score_mod_param_grad for each (b, h) from one
  * work item? */
 static inline int attn_usermod_serial(const attn_sdpa_desc *d) {
-  return d->mods && d->mods->score_mod_param_grad;
+  return d->mods && (d->mods->score_mod_param_grad || d->mods->score_mod_row_param_grad);
 }
 /* ds [R, nk] (gradient w.r.t. the logits, unscaled) := ds * score_mod_grad(raw)
  * where ds != 0, after score_mod_param_grad(raw, ds) there; in row-major order. */

@@ -8,7 +8,6 @@
 
 #include "apps/classifier/classifier_viz.h"
 #include "apps/viz/viz.h"
-#include "io/json.h"
 #include "io/tmpname.h"
 
 void attn_clf_msg_attn_free(attn_clf_msg_attn *a) {
@@ -41,21 +40,8 @@ attn_status attn_clf_msg_attention(const attn_clf *m, const attn_bpe *bpe, const
 
 attn_status attn_clf_msg_save(const char *path, const attn_clf_msg_attn *a, const char *const *kv) {
   if (!path || !a || !a->probs) return attn_set_error(ATTN_EINVAL, "save attention: NULL argument");
-  json_buf b = {0};
-  int bad = attn_json_buf_puts(&b, "[");
-  for (int64_t i = 0; !bad && i < a->n; i++)
-    bad = (i && attn_json_buf_puts(&b, ",")) || attn_json_buf_put_string(&b, a->tokens[i]);
-  bad = bad || attn_json_buf_put(&b, "]", 2); /* with the NUL */
-  attn_st *st = NULL;
-  attn_status s = bad ? attn_set_error(ATTN_ENOMEM, "save attention: out of memory") : attn_st_new(&st);
-  int64_t shape[4] = {a->layers, a->heads, a->n, a->n};
-  if (!s) s = attn_st_add_f32(st, "attn", 4, shape, a->probs);
-  if (!s) s = attn_st_set_meta(st, "tokens", b.data);
-  for (int i = 0; !s && kv && kv[i]; i += 2) s = attn_st_set_meta(st, kv[i], kv[i + 1] ? kv[i + 1] : "");
-  if (!s) s = attn_st_save(st, path);
-  attn_st_free(st);
-  attn_json_buf_free(&b);
-  return s;
+  const char *const *tok = (const char *const *)a->tokens;
+  return attn_viz_save_f32(path, a->probs, a->layers, a->heads, a->n, a->n, tok, tok, kv);
 }
 
 /* path = prefix + suffix in buf [n]; ATTN_EINVAL when it does not fit. */

@@ -65,13 +65,20 @@ attn_status attn_g2p_stepper_init(attn_g2p_stepper *d, const attn_g2p_model *m,
 }
 
 attn_status attn_g2p_stepper_step(attn_g2p_stepper *d, const int32_t *tokens, int64_t t) {
+  return attn_g2p_stepper_step_cross(d, tokens, t, NULL);
+}
+
+attn_status attn_g2p_stepper_step_cross(attn_g2p_stepper *d, const int32_t *tokens, int64_t t,
+                                        float *cross) {
   const attn_g2p_model *m = d->m;
+  const int64_t per_layer = d->rows * m->c.heads * d->cache.Lm;
   if (t != attn_decoder_cache_len(&d->cache))
     return attn_set_error(ATTN_EINVAL, "g2p decoder: step %lld after %lld", (long long)t,
                           (long long)attn_decoder_cache_len(&d->cache));
   attn_status st = attn_g2p_embed_tgt(m, tokens, d->rows, t, d->x);
   for (int64_t l = 0; !st && l < m->c.dec_layers; l++) {
-    st = attn_decoder_step(&m->dec[l], &m->p, &d->ctx, &d->cache, (int)l, d->x, 1, d->y, NULL);
+    st = attn_decoder_step(&m->dec[l], &m->p, &d->ctx, &d->cache, (int)l, d->x, 1, d->y,
+                           cross ? cross + l * per_layer : NULL);
     float *tmp = d->x;
     d->x = d->y;
     d->y = tmp;

@@ -54,7 +54,7 @@ attn_status attn_g2p_greedy(const attn_g2p_model *m, const attn_nn_ctx *ctx,
                             const int32_t *const *src, const int32_t *src_lens, int n, int batch,
                             int32_t *out, int *out_len);
 
-/* The incremental decoder alone (for tests): rows = B * group decoder rows
+/* The incremental decoder alone (tests, g2p_attention.h): rows = B * group decoder rows
  * over the B words last encoded in s (attn_g2p_encode); step t's logits
  * [rows, V] for tokens [rows] at position t. */
 typedef struct {
@@ -67,6 +67,11 @@ typedef struct {
 attn_status attn_g2p_stepper_init(attn_g2p_stepper *d, const attn_g2p_model *m,
                                   const attn_nn_ctx *ctx, const attn_g2p_saved *s, int64_t group);
 attn_status attn_g2p_stepper_step(attn_g2p_stepper *d, const int32_t *tokens, int64_t t);
+/* ... and cross [dec_layers, rows, heads, Ls] (may be NULL) the step's
+ * cross-attention probabilities of every decoder layer (Ls: the encoded
+ * batch's source length; 0 at padded letters). */
+attn_status attn_g2p_stepper_step_cross(attn_g2p_stepper *d, const int32_t *tokens, int64_t t,
+                                        float *cross);
 void attn_g2p_stepper_free(attn_g2p_stepper *d);
 
 #endif

@@ -12,7 +12,9 @@ typedef enum {
   BENCH_MOD_CAUSAL_NOBLOCK, /* the same mask_mod, no block mask */
   BENCH_MOD_WINDOW,         /* mask_mod of the case's window, with a block mask */
   BENCH_MOD_ALIBI,          /* score_mod s - slope[h] |q - kv| */
-  BENCH_MOD_SOFTCAP         /* score_mod cap tanh(s / cap) (the case's --softcap) */
+  BENCH_MOD_SOFTCAP,        /* score_mod cap tanh(s / cap) (the case's --softcap) */
+  BENCH_MOD_ALIBI_ROW,      /* the same as score_mod_row, a loop the compiler vectorises */
+  BENCH_MOD_SOFTCAP_ROW     /* softcap as score_mod_row with attn_bench_tanh_row */
 } attn_bench_mod_kind;
 
 /* "causal" ... "softcap" -> kind; -1 if unknown. */
@@ -34,5 +36,8 @@ typedef struct {
  * no memory). */
 int attn_bench_mod_setup(int kind, attn_sdpa_desc *d, attn_sdpa_desc *builtin, attn_bench_mod *m);
 void attn_bench_mod_free(attn_bench_mod *m);
+/* t[c] = tanh(x[c]) in plain C that vectorises (x == t allowed): the fast
+ * tanh of the softcap-row callbacks, error <= 3.5e-7. */
+void attn_bench_tanh_row(const float *x, float *t, int64_t n);
 
 #endif

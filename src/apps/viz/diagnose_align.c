@@ -140,8 +140,13 @@ attn_status attn_diagnose_cross_report(FILE *f, const float *probs, int64_t laye
   attn_align_diag *d = malloc((size_t)(layers * cols) * sizeof *d);
   const float *maps = cols > heads ? all : probs;
   attn_status st = maps && d ? ATTN_OK : attn_set_error(ATTN_ENOMEM, "cross report");
-  if (!st) st = attn_diagnose_alignments_f32(maps, layers * cols, l_out, l_src, d);
+  /* a last </s> row is where the decoder decides to stop, not a letter's sound */
+  const int eos = l_out > 1 && out_labels && out_labels[l_out - 1] &&
+                  !strcmp(out_labels[l_out - 1], "</s>");
+  for (int64_t k = 0; !st && k < layers * cols; k++)
+    st = attn_diagnose_alignment_f32(maps + k * per, l_out - eos, l_src, &d[k]);
   if (!st) {
+    if (eos) fprintf(f, "(the measures leave out the last row, </s>; the path shows it)\n");
     attn_diagnose_alignment_print(f, d, layers, cols, cols > heads);
     fprintf(f, "path (layer %lld%s, output -> most attended source):\n", (long long)(layers - 1),
             cols > heads ? ", mean of heads" : "");

@@ -60,7 +60,10 @@ void attn_alignment_path_print(FILE *f, const float *probs, int64_t l_out, int64
 
 /* The report of `attn diagnose --cross` for probs [layers, heads, l_out,
  * l_src]: the table of every head and (with several heads) each layer's mean
- * of heads, then the path of the last layer's mean with the labels. */
+ * of heads, then the path of the last layer's mean with the labels. A last
+ * output row labelled "</s>" (the step that ends the output, attending
+ * wherever the decoder decides to stop) is left out of the table's measures,
+ * not out of the path. */
 attn_status attn_diagnose_cross_report(FILE *f, const float *probs, int64_t layers, int64_t heads,
                                        int64_t l_out, int64_t l_src,
                                        const char *const *out_labels,

@@ -154,10 +154,23 @@ typedef struct {
   char **q_labels; /* [lq] or NULL */
   char **k_labels; /* [lk] or NULL */
   float *freq;     /* [lk] or NULL */
+  /* Fields added later. */
+  int cross; /* __metadata__ "attention" is "cross": output steps down, source
+              * positions across (attn viz and attn diagnose then default to --cross) */
 } attn_viz_input;
 
 attn_status attn_viz_input_load(const char *path, const char *name, attn_viz_input *out);
 void attn_viz_input_free(attn_viz_input *in);
+
+/* The inverse: tensor "attn" F32 probs [layers, heads, lq, lk] into path
+ * (atomically), with the labels as metadata "tokens" when q_labels ==
+ * k_labels (one array for both axes), else "query_tokens" / "key_tokens"
+ * (either may be NULL: none), plus the pairs kv[0] = kv[1], kv[2] = kv[3],
+ * ... up to a NULL key (kv may be NULL; kv "attention" = "cross" marks cross
+ * attention). */
+attn_status attn_viz_save_f32(const char *path, const float *probs, int64_t layers, int64_t heads,
+                              int64_t lq, int64_t lk, const char *const *q_labels,
+                              const char *const *k_labels, const char *const *kv);
 
 #ifdef __cplusplus
 }

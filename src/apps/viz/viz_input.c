@@ -85,6 +85,8 @@ attn_status attn_viz_input_load(const char *path, const char *name, attn_viz_inp
   const char *kk = attn_st_meta(st, "key_tokens") ? "key_tokens" : "tokens";
   if ((s = meta_labels(st, qk, out->lq, &out->q_labels))) goto fail;
   if ((s = meta_labels(st, kk, out->lk, &out->k_labels))) goto fail;
+  const char *kind = attn_st_meta(st, "attention");
+  out->cross = kind && !strcmp(kind, "cross");
   const attn_tensor *fr = attn_st_get(st, "freq");
   if (fr) {
     if (fr->ndim != 1 || fr->shape[0] != out->lk) {
