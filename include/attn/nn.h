@@ -351,7 +351,8 @@ typedef struct {
 } attn_ffn;
 typedef struct {
   int64_t rows;
-  float *h;  /* n1(x) [rows, ff] */
+  float *h;  /* n1(x) [rows, ff]; ReLU without a gate: the same buffer as a
+              * (act in place: a > 0 exactly where h > 0, all the backward reads) */
   float *a;  /* act(h), after dropout [rows, ff] */
   uint8_t *drop_mask;
   void *arena;

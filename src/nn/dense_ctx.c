@@ -88,7 +88,13 @@ static attn_status qat_backward(const attn_nn_ctx *ctx, const float *x, const fl
 attn_status attn_dense_backward_ctx(const attn_nn_ctx *ctx, const float *x, const float *W,
                                     const float *dy, float *dx, float *dW, float *db,
                                     int64_t rows, int64_t in, int64_t out) {
-  if (plain(ctx)) return attn_dense_backward_f32(x, W, dy, dx, dW, db, rows, in, out);
+  return attn_nn_dense_backward(ctx, x, W, dy, dx, 0, dW, db, rows, in, out);
+}
+
+attn_status attn_nn_dense_backward(const attn_nn_ctx *ctx, const float *x, const float *W,
+                                   const float *dy, float *dx, int dx_set, float *dW, float *db,
+                                   int64_t rows, int64_t in, int64_t out) {
+  if (plain(ctx)) return attn_nn_dense_backward_f32(x, W, dy, dx, dx_set, dW, db, rows, in, out);
   attn_status st = check("dense_backward", x, W, dy, rows, in, out);
   if (st) return st;
   if (!dW) return attn_set_error(ATTN_EINVAL, "dense_backward: NULL dW");
@@ -98,11 +104,12 @@ attn_status attn_dense_backward_ctx(const attn_nn_ctx *ctx, const float *x, cons
                           (long long)out, (long long)in);
   if (rows == 0) return ATTN_OK;
   if (ctx->qat) {
+    if (dx && dx_set) memset(dx, 0, sizeof(float) * (size_t)(rows * in));
     st = qat_backward(ctx, x, W, dy, dx, dW, rows, in, out);
   } else {
-    if (dx)  // dx [rows, in] += dy [rows, out] · W [out, in]
-      st = attn_gemm_prec_f32in(ctx->precision, 0, 0, rows, in, out, 1.0f, dy, out, W, in, 1.0f,
-                                dx, in);
+    if (dx)  // dx [rows, in] (+)= dy [rows, out] · W [out, in]
+      st = attn_gemm_prec_f32in(ctx->precision, 0, 0, rows, in, out, 1.0f, dy, out, W, in,
+                                dx_set ? 0.0f : 1.0f, dx, in);
     // dW [out, in] += dyᵀ · x
     if (!st)
       st = attn_gemm_prec_f32in(ctx->precision, 1, 0, out, in, rows, 1.0f, dy, out, x, in, 1.0f,
@@ -129,4 +136,14 @@ attn_status attn_linear_backward_ctx(const attn_linear *m, attn_params *p, const
                                  attn_params_grad(p, m->weight),
                                  m->bias >= 0 ? attn_params_grad(p, m->bias) : NULL, rows, m->in,
                                  m->out);
+}
+
+attn_status attn_nn_linear_backward_set(const attn_linear *m, attn_params *p,
+                                        const attn_nn_ctx *ctx, const float *x, const float *dy,
+                                        float *dx, int64_t rows) {
+  if (!m || !p || !p->grad) return attn_set_error(ATTN_EINVAL, "linear_backward: NULL module");
+  return attn_nn_dense_backward(ctx, x, attn_params_data(p, m->weight), dy, dx, 1,
+                                attn_params_grad(p, m->weight),
+                                m->bias >= 0 ? attn_params_grad(p, m->bias) : NULL, rows, m->in,
+                                m->out);
 }

@@ -87,8 +87,8 @@ attn_status attn_encoder_forward(const attn_encoder_layer *m, const attn_params 
   s->L = L;
   int64_t rows = B * L, E = m->c.d_model;
   int nf = m->c.norm_first;
-  s->x1 = NN_ALLOC_F(&s->arena, rows * E);
-  s->f_out = NN_ALLOC_F(&s->arena, rows * E);
+  s->x1 = NN_ALLOC_F_UNINIT(&s->arena, rows * E);
+  s->f_out = NN_ALLOC_F_UNINIT(&s->arena, rows * E);
   if (!s->x1 || !s->f_out) return ATTN_ENOMEM;
   const float *fin;
   attn_status st = attn_nn_sub_in(&m->norm1, p, nf, &s->s1, src, rows, &fin);
@@ -113,18 +113,20 @@ attn_status attn_encoder_backward(const attn_encoder_layer *m, attn_params *p,
     return attn_set_error(ATTN_EINVAL, "encoder_backward: NULL argument or no saved forward");
   int64_t n = s->B * s->L * m->c.d_model;
   int nf = m->c.norm_first;
-  float *dx1 = attn_nn_scratch(n), *df = attn_nn_scratch(n), *dfin = attn_nn_scratch(n);
-  attn_status st = (!dx1 || !df || !dfin) ? ATTN_ENOMEM : ATTN_OK;
+  /* post-norm: f's input is x itself, so f's input gradient adds straight
+   * into dx (sub_in_backward's dx += df_in) and dfin is not needed */
+  float *dx1 = attn_nn_scratch(n), *df = attn_nn_scratch_uninit(n);
+  float *dfin = nf ? attn_nn_scratch(n) : NULL;
+  attn_status st = (!dx1 || !df || (nf && !dfin)) ? ATTN_ENOMEM : ATTN_OK;
   if (!st) st = attn_nn_sub_out_backward(&m->norm2, p, nf, m->c.dropout, &s->s2, dout, dx1, df);
-  if (!st) st = attn_ffn_backward(&m->ff, p, ctx, &s->ff, nf ? s->s2.a : s->x1, df, dfin);
-  if (!st) st = attn_nn_sub_in_backward(&m->norm2, p, nf, &s->s2, s->x1, dfin, dx1);
+  if (!st) st = attn_ffn_backward(&m->ff, p, ctx, &s->ff, nf ? s->s2.a : s->x1, df, nf ? dfin : dx1);
+  if (!st && nf) st = attn_nn_sub_in_backward(&m->norm2, p, nf, &s->s2, s->x1, dfin, dx1);
   if (!st) st = attn_nn_sub_out_backward(&m->norm1, p, nf, m->c.dropout, &s->s1, dx1, dsrc, df);
-  if (!st) {
-    memset(dfin, 0, (size_t)n * sizeof(float));
+  if (!st && nf) memset(dfin, 0, (size_t)n * sizeof(float));
+  if (!st)
     st = attn_mha_backward(&m->self_attn, p, ctx, &s->sa, nf ? s->s1.a : src, NULL, NULL, df,
-                           dfin, NULL, NULL);
-  }
-  if (!st) st = attn_nn_sub_in_backward(&m->norm1, p, nf, &s->s1, src, dfin, dsrc);
+                           nf ? dfin : dsrc, NULL, NULL);
+  if (!st && nf) st = attn_nn_sub_in_backward(&m->norm1, p, nf, &s->s1, src, dfin, dsrc);
   free(dx1);
   free(df);
   free(dfin);

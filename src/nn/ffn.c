@@ -108,7 +108,7 @@ static attn_status gate_forward(const attn_ffn *m, const attn_params *p, const a
 static attn_status gate_backward(const attn_ffn *m, attn_params *p, const attn_nn_ctx *ctx,
                                  const attn_ffn_saved *s, const float *x, float *da, float *dx) {
   int64_t n = s->rows * m->l1.out;
-  float *dg = attn_nn_scratch(n);
+  float *dg = attn_nn_scratch_uninit(n);
   attn_status st = dg ? act_forward(m->act, s->h, dg, n) : ATTN_ENOMEM;
   if (!st) {
     for (int64_t i = 0; i < n; i++) {
@@ -129,8 +129,11 @@ attn_status attn_ffn_forward(const attn_ffn *m, const attn_params *p, const attn
   s->rows = rows;
   if (attn_nn_ffn_bf16_applies(m, ctx)) return attn_nn_ffn_forward_bf16(m, p, s, x, y, rows);
   int64_t n = rows * m->l1.out;
-  s->h = NN_ALLOC_F(&s->arena, n);
-  s->a = NN_ALLOC_F(&s->arena, n);
+  /* ReLU without a gate runs in place (a > 0 exactly where h > 0, even after
+   * dropout, which zeroes or scales by 1/(1-p)): one [rows, ff] buffer */
+  const int in_place = m->act == ATTN_ACT_RELU && m->l3.weight < 0;
+  s->h = NN_ALLOC_F_UNINIT(&s->arena, n);
+  s->a = in_place ? s->h : NN_ALLOC_F_UNINIT(&s->arena, n);
   if (!s->h || !s->a) return ATTN_ENOMEM;
   attn_status st = attn_linear_forward_ctx(&m->l1, p, ctx, x, s->h, rows);
   if (st) return st;
@@ -139,7 +142,7 @@ attn_status attn_ffn_forward(const attn_ffn *m, const attn_params *p, const attn
   if (st) return st;
   if (attn_nn_dropout_on(ctx, m->dropout)) {
     s->drop_mask = NN_ALLOC_U8(&s->arena, n);
-    float *t = attn_nn_scratch(n);
+    float *t = attn_nn_scratch_uninit(n);
     if (!s->drop_mask || !t) {
       free(t);
       return ATTN_ENOMEM;
@@ -159,18 +162,14 @@ attn_status attn_ffn_backward(const attn_ffn *m, attn_params *p, const attn_nn_c
     return attn_set_error(ATTN_EINVAL, "ffn_backward: NULL argument or no saved forward");
   if (s->ah) return attn_nn_ffn_backward_bf16(m, p, s, dy, dx);
   int64_t rows = s->rows, n = rows * m->l1.out;
-  float *da = attn_nn_scratch(n), *dh = attn_nn_scratch(n);
-  attn_status st = (!da || !dh) ? ATTN_ENOMEM : ATTN_OK;
-  if (!st) st = attn_linear_backward_ctx(&m->l2, p, ctx, s->a, dy, da, rows);
-  if (!st && s->drop_mask) {
-    st = attn_dropout_backward_f32(da, s->drop_mask, dh, n, m->dropout);
-    memcpy(da, dh, (size_t)n * sizeof(float));
-  }
+  /* one [rows, ff] buffer: ∂L/∂a, then in place ∂L/∂h */
+  float *da = attn_nn_scratch_uninit(n);
+  if (!da) return ATTN_ENOMEM;
+  attn_status st = attn_nn_linear_backward_set(&m->l2, p, ctx, s->a, dy, da, rows);
+  if (!st && s->drop_mask) st = attn_dropout_backward_f32(da, s->drop_mask, da, n, m->dropout);
   if (!st && s->g) st = gate_backward(m, p, ctx, s, x, da, dx);
-  if (!st)
-    st = act_backward(m->act, s->h, da, dh, n);
-  if (!st) st = attn_linear_backward_ctx(&m->l1, p, ctx, x, dh, dx, rows);
+  if (!st) st = act_backward(m->act, s->h, da, da, n);
+  if (!st) st = attn_linear_backward_ctx(&m->l1, p, ctx, x, da, dx, rows);
   free(da);
-  free(dh);
   return st;
 }

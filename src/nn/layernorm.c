@@ -43,14 +43,21 @@ attn_status attn_layernorm_backward(const attn_layernorm *m, attn_params *p, con
                                     float *dx, int64_t rows) {
   if (!m || !p || !p->grad || !dx)
     return attn_set_error(ATTN_EINVAL, "layernorm_backward: NULL module or dx");
-  float *t = attn_nn_scratch(rows * m->n);  // the kernel overwrites; we accumulate
+  float *t = attn_nn_scratch_uninit(rows * m->n);  // the kernel overwrites; we accumulate
   if (!t) return ATTN_ENOMEM;
-  attn_status st = attn_layernorm_backward_f32(x, attn_params_data(p, m->weight), mean, rstd, dy,
-                                               t, attn_params_grad(p, m->weight),
-                                               m->bias >= 0 ? attn_params_grad(p, m->bias) : NULL,
-                                               rows, m->n);
-  if (!st)
-    for (int64_t i = 0; i < rows * m->n; i++) dx[i] += t[i];
+  attn_status st = attn_nn_layernorm_backward_set(m, p, x, mean, rstd, dy, t, rows);
+  if (!st) attn_nn_add(dx, t, rows * m->n);
   free(t);
   return st;
+}
+
+attn_status attn_nn_layernorm_backward_set(const attn_layernorm *m, attn_params *p,
+                                           const float *x, const float *mean, const float *rstd,
+                                           const float *dy, float *dx, int64_t rows) {
+  if (!m || !p || !p->grad || !dx)
+    return attn_set_error(ATTN_EINVAL, "layernorm_backward: NULL module or dx");
+  return attn_layernorm_backward_f32(x, attn_params_data(p, m->weight), mean, rstd, dy, dx,
+                                     attn_params_grad(p, m->weight),
+                                     m->bias >= 0 ? attn_params_grad(p, m->bias) : NULL, rows,
+                                     m->n);
 }

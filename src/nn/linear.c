@@ -15,16 +15,27 @@ static attn_status dense_check(const char *fn, const float *x, const float *W, c
   return ATTN_OK;
 }
 
+/* Columns of db per thread task: a dy row's slice of 2 KB, with its db slice
+ * in L1 (a fixed width, so the sums never depend on the thread count). */
+enum { BIAS_COLS = 512 };
+
 void attn_nn_bias_rows(float *y, const float *b, int64_t rows, int64_t out) {
+#pragma omp parallel for num_threads(attn_nn_pass_threads(rows * out)) schedule(static)
   for (int64_t r = 0; r < rows; r++) memcpy(y + r * out, b, sizeof(float) * (size_t)out);
 }
 
 void attn_nn_bias_grad(float *restrict db, const float *restrict dy, int64_t rows, int64_t out) {
-  /* row by row: each db[o] sums dy[r][o] in r order (vectorised across o) */
-  for (int64_t r = 0; r < rows; r++) {
-    const float *restrict y = dy + r * out;
+  /* by blocks of BIAS_COLS columns, one thread each, row by row: each db[o]
+   * sums dy[r][o] in r order (vectorised across o) */
+  int64_t nb = (out + BIAS_COLS - 1) / BIAS_COLS;
+#pragma omp parallel for num_threads(attn_nn_pass_threads(rows * out)) schedule(static)
+  for (int64_t cb = 0; cb < nb; cb++) {
+    int64_t o0 = cb * BIAS_COLS, o1 = o0 + BIAS_COLS < out ? o0 + BIAS_COLS : out;
+    for (int64_t r = 0; r < rows; r++) {
+      const float *restrict y = dy + r * out;
 #pragma omp simd
-    for (int64_t o = 0; o < out; o++) db[o] += y[o];
+      for (int64_t o = o0; o < o1; o++) db[o] += y[o];
+    }
   }
 }
 
@@ -39,12 +50,18 @@ attn_status attn_dense_forward_f32(const float *x, const float *W, const float *
 
 attn_status attn_dense_backward_f32(const float *x, const float *W, const float *dy, float *dx,
                                     float *dW, float *db, int64_t rows, int64_t in, int64_t out) {
+  return attn_nn_dense_backward_f32(x, W, dy, dx, 0, dW, db, rows, in, out);
+}
+
+attn_status attn_nn_dense_backward_f32(const float *x, const float *W, const float *dy, float *dx,
+                                       int dx_set, float *dW, float *db, int64_t rows,
+                                       int64_t in, int64_t out) {
   attn_status st = dense_check("dense_backward", x, W, dy, rows, in, out);
   if (st) return st;
   if (!dW) return attn_set_error(ATTN_EINVAL, "dense_backward: NULL dW");
   if (rows == 0) return ATTN_OK;
-  if (dx) {  // dx [rows, in] += dy [rows, out] · W [out, in]
-    st = attn_gemm_f32(0, 0, rows, in, out, 1.0f, dy, out, W, in, 1.0f, dx, in);
+  if (dx) {  // dx [rows, in] (+)= dy [rows, out] · W [out, in]
+    st = attn_gemm_f32(0, 0, rows, in, out, 1.0f, dy, out, W, in, dx_set ? 0.0f : 1.0f, dx, in);
     if (st) return st;
   }
   // dW [out, in] += dyᵀ · x

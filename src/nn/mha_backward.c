@@ -69,20 +69,28 @@ attn_status attn_mha_backward_static(const attn_mha *m, attn_params *p, const at
     return attn_set_error(ATTN_EINVAL, "mha_backward: cross attention needs key and value");
   int64_t B = s->B, Lq = s->Lq, Lk = s->Lk, E = m->c.embed_dim;
   int64_t Ekv = m->c.num_kv_heads * m->head_dim;
-  float *dctx = attn_nn_scratch(B * Lq * E), *dq = NULL, *dk = NULL, *dv = NULL, *dqkv = NULL;
-  if (s->qkvh) {  // bf16 flash: dq, dk, dv overwritten, interleaved [B, L, 3E]
-    dqkv = malloc(sizeof(float) * (size_t)(B * Lq * 3 * E));
-  } else {
+  /* dctx and dq, dk, dv are written in full before they are read (SDPA
+   * overwrites its gradients), except by the explicit-probabilities path,
+   * which adds the heads of a group into zeroed dk, dv */
+  float *dctx = attn_nn_scratch_uninit(B * Lq * E), *dq = NULL, *dk = NULL, *dv = NULL;
+  float *dqkv = NULL;
+  if (s->qkvh) {  // bf16 flash: dq, dk, dv interleaved [B, L, 3E]
+    dqkv = attn_nn_scratch_uninit(B * Lq * 3 * E);
+  } else if (s->dropped) {
     dq = attn_nn_scratch(B * Lq * E);
     dk = attn_nn_scratch(B * Lk * Ekv);
     dv = attn_nn_scratch(B * Lk * Ekv);
+  } else {
+    dq = attn_nn_scratch_uninit(B * Lq * E);
+    dk = attn_nn_scratch_uninit(B * Lk * Ekv);
+    dv = attn_nn_scratch_uninit(B * Lk * Ekv);
   }
   attn_status st = (!dctx || (s->qkvh ? !dqkv : (!dq || !dk || !dv))) ? ATTN_ENOMEM : ATTN_OK;
   if (!st) {
     if (s->xh)
       st = attn_nn_mha_out_backward_bf16(m, p, s, dout, dctx);
     else if (m->has_out)
-      st = attn_linear_backward_ctx(&m->out_lin, p, ctx, s->ctx, dout, dctx, B * Lq);
+      st = attn_nn_linear_backward_set(&m->out_lin, p, ctx, s->ctx, dout, dctx, B * Lq);
     else
       memcpy(dctx, dout, (size_t)(B * Lq * E) * sizeof(float));
   }

@@ -48,14 +48,34 @@ oom:
   return NULL;
 }
 
-float *attn_nn_scratch(int64_t n) {
+static float *scratch(int64_t n, int zero) {
   if (n < 0 || (uint64_t)n > SIZE_MAX / 8) {
     attn_set_error(ATTN_ENOMEM, "nn: scratch of %lld floats is too large", (long long)n);
     return NULL;
   }
-  float *m = calloc((size_t)(n ? n : 1), sizeof(float));
+  size_t k = (size_t)(n ? n : 1);
+  float *m = zero ? calloc(k, sizeof(float)) : malloc(k * sizeof(float));
   if (!m) attn_set_error(ATTN_ENOMEM, "nn: out of memory (%lld floats)", (long long)n);
   return m;
+}
+
+float *attn_nn_scratch(int64_t n) { return scratch(n, 1); }
+
+float *attn_nn_scratch_uninit(int64_t n) { return scratch(n, 0); }
+
+/* Elementwise passes over fewer floats than this stay on one thread. */
+enum { PAR_MIN_FLOATS = 65536 };
+
+int attn_nn_pass_threads(int64_t n) { return n >= PAR_MIN_FLOATS ? attn_get_num_threads() : 1; }
+
+void attn_nn_add(float *y, const float *x, int64_t n) {
+#pragma omp parallel for simd num_threads(attn_nn_pass_threads(n)) schedule(static)
+  for (int64_t i = 0; i < n; i++) y[i] += x[i];
+}
+
+void attn_nn_sum(float *y, const float *a, const float *b, int64_t n) {
+#pragma omp parallel for simd num_threads(attn_nn_pass_threads(n)) schedule(static)
+  for (int64_t i = 0; i < n; i++) y[i] = a[i] + b[i];
 }
 
 uint64_t attn_nn_hash(const char *s, uint64_t h) {

@@ -23,15 +23,41 @@ void *attn_nn_alloc(void **slot, int64_t n, size_t sz);
 /* The same, not zeroed (for buffers written in full before any read). */
 void *attn_nn_alloc_uninit(void **slot, int64_t n, size_t sz);
 #define NN_ALLOC_F(slot, n) ((float *)attn_nn_alloc((slot), (n), sizeof(float)))
+#define NN_ALLOC_F_UNINIT(slot, n) ((float *)attn_nn_alloc_uninit((slot), (n), sizeof(float)))
 #define NN_ALLOC_BF16(slot, n) ((uint16_t *)attn_nn_alloc_uninit((slot), (n), sizeof(uint16_t)))
 #define NN_ALLOC_U8(slot, n) ((uint8_t *)attn_nn_alloc((slot), (n), 1))
 
 /* Scratch buffer (not arena), zeroed; free with free(). */
 float *attn_nn_scratch(int64_t n);
+/* The same, not zeroed (for buffers written in full before any read). */
+float *attn_nn_scratch_uninit(int64_t n);
 /* Linear biases (linear.c): y [rows, out] := b in every row; db [out] += the
- * column sums of dy [rows, out], each summed in row order. */
+ * column sums of dy [rows, out], each summed in row order (threads split the
+ * columns: the sums do not depend on the thread count). */
 void attn_nn_bias_rows(float *y, const float *b, int64_t rows, int64_t out);
 void attn_nn_bias_grad(float *db, const float *dy, int64_t rows, int64_t out);
+/* Elementwise passes on the library's threads when large (nn_common.c):
+ * the thread count for n floats; y [n] += x; y = a + b. */
+int attn_nn_pass_threads(int64_t n);
+void attn_nn_add(float *y, const float *x, int64_t n);
+void attn_nn_sum(float *y, const float *a, const float *b, int64_t n);
+/* Dense backward (linear.c, dense_ctx.c) with dx OVERWRITTEN (dx_set = 1;
+ * no zeroed buffer needed) or accumulated (0, as attn_dense_backward_*);
+ * dW, db (may be NULL) accumulate. */
+attn_status attn_nn_dense_backward_f32(const float *x, const float *W, const float *dy, float *dx,
+                                       int dx_set, float *dW, float *db, int64_t rows,
+                                       int64_t in, int64_t out);
+attn_status attn_nn_dense_backward(const attn_nn_ctx *ctx, const float *x, const float *W,
+                                   const float *dy, float *dx, int dx_set, float *dW, float *db,
+                                   int64_t rows, int64_t in, int64_t out);
+/* attn_linear_backward_ctx with dx OVERWRITTEN */
+attn_status attn_nn_linear_backward_set(const attn_linear *m, attn_params *p,
+                                        const attn_nn_ctx *ctx, const float *x, const float *dy,
+                                        float *dx, int64_t rows);
+/* attn_layernorm_backward with dx OVERWRITTEN (layernorm.c) */
+attn_status attn_nn_layernorm_backward_set(const attn_layernorm *m, attn_params *p,
+                                           const float *x, const float *mean, const float *rstd,
+                                           const float *dy, float *dx, int64_t rows);
 
 /* FNV-1a of a string, for dropout stream ids. */
 uint64_t attn_nn_hash(const char *s, uint64_t h);

@@ -22,7 +22,7 @@ attn_status attn_nn_sub_in(const attn_layernorm *ln, const attn_params *p, int n
   if (!s->mean || !s->rstd) return ATTN_ENOMEM;
   *f_in = x;
   if (!norm_first) return ATTN_OK;
-  s->a = NN_ALLOC_F(&s->arena, rows * ln->n);
+  s->a = NN_ALLOC_F_UNINIT(&s->arena, rows * ln->n);
   if (!s->a) return ATTN_ENOMEM;
   *f_in = s->a;
   return attn_layernorm_forward(ln, p, x, s->a, s->mean, s->rstd, rows);
@@ -45,14 +45,10 @@ attn_status attn_nn_sub_out(const attn_layernorm *ln, const attn_params *p, cons
     f_out = fd;
   }
   attn_status st = ATTN_OK;
-  if (norm_first) {
-    for (int64_t i = 0; i < n; i++) y[i] = x[i] + f_out[i];
-  } else {
-    s->h = NN_ALLOC_F(&s->arena, n);
-    if (!s->h) st = ATTN_ENOMEM;
-    for (int64_t i = 0; i < n && !st; i++) s->h[i] = x[i] + f_out[i];
-    if (!st) st = attn_layernorm_forward(ln, p, s->h, y, s->mean, s->rstd, s->rows);
-  }
+  float *h = norm_first ? y : (s->h = NN_ALLOC_F_UNINIT(&s->arena, n));
+  if (!h) st = ATTN_ENOMEM;
+  if (!st) attn_nn_sum(h, x, f_out, n);
+  if (!st && !norm_first) st = attn_layernorm_forward(ln, p, s->h, y, s->mean, s->rstd, s->rows);
   free(fd);
   return st;
 }
@@ -61,29 +57,22 @@ attn_status attn_nn_sub_out_backward(const attn_layernorm *ln, attn_params *p, i
                                 float dropout, const attn_sublayer_saved *s, const float *dy,
                                 float *dx, float *df) {
   int64_t n = s->rows * s->n;
-  float *dh = NULL;
   attn_status st = ATTN_OK;
-  if (!norm_first) {  // through the LayerNorm of x + drop(f)
-    dh = attn_nn_scratch(n);
-    if (!dh) return ATTN_ENOMEM;
-    st = attn_layernorm_backward(ln, p, s->h, s->mean, s->rstd, dy, dh, s->rows);
-    dy = dh;
+  if (!norm_first) {  // through the LayerNorm of x + drop(f): its gradient straight into df
+    st = attn_nn_layernorm_backward_set(ln, p, s->h, s->mean, s->rstd, dy, df, s->rows);
+    dy = df;
   }
-  if (!st) {
-    for (int64_t i = 0; i < n; i++) dx[i] += dy[i];
-    if (s->drop_mask)
-      st = attn_dropout_backward_f32(dy, s->drop_mask, df, n, dropout);
-    else
-      memcpy(df, dy, (size_t)n * sizeof(float));
-  }
-  free(dh);
-  return st;
+  if (st) return st;
+  attn_nn_add(dx, dy, n);
+  if (s->drop_mask) return attn_dropout_backward_f32(dy, s->drop_mask, df, n, dropout);
+  if (dy != df) memcpy(df, dy, (size_t)n * sizeof(float));
+  return ATTN_OK;
 }
 
 attn_status attn_nn_sub_in_backward(const attn_layernorm *ln, attn_params *p, int norm_first,
                                const attn_sublayer_saved *s, const float *x, const float *df_in,
                                float *dx) {
   if (norm_first) return attn_layernorm_backward(ln, p, x, s->mean, s->rstd, df_in, dx, s->rows);
-  for (int64_t i = 0; i < s->rows * s->n; i++) dx[i] += df_in[i];
+  attn_nn_add(dx, df_in, s->rows * s->n);
   return ATTN_OK;
 }

@@ -48,7 +48,7 @@ static size_t enc_saved_bytes(const attn_encoder_saved *s, const attn_clf_config
   n += (a->xh ? rows * E * h2 : 0) + (a->ctxh ? rows * E * h2 : 0) + (a->qkvh ? 3 * rows * E * h2 : 0);
   n += (s->ff.xh ? rows * E * h2 : 0) + (s->ff.ah ? rows * F * h2 : 0);
   if (s->ff.h) n += rows * F * f;
-  if (s->ff.a) n += rows * F * f;
+  if (s->ff.a && s->ff.a != s->ff.h) n += rows * F * f;
   if (s->ff.drop_mask) n += rows * F;
   const attn_sublayer_saved *sub[2] = {&s->s1, &s->s2};
   for (int i = 0; i < 2; i++) {
