@@ -112,16 +112,26 @@ attn_status attn_decoder_cache_set_memory(attn_decoder_cache *c, const attn_deco
   return ATTN_OK;
 }
 
-/* x [B, Hkv, cap, hd]: new row b := old row src[b], first len steps */
-static float *gather_rows(const attn_kv_cache *k, const float *x, const int64_t *src) {
-  const int64_t block = k->Hkv * k->cap * k->D;
-  float *y = malloc((size_t)(k->B * block) * sizeof(float));
-  if (!y) return NULL;
-  for (int64_t b = 0; b < k->B; b++)
-    for (int64_t h = 0; h < k->Hkv; h++)
-      memcpy(y + b * block + h * k->cap * k->D, x + src[b] * block + h * k->cap * k->D,
-             (size_t)(k->len * k->D) * sizeof(float));
-  return y;
+/* x [B, Hkv, cap, w] in place: new row b := old row src[b] (first len
+ * steps), group rows at a time (src[b] stays within b's group); a group whose
+ * rows all keep their own history is not touched. tmp: group * Hkv * len * w. */
+static void reorder_rows(const attn_kv_cache *k, float *x, int64_t w, const int64_t *src,
+                         int64_t group, float *tmp) {
+  const int64_t block = k->Hkv * k->cap * w, span = k->len * w, hs = k->cap * w;
+  const size_t bytes = (size_t)span * sizeof(float);
+  for (int64_t g0 = 0; g0 < k->B; g0 += group) {
+    int moved = 0;
+    for (int64_t b = g0; b < g0 + group && !moved; b++) moved = src[b] != b;
+    if (!moved) continue;
+    for (int64_t b = g0; b < g0 + group; b++)
+      for (int64_t h = 0; h < k->Hkv; h++)
+        memcpy(tmp + ((b - g0) * k->Hkv + h) * span, x + b * block + h * hs, bytes);
+    for (int64_t b = g0; b < g0 + group; b++) {
+      if (src[b] == b) continue;
+      for (int64_t h = 0; h < k->Hkv; h++)
+        memcpy(x + b * block + h * hs, tmp + ((src[b] - g0) * k->Hkv + h) * span, bytes);
+    }
+  }
 }
 
 attn_status attn_decoder_cache_reorder(attn_decoder_cache *c, const int64_t *src) {
@@ -134,27 +144,22 @@ attn_status attn_decoder_cache_reorder(attn_decoder_cache *c, const int64_t *src
                             "decoder_cache_reorder: src[%lld] = %lld (rows %lld, %lld per memory "
                             "row)",
                             (long long)b, (long long)src[b], (long long)c->B, (long long)group);
-  // every layer gathered before any is replaced: a failure leaves the cache as it was
-  float **nkv = calloc((size_t)c->n_layers * 2, sizeof *nkv);
-  int ok = nkv != NULL;
-  for (int l = 0; l < c->n_layers && ok; l++) {
+  // one scratch for every layer, taken before any row moves: a failure leaves the cache as it was
+  int64_t most = 0;
+  for (int l = 0; l < c->n_layers; l++) {
     const attn_kv_cache *k = &c->self[l];
-    if (k->len == 0) continue;
-    ok = (nkv[2 * l] = gather_rows(k, k->k, src)) && (nkv[2 * l + 1] = gather_rows(k, k->v, src));
+    const int64_t w = k->len * (k->D > k->Dv ? k->D : k->Dv);
+    most = w > most ? w : most;
   }
-  for (int l = 0; l < c->n_layers && nkv; l++) {
+  if (most == 0) return ATTN_OK;
+  float *tmp = malloc((size_t)(group * c->Hkv * most) * sizeof(float));
+  if (!tmp) return attn_set_error(ATTN_ENOMEM, "decoder_cache_reorder: %lld rows", (long long)c->B);
+  for (int l = 0; l < c->n_layers; l++) {
     attn_kv_cache *k = &c->self[l];
-    if (!ok || !nkv[2 * l]) {
-      free(nkv[2 * l]);
-      free(nkv[2 * l + 1]);
-      continue;
-    }
-    free(k->k);
-    free(k->v);
-    k->k = nkv[2 * l];
-    k->v = nkv[2 * l + 1];
+    if (k->len == 0) continue;
+    reorder_rows(k, k->k, k->D, src, group, tmp);
+    reorder_rows(k, k->v, k->Dv, src, group, tmp);
   }
-  free(nkv);
-  if (!ok) return attn_set_error(ATTN_ENOMEM, "decoder_cache_reorder: %lld rows", (long long)c->B);
+  free(tmp);
   return ATTN_OK;
 }
