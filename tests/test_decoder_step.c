@@ -199,6 +199,42 @@ static void test_reorder_continues_the_chosen_histories(void) {
   teardown(&f);
 }
 
+/* after 3 steps, keep memory rows 1 and 2 of 3 (a beam drops its finished
+ * sentence 0): the kept rows go on as in the full forward (their padded
+ * memory lengths, cross K/V of both layers and histories moved down) */
+static void test_keep_drops_finished_rows(void) {
+  fixture f;
+  setup(&f, 2, 0, 3, 2, 6, 4, 1);
+  const int64_t t_split = 3, n = f.B * f.L * E, G = 2, keep[2] = {1, 2};
+  float *want = malloc(n * sizeof(float)), *got = malloc(n * sizeof(float));
+  float *sub = malloc(n * sizeof(float));
+  full_forward(&f, f.tgt, want, NULL);
+  fixture g = f; /* the kept rows alone: decoder rows 2..5 */
+  g.B = 2 * G, g.B_mem = 2, g.tgt = sub;
+  memcpy(sub, f.tgt + G * f.L * E, g.B * f.L * E * sizeof(float));
+  for (size_t i = 0; i < sizeof backends / sizeof *backends; i++) {
+    attn_decoder_cache c;
+    CHECK_OK(attn_decoder_cache_init(&c, &f.m[0], 2, f.B, 0));
+    attn_nn_ctx ctx = {.backend = backends[i]};
+    CHECK_OK(attn_decoder_cache_set_memory(&c, f.m, &f.p, &ctx, f.mem, f.B_mem, f.Lm, f.lens));
+    step(&f, &c, backends[i], f.tgt, 0, t_split, got, NULL);
+    const int64_t twice[2] = {1, 1}, beyond[2] = {1, 3};
+    CHECK_ERR(attn_decoder_cache_keep(&c, twice, 2), ATTN_EINVAL);
+    CHECK_ERR(attn_decoder_cache_keep(&c, beyond, 2), ATTN_EINVAL);
+    CHECK_ERR(attn_decoder_cache_keep(&c, keep, 0), ATTN_EINVAL);
+    CHECK_OK(attn_decoder_cache_keep(&c, keep, 2));
+    CHECK(c.B == 4 && c.B_mem == 2 && c.mem_lens[0] == f.lens[1] && c.mem_lens[1] == f.lens[2]);
+    for (int64_t t = t_split; t < f.L; t++)
+      step(&g, &c, backends[i], g.tgt, t, 1, got, NULL);
+    for (int64_t b = 0; b < g.B; b++)
+      CHECK_CLOSE("after keep", got + (b * f.L + t_split) * E,
+                  want + ((b + G) * f.L + t_split) * E, (f.L - t_split) * E, 2e-5, 2e-4);
+    attn_decoder_cache_free(&c);
+  }
+  free(want), free(got), free(sub);
+  teardown(&f);
+}
+
 /* reset forgets the steps and keeps the memory: decoding again gives the same */
 static void test_reset_keeps_memory(void) {
   fixture f;
@@ -254,6 +290,7 @@ int main(void) {
   RUN(test_beam_rows_share_one_memory_row);
   RUN(test_prefix_of_several_positions_at_once);
   RUN(test_reorder_continues_the_chosen_histories);
+  RUN(test_keep_drops_finished_rows);
   RUN(test_reset_keeps_memory);
   RUN(test_errors_name_the_problem);
   HARNESS_END();

@@ -531,6 +531,13 @@ ATTN_API attn_status attn_decoder_step(const attn_decoder_layer *m, const attn_p
  * old row src[b] (every layer). With memory set, src[b] must read the same
  * memory row as b (src[b] / (B / B_mem) == b / (B / B_mem)). src [B]. */
 ATTN_API attn_status attn_decoder_cache_reorder(attn_decoder_cache *c, const int64_t *src);
+/* Keeps memory rows keep[0..n) (strictly increasing, < B_mem; 1 <= n) and
+ * their decoder rows, in that order: memory row i := old keep[i], decoder
+ * rows i*G .. i*G+G-1 := old keep[i]*G .. (G = B / B_mem), their cross K/V,
+ * mem_lens and self-attention histories; B_mem becomes n, B n*G (a beam
+ * stops computing the sentences it has finished). Needs memory set. */
+ATTN_API attn_status attn_decoder_cache_keep(attn_decoder_cache *c, const int64_t *keep,
+                                             int64_t n);
 
 /* ---- the seed 004 blocks -------------------------------------------------------
  * MultiHeadAttention: y = layer_norm(fc_out(attn(x)) + x), names query.*,

@@ -163,3 +163,47 @@ attn_status attn_decoder_cache_reorder(attn_decoder_cache *c, const int64_t *src
   free(tmp);
   return ATTN_OK;
 }
+
+/* x [B, Hkv, cap, w]: rows g*i .. g*i+g-1 := old rows g*keep[i] .. (first len steps) */
+static void keep_rows(const attn_kv_cache *k, float *x, int64_t w, const int64_t *keep, int64_t n,
+                      int64_t g) {
+  const int64_t block = k->Hkv * k->cap * w, hs = k->cap * w;
+  const size_t bytes = (size_t)(k->len * w) * sizeof(float);
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t j = 0; keep[i] != i && j < g; j++)
+      for (int64_t h = 0; h < k->Hkv; h++)
+        memcpy(x + (i * g + j) * block + h * hs, x + (keep[i] * g + j) * block + h * hs, bytes);
+}
+
+attn_status attn_decoder_cache_keep(attn_decoder_cache *c, const int64_t *keep, int64_t n) {
+  if (!c || !c->self || !keep || c->B_mem < 1)
+    return attn_set_error(ATTN_EINVAL, "decoder_cache_keep: NULL argument, no cache or no memory");
+  if (n < 1 || n > c->B_mem)
+    return attn_set_error(ATTN_EINVAL, "decoder_cache_keep: %lld of %lld memory rows",
+                          (long long)n, (long long)c->B_mem);
+  for (int64_t i = 0; i < n; i++)
+    if (keep[i] < 0 || keep[i] >= c->B_mem || (i > 0 && keep[i] <= keep[i - 1]))
+      return attn_set_error(ATTN_EINVAL,
+                            "decoder_cache_keep: keep[%lld] = %lld (increasing, below %lld)",
+                            (long long)i, (long long)keep[i], (long long)c->B_mem);
+  const int64_t g = c->B / c->B_mem, row = c->Lm * c->Hkv * c->hd;
+  const int64_t nm = c->B_mem * row, nn = n * row;
+  for (int l = 0; l < c->n_layers; l++) {
+    attn_kv_cache *k = &c->self[l];
+    keep_rows(k, k->k, k->D, keep, n, g);
+    keep_rows(k, k->v, k->Dv, keep, n, g);
+    k->B = n * g;
+    // destinations only ever below the sources still to read: memmove in order
+    for (int64_t i = 0; i < n; i++) {
+      memmove(c->cross_k + l * nn + i * row, c->cross_k + l * nm + keep[i] * row,
+              (size_t)row * sizeof(float));
+      memmove(c->cross_v + l * nn + i * row, c->cross_v + l * nm + keep[i] * row,
+              (size_t)row * sizeof(float));
+    }
+  }
+  for (int64_t i = 0; c->mem_lens && i < n; i++)
+    c->mem_lens_buf[i] = c->mem_lens_buf[keep[i]];
+  c->B_mem = n;
+  c->B = n * g;
+  return ATTN_OK;
+}
