@@ -97,7 +97,7 @@ static attn_beam_result run(toy *m, int kind, int K, int n_best, int64_t V, int 
   c.K = K, c.n_best = n_best, c.V = V, c.max_len = max_len, c.eos = 0;
   c.bos = kind == 0 ? 3 : 4;
   c.norm = norm;
-  attn_beam_model mod = {m, toy_step, toy_reorder};
+  attn_beam_model mod = {m, toy_step, toy_reorder, NULL};
   attn_beam_result r;
   CHECK_OK(attn_beam_search(&c, &mod, B, &r));
   CHECK(!m->bad_reorder);
@@ -300,7 +300,7 @@ static void test_max_len_stops_unfinished(void) {
 
 static void test_bad_configurations_are_refused(void) {
   toy m = {.K = 1, .V = 4};
-  attn_beam_model mod = {&m, toy_step, toy_reorder};
+  attn_beam_model mod = {&m, toy_step, toy_reorder, NULL};
   attn_beam_config c;
   attn_beam_config_default(&c);
   c.V = 4, c.bos = 3, c.eos = 0;
