@@ -56,7 +56,10 @@ attn_status attn_g2p_stepper_init(attn_g2p_stepper *d, const attn_g2p_model *m,
     lens[b] = 0;
     for (int64_t t = 0; t < Ls; t++) lens[b] += !s->src_pad[b * Ls + t];
   }
-  if (!st) st = attn_decoder_cache_init(&d->cache, m->dec, (int)m->c.dec_layers, rows, m->c.max_tgt);
+  /* 16 steps reserved, doubled when needed: by then most of the batch's words have
+   * finished and gone (attn_decoder_cache_keep), so a regrowth copies few rows */
+  const int64_t cap = m->c.max_tgt < 16 ? m->c.max_tgt : 16;
+  if (!st) st = attn_decoder_cache_init(&d->cache, m->dec, (int)m->c.dec_layers, rows, cap);
   const float *mem = s->xs + m->c.enc_layers * B * Ls * E;
   if (!st) st = attn_decoder_cache_set_memory(&d->cache, m->dec, &m->p, &d->ctx, mem, B, Ls, lens);
   free(lens);
