@@ -6,6 +6,7 @@
  *   cross-attention: against the memory's K/V projected once; the G = B/B_mem
  *     decoder rows of one memory row are G*n query rows of one SDPA batch
  *     entry ([B, n, E] read as [B_mem, G*n, E]: no copies of the memory). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,7 +45,10 @@ static attn_status self_attend(const attn_mha *a, const attn_params *p, const at
     attn_nn_heads_first(v, vt, B, n, a->c.num_kv_heads, a->head_dim);
     st = attn_kv_cache_append(kc, kt, vt, n);
   }
-  if (!st) {
+  if (!st && n == 1 && ctx->backend == ATTN_BACKEND_AUTO) { /* one step: no SDPA tiling */
+    const float scale = a->c.scale > 0.0f ? a->c.scale : (float)(1.0 / sqrt((double)a->head_dim));
+    st = attn_nn_attend_last(kc, H, scale, q, o);
+  } else if (!st) {
     attn_sdpa_desc d;
     attn_desc(a, &d, B, n, kc->len);
     d.causal = 1;
