@@ -8,14 +8,24 @@
 
 #include "nn/nn_internal.h"
 
+/* eight running sums (one AVX register once vectorised), then added */
+static float dot(const float *a, const float *b, int64_t n) {
+  float acc[8] = {0};
+  int64_t d = 0;
+  for (; d + 8 <= n; d += 8)
+    for (int i = 0; i < 8; i++) acc[i] += a[d + i] * b[d + i];
+  float x = 0.0f;
+  for (; d < n; d++) x += a[d] * b[d];
+  for (int i = 0; i < 8; i++) x += acc[i];
+  return x;
+}
+
 /* o [hd] := softmax(scale * K q) V over keys k, values v [len, hd] */
 static void attend_one(const float *q, const float *k, const float *v, int64_t len, int64_t hd,
                        float scale, float *s, float *o) {
   float mx = -INFINITY;
   for (int64_t j = 0; j < len; j++) {
-    float dot = 0.0f;
-    for (int64_t d = 0; d < hd; d++) dot += q[d] * k[j * hd + d];
-    s[j] = dot * scale;
+    s[j] = dot(q, k + j * hd, hd) * scale;
     mx = s[j] > mx ? s[j] : mx;
   }
   float sum = 0.0f;
