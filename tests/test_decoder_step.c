@@ -167,6 +167,14 @@ static void test_prefix_of_several_positions_at_once(void) {
   run_case(2, 0, 1, 1, 0, 7);
 }
 
+/* a cache of f's two layers, memory set, positions [0, t) decoded into got */
+static void start(const fixture *f, attn_decoder_cache *c, attn_backend be, int64_t t, float *got) {
+  CHECK_OK(attn_decoder_cache_init(c, &f->m[0], 2, f->B, 0));
+  attn_nn_ctx ctx = {.backend = be};
+  CHECK_OK(attn_decoder_cache_set_memory(c, f->m, &f->p, &ctx, f->mem, f->B_mem, f->Lm, f->lens));
+  step(f, c, be, f->tgt, 0, t, got, NULL);
+}
+
 /* after 3 steps, reorder: new row b continues old row src[b]'s history; the
  * result equals the full forward on the spliced targets */
 static void test_reorder_continues_the_chosen_histories(void) {
@@ -183,10 +191,7 @@ static void test_reorder_continues_the_chosen_histories(void) {
   full_forward(&f, spliced, want, NULL);
   for (size_t i = 0; i < sizeof backends / sizeof *backends; i++) {
     attn_decoder_cache c;
-    CHECK_OK(attn_decoder_cache_init(&c, &f.m[0], 2, f.B, 0));
-    attn_nn_ctx ctx = {.backend = backends[i]};
-    CHECK_OK(attn_decoder_cache_set_memory(&c, f.m, &f.p, &ctx, f.mem, f.B_mem, f.Lm, f.lens));
-    step(&f, &c, backends[i], f.tgt, 0, t_split, got, NULL);
+    start(&f, &c, backends[i], t_split, got);
     CHECK_OK(attn_decoder_cache_reorder(&c, src));
     for (int64_t t = t_split; t < f.L; t++)
       step(&f, &c, backends[i], f.tgt, t, 1, got, NULL);
@@ -214,10 +219,7 @@ static void test_keep_drops_finished_rows(void) {
   memcpy(sub, f.tgt + G * f.L * E, g.B * f.L * E * sizeof(float));
   for (size_t i = 0; i < sizeof backends / sizeof *backends; i++) {
     attn_decoder_cache c;
-    CHECK_OK(attn_decoder_cache_init(&c, &f.m[0], 2, f.B, 0));
-    attn_nn_ctx ctx = {.backend = backends[i]};
-    CHECK_OK(attn_decoder_cache_set_memory(&c, f.m, &f.p, &ctx, f.mem, f.B_mem, f.Lm, f.lens));
-    step(&f, &c, backends[i], f.tgt, 0, t_split, got, NULL);
+    start(&f, &c, backends[i], t_split, got);
     const int64_t twice[2] = {1, 1}, beyond[2] = {1, 3};
     CHECK_ERR(attn_decoder_cache_keep(&c, twice, 2), ATTN_EINVAL);
     CHECK_ERR(attn_decoder_cache_keep(&c, beyond, 2), ATTN_EINVAL);
