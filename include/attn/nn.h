@@ -487,8 +487,9 @@ ATTN_API attn_status attn_decoder_backward(const attn_decoder_layer *m, attn_par
  * memory key-padding mask given as mem_lens (equal within float rounding:
  * tests/test_decoder_step.c states the tolerance). Dropout never runs
  * (ctx->training is ignored); Linears follow ctx->precision; attention runs
- * in f32 on ctx->backend (AUTO: one new position's self-attention by a direct
- * pass per row and head, src/nn/decode_attend.c, not the tiled SDPA). A zeroed struct is a valid empty cache. */
+ * in f32 on ctx->backend (AUTO with one new position: self- and cross-
+ * attention (without cross_probs) by a direct pass per row and head,
+ * src/nn/decode_attend.c, not the tiled SDPA). A zeroed struct is a valid empty cache. */
 typedef struct {
   int n_layers;
   int64_t B;              /* decoder rows */

@@ -20,12 +20,13 @@ static float dot(const float *a, const float *b, int64_t n) {
   return x;
 }
 
-/* o [hd] := softmax(scale * K q) V over keys k, values v [len, hd] */
-static void attend_one(const float *q, const float *k, const float *v, int64_t len, int64_t hd,
-                       float scale, float *s, float *o) {
+/* o [hd] := softmax(scale * K q) V over keys k, values v [len, hd] (rows
+ * ks floats apart); no keys: o = 0 */
+static void attend_one(const float *q, const float *k, const float *v, int64_t len, int64_t ks,
+                       int64_t hd, float scale, float *s, float *o) {
   float mx = -INFINITY;
   for (int64_t j = 0; j < len; j++) {
-    s[j] = dot(q, k + j * hd, hd) * scale;
+    s[j] = dot(q, k + j * ks, hd) * scale;
     mx = s[j] > mx ? s[j] : mx;
   }
   float sum = 0.0f;
@@ -33,7 +34,7 @@ static void attend_one(const float *q, const float *k, const float *v, int64_t l
   for (int64_t d = 0; d < hd; d++) o[d] = 0.0f;
   for (int64_t j = 0; j < len; j++) {
     const float p = s[j] / sum;
-    for (int64_t d = 0; d < hd; d++) o[d] += p * v[j * hd + d];
+    for (int64_t d = 0; d < hd; d++) o[d] += p * v[j * ks + d];
   }
 }
 
@@ -50,7 +51,25 @@ attn_status attn_nn_attend_last(const attn_kv_cache *c, int64_t H, float scale, 
   for (int64_t bh = 0; bh < B * H; bh++) {
     const int64_t b = bh / H, h = bh % H, kh = h / (H / Hkv);
     const int64_t at = (b * Hkv + kh) * c->cap * hd;
-    attend_one(q + b * E + h * hd, c->k + at, c->v + at, len, hd, scale, s + bh * len, o + b * E + h * hd);
+    attend_one(q + b * E + h * hd, c->k + at, c->v + at, len, hd, hd, scale, s + bh * len,
+               o + b * E + h * hd);
+  }
+  free(s);
+  return ATTN_OK;
+}
+
+attn_status attn_nn_attend_memory(const attn_decoder_cache *c, const float *K, const float *V,
+                                  float scale, const float *q, float *o) {
+  const int64_t B = c->B, H = c->H, Hkv = c->Hkv, hd = c->hd, Lm = c->Lm, G = c->B / c->B_mem;
+  const int64_t E = H * hd, Ekv = Hkv * hd;
+  float *s = attn_nn_scratch_uninit(B * H * Lm);
+  if (!s) return ATTN_ENOMEM;
+#pragma omp parallel for num_threads(attn_nn_pass_threads(B * H * Lm * hd)) schedule(static)
+  for (int64_t bh = 0; bh < B * H; bh++) {
+    const int64_t b = bh / H, h = bh % H, m = b / G, kh = h / (H / Hkv);
+    const int64_t len = c->mem_lens ? c->mem_lens[m] : Lm, at = m * Lm * Ekv + kh * hd;
+    attend_one(q + b * E + h * hd, K + at, V + at, len, Ekv, hd, scale, s + bh * Lm,
+               o + b * E + h * hd);
   }
   free(s);
   return ATTN_OK;
