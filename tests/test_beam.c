@@ -24,6 +24,8 @@ typedef struct {
   int bad_reorder, steps;
   int64_t source0; /* source id of row 0 (to search sources one by one) */
   int kind;        /* 0: the greedy trap, 1: hashed prefixes */
+  uint8_t retired[MAXROWS]; /* sources the search told finished (toy_retire) */
+  int retire_calls, retire_bad;
 } toy;
 
 /* log-softmax of a score derived from a hash of (source, prefix, v);
@@ -95,7 +97,7 @@ static attn_beam_result run(toy *m, int kind, int K, int n_best, int64_t V, int 
   c.K = K, c.n_best = n_best, c.V = V, c.max_len = max_len, c.eos = 0;
   c.bos = kind == 0 ? 3 : 4;
   c.norm = norm;
-  attn_beam_model mod = {m, toy_step, toy_reorder};
+  attn_beam_model mod = {m, toy_step, toy_reorder, NULL};
   attn_beam_result r;
   CHECK_OK(attn_beam_search(&c, &mod, B, &r));
   CHECK(!m->bad_reorder);
@@ -237,6 +239,56 @@ static void test_batch_equals_sources_one_by_one(void) {
   attn_beam_result_free(&all);
 }
 
+/* rows of retired sources get logp 0 everywhere: read, they would win */
+static attn_status toy_step_retired(void *user, const int32_t *tokens, int64_t rows, int64_t t,
+                                    float *logp) {
+  toy *m = user;
+  attn_status st = toy_step(user, tokens, rows, t, logp);
+  for (int64_t r = 0; !st && r < rows; r++)
+    for (int64_t v = 0; m->retired[r / m->K] && v < m->V; v++) logp[r * m->V + v] = 0.0f;
+  return st;
+}
+
+static attn_status toy_retire(void *user, const int *done, int64_t B) {
+  toy *m = user;
+  int more = 0;
+  m->retire_calls++;
+  for (int64_t s = 0; s < B; s++) {
+    if (m->retired[s] && !done[s]) m->retire_bad = 1; /* a finished source came back */
+    more |= done[s] && !m->retired[s];
+    m->retired[s] = done[s] != 0;
+  }
+  if (!more) m->retire_bad = 1; /* called without news */
+  return ATTN_OK;
+}
+
+/* retire tells the model each source as it finishes (every one by the end,
+ * once); the finished sources' rows are never read again: the same result */
+static void test_retire_names_finished_sources(void) {
+  toy m;
+  attn_beam_result want = run(&m, 1, 3, 2, 6, 9, 5, 0, ATTN_BEAM_NORM_GNMT);
+  memset(&m, 0, sizeof m);
+  m.K = 3, m.V = 6, m.kind = 1;
+  attn_beam_config c;
+  attn_beam_config_default(&c);
+  c.K = 3, c.n_best = 2, c.V = 6, c.max_len = 9, c.eos = 0, c.bos = 4;
+  attn_beam_model mod = {&m, toy_step_retired, toy_reorder, toy_retire};
+  attn_beam_result got;
+  CHECK_OK(attn_beam_search(&c, &mod, 5, &got));
+  CHECK(m.retire_calls >= 1 && !m.retire_bad && !m.bad_reorder);
+  for (int64_t s = 0; s < 5; s++) {
+    CHECK(m.retired[s]);
+    CHECK(got.count[s] == want.count[s]);
+    for (int i = 0; i < got.count[s] && i < want.count[s]; i++) {
+      const attn_beam_hyp *a = &got.hyps[s * 2 + i], *b = &want.hyps[s * 2 + i];
+      CHECK(a->len == b->len && a->score == b->score);
+      CHECK(!memcmp(a->tokens, b->tokens, (size_t)a->len * sizeof(int32_t)));
+    }
+  }
+  attn_beam_result_free(&want);
+  attn_beam_result_free(&got);
+}
+
 /* max_len 1 in the trap: no eos at step 0 beats A/B, the live ones stop unfinished */
 static void test_max_len_stops_unfinished(void) {
   toy m;
@@ -248,7 +300,7 @@ static void test_max_len_stops_unfinished(void) {
 
 static void test_bad_configurations_are_refused(void) {
   toy m = {.K = 1, .V = 4};
-  attn_beam_model mod = {&m, toy_step, toy_reorder};
+  attn_beam_model mod = {&m, toy_step, toy_reorder, NULL};
   attn_beam_config c;
   attn_beam_config_default(&c);
   c.V = 4, c.bos = 3, c.eos = 0;
@@ -271,6 +323,7 @@ int main(void) {
   RUN(test_beam_of_one_is_greedy);
   RUN(test_wide_beam_finds_the_enumerated_best);
   RUN(test_batch_equals_sources_one_by_one);
+  RUN(test_retire_names_finished_sources);
   RUN(test_max_len_stops_unfinished);
   RUN(test_bad_configurations_are_refused);
   HARNESS_END();

@@ -167,6 +167,14 @@ static void test_prefix_of_several_positions_at_once(void) {
   run_case(2, 0, 1, 1, 0, 7);
 }
 
+/* a cache of f's two layers, memory set, positions [0, t) decoded into got */
+static void start(const fixture *f, attn_decoder_cache *c, attn_backend be, int64_t t, float *got) {
+  CHECK_OK(attn_decoder_cache_init(c, &f->m[0], 2, f->B, 0));
+  attn_nn_ctx ctx = {.backend = be};
+  CHECK_OK(attn_decoder_cache_set_memory(c, f->m, &f->p, &ctx, f->mem, f->B_mem, f->Lm, f->lens));
+  step(f, c, be, f->tgt, 0, t, got, NULL);
+}
+
 /* after 3 steps, reorder: new row b continues old row src[b]'s history; the
  * result equals the full forward on the spliced targets */
 static void test_reorder_continues_the_chosen_histories(void) {
@@ -183,10 +191,7 @@ static void test_reorder_continues_the_chosen_histories(void) {
   full_forward(&f, spliced, want, NULL);
   for (size_t i = 0; i < sizeof backends / sizeof *backends; i++) {
     attn_decoder_cache c;
-    CHECK_OK(attn_decoder_cache_init(&c, &f.m[0], 2, f.B, 0));
-    attn_nn_ctx ctx = {.backend = backends[i]};
-    CHECK_OK(attn_decoder_cache_set_memory(&c, f.m, &f.p, &ctx, f.mem, f.B_mem, f.Lm, f.lens));
-    step(&f, &c, backends[i], f.tgt, 0, t_split, got, NULL);
+    start(&f, &c, backends[i], t_split, got);
     CHECK_OK(attn_decoder_cache_reorder(&c, src));
     for (int64_t t = t_split; t < f.L; t++)
       step(&f, &c, backends[i], f.tgt, t, 1, got, NULL);
@@ -196,6 +201,39 @@ static void test_reorder_continues_the_chosen_histories(void) {
     attn_decoder_cache_free(&c);
   }
   free(spliced), free(want), free(got);
+  teardown(&f);
+}
+
+/* after 3 steps, keep memory rows 1 and 2 of 3 (a beam drops its finished
+ * sentence 0): the kept rows go on as in the full forward (their padded
+ * memory lengths, cross K/V of both layers and histories moved down) */
+static void test_keep_drops_finished_rows(void) {
+  fixture f;
+  setup(&f, 2, 0, 3, 2, 6, 4, 1);
+  const int64_t t_split = 3, n = f.B * f.L * E, G = 2, keep[2] = {1, 2};
+  float *want = malloc(n * sizeof(float)), *got = malloc(n * sizeof(float));
+  float *sub = malloc(n * sizeof(float));
+  full_forward(&f, f.tgt, want, NULL);
+  fixture g = f; /* the kept rows alone: decoder rows 2..5 */
+  g.B = 2 * G, g.B_mem = 2, g.tgt = sub;
+  memcpy(sub, f.tgt + G * f.L * E, g.B * f.L * E * sizeof(float));
+  for (size_t i = 0; i < sizeof backends / sizeof *backends; i++) {
+    attn_decoder_cache c;
+    start(&f, &c, backends[i], t_split, got);
+    const int64_t twice[2] = {1, 1}, beyond[2] = {1, 3};
+    CHECK_ERR(attn_decoder_cache_keep(&c, twice, 2), ATTN_EINVAL);
+    CHECK_ERR(attn_decoder_cache_keep(&c, beyond, 2), ATTN_EINVAL);
+    CHECK_ERR(attn_decoder_cache_keep(&c, keep, 0), ATTN_EINVAL);
+    CHECK_OK(attn_decoder_cache_keep(&c, keep, 2));
+    CHECK(c.B == 4 && c.B_mem == 2 && c.mem_lens[0] == f.lens[1] && c.mem_lens[1] == f.lens[2]);
+    for (int64_t t = t_split; t < f.L; t++)
+      step(&g, &c, backends[i], g.tgt, t, 1, got, NULL);
+    for (int64_t b = 0; b < g.B; b++)
+      CHECK_CLOSE("after keep", got + (b * f.L + t_split) * E,
+                  want + ((b + G) * f.L + t_split) * E, (f.L - t_split) * E, 2e-5, 2e-4);
+    attn_decoder_cache_free(&c);
+  }
+  free(want), free(got), free(sub);
   teardown(&f);
 }
 
@@ -254,6 +292,7 @@ int main(void) {
   RUN(test_beam_rows_share_one_memory_row);
   RUN(test_prefix_of_several_positions_at_once);
   RUN(test_reorder_continues_the_chosen_histories);
+  RUN(test_keep_drops_finished_rows);
   RUN(test_reset_keeps_memory);
   RUN(test_errors_name_the_problem);
   HARNESS_END();

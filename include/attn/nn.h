@@ -487,7 +487,9 @@ ATTN_API attn_status attn_decoder_backward(const attn_decoder_layer *m, attn_par
  * memory key-padding mask given as mem_lens (equal within float rounding:
  * tests/test_decoder_step.c states the tolerance). Dropout never runs
  * (ctx->training is ignored); Linears follow ctx->precision; attention runs
- * in f32 on ctx->backend. A zeroed struct is a valid empty cache. */
+ * in f32 on ctx->backend (AUTO with one new position: self- and cross-
+ * attention (without cross_probs) by a direct pass per row and head,
+ * src/nn/decode_attend.c, not the tiled SDPA). A zeroed struct is a valid empty cache. */
 typedef struct {
   int n_layers;
   int64_t B;              /* decoder rows */
@@ -531,6 +533,13 @@ ATTN_API attn_status attn_decoder_step(const attn_decoder_layer *m, const attn_p
  * old row src[b] (every layer). With memory set, src[b] must read the same
  * memory row as b (src[b] / (B / B_mem) == b / (B / B_mem)). src [B]. */
 ATTN_API attn_status attn_decoder_cache_reorder(attn_decoder_cache *c, const int64_t *src);
+/* Keeps memory rows keep[0..n) (strictly increasing, < B_mem; 1 <= n) and
+ * their decoder rows, in that order: memory row i := old keep[i], decoder
+ * rows i*G .. i*G+G-1 := old keep[i]*G .. (G = B / B_mem), their cross K/V,
+ * mem_lens and self-attention histories; B_mem becomes n, B n*G (a beam
+ * stops computing the sentences it has finished). Needs memory set. */
+ATTN_API attn_status attn_decoder_cache_keep(attn_decoder_cache *c, const int64_t *keep,
+                                             int64_t n);
 
 /* ---- the seed 004 blocks -------------------------------------------------------
  * MultiHeadAttention: y = layer_norm(fc_out(attn(x)) + x), names query.*,

@@ -112,16 +112,26 @@ attn_status attn_decoder_cache_set_memory(attn_decoder_cache *c, const attn_deco
   return ATTN_OK;
 }
 
-/* x [B, Hkv, cap, hd]: new row b := old row src[b], first len steps */
-static float *gather_rows(const attn_kv_cache *k, const float *x, const int64_t *src) {
-  const int64_t block = k->Hkv * k->cap * k->D;
-  float *y = malloc((size_t)(k->B * block) * sizeof(float));
-  if (!y) return NULL;
-  for (int64_t b = 0; b < k->B; b++)
-    for (int64_t h = 0; h < k->Hkv; h++)
-      memcpy(y + b * block + h * k->cap * k->D, x + src[b] * block + h * k->cap * k->D,
-             (size_t)(k->len * k->D) * sizeof(float));
-  return y;
+/* x [B, Hkv, cap, w] in place: new row b := old row src[b] (first len
+ * steps), group rows at a time (src[b] stays within b's group); a group whose
+ * rows all keep their own history is not touched. tmp: group * Hkv * len * w. */
+static void reorder_rows(const attn_kv_cache *k, float *x, int64_t w, const int64_t *src,
+                         int64_t group, float *tmp) {
+  const int64_t block = k->Hkv * k->cap * w, span = k->len * w, hs = k->cap * w;
+  const size_t bytes = (size_t)span * sizeof(float);
+  for (int64_t g0 = 0; g0 < k->B; g0 += group) {
+    int moved = 0;
+    for (int64_t b = g0; b < g0 + group && !moved; b++) moved = src[b] != b;
+    if (!moved) continue;
+    for (int64_t b = g0; b < g0 + group; b++)
+      for (int64_t h = 0; h < k->Hkv; h++)
+        memcpy(tmp + ((b - g0) * k->Hkv + h) * span, x + b * block + h * hs, bytes);
+    for (int64_t b = g0; b < g0 + group; b++) {
+      if (src[b] == b) continue;
+      for (int64_t h = 0; h < k->Hkv; h++)
+        memcpy(x + b * block + h * hs, tmp + ((src[b] - g0) * k->Hkv + h) * span, bytes);
+    }
+  }
 }
 
 attn_status attn_decoder_cache_reorder(attn_decoder_cache *c, const int64_t *src) {
@@ -134,27 +144,66 @@ attn_status attn_decoder_cache_reorder(attn_decoder_cache *c, const int64_t *src
                             "decoder_cache_reorder: src[%lld] = %lld (rows %lld, %lld per memory "
                             "row)",
                             (long long)b, (long long)src[b], (long long)c->B, (long long)group);
-  // every layer gathered before any is replaced: a failure leaves the cache as it was
-  float **nkv = calloc((size_t)c->n_layers * 2, sizeof *nkv);
-  int ok = nkv != NULL;
-  for (int l = 0; l < c->n_layers && ok; l++) {
+  // one scratch for every layer, taken before any row moves: a failure leaves the cache as it was
+  int64_t most = 0;
+  for (int l = 0; l < c->n_layers; l++) {
     const attn_kv_cache *k = &c->self[l];
-    if (k->len == 0) continue;
-    ok = (nkv[2 * l] = gather_rows(k, k->k, src)) && (nkv[2 * l + 1] = gather_rows(k, k->v, src));
+    const int64_t w = k->len * (k->D > k->Dv ? k->D : k->Dv);
+    most = w > most ? w : most;
   }
-  for (int l = 0; l < c->n_layers && nkv; l++) {
+  if (most == 0) return ATTN_OK;
+  float *tmp = malloc((size_t)(group * c->Hkv * most) * sizeof(float));
+  if (!tmp) return attn_set_error(ATTN_ENOMEM, "decoder_cache_reorder: %lld rows", (long long)c->B);
+  for (int l = 0; l < c->n_layers; l++) {
     attn_kv_cache *k = &c->self[l];
-    if (!ok || !nkv[2 * l]) {
-      free(nkv[2 * l]);
-      free(nkv[2 * l + 1]);
-      continue;
-    }
-    free(k->k);
-    free(k->v);
-    k->k = nkv[2 * l];
-    k->v = nkv[2 * l + 1];
+    if (k->len == 0) continue;
+    reorder_rows(k, k->k, k->D, src, group, tmp);
+    reorder_rows(k, k->v, k->Dv, src, group, tmp);
   }
-  free(nkv);
-  if (!ok) return attn_set_error(ATTN_ENOMEM, "decoder_cache_reorder: %lld rows", (long long)c->B);
+  free(tmp);
+  return ATTN_OK;
+}
+
+/* x [B, Hkv, cap, w]: rows g*i .. g*i+g-1 := old rows g*keep[i] .. (first len steps) */
+static void keep_rows(const attn_kv_cache *k, float *x, int64_t w, const int64_t *keep, int64_t n,
+                      int64_t g) {
+  const int64_t block = k->Hkv * k->cap * w, hs = k->cap * w;
+  const size_t bytes = (size_t)(k->len * w) * sizeof(float);
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t j = 0; keep[i] != i && j < g; j++)
+      for (int64_t h = 0; h < k->Hkv; h++)
+        memcpy(x + (i * g + j) * block + h * hs, x + (keep[i] * g + j) * block + h * hs, bytes);
+}
+
+attn_status attn_decoder_cache_keep(attn_decoder_cache *c, const int64_t *keep, int64_t n) {
+  if (!c || !c->self || !keep || c->B_mem < 1)
+    return attn_set_error(ATTN_EINVAL, "decoder_cache_keep: NULL argument, no cache or no memory");
+  if (n < 1 || n > c->B_mem)
+    return attn_set_error(ATTN_EINVAL, "decoder_cache_keep: %lld of %lld memory rows",
+                          (long long)n, (long long)c->B_mem);
+  for (int64_t i = 0; i < n; i++)
+    if (keep[i] < 0 || keep[i] >= c->B_mem || (i > 0 && keep[i] <= keep[i - 1]))
+      return attn_set_error(ATTN_EINVAL,
+                            "decoder_cache_keep: keep[%lld] = %lld (increasing, below %lld)",
+                            (long long)i, (long long)keep[i], (long long)c->B_mem);
+  const int64_t g = c->B / c->B_mem, row = c->Lm * c->Hkv * c->hd;
+  const int64_t nm = c->B_mem * row, nn = n * row;
+  for (int l = 0; l < c->n_layers; l++) {
+    attn_kv_cache *k = &c->self[l];
+    keep_rows(k, k->k, k->D, keep, n, g);
+    keep_rows(k, k->v, k->Dv, keep, n, g);
+    k->B = n * g;
+    // destinations only ever below the sources still to read: memmove in order
+    for (int64_t i = 0; i < n; i++) {
+      memmove(c->cross_k + l * nn + i * row, c->cross_k + l * nm + keep[i] * row,
+              (size_t)row * sizeof(float));
+      memmove(c->cross_v + l * nn + i * row, c->cross_v + l * nm + keep[i] * row,
+              (size_t)row * sizeof(float));
+    }
+  }
+  for (int64_t i = 0; c->mem_lens && i < n; i++)
+    c->mem_lens_buf[i] = c->mem_lens_buf[keep[i]];
+  c->B_mem = n;
+  c->B = n * g;
   return ATTN_OK;
 }

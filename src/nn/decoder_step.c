@@ -6,6 +6,7 @@
  *   cross-attention: against the memory's K/V projected once; the G = B/B_mem
  *     decoder rows of one memory row are G*n query rows of one SDPA batch
  *     entry ([B, n, E] read as [B_mem, G*n, E]: no copies of the memory). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +27,9 @@ static void attn_desc(const attn_mha *a, attn_sdpa_desc *d, int64_t B, int64_t L
   }
 }
 
+/* the SDPA's scale when none is given */
+static float default_scale(const attn_mha *a) { return (float)(1.0 / sqrt((double)a->head_dim)); }
+
 /* fout [B*n, E] = self-attention of x's n new positions (appended to kc) */
 static attn_status self_attend(const attn_mha *a, const attn_params *p, const attn_nn_ctx *ctx,
                                attn_kv_cache *kc, const float *x, int64_t B, int64_t n,
@@ -44,7 +48,9 @@ static attn_status self_attend(const attn_mha *a, const attn_params *p, const at
     attn_nn_heads_first(v, vt, B, n, a->c.num_kv_heads, a->head_dim);
     st = attn_kv_cache_append(kc, kt, vt, n);
   }
-  if (!st) {
+  if (!st && n == 1 && ctx->backend == ATTN_BACKEND_AUTO) { /* one step: no SDPA tiling */
+    st = attn_nn_attend_last(kc, H, a->c.scale > 0.0f ? a->c.scale : default_scale(a), q, o);
+  } else if (!st) {
     attn_sdpa_desc d;
     attn_desc(a, &d, B, n, kc->len);
     d.causal = 1;
@@ -87,7 +93,10 @@ static attn_status cross_attend(const attn_mha *a, const attn_params *p, const a
   attn_desc(a, &d, c->B_mem, G * n, c->Lm);
   d.key_lens = c->mem_lens;
   attn_status st = attn_nn_mha_project(a, p, ctx, 0, x, q, rows);
-  if (!st) st = attn_sdpa_forward(&d, ctx->backend, q, K, V, o, lse, NULL);
+  if (!st && n == 1 && !probs && ctx->backend == ATTN_BACKEND_AUTO)
+    st = attn_nn_attend_memory(c, K, V, d.has_scale ? d.scale : default_scale(a), q, o);
+  else if (!st)
+    st = attn_sdpa_forward(&d, ctx->backend, q, K, V, o, lse, NULL);
   if (!st && probs) st = write_probs(&d, q, K, lse, G, n, probs);
   if (!st) st = attn_linear_forward_ctx(&a->out_lin, p, ctx, o, fout, rows);
   free(buf);

@@ -168,4 +168,14 @@ attn_status attn_nn_mha_split_dkv(const attn_mha *m, attn_params *p, const attn_
                                   const float *dk, const float *dv, float *dkp, float *dvp,
                                   float *dstatic_k, float *dstatic_v);
 
+/* Decoding (decode_attend.c): q [B, H*D] the queries of the one position
+ * appended last to c (H query heads over c's Hkv), attending to every cached
+ * step; o [B, H*D]. No masks but the (trivial) causal one. */
+attn_status attn_nn_attend_last(const attn_kv_cache *c, int64_t H, float scale, const float *q,
+                                float *o);
+/* ... and q [B, H*D] (one position per decoder row) against the cross K/V
+ * [B_mem, Lm, Hkv*D] of c (K, V: one layer's), mem_lens as set. */
+attn_status attn_nn_attend_memory(const attn_decoder_cache *c, const float *K, const float *V,
+                                  float scale, const float *q, float *o);
+
 #endif

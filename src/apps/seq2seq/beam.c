@@ -256,6 +256,7 @@ attn_status attn_beam_search(const attn_beam_config *c, const attn_beam_model *m
   if (st) return st;
   int64_t left = B;
   for (int t = 0; t < c->max_len && left > 0 && !st; t++) {
+    const int64_t was_left = left;
     st = m->step(m->user, z.last, z.rows, t, z.logp);
     if (!st) st = check_logp(&z);
     for (int64_t s = 0; s < B && !st; s++) {
@@ -271,6 +272,8 @@ attn_status attn_beam_search(const attn_beam_config *c, const attn_beam_model *m
       choose(&z, s, t);
       left -= z.done[s];
     }
+    if (st) break;
+    if (m->retire && left < was_left) st = m->retire(m->user, z.done, B);
     if (st) break;
     float *ts = z.score;
     z.score = z.nscore, z.nscore = ts;

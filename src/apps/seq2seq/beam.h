@@ -39,6 +39,11 @@ typedef struct {
   attn_status (*step)(void *user, const int32_t *tokens, int64_t rows, int64_t t, float *logp);
   /* The model's per-row state (caches): new row r := old row src[r]. */
   attn_status (*reorder)(void *user, const int64_t *src, int64_t rows);
+  /* Optional (NULL: every row computed to the end): called after a step in
+   * which sources finished, done [B] (1 = finished). The rows of a finished
+   * source are not read from then on (their tokens are eos, their reorder
+   * the identity): the model may stop computing them. */
+  attn_status (*retire)(void *user, const int *done, int64_t B);
 } attn_beam_model;
 
 typedef enum {

@@ -56,7 +56,10 @@ attn_status attn_g2p_stepper_init(attn_g2p_stepper *d, const attn_g2p_model *m,
     lens[b] = 0;
     for (int64_t t = 0; t < Ls; t++) lens[b] += !s->src_pad[b * Ls + t];
   }
-  if (!st) st = attn_decoder_cache_init(&d->cache, m->dec, (int)m->c.dec_layers, rows, m->c.max_tgt);
+  /* 16 steps reserved, doubled when needed: by then most of the batch's words have
+   * finished and gone (attn_decoder_cache_keep), so a regrowth copies few rows */
+  const int64_t cap = m->c.max_tgt < 16 ? m->c.max_tgt : 16;
+  if (!st) st = attn_decoder_cache_init(&d->cache, m->dec, (int)m->c.dec_layers, rows, cap);
   const float *mem = s->xs + m->c.enc_layers * B * Ls * E;
   if (!st) st = attn_decoder_cache_set_memory(&d->cache, m->dec, &m->p, &d->ctx, mem, B, Ls, lens);
   free(lens);
@@ -87,30 +90,82 @@ attn_status attn_g2p_stepper_step_cross(attn_g2p_stepper *d, const int32_t *toke
   return st;
 }
 
-/* ---- the beam's model -------------------------------------------------------- */
+/* ---- the beam's model -------------------------------------------------------- *
+ * The stepper computes only the words not finished yet: compact word i is
+ * the batch's word live[i], its rows i*K .. i*K+K-1 (attn_decoder_cache_keep
+ * drops the others as the beam retires them). */
+typedef struct {
+  attn_g2p_stepper d;
+  int64_t K, n_words, n_live;
+  int64_t *live;  /* [n_words] batch word of compact word i */
+  int32_t *tok;   /* [n_words * K] the compact rows' tokens */
+  int64_t *src;   /* [n_words * K] the compact rows' reorder */
+} beam_glue;
+
+static void glue_free(beam_glue *g) {
+  free(g->live), free(g->tok), free(g->src);
+  attn_g2p_stepper_free(&g->d);
+}
+
+static attn_status glue_init(beam_glue *g, int64_t K, int64_t n_words) {
+  g->K = K;
+  g->n_words = g->n_live = n_words;
+  g->live = malloc((size_t)n_words * sizeof *g->live);
+  g->tok = malloc((size_t)(n_words * K) * sizeof *g->tok);
+  g->src = malloc((size_t)(n_words * K) * sizeof *g->src);
+  if (!g->live || !g->tok || !g->src)
+    return attn_set_error(ATTN_ENOMEM, "g2p decoding: %lld words", (long long)n_words);
+  for (int64_t i = 0; i < n_words; i++) g->live[i] = i;
+  return ATTN_OK;
+}
+
+/* y [V] := log-softmax(x), then specials but </s> out */
+static void log_softmax_row(const float *x, int64_t V, float *y) {
+  float mx = x[0];
+  for (int64_t v = 1; v < V; v++) mx = x[v] > mx ? x[v] : mx;
+  double z = 0;
+  for (int64_t v = 0; v < V; v++) z += exp((double)(x[v] - mx));
+  const float lz = mx + (float)log(z);
+  for (int64_t v = 0; v < V; v++)
+    y[v] = v < ATTN_G2P_SPECIAL && v != ATTN_G2P_EOS ? -INFINITY : x[v] - lz;
+}
+
 static attn_status beam_step(void *user, const int32_t *tokens, int64_t rows, int64_t t,
                              float *logp) {
-  attn_g2p_stepper *d = user;
-  const int64_t V = d->m->vocab_tgt;
-  if (rows != d->rows) return attn_set_error(ATTN_EINVAL, "g2p decoder: %lld rows", (long long)rows);
-  attn_status st = attn_g2p_stepper_step(d, tokens, t);
-  for (int64_t r = 0; !st && r < rows; r++) { /* log-softmax, then specials but </s> out */
-    const float *x = d->logits + r * V;
-    float *y = logp + r * V, mx = x[0];
-    for (int64_t v = 1; v < V; v++) mx = x[v] > mx ? x[v] : mx;
-    double z = 0;
-    for (int64_t v = 0; v < V; v++) z += exp((double)(x[v] - mx));
-    const float lz = mx + (float)log(z);
-    for (int64_t v = 0; v < V; v++)
-      y[v] = v < ATTN_G2P_SPECIAL && v != ATTN_G2P_EOS ? -INFINITY : x[v] - lz;
-  }
+  beam_glue *g = user;
+  const int64_t V = g->d.m->vocab_tgt, K = g->K;
+  if (rows != g->n_words * K)
+    return attn_set_error(ATTN_EINVAL, "g2p decoder: %lld rows", (long long)rows);
+  for (int64_t i = 0; i < g->n_live; i++)
+    memcpy(g->tok + i * K, tokens + g->live[i] * K, (size_t)K * sizeof *g->tok);
+  attn_status st = attn_g2p_stepper_step(&g->d, g->tok, t);
+  for (int64_t r = 0; !st && r < g->n_live * K; r++)
+    log_softmax_row(g->d.logits + r * V, V, logp + (g->live[r / K] * K + r % K) * V);
   return st;
 }
 
 static attn_status beam_reorder(void *user, const int64_t *src, int64_t rows) {
-  attn_g2p_stepper *d = user;
+  beam_glue *g = user;
+  const int64_t K = g->K;
   (void)rows;
-  return attn_decoder_cache_reorder(&d->cache, src);
+  for (int64_t r = 0; r < g->n_live * K; r++) {
+    const int64_t w = g->live[r / K];
+    g->src[r] = r - r % K + (src[w * K + r % K] - w * K);
+  }
+  return attn_decoder_cache_reorder(&g->d.cache, g->src);
+}
+
+static attn_status beam_retire(void *user, const int *done, int64_t B) {
+  beam_glue *g = user;
+  int64_t n = 0;
+  (void)B;
+  for (int64_t i = 0; i < g->n_live; i++) /* keep: compact indices, then their batch words */
+    if (!done[g->live[i]]) g->src[n++] = i;
+  if (n == g->n_live) return ATTN_OK;
+  attn_status st = n > 0 ? attn_decoder_cache_keep(&g->d.cache, g->src, n) : ATTN_OK;
+  for (int64_t i = 0; !st && i < n; i++) g->live[i] = g->live[g->src[i]];
+  if (!st) g->n_live = n, g->d.rows = n * g->K;
+  return st;
 }
 
 static attn_status check_words(const attn_g2p_model *m, const attn_g2p_decode_opts *o,
@@ -158,14 +213,14 @@ static attn_status search_batch(const attn_g2p_model *m, const attn_nn_ctx *ctx,
   attn_nn_ctx run = {0};
   if (ctx) run = *ctx;
   run.training = 0;
-  attn_g2p_stepper d;
+  beam_glue g = {0};
   attn_status st = attn_g2p_encode(m, &run, sv, sb, src_lens + i0, W, Ls);
-  if (!st) st = attn_g2p_stepper_init(&d, m, &run, sv, bc->K);
-  if (st) return st;
-  attn_beam_model bm = {&d, beam_step, beam_reorder};
+  if (!st) st = attn_g2p_stepper_init(&g.d, m, &run, sv, bc->K);
+  if (!st) st = glue_init(&g, bc->K, W);
+  attn_beam_model bm = {&g, beam_step, beam_reorder, beam_retire};
   attn_beam_result res;
-  st = attn_beam_search(bc, &bm, W, &res);
-  attn_g2p_stepper_free(&d);
+  if (!st) st = attn_beam_search(bc, &bm, W, &res);
+  glue_free(&g);
   if (st) return st;
   const int nb = out->n_best;
   for (int b = 0; b < W; b++) {
