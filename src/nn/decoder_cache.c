@@ -22,6 +22,8 @@ attn_status attn_decoder_cache_init(attn_decoder_cache *c, const attn_decoder_la
   c->self = calloc((size_t)n_layers, sizeof *c->self);
   if (!c->self) return attn_set_error(ATTN_ENOMEM, "decoder_cache_init: %d layers", n_layers);
   c->n_layers = n_layers;
+  c->rows_alloc = B;
+  c->cap_alloc = cap;
   for (int l = 0; l < n_layers; l++) {
     attn_status st = attn_kv_cache_init(&c->self[l], B, c->Hkv, c->hd, c->hd, cap);
     if (st) {
@@ -46,6 +48,33 @@ void attn_decoder_cache_free(attn_decoder_cache *c) {
 void attn_decoder_cache_reset(attn_decoder_cache *c) {
   for (int l = 0; c && c->self && l < c->n_layers; l++)
     attn_kv_cache_reset(&c->self[l]);
+}
+
+attn_status attn_decoder_cache_restart(attn_decoder_cache *c, int64_t B) {
+  if (!c || !c->self) return attn_set_error(ATTN_EINVAL, "decoder_cache_restart: no cache");
+  if (B < 1) return attn_set_error(ATTN_EINVAL, "decoder_cache_restart: B %lld", (long long)B);
+  int fits = B <= c->rows_alloc;
+  for (int l = 0; l < c->n_layers; l++) fits = fits && c->self[l].cap == c->cap_alloc;
+  for (int l = 0; l < c->n_layers; l++) {
+    attn_kv_cache *k = &c->self[l];
+    if (fits) {
+      k->B = B;
+      k->len = 0;
+      continue;
+    }
+    attn_kv_cache_free(k);
+    attn_status st = attn_kv_cache_init(k, B, c->Hkv, c->hd, c->hd, c->cap_alloc);
+    if (st) { /* the layers before keep B rows: the cache is unusable until a restart succeeds */
+      c->B_mem = 0;
+      return st;
+    }
+  }
+  if (!fits) c->rows_alloc = B;
+  c->B = B;
+  c->B_mem = 0;
+  c->Lm = 0;
+  c->mem_lens = NULL;
+  return ATTN_OK;
 }
 
 int64_t attn_decoder_cache_len(const attn_decoder_cache *c) {
