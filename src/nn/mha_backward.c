@@ -16,32 +16,37 @@ static attn_status explicit_backward(const attn_mha *m, const attn_mha_saved *s,
   int64_t B = s->B, H = m->c.num_heads, Lq = s->Lq, Lk = s->Lk, E = m->c.embed_dim;
   int64_t hd = m->head_dim, n = B * H * Lq * Lk;
   int64_t Ekv = m->c.num_kv_heads * hd, group = H / m->c.num_kv_heads;
-  float *dpd = attn_nn_scratch(n), *dp = attn_nn_scratch(n);
+  float *dpd = attn_nn_scratch_uninit(n), *dp = attn_nn_scratch_uninit(n);
   attn_status st = (!dpd || !dp) ? ATTN_ENOMEM : ATTN_OK;
-  for (int64_t b = 0; b < B && !st; b++)
-    for (int64_t h = 0; h < H && !st; h++) {
+  int bad = 0; /* batch rows in parallel: each writes its own rows of dq, dk, dv */
+  const int nt = st ? 1 : attn_nn_pass_threads(n * hd);
+#pragma omp parallel for num_threads(nt) schedule(static) reduction(| : bad)
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t h = 0; h < H && !bad; h++) {
       int64_t pb = (b * H + h) * Lq * Lk, qo = b * Lq * E + h * hd;
       int64_t ko = b * Lk * Ekv + h / group * hd;
       // dP_drop [Lq, Lk] = dctx_bh [Lq, hd] · v_bgᵀ
-      st = attn_gemm_f32(0, 1, Lq, Lk, hd, 1.0f, dctx + qo, E, s->v + ko, Ekv, 0.0f, dpd + pb,
-                         Lk);
+      bad |= attn_nn_head_mm(0, 1, Lq, Lk, hd, 1.0f, dctx + qo, E, s->v + ko, Ekv, 0.0f,
+                             dpd + pb, Lk) != ATTN_OK;
       // dv_bg [Lk, hd] += P_dropᵀ · dctx_bh
-      if (!st)
-        st = attn_gemm_f32(1, 0, Lk, hd, Lq, 1.0f, s->probs_drop + pb, Lk, dctx + qo, E, 1.0f,
-                           dv + ko, Ekv);
+      bad |= attn_nn_head_mm(1, 0, Lk, hd, Lq, 1.0f, s->probs_drop + pb, Lk, dctx + qo, E, 1.0f,
+                             dv + ko, Ekv) != ATTN_OK;
     }
+  if (!st && bad) st = attn_set_error(ATTN_EINVAL, "mha_backward: attention product failed");
   if (!st) st = attn_dropout_backward_f32(dpd, s->drop_mask, dp, n, m->c.dropout);
   if (!st) st = attn_softmax_backward_f32(s->probs, dp, dpd, B * H * Lq, Lk);  // dS in dpd
-  for (int64_t b = 0; b < B && !st; b++)
-    for (int64_t h = 0; h < H && !st; h++) {
+#pragma omp parallel for num_threads(nt) schedule(static) reduction(| : bad)
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t h = 0; h < H && !st && !bad; h++) {
       int64_t pb = (b * H + h) * Lq * Lk, qo = b * Lq * E + h * hd;
       int64_t ko = b * Lk * Ekv + h / group * hd;
       // dq_bh = scale · dS · k_bg ; dk_bg += scale · dSᵀ · q_bh
-      st = attn_gemm_f32(0, 0, Lq, hd, Lk, scale, dpd + pb, Lk, s->k + ko, Ekv, 0.0f, dq + qo, E);
-      if (!st)
-        st = attn_gemm_f32(1, 0, Lk, hd, Lq, scale, dpd + pb, Lk, s->q + qo, E, 1.0f, dk + ko,
-                           Ekv);
+      bad |= attn_nn_head_mm(0, 0, Lq, hd, Lk, scale, dpd + pb, Lk, s->k + ko, Ekv, 0.0f,
+                             dq + qo, E) != ATTN_OK;
+      bad |= attn_nn_head_mm(1, 0, Lk, hd, Lq, scale, dpd + pb, Lk, s->q + qo, E, 1.0f, dk + ko,
+                             Ekv) != ATTN_OK;
     }
+  if (!st && bad) st = attn_set_error(ATTN_EINVAL, "mha_backward: attention product failed");
   free(dpd);
   free(dp);
   return st;

@@ -35,14 +35,17 @@ static attn_status explicit_probs(const attn_mha *m, const attn_nn_ctx *ctx, att
   if (!st)
     st = attn_dropout_f32(s->probs, s->probs_drop, s->drop_mask, n, m->c.dropout,
                           attn_nn_dropout_seed(ctx, m->site), attn_nn_dropout_offset(ctx, n));
-  for (int64_t b = 0; b < B && !st; b++)
-    for (int64_t h = 0; h < H && !st; h++) {
+  int bad = 0; /* batch rows in parallel: each writes its own rows of ctx */
+#pragma omp parallel for num_threads(attn_nn_pass_threads(n * hd)) schedule(static) \
+    reduction(| : bad)
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t h = 0; h < H && !st && !bad; h++) {
       // ctx_bh [Lq, hd] (ld E) = P_bh [Lq, Lk] · v_b(h/group) [Lk, hd] (ld Ekv)
       const float *P = s->probs_drop + (b * H + h) * Lq * Lk;
-      st = attn_gemm_f32(0, 0, Lq, hd, Lk, 1.0f, P, Lk, s->v + b * Lk * Ekv + h / group * hd,
-                         Ekv, 0.0f, s->ctx + b * Lq * E + h * hd, E);
+      bad |= attn_nn_head_mm(0, 0, Lq, hd, Lk, 1.0f, P, Lk, s->v + b * Lk * Ekv + h / group * hd,
+                             Ekv, 0.0f, s->ctx + b * Lq * E + h * hd, E) != ATTN_OK;
     }
-  return st;
+  return !st && bad ? attn_set_error(ATTN_EINVAL, "mha_forward: attention product failed") : st;
 }
 
 static void write_weights(const attn_mha *m, const attn_mha_saved *s, const float *P, float *w,

@@ -31,6 +31,13 @@ void *attn_nn_alloc_uninit(void **slot, int64_t n, size_t sz);
 float *attn_nn_scratch(int64_t n);
 /* The same, not zeroed (for buffers written in full before any read). */
 float *attn_nn_scratch_uninit(int64_t n);
+/* C [M, N] := alpha op(A) op(B) + beta C for the attention's per-head
+ * products (head_mm.c): the bits of attn_gemm_f32, vectorised across
+ * columns where attn_gemm_f32 takes its small path; any other shape goes to
+ * attn_gemm_f32. */
+attn_status attn_nn_head_mm(int transa, int transb, int64_t M, int64_t N, int64_t K, float alpha,
+                            const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                            float *C, int64_t ldc);
 /* Linear biases (linear.c): y [rows, out] := b in every row; db [out] += the
  * column sums of dy [rows, out], each summed in row order (threads split the
  * columns: the sums do not depend on the thread count). */
