@@ -143,7 +143,8 @@ attn_status attn_decoder_cache_set_memory(attn_decoder_cache *c, const attn_deco
 
 /* x [B, Hkv, cap, w] in place: new row b := old row src[b] (first len
  * steps), group rows at a time (src[b] stays within b's group); a group whose
- * rows all keep their own history is not touched. tmp: group * Hkv * len * w. */
+ * rows all keep their own history is not touched, and only the rows another
+ * row continues go through tmp. tmp: group * Hkv * len * w. */
 static void reorder_rows(const attn_kv_cache *k, float *x, int64_t w, const int64_t *src,
                          int64_t group, float *tmp) {
   const int64_t block = k->Hkv * k->cap * w, span = k->len * w, hs = k->cap * w;
@@ -152,9 +153,12 @@ static void reorder_rows(const attn_kv_cache *k, float *x, int64_t w, const int6
     int moved = 0;
     for (int64_t b = g0; b < g0 + group && !moved; b++) moved = src[b] != b;
     if (!moved) continue;
-    for (int64_t b = g0; b < g0 + group; b++)
-      for (int64_t h = 0; h < k->Hkv; h++)
+    for (int64_t b = g0; b < g0 + group; b++) { /* only the rows some other row continues */
+      int source = 0;
+      for (int64_t r = g0; r < g0 + group && !source; r++) source = src[r] == b && r != b;
+      for (int64_t h = 0; source && h < k->Hkv; h++)
         memcpy(tmp + ((b - g0) * k->Hkv + h) * span, x + b * block + h * hs, bytes);
+    }
     for (int64_t b = g0; b < g0 + group; b++) {
       if (src[b] == b) continue;
       for (int64_t h = 0; h < k->Hkv; h++)

@@ -11,17 +11,11 @@
  * with room here for the transposed B and the sums of ROWS rows */
 enum { SMALL_WORK = 32768, MAX_N = 256, MAX_BT = 8192 };
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
-#define HEAD_MM_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define HEAD_MM_CLONES
-#endif
-
 /* rows i0 .. i0+R-1 (R <= ROWS) of C: R independent chains of sums per column
  * keep the core busy (one row alone waits on each sum's previous step) */
 enum { ROWS = 4 };
 
-HEAD_MM_CLONES
+ATTN_NN_CLONES
 static void head_mm(int transa, int transb, int64_t M, int64_t N, int64_t K, float alpha,
                     const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
                     int64_t ldc) {

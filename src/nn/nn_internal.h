@@ -31,6 +31,15 @@ void *attn_nn_alloc_uninit(void **slot, int64_t n, size_t sz);
 float *attn_nn_scratch(int64_t n);
 /* The same, not zeroed (for buffers written in full before any read). */
 float *attn_nn_scratch_uninit(int64_t n);
+/* A function compiled twice on x86-64, for AVX2 and for the base set, the
+ * CPU picking at load time (GCC / clang target_clones): for loops the
+ * compiler vectorises lane by lane with no FMA contraction (AVX2 without
+ * FMA), so both give the same bits. Not under ASan (plain code there). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
+#define ATTN_NN_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define ATTN_NN_CLONES
+#endif
 /* C [M, N] := alpha op(A) op(B) + beta C for the attention's per-head
  * products (head_mm.c): the bits of attn_gemm_f32, vectorised across
  * columns where attn_gemm_f32 takes its small path; any other shape goes to
