@@ -1,7 +1,6 @@
 /* MHA backward: out projection, attention (attn_sdpa_backward; with the
  * forward's attention dropout in the descriptor), then the q/k/v projections.
  * Everything accumulates into p->grad and dquery/dkey/dvalue. */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
