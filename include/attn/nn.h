@@ -334,8 +334,8 @@ ATTN_API attn_status attn_mha_backward_static(const attn_mha *m, attn_params *p,
 
 /* Probabilities of head h, query rows row0 .. row0+nrows-1 of batch b, of the
  * forward saved in s (any backend; recomputed from its q, k and lse, so a
- * flash run pays nothing until asked): probs [nrows, Lk], 0 where masked.
- * ATTN_EUNSUPPORTED when that forward ran attention dropout. */
+ * flash run pays nothing until asked): probs [nrows, Lk], 0 where masked;
+ * after a forward with attention dropout, the softmax before the dropout. */
 ATTN_API attn_status attn_mha_probs(const attn_mha *m, const attn_mha_saved *s, int64_t b,
                                     int64_t h, int64_t row0, int64_t nrows, float *probs);
 

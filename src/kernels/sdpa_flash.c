@@ -36,6 +36,10 @@
  * softmax, o += (p summed by table row) · shaw_v[band] for the interior
  * rows, while the clipped ends are running sums per row (rescaled like o)
  * applied once at the end.
+ * Attention dropout (sdpa_dropout.h): after each tile's softmax update (m, l
+ * from the undropped p) the tile's p is dropped and scaled by 1/(1-p) before
+ * p·v, the keep bits regenerated from the hash of (seed, offset, b, h, row,
+ * key); the whole-tile kernels are skipped then.
  * fp16 inputs (attn_flash_in, sdpa_flash_f16.c): k is converted a key block
  * at a time before packing kᵀ, the item's q rows once per item and each
  * block of v into the aligned per-thread block; the rest is unchanged. */

@@ -18,6 +18,10 @@
  * dq += (ds by table row) shaw_k; table gradients (d rel_bias by relative
  * distance, d shaw_k, d shaw_v on the band) go to per-work-item partials,
  * summed in item order at the end (table_grads_finish).
+ * Attention dropout (sdpa_dropout.h): the forward's keep bits regenerated per
+ * tile: dp is masked and scaled before ds = p (dp - D_i) (p the undropped
+ * probabilities, D_i from the dropped output), then p itself before dv += pᵀ
+ * dout.
  * fp16 inputs (attn_flash_in, sdpa_flash_f16.c): each key block of k and v
  * is converted to f32 rows (packed from there; dq reads k's), and each query
  * block's q rows before its tiles; the rest is unchanged. */
