@@ -145,6 +145,14 @@ static void run_alloc(const sdpa_problem *p, run_out *r) {
 
 static void run_free(run_out *r) { free(r->o), free(r->l), free(r->dq), free(r->dk), free(r->dv); }
 
+/* a and b hold the same bits */
+static void check_same_bits(const sdpa_problem *p, const run_out *a, const run_out *b) {
+  CHECK(memcmp(a->o, b->o, (size_t)p->no * sizeof(float)) == 0);
+  CHECK(memcmp(a->dq, b->dq, (size_t)p->nq * sizeof(float)) == 0);
+  CHECK(memcmp(a->dk, b->dk, (size_t)p->nk * sizeof(float)) == 0);
+  CHECK(memcmp(a->dv, b->dv, (size_t)p->nv * sizeof(float)) == 0);
+}
+
 static void run_both(const sdpa_problem *p, const attn_sdpa_desc *d, attn_backend be, run_out *r) {
   CHECK_OK(attn_sdpa_forward(d, be, p->q, p->k, p->v, r->o, r->l, NULL));
   CHECK_OK(attn_sdpa_backward(d, be, p->q, p->k, p->v, r->o, r->l, p->dout, r->dq, r->dk, r->dv));
@@ -310,10 +318,7 @@ static void test_threads_bit_identical(void) {
   attn_set_num_threads(2);
   run_both(&p, &p.d, ATTN_BACKEND_FLASH, &b);
   attn_set_num_threads(nt);
-  CHECK(memcmp(a.o, b.o, (size_t)p.no * sizeof(float)) == 0);
-  CHECK(memcmp(a.dq, b.dq, (size_t)p.nq * sizeof(float)) == 0);
-  CHECK(memcmp(a.dk, b.dk, (size_t)p.nk * sizeof(float)) == 0);
-  CHECK(memcmp(a.dv, b.dv, (size_t)p.nv * sizeof(float)) == 0);
+  check_same_bits(&p, &a, &b);
   run_free(&a), run_free(&b);
   sdpa_free_problem(&p);
 }
@@ -331,10 +336,7 @@ static void test_p_zero_is_no_dropout(void) {
     set_drop(&z, 0.0f, 99); /* a seed, but p = 0 */
     run_both(&p, &p.d, be[t], &a);
     run_both(&p, &z, be[t], &b);
-    CHECK(memcmp(a.o, b.o, (size_t)p.no * sizeof(float)) == 0);
-    CHECK(memcmp(a.dq, b.dq, (size_t)p.nq * sizeof(float)) == 0);
-    CHECK(memcmp(a.dk, b.dk, (size_t)p.nk * sizeof(float)) == 0);
-    CHECK(memcmp(a.dv, b.dv, (size_t)p.nv * sizeof(float)) == 0);
+    check_same_bits(&p, &a, &b);
   }
   run_free(&a), run_free(&b);
   sdpa_free_problem(&p);

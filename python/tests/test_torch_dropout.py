@@ -5,22 +5,16 @@ from torch's generator): softmax(q kᵀ scale + mask) * keep / (1 - p) v in
 float64 autograd, outputs and gradients within 1e-5 of max |ref|; repeatable
 under torch.manual_seed; p = 0 as no dropout; bf16 through the f32 kernels;
 the packed op and SDPAEncoderLayer (training mode only) take it too."""
-import ctypes
 import math
 import unittest
 
-try:
+import attn
+from test_torch_op import HAVE_TORCH, TOL, needs_torch, rel_err
+
+if HAVE_TORCH:
     import torch
     import attn.torch as at
     from attn import _desc
-    HAVE_TORCH = True
-except ImportError:
-    HAVE_TORCH = False
-
-import attn
-
-TOL = 1e-5
-needs_torch = unittest.skipUnless(HAVE_TORCH, "torch is not importable (Debian: python3-torch)")
 
 
 def seed_of_next_call(s):
@@ -48,10 +42,6 @@ def dropped_sdpa(q, k, v, keep, p, attn_mask=None, is_causal=False):
     if attn_mask is not None:
         s = s.masked_fill(~attn_mask, float("-inf"))
     return (torch.softmax(s, -1) * keep / (1 - p)) @ v
-
-
-def rel_err(got, want):
-    return ((got.double() - want.double()).abs().max() / want.double().abs().max()).item()
 
 
 @needs_torch
