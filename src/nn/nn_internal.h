@@ -34,19 +34,13 @@ float *attn_nn_scratch_uninit(int64_t n);
 /* A function compiled twice on x86-64, for AVX2 and for the base set, the
  * CPU picking at load time (GCC / clang target_clones): for loops the
  * compiler vectorises lane by lane with no FMA contraction (AVX2 without
- * FMA), so both give the same bits. Not under ASan (plain code there). */
+ * FMA), so both give the same bits. Not under ASan (plain code there).
+ * (src/nn/decode_attend.c) */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
 #define ATTN_NN_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define ATTN_NN_CLONES
 #endif
-/* C [M, N] := alpha op(A) op(B) + beta C for the attention's per-head
- * products (head_mm.c): the bits of attn_gemm_f32, vectorised across
- * columns where attn_gemm_f32 takes its small path; any other shape goes to
- * attn_gemm_f32. */
-attn_status attn_nn_head_mm(int transa, int transb, int64_t M, int64_t N, int64_t K, float alpha,
-                            const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
-                            float *C, int64_t ldc);
 /* Linear biases (linear.c): y [rows, out] := b in every row; db [out] += the
  * column sums of dy [rows, out], each summed in row order (threads split the
  * columns: the sums do not depend on the thread count). */
