@@ -59,8 +59,10 @@ static void run_case(const fcase *c, const attn_flash_ops *counted, const attn_f
   CHECK_OK(attn_alibi_slopes(c->Hq, slopes));
   mctx u = {.q_offset = c->q_offset, .slopes = slopes, .H = c->Hq, .cap = 4.0f};
   attn_sdpa_mods mods = {.user = &u};
-  if (c->kind == 0) mods.score_mod = alibi_score;
-  if (c->kind == 1) mods.score_mod = softcap_score;
+  if (c->kind == 0) /* (the derivatives: the backward's, unused here) */
+    mods.score_mod = alibi_score, mods.score_mod_grad = one_grad,
+    mods.score_mod_param_grad = alibi_param_grad;
+  if (c->kind == 1) mods.score_mod = softcap_score, mods.score_mod_grad = softcap_grad;
   if (c->kind == 2) mods.score_mod = drop_some;
   if (c->kind == 3) mods.score_mod_row = alibi_row;
   if (c->builtin == 1) d.softcap = 20.0f;
