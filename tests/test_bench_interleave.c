@@ -5,6 +5,7 @@
  * fields rounds, ratios, cpu_min_ms ...), with --mod identity (the per-pair
  * callback returning the score: dispatch alone) against the plain case.
  * Nothing is measured here: only the order and the bookkeeping. */
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "apps/tools/bench_interleave.h"
@@ -98,6 +99,16 @@ static void test_bench_sdpa_ratios(void) {
   a = field(buf, "cpu_min_ms"), b = field(buf, "builtin_cpu_min_ms"), r = field(buf, "cpu_vs_builtin");
   CHECK(field(buf, "rounds") >= 5 && a > 0 && b > 0);
   CHECK(close_ratio(r, a, b));
+  /* --rounds R: at least R rounds (1..64) */
+  bench_json(bin, "--softcap 30 --rounds 9", buf, sizeof buf);
+  CHECK(field(buf, "rounds") >= 9);
+  char cmd[512];
+  for (int i = 0; i < 2; i++) {
+    snprintf(cmd, sizeof cmd, "%s bench sdpa --n 64 --softcap 30 --rounds %s >/dev/null 2>&1", bin,
+             i ? "65" : "0");
+    int rc = system(cmd);
+    CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 2);
+  }
   /* alone (no reference): no rounds */
   bench_json(bin, "", buf, sizeof buf);
   CHECK(field(buf, "rounds") == 0 && field(buf, "runs") >= 3);

@@ -60,6 +60,7 @@ typedef struct {
    * each call, inside the timing */
   int alibi_batch, rotary_dim;
   float rotary;
+  int rounds; /* --rounds: at least this many interleaved rounds with references */
 } sdpa_opts;
 
 static int has_variants(const sdpa_opts *o) {
@@ -71,6 +72,7 @@ static void sdpa_usage(FILE *out) {
   fprintf(out, "usage: attn bench sdpa [--n N...] [--batch B] [--heads H] [--dim D] [--causal]\n"
                "                       [--window W] [--backward] [--backend math|flash|auto]\n"
                "                       [--no-math] [--threads T] [--json FILE] [--plot FILE.png]\n"
+               "                       [--rounds R]\n"
                "                       [--alibi] [--rel-bias] [--shaw [M]] [--block-sparse [BS]]\n"
                "                       [--softcap C] [--sinks] [--dtype f32|bf16|fp16|int8]\n"
                "                       [--mod causal|causal-noblock|window|alibi|softcap|alibi-row|\n"
@@ -99,8 +101,10 @@ static void sdpa_usage(FILE *out) {
                "  vs_plain = CPU time of the case / CPU time of plain flash (backward: with\n"
                "  the table gradients)\n"
                "  vs_plain, vs_builtin, vs_f32cpu: the case and its references run\n"
-               "                 interleaved (A B A B ..., at least 5 rounds and 1 s per\n"
-               "                 case), the ratio of their minimum CPU times of one run\n"
+               "                 interleaved (A B A B ..., at least --rounds R rounds,\n"
+               "                 default 5, max 64, and 1 s per case), the ratio of their\n"
+               "                 minimum CPU times of one run (more rounds: a steadier\n"
+               "                 minimum on a busy machine)\n"
                "                 (plain_cpu_ms, builtin_cpu_ms: those minima; JSON:\n"
                "                 cpu_min_ms, plain_cpu_min_ms, builtin_cpu_min_ms, rounds)\n"
                "  --dtype bf16   bf16 q, k, v through attn_sdpa_forward/backward_bf16 (AMX,\n"
@@ -448,7 +452,7 @@ static int run_case(const sdpa_opts *o, long long n, sdpa_result *r) {
     }
     attn_bench_timing tm[4];
     /* references: >= 5 rounds, 1 s per case; alone: 3 to 15 runs, about 1 s */
-    int rounds = attn_bench_interleave(ts.n, run_timed, &ts, ts.n > 1 ? 5 : 3,
+    int rounds = attn_bench_interleave(ts.n, run_timed, &ts, ts.n > 1 ? o->rounds : 3,
                                        ts.n > 1 ? ATTN_BENCH_MAX_ROUNDS : MAX_RUNS, 1.0 * ts.n, tm);
     if (rounds < 0) {
       rc = 1;
@@ -529,7 +533,7 @@ static int write_json(const char *file, const sdpa_opts *o, const sdpa_result *r
 
 int attn_bench_sdpa_main(int argc, char **argv) {
   sdpa_opts o = {1, 8, 64, 0, 0, attn_get_num_threads(), 0, -1, ATTN_BACKEND_FLASH,
-                 0, 0, 0, 0, 0.0f, 0, DT_F32, BENCH_MOD_NONE, 0, 0, 0.0f};
+                 0, 0, 0, 0, 0.0f, 0, DT_F32, BENCH_MOD_NONE, 0, 0, 0.0f, 5};
   long long ns[MAX_N];
   int nn = 0;
   const char *json = NULL, *plot = NULL;
@@ -591,6 +595,8 @@ int attn_bench_sdpa_main(int argc, char **argv) {
       o.dtype = (sdpa_dtype)k;
     } else if (!strcmp(a, "--mod") && i + 1 < argc) {
       if ((o.mod = attn_bench_mod_parse(argv[++i])) < 0) goto bad;
+    } else if (!strcmp(a, "--rounds") && i + 1 < argc) {
+      if ((o.rounds = atoi(argv[++i])) < 1 || o.rounds > ATTN_BENCH_MAX_ROUNDS) goto bad;
     } else if (!strcmp(a, "--no-math")) {
       o.no_math = 1;
     } else if (!strcmp(a, "--backend") && i + 1 < argc) {
