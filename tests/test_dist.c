@@ -110,9 +110,25 @@ static void test_shard_dropout_masks(void) {
   CHECK_OK(attn_clf_forward(&m, &sc, 0, &part, ids + R0 * L, lens + R0, R, L, NULL));
   const attn_encoder_saved *a = &all.saved[0], *p = &part.saved[0];
   int64_t E = c.d_model, F = c.ff, H = c.heads;
-  CHECK(a->sa.drop_mask && p->sa.drop_mask && a->ff.drop_mask && a->s1.drop_mask && a->s2.drop_mask);
-  if (a->sa.drop_mask && p->sa.drop_mask && a->ff.drop_mask && a->s1.drop_mask && a->s2.drop_mask) {
-    CHECK(!memcmp(p->sa.drop_mask, a->sa.drop_mask + R0 * H * L * L, (size_t)(R * H * L * L)));
+  CHECK(a->ff.drop_mask && a->s1.drop_mask && a->s2.drop_mask);
+  /* attention dropout: the mask is regenerated from the descriptor; the shard
+   * draws batch row b as row R0 + b */
+  CHECK(a->sa.drop_p == c.attn_dropout && p->sa.drop_p == c.attn_dropout);
+  CHECK(a->sa.drop_seed == p->sa.drop_seed && a->sa.drop_batch0 == 0 && p->sa.drop_batch0 == R0);
+  attn_sdpa_desc da, dp;
+  attn_sdpa_desc_init(&da, B, H, H, L, L, E / H, E / H);
+  attn_sdpa_desc_init(&dp, R, H, H, L, L, E / H, E / H);
+  da.dropout_p = dp.dropout_p = a->sa.drop_p;
+  da.dropout_seed = a->sa.drop_seed, dp.dropout_seed = p->sa.drop_seed;
+  da.dropout_batch0 = a->sa.drop_batch0, dp.dropout_batch0 = p->sa.drop_batch0;
+  uint8_t ma[L * L], mp[L * L];
+  for (int64_t b = 0; b < R; b++)
+    for (int64_t h = 0; h < H; h++) {
+      CHECK_OK(attn_sdpa_dropout_mask(&da, R0 + b, h, ma));
+      CHECK_OK(attn_sdpa_dropout_mask(&dp, b, h, mp));
+      CHECK(!memcmp(ma, mp, sizeof ma));
+    }
+  if (a->ff.drop_mask && a->s1.drop_mask && a->s2.drop_mask) {
     CHECK(!memcmp(p->ff.drop_mask, a->ff.drop_mask + R0 * L * F, (size_t)(R * L * F)));
     CHECK(!memcmp(p->s1.drop_mask, a->s1.drop_mask + R0 * L * E, (size_t)(R * L * E)));
     CHECK(!memcmp(p->s2.drop_mask, a->s2.drop_mask + R0 * L * E, (size_t)(R * L * E)));

@@ -13,8 +13,17 @@ step) four ways, same weights, same input, in one run:
 B isolates the attention (B and C differ only there); D is what a user gets
 from attn.torch.from_torch(layer). For each N and mask, prints the CPU, the
 thread counts, the median step time of each, the ratios A/D, C/D, A/C, B/C,
-and checks that the four give the same loss. Run it on a quiet machine:
+and checks that the four give the same loss.
 
+Dropout: --dropout P (default 0.1, TransformerEncoderLayer's default) builds
+all four with it, in training mode: torch's nn.Dropout and (A) its
+MultiheadAttention's, B: F.dropout on the math formula's probabilities, C:
+attn's op (dropout inside its flash kernels), D: attn's layer (the same). The
+four draw from different RNGs, so their losses differ by design: the loss
+check runs one step of the same four layers built with dropout 0 first.
+Run it on a quiet machine (the issue-18 target: A / C and A / D >= 2 at N 1024):
+
+  /usr/bin/python3 tools/bench_torch_op.py --n 1024 --causal no --steps 12 --dropout 0.1
   /usr/bin/python3 tools/bench_torch_op.py            # d 512, 8 heads, N 1024 and 2048, causal no and yes
   /usr/bin/python3 tools/bench_torch_op.py --n 1024 --causal --batch 4 --dtype bf16
   /usr/bin/python3 tools/bench_torch_op.py --n 64 --d-model 64 --heads 4 --steps 2   # smoke test
@@ -72,7 +81,10 @@ def math_attention(q, k, v, attn_mask=None, is_causal=False, scale=None, dropout
     if attn_mask is not None:
         s = s.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool \
             else s + attn_mask
-    return torch.softmax(s, -1) @ v
+    p = torch.softmax(s, -1)
+    if dropout_p:
+        p = torch.nn.functional.dropout(p, dropout_p)
+    return p @ v
 
 
 def cpu_name():
@@ -124,18 +136,19 @@ def time_steps(layer, x, w, kw, steps, warmup, dtype, clock=time.perf_counter):
     return statistics.median(times), loss.item()
 
 
-def layers(a, threads):
+def layers(a, dropout):
     torch.manual_seed(0)
-    A = torch.nn.TransformerEncoderLayer(a.d_model, a.heads, a.ff, dropout=0.0, batch_first=True)
-    B = at.SDPAEncoderLayer(a.d_model, a.heads, a.ff, attention=math_attention)
-    C = at.SDPAEncoderLayer(a.d_model, a.heads, a.ff)
+    A = torch.nn.TransformerEncoderLayer(a.d_model, a.heads, a.ff, dropout=dropout,
+                                         batch_first=True)
+    B = at.SDPAEncoderLayer(a.d_model, a.heads, a.ff, dropout=dropout, attention=math_attention)
+    C = at.SDPAEncoderLayer(a.d_model, a.heads, a.ff, dropout=dropout)
     B.load_state_dict(A.state_dict())
     C.load_state_dict(A.state_dict())
     D = at.from_torch(A, precision=a.dtype)
     return A, B, C, D
 
 
-def run_one(a, n, causal, net):
+def run_one(a, n, causal, net, net0):
     A, B, C, D = (copy.deepcopy(m) for m in net)  # every config starts from the same weights
     x = torch.randn(a.batch, n, a.d_model, generator=torch.Generator().manual_seed(n))
     w = torch.randn(a.batch, n, a.d_model, generator=torch.Generator().manual_seed(n + 1))
@@ -144,9 +157,9 @@ def run_one(a, n, causal, net):
     kw = {"is_causal": True} if causal else {}
     steps = a.steps if n <= 1024 else max(1, a.steps // 2)
     print("TransformerEncoderLayer(%d, %d, dim_feedforward=%d) training step: batch %d, N %d, %s%s; "
-          "median of %d steps after %d warm-up (%s time)"
+          "median of %d steps after %d warm-up (%s time); dropout %g"
           % (a.d_model, a.heads, a.ff, a.batch, n, a.dtype, ", causal" if causal else "",
-             steps, a.warmup, a.clock))
+             steps, a.warmup, a.clock, a.dropout))
     t, loss = {}, {}
     for name, layer, k in (("A", A, kw_a), ("B", B, kw), ("C", C, kw), ("D", D, kw)):
         t[name], loss[name] = time_steps(layer, x, w, k, steps, a.warmup,
@@ -160,9 +173,17 @@ def run_one(a, n, causal, net):
           "with attn's op (C/D)" % (t["A"] / t["D"], t["C"] / t["D"]))
     print("speedup of attn's op: %.2fx over torch's layer (A/C), %.2fx with the rest equal (B/C)"
           % (t["A"] / t["C"], t["B"] / t["C"]))
+    what = "last-step losses"
+    if a.dropout:  # different RNGs: compare one step of the layers without dropout
+        print("  (last-step losses with dropout %s: they differ by design, different RNGs)"
+              % " ".join("%.6g" % loss[k] for k in "ABCD"))
+        what = "first-step losses with dropout 0"
+        for (name, k), m in zip((("A", kw_a), ("B", kw), ("C", kw), ("D", kw)), net0):
+            _, loss[name] = time_steps(copy.deepcopy(m), x, w, k, 1, 0,
+                                       "f32" if name == "D" else a.dtype)
     worst = max(abs(loss[k] - loss["A"]) for k in "BCD") / max(abs(loss["A"]), 1e-30)
-    print("check: last-step losses %s (max relative difference %.1e)"
-          % (" ".join("%.6g" % loss[k] for k in "ABCD"), worst))
+    print("check: %s %s (max relative difference %.1e)"
+          % (what, " ".join("%.6g" % loss[k] for k in "ABCD"), worst))
     tol = 1e-4 if a.dtype == "f32" else 5e-2
     if not worst <= tol:
         print("error: the layers disagree by more than %g; the timing is not comparable" % tol)
@@ -186,6 +207,9 @@ def main():
     ap.add_argument("--dtype", choices=("f32", "bf16"), default="f32",
                     help="bf16: A-C under torch.autocast (the op gets bf16 q, k, v); D with "
                          "precision='bf16' (bf16 matrix products)")
+    ap.add_argument("--dropout", type=float, default=0.1,
+                    help="dropout of all four layers, attention probabilities included (default "
+                         "0.1, torch's TransformerEncoderLayer default; 0: none)")
     ap.add_argument("--threads", type=int, default=0,
                     help="threads of torch and of attn alike (default: every logical CPU)")
     ap.add_argument("--clock", choices=tuple(CLOCKS), default="wall",
@@ -210,15 +234,18 @@ def main():
              os.environ.get("OPENBLAS_THREAD_TIMEOUT", "(unset)")))
     if a.clock == "cpu" and threads > 1:
         print("note: --clock cpu adds up the CPU time of every thread; compare with --threads 1")
-    net = layers(a, threads)
+    if not 0.0 <= a.dropout < 1.0:
+        ap.error("--dropout %g: must be in [0, 1)" % a.dropout)
+    net = layers(a, a.dropout)
+    net0 = layers(a, 0.0) if a.dropout else net
     rc, rows = 0, []
     for n in a.n:
         for causal in {"no": (False,), "yes": (True,), "both": (False, True)}[a.causal]:
-            bad, t = run_one(a, n, causal, net)
+            bad, t = run_one(a, n, causal, net, net0)
             rc |= bad
             rows.append((n, causal, t))
-    print("\nsummary (ms per step, %s time; %s, batch %d, %d threads, wait %s)"
-          % (a.clock, a.dtype, a.batch, threads, a.wait))
+    print("\nsummary (ms per step, %s time; %s, batch %d, %d threads, wait %s, dropout %g)"
+          % (a.clock, a.dtype, a.batch, threads, a.wait, a.dropout))
     print("| N | A torch's layer | C with attn's op | D attn's layer | A / D | C / D |")
     print("|---|---|---|---|---|---|")
     for n, causal, t in rows:

@@ -257,14 +257,10 @@ typedef struct {
   float *q, *k, *v; /* projected [B, L, E] */
   float *ctx;       /* attention output before out_proj [B, Lq, E] */
   float *lse;       /* [B, H, Lq] */
-  float *probs;     /* dropout path: [B, H, Lq, Lk] softmax, and after dropout */
-  float *probs_drop;
-  uint8_t *drop_mask;
   float *mask_add;      /* combined masks [B, Hm, Lq, Lk], Hm = 1 or H */
   uint8_t *mask_allow;  /* (1 = may attend) */
   int64_t mask_heads;
   int causal;
-  int dropped; /* the explicit-probabilities (dropout) path ran */
   void *arena;
   /* [B]: a bool key-padding mask that is right padding in every row (and no
    * other mask) goes to SDPA as key lengths instead of mask_allow */
@@ -283,6 +279,13 @@ typedef struct {
   /* packed variable-length self-attention (masks.cu_seqlens, borrowed) */
   const int32_t *cu_seqlens;
   int64_t n_seqs, max_seqlen;
+  /* ---- attention dropout of the forward (training, dropout > 0): the
+   * SDPA descriptor's dropout_p, dropout_seed and dropout_batch0 (the
+   * ctx's stream for the module's site, a shard's first row); the flash
+   * kernels regenerate the mask in the backward, nothing [Lq, Lk] is kept */
+  float drop_p;
+  uint64_t drop_seed;
+  int64_t drop_batch0;
 } attn_mha_saved;
 ATTN_API void attn_mha_saved_free(attn_mha_saved *s);
 
@@ -331,8 +334,8 @@ ATTN_API attn_status attn_mha_backward_static(const attn_mha *m, attn_params *p,
 
 /* Probabilities of head h, query rows row0 .. row0+nrows-1 of batch b, of the
  * forward saved in s (any backend; recomputed from its q, k and lse, so a
- * flash run pays nothing until asked): probs [nrows, Lk], 0 where masked.
- * ATTN_EUNSUPPORTED when that forward ran attention dropout. */
+ * flash run pays nothing until asked): probs [nrows, Lk], 0 where masked;
+ * after a forward with attention dropout, the softmax before the dropout. */
 ATTN_API attn_status attn_mha_probs(const attn_mha *m, const attn_mha_saved *s, int64_t b,
                                     int64_t h, int64_t row0, int64_t nrows, float *probs);
 

@@ -130,6 +130,28 @@ typedef struct {
   /* ---- user modifiers (attn/sdpa_mods.h; FlexAttention's score_mod /
    * mask_mod, with a backward); NULL = none ----------------------------- */
   const struct attn_sdpa_mods *mods;
+
+  /* ---- attention dropout (torch's dropout on the probabilities, fused in
+   * the flash kernels as FlashAttention does: the mask is never stored);
+   * dropout_p = 0 = off -------------------------------------------------
+   * dropout_p in [0, 1) (NaN, < 0 or >= 1: ATTN_EINVAL). Key j of query row
+   * i of (b, h) (h the query head) is kept iff attn_sdpa_dropout_keep(d, b,
+   * h, i, j): a counter-based hash of (dropout_seed, dropout_offset,
+   * b + dropout_batch0, h, i, j mod 2^32), the same on every backend, ISA
+   * level, tiling and thread count (src/kernels/sdpa_dropout.c). Forward:
+   *   out_i = sum_j keep_ij p_ij / (1 - dropout_p) v_j,
+   * p the softmax of the logits as without dropout; lse stays the undropped
+   * log-sum-exp. The backward (same descriptor) regenerates the mask. A
+   * dropped entry is 0 even where p is NaN. The math forward's probs are
+   * the probabilities after dropout (kept ones scaled by 1/(1-p), as
+   * torch's MultiheadAttention returns its weights). bf16/int8 flash and
+   * the varlen entry points refuse dropout (ATTN_EUNSUPPORTED; fp16 runs
+   * the f32 loops and has it); not with Shaw positions (ATTN_EUNSUPPORTED).
+   * dropout_batch0: batch b draws as batch b + dropout_batch0 (a shard or
+   * a piece of a bigger batch keeps the masks of its rows). */
+  float dropout_p;
+  uint64_t dropout_seed, dropout_offset;
+  int64_t dropout_batch0;
 } attn_sdpa_desc;
 
 /* Fills d with B..Dv, no masks, default scale, unbounded window, contiguous,
@@ -146,6 +168,16 @@ ATTN_API attn_status attn_sdpa_backward(const attn_sdpa_desc *d, attn_backend ba
                                         const float *q, const float *k, const float *v,
                                         const float *out, const float *lse, const float *dout,
                                         float *dq, float *dk, float *dv);
+
+/* Attention dropout's mask (the dropout_* fields of d): 1 where key j of
+ * query row i of (b, h) is kept, 0 where dropped (0 <= b < B, 0 <= h < Hq).
+ * attn_sdpa_dropout_mask fills mask [Lq, Lk] of (b, h); ATTN_EINVAL on a
+ * bad descriptor, p or index. For references and tests: the backends
+ * regenerate the mask themselves. */
+ATTN_API int attn_sdpa_dropout_keep(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t i,
+                                    int64_t j);
+ATTN_API attn_status attn_sdpa_dropout_mask(const attn_sdpa_desc *d, int64_t b, int64_t h,
+                                            uint8_t *mask);
 
 /* The plain reference implementations behind ATTN_BACKEND_MATH. */
 ATTN_API attn_status attn_sdpa_forward_math(const attn_sdpa_desc *d, const float *q, const float *k,

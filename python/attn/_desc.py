@@ -42,6 +42,10 @@ class SdpaDesc(ctypes.Structure):
         ("q_offsets", _p), ("alibi_slopes_bstride", _i64), ("alibi_slopes_grad", _p),
         # user modifiers (attn/sdpa_mods.h): not exposed to Python, always NULL
         ("mods", _p),
+        # attention dropout (dropout_p 0 = off; the mask from a hash of the seed, offset,
+        # b + dropout_batch0, h, i, j)
+        ("dropout_p", ctypes.c_float), ("dropout_seed", ctypes.c_uint64),
+        ("dropout_offset", ctypes.c_uint64), ("dropout_batch0", _i64),
     ]
 
 
@@ -49,6 +53,12 @@ def new_desc(B, Hq, Hkv, Lq, Lk, D, Dv):
     d = SdpaDesc()
     _lib.lib.attn_sdpa_desc_init(ctypes.byref(d), B, Hq, Hkv, Lq, Lk, D, Dv)
     return d
+
+
+def dropout_mask(d, b, h, out):
+    """The keep mask [Lq, Lk] of (b, h) under d's dropout fields into out
+    (a pointer to Lq * Lk bytes; 1 = kept)."""
+    _lib.check(_lib.lib.attn_sdpa_dropout_mask(ctypes.byref(d), b, h, out), "sdpa dropout mask")
 
 
 def forward(d, backend, bf16, q, k, v, out, lse, probs=0):

@@ -87,6 +87,7 @@ _PROTOS = {
     "attn_sdpa_backward": (_int, [_p, _int, _p, _p, _p, _p, _p, _p, _p, _p, _p]),
     "attn_sdpa_forward_bf16": (_int, [_p, _p, _p, _p, _p, _p]),
     "attn_sdpa_backward_bf16": (_int, [_p, _p, _p, _p, _p, _p, _p, _p, _p, _p]),
+    "attn_sdpa_dropout_mask": (_int, [_p, _i64, _i64, _p]),
     "attn_alibi_slopes": (_int, [_i64, _p]),
     "attn_isa_active": (_int, []),
     "attn_isa_name": (_s, [_int]),

@@ -51,8 +51,9 @@ class SDPAEncoderLayer(nn.Module):
     activation, layer_norm_eps, batch_first=True, norm_first, bias) whose
     attention runs through `attention` (a function with PyTorch 2's
     scaled_dot_product_attention signature; attn's op by default). dropout
-    applies where torch's layer applies it except on the attention
-    probabilities (the fused op has no attention dropout)."""
+    applies where torch's layer applies it, in training mode only (as
+    nn.Dropout): the attention probabilities' inside the op (dropout_p), the
+    others with torch's nn.Dropout."""
 
     def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.0, activation="relu",
                  layer_norm_eps=1e-5, batch_first=True, norm_first=False, bias=True,
@@ -73,6 +74,7 @@ class SDPAEncoderLayer(nn.Module):
             raise ValueError("activation '%s': relu, gelu or a callable" % activation)
         self.norm_first = norm_first
         self.attention = attention
+        self.dropout_p = float(dropout)  # the attention probabilities' (torch: self_attn.dropout)
 
     def _sa_block(self, x, src_mask, src_key_padding_mask, is_causal):
         B, L, E = x.shape
@@ -80,12 +82,14 @@ class SDPAEncoderLayer(nn.Module):
         qkv = F.linear(x, self.self_attn.in_proj_weight, self.self_attn.in_proj_bias)
         qkv = qkv.view(B, L, 3, H, E // H)
         mask = _allowed_or_added(src_mask, src_key_padding_mask, B, L)
+        p = self.dropout_p if self.training else 0.0
         if self.attention is scaled_dot_product_attention:
             # attn's op on the packed projection: no copy in or out, forward or backward
-            o = sdpa_qkvpacked(qkv, attn_mask=mask, is_causal=is_causal)  # [B, L, H, hd]
+            o = sdpa_qkvpacked(qkv, attn_mask=mask, dropout_p=p, is_causal=is_causal)
         else:
             q, k, v = qkv.permute(2, 0, 3, 1, 4)  # [B, H, L, hd] views
-            o = self.attention(q, k, v, attn_mask=mask, is_causal=is_causal).transpose(1, 2)
+            o = self.attention(q, k, v, attn_mask=mask, dropout_p=p,
+                               is_causal=is_causal).transpose(1, 2)
         return self.dropout1(self.self_attn.out_proj(o.reshape(B, L, E)))
 
     def _ff_block(self, x):

@@ -10,14 +10,14 @@ reads q, k, v in place through their strides, writes out in [B, L, H, D],
 reads the out-projection's gradient in that layout, and writes dq, dk, dv
 straight into one [B, L, 3, H, D] gradient (what autograd would otherwise
 assemble from three [B, H, L, D] gradients with a stack and a transposing
-copy). Masks, scale and dtypes as attn.torch.scaled_dot_product_attention."""
+copy). Masks, scale, dtypes and dropout_p as attn.torch.scaled_dot_product_attention."""
 import math
 
 import torch
 
 from . import _desc
 from ._lib import Error
-from .torch import _check_options, _check_tensor, _mask4, _Problem
+from .torch import _check_options, _check_tensor, _dropout, _f32_for_dropout, _mask4, _Problem
 
 
 def _heads(qkv):
@@ -33,15 +33,15 @@ def _out_stride(qkv):
 
 class _AttnSDPAPacked(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, qkv, mask, causal, scale):
+    def forward(ctx, qkv, mask, causal, scale, dropout):
         B, L, _, H, D = qkv.shape
         q, k, v = _heads(qkv)
-        p = _Problem(q, k, v, mask, causal, scale, _out_stride(qkv))
+        p = _Problem(q, k, v, mask, causal, scale, _out_stride(qkv), dropout)
         out = torch.empty((B, L, H, D), dtype=torch.float32)
         lse = torch.empty((B, H, L), dtype=torch.float32)
         _desc.forward(p.desc, 2, p.bf16, q.data_ptr(), k.data_ptr(), v.data_ptr(),
                       out.data_ptr(), lse.data_ptr())
-        ctx.causal, ctx.scale = causal, scale
+        ctx.causal, ctx.scale, ctx.dropout = causal, scale, dropout
         ctx.save_for_backward(qkv, mask, out, lse)
         return out if not p.bf16 else out.to(torch.bfloat16)
 
@@ -50,7 +50,7 @@ class _AttnSDPAPacked(torch.autograd.Function):
     def backward(ctx, dout):
         qkv, mask, out, lse = ctx.saved_tensors
         q, k, v = _heads(qkv)
-        p = _Problem(q, k, v, mask, ctx.causal, ctx.scale, _out_stride(qkv))
+        p = _Problem(q, k, v, mask, ctx.causal, ctx.scale, _out_stride(qkv), ctx.dropout)
         dout = dout.float().contiguous()  # the layout of out (no copy when it is already)
         # every element of dqkv is written by the library (dq, dk, dv are overwritten)
         dqkv = torch.empty(qkv.shape, dtype=torch.float32)
@@ -58,7 +58,7 @@ class _AttnSDPAPacked(torch.autograd.Function):
         _desc.backward(p.desc, 2, p.bf16, q.data_ptr(), k.data_ptr(), v.data_ptr(),
                        out.data_ptr(), lse.data_ptr(), dout.data_ptr(),
                        dq.data_ptr(), dk.data_ptr(), dv.data_ptr())
-        return dqkv.to(qkv.dtype), None, None, None
+        return dqkv.to(qkv.dtype), None, None, None, None
 
 
 def sdpa_qkvpacked(qkv, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
@@ -72,4 +72,7 @@ def sdpa_qkvpacked(qkv, attn_mask=None, dropout_p=0.0, is_causal=False, scale=No
     B, L, _, H, D = qkv.shape
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
     mask = None if attn_mask is None else _mask4(attn_mask, L, L, (B, H))
-    return _AttnSDPAPacked.apply(qkv.contiguous(), mask, bool(is_causal), scale)
+    dtype = qkv.dtype
+    qkv = _f32_for_dropout(qkv, dropout_p).contiguous()
+    out = _AttnSDPAPacked.apply(qkv, mask, bool(is_causal), scale, _dropout(dropout_p))
+    return out.to(dtype)

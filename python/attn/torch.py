@@ -17,10 +17,21 @@ right, of key/value may divide the query's). attn_mask broadcasts to
 [..., L, S]: bool True = may attend, float added to the logits. is_causal:
 key j allowed for query i iff j <= i (top-left aligned, as PyTorch).
 
+dropout_p > 0: dropout on the attention probabilities inside the flash
+kernels (attn/sdpa.h: the keep mask is a counter-based hash, regenerated in
+the backward, never stored), seeded per call from torch's default generator
+(torch.manual_seed makes it repeat); applied whenever dropout_p > 0, as
+PyTorch's function (a module passes dropout_p=self.p if self.training else
+0). Kept probabilities are scaled by 1/(1 - dropout_p) as PyTorch's; the
+masks themselves differ from PyTorch's RNG. bfloat16 with dropout runs the
+float32 kernels on the converted values (bf16 flash has no dropout), the
+output rounded to bf16.
+
 Differences from PyTorch, all refused with a message rather than silently
-different: dropout_p > 0, a mask that requires grad, attn_mask together with
-is_causal, float16/float64 tensors, tensors not on the CPU. A query row with no
-allowed key gives 0 (PyTorch: NaN) and zero gradient.
+different: a mask that requires grad, attn_mask together with
+is_causal, float16/float64 tensors, tensors not on the CPU, dropout_p outside
+[0, 1). A query row with no allowed key gives 0 (PyTorch: NaN) and zero
+gradient.
 
 Tensors go to the library by data_ptr() without copies when their last dim
 is contiguous (e.g. [B, L, H, E] transposed to [B, H, L, E], or q, k, v as
@@ -51,10 +62,8 @@ def _check_tensor(name, t):
 
 
 def _check_options(attn_mask, dropout_p, is_causal):
-    if dropout_p:
-        raise Error("dropout_p=%g: attn's op has no attention dropout; pass dropout_p=0.0 "
-                    "(e.g. dropout_p=self.dropout if self.training else 0.0 with dropout 0)"
-                    % dropout_p)
+    if not (isinstance(dropout_p, (int, float)) and 0.0 <= dropout_p < 1.0):
+        raise Error("dropout_p=%r: must be a number in [0, 1)" % (dropout_p,))
     if attn_mask is None:
         return
     if not isinstance(attn_mask, torch.Tensor):
@@ -114,7 +123,7 @@ class _Problem:
     """Descriptor and 4-D operands of one call; built again in backward from
     the saved tensors (the descriptor holds raw pointers)."""
 
-    def __init__(self, q, k, v, mask, causal, scale, out_stride=None):
+    def __init__(self, q, k, v, mask, causal, scale, out_stride=None, dropout=(0.0, 0)):
         B, Hq, L, E = q.shape
         _, Hkv, S, _ = k.shape
         Ev = v.shape[3]
@@ -126,6 +135,7 @@ class _Problem:
             d.o_stride[:] = out_stride
         d.scale, d.has_scale = scale, 1
         d.causal = 1 if causal else 0
+        d.dropout_p, d.dropout_seed = dropout  # (p, seed): the backward regenerates the mask
         if mask is not None:
             field = "bool_mask" if mask.dtype == torch.bool else "add_mask"
             setattr(d, field, mask.data_ptr())
@@ -148,16 +158,28 @@ def _mask4(attn_mask, L, S, lead):
     return _as_bhld(m) if m.dim() != 4 else m
 
 
+def _dropout(dropout_p):
+    """(p, seed) of a call: a seed from torch's default generator when p > 0."""
+    if not dropout_p:
+        return (0.0, 0)
+    return (float(dropout_p), int(torch.randint(0, 2 ** 62, (1,)).item()))
+
+
+def _f32_for_dropout(t, dropout_p):
+    """bf16 with dropout: the f32 kernels on the converted values."""
+    return t.float() if dropout_p and t.dtype == torch.bfloat16 else t
+
+
 class _AttnSDPA(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, q, k, v, mask, causal, scale):
-        p = _Problem(q, k, v, mask, causal, scale)
+    def forward(ctx, q, k, v, mask, causal, scale, dropout):
+        p = _Problem(q, k, v, mask, causal, scale, dropout=dropout)
         B, Hq, L, Ev = p.shape
         out = torch.empty((B, Hq, L, Ev), dtype=torch.float32)
         lse = torch.empty((B, Hq, L), dtype=torch.float32)
         _desc.forward(p.desc, 2, p.bf16, q.data_ptr(), k.data_ptr(), v.data_ptr(),
                       out.data_ptr(), lse.data_ptr())
-        ctx.causal, ctx.scale = causal, scale
+        ctx.causal, ctx.scale, ctx.dropout = causal, scale, dropout
         ctx.save_for_backward(q, k, v, mask, out, lse)
         return out if not p.bf16 else out.to(torch.bfloat16)
 
@@ -166,7 +188,7 @@ class _AttnSDPA(torch.autograd.Function):
     def backward(ctx, dout):
         q, k, v, mask, out, lse = ctx.saved_tensors
         q, k, v = _dense(q), _dense(k), _dense(v)
-        p = _Problem(q, k, v, mask, ctx.causal, ctx.scale)
+        p = _Problem(q, k, v, mask, ctx.causal, ctx.scale, dropout=ctx.dropout)
         dout = dout.float().contiguous()
         # the gradients take the strides of q, k, v (the descriptor's)
         grads = [torch.empty_like(t, dtype=torch.float32) for t in (q, k, v)]
@@ -177,7 +199,7 @@ class _AttnSDPA(torch.autograd.Function):
                        out.data_ptr(), lse.data_ptr(), dout.data_ptr(),
                        *(g.data_ptr() for g in grads))
         dq, dk, dv = (g.to(t.dtype) for g, t in zip(grads, (q, k, v)))
-        return dq, dk, dv, None, None, None
+        return dq, dk, dv, None, None, None, None
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
@@ -211,10 +233,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                 lead, klead, "" if enable_gqa else " (enable_gqa=True for fewer key/value heads)"))
     _check_options(attn_mask, dropout_p, is_causal)
     scale = 1.0 / math.sqrt(E) if scale is None else float(scale)
-    q4, k4, v4 = (_rows(_as_bhld(t)) for t in (query, key, value))
+    q4, k4, v4 = (_rows(_f32_for_dropout(_as_bhld(t), dropout_p)) for t in (query, key, value))
     mask = None if attn_mask is None else _mask4(attn_mask, L, S, lead)
-    out = _AttnSDPA.apply(q4, k4, v4, mask, bool(is_causal), scale)
-    return out.reshape(lead + (L, value.shape[-1]))
+    out = _AttnSDPA.apply(q4, k4, v4, mask, bool(is_causal), scale, _dropout(dropout_p))
+    return out.reshape(lead + (L, value.shape[-1])).to(query.dtype)
 
 
 from ._torch_qkvpacked import sdpa_qkvpacked  # noqa: E402,F401 (uses the op above)

@@ -200,7 +200,7 @@ class PackedOp(unittest.TestCase):
         with self.assertRaisesRegex(attn.Error, "qkv: dtype"):
             at.sdpa_qkvpacked(torch.randn(2, 9, 3, 4, 8).double())
         with self.assertRaisesRegex(attn.Error, "dropout_p"):
-            at.sdpa_qkvpacked(torch.randn(2, 9, 3, 4, 8), dropout_p=0.5)
+            at.sdpa_qkvpacked(torch.randn(2, 9, 3, 4, 8), dropout_p=1.5)
 
 
 @needs_torch
@@ -239,7 +239,7 @@ class OpRefuses(unittest.TestCase):
 
     def test_unsupported_options(self):
         q = torch.randn(1, 2, 4, 8)
-        self.refused(["dropout_p"], q, q, q, dropout_p=0.1)
+        self.refused(["dropout_p"], q, q, q, dropout_p=1.0)
         self.refused(["is_causal"], q, q, q, attn_mask=torch.ones(4, 4, dtype=torch.bool),
                      is_causal=True)
         self.refused(["requires grad"], q, q, q, attn_mask=torch.zeros(4, 4, requires_grad=True))

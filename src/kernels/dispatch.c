@@ -123,6 +123,7 @@ static void row_fill(attn_row_ops *dst, const attn_row_ops *src) {
   FILL(bf16_to_f32);
   FILL(f32_round_bf16);
   FILL(softcap); /* (NULL at generic: the portable loop) */
+  FILL(sdpa_dropout);
 #undef FILL
 }
 

@@ -83,6 +83,11 @@ typedef struct {
    * s[j] := cap tanh(s[j] / cap) for j < n, -inf kept, NaN stays NaN, +inf
    * -> cap; g (NULL or n floats) := 1 - tanh^2 (0 at -inf). */
   void (*softcap)(float cap, float *s, float *g, int64_t n);
+  /* ---- attention dropout's mask (sdpa_dropout.h) ----
+   * x[c] (c < n, keys j0 + c of the row whose key is k) := keep ? x[c] *
+   * scale : 0, the keep bits exactly those of the portable kernel. */
+  void (*sdpa_dropout)(const uint32_t k[2], uint32_t thr, float scale, int64_t j0, int64_t n,
+                       float *x);
 } attn_row_ops;
 
 /* ---- the getters of the per-ISA files (NULL: not in this build) --------- */

@@ -9,6 +9,7 @@
 #include <math.h>
 
 #include "kernels/elementwise_internal.h"
+#include "kernels/sdpa_dropout.h"
 
 #if defined(__x86_64__)
 #include "kernels/avx2_internal.h"
@@ -230,6 +231,7 @@ static const attn_row_ops avx2_row_ops = {
     .bf16_to_f32 = attn_bf16_to_f32_avx2,
     .f32_round_bf16 = attn_f32_round_bf16_avx2,
     .softcap = attn_softcap_row_avx2,
+    .sdpa_dropout = attn_sdpa_dropout_row_avx2,
 };
 
 const attn_row_ops *attn_row_ops_avx2(void) { return &avx2_row_ops; }

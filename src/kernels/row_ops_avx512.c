@@ -4,6 +4,7 @@
  * then takes the level below's). */
 #include "kernels/elementwise_internal.h"
 #include "kernels/gemm_lowp_internal.h"
+#include "kernels/sdpa_dropout.h"
 
 #if defined(__x86_64__)
 static const attn_row_ops avx512_row_ops = {
@@ -25,6 +26,7 @@ static const attn_row_ops avx512_row_ops = {
     .bf16_to_f32 = attn_lowp_bf16_to_f32_avx512,
     .f32_round_bf16 = attn_lowp_f32_round_bf16_avx512,
     .softcap = attn_softcap_row_avx512,
+    .sdpa_dropout = attn_sdpa_dropout_row_avx512,
 };
 
 const attn_row_ops *attn_row_ops_avx512(void) { return &avx512_row_ops; }

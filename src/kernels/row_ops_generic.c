@@ -4,6 +4,7 @@
 
 #include "attn/lowp.h"
 #include "kernels/elementwise_internal.h"
+#include "kernels/sdpa_dropout.h"
 
 void attn_vexp_f32_generic(const float *x, float *y, int64_t n) {
   for (int64_t i = 0; i < n; i++)
@@ -33,6 +34,7 @@ static const attn_row_ops generic_row_ops = {
     .f32_to_bf16 = attn_f32_to_bf16_n,
     .bf16_to_f32 = attn_bf16_to_f32_n,
     .f32_round_bf16 = f32_round_bf16_generic,
+    .sdpa_dropout = attn_sdpa_dropout_row_generic,
 };
 
 const attn_row_ops *attn_row_ops_generic(void) { return &generic_row_ops; }

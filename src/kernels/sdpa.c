@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/checked.h"
+#include "kernels/sdpa_dropout.h"
 #include "kernels/sdpa_internal.h"
 #include "kernels/sdpa_softcap_sinks.h"
 #include "kernels/sdpa_usermod.h"
@@ -178,7 +179,9 @@ attn_status attn_sdpa_validate(const attn_sdpa_desc *d, const float *q, const fl
       if (d->key_lens[b] < 0 || d->key_lens[b] > d->Lk)
         return attn_set_error(ATTN_EINVAL, "sdpa: key_lens[%lld] = %d is outside [0, Lk=%lld]",
                               (long long)b, (int)d->key_lens[b], (long long)d->Lk);
-  if ((st = validate_variants(d)) || (st = attn_capsink_validate(d))) return st;
+  if ((st = validate_variants(d)) || (st = attn_capsink_validate(d)) ||
+      (st = attn_sdpa_dropout_validate(d)))
+    return st;
   r->scale = d->has_scale ? d->scale : (float)(1.0 / sqrt((double)d->D));
   r->group = d->Hq / d->Hkv;
   return ATTN_OK;

@@ -58,6 +58,7 @@ void attn_sdpa_batch_piece(const attn_sdpa_desc *d, const attn_sdpa_resolved *rs
   attn_sdpa_desc *s = &p->d;
   *s = *d;
   s->B = 1;
+  s->dropout_batch0 = d->dropout_batch0 + b; /* the piece draws batch b's mask */
   if (d->q_offsets) s->q_offset = d->q_offsets[b];
   s->q_offsets = NULL;
   if (d->key_lens) s->key_lens = d->key_lens + b;

@@ -36,6 +36,10 @@
  * softmax, o += (p summed by table row) · shaw_v[band] for the interior
  * rows, while the clipped ends are running sums per row (rescaled like o)
  * applied once at the end.
+ * Attention dropout (sdpa_dropout.h): after each tile's softmax update (m, l
+ * from the undropped p) the tile's p is dropped and scaled by 1/(1-p) before
+ * p·v, the keep bits regenerated from the hash of (seed, offset, b, h, row,
+ * key); the whole-tile kernels are skipped then.
  * fp16 inputs (attn_flash_in, sdpa_flash_f16.c): k is converted a key block
  * at a time before packing kᵀ, the item's q rows once per item and each
  * block of v into the aligned per-thread block; the rest is unchanged. */
@@ -46,6 +50,7 @@
 #include "attn/kernels.h"
 #include "kernels/kern.h"
 #include "kernels/sdpa_batched.h"
+#include "kernels/sdpa_dropout.h"
 #include "kernels/sdpa_flash.h"
 #include "kernels/sdpa_softcap_sinks.h"
 #include "kernels/sdpa_usermod.h"
@@ -207,6 +212,7 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
   const int elem = d->bool_mask || d->add_mask || d->shaw_k, masks = elem || pos->bias;
   /* whole-tile kernel: no masks nor position terms but a fused ALiBi (Shaw's values need alpha) */
   const int fused = ops->tile_forward && !elem && (!pos->bias || mod.alibi) && !d->shaw_v &&
+                    d->dropout_p == 0.0f && /* dropout: the steps, p dropped before p·v */
                     (!(capped || mod.alibi) || ops->tile_forward_mod);
   for (int64_t kb = kb0; kb < kb1; kb++) {
     int64_t j0 = kb * BC;
@@ -266,6 +272,7 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
       } else {
         ops->softmax_update(R, s, rs->scale, lo, hi, m + r0, l + r0, alpha);
       }
+      if (d->dropout_p != 0.0f) attn_sdpa_dropout_tile(d, b, h, i, R, j0, nk, s, BC); /* l: undropped */
       for (int64_t c0 = 0; c0 < Dv; c0 += NC) {
         int n = (int)(Dv - c0 < NC ? Dv - c0 : NC);
         ops->gemm(R, n, nk, s, BC, 1, vb + c0, ldv, o + r0 * Dv + c0, Dv, alpha, 1);

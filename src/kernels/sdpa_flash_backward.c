@@ -18,6 +18,10 @@
  * dq += (ds by table row) shaw_k; table gradients (d rel_bias by relative
  * distance, d shaw_k, d shaw_v on the band) go to per-work-item partials,
  * summed in item order at the end (table_grads_finish).
+ * Attention dropout (sdpa_dropout.h): the forward's keep bits regenerated per
+ * tile: dp is masked and scaled before ds = p (dp - D_i) (p the undropped
+ * probabilities, D_i from the dropped output), then p itself before dv += pᵀ
+ * dout.
  * fp16 inputs (attn_flash_in, sdpa_flash_f16.c): each key block of k and v
  * is converted to f32 rows (packed from there; dq reads k's), and each query
  * block's q rows before its tiles; the rest is unchanged. */
@@ -27,6 +31,7 @@
 
 #include "attn/kernels.h"
 #include "kernels/sdpa_batched.h"
+#include "kernels/sdpa_dropout.h"
 #include "kernels/sdpa_flash.h"
 #include "kernels/sdpa_positions.h"
 #include "kernels/sdpa_softcap_sinks.h"
@@ -116,6 +121,7 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, flo
   }
   const int64_t koff = b * rs->k[0] + g * rs->k[1], voff = b * rs->v[0] + g * rs->v[1];
   const int masks = d->bool_mask || d->add_mask || pos->bias || d->shaw_k || gc;
+  const int drop = d->dropout_p != 0.0f;
   for (int64_t kb = c; kb < nkb; kb += x->C) {
     int64_t j0 = kb * BC;
     int nk = (int)(d->Lk - j0 < BC ? d->Lk - j0 : BC);
@@ -170,6 +176,7 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, flo
             attn_flash_shaw_rows(ops, R, doi, ldo, Dv, pos->svt, pos->nr, t0, w, 1.0f, xv);
             attn_flash_shaw_gather(ops, d, pi, R, j0, nk, t0, xv, ends + 2, 0, dp);
           }
+          if (drop) attn_sdpa_dropout_tile(d, b, h, i, R, j0, nk, dp, BC); /* d drop(P) -> dP */
           /* T5 and score_mod want ds without the scale: scaled below, after them */
           const int umg = um == 2 && attn_usermod_has_grad(d);
           const float dsc = grel || umg ? 1.0f : rs->scale;
@@ -188,6 +195,7 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, flo
           } else {
             ops->probs_grad(R, s, rs->scale, lo, hi, dp, lseh + i, dih + i, dsc, pr, dsr, BC);
           }
+          if (drop) attn_sdpa_dropout_tile(d, b, h, i, R, j0, nk, pr, BC); /* dv from drop(P) */
           if (grel) /* d bias by relative distance x = j - i + Lq - 1 */
             ops->add_rows(R, nk, grel + hh * pos->nrel + (j0 - i + d->Lq - 1), -1, dsr, BC, 1, 0);
           if (umg) attn_usermod_tile_grad(d, b, h, i, R, j0, nk, raw, BC, dsr, BC);

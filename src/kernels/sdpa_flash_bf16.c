@@ -18,6 +18,7 @@
 
 #include "attn/kernels.h"
 #include "kernels/amx.h"
+#include "kernels/sdpa_dropout.h"
 #include "kernels/sdpa_flash.h"
 #include "kernels/sdpa_flash_bf16.h"
 #include "kernels/sdpa_softcap_sinks.h"
@@ -103,6 +104,7 @@ static attn_status check_desc(const attn_sdpa_desc *d, const uint16_t *q, const 
       attn_sdpa_validate(d, (const float *)(const void *)q, (const float *)(const void *)k,
                          (const float *)(const void *)v, rs);
   if (st) return st;
+  if ((st = attn_sdpa_dropout_refuse(d, "sdpa bf16"))) return st;
   if (attn_sdpa_has_positions(d))
     return attn_set_error(ATTN_EUNSUPPORTED, "sdpa bf16: position variants and block-sparse "
                                              "layouts are not supported (use the f32 flash)");

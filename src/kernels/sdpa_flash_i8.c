@@ -22,6 +22,7 @@
 #include "attn/kernels.h"
 #include "attn/sdpa_i8.h"
 #include "kernels/gemm_lowp_internal.h"
+#include "kernels/sdpa_dropout.h"
 #include "kernels/sdpa_flash_bf16.h"
 #include "kernels/sdpa_flash_i8.h"
 #include "kernels/sdpa_softcap_sinks.h"
@@ -268,6 +269,7 @@ attn_status attn_sdpa_forward_i8_path(attn_lowp_path path, const attn_sdpa_desc 
   attn_sdpa_resolved rs;
   attn_status st = attn_sdpa_validate(d, q, k, v, &rs);
   if (st) return st;
+  if ((st = attn_sdpa_dropout_refuse(d, "sdpa i8"))) return st;
   if (attn_sdpa_has_positions(d))
     return attn_set_error(ATTN_EUNSUPPORTED, "sdpa i8: position variants and block-sparse "
                                              "layouts are not supported (use the f32 flash)");

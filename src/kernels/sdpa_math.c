@@ -21,14 +21,19 @@
  * dq += scale DQR shaw_k, d shaw_k += scale DQRᵀ Q; dP_ij += (dO shaw_vᵀ)[i, r],
  * d shaw_v += PRᵀ dO. Table gradients are summed per (b, K/V head) task into
  * its own partial buffer, then added in task order (thread-count independent).
- * Scratch: one [Lq, Lk] (forward) or two (backward) f32 buffers per thread,
- * plus [Lq, 2M-1] ones with Shaw, allocated once per call. */
+ * Attention dropout (sdpa_dropout.h): the forward drops P (kept entries
+ * scaled by 1/(1-p)) before P V, so probs are the dropped ones; the backward
+ * takes dv from drop(P) (a copy), masks and scales dP before dS = P (dP - D_i)
+ * with the undropped P.
+ * Scratch: one [Lq, Lk] (forward) or two (backward; three with dropout) f32
+ * buffers per thread, plus [Lq, 2M-1] ones with Shaw, allocated once per call. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "attn/kernels.h"
 #include "kernels/sdpa_batched.h"
+#include "kernels/sdpa_dropout.h"
 #include "kernels/sdpa_internal.h"
 #include "kernels/sdpa_positions.h"
 #include "kernels/sdpa_softcap_sinks.h"
@@ -185,6 +190,7 @@ attn_status attn_sdpa_forward_math(const attn_sdpa_desc *d, const float *q, cons
       s[1] = attn_gemm_f32(0, 1, Lq, R, D, r.scale, Q, ldq, d->shaw_k, D, 0.0f, QR, R);
     for (int64_t i = 0; i < Lq; i++)
       L[i] = softmax_row(d, b, h, i, Lk > 0 ? S + i * Lk : NULL, d->shaw_k ? QR + i * R : NULL);
+    if (Lk > 0 && d->dropout_p != 0.0f) attn_sdpa_dropout_tile(d, b, h, 0, Lq, 0, Lk, S, Lk);
     if (Lk > 0) s[2] = attn_gemm_f32(0, 0, Lq, Dv, Lk, 1.0f, S, Lk, V, ldv, 0.0f, O, ldo);
     if (Lk > 0 && d->shaw_v) {
       shaw_scatter(d, S, Lq, R, PR);
@@ -273,7 +279,8 @@ attn_status attn_sdpa_backward_math(const attn_sdpa_desc *d, const float *q, con
   float *scratch;
   const int64_t nraw = attn_usermod_has_grad(d) ? nsc : 0;
   const int64_t ncap = d->softcap != 0.0f ? nsc : 0;
-  const int64_t per = 2 * nsc + 2 * nr + nraw + ncap; /* P, dS, XR, PR, RAW, GC */
+  const int64_t ndrop = d->dropout_p != 0.0f ? nsc : 0;
+  const int64_t per = 2 * nsc + 2 * nr + nraw + ncap + ndrop; /* P, dS, XR, PR, RAW, GC, PD */
   const double macs = 2.0 * (double)B * Hq * (double)nsc * (double)(D + Dv + R);
   if ((st = scratch_alloc(tasks, macs, per, &nt, &scratch))) return st;
   table_grads tg;
@@ -299,6 +306,7 @@ attn_status attn_sdpa_backward_math(const attn_sdpa_desc *d, const float *q, con
     float *PR = XR ? XR + nr : NULL;  /* [Lq, R] */
     float *RAW = nraw && PR ? PR + nr : NULL; /* [Lq, Lk]: scores before score_mod */
     float *GC = ncap && PR ? PR + nr + nraw : NULL; /* [Lq, Lk]: softcap's 1 - tanh^2 */
+    float *PD = ndrop && PR ? PR + nr + nraw + ncap : NULL; /* [Lq, Lk]: drop(P) */
     float *gt5 = tg.nt5 ? tg.buf + t * tg.per : NULL;          /* [Hq, buckets] */
     float *gsk = tg.nsk ? tg.buf + t * tg.per + tg.nt5 : NULL; /* [R, D] */
     float *gsv = tg.nsv ? tg.buf + t * tg.per + tg.nt5 + tg.nsk : NULL; /* [R, Dv] */
@@ -327,8 +335,13 @@ attn_status attn_sdpa_backward_math(const attn_sdpa_desc *d, const float *q, con
       for (int64_t i = 0; i < Lq; i++)
         probs_row(d, b, h, i, L[i], P + i * Lk, d->shaw_k ? XR + i * R : NULL,
                   RAW ? RAW + i * Lk : NULL);
-      s[1] = attn_gemm_f32(1, 0, Lk, Dv, Lq, 1.0f, P, Lk, dO, ldo, beta, dV, ldv);
+      if (PD) { /* dv from drop(P); dP of drop(P) masked and scaled below */
+        memcpy(PD, P, (size_t)nsc * sizeof(float));
+        attn_sdpa_dropout_tile(d, b, h, 0, Lq, 0, Lk, PD, Lk);
+      }
+      s[1] = attn_gemm_f32(1, 0, Lk, Dv, Lq, 1.0f, PD ? PD : P, Lk, dO, ldo, beta, dV, ldv);
       s[2] = attn_gemm_f32(0, 1, Lq, Lk, Dv, 1.0f, dO, ldo, V, ldv, 0.0f, dS, Lk);
+      if (PD) attn_sdpa_dropout_tile(d, b, h, 0, Lq, 0, Lk, dS, Lk);
       if (d->shaw_v) { /* dP_ij += dO_i · shaw_v[r(i,j)]; d shaw_v += PRᵀ dO */
         s[6] = attn_gemm_f32(0, 1, Lq, R, Dv, 1.0f, dO, ldo, d->shaw_v, Dv, 0.0f, XR, R);
         attn_pos_shaw_gather(d, 0, Lq, 0, Lk, XR, R, dS, Lk);

@@ -9,6 +9,7 @@
 
 #include "attn/sdpa_varlen.h"
 #include "core/checked.h"
+#include "kernels/sdpa_dropout.h"
 #include "kernels/sdpa_varlen_run.h"
 
 /* One tensor's (head, row) strides in the packed layout [total, H, last]. */
@@ -132,6 +133,8 @@ static attn_status backward_piece(const attn_sdpa_desc *d, const attn_sdpa_io *x
 /* The whole descriptor's own rules for the variants (slopes stride, ...),
  * checked once on a stand-in with the maximum lengths and no tensors. */
 static attn_status check_variants(const attn_sdpa_desc *d) {
+  attn_status st = attn_sdpa_dropout_refuse(d, "sdpa varlen");
+  if (st) return st;
   attn_sdpa_desc x = *d;
   memset(x.q_stride, 0, sizeof x.q_stride);
   memset(x.k_stride, 0, sizeof x.k_stride);

@@ -1,51 +1,11 @@
-/* MHA backward: out projection, attention (attn_sdpa_backward, or the
- * explicit-probabilities path when dropout ran), then the q/k/v projections.
+/* MHA backward: out projection, attention (attn_sdpa_backward; with the
+ * forward's attention dropout in the descriptor), then the q/k/v projections.
  * Everything accumulates into p->grad and dquery/dkey/dvalue. */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "attn/sdpa_bf16.h"
 #include "nn/nn_internal.h"
-
-/* dq [B, Lq, E], dk, dv [B, Lk, Ekv] (zeroed by the caller; the query heads
- * of a key/value group add into it in head order) from dctx through
- * drop(P) · V. */
-static attn_status explicit_backward(const attn_mha *m, const attn_mha_saved *s, float scale,
-                                     const float *dctx, float *dq, float *dk, float *dv) {
-  int64_t B = s->B, H = m->c.num_heads, Lq = s->Lq, Lk = s->Lk, E = m->c.embed_dim;
-  int64_t hd = m->head_dim, n = B * H * Lq * Lk;
-  int64_t Ekv = m->c.num_kv_heads * hd, group = H / m->c.num_kv_heads;
-  float *dpd = attn_nn_scratch(n), *dp = attn_nn_scratch(n);
-  attn_status st = (!dpd || !dp) ? ATTN_ENOMEM : ATTN_OK;
-  for (int64_t b = 0; b < B && !st; b++)
-    for (int64_t h = 0; h < H && !st; h++) {
-      int64_t pb = (b * H + h) * Lq * Lk, qo = b * Lq * E + h * hd;
-      int64_t ko = b * Lk * Ekv + h / group * hd;
-      // dP_drop [Lq, Lk] = dctx_bh [Lq, hd] · v_bgᵀ
-      st = attn_gemm_f32(0, 1, Lq, Lk, hd, 1.0f, dctx + qo, E, s->v + ko, Ekv, 0.0f, dpd + pb,
-                         Lk);
-      // dv_bg [Lk, hd] += P_dropᵀ · dctx_bh
-      if (!st)
-        st = attn_gemm_f32(1, 0, Lk, hd, Lq, 1.0f, s->probs_drop + pb, Lk, dctx + qo, E, 1.0f,
-                           dv + ko, Ekv);
-    }
-  if (!st) st = attn_dropout_backward_f32(dpd, s->drop_mask, dp, n, m->c.dropout);
-  if (!st) st = attn_softmax_backward_f32(s->probs, dp, dpd, B * H * Lq, Lk);  // dS in dpd
-  for (int64_t b = 0; b < B && !st; b++)
-    for (int64_t h = 0; h < H && !st; h++) {
-      int64_t pb = (b * H + h) * Lq * Lk, qo = b * Lq * E + h * hd;
-      int64_t ko = b * Lk * Ekv + h / group * hd;
-      // dq_bh = scale · dS · k_bg ; dk_bg += scale · dSᵀ · q_bh
-      st = attn_gemm_f32(0, 0, Lq, hd, Lk, scale, dpd + pb, Lk, s->k + ko, Ekv, 0.0f, dq + qo, E);
-      if (!st)
-        st = attn_gemm_f32(1, 0, Lk, hd, Lq, scale, dpd + pb, Lk, s->q + qo, E, 1.0f, dk + ko,
-                           Ekv);
-    }
-  free(dpd);
-  free(dp);
-  return st;
-}
 
 attn_status attn_mha_backward(const attn_mha *m, attn_params *p, const attn_nn_ctx *ctx,
                               const attn_mha_saved *s, const float *query, const float *key,
@@ -70,16 +30,11 @@ attn_status attn_mha_backward_static(const attn_mha *m, attn_params *p, const at
   int64_t B = s->B, Lq = s->Lq, Lk = s->Lk, E = m->c.embed_dim;
   int64_t Ekv = m->c.num_kv_heads * m->head_dim;
   /* dctx and dq, dk, dv are written in full before they are read (SDPA
-   * overwrites its gradients), except by the explicit-probabilities path,
-   * which adds the heads of a group into zeroed dk, dv */
+   * overwrites its gradients) */
   float *dctx = attn_nn_scratch_uninit(B * Lq * E), *dq = NULL, *dk = NULL, *dv = NULL;
   float *dqkv = NULL;
   if (s->qkvh) {  // bf16 flash: dq, dk, dv interleaved [B, L, 3E]
     dqkv = attn_nn_scratch_uninit(B * Lq * 3 * E);
-  } else if (s->dropped) {
-    dq = attn_nn_scratch(B * Lq * E);
-    dk = attn_nn_scratch(B * Lk * Ekv);
-    dv = attn_nn_scratch(B * Lk * Ekv);
   } else {
     dq = attn_nn_scratch_uninit(B * Lq * E);
     dk = attn_nn_scratch_uninit(B * Lk * Ekv);
@@ -96,10 +51,7 @@ attn_status attn_mha_backward_static(const attn_mha *m, attn_params *p, const at
   }
   attn_sdpa_desc d;
   attn_nn_mha_desc(m, s, &d);
-  if (!st && s->dropped) {
-    float scale = d.has_scale ? d.scale : 1.0f / sqrtf((float)m->head_dim);
-    st = explicit_backward(m, s, scale, dctx, dq, dk, dv);
-  } else if (!st && s->cu_seqlens) {  // packed rows (mha_varlen.c)
+  if (!st && s->cu_seqlens) {  // packed rows (mha_varlen.c)
     st = s->qkvh ? attn_nn_mha_varlen_sdpa(m, ctx, s, dctx, dqkv, dqkv + E, dqkv + 2 * E)
                  : attn_nn_mha_varlen_sdpa(m, ctx, s, dctx, dq, dk, dv);
   } else if (!st && s->qkvh) {  // bf16 flash: dq, dk, dv interleaved [B, L, 3E] in dqkv

@@ -1,7 +1,8 @@
 /* MHA forward: project q/k/v into [B, L, E] (head h = columns h*hd..),
  * attention through attn_sdpa_forward on strided views, out projection.
- * With dropout on (training, p > 0) the probabilities are made explicit:
- * P from the SDPA math path, dropout on P, ctx = drop(P) · V per head. */
+ * With dropout on (training, p > 0) the SDPA descriptor carries it
+ * (attn/sdpa.h dropout_*): the flash kernels drop the probabilities in their
+ * tiles, or the math path when weights are asked for (the same mask). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,30 +20,6 @@ attn_status attn_nn_mha_project(const attn_mha *m, const attn_params *p, const a
   const float *W = attn_params_data(p, m->w[i]) + m->wo[i];
   const float *b = m->b[i] >= 0 ? attn_params_data(p, m->b[i]) + m->bo[i] : NULL;
   return attn_dense_forward_ctx(ctx, x, W, b, y, rows, m->in[i], m->out[i]);
-}
-
-static attn_status explicit_probs(const attn_mha *m, const attn_nn_ctx *ctx, attn_mha_saved *s,
-                                  const attn_sdpa_desc *d) {
-  int64_t B = s->B, H = m->c.num_heads, Lq = s->Lq, Lk = s->Lk, E = m->c.embed_dim;
-  int64_t hd = m->head_dim, n = B * H * Lq * Lk;
-  int64_t Ekv = m->c.num_kv_heads * hd, group = H / m->c.num_kv_heads;
-  s->probs = NN_ALLOC_F(&s->arena, n);
-  s->probs_drop = NN_ALLOC_F(&s->arena, n);
-  s->drop_mask = NN_ALLOC_U8(&s->arena, n);
-  if (!s->probs || !s->probs_drop || !s->drop_mask) return ATTN_ENOMEM;
-  attn_status st = attn_sdpa_forward(d, ATTN_BACKEND_MATH, s->q, s->k, s->v, s->ctx, s->lse,
-                                     s->probs);
-  if (!st)
-    st = attn_dropout_f32(s->probs, s->probs_drop, s->drop_mask, n, m->c.dropout,
-                          attn_nn_dropout_seed(ctx, m->site), attn_nn_dropout_offset(ctx, n));
-  for (int64_t b = 0; b < B && !st; b++)
-    for (int64_t h = 0; h < H && !st; h++) {
-      // ctx_bh [Lq, hd] (ld E) = P_bh [Lq, Lk] · v_b(h/group) [Lk, hd] (ld Ekv)
-      const float *P = s->probs_drop + (b * H + h) * Lq * Lk;
-      st = attn_gemm_f32(0, 0, Lq, hd, Lk, 1.0f, P, Lk, s->v + b * Lk * Ekv + h / group * hd,
-                         Ekv, 0.0f, s->ctx + b * Lq * E + h * hd, E);
-    }
-  return st;
 }
 
 static void write_weights(const attn_mha *m, const attn_mha_saved *s, const float *P, float *w,
@@ -158,14 +135,15 @@ attn_status attn_mha_forward_static(const attn_mha *m, const attn_params *p,
   if (!st && extra && masks) st = attn_nn_mha_pad_masks(m, masks, s, &padded);
   if (!st) st = attn_nn_mha_build_masks(m, extra && masks ? &padded : masks, s);
   if (st) return st;
+  if (attn_nn_dropout_on(ctx, m->c.dropout)) {
+    s->drop_p = m->c.dropout;
+    s->drop_seed = attn_nn_dropout_seed(ctx, m->site);
+    s->drop_batch0 = ctx->shard_rows > 0 ? ctx->shard_row0 : 0;  // a shard draws its rows' masks
+  }
   attn_sdpa_desc d;
   attn_nn_mha_desc(m, s, &d);
   float *P = NULL, *tmp = NULL;
-  if (attn_nn_dropout_on(ctx, m->c.dropout)) {
-    s->dropped = 1;
-    st = explicit_probs(m, ctx, s, &d);
-    P = s->probs_drop;
-  } else if (attn_weights) {  // the probabilities come from the math path
+  if (attn_weights) {  // the probabilities (after dropout, if any) come from the math path
     tmp = attn_nn_scratch(B * H * Lq * Lk);
     if (!tmp) return ATTN_ENOMEM;
     st = attn_sdpa_forward(&d, ATTN_BACKEND_MATH, s->q, s->k, s->v, s->ctx, s->lse, tmp);

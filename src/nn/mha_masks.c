@@ -86,6 +86,9 @@ void attn_nn_mha_desc(const attn_mha *m, const attn_mha_saved *s, attn_sdpa_desc
     d->has_scale = 1;
   }
   d->causal = s->causal;
+  d->dropout_p = s->drop_p; /* 0 unless the forward ran attention dropout */
+  d->dropout_seed = s->drop_seed;
+  d->dropout_batch0 = s->drop_batch0;
   // [B, L, H*hd] layouts: no split/merge copies
   int64_t qs[3] = {s->Lq * E, hd, E}, ks[3] = {s->Lk * Ekv, hd, Ekv};
   for (int i = 0; i < 3; i++) {

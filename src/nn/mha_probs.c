@@ -1,7 +1,7 @@
 /* Attention probabilities of a saved MHA forward, recomputed on request from
  * its projected q, k and log-sum-exp: the flash path stores no probabilities,
  * so normal runs pay nothing; a picture asks only for the heads and rows it
- * draws. */
+ * draws. After a forward with attention dropout: the softmax before it. */
 #include "attn/sdpa_probs.h"
 #include "nn/nn_internal.h"
 
@@ -12,10 +12,6 @@ attn_status attn_mha_probs(const attn_mha *m, const attn_mha_saved *s, int64_t b
     return attn_set_error(ATTN_EUNSUPPORTED,
                           "mha_probs: the forward ran bf16 flash attention (q, k kept in bf16 only)");
   if (!s->q || !s->k || !s->lse) return attn_set_error(ATTN_EINVAL, "mha_probs: no saved forward");
-  if (s->dropped)
-    return attn_set_error(ATTN_EUNSUPPORTED,
-                          "mha_probs: the forward ran attention dropout; its probabilities are "
-                          "in the saved struct (probs, probs_drop)");
   attn_sdpa_desc d;
   attn_nn_mha_desc(m, s, &d);
   return attn_sdpa_probs_f32(&d, s->q, s->k, s->lse, b, h, row0, nrows, probs);

@@ -37,9 +37,6 @@ static size_t enc_saved_bytes(const attn_encoder_saved *s, const attn_clf_config
   const attn_mha_saved *a = &s->sa;
   n += (a->q ? 1 : 0) * rows * E * f + (a->k ? 1 : 0) * rows * E * f + (a->v ? 1 : 0) * rows * E * f;
   n += (a->ctx ? 1 : 0) * rows * E * f + (a->lse ? 1 : 0) * B * H * (size_t)s->L * f;
-  if (a->probs) n += B * H * LL * f;
-  if (a->probs_drop) n += B * H * LL * f;
-  if (a->drop_mask) n += B * H * LL;
   size_t hm = (size_t)(a->mask_heads > 0 ? a->mask_heads : 1);
   if (a->mask_add) n += B * hm * LL * f;
   if (a->mask_allow) n += B * hm * LL;
