@@ -156,6 +156,7 @@ static void test_large_blocked_shapes(void) {
       {300, 1000, 777, 0, 0, 1.0f, 0.0f, 0},  {130, 2048, 512, 0, 1, 1.0f, 0.0f, 0},
       {512, 512, 130, 1, 0, 1.0f, 1.0f, 0},   {129, 97, 1100, 1, 1, -0.5f, 2.0f, 7},
       {1000, 33, 400, 0, 1, 1.0f, 0.0f, 16},
+      {1300, 40, 70, 1, 0, 1.0f, 1.0f, 3}, /* more rows than one a~ block of any kernel */
   };
   attn_gemm_path paths[] = {ATTN_GEMM_AUTO, ATTN_GEMM_GENERIC, ATTN_GEMM_PACKED};
   for (int p = 0; p < 3; p++) {
@@ -217,6 +218,20 @@ static void test_thread_count_does_not_change_bits(void) {
   free(Ct);
 }
 
+/* The b~ block width: the kernel's nc where kc x nc floats take at most 3/4
+ * of L2, else the widest multiple of nr that does (at least nr). */
+static void test_nc_fits_l2(void) {
+  CHECK(attn_gemm_nc_fit(512, 16, 384, 1 << 20) == 512); /* Zen 4: 768 KB of 1 MB */
+  CHECK(attn_gemm_nc_fit(512, 16, 384, 512 << 10) == 256); /* Zen 3: 384 KB of 512 KB */
+  CHECK(attn_gemm_nc_fit(512, 16, 256, 512 << 10) == 384);
+  CHECK(attn_gemm_nc_fit(512, 16, 384, 256 << 10) == 128);
+  CHECK(attn_gemm_nc_fit(960, 32, 256, 2 << 20) == 960);
+  CHECK(attn_gemm_nc_fit(960, 32, 256, 1 << 20) == 768);
+  CHECK(attn_gemm_nc_fit(512, 16, 384, 4096) == 16);     /* never below nr */
+  CHECK(attn_gemm_nc_fit(512, 16, 384, 0) == 512);       /* unknown L2: as tuned */
+  CHECK(attn_cpu_l2_bytes() >= 0);
+}
+
 static void test_bad_arguments(void) {
   float A[16] = {0}, B[16] = {0}, C[16] = {0};
   CHECK_ERR(attn_gemm_f32(0, 0, -1, 2, 2, 1.0f, A, 2, B, 2, 0.0f, C, 2), ATTN_EINVAL);
@@ -256,6 +271,7 @@ int main(void) {
   RUN(test_large_blocked_shapes);
   RUN(test_empty_sizes);
   RUN(test_thread_count_does_not_change_bits);
+  RUN(test_nc_fits_l2);
   RUN(test_bad_arguments);
   RUN(test_huge_sizes_are_refused);
   HARNESS_END();

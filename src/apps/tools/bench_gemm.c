@@ -39,6 +39,9 @@ static void gemm_usage(FILE *out) {
           "  --shape M,N,K    any shape; TRANS as for --trans (default: --trans)\n"
           "  --transformer BL the Linear shapes of a 512/2048 Transformer with BL rows:\n"
           "                   forward x·Wᵀ (NT), backward dX = dY·W (NN), dW = dYᵀ·X (TN)\n"
+          "  --layer BL       all 12 Linear products of one training step of\n"
+          "                   TransformerEncoderLayer(512, 8, 2048) on BL rows (q, k, v\n"
+          "                   counted as one 1536-wide product), and their total time\n"
           "  --threads T      threads for GEMM and peak (default: all)\n"
           "  --trans          transposes (A then B) for --n shapes (default NN)\n"
           "  --path P         packed: the ISA level's micro-kernel (ATTN_CPU picks the level);\n"
@@ -178,6 +181,7 @@ int attn_bench_gemm_main(int argc, char **argv) {
   long long sq[MAX_SHAPES];
   int nsq = 0;
   const char *json = NULL, *path_name = "auto";
+  int layer_total = 0; /* --layer: print the sum over the shapes */
   attn_gemm_path path = ATTN_GEMM_AUTO;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -205,6 +209,15 @@ int attn_bench_gemm_main(int argc, char **argv) {
       shapes[nshapes++] = (gemm_shape){bl, 512, 2048, 0, 1};  /* y = h·W2ᵀ, W2 [512,2048] */
       shapes[nshapes++] = (gemm_shape){bl, 512, 2048, 0, 0};  /* dx = dh·W1 */
       shapes[nshapes++] = (gemm_shape){2048, 512, bl, 1, 0};  /* dW1 = dhᵀ·x */
+    } else if (!strcmp(a, "--layer") && i + 1 < argc && nshapes + 12 <= MAX_SHAPES) {
+      long long bl;
+      if (!parse_pos(argv[++i], &bl)) goto bad;
+      /* in, out of the q|k|v, out, FFN1, FFN2 Linears */
+      static const long long io[4][2] = {{512, 1536}, {512, 512}, {512, 2048}, {2048, 512}};
+      for (int l = 0; l < 4; l++) shapes[nshapes++] = (gemm_shape){bl, io[l][1], io[l][0], 0, 1};
+      for (int l = 0; l < 4; l++) shapes[nshapes++] = (gemm_shape){bl, io[l][0], io[l][1], 0, 0};
+      for (int l = 0; l < 4; l++) shapes[nshapes++] = (gemm_shape){io[l][1], io[l][0], bl, 1, 0};
+      layer_total = 1;
     } else if (!strcmp(a, "--threads") && i + 1 < argc) {
       threads = atoi(argv[++i]);
       if (threads < 1 || threads > 256) goto bad;
@@ -258,6 +271,19 @@ int attn_bench_gemm_main(int argc, char **argv) {
            trans_name(r->s.ta, r->s.tb), r->s.M, r->s.N, r->s.K, r->runs, 1e3 * r->median_s,
            r->gflops, r->pct_peak, r->best_gflops, r->cpu_gflops, r->pct_cpu_peak, vs);
     fflush(stdout);
+  }
+  if (layer_total && !rc) {
+    double ms = 0, cpu_s = 0, work = 0;
+    for (int i = 0; i < n; i++) {
+      double w = 2.0 * (double)res[i].s.M * (double)res[i].s.N * (double)res[i].s.K;
+      work += w;
+      ms += 1e3 * res[i].median_s;
+      cpu_s += w * 1e-9 / res[i].cpu_gflops;
+    }
+    printf("total %.2f GFLOP: %.2f ms (sum of medians, %.1f GFLOP/s); per CPU-second x "
+           "threads %.1f GFLOP/s, %.1f%% of peak\n",
+           work * 1e-9, ms, work * 1e-6 / ms, work * 1e-9 / cpu_s,
+           100.0 * work * 1e-9 / cpu_s / attn_bench_peak_cpu_gflops(threads));
   }
   attn_set_num_threads(saved);
   if (json && write_json(json, res, n, threads, peak, path_name)) rc = 1;
