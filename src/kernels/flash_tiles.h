@@ -27,10 +27,19 @@ enum { ATTN_FLASH_BC = 64, ATTN_FLASH_MR = 6, ATTN_FLASH_NC = 64, ATTN_FLASH_QW 
  *   t = t - slope |rel0 + r - c| if alibi (as t + the ALiBi table's entry
  *   -(slope |p_i - j|): rel0 = p_i - j0 of row 0, |rel0| + G MR + BC <
  *   2^24 so that every distance is an exact float). */
-typedef struct {
+typedef struct attn_flash_mod {
   float cap;        /* 0: no softcap */
   int alibi;        /* 0: no ALiBi bias */
   float slope, rel0;
+  /* ---- user score modifiers in the fused tiles (sdpa_usermod_fused.c) ----
+   * user (NULL: none; set only with cap 0 and alibi 0): called on each row
+   * group's logits s [MR, BC] (scale s: every key allowed, already scaled)
+   * between q·kᵀ and the softmax, which then takes s as the logits (scale
+   * 1, the steps' softmax_update after attn_usermod_tile); r0: the group's
+   * first row in the call. The fields after it are the hook's own. */
+  void (*user)(const struct attn_flash_mod *mod, int r0, float *s);
+  const void *udesc;
+  int64_t ub, uh, ui0, uj0; /* batch, head, query row of row 0, first key */
 } attn_flash_mod;
 
 typedef struct {
@@ -86,7 +95,8 @@ typedef struct {
    * tile_forward with the logits of attn_flash_mod (above) instead of
    * scale s; the same numbers, bit for bit, as logits + attn_softcap_tile
    * (the level's row op) + the ALiBi table's slice (add_rows) +
-   * softmax_update (scale 1) + gemm. */
+   * softmax_update (scale 1) + gemm; with mod->user, the same as logits +
+   * attn_usermod_tile + softmax_update (scale 1) + gemm. */
   void (*tile_forward_mod)(const attn_flash_mod *mod, int G, int64_t D, int64_t Dv,
                            const float *q, int64_t ldq, const float *kt, const float *v,
                            int64_t ldv, float scale, float *s, float *o, int64_t ldo, float *m,

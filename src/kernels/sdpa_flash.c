@@ -54,6 +54,7 @@
 #include "kernels/sdpa_flash.h"
 #include "kernels/sdpa_softcap_sinks.h"
 #include "kernels/sdpa_usermod.h"
+#include "kernels/sdpa_usermod_fused.h"
 #include "kernels/util.h"
 
 
@@ -153,14 +154,15 @@ const float *attn_flash_in_rows(const float *x, const uint16_t *x16, const attn_
   return buf;
 }
 
-/* ops->tile_forward, or tile_forward_mod with the softcap and ALiBi of mod
- * (rel0: the first row's position minus the block's first key). */
+/* ops->tile_forward, or tile_forward_mod with the softcap, ALiBi or user
+ * hook of mod (rows from query i, keys from j0). */
 static void tiles_fused(const attn_flash_ops *ops, const attn_sdpa_desc *d, attn_flash_mod *mod,
-                        int64_t rel0, int G, const float *q, int64_t ldq, const float *kt,
+                        int64_t i, int64_t j0, int G, const float *q, int64_t ldq, const float *kt,
                         const float *v, int64_t ldv, float scale, float *s, float *o, float *m,
                         float *l, const float *ktn, const float *vn, int64_t ldvn) {
-  mod->rel0 = (float)rel0;
-  if (mod->cap != 0.0f || mod->alibi)
+  mod->rel0 = (float)(i + d->q_offset - j0);
+  mod->ui0 = i, mod->uj0 = j0;
+  if (mod->cap != 0.0f || mod->alibi || mod->user)
     ops->tile_forward_mod(mod, G, d->D, d->Dv, q, ldq, kt, v, ldv, scale, s, o, d->Dv, m, l, ktn,
                           vn, ldvn);
   else
@@ -206,6 +208,7 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
   const int capped = d->softcap != 0.0f; /* softcap: the logits' pass, or fused where the ops can */
   attn_flash_mod mod; /* softcap and ALiBi for the fused tiles */
   attn_flash_mod_init(ops, d, pos, h, &mod);
+  const int hooked = attn_usermod_fuse(ops, d, b, h, &mod); /* score_mod in the fused tiles */
   const int elem = d->bool_mask || d->add_mask || d->shaw_k, masks = elem || pos->bias;
   /* whole-tile kernel: no masks nor position terms but a fused ALiBi (Shaw's values need alpha) */
   const int fused = ops->tile_forward && !elem && (!pos->bias || mod.alibi) && !d->shaw_v &&
@@ -220,7 +223,7 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
                                          vc, Dvp, &ldv);
     int r0 = 0;
     if (fused && nk == BC && !d->block_mask && lo1 <= j0 && hi0 >= j0 + BC &&
-        attn_usermod_tile_state(d, b, h, i0, nq, j0, nk) == 1) {
+        (hooked || attn_usermod_tile_state(d, b, h, i0, nq, j0, nk) == 1)) {
       /* every row of the item sees every key of the block: its whole tiles
        * in one call (the next block's kᵀ and v fetched into L2 meanwhile) */
       int G = nq / MR, next = kb + 1 < kb1 && d->Lk - j0 >= 2 * BC;
@@ -234,7 +237,7 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
           memcpy(vc + j * Dvp, vb + j * ldv, (size_t)Dv * sizeof(float));
         vt = vc, ldvt = Dvp;
       }
-      tiles_fused(ops, d, &mod, i0 + d->q_offset - j0, G, qb, ldq, ktb, vt, ldvt, rs->scale, s, o,
+      tiles_fused(ops, d, &mod, i0, j0, G, qb, ldq, ktb, vt, ldvt, rs->scale, s, o,
                   m, l, next ? ktb + D * BC : NULL, next && in->v ? vb + BC * ldv : NULL, ldv);
       r0 = G * MR;
     }
@@ -245,8 +248,8 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
       const int um = attn_usermod_tile_state(d, b, h, i, R, j0, nk); /* 0: skip, 2: mods */
       if (!blk || !um || !attn_flash_tile_bounds(d, b, i, R, j0, nk, lo, hi)) continue;
       const float *qi = qb + r0 * ldq;
-      if (fused && R == MR && nk == BC && blk == 1 && um == 1 && whole_tile(lo, hi)) {
-        tiles_fused(ops, d, &mod, pi - j0, 1, qi, ldq, ktb, vb, ldv, rs->scale, s, o + r0 * Dv,
+      if (fused && R == MR && nk == BC && blk == 1 && (um == 1 || hooked) && whole_tile(lo, hi)) {
+        tiles_fused(ops, d, &mod, i, j0, 1, qi, ldq, ktb, vb, ldv, rs->scale, s, o + r0 * Dv,
                     m + r0, l + r0, NULL, NULL, 0);
         continue;
       }

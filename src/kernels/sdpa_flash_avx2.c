@@ -457,8 +457,14 @@ ATTN_AVX2_INLINE void tile_forward_rows(const int capped, const int biased,
     if (g < G) {
       prefetch_a(MR, D, q + g * MR * ldq, ldq, 1);
       gemm_rows(MR, BC, D, q + g * MR * ldq, ldq, 1, kt, BC, sg, BC, NULL, 0);
+      const int user = !capped && !biased && mod && mod->user; /* logits_avx2, then the hook */
+      if (user) {
+        for (int e = 0; e < MR * BC; e += 8)
+          _mm256_storeu_ps(sg + e, _mm256_mul_ps(_mm256_set1_ps(scale), _mm256_loadu_ps(sg + e)));
+        mod->user(mod, g * MR, sg);
+      }
       softmax_max(MR, 1, capped, biased, mod, biased ? mod->rel0 + (float)(g * MR) : 0.0f, sg,
-                  scale, NULL, NULL, m + g * MR, &st);
+                  user ? 1.0f : scale, NULL, NULL, m + g * MR, &st);
     }
     if (g > 0) { /* o = alpha o + p·v of group g - 1, p of group g in between */
       const int h = g - 1;
@@ -491,7 +497,7 @@ ATTN_AVX2 static void tile_forward_avx2(int G, int64_t D, int64_t Dv, const floa
                     ldvn);
 }
 
-/* One instance per modifier set (softcap, ALiBi, both). */
+/* One instance per modifier set (softcap, ALiBi, both, the user's hook). */
 ATTN_AVX2 static void tile_forward_mod_avx2(const attn_flash_mod *mod, int G, int64_t D,
                                             int64_t Dv, const float *q, int64_t ldq,
                                             const float *kt, const float *v, int64_t ldv,
@@ -507,6 +513,9 @@ ATTN_AVX2 static void tile_forward_mod_avx2(const attn_flash_mod *mod, int G, in
                       ldvn);
   else if (capped)
     tile_forward_rows(1, 0, mod, G, D, Dv, q, ldq, kt, v, ldv, scale, s, o, ldo, m, l, ktn, vn,
+                      ldvn);
+  else if (mod->user)
+    tile_forward_rows(0, 0, mod, G, D, Dv, q, ldq, kt, v, ldv, scale, s, o, ldo, m, l, ktn, vn,
                       ldvn);
   else
     tile_forward_avx2(G, D, Dv, q, ldq, kt, v, ldv, scale, s, o, ldo, m, l, ktn, vn, ldvn);

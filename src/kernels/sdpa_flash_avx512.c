@@ -299,7 +299,7 @@ ATTN_AVX512 static float sum_avx512(int n, const float *x) {
  * to the bit; what goes is the calls, the dispatch, the store and two
  * reloads of the scores and the masks. */
 ATTN_AVX512_INLINE void tile_scores(const int capped, const int biased, const attn_flash_mod *mod,
-                                    float rel, int64_t D, const float *q, int64_t ldq,
+                                    float rel, int row0, int64_t D, const float *q, int64_t ldq,
                                     const float *kt, float scale, float *s, float *m, float *l,
                                     float *alpha) {
   __m512 t[MR][4];
@@ -328,6 +328,19 @@ ATTN_AVX512_INLINE void tile_scores(const int capped, const int biased, const at
 #pragma GCC unroll 4
     for (int c = 0; c < 4; c++)
       t[r][c] = _mm512_mul_ps(vs, t[r][c]);
+  if (!capped && !biased && mod && mod->user) { /* the hook on the logits, in memory */
+#pragma GCC unroll 6
+    for (int r = 0; r < MR; r++)
+#pragma GCC unroll 4
+      for (int c = 0; c < 4; c++)
+        _mm512_storeu_ps(s + r * BC + 16 * c, t[r][c]);
+    mod->user(mod, row0, s);
+#pragma GCC unroll 6
+    for (int r = 0; r < MR; r++)
+#pragma GCC unroll 4
+      for (int c = 0; c < 4; c++)
+        t[r][c] = _mm512_loadu_ps(s + r * BC + 16 * c);
+  }
   if (capped) { /* the softcap of attn_softcap_row_avx512, as the steps run it */
     const __m512 vinv = _mm512_set1_ps(1.0f / mod->cap), vcap = _mm512_set1_ps(mod->cap);
 #pragma GCC unroll 6
@@ -415,7 +428,7 @@ ATTN_AVX512_INLINE void tile_forward_rows(const int capped, const int biased,
       if (++vc == vlpr) vc = 0, vr++;
     }
     if (g < G)
-      tile_scores(capped, biased, mod, biased ? mod->rel0 + (float)(g * MR) : 0.0f, D,
+      tile_scores(capped, biased, mod, biased ? mod->rel0 + (float)(g * MR) : 0.0f, g * MR, D,
                   q + g * MR * ldq, ldq, kt, scale, s + (g & 1) * MR * BC, m + g * MR, l + g * MR,
                   alpha[g & 1]);
     if (g > 0)
@@ -449,6 +462,9 @@ ATTN_AVX512 static void tile_forward_mod_avx512(const attn_flash_mod *mod, int G
                       ldvn);
   else if (capped)
     tile_forward_rows(1, 0, mod, G, D, Dv, q, ldq, kt, v, ldv, scale, s, o, ldo, m, l, ktn, vn,
+                      ldvn);
+  else if (mod->user)
+    tile_forward_rows(0, 0, mod, G, D, Dv, q, ldq, kt, v, ldv, scale, s, o, ldo, m, l, ktn, vn,
                       ldvn);
   else
     tile_forward_avx512(G, D, Dv, q, ldq, kt, v, ldv, scale, s, o, ldo, m, l, ktn, vn, ldvn);

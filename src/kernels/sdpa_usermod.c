@@ -135,6 +135,18 @@ int attn_usermod_tile_state(const attn_sdpa_desc *d, int64_t b, int64_t h, int64
   return off || partial || attn_usermod_any_score(m) ? 2 : 1;
 }
 
+/* score_mod alone on a row of the tile, x[c] for keys j0 + c (c < nk): the
+ * forward's hot loop, one call per allowed pair and nothing else (the
+ * function and its argument in registers: the calls could change *m, so
+ * the general loop reloads them); -inf stays. */
+static void score_row(attn_score_mod_fn f, void *u, int64_t b, int64_t h, int64_t i, int64_t j0,
+                      int64_t nk, float *x) {
+  for (int64_t c = 0; c < nk; c++) {
+    const float v = x[c];
+    if (v != -INFINITY) x[c] = f(v, b, h, i, j0 + c, u);
+  }
+}
+
 /* The tile op on s[r * rs + c * cs] (raw at the same offsets, or NULL); the
  * scores seen by the callbacks are s + shift[r] (shift NULL: 0), written back
  * less the shift. */
@@ -148,6 +160,10 @@ static void tile_strided(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t 
     const int64_t i = i0 + r;
     const float sh = shift ? shift[r] : 0.0f;
     const uint8_t *row = bm ? bm_row(bm, b, h, i) : NULL;
+    if (m->score_mod && !m->mask_mod && cs == 1 && !shift && !raw) {
+      score_row(m->score_mod, m->user, b, h, i, j0, nk, s + r * rs);
+      continue;
+    }
     if (m->score_mod_row && !m->mask_mod) {
       attn_usermod_row_scores(m, b, h, i, j0, nk, s + r * rs, cs, shift != NULL, sh,
                               raw ? raw + r * rs : NULL);

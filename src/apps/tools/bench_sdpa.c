@@ -11,6 +11,7 @@
 #include <sys/resource.h>
 
 #include "apps/tools/bench.h"
+#include "apps/tools/bench_interleave.h"
 #include "apps/tools/bench_sdpa_mods.h"
 #include "apps/viz/bench_sdpa_plot.h"
 #include "attn.h"
@@ -31,6 +32,11 @@ typedef struct {
   double peak_mib[2]; /* process peak RSS during each backend's runs, MiB */
   double f32_med, f32_cpu_s; /* --dtype other than f32: f32 flash on the same shape */
   double builtin_med, builtin_cpu_s; /* --mod: the built-in equivalent, 0: not run */
+  /* with references (plain, built-in, f32): all timed interleaved, A B A B
+   * ..., over `rounds` rounds; the minimum CPU seconds of one run of each
+   * (0: not run), whose ratios are vs_plain, vs_builtin */
+  int rounds;
+  double cpu_min_s, plain_cpu_min_s, builtin_cpu_min_s, f32_cpu_min_s;
 } sdpa_result;
 
 /* --dtype: f32 (any backend), or the flash of another type with the f32 flash
@@ -54,6 +60,7 @@ typedef struct {
    * each call, inside the timing */
   int alibi_batch, rotary_dim;
   float rotary;
+  int rounds; /* --rounds: at least this many interleaved rounds with references */
 } sdpa_opts;
 
 static int has_variants(const sdpa_opts *o) {
@@ -65,10 +72,11 @@ static void sdpa_usage(FILE *out) {
   fprintf(out, "usage: attn bench sdpa [--n N...] [--batch B] [--heads H] [--dim D] [--causal]\n"
                "                       [--window W] [--backward] [--backend math|flash|auto]\n"
                "                       [--no-math] [--threads T] [--json FILE] [--plot FILE.png]\n"
+               "                       [--rounds R]\n"
                "                       [--alibi] [--rel-bias] [--shaw [M]] [--block-sparse [BS]]\n"
                "                       [--softcap C] [--sinks] [--dtype f32|bf16|fp16|int8]\n"
                "                       [--mod causal|causal-noblock|window|alibi|softcap|alibi-row|\n"
-               "                        softcap-row] [--alibi-batch] [--rotary FRAC]\n"
+               "                        softcap-row|identity] [--alibi-batch] [--rotary FRAC]\n"
                "  --n N...       sequence lengths Lq = Lk (default 512 1024 2048 4096)\n"
                "  --batch B      batch (default 1); --heads H (default 8); --dim D (default 64)\n"
                "  --causal       causal mask; --window W: keys i-W..i+W (i-W..i with --causal)\n"
@@ -92,6 +100,13 @@ static void sdpa_usage(FILE *out) {
                "  with any variant, plain flash is also timed on the same shape and\n"
                "  vs_plain = CPU time of the case / CPU time of plain flash (backward: with\n"
                "  the table gradients)\n"
+               "  vs_plain, vs_builtin, vs_f32cpu: the case and its references run\n"
+               "                 interleaved (A B A B ..., at least --rounds R rounds,\n"
+               "                 default 5, max 64, and 1 s per case), the ratio of their\n"
+               "                 minimum CPU times of one run (more rounds: a steadier\n"
+               "                 minimum on a busy machine)\n"
+               "                 (plain_cpu_ms, builtin_cpu_ms: those minima; JSON:\n"
+               "                 cpu_min_ms, plain_cpu_min_ms, builtin_cpu_min_ms, rounds)\n"
                "  --dtype bf16   bf16 q, k, v through attn_sdpa_forward/backward_bf16 (AMX,\n"
                "                 AVX512_BF16, else bf16 widened onto the f32 flash);\n"
                "                 the f32 flash is timed on the same shape: f32_ms, vs_f32 =\n"
@@ -110,7 +125,10 @@ static void sdpa_usage(FILE *out) {
                "                 score_mod_row (a vectorised loop per tile row; softcap with\n"
                "                 a rational tanh). The built-in is timed\n"
                "                 next to it: builtin_cpu_ms, vs_builtin = CPU time of the\n"
-               "                 case / of the built-in\n"
+               "                 case / of the built-in. identity: a score_mod returning\n"
+               "                 the score, against the same case without it: the per-pair\n"
+               "                 dispatch alone (a callback's own cost is then its\n"
+               "                 vs_builtin over identity's)\n"
                "  --json FILE    also write the results as JSON\n"
                "  --plot FILE    draw time and peak memory against N, both backends (PNG)\n"
                "GFLOP/s counts 4·B·H·D per allowed (query, key) pair forward, 2.5x backward.\n"
@@ -322,6 +340,27 @@ static double time_backend(const attn_sdpa_desc *d, attn_backend be, int backwar
   return attn_bench_median(times, runs);
 }
 
+/* The cases attn_bench_interleave runs: the case and its references. */
+typedef struct {
+  int n, backward;
+  const attn_sdpa_desc *d[4];
+  attn_backend be[4];
+  const sdpa_bufs *t[4];
+} timed_set;
+
+static void add_timed(timed_set *ts, const attn_sdpa_desc *d, attn_backend be,
+                      const sdpa_bufs *t) {
+  ts->d[ts->n] = d, ts->be[ts->n] = be, ts->t[ts->n] = t;
+  ts->n++;
+}
+
+static int run_timed(void *ctx, int c) {
+  const timed_set *ts = ctx;
+  if (!run_once(ts->d[c], ts->be[c], ts->backward, ts->t[c])) return 0;
+  fprintf(stderr, "attn bench sdpa: %s: %s\n", attn_backend_name(ts->be[c]), attn_last_error());
+  return 1;
+}
+
 static int run_case(const sdpa_opts *o, long long n, sdpa_result *r) {
   attn_sdpa_desc d;
   attn_sdpa_desc_init(&d, o->B, o->H, o->H, n, n, o->D, o->D);
@@ -390,30 +429,40 @@ static int run_case(const sdpa_opts *o, long long n, sdpa_result *r) {
         attn_f32_to_f16_n(src[i], *h[i], (int64_t)nb[i]);
     if (rc) fprintf(stderr, "attn bench sdpa: out of memory for N=%lld\n", n);
   }
-  if (!rc) {
-    r->med[0] = time_backend(&d, o->backend, o->backward, &t, &r->runs, &r->cpu_s);
-    r->peak_mib[0] = peak_rss_mib();
-    if (r->med[0] < 0) rc = 1;
-  }
-  if (!rc && o->dtype != DT_F32) { /* the f32 flash on the same shape */
-    sdpa_bufs f = t;
-    int fr;
+  if (!rc) { /* the case, then its references, interleaved */
+    sdpa_bufs f = t, pt = t;
     f.qh = f.kh = f.vh = NULL;
     f.dtype = DT_F32;
-    r->f32_med = time_backend(&d, ATTN_BACKEND_FLASH, o->backward, &f, &fr, &r->f32_cpu_s);
-    if (r->f32_med < 0) rc = 1;
-  }
-  if (!rc && o->mod) { /* the built-in the callback replaces */
-    int br;
-    r->builtin_med = time_backend(&builtin, o->backend, o->backward, &t, &br, &r->builtin_cpu_s);
-    if (r->builtin_med < 0) rc = 1;
-  }
-  if (!rc && has_variants(o)) { /* plain flash, same shape and masks (no rotation) */
-    int pr;
-    sdpa_bufs pt = t;
-    pt.rot = 0;
-    r->plain_med = time_backend(&plain, ATTN_BACKEND_FLASH, o->backward, &pt, &pr, &r->plain_cpu_s);
-    if (r->plain_med < 0) rc = 1;
+    pt.rot = 0; /* plain flash: same shape and masks, no rotation */
+    timed_set ts = {.backward = o->backward};
+    double *med[4] = {&r->med[0], NULL, NULL, NULL}, *cpu[4] = {&r->cpu_s, NULL, NULL, NULL};
+    double *cmin[4] = {&r->cpu_min_s, NULL, NULL, NULL};
+    add_timed(&ts, &d, o->backend, &t);
+    if (o->dtype != DT_F32) { /* the f32 flash on the same shape */
+      med[ts.n] = &r->f32_med, cpu[ts.n] = &r->f32_cpu_s, cmin[ts.n] = &r->f32_cpu_min_s;
+      add_timed(&ts, &d, ATTN_BACKEND_FLASH, &f);
+    }
+    if (o->mod) { /* the built-in the callback replaces */
+      med[ts.n] = &r->builtin_med, cpu[ts.n] = &r->builtin_cpu_s, cmin[ts.n] = &r->builtin_cpu_min_s;
+      add_timed(&ts, &builtin, o->backend, &t);
+    }
+    if (has_variants(o)) {
+      med[ts.n] = &r->plain_med, cpu[ts.n] = &r->plain_cpu_s, cmin[ts.n] = &r->plain_cpu_min_s;
+      add_timed(&ts, &plain, ATTN_BACKEND_FLASH, &pt);
+    }
+    attn_bench_timing tm[4];
+    /* references: >= 5 rounds, 1 s per case; alone: 3 to 15 runs, about 1 s */
+    int rounds = attn_bench_interleave(ts.n, run_timed, &ts, ts.n > 1 ? o->rounds : 3,
+                                       ts.n > 1 ? ATTN_BENCH_MAX_ROUNDS : MAX_RUNS, 1.0 * ts.n, tm);
+    if (rounds < 0) {
+      rc = 1;
+    } else {
+      for (int c = 0; c < ts.n; c++)
+        *med[c] = tm[c].wall_med, *cpu[c] = tm[c].cpu_mean, *cmin[c] = tm[c].cpu_min;
+      r->runs = rounds;
+      r->rounds = ts.n > 1 ? rounds : 0;
+    }
+    r->peak_mib[0] = peak_rss_mib();
   }
   double scores = (double)o->B * o->H * (double)n * (double)n;
   if (!rc && !o->no_math && o->backend != ATTN_BACKEND_MATH && scores <= MATH_MAX_SCORES) {
@@ -431,6 +480,9 @@ static int run_case(const sdpa_opts *o, long long n, sdpa_result *r) {
   free_variants(&vb);
   return rc;
 }
+
+/* a / b, 0 where b was not run */
+static double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
 
 static int write_json(const char *file, const sdpa_opts *o, const sdpa_result *r, int n,
                       double peak, double peak1) {
@@ -460,16 +512,20 @@ static int write_json(const char *file, const sdpa_opts *o, const sdpa_result *r
             "\"peak_mib\": %.1f, \"math_peak_mib\": %.1f, \"io_mib\": %.1f, "
             "\"plain_median_ms\": %.4f, \"plain_cpu_ms\": %.4f, \"cpu_vs_plain\": %.3f, "
             "\"dtype\": \"%s\", \"f32_median_ms\": %.4f, \"speedup_vs_f32\": %.3f, "
-            "\"mod\": \"%s\", \"builtin_median_ms\": %.4f, \"cpu_vs_builtin\": %.3f}%s\n",
+            "\"mod\": \"%s\", \"builtin_median_ms\": %.4f, \"cpu_vs_builtin\": %.3f, "
+            "\"rounds\": %d, \"ratios\": \"min_cpu_interleaved\", \"cpu_min_ms\": %.4f, "
+            "\"plain_cpu_min_ms\": %.4f, \"builtin_cpu_min_ms\": %.4f, "
+            "\"f32_cpu_min_ms\": %.4f}%s\n",
             r[i].n, r[i].runs, 1e3 * r[i].med[0], gf, 100.0 * gf / peak, 1e3 * r[i].cpu_s,
             r[i].flops / r[i].cpu_s * 1e-9, 100.0 * r[i].flops / r[i].cpu_s * 1e-9 / peak1,
             1e3 * r[i].med[1], r[i].med[1] > 0 ? r[i].med[1] / r[i].med[0] : 0.0, r[i].peak_mib[0],
             r[i].peak_mib[1], r[i].io_bytes / 1048576.0, 1e3 * r[i].plain_med,
-            1e3 * r[i].plain_cpu_s, r[i].plain_cpu_s > 0 ? r[i].cpu_s / r[i].plain_cpu_s : 0.0,
+            1e3 * r[i].plain_cpu_s, ratio(r[i].cpu_min_s, r[i].plain_cpu_min_s),
             dtype_names[o->dtype], 1e3 * r[i].f32_med,
             r[i].f32_med > 0 ? r[i].f32_med / r[i].med[0] : 0.0, attn_bench_mod_name(o->mod),
-            1e3 * r[i].builtin_med,
-            r[i].builtin_cpu_s > 0 ? r[i].cpu_s / r[i].builtin_cpu_s : 0.0, i + 1 < n ? "," : "");
+            1e3 * r[i].builtin_med, ratio(r[i].cpu_min_s, r[i].builtin_cpu_min_s), r[i].rounds,
+            1e3 * r[i].cpu_min_s, 1e3 * r[i].plain_cpu_min_s, 1e3 * r[i].builtin_cpu_min_s,
+            1e3 * r[i].f32_cpu_min_s, i + 1 < n ? "," : "");
   }
   fprintf(f, "]}\n");
   return fclose(f) ? 1 : 0;
@@ -477,7 +533,7 @@ static int write_json(const char *file, const sdpa_opts *o, const sdpa_result *r
 
 int attn_bench_sdpa_main(int argc, char **argv) {
   sdpa_opts o = {1, 8, 64, 0, 0, attn_get_num_threads(), 0, -1, ATTN_BACKEND_FLASH,
-                 0, 0, 0, 0, 0.0f, 0, DT_F32, BENCH_MOD_NONE, 0, 0, 0.0f};
+                 0, 0, 0, 0, 0.0f, 0, DT_F32, BENCH_MOD_NONE, 0, 0, 0.0f, 5};
   long long ns[MAX_N];
   int nn = 0;
   const char *json = NULL, *plot = NULL;
@@ -539,6 +595,8 @@ int attn_bench_sdpa_main(int argc, char **argv) {
       o.dtype = (sdpa_dtype)k;
     } else if (!strcmp(a, "--mod") && i + 1 < argc) {
       if ((o.mod = attn_bench_mod_parse(argv[++i])) < 0) goto bad;
+    } else if (!strcmp(a, "--rounds") && i + 1 < argc) {
+      if ((o.rounds = atoi(argv[++i])) < 1 || o.rounds > ATTN_BENCH_MAX_ROUNDS) goto bad;
     } else if (!strcmp(a, "--no-math")) {
       o.no_math = 1;
     } else if (!strcmp(a, "--backend") && i + 1 < argc) {
@@ -605,6 +663,9 @@ int attn_bench_sdpa_main(int argc, char **argv) {
   if (amx_kind)
     printf("bf16 dot-product peak (%s) measured now: %.1f GFLOP/s (%%bf16 column)\n",
            on_amx ? "AMX" : amx > 0 ? "AVX512_BF16" : "none", amx);
+  if (o.mod || has_variants(&o) || lowp)
+    printf("vs_plain, vs_builtin, vs_f32cpu: the case and its references run interleaved "
+           "(A B A B ..., >= 5 rounds = runs), the ratio of their minimum CPU times per run\n");
   printf("%7s %5s %11s %9s %6s %9s %7s %11s %8s %9s %8s%s%s%s%s\n", "N", "runs", "median_ms",
          "GFLOP/s", "%peak", "GF/cpu_s", "%peak1", "math_ms", "vs_math", "peak_MiB", "io_MiB",
          o.mod ? "  builtin_cpu_ms vs_builtin" : "", has_variants(&o) ? "  plain_cpu_ms vs_plain" : "",
@@ -628,11 +689,14 @@ int attn_bench_sdpa_main(int argc, char **argv) {
     printf("%7lld %5d %11.2f %9.1f %6.1f %9.1f %7.1f %11s %8s %9.1f %8.1f", r->n, r->runs,
            1e3 * r->med[0], gf, 100.0 * gf / peak, gfc, 100.0 * gfc / peak1, mt, vs, r->peak_mib[0],
            r->io_bytes / 1048576.0);
-    if (o.mod) printf("  %14.2f x%9.2f", 1e3 * r->builtin_cpu_s, r->cpu_s / r->builtin_cpu_s);
-    if (r->plain_cpu_s > 0) printf("  %12.2f x%7.2f", 1e3 * r->plain_cpu_s, r->cpu_s / r->plain_cpu_s);
+    if (o.mod)
+      printf("  %14.2f x%9.2f", 1e3 * r->builtin_cpu_min_s,
+             ratio(r->cpu_min_s, r->builtin_cpu_min_s));
+    if (r->plain_cpu_s > 0)
+      printf("  %12.2f x%7.2f", 1e3 * r->plain_cpu_min_s, ratio(r->cpu_min_s, r->plain_cpu_min_s));
     if (lowp)
       printf(" %9.2f x%6.2f x%8.2f", 1e3 * r->f32_med, r->f32_med / r->med[0],
-             r->f32_cpu_s / r->cpu_s);
+             ratio(r->f32_cpu_min_s, r->cpu_min_s));
     if (amx_kind) printf(" %5.1f", amx > 0 ? 100.0 * gf / amx : 0.0);
     printf("\n");
     fflush(stdout);

@@ -6,7 +6,8 @@
 #include "apps/tools/bench_sdpa_mods.h"
 
 static const char *const names[] = {"none",   "causal",  "causal-noblock", "window",
-                                    "alibi",  "softcap", "alibi-row",      "softcap-row"};
+                                    "alibi",  "softcap", "alibi-row",      "softcap-row",
+                                    "identity"};
 enum { NKINDS = sizeof names / sizeof names[0] };
 
 int attn_bench_mod_parse(const char *name) {
@@ -38,6 +39,11 @@ static float alibi_score(float s, int64_t b, int64_t h, int64_t q, int64_t kv, v
 static float one(float s, int64_t b, int64_t h, int64_t q, int64_t kv, void *u) {
   (void)s, (void)b, (void)h, (void)q, (void)kv, (void)u;
   return 1.0f;
+}
+
+static float identity(float s, int64_t b, int64_t h, int64_t q, int64_t kv, void *u) {
+  (void)b, (void)h, (void)q, (void)kv, (void)u;
+  return s;
 }
 
 static float softcap(float s, int64_t b, int64_t h, int64_t q, int64_t kv, void *u) {
@@ -181,6 +187,9 @@ int attn_bench_mod_setup(int kind, attn_sdpa_desc *d, attn_sdpa_desc *builtin, a
       m->mods.score_mod_row = softcap_row, m->mods.score_mod_row_grad = softcap_row_grad;
     else
       m->mods.score_mod = softcap, m->mods.score_mod_grad = softcap_grad;
+    break;
+  case BENCH_MOD_IDENTITY: /* the built-in: the same case without a callback */
+    m->mods.score_mod = identity, m->mods.score_mod_grad = one;
     break;
   default: return 0;
   }

@@ -14,7 +14,9 @@ typedef enum {
   BENCH_MOD_ALIBI,          /* score_mod s - slope[h] |q - kv| */
   BENCH_MOD_SOFTCAP,        /* score_mod cap tanh(s / cap) (the case's --softcap) */
   BENCH_MOD_ALIBI_ROW,      /* the same as score_mod_row, a loop the compiler vectorises */
-  BENCH_MOD_SOFTCAP_ROW     /* softcap as score_mod_row with attn_bench_tanh_row */
+  BENCH_MOD_SOFTCAP_ROW,    /* softcap as score_mod_row with attn_bench_tanh_row */
+  BENCH_MOD_IDENTITY        /* score_mod returning the score: the per-pair dispatch's own
+                             * cost, timed against the case without it */
 } attn_bench_mod_kind;
 
 /* "causal" ... "softcap" -> kind; -1 if unknown. */
