@@ -84,6 +84,7 @@ attn_status attn_block_mask_from_mask_mod(attn_mask_mod_fn mask_mod, void *user,
   out->q_block = q_block, out->kv_block = kv_block, out->nq = nq, out->nkv = nkv;
   const int64_t rows = B * H * nq; /* one task per block row: distinct entries */
   int nt = attn_kernel_threads((double)B * H * Lq * Lk * 16.0, rows);
+  (void)nt; /* unused without OpenMP */
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
   for (int64_t t = 0; t < rows; t++) {
     const int64_t bh = t / nq, qb = t % nq, b = bh / H, h = bh % H;
