@@ -258,6 +258,52 @@ static void test_reset_keeps_memory(void) {
   teardown(&f);
 }
 
+/* restart: a new batch on the same storage (fewer rows: no allocation),
+ * decoded to the same bits as on a fresh cache; more rows than reserved, or
+ * a cache grown past its reserve, are reserved anew */
+static void test_restart_reuses_storage(void) {
+  fixture f;
+  setup(&f, 2, 0, 2, 2, 4, 5, 1);
+  const int64_t n = f.B * f.L * E;
+  float *a = malloc(n * sizeof(float)), *b = malloc(n * sizeof(float));
+  fixture g = f; /* memory row 1 alone, its two decoder rows */
+  g.B = 2, g.B_mem = 1, g.mem = f.mem + f.Lm * E, g.tgt = f.tgt + 2 * f.L * E, g.lens[0] = f.lens[1];
+  attn_decoder_cache fresh, c;
+  CHECK_OK(attn_decoder_cache_init(&fresh, &f.m[0], 2, g.B, f.L));
+  CHECK_OK(attn_decoder_cache_set_memory(&fresh, f.m, &f.p, NULL, g.mem, 1, f.Lm, g.lens));
+  for (int64_t t = 0; t < f.L; t++)
+    step(&g, &fresh, ATTN_BACKEND_AUTO, g.tgt, t, 1, a, NULL);
+  CHECK_OK(attn_decoder_cache_init(&c, &f.m[0], 2, f.B, f.L));
+  CHECK_OK(attn_decoder_cache_set_memory(&c, f.m, &f.p, NULL, f.mem, f.B_mem, f.Lm, f.lens));
+  for (int64_t t = 0; t < f.L; t++)
+    step(&f, &c, ATTN_BACKEND_AUTO, f.tgt, t, 1, b, NULL);
+  const float *k0 = c.self[0].k;
+  CHECK_OK(attn_decoder_cache_restart(&c, g.B));
+  CHECK(c.B == 2 && c.B_mem == 0 && attn_decoder_cache_len(&c) == 0 && c.self[0].k == k0);
+  float x[4 * E] = {0}, y[4 * E];
+  CHECK_ERR(attn_decoder_step(&f.m[0], &f.p, NULL, &c, 0, x, 1, y, NULL), ATTN_EINVAL);
+  CHECK_OK(attn_decoder_cache_set_memory(&c, f.m, &f.p, NULL, g.mem, 1, f.Lm, g.lens));
+  for (int64_t t = 0; t < f.L; t++)
+    step(&g, &c, ATTN_BACKEND_AUTO, g.tgt, t, 1, b, NULL);
+  CHECK(!memcmp(a, b, (size_t)(g.B * f.L * E) * sizeof(float)));
+  CHECK_OK(attn_decoder_cache_restart(&c, 8)); /* more rows than reserved */
+  CHECK(c.B == 8 && c.rows_alloc == 8 && c.self[1].B == 8 && c.self[1].cap == f.L);
+  CHECK_ERR(attn_decoder_cache_restart(&c, 0), ATTN_EINVAL);
+  attn_decoder_cache_free(&c);
+  CHECK_ERR(attn_decoder_cache_restart(&c, 2), ATTN_EINVAL); /* no cache */
+  CHECK_OK(attn_decoder_cache_init(&c, &f.m[0], 2, f.B, 2)); /* grows past 2 steps */
+  CHECK_OK(attn_decoder_cache_set_memory(&c, f.m, &f.p, NULL, f.mem, f.B_mem, f.Lm, f.lens));
+  for (int64_t t = 0; t < f.L; t++)
+    step(&f, &c, ATTN_BACKEND_AUTO, f.tgt, t, 1, b, NULL);
+  CHECK(c.self[0].cap > 2);
+  CHECK_OK(attn_decoder_cache_restart(&c, g.B));
+  CHECK(c.self[0].cap == 2 && c.self[0].len == 0 && c.self[0].B == g.B);
+  attn_decoder_cache_free(&fresh);
+  attn_decoder_cache_free(&c);
+  free(a), free(b);
+  teardown(&f);
+}
+
 static void test_errors_name_the_problem(void) {
   fixture f;
   setup(&f, 2, 0, 2, 2, 3, 4, 0);
@@ -294,6 +340,7 @@ int main(void) {
   RUN(test_reorder_continues_the_chosen_histories);
   RUN(test_keep_drops_finished_rows);
   RUN(test_reset_keeps_memory);
+  RUN(test_restart_reuses_storage);
   RUN(test_errors_name_the_problem);
   HARNESS_END();
 }

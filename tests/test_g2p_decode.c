@@ -2,7 +2,8 @@
  * the incremental decoder's logits against the full teacher-forced forward
  * on every backend, beam search against an exhaustive search over every
  * output of a short maximum length, n-best lists sorted and distinct, a
- * batch of words equal to its words decoded one by one, and bad options.
+ * batch of words equal to its words decoded one by one, batches decoded in
+ * parallel equal to one thread's, and bad options.
  * (K = 1 against the full forward's argmax: test_g2p's greedy test, which
  * decodes through the same search.)
  *
@@ -204,6 +205,49 @@ static void test_n_best_sorted_distinct_and_batch_independent(void) {
   attn_g2p_free(&m);
 }
 
+/* words in batches decoded by 1, 2 and 3 threads (batches in parallel,
+ * each thread's stepper reused from batch to batch, the last batch smaller):
+ * the same bits, and each batch as decoded on its own */
+static void test_batches_in_parallel_same_bits(void) {
+  attn_g2p_model m;
+  g2p_small_model(&m, 8, 2, 5);
+  enum { N = 11 };
+  const int32_t *src[N];
+  int32_t lens[N];
+  for (int i = 0; i < N; i++) src[i] = words[i % 3], lens[i] = word_lens[i % 3] - (i / 3) % 2;
+  attn_g2p_decode_opts o;
+  attn_g2p_decode_opts_default(&o);
+  o.beam = 3;
+  o.n_best = 2;
+  o.batch = 3;
+  attn_nn_ctx ctx = {0};
+  const int nt = attn_get_num_threads();
+  attn_g2p_hyps h[3], alone;
+  for (int t = 0; t < 3; t++) {
+    attn_set_num_threads(t + 1);
+    CHECK_OK(attn_g2p_search(&m, &ctx, &o, src, lens, N, &h[t]));
+  }
+  attn_set_num_threads(nt);
+  const int64_t T = h[0].max_tgt, k = (int64_t)N * 2;
+  for (int t = 1; t < 3; t++) {
+    CHECK(!memcmp(h[t].count, h[0].count, N * sizeof(int)));
+    CHECK(!memcmp(h[t].len, h[0].len, (size_t)k * sizeof(int)));
+    CHECK(!memcmp(h[t].score, h[0].score, (size_t)k * sizeof(float)));
+    CHECK(!memcmp(h[t].logp, h[0].logp, (size_t)k * sizeof(float)));
+    for (int64_t j = 0; j < k; j++)
+      CHECK(!memcmp(h[t].ph + j * T, h[0].ph + j * T, (size_t)h[0].len[j] * 4));
+  }
+  for (int i0 = 0; i0 < N; i0 += o.batch) { /* each batch by itself, a fresh stepper */
+    const int W = N - i0 < o.batch ? N - i0 : o.batch;
+    CHECK_OK(attn_g2p_search(&m, &ctx, &o, src + i0, lens + i0, W, &alone));
+    CHECK(!memcmp(alone.score, h[0].score + i0 * 2, (size_t)W * 2 * sizeof(float)));
+    CHECK(!memcmp(alone.len, h[0].len + i0 * 2, (size_t)W * 2 * sizeof(int)));
+    attn_g2p_hyps_free(&alone);
+  }
+  for (int t = 0; t < 3; t++) attn_g2p_hyps_free(&h[t]);
+  attn_g2p_free(&m);
+}
+
 static void test_bad_options_refused(void) {
   attn_g2p_model m;
   g2p_small_model(&m, 8, 1, 5);
@@ -232,6 +276,7 @@ int main(void) {
   RUN(test_incremental_logits_equal_full_forward);
   RUN(test_beam_equals_exhaustive_search);
   RUN(test_n_best_sorted_distinct_and_batch_independent);
+  RUN(test_batches_in_parallel_same_bits);
   RUN(test_bad_options_refused);
   HARNESS_END();
 }

@@ -38,11 +38,11 @@ static int close_all(const float *a, const float *b, int64_t n) {
   return worst <= 2e-5f * (s > 1 ? s : 1);
 }
 
-/* forward (weights: NULL or [B, H, L, L]) and backward of a causal self-attention */
+/* forward (weights: NULL or [B, H, L, L]) and backward of a causal self-attention (s
+ * zeroed or holding an earlier forward: the forward frees it first) */
 static void step(mha_fix *f, const attn_nn_ctx *ctx, const float *x, const float *dy, float *y,
                  float *w, float *dx, attn_mha_saved *s) {
   attn_mha_masks mk = {.causal = 1};
-  memset(s, 0, sizeof *s);
   CHECK_OK(attn_mha_forward(&f->m, &f->p, ctx, s, x, NULL, NULL, B, L, L, &mk, y, w, 0));
   attn_params_zero_grad(&f->p);
   memset(dx, 0, (size_t)B * L * E * sizeof(float));
@@ -60,7 +60,7 @@ static void test_flash_and_weights_paths_agree(void) {
   fill_uniform(x, n, 1, -1, 1);
   fill_uniform(dy, n, 2, -1, 1);
   attn_nn_ctx ctx = {.training = 1, .seed = 11, .step = 3};
-  attn_mha_saved s1, s2;
+  attn_mha_saved s1 = {0}, s2 = {0};
   step(&f, &ctx, x, dy, y1, NULL, dx1, &s1); /* flash */
   memcpy(g1, f.p.grad, f.p.numel * sizeof(float));
   step(&f, &ctx, x, dy, y2, w, dx2, &s2); /* math, weights out */
@@ -129,7 +129,7 @@ static void test_zero_dropout_is_eval(void) {
   fill_uniform(x, n, 3, -1, 1);
   fill_uniform(dy, n, 4, -1, 1);
   attn_nn_ctx tr = {.training = 1, .seed = 1}, ev = {.training = 0};
-  attn_mha_saved s;
+  attn_mha_saved s = {0};
   step(&f, &tr, x, dy, y1, NULL, dx, &s);
   attn_mha_saved_free(&s);
   step(&f, &ev, x, dy, y2, NULL, dx, &s);

@@ -9,7 +9,7 @@ machine disturbs least; with one thread (torch, attn and OpenBLAS) all the
 work runs on the calling thread. Prints, per layer, the fastest of --steps
 steps and its ops, largest first:
 
-  /usr/bin/python3 tools/profile_torch_op.py --n 1024 [--causal] [--steps 4]"""
+  /usr/bin/python3 tools/profile_torch_op.py --n 1024 [--causal] [--steps 4] [--dropout 0.1]"""
 import argparse
 import collections
 import os
@@ -78,6 +78,9 @@ def main():
     ap.add_argument("--heads", type=int, default=8)
     ap.add_argument("--ff", type=int, default=2048)
     ap.add_argument("--causal", action="store_true")
+    ap.add_argument("--dropout", type=float, default=0.1,
+                    help="dropout of the layers, attention included (default 0.1, as "
+                         "bench_torch_op.py and torch's layer)")
     ap.add_argument("--steps", type=int, default=4, help="profiled steps (the fastest is shown)")
     a = ap.parse_args()
     bench.import_torch("env")
@@ -87,7 +90,7 @@ def main():
     torch.ones(2, 2) @ torch.ones(2, 2)  # loads torch's BLAS
     bench.set_blas_threads(1)
     a.dtype = "f32"
-    A, _, C, _ = bench.layers(a, 1)
+    A, _, C, _ = bench.layers(a, a.dropout)
     n = a.n
     x = torch.randn(a.batch, n, a.d_model, generator=torch.Generator().manual_seed(n))
     w = torch.randn(a.batch, n, a.d_model, generator=torch.Generator().manual_seed(n + 1))

@@ -503,6 +503,9 @@ typedef struct {
   float *cross_k, *cross_v;   /* [n_layers][B_mem, Lm, Ekv] */
   int32_t *mem_lens;          /* [B_mem] valid memory positions, or NULL = all Lm */
   int32_t *mem_lens_buf;
+  /* the self-attention storage as reserved by init / restart: rows_alloc rows
+   * of cap_alloc steps (a cache grown past cap_alloc is reserved anew) */
+  int64_t rows_alloc, cap_alloc;
 } attn_decoder_cache;
 
 /* Sizes from m (the first layer), B decoder rows, cap self-attention steps
@@ -512,6 +515,10 @@ ATTN_API attn_status attn_decoder_cache_init(attn_decoder_cache *c, const attn_d
 ATTN_API void attn_decoder_cache_free(attn_decoder_cache *c);
 /* Forgets the steps (length 0, memory kept: cross K/V stay valid). */
 ATTN_API void attn_decoder_cache_reset(attn_decoder_cache *c);
+/* Starts over for B decoder rows (a new batch of sources): no steps and no
+ * memory (set it next). Keeps the storage reserved by init when it holds B
+ * rows (no allocation, no first-touch of fresh pages per batch). */
+ATTN_API attn_status attn_decoder_cache_restart(attn_decoder_cache *c, int64_t B);
 /* Steps decoded so far. */
 ATTN_API int64_t attn_decoder_cache_len(const attn_decoder_cache *c);
 /* Cross K/V of every layer (layers [n_layers]) from memory [B_mem, Lm, E]

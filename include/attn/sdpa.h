@@ -170,7 +170,8 @@ ATTN_API attn_status attn_sdpa_backward(const attn_sdpa_desc *d, attn_backend ba
                                         float *dq, float *dk, float *dv);
 
 /* Attention dropout's mask (the dropout_* fields of d): 1 where key j of
- * query row i of (b, h) is kept, 0 where dropped (0 <= b < B, 0 <= h < Hq).
+ * query row i of (b, h) is kept, 0 where dropped (0 <= b < B, 0 <= h < Hq;
+ * a bad descriptor, p or index: 0 and the error set).
  * attn_sdpa_dropout_mask fills mask [Lq, Lk] of (b, h); ATTN_EINVAL on a
  * bad descriptor, p or index. For references and tests: the backends
  * regenerate the mask themselves. */

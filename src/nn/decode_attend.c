@@ -2,14 +2,16 @@
  * (attn_nn_attend_last, nn_internal.h): the decode step's shape, Lq = 1, a
  * few dozen keys, B*H small problems at once. The SDPA backends tile and
  * pack for long sequences; here a direct pass per (row, head): scores,
- * softmax (max subtracted), weighted sum of the values. */
+ * softmax (max subtracted), weighted sum of the values; compiled for AVX2
+ * and the base set alike (ATTN_NN_CLONES: the same bits). */
 #include <math.h>
 #include <stdlib.h>
 
 #include "nn/nn_internal.h"
 
 /* eight running sums (one AVX register once vectorised), then added */
-static float dot(const float *a, const float *b, int64_t n) {
+__attribute__((always_inline)) static inline float dot(const float *a, const float *b,
+                                                      int64_t n) {
   float acc[8] = {0};
   int64_t d = 0;
   for (; d + 8 <= n; d += 8)
@@ -22,6 +24,7 @@ static float dot(const float *a, const float *b, int64_t n) {
 
 /* o [hd] := softmax(scale * K q) V over keys k, values v [len, hd] (rows
  * ks floats apart); no keys: o = 0 */
+ATTN_NN_CLONES
 static void attend_one(const float *q, const float *k, const float *v, int64_t len, int64_t ks,
                        int64_t hd, float scale, float *s, float *o) {
   float mx = -INFINITY;
@@ -34,7 +37,9 @@ static void attend_one(const float *q, const float *k, const float *v, int64_t l
   for (int64_t d = 0; d < hd; d++) o[d] = 0.0f;
   for (int64_t j = 0; j < len; j++) {
     const float p = s[j] / sum;
-    for (int64_t d = 0; d < hd; d++) o[d] += p * v[j * ks + d];
+    const float *vj = v + j * ks;
+#pragma omp simd
+    for (int64_t d = 0; d < hd; d++) o[d] += p * vj[d];
   }
 }
 

@@ -22,6 +22,8 @@ attn_status attn_decoder_cache_init(attn_decoder_cache *c, const attn_decoder_la
   c->self = calloc((size_t)n_layers, sizeof *c->self);
   if (!c->self) return attn_set_error(ATTN_ENOMEM, "decoder_cache_init: %d layers", n_layers);
   c->n_layers = n_layers;
+  c->rows_alloc = B;
+  c->cap_alloc = cap;
   for (int l = 0; l < n_layers; l++) {
     attn_status st = attn_kv_cache_init(&c->self[l], B, c->Hkv, c->hd, c->hd, cap);
     if (st) {
@@ -46,6 +48,33 @@ void attn_decoder_cache_free(attn_decoder_cache *c) {
 void attn_decoder_cache_reset(attn_decoder_cache *c) {
   for (int l = 0; c && c->self && l < c->n_layers; l++)
     attn_kv_cache_reset(&c->self[l]);
+}
+
+attn_status attn_decoder_cache_restart(attn_decoder_cache *c, int64_t B) {
+  if (!c || !c->self) return attn_set_error(ATTN_EINVAL, "decoder_cache_restart: no cache");
+  if (B < 1) return attn_set_error(ATTN_EINVAL, "decoder_cache_restart: B %lld", (long long)B);
+  int fits = B <= c->rows_alloc;
+  for (int l = 0; l < c->n_layers; l++) fits = fits && c->self[l].cap == c->cap_alloc;
+  for (int l = 0; l < c->n_layers; l++) {
+    attn_kv_cache *k = &c->self[l];
+    if (fits) {
+      k->B = B;
+      k->len = 0;
+      continue;
+    }
+    attn_kv_cache_free(k);
+    attn_status st = attn_kv_cache_init(k, B, c->Hkv, c->hd, c->hd, c->cap_alloc);
+    if (st) { /* the layers before keep B rows: the cache is unusable until a restart succeeds */
+      c->B_mem = 0;
+      return st;
+    }
+  }
+  if (!fits) c->rows_alloc = B;
+  c->B = B;
+  c->B_mem = 0;
+  c->Lm = 0;
+  c->mem_lens = NULL;
+  return ATTN_OK;
 }
 
 int64_t attn_decoder_cache_len(const attn_decoder_cache *c) {
@@ -114,7 +143,8 @@ attn_status attn_decoder_cache_set_memory(attn_decoder_cache *c, const attn_deco
 
 /* x [B, Hkv, cap, w] in place: new row b := old row src[b] (first len
  * steps), group rows at a time (src[b] stays within b's group); a group whose
- * rows all keep their own history is not touched. tmp: group * Hkv * len * w. */
+ * rows all keep their own history is not touched, and only the rows another
+ * row continues go through tmp. tmp: group * Hkv * len * w. */
 static void reorder_rows(const attn_kv_cache *k, float *x, int64_t w, const int64_t *src,
                          int64_t group, float *tmp) {
   const int64_t block = k->Hkv * k->cap * w, span = k->len * w, hs = k->cap * w;
@@ -123,9 +153,12 @@ static void reorder_rows(const attn_kv_cache *k, float *x, int64_t w, const int6
     int moved = 0;
     for (int64_t b = g0; b < g0 + group && !moved; b++) moved = src[b] != b;
     if (!moved) continue;
-    for (int64_t b = g0; b < g0 + group; b++)
-      for (int64_t h = 0; h < k->Hkv; h++)
+    for (int64_t b = g0; b < g0 + group; b++) { /* only the rows some other row continues */
+      int source = 0;
+      for (int64_t r = g0; r < g0 + group && !source; r++) source = src[r] == b && r != b;
+      for (int64_t h = 0; source && h < k->Hkv; h++)
         memcpy(tmp + ((b - g0) * k->Hkv + h) * span, x + b * block + h * hs, bytes);
+    }
     for (int64_t b = g0; b < g0 + group; b++) {
       if (src[b] == b) continue;
       for (int64_t h = 0; h < k->Hkv; h++)

@@ -36,18 +36,18 @@ static attn_status self_attend(const attn_mha *a, const attn_params *p, const at
                                float *fout) {
   const int64_t E = a->c.embed_dim, H = a->c.num_heads, Ekv = a->c.num_kv_heads * a->head_dim;
   const int64_t rows = B * n;
-  float *buf = attn_nn_scratch(2 * rows * E + 4 * rows * Ekv + B * H * n);
+  float *buf = attn_nn_scratch_uninit(2 * rows * E + 4 * rows * Ekv + B * H * n);
   if (!buf) return ATTN_ENOMEM;
   float *q = buf, *o = q + rows * E, *k = o + rows * E, *v = k + rows * Ekv;
   float *kt = v + rows * Ekv, *vt = kt + rows * Ekv, *lse = vt + rows * Ekv;
   attn_status st = ATTN_OK;
   for (int i = 0; i < 3 && !st; i++)
     st = attn_nn_mha_project(a, p, ctx, i, x, i == 0 ? q : i == 1 ? k : v, rows);
-  if (!st) {
+  if (!st && n > 1) { /* one position: [B, 1, Hkv, hd] is already heads first */
     attn_nn_heads_first(k, kt, B, n, a->c.num_kv_heads, a->head_dim);
     attn_nn_heads_first(v, vt, B, n, a->c.num_kv_heads, a->head_dim);
-    st = attn_kv_cache_append(kc, kt, vt, n);
   }
+  if (!st) st = attn_kv_cache_append(kc, n > 1 ? kt : k, n > 1 ? vt : v, n);
   if (!st && n == 1 && ctx->backend == ATTN_BACKEND_AUTO) { /* one step: no SDPA tiling */
     st = attn_nn_attend_last(kc, H, a->c.scale > 0.0f ? a->c.scale : default_scale(a), q, o);
   } else if (!st) {
@@ -86,7 +86,7 @@ static attn_status cross_attend(const attn_mha *a, const attn_params *p, const a
   const int64_t E = a->c.embed_dim, H = a->c.num_heads, rows = c->B * n, G = c->B / c->B_mem;
   const int64_t nm = c->B_mem * c->Lm * c->Hkv * c->hd;
   const float *K = c->cross_k + layer * nm, *V = c->cross_v + layer * nm;
-  float *buf = attn_nn_scratch(2 * rows * E + c->B * H * n);
+  float *buf = attn_nn_scratch_uninit(2 * rows * E + c->B * H * n);
   if (!buf) return ATTN_ENOMEM;
   float *q = buf, *o = q + rows * E, *lse = o + rows * E;
   attn_sdpa_desc d;
@@ -134,7 +134,7 @@ attn_status attn_decoder_step(const attn_decoder_layer *m, const attn_params *p,
   const int64_t rows = c->B * n, E = c->E;
   const int nf = m->c.norm_first;
   const float drop = m->c.dropout;
-  float *buf = attn_nn_scratch(3 * rows * E);
+  float *buf = attn_nn_scratch_uninit(3 * rows * E);
   if (!buf) return ATTN_ENOMEM;
   float *x1 = buf, *x2 = x1 + rows * E, *fout = x2 + rows * E;
   attn_sublayer_saved s1 = {0}, s2 = {0}, s3 = {0};

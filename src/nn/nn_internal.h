@@ -31,6 +31,16 @@ void *attn_nn_alloc_uninit(void **slot, int64_t n, size_t sz);
 float *attn_nn_scratch(int64_t n);
 /* The same, not zeroed (for buffers written in full before any read). */
 float *attn_nn_scratch_uninit(int64_t n);
+/* A function compiled twice on x86-64, for AVX2 and for the base set, the
+ * CPU picking at load time (GCC / clang target_clones): for loops the
+ * compiler vectorises lane by lane with no FMA contraction (AVX2 without
+ * FMA), so both give the same bits. Not under ASan (plain code there).
+ * (src/nn/decode_attend.c) */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
+#define ATTN_NN_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define ATTN_NN_CLONES
+#endif
 /* Linear biases (linear.c): y [rows, out] := b in every row; db [out] += the
  * column sums of dy [rows, out], each summed in row order (threads split the
  * columns: the sums do not depend on the thread count). */

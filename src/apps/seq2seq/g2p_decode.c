@@ -3,10 +3,15 @@
 #include "apps/seq2seq/g2p_decode.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "apps/seq2seq/beam.h"
+#include "attn/kernels.h"
 
 void attn_g2p_decode_opts_default(attn_g2p_decode_opts *o) {
   o->beam = 1;
@@ -35,9 +40,28 @@ void attn_g2p_stepper_free(attn_g2p_stepper *d) {
   memset(d, 0, sizeof *d);
 }
 
-attn_status attn_g2p_stepper_init(attn_g2p_stepper *d, const attn_g2p_model *m,
-                                  const attn_nn_ctx *ctx, const attn_g2p_saved *s, int64_t group) {
-  memset(d, 0, sizeof *d);
+/* room for rows decoder rows: x, y, logits and the cache, reserved for every
+ * step a word can take (max_tgt) so that later batches reuse them as they are */
+static attn_status stepper_reserve(attn_g2p_stepper *d, const attn_g2p_model *m, int64_t rows) {
+  if (d->cache.self && rows <= d->rows_cap) return ATTN_OK;
+  const int64_t E = m->c.d_model;
+  free(d->x), free(d->y), free(d->logits);
+  d->rows_cap = 0;
+  d->x = malloc((size_t)(rows * E) * sizeof(float));
+  d->y = malloc((size_t)(rows * E) * sizeof(float));
+  d->logits = malloc((size_t)(rows * m->vocab_tgt) * sizeof(float));
+  if (!d->x || !d->y || !d->logits)
+    return attn_set_error(ATTN_ENOMEM, "g2p decoder: %lld rows", (long long)rows);
+  attn_decoder_cache_free(&d->cache);
+  attn_status st =
+      attn_decoder_cache_init(&d->cache, m->dec, (int)m->c.dec_layers, rows, m->c.max_tgt);
+  if (!st) d->rows_cap = rows;
+  return st;
+}
+
+/* the B words last encoded in s, group rows each: (re)start the cache on their memory */
+static attn_status stepper_start(attn_g2p_stepper *d, const attn_g2p_model *m,
+                                 const attn_nn_ctx *ctx, const attn_g2p_saved *s, int64_t group) {
   if (!s->xs || s->B < 1 || group < 1)
     return attn_set_error(ATTN_EINVAL, "g2p decoder: encode first (group %lld)", (long long)group);
   const int64_t B = s->B, Ls = s->Ls, E = m->c.d_model, rows = B * group;
@@ -45,24 +69,24 @@ attn_status attn_g2p_stepper_init(attn_g2p_stepper *d, const attn_g2p_model *m,
   if (ctx) d->ctx = *ctx;
   d->ctx.training = 0;
   d->rows = rows;
-  d->x = malloc((size_t)(rows * E) * sizeof(float));
-  d->y = malloc((size_t)(rows * E) * sizeof(float));
-  d->logits = malloc((size_t)(rows * m->vocab_tgt) * sizeof(float));
-  int32_t *lens = malloc((size_t)B * sizeof *lens);
-  attn_status st = d->x && d->y && d->logits && lens
-                       ? ATTN_OK
-                       : attn_set_error(ATTN_ENOMEM, "g2p decoder: %lld rows", (long long)rows);
+  attn_status st = stepper_reserve(d, m, rows);
+  if (!st) st = attn_decoder_cache_restart(&d->cache, rows);
+  int32_t *lens = st ? NULL : malloc((size_t)B * sizeof *lens);
+  if (!st && !lens) st = attn_set_error(ATTN_ENOMEM, "g2p decoder: %lld words", (long long)B);
   for (int64_t b = 0; !st && b < B; b++) {
     lens[b] = 0;
     for (int64_t t = 0; t < Ls; t++) lens[b] += !s->src_pad[b * Ls + t];
   }
-  /* 16 steps reserved, doubled when needed: by then most of the batch's words have
-   * finished and gone (attn_decoder_cache_keep), so a regrowth copies few rows */
-  const int64_t cap = m->c.max_tgt < 16 ? m->c.max_tgt : 16;
-  if (!st) st = attn_decoder_cache_init(&d->cache, m->dec, (int)m->c.dec_layers, rows, cap);
   const float *mem = s->xs + m->c.enc_layers * B * Ls * E;
   if (!st) st = attn_decoder_cache_set_memory(&d->cache, m->dec, &m->p, &d->ctx, mem, B, Ls, lens);
   free(lens);
+  return st;
+}
+
+attn_status attn_g2p_stepper_init(attn_g2p_stepper *d, const attn_g2p_model *m,
+                                  const attn_nn_ctx *ctx, const attn_g2p_saved *s, int64_t group) {
+  memset(d, 0, sizeof *d);
+  attn_status st = stepper_start(d, m, ctx, s, group);
   if (st) attn_g2p_stepper_free(d);
   return st;
 }
@@ -100,6 +124,7 @@ typedef struct {
   int64_t *live;  /* [n_words] batch word of compact word i */
   int32_t *tok;   /* [n_words * K] the compact rows' tokens */
   int64_t *src;   /* [n_words * K] the compact rows' reorder */
+  int64_t cap;    /* rows the three above hold (live: cap / K words at least) */
 } beam_glue;
 
 static void glue_free(beam_glue *g) {
@@ -107,14 +132,20 @@ static void glue_free(beam_glue *g) {
   attn_g2p_stepper_free(&g->d);
 }
 
-static attn_status glue_init(beam_glue *g, int64_t K, int64_t n_words) {
+/* n_words words of K rows each (buffers kept from batch to batch) */
+static attn_status glue_start(beam_glue *g, int64_t K, int64_t n_words) {
+  if (n_words * K > g->cap) {
+    free(g->live), free(g->tok), free(g->src);
+    g->cap = 0;
+    g->live = malloc((size_t)n_words * sizeof *g->live);
+    g->tok = malloc((size_t)(n_words * K) * sizeof *g->tok);
+    g->src = malloc((size_t)(n_words * K) * sizeof *g->src);
+    if (!g->live || !g->tok || !g->src)
+      return attn_set_error(ATTN_ENOMEM, "g2p decoding: %lld words", (long long)n_words);
+    g->cap = n_words * K;
+  }
   g->K = K;
   g->n_words = g->n_live = n_words;
-  g->live = malloc((size_t)n_words * sizeof *g->live);
-  g->tok = malloc((size_t)(n_words * K) * sizeof *g->tok);
-  g->src = malloc((size_t)(n_words * K) * sizeof *g->src);
-  if (!g->live || !g->tok || !g->src)
-    return attn_set_error(ATTN_ENOMEM, "g2p decoding: %lld words", (long long)n_words);
   for (int64_t i = 0; i < n_words; i++) g->live[i] = i;
   return ATTN_OK;
 }
@@ -198,12 +229,26 @@ static attn_status hyps_alloc(attn_g2p_hyps *h, int n, int n_best, int64_t T) {
   return attn_set_error(ATTN_ENOMEM, "g2p decoding: results of %d words", n);
 }
 
+/* one thread's decoding state, kept from batch to batch */
+typedef struct {
+  attn_g2p_saved sv; /* the encoder's output */
+  int32_t *sb;       /* [batch, max_src] the batch's letters, padded */
+  beam_glue g;       /* the stepper (decoder cache) and the beam's row maps */
+} worker;
+
+static void worker_free(worker *w) {
+  attn_g2p_saved_free(&w->sv);
+  free(w->sb);
+  glue_free(&w->g);
+}
+
 /* words [i0, i0 + W) of src: encode, then the beam */
 static attn_status search_batch(const attn_g2p_model *m, const attn_nn_ctx *ctx,
                                 const attn_beam_config *bc, const int32_t *const *src,
-                                const int32_t *src_lens, int i0, int W, attn_g2p_saved *sv,
-                                int32_t *sb, attn_g2p_hyps *out) {
+                                const int32_t *src_lens, int i0, int W, worker *wk,
+                                attn_g2p_hyps *out) {
   int64_t Ls = 0;
+  int32_t *sb = wk->sb;
   for (int b = 0; b < W; b++) Ls = src_lens[i0 + b] > Ls ? src_lens[i0 + b] : Ls;
   for (int b = 0; b < W; b++) {
     const int64_t l = src_lens[i0 + b];
@@ -213,14 +258,13 @@ static attn_status search_batch(const attn_g2p_model *m, const attn_nn_ctx *ctx,
   attn_nn_ctx run = {0};
   if (ctx) run = *ctx;
   run.training = 0;
-  beam_glue g = {0};
-  attn_status st = attn_g2p_encode(m, &run, sv, sb, src_lens + i0, W, Ls);
-  if (!st) st = attn_g2p_stepper_init(&g.d, m, &run, sv, bc->K);
-  if (!st) st = glue_init(&g, bc->K, W);
-  attn_beam_model bm = {&g, beam_step, beam_reorder, beam_retire};
+  beam_glue *g = &wk->g;
+  attn_status st = attn_g2p_encode(m, &run, &wk->sv, sb, src_lens + i0, W, Ls);
+  if (!st) st = stepper_start(&g->d, m, &run, &wk->sv, bc->K);
+  if (!st) st = glue_start(g, bc->K, W);
+  attn_beam_model bm = {g, beam_step, beam_reorder, beam_retire};
   attn_beam_result res;
   if (!st) st = attn_beam_search(bc, &bm, W, &res);
-  glue_free(&g);
   if (st) return st;
   const int nb = out->n_best;
   for (int b = 0; b < W; b++) {
@@ -239,13 +283,63 @@ static attn_status search_batch(const attn_g2p_model *m, const attn_nn_ctx *ctx,
   return ATTN_OK;
 }
 
+/* Batches in parallel, one per thread at a time (the operations inside run
+ * on that thread alone: nested regions): coarse work instead of many small
+ * parallel regions per step. A batch's words decode as they would alone
+ * (its composition is fixed by the word order), so the result does not
+ * depend on the thread count. One batch: its operations take the threads. */
+static attn_status search_batches(const attn_g2p_model *m, const attn_nn_ctx *ctx,
+                                  const attn_beam_config *bc, const int32_t *const *src,
+                                  const int32_t *src_lens, int n, int batch, attn_g2p_hyps *out) {
+  const int nb = (n + batch - 1) / batch;
+  int nt = attn_get_num_threads();
+  nt = nt < nb ? nt : nb;
+  nt = nt > 1 ? nt : 1;
+  worker *wk = calloc((size_t)nt, sizeof *wk);
+  if (!wk) return attn_set_error(ATTN_ENOMEM, "g2p decoding: %d threads", nt);
+  attn_status st = ATTN_OK;
+  for (int t = 0; t < nt && !st; t++) {
+    wk[t].sb = malloc((size_t)((int64_t)batch * m->c.max_src) * sizeof *wk[t].sb);
+    if (!wk[t].sb) st = attn_set_error(ATTN_ENOMEM, "g2p decoding: batch of %d words", batch);
+  }
+  int bad = nb; /* the first batch that failed, its status and message */
+  attn_status bad_st = ATTN_OK;
+  char bad_msg[256] = "";
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1) if (nt > 1)
+  for (int j = 0; j < nb; j++) {
+    int failed;
+#pragma omp atomic read
+    failed = bad;
+    if (st || failed < j) continue;
+    int t = 0;
+#ifdef _OPENMP
+    t = omp_get_thread_num();
+#endif
+    const int i0 = j * batch, W = n - i0 < batch ? n - i0 : batch;
+    const attn_status e = search_batch(m, ctx, bc, src, src_lens, i0, W, &wk[t], out);
+    if (e) {
+#pragma omp critical(g2p_search_error)
+      if (j < bad) {
+#pragma omp atomic write
+        bad = j;
+        bad_st = e;
+        snprintf(bad_msg, sizeof bad_msg, "%s", attn_last_error());
+      }
+    }
+  }
+  if (!st && bad_st) st = attn_set_error(bad_st, "%s", bad_msg);
+  for (int t = 0; t < nt; t++) worker_free(&wk[t]);
+  free(wk);
+  return st;
+}
+
 attn_status attn_g2p_search(const attn_g2p_model *m, const attn_nn_ctx *ctx,
                             const attn_g2p_decode_opts *o, const int32_t *const *src,
                             const int32_t *src_lens, int n, attn_g2p_hyps *out) {
   memset(out, 0, sizeof *out);
   attn_status st = check_words(m, o, src_lens, n);
   if (st) return st;
-  const int64_t T = m->c.max_tgt, S = m->c.max_src;
+  const int64_t T = m->c.max_tgt;
   if ((st = hyps_alloc(out, n, o->n_best, T))) return st;
   attn_beam_config bc;
   attn_beam_config_default(&bc);
@@ -257,15 +351,7 @@ attn_status attn_g2p_search(const attn_g2p_model *m, const attn_nn_ctx *ctx,
   bc.eos = ATTN_G2P_EOS;
   bc.norm = o->alpha > 0.0f ? ATTN_BEAM_NORM_GNMT : ATTN_BEAM_NORM_NONE;
   bc.alpha = o->alpha;
-  int32_t *sb = malloc((size_t)((int64_t)o->batch * S) * sizeof *sb);
-  attn_g2p_saved sv = {0};
-  if (!sb) st = attn_set_error(ATTN_ENOMEM, "g2p decoding: batch of %d words", o->batch);
-  for (int i0 = 0; !st && i0 < n; i0 += o->batch) {
-    const int W = n - i0 < o->batch ? n - i0 : o->batch;
-    st = search_batch(m, ctx, &bc, src, src_lens, i0, W, &sv, sb, out);
-  }
-  attn_g2p_saved_free(&sv);
-  free(sb);
+  if (n > 0) st = search_batches(m, ctx, &bc, src, src_lens, n, o->batch, out);
   if (st) attn_g2p_hyps_free(out);
   return st;
 }

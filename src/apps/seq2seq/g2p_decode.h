@@ -63,6 +63,7 @@ typedef struct {
   attn_decoder_cache cache;
   int64_t rows;
   float *x, *y, *logits; /* [rows, E], [rows, E], [rows, V] */
+  int64_t rows_cap;      /* rows x, y, logits and the cache hold */
 } attn_g2p_stepper;
 attn_status attn_g2p_stepper_init(attn_g2p_stepper *d, const attn_g2p_model *m,
                                   const attn_nn_ctx *ctx, const attn_g2p_saved *s, int64_t group);
