@@ -51,31 +51,45 @@ ATTN_AVX2_INLINE __m256i first_lanes(int n) {
  * when another slice follows (one pass walks one 64-byte line per row of
  * B, a stride the hardware prefetchers follow late, so the next pass finds
  * its lines in L1), 0 (the line just read, a no-op) for the last. */
-ATTN_AVX2_INLINE void gemm_slice(const int R, const int V, const int tail, __m256i last, int pfo,
-                            int64_t K, const float *a, int64_t ars, int64_t acs, const float *b,
-                            int64_t ldb, float *c, int64_t ldc, const float *cs, int acc) {
+ATTN_AVX2_INLINE void gemm_step(const int R, const int V, const int tail, __m256i last, int pfo,
+                                 int64_t k, const float *a, int64_t ars, int64_t acs,
+                                 const float *b, int64_t ldb, __m256 t[MR][2]) {
+  __m256 bv[2];
+  const float *bk = b + k * ldb;
+  _mm_prefetch((const char *)(bk + pfo), _MM_HINT_T0);
+#pragma GCC unroll 2
+  for (int v = 0; v < V; v++)
+    bv[v] = tail && v == V - 1 ? _mm256_maskload_ps(bk + 8 * v, last) : _mm256_loadu_ps(bk + 8 * v);
+  const float *ak = a + k * acs;
+#pragma GCC unroll 6
+  for (int r = 0; r < R; r++) {
+    __m256 ar = _mm256_broadcast_ss(ak + r * ars);
+#pragma GCC unroll 2
+    for (int v = 0; v < V; v++)
+      t[r][v] = _mm256_fmadd_ps(ar, bv[v], t[r][v]);
+  }
+}
+
+/* gemm_slice with ku: the k loop unrolled 4 times (the ops gemm, whose
+ * calls have constant strides: fewer loop and address instructions per
+ * FMA; the same operations in the same order, so the same bits). */
+ATTN_AVX2_INLINE void gemm_slice_u(const int ku, const int R, const int V, const int tail,
+                                   __m256i last, int pfo, int64_t K, const float *a, int64_t ars,
+                                   int64_t acs, const float *b, int64_t ldb, float *c,
+                                   int64_t ldc, const float *cs, int acc) {
   __m256 t[MR][2];
 #pragma GCC unroll 6
   for (int r = 0; r < R; r++)
 #pragma GCC unroll 2
     for (int v = 0; v < V; v++)
       t[r][v] = _mm256_setzero_ps();
-  for (int64_t k = 0; k < K; k++) {
-    __m256 bv[2];
-    const float *bk = b + k * ldb;
-    _mm_prefetch((const char *)(bk + pfo), _MM_HINT_T0);
-#pragma GCC unroll 2
-    for (int v = 0; v < V; v++)
-      bv[v] =
-          tail && v == V - 1 ? _mm256_maskload_ps(bk + 8 * v, last) : _mm256_loadu_ps(bk + 8 * v);
-    const float *ak = a + k * acs;
-#pragma GCC unroll 6
-    for (int r = 0; r < R; r++) {
-      __m256 ar = _mm256_broadcast_ss(ak + r * ars);
-#pragma GCC unroll 2
-      for (int v = 0; v < V; v++)
-        t[r][v] = _mm256_fmadd_ps(ar, bv[v], t[r][v]);
-    }
+  if (ku) {
+#pragma GCC unroll 4
+    for (int64_t k = 0; k < K; k++)
+      gemm_step(R, V, tail, last, pfo, k, a, ars, acs, b, ldb, t);
+  } else {
+    for (int64_t k = 0; k < K; k++)
+      gemm_step(R, V, tail, last, pfo, k, a, ars, acs, b, ldb, t);
   }
 #pragma GCC unroll 6
   for (int r = 0; r < R; r++) {
@@ -95,25 +109,37 @@ ATTN_AVX2_INLINE void gemm_slice(const int R, const int V, const int tail, __m25
   }
 }
 
+ATTN_AVX2_INLINE void gemm_slice(const int R, const int V, const int tail, __m256i last, int pfo,
+                            int64_t K, const float *a, int64_t ars, int64_t acs, const float *b,
+                            int64_t ldb, float *c, int64_t ldc, const float *cs, int acc) {
+  gemm_slice_u(0, R, V, tail, last, pfo, K, a, ars, acs, b, ldb, c, ldc, cs, acc);
+}
+
 /* All n columns of R rows (R constant): whole 16-column slices, then the
  * rest (8: one vector; 1..7: one masked; 9..15: one plus one masked). */
-ATTN_AVX2_INLINE void gemm_rows(const int R, int n, int64_t K, const float *a, int64_t ars, int64_t acs,
-                           const float *b, int64_t ldb, float *c, int64_t ldc, const float *cs,
-                           int acc) {
+ATTN_AVX2_INLINE void gemm_rows_u(const int ku, const int R, int n, int64_t K, const float *a,
+                                  int64_t ars, int64_t acs, const float *b, int64_t ldb, float *c,
+                                  int64_t ldc, const float *cs, int acc) {
   const __m256i all = _mm256_set1_epi32(-1);
   int c0 = 0;
   for (; c0 + 16 <= n; c0 += 16)
-    gemm_slice(R, 2, 0, all, c0 + 16 < n ? 16 : 0, K, a, ars, acs, b + c0, ldb, c + c0, ldc, cs,
-               acc);
+    gemm_slice_u(ku, R, 2, 0, all, c0 + 16 < n ? 16 : 0, K, a, ars, acs, b + c0, ldb, c + c0,
+                 ldc, cs, acc);
   int rem = n - c0;
   if (rem == 0) return;
   __m256i last = first_lanes(rem & 7);
   if (rem == 8)
-    gemm_slice(R, 1, 0, all, 0, K, a, ars, acs, b + c0, ldb, c + c0, ldc, cs, acc);
+    gemm_slice_u(ku, R, 1, 0, all, 0, K, a, ars, acs, b + c0, ldb, c + c0, ldc, cs, acc);
   else if (rem < 8)
-    gemm_slice(R, 1, 1, last, 0, K, a, ars, acs, b + c0, ldb, c + c0, ldc, cs, acc);
+    gemm_slice_u(ku, R, 1, 1, last, 0, K, a, ars, acs, b + c0, ldb, c + c0, ldc, cs, acc);
   else
-    gemm_slice(R, 2, 1, last, 0, K, a, ars, acs, b + c0, ldb, c + c0, ldc, cs, acc);
+    gemm_slice_u(ku, R, 2, 1, last, 0, K, a, ars, acs, b + c0, ldb, c + c0, ldc, cs, acc);
+}
+
+ATTN_AVX2_INLINE void gemm_rows(const int R, int n, int64_t K, const float *a, int64_t ars,
+                                int64_t acs, const float *b, int64_t ldb, float *c, int64_t ldc,
+                                const float *cs, int acc) {
+  gemm_rows_u(0, R, n, K, a, ars, acs, b, ldb, c, ldc, cs, acc);
 }
 
 /* A's lines, all at once: the first slice reads A at twice the rate of the
@@ -130,19 +156,36 @@ ATTN_AVX2_INLINE void prefetch_a(int R, int64_t K, const float *a, int64_t ars, 
   }
 }
 
+/* One instance per R (ars, acs as given: constants in the instances below). */
+ATTN_AVX2_INLINE void gemm_any_r(int R, int n, int64_t K, const float *a, int64_t ars,
+                                 int64_t acs, const float *b, int64_t ldb, float *c, int64_t ldc,
+                                 const float *cs, int acc) {
+  switch (R) {
+  case 1: gemm_rows_u(1, 1, n, K, a, ars, acs, b, ldb, c, ldc, cs, acc); break;
+  case 2: gemm_rows_u(1, 2, n, K, a, ars, acs, b, ldb, c, ldc, cs, acc); break;
+  case 3: gemm_rows_u(1, 3, n, K, a, ars, acs, b, ldb, c, ldc, cs, acc); break;
+  case 4: gemm_rows_u(1, 4, n, K, a, ars, acs, b, ldb, c, ldc, cs, acc); break;
+  case 5: gemm_rows_u(1, 5, n, K, a, ars, acs, b, ldb, c, ldc, cs, acc); break;
+  case 6: gemm_rows_u(1, 6, n, K, a, ars, acs, b, ldb, c, ldc, cs, acc); break;
+  default: break;
+  }
+}
+
+/* The backward's strides as constants (A's rows, acs 1: the s, dp and dq
+ * products; A's columns of a score tile, ars 1, acs BC: dv and dk): the
+ * broadcasts then take immediate offsets, and the k loop, which otherwise
+ * spends about as many instructions on addresses as on FMAs, fits the
+ * front end. The same operations in the same order: the same bits. */
 ATTN_AVX2 static void gemm_avx2(int R, int n, int64_t K, const float *a, int64_t ars, int64_t acs,
                                   const float *b, int64_t ldb, float *c, int64_t ldc,
                                   const float *cs, int acc) {
   prefetch_a(R, K, a, ars, acs);
-  switch (R) {
-  case 1: gemm_rows(1, n, K, a, ars, acs, b, ldb, c, ldc, cs, acc); break;
-  case 2: gemm_rows(2, n, K, a, ars, acs, b, ldb, c, ldc, cs, acc); break;
-  case 3: gemm_rows(3, n, K, a, ars, acs, b, ldb, c, ldc, cs, acc); break;
-  case 4: gemm_rows(4, n, K, a, ars, acs, b, ldb, c, ldc, cs, acc); break;
-  case 5: gemm_rows(5, n, K, a, ars, acs, b, ldb, c, ldc, cs, acc); break;
-  case 6: gemm_rows(6, n, K, a, ars, acs, b, ldb, c, ldc, cs, acc); break;
-  default: break;
-  }
+  if (acs == 1)
+    gemm_any_r(R, n, K, a, ars, 1, b, ldb, c, ldc, cs, acc);
+  else if (ars == 1 && acs == BC)
+    gemm_any_r(R, n, K, a, 1, BC, b, ldb, c, ldc, cs, acc);
+  else
+    gemm_any_r(R, n, K, a, ars, acs, b, ldb, c, ldc, cs, acc);
 }
 
 /* Columns lo <= j < hi of the 8-column vector v of a row (all-ones lanes). */
