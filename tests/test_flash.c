@@ -105,28 +105,6 @@ static void test_tile_gemm_level_matches_generic(void) {
       }
 }
 
-/* pack_t is a copy: the same bits as the portable one for every key count
- * and head dimension (multiples of 8 and not), nothing written past [D, BC] */
-static void test_pack_t_level_matches_generic(void) {
-  if (!have_simd()) {
-    SKIP("level %s has no tile kernels of its own", attn_isa_name(attn_isa_active()));
-    return;
-  }
-  enum { BC = ATTN_FLASH_BC, DMAX = 40, LD = 45 };
-  const attn_flash_ops *g = attn_flash_ops_generic(), *a = simd_ops();
-  float x[BC * LD], k0[(DMAX + 1) * BC], k1[(DMAX + 1) * BC];
-  fill_uniform(x, BC * LD, 4, -1, 1);
-  x[3 * LD + 2] = NAN;
-  const int64_t ns[] = {1, 2, 7, 8, 9, 17, 63, 64}, Ds[] = {1, 3, 8, 13, 16, 32, 40};
-  for (size_t i = 0; i < sizeof ns / sizeof *ns; i++)
-    for (size_t j = 0; j < sizeof Ds / sizeof *Ds; j++) {
-      for (int t = 0; t < (DMAX + 1) * BC; t++) k0[t] = k1[t] = (float)t;
-      g->pack_t(ns[i], Ds[j], x, LD, k0);
-      a->pack_t(ns[i], Ds[j], x, LD, k1);
-      CHECK(memcmp(k0, k1, sizeof k0) == 0);
-    }
-}
-
 static void test_tile_softmax_level_matches_generic(void) {
   if (!have_simd()) {
     SKIP("level %s has no tile kernels of its own", attn_isa_name(attn_isa_active()));
@@ -727,7 +705,6 @@ int main(void) {
   RUN(test_vexp_generic_matches_expf);
   RUN(test_vexp_level_within_3_ulp);
   RUN(test_tile_gemm_level_matches_generic);
-  RUN(test_pack_t_level_matches_generic);
   RUN(test_tile_softmax_level_matches_generic);
   RUN(test_tile_forward_matches_steps);
   RUN(test_tile_nan_logits);

@@ -104,12 +104,7 @@ typedef struct {
 } attn_flash_ops;
 
 /* The portable pack_t (sdpa_flash_generic.c): a once-per-key-block copy
- * (O(BC D) against the tiles' O(rows BC D)). */
+ * (O(BC D) against the tiles' O(rows BC D)) that the x86 sets share. */
 void attn_flash_pack_t_generic(int64_t n, int64_t D, const float *x, int64_t ldx, float *kt);
-#if defined(__x86_64__)
-/* The same on AVX2 (flash_pack_t_avx2.c), the same bits: the avx2 and avx512
- * sets' pack_t. */
-void attn_flash_pack_t_avx2(int64_t n, int64_t D, const float *x, int64_t ldx, float *kt);
-#endif
 
 #endif

@@ -566,7 +566,7 @@ ATTN_AVX2 static void tile_forward_mod_avx2(const attn_flash_mod *mod, int G, in
 
 static const attn_flash_ops avx2_ops = {
     "avx2",      gemm_avx2,     logits_avx2, softmax_update_avx2, probs_grad_avx2,
-    attn_flash_pack_t_avx2, add_rows_avx2, sum_avx2,    tile_forward_avx2,
+    attn_flash_pack_t_generic, add_rows_avx2, sum_avx2,    tile_forward_avx2,
     tile_forward_mod_avx2};
 
 const attn_flash_ops *attn_flash_ops_avx2(void) { return &avx2_ops; }
