@@ -13,6 +13,23 @@
 
 static float *falloc(int64_t n) { return calloc((size_t)(n > 0 ? n : 1), sizeof(float)); }
 
+/* x (uniform in [-1, 1)) and two outputs and masks to compare, n each */
+typedef struct {
+  float *x, *y1, *y2;
+  uint8_t *m1, *m2;
+} pair_bufs;
+
+static pair_bufs pair_new(int64_t n) {
+  pair_bufs b = {falloc(n), falloc(n), falloc(n), malloc((size_t)n), malloc((size_t)n)};
+  fill_uniform(b.x, (long)n, 3, -1, 1);
+  return b;
+}
+
+static void pair_free(pair_bufs *b) {
+  free(b->x), free(b->y1), free(b->y2);
+  free(b->m1), free(b->m2);
+}
+
 /* Element e takes word e & 3 of the block of counter (e >> 2, tag, 0). */
 static void test_stream_is_philox_word_e_mod_4(void) {
   const uint64_t seeds[3] = {0, 0x123456789abcdef0ull, ~0ull};
@@ -79,22 +96,16 @@ static void test_levels_agree_bit_for_bit(void) {
 /* Any split of [0, N) into calls at any offsets gives one call's mask. */
 static void test_any_split_gives_the_same_mask(void) {
   enum { N = 20000 };
-  float *x = falloc(N), *y1 = falloc(N), *y2 = falloc(N);
-  uint8_t *m1 = malloc(N), *m2 = malloc(N);
-  fill_uniform(x, N, 3, -1, 1);
-  CHECK_OK(attn_dropout_f32(x, y1, m1, N, 0.4f, 99, 12345));
+  pair_bufs b = pair_new(N);
+  CHECK_OK(attn_dropout_f32(b.x, b.y1, b.m1, N, 0.4f, 99, 12345));
   const int64_t cuts[] = {0, 1, 3, 6, 250, 257, 4097, 4100, 9999, 16385, N};
   for (size_t k = 0; k + 1 < sizeof cuts / sizeof *cuts; k++) {
     int64_t i0 = cuts[k], n = cuts[k + 1] - i0;
-    CHECK_OK(attn_dropout_f32(x + i0, y2 + i0, m2 + i0, n, 0.4f, 99, 12345 + (uint64_t)i0));
+    CHECK_OK(attn_dropout_f32(b.x + i0, b.y2 + i0, b.m2 + i0, n, 0.4f, 99, 12345 + (uint64_t)i0));
   }
-  CHECK(memcmp(m1, m2, N) == 0);
-  CHECK(memcmp(y1, y2, N * sizeof(float)) == 0);
-  free(x);
-  free(y1);
-  free(y2);
-  free(m1);
-  free(m2);
+  CHECK(memcmp(b.m1, b.m2, N) == 0);
+  CHECK(memcmp(b.y1, b.y2, N * sizeof(float)) == 0);
+  pair_free(&b);
 }
 
 static void test_dropout_keep_rate_and_scale(void) {
@@ -148,33 +159,27 @@ static void test_neighbours_are_independent(void) {
 
 static void test_dropout_same_mask_for_any_thread_count(void) {
   enum { N = 100000 }; /* above the parallel threshold */
-  float *x = falloc(N), *y1 = falloc(N), *y2 = falloc(N);
-  uint8_t *m1 = malloc(N), *m2 = malloc(N);
-  fill_uniform(x, N, 3, -1, 1);
+  pair_bufs b = pair_new(N);
   int saved = attn_get_num_threads();
   attn_set_num_threads(1);
-  CHECK_OK(attn_dropout_f32(x, y1, m1, N, 0.5f, 77, 1000));
+  CHECK_OK(attn_dropout_f32(b.x, b.y1, b.m1, N, 0.5f, 77, 1000));
   attn_set_num_threads(2);
-  CHECK_OK(attn_dropout_f32(x, y2, m2, N, 0.5f, 77, 1000));
+  CHECK_OK(attn_dropout_f32(b.x, b.y2, b.m2, N, 0.5f, 77, 1000));
+  CHECK(memcmp(b.m1, b.m2, N) == 0);
+  CHECK(memcmp(b.y1, b.y2, N * sizeof(float)) == 0);
   attn_set_num_threads(3);
-  CHECK(memcmp(m1, m2, N) == 0);
-  CHECK(memcmp(y1, y2, N * sizeof(float)) == 0);
-  CHECK_OK(attn_dropout_f32(x, y2, m2, N, 0.5f, 77, 1000));
+  CHECK_OK(attn_dropout_f32(b.x, b.y2, b.m2, N, 0.5f, 77, 1000));
   attn_set_num_threads(saved);
-  CHECK(memcmp(m1, m2, N) == 0);
+  CHECK(memcmp(b.m1, b.m2, N) == 0);
   /* offset shifts the stream: offset 1000 + i is offset 1501 + (i - 501) */
-  CHECK_OK(attn_dropout_f32(x + 501, y2, m2, N - 501, 0.5f, 77, 1501));
-  CHECK(memcmp(m1 + 501, m2, N - 501) == 0);
+  CHECK_OK(attn_dropout_f32(b.x + 501, b.y2, b.m2, N - 501, 0.5f, 77, 1501));
+  CHECK(memcmp(b.m1 + 501, b.m2, N - 501) == 0);
   /* and another offset or seed gives another mask */
-  CHECK_OK(attn_dropout_f32(x, y2, m2, N, 0.5f, 77, 0));
-  CHECK(memcmp(m1, m2, N) != 0);
-  CHECK_OK(attn_dropout_f32(x, y2, m2, N, 0.5f, 78, 1000));
-  CHECK(memcmp(m1, m2, N) != 0);
-  free(x);
-  free(y1);
-  free(y2);
-  free(m1);
-  free(m2);
+  CHECK_OK(attn_dropout_f32(b.x, b.y2, b.m2, N, 0.5f, 77, 0));
+  CHECK(memcmp(b.m1, b.m2, N) != 0);
+  CHECK_OK(attn_dropout_f32(b.x, b.y2, b.m2, N, 0.5f, 78, 1000));
+  CHECK(memcmp(b.m1, b.m2, N) != 0);
+  pair_free(&b);
 }
 
 static void test_dropout_backward_uses_mask(void) {
