@@ -99,6 +99,12 @@ static void test_bench_sdpa_ratios(void) {
   a = field(buf, "cpu_min_ms"), b = field(buf, "builtin_cpu_min_ms"), r = field(buf, "cpu_vs_builtin");
   CHECK(field(buf, "rounds") >= 5 && a > 0 && b > 0);
   CHECK(close_ratio(r, a, b));
+  /* softcap per pair with the scalar rational tanh, against the built-in */
+  bench_json(bin, "--softcap 30 --mod softcap-fast", buf, sizeof buf);
+  CHECK(strstr(buf, "\"mod\": \"softcap-fast\"") != NULL);
+  a = field(buf, "cpu_min_ms"), b = field(buf, "builtin_cpu_min_ms"), r = field(buf, "cpu_vs_builtin");
+  CHECK(field(buf, "rounds") >= 5 && a > 0 && b > 0);
+  CHECK(close_ratio(r, a, b));
   /* --rounds R: at least R rounds (1..64) */
   bench_json(bin, "--softcap 30 --rounds 9", buf, sizeof buf);
   CHECK(field(buf, "rounds") >= 9);

@@ -61,7 +61,11 @@
  * of a tile with n contiguous scores, keys kv_idx0 .. kv_idx0 + n - 1, and
  * modifies them in place: one call per tile row instead of one per pair, so
  * that a plain loop over the row (compiled with the caller's flags, e.g. -O3
- * and a vector ISA) vectorises. Everything above holds with these changes:
+ * and a vector ISA) vectorises. Use them for speed: a per-pair score_mod
+ * costs an indirect call per pair (about the plain flash forward's own time
+ * again) plus its body in scalar code, so one with a transcendental function
+ * (tanh, exp) runs at several times the fused built-in's cost, while its row
+ * form stays within 2x (docs/VARIANTS.md). Everything above holds with these changes:
  * the run may hold keys that the built-ins or mask_mod exclude; there the
  * score passed is 0 (a placeholder, never -inf: a fast exp/tanh need not
  * handle infinities) and the value written back is ignored (the key stays

@@ -15,8 +15,10 @@ typedef enum {
   BENCH_MOD_SOFTCAP,        /* score_mod cap tanh(s / cap) (the case's --softcap) */
   BENCH_MOD_ALIBI_ROW,      /* the same as score_mod_row, a loop the compiler vectorises */
   BENCH_MOD_SOFTCAP_ROW,    /* softcap as score_mod_row with attn_bench_tanh_row */
-  BENCH_MOD_IDENTITY        /* score_mod returning the score: the per-pair dispatch's own
+  BENCH_MOD_IDENTITY,       /* score_mod returning the score: the per-pair dispatch's own
                              * cost, timed against the case without it */
+  BENCH_MOD_SOFTCAP_FAST    /* softcap as score_mod with the fast tanh of attn_bench_tanh_row
+                             * in scalar code (not libm's tanhf) */
 } attn_bench_mod_kind;
 
 /* "causal" ... "softcap" -> kind; -1 if unknown. */
