@@ -165,6 +165,46 @@ static void test_large_blocked_shapes(void) {
   }
 }
 
+/* op(A) read in place (a level's ukr_rows: A not transposed) and op(A)
+ * packed (the same matrix stored transposed) give the same bits: the same
+ * products summed in the same order. Partial micro-panels, several k and
+ * row blocks, padded rows, both B layouts, beta 0 and not. */
+static void test_a_in_place_gives_the_packed_bits(void) {
+  static const int64_t shapes[][3] = {{6, 16, 8},    {13, 48, 31},   {97, 130, 128},
+                                      {1300, 64, 70}, {50, 33, 777}, {7, 512, 385}};
+  int fails = 0;
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+    for (int tb = 0; tb < 2; tb++) {
+      int64_t M = shapes[s][0], N = shapes[s][1], K = shapes[s][2], lda = K + 3, ldb = (tb ? K : N) + 1;
+      float *A = malloc(sizeof(float) * (size_t)(M * lda)), *At = malloc(sizeof(float) * (size_t)(K * M));
+      float *B = malloc(sizeof(float) * (size_t)((tb ? N : K) * ldb));
+      float *C1 = malloc(sizeof(float) * (size_t)(M * N)), *C2 = malloc(sizeof(float) * (size_t)(M * N));
+      fill_uniform(A, (long)(M * lda), 7 + (unsigned)s, -1, 1);
+      fill_uniform(B, (long)((tb ? N : K) * ldb), 8 + (unsigned)s, -1, 1);
+      for (int64_t i = 0; i < M; i++)
+        for (int64_t p = 0; p < K; p++) At[p * M + i] = A[i * lda + p];
+      for (int beta = 0; beta < 2; beta++) {
+        fill_uniform(C1, (long)(M * N), 9, -1, 1);
+        memcpy(C2, C1, sizeof(float) * (size_t)(M * N));
+        CHECK_OK(attn_gemm_f32_path(ATTN_GEMM_PACKED, 0, tb, M, N, K, 0.5f, A, lda, B, ldb,
+                                    beta ? -0.75f : 0.0f, C1, N));
+        CHECK_OK(attn_gemm_f32_path(ATTN_GEMM_PACKED, 1, tb, M, N, K, 0.5f, At, M, B, ldb,
+                                    beta ? -0.75f : 0.0f, C2, N));
+        if (memcmp(C1, C2, sizeof(float) * (size_t)(M * N))) {
+          printf("  M=%lld N=%lld K=%lld tb=%d beta=%d: in place and packed differ\n",
+                 (long long)M, (long long)N, (long long)K, tb, beta);
+          fails++;
+        }
+      }
+      free(A);
+      free(At);
+      free(B);
+      free(C1);
+      free(C2);
+    }
+  CHECK(fails == 0);
+}
+
 /* K = 0: C = beta * C (0 when beta = 0, NaN in C dropped); M or N = 0: no-op,
  * NULL operands accepted. */
 static void test_empty_sizes(void) {
@@ -269,6 +309,7 @@ int main(void) {
   RUN(test_level_path_matches_reference);
   RUN(test_level_panel_edges);
   RUN(test_large_blocked_shapes);
+  RUN(test_a_in_place_gives_the_packed_bits);
   RUN(test_empty_sizes);
   RUN(test_thread_count_does_not_change_bits);
   RUN(test_nc_fits_l2);

@@ -1,6 +1,6 @@
 /* The non-GEMM f32 kernels: golden files from torch (tools/golden_kernels.py,
  * float64 references stored as F32), plain double references computed here,
- * the Philox RNG and dropout statistics, thread-count determinism and
+ * the Philox RNG (dropout: test_dropout.c), thread-count determinism and
  * argument validation.
  *
  * Tolerances (|got - want| <= atol + rtol * |want|), f32 against a float64
@@ -416,37 +416,6 @@ static void test_gelu_paths_match_double_erf(void) {
   free(wd);
 }
 
-/* The vector dropout gives the portable one's bits: odd lengths, offsets
- * whose low counter word wraps, seeds using both key words. */
-static void test_dropout_paths_are_bit_identical(void) {
-  enum { N = 1000 };
-  const attn_row_ops *L = &attn_kern_get()->row;
-  if (L->dropout == attn_dropout_f32_generic) {
-    SKIP("level %s runs the portable dropout", attn_isa_name(attn_isa_active()));
-    return;
-  }
-  float x[N], y1[N], y2[N];
-  uint8_t m1[N], m2[N];
-  fill_uniform(x, N, 8, -1, 1);
-  const uint64_t seeds[3] = {0, 0x123456789abcdef0ull, ~0ull};
-  const uint64_t offsets[3] = {0, 0xfffffffbull, 0xfffffffffffffff0ull};
-  const int64_t lens[4] = {1, 15, 17, N};
-  for (int a = 0; a < 3; a++)
-    for (int b = 0; b < 3; b++)
-      for (int c = 0; c < 4; c++) {
-        memset(m1, 7, N);
-        memset(m2, 7, N);
-        attn_dropout_f32_generic(x, y1, m1, lens[c], 0.3f, 1.0f / 0.7f, seeds[a], offsets[b]);
-        L->dropout(x, y2, m2, lens[c], 0.3f, 1.0f / 0.7f, seeds[a], offsets[b]);
-        CHECK(memcmp(m1, m2, N) == 0); /* including the untouched bytes past the end */
-        CHECK(memcmp(y1, y2, (size_t)lens[c] * sizeof(float)) == 0);
-      }
-  /* mask may be NULL */
-  L->dropout(x, y2, NULL, N, 0.3f, 1.0f / 0.7f, 5, 0);
-  attn_dropout_f32_generic(x, y1, NULL, N, 0.3f, 1.0f / 0.7f, 5, 0);
-  CHECK(memcmp(y1, y2, sizeof y1) == 0);
-}
-
 /* exp(x - m) and its sum, both paths, every length 0..40 and -inf entries */
 static void test_exp_sub_sum_paths(void) {
   enum { N = 40 };
@@ -476,7 +445,7 @@ static void test_exp_sub_sum_paths(void) {
   }
 }
 
-/* ---- RNG and dropout ---------------------------------------------------------- */
+/* ---- RNG ---------------------------------------------------------- */
 
 static void test_philox_known_answers(void) {
   /* Random123's kat_vectors for philox4x32_10 */
@@ -518,78 +487,6 @@ static void test_rng_uniform_and_normal_statistics(void) {
   CHECK(fabs(n1 / N) < 0.02);           /* sd of the mean 3e-3 */
   CHECK(fabs(n2 / N - 1.0) < 0.03);     /* sd of the var ~4.5e-3 */
   CHECK(attn_rng_uniform(1, 5) != attn_rng_uniform(2, 5)); /* the seed matters */
-}
-
-static void test_dropout_keep_rate_and_scale(void) {
-  enum { N = 100000 };
-  float *x = falloc(N), *y = falloc(N);
-  uint8_t *mask = malloc(N);
-  for (int i = 0; i < N; i++) x[i] = 1.0f + (float)(i % 7);
-  const float p = 0.3f;
-  CHECK_OK(attn_dropout_f32(x, y, mask, N, p, 1234, 0));
-  long kept = 0;
-  int consistent = 1;
-  for (int i = 0; i < N; i++) {
-    kept += mask[i];
-    float want = mask[i] ? x[i] * (1.0f / (1.0f - p)) : 0.0f;
-    if (y[i] != want) consistent = 0;
-    if (mask[i] != (attn_rng_uniform(1234, (uint64_t)i) >= p)) consistent = 0;
-  }
-  CHECK(consistent);
-  /* keep rate 0.7, sd sqrt(0.7*0.3/N) = 1.45e-3: within 5 sigma */
-  CHECK(fabs((double)kept / N - 0.7) < 5 * 1.45e-3);
-  /* p = 0 keeps everything unchanged */
-  CHECK_OK(attn_dropout_f32(x, y, mask, N, 0.0f, 9, 0));
-  CHECK(memcmp(x, y, N * sizeof(float)) == 0);
-  free(x);
-  free(y);
-  free(mask);
-}
-
-static void test_dropout_same_mask_for_any_thread_count(void) {
-  enum { N = 100000 }; /* above the parallel threshold */
-  float *x = falloc(N), *y1 = falloc(N), *y2 = falloc(N);
-  uint8_t *m1 = malloc(N), *m2 = malloc(N);
-  fill_uniform(x, N, 3, -1, 1);
-  int saved = attn_get_num_threads();
-  attn_set_num_threads(1);
-  CHECK_OK(attn_dropout_f32(x, y1, m1, N, 0.5f, 77, 1000));
-  attn_set_num_threads(2);
-  CHECK_OK(attn_dropout_f32(x, y2, m2, N, 0.5f, 77, 1000));
-  attn_set_num_threads(saved);
-  CHECK(memcmp(m1, m2, N) == 0);
-  CHECK(memcmp(y1, y2, N * sizeof(float)) == 0);
-  /* offset shifts the stream: offset 1000 + i is offset 1500 + (i - 500) */
-  CHECK_OK(attn_dropout_f32(x, y2, m2, N - 500, 0.5f, 77, 1500));
-  CHECK(memcmp(m1 + 500, m2, N - 500) == 0);
-  /* and another offset or seed gives another mask */
-  CHECK_OK(attn_dropout_f32(x, y2, m2, N, 0.5f, 77, 0));
-  CHECK(memcmp(m1, m2, N) != 0);
-  CHECK_OK(attn_dropout_f32(x, y2, m2, N, 0.5f, 78, 1000));
-  CHECK(memcmp(m1, m2, N) != 0);
-  free(x);
-  free(y1);
-  free(y2);
-  free(m1);
-  free(m2);
-}
-
-static void test_dropout_backward_uses_mask(void) {
-  enum { N = 1000 };
-  float x[N], y[N], dy[N], dx[N];
-  uint8_t mask[N];
-  fill_uniform(x, N, 4, -1, 1);
-  fill_uniform(dy, N, 5, -1, 1);
-  const float p = 0.25f;
-  CHECK_OK(attn_dropout_f32(x, y, mask, N, p, 5, 0));
-  CHECK_OK(attn_dropout_backward_f32(dy, mask, dx, N, p));
-  int ok = 1, some_dropped = 0;
-  for (int i = 0; i < N; i++) {
-    float want = mask[i] ? dy[i] * (1.0f / (1.0f - p)) : 0.0f;
-    if (dx[i] != want) ok = 0;
-    if (!mask[i]) some_dropped = 1;
-  }
-  CHECK(ok && some_dropped);
 }
 
 /* ---- determinism over thread counts --------------------------------------------- */
@@ -708,10 +605,6 @@ int main(void) {
   RUN(test_embedding_backward_accumulates);
   RUN(test_philox_known_answers);
   RUN(test_rng_uniform_and_normal_statistics);
-  RUN(test_dropout_keep_rate_and_scale);
-  RUN(test_dropout_same_mask_for_any_thread_count);
-  RUN(test_dropout_backward_uses_mask);
-  RUN(test_dropout_paths_are_bit_identical);
   RUN(test_results_do_not_depend_on_thread_count);
   RUN(test_bad_arguments_are_rejected);
   RUN(test_layernorm_backward_too_large_says_what);

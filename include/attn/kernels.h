@@ -109,14 +109,22 @@ ATTN_API attn_status attn_silu_f32(const float *x, float *y, int64_t n);
 ATTN_API attn_status attn_silu_backward_f32(const float *x, const float *dy, float *dx, int64_t n);
 
 /* ---- dropout: counter-based RNG (Philox-4x32-10), seed + offset ------------
- * Element i is kept iff uniform(seed, offset + i) >= p; kept values scaled by
- * 1/(1-p). mask[n] (1 = kept) is written if non-NULL. Same seed/offset give
- * the same mask whatever the thread count. p in [0,1). */
+ * Element i is kept iff attn_dropout_uniform(seed, offset + i) >= p; kept
+ * values scaled by 1/(1-p). mask[n] (1 = kept) is written if non-NULL; x == y
+ * (in place) is allowed. Same seed/offset give the same mask whatever the
+ * thread count, ISA level or split into calls. p in [0,1). */
 ATTN_API attn_status attn_dropout_f32(const float *x, float *y, uint8_t *mask, int64_t n, float p,
                                       uint64_t seed, uint64_t offset);
 ATTN_API attn_status attn_dropout_backward_f32(const float *dy, const uint8_t *mask, float *dx,
                                                int64_t n, float p);
-/* uniform float in [0,1) for counter i under seed (the stream dropout uses) */
+/* Dropout's stream: uniform float in [0,1) for element e under seed, the top
+ * 24 bits of word (e & 3) of Philox-4x32-10 with counter (e >> 2 as two
+ * 32-bit words, 0x706f7264 "drop", 0) and key (seed low, seed high): one
+ * Philox block per four elements, a stream apart from attn_rng_uniform's. */
+ATTN_API float attn_dropout_uniform(uint64_t seed, uint64_t e);
+/* uniform float in [0,1) for counter i under seed: the top 24 bits of word 0
+ * of Philox-4x32-10 with counter (i as two 32-bit words, 0, 0) (weight
+ * initialisation and the other draws; dropout has its own stream, above) */
 ATTN_API float attn_rng_uniform(uint64_t seed, uint64_t i);
 /* standard normal for counter i under seed (Box-Muller on two uniforms) */
 ATTN_API float attn_rng_normal(uint64_t seed, uint64_t i);

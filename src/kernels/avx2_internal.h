@@ -64,6 +64,25 @@ AVX2_TARGET static inline void attn_store8(float *p, int64_t left, __m256 v) {
     _mm256_maskstore_ps(p, attn_tail_mask8(left), v);
 }
 
+/* w[q] holds word q of 8 items (lane j = item j); afterwards w[q] holds the
+ * four words of items 2q and 2q + 1 in item-major order: the 32 words
+ * stored w[0], w[1], w[2], w[3] read item 0's words 0..3, item 1's, ... */
+AVX2_TARGET static inline __attribute__((always_inline)) void attn_interleave4x8_epi32(
+    __m256i w[4]) {
+  __m256i t0 = _mm256_unpacklo_epi32(w[0], w[1]); /* 0: w0 w1 of items 0, 1 | 4, 5 */
+  __m256i t1 = _mm256_unpacklo_epi32(w[2], w[3]); /* w2 w3 of items 0, 1 | 4, 5 */
+  __m256i t2 = _mm256_unpackhi_epi32(w[0], w[1]); /* w0 w1 of items 2, 3 | 6, 7 */
+  __m256i t3 = _mm256_unpackhi_epi32(w[2], w[3]);
+  __m256i u0 = _mm256_unpacklo_epi64(t0, t1); /* items 0 | 4, four words each */
+  __m256i u1 = _mm256_unpackhi_epi64(t0, t1); /* items 1 | 5 */
+  __m256i u2 = _mm256_unpacklo_epi64(t2, t3); /* items 2 | 6 */
+  __m256i u3 = _mm256_unpackhi_epi64(t2, t3); /* items 3 | 7 */
+  w[0] = _mm256_permute2x128_si256(u0, u1, 0x20); /* items 0, 1 */
+  w[1] = _mm256_permute2x128_si256(u2, u3, 0x20); /* items 2, 3 */
+  w[2] = _mm256_permute2x128_si256(u0, u1, 0x31); /* items 4, 5 */
+  w[3] = _mm256_permute2x128_si256(u2, u3, 0x31); /* items 6, 7 */
+}
+
 /* r[q] := column q of the 8x8 block whose rows are r[0..7]. Always inlined
  * and unrolled so that the block stays in registers. */
 AVX2_TARGET static inline __attribute__((always_inline)) void attn_transpose8_ps(__m256 r[8]) {

@@ -1,17 +1,22 @@
-/* Dropout with the Philox counter RNG (rng.c): element i is kept iff
- * attn_rng_uniform(seed, offset + i) >= p; kept values are scaled by 1/(1-p).
- * Each element's draw depends only on (seed, offset + i), so the mask is the
- * same for any thread count, and consecutive calls with offset advanced by n
- * draw fresh numbers. On AVX-512 CPUs the forward draws 16 at a time
- * (dropout_avx512.c, bit-identical); chunks are split over threads. */
+/* Dropout on dropout's own Philox stream (dropout_stream.h): element i is
+ * kept iff attn_dropout_uniform(seed, offset + i) >= p; kept values are
+ * scaled by 1/(1-p). Each element's draw depends only on (seed, offset + i),
+ * so the mask is the same for any thread count and any split into calls,
+ * and consecutive calls with offset advanced by n draw fresh numbers. Every
+ * level runs attn_dropout_run with its own fill and apply steps
+ * (dropout_avx2.c, also at the AVX-512 level, row_ops_neon.c;
+ * bit-identical); chunks are split over threads. */
 #include <math.h>
 #include <stddef.h>
 
 #include "attn/kernels.h"
+#include "kernels/dropout_stream.h"
 #include "kernels/elementwise_internal.h"
+#include "kernels/rng_internal.h"
+#include "kernels/util.h"
 
 #define PAR_MIN_ELEMS 16384
-#define CHUNK 4096 /* values per call of the vector path */
+#define CHUNK 4096 /* values per call of the level's kernel */
 
 static attn_status check_p(const char *op, float p) {
   if (!(p >= 0.0f && p < 1.0f))
@@ -19,13 +24,53 @@ static attn_status check_p(const char *op, float p) {
   return ATTN_OK;
 }
 
-void attn_dropout_f32_generic(const float *x, float *y, uint8_t *mask, int64_t n, float p,
-                              float scale, uint64_t seed, uint64_t offset) {
+void attn_dropout_run(attn_dropout_fill_fn fill, attn_dropout_apply_fn apply, const float *x,
+                      float *y, uint8_t *mask, int64_t n, float p, float scale, uint64_t seed,
+                      uint64_t offset) {
+  uint32_t words[ATTN_DROPOUT_BLOCK] __attribute__((aligned(64)));
+  for (int64_t i = 0; i < n;) {
+    /* elements e .. e + len - 1 use words s .. s + len - 1 of the counters
+     * from e >> 2 on; a block ends where e wraps to 0 (counter 0 again) */
+    uint64_t e = offset + (uint64_t)i, to_wrap = (uint64_t)0 - e;
+    int64_t s = (int64_t)(e & 3), len = attn_min64(n - i, ATTN_DROPOUT_BLOCK - s);
+    if (e != 0 && to_wrap < (uint64_t)len) len = (int64_t)to_wrap;
+    for (int64_t j = 0; 4 * j < s + len; j += ATTN_DROPOUT_FILL)
+      fill(seed, (e >> 2) + (uint64_t)j, words + 4 * j);
+    apply(x + i, y + i, mask ? mask + i : NULL, len, p, scale, words + s);
+    i += len;
+  }
+}
+
+void attn_dropout_fill_generic(uint64_t seed, uint64_t c0, uint32_t *words) {
+  const uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
+  for (int j = 0; j < ATTN_DROPOUT_FILL; j++) {
+    uint64_t c = c0 + (uint64_t)j;
+    const uint32_t ctr[4] = {(uint32_t)c, (uint32_t)(c >> 32), ATTN_DROPOUT_TAG, 0};
+    attn_philox4x32_10(ctr, key, words + 4 * j);
+  }
+}
+
+float attn_dropout_uniform(uint64_t seed, uint64_t e) {
+  const uint32_t ctr[4] = {(uint32_t)(e >> 2), (uint32_t)(e >> 34), ATTN_DROPOUT_TAG, 0};
+  const uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
+  uint32_t r[4];
+  attn_philox4x32_10(ctr, key, r);
+  return (float)(r[e & 3] >> 8) * 0x1p-24f;
+}
+
+void attn_dropout_apply_generic(const float *x, float *y, uint8_t *mask, int64_t n, float p,
+                                float scale, const uint32_t *w) {
   for (int64_t i = 0; i < n; i++) {
-    int keep = attn_rng_uniform(seed, offset + (uint64_t)i) >= p;
+    int keep = (float)(w[i] >> 8) * 0x1p-24f >= p; /* top 24 bits: exact in f32 */
     y[i] = keep ? x[i] * scale : 0.0f;
     if (mask) mask[i] = (uint8_t)keep;
   }
+}
+
+void attn_dropout_f32_generic(const float *x, float *y, uint8_t *mask, int64_t n, float p,
+                              float scale, uint64_t seed, uint64_t offset) {
+  attn_dropout_run(attn_dropout_fill_generic, attn_dropout_apply_generic, x, y, mask, n, p, scale,
+                   seed, offset);
 }
 
 attn_status attn_dropout_f32(const float *x, float *y, uint8_t *mask, int64_t n, float p,

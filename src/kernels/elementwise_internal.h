@@ -69,8 +69,6 @@ void attn_vexp_f32_avx512(const float *x, float *y, int64_t n);
 float attn_exp_sub_sum_f32_avx512(const float *x, float *y, int64_t n, float m);
 void attn_gelu_f32_avx512(const float *x, float *y, int64_t n);
 void attn_gelu_backward_f32_avx512(const float *x, const float *dy, float *dx, int64_t n);
-void attn_dropout_f32_avx512(const float *x, float *y, uint8_t *mask, int64_t n, float p,
-                             float scale, uint64_t seed, uint64_t offset);
 void attn_adam_f32_avx512(const attn_adam_scalars *k, float *p, const float *g, float *m, float *v,
                           int64_t n);
 void attn_minmax_row_avx512(const float *x, int64_t n, float *lo, float *hi, int *bad);

@@ -36,36 +36,51 @@ typedef struct {
 
 enum { TILE_MAX = 1024 }; /* mr * nr of any kernel */
 
+/* c (row stride ldc) = alpha * the micro-panel of A at row ic + ir, depth
+ * pc (packed in ap, or in place when direct) · bp + beta * c */
+static void ukr_call(const gemm_plan *g, int direct, const float *ap, int64_t ic, int64_t ir,
+                     int64_t pc, int64_t kc, const float *bp, float *c, int64_t ldc, float alpha,
+                     float beta) {
+  if (direct)
+    g->kr->ukr_rows(kc, g->A + (ic + ir) * g->lda + pc, g->lda, bp, c, ldc, alpha, beta);
+  else
+    g->kr->ukr(kc, ap, bp, c, ldc, alpha, beta);
+}
+
 /* Rows [m0, m1) x columns [n0, n1) of C, with a~ / b~ buffers of this thread.
  * a~ (g->mc rows, up to a few MB, L3) is packed once per k block; b~ (kc x
- * nc, sized for L2) is repacked for each block of rows. */
+ * nc, sized for L2) is repacked for each block of rows. With a ukr_rows and
+ * op(A) = A, the micro-kernel reads A's full micro-panels in place and only
+ * the last, partial one is packed (no transposing copy of A; the same sums). */
 static void gemm_chunk(const gemm_plan *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
                        float *abuf, float *bbuf) {
   const attn_gemm_kernel_f32 *kr = g->kr;
-  const int mr = kr->mr, nr = kr->nr;
+  const int mr = kr->mr, nr = kr->nr, in_place = kr->ukr_rows && !g->transa;
   float tile[TILE_MAX] __attribute__((aligned(64)));
   for (int64_t ic = m0; ic < m1; ic += g->mc) {
-    int64_t mc = attn_min64(g->mc, m1 - ic);
+    int64_t mc = attn_min64(g->mc, m1 - ic), full = in_place ? mc / mr * mr : 0;
     for (int64_t pc = 0; pc < g->K; pc += g->kc) {
       int64_t kc = attn_min64(g->kc, g->K - pc);
       float beta = pc == 0 ? g->beta : 1.0f; /* later k blocks accumulate */
-      kr->pack_a(g->transa, g->A, g->lda, ic, mc, pc, kc, mr, abuf);
+      if (full < mc)
+        kr->pack_a(g->transa, g->A, g->lda, ic + full, mc - full, pc, kc, mr, abuf + full * kc);
       for (int64_t jc = n0; jc < n1; jc += g->nc) {
         int64_t nc = attn_min64(g->nc, n1 - jc);
         kr->pack_b(g->transb, g->B, g->ldb, pc, kc, jc, nc, nr, bbuf);
         for (int64_t ir = 0; ir < mc; ir += mr) {
           const float *ap = abuf + ir * kc;
           int64_t rows = attn_min64(mr, mc - ir);
+          const int direct = ir < full;
           for (int64_t jr = 0; jr < nc; jr += nr) {
             const float *bp = bbuf + jr * kc;
             int64_t cols = attn_min64(nr, nc - jr);
             float *c = g->C + (ic + ir) * g->ldc + jc + jr;
             if (rows == mr && cols == nr) {
-              kr->ukr(kc, ap, bp, c, g->ldc, g->alpha, beta);
+              ukr_call(g, direct, ap, ic, ir, pc, kc, bp, c, g->ldc, g->alpha, beta);
               continue;
             }
             /* edge tile: full tile into tile[], then the valid part */
-            kr->ukr(kc, ap, bp, tile, nr, 1.0f, 0.0f);
+            ukr_call(g, direct, ap, ic, ir, pc, kc, bp, tile, nr, 1.0f, 0.0f);
             for (int64_t r = 0; r < rows; r++) {
               float *cr = c + r * g->ldc;
               const float *tr = tile + r * nr;

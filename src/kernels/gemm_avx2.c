@@ -23,9 +23,13 @@
 
 enum { AVX2_MR = 6, AVX2_NR = 16 };
 
-/* c[6, 16] = alpha * a~[kc, 6] · b~[kc, 16] + beta * c */
-ATTN_AVX2 void attn_gemm_ukr_avx2_6x16(int64_t kc, const float *a, const float *b, float *c,
-                                       int64_t ldc, float alpha, float beta) {
+#define INLINE_AVX2 ATTN_AVX2 static inline __attribute__((always_inline))
+
+/* c[6, 16] = alpha * A · b~[kc, 16] + beta * c, A(r, p) = a[r*rs + p*cs]
+ * (r < 6, p < kc): the packed a~ [kc, 6] (rs 1, cs 6) or six rows of A
+ * itself (rs lda, cs 1). The same FMAs in the same order either way. */
+INLINE_AVX2 void ukr_6x16(int64_t kc, const float *a, int64_t rs, int64_t cs, const float *b,
+                          float *c, int64_t ldc, float alpha, float beta) {
   __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
   __m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
   __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps();
@@ -42,25 +46,25 @@ ATTN_AVX2 void attn_gemm_ukr_avx2_6x16(int64_t kc, const float *a, const float *
     /* b~ streams from L2 one line per k step, in order: the hardware
      * prefetcher keeps up (a software prefetch here measured no gain) */
     __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8), ai;
-    ai = _mm256_broadcast_ss(a + 0);
+    ai = _mm256_broadcast_ss(a);
     c00 = _mm256_fmadd_ps(ai, b0, c00);
     c01 = _mm256_fmadd_ps(ai, b1, c01);
-    ai = _mm256_broadcast_ss(a + 1);
+    ai = _mm256_broadcast_ss(a + rs);
     c10 = _mm256_fmadd_ps(ai, b0, c10);
     c11 = _mm256_fmadd_ps(ai, b1, c11);
-    ai = _mm256_broadcast_ss(a + 2);
+    ai = _mm256_broadcast_ss(a + 2 * rs);
     c20 = _mm256_fmadd_ps(ai, b0, c20);
     c21 = _mm256_fmadd_ps(ai, b1, c21);
-    ai = _mm256_broadcast_ss(a + 3);
+    ai = _mm256_broadcast_ss(a + 3 * rs);
     c30 = _mm256_fmadd_ps(ai, b0, c30);
     c31 = _mm256_fmadd_ps(ai, b1, c31);
-    ai = _mm256_broadcast_ss(a + 4);
+    ai = _mm256_broadcast_ss(a + 4 * rs);
     c40 = _mm256_fmadd_ps(ai, b0, c40);
     c41 = _mm256_fmadd_ps(ai, b1, c41);
-    ai = _mm256_broadcast_ss(a + 5);
+    ai = _mm256_broadcast_ss(a + 5 * rs);
     c50 = _mm256_fmadd_ps(ai, b0, c50);
     c51 = _mm256_fmadd_ps(ai, b1, c51);
-    a += AVX2_MR;
+    a += cs;
     b += AVX2_NR;
   }
   __m256 acc[AVX2_MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
@@ -83,14 +87,24 @@ ATTN_AVX2 void attn_gemm_ukr_avx2_6x16(int64_t kc, const float *a, const float *
   }
 }
 
+/* c[6, 16] = alpha * a~[kc, 6] · b~[kc, 16] + beta * c */
+ATTN_AVX2 void attn_gemm_ukr_avx2_6x16(int64_t kc, const float *a, const float *b, float *c,
+                                       int64_t ldc, float alpha, float beta) {
+  ukr_6x16(kc, a, 1, AVX2_MR, b, c, ldc, alpha, beta);
+}
+
+/* The same from 6 rows of A in place, lda apart (gemm_ukr.h ukr_rows) */
+ATTN_AVX2 static void ukr_rows_avx2_6x16(int64_t kc, const float *a, int64_t lda, const float *b,
+                                         float *c, int64_t ldc, float alpha, float beta) {
+  ukr_6x16(kc, a, lda, 1, b, c, ldc, alpha, beta);
+}
+
 /* Lanes [0, n) set (n clamped to [0, 8]), for maskload, which reads nothing
  * in the other lanes and zeroes them. */
 ATTN_AVX2 static inline __m256i lane_mask(int64_t n) {
   const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n < 0 ? 0 : n < 8 ? n : 8)), idx);
 }
-
-#define INLINE_AVX2 ATTN_AVX2 static inline __attribute__((always_inline))
 
 /* r[i] = src[i*ld + 0..7] for i < nrows, zero for the others. The rows of a
  * panel are 8 streams a page or more apart, which the hardware prefetcher
@@ -263,6 +277,7 @@ static const attn_gemm_kernel_f32 avx2_kernel = {
     .kc = 384,     /* a~ micro-panel 9 KB stays in L1; b~ micro-panel 24 KB streams from L2 */
     .nc = 512,     /* b~ block 768 KB of the 1 MB L2 (less on a smaller L2: gemm_internal.h) */
     .ukr = attn_gemm_ukr_avx2_6x16,
+    .ukr_rows = ukr_rows_avx2_6x16,
     .pack_a = pack_a_avx2,
     .pack_b = pack_b_avx2,
 };

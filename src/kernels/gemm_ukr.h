@@ -12,6 +12,12 @@
 typedef void (*attn_gemm_ukr_f32)(int64_t kc, const float *a, const float *b, float *c,
                                   int64_t ldc, float alpha, float beta);
 
+/* Optional: the same with A's mr rows read in place, a [mr, kc] with rows
+ * lda apart, the same products summed in the same order (so the same bits
+ * as packing them): op(A) = A needs no a~ then. */
+typedef void (*attn_gemm_ukr_rows_f32)(int64_t kc, const float *a, int64_t lda, const float *b,
+                                       float *c, int64_t ldc, float alpha, float beta);
+
 /* Packing. pack_a: a~ for rows [i0, i0+mc) and depth [p0, p0+kc) of op(A),
  * as panels of mr rows stored k-major (a~[p*mr + r]), rows past mc zero.
  * pack_b: b~ for depth [p0, p0+kc) and columns [j0, j0+nc) of op(B), as
@@ -35,6 +41,7 @@ typedef struct {
   int mr, nr;
   int64_t mc, kc, nc;
   attn_gemm_ukr_f32 ukr;
+  attn_gemm_ukr_rows_f32 ukr_rows; /* NULL: A always packed */
   attn_gemm_pack_a_f32 pack_a;
   attn_gemm_pack_b_f32 pack_b;
 } attn_gemm_kernel_f32;

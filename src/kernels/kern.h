@@ -47,8 +47,9 @@ typedef struct {
   /* exact GELU y = x/2 erfc(-x/sqrt2) and its derivative times dy, a few ulp */
   void (*gelu)(const float *x, float *y, int64_t n);
   void (*gelu_backward)(const float *x, const float *dy, float *dx, int64_t n);
-  /* Bit-identical to the portable Philox dropout: element i uses the stream
-   * word at offset + i; y[i] = keep ? x[i] * scale : 0; mask may be NULL. */
+  /* Bit-identical to the portable Philox dropout: element i uses dropout's
+   * stream (dropout_stream.h) at offset + i; y[i] = keep ? x[i] * scale : 0;
+   * mask may be NULL; x == y allowed. */
   void (*dropout)(const float *x, float *y, uint8_t *mask, int64_t n, float p, float scale,
                   uint64_t seed, uint64_t offset);
   /* One Adam/AdamW update in place, bit-identical to the portable loop

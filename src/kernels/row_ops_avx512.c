@@ -1,7 +1,8 @@
 /* The AVX-512 row and elementwise kernels as one table. The kernels live in
  * their own files (softmax_avx512.c, activations_avx512.c, ...); GELU and
  * the softmax's exp need glibc's libmvec (entries NULL without it: the table
- * then takes the level below's). */
+ * then takes the level below's). Dropout is the avx2 level's kernel
+ * (dropout_avx2.c). */
 #include "kernels/elementwise_internal.h"
 #include "kernels/gemm_lowp_internal.h"
 #include "kernels/sdpa_dropout.h"
@@ -15,7 +16,6 @@ static const attn_row_ops avx512_row_ops = {
     .gelu = attn_gelu_f32_avx512,
     .gelu_backward = attn_gelu_backward_f32_avx512,
 #endif
-    .dropout = attn_dropout_f32_avx512,
     .adam = attn_adam_f32_avx512,
     .minmax_row = attn_minmax_row_avx512,
     .quantize_row_u8 = attn_quantize_row_u8_avx512,

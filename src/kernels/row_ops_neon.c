@@ -3,7 +3,7 @@
  * attributes, no run-time test beyond dispatch.c's.
  *
  * Bit-identical to the portable code: dropout (the same Philox-4x32-10
- * words, 4 counters per vector), Adam (the same IEEE operations in the same
+ * words, 4 counters per vector, dropout_stream.h), Adam (the same IEEE operations in the same
  * order, FMA exactly where adam.c calls fmaf), the int8 row quantizer and
  * dequantizer, min/max, and the f16 / bf16 conversions (NaN handled as
  * tensor.c does). This file, like the portable one, relies on -std=c11's
@@ -23,6 +23,7 @@
 
 #include "attn/lowp.h"
 #include "attn/tensor.h"
+#include "kernels/dropout_stream.h"
 #include "kernels/vexp_neon.h"
 
 /* ---- exp ------------------------------------------------------------------ */
@@ -171,7 +172,7 @@ static void gelu_backward_neon(const float *x, const float *dy, float *dx, int64
   }
 }
 
-/* ---- dropout: Philox-4x32-10, word 0, for 4 consecutive counters ---------- */
+/* ---- dropout (dropout_stream.h): Philox-4x32-10 for 8 counters ------------ */
 
 static inline uint32x4_t mulhi_u32(uint32x4_t a, uint32x4_t m) {
   uint64x2_t lo = vmull_u32(vget_low_u32(a), vget_low_u32(m));
@@ -179,9 +180,9 @@ static inline uint32x4_t mulhi_u32(uint32x4_t a, uint32x4_t m) {
   return vuzp2q_u32(vreinterpretq_u32_u64(lo), vreinterpretq_u32_u64(hi));
 }
 
-/* word 0 of the blocks for counters base + 0..3 and base + 4..7 (counter =
- * (i low, i high, 0, 0), key = (seed low, seed high), as rng.c) */
-static inline void philox8_word0(uint64_t seed, uint64_t base, uint32x4_t *wa, uint32x4_t *wb) {
+/* the four words of the blocks for counters base + 0..3 (wa) and base +
+ * 4..7 (wb) (counter = (i low, i high, tag, 0), key = (seed low, seed high)) */
+static inline void philox8(uint64_t seed, uint64_t base, uint32x4x4_t *wa, uint32x4x4_t *wb) {
   static const uint64_t steps[8] = {0, 1, 2, 3, 4, 5, 6, 7};
   uint64x2_t vb = vdupq_n_u64(base);
   uint64x2_t i0 = vaddq_u64(vb, vld1q_u64(steps)), i1 = vaddq_u64(vb, vld1q_u64(steps + 2));
@@ -190,7 +191,7 @@ static inline void philox8_word0(uint64_t seed, uint64_t base, uint32x4_t *wa, u
   uint32x4_t a1 = vuzp2q_u32(vreinterpretq_u32_u64(i0), vreinterpretq_u32_u64(i1));
   uint32x4_t b0 = vuzp1q_u32(vreinterpretq_u32_u64(i2), vreinterpretq_u32_u64(i3));
   uint32x4_t b1 = vuzp2q_u32(vreinterpretq_u32_u64(i2), vreinterpretq_u32_u64(i3));
-  uint32x4_t a2 = vdupq_n_u32(0), a3 = a2, b2 = a2, b3 = a2;
+  uint32x4_t a2 = vdupq_n_u32(ATTN_DROPOUT_TAG), a3 = vdupq_n_u32(0), b2 = a2, b3 = a3;
   const uint32x4_t m0 = vdupq_n_u32(0xD2511F53u), m1 = vdupq_n_u32(0xCD9E8D57u);
   uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
   for (int r = 0; r < 10; r++) {
@@ -210,20 +211,27 @@ static inline void philox8_word0(uint64_t seed, uint64_t base, uint32x4_t *wa, u
     k0 += 0x9E3779B9u;
     k1 += 0xBB67AE85u;
   }
-  *wa = a0;
-  *wb = b0;
+  wa->val[0] = a0, wa->val[1] = a1, wa->val[2] = a2, wa->val[3] = a3;
+  wb->val[0] = b0, wb->val[1] = b1, wb->val[2] = b2, wb->val[3] = b3;
 }
 
-static void dropout_neon(const float *x, float *y, uint8_t *mask, int64_t n, float p, float scale,
-                         uint64_t seed, uint64_t offset) {
+static void dropout_fill_neon(uint64_t seed, uint64_t c0, uint32_t *words) {
+  for (int g = 0; g < ATTN_DROPOUT_FILL; g += 8) {
+    uint32x4x4_t wa, wb;
+    philox8(seed, c0 + (uint64_t)g, &wa, &wb);
+    vst4q_u32(words + 4 * g, wa); /* interleaved: each counter's four words in turn */
+    vst4q_u32(words + 4 * g + 16, wb);
+  }
+}
+
+static void dropout_apply_neon(const float *x, float *y, uint8_t *mask, int64_t n, float p,
+                               float scale, const uint32_t *w) {
   const float32x4_t vp = vdupq_n_f32(p), vs = vdupq_n_f32(scale), inv24 = vdupq_n_f32(0x1p-24f);
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    uint32x4_t wa, wb;
-    philox8_word0(seed, offset + (uint64_t)i, &wa, &wb);
-    /* the top 24 bits, exactly as attn_rng_uniform */
-    float32x4_t ua = vmulq_f32(vcvtq_f32_u32(vshrq_n_u32(wa, 8)), inv24);
-    float32x4_t ub = vmulq_f32(vcvtq_f32_u32(vshrq_n_u32(wb, 8)), inv24);
+    /* the top 24 bits times 2^-24, exactly as the portable apply */
+    float32x4_t ua = vmulq_f32(vcvtq_f32_u32(vshrq_n_u32(vld1q_u32(w + i), 8)), inv24);
+    float32x4_t ub = vmulq_f32(vcvtq_f32_u32(vshrq_n_u32(vld1q_u32(w + i + 4), 8)), inv24);
     uint32x4_t ka = vcgeq_f32(ua, vp), kb = vcgeq_f32(ub, vp);
     float32x4_t ya = vmulq_f32(vld1q_f32(x + i), vs), yb = vmulq_f32(vld1q_f32(x + i + 4), vs);
     vst1q_f32(y + i, vreinterpretq_f32_u32(vandq_u32(ka, vreinterpretq_u32_f32(ya))));
@@ -234,8 +242,12 @@ static void dropout_neon(const float *x, float *y, uint8_t *mask, int64_t n, flo
     }
   }
   if (i < n)
-    attn_dropout_f32_generic(x + i, y + i, mask ? mask + i : NULL, n - i, p, scale, seed,
-                             offset + (uint64_t)i);
+    attn_dropout_apply_generic(x + i, y + i, mask ? mask + i : NULL, n - i, p, scale, w + i);
+}
+
+static void dropout_neon(const float *x, float *y, uint8_t *mask, int64_t n, float p, float scale,
+                         uint64_t seed, uint64_t offset) {
+  attn_dropout_run(dropout_fill_neon, dropout_apply_neon, x, y, mask, n, p, scale, seed, offset);
 }
 
 /* ---- Adam / AdamW: adam.c's operations, 4 lanes at a time ----------------- */

@@ -65,9 +65,9 @@ attn_status attn_decoder_forward(const attn_decoder_layer *m, const attn_params 
   int64_t rows = B * L, E = m->c.d_model;
   int nf = m->c.norm_first;
   float drop = m->c.dropout;
-  s->x1 = NN_ALLOC_F(&s->arena, rows * E);
-  s->x2 = NN_ALLOC_F(&s->arena, rows * E);
-  s->f_out = NN_ALLOC_F(&s->arena, rows * E);
+  s->x1 = NN_ALLOC_F_UNINIT(&s->arena, rows * E);  // each written whole before it is read
+  s->x2 = NN_ALLOC_F_UNINIT(&s->arena, rows * E);
+  s->f_out = NN_ALLOC_F_UNINIT(&s->arena, rows * E);
   if (!s->x1 || !s->x2 || !s->f_out) return ATTN_ENOMEM;
   const float *fin;
   attn_status st = attn_nn_sub_in(&m->norm1, p, nf, &s->s1, tgt, rows, &fin);
@@ -96,7 +96,9 @@ attn_status attn_decoder_backward(const attn_decoder_layer *m, attn_params *p,
   int64_t n = s->B * s->L * m->c.d_model;
   int nf = m->c.norm_first;
   float drop = m->c.dropout;
-  float *dx2 = attn_nn_scratch(n), *dx1 = attn_nn_scratch(n), *df = attn_nn_scratch(n), *dfin = attn_nn_scratch(n);
+  /* dx2, dx1 and dfin accumulate; df is written whole by each sub_out_backward */
+  float *dx2 = attn_nn_scratch(n), *dx1 = attn_nn_scratch(n), *df = attn_nn_scratch_uninit(n);
+  float *dfin = attn_nn_scratch(n);
   attn_status st = (!dx2 || !dx1 || !df || !dfin) ? ATTN_ENOMEM : ATTN_OK;
   // third sublayer: feed-forward
   if (!st) st = attn_nn_sub_out_backward(&m->norm3, p, nf, drop, &s->s3, dout, dx2, df);

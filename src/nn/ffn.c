@@ -140,16 +140,10 @@ attn_status attn_ffn_forward(const attn_ffn *m, const attn_params *p, const attn
   st = act_forward(m->act, s->h, s->a, n);
   if (!st && m->l3.weight >= 0) st = gate_forward(m, p, ctx, s, x, n);
   if (st) return st;
-  if (attn_nn_dropout_on(ctx, m->dropout)) {
-    s->drop_mask = NN_ALLOC_U8(&s->arena, n);
-    float *t = attn_nn_scratch_uninit(n);
-    if (!s->drop_mask || !t) {
-      free(t);
-      return ATTN_ENOMEM;
-    }
-    memcpy(t, s->a, (size_t)n * sizeof(float));
-    st = attn_nn_dropout_rows(ctx, t, s->a, s->drop_mask, n, m->dropout, m->site);
-    free(t);
+  if (attn_nn_dropout_on(ctx, m->dropout)) {  // in place (attn_dropout_f32 allows x == y)
+    s->drop_mask = NN_ALLOC_U8_UNINIT(&s->arena, n);
+    if (!s->drop_mask) return ATTN_ENOMEM;
+    st = attn_nn_dropout_rows(ctx, s->a, s->a, s->drop_mask, n, m->dropout, m->site);
     if (st) return st;
   }
   return attn_linear_forward_ctx(&m->l2, p, ctx, s->a, y, rows);

@@ -26,6 +26,7 @@ void *attn_nn_alloc_uninit(void **slot, int64_t n, size_t sz);
 #define NN_ALLOC_F_UNINIT(slot, n) ((float *)attn_nn_alloc_uninit((slot), (n), sizeof(float)))
 #define NN_ALLOC_BF16(slot, n) ((uint16_t *)attn_nn_alloc_uninit((slot), (n), sizeof(uint16_t)))
 #define NN_ALLOC_U8(slot, n) ((uint8_t *)attn_nn_alloc((slot), (n), 1))
+#define NN_ALLOC_U8_UNINIT(slot, n) ((uint8_t *)attn_nn_alloc_uninit((slot), (n), 1))
 
 /* Scratch buffer (not arena), zeroed; free with free(). */
 float *attn_nn_scratch(int64_t n);

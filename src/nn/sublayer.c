@@ -34,8 +34,8 @@ attn_status attn_nn_sub_out(const attn_layernorm *ln, const attn_params *p, cons
   int64_t n = s->rows * s->n;
   float *fd = NULL;
   if (attn_nn_dropout_on(ctx, dropout)) {
-    s->drop_mask = NN_ALLOC_U8(&s->arena, n);
-    fd = attn_nn_scratch(n);
+    s->drop_mask = NN_ALLOC_U8_UNINIT(&s->arena, n);  // both written whole by the dropout
+    fd = attn_nn_scratch_uninit(n);
     attn_status st = (!s->drop_mask || !fd) ? ATTN_ENOMEM : ATTN_OK;
     if (!st) st = attn_nn_dropout_rows(ctx, f_out, fd, s->drop_mask, n, dropout, site);
     if (st) {

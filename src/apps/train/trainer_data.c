@@ -244,7 +244,7 @@ attn_status attn_clf_report_test_ctx(const attn_clf *m, int n, const attn_nn_ctx
   if (!st) {
     int spam = 0;
     for (int i = 0; i < t.n; i++) spam += t.labels[i];
-    fprintf(out, "\nTest split: %d messages (%d ham, %d spam); transformer loss %.4f, %.1f s\n", t.n,
+    fprintf(out, "\nTest split: %d messages (%d ham, %d spam); transformer loss %.6f, %.1f s\n", t.n,
             t.n - spam, spam, loss, t1 - t0);
     fprintf(out, "  %-22s %9s %9s %8s %8s %6s %5s %5s %5s\n", "model", "accuracy", "precision",
             "recall", "F1", "TP", "FP", "TN", "FN");
