@@ -41,20 +41,21 @@ void attn_dropout_run(attn_dropout_fill_fn fill, attn_dropout_apply_fn apply, co
   }
 }
 
-void attn_dropout_fill_generic(uint64_t seed, uint64_t c0, uint32_t *words) {
+/* the four words of dropout's block for counter c */
+static void dropout_block(uint64_t seed, uint64_t c, uint32_t out[4]) {
+  const uint32_t ctr[4] = {(uint32_t)c, (uint32_t)(c >> 32), ATTN_DROPOUT_TAG, 0};
   const uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
-  for (int j = 0; j < ATTN_DROPOUT_FILL; j++) {
-    uint64_t c = c0 + (uint64_t)j;
-    const uint32_t ctr[4] = {(uint32_t)c, (uint32_t)(c >> 32), ATTN_DROPOUT_TAG, 0};
-    attn_philox4x32_10(ctr, key, words + 4 * j);
-  }
+  attn_philox4x32_10(ctr, key, out);
+}
+
+void attn_dropout_fill_generic(uint64_t seed, uint64_t c0, uint32_t *words) {
+  for (int j = 0; j < ATTN_DROPOUT_FILL; j++)
+    dropout_block(seed, c0 + (uint64_t)j, words + 4 * j);
 }
 
 float attn_dropout_uniform(uint64_t seed, uint64_t e) {
-  const uint32_t ctr[4] = {(uint32_t)(e >> 2), (uint32_t)(e >> 34), ATTN_DROPOUT_TAG, 0};
-  const uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
   uint32_t r[4];
-  attn_philox4x32_10(ctr, key, r);
+  dropout_block(seed, e >> 2, r);
   return (float)(r[e & 3] >> 8) * 0x1p-24f;
 }
 
