@@ -34,6 +34,8 @@ static void usage(FILE *f) {
           "  --resume          continue OUT/last.safetensors (the same options give the same bits)\n"
           "  --max-steps N     stop after global step N (OUT/last.safetensors then resumes)\n"
           "  --save-every N    also write OUT/last.safetensors every N steps\n"
+          "  --keep-epochs     also keep each epoch's model, OUT/epoch_NNN.safetensors (for\n"
+          "                    attn g2p average and selection by decoding the validation set)\n"
           "  --train-words N   only the first N training words (quick checks)\n"
           "  --progress auto|bar|plain|quiet\n"
           "  --bench STEPS     no training run: time STEPS steps (after one warm-up), print tokens/s\n"
@@ -67,7 +69,7 @@ static const cli_opt opts[] = {
     {"--split", CLI_VALUE},       {"--worst", CLI_VALUE},      {"--limit", CLI_VALUE},
     {"--threads", CLI_VALUE},     {"--beam", CLI_VALUE},       {"--n-best", CLI_VALUE},
     {"--length-penalty", CLI_VALUE}, {"--precision", CLI_VALUE}, {"--bench", CLI_VALUE},
-    {"--save-attention", CLI_VALUE}, {NULL, 0}};
+    {"--save-attention", CLI_VALUE}, {"--keep-epochs", CLI_FLAG}, {NULL, 0}};
 
 typedef struct {
   const char *data, *out, *split;
@@ -108,6 +110,7 @@ static int set_opt(g2p_opts *o, const char *k, const char *v) {
   else if (!strcmp(k, "--split")) o->split = v;
   else if (!strcmp(k, "--untied")) o->mc.tied = 0;
   else if (!strcmp(k, "--resume")) o->resume = 1;
+  else if (!strcmp(k, "--keep-epochs")) o->to.keep_epochs = 1;
   else if (!strcmp(k, "--precision")) {
     o->prec_set = 1;
     o->prec_auto = !strcmp(v, "auto");

@@ -233,6 +233,11 @@ attn_status attn_g2p_train_run(attn_g2p_model *m, attn_adam *opt, attn_g2p_train
     s->batch = 0;
     s->loss_sum = 0;
     if (o->out_dir && best) st = save(m, NULL, NULL, o->out_dir, "best.safetensors");
+    if (!st && o->out_dir && o->keep_epochs) {
+      char name[64];
+      snprintf(name, sizeof name, "epoch_%03d.safetensors", s->epoch);
+      st = save(m, NULL, NULL, o->out_dir, name);
+    }
     if (!st && o->out_dir) st = save(m, opt, s, o->out_dir, "last.safetensors");
   }
   attn_batch_plan_free(&plan);

@@ -27,6 +27,8 @@ typedef struct {
                         * state) and best.safetensors (the best validation loss) */
   int64_t stop_after;  /* stop (as if interrupted) after this global step; <= 0 never */
   int64_t save_every;  /* also write last.safetensors every N steps (0: per epoch) */
+  int keep_epochs;     /* also write each epoch's model as epoch_NNN.safetensors (for
+                        * selection by decoding and checkpoint averaging) */
   FILE *log;           /* epoch lines (NULL: stdout) */
   attn_precision precision; /* Linears and attention (f32 master weights; g2p_precision.h) */
 } attn_g2p_train_opts;
