@@ -504,6 +504,49 @@ static void test_cli_save_attention(void) {
   CHECK(tool(args, out, sizeof out, err, sizeof err) == 2 && strstr(err, "option of predict"));
 }
 
+/* --keep-epochs writes each epoch's model; average is their element-wise mean
+ * (and a model eval reads); models of other shapes, or no --out, are refused
+ * with no file written */
+static void test_cli_keep_epochs_and_average(void) {
+  char args[1024], out[4096], err[4096], path[3][256];
+  snprintf(args, sizeof args, "g2p train --data tests/data/g2p --out %s/ke --dim 8 --heads 2 "
+           "--ff 8 --layers 1 --batch 8 --epochs 2 --keep-epochs --progress quiet --precision f32", dir);
+  CHECK(tool(args, out, sizeof out, err, sizeof err) == 0);
+  for (int i = 0; i < 2; i++) snprintf(path[i], sizeof path[i], "%s/ke/epoch_%03d.safetensors", dir, i + 1);
+  snprintf(path[2], sizeof path[2], "%s/ke/mean.safetensors", dir);
+  snprintf(args, sizeof args, "g2p average --out %s %s %s", path[2], path[0], path[1]);
+  CHECK(tool(args, out, sizeof out, err, sizeof err) == 0 && strstr(out, "mean of 2 model(s)"));
+  attn_g2p_model m[3];
+  int loaded = 0;
+  for (int i = 0; i < 3; i++) loaded += attn_g2p_load(path[i], &m[i], NULL) == ATTN_OK;
+  CHECK(loaded == 3);
+  if (loaded == 3) {
+    CHECK(m[0].p.numel == m[2].p.numel && memcmp(m[0].p.data, m[1].p.data, (size_t)m[0].p.numel * 4));
+    int64_t bad = 0;
+    for (int64_t j = 0; j < m[0].p.numel; j++) {
+      const float want = (float)(((double)m[0].p.data[j] + (double)m[1].p.data[j]) / 2);
+      bad += m[2].p.data[j] != want;
+    }
+    CHECK(bad == 0);
+  }
+  for (int i = 0; i < loaded; i++) attn_g2p_free(&m[i]);
+  snprintf(args, sizeof args, "g2p eval %s --data tests/data/g2p --split val --worst 0", path[2]);
+  CHECK(tool(args, out, sizeof out, err, sizeof err) == 0 && strstr(out, "WER"));
+  // another architecture (the resume test's model is 16 wide): refused, nothing written
+  char other[256];
+  snprintf(other, sizeof other, "%s/a/best.safetensors", dir);
+  snprintf(args, sizeof args, "g2p average --out %s/ke/mix.safetensors %s %s", dir, path[0], other);
+  if (!access(other, R_OK)) {
+    CHECK(tool(args, out, sizeof out, err, sizeof err) == 1 && strstr(err, "not the architecture"));
+    snprintf(args, sizeof args, "%s/ke/mix.safetensors", dir);
+    CHECK(access(args, F_OK) != 0);
+  }
+  snprintf(args, sizeof args, "g2p average %s", path[0]);
+  CHECK(tool(args, out, sizeof out, err, sizeof err) == 2 && strstr(err, "--out"));
+  snprintf(args, sizeof args, "g2p average --out %s/ke/none.safetensors %s/ke/missing.safetensors", dir, dir);
+  CHECK(tool(args, out, sizeof out, err, sizeof err) == 1 && strstr(err, "missing.safetensors"));
+}
+
 int main(int argc, char **argv) {
   tool_path(argc > 0 ? argv[0] : NULL, bin, sizeof bin);
   snprintf(dir, sizeof dir, "/tmp/attn_g2p_XXXXXX");
@@ -519,6 +562,7 @@ int main(int argc, char **argv) {
   RUN(test_bf16_training_differs_from_f32_and_stays_close);
   RUN(test_cli_bad_input);
   RUN(test_cli_save_attention);
+  RUN(test_cli_keep_epochs_and_average);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system(cmd) != 0) printf("  could not remove %s\n", dir);

@@ -22,6 +22,7 @@ static void usage(FILE *f) {
           "       attn g2p train [options] --out DIR          train; OUT/best.safetensors is the model\n"
           "       attn g2p eval MODEL [options]               WER / PER on val and test\n"
           "       attn g2p predict MODEL WORD...              ARPAbet for each word\n"
+          "       attn g2p average --out FILE MODEL...       the mean of a run's checkpoints\n"
           "data:\n"
           "  --data PATH       dict.txt of CMUdict, or its folder (default " DEFAULT_DATA
           "; tools/fetch_cmudict.sh)\n"
@@ -428,6 +429,22 @@ static int save_attention(const g2p_opts *o, const attn_g2p_model *m, const attn
   return r;
 }
 
+static int cmd_average(g2p_opts *o) {
+  if (o->nargs < 1) return cli_usage("average takes one or more MODEL files");
+  if (!o->out) return cli_usage("average needs --out FILE (the averaged model)");
+  if (cli_out_file_ready("--out", o->out)) return CLI_FAILED;
+  attn_g2p_model m;
+  if (attn_g2p_average((const char *const *)o->args, o->nargs, &m)) return cli_fail(NULL);
+  char n[32];
+  snprintf(n, sizeof n, "%d", o->nargs);
+  const char *kv[] = {"g2p.averaged_checkpoints", n, NULL};
+  int r = attn_g2p_save(o->out, &m, NULL, kv) ? cli_fail(o->out) : CLI_OK;
+  if (!r) printf("g2p: the mean of %d model(s) (%lld parameters) written to %s\n", o->nargs,
+                 (long long)m.p.numel, o->out);
+  attn_g2p_free(&m);
+  return r;
+}
+
 static int cmd_predict(g2p_opts *o) {
   if (o->nargs < 2) return cli_usage("predict takes MODEL and at least one WORD");
   attn_g2p_model m;
@@ -508,19 +525,22 @@ int attn_cmd_g2p(int argc, char **argv) {
     if (r < 0) return cli_args_exit(r);
     return cli_usage("a subcommand first: split, train, eval or predict");
   }
-  static const char *const subs[] = {"split", "train", "eval", "predict"};
-  static const char *const names[] = {"g2p split", "g2p train", "g2p eval", "g2p predict"};
+  static const char *const subs[] = {"split", "train", "eval", "predict", "average"};
+  static const char *const names[] = {"g2p split", "g2p train", "g2p eval", "g2p predict",
+                                      "g2p average"};
   int k = 0;
-  while (k < 4 && strcmp(argv[1], subs[k])) k++;
-  if (k == 4) return cli_usage("unknown subcommand '%s' (split, train, eval or predict)", argv[1]);
+  while (k < 5 && strcmp(argv[1], subs[k])) k++;
+  if (k == 5)
+    return cli_usage("unknown subcommand '%s' (split, train, eval, predict or average)", argv[1]);
   cli_set_command(names[k]);
   g2p_opts *o = malloc(sizeof *o);
   if (!o) return cli_error(NULL, "out of memory");
   int r = parse(argc, argv, o);
   if (r == -1) r = CLI_OK;  // --help
   else if (!r) {
-    if (k != 2 && k != 3 && o->nargs) r = cli_usage("unexpected argument '%s'", o->args[0]);
+    if (k < 2 && o->nargs) r = cli_usage("unexpected argument '%s'", o->args[0]);
     else if (k != 3 && o->save) r = cli_usage("--save-attention is an option of predict");
+    else if (k == 4) r = cmd_average(o);
     else r = k == 0 ? cmd_split(o) : k == 1 ? cmd_train(o) : k == 2 ? cmd_eval(o) : cmd_predict(o);
   }
   free(o);

@@ -15,6 +15,7 @@
 #include "apps/seq2seq/g2p_vocab.h"
 #include "attn/nn.h"
 #include "attn/safetensors.h"
+#include "attn/train.h"
 
 typedef struct {
   int64_t d_model, heads, ff, enc_layers, dec_layers;
@@ -89,5 +90,12 @@ attn_status attn_g2p_store_meta(const attn_g2p_model *m, attn_st *st);
 /* Creates m from the file at path (ATTN_EINVAL for a file that is not a G2P
  * model, e.g. attn train's classifier). *file_out (may be NULL): the file. */
 attn_status attn_g2p_load(const char *path, attn_g2p_model *m, attn_st **file_out);
+/* Writes m (and opt's state when not NULL) to path (a temporary name, then
+ * renamed), kv: NULL or NULL-terminated key, value pairs of extra metadata. */
+attn_status attn_g2p_save(const char *path, const attn_g2p_model *m, const attn_adam *opt,
+                          const char *const *kv);
+/* m = the element-wise mean of the parameters in the n files (checkpoint
+ * averaging); ATTN_EINVAL when they differ in architecture or graphemes. */
+attn_status attn_g2p_average(const char *const *paths, int n, attn_g2p_model *m);
 
 #endif

@@ -90,3 +90,49 @@ attn_status attn_g2p_load(const char *path, attn_g2p_model *m, attn_st **file_ou
     attn_st_free(st);
   return s;
 }
+
+/* the same architecture and graphemes: parameters of one can be averaged with the other's */
+static int same_model(const attn_g2p_model *a, const attn_g2p_model *b) {
+  const attn_g2p_config *x = &a->c, *y = &b->c;
+  return x->d_model == y->d_model && x->heads == y->heads && x->ff == y->ff &&
+         x->enc_layers == y->enc_layers && x->dec_layers == y->dec_layers &&
+         x->max_src == y->max_src && x->max_tgt == y->max_tgt && x->tied == y->tied &&
+         a->g.n == b->g.n && !memcmp(a->g.chars, b->g.chars, (size_t)a->g.n) &&
+         a->p.numel == b->p.numel;
+}
+
+attn_status attn_g2p_average(const char *const *paths, int n, attn_g2p_model *m) {
+  memset(m, 0, sizeof *m);
+  if (n < 1) return attn_set_error(ATTN_EINVAL, "g2p average: no model files");
+  attn_status s = attn_g2p_load(paths[0], m, NULL);
+  if (s) return s;
+  double *sum = malloc((size_t)m->p.numel * sizeof *sum);
+  if (!sum) s = attn_set_error(ATTN_ENOMEM, "g2p average: out of memory");
+  for (int64_t j = 0; !s && j < m->p.numel; j++) sum[j] = m->p.data[j];
+  for (int i = 1; !s && i < n; i++) {
+    attn_g2p_model o;
+    s = attn_g2p_load(paths[i], &o, NULL);
+    if (s) break;
+    if (!same_model(m, &o))
+      s = attn_set_error(ATTN_EINVAL,
+                         "%s: not the architecture or graphemes of %s (only checkpoints of one "
+                         "training run can be averaged)", paths[i], paths[0]);
+    for (int64_t j = 0; !s && j < m->p.numel; j++) sum[j] += o.p.data[j];
+    attn_g2p_free(&o);
+  }
+  for (int64_t j = 0; !s && j < m->p.numel; j++) m->p.data[j] = (float)(sum[j] / n);
+  free(sum);
+  if (s) attn_g2p_free(m);
+  return s;
+}
+
+attn_status attn_g2p_save(const char *path, const attn_g2p_model *m, const attn_adam *opt,
+                          const char *const *kv) {
+  attn_st *extra = NULL;
+  attn_status s = attn_st_new(&extra);
+  if (!s) s = attn_g2p_store_meta(m, extra);
+  for (int i = 0; !s && kv && kv[i] && kv[i + 1]; i += 2) s = attn_st_set_meta(extra, kv[i], kv[i + 1]);
+  if (!s) s = attn_checkpoint_save(path, &m->p, opt, extra);
+  attn_st_free(extra);
+  return s;
+}

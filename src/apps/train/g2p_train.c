@@ -67,17 +67,11 @@ static attn_status save(const attn_g2p_model *m, const attn_adam *opt,
                         const attn_g2p_train_state *s, const char *dir, const char *name) {
   char path[4096], state[256];
   snprintf(path, sizeof path, "%s/%s", dir, name);
-  attn_st *extra = NULL;
-  attn_status st = attn_st_new(&extra);
-  if (!st) st = attn_g2p_store_meta(m, extra);
-  if (!st && s) {
+  if (s)
     snprintf(state, sizeof state, "%d %d %lld %a %a %d", s->epoch, s->batch, (long long)s->step,
              s->loss_sum, s->best_val, s->best_epoch);
-    st = attn_st_set_meta(extra, "g2p.train.state", state);
-  }
-  if (!st) st = attn_checkpoint_save(path, &m->p, opt, extra);
-  attn_st_free(extra);
-  return st;
+  const char *kv[] = {"g2p.train.state", state, NULL};
+  return attn_g2p_save(path, m, opt, s ? kv : NULL);
 }
 
 attn_status attn_g2p_train_resume(const char *path, const attn_g2p_train_opts *o, attn_g2p_model *m,
