@@ -506,7 +506,7 @@ static void test_cli_save_attention(void) {
 
 /* --keep-epochs writes each epoch's model; average is their element-wise mean
  * (and a model eval reads); models of other shapes, or no --out, are refused
- * with no file written */
+ * with no file written; --ensemble decodes with several models */
 static void test_cli_keep_epochs_and_average(void) {
   char args[1024], out[4096], err[4096], path[3][256];
   snprintf(args, sizeof args, "g2p train --data tests/data/g2p --out %s/ke --dim 8 --heads 2 "
@@ -543,6 +543,20 @@ static void test_cli_keep_epochs_and_average(void) {
   }
   snprintf(args, sizeof args, "g2p average %s", path[0]);
   CHECK(tool(args, out, sizeof out, err, sizeof err) == 2 && strstr(err, "--out"));
+  // --ensemble: eval and predict decode with several models (of any size)
+  snprintf(args, sizeof args, "g2p eval %s --ensemble %s,%s --data tests/data/g2p --split val "
+           "--worst 0 --beam 2", path[0], path[1], other);
+  CHECK(tool(args, out, sizeof out, err, sizeof err) == 0 && strstr(out, "ensemble of 3 models") &&
+        strstr(out, "WER"));
+  snprintf(args, sizeof args, "g2p predict %s abase --ensemble %s", path[0], path[1]);
+  CHECK(tool(args, out, sizeof out, err, sizeof err) == 0 && !strncmp(out, "abase\t", 6));
+  snprintf(args, sizeof args, "g2p predict %s abase --ensemble %s,,%s", path[0], path[1], path[1]);
+  CHECK(tool(args, out, sizeof out, err, sizeof err) == 2 && out[0] == 0 && strstr(err, "commas"));
+  snprintf(args, sizeof args, "g2p predict %s abase --ensemble %s --save-attention %s/ke/x.safetensors",
+           path[0], path[1], dir);
+  CHECK(tool(args, out, sizeof out, err, sizeof err) == 2 && strstr(err, "not with --ensemble"));
+  snprintf(args, sizeof args, "g2p predict %s abase --ensemble %s/clf.safetensors", path[0], dir);
+  CHECK(tool(args, out, sizeof out, err, sizeof err) == 1 && out[0] == 0 && strstr(err, "not a G2P model"));
   snprintf(args, sizeof args, "g2p average --out %s/ke/none.safetensors %s/ke/missing.safetensors", dir, dir);
   CHECK(tool(args, out, sizeof out, err, sizeof err) == 1 && strstr(err, "missing.safetensors"));
 }

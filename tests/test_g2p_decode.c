@@ -3,7 +3,8 @@
  * on every backend, beam search against an exhaustive search over every
  * output of a short maximum length, n-best lists sorted and distinct, a
  * batch of words equal to its words decoded one by one, batches decoded in
- * parallel equal to one thread's, and bad options.
+ * parallel equal to one thread's, ensembles (the mean of the models'
+ * probabilities), and bad options.
  * (K = 1 against the full forward's argmax: test_g2p's greedy test, which
  * decodes through the same search.)
  *
@@ -248,6 +249,92 @@ static void test_batches_in_parallel_same_bits(void) {
   attn_g2p_free(&m);
 }
 
+/* an ensemble of two models of other sizes, greedy: each step's token is
+ * the argmax of the mean of the two models' probabilities (computed here
+ * from each model's teacher-forced forward on the output), the hypothesis's
+ * logp the sum of the log of those means; an ensemble of one is the model
+ * bit for bit, a model with itself the model up to rounding; models that
+ * read other lengths are refused */
+static void test_ensemble_is_the_mean_of_probabilities(void) {
+  attn_g2p_model m1, m2, m3;
+  g2p_small_model(&m1, 8, 2, 5);
+  g2p_small_model(&m2, 8, 1, 9);
+  g2p_small_model(&m3, 9, 1, 9);
+  const attn_g2p_model *ms[2] = {&m1, &m2}, *self[2] = {&m1, &m1}, *bad[2] = {&m1, &m3};
+  const int32_t *src[3] = {words[0], words[1], words[2]};
+  attn_nn_ctx ctx = {0};
+  attn_g2p_decode_opts o;
+  attn_g2p_decode_opts_default(&o);
+  o.alpha = 0;
+  attn_g2p_hyps h, h1, one, two;
+  CHECK_OK(attn_g2p_search_ensemble(ms, 2, &ctx, &o, src, word_lens, 3, &h));
+  CHECK_OK(attn_g2p_search(&m1, &ctx, &o, src, word_lens, 3, &h1));
+  CHECK_OK(attn_g2p_search_ensemble(ms, 1, &ctx, &o, src, word_lens, 3, &one));
+  CHECK_OK(attn_g2p_search_ensemble(self, 2, &ctx, &o, src, word_lens, 3, &two));
+  const int64_t T = h.max_tgt, V = m1.vocab_tgt;
+  int differs = 0;
+  for (int w = 0; w < 3 && V <= 128 && T < 16; w++) {
+    CHECK(one.len[w] == h1.len[w] && one.logp[w] == h1.logp[w] &&
+          !memcmp(one.ph + w * T, h1.ph + w * T, (size_t)h1.len[w] * 4));
+    CHECK(two.len[w] == h1.len[w] && fabsf(two.logp[w] - h1.logp[w]) <= 1e-5f &&
+          !memcmp(two.ph + w * T, h1.ph + w * T, (size_t)h1.len[w] * 4));
+    differs += h.len[w] != h1.len[w] || memcmp(h.ph + w * T, h1.ph + w * T, (size_t)h1.len[w] * 4);
+    // the ensemble's output, teacher-forced through each model
+    const int L = h.len[w], steps = L + (L < T - 1); /* + </s> when it finished */
+    int32_t tin[16];
+    tin[0] = ATTN_G2P_BOS;
+    for (int t = 0; t < L; t++) tin[t + 1] = h.ph[w * T + t];
+    attn_g2p_saved sv[2] = {{0}, {0}};
+    for (int k = 0; k < 2; k++) {
+      CHECK_OK(attn_g2p_encode(ms[k], &ctx, &sv[k], words[w], word_lens + w, 1, word_lens[w]));
+      CHECK_OK(attn_g2p_decode(ms[k], &ctx, &sv[k], tin, steps));
+    }
+    double logp = 0;
+    int argmax_ok = 1;
+    for (int t = 0; t < steps; t++) {
+      double p[128] = {0};
+      for (int k = 0; k < 2; k++) {
+        const float *x = sv[k].logits + t * V;
+        double mx = x[0], z = 0;
+        for (int64_t v = 1; v < V; v++) mx = x[v] > mx ? x[v] : mx;
+        for (int64_t v = 0; v < V; v++) z += exp(x[v] - mx);
+        for (int64_t v = 0; v < V; v++) p[v] += exp(x[v] - mx) / z / 2;
+      }
+      int best = ATTN_G2P_EOS;
+      for (int64_t v = ATTN_G2P_SPECIAL; v < V; v++) best = p[v] > p[best] ? (int)v : best;
+      const int32_t chosen = t < L ? h.ph[w * T + t] : ATTN_G2P_EOS;
+      argmax_ok &= best == chosen;
+      logp += log(p[chosen]);
+    }
+    CHECK(argmax_ok);
+    CHECK(fabs(logp - h.logp[w]) <= 1e-4);
+    attn_g2p_saved_free(&sv[0]);
+    attn_g2p_saved_free(&sv[1]);
+  }
+  CHECK(V <= 128 && T < 16);
+  if (!differs) printf("  (the ensemble's words equal model 1's here)\n");
+  // beam search through the ensemble: K hypotheses, best first
+  o.beam = 3;
+  o.n_best = 3;
+  attn_g2p_hyps hb;
+  CHECK_OK(attn_g2p_search_ensemble(ms, 2, &ctx, &o, src, word_lens, 3, &hb));
+  for (int w = 0; w < 3; w++) {
+    CHECK(hb.count[w] == 3 && hb.score[w * 3] >= hb.score[w * 3 + 1]);
+    CHECK(hb.score[w * 3] >= h.logp[w] - 1e-5f); /* the beam finds at least greedy's */
+  }
+  attn_g2p_hyps_free(&hb);
+  CHECK_ERR(attn_g2p_search_ensemble(bad, 2, &ctx, &o, src, word_lens, 3, &hb), ATTN_EINVAL);
+  CHECK(strstr(attn_last_error(), "model 2") != NULL && hb.ph == NULL);
+  CHECK_ERR(attn_g2p_search_ensemble(ms, 0, &ctx, &o, src, word_lens, 3, &hb), ATTN_EINVAL);
+  attn_g2p_hyps_free(&h);
+  attn_g2p_hyps_free(&h1);
+  attn_g2p_hyps_free(&one);
+  attn_g2p_hyps_free(&two);
+  attn_g2p_free(&m1);
+  attn_g2p_free(&m2);
+  attn_g2p_free(&m3);
+}
+
 static void test_bad_options_refused(void) {
   attn_g2p_model m;
   g2p_small_model(&m, 8, 1, 5);
@@ -277,6 +364,7 @@ int main(void) {
   RUN(test_beam_equals_exhaustive_search);
   RUN(test_n_best_sorted_distinct_and_batch_independent);
   RUN(test_batches_in_parallel_same_bits);
+  RUN(test_ensemble_is_the_mean_of_probabilities);
   RUN(test_bad_options_refused);
   HARNESS_END();
 }

@@ -47,6 +47,8 @@ static void usage(FILE *f) {
           "  --beam K          beam search of width K (default 1: greedy)\n"
           "  --n-best N        predict: the N best hypotheses of each word with their scores (1..K)\n"
           "  --length-penalty A  rank finished hypotheses by logp / ((5 + len) / 6)^A (0.6; 0: none)\n"
+          "  --ensemble F[,F...]  decode with MODEL and these models together: each step the\n"
+          "                    mean of their probabilities (the same graphemes; up to 16 models)\n"
           "  --save-attention OUT.safetensors  predict: the cross attention of every decoder\n"
           "                    layer and head on each word's (best) output, phonemes down, letters\n"
           "                    across, for attn viz / attn diagnose; with several words one file\n"
@@ -70,11 +72,13 @@ static const cli_opt opts[] = {
     {"--split", CLI_VALUE},       {"--worst", CLI_VALUE},      {"--limit", CLI_VALUE},
     {"--threads", CLI_VALUE},     {"--beam", CLI_VALUE},       {"--n-best", CLI_VALUE},
     {"--length-penalty", CLI_VALUE}, {"--precision", CLI_VALUE}, {"--bench", CLI_VALUE},
-    {"--save-attention", CLI_VALUE}, {"--keep-epochs", CLI_FLAG}, {NULL, 0}};
+    {"--save-attention", CLI_VALUE}, {"--keep-epochs", CLI_FLAG}, {"--ensemble", CLI_VALUE},
+    {NULL, 0}};
 
 typedef struct {
   const char *data, *out, *split;
   const char *save; /* --save-attention */
+  const char *ensemble; /* --ensemble FILE[,FILE...] */
   int resume, threads, worst, limit, batch, train_words, n_best_set;
   int prec_set, prec_auto; /* --precision given; auto */
   int bench;               /* --bench STEPS */
@@ -108,6 +112,7 @@ static int set_opt(g2p_opts *o, const char *k, const char *v) {
   if (!strcmp(k, "--data")) o->data = v;
   else if (!strcmp(k, "--out")) o->out = v;
   else if (!strcmp(k, "--save-attention")) o->save = v;
+  else if (!strcmp(k, "--ensemble")) o->ensemble = v;
   else if (!strcmp(k, "--split")) o->split = v;
   else if (!strcmp(k, "--untied")) o->mc.tied = 0;
   else if (!strcmp(k, "--resume")) o->resume = 1;
@@ -328,24 +333,69 @@ static int load_model(const char *path, attn_g2p_model *m) {
   return CLI_OK;
 }
 
+/* MODEL, then --ensemble's files: ms[0..*nm) (attn_g2p_ensemble_free) */
+typedef struct {
+  attn_g2p_model m[ATTN_G2P_MAX_MODELS];
+  const attn_g2p_model *ms[ATTN_G2P_MAX_MODELS];
+  int n;
+} g2p_models;
+
+static void models_free(g2p_models *e) {
+  for (int k = 0; k < e->n; k++) attn_g2p_free(&e->m[k]);
+  e->n = 0;
+}
+
+static int load_models(const g2p_opts *o, g2p_models *e) {
+  e->n = 0;
+  int r = load_model(o->args[0], &e->m[0]);
+  if (r) return r;
+  e->ms[e->n++] = &e->m[0];
+  for (const char *p = o->ensemble; !r && p && *p;) {
+    const char *c = strchr(p, ',');
+    const size_t len = c ? (size_t)(c - p) : strlen(p);
+    char path[4096];
+    if (len == 0 || len >= sizeof path) {
+      r = cli_usage("--ensemble: a list of model files separated by commas, not '%s'", o->ensemble);
+    } else if (e->n == ATTN_G2P_MAX_MODELS) {
+      r = cli_usage("--ensemble: at most %d models in all", ATTN_G2P_MAX_MODELS);
+    } else {
+      memcpy(path, p, len);
+      path[len] = 0;
+      r = load_model(path, &e->m[e->n]);
+      if (!r) e->ms[e->n] = &e->m[e->n], e->n++;
+    }
+    p = c ? c + 1 : p + len;
+  }
+  if (!r && attn_g2p_ensemble_check(e->ms, e->n)) r = cli_fail(o->ensemble);
+  if (r) models_free(e);
+  return r;
+}
+
 static int cmd_eval(g2p_opts *o) {
   if (o->nargs != 1) return cli_usage("eval takes one MODEL");
   int sides[2] = {ATTN_G2P_VAL, ATTN_G2P_TEST}, from = 0, to = 2;
   if (!strcmp(o->split, "val")) to = 1;
   else if (!strcmp(o->split, "test")) from = 1;
   else if (strcmp(o->split, "both")) return cli_usage("--split: val, test or both, not '%s'", o->split);
-  attn_g2p_model m;
-  int r = load_model(o->args[0], &m);
-  if (r) return r;
-  attn_g2p_dict d;
-  if ((r = load_dict(o->data, &d))) {
-    attn_g2p_free(&m);
+  g2p_models *e = malloc(sizeof *e);
+  if (!e) return cli_error(NULL, "out of memory");
+  int r = load_models(o, e);
+  if (r) {
+    free(e);
     return r;
   }
+  const attn_g2p_model *m = e->ms[0];
+  attn_g2p_dict d;
+  if ((r = load_dict(o->data, &d))) {
+    models_free(e);
+    free(e);
+    return r;
+  }
+  if (e->n > 1) printf("ensemble of %d models (the mean of their probabilities)\n", e->n);
   for (int k = from; !r && k < to; k++) {
     attn_g2p_set set;
     attn_g2p_eval_result res;
-    if (attn_g2p_set_make(&d, sides[k], &m.g, m.c.max_src, m.c.max_tgt, &set)) {
+    if (attn_g2p_set_make(&d, sides[k], &m->g, m->c.max_src, m->c.max_tgt, &set)) {
       r = cli_fail(NULL);
       break;
     }
@@ -354,7 +404,7 @@ static int cmd_eval(g2p_opts *o) {
     if (o->prec_set && k == from) {
       const int32_t *ws[32];
       for (int i = 0; i < set.n && i < 32; i++) ws[i] = set.src[i];
-      if (attn_g2p_prec_infer(&m, ws, set.src_len, set.n, o->prec_auto, &o->prec, why, sizeof why)) {
+      if (attn_g2p_prec_infer(m, ws, set.src_len, set.n, o->prec_auto, &o->prec, why, sizeof why)) {
         r = cli_fail(NULL);
         attn_g2p_set_free(&set);
         break;
@@ -362,7 +412,7 @@ static int cmd_eval(g2p_opts *o) {
       printf("precision: %s (%s)\n", attn_precision_name(o->prec), why);
       ctx.precision = o->prec;
     }
-    if (attn_g2p_evaluate(&m, &ctx, &o->dec, &set, o->limit, &res)) {
+    if (attn_g2p_evaluate_ensemble(e->ms, e->n, &ctx, &o->dec, &set, o->limit, &res)) {
       r = cli_fail(NULL);
     } else {
       printf("%-4s decoding: %d words in %.2f s: %.0f words/s (%s %d, batch %d, %d threads)\n",
@@ -376,14 +426,15 @@ static int cmd_eval(g2p_opts *o) {
              100 * attn_g2p_per(&res.no_stress), set.skipped ? " (longer words left out)" : "");
       if (o->worst > 0 && k == to - 1) {
         printf("\nworst errors (%s, edits per reference phoneme):\n", attn_g2p_split_name(sides[k]));
-        attn_g2p_print_worst(stdout, &res, &set, &d, m.c.max_tgt, o->worst);
+        attn_g2p_print_worst(stdout, &res, &set, &d, m->c.max_tgt, o->worst);
       }
       attn_g2p_eval_result_free(&res);
     }
     attn_g2p_set_free(&set);
   }
   attn_g2p_dict_free(&d);
-  attn_g2p_free(&m);
+  models_free(e);
+  free(e);
   return r;
 }
 
@@ -447,9 +498,16 @@ static int cmd_average(g2p_opts *o) {
 
 static int cmd_predict(g2p_opts *o) {
   if (o->nargs < 2) return cli_usage("predict takes MODEL and at least one WORD");
-  attn_g2p_model m;
-  int r = load_model(o->args[0], &m);
-  if (r) return r;
+  if (o->ensemble && o->save)
+    return cli_usage("--save-attention saves one model's cross attention: not with --ensemble");
+  g2p_models *e = malloc(sizeof *e);
+  if (!e) return cli_error(NULL, "out of memory");
+  int r = load_models(o, e);
+  if (r) {
+    free(e);
+    return r;
+  }
+  const attn_g2p_model *mp = e->ms[0], m = *mp; /* m: a view, freed through e */
   int n = o->nargs - 1;
   int32_t *ids = malloc((size_t)((int64_t)n * m.c.max_src) * sizeof *ids);
   const int32_t **src = malloc((size_t)n * sizeof *src);
@@ -490,7 +548,7 @@ static int cmd_predict(g2p_opts *o) {
   }
   if (!r && o->save && cli_out_file_ready("--save-attention", o->save)) r = CLI_FAILED;
   attn_g2p_hyps h = {0};
-  if (!r && attn_g2p_search(&m, &ctx, &o->dec, src, sl, n, &h)) r = cli_fail(NULL);
+  if (!r && attn_g2p_search_ensemble(e->ms, e->n, &ctx, &o->dec, src, sl, n, &h)) r = cli_fail(NULL);
   // WORD<TAB>PHONES; with --n-best: WORD<TAB>rank<TAB>score<TAB>PHONES per hypothesis
   char buf[1024];
   for (int i = 0; !r && i < n; i++)
@@ -507,7 +565,8 @@ static int cmd_predict(g2p_opts *o) {
   free(ids);
   free(src);
   free(sl);
-  attn_g2p_free(&m);
+  models_free(e);
+  free(e);
   return r;
 }
 

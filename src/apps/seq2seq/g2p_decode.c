@@ -119,7 +119,9 @@ attn_status attn_g2p_stepper_step_cross(attn_g2p_stepper *d, const int32_t *toke
  * the batch's word live[i], its rows i*K .. i*K+K-1 (attn_decoder_cache_keep
  * drops the others as the beam retires them). */
 typedef struct {
-  attn_g2p_stepper d;
+  attn_g2p_stepper d[ATTN_G2P_MAX_MODELS]; /* one per model of the ensemble */
+  int nm;         /* models */
+  float *lp;      /* [V] a row of one model's log-probabilities (ensembles) */
   int64_t K, n_words, n_live;
   int64_t *live;  /* [n_words] batch word of compact word i */
   int32_t *tok;   /* [n_words * K] the compact rows' tokens */
@@ -128,12 +130,15 @@ typedef struct {
 } beam_glue;
 
 static void glue_free(beam_glue *g) {
-  free(g->live), free(g->tok), free(g->src);
-  attn_g2p_stepper_free(&g->d);
+  free(g->live), free(g->tok), free(g->src), free(g->lp);
+  for (int k = 0; k < ATTN_G2P_MAX_MODELS; k++) attn_g2p_stepper_free(&g->d[k]);
 }
 
 /* n_words words of K rows each (buffers kept from batch to batch) */
-static attn_status glue_start(beam_glue *g, int64_t K, int64_t n_words) {
+static attn_status glue_start(beam_glue *g, int nm, int64_t K, int64_t n_words) {
+  g->nm = nm;
+  if (nm > 1 && !g->lp && !(g->lp = malloc((size_t)g->d[0].m->vocab_tgt * sizeof *g->lp)))
+    return attn_set_error(ATTN_ENOMEM, "g2p decoding: an ensemble's row");
   if (n_words * K > g->cap) {
     free(g->live), free(g->tok), free(g->src);
     g->cap = 0;
@@ -161,17 +166,40 @@ static void log_softmax_row(const float *x, int64_t V, float *y) {
     y[v] = v < ATTN_G2P_SPECIAL && v != ATTN_G2P_EOS ? -INFINITY : x[v] - lz;
 }
 
+/* y := log(exp(y) + exp(x)), element-wise (-inf stays -inf) */
+static void log_add_row(float *y, const float *x, int64_t V) {
+  for (int64_t v = 0; v < V; v++) {
+    const float a = y[v] > x[v] ? y[v] : x[v], b = y[v] > x[v] ? x[v] : y[v];
+    if (b != -INFINITY) y[v] = a + log1pf(expf(b - a));
+    else y[v] = a;
+  }
+}
+
+/* One model: its log-softmax. An ensemble: log of the mean of the models'
+ * probabilities (fairseq's ensembles), summed in model order. */
 static attn_status beam_step(void *user, const int32_t *tokens, int64_t rows, int64_t t,
                              float *logp) {
   beam_glue *g = user;
-  const int64_t V = g->d.m->vocab_tgt, K = g->K;
+  const int64_t V = g->d[0].m->vocab_tgt, K = g->K;
   if (rows != g->n_words * K)
     return attn_set_error(ATTN_EINVAL, "g2p decoder: %lld rows", (long long)rows);
   for (int64_t i = 0; i < g->n_live; i++)
     memcpy(g->tok + i * K, tokens + g->live[i] * K, (size_t)K * sizeof *g->tok);
-  attn_status st = attn_g2p_stepper_step(&g->d, g->tok, t);
-  for (int64_t r = 0; !st && r < g->n_live * K; r++)
-    log_softmax_row(g->d.logits + r * V, V, logp + (g->live[r / K] * K + r % K) * V);
+  attn_status st = ATTN_OK;
+  for (int k = 0; !st && k < g->nm; k++) {
+    st = attn_g2p_stepper_step(&g->d[k], g->tok, t);
+    for (int64_t r = 0; !st && r < g->n_live * K; r++) {
+      float *y = logp + (g->live[r / K] * K + r % K) * V;
+      if (k == 0) {
+        log_softmax_row(g->d[k].logits + r * V, V, y);
+      } else {
+        log_softmax_row(g->d[k].logits + r * V, V, g->lp);
+        log_add_row(y, g->lp, V);
+      }
+      if (k == g->nm - 1 && k > 0)
+        for (int64_t v = 0; v < V; v++) y[v] -= logf((float)g->nm);
+    }
+  }
   return st;
 }
 
@@ -183,7 +211,9 @@ static attn_status beam_reorder(void *user, const int64_t *src, int64_t rows) {
     const int64_t w = g->live[r / K];
     g->src[r] = r - r % K + (src[w * K + r % K] - w * K);
   }
-  return attn_decoder_cache_reorder(&g->d.cache, g->src);
+  attn_status st = ATTN_OK;
+  for (int k = 0; !st && k < g->nm; k++) st = attn_decoder_cache_reorder(&g->d[k].cache, g->src);
+  return st;
 }
 
 static attn_status beam_retire(void *user, const int *done, int64_t B) {
@@ -193,9 +223,12 @@ static attn_status beam_retire(void *user, const int *done, int64_t B) {
   for (int64_t i = 0; i < g->n_live; i++) /* keep: compact indices, then their batch words */
     if (!done[g->live[i]]) g->src[n++] = i;
   if (n == g->n_live) return ATTN_OK;
-  attn_status st = n > 0 ? attn_decoder_cache_keep(&g->d.cache, g->src, n) : ATTN_OK;
+  attn_status st = ATTN_OK;
+  for (int k = 0; !st && n > 0 && k < g->nm; k++)
+    st = attn_decoder_cache_keep(&g->d[k].cache, g->src, n);
   for (int64_t i = 0; !st && i < n; i++) g->live[i] = g->live[g->src[i]];
-  if (!st) g->n_live = n, g->d.rows = n * g->K;
+  if (!st) g->n_live = n;
+  for (int k = 0; !st && k < g->nm; k++) g->d[k].rows = n * g->K;
   return st;
 }
 
@@ -231,19 +264,19 @@ static attn_status hyps_alloc(attn_g2p_hyps *h, int n, int n_best, int64_t T) {
 
 /* one thread's decoding state, kept from batch to batch */
 typedef struct {
-  attn_g2p_saved sv; /* the encoder's output */
+  attn_g2p_saved sv[ATTN_G2P_MAX_MODELS]; /* each model's encoder output */
   int32_t *sb;       /* [batch, max_src] the batch's letters, padded */
   beam_glue g;       /* the stepper (decoder cache) and the beam's row maps */
 } worker;
 
 static void worker_free(worker *w) {
-  attn_g2p_saved_free(&w->sv);
+  for (int k = 0; k < ATTN_G2P_MAX_MODELS; k++) attn_g2p_saved_free(&w->sv[k]);
   free(w->sb);
   glue_free(&w->g);
 }
 
 /* words [i0, i0 + W) of src: encode, then the beam */
-static attn_status search_batch(const attn_g2p_model *m, const attn_nn_ctx *ctx,
+static attn_status search_batch(const attn_g2p_model *const *ms, int nm, const attn_nn_ctx *ctx,
                                 const attn_beam_config *bc, const int32_t *const *src,
                                 const int32_t *src_lens, int i0, int W, worker *wk,
                                 attn_g2p_hyps *out) {
@@ -259,9 +292,12 @@ static attn_status search_batch(const attn_g2p_model *m, const attn_nn_ctx *ctx,
   if (ctx) run = *ctx;
   run.training = 0;
   beam_glue *g = &wk->g;
-  attn_status st = attn_g2p_encode(m, &run, &wk->sv, sb, src_lens + i0, W, Ls);
-  if (!st) st = stepper_start(&g->d, m, &run, &wk->sv, bc->K);
-  if (!st) st = glue_start(g, bc->K, W);
+  attn_status st = ATTN_OK;
+  for (int k = 0; !st && k < nm; k++) {
+    st = attn_g2p_encode(ms[k], &run, &wk->sv[k], sb, src_lens + i0, W, Ls);
+    if (!st) st = stepper_start(&g->d[k], ms[k], &run, &wk->sv[k], bc->K);
+  }
+  if (!st) st = glue_start(g, nm, bc->K, W);
   attn_beam_model bm = {g, beam_step, beam_reorder, beam_retire};
   attn_beam_result res;
   if (!st) st = attn_beam_search(bc, &bm, W, &res);
@@ -288,7 +324,7 @@ static attn_status search_batch(const attn_g2p_model *m, const attn_nn_ctx *ctx,
  * parallel regions per step. A batch's words decode as they would alone
  * (its composition is fixed by the word order), so the result does not
  * depend on the thread count. One batch: its operations take the threads. */
-static attn_status search_batches(const attn_g2p_model *m, const attn_nn_ctx *ctx,
+static attn_status search_batches(const attn_g2p_model *const *ms, int nm, const attn_nn_ctx *ctx,
                                   const attn_beam_config *bc, const int32_t *const *src,
                                   const int32_t *src_lens, int n, int batch, attn_g2p_hyps *out) {
   const int nb = (n + batch - 1) / batch;
@@ -299,7 +335,7 @@ static attn_status search_batches(const attn_g2p_model *m, const attn_nn_ctx *ct
   if (!wk) return attn_set_error(ATTN_ENOMEM, "g2p decoding: %d threads", nt);
   attn_status st = ATTN_OK;
   for (int t = 0; t < nt && !st; t++) {
-    wk[t].sb = malloc((size_t)((int64_t)batch * m->c.max_src) * sizeof *wk[t].sb);
+    wk[t].sb = malloc((size_t)((int64_t)batch * ms[0]->c.max_src) * sizeof *wk[t].sb);
     if (!wk[t].sb) st = attn_set_error(ATTN_ENOMEM, "g2p decoding: batch of %d words", batch);
   }
   int bad = nb; /* the first batch that failed, its status and message */
@@ -316,7 +352,7 @@ static attn_status search_batches(const attn_g2p_model *m, const attn_nn_ctx *ct
     t = omp_get_thread_num();
 #endif
     const int i0 = j * batch, W = n - i0 < batch ? n - i0 : batch;
-    const attn_status e = search_batch(m, ctx, bc, src, src_lens, i0, W, &wk[t], out);
+    const attn_status e = search_batch(ms, nm, ctx, bc, src, src_lens, i0, W, &wk[t], out);
     if (e) {
 #pragma omp critical(g2p_search_error)
       if (j < bad) {
@@ -333,11 +369,40 @@ static attn_status search_batches(const attn_g2p_model *m, const attn_nn_ctx *ct
   return st;
 }
 
+attn_status attn_g2p_ensemble_check(const attn_g2p_model *const *ms, int nm) {
+  if (nm < 1 || nm > ATTN_G2P_MAX_MODELS)
+    return attn_set_error(ATTN_EINVAL, "g2p: %d models in an ensemble (1 to %d)", nm,
+                          ATTN_G2P_MAX_MODELS);
+  const attn_g2p_model *a = ms[0];
+  for (int k = 1; k < nm; k++) {
+    const attn_g2p_model *b = ms[k];
+    if (b->g.n != a->g.n || memcmp(b->g.chars, a->g.chars, (size_t)a->g.n) ||
+        b->c.max_src != a->c.max_src || b->c.max_tgt != a->c.max_tgt ||
+        b->vocab_tgt != a->vocab_tgt)
+      return attn_set_error(ATTN_EINVAL,
+                            "g2p ensemble: model %d reads other graphemes or lengths than model 1 "
+                            "(%d vs %d graphemes, max_src %lld vs %lld, max_tgt %lld vs %lld)",
+                            k + 1, b->g.n, a->g.n, (long long)b->c.max_src, (long long)a->c.max_src,
+                            (long long)b->c.max_tgt, (long long)a->c.max_tgt);
+  }
+  return ATTN_OK;
+}
+
 attn_status attn_g2p_search(const attn_g2p_model *m, const attn_nn_ctx *ctx,
                             const attn_g2p_decode_opts *o, const int32_t *const *src,
                             const int32_t *src_lens, int n, attn_g2p_hyps *out) {
+  return attn_g2p_search_ensemble(&m, 1, ctx, o, src, src_lens, n, out);
+}
+
+attn_status attn_g2p_search_ensemble(const attn_g2p_model *const *ms, int nm,
+                                     const attn_nn_ctx *ctx, const attn_g2p_decode_opts *o,
+                                     const int32_t *const *src, const int32_t *src_lens, int n,
+                                     attn_g2p_hyps *out) {
   memset(out, 0, sizeof *out);
-  attn_status st = check_words(m, o, src_lens, n);
+  attn_status st = attn_g2p_ensemble_check(ms, nm);
+  if (st) return st;
+  const attn_g2p_model *m = ms[0];
+  st = check_words(m, o, src_lens, n);
   if (st) return st;
   const int64_t T = m->c.max_tgt;
   if ((st = hyps_alloc(out, n, o->n_best, T))) return st;
@@ -351,7 +416,7 @@ attn_status attn_g2p_search(const attn_g2p_model *m, const attn_nn_ctx *ctx,
   bc.eos = ATTN_G2P_EOS;
   bc.norm = o->alpha > 0.0f ? ATTN_BEAM_NORM_GNMT : ATTN_BEAM_NORM_NONE;
   bc.alpha = o->alpha;
-  if (n > 0) st = search_batches(m, ctx, &bc, src, src_lens, n, o->batch, out);
+  if (n > 0) st = search_batches(ms, nm, ctx, &bc, src, src_lens, n, o->batch, out);
   if (st) attn_g2p_hyps_free(out);
   return st;
 }

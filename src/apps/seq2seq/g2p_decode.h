@@ -48,6 +48,18 @@ attn_status attn_g2p_search(const attn_g2p_model *m, const attn_nn_ctx *ctx,
                             const attn_g2p_decode_opts *o, const int32_t *const *src,
                             const int32_t *src_lens, int n, attn_g2p_hyps *out);
 
+/* An ensemble of nm models (1..ATTN_G2P_MAX_MODELS): each step's next-phoneme
+ * log-probability is the log of the mean of the models' probabilities; each
+ * model encodes the words itself and keeps its own decoder cache. The models
+ * must read the same graphemes and lengths (max_src, max_tgt); their sizes may
+ * differ. nm = 1 is attn_g2p_search, bit for bit. */
+#define ATTN_G2P_MAX_MODELS 16
+attn_status attn_g2p_ensemble_check(const attn_g2p_model *const *ms, int nm);
+attn_status attn_g2p_search_ensemble(const attn_g2p_model *const *ms, int nm,
+                                     const attn_nn_ctx *ctx, const attn_g2p_decode_opts *o,
+                                     const int32_t *const *src, const int32_t *src_lens, int n,
+                                     attn_g2p_hyps *out);
+
 /* Greedy (beam 1): out [n, max_tgt] receives word i's phoneme ids at
  * out + i * max_tgt, out_len[i] their count (</s> excluded). */
 attn_status attn_g2p_greedy(const attn_g2p_model *m, const attn_nn_ctx *ctx,

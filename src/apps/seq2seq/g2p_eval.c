@@ -38,7 +38,15 @@ static double now(void) {
 attn_status attn_g2p_evaluate(const attn_g2p_model *m, const attn_nn_ctx *ctx,
                               const attn_g2p_decode_opts *o, const attn_g2p_set *set, int limit,
                               attn_g2p_eval_result *r) {
+  return attn_g2p_evaluate_ensemble(&m, 1, ctx, o, set, limit, r);
+}
+
+attn_status attn_g2p_evaluate_ensemble(const attn_g2p_model *const *ms, int nm,
+                                       const attn_nn_ctx *ctx, const attn_g2p_decode_opts *o,
+                                       const attn_g2p_set *set, int limit,
+                                       attn_g2p_eval_result *r) {
   memset(r, 0, sizeof *r);
+  const attn_g2p_model *m = ms[0];
   int n = 0;
   for (int i = 0; i < set->n; i++) n += i == 0 || set->word[i] != set->word[i - 1];
   if (limit > 0 && n > limit) n = limit;
@@ -78,7 +86,7 @@ attn_status attn_g2p_evaluate(const attn_g2p_model *m, const attn_nn_ctx *ctx,
     one.n_best = 1;
     attn_g2p_hyps h;
     double t0 = now();
-    st = attn_g2p_search(m, ctx, &one, src, sl, n, &h);
+    st = attn_g2p_search_ensemble(ms, nm, ctx, &one, src, sl, n, &h);
     r->decode_seconds = now() - t0;
     for (int k = 0; !st && k < n; k++) {
       ol[k] = h.count[k] > 0 ? h.len[k] : 0;

@@ -28,6 +28,11 @@ typedef struct {
 attn_status attn_g2p_evaluate(const attn_g2p_model *m, const attn_nn_ctx *ctx,
                               const attn_g2p_decode_opts *o, const attn_g2p_set *set, int limit,
                               attn_g2p_eval_result *r);
+/* ... with an ensemble of nm models (attn_g2p_search_ensemble; set made for ms[0]) */
+attn_status attn_g2p_evaluate_ensemble(const attn_g2p_model *const *ms, int nm,
+                                       const attn_nn_ctx *ctx, const attn_g2p_decode_opts *o,
+                                       const attn_g2p_set *set, int limit,
+                                       attn_g2p_eval_result *r);
 void attn_g2p_eval_result_free(attn_g2p_eval_result *r);
 /* "word  predicted  reference(s)  edits" for the n words with the most edits
  * relative to their length (ties: dictionary order). */
