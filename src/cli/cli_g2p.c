@@ -333,7 +333,7 @@ static int load_model(const char *path, attn_g2p_model *m) {
   return CLI_OK;
 }
 
-/* MODEL, then --ensemble's files: ms[0..*nm) (attn_g2p_ensemble_free) */
+/* MODEL, then --ensemble's files: ms[0..n) */
 typedef struct {
   attn_g2p_model m[ATTN_G2P_MAX_MODELS];
   const attn_g2p_model *ms[ATTN_G2P_MAX_MODELS];
@@ -341,34 +341,41 @@ typedef struct {
 } g2p_models;
 
 static void models_free(g2p_models *e) {
-  for (int k = 0; k < e->n; k++) attn_g2p_free(&e->m[k]);
-  e->n = 0;
+  for (int k = 0; e && k < e->n; k++) attn_g2p_free(&e->m[k]);
+  free(e);
 }
 
-static int load_models(const g2p_opts *o, g2p_models *e) {
-  e->n = 0;
-  int r = load_model(o->args[0], &e->m[0]);
-  if (r) return r;
-  e->ms[e->n++] = &e->m[0];
-  for (const char *p = o->ensemble; !r && p && *p;) {
+/* NULL and *r the exit code on failure */
+static g2p_models *models_load(const g2p_opts *o, int *r) {
+  g2p_models *e = calloc(1, sizeof *e);
+  if (!e) {
+    *r = cli_error(NULL, "out of memory");
+    return NULL;
+  }
+  *r = load_model(o->args[0], &e->m[0]);
+  if (!*r) e->ms[e->n++] = &e->m[0];
+  for (const char *p = o->ensemble; !*r && p && *p;) {
     const char *c = strchr(p, ',');
     const size_t len = c ? (size_t)(c - p) : strlen(p);
     char path[4096];
     if (len == 0 || len >= sizeof path) {
-      r = cli_usage("--ensemble: a list of model files separated by commas, not '%s'", o->ensemble);
+      *r = cli_usage("--ensemble: a list of model files separated by commas, not '%s'", o->ensemble);
     } else if (e->n == ATTN_G2P_MAX_MODELS) {
-      r = cli_usage("--ensemble: at most %d models in all", ATTN_G2P_MAX_MODELS);
+      *r = cli_usage("--ensemble: at most %d models in all", ATTN_G2P_MAX_MODELS);
     } else {
       memcpy(path, p, len);
       path[len] = 0;
-      r = load_model(path, &e->m[e->n]);
-      if (!r) e->ms[e->n] = &e->m[e->n], e->n++;
+      *r = load_model(path, &e->m[e->n]);
+      if (!*r) e->ms[e->n] = &e->m[e->n], e->n++;
     }
     p = c ? c + 1 : p + len;
   }
-  if (!r && attn_g2p_ensemble_check(e->ms, e->n)) r = cli_fail(o->ensemble);
-  if (r) models_free(e);
-  return r;
+  if (!*r && attn_g2p_ensemble_check(e->ms, e->n)) *r = cli_fail(o->ensemble);
+  if (*r) {
+    models_free(e);
+    e = NULL;
+  }
+  return e;
 }
 
 static int cmd_eval(g2p_opts *o) {
@@ -377,18 +384,13 @@ static int cmd_eval(g2p_opts *o) {
   if (!strcmp(o->split, "val")) to = 1;
   else if (!strcmp(o->split, "test")) from = 1;
   else if (strcmp(o->split, "both")) return cli_usage("--split: val, test or both, not '%s'", o->split);
-  g2p_models *e = malloc(sizeof *e);
-  if (!e) return cli_error(NULL, "out of memory");
-  int r = load_models(o, e);
-  if (r) {
-    free(e);
-    return r;
-  }
+  int r;
+  g2p_models *e = models_load(o, &r);
+  if (!e) return r;
   const attn_g2p_model *m = e->ms[0];
   attn_g2p_dict d;
   if ((r = load_dict(o->data, &d))) {
     models_free(e);
-    free(e);
     return r;
   }
   if (e->n > 1) printf("ensemble of %d models (the mean of their probabilities)\n", e->n);
@@ -434,7 +436,6 @@ static int cmd_eval(g2p_opts *o) {
   }
   attn_g2p_dict_free(&d);
   models_free(e);
-  free(e);
   return r;
 }
 
@@ -500,16 +501,12 @@ static int cmd_predict(g2p_opts *o) {
   if (o->nargs < 2) return cli_usage("predict takes MODEL and at least one WORD");
   if (o->ensemble && o->save)
     return cli_usage("--save-attention saves one model's cross attention: not with --ensemble");
-  g2p_models *e = malloc(sizeof *e);
-  if (!e) return cli_error(NULL, "out of memory");
-  int r = load_models(o, e);
-  if (r) {
-    free(e);
-    return r;
-  }
-  const attn_g2p_model *mp = e->ms[0], m = *mp; /* m: a view, freed through e */
+  int r;
+  g2p_models *e = models_load(o, &r);
+  if (!e) return r;
+  const attn_g2p_model *m = e->ms[0];
   int n = o->nargs - 1;
-  int32_t *ids = malloc((size_t)((int64_t)n * m.c.max_src) * sizeof *ids);
+  int32_t *ids = malloc((size_t)((int64_t)n * m->c.max_src) * sizeof *ids);
   const int32_t **src = malloc((size_t)n * sizeof *src);
   int32_t *sl = malloc((size_t)n * sizeof *sl);
   if (!ids || !src || !sl) r = cli_error(NULL, "out of memory");
@@ -519,15 +516,15 @@ static int cmd_predict(g2p_opts *o) {
     size_t len = strlen(w);
     if (len == 0) {
       r = cli_error(NULL, "word %d is empty", i + 1);
-    } else if ((int64_t)len > m.c.max_src) {
+    } else if ((int64_t)len > m->c.max_src) {
       r = cli_error(NULL, "word %d has %zu characters; this model reads words of 1 to %lld", i + 1,
-                    len, (long long)m.c.max_src);
+                    len, (long long)m->c.max_src);
     } else {
-      src[i] = ids + (int64_t)i * m.c.max_src;
+      src[i] = ids + (int64_t)i * m->c.max_src;
       sl[i] = (int32_t)len;
-      if (attn_g2p_graphemes_encode(&m.g, w, (int)len, ids + (int64_t)i * m.c.max_src)) {
+      if (attn_g2p_graphemes_encode(&m->g, w, (int)len, ids + (int64_t)i * m->c.max_src)) {
         int k = 0;
-        while (ids[(int64_t)i * m.c.max_src + k] != ATTN_G2P_UNK) k++;
+        while (ids[(int64_t)i * m->c.max_src + k] != ATTN_G2P_UNK) k++;
         unsigned char c = (unsigned char)w[k];
         if (c >= 0x20 && c < 0x7f)
           r = cli_error(NULL, "'%s': character '%c' was never seen in training", w, c);
@@ -540,7 +537,7 @@ static int cmd_predict(g2p_opts *o) {
   attn_nn_ctx ctx = {.precision = o->prec};
   char why[512];
   if (!r && o->prec_set) {
-    if (attn_g2p_prec_infer(&m, src, sl, n, o->prec_auto, &o->prec, why, sizeof why))
+    if (attn_g2p_prec_infer(m, src, sl, n, o->prec_auto, &o->prec, why, sizeof why))
       r = cli_fail(NULL);
     else
       fprintf(stderr, "precision: %s (%s)\n", attn_precision_name(o->prec), why);
@@ -560,13 +557,12 @@ static int cmd_predict(g2p_opts *o) {
       else
         printf("%s\t%s\n", o->args[i + 1], buf);
     }
-  if (!r && o->save) r = save_attention(o, &m, &ctx, src, sl, &h);
+  if (!r && o->save) r = save_attention(o, m, &ctx, src, sl, &h);
   attn_g2p_hyps_free(&h);
   free(ids);
   free(src);
   free(sl);
   models_free(e);
-  free(e);
   return r;
 }
 
