@@ -106,8 +106,17 @@ APP_OBJ := $(APP_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
+# The optional packages found (pkg-config, MPI) set APP_CFLAGS: when they
+# change (say GMime installed after a build), the objects that use them are
+# rebuilt. $(BUILD)/app_cflags holds the last build's, rewritten only when
+# they differ.
+APP_CFLAGS_STAMP := $(BUILD)/app_cflags
+$(shell mkdir -p $(BUILD) && printf '%s\n' '$(strip $(APP_CFLAGS))' | cmp -s - $(APP_CFLAGS_STAMP) || printf '%s\n' '$(strip $(APP_CFLAGS))' > $(APP_CFLAGS_STAMP))
+
 .PHONY: all test demo clean format bench golden deps
 all: $(BUILD)/libattn.a $(BUILD)/libattn.so $(BUILD)/attn
+
+$(APP_OBJ) $(CLI_OBJ) $(TEST_SRC:%.c=$(BUILD)/%.o): $(APP_CFLAGS_STAMP)
 
 $(BUILD)/%.o: %.c $(wildcard include/*.h include/attn/*.h src/*/*.h src/*/*/*.h)
 	@mkdir -p $(dir $@)
