@@ -65,7 +65,7 @@ attn_status attn_g2p_eval_loss(const attn_g2p_model *m, const attn_g2p_set *set,
 /* ---- checkpoints ---------------------------------------------------------- */
 static attn_status save(const attn_g2p_model *m, const attn_adam *opt,
                         const attn_g2p_train_state *s, const char *dir, const char *name) {
-  char path[4096], state[256];
+  char path[4096], state[256] = "";
   snprintf(path, sizeof path, "%s/%s", dir, name);
   if (s)
     snprintf(state, sizeof state, "%d %d %lld %a %a %d", s->epoch, s->batch, (long long)s->step,
