@@ -543,6 +543,19 @@ static void test_cli_keep_epochs_and_average(void) {
   }
   snprintf(args, sizeof args, "g2p average %s", path[0]);
   CHECK(tool(args, out, sizeof out, err, sizeof err) == 2 && strstr(err, "--out"));
+  // a checkpoint holding a NaN: refused naming the tensor, nothing written
+  attn_g2p_model bad;
+  char nan_path[256];
+  snprintf(nan_path, sizeof nan_path, "%s/ke/nan.safetensors", dir);
+  CHECK_OK(attn_g2p_load(path[1], &bad, NULL));
+  bad.p.data[bad.p.views[1].offset] = NAN;
+  CHECK_OK(attn_g2p_save(nan_path, &bad, NULL, NULL));
+  attn_g2p_free(&bad);
+  snprintf(args, sizeof args, "g2p average --out %s/ke/nanmean.safetensors %s %s", dir, path[0], nan_path);
+  CHECK(tool(args, out, sizeof out, err, sizeof err) == 1 && strstr(err, "nan.safetensors") &&
+        strstr(err, "[0] is nan"));
+  snprintf(args, sizeof args, "%s/ke/nanmean.safetensors", dir);
+  CHECK(access(args, F_OK) != 0);
   // --ensemble: eval and predict decode with several models (of any size)
   snprintf(args, sizeof args, "g2p eval %s --ensemble %s,%s --data tests/data/g2p --split val "
            "--worst 0 --beam 2", path[0], path[1], other);

@@ -1,4 +1,5 @@
 /* G2P model files: the config and graphemes as metadata (g2p_model.h). */
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,6 +102,20 @@ static int same_model(const attn_g2p_model *a, const attn_g2p_model *b) {
          a->p.numel == b->p.numel;
 }
 
+/* sum (+)= m's parameters; ATTN_EINVAL naming the tensor at a NaN or Inf */
+static attn_status add_finite(double *sum, const attn_g2p_model *m, int add, const char *path) {
+  for (int v = 0; v < m->p.count; v++) {
+    const attn_param_view *pv = &m->p.views[v];
+    const float *x = m->p.data + pv->offset;
+    for (int64_t j = 0; j < pv->numel; j++)
+      if (!isfinite(x[j]))
+        return attn_set_error(ATTN_EINVAL, "%s: %s[%lld] is %g (not averaged)", path, pv->name,
+                              (long long)j, (double)x[j]);
+  }
+  for (int64_t j = 0; j < m->p.numel; j++) sum[j] = (add ? sum[j] : 0.0) + m->p.data[j];
+  return ATTN_OK;
+}
+
 attn_status attn_g2p_average(const char *const *paths, int n, attn_g2p_model *m) {
   memset(m, 0, sizeof *m);
   if (n < 1) return attn_set_error(ATTN_EINVAL, "g2p average: no model files");
@@ -108,7 +123,7 @@ attn_status attn_g2p_average(const char *const *paths, int n, attn_g2p_model *m)
   if (s) return s;
   double *sum = malloc((size_t)m->p.numel * sizeof *sum);
   if (!sum) s = attn_set_error(ATTN_ENOMEM, "g2p average: out of memory");
-  for (int64_t j = 0; !s && j < m->p.numel; j++) sum[j] = m->p.data[j];
+  if (!s) s = add_finite(sum, m, 0, paths[0]);
   for (int i = 1; !s && i < n; i++) {
     attn_g2p_model o;
     s = attn_g2p_load(paths[i], &o, NULL);
@@ -117,7 +132,7 @@ attn_status attn_g2p_average(const char *const *paths, int n, attn_g2p_model *m)
       s = attn_set_error(ATTN_EINVAL,
                          "%s: not the architecture or graphemes of %s (only checkpoints of one "
                          "training run can be averaged)", paths[i], paths[0]);
-    for (int64_t j = 0; !s && j < m->p.numel; j++) sum[j] += o.p.data[j];
+    if (!s) s = add_finite(sum, &o, 1, paths[i]);
     attn_g2p_free(&o);
   }
   for (int64_t j = 0; !s && j < m->p.numel; j++) m->p.data[j] = (float)(sum[j] / n);
