@@ -190,15 +190,14 @@ static attn_status beam_step(void *user, const int32_t *tokens, int64_t rows, in
     st = attn_g2p_stepper_step(&g->d[k], g->tok, t);
     for (int64_t r = 0; !st && r < g->n_live * K; r++) {
       float *y = logp + (g->live[r / K] * K + r % K) * V;
-      if (k == 0) {
-        log_softmax_row(g->d[k].logits + r * V, V, y);
-      } else {
-        log_softmax_row(g->d[k].logits + r * V, V, g->lp);
-        log_add_row(y, g->lp, V);
-      }
-      if (k == g->nm - 1 && k > 0)
-        for (int64_t v = 0; v < V; v++) y[v] -= logf((float)g->nm);
+      log_softmax_row(g->d[k].logits + r * V, V, k == 0 ? y : g->lp);
+      if (k > 0) log_add_row(y, g->lp, V);
     }
+  }
+  const float log_nm = logf((float)g->nm);
+  for (int64_t r = 0; !st && g->nm > 1 && r < g->n_live * K; r++) {
+    float *y = logp + (g->live[r / K] * K + r % K) * V;
+    for (int64_t v = 0; v < V; v++) y[v] -= log_nm;
   }
   return st;
 }
@@ -376,9 +375,7 @@ attn_status attn_g2p_ensemble_check(const attn_g2p_model *const *ms, int nm) {
   const attn_g2p_model *a = ms[0];
   for (int k = 1; k < nm; k++) {
     const attn_g2p_model *b = ms[k];
-    if (b->g.n != a->g.n || memcmp(b->g.chars, a->g.chars, (size_t)a->g.n) ||
-        b->c.max_src != a->c.max_src || b->c.max_tgt != a->c.max_tgt ||
-        b->vocab_tgt != a->vocab_tgt)
+    if (!attn_g2p_same_io(a, b))
       return attn_set_error(ATTN_EINVAL,
                             "g2p ensemble: model %d reads other graphemes or lengths than model 1 "
                             "(%d vs %d graphemes, max_src %lld vs %lld, max_tgt %lld vs %lld)",

@@ -94,6 +94,8 @@ attn_status attn_g2p_load(const char *path, attn_g2p_model *m, attn_st **file_ou
  * renamed), kv: NULL or NULL-terminated key, value pairs of extra metadata. */
 attn_status attn_g2p_save(const char *path, const attn_g2p_model *m, const attn_adam *opt,
                           const char *const *kv);
+/* 1: a and b read the same graphemes and lengths and write the same phonemes */
+int attn_g2p_same_io(const attn_g2p_model *a, const attn_g2p_model *b);
 /* m = the element-wise mean of the parameters in the n files (checkpoint
  * averaging); ATTN_EINVAL when they differ in architecture or graphemes. */
 attn_status attn_g2p_average(const char *const *paths, int n, attn_g2p_model *m);

@@ -92,14 +92,18 @@ attn_status attn_g2p_load(const char *path, attn_g2p_model *m, attn_st **file_ou
   return s;
 }
 
-/* the same architecture and graphemes: parameters of one can be averaged with the other's */
+int attn_g2p_same_io(const attn_g2p_model *a, const attn_g2p_model *b) {
+  return a->g.n == b->g.n && !memcmp(a->g.chars, b->g.chars, (size_t)a->g.n) &&
+         a->c.max_src == b->c.max_src && a->c.max_tgt == b->c.max_tgt &&
+         a->vocab_tgt == b->vocab_tgt;
+}
+
+/* the same architecture and inputs: parameters of one can be averaged with the other's */
 static int same_model(const attn_g2p_model *a, const attn_g2p_model *b) {
   const attn_g2p_config *x = &a->c, *y = &b->c;
-  return x->d_model == y->d_model && x->heads == y->heads && x->ff == y->ff &&
-         x->enc_layers == y->enc_layers && x->dec_layers == y->dec_layers &&
-         x->max_src == y->max_src && x->max_tgt == y->max_tgt && x->tied == y->tied &&
-         a->g.n == b->g.n && !memcmp(a->g.chars, b->g.chars, (size_t)a->g.n) &&
-         a->p.numel == b->p.numel;
+  return attn_g2p_same_io(a, b) && x->d_model == y->d_model && x->heads == y->heads &&
+         x->ff == y->ff && x->enc_layers == y->enc_layers && x->dec_layers == y->dec_layers &&
+         x->tied == y->tied && a->p.numel == b->p.numel;
 }
 
 /* sum (+)= m's parameters; ATTN_EINVAL naming the tensor at a NaN or Inf */
