@@ -14,6 +14,7 @@
 #include "apps/seq2seq/g2p_decode.h"
 #include "apps/seq2seq/g2p_metrics.h"
 #include "apps/seq2seq/g2p_set.h"
+#include "apps/train/g2p_budget.h"
 #include "apps/train/g2p_precision.h"
 #include "apps/train/g2p_train.h"
 #include "attn/kernels.h"
@@ -574,6 +575,68 @@ static void test_cli_keep_epochs_and_average(void) {
   CHECK(tool(args, out, sizeof out, err, sizeof err) == 1 && strstr(err, "missing.safetensors"));
 }
 
+
+/* --time-budget: the probe's cost leaves the run's model alone; the epochs
+ * that fit are floor(budget / epoch seconds) within [1, --epochs]; the CLI
+ * runs exactly the epochs it says fit, shows the whole run's ETA, and does
+ * not re-plan a resumed run */
+static void test_time_budget(void) {
+  tiny_data t;
+  tiny_load(&t);
+  attn_g2p_model m;
+  attn_g2p_config mc;
+  attn_g2p_config_default(&mc);
+  mc.d_model = 8;
+  mc.heads = 2;
+  mc.ff = 12;
+  mc.enc_layers = mc.dec_layers = 1;
+  CHECK_OK(attn_g2p_create(&m, &mc, &t.g));
+  CHECK_OK(attn_g2p_init(&m, 3));
+  float *before = malloc((size_t)m.p.numel * sizeof *before);
+  CHECK(before != NULL);
+  if (!before) return;
+  memcpy(before, m.p.data, (size_t)m.p.numel * sizeof *before);
+  attn_g2p_train_opts o;
+  attn_g2p_train_opts_default(&o);
+  o.batch = 8;
+  attn_g2p_cost c;
+  CHECK_OK(attn_g2p_cost_probe(&m, &t.tr, &t.va, &o, &c));
+  CHECK(!memcmp(before, m.p.data, (size_t)m.p.numel * sizeof *before));
+  double tokens = 0, vtokens = 0;
+  for (int i = 0; i < t.tr.n; i++) tokens += t.tr.tgt_len[i] + 1;
+  for (int i = 0; i < t.va.n; i++) vtokens += t.va.tgt_len[i] + 1;
+  CHECK(c.steps == (t.tr.n + 7) / 8 && c.train_tokens == tokens && c.val_tokens == vtokens);
+  CHECK(c.train_tokens_per_s > 0 && c.val_tokens_per_s > 0 && c.probe_seconds > 0);
+  free(before);
+  attn_g2p_free(&m);
+  tiny_free(&t);
+  attn_g2p_cost k = {100, 1000, 100, 100, 100, 0}; /* 10 s of training + 1 of validation */
+  CHECK(fabs(attn_g2p_cost_epoch_seconds(&k) - 11) < 1e-12);
+  CHECK(attn_g2p_cost_fit(&k, 35, 10) == 3 && attn_g2p_cost_fit(&k, 5, 10) == 1 &&
+        attn_g2p_cost_fit(&k, 1000, 10) == 10 && attn_g2p_cost_fit(&k, 33, 10) == 3);
+  static char out[1 << 18], err[1 << 18]; /* up to 400 epoch lines */
+  char args[1024];
+  snprintf(args, sizeof args, "g2p train --data tests/data/g2p --out %s/tb --dim 8 --heads 2 "
+           "--ff 8 --layers 1 --batch 8 --epochs 400 --time-budget 2 --progress plain "
+           "--precision f32 --threads 1", dir);
+  CHECK(tool(args, out, sizeof out, err, sizeof err) == 0);
+  const char *fit = strstr(out, "g2p: time budget 2 s, ");
+  int n = 0, want = 0;
+  CHECK(fit && sscanf(strstr(fit, "left: ") ? strstr(fit, "left: ") : "", "left: %d of %d", &n, &want) == 2);
+  CHECK(want == 400 && n >= 1 && n <= 400 && strstr(out, "g2p: expected duration ~"));
+  char line[64];
+  snprintf(line, sizeof line, "\nEpoch %d/%d |", n, n);
+  CHECK(strstr(out, line) != NULL && strstr(out, "\nEpoch 1/") != NULL);
+  snprintf(line, sizeof line, "\nEpoch %d/", n + 1);
+  CHECK(strstr(out, line) == NULL && strstr(err, ", all ") != NULL);
+  snprintf(args, sizeof args, "g2p train --data tests/data/g2p --out %s/tb --dim 8 --heads 2 "
+           "--ff 8 --layers 1 --batch 8 --epochs %d --time-budget 2 --progress quiet "
+           "--precision f32 --threads 1 --resume", dir, n);
+  CHECK(tool(args, out, sizeof out, err, sizeof err) == 0 && strstr(out, "not applied to a resumed run"));
+  snprintf(args, sizeof args, "g2p train --data tests/data/g2p --out %s/tb --time-budget 0", dir);
+  CHECK(tool(args, out, sizeof out, err, sizeof err) == 2 && strstr(err, "--time-budget"));
+}
+
 int main(int argc, char **argv) {
   tool_path(argc > 0 ? argv[0] : NULL, bin, sizeof bin);
   snprintf(dir, sizeof dir, "/tmp/attn_g2p_XXXXXX");
@@ -590,6 +653,7 @@ int main(int argc, char **argv) {
   RUN(test_cli_bad_input);
   RUN(test_cli_save_attention);
   RUN(test_cli_keep_epochs_and_average);
+  RUN(test_time_budget);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system(cmd) != 0) printf("  could not remove %s\n", dir);

@@ -2,9 +2,12 @@
 # make demo-g2p: grapheme-to-phoneme end to end (docs/G2P.md).
 #   1. fetches CMUdict (tools/fetch_cmudict.sh -> data/cmudict)
 #   2. writes the word-level split (data/cmudict/split.tsv) and its counts
-#   3. trains a small encoder-decoder: d_model 64, 4 heads, ff 256, 2 encoder
-#      + 2 decoder layers (241,168 parameters), 2 epochs of batch 64 (3,760
-#      steps), label smoothing 0.1, AdamW, warm-up + cosine
+#   3. trains the default encoder-decoder (d_model 128, 4 heads, ff 512, 3
+#      encoder + 3 decoder layers, 1,403,856 parameters) for as many epochs of
+#      batch 128 (at most 12) as fit the demo's time budget: `attn g2p train
+#      --time-budget` times this model's step on this machine first, prints
+#      the expected duration, and sets its warm-up + cosine schedule for the
+#      epochs chosen (label smoothing 0.1, AdamW, lr 1.5e-3, no dropout)
 #   4. evaluates it (greedy decoding) on val and test: WER and PER with and
 #      without stress, and the worst test errors
 #   5. predicts a few words with `attn g2p predict` (beam search of 4, the
@@ -16,13 +19,17 @@
 #      diagnose: how monotonic the letter -> phoneme path is)
 # Everything goes to runs/g2p-demo/ (train.log, best.safetensors, eval.txt,
 # cross/).
-# Environment: ATTN_G2P_DEMO_DATA (dictionary folder), ATTN_G2P_DEMO_OUT
-# (output folder), ATTN_G2P_DEMO_TRAIN_ARGS (extra `attn g2p train` options,
-# e.g. "--epochs 1"; later options win).
+# Environment: ATTN_G2P_DEMO_BUDGET (seconds for the whole demo, default 1080:
+# 18 minutes; training gets what is left of it less 90 s for the steps after
+# it), ATTN_G2P_DEMO_DATA (dictionary folder), ATTN_G2P_DEMO_OUT (output
+# folder), ATTN_G2P_DEMO_TRAIN_ARGS (extra `attn g2p train` options, e.g.
+# "--epochs 1"; later options win).
 set -e
 attn=${1:-build/attn}
 data=${ATTN_G2P_DEMO_DATA:-data/cmudict}
 out=${ATTN_G2P_DEMO_OUT:-runs/g2p-demo}
+budget=${ATTN_G2P_DEMO_BUDGET:-1080}
+case $budget in '' | *[!0-9]*) echo "demo-g2p: ATTN_G2P_DEMO_BUDGET=$budget: whole seconds" >&2; exit 2 ;; esac
 t0=$(date +%s)
 step() {
   echo
@@ -37,9 +44,12 @@ step "2/6 split (all pronunciations of a word on one side; 90/5/5 by a hash of t
 
 step "3/6 train"
 mkdir -p "$out"
+left=$((budget - ($(date +%s) - t0) - 90))
+[ "$left" -ge 60 ] || left=60
+echo "demo-g2p: time budget $budget s (ATTN_G2P_DEMO_BUDGET); training gets $left s of it"
 # shellcheck disable=SC2086
-"$attn" g2p train --data "$data" --out "$out" --dim 64 --heads 4 --ff 256 --layers 2 \
-  --epochs 2 --batch 64 ${ATTN_G2P_DEMO_TRAIN_ARGS:-} | tee "$out/train.log"
+"$attn" g2p train --data "$data" --out "$out" --epochs 12 --batch 128 --lr 1.5e-3 --dropout 0 \
+  --time-budget "$left" ${ATTN_G2P_DEMO_TRAIN_ARGS:-} | tee "$out/train.log"
 
 step "4/6 evaluate on val and test (greedy decoding)"
 "$attn" g2p eval "$out/best.safetensors" --data "$data" | tee "$out/eval.txt"

@@ -8,6 +8,8 @@
 
 #include "apps/seq2seq/g2p_attention.h"
 #include "apps/seq2seq/g2p_eval.h"
+#include "apps/train/g2p_budget.h"
+#include "apps/train/train_plan.h"
 #include "apps/train/g2p_precision.h"
 #include "apps/train/g2p_train.h"
 #include "attn/kernels.h"
@@ -38,6 +40,9 @@ static void usage(FILE *f) {
           "  --keep-epochs     also keep each epoch's model, OUT/epoch_NNN.safetensors (for\n"
           "                    attn g2p average and selection by decoding the validation set)\n"
           "  --train-words N   only the first N training words (quick checks)\n"
+          "  --time-budget SECONDS  at most the epochs (of --epochs) that fit: a probe of this\n"
+          "                    model's step on this machine gives an epoch's seconds; the run's\n"
+          "                    schedule is set for the epochs chosen (not with --resume)\n"
           "  --progress auto|bar|plain|quiet\n"
           "  --bench STEPS     no training run: time STEPS steps (after one warm-up), print tokens/s\n"
           "                    and write the batches to OUT/bench_batches.bin for\n"
@@ -73,7 +78,7 @@ static const cli_opt opts[] = {
     {"--threads", CLI_VALUE},     {"--beam", CLI_VALUE},       {"--n-best", CLI_VALUE},
     {"--length-penalty", CLI_VALUE}, {"--precision", CLI_VALUE}, {"--bench", CLI_VALUE},
     {"--save-attention", CLI_VALUE}, {"--keep-epochs", CLI_FLAG}, {"--ensemble", CLI_VALUE},
-    {NULL, 0}};
+    {"--time-budget", CLI_VALUE}, {NULL, 0}};
 
 typedef struct {
   const char *data, *out, *split;
@@ -82,6 +87,8 @@ typedef struct {
   int resume, threads, worst, limit, batch, train_words, n_best_set;
   int prec_set, prec_auto; /* --precision given; auto */
   int bench;               /* --bench STEPS */
+  double time_budget;      /* --time-budget SECONDS (0: none) */
+  double t_start;          /* when the command started (attn_train_now) */
   attn_precision prec;
   attn_g2p_config mc;
   attn_g2p_decode_opts dec;
@@ -159,6 +166,7 @@ static int set_opt(g2p_opts *o, const char *k, const char *v) {
     INT("--bench", 1, 1e6, o->bench)
     INT("--n-best", 1, 4096, o->dec.n_best)
     INT("--length-penalty", 0, 100, o->dec.alpha)
+    INT("--time-budget", 1, 1e9, o->time_budget)
   }
 #undef INT
   return r;
@@ -166,6 +174,7 @@ static int set_opt(g2p_opts *o, const char *k, const char *v) {
 
 static int parse(int argc, char **argv, g2p_opts *o) {
   memset(o, 0, sizeof *o);
+  o->t_start = attn_train_now();
   o->data = DEFAULT_DATA;
   o->split = "both";
   o->worst = 10;
@@ -234,6 +243,44 @@ static int mkdirs(const char *path) {
   return mkdir(buf, 0777) == 0 || errno == EEXIST ? 0 : -1;
 }
 
+/* The run's expected duration from a probe of its step here, and with
+ * --time-budget (a fresh run) the epochs that fit what is left of it. Sets
+ * o->to.epochs and eta; the lines go to plan (printed after the header). */
+static attn_status plan_run(g2p_opts *o, const attn_g2p_model *m, const attn_g2p_set *tr,
+                            const attn_g2p_set *va, attn_train_eta *eta, char *plan, size_t cap) {
+  attn_g2p_cost c;
+  attn_status st = attn_g2p_cost_probe(m, tr, va, &o->to, &c);
+  if (st) return st;
+  const double epoch = attn_g2p_cost_epoch_seconds(&c);
+  char a[32], b[32], fit[320] = "";
+  if (o->time_budget > 0 && o->resume) {
+    snprintf(fit, sizeof fit, "g2p: --time-budget not applied to a resumed run (it goes on with "
+             "its --epochs)\n");
+  } else if (o->time_budget > 0) {
+    const double left = o->time_budget - (attn_train_now() - o->t_start);
+    const int want = o->to.epochs;
+    o->to.epochs = attn_g2p_cost_fit(&c, left, want);
+    attn_fmt_duration(a, sizeof a, left);
+    snprintf(fit, sizeof fit, "g2p: time budget %.0f s, %s left: %d of %d epoch%s fit%s\n",
+             o->time_budget, a, o->to.epochs, want, want > 1 ? "s" : "",
+             o->to.epochs * epoch > left ? " (not even 1: it runs anyway)" : "");
+  }
+  attn_fmt_duration(a, sizeof a, (attn_train_now() - o->t_start) + o->to.epochs * epoch);
+  attn_fmt_duration(b, sizeof b, epoch);
+  snprintf(plan, cap,
+           "%sg2p: expected duration ~%s%s: %d epoch%s of ~%s (%d steps, %.2fM tokens at %.1fk "
+           "tokens/s; validation %.0fk tokens at %.1fk tokens/s; probe %.1f s)\n",
+           fit, a, o->resume ? " for the whole run (a resumed run: less)" : "", o->to.epochs,
+           o->to.epochs > 1 ? "s" : "", b, c.steps, c.train_tokens / 1e6,
+           c.train_tokens_per_s / 1e3, c.val_tokens / 1e3, c.val_tokens_per_s / 1e3,
+           c.probe_seconds);
+  memset(eta, 0, sizeof *eta);
+  eta->steps_total = (int64_t)o->to.epochs * c.steps;
+  eta->predicted_s = o->to.epochs * epoch;
+  o->to.eta = eta;
+  return ATTN_OK;
+}
+
 static int cmd_train(g2p_opts *o) {
   if (!o->out) return cli_usage("train needs --out DIR");
   attn_g2p_dict d;
@@ -276,12 +323,14 @@ static int cmd_train(g2p_opts *o) {
     tr.n = i;
   }
   if (!st && mkdirs(o->out)) st = attn_set_error(ATTN_EIO, "cannot create '%s': %s", o->out, strerror(errno));
-  char why[512];
+  char why[512], plan[1024] = "";
+  attn_train_eta eta;
   if (!st) {
     o->to.precision = o->prec;
     st = attn_g2p_prec_train(&m, &tr, o->to.batch, o->to.seed, !o->prec_set || o->prec_auto,
                              &o->to.precision, why, sizeof why);
   }
+  if (!st && !o->bench) st = plan_run(o, &m, &tr, &va, &eta, plan, sizeof plan);
   if (!st) {
     o->to.out_dir = o->out;
     printf("g2p: %d training pronunciations (%d left out as too long), %d validation; %lld parameters\n"
@@ -293,7 +342,7 @@ static int cmd_train(g2p_opts *o) {
            o->to.epochs, o->to.batch, o->to.lr, (double)o->to.smoothing,
            (unsigned long long)o->to.seed, attn_get_num_threads(),
            o->resume ? ", resumed" : "");
-    printf("g2p: precision %s (%s)\n", attn_precision_name(o->to.precision), why);
+    printf("g2p: precision %s (%s)\n%s", attn_precision_name(o->to.precision), why, plan);
     fflush(stdout);
     if (o->bench) {
       char dump[4200];

@@ -101,8 +101,7 @@ attn_status attn_g2p_train_resume(const char *path, const attn_g2p_train_opts *o
 }
 
 /* ---- the loop ----------------------------------------------------------------- */
-/* one optimizer step on batch bt (global step `step`, learning rate lr) */
-static attn_status train_step(attn_g2p_model *m, attn_adam *opt, attn_g2p_saved *sv,
+attn_status attn_g2p_train_step(attn_g2p_model *m, attn_adam *opt, attn_g2p_saved *sv,
                               const attn_g2p_batch *bt, const attn_g2p_train_opts *o, double lr,
                               int64_t step, float *loss) {
   attn_nn_ctx ctx = {0};
@@ -150,7 +149,7 @@ attn_status attn_g2p_train_bench(attn_g2p_model *m, attn_adam *opt, const attn_g
           write_i32(f, bt.tout, bt.B * bt.Lt)))
       st = attn_set_error(ATTN_EIO, "cannot write '%s'", tmp);
     const double t0 = attn_train_now();
-    if (!st) st = train_step(m, opt, &sv, &bt, o, o->lr, k, &loss);
+    if (!st) st = attn_g2p_train_step(m, opt, &sv, &bt, o, o->lr, k, &loss);
     if (k > 0) {
       *seconds += attn_train_now() - t0;
       *tokens += (double)bt.tokens;
@@ -163,6 +162,14 @@ attn_status attn_g2p_train_bench(attn_g2p_model *m, attn_adam *opt, const attn_g
   attn_g2p_batch_free(&bt);
   attn_g2p_saved_free(&sv);
   return st;
+}
+
+/* the step line, with the whole run's ETA when o->eta is given */
+static void progress_show(attn_train_progress *pg, const attn_g2p_train_opts *o, int epoch, int b,
+                          int nb, double avg_loss, int64_t step, int final) {
+  char all[32];
+  if (o->eta) attn_fmt_duration(all, sizeof all, attn_train_eta_left(o->eta, step));
+  attn_train_progress_show(pg, epoch, o->epochs, b, nb, avg_loss, o->eta ? all : NULL, final);
 }
 
 attn_status attn_g2p_train_run(attn_g2p_model *m, attn_adam *opt, attn_g2p_train_state *s,
@@ -183,6 +190,10 @@ attn_status attn_g2p_train_run(attn_g2p_model *m, attn_adam *opt, attn_g2p_train
   attn_train_progress pg;
   attn_train_progress_init(&pg, o->progress);
   double t_run = attn_train_now();
+  if (o->eta && o->eta->t0 <= 0) {
+    o->eta->t0 = t_run;
+    o->eta->steps_at_t0 = s->step;
+  }
   int stopped = 0;
   for (; !st && !stopped && s->epoch < o->epochs;) {
     attn_batch_plan_free(&plan);
@@ -193,7 +204,8 @@ attn_status attn_g2p_train_run(attn_g2p_model *m, attn_adam *opt, attn_g2p_train
       int b = s->batch, B = plan.start[b + 1] - plan.start[b];
       float loss = 0;
       st = attn_g2p_batch_gather(train, plan.order + plan.start[b], B, &bt);
-      if (!st) st = train_step(m, opt, &sv, &bt, o, attn_schedule_lr(&sch, s->step), s->step, &loss);
+      if (!st)
+        st = attn_g2p_train_step(m, opt, &sv, &bt, o, attn_schedule_lr(&sch, s->step), s->step, &loss);
       if (st) break;
       if (losses && s->step < nlosses) losses[s->step] = loss;
       s->step++;
@@ -201,16 +213,14 @@ attn_status attn_g2p_train_run(attn_g2p_model *m, attn_adam *opt, attn_g2p_train
       s->loss_sum += loss;
       pg.tokens += (double)bt.tokens;
       pg.done++;
-      attn_train_progress_show(&pg, s->epoch, o->epochs, s->batch, nb, s->loss_sum / s->batch, NULL,
-                               0);
+      progress_show(&pg, o, s->epoch, s->batch, nb, s->loss_sum / s->batch, s->step, 0);
       if (o->stop_after > 0 && s->step >= o->stop_after) stopped = 1;
       if (o->out_dir && (stopped || (o->save_every > 0 && s->step % o->save_every == 0)))
         st = save(m, opt, s, o->out_dir, "last.safetensors");
       if (stopped) break;
     }
     if (st || stopped) break;
-    if (pg.mode == 1)
-      attn_train_progress_show(&pg, s->epoch, o->epochs, nb, nb, s->loss_sum / nb, NULL, 1);
+    if (pg.mode == 1) progress_show(&pg, o, s->epoch, nb, nb, s->loss_sum / nb, s->step, 1);
     double vl = 0;
     if (val && val->n > 0) st = attn_g2p_eval_loss(m, val, 128, o->precision, &vl);
     if (st) break;

@@ -14,6 +14,7 @@
 
 #include "apps/seq2seq/g2p_model.h"
 #include "apps/seq2seq/g2p_set.h"
+#include "apps/train/trainer.h"
 #include "attn/train.h"
 
 typedef struct {
@@ -31,6 +32,8 @@ typedef struct {
                         * selection by decoding and checkpoint averaging) */
   FILE *log;           /* epoch lines (NULL: stdout) */
   attn_precision precision; /* Linears and attention (f32 master weights; g2p_precision.h) */
+  attn_train_eta *eta; /* the whole run's ETA in the progress lines (steps_total set by
+                        * the caller; t0 by the run); NULL: the epoch's only */
 } attn_g2p_train_opts;
 void attn_g2p_train_opts_default(attn_g2p_train_opts *o);
 
@@ -63,6 +66,13 @@ attn_status attn_g2p_train_run(attn_g2p_model *m, attn_adam *opt, attn_g2p_train
 attn_status attn_g2p_train_bench(attn_g2p_model *m, attn_adam *opt, const attn_g2p_set *train,
                                  const attn_g2p_train_opts *o, int steps, const char *dump,
                                  double *tokens, double *seconds);
+
+/* One optimizer step on batch bt: forward, loss (o->smoothing), backward,
+ * clipping (o->clip), AdamW at learning rate lr; global step `step` seeds
+ * the dropout masks; the gradients are zeroed after. sv: the activations. */
+attn_status attn_g2p_train_step(attn_g2p_model *m, attn_adam *opt, attn_g2p_saved *sv,
+                                const attn_g2p_batch *bt, const attn_g2p_train_opts *o, double lr,
+                                int64_t step, float *loss);
 
 /* Creates m, opt and s from a checkpoint written by attn_g2p_train_run. */
 attn_status attn_g2p_train_resume(const char *path, const attn_g2p_train_opts *o,
