@@ -19,16 +19,18 @@
 #      diagnose: how monotonic the letter -> phoneme path is)
 # Everything goes to runs/g2p-demo/ (train.log, best.safetensors, eval.txt,
 # cross/).
-# Environment: ATTN_G2P_DEMO_BUDGET (seconds for the whole demo, default 1080:
-# 18 minutes; training gets what is left of it less 90 s for the steps after
-# it), ATTN_G2P_DEMO_DATA (dictionary folder), ATTN_G2P_DEMO_OUT (output
-# folder), ATTN_G2P_DEMO_TRAIN_ARGS (extra `attn g2p train` options, e.g.
-# "--epochs 1"; later options win).
+# Environment: ATTN_G2P_DEMO_BUDGET (seconds for the whole demo, default 900:
+# 15 minutes; training gets what is left of it less 90 s for the steps after
+# it, planned from a probe of the step before training; a shared machine's
+# speed can move by a quarter within minutes, hence 15 of the 20 minutes the
+# demo may take), ATTN_G2P_DEMO_DATA (dictionary folder), ATTN_G2P_DEMO_OUT
+# (output folder), ATTN_G2P_DEMO_TRAIN_ARGS (extra `attn g2p train` options,
+# e.g. "--epochs 1"; later options win).
 set -e
 attn=${1:-build/attn}
 data=${ATTN_G2P_DEMO_DATA:-data/cmudict}
 out=${ATTN_G2P_DEMO_OUT:-runs/g2p-demo}
-budget=${ATTN_G2P_DEMO_BUDGET:-1080}
+budget=${ATTN_G2P_DEMO_BUDGET:-900}
 case $budget in '' | *[!0-9]*) echo "demo-g2p: ATTN_G2P_DEMO_BUDGET=$budget: whole seconds" >&2; exit 2 ;; esac
 t0=$(date +%s)
 step() {
