@@ -102,8 +102,8 @@ attn_status attn_g2p_train_resume(const char *path, const attn_g2p_train_opts *o
 
 /* ---- the loop ----------------------------------------------------------------- */
 attn_status attn_g2p_train_step(attn_g2p_model *m, attn_adam *opt, attn_g2p_saved *sv,
-                              const attn_g2p_batch *bt, const attn_g2p_train_opts *o, double lr,
-                              int64_t step, float *loss) {
+                                const attn_g2p_batch *bt, const attn_g2p_train_opts *o, double lr,
+                                int64_t step, float *loss) {
   attn_nn_ctx ctx = {0};
   ctx.training = 1;
   ctx.seed = o->seed;
