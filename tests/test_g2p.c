@@ -207,6 +207,19 @@ static void tiny_free(tiny_data *t) {
   attn_g2p_dict_free(&t->d);
 }
 
+/* a fresh model of d_model d, 2 heads, ff, 1 + 1 layers on graphemes g */
+static void small_model(attn_g2p_model *m, const attn_g2p_graphemes *g, int d, int ff,
+                        uint64_t seed) {
+  attn_g2p_config c;
+  attn_g2p_config_default(&c);
+  c.d_model = d;
+  c.heads = 2;
+  c.ff = ff;
+  c.enc_layers = c.dec_layers = 1;
+  CHECK_OK(attn_g2p_create(m, &c, g));
+  CHECK_OK(attn_g2p_init(m, seed));
+}
+
 #define EPOCHS 3
 #define MAXSTEPS 64
 static attn_precision run_prec; /* the runs' precision (f32 unless a test says) */
@@ -232,14 +245,7 @@ static void run(const tiny_data *t, const char *out, int64_t stop_after, int res
     CHECK(s.step == stop_after);
     o.stop_after = 0;
   } else {
-    attn_g2p_config c;
-    attn_g2p_config_default(&c);
-    c.d_model = 16;
-    c.heads = 2;
-    c.ff = 24;
-    c.enc_layers = c.dec_layers = 1;
-    CHECK_OK(attn_g2p_create(m, &c, &t->g));
-    CHECK_OK(attn_g2p_init(m, 5));
+    small_model(m, &t->g, 16, 24, 5);
     CHECK_OK(attn_g2p_adam_init(&opt, m, &o));
   }
   CHECK_OK(attn_g2p_train_run(m, &opt, &s, &t->tr, &t->va, &o, losses, MAXSTEPS));
@@ -584,14 +590,7 @@ static void test_time_budget(void) {
   tiny_data t;
   tiny_load(&t);
   attn_g2p_model m;
-  attn_g2p_config mc;
-  attn_g2p_config_default(&mc);
-  mc.d_model = 8;
-  mc.heads = 2;
-  mc.ff = 12;
-  mc.enc_layers = mc.dec_layers = 1;
-  CHECK_OK(attn_g2p_create(&m, &mc, &t.g));
-  CHECK_OK(attn_g2p_init(&m, 3));
+  small_model(&m, &t.g, 8, 12, 3);
   float *before = malloc((size_t)m.p.numel * sizeof *before);
   CHECK(before != NULL);
   if (!before) return;

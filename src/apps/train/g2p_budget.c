@@ -12,19 +12,6 @@ static double set_tokens(const attn_g2p_set *s) {
   return n;
 }
 
-/* forward and loss of bt (the validation pass's work) */
-static attn_status val_forward(const attn_g2p_model *m, attn_precision prec, attn_g2p_saved *sv,
-                               const attn_g2p_batch *bt) {
-  attn_nn_ctx ctx = {.precision = prec};
-  float l = 0;
-  attn_status st = attn_g2p_encode(m, &ctx, sv, bt->src, bt->src_len, bt->B, bt->Ls);
-  if (!st) st = attn_g2p_decode(m, &ctx, sv, bt->tin, bt->Lt);
-  if (!st)
-    st = attn_cross_entropy_f32(sv->logits, bt->tout, bt->B * bt->Lt, m->vocab_tgt, -1, 0.0f, &l,
-                                NULL);
-  return st;
-}
-
 enum { PROBE_BATCHES = 4, PROBE_ROUNDS = 2 };
 
 attn_status attn_g2p_cost_probe(const attn_g2p_model *m, const attn_g2p_set *train,
@@ -57,7 +44,7 @@ attn_status attn_g2p_cost_probe(const attn_g2p_model *m, const attn_g2p_set *tra
       double t0 = attn_train_now();
       st = attn_g2p_train_step(&pm, &opt, &sv, &bt[k], o, o->lr, step++, &loss);
       const double t1 = attn_train_now();
-      if (!st) st = val_forward(&pm, o->precision, &sv, &bt[k]);
+      if (!st) st = attn_g2p_batch_loss(&pm, o->precision, &sv, &bt[k], &loss);
       const double t2 = attn_train_now();
       if (r == 0 || t1 - t0 < best_t[k]) best_t[k] = t1 - t0;
       if (r == 0 || t2 - t1 < best_v[k]) best_v[k] = t2 - t1;

@@ -35,23 +35,29 @@ attn_status attn_g2p_adam_init(attn_adam *opt, const attn_g2p_model *m,
   return st;
 }
 
+attn_status attn_g2p_batch_loss(const attn_g2p_model *m, attn_precision precision,
+                                attn_g2p_saved *sv, const attn_g2p_batch *bt, float *loss) {
+  attn_nn_ctx ctx = {.precision = precision};
+  attn_status st = attn_g2p_encode(m, &ctx, sv, bt->src, bt->src_len, bt->B, bt->Ls);
+  if (!st) st = attn_g2p_decode(m, &ctx, sv, bt->tin, bt->Lt);
+  if (!st)
+    st = attn_cross_entropy_f32(sv->logits, bt->tout, bt->B * bt->Lt, m->vocab_tgt, -1, 0.0f, loss,
+                                NULL);
+  return st;
+}
+
 attn_status attn_g2p_eval_loss(const attn_g2p_model *m, const attn_g2p_set *set, int batch,
                                attn_precision precision, double *loss) {
   attn_batch_plan plan = {0};
   attn_g2p_batch bt = {0};
   attn_g2p_saved sv = {0};
-  attn_nn_ctx ctx = {.precision = precision};
   double sum = 0, count = 0;
   attn_status st = attn_batch_plan_make(set->src_len, set->n, batch, 1, 0, 0, 0, &plan);
   for (int b = 0; !st && b < plan.nb; b++) {
     int B = plan.start[b + 1] - plan.start[b];
     st = attn_g2p_batch_gather(set, plan.order + plan.start[b], B, &bt);
-    if (!st) st = attn_g2p_encode(m, &ctx, &sv, bt.src, bt.src_len, bt.B, bt.Ls);
-    if (!st) st = attn_g2p_decode(m, &ctx, &sv, bt.tin, bt.Lt);
     float l = 0;
-    if (!st)
-      st = attn_cross_entropy_f32(sv.logits, bt.tout, bt.B * bt.Lt, m->vocab_tgt, -1, 0.0f, &l,
-                                  NULL);
+    if (!st) st = attn_g2p_batch_loss(m, precision, &sv, &bt, &l);
     sum += (double)l * (double)bt.tokens;
     count += (double)bt.tokens;
   }
@@ -164,14 +170,6 @@ attn_status attn_g2p_train_bench(attn_g2p_model *m, attn_adam *opt, const attn_g
   return st;
 }
 
-/* the step line, with the whole run's ETA when o->eta is given */
-static void progress_show(attn_train_progress *pg, const attn_g2p_train_opts *o, int epoch, int b,
-                          int nb, double avg_loss, int64_t step, int final) {
-  char all[32];
-  if (o->eta) attn_fmt_duration(all, sizeof all, attn_train_eta_left(o->eta, step));
-  attn_train_progress_show(pg, epoch, o->epochs, b, nb, avg_loss, o->eta ? all : NULL, final);
-}
-
 attn_status attn_g2p_train_run(attn_g2p_model *m, attn_adam *opt, attn_g2p_train_state *s,
                                const attn_g2p_set *train, const attn_g2p_set *val,
                                const attn_g2p_train_opts *o, float *losses, int64_t nlosses) {
@@ -190,10 +188,7 @@ attn_status attn_g2p_train_run(attn_g2p_model *m, attn_adam *opt, attn_g2p_train
   attn_train_progress pg;
   attn_train_progress_init(&pg, o->progress);
   double t_run = attn_train_now();
-  if (o->eta && o->eta->t0 <= 0) {
-    o->eta->t0 = t_run;
-    o->eta->steps_at_t0 = s->step;
-  }
+  attn_train_eta_start(o->eta, s->step);
   int stopped = 0;
   for (; !st && !stopped && s->epoch < o->epochs;) {
     attn_batch_plan_free(&plan);
@@ -213,14 +208,17 @@ attn_status attn_g2p_train_run(attn_g2p_model *m, attn_adam *opt, attn_g2p_train
       s->loss_sum += loss;
       pg.tokens += (double)bt.tokens;
       pg.done++;
-      progress_show(&pg, o, s->epoch, s->batch, nb, s->loss_sum / s->batch, s->step, 0);
+      attn_train_progress_show_eta(&pg, o->eta, s->step, s->epoch, o->epochs, s->batch, nb,
+                                   s->loss_sum / s->batch, 0);
       if (o->stop_after > 0 && s->step >= o->stop_after) stopped = 1;
       if (o->out_dir && (stopped || (o->save_every > 0 && s->step % o->save_every == 0)))
         st = save(m, opt, s, o->out_dir, "last.safetensors");
       if (stopped) break;
     }
     if (st || stopped) break;
-    if (pg.mode == 1) progress_show(&pg, o, s->epoch, nb, nb, s->loss_sum / nb, s->step, 1);
+    if (pg.mode == 1)
+      attn_train_progress_show_eta(&pg, o->eta, s->step, s->epoch, o->epochs, nb, nb,
+                                   s->loss_sum / nb, 1);
     double vl = 0;
     if (val && val->n > 0) st = attn_g2p_eval_loss(m, val, 128, o->precision, &vl);
     if (st) break;

@@ -45,6 +45,9 @@ typedef struct {
   int best_epoch;
 } attn_g2p_train_state;
 
+/* The teacher-forced cross-entropy (no smoothing) of one batch, forward only. */
+attn_status attn_g2p_batch_loss(const attn_g2p_model *m, attn_precision precision,
+                                attn_g2p_saved *sv, const attn_g2p_batch *bt, float *loss);
 /* Mean teacher-forced cross-entropy (no smoothing) over set. */
 attn_status attn_g2p_eval_loss(const attn_g2p_model *m, const attn_g2p_set *set, int batch,
                                attn_precision precision, double *loss);

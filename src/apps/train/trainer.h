@@ -16,6 +16,7 @@
 
 #include "apps/classifier/classifier.h"
 #include "apps/train/dist.h"
+#include "apps/train/train_progress.h"
 
 /* A tokenised data set: n examples, ids[i][0..lens[i]) (lens in 1..max_len
  * of the model), labels[i] in [0, classes). Borrowed, not owned. */
@@ -90,6 +91,13 @@ double attn_train_now(void);
 /* Seconds left of the whole run at global step `done` (steps_before + the
  * member's step), from the time per step measured since t0. */
 double attn_train_eta_left(const attn_train_eta *e, int64_t done);
+/* Sets e's clock at global step `done` unless already set (e may be NULL). */
+void attn_train_eta_start(attn_train_eta *e, int64_t done);
+/* attn_train_progress_show with the whole run's ETA at global step `done`
+ * when e is given (NULL: the epoch's only). */
+void attn_train_progress_show_eta(attn_train_progress *pg, const attn_train_eta *e, int64_t done,
+                                  int epoch, int epochs, int b, int nb, double avg_loss,
+                                  int final);
 
 typedef struct {
   int epochs, batch, eval_batch, chunk_batches;

@@ -43,13 +43,26 @@ double attn_train_eta_left(const attn_train_eta *e, int64_t done) {
   return (now_s() - e->t0) / (double)timed * (double)left;
 }
 
-/* The step line: the epoch's figures, and the whole run's ETA when known. */
+void attn_train_eta_start(attn_train_eta *e, int64_t done) {
+  if (!e || e->t0 > 0) return;
+  e->t0 = now_s();
+  e->steps_at_t0 = done;
+}
+
+void attn_train_progress_show_eta(attn_train_progress *pg, const attn_train_eta *e, int64_t done,
+                                  int epoch, int epochs, int b, int nb, double avg_loss,
+                                  int final) {
+  char all[32];
+  if (e) attn_fmt_duration(all, sizeof all, attn_train_eta_left(e, done));
+  attn_train_progress_show(pg, epoch, epochs, b, nb, avg_loss, e ? all : NULL, final);
+}
+
+/* The step line: the epoch's figures, and the whole run's ETA (every member
+ * and epoch) when known. */
 static void progress_show(attn_train_progress *pg, const attn_train_opts *o, int epoch, int b,
                           int nb, double avg_loss, int64_t step, int final) {
-  char all[32];
-  if (o->eta)  // the whole run: every member and epoch
-    attn_fmt_duration(all, sizeof all, attn_train_eta_left(o->eta, o->eta->steps_before + step));
-  attn_train_progress_show(pg, epoch, o->epochs, b, nb, avg_loss, o->eta ? all : NULL, final);
+  attn_train_progress_show_eta(pg, o->eta, o->eta ? o->eta->steps_before + step : 0, epoch,
+                               o->epochs, b, nb, avg_loss, final);
 }
 
 static attn_status save_last(const attn_train_opts *o, const attn_clf *m, const attn_adam *opt,
@@ -245,10 +258,8 @@ attn_status attn_train_run(attn_clf *m, attn_adam *opt, const attn_train_opts *o
             o->ema, s->ema.decay);
     s->ema.decay = o->ema;
   }
-  if (o->eta && o->eta->t0 <= 0) {  // the run's first member trained in this process
-    o->eta->t0 = now_s();
-    o->eta->steps_at_t0 = o->eta->steps_before + s->step;
-  }
+  if (o->eta)  // from the run's first member trained in this process
+    attn_train_eta_start(o->eta, o->eta->steps_before + s->step);
   attn_train_progress pg;
   attn_train_progress_init(&pg, o->progress);
   int stopped = 0, mem_told = 0;
