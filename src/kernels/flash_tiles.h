@@ -69,7 +69,9 @@ typedef struct {
   void (*probs_grad)(int R, const float *s, float scale, const int *lo, const int *hi,
                      const float *dp, const float *lse, const float *di, float dscale, float *p,
                      float *ds, int64_t ldp);
-  /* kt [D, BC] = transpose of x [n, D] (rows ldx apart), zero columns n..BC-1. */
+  /* kt [D, BC] = transpose of x [n, D] (rows ldx apart), zero columns n up to
+   * the next multiple of 8 (the tiles compute no further: attn_flash_tile_cols;
+   * the columns past it keep what they held). */
   void (*pack_t)(int64_t n, int64_t D, const float *x, int64_t ldx, float *kt);
   /* s[r*lds + c] += b[r*brs + c*bcs] for r < R, c < n <= BC, bcs -1, 0 or 1
    * (position terms: a bias table slice, a constant, a reversed band); with

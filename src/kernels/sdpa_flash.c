@@ -130,6 +130,14 @@ float *attn_flash_alloc(int64_t per_thread, int threads, const char *what) {
   return p;
 }
 
+int attn_flash_tile_cols(int R, const int *hi) {
+  int n = 0;
+  for (int r = 0; r < R; r++)
+    n = hi[r] > n ? hi[r] : n;
+  n = (n + 7) & ~7;
+  return n < BC ? n : BC;
+}
+
 /* Every one of the MR rows sees all BC keys of the block. */
 static int whole_tile(const int *lo, const int *hi) {
   int ok = 1;
@@ -253,7 +261,7 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
                     m + r0, l + r0, NULL, NULL, 0);
         continue;
       }
-      ops->gemm(R, BC, D, qi, ldq, 1, ktb, BC, s, BC, NULL, 0);
+      ops->gemm(R, attn_flash_tile_cols(R, hi), D, qi, ldq, 1, ktb, BC, s, BC, NULL, 0);
       int64_t t0 = 0;
       int w = pos->nr ? attn_flash_shaw_band(d, pi, R, j0, nk, &t0) : 0;
       if (masks || capped || blk == 2 || um == 2) { /* logits, mods, masks, positions, softmax */

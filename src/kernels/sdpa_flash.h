@@ -81,6 +81,11 @@ void attn_flash_key_range(const attn_sdpa_desc *d, int64_t b, int64_t i, int64_t
  * Returns 0 when no row may attend to any key of the block (skip the tile). */
 int attn_flash_tile_bounds(const attn_sdpa_desc *d, int64_t b, int64_t i0, int R, int64_t j0,
                            int nk, int *lo, int *hi);
+/* The score columns a tile's rows can use: the largest hi[r] rounded up to
+ * 8 (at most BC). The columns past it are not computed (a short sequence's
+ * block is mostly past its last key); every kernel that reads them masks
+ * them by lo/hi first (a select, so whatever they hold never reaches p). */
+int attn_flash_tile_cols(int R, const int *hi);
 /* Bool and additive masks on a logits tile s [R, BC] (entries already -inf
  * stay so): rows i0.., keys j0..j0+nk-1 of (b, h). */
 void attn_flash_elem_masks(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t i0, int R,

@@ -168,8 +168,9 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, flo
           const float *qi = qb + r0 * ldq, *doi = dob + r0 * ldo;
           const float *ends = pos->ends ? pos->ends + ((b * d->Hq + h) * d->Lq + i) * 4 : NULL;
           float *pr = p + r0 * BC, *dsr = ds + r0 * BC;
-          ops->gemm(R, BC, D, qi, ldq, 1, kt, BC, s, BC, NULL, 0);
-          ops->gemm(R, BC, Dv, doi, ldo, 1, vt, BC, dp, BC, NULL, 0);
+          const int nc = attn_flash_tile_cols(R, hi);
+          ops->gemm(R, nc, D, qi, ldq, 1, kt, BC, s, BC, NULL, 0);
+          ops->gemm(R, nc, Dv, doi, ldo, 1, vt, BC, dp, BC, NULL, 0);
           int64_t t0 = 0;
           int w = pos->nr ? attn_flash_shaw_band(d, pi, R, j0, nk, &t0) : 0;
           if (pos->svt) { /* dp += dout·shaw_vᵀ at each (i, j)'s table row */
