@@ -15,9 +15,10 @@ static attn_status dense_check(const char *fn, const float *x, const float *W, c
   return ATTN_OK;
 }
 
-/* Columns of db per thread task: a dy row's slice of 2 KB, with its db slice
- * in L1 (a fixed width, so the sums never depend on the thread count). */
-enum { BIAS_COLS = 512 };
+/* Columns of db per thread task: a fixed width, so the sums never depend on
+ * the thread count; narrow enough that a 128- to 512-wide projection's bias
+ * still splits across the threads (a dy row's slice is 256 bytes). */
+enum { BIAS_COLS = 64 };
 
 void attn_nn_bias_rows(float *y, const float *b, int64_t rows, int64_t out) {
 #pragma omp parallel for num_threads(attn_nn_pass_threads(rows * out)) schedule(static)
