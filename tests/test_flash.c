@@ -105,6 +105,40 @@ static void test_tile_gemm_level_matches_generic(void) {
       }
 }
 
+/* kᵀ packing: the level's pack_t writes what the portable one does, the
+ * columns up to n rounded to 8 (zeros past n), and leaves the rest alone */
+static void test_pack_t_level_matches_generic(void) {
+  if (!have_simd()) {
+    SKIP("level %s has no tile kernels of its own", attn_isa_name(attn_isa_active()));
+    return;
+  }
+  const attn_flash_ops *g = attn_flash_ops_generic(), *a = simd_ops();
+  enum { LDX = 75, DMAX = 72 };
+  float *x = malloc(ATTN_FLASH_BC * LDX * sizeof(float));
+  float *k0 = malloc(DMAX * ATTN_FLASH_BC * sizeof(float)), *k1 = malloc(DMAX * ATTN_FLASH_BC * sizeof(float));
+  fill_uniform(x, ATTN_FLASH_BC * LDX, 5, -1, 1);
+  const int64_t Ds[] = {1, 7, 8, 9, 32, 64, 72};
+  for (int di = 0; di < 7; di++)
+    for (int64_t n = 1; n <= ATTN_FLASH_BC; n++) {
+      const int64_t D = Ds[di], pad = (n + 7) & ~7;
+      for (int64_t e = 0; e < DMAX * ATTN_FLASH_BC; e++) k0[e] = k1[e] = -7.0f; /* unwritten */
+      g->pack_t(n, D, x, LDX, k0);
+      a->pack_t(n, D, x, LDX, k1);
+      int bad = 0;
+      for (int64_t dd = 0; dd < D; dd++)
+        for (int64_t j = 0; j < ATTN_FLASH_BC; j++) {
+          const float want = j < n ? x[j * LDX + dd] : j < pad ? 0.0f : -7.0f;
+          bad += k0[dd * ATTN_FLASH_BC + j] != want || k1[dd * ATTN_FLASH_BC + j] != want;
+        }
+      for (int64_t e = D * ATTN_FLASH_BC; e < DMAX * ATTN_FLASH_BC; e++) bad += k1[e] != -7.0f;
+      if (bad) printf("  pack_t n=%lld D=%lld: %d wrong\n", (long long)n, (long long)D, bad);
+      CHECK(bad == 0);
+    }
+  free(x);
+  free(k0);
+  free(k1);
+}
+
 static void test_tile_softmax_level_matches_generic(void) {
   if (!have_simd()) {
     SKIP("level %s has no tile kernels of its own", attn_isa_name(attn_isa_active()));
@@ -706,6 +740,7 @@ int main(void) {
   RUN(test_vexp_level_within_3_ulp);
   RUN(test_tile_gemm_level_matches_generic);
   RUN(test_tile_softmax_level_matches_generic);
+  RUN(test_pack_t_level_matches_generic);
   RUN(test_tile_forward_matches_steps);
   RUN(test_tile_nan_logits);
   RUN(test_head_dims);

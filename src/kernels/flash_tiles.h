@@ -105,8 +105,10 @@ typedef struct {
                            float *l, const float *ktn, const float *vn, int64_t ldvn);
 } attn_flash_ops;
 
-/* The portable pack_t (sdpa_flash_generic.c): a once-per-key-block copy
- * (O(BC D) against the tiles' O(rows BC D)) that the x86 sets share. */
+/* The portable pack_t (sdpa_flash_generic.c), and the x86 one (8x8
+ * transposes, sdpa_flash_avx2.c) that the avx2 and avx512 sets share: a
+ * once-per-key-block copy (O(BC D) against the tiles' O(rows BC D)). */
 void attn_flash_pack_t_generic(int64_t n, int64_t D, const float *x, int64_t ldx, float *kt);
+void attn_flash_pack_t_avx2(int64_t n, int64_t D, const float *x, int64_t ldx, float *kt);
 
 #endif

@@ -336,7 +336,9 @@ attn_status attn_sdpa_forward_flash_in(const attn_flash_ops *ops, const attn_sdp
   if (d->Lq == 0) return ATTN_OK;
   const int64_t B = d->B, Hq = d->Hq, Hkv = d->Hkv, D = d->D, Dv = d->Dv;
   const int64_t nkb = attn_ceil_div(d->Lk, BC), nqb = attn_ceil_div(d->Lq, BQ);
-  int nt = attn_kernel_threads((double)B * Hq * d->Lq * d->Lk * (D + Dv), B * Hq * nqb);
+  /* threads by the tiles' work: a row's softmax spans whole BC-key blocks, so
+   * a short sequence costs more than its Lq Lk (D + Dv) */
+  int nt = attn_kernel_threads((double)B * Hq * d->Lq * (nkb * BC) * (D + Dv), B * Hq * nqb);
   /* kᵀ packed per key block: [B, Hkv, nkb, D, BC] */
   int64_t kt_n;
   if (__builtin_mul_overflow(B * Hkv * nkb, D * BC, &kt_n))

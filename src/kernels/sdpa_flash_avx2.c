@@ -564,9 +564,50 @@ ATTN_AVX2 static void tile_forward_mod_avx2(const attn_flash_mod *mod, int G, in
     tile_forward_avx2(G, D, Dv, q, ldq, kt, v, ldv, scale, s, o, ldo, m, l, ktn, vn, ldvn);
 }
 
+/* pack_t (flash_tiles.h): 8 keys x 8 dims at a time through an 8x8 register
+ * transpose (rows of x read and rows of kt written 32 bytes at a time); the
+ * dims past a multiple of 8 and the keys past one element by element. The
+ * AVX-512 set shares it (a once-per-key-block copy). */
+ATTN_AVX2 void attn_flash_pack_t_avx2(int64_t n, int64_t D, const float *x, int64_t ldx,
+                                      float *kt) {
+  const int64_t D8 = D & ~(int64_t)7;
+  int64_t j0 = 0;
+  for (; j0 + 8 <= n; j0 += 8) {
+    const float *xr = x + j0 * ldx;
+    for (int64_t dd = 0; dd < D8; dd += 8) {
+      __m256 r[8], t[8];
+      for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(xr + i * ldx + dd);
+      for (int i = 0; i < 8; i += 2) { /* pairs of rows interleaved */
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+      }
+      for (int i = 0; i < 8; i += 4) { /* then pairs of pairs */
+        r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+        r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+        r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+      }
+      /* r[0..3]: dims {0,4} {1,5} {2,6} {3,7} of keys 0-3 | 0-3 per lane half;
+       * r[4..7] the same of keys 4-7: the 128-bit halves swap into place */
+      for (int i = 0; i < 4; i++) {
+        _mm256_storeu_ps(kt + (dd + i) * BC + j0, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
+        _mm256_storeu_ps(kt + (dd + i + 4) * BC + j0, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
+      }
+    }
+    for (int64_t dd = D8; dd < D; dd++)
+      for (int i = 0; i < 8; i++) kt[dd * BC + j0 + i] = xr[i * ldx + dd];
+  }
+  const int64_t pad = (n + 7) & ~(int64_t)7; /* zero up to attn_flash_tile_cols */
+  for (int64_t dd = 0; dd < D; dd++) {
+    float *row = kt + dd * BC;
+    for (int64_t j = j0; j < n; j++) row[j] = x[j * ldx + dd];
+    for (int64_t j = n; j < pad; j++) row[j] = 0.0f;
+  }
+}
+
 static const attn_flash_ops avx2_ops = {
     "avx2",      gemm_avx2,     logits_avx2, softmax_update_avx2, probs_grad_avx2,
-    attn_flash_pack_t_generic, add_rows_avx2, sum_avx2,    tile_forward_avx2,
+    attn_flash_pack_t_avx2, add_rows_avx2, sum_avx2,    tile_forward_avx2,
     tile_forward_mod_avx2};
 
 const attn_flash_ops *attn_flash_ops_avx2(void) { return &avx2_ops; }

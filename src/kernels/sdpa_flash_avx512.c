@@ -472,7 +472,7 @@ ATTN_AVX512 static void tile_forward_mod_avx512(const attn_flash_mod *mod, int G
 
 static const attn_flash_ops avx512_ops = {
     "avx512",          gemm_avx512,   logits_avx512,   softmax_update_avx512,
-    probs_grad_avx512, attn_flash_pack_t_generic, add_rows_avx512, sum_avx512,
+    probs_grad_avx512, attn_flash_pack_t_avx2, add_rows_avx512, sum_avx512,
     tile_forward_avx512, tile_forward_mod_avx512};
 
 const attn_flash_ops *attn_flash_ops_avx512(void) { return &avx512_ops; }

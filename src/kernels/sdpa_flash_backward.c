@@ -335,7 +335,8 @@ attn_status attn_sdpa_backward_flash_in(const attn_flash_ops *ops, const attn_sd
          !attn_usermod_serial(d)) /* score_mod_param_grad: one item per (b, h) */
     C++;
   const int64_t items = B * Hkv * C;
-  int nt = attn_kernel_threads(2.5 * B * Hq * Lq * d->Lk * (D + Dv), items);
+  /* threads by the tiles' work (whole BC-key blocks: sdpa_flash.c) */
+  int nt = attn_kernel_threads(2.5 * B * Hq * Lq * (double)(nkb * BC) * (D + Dv), items);
   float *di = attn_flash_alloc(B * Hq * Lq, 1, "backward rowsum");
   /* dq's rows strided (e.g. [B, L, H, D]): chunk 0 accumulates in dense rows,
    * which stay in L2 across the key blocks (sdpa_flash_layout.c) */
