@@ -115,7 +115,8 @@ static void test_pack_t_level_matches_generic(void) {
   const attn_flash_ops *g = attn_flash_ops_generic(), *a = simd_ops();
   enum { LDX = 75, DMAX = 72 };
   float *x = malloc(ATTN_FLASH_BC * LDX * sizeof(float));
-  float *k0 = malloc(DMAX * ATTN_FLASH_BC * sizeof(float)), *k1 = malloc(DMAX * ATTN_FLASH_BC * sizeof(float));
+  float *k0 = malloc(DMAX * ATTN_FLASH_BC * sizeof(float));
+  float *k1 = malloc(DMAX * ATTN_FLASH_BC * sizeof(float));
   fill_uniform(x, ATTN_FLASH_BC * LDX, 5, -1, 1);
   const int64_t Ds[] = {1, 7, 8, 9, 32, 64, 72};
   for (int di = 0; di < 7; di++)

@@ -305,8 +305,8 @@ static void probs_grad_neon(int R, const float *s, float scale, const int *lo, c
 /* ---- layout and small row ops ------------------------------------------ */
 
 /* kt [D, BC] = xᵀ (x [n, D], rows ldx apart), zero columns n up to the next
- * multiple of 8 (flash_tiles.h): 4x4 blocks through TRN1/TRN2 (rows of x read 16 bytes at a time, rows of kt
- * written so), the edges element by element. */
+ * multiple of 8 (flash_tiles.h): 4x4 blocks through TRN1/TRN2 (rows of x read
+ * 16 bytes at a time, rows of kt written so), the edges element by element. */
 static void pack_t_neon(int64_t n, int64_t D, const float *x, int64_t ldx, float *kt) {
   int64_t j0 = 0;
   for (; j0 + 4 <= n; j0 += 4) {
