@@ -14,6 +14,10 @@
 /* ATTN_FLASH_QW: row stride of a tile's Shaw band [MR, QW] (>= BC + MR - 1). */
 enum { ATTN_FLASH_BC = 64, ATTN_FLASH_MR = 6, ATTN_FLASH_NC = 64, ATTN_FLASH_QW = 80 };
 
+/* The score columns a partial key block computes for keys 0..n-1: n rounded
+ * up to 8 (pack_t zero-pads kᵀ that far; attn_flash_tile_cols). */
+static inline int64_t attn_flash_cols8(int64_t n) { return (n + 7) & ~(int64_t)7; }
+
 /* p = e^x with x below this is taken as 0. e^-64 ~ 1.6e-28 of the row's
  * largest p: far below f32 resolution even summed over 2^40 keys, and it
  * keeps p, the products p·v and ds = p (dp - D_i) clear of denormals (each

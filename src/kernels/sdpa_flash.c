@@ -134,7 +134,7 @@ int attn_flash_tile_cols(int R, const int *hi) {
   int n = 0;
   for (int r = 0; r < R; r++)
     n = hi[r] > n ? hi[r] : n;
-  n = (n + 7) & ~7;
+  n = (int)attn_flash_cols8(n);
   return n < BC ? n : BC;
 }
 

@@ -597,7 +597,7 @@ ATTN_AVX2 void attn_flash_pack_t_avx2(int64_t n, int64_t D, const float *x, int6
     for (int64_t dd = D8; dd < D; dd++)
       for (int i = 0; i < 8; i++) kt[dd * BC + j0 + i] = xr[i * ldx + dd];
   }
-  const int64_t pad = (n + 7) & ~(int64_t)7; /* zero up to attn_flash_tile_cols */
+  const int64_t pad = attn_flash_cols8(n);
   for (int64_t dd = 0; dd < D; dd++) {
     float *row = kt + dd * BC;
     for (int64_t j = j0; j < n; j++) row[j] = x[j * ldx + dd];

@@ -109,7 +109,7 @@ void attn_flash_pack_t_generic(int64_t n, int64_t D, const float *x, int64_t ldx
     float *row = kt + dd * BC;
     for (int64_t j = 0; j < n; j++)
       row[j] = x[j * ldx + dd];
-    for (int64_t j = n; j < ((n + 7) & ~(int64_t)7); j++) /* attn_flash_tile_cols */
+    for (int64_t j = n; j < attn_flash_cols8(n); j++)
       row[j] = 0.0f;
   }
 }
