@@ -122,18 +122,21 @@ $(BUILD)/%.o: %.c $(wildcard include/*.h include/attn/*.h src/*/*.h src/*/*/*.h)
 	@mkdir -p $(dir $@)
 	@# a test whose source no longer compiles must not leave its old program to run
 	$(if $(filter tests/%,$<),@rm -f $(basename $@))
-	$(CC) $(CFLAGS) $(if $(filter src/apps/% src/cli/% tests/%,$<),$(APP_CFLAGS)) -c $< -o $@
+	$(CC) $(CFLAGS) $(if $(filter src/apps/% src/cli/% tests/%,$<),$(APP_CFLAGS)) \
+	  $(if $(filter src/kernels/% tests/%,$<),-DATTN_ALLOW_DEPRECATED) -c $< -o $@
 
 $(BUILD)/libattn.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
 # --- shared library: libattn.so.MAJOR.MINOR.PATCH, SONAME libattn.so.MAJOR ---
+# (0.x: SONAME libattn.so.0.MINOR, since a 0.x minor release may break the ABI)
 # The version is read from include/attn/version.h (its one source).
 ver_part = $(shell sed -n 's/^\#define ATTN_VERSION_$(1)  *\([0-9][0-9]*\).*/\1/p' include/attn/version.h)
 VERSION_MAJOR := $(call ver_part,MAJOR)
 VERSION := $(VERSION_MAJOR).$(call ver_part,MINOR).$(call ver_part,PATCH)
-SONAME := libattn.so.$(VERSION_MAJOR)
+SOVERSION := $(if $(filter 0,$(VERSION_MAJOR)),0.$(call ver_part,MINOR),$(VERSION_MAJOR))
+SONAME := libattn.so.$(SOVERSION)
 SHLIB := libattn.so.$(VERSION)
 # libattn.so exports only the ATTN_API functions (include/attn/api.h). The
 # programs (tool, tests) keep default visibility: the sanitizer runtimes must

@@ -25,5 +25,6 @@
 #include "attn/sdpa_bf16.h"
 #include "attn/sdpa_f16.h"
 #include "attn/sdpa_i8.h"
+#include "attn/sdpa_deprecated.h"
 
 #endif

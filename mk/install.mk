@@ -32,6 +32,7 @@ LIBS_PRIVATE := -fopenmp $(LDLIBS)
 pc_dir = $(if $(filter $(2),$(1)),$${$(3)},$(patsubst $(2)/%,$${$(3)}/%,$(1)))
 # $(call install_in,TEMPLATE,SED-ARGS,FILE): mk/TEMPLATE.in filled in as FILE
 install_in = sed -e 's|@VERSION@|$(VERSION)|g' -e 's|@VERSION_MAJOR@|$(VERSION_MAJOR)|g' \
+  -e 's|@SOVERSION@|$(SOVERSION)|g' \
   -e 's|@SHLIB@|$(SHLIB)|g' -e 's|@SONAME@|$(SONAME)|g' $(2) mk/$(1).in > '$(3)' && chmod 644 '$(3)'
 empty :=
 space := $(empty) $(empty)

@@ -39,9 +39,17 @@ static int run_tool(const char *args, char *err, size_t nerr, char *out, size_t 
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
 }
 
-static const char *const inputs[] = {
-    "q",           "k", "v", "mask", "key_lens", "dout", "alibi_slopes", "sinks", "cu_seqlens_q",
-    "cu_seqlens_k"};
+static const char *const inputs[] = {"q",
+                                     "k",
+                                     "v",
+                                     "mask",
+                                     "key_lens",
+                                     "dout",
+                                     "alibi_slopes",
+                                     "sinks",
+                                     "cu_seqlens_q",
+                                     "cu_seqlens_k",
+                                     "prefix_lens"};
 
 /* Writes the input part (and metadata) of golden file `g` to path; skip names
  * the given tensor. */
@@ -71,9 +79,11 @@ static void compare(const attn_st *got, const attn_st *want, const char *name, d
 
 static void golden_through_cli(const char *name, const char *opts, double atol, double rtol) {
   char gpath[256], in[128], out[128], args[512], err[4096];
-  /* cap_*: tools/golden_softcap.py (softcap and sinks; OUT also has dsinks) */
+  /* cap_*: tools/golden_softcap.py (softcap and sinks; OUT also has dsinks);
+   * plm_*: tools/golden_prefix_lm.py (tensor prefix_lens, dense and varlen) */
   snprintf(gpath, sizeof gpath,
-           strncmp(name, "cap_", 4) ? "tests/golden/sdpa_%s.safetensors" : "tests/golden/%s.safetensors",
+           strncmp(name, "cap_", 4) && strncmp(name, "plm_", 4) ? "tests/golden/sdpa_%s.safetensors"
+                                                                : "tests/golden/%s.safetensors",
            name);
   snprintf(in, sizeof in, "%s/in.safetensors", tmpdir);
   snprintf(out, sizeof out, "%s/out.safetensors", tmpdir);
@@ -117,6 +127,10 @@ static void golden_all(const char *opts) {
   golden_through_cli("cap_sdpa_gemma_tiles", opts, 2e-5, 1e-4);
   /* packed varlen file with softcap, sinks, per-sequence slopes (refused before: peer suite) */
   golden_through_cli("cap_sdpa_varlen", opts, 2e-5, 1e-4);
+  /* prefix-LM (tensor prefix_lens), dense with window / key_lens / mask, and packed varlen */
+  golden_through_cli("plm_basic", opts, 1e-5, 1e-4);
+  golden_through_cli("plm_combined", opts, 1e-5, 1e-4);
+  golden_through_cli("plm_varlen", opts, 1e-5, 1e-4);
 }
 
 static void test_cli_reproduces_golden_files_math(void) {
@@ -157,25 +171,30 @@ static void test_cli_forward_only(void) {
   attn_st_free(o);
 }
 
-/* The golden causal case with its "causal" key spelt otherwise: keys[i] =
- * vals[i] replace it (nkeys 0..2). Returns the exit status; out compared with
- * the golden output when 0. */
-static int causal_spelt(const char *const *keys, const char *const *vals, int nkeys, char *err,
-                        size_t nerr) {
+/* A golden file with its metadata keys drop[0..ndrop) spelt otherwise: keys[i]
+ * = vals[i] replace them (nkeys 0..2). Returns the exit status; out and dq
+ * compared with the golden output when 0. */
+static int meta_spelt(const char *golden, const char *const *drop, int ndrop,
+                      const char *const *keys, const char *const *vals, int nkeys, char *err,
+                      size_t nerr) {
   char in[128], out[128], args[512];
   snprintf(in, sizeof in, "%s/in.safetensors", tmpdir);
   snprintf(out, sizeof out, "%s/out.safetensors", tmpdir);
   attn_st *g = NULL, *w = NULL, *o = NULL;
-  CHECK_OK(attn_st_load("tests/golden/sdpa_causal.safetensors", &g));
+  CHECK_OK(attn_st_load(golden, &g));
   CHECK_OK(attn_st_new(&w));
   if (!g || !w) return -1;
   for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++) {
     const attn_tensor *t = attn_st_get(g, inputs[i]);
     if (t) CHECK_OK(attn_st_add(w, inputs[i], t->dtype, t->ndim, t->shape, t->data));
   }
-  for (int i = 0; i < attn_st_meta_count(g); i++)
-    if (strcmp(attn_st_meta_key(g, i), "causal"))
+  for (int i = 0; i < attn_st_meta_count(g); i++) {
+    int dropped = 0;
+    for (int x = 0; x < ndrop; x++)
+      dropped |= !strcmp(attn_st_meta_key(g, i), drop[x]);
+    if (!dropped)
       CHECK_OK(attn_st_set_meta(w, attn_st_meta_key(g, i), attn_st_meta(g, attn_st_meta_key(g, i))));
+  }
   for (int i = 0; i < nkeys; i++) CHECK_OK(attn_st_set_meta(w, keys[i], vals[i]));
   CHECK_OK(attn_st_save(w, in));
   unlink(out);
@@ -191,6 +210,46 @@ static int causal_spelt(const char *const *keys, const char *const *vals, int nk
   attn_st_free(w);
   attn_st_free(o);
   return rc;
+}
+
+/* The golden causal case with its "causal" key spelt otherwise. */
+static int causal_spelt(const char *const *keys, const char *const *vals, int nkeys, char *err,
+                        size_t nerr) {
+  static const char *const drop[] = {"causal"};
+  return meta_spelt("tests/golden/sdpa_causal.safetensors", drop, 1, keys, vals, nkeys, err, nerr);
+}
+
+/* The peers' spellings: FlashAttention's window_size "(left, right)" for
+ * window_left / window_right, ggml's logit_softcap for softcap; both
+ * spellings at once must agree (window: one only). */
+static void test_cli_peer_spellings(void) {
+  char err[4096];
+  static const char *const wdrop[] = {"window_left", "window_right"};
+  const char *ws = "window_size";
+  static const char *const wvals[] = {"(3, 2)", "[3,2]", "3,2", " ( 3 , 2 ) "};
+  for (int i = 0; i < 4; i++)
+    CHECK(meta_spelt("tests/golden/sdpa_window.safetensors", wdrop, 2, &ws, &wvals[i], 1, err,
+                     sizeof err) == 0);
+  static const char *const wbad[] = {"(3)", "(3, -2)", "(a, 2)", "3;2", "(3, 2, 1)"};
+  for (int i = 0; i < 5; i++) {
+    CHECK(meta_spelt("tests/golden/sdpa_window.safetensors", wdrop, 2, &ws, &wbad[i], 1, err,
+                     sizeof err) == 1);
+    CHECK(strstr(err, "window_size") != NULL);
+  }
+  const char *wboth[2] = {"window_size", "window_left"}, *wbv[2] = {"(3, 2)", "3"};
+  CHECK(meta_spelt("tests/golden/sdpa_window.safetensors", wdrop, 2, wboth, wbv, 2, err,
+                   sizeof err) == 1 &&
+        strstr(err, "both"));
+  static const char *const cdrop[] = {"softcap"};
+  const char *ls = "logit_softcap", *two = "2.0", *lboth[2] = {"softcap", "logit_softcap"};
+  const char *agree[2] = {"2.0", "2.0"}, *differ[2] = {"2.0", "3.0"};
+  CHECK(meta_spelt("tests/golden/cap_sdpa_softcap.safetensors", cdrop, 1, &ls, &two, 1, err,
+                   sizeof err) == 0);
+  CHECK(meta_spelt("tests/golden/cap_sdpa_softcap.safetensors", cdrop, 1, lboth, agree, 2, err,
+                   sizeof err) == 0);
+  CHECK(meta_spelt("tests/golden/cap_sdpa_softcap.safetensors", cdrop, 1, lboth, differ, 2, err,
+                   sizeof err) == 1 &&
+        strstr(err, "disagree"));
 }
 
 /* causal = True as PyTorch users write it, any boolean spelling, and
@@ -480,6 +539,7 @@ int main(int argc, char **argv) {
   RUN(test_cli_reproduces_golden_files_default);
   RUN(test_cli_forward_only);
   RUN(test_cli_causal_booleans);
+  RUN(test_cli_peer_spellings);
   RUN(test_cli_rejects_bad_inputs);
   RUN(test_cli_bad_files);
   cleanup();

@@ -720,8 +720,8 @@ static void test_public_api_flash_backend(void) {
   sdpa_make_problem(&c, 950, &p);
   float *o0 = sdpa_zeros(p.no), *o1 = sdpa_zeros(p.no), *l0 = sdpa_zeros(p.nl),
         *l1 = sdpa_zeros(p.nl);
-  CHECK_OK(attn_sdpa_forward(&p.d, ATTN_BACKEND_FLASH, p.q, p.k, p.v, o1, l1, NULL));
-  CHECK_OK(attn_sdpa_forward(&p.d, ATTN_BACKEND_MATH, p.q, p.k, p.v, o0, l0, NULL));
+  CHECK_OK(attn_sdpa_forward_f32(&p.d, ATTN_BACKEND_FLASH, p.q, p.k, p.v, o1, l1, NULL));
+  CHECK_OK(attn_sdpa_forward_f32(&p.d, ATTN_BACKEND_MATH, p.q, p.k, p.v, o0, l0, NULL));
   CHECK_CLOSE("out", o1, o0, p.no, 1e-5, 1e-4);
   CHECK_ERR(attn_sdpa_forward_flash(&p.d, p.q, p.k, p.v, NULL, l1), ATTN_EINVAL);
   CHECK_ERR(attn_sdpa_backward_flash(&p.d, p.q, p.k, p.v, o1, l1, NULL, o0, o0, o0), ATTN_EINVAL);

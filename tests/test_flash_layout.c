@@ -54,8 +54,8 @@ static void run_case(shape s, layout lay, unsigned seed) {
   attn_sdpa_desc d;
   attn_sdpa_desc_init(&d, s.B, s.Hq, s.Hkv, s.Lq, s.Lk, s.D, s.Dv);
   d.causal = s.causal;
-  CHECK_OK(attn_sdpa_forward(&d, ATTN_BACKEND_FLASH, q, k, v, out, lse, NULL));
-  CHECK_OK(attn_sdpa_backward(&d, ATTN_BACKEND_FLASH, q, k, v, out, lse, dout, dq, dk, dv));
+  CHECK_OK(attn_sdpa_forward_f32(&d, ATTN_BACKEND_FLASH, q, k, v, out, lse, NULL));
+  CHECK_OK(attn_sdpa_backward_f32(&d, ATTN_BACKEND_FLASH, q, k, v, out, lse, dout, dq, dk, dv));
 
   attn_sdpa_desc e = d;
   int64_t tq, tk, tv, to;
@@ -68,8 +68,9 @@ static void run_case(shape s, layout lay, unsigned seed) {
   float *sdk = to_layout(NULL, s.B, s.Hkv, s.Lk, s.D, lay, e.k_stride, &tk);
   float *sdv = to_layout(NULL, s.B, s.Hkv, s.Lk, s.Dv, lay, e.v_stride, &tv);
   float *lse2 = falloc(nl), *back = falloc(nq + nk + nv + no);
-  CHECK_OK(attn_sdpa_forward(&e, ATTN_BACKEND_FLASH, sq, sk, sv, so, lse2, NULL));
-  CHECK_OK(attn_sdpa_backward(&e, ATTN_BACKEND_FLASH, sq, sk, sv, so, lse2, sdo, sdq, sdk, sdv));
+  CHECK_OK(attn_sdpa_forward_f32(&e, ATTN_BACKEND_FLASH, sq, sk, sv, so, lse2, NULL));
+  CHECK_OK(
+      attn_sdpa_backward_f32(&e, ATTN_BACKEND_FLASH, sq, sk, sv, so, lse2, sdo, sdq, sdk, sdv));
   CHECK(layout_gather(so, back, s.B, s.Hq, s.Lq, s.Dv, e.o_stride, to));
   check_same("out", back, out, no);
   check_same("lse", lse2, lse, nl);

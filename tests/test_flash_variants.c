@@ -340,8 +340,8 @@ static void test_public_api(void) {
   vprob p;
   make(&c, 1600, &p);
   float *o = zeros(p.no), *l = zeros(p.nl), *o2 = zeros(p.no), *l2 = zeros(p.nl);
-  CHECK_OK(attn_sdpa_forward(&p.d, ATTN_BACKEND_FLASH, p.q, p.k, p.v, o, l, NULL));
-  CHECK_OK(attn_sdpa_forward(&p.d, ATTN_BACKEND_AUTO, p.q, p.k, p.v, o2, l2, NULL));
+  CHECK_OK(attn_sdpa_forward_f32(&p.d, ATTN_BACKEND_FLASH, p.q, p.k, p.v, o, l, NULL));
+  CHECK_OK(attn_sdpa_forward_f32(&p.d, ATTN_BACKEND_AUTO, p.q, p.k, p.v, o2, l2, NULL));
   CHECK_CLOSE("auto = flash", o2, o, p.no, 0, 0);
   free(o), free(l), free(o2), free(l2);
   unmake(&p);

@@ -25,6 +25,8 @@ unset MAKEFLAGS MFLAGS MAKELEVEL
 ver_part() { sed -n "s/^#define ATTN_VERSION_$1  *\([0-9][0-9]*\).*/\1/p" include/attn/version.h; }
 major=$(ver_part MAJOR)
 version=$major.$(ver_part MINOR).$(ver_part PATCH)
+# the SONAME's version: MAJOR, or 0.MINOR in the 0.x series (the Makefile's SOVERSION)
+[ "$major" = 0 ] && major=0.$(ver_part MINOR)
 # examples/hello_sdpa.c: q = (0, 1), keys (1, 0), (0, 1), scale 1/sqrt(2):
 # p = softmax(0, 0.7071) = (0.3302, 0.6698); out = p · v
 want="attn $version: out = 2.3395 3.3395"

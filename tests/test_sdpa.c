@@ -142,9 +142,9 @@ static void problem_run(problem *p, attn_backend be) {
   for (int64_t i = 0; i < p->nq; i++) p->dq[i] = NAN;
   for (int64_t i = 0; i < p->nk; i++) p->dk[i] = NAN;
   for (int64_t i = 0; i < p->nv; i++) p->dv[i] = NAN;
-  CHECK_OK(attn_sdpa_forward(&p->d, be, p->q, p->k, p->v, p->out, p->lse, NULL));
-  CHECK_OK(attn_sdpa_backward(&p->d, be, p->q, p->k, p->v, p->out, p->lse, p->dout, p->dq, p->dk,
-                              p->dv));
+  CHECK_OK(attn_sdpa_forward_f32(&p->d, be, p->q, p->k, p->v, p->out, p->lse, NULL));
+  CHECK_OK(attn_sdpa_backward_f32(&p->d, be, p->q, p->k, p->v, p->out, p->lse, p->dout, p->dq,
+                                  p->dk, p->dv));
 }
 
 /* compare p's results with the naive reference; returns the worst abs error */
@@ -189,8 +189,8 @@ static void golden_case(const char *name, double atol, double rtol, attn_backend
         *dv = falloc(nv);
   const float *dout = f32_of(st, "dout");
   double e[5];
-  CHECK_OK(attn_sdpa_forward(&d, b, q->data, k->data, v->data, out, lse, NULL));
-  CHECK_OK(attn_sdpa_backward(&d, b, q->data, k->data, v->data, out, lse, dout, dq, dk, dv));
+  CHECK_OK(attn_sdpa_forward_f32(&d, b, q->data, k->data, v->data, out, lse, NULL));
+  CHECK_OK(attn_sdpa_backward_f32(&d, b, q->data, k->data, v->data, out, lse, dout, dq, dk, dv));
   e[0] = CHECK_CLOSE("out", out, f32_of(st, "out"), no, atol, rtol);
   e[1] = CHECK_CLOSE("lse", lse, f32_of(st, "lse"), nl, atol, rtol);
   e[2] = CHECK_CLOSE("dq", dq, f32_of(st, "dq"), nq, atol, rtol);
@@ -410,8 +410,8 @@ static void test_strided_equals_contiguous(void) {
   float *dk = to_strided(NULL, 2, 2, 9, 5, d.k_stride, &tk);
   float *dv = to_strided(NULL, 2, 2, 9, 7, d.v_stride, &tv);
   float *lse = falloc(p.nl);
-  CHECK_OK(attn_sdpa_forward(&d, ATTN_BACKEND_MATH, q, k, v, out, lse, NULL));
-  CHECK_OK(attn_sdpa_backward(&d, ATTN_BACKEND_MATH, q, k, v, out, lse, dout, dq, dk, dv));
+  CHECK_OK(attn_sdpa_forward_f32(&d, ATTN_BACKEND_MATH, q, k, v, out, lse, NULL));
+  CHECK_OK(attn_sdpa_backward_f32(&d, ATTN_BACKEND_MATH, q, k, v, out, lse, dout, dq, dk, dv));
   float *c = falloc(p.nv + p.nq + p.no + p.nk);
   from_strided(out, c, 2, 4, 6, 7, d.o_stride, to);
   CHECK_CLOSE("out", c, p.out, p.no, 1e-6, 1e-6);
@@ -456,7 +456,7 @@ static void test_probs_output(void) {
   float *probs = falloc(np), *want = falloc(np), *out = falloc(p.no), *lse = falloc(p.nl);
   for (int64_t i = 0; i < np; i++) probs[i] = NAN;
   /* auto must fall back to math when probs are requested */
-  CHECK_OK(attn_sdpa_forward(&p.d, ATTN_BACKEND_AUTO, p.q, p.k, p.v, p.out, p.lse, probs));
+  CHECK_OK(attn_sdpa_forward_f32(&p.d, ATTN_BACKEND_AUTO, p.q, p.k, p.v, p.out, p.lse, probs));
   naive_sdpa(&p.d, p.q, p.k, p.v, NULL, out, lse, want, NULL, NULL, NULL);
   CHECK_CLOSE("probs", probs, want, np, ATOL, RTOL);
   int zero_masked = 1; /* causal: probs[.., i, j > i] == 0 exactly; batch 1: all 0 */
@@ -464,7 +464,7 @@ static void test_probs_output(void) {
     for (int64_t j = 0; j < p.d.Lk; j++)
       if (j > r % p.d.Lq || r >= p.nl / 2) zero_masked &= probs[r * p.d.Lk + j] == 0.0f;
   CHECK(zero_masked);
-  CHECK_ERR(attn_sdpa_forward(&p.d, ATTN_BACKEND_FLASH, p.q, p.k, p.v, p.out, p.lse, probs),
+  CHECK_ERR(attn_sdpa_forward_f32(&p.d, ATTN_BACKEND_FLASH, p.q, p.k, p.v, p.out, p.lse, probs),
             ATTN_EUNSUPPORTED);
   free(probs), free(want), free(out), free(lse);
   problem_free(&p);
@@ -555,16 +555,16 @@ static void test_bad_arguments(void) {
   problem_init(&p, 1, 4, 2, 3, 3, 2, 2, 91);
   attn_sdpa_desc d = p.d;
   float *q = p.q, *k = p.k, *v = p.v, *o = p.out, *l = p.lse;
-#define FWD(desc) attn_sdpa_forward(desc, ATTN_BACKEND_MATH, q, k, v, o, l, NULL)
+#define FWD(desc) attn_sdpa_forward_f32(desc, ATTN_BACKEND_MATH, q, k, v, o, l, NULL)
   CHECK_ERR(FWD(NULL), ATTN_EINVAL);
-  CHECK_ERR(attn_sdpa_forward(&d, ATTN_BACKEND_MATH, NULL, k, v, o, l, NULL), ATTN_EINVAL);
+  CHECK_ERR(attn_sdpa_forward_f32(&d, ATTN_BACKEND_MATH, NULL, k, v, o, l, NULL), ATTN_EINVAL);
   CHECK(strstr(attn_last_error(), "q") != NULL);
-  CHECK_ERR(attn_sdpa_forward(&d, ATTN_BACKEND_MATH, q, k, v, NULL, l, NULL), ATTN_EINVAL);
-  CHECK_ERR(attn_sdpa_forward(&d, ATTN_BACKEND_MATH, q, k, v, o, NULL, NULL), ATTN_EINVAL);
-  CHECK_ERR(attn_sdpa_forward(&d, (attn_backend)7, q, k, v, o, l, NULL), ATTN_EINVAL);
-  CHECK_ERR(attn_sdpa_backward(&d, ATTN_BACKEND_MATH, q, k, v, o, l, NULL, p.dq, p.dk, p.dv),
+  CHECK_ERR(attn_sdpa_forward_f32(&d, ATTN_BACKEND_MATH, q, k, v, NULL, l, NULL), ATTN_EINVAL);
+  CHECK_ERR(attn_sdpa_forward_f32(&d, ATTN_BACKEND_MATH, q, k, v, o, NULL, NULL), ATTN_EINVAL);
+  CHECK_ERR(attn_sdpa_forward_f32(&d, (attn_backend)7, q, k, v, o, l, NULL), ATTN_EINVAL);
+  CHECK_ERR(attn_sdpa_backward_f32(&d, ATTN_BACKEND_MATH, q, k, v, o, l, NULL, p.dq, p.dk, p.dv),
             ATTN_EINVAL);
-  CHECK_ERR(attn_sdpa_backward(&d, ATTN_BACKEND_MATH, q, k, v, o, l, p.dout, p.dq, NULL, p.dv),
+  CHECK_ERR(attn_sdpa_backward_f32(&d, ATTN_BACKEND_MATH, q, k, v, o, l, p.dout, p.dq, NULL, p.dv),
             ATTN_EINVAL);
   d = p.d, d.Hkv = 3; /* 4 % 3 != 0 */
   CHECK_ERR(FWD(&d), ATTN_EINVAL);

@@ -118,7 +118,7 @@ static void reference_out(const sdpa_problem *p, float *ref) {
   u.dropout_p = 0.0f;
   const int64_t B = d->B, H = d->Hq, Lq = d->Lq, Lk = d->Lk, Dv = d->Dv, G = d->Hq / d->Hkv;
   float *P = sdpa_zeros(B * H * Lq * Lk), *o = sdpa_zeros(p->no), *l = sdpa_zeros(p->nl);
-  CHECK_OK(attn_sdpa_forward(&u, ATTN_BACKEND_MATH, p->q, p->k, p->v, o, l, P));
+  CHECK_OK(attn_sdpa_forward_f32(&u, ATTN_BACKEND_MATH, p->q, p->k, p->v, o, l, P));
   const double inv = 1.0 / (1.0 - (double)d->dropout_p);
   for (int64_t b = 0; b < B; b++)
     for (int64_t h = 0; h < H; h++)
@@ -154,8 +154,9 @@ static void check_same_bits(const sdpa_problem *p, const run_out *a, const run_o
 }
 
 static void run_both(const sdpa_problem *p, const attn_sdpa_desc *d, attn_backend be, run_out *r) {
-  CHECK_OK(attn_sdpa_forward(d, be, p->q, p->k, p->v, r->o, r->l, NULL));
-  CHECK_OK(attn_sdpa_backward(d, be, p->q, p->k, p->v, r->o, r->l, p->dout, r->dq, r->dk, r->dv));
+  CHECK_OK(attn_sdpa_forward_f32(d, be, p->q, p->k, p->v, r->o, r->l, NULL));
+  CHECK_OK(
+      attn_sdpa_backward_f32(d, be, p->q, p->k, p->v, r->o, r->l, p->dout, r->dq, r->dk, r->dv));
 }
 
 static void check_case(const sdpa_cfg *c, unsigned seed, float pdrop, int with_ref) {
@@ -223,9 +224,9 @@ static void test_batched_pieces_keep_their_batch(void) {
   set_drop(&p.d, 0.3f, 77);
   float *ref = sdpa_zeros(p.no), *o = sdpa_zeros(p.no), *l = sdpa_zeros(p.nl);
   reference_out(&p, ref);
-  CHECK_OK(attn_sdpa_forward(&p.d, ATTN_BACKEND_FLASH, p.q, p.k, p.v, o, l, NULL));
+  CHECK_OK(attn_sdpa_forward_f32(&p.d, ATTN_BACKEND_FLASH, p.q, p.k, p.v, o, l, NULL));
   CHECK(close_all(o, ref, p.no, TOL));
-  CHECK_OK(attn_sdpa_forward(&p.d, ATTN_BACKEND_MATH, p.q, p.k, p.v, o, l, NULL));
+  CHECK_OK(attn_sdpa_forward_f32(&p.d, ATTN_BACKEND_MATH, p.q, p.k, p.v, o, l, NULL));
   CHECK(close_all(o, ref, p.no, TOL));
   free(ref), free(o), free(l);
   sdpa_free_problem(&p);
@@ -241,8 +242,8 @@ static void test_math_probs_are_dropped(void) {
   u.dropout_p = 0.0f;
   const int64_t np = 2 * 9 * 11;
   float *P = sdpa_zeros(np), *PD = sdpa_zeros(np), *o = sdpa_zeros(p.no), *l = sdpa_zeros(p.nl);
-  CHECK_OK(attn_sdpa_forward(&u, ATTN_BACKEND_MATH, p.q, p.k, p.v, o, l, P));
-  CHECK_OK(attn_sdpa_forward(&p.d, ATTN_BACKEND_MATH, p.q, p.k, p.v, o, l, PD));
+  CHECK_OK(attn_sdpa_forward_f32(&u, ATTN_BACKEND_MATH, p.q, p.k, p.v, o, l, P));
+  CHECK_OK(attn_sdpa_forward_f32(&p.d, ATTN_BACKEND_MATH, p.q, p.k, p.v, o, l, PD));
   int dropped = 0;
   for (int64_t e = 0; e < np; e++) {
     int64_t h = e / 99, i = e / 11 % 9, j = e % 11;
@@ -258,7 +259,7 @@ static void test_math_probs_are_dropped(void) {
 /* ---- gradients through a fixed mask --------------------------------------- */
 
 static double loss_of(const sdpa_problem *p, attn_backend be, float *o, float *l) {
-  CHECK_OK(attn_sdpa_forward(&p->d, be, p->q, p->k, p->v, o, l, NULL));
+  CHECK_OK(attn_sdpa_forward_f32(&p->d, be, p->q, p->k, p->v, o, l, NULL));
   double s = 0.0;
   for (int64_t e = 0; e < p->no; e++)
     s += (double)o[e] * p->dout[e];
@@ -354,10 +355,11 @@ static void test_bad_p_refused(void) {
     for (int t = 0; t < 3; t++) {
       attn_sdpa_desc d = p.d;
       set_drop(&d, bad[i], 1);
-      CHECK_ERR(attn_sdpa_forward(&d, be[t], p.q, p.k, p.v, r.o, r.l, NULL), ATTN_EINVAL);
+      CHECK_ERR(attn_sdpa_forward_f32(&d, be[t], p.q, p.k, p.v, r.o, r.l, NULL), ATTN_EINVAL);
       CHECK(strstr(attn_last_error(), "dropout_p") != NULL);
-      CHECK_ERR(attn_sdpa_backward(&d, be[t], p.q, p.k, p.v, r.o, r.l, p.dout, r.dq, r.dk, r.dv),
-                ATTN_EINVAL);
+      CHECK_ERR(
+          attn_sdpa_backward_f32(&d, be[t], p.q, p.k, p.v, r.o, r.l, p.dout, r.dq, r.dk, r.dv),
+          ATTN_EINVAL);
     }
   uint8_t m[16];
   attn_sdpa_desc d = p.d;
@@ -372,7 +374,7 @@ static void test_bad_p_refused(void) {
   CHECK(strstr(attn_last_error(), "dropout") != NULL);
   float shaw[7 * 4] = {0};
   d.shaw_k = shaw, d.shaw_max = 4;
-  CHECK_ERR(attn_sdpa_forward(&d, ATTN_BACKEND_MATH, p.q, p.k, p.v, r.o, r.l, NULL),
+  CHECK_ERR(attn_sdpa_forward_f32(&d, ATTN_BACKEND_MATH, p.q, p.k, p.v, r.o, r.l, NULL),
             ATTN_EUNSUPPORTED);
   run_free(&r);
   sdpa_free_problem(&p);

@@ -33,7 +33,7 @@ static void run_case(const probs_case *c, attn_backend lse_backend) {
     d.window_left = 5;
   }
   CHECK_OK(attn_sdpa_forward_math(&d, q, k, v, out, lse, want));
-  CHECK_OK(attn_sdpa_forward(&d, lse_backend, q, k, v, out, lse2, NULL));
+  CHECK_OK(attn_sdpa_forward_f32(&d, lse_backend, q, k, v, out, lse2, NULL));
   for (int64_t b = 0; b < c->B; b++)
     for (int64_t h = 0; h < c->Hq; h++) {
       CHECK_OK(attn_sdpa_probs_f32(&d, q, k, lse2, b, h, 0, c->Lq, got));
@@ -69,7 +69,7 @@ static void test_probs_fully_masked_row_is_zero(void) {
   fill_uniform(q, 6, 1, -1, 1);
   fill_uniform(k, 8, 2, -1, 1);
   fill_uniform(v, 8, 3, -1, 1);
-  CHECK_OK(attn_sdpa_forward(&d, ATTN_BACKEND_AUTO, q, k, v, out, lse, NULL));
+  CHECK_OK(attn_sdpa_forward_f32(&d, ATTN_BACKEND_AUTO, q, k, v, out, lse, NULL));
   for (int i = 0; i < 12; i++) p[i] = NAN;
   CHECK_OK(attn_sdpa_probs_f32(&d, q, k, lse, 0, 0, 0, 3, p));
   int zero = 1;

@@ -674,11 +674,13 @@ static void test_bad_input(void) {
   for (unsigned i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     attn_sdpa_desc d = p.d;
     d.softcap = bad[i];
-    CHECK_ERR(attn_sdpa_forward(&d, ATTN_BACKEND_MATH, p.q, p.k, p.v, o, l, NULL), ATTN_EINVAL);
+    CHECK_ERR(attn_sdpa_forward_f32(&d, ATTN_BACKEND_MATH, p.q, p.k, p.v, o, l, NULL), ATTN_EINVAL);
     CHECK(strstr(attn_last_error(), "softcap") != NULL);
-    CHECK_ERR(attn_sdpa_forward(&d, ATTN_BACKEND_FLASH, p.q, p.k, p.v, o, l, NULL), ATTN_EINVAL);
-    CHECK_ERR(attn_sdpa_backward(&d, ATTN_BACKEND_AUTO, p.q, p.k, p.v, o, l, p.dout, dq, dk, dv),
+    CHECK_ERR(attn_sdpa_forward_f32(&d, ATTN_BACKEND_FLASH, p.q, p.k, p.v, o, l, NULL),
               ATTN_EINVAL);
+    CHECK_ERR(
+        attn_sdpa_backward_f32(&d, ATTN_BACKEND_AUTO, p.q, p.k, p.v, o, l, p.dout, dq, dk, dv),
+        ATTN_EINVAL);
   }
   attn_sdpa_desc d = p.d;
   float rb[2 * 8] = {0};
@@ -686,7 +688,8 @@ static void test_bad_input(void) {
   d.rel_bias = rb;
   d.rel_buckets = 8;
   d.rel_max_distance = 16;
-  CHECK_ERR(attn_sdpa_forward(&d, ATTN_BACKEND_MATH, p.q, p.k, p.v, o, l, NULL), ATTN_EUNSUPPORTED);
+  CHECK_ERR(attn_sdpa_forward_f32(&d, ATTN_BACKEND_MATH, p.q, p.k, p.v, o, l, NULL),
+            ATTN_EUNSUPPORTED);
   unmake(&p);
 }
 

@@ -117,8 +117,9 @@ static void golden_padded(attn_backend be, const attn_flash_ops *ops) {
       CHECK_OK(attn_sdpa_backward_flash_ops(ops, d, f.q, f.k, f.v, f.out, f.lse, f.dout, f.dq,
                                             f.dk, f.dv));
     } else {
-      CHECK_OK(attn_sdpa_forward(d, be, f.q, f.k, f.v, f.out, f.lse, NULL));
-      CHECK_OK(attn_sdpa_backward(d, be, f.q, f.k, f.v, f.out, f.lse, f.dout, f.dq, f.dk, f.dv));
+      CHECK_OK(attn_sdpa_forward_f32(d, be, f.q, f.k, f.v, f.out, f.lse, NULL));
+      CHECK_OK(
+          attn_sdpa_backward_f32(d, be, f.q, f.k, f.v, f.out, f.lse, f.dout, f.dq, f.dk, f.dv));
     }
     double e[5];
     e[0] = cmp("out", f.out, f.g, "out", f.no, ATOL, RTOL);
@@ -264,20 +265,20 @@ static void test_alignment_bad_input(void) {
   attn_sdpa_desc_init(&d, 2, 1, 1, 8, 8, 4, 4);
   int64_t offs[2] = {0, -3};
   d.q_offsets = offs;
-  CHECK_OK(attn_sdpa_forward(&d, ATTN_BACKEND_MATH, q, q, q, o, l, NULL));
+  CHECK_OK(attn_sdpa_forward_f32(&d, ATTN_BACKEND_MATH, q, q, q, o, l, NULL));
   d.block_mask = (const uint8_t *)"\1\1\1\1";
   d.block_size = 4;
-  CHECK_ERR(attn_sdpa_forward(&d, ATTN_BACKEND_MATH, q, q, q, o, l, NULL), ATTN_EINVAL);
+  CHECK_ERR(attn_sdpa_forward_f32(&d, ATTN_BACKEND_MATH, q, q, q, o, l, NULL), ATTN_EINVAL);
   CHECK(strstr(attn_last_error(), "q_offsets[1]") != NULL);
   d.block_mask = NULL;
   offs[0] = INT64_MIN / 2;
-  CHECK_ERR(attn_sdpa_forward(&d, ATTN_BACKEND_FLASH, q, q, q, o, l, NULL), ATTN_EINVAL);
+  CHECK_ERR(attn_sdpa_forward_f32(&d, ATTN_BACKEND_FLASH, q, q, q, o, l, NULL), ATTN_EINVAL);
   offs[0] = 0;
   float g[2];
   d.alibi_slopes_grad = g; /* without slopes */
-  CHECK_ERR(attn_sdpa_forward(&d, ATTN_BACKEND_MATH, q, q, q, o, l, NULL), ATTN_EINVAL);
+  CHECK_ERR(attn_sdpa_forward_f32(&d, ATTN_BACKEND_MATH, q, q, q, o, l, NULL), ATTN_EINVAL);
   d.alibi_slopes = sl;
-  CHECK_OK(attn_sdpa_forward(&d, ATTN_BACKEND_MATH, q, q, q, o, l, NULL));
+  CHECK_OK(attn_sdpa_forward_f32(&d, ATTN_BACKEND_MATH, q, q, q, o, l, NULL));
   /* B = 1: q_offsets[0] with a position scheme equals q_offset */
   float kv[8 * 4], o2[8 * 4], l2[8];
   fill_uniform(q, 8 * 4, 21, -1, 1);
@@ -289,11 +290,11 @@ static void test_alignment_bad_input(void) {
   for (int be = 0; be < 2; be++) {
     const attn_backend b = be ? ATTN_BACKEND_FLASH : ATTN_BACKEND_MATH;
     d.q_offsets = NULL;
-    CHECK_OK(attn_sdpa_forward(&d, b, q, kv, kv, o, l, NULL));
+    CHECK_OK(attn_sdpa_forward_f32(&d, b, q, kv, kv, o, l, NULL));
     offs[0] = -2;
     d.q_offsets = offs;
     d.q_offset = 5; /* overridden */
-    CHECK_OK(attn_sdpa_forward(&d, b, q, kv, kv, o2, l2, NULL));
+    CHECK_OK(attn_sdpa_forward_f32(&d, b, q, kv, kv, o2, l2, NULL));
     d.q_offset = -2;
     CHECK_CLOSE("q_offsets[0] = q_offset: out", o2, o, 8 * 4, 0, 0);
     CHECK_CLOSE("q_offsets[0] = q_offset: lse", l2, l, 8, 0, 0);

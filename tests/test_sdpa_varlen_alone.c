@@ -65,8 +65,8 @@ static void run_config(attn_backend be, int config, int threads) {
     x.sinks_grad = config == 4 ? ds : NULL;
     const int64_t q0 = cq[s], k0 = ck[s], nq = lens_q[s], nk = lens_k[s];
     float *aq = falloc(nq * rq), *ak = falloc(nk * HKV * D), *av = falloc(nk * HKV * DV);
-    CHECK_OK(attn_sdpa_backward(&x, be, q + q0 * rq, k + k0 * HKV * D, v + k0 * HKV * DV,
-                                o + q0 * ro, l + q0 * HQ, go + q0 * ro, aq, ak, av));
+    CHECK_OK(attn_sdpa_backward_f32(&x, be, q + q0 * rq, k + k0 * HKV * D, v + k0 * HKV * DV,
+                                    o + q0 * ro, l + q0 * HQ, go + q0 * ro, aq, ak, av));
     for (int64_t i = 0; i < nq; i++)
       for (int64_t h = 0; h < HQ; h++)
         ok &= same_bits(dq + (q0 + i) * rq + h * D, aq + i * rq + h * D, D);

@@ -509,28 +509,29 @@ static void test_bad_input(void) {
   d.mods = &mods;
   u.cap = 5;
   /* score_mod without its derivative: the forward runs, the backward refuses */
-  CHECK_OK(attn_sdpa_forward(&d, ATTN_BACKEND_AUTO, p.q, p.k, p.v, o, l, NULL));
+  CHECK_OK(attn_sdpa_forward_f32(&d, ATTN_BACKEND_AUTO, p.q, p.k, p.v, o, l, NULL));
   for (int be = 0; be < 3; be++)
-    CHECK_ERR(attn_sdpa_backward(&d, (attn_backend)be, p.q, p.k, p.v, o, l, p.dout, g[0], g[1],
-                                 g[2]),
-              ATTN_EINVAL);
+    CHECK_ERR(
+        attn_sdpa_backward_f32(&d, (attn_backend)be, p.q, p.k, p.v, o, l, p.dout, g[0], g[1], g[2]),
+        ATTN_EINVAL);
   attn_sdpa_mods pg = {.score_mod_param_grad = alibi_param_grad, .user = &u};
   d.mods = &pg; /* a parameter gradient without score_mod */
-  CHECK_ERR(attn_sdpa_forward(&d, ATTN_BACKEND_MATH, p.q, p.k, p.v, o, l, NULL), ATTN_EINVAL);
+  CHECK_ERR(attn_sdpa_forward_f32(&d, ATTN_BACKEND_MATH, p.q, p.k, p.v, o, l, NULL), ATTN_EINVAL);
   attn_sdpa_mods nomask = {.block_mask = &bm, .user = &u};
   d.mods = &nomask; /* a block mask without mask_mod */
-  CHECK_ERR(attn_sdpa_forward(&d, ATTN_BACKEND_FLASH, p.q, p.k, p.v, o, l, NULL), ATTN_EINVAL);
+  CHECK_ERR(attn_sdpa_forward_f32(&d, ATTN_BACKEND_FLASH, p.q, p.k, p.v, o, l, NULL), ATTN_EINVAL);
   attn_sdpa_mods badbm = {.mask_mod = causal_mask, .block_mask = &wrong, .user = &u};
   d.mods = &badbm; /* a block mask for another Lk */
-  CHECK_ERR(attn_sdpa_forward(&d, ATTN_BACKEND_FLASH, p.q, p.k, p.v, o, l, NULL), ATTN_EINVAL);
+  CHECK_ERR(attn_sdpa_forward_f32(&d, ATTN_BACKEND_FLASH, p.q, p.k, p.v, o, l, NULL), ATTN_EINVAL);
   badbm.block_mask = &bm;
-  CHECK_OK(attn_sdpa_forward(&d, ATTN_BACKEND_FLASH, p.q, p.k, p.v, o, l, NULL));
+  CHECK_OK(attn_sdpa_forward_f32(&d, ATTN_BACKEND_FLASH, p.q, p.k, p.v, o, l, NULL));
   /* score_mod with Shaw keys; the probs recomputation refuses mods */
   float shaw[3 * 24] = {0};
   attn_sdpa_mods sm = {.score_mod = softcap_score, .score_mod_grad = softcap_grad, .user = &u};
   d.mods = &sm;
   d.shaw_k = shaw, d.shaw_max = 2;
-  CHECK_ERR(attn_sdpa_forward(&d, ATTN_BACKEND_MATH, p.q, p.k, p.v, o, l, NULL), ATTN_EUNSUPPORTED);
+  CHECK_ERR(attn_sdpa_forward_f32(&d, ATTN_BACKEND_MATH, p.q, p.k, p.v, o, l, NULL),
+            ATTN_EUNSUPPORTED);
   d.shaw_k = NULL, d.shaw_max = 0;
   CHECK_ERR(attn_sdpa_probs_f32(&d, p.q, p.k, l, 0, 0, 0, 1, g[1]), ATTN_EUNSUPPORTED);
   attn_block_mask none;

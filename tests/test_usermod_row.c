@@ -389,27 +389,28 @@ static void test_row_bad_input(void) {
                          .score_mod_row_grad = softcap_row_grad,
                          .user = &u};
   d.mods = &both; /* per pair and per row at once */
-  CHECK_ERR(attn_sdpa_forward(&d, ATTN_BACKEND_FLASH, p.q, p.k, p.v, o, l, NULL), ATTN_EINVAL);
+  CHECK_ERR(attn_sdpa_forward_f32(&d, ATTN_BACKEND_FLASH, p.q, p.k, p.v, o, l, NULL), ATTN_EINVAL);
   CHECK(strstr(attn_last_error(), "score_mod_row") != NULL);
   attn_sdpa_mods lone = {.score_mod_row_grad = softcap_row_grad, .user = &u};
   d.mods = &lone; /* a row derivative without score_mod_row */
-  CHECK_ERR(attn_sdpa_forward(&d, ATTN_BACKEND_MATH, p.q, p.k, p.v, o, l, NULL), ATTN_EINVAL);
+  CHECK_ERR(attn_sdpa_forward_f32(&d, ATTN_BACKEND_MATH, p.q, p.k, p.v, o, l, NULL), ATTN_EINVAL);
   attn_sdpa_mods mixed = {.score_mod_row = softcap_row,
                           .score_mod_grad = softcap_grad,
                           .user = &u};
   d.mods = &mixed; /* score_mod_row with the per-pair derivative */
-  CHECK_ERR(attn_sdpa_forward(&d, ATTN_BACKEND_FLASH, p.q, p.k, p.v, o, l, NULL), ATTN_EINVAL);
+  CHECK_ERR(attn_sdpa_forward_f32(&d, ATTN_BACKEND_FLASH, p.q, p.k, p.v, o, l, NULL), ATTN_EINVAL);
   attn_sdpa_mods fwd = {.score_mod_row = softcap_row, .user = &u};
   d.mods = &fwd; /* no derivative: the forward runs, the backward refuses */
-  CHECK_OK(attn_sdpa_forward(&d, ATTN_BACKEND_AUTO, p.q, p.k, p.v, o, l, NULL));
+  CHECK_OK(attn_sdpa_forward_f32(&d, ATTN_BACKEND_AUTO, p.q, p.k, p.v, o, l, NULL));
   for (int be = 0; be < 3; be++)
-    CHECK_ERR(attn_sdpa_backward(&d, (attn_backend)be, p.q, p.k, p.v, o, l, p.dout, g[0], g[1],
-                                 g[2]),
-              ATTN_EINVAL);
+    CHECK_ERR(
+        attn_sdpa_backward_f32(&d, (attn_backend)be, p.q, p.k, p.v, o, l, p.dout, g[0], g[1], g[2]),
+        ATTN_EINVAL);
   CHECK(strstr(attn_last_error(), "score_mod_row_grad") != NULL);
   float shaw[3 * 24] = {0};
   d.shaw_k = shaw, d.shaw_max = 2; /* with Shaw keys */
-  CHECK_ERR(attn_sdpa_forward(&d, ATTN_BACKEND_MATH, p.q, p.k, p.v, o, l, NULL), ATTN_EUNSUPPORTED);
+  CHECK_ERR(attn_sdpa_forward_f32(&d, ATTN_BACKEND_MATH, p.q, p.k, p.v, o, l, NULL),
+            ATTN_EUNSUPPORTED);
   free(o), free(l), free(g[0]), free(g[1]), free(g[2]);
   sdpa_free_problem(&p);
 }

@@ -48,8 +48,8 @@ static void golden_sdpa(const char *name, attn_backend be) {
   d.shaw_k_grad = dsk;
   d.shaw_v_grad = dsv;
   const float *v = golden_f32(g, "v");
-  CHECK_OK(attn_sdpa_forward(&d, be, q, k, v, out, lse, NULL));
-  CHECK_OK(attn_sdpa_backward(&d, be, q, k, v, out, lse, golden_f32(g, "dout"), dq, dk, dv));
+  CHECK_OK(attn_sdpa_forward_f32(&d, be, q, k, v, out, lse, NULL));
+  CHECK_OK(attn_sdpa_backward_f32(&d, be, q, k, v, out, lse, golden_f32(g, "dout"), dq, dk, dv));
   golden_rope_backward(&rope, &d, dq, dk);
   double e[8] = {0};
   e[0] = cmp("out", out, g, "out", no);
@@ -218,7 +218,7 @@ static void decode_case(attn_backend be, int chunk, int schemes) {
     d.block_size = 4;
     d.block_cols = 4;
   }
-  CHECK_OK(attn_sdpa_forward(&d, be, q, k, v, out, lse, NULL));
+  CHECK_OK(attn_sdpa_forward_f32(&d, be, q, k, v, out, lse, NULL));
 
   attn_kv_cache c = {0};
   CHECK_OK(attn_kv_cache_init(&c, B, Hkv, D, Dv, 2)); /* small: exercises growth */
@@ -304,20 +304,23 @@ static void test_block_sparse(void) {
   b.bool_mask = dense;
   b.bool_mask_stride[2] = L;
   b.bool_mask_stride[3] = 1;
-  CHECK_OK(attn_sdpa_forward(&a, ATTN_BACKEND_MATH, q, k, v, o1, l1, NULL));
-  CHECK_OK(attn_sdpa_forward(&b, ATTN_BACKEND_MATH, q, k, v, o2, l2, NULL));
+  CHECK_OK(attn_sdpa_forward_f32(&a, ATTN_BACKEND_MATH, q, k, v, o1, l1, NULL));
+  CHECK_OK(attn_sdpa_forward_f32(&b, ATTN_BACKEND_MATH, q, k, v, o2, l2, NULL));
   CHECK_CLOSE("out", o1, o2, n, 0, 0);
   CHECK_CLOSE("lse", l1, l2, B * H * L, 0, 0);
-  CHECK_OK(attn_sdpa_backward(&a, ATTN_BACKEND_MATH, q, k, v, o1, l1, dout, g1[0], g1[1], g1[2]));
-  CHECK_OK(attn_sdpa_backward(&b, ATTN_BACKEND_MATH, q, k, v, o2, l2, dout, g2[0], g2[1], g2[2]));
+  CHECK_OK(
+      attn_sdpa_backward_f32(&a, ATTN_BACKEND_MATH, q, k, v, o1, l1, dout, g1[0], g1[1], g1[2]));
+  CHECK_OK(
+      attn_sdpa_backward_f32(&b, ATTN_BACKEND_MATH, q, k, v, o2, l2, dout, g2[0], g2[1], g2[2]));
   for (int x = 0; x < 3; x++)
     CHECK_CLOSE("grad", g1[x], g2[x], n, 0, 0);
   /* the layout and the dense mask through the fused kernel agree within rounding */
-  CHECK_OK(attn_sdpa_forward(&b, ATTN_BACKEND_FLASH, q, k, v, o2, l2, NULL));
+  CHECK_OK(attn_sdpa_forward_f32(&b, ATTN_BACKEND_FLASH, q, k, v, o2, l2, NULL));
   CHECK_CLOSE("flash out (dense)", o2, o1, n, 1e-6, 1e-5);
-  CHECK_OK(attn_sdpa_forward(&a, ATTN_BACKEND_FLASH, q, k, v, o2, l2, NULL));
+  CHECK_OK(attn_sdpa_forward_f32(&a, ATTN_BACKEND_FLASH, q, k, v, o2, l2, NULL));
   CHECK_CLOSE("flash out (blocks)", o2, o1, n, 1e-6, 1e-5);
-  CHECK_OK(attn_sdpa_backward(&a, ATTN_BACKEND_FLASH, q, k, v, o2, l2, dout, g2[0], g2[1], g2[2]));
+  CHECK_OK(
+      attn_sdpa_backward_f32(&a, ATTN_BACKEND_FLASH, q, k, v, o2, l2, dout, g2[0], g2[1], g2[2]));
   for (int x = 0; x < 3; x++)
     CHECK_CLOSE("flash grad (blocks)", g2[x], g1[x], n, 1e-6, 1e-5);
 }
@@ -334,34 +337,34 @@ static void test_validation(void) {
   attn_sdpa_desc_init(&d, 1, 2, 2, 8, 8, 4, 4);
   d.alibi_slopes = slopes;
   float o2[64], l2[16];
-  CHECK_OK(attn_sdpa_forward(&d, ATTN_BACKEND_FLASH, q, k, v, o, l, NULL));
-  CHECK_OK(attn_sdpa_forward(&d, ATTN_BACKEND_MATH, q, k, v, o2, l2, NULL));
+  CHECK_OK(attn_sdpa_forward_f32(&d, ATTN_BACKEND_FLASH, q, k, v, o, l, NULL));
+  CHECK_OK(attn_sdpa_forward_f32(&d, ATTN_BACKEND_MATH, q, k, v, o2, l2, NULL));
   CHECK_CLOSE("flash alibi", o, o2, 64, 1e-6, 1e-5);
   d.q_offset = -1; /* bottom-right alignment: allowed, but not with a block layout */
-  CHECK_OK(attn_sdpa_forward(&d, ATTN_BACKEND_MATH, q, k, v, o, l, NULL));
+  CHECK_OK(attn_sdpa_forward_f32(&d, ATTN_BACKEND_MATH, q, k, v, o, l, NULL));
   d.block_mask = (const uint8_t *)"\1\1\1\1";
   d.block_size = 4;
-  CHECK_ERR(attn_sdpa_forward(&d, ATTN_BACKEND_MATH, q, k, v, o, l, NULL), ATTN_EINVAL);
+  CHECK_ERR(attn_sdpa_forward_f32(&d, ATTN_BACKEND_MATH, q, k, v, o, l, NULL), ATTN_EINVAL);
   d.block_mask = NULL;
   attn_sdpa_desc_init(&d, 1, 2, 2, 8, 8, 4, 4);
   d.rel_bias = rb;
   d.rel_buckets = 8;
   d.rel_max_distance = 2; /* must exceed the exact range (2 when bidirectional) */
   d.rel_bidirectional = 1;
-  CHECK_ERR(attn_sdpa_forward(&d, ATTN_BACKEND_MATH, q, k, v, o, l, NULL), ATTN_EINVAL);
+  CHECK_ERR(attn_sdpa_forward_f32(&d, ATTN_BACKEND_MATH, q, k, v, o, l, NULL), ATTN_EINVAL);
   d.rel_max_distance = 3;
-  CHECK_OK(attn_sdpa_forward(&d, ATTN_BACKEND_MATH, q, k, v, o, l, NULL));
+  CHECK_OK(attn_sdpa_forward_f32(&d, ATTN_BACKEND_MATH, q, k, v, o, l, NULL));
   d.rel_buckets = 3;
-  CHECK_ERR(attn_sdpa_forward(&d, ATTN_BACKEND_MATH, q, k, v, o, l, NULL), ATTN_EINVAL);
+  CHECK_ERR(attn_sdpa_forward_f32(&d, ATTN_BACKEND_MATH, q, k, v, o, l, NULL), ATTN_EINVAL);
   attn_sdpa_desc_init(&d, 1, 2, 2, 8, 8, 4, 4);
   d.shaw_k = sk;
-  CHECK_ERR(attn_sdpa_forward(&d, ATTN_BACKEND_MATH, q, k, v, o, l, NULL), ATTN_EINVAL);
+  CHECK_ERR(attn_sdpa_forward_f32(&d, ATTN_BACKEND_MATH, q, k, v, o, l, NULL), ATTN_EINVAL);
   attn_sdpa_desc_init(&d, 1, 2, 2, 8, 8, 4, 4);
   d.block_mask = (const uint8_t *)"\1";
-  CHECK_ERR(attn_sdpa_forward(&d, ATTN_BACKEND_MATH, q, k, v, o, l, NULL), ATTN_EINVAL);
+  CHECK_ERR(attn_sdpa_forward_f32(&d, ATTN_BACKEND_MATH, q, k, v, o, l, NULL), ATTN_EINVAL);
   d.block_size = 4;
   d.block_cols = 1; /* fewer than ceil(8/4) */
-  CHECK_ERR(attn_sdpa_forward(&d, ATTN_BACKEND_MATH, q, k, v, o, l, NULL), ATTN_EINVAL);
+  CHECK_ERR(attn_sdpa_forward_f32(&d, ATTN_BACKEND_MATH, q, k, v, o, l, NULL), ATTN_EINVAL);
 }
 
 /* Outputs and table gradients do not depend on the thread count (a problem
@@ -400,9 +403,9 @@ static void test_threads(void) {
     d.shaw_k_grad = res[r][5];
     d.shaw_v_grad = res[r][6];
     float *dv = malloc(nk * 4);
-    CHECK_OK(attn_sdpa_forward(&d, ATTN_BACKEND_MATH, q, k, v, res[r][0], res[r][1], NULL));
-    CHECK_OK(attn_sdpa_backward(&d, ATTN_BACKEND_MATH, q, k, v, res[r][0], res[r][1], dout,
-                                res[r][2], res[r][3], dv));
+    CHECK_OK(attn_sdpa_forward_f32(&d, ATTN_BACKEND_MATH, q, k, v, res[r][0], res[r][1], NULL));
+    CHECK_OK(attn_sdpa_backward_f32(&d, ATTN_BACKEND_MATH, q, k, v, res[r][0], res[r][1], dout,
+                                    res[r][2], res[r][3], dv));
     free(dv);
   }
   attn_set_num_threads(1);

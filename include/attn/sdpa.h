@@ -152,6 +152,16 @@ typedef struct {
   float dropout_p;
   uint64_t dropout_seed, dropout_offset;
   int64_t dropout_batch0;
+
+  /* ---- prefix-LM (FlexAttention's prefix_lm mask); NULL = off ------------
+   * prefix_lens [B] (with causal only: ATTN_EINVAL without): keys
+   * j < prefix_lens[b] are visible to every query of batch b (the prefix
+   * attends bidirectionally), the rest causally: key j is allowed for the
+   * query at position p_i iff j <= p_i or j < prefix_lens[b] (and every
+   * other rule above: window, key_lens, masks). 0 <= prefix_lens[b] <= Lk.
+   * Every dtype, path and layout (varlen: per sequence, in its own key
+   * positions). */
+  const int32_t *prefix_lens;
 } attn_sdpa_desc;
 
 /* Fills d with B..Dv, no masks, default scale, unbounded window, contiguous,
@@ -159,15 +169,77 @@ typedef struct {
 ATTN_API void attn_sdpa_desc_init(attn_sdpa_desc *d, int64_t B, int64_t Hq, int64_t Hkv, int64_t Lq,
                                   int64_t Lk, int64_t D, int64_t Dv);
 
-/* out and lse required; probs optional ([B,Hq,Lq,Lk] contiguous, 0 where masked). */
-ATTN_API attn_status attn_sdpa_forward(const attn_sdpa_desc *d, attn_backend backend,
-                                       const float *q, const float *k, const float *v, float *out,
-                                       float *lse, float *probs);
-/* Gradients dq, dk, dv are OVERWRITTEN. out and lse are the forward's. */
-ATTN_API attn_status attn_sdpa_backward(const attn_sdpa_desc *d, attn_backend backend,
-                                        const float *q, const float *k, const float *v,
-                                        const float *out, const float *lse, const float *dout,
-                                        float *dq, float *dk, float *dv);
+/* ---- the entry: one call per direction ------------------------------------
+ * Everything the call needs besides the descriptor (what is computed) is in
+ * attn_sdpa_args (what it is computed on, and how): the element type of
+ * q, k, v, the packed varlen layout (or none: [B,H,L,D] through the
+ * descriptor's strides), the path, the tensors. The library routes:
+ *
+ *   dtype     path                 kernel
+ *   F32       AUTO                 flash where it supports the call (and no
+ *                                  probs are asked for), else math
+ *   F32       MATH | FLASH         the plain reference | the fused kernel
+ *   BF16/F16  AUTO | FLASH         the dtype's flash kernel, its best path
+ *                                  here (attn/sdpa_bf16.h, attn/sdpa_f16.h)
+ *   BF16/F16  PORTABLE|SIMD|AMX|F32  that path of it (ATTN_EUNSUPPORTED
+ *                                  where the CPU lacks it)
+ *   BF16/F16  MATH                 q, k, v widened to f32, the math path
+ *                                  (the reference for the low-precision
+ *                                  kernels; probs available)
+ *   I8        AUTO|FLASH|PORTABLE|SIMD|AMX   the int8 flash forward on f32
+ *                                  q, k, v (attn/sdpa_i8.h); no backward
+ *
+ * Modifiers (masks, positions, softcap, sinks, dropout, prefix-LM, user
+ * mods) are descriptor fields; a combination a kernel lacks is refused
+ * before anything is computed (ATTN_EUNSUPPORTED, naming the field and the
+ * kernel), never computed wrongly. AUTO with F32 then falls back to math.
+ * Peers' spellings of the fields (is_causal, window_size, logit_softcap...)
+ * are accepted by files and Python keywords: docs/ARCHITECTURE.md.
+ * The entry points of 0.1 (attn_sdpa_forward_bf16, ..._varlen_*, ...) are
+ * kept as deprecated wrappers in attn/sdpa_deprecated.h. */
+typedef enum {
+  ATTN_PATH_AUTO = 0,
+  ATTN_PATH_MATH = 1,  /* = ATTN_BACKEND_MATH */
+  ATTN_PATH_FLASH = 2, /* = ATTN_BACKEND_FLASH */
+  ATTN_PATH_PORTABLE = 3,
+  ATTN_PATH_SIMD = 4,
+  ATTN_PATH_AMX = 5,
+  ATTN_PATH_F32 = 6
+} attn_sdpa_path;
+
+/* "auto" | "math" | "flash" | "portable" | "simd" | "amx" | "f32" */
+ATTN_API attn_status attn_sdpa_path_from_name(const char *name, attn_sdpa_path *out);
+ATTN_API const char *attn_sdpa_path_name(attn_sdpa_path p);
+
+/* 1 if a call of element type dtype (attn_dtype) can take path here (the CPU
+ * features and, for AMX, the tile permission), else 0. */
+ATTN_API int attn_sdpa_path_available(int dtype, attn_sdpa_path path);
+
+struct attn_sdpa_varlen; /* attn/sdpa_varlen.h */
+
+typedef struct {
+  /* q, k, v element type: ATTN_F32 (default), ATTN_BF16 or ATTN_F16
+   * (uint16_t bit patterns), or ATTN_I8 (f32 q, k, v quantized to int8 per
+   * call). out, lse, probs and every gradient are f32. */
+  int dtype; /* attn_dtype (attn/tensor.h) */
+  attn_sdpa_path path;
+  /* NULL: q [B,Hq,Lq,D] ... through the descriptor's strides; else the
+   * packed layout of attn/sdpa_varlen.h (cu_seqlens). */
+  const struct attn_sdpa_varlen *varlen;
+  const void *q, *k, *v;
+  /* forward: written (out, lse required; probs optional [B,Hq,Lq,Lk],
+   * math only). backward: out and lse are the forward's, read. */
+  float *out, *lse, *probs;
+  /* backward: dout read (strides of out); dq, dk, dv OVERWRITTEN (strides
+   * of q, k, v) */
+  const float *dout;
+  float *dq, *dk, *dv;
+} attn_sdpa_args;
+
+ATTN_API attn_status attn_sdpa_forward(const attn_sdpa_desc *d, const attn_sdpa_args *a);
+/* The descriptor's table gradients (rel_bias_grad, shaw_*_grad, sinks_grad,
+ * alibi_slopes_grad, user mods' parameters) are OVERWRITTEN too. */
+ATTN_API attn_status attn_sdpa_backward(const attn_sdpa_desc *d, const attn_sdpa_args *a);
 
 /* Attention dropout's mask (the dropout_* fields of d): 1 where key j of
  * query row i of (b, h) is kept, 0 where dropped (0 <= b < B, 0 <= h < Hq;
@@ -179,14 +251,6 @@ ATTN_API int attn_sdpa_dropout_keep(const attn_sdpa_desc *d, int64_t b, int64_t 
                                     int64_t j);
 ATTN_API attn_status attn_sdpa_dropout_mask(const attn_sdpa_desc *d, int64_t b, int64_t h,
                                             uint8_t *mask);
-
-/* The plain reference implementations behind ATTN_BACKEND_MATH. */
-ATTN_API attn_status attn_sdpa_forward_math(const attn_sdpa_desc *d, const float *q, const float *k,
-                                            const float *v, float *out, float *lse, float *probs);
-ATTN_API attn_status attn_sdpa_backward_math(const attn_sdpa_desc *d, const float *q,
-                                             const float *k, const float *v, const float *out,
-                                             const float *lse, const float *dout, float *dq,
-                                             float *dk, float *dv);
 
 #ifdef __cplusplus
 }

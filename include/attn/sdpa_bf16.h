@@ -46,14 +46,6 @@
 extern "C" {
 #endif
 
-ATTN_API attn_status attn_sdpa_forward_bf16(const attn_sdpa_desc *d, const uint16_t *q,
-                                            const uint16_t *k, const uint16_t *v, float *out,
-                                            float *lse);
-ATTN_API attn_status attn_sdpa_backward_bf16(const attn_sdpa_desc *d, const uint16_t *q,
-                                             const uint16_t *k, const uint16_t *v, const float *out,
-                                             const float *lse, const float *dout, float *dq,
-                                             float *dk, float *dv);
-
 /* The same with the path forced (ATTN_EUNSUPPORTED where unavailable):
  *   ATTN_LOWP_AUTO      AMX, else SIMD where the CPU has a bf16 dot product
  *                       (AVX512_BF16), else F32
@@ -64,14 +56,6 @@ ATTN_API attn_status attn_sdpa_backward_bf16(const attn_sdpa_desc *d, const uint
  *   ATTN_LOWP_F32       q, k, v widened to f32 a block at a time and run on
  *                       the level's f32 flash (the f32 results on the
  *                       bf16 values; any level) */
-ATTN_API attn_status attn_sdpa_forward_bf16_path(attn_lowp_path path, const attn_sdpa_desc *d,
-                                                 const uint16_t *q, const uint16_t *k,
-                                                 const uint16_t *v, float *out, float *lse);
-ATTN_API attn_status attn_sdpa_backward_bf16_path(attn_lowp_path path, const attn_sdpa_desc *d,
-                                                  const uint16_t *q, const uint16_t *k,
-                                                  const uint16_t *v, const float *out,
-                                                  const float *lse, const float *dout, float *dq,
-                                                  float *dk, float *dv);
 /* 1 if path can run here ("amx" needs the CPU features and tile permission). */
 ATTN_API int attn_sdpa_bf16_path_available(attn_lowp_path path);
 /* What path runs here (AUTO: the one it picks): "amx", "avx512_bf16",

@@ -48,25 +48,9 @@
 extern "C" {
 #endif
 
-ATTN_API attn_status attn_sdpa_forward_f16(const attn_sdpa_desc *d, const uint16_t *q,
-                                           const uint16_t *k, const uint16_t *v, float *out,
-                                           float *lse);
-ATTN_API attn_status attn_sdpa_backward_f16(const attn_sdpa_desc *d, const uint16_t *q,
-                                            const uint16_t *k, const uint16_t *v, const float *out,
-                                            const float *lse, const float *dout, float *dq,
-                                            float *dk, float *dv);
-
 /* The same with the path forced: ATTN_LOWP_AUTO (as above), ATTN_LOWP_PORTABLE
  * or ATTN_LOWP_SIMD (ATTN_EUNSUPPORTED where unavailable); ATTN_LOWP_AMX is
  * not a path here (no AMX-FP16: ATTN_EUNSUPPORTED). */
-ATTN_API attn_status attn_sdpa_forward_f16_path(attn_lowp_path path, const attn_sdpa_desc *d,
-                                                const uint16_t *q, const uint16_t *k,
-                                                const uint16_t *v, float *out, float *lse);
-ATTN_API attn_status attn_sdpa_backward_f16_path(attn_lowp_path path, const attn_sdpa_desc *d,
-                                                 const uint16_t *q, const uint16_t *k,
-                                                 const uint16_t *v, const float *out,
-                                                 const float *lse, const float *dout, float *dq,
-                                                 float *dk, float *dv);
 /* 1 if path can run here ("simd" needs AVX-512F and BW). */
 ATTN_API int attn_sdpa_f16_path_available(attn_lowp_path path);
 

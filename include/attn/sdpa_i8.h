@@ -63,14 +63,9 @@
 extern "C" {
 #endif
 
-ATTN_API attn_status attn_sdpa_forward_i8(const attn_sdpa_desc *d, const float *q, const float *k,
-                                          const float *v, float *out, float *lse);
 /* The same with the path forced: ATTN_LOWP_AUTO (as above), ATTN_LOWP_PORTABLE,
  * ATTN_LOWP_SIMD (AVX512_VNNI) or ATTN_LOWP_AMX; ATTN_EUNSUPPORTED where
  * unavailable. */
-ATTN_API attn_status attn_sdpa_forward_i8_path(attn_lowp_path path, const attn_sdpa_desc *d,
-                                               const float *q, const float *k, const float *v,
-                                               float *out, float *lse);
 /* 1 if path can run here. */
 ATTN_API int attn_sdpa_i8_path_available(attn_lowp_path path);
 

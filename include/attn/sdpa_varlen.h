@@ -47,44 +47,10 @@
 extern "C" {
 #endif
 
-typedef struct {
+typedef struct attn_sdpa_varlen {
   const int32_t *cu_seqlens_q, *cu_seqlens_k; /* [B + 1] */
   int64_t total_q, total_k;                   /* rows of q/out, of k/v */
 } attn_sdpa_varlen;
-
-ATTN_API attn_status attn_sdpa_varlen_forward(const attn_sdpa_desc *d, const attn_sdpa_varlen *vl,
-                                              attn_backend backend, const float *q,
-                                              const float *k, const float *v, float *out,
-                                              float *lse);
-ATTN_API attn_status attn_sdpa_varlen_backward(const attn_sdpa_desc *d, const attn_sdpa_varlen *vl,
-                                               attn_backend backend, const float *q,
-                                               const float *k, const float *v, const float *out,
-                                               const float *lse, const float *dout, float *dq,
-                                               float *dk, float *dv);
-
-ATTN_API attn_status attn_sdpa_varlen_forward_bf16(const attn_sdpa_desc *d,
-                                                   const attn_sdpa_varlen *vl, const uint16_t *q,
-                                                   const uint16_t *k, const uint16_t *v,
-                                                   float *out, float *lse);
-ATTN_API attn_status attn_sdpa_varlen_backward_bf16(const attn_sdpa_desc *d,
-                                                    const attn_sdpa_varlen *vl, const uint16_t *q,
-                                                    const uint16_t *k, const uint16_t *v,
-                                                    const float *out, const float *lse,
-                                                    const float *dout, float *dq, float *dk,
-                                                    float *dv);
-ATTN_API attn_status attn_sdpa_varlen_forward_f16(const attn_sdpa_desc *d,
-                                                  const attn_sdpa_varlen *vl, const uint16_t *q,
-                                                  const uint16_t *k, const uint16_t *v, float *out,
-                                                  float *lse);
-ATTN_API attn_status attn_sdpa_varlen_backward_f16(const attn_sdpa_desc *d,
-                                                   const attn_sdpa_varlen *vl, const uint16_t *q,
-                                                   const uint16_t *k, const uint16_t *v,
-                                                   const float *out, const float *lse,
-                                                   const float *dout, float *dq, float *dk,
-                                                   float *dv);
-ATTN_API attn_status attn_sdpa_varlen_forward_i8(const attn_sdpa_desc *d, const attn_sdpa_varlen *vl,
-                                                 const float *q, const float *k, const float *v,
-                                                 float *out, float *lse);
 
 #ifdef __cplusplus
 }

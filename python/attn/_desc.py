@@ -46,6 +46,21 @@ class SdpaDesc(ctypes.Structure):
         # b + dropout_batch0, h, i, j)
         ("dropout_p", ctypes.c_float), ("dropout_seed", ctypes.c_uint64),
         ("dropout_offset", ctypes.c_uint64), ("dropout_batch0", _i64),
+        # prefix-LM: with causal, keys j < prefix_lens[b] visible to every query
+        ("prefix_lens", _p),
+    ]
+
+
+# attn_sdpa_args: the element type, path, layout and tensors of one call
+ATTN_F32, ATTN_BF16 = 0, 2
+
+
+class SdpaArgs(ctypes.Structure):
+    _fields_ = [
+        ("dtype", ctypes.c_int), ("path", ctypes.c_int), ("varlen", _p),
+        ("q", _p), ("k", _p), ("v", _p),
+        ("out", _p), ("lse", _p), ("probs", _p),
+        ("dout", _p), ("dq", _p), ("dk", _p), ("dv", _p),
     ]
 
 
@@ -62,19 +77,13 @@ def dropout_mask(d, b, h, out):
 
 
 def forward(d, backend, bf16, q, k, v, out, lse, probs=0):
-    """Pointers (ints); bf16: q, k, v are bf16 bit patterns (flash only)."""
-    L = _lib.lib
-    if bf16:
-        st = L.attn_sdpa_forward_bf16(ctypes.byref(d), q, k, v, out, lse)
-    else:
-        st = L.attn_sdpa_forward(ctypes.byref(d), backend, q, k, v, out, lse, probs or None)
-    _lib.check(st, "sdpa forward")
+    """Pointers (ints); bf16: q, k, v are bf16 bit patterns (flash: its best path)."""
+    a = SdpaArgs(dtype=ATTN_BF16 if bf16 else ATTN_F32, path=0 if bf16 else backend,
+                 q=q, k=k, v=v, out=out, lse=lse, probs=probs or None)
+    _lib.check(_lib.lib.attn_sdpa_forward(ctypes.byref(d), ctypes.byref(a)), "sdpa forward")
 
 
 def backward(d, backend, bf16, q, k, v, out, lse, dout, dq, dk, dv):
-    L = _lib.lib
-    if bf16:
-        st = L.attn_sdpa_backward_bf16(ctypes.byref(d), q, k, v, out, lse, dout, dq, dk, dv)
-    else:
-        st = L.attn_sdpa_backward(ctypes.byref(d), backend, q, k, v, out, lse, dout, dq, dk, dv)
-    _lib.check(st, "sdpa backward")
+    a = SdpaArgs(dtype=ATTN_BF16 if bf16 else ATTN_F32, path=0 if bf16 else backend,
+                 q=q, k=k, v=v, out=out, lse=lse, dout=dout, dq=dq, dk=dk, dv=dv)
+    _lib.check(_lib.lib.attn_sdpa_backward(ctypes.byref(d), ctypes.byref(a)), "sdpa backward")

@@ -76,17 +76,15 @@ _int = ctypes.c_int
 _f = ctypes.c_float
 _s = ctypes.c_char_p
 
-# name: (restype, argtypes); attn_sdpa_desc pointers are passed as c_void_p
+# name: (restype, argtypes); attn_sdpa_desc and attn_sdpa_args pointers are passed as c_void_p
 _PROTOS = {
     "attn_last_error": (_s, []),
     "attn_status_str": (_s, [_int]),
     "attn_clear_error": (None, []),
     "attn_backend_from_name": (_int, [_s, _p]),
     "attn_sdpa_desc_init": (None, [_p, _i64, _i64, _i64, _i64, _i64, _i64, _i64]),
-    "attn_sdpa_forward": (_int, [_p, _int, _p, _p, _p, _p, _p, _p]),
-    "attn_sdpa_backward": (_int, [_p, _int, _p, _p, _p, _p, _p, _p, _p, _p, _p]),
-    "attn_sdpa_forward_bf16": (_int, [_p, _p, _p, _p, _p, _p]),
-    "attn_sdpa_backward_bf16": (_int, [_p, _p, _p, _p, _p, _p, _p, _p, _p, _p]),
+    "attn_sdpa_forward": (_int, [_p, _p]),
+    "attn_sdpa_backward": (_int, [_p, _p]),
     "attn_sdpa_dropout_mask": (_int, [_p, _i64, _i64, _p]),
     "attn_alibi_slopes": (_int, [_i64, _p]),
     "attn_isa_active": (_int, []),

@@ -114,3 +114,27 @@ int cli_parse_i64(const char *s, int64_t *out) {
   *out = x;
   return 1;
 }
+
+int cli_parse_window_size(const char *s, int64_t *left, int64_t *right) {
+  char buf[64];
+  size_t n = 0;
+  for (; *s; s++) /* drop spaces and one pair of brackets */
+    if (*s != ' ' && *s != '\t') {
+      if (n + 1 >= sizeof buf) return 1;
+      buf[n++] = *s;
+    }
+  buf[n] = 0;
+  char *p = buf;
+  if (n >= 2 && ((buf[0] == '(' && buf[n - 1] == ')') || (buf[0] == '[' && buf[n - 1] == ']'))) {
+    buf[n - 1] = 0;
+    p++;
+  }
+  char *comma = strchr(p, ',');
+  if (!comma) return 1;
+  *comma = 0;
+  int64_t l, r;
+  if (!cli_parse_i64(p, &l) || !cli_parse_i64(comma + 1, &r) || l < -1 || r < -1) return 1;
+  *left = l;
+  *right = r;
+  return 0;
+}

@@ -42,6 +42,10 @@ int cli_args_exit(int r);
 
 /* A whole-string decimal integer (no overflow): 1 with *out, or 0. */
 int cli_parse_i64(const char *s, int64_t *out);
+/* FlashAttention's window_size as text: "left,right", optionally in () or []
+ * with spaces, each an integer >= -1: 0 with both, else 1
+ * (no message: the caller names the key). */
+int cli_parse_window_size(const char *s, int64_t *left, int64_t *right);
 
 /* The name in names[0..n) nearest to s (edit distance, a swap of two
  * neighbours counting one), or NULL when none is near enough to suggest. */

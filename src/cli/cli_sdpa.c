@@ -22,17 +22,23 @@ static const char usage_text[] =
     "  mask      optional, BOOL (true = may attend) or F32 (added to the logits; -inf\n"
     "            disallows), broadcastable to [B,Hq,Lq,Lk] with numpy rules\n"
     "  key_lens  optional, I32 or I64 [B]: keys j >= key_lens[b] are padding\n"
+    "  prefix_lens optional, I32 or I64 [B], with causal: keys j < prefix_lens[b] are seen by\n"
+    "            every query of batch b (prefix-LM: the prefix bidirectional, the rest causal)\n"
     "  dout      optional, [B,Hq,Lq,Dv]: also compute the gradients\n"
-    "IN's __metadata__ may hold causal (or is_causal, PyTorch 2's name), window_left, window_right (-1 = unbounded:\n"
+    "IN's __metadata__ may hold causal (or is_causal, PyTorch 2's name), window_left, "
+    "window_right\n"
+    "(or window_size \"(left, right)\", FlashAttention's name; -1 = unbounded:\n"
     "key j is allowed for query i iff i-left <= j <= i+right) and scale (default 1/sqrt(D));\n"
     "any other key but format and the variant keys below is an error. Booleans are\n"
     "true/false (any case: PyTorch's True/False), 1/0, yes/no or on/off.\n"
     "OUT gets out [B,Hq,Lq,Dv] and lse [B,Hq,Lq]; with dout also dq, dk, dv.\n"
     "A query row with no allowed key gets out 0, lse -inf and zero gradient.\n"
-    "Softcap and sinks: metadata softcap (> 0: logit = softcap*tanh(scale q.k/softcap), then\n"
+    "Softcap and sinks: metadata softcap (or logit_softcap, ggml's name; > 0: logit =\n"
+    "softcap*tanh(scale q.k/softcap), then\n"
     "masks and ALiBi); tensor sinks F32 [Hq] (a per-head logit in every row's softmax\n"
     "denominator); with dout OUT also gets dsinks [Hq].\n"
-    "Variants (docs/VARIANTS.md): tensors alibi_slopes [Hq] or [B,Hq], rel_bias [Hq,buckets] (T5),\n"
+    "Variants (docs/VARIANTS.md): tensors alibi_slopes [Hq] or [B,Hq], rel_bias [Hq,buckets] "
+    "(T5),\n"
     "shaw_k [2M-1,D], shaw_v [2M-1,Dv], block_mask BOOL/U8 [ceil((q_offset+Lq)/bs),ceil(Lk/bs)],\n"
     "q_offsets I32/I64 [B] (batch b's queries at i + q_offsets[b]; overrides q_offset);\n"
     "metadata q_offset (any sign: Lk-Lq = bottom-right), alibi (true = standard slopes),\n"
@@ -48,15 +54,27 @@ static const char usage_text[] =
     "  --backend  math (reference), flash (fused) or auto (flash where it can; default)\n"
     "  --threads  number of threads (default: all cores)\n";
 
-static const char *const tensor_names[] = {
-    "q",        "k",      "v",      "mask",      "key_lens", "dout", "alibi_slopes",
-    "rel_bias", "shaw_k", "shaw_v", "block_mask", "sinks", "q_offsets", "cu_seqlens_q",
-    "cu_seqlens_k"};
+static const char *const tensor_names[] = {"q",
+                                           "k",
+                                           "v",
+                                           "mask",
+                                           "key_lens",
+                                           "dout",
+                                           "alibi_slopes",
+                                           "rel_bias",
+                                           "shaw_k",
+                                           "shaw_v",
+                                           "block_mask",
+                                           "sinks",
+                                           "q_offsets",
+                                           "cu_seqlens_q",
+                                           "cu_seqlens_k",
+                                           "prefix_lens"};
 /* "format" is what safetensors tooling writes ("pt"); it is accepted and ignored */
 static const char *const meta_keys[] = {
-    "causal", "is_causal", "window_left",      "window_right",      "scale",      "format", "q_offset",
-    "alibi",  "rel_max_distance", "rel_bidirectional", "block_size", "rope",   "rope_theta",
-    "rope_dim", "softcap"};
+    "causal",     "is_causal", "window_left",      "window_right",      "scale",      "format",
+    "q_offset",   "alibi",     "rel_max_distance", "rel_bidirectional", "block_size", "rope",
+    "rope_theta", "rope_dim",  "softcap",          "logit_softcap",     "window_size"};
 
 static int in_list(const char *s, const char *const *list, size_t n) {
   for (size_t i = 0; i < n; i++)
@@ -99,6 +117,18 @@ attn_status cli_sdpa_read_metadata(const attn_st *in, const char *path, attn_sdp
       return attn_set_error(
           ATTN_EINVAL, "%s: metadata %s = '%.100s', expected an integer >= -1 (-1 = unbounded)",
           path, wkeys[w], s);
+  if ((s = attn_st_meta(in, "window_size"))) { /* FlashAttention's (left, right) */
+    if (attn_st_meta(in, "window_left") || attn_st_meta(in, "window_right"))
+      return attn_set_error(ATTN_EINVAL,
+                            "%s: metadata window_size and window_left/window_right "
+                            "both given (one spelling of the window)",
+                            path);
+    if (cli_parse_window_size(s, &d->window_left, &d->window_right))
+      return attn_set_error(ATTN_EINVAL,
+                            "%s: metadata window_size = '%.100s', expected (left, right): two "
+                            "integers >= -1 (-1 = unbounded)",
+                            path, s);
+  }
   if ((s = attn_st_meta(in, "scale"))) {
     char *end;
     double x = strtod(s, &end);
@@ -145,23 +175,24 @@ static attn_status mask_strides(const attn_tensor *m, const int64_t full[4], int
   return ATTN_OK;
 }
 
-/* key_lens (I32 or I64 [B]) as int32 values in [0, Lk]; *out malloc'ed */
-static attn_status read_key_lens(const attn_tensor *t, int64_t B, int64_t Lk, int32_t **out) {
+/* key_lens or prefix_lens (I32 or I64 [B]) as int32 values in [0, Lk]; *out malloc'ed */
+attn_status cli_sdpa_read_lens(const attn_tensor *t, const char *name, int64_t B, int64_t Lk,
+                               int32_t **out) {
   *out = NULL;
   if ((t->dtype != ATTN_I32 && t->dtype != ATTN_I64) || t->ndim != 1 || t->shape[0] != B) {
     char a[128];
     shape_str(a, sizeof a, t->ndim, t->shape);
-    return attn_set_error(ATTN_EINVAL, "tensor 'key_lens' is %s %s, expected I32 or I64 [%lld]",
+    return attn_set_error(ATTN_EINVAL, "tensor '%s' is %s %s, expected I32 or I64 [%lld]", name,
                           attn_dtype_name(t->dtype), a, (long long)B);
   }
   int32_t *kl = malloc((size_t)B * sizeof *kl);
-  if (!kl) return attn_set_error(ATTN_ENOMEM, "key_lens: out of memory");
+  if (!kl) return attn_set_error(ATTN_ENOMEM, "%s: out of memory", name);
   for (int64_t b = 0; b < B; b++) {
     int64_t x =
         t->dtype == ATTN_I32 ? ((const int32_t *)t->data)[b] : ((const int64_t *)t->data)[b];
     if (x < 0 || x > Lk) {
       free(kl);
-      return attn_set_error(ATTN_EINVAL, "tensor 'key_lens'[%lld] = %lld is outside [0, Lk=%lld]",
+      return attn_set_error(ATTN_EINVAL, "tensor '%s'[%lld] = %lld is outside [0, Lk=%lld]", name,
                             (long long)b, (long long)x, (long long)Lk);
     }
     kl[b] = (int32_t)x;
@@ -187,7 +218,7 @@ static float *alloc4(int64_t a, int64_t b, int64_t c, int64_t d, const char *nam
 
 typedef struct {
   float *out, *lse, *dq, *dk, *dv;
-  int32_t *key_lens;
+  int32_t *key_lens, *prefix_lens;
   attn_st *in, *res;
   float *alibi, *qr, *kr;    /* standard slopes; RoPE-rotated q and k */
   float *dsinks;                    /* [Hq] */
@@ -201,6 +232,7 @@ typedef struct {
 
 static void job_free(sdpa_job *j) {
   free(j->out), free(j->lse), free(j->dq), free(j->dk), free(j->dv), free(j->key_lens);
+  free(j->prefix_lens);
   free(j->alibi), free(j->qr), free(j->kr), free(j->drel), free(j->dshk), free(j->dshv);
   free(j->dsinks);
   free(j->dsl), free(j->q_offsets);
@@ -220,7 +252,13 @@ static attn_status meta_i64(const attn_st *in, const char *path, const char *key
 
 /* Metadata softcap and tensor sinks [Hq] into d (cli_sdpa_align.h). */
 attn_status cli_sdpa_read_capsink(const attn_st *in, const char *path, attn_sdpa_desc *d) {
-  const char *s = attn_st_meta(in, "softcap");
+  const char *s = attn_st_meta(in, "softcap"), *ls = attn_st_meta(in, "logit_softcap");
+  if (s && ls && strcmp(s, ls))
+    return attn_set_error(ATTN_EINVAL,
+                          "%s: metadata softcap = '%.100s' and logit_softcap = '%.100s' (ggml's "
+                          "name) disagree",
+                          path, s, ls);
+  if (!s) s = ls;
   if (s) {
     char *end;
     double x = strtod(s, &end);
@@ -381,7 +419,7 @@ static attn_dtype lowp_kernel_dtype(const attn_st *in, attn_backend backend) {
   int alibi = 0;
   const char *a = attn_st_meta(in, "alibi");
   if (attn_st_meta(in, "rope") || attn_st_meta(in, "softcap") ||
-      (a && attn_parse_bool(a, &alibi) && alibi))
+      attn_st_meta(in, "logit_softcap") || (a && attn_parse_bool(a, &alibi) && alibi))
     return ATTN_F32;
   return q->dtype;
 }
@@ -390,17 +428,25 @@ static attn_dtype lowp_kernel_dtype(const attn_st *in, attn_backend backend) {
 static attn_status lowp_forward(attn_dtype dt, const attn_sdpa_desc *d, const attn_tensor *q,
                                 const attn_tensor *k, const attn_tensor *v, float *out,
                                 float *lse) {
-  return dt == ATTN_BF16 ? attn_sdpa_forward_bf16(d, q->data, k->data, v->data, out, lse)
-                         : attn_sdpa_forward_f16(d, q->data, k->data, v->data, out, lse);
+  return attn_sdpa_forward(
+      d, &(attn_sdpa_args){
+             .dtype = dt, .q = q->data, .k = k->data, .v = v->data, .out = out, .lse = lse});
 }
 
 static attn_status lowp_backward(attn_dtype dt, const attn_sdpa_desc *d, const attn_tensor *q,
                                  const attn_tensor *k, const attn_tensor *v, const float *out,
                                  const float *lse, const float *dout, float *dq, float *dk,
                                  float *dv) {
-  return dt == ATTN_BF16
-             ? attn_sdpa_backward_bf16(d, q->data, k->data, v->data, out, lse, dout, dq, dk, dv)
-             : attn_sdpa_backward_f16(d, q->data, k->data, v->data, out, lse, dout, dq, dk, dv);
+  return attn_sdpa_backward(d, &(attn_sdpa_args){.dtype = dt,
+                                                 .q = q->data,
+                                                 .k = k->data,
+                                                 .v = v->data,
+                                                 .out = (float *)out,
+                                                 .lse = (float *)lse,
+                                                 .dout = dout,
+                                                 .dq = dq,
+                                                 .dk = dk,
+                                                 .dv = dv});
 }
 
 /* Everything between reading IN and writing OUT (j->res). */
@@ -441,8 +487,12 @@ static attn_status run_sdpa(sdpa_job *j, const char *in_path, attn_backend backe
   attn_sdpa_desc_init(&d, B, Hq, Hkv, Lq, Lk, D, Dv);
   if ((st = cli_sdpa_read_metadata(in, in_path, &d))) return st;
   if ((kl = attn_st_get(in, "key_lens"))) {
-    if ((st = read_key_lens(kl, B, Lk, &j->key_lens))) return st;
+    if ((st = cli_sdpa_read_lens(kl, "key_lens", B, Lk, &j->key_lens))) return st;
     d.key_lens = j->key_lens;
+  }
+  if ((kl = attn_st_get(in, "prefix_lens"))) { /* prefix-LM (with causal) */
+    if ((st = cli_sdpa_read_lens(kl, "prefix_lens", B, Lk, &j->prefix_lens))) return st;
+    d.prefix_lens = j->prefix_lens;
   }
   if ((mask = attn_st_get(in, "mask"))) {
     const int64_t full[4] = {B, Hq, Lq, Lk};
@@ -480,7 +530,12 @@ static attn_status run_sdpa(sdpa_job *j, const char *in_path, attn_backend backe
   if (!(j->out = alloc4(B, Hq, Lq, Dv, "out")) || !(j->lse = alloc4(B, Hq, Lq, 1, "lse")))
     return ATTN_ENOMEM;
   st = qkv != ATTN_F32 ? lowp_forward(qkv, &d, q, k, v, j->out, j->lse)
-                       : attn_sdpa_forward(&d, backend, qd, kd, v->data, j->out, j->lse, NULL);
+                       : attn_sdpa_forward(&d, &(attn_sdpa_args){.path = (attn_sdpa_path)backend,
+                                                                 .q = qd,
+                                                                 .k = kd,
+                                                                 .v = v->data,
+                                                                 .out = j->out,
+                                                                 .lse = j->lse});
   if (st) return st;
   if ((st = attn_st_new(&j->res))) return st;
   const int64_t lshape[3] = {B, Hq, Lq};
@@ -505,10 +560,18 @@ static attn_status run_sdpa(sdpa_job *j, const char *in_path, attn_backend backe
     d.rel_bias_grad = j->drel;
     d.shaw_k_grad = j->dshk;
     d.shaw_v_grad = j->dshv;
-    st = qkv != ATTN_F32 ? lowp_backward(qkv, &d, q, k, v, j->out, j->lse, dout->data, j->dq,
-                                         j->dk, j->dv)
-                         : attn_sdpa_backward(&d, backend, qd, kd, v->data, j->out, j->lse,
-                                              dout->data, j->dq, j->dk, j->dv);
+    st = qkv != ATTN_F32
+             ? lowp_backward(qkv, &d, q, k, v, j->out, j->lse, dout->data, j->dq, j->dk, j->dv)
+             : attn_sdpa_backward(&d, &(attn_sdpa_args){.path = (attn_sdpa_path)backend,
+                                                        .q = qd,
+                                                        .k = kd,
+                                                        .v = v->data,
+                                                        .out = j->out,
+                                                        .lse = j->lse,
+                                                        .dout = dout->data,
+                                                        .dq = j->dq,
+                                                        .dk = j->dk,
+                                                        .dv = j->dv});
     if (st) return st;
     if (j->rope && /* gradients w.r.t. the unrotated q and k */
         ((st = attn_rope_partial_backward_f32(j->dq, j->dq, B * Hq, Lq, 1, D, j->rope_dim,

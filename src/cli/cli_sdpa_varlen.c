@@ -39,16 +39,19 @@ static int64_t max_len(const int32_t *cu, int64_t B) {
 
 static float *falloc(int64_t n) { return calloc((size_t)(n > 0 ? n : 1), sizeof(float)); }
 
-/* q, k, v of dtype qkv (F32: backend be; F16 / BF16: that kernel). */
+/* q, k, v of dtype qkv (F32: backend be; F16 / BF16: that kernel, its best path). */
 static attn_status varlen_forward(attn_dtype qkv, const attn_sdpa_desc *d,
                                   const attn_sdpa_varlen *vl, attn_backend be, const attn_tensor *q,
                                   const attn_tensor *k, const attn_tensor *v, float *out,
                                   float *lse) {
-  if (qkv == ATTN_BF16)
-    return attn_sdpa_varlen_forward_bf16(d, vl, q->data, k->data, v->data, out, lse);
-  if (qkv == ATTN_F16)
-    return attn_sdpa_varlen_forward_f16(d, vl, q->data, k->data, v->data, out, lse);
-  return attn_sdpa_varlen_forward(d, vl, be, q->data, k->data, v->data, out, lse);
+  return attn_sdpa_forward(d, &(attn_sdpa_args){.dtype = qkv,
+                                                .path = (attn_sdpa_path)be,
+                                                .varlen = vl,
+                                                .q = q->data,
+                                                .k = k->data,
+                                                .v = v->data,
+                                                .out = out,
+                                                .lse = lse});
 }
 
 static attn_status varlen_backward(attn_dtype qkv, const attn_sdpa_desc *d,
@@ -56,14 +59,18 @@ static attn_status varlen_backward(attn_dtype qkv, const attn_sdpa_desc *d,
                                    const attn_tensor *q, const attn_tensor *k, const attn_tensor *v,
                                    const float *out, const float *lse, const float *dout,
                                    float *dq, float *dk, float *dv) {
-  if (qkv == ATTN_BF16)
-    return attn_sdpa_varlen_backward_bf16(d, vl, q->data, k->data, v->data, out, lse, dout, dq,
-                                          dk, dv);
-  if (qkv == ATTN_F16)
-    return attn_sdpa_varlen_backward_f16(d, vl, q->data, k->data, v->data, out, lse, dout, dq, dk,
-                                         dv);
-  return attn_sdpa_varlen_backward(d, vl, be, q->data, k->data, v->data, out, lse, dout, dq, dk,
-                                   dv);
+  return attn_sdpa_backward(d, &(attn_sdpa_args){.dtype = qkv,
+                                                 .path = (attn_sdpa_path)be,
+                                                 .varlen = vl,
+                                                 .q = q->data,
+                                                 .k = k->data,
+                                                 .v = v->data,
+                                                 .out = (float *)out,
+                                                 .lse = (float *)lse,
+                                                 .dout = dout,
+                                                 .dq = dq,
+                                                 .dk = dk,
+                                                 .dv = dv});
 }
 
 attn_status cli_sdpa_varlen(const attn_st *in, const char *path, attn_backend be, attn_dtype qkv,
@@ -86,6 +93,7 @@ attn_status cli_sdpa_varlen(const attn_st *in, const char *path, attn_backend be
   if ((st = attn_st_expect(in, "dout", ATTN_F32, 3, os, 0, &dout))) return st;
   int32_t *cq = NULL, *ck = NULL;
   int64_t *qo = NULL;
+  int32_t *plens = NULL;
   float *out = NULL, *lse = NULL, *lfa = NULL, *dq = NULL, *dk = NULL, *dv = NULL, *dsl = NULL;
   float *dsk = NULL;
   if ((st = read_cu(in, "cu_seqlens_q", 0, &cq)) ||
@@ -98,6 +106,9 @@ attn_status cli_sdpa_varlen(const attn_st *in, const char *path, attn_backend be
       (st = cli_sdpa_read_q_offsets(in, B, &qo)))
     goto done;
   d.q_offsets = qo;
+  const attn_tensor *pl = attn_st_get(in, "prefix_lens"); /* prefix-LM, per sequence */
+  if (pl && (st = cli_sdpa_read_lens(pl, "prefix_lens", B, d.Lk, &plens))) goto done;
+  d.prefix_lens = plens;
   sl = attn_st_get(in, "alibi_slopes");
   const int64_t sls[2] = {B, Hq};
   const int per_batch = sl && sl->ndim == 2;
@@ -141,6 +152,6 @@ attn_status cli_sdpa_varlen(const attn_st *in, const char *path, attn_backend be
   }
 done:
   free(cq), free(ck), free(qo), free(out), free(lse), free(lfa), free(dq), free(dk), free(dv);
-  free(dsl), free(dsk);
+  free(dsl), free(dsk), free(plens);
   return st;
 }

@@ -126,5 +126,7 @@ attn_status attn_kv_cache_attend(const attn_kv_cache *c, const attn_sdpa_desc *t
   d.v_stride[0] = c->Hkv * c->cap * c->Dv;
   d.v_stride[1] = c->cap * c->Dv;
   d.v_stride[2] = c->Dv;
-  return attn_sdpa_forward(&d, backend, q, c->k, c->v, out, lse, NULL);
+  const attn_sdpa_args a = {
+      .path = (attn_sdpa_path)backend, .q = q, .k = c->k, .v = c->v, .out = out, .lse = lse};
+  return attn_sdpa_forward(&d, &a);
 }

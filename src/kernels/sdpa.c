@@ -179,6 +179,15 @@ attn_status attn_sdpa_validate(const attn_sdpa_desc *d, const float *q, const fl
       if (d->key_lens[b] < 0 || d->key_lens[b] > d->Lk)
         return attn_set_error(ATTN_EINVAL, "sdpa: key_lens[%lld] = %d is outside [0, Lk=%lld]",
                               (long long)b, (int)d->key_lens[b], (long long)d->Lk);
+  if (d->prefix_lens) {
+    if (!d->causal)
+      return attn_set_error(ATTN_EINVAL, "sdpa: prefix_lens (prefix-LM) needs causal: the prefix "
+                                         "is seen by every query, the rest causally");
+    for (int64_t b = 0; b < d->B; b++)
+      if (d->prefix_lens[b] < 0 || d->prefix_lens[b] > d->Lk)
+        return attn_set_error(ATTN_EINVAL, "sdpa: prefix_lens[%lld] = %d is outside [0, Lk=%lld]",
+                              (long long)b, (int)d->prefix_lens[b], (long long)d->Lk);
+  }
   if ((st = validate_variants(d)) || (st = attn_capsink_validate(d)) ||
       (st = attn_sdpa_dropout_validate(d)))
     return st;
@@ -187,9 +196,9 @@ attn_status attn_sdpa_validate(const attn_sdpa_desc *d, const float *q, const fl
   return ATTN_OK;
 }
 
-attn_status attn_sdpa_forward(const attn_sdpa_desc *d, attn_backend backend, const float *q,
-                              const float *k, const float *v, float *out, float *lse,
-                              float *probs) {
+attn_status attn_sdpa_forward_f32(const attn_sdpa_desc *d, attn_backend backend, const float *q,
+                                  const float *k, const float *v, float *out, float *lse,
+                                  float *probs) {
   attn_sdpa_resolved r;
   attn_status st = attn_sdpa_validate(d, q, k, v, &r);
   if (st) return st;
@@ -211,9 +220,10 @@ attn_status attn_sdpa_forward(const attn_sdpa_desc *d, attn_backend backend, con
   return attn_set_error(ATTN_EINVAL, "sdpa: unknown backend %d", (int)backend);
 }
 
-attn_status attn_sdpa_backward(const attn_sdpa_desc *d, attn_backend backend, const float *q,
-                               const float *k, const float *v, const float *out, const float *lse,
-                               const float *dout, float *dq, float *dk, float *dv) {
+attn_status attn_sdpa_backward_f32(const attn_sdpa_desc *d, attn_backend backend, const float *q,
+                                   const float *k, const float *v, const float *out,
+                                   const float *lse, const float *dout, float *dq, float *dk,
+                                   float *dv) {
   attn_sdpa_resolved r;
   attn_status st = attn_sdpa_validate(d, q, k, v, &r);
   if (st) return st;

@@ -62,6 +62,7 @@ void attn_sdpa_batch_piece(const attn_sdpa_desc *d, const attn_sdpa_resolved *rs
   if (d->q_offsets) s->q_offset = d->q_offsets[b];
   s->q_offsets = NULL;
   if (d->key_lens) s->key_lens = d->key_lens + b;
+  if (d->prefix_lens) s->prefix_lens = d->prefix_lens + b;
   if (d->bool_mask) s->bool_mask = d->bool_mask + b * d->bool_mask_stride[0];
   if (d->add_mask) s->add_mask = d->add_mask + b * d->add_mask_stride[0];
   if (d->alibi_slopes) s->alibi_slopes = d->alibi_slopes + b * d->alibi_slopes_bstride;

@@ -4,6 +4,7 @@
 #define ATTN_SDPA_INTERNAL_H
 
 #include "attn/sdpa.h"
+#include "attn/sdpa_deprecated.h" /* the kernels of 0.1's entry points */
 
 /* Checks sizes, pointers and strides; fills *r with resolved strides
  * (contiguous defaults applied) and the effective scale. Rules: B, Hq, Hkv,
@@ -44,16 +45,22 @@ attn_status attn_sdpa_backward_flash(const attn_sdpa_desc *d, const float *q, co
                                      const float *dout, float *dq, float *dk, float *dv);
 
 /* ---- the masking rule, shared by every backend ---------------------------
- * Keys j in [lo, hi) may be allowed for query i of batch b by causal, window
- * and key_lens (at the query's absolute position i + q_offset); keys outside
- * are never allowed. lo >= hi means none. Position schemes and the
+ * Keys j in [lo, hi) may be allowed for query i of batch b by causal (with
+ * prefix_lens: j <= p_i or j < prefix_lens[b], still one interval), window
+ * and key_lens (at the query's absolute position p_i = i + q_offset); keys
+ * outside are never allowed. hi and lo never decrease with i (the flash
+ * kernels' tile bounds rely on it). lo >= hi means none. Position schemes and the
  * block-sparse layout: kernels/sdpa_positions.h. */
 static inline void attn_sdpa_key_range(const attn_sdpa_desc *d, int64_t b, int64_t i, int64_t *lo,
                                        int64_t *hi) {
   int64_t l = 0, h = d->Lk;
   i += d->q_offsets ? d->q_offsets[b] : d->q_offset; /* the query's absolute position */
   if (d->key_lens && d->key_lens[b] < h) h = d->key_lens[b];
-  if (d->causal && i + 1 < h) h = i + 1;
+  if (d->causal) { /* keys up to the query's position, or the whole prefix (prefix-LM) */
+    int64_t c = i + 1;
+    if (d->prefix_lens && d->prefix_lens[b] > c) c = d->prefix_lens[b];
+    if (c < h) h = c;
+  }
   if (d->window_right >= 0 && d->window_right < h - i - 1) h = i + d->window_right + 1;
   if (d->window_left >= 0 && i - d->window_left > l) l = i - d->window_left;
   *lo = l;

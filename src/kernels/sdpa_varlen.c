@@ -99,6 +99,7 @@ static attn_status make_pieces(const attn_sdpa_desc *d, const attn_sdpa_varlen *
     x->Lk = vl->cu_seqlens_k[s + 1] - k0;
     x->q_offset = d->q_offsets ? d->q_offsets[s] : x->Lk - x->Lq; /* bottom-right */
     x->q_offsets = NULL;
+    if (d->prefix_lens) x->prefix_lens = d->prefix_lens + s; /* in the sequence's key positions */
     if (d->alibi_slopes) x->alibi_slopes = d->alibi_slopes + s * d->alibi_slopes_bstride;
     x->alibi_slopes_bstride = 0;
     memcpy(x->q_stride, sq, sizeof sq);
@@ -120,14 +121,15 @@ static attn_status make_pieces(const attn_sdpa_desc *d, const attn_sdpa_varlen *
 static attn_status forward_piece(const attn_sdpa_desc *d, const attn_sdpa_io *x,
                                  const attn_sdpa_piece *p, void *user) {
   (void)p;
-  return attn_sdpa_forward(d, *(const attn_backend *)user, x->q, x->k, x->v, x->out, x->lse, NULL);
+  return attn_sdpa_forward_f32(d, *(const attn_backend *)user, x->q, x->k, x->v, x->out, x->lse,
+                               NULL);
 }
 
 static attn_status backward_piece(const attn_sdpa_desc *d, const attn_sdpa_io *x,
                                   const attn_sdpa_piece *p, void *user) {
   (void)p;
-  return attn_sdpa_backward(d, *(const attn_backend *)user, x->q, x->k, x->v, x->out_in, x->lse_in,
-                            x->dout, x->dq, x->dk, x->dv);
+  return attn_sdpa_backward_f32(d, *(const attn_backend *)user, x->q, x->k, x->v, x->out_in,
+                                x->lse_in, x->dout, x->dq, x->dk, x->dv);
 }
 
 /* The whole descriptor's own rules for the variants (slopes stride, ...),
@@ -141,6 +143,9 @@ static attn_status check_variants(const attn_sdpa_desc *d) {
   memset(x.v_stride, 0, sizeof x.v_stride);
   memset(x.o_stride, 0, sizeof x.o_stride);
   x.Lq = x.Lk = 0; /* no tensors are read */
+  x.prefix_lens = NULL; /* each sequence's own Lk bounds its prefix: checked per piece */
+  if (d->prefix_lens && !d->causal)
+    return attn_set_error(ATTN_EINVAL, "sdpa varlen: prefix_lens (prefix-LM) needs causal");
   attn_sdpa_resolved rs;
   return attn_sdpa_validate(&x, NULL, NULL, NULL, &rs);
 }

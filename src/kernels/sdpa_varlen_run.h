@@ -6,6 +6,7 @@
 #ifndef ATTN_SDPA_VARLEN_RUN_H
 #define ATTN_SDPA_VARLEN_RUN_H
 
+#include "attn/lowp.h"
 #include "attn/sdpa_varlen.h"
 #include "kernels/sdpa_batched.h"
 
@@ -20,6 +21,16 @@ typedef attn_status (*attn_varlen_piece_fn)(const attn_sdpa_desc *d, const attn_
 attn_status attn_sdpa_varlen_run(const attn_sdpa_desc *d, const attn_sdpa_varlen *vl,
                                  int backward, const attn_sdpa_io *io, attn_varlen_piece_fn fn,
                                  void *user);
+
+/* The bf16 / fp16 (forward and backward) and int8 (forward: f32 q, k, v)
+ * varlen kernels with their path (sdpa_varlen_lowp.c); dtype an attn_dtype. */
+attn_status attn_sdpa_varlen_lowp_forward(int dtype, attn_lowp_path path, const attn_sdpa_desc *d,
+                                          const attn_sdpa_varlen *vl, const void *q, const void *k,
+                                          const void *v, float *out, float *lse);
+attn_status attn_sdpa_varlen_lowp_backward(int dtype, attn_lowp_path path, const attn_sdpa_desc *d,
+                                           const attn_sdpa_varlen *vl, const void *q, const void *k,
+                                           const void *v, const float *out, const float *lse,
+                                           const float *dout, float *dq, float *dk, float *dv);
 
 /* The f32 backward's head-major scratch (sdpa_varlen_dense.c): q, out,
  * dout and dq of the longest sequence ([Hq, len, D] / [Hq, len, Dv]). */

@@ -96,7 +96,10 @@ static attn_status cross_attend(const attn_mha *a, const attn_params *p, const a
   if (!st && n == 1 && !probs && ctx->backend == ATTN_BACKEND_AUTO)
     st = attn_nn_attend_memory(c, K, V, d.has_scale ? d.scale : default_scale(a), q, o);
   else if (!st)
-    st = attn_sdpa_forward(&d, ctx->backend, q, K, V, o, lse, NULL);
+    st = attn_sdpa_forward(
+        &d,
+        &(attn_sdpa_args){
+            .path = (attn_sdpa_path)ctx->backend, .q = q, .k = K, .v = V, .out = o, .lse = lse});
   if (!st && probs) st = write_probs(&d, q, K, lse, G, n, probs);
   if (!st) st = attn_linear_forward_ctx(&a->out_lin, p, ctx, o, fout, rows);
   free(buf);

@@ -56,10 +56,27 @@ attn_status attn_mha_backward_static(const attn_mha *m, attn_params *p, const at
                  : attn_nn_mha_varlen_sdpa(m, ctx, s, dctx, dq, dk, dv);
   } else if (!st && s->qkvh) {  // bf16 flash: dq, dk, dv interleaved [B, L, 3E] in dqkv
     attn_nn_mha_desc_bf16(m, s, &d);
-    st = attn_sdpa_backward_bf16(&d, s->qkvh, s->qkvh + E, s->qkvh + 2 * E, s->ctx, s->lse, dctx,
-                                 dqkv, dqkv + E, dqkv + 2 * E);
+    st = attn_sdpa_backward(&d, &(attn_sdpa_args){.dtype = ATTN_BF16,
+                                                  .q = s->qkvh,
+                                                  .k = s->qkvh + E,
+                                                  .v = s->qkvh + 2 * E,
+                                                  .out = s->ctx,
+                                                  .lse = s->lse,
+                                                  .dout = dctx,
+                                                  .dq = dqkv,
+                                                  .dk = dqkv + E,
+                                                  .dv = dqkv + 2 * E});
   } else if (!st) {
-    st = attn_sdpa_backward(&d, ctx->backend, s->q, s->k, s->v, s->ctx, s->lse, dctx, dq, dk, dv);
+    st = attn_sdpa_backward(&d, &(attn_sdpa_args){.path = (attn_sdpa_path)ctx->backend,
+                                                  .q = s->q,
+                                                  .k = s->k,
+                                                  .v = s->v,
+                                                  .out = s->ctx,
+                                                  .lse = s->lse,
+                                                  .dout = dctx,
+                                                  .dq = dq,
+                                                  .dk = dk,
+                                                  .dv = dv});
   }
   const float *dproj[3] = {dq, dk, dv};
   float *dkv_in = NULL; /* extra rows: dk, dv of the projections [2, B, Lk_in, E] */

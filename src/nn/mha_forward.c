@@ -146,15 +146,31 @@ attn_status attn_mha_forward_static(const attn_mha *m, const attn_params *p,
   if (attn_weights) {  // the probabilities (after dropout, if any) come from the math path
     tmp = attn_nn_scratch(B * H * Lq * Lk);
     if (!tmp) return ATTN_ENOMEM;
-    st = attn_sdpa_forward(&d, ATTN_BACKEND_MATH, s->q, s->k, s->v, s->ctx, s->lse, tmp);
+    st = attn_sdpa_forward(&d, &(attn_sdpa_args){.path = ATTN_PATH_MATH,
+                                                 .q = s->q,
+                                                 .k = s->k,
+                                                 .v = s->v,
+                                                 .out = s->ctx,
+                                                 .lse = s->lse,
+                                                 .probs = tmp});
     P = tmp;
   } else if (s->cu_seqlens) {
     st = attn_nn_mha_varlen_sdpa(m, ctx, s, NULL, NULL, NULL, NULL);
   } else if (s->qkvh) {
     attn_nn_mha_desc_bf16(m, s, &d);
-    st = attn_sdpa_forward_bf16(&d, s->qkvh, s->qkvh + E, s->qkvh + 2 * E, s->ctx, s->lse);
+    st = attn_sdpa_forward(&d, &(attn_sdpa_args){.dtype = ATTN_BF16,
+                                                 .q = s->qkvh,
+                                                 .k = s->qkvh + E,
+                                                 .v = s->qkvh + 2 * E,
+                                                 .out = s->ctx,
+                                                 .lse = s->lse});
   } else {
-    st = attn_sdpa_forward(&d, ctx->backend, s->q, s->k, s->v, s->ctx, s->lse, NULL);
+    st = attn_sdpa_forward(&d, &(attn_sdpa_args){.path = (attn_sdpa_path)ctx->backend,
+                                                 .q = s->q,
+                                                 .k = s->k,
+                                                 .v = s->v,
+                                                 .out = s->ctx,
+                                                 .lse = s->lse});
   }
   if (!st && attn_weights) write_weights(m, s, P, attn_weights, average_weights);
   free(tmp);

@@ -38,10 +38,29 @@ attn_status attn_nn_mha_varlen_sdpa(const attn_mha *m, const attn_nn_ctx *ctx,
   if (s->qkvh) {  // bf16 training (nn.h): the bf16 flash kernel per sequence
     int64_t E = m->c.embed_dim;
     const uint16_t *q = s->qkvh, *k = s->qkvh + E, *v = s->qkvh + 2 * E;
-    if (!dout) return attn_sdpa_varlen_forward_bf16(&d, &vl, q, k, v, s->ctx, s->lse);
-    return attn_sdpa_varlen_backward_bf16(&d, &vl, q, k, v, s->ctx, s->lse, dout, dq, dk, dv);
+    const attn_sdpa_args a = {.dtype = ATTN_BF16,
+                              .varlen = &vl,
+                              .q = q,
+                              .k = k,
+                              .v = v,
+                              .out = s->ctx,
+                              .lse = s->lse,
+                              .dout = dout,
+                              .dq = dq,
+                              .dk = dk,
+                              .dv = dv};
+    return dout ? attn_sdpa_backward(&d, &a) : attn_sdpa_forward(&d, &a);
   }
-  if (!dout) return attn_sdpa_varlen_forward(&d, &vl, ctx->backend, s->q, s->k, s->v, s->ctx, s->lse);
-  return attn_sdpa_varlen_backward(&d, &vl, ctx->backend, s->q, s->k, s->v, s->ctx, s->lse, dout,
-                                   dq, dk, dv);
+  const attn_sdpa_args a = {.path = (attn_sdpa_path)ctx->backend,
+                            .varlen = &vl,
+                            .q = s->q,
+                            .k = s->k,
+                            .v = s->v,
+                            .out = s->ctx,
+                            .lse = s->lse,
+                            .dout = dout,
+                            .dq = dq,
+                            .dk = dk,
+                            .dv = dv};
+  return dout ? attn_sdpa_backward(&d, &a) : attn_sdpa_forward(&d, &a);
 }

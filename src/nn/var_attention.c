@@ -189,7 +189,12 @@ attn_status attn_vattn_forward(const attn_vattn *m, const attn_params *p, const 
     return st;
   attn_sdpa_desc d;
   vattn_desc(m, B, Lq, Lk, extra, &d);
-  if ((st = attn_sdpa_forward(&d, backend_of(ctx), s->q, s->k, s->v, s->ctx, s->lse, NULL)))
+  if ((st = attn_sdpa_forward(&d, &(attn_sdpa_args){.path = (attn_sdpa_path)backend_of(ctx),
+                                                    .q = s->q,
+                                                    .k = s->k,
+                                                    .v = s->v,
+                                                    .out = s->ctx,
+                                                    .lse = s->lse})))
     return st;
   return attn_linear_forward(&m->o, p, s->ctx, out, B * Lq);
 }
@@ -224,8 +229,16 @@ attn_status attn_vattn_backward(const attn_vattn *m, attn_params *p, const attn_
   d.shaw_v_grad = nsv ? dv + nk + nt5 + nsk : NULL;
   attn_status st;
   if ((st = attn_linear_backward(&m->o, p, s->ctx, dout, dctx, B * Lq)) ||
-      (st = attn_sdpa_backward(&d, backend_of(ctx), s->q, s->k, s->v, s->ctx, s->lse, dctx, dq, dk,
-                               dv)))
+      (st = attn_sdpa_backward(&d, &(attn_sdpa_args){.path = (attn_sdpa_path)backend_of(ctx),
+                                                     .q = s->q,
+                                                     .k = s->k,
+                                                     .v = s->v,
+                                                     .out = s->ctx,
+                                                     .lse = s->lse,
+                                                     .dout = dctx,
+                                                     .dq = dq,
+                                                     .dk = dk,
+                                                     .dv = dv})))
     goto done;
   if (m->c.rope && /* back to the unrotated projections */
       ((st = rotate(m, dq, B, Lq, m->Hq, 0, 1)) || (st = rotate(m, dk, B, Lk, m->Hkv, 0, 1))))

@@ -284,23 +284,23 @@ static attn_status rotate(const attn_sdpa_desc *d, const sdpa_bufs *t, float *dq
 
 static attn_status run_once(const attn_sdpa_desc *d, attn_backend be, int backward,
                             const sdpa_bufs *t) {
+  attn_sdpa_args a = {
+      .out = t->out, .lse = t->lse, .dout = t->dout, .dq = t->dq, .dk = t->dk, .dv = t->dv};
   switch (t->dtype) {
-  case DT_I8: return attn_sdpa_forward_i8(d, t->q, t->k, t->v, t->out, t->lse);
+  case DT_I8:
+    a.dtype = ATTN_I8, a.q = t->q, a.k = t->k, a.v = t->v;
+    return attn_sdpa_forward(d, &a);
   case DT_BF16:
-    if (!backward) return attn_sdpa_forward_bf16(d, t->qh, t->kh, t->vh, t->out, t->lse);
-    return attn_sdpa_backward_bf16(d, t->qh, t->kh, t->vh, t->out, t->lse, t->dout, t->dq, t->dk,
-                                   t->dv);
   case DT_F16:
-    if (!backward) return attn_sdpa_forward_f16(d, t->qh, t->kh, t->vh, t->out, t->lse);
-    return attn_sdpa_backward_f16(d, t->qh, t->kh, t->vh, t->out, t->lse, t->dout, t->dq, t->dk,
-                                  t->dv);
+    a.dtype = t->dtype == DT_BF16 ? ATTN_BF16 : ATTN_F16, a.q = t->qh, a.k = t->kh, a.v = t->vh;
+    return backward ? attn_sdpa_backward(d, &a) : attn_sdpa_forward(d, &a);
   default: break;
   }
   attn_status st;
-  const float *q = t->rot ? t->qr : t->q, *k = t->rot ? t->kr : t->k;
+  a.path = (attn_sdpa_path)be, a.q = t->rot ? t->qr : t->q, a.k = t->rot ? t->kr : t->k, a.v = t->v;
   if (t->rot && (st = rotate(d, t, NULL, NULL))) return st;
-  if (!backward) return attn_sdpa_forward(d, be, q, k, t->v, t->out, t->lse, NULL);
-  st = attn_sdpa_backward(d, be, q, k, t->v, t->out, t->lse, t->dout, t->dq, t->dk, t->dv);
+  if (!backward) return attn_sdpa_forward(d, &a);
+  st = attn_sdpa_backward(d, &a);
   return st || !t->rot ? st : rotate(d, t, t->dq, t->dk);
 }
 
@@ -414,8 +414,14 @@ static int run_case(const sdpa_opts *o, long long n, sdpa_result *r) {
   }
   const float *q0 = t.rot ? t.qr : t.q, *k0 = t.rot ? t.kr : t.k;
   if (!rc && o->backward &&
-      attn_sdpa_forward(&d, ATTN_BACKEND_FLASH, q0, k0, t.v, t.out, t.lse, NULL) &&
-      attn_sdpa_forward(&d, ATTN_BACKEND_MATH, q0, k0, t.v, t.out, t.lse, NULL)) {
+      attn_sdpa_forward(
+          &d,
+          &(attn_sdpa_args){
+              .path = ATTN_PATH_FLASH, .q = q0, .k = k0, .v = t.v, .out = t.out, .lse = t.lse}) &&
+      attn_sdpa_forward(
+          &d,
+          &(attn_sdpa_args){
+              .path = ATTN_PATH_MATH, .q = q0, .k = k0, .v = t.v, .out = t.out, .lse = t.lse})) {
     fprintf(stderr, "attn bench sdpa: forward: %s\n", attn_last_error());
     rc = 1;
   }

@@ -99,34 +99,26 @@ typedef struct {
   uint16_t *q16, *k16, *v16; /* bf16 / fp16 copies of q, k, v */
 } vb_run;
 
-/* One call of a bf16 / fp16 / int8 run. */
-static attn_status once_lowp(const vb_run *r, int bwd) {
-  const int bf = r->dtype == DT_BF16;
-  if (r->dtype == DT_I8)
-    return r->vl ? attn_sdpa_varlen_forward_i8(r->d, r->vl, r->q, r->k, r->v, r->out, r->lse)
-                 : attn_sdpa_forward_i8(r->d, r->q, r->k, r->v, r->out, r->lse);
-  if (!bwd && r->vl)
-    return (bf ? attn_sdpa_varlen_forward_bf16 : attn_sdpa_varlen_forward_f16)(
-        r->d, r->vl, r->q16, r->k16, r->v16, r->out, r->lse);
-  if (!bwd)
-    return (bf ? attn_sdpa_forward_bf16 : attn_sdpa_forward_f16)(r->d, r->q16, r->k16, r->v16,
-                                                                 r->out, r->lse);
-  if (r->vl)
-    return (bf ? attn_sdpa_varlen_backward_bf16 : attn_sdpa_varlen_backward_f16)(
-        r->d, r->vl, r->q16, r->k16, r->v16, r->out, r->lse, r->dout, r->dq, r->dk, r->dv);
-  return (bf ? attn_sdpa_backward_bf16 : attn_sdpa_backward_f16)(
-      r->d, r->q16, r->k16, r->v16, r->out, r->lse, r->dout, r->dq, r->dk, r->dv);
-}
-
+/* One call: f32 on the run's backend; bf16 / fp16 / int8 on their kernel's best path. */
 static attn_status once(const vb_run *r, int bwd) {
-  if (r->dtype != DT_F32) return once_lowp(r, bwd);
-  if (r->vl)
-    return bwd ? attn_sdpa_varlen_backward(r->d, r->vl, r->be, r->q, r->k, r->v, r->out, r->lse,
-                                           r->dout, r->dq, r->dk, r->dv)
-               : attn_sdpa_varlen_forward(r->d, r->vl, r->be, r->q, r->k, r->v, r->out, r->lse);
-  return bwd ? attn_sdpa_backward(r->d, r->be, r->q, r->k, r->v, r->out, r->lse, r->dout, r->dq,
-                                  r->dk, r->dv)
-             : attn_sdpa_forward(r->d, r->be, r->q, r->k, r->v, r->out, r->lse, NULL);
+  attn_sdpa_args a = {.varlen = r->vl,
+                      .q = r->q,
+                      .k = r->k,
+                      .v = r->v,
+                      .out = r->out,
+                      .lse = r->lse,
+                      .dout = r->dout,
+                      .dq = r->dq,
+                      .dk = r->dk,
+                      .dv = r->dv};
+  switch (r->dtype) {
+  case DT_F32: a.path = (attn_sdpa_path)r->be; break;
+  case DT_I8: a.dtype = ATTN_I8; break;
+  default:
+    a.dtype = r->dtype == DT_BF16 ? ATTN_BF16 : ATTN_F16;
+    a.q = r->q16, a.k = r->k16, a.v = r->v16;
+  }
+  return bwd ? attn_sdpa_backward(r->d, &a) : attn_sdpa_forward(r->d, &a);
 }
 
 static double timed(const vb_run *r, int bwd, int reps, attn_status *st) {

@@ -18,10 +18,12 @@ typedef struct {
 
 static attn_status sdpa_fwd(attn_gc_problem *p, float *out) {
   sctx *c = p->ctx;
-  if (c->backend == ATTN_BACKEND_MATH)
-    return attn_sdpa_forward_math(&c->d, p->in[0].x, p->in[1].x, p->in[2].x, out, c->lse, NULL);
-  return attn_sdpa_forward(&c->d, c->backend, p->in[0].x, p->in[1].x, p->in[2].x, out, c->lse,
-                           NULL);
+  return attn_sdpa_forward(&c->d, &(attn_sdpa_args){.path = (attn_sdpa_path)c->backend,
+                                                    .q = p->in[0].x,
+                                                    .k = p->in[1].x,
+                                                    .v = p->in[2].x,
+                                                    .out = out,
+                                                    .lse = c->lse});
 }
 
 static attn_status sdpa_bwd(attn_gc_problem *p, const float *dout) {
@@ -29,11 +31,16 @@ static attn_status sdpa_bwd(attn_gc_problem *p, const float *dout) {
   const float *q = p->in[0].x, *k = p->in[1].x, *v = p->in[2].x;
   attn_status st = sdpa_fwd(p, c->out);
   if (st != ATTN_OK) return st;
-  if (c->backend == ATTN_BACKEND_MATH)
-    return attn_sdpa_backward_math(&c->d, q, k, v, c->out, c->lse, dout, attn_gc_grad(p, 0),
-                                   attn_gc_grad(p, 1), attn_gc_grad(p, 2));
-  return attn_sdpa_backward(&c->d, c->backend, q, k, v, c->out, c->lse, dout, attn_gc_grad(p, 0),
-                            attn_gc_grad(p, 1), attn_gc_grad(p, 2));
+  return attn_sdpa_backward(&c->d, &(attn_sdpa_args){.path = (attn_sdpa_path)c->backend,
+                                                     .q = q,
+                                                     .k = k,
+                                                     .v = v,
+                                                     .out = c->out,
+                                                     .lse = c->lse,
+                                                     .dout = dout,
+                                                     .dq = attn_gc_grad(p, 0),
+                                                     .dk = attn_gc_grad(p, 1),
+                                                     .dv = attn_gc_grad(p, 2)});
 }
 
 /* q, k, v uniform in [-1, 1); c->d sized; returns the context for masks */
@@ -98,6 +105,20 @@ static attn_status setup_key_lens(attn_gc_problem *p) {
   kl[0] = 3;
   kl[1] = 6;
   c->d.key_lens = kl;
+  return ATTN_OK;
+}
+
+/* prefix-LM: batch 0 sees its first 4 keys from every query, batch 1 none
+ * (plain causal) */
+static attn_status setup_prefix_lm(attn_gc_problem *p) {
+  sctx *c = setup_sdpa(p, 2, 2, 2, 7, 7, 4, 4);
+  if (!c) return ATTN_ENOMEM;
+  int32_t *pl = attn_gc_alloc(p, 2 * sizeof(int32_t));
+  if (!pl) return ATTN_ENOMEM;
+  pl[0] = 4;
+  pl[1] = 0;
+  c->d.causal = 1;
+  c->d.prefix_lens = pl;
   return ATTN_OK;
 }
 
@@ -169,6 +190,7 @@ static attn_status setup_flash_dv(attn_gc_problem *p) { return flash(p, setup_dv
 static attn_status setup_flash_masked_row(attn_gc_problem *p) {
   return flash(p, setup_masked_row);
 }
+static attn_status setup_flash_prefix_lm(attn_gc_problem *p) { return flash(p, setup_prefix_lm); }
 
 /* name, setup, h, atol, rtol, max_entries */
 static const attn_gradcheck_case cases[] = {
@@ -182,6 +204,7 @@ static const attn_gradcheck_case cases[] = {
     {"sdpa.gqa_hq4_hkv2", setup_gqa, 1e-2f, 2e-4, 1e-2, 0},
     {"sdpa.dv7_d4", setup_dv, 1e-2f, 2e-4, 1e-2, 0},
     {"sdpa.masked_row", setup_masked_row, 1e-2f, 2e-4, 1e-2, 0},
+    {"sdpa.prefix_lm", setup_prefix_lm, 1e-2f, 2e-4, 1e-2, 0},
     {"sdpa_flash.plain", setup_flash_plain, 1e-2f, 2e-4, 1e-2, 0},
     {"sdpa_flash.scale", setup_flash_scale, 1e-2f, 2e-4, 1e-2, 0},
     {"sdpa_flash.causal", setup_flash_causal, 1e-2f, 2e-4, 1e-2, 0},
@@ -192,6 +215,7 @@ static const attn_gradcheck_case cases[] = {
     {"sdpa_flash.gqa_hq4_hkv2", setup_flash_gqa, 1e-2f, 2e-4, 1e-2, 0},
     {"sdpa_flash.dv7_d4", setup_flash_dv, 1e-2f, 2e-4, 1e-2, 0},
     {"sdpa_flash.masked_row", setup_flash_masked_row, 1e-2f, 2e-4, 1e-2, 0},
+    {"sdpa_flash.prefix_lm", setup_flash_prefix_lm, 1e-2f, 2e-4, 1e-2, 0},
 };
 
 int attn_gradcheck_sdpa_cases(const attn_gradcheck_case **out) {
