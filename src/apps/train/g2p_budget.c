@@ -4,7 +4,6 @@
 #include <math.h>
 #include <string.h>
 
-#include "apps/train/trainer.h"
 
 static double set_tokens(const attn_g2p_set *s) {
   double n = 0;

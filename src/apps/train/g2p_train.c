@@ -9,7 +9,7 @@
 
 #include "apps/train/train_plan.h"
 #include "apps/train/train_progress.h"
-#include "apps/train/trainer.h"
+#include "attn.h"
 
 void attn_g2p_train_opts_default(attn_g2p_train_opts *o) {
   memset(o, 0, sizeof *o);

@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #include "apps/classifier/classifier.h"
+#include "apps/train/batch_plan.h"
 #include "apps/train/dist.h"
 #include "apps/train/train_progress.h"
 
@@ -28,18 +29,8 @@ typedef struct {
 } attn_tok_set;
 
 /* ---- batches -----------------------------------------------------------------
- * Plan of one epoch: order[n] (example indices) cut into nb batches,
- * batch b = order[start[b] .. start[b+1]). With shuffle: examples shuffled
- * by (seed, epoch), then each chunk of chunk_batches*batch examples sorted
- * by length (longest first, ties by position), then the batch order
- * shuffled. Without: all sorted by length (evaluation). */
-typedef struct {
-  int n, nb;
-  int *order, *start;
-} attn_batch_plan;
-attn_status attn_batch_plan_make(const int32_t *lens, int n, int batch, int chunk_batches,
-                                 int shuffle, uint64_t seed, int64_t epoch, attn_batch_plan *plan);
-void attn_batch_plan_free(attn_batch_plan *plan);
+ * An epoch's plan: attn_batch_plan_make (apps/train/batch_plan.h) of the
+ * set's lens. */
 
 /* Gathers batch b of the plan into ids [B, L] (padded with 0) and lens [B];
  * L = the longest in the batch. Buffers sized batch * max_len. */
@@ -77,28 +68,6 @@ attn_status attn_clf_evaluate_members_ctx(const attn_clf *m, int n, const attn_n
                                           double *acc, int *pred, float *p_pos);
 
 /* ---- training ----------------------------------------------------------------- */
-/* The whole run's progress, for an overall ETA across the members of an
- * ensemble and their epochs (attn train): steps_total of the plan,
- * steps_before done by the members before this one; t0 (monotonic seconds,
- * attn_train_now) and steps_at_t0 are set by the first attn_train_run that
- * sees t0 == 0. Until a step is timed the ETA is predicted_s (the plan's
- * prediction, 0: none). */
-typedef struct {
-  int64_t steps_total, steps_before, steps_at_t0;
-  double t0, predicted_s;
-} attn_train_eta;
-double attn_train_now(void);
-/* Seconds left of the whole run at global step `done` (steps_before + the
- * member's step), from the time per step measured since t0. */
-double attn_train_eta_left(const attn_train_eta *e, int64_t done);
-/* Sets e's clock at global step `done` unless already set (e may be NULL). */
-void attn_train_eta_start(attn_train_eta *e, int64_t done);
-/* attn_train_progress_show with the whole run's ETA at global step `done`
- * when e is given (NULL: the epoch's only). */
-void attn_train_progress_show_eta(attn_train_progress *pg, const attn_train_eta *e, int64_t done,
-                                  int epoch, int epochs, int b, int nb, double avg_loss,
-                                  int final);
-
 typedef struct {
   int epochs, batch, eval_batch, chunk_batches;
   double lr, min_lr, weight_decay, warmup_frac, clip;

@@ -28,34 +28,7 @@ void attn_train_opts_default(attn_train_opts *o) {
   o->members = 1;
 }
 
-double attn_train_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 #define now_s attn_train_now
-
-double attn_train_eta_left(const attn_train_eta *e, int64_t done) {
-  if (!e) return 0;
-  int64_t timed = done - e->steps_at_t0, left = e->steps_total - done;
-  if (left <= 0) return 0;
-  if (timed <= 0 || e->t0 <= 0) return e->predicted_s;
-  return (now_s() - e->t0) / (double)timed * (double)left;
-}
-
-void attn_train_eta_start(attn_train_eta *e, int64_t done) {
-  if (!e || e->t0 > 0) return;
-  e->t0 = now_s();
-  e->steps_at_t0 = done;
-}
-
-void attn_train_progress_show_eta(attn_train_progress *pg, const attn_train_eta *e, int64_t done,
-                                  int epoch, int epochs, int b, int nb, double avg_loss,
-                                  int final) {
-  char all[32];
-  if (e) attn_fmt_duration(all, sizeof all, attn_train_eta_left(e, done));
-  attn_train_progress_show(pg, epoch, epochs, b, nb, avg_loss, e ? all : NULL, final);
-}
 
 /* The step line: the epoch's figures, and the whole run's ETA (every member
  * and epoch) when known. */
