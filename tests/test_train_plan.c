@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "apps/train/precision_probe.h"
+#include "apps/train/classifier_precision.h"
 #include "apps/train/train_plan.h"
 #include "harness.h"
 

@@ -15,7 +15,7 @@
 #include "apps/classifier/classifier.h"
 #include "apps/classifier/classifier_ensemble.h"
 #include "apps/classifier/mail.h"
-#include "apps/train/precision_probe.h"
+#include "apps/train/classifier_precision.h"
 #include "apps/train/trainer.h"
 #include "apps/train/trainer_data.h"
 #include "attn.h"

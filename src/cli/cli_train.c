@@ -14,7 +14,7 @@
 #include "apps/classifier/classifier_ensemble.h"
 #include "apps/classifier/classifier_viz.h"
 #include "apps/train/dist_run.h"
-#include "apps/train/precision_probe.h"
+#include "apps/train/classifier_precision.h"
 #include "apps/train/train_plan.h"
 #include "apps/train/trainer_data.h"
 #include "attn.h"

@@ -14,7 +14,7 @@
 #include "apps/tools/bench.h"
 #include "apps/classifier/classifier.h"
 #include "apps/train/dist_run.h"
-#include "apps/train/precision_probe.h"
+#include "apps/train/classifier_precision.h"
 
 typedef struct {
   int64_t vocab, dim, heads, ff, layers, seq, batch;

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "apps/train/batch_plan.h"
+
 static double clock_s(clockid_t id) {
   struct timespec ts;
   clock_gettime(id, &ts);
