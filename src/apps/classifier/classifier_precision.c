@@ -1,5 +1,5 @@
 /* The classifier's precision probes (classifier_precision.h). */
-#include "apps/train/classifier_precision.h"
+#include "apps/classifier/classifier_precision.h"
 
 #include <stdio.h>
 #include <stdlib.h>

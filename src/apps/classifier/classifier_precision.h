@@ -17,8 +17,8 @@
 #define ATTN_APPS_CLASSIFIER_PRECISION_H
 
 #include "apps/classifier/classifier_ensemble.h"
+#include "apps/classifier/classifier_train.h"
 #include "apps/train/precision_probe.h"
-#include "apps/train/trainer.h"
 
 /* The probe's settings: those of the training step (backend, activation
  * checkpointing, QAT, dropout seed) and the probe's own. */

@@ -1,4 +1,4 @@
-/* Training the TextClassifier (apps/classifier.h): length-bucketed batches
+/* Training the TextClassifier (classifier.h): length-bucketed batches
  * with padding, AdamW + warm-up/cosine + clipping, per-epoch validation
  * ("Epoch 1/5 | Train Loss: ... | Val Loss: ... | Val Acc: ...% | 47 s (total
  * 94 s)" as the seed prints, with the epoch's own time and the run's), best and last checkpoints, and exact resume.
@@ -8,8 +8,8 @@
  * independent, so the same seed gives bit-identical losses for any thread
  * count, and a run resumed from a checkpoint continues exactly as the
  * uninterrupted run would have. */
-#ifndef ATTN_APPS_TRAINER_H
-#define ATTN_APPS_TRAINER_H
+#ifndef ATTN_APPS_CLASSIFIER_TRAIN_H
+#define ATTN_APPS_CLASSIFIER_TRAIN_H
 
 #include <stdint.h>
 #include <stdio.h>
@@ -57,7 +57,7 @@ attn_status attn_clf_evaluate_ctx(const attn_clf *m, const attn_nn_ctx *ctx,
                                   const attn_tok_set *set, int batch, double *loss, double *acc,
                                   int *pred, float *p_pos);
 
-/* The same for an ensemble m[0..n) (apps/classifier_ensemble.h): the mean
+/* The same for an ensemble m[0..n) (classifier_ensemble.h): the mean
  * of the members' probabilities. */
 attn_status attn_clf_evaluate_members(const attn_clf *m, int n, const attn_tok_set *set, int batch,
                                       double *loss, double *acc, int *pred, float *p_pos);
@@ -97,14 +97,14 @@ typedef struct {
                         * figures. 0: off, unless the state resumed holds an average (it goes
                         * on with the checkpoint's decay) */
   int members;         /* attn train --members K: K models trained one after another with
-                        * seeds seed + 1000 k (k < K) and averaged (apps/classifier_ensemble.h);
+                        * seeds seed + 1000 k (k < K) and averaged (classifier_ensemble.h);
                         * 1 (the default): one model. attn_train_run trains one model */
-  attn_dist *dist;     /* data parallelism (apps/dist.h): every batch cut into its shards,
+  attn_dist *dist;     /* data parallelism (apps/train/dist.h): every batch cut into its shards,
                         * their gradients summed in shard order; only rank 0 writes
                         * checkpoints. NULL: one process, one shard */
   FILE *log;           /* epoch lines (NULL: stdout) */
   attn_train_eta *eta; /* the overall ETA (progress lines); NULL: per epoch only */
-  int varlen;          /* packed batches (ATTN_CLF_VARLEN_*, apps/classifier.h): set as
+  int varlen;          /* packed batches (ATTN_CLF_VARLEN_*, classifier.h): set as
                         * m->varlen for the run's steps and validation (0: padded) */
 } attn_train_opts;
 void attn_train_opts_default(attn_train_opts *o);
@@ -129,7 +129,7 @@ typedef struct {
   double best;         /* best val metric so far (loss: lower; acc: higher) */
   int best_epoch;      /* 0-based; -1: none; ATTN_TRAIN_BEST_START: the starting model */
   double seconds;      /* training time so far, validation included */
-  int shards;          /* shards of each batch (processes, apps/dist.h) the run was trained
+  int shards;          /* shards of each batch (processes, apps/train/dist.h) the run was trained
                           with so far (1: whole batches); "shards" in the JSON */
   attn_loss_scaler scaler; /* fp16 dynamic loss scaling (enabled: an fp16 run; saved as
                               "loss_scale", "loss_scale_tracker", "loss_scale_steps",

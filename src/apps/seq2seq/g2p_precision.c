@@ -1,5 +1,5 @@
 /* --precision for the G2P commands (g2p_precision.h). */
-#include "apps/train/g2p_precision.h"
+#include "apps/seq2seq/g2p_precision.h"
 
 #include <stdio.h>
 #include <stdlib.h>

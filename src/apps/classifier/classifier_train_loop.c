@@ -7,9 +7,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "apps/classifier/classifier_train.h"
 #include "apps/train/train_plan.h"
 #include "apps/train/train_progress.h"
-#include "apps/train/trainer.h"
 
 void attn_train_opts_default(attn_train_opts *o) {
   memset(o, 0, sizeof *o);
@@ -124,7 +124,7 @@ static attn_status shard_grad(attn_clf *m, const attn_train_opts *o, attn_nn_ctx
 
 /* One optimizer step on a batch; *loss receives its loss. With o->dist the
  * batch's shards (this process's) each get their gradient, summed over all
- * shards in shard order (apps/dist.h) before the step. */
+ * shards in shard order (apps/train/dist.h) before the step. */
 static attn_status train_step(attn_clf *m, attn_adam *opt, const attn_train_opts *o,
                               const attn_schedule *sched, attn_clf_acts *acts, int64_t step,
                               const int32_t *ids, const int32_t *lens, const int *labels,

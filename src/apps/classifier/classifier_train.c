@@ -1,7 +1,7 @@
 /* Trainer pieces: batches (gathered from the plans of apps/train/
  * batch_plan.h), evaluation, the run state as JSON, and the classifier's
- * checkpoints. The loop itself is in trainer_loop.c. */
-#include "apps/train/trainer.h"
+ * checkpoints. The loop itself is in classifier_train_loop.c. */
+#include "apps/classifier/classifier_train.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* The G2P training loop (g2p_train.h). */
-#include "apps/train/g2p_train.h"
+#include "apps/seq2seq/g2p_train.h"
 
 #include <math.h>
 #include <stdio.h>
