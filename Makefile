@@ -75,7 +75,7 @@ endif
 # MPI=auto (default): on where $(PKG_CONFIG) finds Open MPI's ompi-c (Debian
 # libopenmpi-dev; a cross build asks the target's pkg-config, so it is off
 # there without the target's package); MPI=1 insists (an error without it);
-# MPI=0 builds without. On: src/apps/dist_mpi.c does MPI (-DATTN_HAVE_MPI),
+# MPI=0 builds without. On: src/apps/train/dist_mpi.c does MPI (-DATTN_HAVE_MPI),
 # and the tool and the tests link libmpi, like the apps' other optional
 # libraries; the library (libattn.a/.so, attn.pc) never does.
 MPI ?= auto

@@ -10,9 +10,9 @@
 #include <unistd.h>
 
 #include "apps/classifier/classifier.h"
+#include "apps/classifier/classifier_data.h"
 #include "apps/classifier/classifier_ensemble.h"
-#include "apps/train/trainer.h"
-#include "apps/train/trainer_data.h"
+#include "apps/classifier/classifier_train.h"
 #include "harness.h"
 
 static attn_clf_config tiny_config(void) {

@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <unistd.h>
 
-#include "apps/train/trainer.h"
+#include "apps/classifier/classifier_train.h"
 #include "harness.h"
 
 #define N_TRAIN 96

@@ -15,11 +15,11 @@
 
 #include "apps/text/bpe.h"
 #include "apps/classifier/classifier.h"
+#include "apps/classifier/classifier_data.h"
 #include "apps/classifier/classifier_ensemble.h"
+#include "apps/classifier/classifier_train.h"
 #include "apps/classifier/classifier_viz.h"
 #include "apps/classifier/mail.h"
-#include "apps/train/trainer.h"
-#include "apps/train/trainer_data.h"
 #include "apps/viz/viz.h"
 #include "harness.h"
 

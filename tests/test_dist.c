@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "apps/train/trainer.h"
+#include "apps/classifier/classifier_train.h"
 #include "harness.h"
 #include "apps/train/dist.h"
 

@@ -10,13 +10,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "apps/seq2seq/g2p_budget.h"
 #include "apps/seq2seq/g2p_data.h"
 #include "apps/seq2seq/g2p_decode.h"
 #include "apps/seq2seq/g2p_metrics.h"
+#include "apps/seq2seq/g2p_precision.h"
 #include "apps/seq2seq/g2p_set.h"
-#include "apps/train/g2p_budget.h"
-#include "apps/train/g2p_precision.h"
-#include "apps/train/g2p_train.h"
+#include "apps/seq2seq/g2p_train.h"
 #include "attn/kernels.h"
 #include "harness.h"
 #include "tool_run.h"

@@ -1,5 +1,6 @@
-/* --precision auto and the time budget (src/apps/precision_probe.h,
- * train_plan.h): the expected duration of a plan; the plan shrunk to a
+/* --precision auto and the time budget (src/apps/train/precision_probe.h,
+ * train_plan.h; the classifier's probe, src/apps/classifier/
+ * classifier_precision.h): the expected duration of a plan; the plan shrunk to a
  * budget in the documented order (epochs to the floor, members, epochs),
  * never silently; auto never leaves f32 without a bf16 unit or under the
  * margin (per wall and per CPU second); the probe times f32 and the
@@ -9,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "apps/train/precision_probe.h"
+#include "apps/classifier/classifier_precision.h"
 #include "apps/train/train_plan.h"
 #include "harness.h"
 

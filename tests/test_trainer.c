@@ -1,6 +1,7 @@
-/* Trainer (src/apps/trainer.h) on a tiny synthetic task (label 1 iff token
- * 5 occurs): the loss falls; batch plans cover every example once and
- * bucket by length; the same seed gives bit-identical losses with 1 and 2
+/* The classifier's trainer (src/apps/classifier/classifier_train.h) on a
+ * tiny synthetic task (label 1 iff token 5 occurs): the loss falls; batch
+ * plans (src/apps/train/batch_plan.h) cover every example once and bucket by
+ * length; the same seed gives bit-identical losses with 1 and 2
  * threads; a run stopped mid-epoch and resumed from its checkpoint gives
  * bit-identical losses and parameters to the uninterrupted run (also in fp16
  * with its loss scaler, and with token dropout); token dropout keeps an
@@ -10,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "apps/train/trainer.h"
+#include "apps/classifier/classifier_train.h"
 #include "harness.h"
 
 #define N_TRAIN 96

@@ -1,8 +1,9 @@
 #!/bin/sh
 # tools/check_wings.sh: this checkout's src/apps/ keeps the wings' rules, and
 # each rule fails on a small tree that breaks it (a cycle, a shared piece
-# including an application, one application including another, train
-# including tools, another wing's *_internal.h, a file in no wing, an include
+# including an application (train, the training kit, too), one application
+# including another, a shared piece including tools, another wing's
+# *_internal.h, a file in no wing, an include
 # of a path in no wing, a wing of no kind, the library including the apps),
 # naming the offending include. Prints "ok"/"FAIL" lines and "# N passed,
 # N failed" for tests/run.sh (run by BUILD/tests/test_wings from the root).
@@ -40,8 +41,8 @@ expect_fail() {
   else printf '%s\n' "$out"; no "$1 (exit $rc; expected a line with '$2')"; fi
 }
 
-good="apps/tools/b.c:apps/train/t.h apps/train/t.c:apps/classifier/c.h apps/train/t.h:-
-      apps/classifier/c.c:apps/text/x.h apps/classifier/c.h:- apps/text/x.h:apps/viz/v.h
+good="apps/tools/b.c:apps/train/t.h apps/train/t.c:apps/text/x.h apps/train/t.h:-
+      apps/classifier/d.c:apps/train/t.h apps/classifier/c.c:apps/text/x.h apps/classifier/c.h:- apps/text/x.h:apps/viz/v.h
       apps/viz/v.h:- apps/text/x_internal.h:- apps/text/x.c:apps/text/x_internal.h
       cli/main.c:apps/text/x_internal.h nn/a.c:attn.h"
 tree good $good
@@ -51,7 +52,7 @@ tree cycle $good apps/viz/v.c:apps/text/x.h
 expect_fail "a cycle between shared pieces" "a cycle between wings: .*text.*viz\|a cycle between wings: .*viz.*text"
 
 tree cycle2 $good apps/train/t2.c:apps/tools/b.h apps/tools/b.h:-
-expect_fail "train including tools" "src/apps/train/t2.c includes apps/tools/b.h: training wing 'train' may not include tools wing 'tools'"
+expect_fail "train including tools" "src/apps/train/t2.c includes apps/tools/b.h: shared piece 'train' may not include tools wing 'tools'"
 expect_fail "... and the cycle it makes" "a cycle between wings"
 
 tree shared_app $good apps/text/y.c:apps/classifier/c.h
@@ -62,9 +63,9 @@ tree app_app $good apps/seq2seq/s.c:apps/classifier/c.h
 expect_fail "an application including another" \
   "src/apps/seq2seq/s.c includes apps/classifier/c.h: application 'seq2seq' may not include application 'classifier'"
 
-tree app_train $good apps/classifier/d.c:apps/train/t.h
-expect_fail "an application including train" \
-  "src/apps/classifier/d.c includes apps/train/t.h: application 'classifier' may not include training wing 'train'"
+tree train_app $good apps/train/t3.c:apps/seq2seq/s.h apps/seq2seq/s.h:-
+expect_fail "train (the training kit) including an application" \
+  "src/apps/train/t3.c includes apps/seq2seq/s.h: shared piece 'train' may not include application 'seq2seq'"
 
 tree internal $good apps/classifier/e.c:apps/text/x_internal.h
 expect_fail "another wing's internal header" "src/apps/classifier/e.c includes apps/text/x_internal.h, internal to wing text"

@@ -5,19 +5,22 @@
 # violation and exits 1, else one "wings ok" line.
 #
 # Rules, read from every `#include "apps/..."` line of ROOT/src:
-#   shared pieces (text, viz)        include only other shared pieces;
+#   shared pieces (text, viz,        include only other shared pieces;
+#     train)                         train is the applications' training
+#                                    kit (batch plans, progress and ETA,
+#                                    time plans, the precision choice,
+#                                    data parallelism): nothing of any
+#                                    application;
 #   applications (classifier, hf,    include only shared pieces, never
-#     seq2seq)                       another application;
-#   train (the training runs)        shared pieces and applications (it
-#                                    trains them), never tools;
+#     seq2seq)                       another application; each one's own
+#                                    training lives in its wing, on the kit;
 #   tools (bench, gradcheck)         any wing;
 # and in any case no cycle between wings; a wing's *_internal.h stays inside
 # it; every apps file lives in a wing (no src/apps/*.c or *.h); the library
 # (src/core, kernels, nn, io, train) includes nothing of src/apps. A new wing
 # gets its kind below first.
-SHARED="text viz"
+SHARED="text viz train"
 APPS="classifier hf seq2seq"
-TRAIN="train"
 TOOLS="tools"
 
 root=${1:-.}
@@ -28,11 +31,10 @@ trap 'rm -rf "$tmp"' EXIT
 kind() {
   for w in $SHARED; do [ "$1" = "$w" ] && { echo 0; return; }; done
   for w in $APPS; do [ "$1" = "$w" ] && { echo 1; return; }; done
-  for w in $TRAIN; do [ "$1" = "$w" ] && { echo 2; return; }; done
-  for w in $TOOLS; do [ "$1" = "$w" ] && { echo 3; return; }; done
+  for w in $TOOLS; do [ "$1" = "$w" ] && { echo 2; return; }; done
   echo -1
 }
-kind_name() { case $1 in 0) echo "shared piece" ;; 1) echo application ;; 2) echo "training wing" ;; *) echo "tools wing" ;; esac; }
+kind_name() { case $1 in 0) echo "shared piece" ;; 1) echo application ;; *) echo "tools wing" ;; esac; }
 
 bad=0
 fail() { echo "check_wings: $*"; bad=$((bad + 1)); }

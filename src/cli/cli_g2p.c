@@ -7,10 +7,10 @@
 #include <sys/stat.h>
 
 #include "apps/seq2seq/g2p_attention.h"
+#include "apps/seq2seq/g2p_budget.h"
 #include "apps/seq2seq/g2p_eval.h"
-#include "apps/train/g2p_budget.h"
-#include "apps/train/g2p_precision.h"
-#include "apps/train/g2p_train.h"
+#include "apps/seq2seq/g2p_precision.h"
+#include "apps/seq2seq/g2p_train.h"
 #include "apps/train/train_plan.h"
 #include "attn/kernels.h"
 #include "cli/cli_outpath.h"

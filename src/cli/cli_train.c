@@ -11,12 +11,12 @@
 #include <sys/stat.h>
 
 #include "apps/tools/bench.h"
+#include "apps/classifier/classifier_data.h"
 #include "apps/classifier/classifier_ensemble.h"
+#include "apps/classifier/classifier_precision.h"
 #include "apps/classifier/classifier_viz.h"
 #include "apps/train/dist_run.h"
-#include "apps/train/precision_probe.h"
 #include "apps/train/train_plan.h"
-#include "apps/train/trainer_data.h"
 #include "attn.h"
 #include "cli/cli_train_bench.h"
 #include "cli/commands.h"

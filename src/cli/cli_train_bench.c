@@ -1,11 +1,11 @@
 /* attn train --bench-varlen N: padded against packed batches on the run's
- * own data (apps/train/train_varlen_bench.h). */
+ * own data (apps/classifier/classifier_varlen_bench.h). */
 #include "cli/cli_train_bench.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "apps/train/train_varlen_bench.h"
+#include "apps/classifier/classifier_varlen_bench.h"
 #include "cli/cli_msg.h"
 
 int cli_train_bench_varlen(const attn_clf_config *mc, attn_clf *model, const attn_train_opts *to,

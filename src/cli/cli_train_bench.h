@@ -2,7 +2,7 @@
 #ifndef ATTN_CLI_TRAIN_BENCH_H
 #define ATTN_CLI_TRAIN_BENCH_H
 
-#include "apps/train/trainer.h"
+#include "apps/classifier/classifier_train.h"
 
 /* Times N of the run's training batches padded and packed on model (NULL: a
  * fresh one of config mc, seeded by to->seed) and prints tokens/s of each;

@@ -37,7 +37,7 @@ typedef struct {
   attn_activation activation;
   /* The input text (saved with the model, so eval / predict read mail the
    * same way): headers 1 adds the sender's other headers to Subject and
-   * From (ATTN_MAIL_MORE_HEADERS, apps/mail.h); a message longer than
+   * From (ATTN_MAIL_MORE_HEADERS, mail.h); a message longer than
    * max_len tokens keeps its first max_len - tail and its last tail tokens
    * (tail 0: the first max_len only). 0 and 0 by default. */
   int headers;
@@ -104,7 +104,7 @@ attn_status attn_clf_check_file(const attn_clf_config *c, const attn_st *f);
  * int8 scales (.scale); e.g. layers.1.* in a file whose config says 1 layer
  * is an error, not ignored. */
 attn_status attn_clf_check_leftovers(const attn_clf *m, const attn_st *f);
-/* Loads a checkpoint (attn_clf_save of apps/train/trainer.h writes one; an
+/* Loads a checkpoint (attn_clf_save of classifier_train.h writes one; an
  * int8 file of attn quantize too): creates m from its "config", loads the
  * parameters; *file (may be NULL) receives the file for other metadata
  * (attn_st_free). */
@@ -148,7 +148,7 @@ attn_status attn_clf_backward(attn_clf *m, attn_clf_acts *a, const float *dlogit
 /* The same, calling ready(user, lo) whenever the gradients m->p.grad[lo,
  * numel) are final: after the head, then after each layer from the last
  * (the flat buffer holds the embeddings first, the head last), so that data
- * parallelism (apps/dist.h) sends them while the rest of the backward runs.
+ * parallelism (apps/train/dist.h) sends them while the rest of the backward runs.
  * An error from ready stops the backward and is returned. */
 attn_status attn_clf_backward_ready(attn_clf *m, attn_clf_acts *a, const float *dlogits,
                                     attn_status (*ready)(void *user, int64_t lo), void *user);

@@ -1,7 +1,6 @@
 /* A classifier checkpoint into a model: the classifier owns its loading, so
- * that inference (apps/classifier/classifier_ensemble.c, attn predict) needs
- * nothing of the trainer (apps/train/ includes the classifier, never the
- * reverse: tools/check_wings.sh). */
+ * that inference (classifier_ensemble.c, attn predict) needs nothing of its
+ * training (classifier_train.h, which writes the checkpoints). */
 #include <string.h>
 
 #include "apps/classifier/classifier.h"

@@ -13,8 +13,8 @@
 
 #include "apps/tools/bench.h"
 #include "apps/classifier/classifier.h"
+#include "apps/classifier/classifier_precision.h"
 #include "apps/train/dist_run.h"
-#include "apps/train/precision_probe.h"
 
 typedef struct {
   int64_t vocab, dim, heads, ff, layers, seq, batch;

@@ -1,4 +1,4 @@
-/* apps/dist.h: the local group (one process, S shards one after another)
+/* apps/train/dist.h: the local group (one process, S shards one after another)
  * and the front end that hands an MPI group to dist_mpi.c. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* The group behind apps/dist.h, shared by its local part (dist.c) and its
+/* The group behind apps/train/dist.h, shared by its local part (dist.c) and its
  * MPI part (dist_mpi.c, built with ATTN_HAVE_MPI only). */
 #ifndef ATTN_APPS_DIST_INTERNAL_H
 #define ATTN_APPS_DIST_INTERNAL_H

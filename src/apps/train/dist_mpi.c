@@ -1,4 +1,4 @@
-/* The MPI group of apps/dist.h (with ATTN_HAVE_MPI: make finds Open MPI;
+/* The MPI group of apps/train/dist.h (with ATTN_HAVE_MPI: make finds Open MPI;
  * without, stubs that are never reached).
  *
  * The gradient buffer [n] is cut into fixed buckets from its end (the

@@ -1,4 +1,4 @@
-/* apps/dist_run.h */
+/* apps/train/dist_run.h */
 #include "apps/train/dist_run.h"
 
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* A program's side of data parallelism (apps/dist.h): opening the group
+/* A program's side of data parallelism (apps/train/dist.h): opening the group
  * with rank 0 as the only voice, and ending it so that a failed rank takes
  * every rank down with a message instead of leaving them waiting. Used by
  * attn train, attn bench train and attn bench allreduce. */

@@ -1,5 +1,5 @@
 /* How long a training run is expected to take (from a precision probe's
- * measured throughput, apps/precision_probe.h), and the plan shrunk to fit a
+ * measured throughput, apps/train/precision_probe.h), and the plan shrunk to fit a
  * time budget (attn train --time-budget, make demo).
  *
  * Expected seconds of a plan:

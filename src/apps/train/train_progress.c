@@ -2,10 +2,38 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "apps/train/train_plan.h"
-#include "apps/train/trainer.h"
+
+double attn_train_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+double attn_train_eta_left(const attn_train_eta *e, int64_t done) {
+  if (!e) return 0;
+  int64_t timed = done - e->steps_at_t0, left = e->steps_total - done;
+  if (left <= 0) return 0;
+  if (timed <= 0 || e->t0 <= 0) return e->predicted_s;
+  return (attn_train_now() - e->t0) / (double)timed * (double)left;
+}
+
+void attn_train_eta_start(attn_train_eta *e, int64_t done) {
+  if (!e || e->t0 > 0) return;
+  e->t0 = attn_train_now();
+  e->steps_at_t0 = done;
+}
+
+void attn_train_progress_show_eta(attn_train_progress *pg, const attn_train_eta *e, int64_t done,
+                                  int epoch, int epochs, int b, int nb, double avg_loss,
+                                  int final) {
+  char all[32];
+  if (e) attn_fmt_duration(all, sizeof all, attn_train_eta_left(e, done));
+  attn_train_progress_show(pg, epoch, epochs, b, nb, avg_loss, e ? all : NULL, final);
+}
 
 void attn_train_progress_init(attn_train_progress *pg, int mode) {
   memset(pg, 0, sizeof *pg);

@@ -1,5 +1,5 @@
 /* Corpus -> token sets per split, and the test report next to Naive Bayes. */
-#include "apps/train/trainer_data.h"
+#include "apps/classifier/classifier_data.h"
 
 #include <stdlib.h>
 #include <string.h>

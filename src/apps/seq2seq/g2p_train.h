@@ -1,6 +1,6 @@
 /* Training the G2P model: teacher forcing, label smoothing, AdamW, linear
  * warm-up + cosine decay, gradient clipping, dropout, length-bucketed batches
- * (the classifier trainer's batch plans), checkpoints and exact resume.
+ * (the batch plans of apps/train/batch_plan.h), checkpoints and exact resume.
  *
  * Reproducibility: the batch order is a pure function of (seed, epoch), the
  * dropout masks of (seed, global step), and every kernel is thread-count
@@ -14,7 +14,8 @@
 
 #include "apps/seq2seq/g2p_model.h"
 #include "apps/seq2seq/g2p_set.h"
-#include "apps/train/trainer.h"
+#include "apps/train/batch_plan.h"
+#include "apps/train/train_progress.h"
 #include "attn/train.h"
 
 typedef struct {

@@ -1,4 +1,4 @@
-/* Training the TextClassifier (apps/classifier.h): length-bucketed batches
+/* Training the TextClassifier (classifier.h): length-bucketed batches
  * with padding, AdamW + warm-up/cosine + clipping, per-epoch validation
  * ("Epoch 1/5 | Train Loss: ... | Val Loss: ... | Val Acc: ...% | 47 s (total
  * 94 s)" as the seed prints, with the epoch's own time and the run's), best and last checkpoints, and exact resume.
@@ -8,13 +8,14 @@
  * independent, so the same seed gives bit-identical losses for any thread
  * count, and a run resumed from a checkpoint continues exactly as the
  * uninterrupted run would have. */
-#ifndef ATTN_APPS_TRAINER_H
-#define ATTN_APPS_TRAINER_H
+#ifndef ATTN_APPS_CLASSIFIER_TRAIN_H
+#define ATTN_APPS_CLASSIFIER_TRAIN_H
 
 #include <stdint.h>
 #include <stdio.h>
 
 #include "apps/classifier/classifier.h"
+#include "apps/train/batch_plan.h"
 #include "apps/train/dist.h"
 #include "apps/train/train_progress.h"
 
@@ -28,18 +29,8 @@ typedef struct {
 } attn_tok_set;
 
 /* ---- batches -----------------------------------------------------------------
- * Plan of one epoch: order[n] (example indices) cut into nb batches,
- * batch b = order[start[b] .. start[b+1]). With shuffle: examples shuffled
- * by (seed, epoch), then each chunk of chunk_batches*batch examples sorted
- * by length (longest first, ties by position), then the batch order
- * shuffled. Without: all sorted by length (evaluation). */
-typedef struct {
-  int n, nb;
-  int *order, *start;
-} attn_batch_plan;
-attn_status attn_batch_plan_make(const int32_t *lens, int n, int batch, int chunk_batches,
-                                 int shuffle, uint64_t seed, int64_t epoch, attn_batch_plan *plan);
-void attn_batch_plan_free(attn_batch_plan *plan);
+ * An epoch's plan: attn_batch_plan_make (apps/train/batch_plan.h) of the
+ * set's lens. */
 
 /* Gathers batch b of the plan into ids [B, L] (padded with 0) and lens [B];
  * L = the longest in the batch. Buffers sized batch * max_len. */
@@ -66,7 +57,7 @@ attn_status attn_clf_evaluate_ctx(const attn_clf *m, const attn_nn_ctx *ctx,
                                   const attn_tok_set *set, int batch, double *loss, double *acc,
                                   int *pred, float *p_pos);
 
-/* The same for an ensemble m[0..n) (apps/classifier_ensemble.h): the mean
+/* The same for an ensemble m[0..n) (classifier_ensemble.h): the mean
  * of the members' probabilities. */
 attn_status attn_clf_evaluate_members(const attn_clf *m, int n, const attn_tok_set *set, int batch,
                                       double *loss, double *acc, int *pred, float *p_pos);
@@ -77,28 +68,6 @@ attn_status attn_clf_evaluate_members_ctx(const attn_clf *m, int n, const attn_n
                                           double *acc, int *pred, float *p_pos);
 
 /* ---- training ----------------------------------------------------------------- */
-/* The whole run's progress, for an overall ETA across the members of an
- * ensemble and their epochs (attn train): steps_total of the plan,
- * steps_before done by the members before this one; t0 (monotonic seconds,
- * attn_train_now) and steps_at_t0 are set by the first attn_train_run that
- * sees t0 == 0. Until a step is timed the ETA is predicted_s (the plan's
- * prediction, 0: none). */
-typedef struct {
-  int64_t steps_total, steps_before, steps_at_t0;
-  double t0, predicted_s;
-} attn_train_eta;
-double attn_train_now(void);
-/* Seconds left of the whole run at global step `done` (steps_before + the
- * member's step), from the time per step measured since t0. */
-double attn_train_eta_left(const attn_train_eta *e, int64_t done);
-/* Sets e's clock at global step `done` unless already set (e may be NULL). */
-void attn_train_eta_start(attn_train_eta *e, int64_t done);
-/* attn_train_progress_show with the whole run's ETA at global step `done`
- * when e is given (NULL: the epoch's only). */
-void attn_train_progress_show_eta(attn_train_progress *pg, const attn_train_eta *e, int64_t done,
-                                  int epoch, int epochs, int b, int nb, double avg_loss,
-                                  int final);
-
 typedef struct {
   int epochs, batch, eval_batch, chunk_batches;
   double lr, min_lr, weight_decay, warmup_frac, clip;
@@ -128,14 +97,14 @@ typedef struct {
                         * figures. 0: off, unless the state resumed holds an average (it goes
                         * on with the checkpoint's decay) */
   int members;         /* attn train --members K: K models trained one after another with
-                        * seeds seed + 1000 k (k < K) and averaged (apps/classifier_ensemble.h);
+                        * seeds seed + 1000 k (k < K) and averaged (classifier_ensemble.h);
                         * 1 (the default): one model. attn_train_run trains one model */
-  attn_dist *dist;     /* data parallelism (apps/dist.h): every batch cut into its shards,
+  attn_dist *dist;     /* data parallelism (apps/train/dist.h): every batch cut into its shards,
                         * their gradients summed in shard order; only rank 0 writes
                         * checkpoints. NULL: one process, one shard */
   FILE *log;           /* epoch lines (NULL: stdout) */
   attn_train_eta *eta; /* the overall ETA (progress lines); NULL: per epoch only */
-  int varlen;          /* packed batches (ATTN_CLF_VARLEN_*, apps/classifier.h): set as
+  int varlen;          /* packed batches (ATTN_CLF_VARLEN_*, classifier.h): set as
                         * m->varlen for the run's steps and validation (0: padded) */
 } attn_train_opts;
 void attn_train_opts_default(attn_train_opts *o);
@@ -160,7 +129,7 @@ typedef struct {
   double best;         /* best val metric so far (loss: lower; acc: higher) */
   int best_epoch;      /* 0-based; -1: none; ATTN_TRAIN_BEST_START: the starting model */
   double seconds;      /* training time so far, validation included */
-  int shards;          /* shards of each batch (processes, apps/dist.h) the run was trained
+  int shards;          /* shards of each batch (processes, apps/train/dist.h) the run was trained
                           with so far (1: whole batches); "shards" in the JSON */
   attn_loss_scaler scaler; /* fp16 dynamic loss scaling (enabled: an fp16 run; saved as
                               "loss_scale", "loss_scale_tracker", "loss_scale_steps",

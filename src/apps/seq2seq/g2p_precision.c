@@ -1,10 +1,12 @@
 /* --precision for the G2P commands (g2p_precision.h). */
-#include "apps/train/g2p_precision.h"
+#include "apps/seq2seq/g2p_precision.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "apps/train/batch_plan.h"
 
 static double clock_s(clockid_t id) {
   struct timespec ts;

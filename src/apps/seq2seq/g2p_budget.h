@@ -14,7 +14,7 @@
 #ifndef ATTN_APPS_G2P_BUDGET_H
 #define ATTN_APPS_G2P_BUDGET_H
 
-#include "apps/train/g2p_train.h"
+#include "apps/seq2seq/g2p_train.h"
 
 typedef struct {
   int steps;                      /* optimizer steps per epoch */

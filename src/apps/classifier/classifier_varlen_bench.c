@@ -1,9 +1,9 @@
 /* Padded against packed training steps on the run's own batches
- * (train_varlen_bench.h). */
+ * (classifier_varlen_bench.h). */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #endif
-#include "apps/train/train_varlen_bench.h"
+#include "apps/classifier/classifier_varlen_bench.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -7,9 +7,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "apps/classifier/classifier_train.h"
 #include "apps/train/train_plan.h"
 #include "apps/train/train_progress.h"
-#include "apps/train/trainer.h"
 
 void attn_train_opts_default(attn_train_opts *o) {
   memset(o, 0, sizeof *o);
@@ -28,34 +28,7 @@ void attn_train_opts_default(attn_train_opts *o) {
   o->members = 1;
 }
 
-double attn_train_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 #define now_s attn_train_now
-
-double attn_train_eta_left(const attn_train_eta *e, int64_t done) {
-  if (!e) return 0;
-  int64_t timed = done - e->steps_at_t0, left = e->steps_total - done;
-  if (left <= 0) return 0;
-  if (timed <= 0 || e->t0 <= 0) return e->predicted_s;
-  return (now_s() - e->t0) / (double)timed * (double)left;
-}
-
-void attn_train_eta_start(attn_train_eta *e, int64_t done) {
-  if (!e || e->t0 > 0) return;
-  e->t0 = now_s();
-  e->steps_at_t0 = done;
-}
-
-void attn_train_progress_show_eta(attn_train_progress *pg, const attn_train_eta *e, int64_t done,
-                                  int epoch, int epochs, int b, int nb, double avg_loss,
-                                  int final) {
-  char all[32];
-  if (e) attn_fmt_duration(all, sizeof all, attn_train_eta_left(e, done));
-  attn_train_progress_show(pg, epoch, epochs, b, nb, avg_loss, e ? all : NULL, final);
-}
 
 /* The step line: the epoch's figures, and the whole run's ETA (every member
  * and epoch) when known. */
@@ -151,7 +124,7 @@ static attn_status shard_grad(attn_clf *m, const attn_train_opts *o, attn_nn_ctx
 
 /* One optimizer step on a batch; *loss receives its loss. With o->dist the
  * batch's shards (this process's) each get their gradient, summed over all
- * shards in shard order (apps/dist.h) before the step. */
+ * shards in shard order (apps/train/dist.h) before the step. */
 static attn_status train_step(attn_clf *m, attn_adam *opt, const attn_train_opts *o,
                               const attn_schedule *sched, attn_clf_acts *acts, int64_t step,
                               const int32_t *ids, const int32_t *lens, const int *labels,

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "apps/classifier/classifier_ensemble.h"
-#include "apps/train/trainer.h"
+#include "apps/classifier/classifier_train.h"
 #include "io/json.h"
 
 typedef enum { F_INT, F_DOUBLE, F_FLOAT, F_I64 } field_type;

@@ -3,10 +3,10 @@
  * exactly as attn train gathers them (shuffled, length-bucketed, token
  * dropout), padded and packed (attn_clf.varlen) alternately on each batch,
  * timed in process CPU time and wall time. */
-#ifndef ATTN_APPS_TRAIN_VARLEN_BENCH_H
-#define ATTN_APPS_TRAIN_VARLEN_BENCH_H
+#ifndef ATTN_APPS_CLASSIFIER_VARLEN_BENCH_H
+#define ATTN_APPS_CLASSIFIER_VARLEN_BENCH_H
 
-#include "apps/train/trainer.h"
+#include "apps/classifier/classifier_train.h"
 
 typedef struct {
   int batches;

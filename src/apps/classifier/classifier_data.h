@@ -1,16 +1,16 @@
-/* The classifier's data: a mail corpus (apps/dataset.h) split and read,
- * tokenised with the BPE tokenizer (apps/bpe.h) to at most max_len tokens
- * per message, as token sets per split (apps/trainer.h); and the test
+/* The classifier's data: a mail corpus (dataset.h) split and read,
+ * tokenised with the BPE tokenizer (apps/text/bpe.h) to at most max_len tokens
+ * per message, as token sets per split (classifier_train.h); and the test
  * report: accuracy, precision, recall, F1 and confusion matrix of the model
- * next to the Naive Bayes baseline (apps/naive_bayes.h) on the same split. */
-#ifndef ATTN_APPS_TRAINER_DATA_H
-#define ATTN_APPS_TRAINER_DATA_H
+ * next to the Naive Bayes baseline (naive_bayes.h) on the same split. */
+#ifndef ATTN_APPS_CLASSIFIER_DATA_H
+#define ATTN_APPS_CLASSIFIER_DATA_H
 
 #include <stdio.h>
 
 #include "apps/text/bpe.h"
+#include "apps/classifier/classifier_train.h"
 #include "apps/classifier/dataset.h"
-#include "apps/train/trainer.h"
 
 typedef struct {
   attn_corpus *c;      /* borrowed */
@@ -27,7 +27,7 @@ typedef struct {
 
 /* Scans dir, reads the split file split_path if it exists, else makes the
  * stratified split (split_seed, 80/10/10) and writes it there; reads every
- * message with the ATTN_MAIL_* mail_flags (apps/mail.h; attn_clf_mail_flags
+ * message with the ATTN_MAIL_* mail_flags (mail.h; attn_clf_mail_flags
  * of a model's config). Prints counts and the parse report to log. */
 attn_status attn_clf_corpus_open(const char *dir, const char *split_path, uint64_t split_seed,
                                  unsigned mail_flags, FILE *log, attn_corpus **out);

@@ -1,5 +1,5 @@
 /* The G2P training loop (g2p_train.h). */
-#include "apps/train/g2p_train.h"
+#include "apps/seq2seq/g2p_train.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -9,7 +9,7 @@
 
 #include "apps/train/train_plan.h"
 #include "apps/train/train_progress.h"
-#include "apps/train/trainer.h"
+#include "attn.h"
 
 void attn_g2p_train_opts_default(attn_g2p_train_opts *o) {
   memset(o, 0, sizeof *o);

@@ -1,6 +1,6 @@
-/* --precision auto|f32|bf16 for attn g2p train / eval / predict: the
- * precision_probe.h rules (bf16 only a candidate where a bf16 unit runs its
- * GEMMs; auto takes it only when measured >= ATTN_PREC_AUTO_MARGIN x f32
+/* --precision auto|f32|bf16 for attn g2p train / eval / predict: the rules
+ * of apps/train/precision_probe.h (bf16 only a candidate where a bf16 unit
+ * runs its GEMMs; auto takes it only when measured >= ATTN_PREC_AUTO_MARGIN x f32
  * per wall and per CPU second, else f32) on the G2P model's own step.
  *
  * Training probe: a fresh model of m's configuration, the middle batch of

@@ -1,10 +1,8 @@
 /* The G2P training run's expected duration (g2p_budget.h). */
-#include "apps/train/g2p_budget.h"
+#include "apps/seq2seq/g2p_budget.h"
 
 #include <math.h>
 #include <string.h>
-
-#include "apps/train/trainer.h"
 
 static double set_tokens(const attn_g2p_set *s) {
   double n = 0;
