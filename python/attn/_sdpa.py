@@ -22,7 +22,7 @@ class _Problem:
 
     def __init__(self, q, k, v, mask, causal, window, scale, backend, key_lens, q_offset, alibi,
                  rel_bias, rel_max_distance, rel_bidirectional, shaw_k, shaw_v, block_mask,
-                 block_size, precision, contiguous):
+                 block_size, precision, contiguous, prefix_lens=None, softcap=0.0):
         if precision not in _PRECISIONS:
             raise Error("precision: '%s', expected f32 or bf16" % (precision,))
         self.bf16 = precision == "bf16"
@@ -77,6 +77,14 @@ class _Problem:
             if kl.shape != (B,):
                 raise Error("key_lens: shape %s, expected [%d] (one length per batch)" % (kl.shape, B))
             d.key_lens = self._keep(kl)
+        if prefix_lens is not None:
+            pl = np.ascontiguousarray(prefix_lens, dtype=np.int32)
+            if pl.shape != (B,):
+                raise Error("prefix_lens: shape %s, expected [%d] (one prefix length per batch)"
+                            % (pl.shape, B))
+            d.prefix_lens = self._keep(pl)
+        if softcap:
+            d.softcap = float(softcap)
         if alibi is not None and alibi is not False:
             if alibi is True:
                 slopes = np.empty(Hq, np.float32)
@@ -140,13 +148,46 @@ class _Problem:
         return lead[4 - self.rank:] + ((last,) if last is not None else ())
 
 
+# The peers' spellings of the same keywords (docs/ARCHITECTURE.md, "One descriptor"):
+# PyTorch 2's is_causal, FlashAttention's window_size (left, right) with -1 for
+# unbounded, ggml's logit_softcap. Both spellings at once must agree.
+_UNSET = object()
+
+
+def _peer_spellings(causal, window, variants):
+    is_causal = variants.pop("is_causal", _UNSET)
+    if is_causal is not _UNSET:
+        if causal and not is_causal:
+            raise Error("causal=True and is_causal=False disagree")
+        causal = causal or bool(is_causal)
+    window_size = variants.pop("window_size", _UNSET)
+    if window_size is not _UNSET:
+        if window is not None:
+            raise Error("window and window_size both given (one spelling of the window)")
+        try:
+            left, right = (int(x) for x in window_size)
+        except (TypeError, ValueError):
+            raise Error("window_size: %r, expected (left, right) integers, -1 = unbounded"
+                        % (window_size,)) from None
+        if left < -1 or right < -1:
+            raise Error("window_size: %r, each must be >= -1 (-1 = unbounded)" % (window_size,))
+        window = (None if left < 0 else left, None if right < 0 else right)
+    logit_softcap = variants.pop("logit_softcap", _UNSET)
+    if logit_softcap is not _UNSET:
+        softcap = variants.get("softcap", _UNSET)
+        if softcap is not _UNSET and float(softcap) != float(logit_softcap):
+            raise Error("softcap=%r and logit_softcap=%r disagree" % (softcap, logit_softcap))
+        variants["softcap"] = logit_softcap
+    return causal, window
+
+
 def _problem(q, k, v, mask=None, causal=False, window=None, scale=None, backend="auto",
              key_lens=None, q_offset=0, alibi=None, rel_bias=None, rel_max_distance=128,
              rel_bidirectional=True, shaw_k=None, shaw_v=None, block_mask=None, block_size=0,
-             precision="f32", contiguous=False):
+             precision="f32", contiguous=False, prefix_lens=None, softcap=0.0):
     return _Problem(q, k, v, mask, causal, window, scale, backend, key_lens, q_offset, alibi,
                     rel_bias, rel_max_distance, rel_bidirectional, shaw_k, shaw_v, block_mask,
-                    block_size, precision, contiguous)
+                    block_size, precision, contiguous, prefix_lens, softcap)
 
 
 def sdpa(q, k, v, mask=None, causal=False, window=None, scale=None, backend="auto",
@@ -167,9 +208,14 @@ def sdpa(q, k, v, mask=None, causal=False, window=None, scale=None, backend="aut
       [Hq]), rel_bias [Hq, buckets] (+ rel_max_distance=128,
       rel_bidirectional=True: T5), shaw_k [2M-1, D] / shaw_v [2M-1, Dv]
       (Shaw relative positions), block_mask [nqb, nkb] + block_size
-      (block-sparse), precision="bf16" (q, k, v rounded to bf16, or uint16
-      bf16 bit patterns; f32 softmax and output; flash only).
+      (block-sparse), prefix_lens [B] int (with causal: keys j < prefix_lens[b]
+      seen by every query, prefix-LM), softcap (> 0: softcap * tanh(logit /
+      softcap)), precision="bf16" (q, k, v rounded to bf16, or uint16 bf16 bit
+      patterns; f32 softmax and output; flash only).
+    The peers' spellings are accepted: is_causal (PyTorch 2), window_size=(left,
+      right) with -1 = unbounded (FlashAttention), logit_softcap (ggml).
     A query row with no allowed key gives out 0 and lse -inf."""
+    causal, window = _peer_spellings(causal, window, variants)
     p = _problem(q, k, v, mask, causal, window, scale, backend, **variants)
     B, Hq, Lq, Lk, D, Dv = p.shape
     out = np.empty((B, Hq, Lq, Dv), np.float32)
@@ -206,6 +252,7 @@ def sdpa_backward(q, k, v, out, lse, dout, mask=None, causal=False, window=None,
     the forward's out and lse and dout = dLoss/dout, with the same q, k, v
     and options as the forward. Returns Grads (a tuple dq, dk, dv; with
     rel_bias / shaw_k / shaw_v given, also their gradients as attributes)."""
+    causal, window = _peer_spellings(causal, window, variants)
     p = _problem(q, k, v, mask, causal, window, scale, backend, contiguous=True, **variants)
     B, Hq, Lq, Lk, D, Dv = p.shape
     o = np.ascontiguousarray(as_float32("out", out)).reshape(-1)

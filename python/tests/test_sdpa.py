@@ -124,6 +124,35 @@ class Forward(unittest.TestCase):
         self.assertLessEqual(ref.max_rel_err(attn.sdpa(q, k, v, alibi=True), want), TOL)
         self.assertLessEqual(ref.max_rel_err(attn.sdpa(q, k, v, alibi=slopes), want), TOL)
 
+    def test_prefix_lm_matches_the_flex_attention_mask(self):
+        # FlexAttention's prefix-LM: or_masks(kv_idx < prefix[b], causal), as a bool mask
+        q, k, v = qkv(B=2, Lq=10, Lk=10)
+        prefix = np.array([4, 0])
+        j, i = np.arange(10)[None, :], np.arange(10)[:, None]
+        m = (j <= i)[None, None] | (j[None, None] < prefix[:, None, None, None])
+        want, want_lse, _ = ref.sdpa(q, k, v, mask=m)
+        dout = rand(2, 4, 10, 8, seed=9)
+        wg = ref.sdpa_backward(q, k, v, dout, mask=m)
+        for b in ("auto", "flash", "math"):
+            out, lse = attn.sdpa(q, k, v, causal=True, prefix_lens=prefix, backend=b,
+                                 return_lse=True)
+            self.assertLessEqual(ref.max_rel_err(out, want), TOL, b)
+            self.assertLessEqual(ref.max_rel_err(lse, want_lse), TOL, b)
+            g = attn.sdpa_backward(q, k, v, out, lse, dout, causal=True, prefix_lens=prefix,
+                                   backend=b)
+            for x, w in zip(g, wg):
+                self.assertLessEqual(ref.max_rel_err(x, w), TOL, b)
+        # the prefix matters (so the test above can fail)
+        self.assertGreater(np.abs(attn.sdpa(q, k, v, causal=True) - want).max(), 1e-2)
+
+    def test_peer_spellings(self):
+        q, k, v = qkv()
+        base = attn.sdpa(q, k, v, causal=True, window=(3, None))
+        np.testing.assert_array_equal(attn.sdpa(q, k, v, is_causal=True, window_size=(3, -1)), base)
+        capped = attn.sdpa(q, k, v, softcap=2.0)
+        np.testing.assert_array_equal(attn.sdpa(q, k, v, logit_softcap=2.0), capped)
+        self.assertGreater(np.abs(capped - attn.sdpa(q, k, v)).max(), 1e-3)
+
     def test_block_mask_matches_dense_mask(self):
         q, k, v = qkv(Lq=8, Lk=8)
         blocks = np.array([[1, 0], [1, 1]], np.uint8)
@@ -192,6 +221,22 @@ class BadInput(unittest.TestCase):
             self.assertIn(w, str(c.exception))
         return c.exception
 
+    def test_peer_spellings_must_agree(self):
+        q, k, v = qkv()
+        self.assertRefused(["disagree"], attn.sdpa, q, k, v, causal=True, is_causal=False)
+        self.assertRefused(["window_size", "both"], attn.sdpa, q, k, v, window=2,
+                           window_size=(2, 2))
+        self.assertRefused(["window_size"], attn.sdpa, q, k, v, window_size=3)
+        self.assertRefused(["window_size", ">= -1"], attn.sdpa, q, k, v, window_size=(-3, 1))
+        self.assertRefused(["disagree"], attn.sdpa, q, k, v, softcap=1.0, logit_softcap=2.0)
+
+    def test_prefix_lens_refusals(self):
+        q, k, v = qkv(B=2)
+        self.assertRefused(["prefix_lens", "causal"], attn.sdpa, q, k, v, prefix_lens=[1, 2])
+        self.assertRefused(["prefix_lens", "[2]"], attn.sdpa, q, k, v, causal=True,
+                           prefix_lens=[1])
+        self.assertRefused(["prefix_lens"], attn.sdpa, q, k, v, causal=True, prefix_lens=[1, 99])
+
     def test_wrong_dtype_names_the_argument(self):
         q, k, v = qkv()
         self.assertRefused(["k:", "int32"], attn.sdpa, q, k.astype(np.int32), v)
@@ -237,6 +282,18 @@ class Descriptor(unittest.TestCase):
                 first = parts[0].split("[")[0].split()[-1]
                 names += [n.split("[")[0].strip().lstrip("*") for n in [first] + parts[1:]]
         self.assertEqual(names, [f[0] for f in _desc.SdpaDesc._fields_])
+
+    def test_args_fields_follow_the_header(self):
+        text = open(os.path.join(ROOT, "include", "attn", "sdpa.h")).read()
+        body = text[text.rindex("typedef struct {"):text.index("} attn_sdpa_args;")]
+        body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
+        names = []
+        for decl in body.replace("typedef struct {", "").split(";"):
+            decl = decl.strip()
+            if decl:
+                parts = decl.split(",")
+                names += [parts[0].split()[-1].lstrip("*")] + [p.strip().lstrip("*") for p in parts[1:]]
+        self.assertEqual(names, [f[0] for f in _desc.SdpaArgs._fields_])
 
     def test_init_fills_the_structure(self):
         d = _desc.new_desc(1, 2, 1, 3, 4, 5, 6)

@@ -14,6 +14,7 @@
 #include "attn/tensor.h"
 #include "kernels/sdpa_entry.h"
 #include "kernels/sdpa_internal.h"
+#include "kernels/sdpa_modifiers.h"
 #include "kernels/sdpa_varlen_run.h"
 
 static const char *const path_names[] = {"auto", "math", "flash", "portable", "simd", "amx", "f32"};
@@ -113,6 +114,31 @@ static attn_status check_args(const attn_sdpa_desc *d, const attn_sdpa_args *a, 
   return ATTN_OK;
 }
 
+/* The descriptor's modifiers against the kernel the call routes to
+ * (sdpa_modifiers.h): one refusal form for every kernel. */
+static attn_status check_modifiers(const attn_sdpa_desc *d, const attn_sdpa_args *a) {
+  unsigned need;
+  int any = 0;
+  const char *kernel;
+  if (a->path == ATTN_PATH_MATH) {
+    need = ATTN_SK_MATH, kernel = "the math path";
+  } else if (a->dtype == ATTN_F32) {
+    any = a->path == ATTN_PATH_AUTO; /* flash, or else math */
+    need = any ? ATTN_SK_FLASH | ATTN_SK_MATH : ATTN_SK_FLASH;
+    kernel = any ? "f32 attention" : "the f32 flash kernel";
+  } else if (a->dtype == ATTN_BF16) {
+    need = ATTN_SK_BF16, kernel = "the bf16 flash kernel";
+  } else if (a->dtype == ATTN_F16) {
+    need = ATTN_SK_F16, kernel = "the fp16 flash kernel";
+  } else {
+    need = ATTN_SK_I8, kernel = "the int8 flash kernel";
+  }
+  attn_status st = attn_sdpa_modifiers_check(d, need, any, kernel);
+  if (!st && a->varlen)
+    st = attn_sdpa_modifiers_check(d, ATTN_SK_VARLEN, 0, "the packed varlen layout");
+  return st;
+}
+
 /* f32 on the dense layout: sdpa.c's dispatcher (path = backend). */
 static attn_status forward_f32(const attn_sdpa_desc *d, const attn_sdpa_args *a) {
   return attn_sdpa_forward_f32(d, (attn_backend)a->path, a->q, a->k, a->v, a->out, a->lse,
@@ -121,7 +147,7 @@ static attn_status forward_f32(const attn_sdpa_desc *d, const attn_sdpa_args *a)
 
 attn_status attn_sdpa_forward(const attn_sdpa_desc *d, const attn_sdpa_args *a) {
   attn_status st = check_args(d, a, 0);
-  if (st) return st;
+  if (st || (st = check_modifiers(d, a))) return st;
   const attn_lowp_path lp = lowp_path(a->path);
   const int widen = (a->dtype == ATTN_BF16 || a->dtype == ATTN_F16) &&
                     (a->path == ATTN_PATH_MATH || (a->path == ATTN_PATH_AUTO && a->probs));
@@ -149,7 +175,7 @@ attn_status attn_sdpa_forward(const attn_sdpa_desc *d, const attn_sdpa_args *a) 
 
 attn_status attn_sdpa_backward(const attn_sdpa_desc *d, const attn_sdpa_args *a) {
   attn_status st = check_args(d, a, 1);
-  if (st) return st;
+  if (st || (st = check_modifiers(d, a))) return st;
   const attn_lowp_path lp = lowp_path(a->path);
   if ((a->dtype == ATTN_BF16 || a->dtype == ATTN_F16) && a->path == ATTN_PATH_MATH)
     return attn_sdpa_widened_run(d, a, 1);
