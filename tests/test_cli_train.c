@@ -123,7 +123,7 @@ static void test_train_resume_eval_predict(void) {
   char args[1024];
   const char *model = "--dim 16 --heads 2 --ff 32 --layers 1 --max-len 48 --vocab 300 --batch 8 "
                       "--lr 0.01 --epochs 6 --token-dropout 0.2 --ema 0.9 --threads 1 --progress plain "
-                      "--members 1";
+                      "--members 1 --precision f32"; /* as test_ensemble's, which compares with it */
   snprintf(args, sizeof args, "train --data %s/corpus --split %s/split.tsv %s --out %s/a", DIR_, DIR_, model,
            DIR_);
   CHECK(run_attn(bin, args, "a.log") == 0);
@@ -209,7 +209,10 @@ static void test_ensemble(void) {
   if (!bin) return;
   char args[1024], path[256];
   const char *model = "--dim 16 --heads 2 --ff 32 --layers 1 --max-len 48 --vocab 300 --batch 8 "
-                      "--lr 0.01 --epochs 6 --token-dropout 0.2 --ema 0.9 --threads 1 --progress plain";
+                      "--lr 0.01 --epochs 6 --token-dropout 0.2 --ema 0.9 --threads 1 --progress plain "
+                      /* not auto: its timing probe may choose bf16 in one run and f32 in the
+                         other on a busy machine with a bf16 unit (seen on a Zen 5) */
+                      "--precision f32";
   snprintf(args, sizeof args, "train --data %s/corpus --split %s/split.tsv %s --out %s/e --members 2",
            DIR_, DIR_, model, DIR_);
   CHECK(run_attn(bin, args, "e.log") == 0);

@@ -37,89 +37,90 @@ extern "C" {
 #define ATTN_DEPRECATED
 #endif
 
-ATTN_API ATTN_DEPRECATED attn_status attn_sdpa_forward_f32(const attn_sdpa_desc *d,
-                                                           attn_backend backend, const float *q,
-                                                           const float *k, const float *v,
-                                                           float *out, float *lse, float *probs);
-ATTN_API ATTN_DEPRECATED attn_status attn_sdpa_backward_f32(
-    const attn_sdpa_desc *d, attn_backend backend, const float *q, const float *k, const float *v,
-    const float *out, const float *lse, const float *dout, float *dq, float *dk, float *dv);
-ATTN_API ATTN_DEPRECATED attn_status attn_sdpa_forward_math(const attn_sdpa_desc *d, const float *q,
-                                                            const float *k, const float *v,
-                                                            float *out, float *lse, float *probs);
-ATTN_API ATTN_DEPRECATED attn_status attn_sdpa_backward_math(const attn_sdpa_desc *d,
-                                                             const float *q, const float *k,
-                                                             const float *v, const float *out,
-                                                             const float *lse, const float *dout,
-                                                             float *dq, float *dk, float *dv);
-ATTN_API ATTN_DEPRECATED attn_status attn_sdpa_forward_bf16(const attn_sdpa_desc *d,
-                                                            const uint16_t *q, const uint16_t *k,
-                                                            const uint16_t *v, float *out,
-                                                            float *lse);
-ATTN_API ATTN_DEPRECATED attn_status attn_sdpa_backward_bf16(const attn_sdpa_desc *d,
-                                                             const uint16_t *q, const uint16_t *k,
-                                                             const uint16_t *v, const float *out,
-                                                             const float *lse, const float *dout,
-                                                             float *dq, float *dk, float *dv);
-ATTN_API ATTN_DEPRECATED attn_status
-attn_sdpa_forward_bf16_path(attn_lowp_path path, const attn_sdpa_desc *d, const uint16_t *q,
-                            const uint16_t *k, const uint16_t *v, float *out, float *lse);
-ATTN_API ATTN_DEPRECATED attn_status
-attn_sdpa_backward_bf16_path(attn_lowp_path path, const attn_sdpa_desc *d, const uint16_t *q,
-                             const uint16_t *k, const uint16_t *v, const float *out,
-                             const float *lse, const float *dout, float *dq, float *dk, float *dv);
-ATTN_API ATTN_DEPRECATED attn_status attn_sdpa_forward_f16(const attn_sdpa_desc *d,
-                                                           const uint16_t *q, const uint16_t *k,
-                                                           const uint16_t *v, float *out,
-                                                           float *lse);
-ATTN_API ATTN_DEPRECATED attn_status attn_sdpa_backward_f16(const attn_sdpa_desc *d,
-                                                            const uint16_t *q, const uint16_t *k,
-                                                            const uint16_t *v, const float *out,
-                                                            const float *lse, const float *dout,
-                                                            float *dq, float *dk, float *dv);
-ATTN_API ATTN_DEPRECATED attn_status
-attn_sdpa_forward_f16_path(attn_lowp_path path, const attn_sdpa_desc *d, const uint16_t *q,
-                           const uint16_t *k, const uint16_t *v, float *out, float *lse);
-ATTN_API ATTN_DEPRECATED attn_status
-attn_sdpa_backward_f16_path(attn_lowp_path path, const attn_sdpa_desc *d, const uint16_t *q,
-                            const uint16_t *k, const uint16_t *v, const float *out,
-                            const float *lse, const float *dout, float *dq, float *dk, float *dv);
-ATTN_API ATTN_DEPRECATED attn_status attn_sdpa_forward_i8(const attn_sdpa_desc *d, const float *q,
-                                                          const float *k, const float *v,
-                                                          float *out, float *lse);
-ATTN_API ATTN_DEPRECATED attn_status attn_sdpa_forward_i8_path(attn_lowp_path path,
-                                                               const attn_sdpa_desc *d,
-                                                               const float *q, const float *k,
-                                                               const float *v, float *out,
-                                                               float *lse);
-ATTN_API ATTN_DEPRECATED attn_status attn_sdpa_varlen_forward(const attn_sdpa_desc *d,
-                                                              const attn_sdpa_varlen *vl,
-                                                              attn_backend backend, const float *q,
-                                                              const float *k, const float *v,
-                                                              float *out, float *lse);
-ATTN_API ATTN_DEPRECATED attn_status
-attn_sdpa_varlen_backward(const attn_sdpa_desc *d, const attn_sdpa_varlen *vl, attn_backend backend,
-                          const float *q, const float *k, const float *v, const float *out,
-                          const float *lse, const float *dout, float *dq, float *dk, float *dv);
-ATTN_API ATTN_DEPRECATED attn_status attn_sdpa_varlen_forward_bf16(
-    const attn_sdpa_desc *d, const attn_sdpa_varlen *vl, const uint16_t *q, const uint16_t *k,
-    const uint16_t *v, float *out, float *lse);
-ATTN_API ATTN_DEPRECATED attn_status attn_sdpa_varlen_backward_bf16(
-    const attn_sdpa_desc *d, const attn_sdpa_varlen *vl, const uint16_t *q, const uint16_t *k,
-    const uint16_t *v, const float *out, const float *lse, const float *dout, float *dq, float *dk,
-    float *dv);
-ATTN_API ATTN_DEPRECATED attn_status
-attn_sdpa_varlen_forward_f16(const attn_sdpa_desc *d, const attn_sdpa_varlen *vl, const uint16_t *q,
-                             const uint16_t *k, const uint16_t *v, float *out, float *lse);
-ATTN_API ATTN_DEPRECATED attn_status attn_sdpa_varlen_backward_f16(
-    const attn_sdpa_desc *d, const attn_sdpa_varlen *vl, const uint16_t *q, const uint16_t *k,
-    const uint16_t *v, const float *out, const float *lse, const float *dout, float *dq, float *dk,
-    float *dv);
-ATTN_API ATTN_DEPRECATED attn_status attn_sdpa_varlen_forward_i8(const attn_sdpa_desc *d,
-                                                                 const attn_sdpa_varlen *vl,
-                                                                 const float *q, const float *k,
-                                                                 const float *v, float *out,
-                                                                 float *lse);
+ATTN_API attn_status attn_sdpa_forward_f32(const attn_sdpa_desc *d, attn_backend backend,
+                                           const float *q, const float *k, const float *v,
+                                           float *out, float *lse, float *probs) ATTN_DEPRECATED;
+ATTN_API attn_status attn_sdpa_backward_f32(const attn_sdpa_desc *d, attn_backend backend,
+                                            const float *q, const float *k, const float *v,
+                                            const float *out, const float *lse, const float *dout,
+                                            float *dq, float *dk, float *dv) ATTN_DEPRECATED;
+ATTN_API attn_status attn_sdpa_forward_math(const attn_sdpa_desc *d, const float *q, const float *k,
+                                            const float *v, float *out, float *lse,
+                                            float *probs) ATTN_DEPRECATED;
+ATTN_API attn_status attn_sdpa_backward_math(const attn_sdpa_desc *d, const float *q,
+                                             const float *k, const float *v, const float *out,
+                                             const float *lse, const float *dout, float *dq,
+                                             float *dk, float *dv) ATTN_DEPRECATED;
+ATTN_API attn_status attn_sdpa_forward_bf16(const attn_sdpa_desc *d, const uint16_t *q,
+                                            const uint16_t *k, const uint16_t *v, float *out,
+                                            float *lse) ATTN_DEPRECATED;
+ATTN_API attn_status attn_sdpa_backward_bf16(const attn_sdpa_desc *d, const uint16_t *q,
+                                             const uint16_t *k, const uint16_t *v, const float *out,
+                                             const float *lse, const float *dout, float *dq,
+                                             float *dk, float *dv) ATTN_DEPRECATED;
+ATTN_API attn_status attn_sdpa_forward_bf16_path(attn_lowp_path path, const attn_sdpa_desc *d,
+                                                 const uint16_t *q, const uint16_t *k,
+                                                 const uint16_t *v, float *out,
+                                                 float *lse) ATTN_DEPRECATED;
+ATTN_API attn_status attn_sdpa_backward_bf16_path(attn_lowp_path path, const attn_sdpa_desc *d,
+                                                  const uint16_t *q, const uint16_t *k,
+                                                  const uint16_t *v, const float *out,
+                                                  const float *lse, const float *dout, float *dq,
+                                                  float *dk, float *dv) ATTN_DEPRECATED;
+ATTN_API attn_status attn_sdpa_forward_f16(const attn_sdpa_desc *d, const uint16_t *q,
+                                           const uint16_t *k, const uint16_t *v, float *out,
+                                           float *lse) ATTN_DEPRECATED;
+ATTN_API attn_status attn_sdpa_backward_f16(const attn_sdpa_desc *d, const uint16_t *q,
+                                            const uint16_t *k, const uint16_t *v, const float *out,
+                                            const float *lse, const float *dout, float *dq,
+                                            float *dk, float *dv) ATTN_DEPRECATED;
+ATTN_API attn_status attn_sdpa_forward_f16_path(attn_lowp_path path, const attn_sdpa_desc *d,
+                                                const uint16_t *q, const uint16_t *k,
+                                                const uint16_t *v, float *out,
+                                                float *lse) ATTN_DEPRECATED;
+ATTN_API attn_status attn_sdpa_backward_f16_path(attn_lowp_path path, const attn_sdpa_desc *d,
+                                                 const uint16_t *q, const uint16_t *k,
+                                                 const uint16_t *v, const float *out,
+                                                 const float *lse, const float *dout, float *dq,
+                                                 float *dk, float *dv) ATTN_DEPRECATED;
+ATTN_API attn_status attn_sdpa_forward_i8(const attn_sdpa_desc *d, const float *q, const float *k,
+                                          const float *v, float *out, float *lse) ATTN_DEPRECATED;
+ATTN_API attn_status attn_sdpa_forward_i8_path(attn_lowp_path path, const attn_sdpa_desc *d,
+                                               const float *q, const float *k, const float *v,
+                                               float *out, float *lse) ATTN_DEPRECATED;
+ATTN_API attn_status attn_sdpa_varlen_forward(const attn_sdpa_desc *d, const attn_sdpa_varlen *vl,
+                                              attn_backend backend, const float *q, const float *k,
+                                              const float *v, float *out,
+                                              float *lse) ATTN_DEPRECATED;
+ATTN_API attn_status attn_sdpa_varlen_backward(const attn_sdpa_desc *d, const attn_sdpa_varlen *vl,
+                                               attn_backend backend, const float *q, const float *k,
+                                               const float *v, const float *out, const float *lse,
+                                               const float *dout, float *dq, float *dk,
+                                               float *dv) ATTN_DEPRECATED;
+ATTN_API attn_status attn_sdpa_varlen_forward_bf16(const attn_sdpa_desc *d,
+                                                   const attn_sdpa_varlen *vl, const uint16_t *q,
+                                                   const uint16_t *k, const uint16_t *v, float *out,
+                                                   float *lse) ATTN_DEPRECATED;
+ATTN_API attn_status attn_sdpa_varlen_backward_bf16(const attn_sdpa_desc *d,
+                                                    const attn_sdpa_varlen *vl, const uint16_t *q,
+                                                    const uint16_t *k, const uint16_t *v,
+                                                    const float *out, const float *lse,
+                                                    const float *dout, float *dq, float *dk,
+                                                    float *dv) ATTN_DEPRECATED;
+ATTN_API attn_status attn_sdpa_varlen_forward_f16(const attn_sdpa_desc *d,
+                                                  const attn_sdpa_varlen *vl, const uint16_t *q,
+                                                  const uint16_t *k, const uint16_t *v, float *out,
+                                                  float *lse) ATTN_DEPRECATED;
+ATTN_API attn_status attn_sdpa_varlen_backward_f16(const attn_sdpa_desc *d,
+                                                   const attn_sdpa_varlen *vl, const uint16_t *q,
+                                                   const uint16_t *k, const uint16_t *v,
+                                                   const float *out, const float *lse,
+                                                   const float *dout, float *dq, float *dk,
+                                                   float *dv) ATTN_DEPRECATED;
+ATTN_API attn_status attn_sdpa_varlen_forward_i8(const attn_sdpa_desc *d,
+                                                 const attn_sdpa_varlen *vl, const float *q,
+                                                 const float *k, const float *v, float *out,
+                                                 float *lse) ATTN_DEPRECATED;
 
 #ifdef __cplusplus
 }
