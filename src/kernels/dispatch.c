@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/elementwise_internal.h"
+#include "kernels/rows/elementwise_internal.h"
 #include "kernels/kern.h"
 
 #if defined(__x86_64__)

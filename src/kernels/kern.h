@@ -17,11 +17,11 @@
 #include <stdint.h>
 
 #include "attn/kernels.h"
-#include "kernels/gemm_ukr.h"
-#include "kernels/gemm_lowp_internal.h"
-#include "kernels/flash_tiles.h"
-#include "kernels/sdpa_flash_bf16.h"
-#include "kernels/sdpa_flash_i8.h"
+#include "kernels/gemm/gemm_ukr.h"
+#include "kernels/lowp/gemm_lowp_internal.h"
+#include "kernels/flash/flash_tiles.h"
+#include "kernels/flash/sdpa_flash_bf16.h"
+#include "kernels/flash/sdpa_flash_i8.h"
 
 /* ---- row and elementwise kernels ------------------------------------------
  * One set per level; an entry may be NULL, in which case the table takes the
@@ -117,7 +117,7 @@ const attn_flash_ops *attn_flash_ops_neon(void);    /* sdpa_flash_neon.c */
 /* ---- low precision --------------------------------------------------------
  * NULL where the level (or the CPU at that level) lacks the unit. AMX entries
  * are set when the CPU has the tiles; using them also needs the kernel's
- * permission (attn_amx_ready(), kernels/amx.h). */
+ * permission (attn_amx_ready(), kernels/arch/amx/amx.h). */
 
 /* A piece of a bf16 Linear's output tile for its fused epilogue: rows x n
  * values, row r of each array at its stride: v = t (+ bias), ReLU, mask,
