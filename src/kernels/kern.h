@@ -1,16 +1,16 @@
 /* The kernel seam: one table of micro-kernels per ISA level.
  *
- * dispatch.c alone reads the CPU features (once), decides the level
- * (ATTN_CPU=generic|avx2|avx512|neon|native caps it) and fills the active
- * table; every loop in kernels/, nn/ and train/ calls through attn_kern()
- * and never tests a CPU feature itself. Per-ISA files (gemm_avx2.c,
+ * cpu.c alone reads the CPU features (once) and decides the level
+ * (ATTN_CPU=generic|avx2|avx512|neon|native caps it); dispatch.c fills the
+ * tables and holds the active one; every loop in kernels/, nn/ and train/
+ * calls through attn_kern() and never tests a CPU feature itself. Per-ISA files (gemm_avx2.c,
  * sdpa_flash_neon.c, row_ops_avx512.c, ...) each export one getter that
  * returns their kernel set, or NULL where the build has no such code (an
  * x86 file on arm64 and the reverse); dispatch.c calls a getter only when
  * the CPU has the level.
  *
- * Adding a level = one micro-kernel file per family below + its entries in
- * dispatch.c; no tile loop is copied. */
+ * Adding a level = one micro-kernel file per family below (arch/<isa>/) + its
+ * entries in cpu.c and dispatch.c; no tile loop is copied. */
 #ifndef ATTN_KERN_H
 #define ATTN_KERN_H
 

@@ -1,7 +1,9 @@
 /* AMX tiles: the process-wide permission to use XTILEDATA (Linux asks
  * programs to request it with arch_prctl(ARCH_REQ_XCOMP_PERM, 18) before the
  * first tile instruction, or they get SIGILL), requested once, thread-safe,
- * and the tile configuration every AMX micro-kernel uses. */
+ * and the tile configuration every AMX micro-kernel uses. The request is
+ * cpu.c's, attn_amx_ready() dispatch.c's (it asks the kernel table), the
+ * tile configuration amx.c's. */
 #ifndef ATTN_AMX_H
 #define ATTN_AMX_H
 

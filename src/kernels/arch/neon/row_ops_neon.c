@@ -1,6 +1,6 @@
 /* The arm64 NEON row and elementwise kernels as one table (contracts in
  * kern.h). Advanced SIMD is part of the arm64 base architecture: no target
- * attributes, no run-time test beyond dispatch.c's.
+ * attributes, no run-time test beyond cpu.c's.
  *
  * Bit-identical to the portable code: dropout (the same Philox-4x32-10
  * words, 4 counters per vector, dropout_stream.h), Adam (the same IEEE operations in the same
