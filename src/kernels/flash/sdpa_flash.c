@@ -114,22 +114,6 @@ void attn_flash_elem_masks(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_
   }
 }
 
-float *attn_flash_alloc(int64_t per_thread, int threads, const char *what) {
-  size_t n;
-  int64_t per = (per_thread + 15) & ~(int64_t)15; /* keep each thread's block 64-byte aligned */
-  if (per_thread < 0 || __builtin_mul_overflow((size_t)per, (size_t)threads, &n) ||
-      __builtin_mul_overflow(n, sizeof(float), &n)) {
-    attn_set_error(ATTN_ENOMEM, "sdpa flash: %s workspace too large", what);
-    return NULL;
-  }
-  void *p = NULL;
-  if (posix_memalign(&p, 64, n ? n : 64) != 0) {
-    attn_set_error(ATTN_ENOMEM, "sdpa flash: cannot allocate %zu bytes of %s workspace", n, what);
-    return NULL;
-  }
-  return p;
-}
-
 int attn_flash_tile_cols(int R, const int *hi) {
   int n = 0;
   for (int r = 0; r < R; r++)

@@ -53,19 +53,6 @@ attn_status attn_relu_backward_f32(const float *x, const float *dy, float *dx, i
   return ATTN_OK;
 }
 
-void attn_gelu_f32_generic(const float *x, float *y, int64_t n) {
-  for (int64_t i = 0; i < n; i++) y[i] = 0.5f * x[i] * erfcf(x[i] * -SQRT1_2);
-}
-
-void attn_gelu_backward_f32_generic(const float *x, const float *dy, float *dx, int64_t n) {
-  for (int64_t i = 0; i < n; i++) {
-    float v = x[i];
-    float cdf = 0.5f * erfcf(v * -SQRT1_2);
-    float pdf = INV_SQRT_2PI * expf(-0.5f * v * v);
-    dx[i] = dy[i] * (cdf + v * pdf);
-  }
-}
-
 attn_status attn_gelu_f32(const float *x, float *y, int64_t n) {
   attn_status st = check_args("gelu", x, y, y, n);
   if (st != ATTN_OK) return st;

@@ -1,5 +1,5 @@
 /* Internal: dropout's random stream and the loop every level's dropout
- * kernel runs (dropout.c).
+ * kernel runs (dropout_stream.c).
  *
  * The stream (attn_dropout_uniform, attn/kernels.h): element e under seed
  * takes word (e & 3) of Philox-4x32-10 with counter (c low, c high,
@@ -10,7 +10,7 @@
  * from attn_rng_uniform's under the same seed. Each element's value depends
  * only on (seed, e): any split over calls, threads or levels draws the same.
  *
- * A level supplies two steps (dropout.c, dropout_avx2.c, which the AVX-512
+ * A level supplies two steps (dropout_stream.c, dropout_avx2.c, which the AVX-512
  * level runs too, row_ops_neon.c): fill writes the words of ATTN_DROPOUT_FILL
  * consecutive counters in stream order, apply drops n elements with one
  * word each; attn_dropout_run cuts [offset, offset + n) into blocks of at
@@ -38,7 +38,7 @@ void attn_dropout_run(attn_dropout_fill_fn fill, attn_dropout_apply_fn apply, co
                       float *y, uint8_t *mask, int64_t n, float p, float scale, uint64_t seed,
                       uint64_t offset);
 
-/* the portable steps (dropout.c), also the reference the tests compare with */
+/* the portable steps (dropout_stream.c), also the reference the tests compare with */
 void attn_dropout_fill_generic(uint64_t seed, uint64_t c0, uint32_t *words);
 void attn_dropout_apply_generic(const float *x, float *y, uint8_t *mask, int64_t n, float p,
                                 float scale, const uint32_t *w);

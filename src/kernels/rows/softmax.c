@@ -23,16 +23,6 @@ static attn_status check_args(const char *op, const void *a, const void *b, cons
   return ATTN_OK;
 }
 
-float attn_exp_sub_sum_f32_generic(const float *x, float *y, int64_t n, float m) {
-  float s = 0.0f;
-  for (int64_t j = 0; j < n; j++) {
-    float e = expf(x[j] - m);
-    if (y) y[j] = e;
-    s += e;
-  }
-  return s;
-}
-
 float attn_exp_sub_sum_f32(const float *x, float *y, int64_t n, float m) {
   return attn_kern_get()->row.exp_sub_sum(x, y, n, m);
 }

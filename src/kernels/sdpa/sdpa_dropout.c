@@ -27,12 +27,6 @@ void attn_sdpa_dropout_row_key(const attn_sdpa_desc *d, int64_t b, int64_t h, in
 
 uint32_t attn_sdpa_dropout_threshold(float p) { return (uint32_t)((double)p * 16777216.0); }
 
-void attn_sdpa_dropout_row_generic(const uint32_t k[2], uint32_t thr, float scale, int64_t j0,
-                                   int64_t n, float *x) {
-  for (int64_t c = 0; c < n; c++)
-    x[c] = (attn_drop_word(k, (uint32_t)(j0 + c)) >> 8) >= thr ? x[c] * scale : 0.0f;
-}
-
 void attn_sdpa_dropout_tile(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t i0, int64_t R,
                             int64_t j0, int64_t n, float *s, int64_t lds) {
   void (*row)(const uint32_t *, uint32_t, float, int64_t, int64_t, float *) =
