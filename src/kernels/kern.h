@@ -22,19 +22,12 @@
 #include "kernels/flash/flash_tiles.h"
 #include "kernels/flash/sdpa_flash_bf16.h"
 #include "kernels/flash/sdpa_flash_i8.h"
+#include "kernels/iface.h"
 
 /* ---- row and elementwise kernels ------------------------------------------
  * One set per level; an entry may be NULL, in which case the table takes the
  * generic one (attn_row_ops_generic, always complete). Arguments are
- * validated by the callers; n >= 0. */
-
-/* Per-step Adam/AdamW scalars, pre-rounded to float as ATen rounds them.
- * decay = 0 parameters get wd = 0 and decay_mul = 1. */
-typedef struct {
-  int adamw;
-  float wd, decay_mul, beta1, one_minus_beta1, beta2, one_minus_beta2, neg_step_size, bc2_sqrt,
-      eps;
-} attn_adam_scalars;
+ * validated by the callers; n >= 0. (attn_adam_scalars: kernels/iface.h) */
 
 typedef struct {
   const char *name;
@@ -104,7 +97,7 @@ const attn_gemm_kernel_f32 *attn_gemm_kernel_avx512_f32(void);  /* gemm_avx512.c
 const attn_gemm_kernel_f32 *attn_gemm_kernel_neon_f32(void);    /* gemm_neon.c */
 /* the avx2 level's 6x16 micro-kernel itself (x86-64 builds only; run it
  * only where the avx2 level is available), for the low-precision kernels
- * that pack into its panels (gemm_f16.c) */
+ * that pack into its panels (gemm_lowp_f32_avx2.c) */
 void attn_gemm_ukr_avx2_6x16(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
                              float alpha, float beta);
 
@@ -118,23 +111,6 @@ const attn_flash_ops *attn_flash_ops_neon(void);    /* sdpa_flash_neon.c */
  * NULL where the level (or the CPU at that level) lacks the unit. AMX entries
  * are set when the CPU has the tiles; using them also needs the kernel's
  * permission (attn_amx_ready(), kernels/arch/amx/amx.h). */
-
-/* A piece of a bf16 Linear's output tile for its fused epilogue: rows x n
- * values, row r of each array at its stride: v = t (+ bias), ReLU, mask,
- * then C (+)= v, H = bf16(v), sum[c] += v over the rows (NULL pointers skip). */
-typedef struct {
-  const float *t, *bias;
-  int64_t ldt;
-  int relu;
-  const uint16_t *mask;
-  int64_t ldm;
-  float *C;
-  int64_t ldc;
-  int add; /* C += v (else C = v) */
-  uint16_t *H;
-  int64_t ldh;
-  float *sum;
-} attn_bf16_piece;
 
 typedef struct {
   /* packing and epilogue helpers of the low-precision GEMM driver

@@ -12,8 +12,8 @@
 
 #include <stdint.h>
 
+#include "kernels/iface.h"
 #include "kernels/lowp/gemm_lowp_internal.h"
-#include "kernels/kern.h"
 
 typedef struct {
   attn_lowp_epi base; /* filled by attn_nn_bf16_gemm */
