@@ -1,7 +1,8 @@
 /* Internal: the row and elementwise kernels of each level, gathered into the
  * attn_row_ops tables (row_ops_generic.c, row_ops_avx2.c, row_ops_avx512.c; kern.h has the
- * contract of each). The loops (softmax.c, activations.c, dropout.c,
- * layernorm.c, quantize.c, train/adamw.c, ...) call them through
+ * contract of each; the portable kernels are in arch/generic/ (the *_generic.c files) and
+ * rows/dropout_stream.c). The loops (softmax.c, activations.c, dropout.c,
+ * layernorm.c, quantize.c, train/adamw.c through kernels/iface.h, ...) call them through
  * attn_kern_get()->row; tests call the functions of one level directly
  * through attn_kern_at(level)->row. */
 #ifndef ATTN_ELEMENTWISE_INTERNAL_H

@@ -4,7 +4,7 @@
  *
  * Bit-identical to the portable code: dropout (the same Philox-4x32-10
  * words, 4 counters per vector, dropout_stream.h), Adam (the same IEEE operations in the same
- * order, FMA exactly where adam.c calls fmaf), the int8 row quantizer and
+ * order, FMA exactly where adam_generic.c calls fmaf), the int8 row quantizer and
  * dequantizer, min/max, and the f16 / bf16 conversions (NaN handled as
  * tensor.c does). This file, like the portable one, relies on -std=c11's
  * -ffp-contract=off: a vmulq_f32 followed by a vaddq_f32 must stay two
@@ -250,7 +250,7 @@ static void dropout_neon(const float *x, float *y, uint8_t *mask, int64_t n, flo
   attn_dropout_run(dropout_fill_neon, dropout_apply_neon, x, y, mask, n, p, scale, seed, offset);
 }
 
-/* ---- Adam / AdamW: adam.c's operations, 4 lanes at a time ----------------- */
+/* ---- Adam / AdamW: adam_generic.c's operations, 4 lanes at a time --------- */
 
 static void adam_neon(const attn_adam_scalars *k, float *p, const float *g, float *m, float *v,
                       int64_t n) {
