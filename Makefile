@@ -90,7 +90,12 @@ endif
 endif
 # ---- end of MPI --------------------------------------------------------------
 
-LIB_SRC := $(wildcard src/core/*.c src/kernels/*.c src/nn/*.c src/io/*.c src/train/*.c)
+# src/kernels: the dispatch module at its top, the loops by family in its
+# folders (gemm, lowp, flash, sdpa, rows) and the micro-kernels by ISA in
+# src/kernels/arch/<isa>/ (each x86 file carries its target attributes,
+# kernels/arch/isa_targets.h: no per-file flags)
+LIB_SRC := $(wildcard src/core/*.c src/kernels/*.c src/kernels/*/*.c src/kernels/arch/*/*.c \
+  src/nn/*.c src/io/*.c src/train/*.c)
 # the apps: one folder (wing) per application or shared piece, src/apps/<wing>/
 # (README "Layout"; tools/check_wings.sh checks which wing may include which)
 APP_SRC := $(wildcard src/apps/*.c src/apps/*/*.c)
@@ -118,7 +123,7 @@ all: $(BUILD)/libattn.a $(BUILD)/libattn.so $(BUILD)/attn
 
 $(APP_OBJ) $(CLI_OBJ) $(TEST_SRC:%.c=$(BUILD)/%.o): $(APP_CFLAGS_STAMP)
 
-$(BUILD)/%.o: %.c $(wildcard include/*.h include/attn/*.h src/*/*.h src/*/*/*.h)
+$(BUILD)/%.o: %.c $(wildcard include/*.h include/attn/*.h src/*/*.h src/*/*/*.h src/*/*/*/*.h)
 	@mkdir -p $(dir $@)
 	@# a test whose source no longer compiles must not leave its old program to run
 	$(if $(filter tests/%,$<),@rm -f $(basename $@))
@@ -217,7 +222,8 @@ peer-suite: $(BUILD)/attn
 	/usr/bin/python3 tools/peer_suite.py $(BUILD)/attn
 
 format:
-	clang-format -i $(wildcard include/*.h include/attn/*.h src/*/*.c src/*/*.h tests/*.c tests/*.h)
+	clang-format -i $(wildcard include/*.h include/attn/*.h src/*/*.c src/*/*.h \
+	  src/kernels/*/*.[ch] src/kernels/arch/*/*.[ch] tests/*.c tests/*.h)
 
 include tests/fuzz/fuzz.mk
 

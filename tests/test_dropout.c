@@ -7,9 +7,9 @@
 #include <stdint.h>
 
 #include "harness.h"
-#include "kernels/dropout_stream.h"
-#include "kernels/elementwise_internal.h"
-#include "kernels/rng_internal.h"
+#include "kernels/rows/dropout_stream.h"
+#include "kernels/rows/elementwise_internal.h"
+#include "kernels/rows/rng_internal.h"
 
 static float *falloc(int64_t n) { return calloc((size_t)(n > 0 ? n : 1), sizeof(float)); }
 

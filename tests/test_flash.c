@@ -10,7 +10,7 @@
 
 #include "harness.h"
 #include "kernels/kern.h"
-#include "kernels/sdpa_flash.h"
+#include "kernels/flash/sdpa_flash.h"
 #include "sdpa_golden.h"
 #include "sdpa_nan_cases.h"
 #include "sdpa_problem.h"

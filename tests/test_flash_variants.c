@@ -13,7 +13,7 @@
 
 #include "harness.h"
 #include "kernels/kern.h"
-#include "kernels/sdpa_flash.h"
+#include "kernels/flash/sdpa_flash.h"
 #include "flash_ops_list.h"
 #include "sdpa_golden.h"
 

@@ -1,4 +1,4 @@
-/* GELU, tanh approximation (kernels/gelu_tanh.c): the forward against the
+/* GELU, tanh approximation (kernels/rows/activations.c): the forward against the
  * formula in double, the backward against central finite differences of
  * that formula, and the nn wiring (an FFN declared with ATTN_ACT_GELU_TANH
  * runs it, "gelu_tanh" names it). */

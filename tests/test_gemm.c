@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "harness.h"
-#include "kernels/gemm_internal.h"
+#include "kernels/gemm/gemm_internal.h"
 #include "kernels/kern.h"
 
 static const double U = 1.0 / 16777216.0; /* 2^-24 */

@@ -15,8 +15,8 @@
 #include <stdint.h>
 
 #include "harness.h"
-#include "kernels/elementwise_internal.h"
-#include "kernels/rng_internal.h"
+#include "kernels/rows/elementwise_internal.h"
+#include "kernels/rows/rng_internal.h"
 
 #define GOLDEN "tests/golden/kernels.safetensors"
 

@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "harness.h"
-#include "kernels/amx.h"
+#include "kernels/arch/amx/amx.h"
 #include "kernels/kern.h"
 
 static const double U = 1.0 / 16777216.0;

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "harness.h"
-#include "kernels/elementwise_internal.h"
+#include "kernels/rows/elementwise_internal.h"
 
 static const attn_lowp_path PATHS[] = {ATTN_LOWP_PORTABLE, ATTN_LOWP_SIMD, ATTN_LOWP_AMX};
 

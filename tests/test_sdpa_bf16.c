@@ -17,7 +17,7 @@
 
 #include "attn/sdpa_bf16.h"
 #include "harness.h"
-#include "kernels/amx.h"
+#include "kernels/arch/amx/amx.h"
 #include "sdpa_cases.h"
 #include "sdpa_nan_cases.h"
 #include "sdpa_problem.h"

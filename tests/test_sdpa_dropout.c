@@ -12,7 +12,7 @@
 #include "attn/sdpa_bf16.h"
 #include "harness.h"
 #include "kernels/kern.h"
-#include "kernels/sdpa_dropout.h"
+#include "kernels/sdpa/sdpa_dropout.h"
 #include "sdpa_problem.h"
 
 #define TOL 2e-5f

@@ -15,7 +15,7 @@
 #include "attn/sdpa_f16.h"
 #include "harness.h"
 #include "kernels/kern.h"
-#include "kernels/sdpa_flash.h"
+#include "kernels/flash/sdpa_flash.h"
 #include "sdpa_cases.h"
 #include "sdpa_problem.h"
 

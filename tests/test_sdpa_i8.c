@@ -25,9 +25,9 @@
 
 #include "attn/sdpa_i8.h"
 #include "harness.h"
-#include "kernels/amx.h"
+#include "kernels/arch/amx/amx.h"
 #include "kernels/kern.h"
-#include "kernels/sdpa_flash_i8.h"
+#include "kernels/flash/sdpa_flash_i8.h"
 #include "sdpa_cases.h"
 #include "sdpa_problem.h"
 

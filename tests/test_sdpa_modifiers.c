@@ -10,7 +10,7 @@
 
 #include "attn.h"
 #include "harness.h"
-#include "kernels/sdpa_modifiers.h"
+#include "kernels/sdpa/sdpa_modifiers.h"
 
 enum { B = 2, H = 2, L = 8, D = 8, M = 3 };
 

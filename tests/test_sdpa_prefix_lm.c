@@ -21,7 +21,7 @@
 #include "attn.h"
 #include "harness.h"
 #include "kernels/kern.h"
-#include "kernels/sdpa_flash.h"
+#include "kernels/flash/sdpa_flash.h"
 #include "sdpa_golden.h"
 
 static float *zeros(int64_t n) { return calloc((size_t)(n > 0 ? n : 1), sizeof(float)); }

@@ -1,4 +1,4 @@
-/* Logit softcap and attention sinks (attn/sdpa.h, kernels/sdpa_softcap_sinks.h):
+/* Logit softcap and attention sinks (attn/sdpa.h, kernels/sdpa/sdpa_softcap_sinks.h):
  * the math path against a naive double-precision reference written here
  * (softcap before the additive mask and ALiBi; the sink in the denominator
  * and lse); flash (the generic kernel set and the active level's) against
@@ -19,8 +19,8 @@
 #include "flash_ops_list.h"
 #include "harness.h"
 #include "kernels/kern.h"
-#include "kernels/sdpa_flash.h"
-#include "kernels/sdpa_softcap_sinks.h"
+#include "kernels/flash/sdpa_flash.h"
+#include "kernels/sdpa/sdpa_softcap_sinks.h"
 #include "sdpa_golden.h"
 
 static const attn_flash_ops *ops_list[2];

@@ -21,7 +21,7 @@
 #include "harness.h"
 #include "round16.h"
 #include "kernels/kern.h"
-#include "kernels/sdpa_flash.h"
+#include "kernels/flash/sdpa_flash.h"
 #include "sdpa_golden.h"
 #include "tool_run.h"
 

@@ -1,6 +1,6 @@
 /* The f32 packed variable-length backward (attn/sdpa_varlen.h) on the
  * flash and auto backends runs each sequence on head-major scratch
- * (src/kernels/sdpa_varlen_dense.c): its dq, dk, dv (and sink gradients,
+ * (src/kernels/sdpa/sdpa_varlen_dense.c): its dq, dk, dv (and sink gradients,
  * summed in sequence order) are bit for bit those of each sequence run
  * alone on its packed rows, at 1 and 3 threads, for mixed lengths with
  * empty sequences (no queries, no keys), GQA, Dv != D, under no mask,

@@ -1,4 +1,4 @@
-/* The softcap's tanh (kernels/softcap_tanh.h: a rational y P(u) / Q(u),
+/* The softcap's tanh (kernels/sdpa/softcap_tanh.h: a rational y P(u) / Q(u),
  * clamped) against tanh in double on a dense grid: the portable form, and
  * every level's row op (attn_row_ops.softcap, cap tanh(x / cap)) at two caps.
  *
@@ -11,7 +11,7 @@
 
 #include "harness.h"
 #include "kernels/kern.h"
-#include "kernels/softcap_tanh.h"
+#include "kernels/sdpa/softcap_tanh.h"
 
 /* |got - want| in units of the f32 spacing at want (want != 0) */
 static double ulps(float got, double want) {

@@ -26,7 +26,7 @@
 #include "attn/sdpa_mods.h"
 #include "harness.h"
 #include "kernels/kern.h"
-#include "kernels/sdpa_flash.h"
+#include "kernels/flash/sdpa_flash.h"
 #include "flash_ops_list.h"
 #include "sdpa_problem.h"
 #include "usermod_callbacks.h"

@@ -1,5 +1,5 @@
 /* User score modifiers in the fused whole tiles of the f32 flash forward
- * (attn_flash_mod.user, src/kernels/sdpa_usermod_fused.c): wherever the
+ * (attn_flash_mod.user, src/kernels/sdpa/sdpa_usermod_fused.c): wherever the
  * level's kernel set has tile_forward_mod, score_mod and score_mod_row
  * reach the fused tiles (counted) and give the same bits as the steps
  * (the same set without tile_forward_mod: logits, attn_usermod_tile,
@@ -12,7 +12,7 @@
 #include "attn/sdpa_mods.h"
 #include "harness.h"
 #include "kernels/kern.h"
-#include "kernels/sdpa_flash.h"
+#include "kernels/flash/sdpa_flash.h"
 #include "usermod_callbacks.h"
 
 static float drop_some(float s, int64_t b, int64_t h, int64_t q, int64_t kv, void *u) {

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "kernels/sdpa_positions.h"
+#include "kernels/sdpa/sdpa_positions.h"
 #include "sdpa_golden.h"
 
 /* golden tolerance: f32 vs a float64 reference on O(1) data */

@@ -9,7 +9,7 @@
 #include "attn/sdpa_mods.h"
 #include "flash_ops_list.h"
 #include "harness.h"
-#include "kernels/sdpa_flash.h"
+#include "kernels/flash/sdpa_flash.h"
 #include "sdpa_problem.h"
 
 static const attn_flash_ops *ops_list[2];

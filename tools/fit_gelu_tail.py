@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fit of the normal tail ratio used by the arm64 NEON GELU (src/kernels/row_ops_neon.c).
+"""Fit of the normal tail ratio used by the arm64 NEON GELU (src/kernels/arch/neon/row_ops_neon.c).
 
 S(a) = Phi(-a) exp(a^2 / 2) = erfc(a / sqrt 2) exp(a^2 / 2) / 2 on a in [0, A]
 is approximated by P(a) / Q(a), deg P = m - 1, deg Q = m, with P(0) / Q(0) = 1/2

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The coefficients of src/kernels/softcap_tanh.h: tanh y ~ y P(u) / Q(u),
+"""The coefficients of src/kernels/sdpa/softcap_tanh.h: tanh y ~ y P(u) / Q(u),
 u = y^2, P and Q of degree 4 with P(0) = Q(0) = 1, minimax relative error
 on y in [0, 9.1] by Lawson's iteration on the linearised error
 (P - f Q) / (f Q_old), f = tanh(y) / y, over a dense grid. Prints the max

@@ -113,7 +113,7 @@ typedef struct {
   float softcap;
   const float *sinks;
   float *sinks_grad;
-  /* ---- per-batch alignment and ALiBi slopes (src/kernels/sdpa_batched.c) --
+  /* ---- per-batch alignment and ALiBi slopes (src/kernels/sdpa/sdpa_batched.c) --
    * q_offsets: NULL or [B]: batch b's query i sits at p_i = i + q_offsets[b]
    * (overrides q_offset; any sign). A padded batch whose sequence b has Lq_b
    * queries and key_lens[b] keys, bottom-right aligned (FlashAttention's
@@ -138,7 +138,7 @@ typedef struct {
    * i of (b, h) (h the query head) is kept iff attn_sdpa_dropout_keep(d, b,
    * h, i, j): a counter-based hash of (dropout_seed, dropout_offset,
    * b + dropout_batch0, h, i, j mod 2^32), the same on every backend, ISA
-   * level, tiling and thread count (src/kernels/sdpa_dropout.c). Forward:
+   * level, tiling and thread count (src/kernels/sdpa/sdpa_dropout.c). Forward:
    *   out_i = sum_j keep_ij p_ij / (1 - dropout_p) v_j,
    * p the softmax of the logits as without dropout; lse stays the undropped
    * log-sum-exp. The backward (same descriptor) regenerates the mask. A

@@ -1,4 +1,4 @@
-/* The kernel thread count (CPU features and ISA levels: kernels/dispatch.c). */
+/* The kernel thread count (CPU features and ISA levels: kernels/cpu.c). */
 #include "attn/kernels.h"
 
 #ifdef _OPENMP

@@ -1,40 +1,33 @@
 /* The kernel seam: one table of micro-kernels per ISA level.
  *
- * dispatch.c alone reads the CPU features (once), decides the level
- * (ATTN_CPU=generic|avx2|avx512|neon|native caps it) and fills the active
- * table; every loop in kernels/, nn/ and train/ calls through attn_kern()
- * and never tests a CPU feature itself. Per-ISA files (gemm_avx2.c,
+ * cpu.c alone reads the CPU features (once) and decides the level
+ * (ATTN_CPU=generic|avx2|avx512|neon|native caps it); dispatch.c fills the
+ * tables and holds the active one; every loop in kernels/, nn/ and train/
+ * calls through attn_kern() and never tests a CPU feature itself. Per-ISA files (gemm_avx2.c,
  * sdpa_flash_neon.c, row_ops_avx512.c, ...) each export one getter that
  * returns their kernel set, or NULL where the build has no such code (an
  * x86 file on arm64 and the reverse); dispatch.c calls a getter only when
  * the CPU has the level.
  *
- * Adding a level = one micro-kernel file per family below + its entries in
- * dispatch.c; no tile loop is copied. */
+ * Adding a level = one micro-kernel file per family below (arch/<isa>/) + its
+ * entries in cpu.c and dispatch.c; no tile loop is copied. */
 #ifndef ATTN_KERN_H
 #define ATTN_KERN_H
 
 #include <stdint.h>
 
 #include "attn/kernels.h"
-#include "kernels/gemm_ukr.h"
-#include "kernels/gemm_lowp_internal.h"
-#include "kernels/flash_tiles.h"
-#include "kernels/sdpa_flash_bf16.h"
-#include "kernels/sdpa_flash_i8.h"
+#include "kernels/gemm/gemm_ukr.h"
+#include "kernels/lowp/gemm_lowp_internal.h"
+#include "kernels/flash/flash_tiles.h"
+#include "kernels/flash/sdpa_flash_bf16.h"
+#include "kernels/flash/sdpa_flash_i8.h"
+#include "kernels/iface.h"
 
 /* ---- row and elementwise kernels ------------------------------------------
  * One set per level; an entry may be NULL, in which case the table takes the
  * generic one (attn_row_ops_generic, always complete). Arguments are
- * validated by the callers; n >= 0. */
-
-/* Per-step Adam/AdamW scalars, pre-rounded to float as ATen rounds them.
- * decay = 0 parameters get wd = 0 and decay_mul = 1. */
-typedef struct {
-  int adamw;
-  float wd, decay_mul, beta1, one_minus_beta1, beta2, one_minus_beta2, neg_step_size, bc2_sqrt,
-      eps;
-} attn_adam_scalars;
+ * validated by the callers; n >= 0. (attn_adam_scalars: kernels/iface.h) */
 
 typedef struct {
   const char *name;
@@ -104,7 +97,7 @@ const attn_gemm_kernel_f32 *attn_gemm_kernel_avx512_f32(void);  /* gemm_avx512.c
 const attn_gemm_kernel_f32 *attn_gemm_kernel_neon_f32(void);    /* gemm_neon.c */
 /* the avx2 level's 6x16 micro-kernel itself (x86-64 builds only; run it
  * only where the avx2 level is available), for the low-precision kernels
- * that pack into its panels (gemm_f16.c) */
+ * that pack into its panels (gemm_lowp_f32_avx2.c) */
 void attn_gemm_ukr_avx2_6x16(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
                              float alpha, float beta);
 
@@ -117,24 +110,7 @@ const attn_flash_ops *attn_flash_ops_neon(void);    /* sdpa_flash_neon.c */
 /* ---- low precision --------------------------------------------------------
  * NULL where the level (or the CPU at that level) lacks the unit. AMX entries
  * are set when the CPU has the tiles; using them also needs the kernel's
- * permission (attn_amx_ready(), kernels/amx.h). */
-
-/* A piece of a bf16 Linear's output tile for its fused epilogue: rows x n
- * values, row r of each array at its stride: v = t (+ bias), ReLU, mask,
- * then C (+)= v, H = bf16(v), sum[c] += v over the rows (NULL pointers skip). */
-typedef struct {
-  const float *t, *bias;
-  int64_t ldt;
-  int relu;
-  const uint16_t *mask;
-  int64_t ldm;
-  float *C;
-  int64_t ldc;
-  int add; /* C += v (else C = v) */
-  uint16_t *H;
-  int64_t ldh;
-  float *sum;
-} attn_bf16_piece;
+ * permission (attn_amx_ready(), kernels/arch/amx/amx.h). */
 
 typedef struct {
   /* packing and epilogue helpers of the low-precision GEMM driver

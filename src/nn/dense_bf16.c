@@ -32,7 +32,7 @@ static void epi(const attn_lowp_epi *base, const void *tv, int ldt, int64_t i0, 
                 int64_t rows, int64_t cols, int first) {
   const nn_bf16_epi *e = base->ctx;
   const float *t = tv;
-  void (*piece)(const attn_bf16_piece *, int64_t, int64_t) = attn_kern_get()->lowp.bf16_epi_piece;
+  void (*piece)(const attn_bf16_piece *, int64_t, int64_t) = attn_kernels_bf16_epi_piece();
   if (!piece) piece = attn_nn_bf16_epi_piece_generic;
   float *colsum = NULL;
   if (e->colpart) {
@@ -101,7 +101,7 @@ enum { SUM_ROWS = 64 }; /* rows per partial column sum */
 void attn_nn_bf16_convert(const float *x, int64_t ldx, uint16_t *y, int64_t ldy, int64_t rows,
                      int64_t cols, float *db) {
   void (*conv)(const float *, int64_t, uint16_t *, int64_t, int64_t, int64_t, float *) =
-      attn_kern_get()->lowp.bf16_convert_rows;
+      attn_kernels_bf16_convert_rows();
   if (!conv) conv = attn_nn_bf16_convert_rows_generic;
   int64_t nb = (rows + SUM_ROWS - 1) / SUM_ROWS;
   float *part = db ? calloc((size_t)(nb * cols), sizeof(float)) : NULL;

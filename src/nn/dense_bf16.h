@@ -2,7 +2,7 @@
  * training (ctx.precision = ATTN_PREC_BF16) on activations kept in bf16.
  * Operands are bf16 (converted once, by their producer or attn_nn_bf16_convert);
  * products accumulate in f32 on the low-precision driver (AMX > AVX512_BF16
- * > portable, kernels/gemm_lowp_internal.h); the epilogue of each output
+ * > portable, kernels/lowp/gemm_lowp_internal.h); the epilogue of each output
  * tile adds the bias, applies ReLU or the ReLU-backward mask, writes f32
  * and / or bf16, and keeps per-row-block column sums (the bias gradient)
  * — all in f32. Each tile is finished by one thread, so results do not
@@ -12,8 +12,8 @@
 
 #include <stdint.h>
 
-#include "kernels/gemm_lowp_internal.h"
-#include "kernels/kern.h"
+#include "kernels/iface.h"
+#include "kernels/lowp/gemm_lowp_internal.h"
 
 typedef struct {
   attn_lowp_epi base; /* filled by attn_nn_bf16_gemm */

@@ -6,7 +6,7 @@
 #include "attn/amp.h"
 #include "attn/kernels.h"
 #include "attn/lowp.h"
-#include "kernels/kern.h"
+#include "kernels/iface.h"
 
 
 attn_status attn_precision_from_name(const char *name, attn_precision *out) {
@@ -29,7 +29,7 @@ static uint16_t *to_f16(const float *X, int64_t rows, int64_t cols, int64_t ld) 
   uint16_t *h = malloc(sizeof(uint16_t) * (size_t)(rows * cols > 0 ? rows * cols : 1));
   if (!h) return NULL;
   int nt = rows * cols >= (1 << 16) ? attn_get_num_threads() : 1;
-  void (*cvt)(const float *, uint16_t *, int64_t) = attn_kern_get()->row.f32_to_f16;
+  void (*cvt)(const float *, uint16_t *, int64_t) = attn_kernels_f32_to_f16();
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (int64_t r = 0; r < rows; r++) cvt(X + r * ld, h + r * cols, cols);
   return h;

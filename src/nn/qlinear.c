@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/gemm_lowp_internal.h"
-#include "kernels/kern.h"
+#include "kernels/lowp/gemm_lowp_internal.h"
+#include "kernels/iface.h"
 
 void attn_qlinear_free(attn_qlinear *q) {
   if (!q) return;
@@ -87,7 +87,7 @@ static void epi_dequant(const attn_lowp_epi *e, const void *t, int ldt, int64_t 
   const float *sw = c->q->scale + j0, *b = c->q->bias ? c->q->bias + j0 : NULL;
   const int32_t *cs = c->q->colsum + j0;
   void (*dequant)(const int32_t *, int64_t, float, int32_t, const float *, const int32_t *,
-                  const float *, float *) = attn_kern_get()->row.dequant_row;
+                  const float *, float *) = attn_kernels_dequant_row();
   for (int64_t r = 0; r < rows; r++) {
     float *y = (float *)e->C + (i0 + r) * e->ldc + j0;
     dequant(tile + r * ldt, cols, c->sx[i0 + r], c->zx[i0 + r], sw, cs, b, y);

@@ -12,7 +12,7 @@
 
 #include "attn/kernels.h"
 #include "attn/train.h"
-#include "kernels/kern.h"
+#include "kernels/iface.h"
 
 #define ADAM_CHUNK 16384 /* floats per work item */
 
@@ -144,7 +144,7 @@ attn_status attn_adam_step(attn_adam *opt, attn_params *p, double lr) {
   k.eps = (float)c->eps;
   int nt = attn_get_num_threads();
   void (*adam)(const attn_adam_scalars *, float *, const float *, float *, float *, int64_t) =
-      attn_kern_get()->row.adam;
+      attn_kernels_adam();
   const attn_adam *o = opt;
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (int ch = 0; ch < o->nchunks; ch++) {

@@ -8,7 +8,7 @@
 
 #include "apps/tools/bench.h"
 #include "attn.h"
-#include "kernels/gemm_internal.h"
+#include "kernels/gemm/gemm_internal.h"
 
 enum { MAX_SHAPES = 64 };
 

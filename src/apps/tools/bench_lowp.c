@@ -13,7 +13,7 @@
 
 #include "apps/tools/bench.h"
 #include "attn.h"
-#include "kernels/amx.h"
+#include "kernels/arch/amx/amx.h"
 
 #ifdef _OPENMP
 #include <omp.h>

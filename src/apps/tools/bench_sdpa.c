@@ -15,7 +15,7 @@
 #include "apps/tools/bench_sdpa_mods.h"
 #include "apps/viz/bench_sdpa_plot.h"
 #include "attn.h"
-#include "kernels/sdpa_internal.h"
+#include "kernels/sdpa/sdpa_internal.h"
 
 enum { MAX_N = 32, MAX_RUNS = 15 };
 

@@ -1,0 +1,245 @@
+/* The SDPA entry (attn/sdpa.h): attn_sdpa_forward / attn_sdpa_backward read
+ * the call's element type, layout and path from attn_sdpa_args, check what
+ * the descriptor alone cannot (the args' fields and their combinations), and
+ * route to one kernel: f32 math or flash (the f32 choice at the end), the bf16 / fp16 / int8
+ * flash kernels, the packed varlen runner, or, for bf16 / fp16 with path
+ * math, the f32 math path on widened copies (sdpa_entry_widen.c). The
+ * kernels validate the descriptor themselves. */
+#include <string.h>
+
+#include "attn/sdpa_bf16.h"
+#include "attn/sdpa_deprecated.h"
+#include "attn/sdpa_f16.h"
+#include "attn/sdpa_i8.h"
+#include "attn/tensor.h"
+#include "kernels/sdpa/sdpa_entry.h"
+#include "kernels/sdpa/sdpa_internal.h"
+#include "kernels/sdpa/sdpa_modifiers.h"
+#include "kernels/sdpa/sdpa_varlen_run.h"
+
+static const char *const path_names[] = {"auto", "math", "flash", "portable", "simd", "amx", "f32"};
+#define NPATHS ((int)(sizeof path_names / sizeof path_names[0]))
+
+attn_status attn_sdpa_path_from_name(const char *name, attn_sdpa_path *out) {
+  if (!name || !out) return attn_set_error(ATTN_EINVAL, "sdpa path: NULL argument");
+  for (int i = 0; i < NPATHS; i++)
+    if (!strcmp(name, path_names[i])) {
+      *out = (attn_sdpa_path)i;
+      return ATTN_OK;
+    }
+  return attn_set_error(
+      ATTN_EINVAL, "sdpa path '%s' unknown (auto, math, flash, portable, simd, amx or f32)", name);
+}
+
+const char *attn_sdpa_path_name(attn_sdpa_path p) {
+  return (int)p >= 0 && (int)p < NPATHS ? path_names[p] : "unknown";
+}
+
+static const char *dtype_word(int t) {
+  switch (t) {
+  case ATTN_F32: return "f32";
+  case ATTN_BF16: return "bf16";
+  case ATTN_F16: return "fp16";
+  case ATTN_I8: return "int8";
+  }
+  return "?";
+}
+
+/* The low-precision kernels' own path for a, or -1 for math. */
+static attn_lowp_path lowp_path(attn_sdpa_path p) {
+  switch (p) {
+  case ATTN_PATH_PORTABLE: return ATTN_LOWP_PORTABLE;
+  case ATTN_PATH_SIMD: return ATTN_LOWP_SIMD;
+  case ATTN_PATH_AMX: return ATTN_LOWP_AMX;
+  case ATTN_PATH_F32: return ATTN_LOWP_F32;
+  default: return ATTN_LOWP_AUTO;
+  }
+}
+
+int attn_sdpa_path_available(int dtype, attn_sdpa_path path) {
+  if ((int)path < 0 || (int)path >= NPATHS) return 0;
+  switch (dtype) {
+  case ATTN_F32: return path <= ATTN_PATH_FLASH;
+  case ATTN_BF16: return path <= ATTN_PATH_FLASH || attn_sdpa_bf16_path_available(lowp_path(path));
+  case ATTN_F16: return path <= ATTN_PATH_FLASH || attn_sdpa_f16_path_available(lowp_path(path));
+  case ATTN_I8:
+    return path != ATTN_PATH_MATH && path != ATTN_PATH_F32 &&
+           attn_sdpa_i8_path_available(lowp_path(path));
+  }
+  return 0;
+}
+
+/* The args' own fields and the combinations no kernel has. */
+static attn_status check_args(const attn_sdpa_desc *d, const attn_sdpa_args *a, int backward) {
+  if (!d || !a) return attn_set_error(ATTN_EINVAL, "sdpa: NULL %s", !d ? "descriptor" : "args");
+  if (a->dtype != ATTN_F32 && a->dtype != ATTN_BF16 && a->dtype != ATTN_F16 && a->dtype != ATTN_I8)
+    return attn_set_error(ATTN_EINVAL,
+                          "sdpa: args.dtype %d is not an attention element type (ATTN_F32, "
+                          "ATTN_BF16, ATTN_F16 or ATTN_I8)",
+                          a->dtype);
+  if ((int)a->path < 0 || (int)a->path >= NPATHS)
+    return attn_set_error(
+        ATTN_EINVAL, "sdpa: args.path %d unknown (auto, math, flash, portable, simd, amx, f32)",
+        (int)a->path);
+  const char *dt = dtype_word(a->dtype);
+  if (a->dtype == ATTN_F32 && a->path > ATTN_PATH_FLASH)
+    return attn_set_error(ATTN_EINVAL,
+                          "sdpa: path '%s' is a low-precision kernel's (dtype bf16, fp16 or int8); "
+                          "f32 runs auto, math or flash",
+                          attn_sdpa_path_name(a->path));
+  if (a->dtype == ATTN_I8 && backward)
+    return attn_set_error(ATTN_EUNSUPPORTED,
+                          "sdpa: int8 attention has no backward (it is for inference; train in "
+                          "f32 or bf16)");
+  if (a->dtype == ATTN_I8 && a->path == ATTN_PATH_MATH)
+    return attn_set_error(ATTN_EUNSUPPORTED,
+                          "sdpa: int8 has no math path (its reference is the f32 math path on the "
+                          "same f32 q, k, v: dtype f32, path math)");
+  if (a->dtype == ATTN_I8 && a->path == ATTN_PATH_F32)
+    return attn_set_error(ATTN_EUNSUPPORTED,
+                          "sdpa: path 'f32' is bf16's and fp16's (int8: auto, flash, portable, "
+                          "simd, amx)");
+  if (!backward && a->probs) {
+    if (a->varlen)
+      return attn_set_error(ATTN_EUNSUPPORTED,
+                            "sdpa: probs are not returned for a packed varlen call");
+    if (a->path != ATTN_PATH_AUTO && a->path != ATTN_PATH_MATH)
+      return attn_set_error(ATTN_EUNSUPPORTED,
+                            "sdpa: the %s %s path cannot return probs (they come from the math "
+                            "path: path auto or math)",
+                            dt, attn_sdpa_path_name(a->path));
+    if (a->dtype == ATTN_I8)
+      return attn_set_error(ATTN_EUNSUPPORTED, "sdpa: int8 attention cannot return probs");
+  }
+  return ATTN_OK;
+}
+
+/* The descriptor's modifiers against the kernel the call routes to
+ * (sdpa_modifiers.h): one refusal form for every kernel. */
+static attn_status check_modifiers(const attn_sdpa_desc *d, const attn_sdpa_args *a) {
+  unsigned need;
+  int any = 0;
+  const char *kernel;
+  if (a->path == ATTN_PATH_MATH) {
+    need = ATTN_SK_MATH, kernel = "the math path";
+  } else if (a->dtype == ATTN_F32) {
+    any = a->path == ATTN_PATH_AUTO; /* flash, or else math */
+    need = any ? ATTN_SK_FLASH | ATTN_SK_MATH : ATTN_SK_FLASH;
+    kernel = any ? "f32 attention" : "the f32 flash kernel";
+  } else if (a->dtype == ATTN_BF16) {
+    need = ATTN_SK_BF16, kernel = "the bf16 flash kernel";
+  } else if (a->dtype == ATTN_F16) {
+    need = ATTN_SK_F16, kernel = "the fp16 flash kernel";
+  } else {
+    need = ATTN_SK_I8, kernel = "the int8 flash kernel";
+  }
+  attn_status st = attn_sdpa_modifiers_check(d, need, any, kernel);
+  if (!st && a->varlen)
+    st = attn_sdpa_modifiers_check(d, ATTN_SK_VARLEN, 0, "the packed varlen layout");
+  return st;
+}
+
+/* f32 on the dense layout: sdpa.c's dispatcher (path = backend). */
+static attn_status forward_f32(const attn_sdpa_desc *d, const attn_sdpa_args *a) {
+  return attn_sdpa_forward_f32(d, (attn_backend)a->path, a->q, a->k, a->v, a->out, a->lse,
+                               a->probs);
+}
+
+attn_status attn_sdpa_forward(const attn_sdpa_desc *d, const attn_sdpa_args *a) {
+  attn_status st = check_args(d, a, 0);
+  if (st || (st = check_modifiers(d, a))) return st;
+  const attn_lowp_path lp = lowp_path(a->path);
+  const int widen = (a->dtype == ATTN_BF16 || a->dtype == ATTN_F16) &&
+                    (a->path == ATTN_PATH_MATH || (a->path == ATTN_PATH_AUTO && a->probs));
+  if (widen) return attn_sdpa_widened_run(d, a, 0);
+  if (a->varlen) {
+    switch (a->dtype) {
+    case ATTN_F32:
+      return attn_sdpa_varlen_forward(d, a->varlen, (attn_backend)a->path, a->q, a->k, a->v, a->out,
+                                      a->lse);
+    case ATTN_I8:
+      return attn_sdpa_varlen_lowp_forward(ATTN_I8, lp, d, a->varlen, a->q, a->k, a->v, a->out,
+                                           a->lse);
+    default:
+      return attn_sdpa_varlen_lowp_forward(a->dtype, lp, d, a->varlen, a->q, a->k, a->v, a->out,
+                                           a->lse);
+    }
+  }
+  switch (a->dtype) {
+  case ATTN_F32: return forward_f32(d, a);
+  case ATTN_BF16: return attn_sdpa_forward_bf16_path(lp, d, a->q, a->k, a->v, a->out, a->lse);
+  case ATTN_F16: return attn_sdpa_forward_f16_path(lp, d, a->q, a->k, a->v, a->out, a->lse);
+  default: return attn_sdpa_forward_i8_path(lp, d, a->q, a->k, a->v, a->out, a->lse);
+  }
+}
+
+attn_status attn_sdpa_backward(const attn_sdpa_desc *d, const attn_sdpa_args *a) {
+  attn_status st = check_args(d, a, 1);
+  if (st || (st = check_modifiers(d, a))) return st;
+  const attn_lowp_path lp = lowp_path(a->path);
+  if ((a->dtype == ATTN_BF16 || a->dtype == ATTN_F16) && a->path == ATTN_PATH_MATH)
+    return attn_sdpa_widened_run(d, a, 1);
+  if (a->varlen) {
+    if (a->dtype == ATTN_F32)
+      return attn_sdpa_varlen_backward(d, a->varlen, (attn_backend)a->path, a->q, a->k, a->v,
+                                       a->out, a->lse, a->dout, a->dq, a->dk, a->dv);
+    return attn_sdpa_varlen_lowp_backward(a->dtype, lp, d, a->varlen, a->q, a->k, a->v, a->out,
+                                          a->lse, a->dout, a->dq, a->dk, a->dv);
+  }
+  switch (a->dtype) {
+  case ATTN_F32:
+    return attn_sdpa_backward_f32(d, (attn_backend)a->path, a->q, a->k, a->v, a->out, a->lse,
+                                  a->dout, a->dq, a->dk, a->dv);
+  case ATTN_BF16:
+    return attn_sdpa_backward_bf16_path(lp, d, a->q, a->k, a->v, a->out, a->lse, a->dout, a->dq,
+                                        a->dk, a->dv);
+  default:
+    return attn_sdpa_backward_f16_path(lp, d, a->q, a->k, a->v, a->out, a->lse, a->dout, a->dq,
+                                       a->dk, a->dv);
+  }
+}
+
+/* ---- f32 on the dense layout: math, flash, or auto (flash where it takes
+ * the call and no probs are asked for, else math) -------------------------- */
+attn_status attn_sdpa_forward_f32(const attn_sdpa_desc *d, attn_backend backend, const float *q,
+                                  const float *k, const float *v, float *out, float *lse,
+                                  float *probs) {
+  attn_sdpa_resolved r;
+  attn_status st = attn_sdpa_validate(d, q, k, v, &r);
+  if (st) return st;
+  switch (backend) {
+  case ATTN_BACKEND_MATH: return attn_sdpa_forward_math(d, q, k, v, out, lse, probs);
+  case ATTN_BACKEND_FLASH:
+    if (probs)
+      return attn_set_error(ATTN_EUNSUPPORTED,
+                            "sdpa: the flash backend cannot return probs (use math or auto)");
+    return attn_sdpa_forward_flash(d, q, k, v, out, lse);
+  case ATTN_BACKEND_AUTO:
+    if (!probs) {
+      st = attn_sdpa_forward_flash(d, q, k, v, out, lse);
+      if (st != ATTN_EUNSUPPORTED) return st;
+      attn_clear_error();
+    }
+    return attn_sdpa_forward_math(d, q, k, v, out, lse, probs);
+  }
+  return attn_set_error(ATTN_EINVAL, "sdpa: unknown backend %d", (int)backend);
+}
+
+attn_status attn_sdpa_backward_f32(const attn_sdpa_desc *d, attn_backend backend, const float *q,
+                                   const float *k, const float *v, const float *out,
+                                   const float *lse, const float *dout, float *dq, float *dk,
+                                   float *dv) {
+  attn_sdpa_resolved r;
+  attn_status st = attn_sdpa_validate(d, q, k, v, &r);
+  if (st) return st;
+  switch (backend) {
+  case ATTN_BACKEND_MATH: return attn_sdpa_backward_math(d, q, k, v, out, lse, dout, dq, dk, dv);
+  case ATTN_BACKEND_FLASH: return attn_sdpa_backward_flash(d, q, k, v, out, lse, dout, dq, dk, dv);
+  case ATTN_BACKEND_AUTO:
+    st = attn_sdpa_backward_flash(d, q, k, v, out, lse, dout, dq, dk, dv);
+    if (st != ATTN_EUNSUPPORTED) return st;
+    attn_clear_error();
+    return attn_sdpa_backward_math(d, q, k, v, out, lse, dout, dq, dk, dv);
+  }
+  return attn_set_error(ATTN_EINVAL, "sdpa: unknown backend %d", (int)backend);
+}

@@ -1,0 +1,54 @@
+/* Attention probabilities recomputed from q, k and the saved log-sum-exp. */
+#include <math.h>
+
+#include "attn/sdpa_probs.h"
+#include "kernels/sdpa/sdpa_internal.h"
+#include "kernels/sdpa/sdpa_usermod.h"
+
+attn_status attn_sdpa_probs_f32(const attn_sdpa_desc *d, const float *q, const float *k,
+                                const float *lse, int64_t b, int64_t h, int64_t row0,
+                                int64_t nrows, float *probs) {
+  attn_sdpa_resolved r;
+  attn_status st = attn_sdpa_validate(d, q, k, k, &r); /* v is not read here */
+  if (st) return st;
+  if (d->softcap != 0.0f)
+    return attn_set_error(ATTN_EUNSUPPORTED, "sdpa probs: softcap is not supported here; use the "
+                                             "math backend's probs output");
+  if (attn_sdpa_has_positions(d))
+    return attn_set_error(ATTN_EUNSUPPORTED,
+                          "sdpa probs: position schemes and block-sparse layouts are not "
+                          "supported here; use the math backend's probs output");
+  if ((st = attn_usermod_refuse(d, "sdpa probs"))) return st;
+  if (b < 0 || b >= d->B || h < 0 || h >= d->Hq)
+    return attn_set_error(ATTN_EINVAL, "sdpa probs: batch %lld / head %lld out of range [%lld, %lld)",
+                          (long long)b, (long long)h, (long long)d->B, (long long)d->Hq);
+  if (row0 < 0 || nrows < 0 || row0 > d->Lq - nrows)
+    return attn_set_error(ATTN_EINVAL, "sdpa probs: rows [%lld, %lld) outside [0, %lld)",
+                          (long long)row0, (long long)(row0 + nrows), (long long)d->Lq);
+  if (nrows == 0 || d->Lk == 0) return ATTN_OK;
+  if (!lse || !probs) return attn_set_error(ATTN_EINVAL, "sdpa probs: NULL lse or probs");
+
+  const int64_t hk = h / r.group;
+  const float *qh = q + b * r.q[0] + h * r.q[1];
+  const float *kh = k + b * r.k[0] + hk * r.k[1];
+  const float *lh = lse + (b * d->Hq + h) * d->Lq;
+  for (int64_t n = 0; n < nrows; n++) {
+    const int64_t i = row0 + n;
+    float *p = probs + n * d->Lk;
+    const float li = lh[i];
+    int64_t lo, hi;
+    attn_sdpa_key_range(d, b, i, &lo, &hi);
+    for (int64_t j = 0; j < d->Lk; j++) p[j] = 0.0f;
+    if (isinf(li) && li < 0) continue; /* no allowed key: zeros */
+    const float *qi = qh + i * r.q[2];
+    for (int64_t j = lo; j < hi; j++) {
+      if (!attn_sdpa_bool_allows(d, b, h, i, j)) continue;
+      const float *kj = kh + j * r.k[2];
+      float s = 0.0f;
+      for (int64_t c = 0; c < d->D; c++) s += qi[c] * kj[c];
+      float logit = r.scale * s + attn_sdpa_add_mask_at(d, b, h, i, j);
+      p[j] = isinf(logit) && logit < 0 ? 0.0f : expf(logit - li);
+    }
+  }
+  return ATTN_OK;
+}
