@@ -1,10 +1,10 @@
 /* The SDPA entry (attn/sdpa.h): attn_sdpa_forward / attn_sdpa_backward read
  * the call's element type, layout and path from attn_sdpa_args, check what
  * the descriptor alone cannot (the args' fields and their combinations), and
- * route to one kernel: f32 math or flash (the f32 choice at the end), the bf16 / fp16 / int8
- * flash kernels, the packed varlen runner, or, for bf16 / fp16 with path
- * math, the f32 math path on widened copies (sdpa_entry_widen.c). The
- * kernels validate the descriptor themselves. */
+ * route to one kernel: f32 math or flash (the f32 choice at the end), the
+ * bf16 / fp16 / int8 flash kernels, the packed varlen runner, or, for bf16 /
+ * fp16 with path math, the f32 math path on widened copies
+ * (sdpa_entry_widen.c). The kernels validate the descriptor themselves. */
 #include <string.h>
 
 #include "attn/sdpa_bf16.h"

@@ -1,5 +1,6 @@
-/* Internal to the SDPA backends (math in sdpa_math.c, flash in flash/sdpa_flash*.c,
- * validation in sdpa_check.c, the entry and routing in sdpa_entry.c). Not part of the public API. */
+/* Internal to the SDPA backends (math in sdpa_math.c, flash in
+ * flash/sdpa_flash*.c, validation in sdpa_check.c, the entry and routing in
+ * sdpa_entry.c). Not part of the public API. */
 #ifndef ATTN_SDPA_INTERNAL_H
 #define ATTN_SDPA_INTERNAL_H
 
