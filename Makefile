@@ -183,6 +183,14 @@ $(BUILD)/tests/test_wings: tests/test_wings.sh tools/check_wings.sh
 	@printf '#!/bin/sh\n# written by the Makefile\ncd "%s" || exit 1\nexec sh tests/test_wings.sh\n' '$(CURDIR)' > $@
 	@chmod +x $@
 
+# no cycle of calls between the files of src/kernels/ (tools/check_kernel_calls.sh,
+# by tests/test_kernel_calls.sh, on this build's objects)
+TEST_BIN += $(BUILD)/tests/test_kernel_calls
+$(BUILD)/tests/test_kernel_calls: tests/test_kernel_calls.sh tools/check_kernel_calls.sh $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	@printf '#!/bin/sh\n# written by the Makefile\ncd "%s" || exit 1\nexec sh tests/test_kernel_calls.sh "%s"\n' '$(CURDIR)' '$(BUILD)' > $@
+	@chmod +x $@
+
 # Each test program is built and run on its own, so one failure does not hide
 # the others; tests/run.sh adds up the counts. RUNNER="qemu-aarch64 -L
 # /usr/aarch64-linux-gnu" (say) runs every test program and the attn tool

@@ -91,6 +91,46 @@ static attn_status resolve_strides(const char *name, const int64_t given[3], int
   return ATTN_OK;
 }
 
+/* ---- per-batch alignment and ALiBi slopes (the split calls: sdpa_batched.c) ---- */
+
+/* Positions beyond this (either sign) are refused: i + offset and the
+ * distances p_i - j must not overflow. */
+#define OFFSET_MAX (INT64_MAX / 8)
+
+static attn_status check_offset(const attn_sdpa_desc *d, const char *what, int64_t b, int64_t off) {
+  if (off < -OFFSET_MAX || off > OFFSET_MAX || d->Lq > OFFSET_MAX)
+    return attn_set_error(ATTN_EINVAL, "sdpa: %s%s%lld%s = %lld is too large in magnitude", what,
+                          b >= 0 ? "[" : "", (long long)(b >= 0 ? b : 0), b >= 0 ? "]" : "",
+                          (long long)off);
+  if (d->block_mask && off < 0)
+    return attn_set_error(ATTN_EINVAL,
+                          "sdpa: %s%s%lld%s = %lld is negative: a block-sparse layout needs "
+                          "query positions >= 0",
+                          what, b >= 0 ? "[" : "", (long long)(b >= 0 ? b : 0), b >= 0 ? "]" : "",
+                          (long long)off);
+  return ATTN_OK;
+}
+
+attn_status attn_sdpa_validate_alignment(const attn_sdpa_desc *d) {
+  attn_status st;
+  if (d->q_offsets) {
+    for (int64_t b = 0; b < d->B; b++)
+      if ((st = check_offset(d, "q_offsets", b, d->q_offsets[b]))) return st;
+  } else if ((st = check_offset(d, "q_offset", -1, d->q_offset))) {
+    return st;
+  }
+  if (d->alibi_slopes_bstride != 0 && d->alibi_slopes_bstride != d->Hq)
+    return attn_set_error(ATTN_EINVAL,
+                          "sdpa: alibi_slopes_bstride = %lld must be 0 (slopes [Hq]) or Hq = %lld "
+                          "(slopes [B, Hq])",
+                          (long long)d->alibi_slopes_bstride, (long long)d->Hq);
+  if (d->alibi_slopes_bstride && !d->alibi_slopes)
+    return attn_set_error(ATTN_EINVAL, "sdpa: alibi_slopes_bstride set without alibi_slopes");
+  if (d->alibi_slopes_grad && !d->alibi_slopes)
+    return attn_set_error(ATTN_EINVAL, "sdpa: alibi_slopes_grad given without alibi_slopes");
+  return ATTN_OK;
+}
+
 /* The variant fields (see sdpa_internal.h for the rules). */
 static attn_status validate_variants(const attn_sdpa_desc *d) {
   attn_status st = attn_sdpa_validate_alignment(d);
