@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attn/kernels.h"
 #include "nn/dense_bf16.h"
 
 #ifdef _OPENMP
@@ -65,7 +66,7 @@ static attn_status select_kernel(const attn_lowp_kernel **kr) {
 
 int64_t attn_nn_bf16_tile_rows(void) {
   const attn_lowp_kernel *kr;
-  return select_kernel(&kr) ? 1 : kr->mr;
+  return select_kernel(&kr) ? 1 : attn_lowp_kernel_mr(kr);
 }
 
 attn_status attn_nn_bf16_gemm(int transa, int transb, int64_t M, int64_t N, int64_t K,
@@ -79,7 +80,7 @@ attn_status attn_nn_bf16_gemm(int transa, int transb, int64_t M, int64_t N, int6
   if (st) return st;
   if (e->seg <= 0) e->seg = N;
   e->N = N;
-  e->mr = kr->mr;
+  e->mr = attn_lowp_kernel_mr(kr);
   attn_lowp_epi b = {epi, NULL, 0, 1.0f, e->beta, e, 0};
   e->base = b;
   attn_lowp_src sa = attn_lowp_src_a(A, LOWP_BF16, transa, lda);

@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #include "kernels/iface.h"
-#include "kernels/lowp/gemm_lowp_internal.h"
+#include "kernels/iface_lowp.h"
 
 typedef struct {
   attn_lowp_epi base; /* filled by attn_nn_bf16_gemm */

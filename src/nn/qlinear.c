@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/lowp/gemm_lowp_internal.h"
+#include "kernels/iface_lowp.h"
 #include "kernels/iface.h"
 
 void attn_qlinear_free(attn_qlinear *q) {

@@ -12,23 +12,11 @@
 #include "attn/kernels.h"
 #include "attn/lowp.h"
 #include "kernels/gemm/gemm_ukr.h"
+#include "kernels/iface_lowp.h"
 
 /* LOWP_F32R: f32 operands of the bf16 GEMM, rounded to bf16 while packing
  * (also on the portable path, so every path computes the same products). */
-typedef enum { LOWP_F32, LOWP_F32R, LOWP_BF16, LOWP_F16, LOWP_U8, LOWP_S8 } attn_lowp_type;
 
-/* An operand as panels see it: element (r, p) — r a row of op(A) or a column
- * of op(B), p the depth — is at x + r*sr + p*sp (in elements of `type`). */
-typedef struct {
-  const void *x;
-  attn_lowp_type type;
-  int64_t sr, sp;
-  /* or, for B only: all of op(B) already packed (attn_lowp_prepack_b) in
-   * panels of pnr columns, depth groups pg, depth padded to kp */
-  const void *packed;
-  int pnr, pg;
-  int64_t kp;
-} attn_lowp_src;
 
 /* Packed panel layout, for a panel of w rows (mr or nr) and depth kcp (a
  * multiple of the kernel's kgroup, zero past the valid depth and rows):
@@ -36,7 +24,7 @@ typedef struct {
  * g = 1: k-major (f32 micro-kernels); g = 2 / 4: pairs / quads of depth per
  * row (VDPBF16PS, VPDPBUSD, and the VNNI layout of AMX B tiles); g = 32 / 64:
  * rows of 64 bytes (AMX A tiles). */
-typedef struct {
+struct attn_lowp_kernel {
   const char *name;
   const char *path; /* attn_lowp_path_name's word for it: "avx2_f32fma", "avx512_vnni", ... */
   int mr, nr;
@@ -60,25 +48,8 @@ typedef struct {
               int64_t kcp, int w, void *dst);
   void (*begin)(void); /* per thread before the first ukr (AMX tile config), or NULL */
   void (*end)(void);
-} attn_lowp_kernel;
-
-/* What to do with a finished tile t (row stride ldt, 32-bit elements) for
- * rows [i0, i0+rows) x columns [j0, j0+cols) of C; first: the first k block
- * (C is overwritten / scaled by beta), later blocks accumulate. */
-typedef struct attn_lowp_epi attn_lowp_epi;
-struct attn_lowp_epi {
-  void (*fn)(const attn_lowp_epi *e, const void *t, int ldt, int64_t i0, int64_t j0,
-             int64_t rows, int64_t cols, int first);
-  void *C;
-  int64_t ldc;
-  float alpha, beta;
-  const void *ctx;
-  int f32_direct; /* fn is C = alpha * t + beta * C on f32 C: ukr_c may do it */
 };
-void attn_lowp_epi_f32(const attn_lowp_epi *e, const void *t, int ldt, int64_t i0, int64_t j0,
-                       int64_t rows, int64_t cols, int first);
-void attn_lowp_epi_s32(const attn_lowp_epi *e, const void *t, int ldt, int64_t i0, int64_t j0,
-                       int64_t rows, int64_t cols, int first);
+
 
 /* AVX-512 versions (gemm_lowp_avx512.c), same results; registered in the
  * avx512 level's table (dispatch.c), callers go through attn_kern_get(). */
@@ -108,20 +79,7 @@ void attn_lowp_interleave_avx2(const void *t, int g, int64_t w, int64_t n, uint3
 int attn_lowp_pack_f32_avx2(const attn_lowp_src *s, int64_t r0, int64_t nrows, int64_t p0,
                             int64_t kc, int64_t kcp, int w, void *dst);
 
-/* Runs the packed driver. single_block: the whole depth in one k block (the
- * epilogue then sees each tile once; used by the quantized Linear). M, N,
- * K > 0, arguments validated. */
-attn_status attn_lowp_gemm_run(const attn_lowp_kernel *kr, const attn_lowp_src *A,
-                               const attn_lowp_src *B, int64_t M, int64_t N, int64_t K,
-                               const attn_lowp_epi *epi, int single_block);
 
-/* Packs all of op(B) (N columns, depth K) into dst as panels of nr columns,
- * depth groups of g, depth padded with zeros to kp: dst holds
- * ceil(N / nr) * nr * kp elements of type out. A GEMM run with single_block
- * and a kernel of the same nr / gb (and kgroup dividing kp) then reads its
- * b~ panels from there. ATTN_ENOMEM if the scratch row cannot be allocated. */
-attn_status attn_lowp_prepack_b(const attn_lowp_src *B, int64_t N, int64_t K, int nr, int g,
-                                int64_t kp, attn_lowp_type out, void *dst);
 
 /* Kernels; NULL where the build has no such code. dispatch.c registers them
  * where the CPU has the unit (attn_kern_get()->lowp). */
@@ -135,10 +93,6 @@ const attn_lowp_kernel *attn_lowp_kernel_i8_vnni(void);
 const attn_lowp_kernel *attn_lowp_kernel_i8_avx2(void); /* VPMADDWD on widened operands, exact */
 const attn_lowp_kernel *attn_lowp_kernel_i8_portable(void);
 
-/* The kernel `path` selects for dtype ("bf16", "f16", "i8"), resolving AUTO;
- * ATTN_EUNSUPPORTED when the path is not available here. */
-attn_status attn_lowp_select(attn_lowp_path path, const char *dtype,
-                             const attn_lowp_kernel **out);
 /* Validates, selects, handles K == 0, runs with the f32 alpha/beta epilogue. */
 attn_status attn_lowp_gemm_f32out(const char *fn, const char *dtype, attn_lowp_path path,
                                   int transa, int transb, int64_t M, int64_t N, int64_t K,
@@ -150,8 +104,5 @@ attn_status attn_lowp_gemm_f32out(const char *fn, const char *dtype, attn_lowp_p
 attn_status attn_lowp_validate(const char *fn, int transa, int transb, int64_t M, int64_t N,
                                int64_t K, const void *A, int64_t lda, const void *B, int64_t ldb,
                                const void *C, int64_t ldc);
-/* Operand descriptions of op(A) (rows = rows of C) and op(B) (rows = columns of C). */
-attn_lowp_src attn_lowp_src_a(const void *A, attn_lowp_type t, int transa, int64_t lda);
-attn_lowp_src attn_lowp_src_b(const void *B, attn_lowp_type t, int transb, int64_t ldb);
 
 #endif

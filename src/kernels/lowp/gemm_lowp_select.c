@@ -66,3 +66,5 @@ const char *attn_lowp_path_name(attn_lowp_path path, const char *dtype) {
   if (k && k->path) return k->path;
   return r == ATTN_LOWP_AMX ? "amx" : r == ATTN_LOWP_SIMD ? "simd" : "portable";
 }
+
+int attn_lowp_kernel_mr(const attn_lowp_kernel *kr) { return kr->mr; }
