@@ -130,6 +130,60 @@ static void test_bf16_kernel_runs(void) {
   free(lse);
 }
 
+/* --path P runs the bf16 kernel's path P (the library's call with that path,
+ * bit for bit) where this CPU has it, else exits 1 naming it; --path math the
+ * widened reference; --backend takes only the f32 words (usage error). */
+static void test_path_option(void) {
+  char in[128], args[512], err[2048];
+  snprintf(in, sizeof in, "%s/in.safetensors", tmpdir);
+  attn_st *g = NULL;
+  CHECK_OK(attn_st_load("tests/golden/sdpa_bf16_causal_gqa.safetensors", &g));
+  if (!g) return;
+  write_input(g, in, NULL, NULL, NULL);
+  const attn_tensor *q = attn_st_get(g, "q"), *k = attn_st_get(g, "k"), *v = attn_st_get(g, "v");
+  attn_sdpa_desc d;
+  attn_sdpa_desc_init(&d, q->shape[0], q->shape[1], k->shape[1], q->shape[2], k->shape[2],
+                      q->shape[3], v->shape[3]);
+  d.causal = 1;
+  d.key_lens = attn_st_get(g, "key_lens")->data;
+  const int64_t n = attn_tensor_numel(q) / q->shape[3] * v->shape[3], nl = n / v->shape[3];
+  float *out = malloc(sizeof(float) * (size_t)n), *lse = malloc(sizeof(float) * (size_t)nl);
+  static const char *const names[] = {"math", "flash", "portable", "simd", "amx", "f32"};
+  for (int i = 0; i < 6; i++) {
+    attn_sdpa_path p;
+    CHECK_OK(attn_sdpa_path_from_name(names[i], &p));
+    snprintf(args, sizeof args, "--path %s", names[i]);
+    if (!attn_sdpa_path_available(ATTN_BF16, p)) {
+      char o[160];
+      snprintf(o, sizeof o, "%s/o.safetensors", tmpdir);
+      snprintf(args, sizeof args, "sdpa '%s' '%s' --path %s", in, o, names[i]);
+      CHECK(tool_run("", bin, tmpdir, args, NULL, 0, err, sizeof err) == 1);
+      CHECK(strstr(err, "attn sdpa: ") == err);
+      continue;
+    }
+    attn_st *o = NULL;
+    run_sdpa(in, args, &o);
+    CHECK_OK(attn_sdpa_forward(&d, &(attn_sdpa_args){.dtype = ATTN_BF16,
+                                                     .path = p,
+                                                     .q = q->data,
+                                                     .k = k->data,
+                                                     .v = v->data,
+                                                     .out = out,
+                                                     .lse = lse}));
+    const attn_tensor *got = o ? attn_st_get(o, "out") : NULL;
+    CHECK(got && !memcmp(got->data, out, sizeof(float) * (size_t)n));
+    if (got && memcmp(got->data, out, sizeof(float) * (size_t)n)) printf("  --path %s\n", names[i]);
+    attn_st_free(o);
+  }
+  snprintf(args, sizeof args, "sdpa '%s' x --backend amx", in);
+  CHECK(tool_run("", bin, tmpdir, args, NULL, 0, err, sizeof err) == 2 && strstr(err, "--backend"));
+  snprintf(args, sizeof args, "sdpa '%s' x --path fast", in);
+  CHECK(tool_run("", bin, tmpdir, args, NULL, 0, err, sizeof err) == 2 && strstr(err, "fast"));
+  free(out);
+  free(lse);
+  attn_st_free(g);
+}
+
 /* bit-equal OUTs of the lowp file (less `widen`, plus a key) and of the
  * same values all in F32 */
 static void same_as_f32(const char *golden, const char *const *widen, const char *key,
@@ -271,6 +325,7 @@ int main(int argc, char **argv) {
   RUN(test_golden_math_widened);
   RUN(test_golden_lowp_kernels);
   RUN(test_bf16_kernel_runs);
+  RUN(test_path_option);
   RUN(test_widened_exactly);
   RUN(test_varlen_packed);
   char cmd[256];

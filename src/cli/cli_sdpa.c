@@ -12,7 +12,8 @@
 #include "core/parse_bool.h"
 
 static const char usage_text[] =
-    "usage: attn sdpa IN.safetensors OUT.safetensors [--backend math|flash|auto] [--threads N]\n"
+    "usage: attn sdpa IN.safetensors OUT.safetensors [--backend math|flash|auto] [--path P]\n"
+    "                 [--threads N]\n"
     "\n"
     "Scaled dot-product attention softmax(q kT * scale + mask) v, forward and backward.\n"
     "IN holds (F32, F16 or BF16 unless said otherwise; F16 / BF16 q, k, v of one dtype run\n"
@@ -52,6 +53,9 @@ static const char usage_text[] =
     "OUT: out [total_q,Hq,Dv], lse [Hq,total_q] (and the gradients with dout);\n"
     "F16 / BF16 q, k, v run the varlen fp16 / bf16 flash kernels as above.\n"
     "  --backend  math (reference), flash (fused) or auto (flash where it can; default)\n"
+    "  --path     the same, or a low-precision kernel's path for F16 / BF16 q, k, v:\n"
+    "             portable, simd, amx or f32 (bf16 widened per block; an error where the\n"
+    "             CPU lacks it or the file has a variant that kernel lacks)\n"
     "  --threads  number of threads (default: all cores)\n";
 
 static const char *const tensor_names[] = {"q",
@@ -403,11 +407,13 @@ static attn_status check_sizes(const char *path, int64_t B, int64_t Hq, int64_t 
  * flash kernels serve the file (flash or auto backend, no position variant
  * or block layout; padded [B,H,L,D] or packed [total,H,D] with cu_seqlens), else F32: then every F16 / BF16 tensor is widened to
  * F32 (exact) and the f32 backends run on the same values. */
-static attn_dtype lowp_kernel_dtype(const attn_st *in, attn_backend backend) {
+static attn_dtype lowp_kernel_dtype(const attn_st *in, attn_sdpa_path path) {
   const attn_tensor *q = attn_st_get(in, "q"), *k = attn_st_get(in, "k"), *v = attn_st_get(in, "v");
-  if (!q || !k || !v || q->dtype != k->dtype || q->dtype != v->dtype || backend == ATTN_BACKEND_MATH ||
+  if (!q || !k || !v || q->dtype != k->dtype || q->dtype != v->dtype || path == ATTN_PATH_MATH ||
       (q->dtype != ATTN_F16 && q->dtype != ATTN_BF16))
     return ATTN_F32;
+  if (path > ATTN_PATH_FLASH)
+    return q->dtype; /* a kernel path asked for: that kernel or an error */
   const int nd = attn_st_get(in, "cu_seqlens_q") ? 3 : 4; /* packed: [total, H, D] */
   if (q->ndim != nd || v->ndim != nd) return ATTN_F32;
   if (q->dtype == ATTN_BF16 && (q->shape[nd - 1] > 256 || v->shape[nd - 1] > 256))
@@ -425,19 +431,24 @@ static attn_dtype lowp_kernel_dtype(const attn_st *in, attn_backend backend) {
 }
 
 /* q, k, v in their dtype through its flash kernel (lowp_kernel_dtype) */
-static attn_status lowp_forward(attn_dtype dt, const attn_sdpa_desc *d, const attn_tensor *q,
-                                const attn_tensor *k, const attn_tensor *v, float *out,
-                                float *lse) {
-  return attn_sdpa_forward(
-      d, &(attn_sdpa_args){
-             .dtype = dt, .q = q->data, .k = k->data, .v = v->data, .out = out, .lse = lse});
+static attn_status lowp_forward(attn_dtype dt, attn_sdpa_path path, const attn_sdpa_desc *d,
+                                const attn_tensor *q, const attn_tensor *k, const attn_tensor *v,
+                                float *out, float *lse) {
+  return attn_sdpa_forward(d, &(attn_sdpa_args){.dtype = dt,
+                                                .path = path,
+                                                .q = q->data,
+                                                .k = k->data,
+                                                .v = v->data,
+                                                .out = out,
+                                                .lse = lse});
 }
 
-static attn_status lowp_backward(attn_dtype dt, const attn_sdpa_desc *d, const attn_tensor *q,
-                                 const attn_tensor *k, const attn_tensor *v, const float *out,
-                                 const float *lse, const float *dout, float *dq, float *dk,
-                                 float *dv) {
+static attn_status lowp_backward(attn_dtype dt, attn_sdpa_path path, const attn_sdpa_desc *d,
+                                 const attn_tensor *q, const attn_tensor *k, const attn_tensor *v,
+                                 const float *out, const float *lse, const float *dout, float *dq,
+                                 float *dk, float *dv) {
   return attn_sdpa_backward(d, &(attn_sdpa_args){.dtype = dt,
+                                                 .path = path,
                                                  .q = q->data,
                                                  .k = k->data,
                                                  .v = v->data,
@@ -450,11 +461,11 @@ static attn_status lowp_backward(attn_dtype dt, const attn_sdpa_desc *d, const a
 }
 
 /* Everything between reading IN and writing OUT (j->res). */
-static attn_status run_sdpa(sdpa_job *j, const char *in_path, attn_backend backend) {
+static attn_status run_sdpa(sdpa_job *j, const char *in_path, attn_sdpa_path path) {
   attn_st *file = NULL;
   attn_status st = attn_st_load(in_path, &file);
   if (st) return st;
-  const attn_dtype qkv = lowp_kernel_dtype(file, backend);
+  const attn_dtype qkv = lowp_kernel_dtype(file, path);
   static const char *const keep_qkv[] = {"q", "k", "v", NULL};
   st = attn_st_widen(file, qkv == ATTN_F32 ? NULL : keep_qkv, &j->in);
   attn_st_free(file);
@@ -466,7 +477,7 @@ static attn_status run_sdpa(sdpa_job *j, const char *in_path, attn_backend backe
                             "%s: unknown tensor '%.100s' (expected q, k, v, mask, key_lens, dout "
                             "or a variant tensor of docs/VARIANTS.md)",
                             in_path, attn_st_name(in, i));
-  if (attn_st_get(in, "cu_seqlens_q")) return cli_sdpa_varlen(in, in_path, backend, qkv, &j->res);
+  if (attn_st_get(in, "cu_seqlens_q")) return cli_sdpa_varlen(in, in_path, path, qkv, &j->res);
   const attn_tensor *q, *k, *v, *mask, *kl, *dout;
   if ((st = attn_st_expect(in, "q", qkv, 4, NULL, 1, &q))) return st;
   const int64_t B = q->shape[0], Hq = q->shape[1], Lq = q->shape[2], D = q->shape[3];
@@ -529,13 +540,12 @@ static attn_status run_sdpa(sdpa_job *j, const char *in_path, attn_backend backe
 
   if (!(j->out = alloc4(B, Hq, Lq, Dv, "out")) || !(j->lse = alloc4(B, Hq, Lq, 1, "lse")))
     return ATTN_ENOMEM;
-  st = qkv != ATTN_F32 ? lowp_forward(qkv, &d, q, k, v, j->out, j->lse)
-                       : attn_sdpa_forward(&d, &(attn_sdpa_args){.path = (attn_sdpa_path)backend,
-                                                                 .q = qd,
-                                                                 .k = kd,
-                                                                 .v = v->data,
-                                                                 .out = j->out,
-                                                                 .lse = j->lse});
+  st = qkv != ATTN_F32
+           ? lowp_forward(qkv, path, &d, q, k, v, j->out, j->lse)
+           : attn_sdpa_forward(
+                 &d,
+                 &(attn_sdpa_args){
+                     .path = path, .q = qd, .k = kd, .v = v->data, .out = j->out, .lse = j->lse});
   if (st) return st;
   if ((st = attn_st_new(&j->res))) return st;
   const int64_t lshape[3] = {B, Hq, Lq};
@@ -560,18 +570,18 @@ static attn_status run_sdpa(sdpa_job *j, const char *in_path, attn_backend backe
     d.rel_bias_grad = j->drel;
     d.shaw_k_grad = j->dshk;
     d.shaw_v_grad = j->dshv;
-    st = qkv != ATTN_F32
-             ? lowp_backward(qkv, &d, q, k, v, j->out, j->lse, dout->data, j->dq, j->dk, j->dv)
-             : attn_sdpa_backward(&d, &(attn_sdpa_args){.path = (attn_sdpa_path)backend,
-                                                        .q = qd,
-                                                        .k = kd,
-                                                        .v = v->data,
-                                                        .out = j->out,
-                                                        .lse = j->lse,
-                                                        .dout = dout->data,
-                                                        .dq = j->dq,
-                                                        .dk = j->dk,
-                                                        .dv = j->dv});
+    st = qkv != ATTN_F32 ? lowp_backward(qkv, path, &d, q, k, v, j->out, j->lse, dout->data, j->dq,
+                                         j->dk, j->dv)
+                         : attn_sdpa_backward(&d, &(attn_sdpa_args){.path = path,
+                                                                    .q = qd,
+                                                                    .k = kd,
+                                                                    .v = v->data,
+                                                                    .out = j->out,
+                                                                    .lse = j->lse,
+                                                                    .dout = dout->data,
+                                                                    .dq = j->dq,
+                                                                    .dk = j->dk,
+                                                                    .dv = j->dv});
     if (st) return st;
     if (j->rope && /* gradients w.r.t. the unrotated q and k */
         ((st = attn_rope_partial_backward_f32(j->dq, j->dq, B * Hq, Lq, 1, D, j->rope_dim,
@@ -596,25 +606,37 @@ static attn_status run_sdpa(sdpa_job *j, const char *in_path, attn_backend backe
 
 attn_status cli_sdpa_run(const char *in_path, const char *out_path, attn_backend backend) {
   sdpa_job job = {0};
-  attn_status st = run_sdpa(&job, in_path, backend);
+  attn_status st = run_sdpa(&job, in_path, (attn_sdpa_path)backend);
   if (!st) st = attn_st_save(job.res, out_path); /* atomic: no partial OUT */
   job_free(&job);
   return st;
 }
 
 int attn_cmd_sdpa(int argc, char **argv) {
-  static const cli_opt opts[] = {{"--backend", CLI_VALUE}, {"--threads", CLI_VALUE}, {NULL, 0}};
+  static const cli_opt opts[] = {
+      {"--backend", CLI_VALUE}, {"--path", CLI_VALUE}, {"--threads", CLI_VALUE}, {NULL, 0}};
   const char *paths[2] = {NULL, NULL};
-  int npaths = 0, r;
-  attn_backend backend = ATTN_BACKEND_AUTO;
+  int npaths = 0, r, chosen = 0;
+  attn_sdpa_path path = ATTN_PATH_AUTO;
   cli_args a;
   cli_args_init(&a, argc, argv, 1, opts);
   while ((r = cli_args_next(&a)) > 0) {
     if (r == CLI_ARG) {
       if (npaths == 2) return cli_usage("unexpected argument '%s' (see attn sdpa --help)", a.val);
       paths[npaths++] = a.val;
-    } else if (!strcmp(a.opt, "--backend")) {
-      if (attn_backend_from_name(a.val, &backend)) return cli_fail("--backend"), CLI_USAGE;
+    } else if (!strcmp(a.opt, "--backend") || !strcmp(a.opt, "--path")) {
+      /* --backend: the f32 words (auto, math, flash); --path: any path */
+      attn_backend b;
+      attn_status st = !strcmp(a.opt, "--backend") && !attn_backend_from_name(a.val, &b)
+                           ? (path = (attn_sdpa_path)b, ATTN_OK)
+                           : attn_sdpa_path_from_name(a.val, &path);
+      if (st || (!strcmp(a.opt, "--backend") && path > ATTN_PATH_FLASH))
+        return cli_usage("%s '%s': expected %s", a.opt, a.val,
+                         !strcmp(a.opt, "--backend")
+                             ? "auto, math or flash"
+                             : "auto, math, flash, portable, simd, amx or f32"),
+               CLI_USAGE;
+      if (chosen++) return cli_usage("--backend and --path: give one (the same choice)"), CLI_USAGE;
     } else {
       int64_t n;
       if (!cli_parse_i64(a.val, &n) || n < 1 || n > 4096)
@@ -630,7 +652,7 @@ int attn_cmd_sdpa(int argc, char **argv) {
     return CLI_USAGE;
   }
   sdpa_job job = {0};
-  int rc = run_sdpa(&job, paths[0], backend) ? cli_fail(paths[0])
+  int rc = run_sdpa(&job, paths[0], path)    ? cli_fail(paths[0])
            : attn_st_save(job.res, paths[1]) ? cli_fail(paths[1]) /* atomic: no partial OUT */
                                              : CLI_OK;
   job_free(&job);

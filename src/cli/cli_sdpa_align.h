@@ -31,7 +31,7 @@ attn_status cli_sdpa_read_capsink(const attn_st *in, const char *path, attn_sdpa
  * lse [Hq,total_q] and with dout dq, dk, dv, dalibi_slopes, dsinks. qkv: F32,
  * or F16 / BF16 for q, k, v kept in that dtype and run by its varlen flash
  * kernel (attn/sdpa_varlen.h). */
-attn_status cli_sdpa_varlen(const attn_st *in, const char *path, attn_backend be, attn_dtype qkv,
+attn_status cli_sdpa_varlen(const attn_st *in, const char *path, attn_sdpa_path be, attn_dtype qkv,
                             attn_st **res);
 
 #endif

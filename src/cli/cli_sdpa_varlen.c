@@ -39,13 +39,13 @@ static int64_t max_len(const int32_t *cu, int64_t B) {
 
 static float *falloc(int64_t n) { return calloc((size_t)(n > 0 ? n : 1), sizeof(float)); }
 
-/* q, k, v of dtype qkv (F32: backend be; F16 / BF16: that kernel, its best path). */
+/* q, k, v of dtype qkv on path be (F32: auto, math or flash; F16 / BF16: that kernel). */
 static attn_status varlen_forward(attn_dtype qkv, const attn_sdpa_desc *d,
-                                  const attn_sdpa_varlen *vl, attn_backend be, const attn_tensor *q,
-                                  const attn_tensor *k, const attn_tensor *v, float *out,
-                                  float *lse) {
+                                  const attn_sdpa_varlen *vl, attn_sdpa_path be,
+                                  const attn_tensor *q, const attn_tensor *k, const attn_tensor *v,
+                                  float *out, float *lse) {
   return attn_sdpa_forward(d, &(attn_sdpa_args){.dtype = qkv,
-                                                .path = (attn_sdpa_path)be,
+                                                .path = be,
                                                 .varlen = vl,
                                                 .q = q->data,
                                                 .k = k->data,
@@ -55,12 +55,12 @@ static attn_status varlen_forward(attn_dtype qkv, const attn_sdpa_desc *d,
 }
 
 static attn_status varlen_backward(attn_dtype qkv, const attn_sdpa_desc *d,
-                                   const attn_sdpa_varlen *vl, attn_backend be,
+                                   const attn_sdpa_varlen *vl, attn_sdpa_path be,
                                    const attn_tensor *q, const attn_tensor *k, const attn_tensor *v,
-                                   const float *out, const float *lse, const float *dout,
-                                   float *dq, float *dk, float *dv) {
+                                   const float *out, const float *lse, const float *dout, float *dq,
+                                   float *dk, float *dv) {
   return attn_sdpa_backward(d, &(attn_sdpa_args){.dtype = qkv,
-                                                 .path = (attn_sdpa_path)be,
+                                                 .path = be,
                                                  .varlen = vl,
                                                  .q = q->data,
                                                  .k = k->data,
@@ -73,7 +73,7 @@ static attn_status varlen_backward(attn_dtype qkv, const attn_sdpa_desc *d,
                                                  .dv = dv});
 }
 
-attn_status cli_sdpa_varlen(const attn_st *in, const char *path, attn_backend be, attn_dtype qkv,
+attn_status cli_sdpa_varlen(const attn_st *in, const char *path, attn_sdpa_path be, attn_dtype qkv,
                             attn_st **res) {
   static const char *const refused[] = {"mask", "key_lens", "rel_bias", "shaw_k", "shaw_v",
                                         "block_mask", "q_offset", "alibi", "rope", "block_size"};
