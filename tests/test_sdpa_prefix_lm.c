@@ -333,6 +333,9 @@ static void test_bad_input(void) {
   a.dtype = ATTN_F32;
   a.path = ATTN_PATH_AMX;
   CHECK_REFUSED(attn_sdpa_forward(&f.d, &a), ATTN_EINVAL, "amx");
+  a.dtype = ATTN_F16; /* fp16 has no AMX or f32 path: refused by name, not by number */
+  CHECK_REFUSED(attn_sdpa_forward(&f.d, &a), ATTN_EUNSUPPORTED, "'amx'");
+  a.dtype = ATTN_F32;
   a.path = (attn_sdpa_path)42;
   CHECK_REFUSED(attn_sdpa_forward(&f.d, &a), ATTN_EINVAL, "path");
   a.path = ATTN_PATH_AUTO;

@@ -82,23 +82,30 @@ static attn_status check_args(const attn_sdpa_desc *d, const attn_sdpa_args *a, 
         ATTN_EINVAL, "sdpa: args.path %d unknown (auto, math, flash, portable, simd, amx, f32)",
         (int)a->path);
   const char *dt = dtype_word(a->dtype);
-  if (a->dtype == ATTN_F32 && a->path > ATTN_PATH_FLASH)
-    return attn_set_error(ATTN_EINVAL,
-                          "sdpa: path '%s' is a low-precision kernel's (dtype bf16, fp16 or int8); "
-                          "f32 runs auto, math or flash",
-                          attn_sdpa_path_name(a->path));
   if (a->dtype == ATTN_I8 && backward)
     return attn_set_error(ATTN_EUNSUPPORTED,
                           "sdpa: int8 attention has no backward (it is for inference; train in "
                           "f32 or bf16)");
-  if (a->dtype == ATTN_I8 && a->path == ATTN_PATH_MATH)
-    return attn_set_error(ATTN_EUNSUPPORTED,
-                          "sdpa: int8 has no math path (its reference is the f32 math path on the "
-                          "same f32 q, k, v: dtype f32, path math)");
-  if (a->dtype == ATTN_I8 && a->path == ATTN_PATH_F32)
-    return attn_set_error(ATTN_EUNSUPPORTED,
-                          "sdpa: path 'f32' is bf16's and fp16's (int8: auto, flash, portable, "
-                          "simd, amx)");
+  /* the paths each element type has (bits 1 << attn_sdpa_path) */
+  const unsigned A = 1u << ATTN_PATH_AUTO, M = 1u << ATTN_PATH_MATH, F = 1u << ATTN_PATH_FLASH,
+                 P = 1u << ATTN_PATH_PORTABLE, S = 1u << ATTN_PATH_SIMD, X = 1u << ATTN_PATH_AMX,
+                 W = 1u << ATTN_PATH_F32;
+  const unsigned has = a->dtype == ATTN_F32    ? A | M | F
+                       : a->dtype == ATTN_BF16 ? A | M | F | P | S | X | W
+                       : a->dtype == ATTN_F16  ? A | M | F | P | S
+                                               : A | F | P | S | X;
+  if (!(has & (1u << a->path)))
+    return attn_set_error(a->dtype == ATTN_F32 ? ATTN_EINVAL : ATTN_EUNSUPPORTED,
+                          "sdpa: %s attention has no path '%s' (%s)%s", dt,
+                          attn_sdpa_path_name(a->path),
+                          a->dtype == ATTN_F32   ? "auto, math or flash; the others are the "
+                                                   "low-precision kernels'"
+                          : a->dtype == ATTN_F16 ? "auto, math, flash, portable or simd"
+                          : a->dtype == ATTN_I8  ? "auto, flash, portable, simd or amx"
+                                                 : "?",
+                          a->dtype == ATTN_I8 && a->path == ATTN_PATH_MATH
+                              ? "; its reference is the f32 math path on the same f32 q, k, v"
+                              : "");
   if (!backward && a->probs) {
     if (a->varlen)
       return attn_set_error(ATTN_EUNSUPPORTED,
@@ -114,13 +121,20 @@ static attn_status check_args(const attn_sdpa_desc *d, const attn_sdpa_args *a, 
   return ATTN_OK;
 }
 
+/* bf16 / fp16 on the f32 math path (widened copies): path math, or auto
+ * when the forward asks for probs. */
+static int widened(const attn_sdpa_args *a, int backward) {
+  return (a->dtype == ATTN_BF16 || a->dtype == ATTN_F16) &&
+         (a->path == ATTN_PATH_MATH || (!backward && a->path == ATTN_PATH_AUTO && a->probs));
+}
+
 /* The descriptor's modifiers against the kernel the call routes to
  * (sdpa_modifiers.h): one refusal form for every kernel. */
-static attn_status check_modifiers(const attn_sdpa_desc *d, const attn_sdpa_args *a) {
+static attn_status check_modifiers(const attn_sdpa_desc *d, const attn_sdpa_args *a, int backward) {
   unsigned need;
   int any = 0;
   const char *kernel;
-  if (a->path == ATTN_PATH_MATH) {
+  if (a->path == ATTN_PATH_MATH || widened(a, backward)) {
     need = ATTN_SK_MATH, kernel = "the math path";
   } else if (a->dtype == ATTN_F32) {
     any = a->path == ATTN_PATH_AUTO; /* flash, or else math */
@@ -139,7 +153,7 @@ static attn_status check_modifiers(const attn_sdpa_desc *d, const attn_sdpa_args
   return st;
 }
 
-/* f32 on the dense layout: sdpa.c's dispatcher (path = backend). */
+/* f32 on the dense layout: sdpa_f32.c's choice (path = backend). */
 static attn_status forward_f32(const attn_sdpa_desc *d, const attn_sdpa_args *a) {
   return attn_sdpa_forward_f32(d, (attn_backend)a->path, a->q, a->k, a->v, a->out, a->lse,
                                a->probs);
@@ -147,11 +161,9 @@ static attn_status forward_f32(const attn_sdpa_desc *d, const attn_sdpa_args *a)
 
 attn_status attn_sdpa_forward(const attn_sdpa_desc *d, const attn_sdpa_args *a) {
   attn_status st = check_args(d, a, 0);
-  if (st || (st = check_modifiers(d, a))) return st;
+  if (st || (st = check_modifiers(d, a, 0))) return st;
   const attn_lowp_path lp = lowp_path(a->path);
-  const int widen = (a->dtype == ATTN_BF16 || a->dtype == ATTN_F16) &&
-                    (a->path == ATTN_PATH_MATH || (a->path == ATTN_PATH_AUTO && a->probs));
-  if (widen) return attn_sdpa_widened_run(d, a, 0);
+  if (widened(a, 0)) return attn_sdpa_widened_run(d, a, 0);
   if (a->varlen) {
     switch (a->dtype) {
     case ATTN_F32:
@@ -175,10 +187,9 @@ attn_status attn_sdpa_forward(const attn_sdpa_desc *d, const attn_sdpa_args *a) 
 
 attn_status attn_sdpa_backward(const attn_sdpa_desc *d, const attn_sdpa_args *a) {
   attn_status st = check_args(d, a, 1);
-  if (st || (st = check_modifiers(d, a))) return st;
+  if (st || (st = check_modifiers(d, a, 1))) return st;
   const attn_lowp_path lp = lowp_path(a->path);
-  if ((a->dtype == ATTN_BF16 || a->dtype == ATTN_F16) && a->path == ATTN_PATH_MATH)
-    return attn_sdpa_widened_run(d, a, 1);
+  if (widened(a, 1)) return attn_sdpa_widened_run(d, a, 1);
   if (a->varlen) {
     if (a->dtype == ATTN_F32)
       return attn_sdpa_varlen_backward(d, a->varlen, (attn_backend)a->path, a->q, a->k, a->v,
