@@ -20,18 +20,10 @@
 
 #include "attn.h"
 #include "harness.h"
-#include "kernels/kern.h"
 #include "kernels/flash/sdpa_flash.h"
+#include "kernels/kern.h"
 #include "sdpa_golden.h"
-
-static float *zeros(int64_t n) { return calloc((size_t)(n > 0 ? n : 1), sizeof(float)); }
-
-static float max_abs(const float *x, int64_t n) {
-  float m = 0;
-  for (int64_t i = 0; i < n; i++)
-    if (fabsf(x[i]) > m) m = fabsf(x[i]);
-  return m;
-}
+#include "sdpa_problem.h"
 
 /* A plm_* file's descriptor (dense: q [B,Hq,Lq,D]; varlen: q [total,Hq,D]
  * with cu_seqlens) and its sizes. */
@@ -97,7 +89,7 @@ static attn_status run(const plm_file *f, const attn_sdpa_desc *d, attn_sdpa_arg
 
 static void alloc5(const plm_file *f, float *x[5]) {
   for (int i = 0; i < 5; i++)
-    x[i] = zeros(f->n[i]);
+    x[i] = sdpa_zeros(f->n[i]);
 }
 static void free5(float *x[5]) {
   for (int i = 0; i < 5; i++)
@@ -140,7 +132,7 @@ static void golden_case(const char *name) {
                                             x[3], x[4]));
     }
     if (f.varlen) {
-      float *l = zeros(f.n[1]);
+      float *l = sdpa_zeros(f.n[1]);
       lse_to_file_layout(&f, x[1], l);
       free(x[1]);
       x[1] = l;
@@ -225,11 +217,11 @@ static void lowp_case(const char *name) {
       CHECK_OK(st);
       int before = h_case_failed;
       h_case_failed = 0;
-      const double vmax = fmax(1.0, max_abs(v, nv)); /* the bounds are for |v| <= 1 */
+      const double vmax = fmax(1.0, sdpa_max_abs(v, nv)); /* the bounds are for |v| <= 1 */
       CHECK_CLOSE("out", x[0], ref[0], f.n[0], (bf16 ? 2.5e-3 : 1e-3) * vmax, 0);
       CHECK_CLOSE("lse", x[1], ref[1], f.n[1], 2e-5, 2e-5);
       for (int i = 2; i < 5; i++)
-        CHECK_CLOSE(NAMES[i], x[i], ref[i], f.n[i], 1e-4 + max_abs(ref[i], f.n[i]) / 128, 0);
+        CHECK_CLOSE(NAMES[i], x[i], ref[i], f.n[i], 1e-4 + sdpa_max_abs(ref[i], f.n[i]) / 128, 0);
       if (h_case_failed)
         printf("  ^ plm_%s %s path %s\n", name, bf16 ? "bf16" : "fp16",
                attn_sdpa_path_name(paths[p]));
@@ -342,7 +334,7 @@ static void test_bad_input(void) {
   a.dtype = ATTN_I64;
   CHECK_REFUSED(attn_sdpa_forward(&f.d, &a), ATTN_EINVAL, "dtype");
   a.dtype = ATTN_F32;
-  float *probs = zeros(f.d.B * f.d.Hq * f.d.Lq * f.d.Lk);
+  float *probs = sdpa_zeros(f.d.B * f.d.Hq * f.d.Lq * f.d.Lk);
   a.probs = probs;
   a.path = ATTN_PATH_FLASH;
   CHECK_REFUSED(attn_sdpa_forward(&f.d, &a), ATTN_EUNSUPPORTED, "probs");

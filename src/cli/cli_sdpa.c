@@ -430,36 +430,6 @@ static attn_dtype lowp_kernel_dtype(const attn_st *in, attn_sdpa_path path) {
   return q->dtype;
 }
 
-/* q, k, v in their dtype through its flash kernel (lowp_kernel_dtype) */
-static attn_status lowp_forward(attn_dtype dt, attn_sdpa_path path, const attn_sdpa_desc *d,
-                                const attn_tensor *q, const attn_tensor *k, const attn_tensor *v,
-                                float *out, float *lse) {
-  return attn_sdpa_forward(d, &(attn_sdpa_args){.dtype = dt,
-                                                .path = path,
-                                                .q = q->data,
-                                                .k = k->data,
-                                                .v = v->data,
-                                                .out = out,
-                                                .lse = lse});
-}
-
-static attn_status lowp_backward(attn_dtype dt, attn_sdpa_path path, const attn_sdpa_desc *d,
-                                 const attn_tensor *q, const attn_tensor *k, const attn_tensor *v,
-                                 const float *out, const float *lse, const float *dout, float *dq,
-                                 float *dk, float *dv) {
-  return attn_sdpa_backward(d, &(attn_sdpa_args){.dtype = dt,
-                                                 .path = path,
-                                                 .q = q->data,
-                                                 .k = k->data,
-                                                 .v = v->data,
-                                                 .out = (float *)out,
-                                                 .lse = (float *)lse,
-                                                 .dout = dout,
-                                                 .dq = dq,
-                                                 .dk = dk,
-                                                 .dv = dv});
-}
-
 /* Everything between reading IN and writing OUT (j->res). */
 static attn_status run_sdpa(sdpa_job *j, const char *in_path, attn_sdpa_path path) {
   attn_st *file = NULL;
@@ -525,7 +495,12 @@ static attn_status run_sdpa(sdpa_job *j, const char *in_path, attn_sdpa_path pat
   if ((st = read_variants(in, in_path, j, &d))) return st;
   if (j->rope && d.q_offsets)
     return attn_set_error(ATTN_EINVAL, "%s: rope with q_offsets is not supported", in_path);
-  const float *qd = q->data, *kd = k->data; /* rotated copies with RoPE */
+  if (j->rope && qkv != ATTN_F32) /* only with a low-precision --path: q, k stay 16-bit */
+    return attn_set_error(ATTN_EUNSUPPORTED,
+                          "%s: rope rotates f32 q and k: not with --path %s (a low-precision "
+                          "kernel's path)",
+                          in_path, attn_sdpa_path_name(path));
+  const void *qd = q->data, *kd = k->data; /* rotated copies with RoPE */
   if (j->rope) {
     if (!(j->qr = alloc4(B, Hq, Lq, D, "q")) || !(j->kr = alloc4(B, Hkv, Lk, D, "k")))
       return ATTN_ENOMEM;
@@ -540,12 +515,11 @@ static attn_status run_sdpa(sdpa_job *j, const char *in_path, attn_sdpa_path pat
 
   if (!(j->out = alloc4(B, Hq, Lq, Dv, "out")) || !(j->lse = alloc4(B, Hq, Lq, 1, "lse")))
     return ATTN_ENOMEM;
-  st = qkv != ATTN_F32
-           ? lowp_forward(qkv, path, &d, q, k, v, j->out, j->lse)
-           : attn_sdpa_forward(
-                 &d,
-                 &(attn_sdpa_args){
-                     .path = path, .q = qd, .k = kd, .v = v->data, .out = j->out, .lse = j->lse});
+  /* q, k, v in their dtype (lowp_kernel_dtype): F16 / BF16 on that kernel, else f32 (qd, kd:
+   * the file's, or their rotated copies, f32 only) */
+  attn_sdpa_args a = {
+      .dtype = qkv, .path = path, .q = qd, .k = kd, .v = v->data, .out = j->out, .lse = j->lse};
+  st = attn_sdpa_forward(&d, &a);
   if (st) return st;
   if ((st = attn_st_new(&j->res))) return st;
   const int64_t lshape[3] = {B, Hq, Lq};
@@ -570,18 +544,8 @@ static attn_status run_sdpa(sdpa_job *j, const char *in_path, attn_sdpa_path pat
     d.rel_bias_grad = j->drel;
     d.shaw_k_grad = j->dshk;
     d.shaw_v_grad = j->dshv;
-    st = qkv != ATTN_F32 ? lowp_backward(qkv, path, &d, q, k, v, j->out, j->lse, dout->data, j->dq,
-                                         j->dk, j->dv)
-                         : attn_sdpa_backward(&d, &(attn_sdpa_args){.path = path,
-                                                                    .q = qd,
-                                                                    .k = kd,
-                                                                    .v = v->data,
-                                                                    .out = j->out,
-                                                                    .lse = j->lse,
-                                                                    .dout = dout->data,
-                                                                    .dq = j->dq,
-                                                                    .dk = j->dk,
-                                                                    .dv = j->dv});
+    a.dout = dout->data, a.dq = j->dq, a.dk = j->dk, a.dv = j->dv;
+    st = attn_sdpa_backward(&d, &a);
     if (st) return st;
     if (j->rope && /* gradients w.r.t. the unrotated q and k */
         ((st = attn_rope_partial_backward_f32(j->dq, j->dq, B * Hq, Lq, 1, D, j->rope_dim,

@@ -39,40 +39,6 @@ static int64_t max_len(const int32_t *cu, int64_t B) {
 
 static float *falloc(int64_t n) { return calloc((size_t)(n > 0 ? n : 1), sizeof(float)); }
 
-/* q, k, v of dtype qkv on path be (F32: auto, math or flash; F16 / BF16: that kernel). */
-static attn_status varlen_forward(attn_dtype qkv, const attn_sdpa_desc *d,
-                                  const attn_sdpa_varlen *vl, attn_sdpa_path be,
-                                  const attn_tensor *q, const attn_tensor *k, const attn_tensor *v,
-                                  float *out, float *lse) {
-  return attn_sdpa_forward(d, &(attn_sdpa_args){.dtype = qkv,
-                                                .path = be,
-                                                .varlen = vl,
-                                                .q = q->data,
-                                                .k = k->data,
-                                                .v = v->data,
-                                                .out = out,
-                                                .lse = lse});
-}
-
-static attn_status varlen_backward(attn_dtype qkv, const attn_sdpa_desc *d,
-                                   const attn_sdpa_varlen *vl, attn_sdpa_path be,
-                                   const attn_tensor *q, const attn_tensor *k, const attn_tensor *v,
-                                   const float *out, const float *lse, const float *dout, float *dq,
-                                   float *dk, float *dv) {
-  return attn_sdpa_backward(d, &(attn_sdpa_args){.dtype = qkv,
-                                                 .path = be,
-                                                 .varlen = vl,
-                                                 .q = q->data,
-                                                 .k = k->data,
-                                                 .v = v->data,
-                                                 .out = (float *)out,
-                                                 .lse = (float *)lse,
-                                                 .dout = dout,
-                                                 .dq = dq,
-                                                 .dk = dk,
-                                                 .dv = dv});
-}
-
 attn_status cli_sdpa_varlen(const attn_st *in, const char *path, attn_sdpa_path be, attn_dtype qkv,
                             attn_st **res) {
   static const char *const refused[] = {"mask", "key_lens", "rel_bias", "shaw_k", "shaw_v",
@@ -122,7 +88,16 @@ attn_status cli_sdpa_varlen(const attn_st *in, const char *path, attn_sdpa_path 
     st = attn_set_error(ATTN_ENOMEM, "%s: out of memory", path);
     goto done;
   }
-  if ((st = varlen_forward(qkv, &d, &vl, be, q, k, v, out, lse))) goto done;
+  /* q, k, v of dtype qkv on path be (F32: auto, math or flash; F16 / BF16: that kernel) */
+  attn_sdpa_args a = {.dtype = qkv,
+                      .path = be,
+                      .varlen = &vl,
+                      .q = q->data,
+                      .k = k->data,
+                      .v = v->data,
+                      .out = out,
+                      .lse = lse};
+  if ((st = attn_sdpa_forward(&d, &a))) goto done;
   for (int64_t s = 0; s < B; s++) { /* per-sequence [Hq, len] blocks -> [Hq, total_q] */
     const int64_t len = cq[s + 1] - cq[s];
     for (int64_t h = 0; h < Hq; h++)
@@ -142,8 +117,8 @@ attn_status cli_sdpa_varlen(const attn_st *in, const char *path, attn_sdpa_path 
     }
     d.alibi_slopes_grad = dsl;
     d.sinks_grad = dsk;
-    if ((st = varlen_backward(qkv, &d, &vl, be, q, k, v, out, lse, dout->data, dq, dk, dv)) ||
-        (st = attn_st_add_f32(*res, "dq", 3, q->shape, dq)) ||
+    a.dout = dout->data, a.dq = dq, a.dk = dk, a.dv = dv;
+    if ((st = attn_sdpa_backward(&d, &a)) || (st = attn_st_add_f32(*res, "dq", 3, q->shape, dq)) ||
         (st = attn_st_add_f32(*res, "dk", 3, k->shape, dk)) ||
         (st = attn_st_add_f32(*res, "dv", 3, v->shape, dv)) ||
         (dsl && (st = attn_st_add_f32(*res, "dalibi_slopes", sl->ndim, sl->shape, dsl))) ||

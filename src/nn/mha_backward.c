@@ -49,34 +49,16 @@ attn_status attn_mha_backward_static(const attn_mha *m, attn_params *p, const at
     else
       memcpy(dctx, dout, (size_t)(B * Lq * E) * sizeof(float));
   }
-  attn_sdpa_desc d;
-  attn_nn_mha_desc(m, s, &d);
   if (!st && s->cu_seqlens) {  // packed rows (mha_varlen.c)
     st = s->qkvh ? attn_nn_mha_varlen_sdpa(m, ctx, s, dctx, dqkv, dqkv + E, dqkv + 2 * E)
                  : attn_nn_mha_varlen_sdpa(m, ctx, s, dctx, dq, dk, dv);
-  } else if (!st && s->qkvh) {  // bf16 flash: dq, dk, dv interleaved [B, L, 3E] in dqkv
-    attn_nn_mha_desc_bf16(m, s, &d);
-    st = attn_sdpa_backward(&d, &(attn_sdpa_args){.dtype = ATTN_BF16,
-                                                  .q = s->qkvh,
-                                                  .k = s->qkvh + E,
-                                                  .v = s->qkvh + 2 * E,
-                                                  .out = s->ctx,
-                                                  .lse = s->lse,
-                                                  .dout = dctx,
-                                                  .dq = dqkv,
-                                                  .dk = dqkv + E,
-                                                  .dv = dqkv + 2 * E});
-  } else if (!st) {
-    st = attn_sdpa_backward(&d, &(attn_sdpa_args){.path = (attn_sdpa_path)ctx->backend,
-                                                  .q = s->q,
-                                                  .k = s->k,
-                                                  .v = s->v,
-                                                  .out = s->ctx,
-                                                  .lse = s->lse,
-                                                  .dout = dctx,
-                                                  .dq = dq,
-                                                  .dk = dk,
-                                                  .dv = dv});
+  } else if (!st) { // bf16 flash: dq, dk, dv interleaved [B, L, 3E] in dqkv
+    attn_sdpa_desc d;
+    attn_sdpa_args a;
+    attn_nn_mha_sdpa_call(m, ctx, s, &d, &a);
+    a.dout = dctx;
+    a.dq = s->qkvh ? dqkv : dq, a.dk = s->qkvh ? dqkv + E : dk, a.dv = s->qkvh ? dqkv + 2 * E : dv;
+    st = attn_sdpa_backward(&d, &a);
   }
   const float *dproj[3] = {dq, dk, dv};
   float *dkv_in = NULL; /* extra rows: dk, dv of the projections [2, B, Lk_in, E] */

@@ -156,21 +156,10 @@ attn_status attn_mha_forward_static(const attn_mha *m, const attn_params *p,
     P = tmp;
   } else if (s->cu_seqlens) {
     st = attn_nn_mha_varlen_sdpa(m, ctx, s, NULL, NULL, NULL, NULL);
-  } else if (s->qkvh) {
-    attn_nn_mha_desc_bf16(m, s, &d);
-    st = attn_sdpa_forward(&d, &(attn_sdpa_args){.dtype = ATTN_BF16,
-                                                 .q = s->qkvh,
-                                                 .k = s->qkvh + E,
-                                                 .v = s->qkvh + 2 * E,
-                                                 .out = s->ctx,
-                                                 .lse = s->lse});
   } else {
-    st = attn_sdpa_forward(&d, &(attn_sdpa_args){.path = (attn_sdpa_path)ctx->backend,
-                                                 .q = s->q,
-                                                 .k = s->k,
-                                                 .v = s->v,
-                                                 .out = s->ctx,
-                                                 .lse = s->lse});
+    attn_sdpa_args a;
+    attn_nn_mha_sdpa_call(m, ctx, s, &d, &a);
+    st = attn_sdpa_forward(&d, &a);
   }
   if (!st && attn_weights) write_weights(m, s, P, attn_weights, average_weights);
   free(tmp);

@@ -107,3 +107,16 @@ void attn_nn_mha_desc(const attn_mha *m, const attn_mha_saved *s, attn_sdpa_desc
     for (int i = 0; i < 4; i++) d->bool_mask_stride[i] = ms[i];
   }
 }
+
+void attn_nn_mha_sdpa_call(const attn_mha *m, const attn_nn_ctx *ctx, const attn_mha_saved *s,
+                           attn_sdpa_desc *d, attn_sdpa_args *a) {
+  *a = (attn_sdpa_args){.out = s->ctx, .lse = s->lse};
+  if (s->qkvh) { /* bf16 training (nn.h): q | k | v interleaved [B, L, 3E] in bf16 */
+    const int64_t E = m->c.embed_dim;
+    attn_nn_mha_desc_bf16(m, s, d);
+    a->dtype = ATTN_BF16, a->q = s->qkvh, a->k = s->qkvh + E, a->v = s->qkvh + 2 * E;
+  } else {
+    attn_nn_mha_desc(m, s, d);
+    a->path = (attn_sdpa_path)ctx->backend, a->q = s->q, a->k = s->k, a->v = s->v;
+  }
+}

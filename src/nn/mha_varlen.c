@@ -29,38 +29,13 @@ attn_status attn_nn_mha_varlen_sdpa(const attn_mha *m, const attn_nn_ctx *ctx,
                                     const attn_mha_saved *s, const float *dout, float *dq,
                                     float *dk, float *dv) {
   attn_sdpa_desc d;
-  attn_nn_mha_desc(m, s, &d);
-  if (s->qkvh) attn_nn_mha_desc_bf16(m, s, &d);  // q | k | v interleaved [T, 3E] in bf16
+  attn_sdpa_args a;
+  attn_nn_mha_sdpa_call(m, ctx, s, &d, &a); // bf16 training: the bf16 kernel per sequence
   d.B = s->n_seqs;
   d.Lq = d.Lk = s->max_seqlen;
   d.q_stride[0] = d.k_stride[0] = d.v_stride[0] = d.o_stride[0] = 0;  // (head, row) strides kept
-  attn_sdpa_varlen vl = {s->cu_seqlens, s->cu_seqlens, s->Lq, s->Lq};
-  if (s->qkvh) {  // bf16 training (nn.h): the bf16 flash kernel per sequence
-    int64_t E = m->c.embed_dim;
-    const uint16_t *q = s->qkvh, *k = s->qkvh + E, *v = s->qkvh + 2 * E;
-    const attn_sdpa_args a = {.dtype = ATTN_BF16,
-                              .varlen = &vl,
-                              .q = q,
-                              .k = k,
-                              .v = v,
-                              .out = s->ctx,
-                              .lse = s->lse,
-                              .dout = dout,
-                              .dq = dq,
-                              .dk = dk,
-                              .dv = dv};
-    return dout ? attn_sdpa_backward(&d, &a) : attn_sdpa_forward(&d, &a);
-  }
-  const attn_sdpa_args a = {.path = (attn_sdpa_path)ctx->backend,
-                            .varlen = &vl,
-                            .q = s->q,
-                            .k = s->k,
-                            .v = s->v,
-                            .out = s->ctx,
-                            .lse = s->lse,
-                            .dout = dout,
-                            .dq = dq,
-                            .dk = dk,
-                            .dv = dv};
+  const attn_sdpa_varlen vl = {s->cu_seqlens, s->cu_seqlens, s->Lq, s->Lq};
+  a.varlen = &vl;
+  a.dout = dout, a.dq = dq, a.dk = dk, a.dv = dv;
   return dout ? attn_sdpa_backward(&d, &a) : attn_sdpa_forward(&d, &a);
 }

@@ -144,6 +144,11 @@ attn_status attn_nn_mha_project_backward_bf16(const attn_mha *m, attn_params *p,
  * describe the SDPA call on s's projected q/k/v ([B, L, E] layouts). */
 attn_status attn_nn_mha_build_masks(const attn_mha *m, const attn_mha_masks *mk, attn_mha_saved *s);
 void attn_nn_mha_desc(const attn_mha *m, const attn_mha_saved *s, attn_sdpa_desc *d);
+/* The SDPA call on s: *d as attn_nn_mha_desc (bf16 strides with s->qkvh), *a
+ * its q, k, v (s->qkvh in bf16 on the bf16 kernel, else s->q, k, v on
+ * ctx's backend), out s->ctx and lse s->lse; the caller adds the rest. */
+void attn_nn_mha_sdpa_call(const attn_mha *m, const attn_nn_ctx *ctx, const attn_mha_saved *s,
+                           attn_sdpa_desc *d, attn_sdpa_args *a);
 /* Projection i (0 q, 1 k, 2 v) of rows of x into y ([rows, out[i]]) under ctx. */
 attn_status attn_nn_mha_project(const attn_mha *m, const attn_params *p, const attn_nn_ctx *ctx,
                                 int i, const float *x, float *y, int64_t rows);

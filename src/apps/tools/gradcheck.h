@@ -46,6 +46,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "attn/sdpa.h"
 #include "attn/status.h"
 
 #define ATTN_GC_MAX_INPUTS 8
@@ -106,6 +107,12 @@ attn_status attn_gc_input(attn_gc_problem *p, const char *name, int64_t n, float
 static inline float *attn_gc_grad(attn_gc_problem *p, int i) { return p->in[i].grad; }
 /* x[i] = lo + (hi - lo) * attn_rng_uniform(seed, i) */
 void attn_gc_fill_uniform(float *x, int64_t n, uint64_t seed, float lo, float hi);
+/* SDPA on inputs 0, 1, 2 of p as q, k, v, f32 on backend be (gradcheck_sdpa.c): the
+ * forward's out and lse; the backward writes the gradients of inputs 0..2. */
+attn_status attn_gc_sdpa_forward(attn_gc_problem *p, const attn_sdpa_desc *d, attn_backend be,
+                                 float *out, float *lse);
+attn_status attn_gc_sdpa_backward(attn_gc_problem *p, const attn_sdpa_desc *d, attn_backend be,
+                                  float *out, float *lse, const float *dout);
 void attn_gc_problem_free(attn_gc_problem *p);
 
 /* ---- running ------------------------------------------------------------------ */

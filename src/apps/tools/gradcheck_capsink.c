@@ -20,12 +20,7 @@ typedef struct {
 static attn_status c_fwd(attn_gc_problem *p, float *out) {
   cctx *c = p->ctx;
   c->d.sinks = c->sinks >= 0 ? p->in[c->sinks].x : NULL; /* the perturbed sinks */
-  return attn_sdpa_forward(&c->d, &(attn_sdpa_args){.path = (attn_sdpa_path)c->backend,
-                                                    .q = p->in[0].x,
-                                                    .k = p->in[1].x,
-                                                    .v = p->in[2].x,
-                                                    .out = out,
-                                                    .lse = c->lse});
+  return attn_gc_sdpa_forward(p, &c->d, c->backend, out, c->lse);
 }
 
 static attn_status c_bwd(attn_gc_problem *p, const float *dout) {
@@ -33,16 +28,7 @@ static attn_status c_bwd(attn_gc_problem *p, const float *dout) {
   attn_status st = c_fwd(p, c->out);
   if (st) return st;
   c->d.sinks_grad = c->sinks >= 0 ? attn_gc_grad(p, c->sinks) : NULL;
-  return attn_sdpa_backward(&c->d, &(attn_sdpa_args){.path = (attn_sdpa_path)c->backend,
-                                                     .q = p->in[0].x,
-                                                     .k = p->in[1].x,
-                                                     .v = p->in[2].x,
-                                                     .out = c->out,
-                                                     .lse = c->lse,
-                                                     .dout = dout,
-                                                     .dq = attn_gc_grad(p, 0),
-                                                     .dk = attn_gc_grad(p, 1),
-                                                     .dv = attn_gc_grad(p, 2)});
+  return attn_gc_sdpa_backward(p, &c->d, c->backend, c->out, c->lse, dout);
 }
 
 /* q, k in [-2, 2) (scores up to ~4 at D = 4: the cap bends them), v in [-1, 1);

@@ -18,29 +18,40 @@ typedef struct {
 
 static attn_status sdpa_fwd(attn_gc_problem *p, float *out) {
   sctx *c = p->ctx;
-  return attn_sdpa_forward(&c->d, &(attn_sdpa_args){.path = (attn_sdpa_path)c->backend,
-                                                    .q = p->in[0].x,
-                                                    .k = p->in[1].x,
-                                                    .v = p->in[2].x,
-                                                    .out = out,
-                                                    .lse = c->lse});
+  return attn_gc_sdpa_forward(p, &c->d, c->backend, out, c->lse);
 }
 
 static attn_status sdpa_bwd(attn_gc_problem *p, const float *dout) {
   sctx *c = p->ctx;
-  const float *q = p->in[0].x, *k = p->in[1].x, *v = p->in[2].x;
   attn_status st = sdpa_fwd(p, c->out);
   if (st != ATTN_OK) return st;
-  return attn_sdpa_backward(&c->d, &(attn_sdpa_args){.path = (attn_sdpa_path)c->backend,
-                                                     .q = q,
-                                                     .k = k,
-                                                     .v = v,
-                                                     .out = c->out,
-                                                     .lse = c->lse,
-                                                     .dout = dout,
-                                                     .dq = attn_gc_grad(p, 0),
-                                                     .dk = attn_gc_grad(p, 1),
-                                                     .dv = attn_gc_grad(p, 2)});
+  return attn_gc_sdpa_backward(p, &c->d, c->backend, c->out, c->lse, dout);
+}
+
+attn_status attn_gc_sdpa_forward(attn_gc_problem *p, const attn_sdpa_desc *d, attn_backend be,
+                                 float *out, float *lse) {
+  const attn_sdpa_args a = {.path = (attn_sdpa_path)be,
+                            .q = p->in[0].x,
+                            .k = p->in[1].x,
+                            .v = p->in[2].x,
+                            .out = out,
+                            .lse = lse};
+  return attn_sdpa_forward(d, &a);
+}
+
+attn_status attn_gc_sdpa_backward(attn_gc_problem *p, const attn_sdpa_desc *d, attn_backend be,
+                                  float *out, float *lse, const float *dout) {
+  const attn_sdpa_args a = {.path = (attn_sdpa_path)be,
+                            .q = p->in[0].x,
+                            .k = p->in[1].x,
+                            .v = p->in[2].x,
+                            .out = out,
+                            .lse = lse,
+                            .dout = dout,
+                            .dq = attn_gc_grad(p, 0),
+                            .dk = attn_gc_grad(p, 1),
+                            .dv = attn_gc_grad(p, 2)};
+  return attn_sdpa_backward(d, &a);
 }
 
 /* q, k, v uniform in [-1, 1); c->d sized; returns the context for masks */

@@ -32,12 +32,7 @@ static void bind_tables(attn_gc_problem *p, vctx *c) {
 static attn_status v_fwd(attn_gc_problem *p, float *out) {
   vctx *c = p->ctx;
   bind_tables(p, c);
-  return attn_sdpa_forward(&c->d, &(attn_sdpa_args){.path = (attn_sdpa_path)c->backend,
-                                                    .q = p->in[0].x,
-                                                    .k = p->in[1].x,
-                                                    .v = p->in[2].x,
-                                                    .out = out,
-                                                    .lse = c->lse});
+  return attn_gc_sdpa_forward(p, &c->d, c->backend, out, c->lse);
 }
 
 static attn_status v_bwd(attn_gc_problem *p, const float *dout) {
@@ -48,16 +43,7 @@ static attn_status v_bwd(attn_gc_problem *p, const float *dout) {
   c->d.shaw_k_grad = c->shk >= 0 ? attn_gc_grad(p, c->shk) : NULL;
   c->d.shaw_v_grad = c->shv >= 0 ? attn_gc_grad(p, c->shv) : NULL;
   c->d.alibi_slopes_grad = c->slopes >= 0 ? attn_gc_grad(p, c->slopes) : NULL;
-  return attn_sdpa_backward(&c->d, &(attn_sdpa_args){.path = (attn_sdpa_path)c->backend,
-                                                     .q = p->in[0].x,
-                                                     .k = p->in[1].x,
-                                                     .v = p->in[2].x,
-                                                     .out = c->out,
-                                                     .lse = c->lse,
-                                                     .dout = dout,
-                                                     .dq = attn_gc_grad(p, 0),
-                                                     .dk = attn_gc_grad(p, 1),
-                                                     .dv = attn_gc_grad(p, 2)});
+  return attn_gc_sdpa_backward(p, &c->d, c->backend, c->out, c->lse, dout);
 }
 
 static vctx *v_setup(attn_gc_problem *p, int64_t B, int64_t Hq, int64_t Hkv, int64_t Lq, int64_t Lk,

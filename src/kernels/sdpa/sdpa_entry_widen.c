@@ -10,6 +10,7 @@
 #include "core/checked.h"
 #include "kernels/sdpa/sdpa_entry.h"
 #include "kernels/sdpa/sdpa_internal.h"
+#include "kernels/sdpa/sdpa_varlen_run.h"
 
 /* One tensor: n0 x n1 x n2 rows of `last` elements at strides s[3]. */
 typedef struct {
@@ -40,18 +41,6 @@ static float *widen(const view *w, const uint16_t *x, int bf16, const char *name
   return y;
 }
 
-/* The packed varlen layout's (0, head, row) strides, as sdpa_varlen.c reads them. */
-static void packed(const int64_t given[3], int64_t H, int64_t last, int64_t s[3]) {
-  s[0] = 0;
-  if (given[1] == 0 && given[2] == 0) {
-    s[1] = last;
-    s[2] = H * last;
-  } else {
-    s[1] = given[1];
-    s[2] = given[2];
-  }
-}
-
 /* Views of q, k, v for the call (ATTN_EINVAL on a bad descriptor). */
 static attn_status views(const attn_sdpa_desc *d, const attn_sdpa_args *a, view w[3]) {
   if (a->varlen) {
@@ -65,9 +54,11 @@ static attn_status views(const attn_sdpa_desc *d, const attn_sdpa_args *a, view 
     w[0] = (view){{1, d->Hq, vl->total_q}, {0}, d->D};
     w[1] = (view){{1, d->Hkv, vl->total_k}, {0}, d->D};
     w[2] = (view){{1, d->Hkv, vl->total_k}, {0}, d->Dv};
-    packed(d->q_stride, d->Hq, d->D, w[0].s);
-    packed(d->k_stride, d->Hkv, d->D, w[1].s);
-    packed(d->v_stride, d->Hkv, d->Dv, w[2].s);
+    attn_status st;
+    if ((st = attn_sdpa_varlen_strides("q", d->q_stride, d->Hq, d->D, w[0].s)) ||
+        (st = attn_sdpa_varlen_strides("k", d->k_stride, d->Hkv, d->D, w[1].s)) ||
+        (st = attn_sdpa_varlen_strides("v", d->v_stride, d->Hkv, d->Dv, w[2].s)))
+      return st;
     for (int i = 0; i < 3; i++) {
       int64_t e1, e2, e;
       if (w[i].s[1] < 0 || w[i].s[2] < 0 || attn_ck_mul(w[i].n[2], w[i].s[2], &e2) ||

@@ -12,9 +12,8 @@
 #include "kernels/sdpa/sdpa_dropout.h"
 #include "kernels/sdpa/sdpa_varlen_run.h"
 
-/* One tensor's (head, row) strides in the packed layout [total, H, last]. */
-static attn_status packed_strides(const char *name, const int64_t given[3], int64_t H,
-                                  int64_t last, int64_t out[3]) {
+attn_status attn_sdpa_varlen_strides(const char *name, const int64_t given[3], int64_t H,
+                                     int64_t last, int64_t out[3]) {
   if (given[0] != 0)
     return attn_set_error(ATTN_EINVAL, "sdpa varlen: %s_stride[0] = %lld must be 0 (packed rows)",
                           name, (long long)given[0]);
@@ -79,10 +78,10 @@ static attn_status make_pieces(const attn_sdpa_desc *d, const attn_sdpa_varlen *
       (st = check_cu("cu_seqlens_k", vl->cu_seqlens_k, d->B, vl->total_k, d->Lk)))
     return st;
   int64_t sq[3], sk[3], sv[3], so[3], end;
-  if ((st = packed_strides("q", d->q_stride, d->Hq, d->D, sq)) ||
-      (st = packed_strides("k", d->k_stride, d->Hkv, d->D, sk)) ||
-      (st = packed_strides("v", d->v_stride, d->Hkv, d->Dv, sv)) ||
-      (st = packed_strides("o", d->o_stride, d->Hq, d->Dv, so)))
+  if ((st = attn_sdpa_varlen_strides("q", d->q_stride, d->Hq, d->D, sq)) ||
+      (st = attn_sdpa_varlen_strides("k", d->k_stride, d->Hkv, d->D, sk)) ||
+      (st = attn_sdpa_varlen_strides("v", d->v_stride, d->Hkv, d->Dv, sv)) ||
+      (st = attn_sdpa_varlen_strides("o", d->o_stride, d->Hq, d->Dv, so)))
     return st;
   if (attn_ck_mul(vl->total_q, sq[2], &end) || attn_ck_mul(vl->total_q, so[2], &end) ||
       attn_ck_mul(vl->total_k, sk[2], &end) || attn_ck_mul(vl->total_k, sv[2], &end) ||

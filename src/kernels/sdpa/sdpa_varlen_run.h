@@ -22,6 +22,12 @@ attn_status attn_sdpa_varlen_run(const attn_sdpa_desc *d, const attn_sdpa_varlen
                                  int backward, const attn_sdpa_io *io, attn_varlen_piece_fn fn,
                                  void *user);
 
+/* One tensor's (0, head, row) element strides in the packed layout [total,
+ * H, last]: given (the descriptor's, [0] must be 0), or all zero for the
+ * contiguous rows. ATTN_EINVAL naming the tensor otherwise. */
+attn_status attn_sdpa_varlen_strides(const char *name, const int64_t given[3], int64_t H,
+                                     int64_t last, int64_t out[3]);
+
 /* The bf16 / fp16 (forward and backward) and int8 (forward: f32 q, k, v)
  * varlen kernels with their path (sdpa_varlen_lowp.c); dtype an attn_dtype. */
 attn_status attn_sdpa_varlen_lowp_forward(int dtype, attn_lowp_path path, const attn_sdpa_desc *d,
