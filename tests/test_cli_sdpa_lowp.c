@@ -175,6 +175,10 @@ static void test_path_option(void) {
     if (got && memcmp(got->data, out, sizeof(float) * (size_t)n)) printf("  --path %s\n", names[i]);
     attn_st_free(o);
   }
+  /* RoPE rotates f32 q, k in the tool: refused with a 16-bit kernel path, not misread */
+  write_input(g, in, NULL, "rope", "half");
+  snprintf(args, sizeof args, "sdpa '%s' '%s/r.safetensors' --path portable", in, tmpdir);
+  CHECK(tool_run("", bin, tmpdir, args, NULL, 0, err, sizeof err) == 1 && strstr(err, "rope"));
   snprintf(args, sizeof args, "sdpa '%s' x --backend amx", in);
   CHECK(tool_run("", bin, tmpdir, args, NULL, 0, err, sizeof err) == 2 && strstr(err, "--backend"));
   snprintf(args, sizeof args, "sdpa '%s' x --path fast", in);
