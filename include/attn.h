@@ -26,5 +26,6 @@
 #include "attn/sdpa_f16.h"
 #include "attn/sdpa_i8.h"
 #include "attn/sdpa_deprecated.h"
+#include "attn/decode.h"
 
 #endif

@@ -48,12 +48,14 @@ static void row_fill(attn_row_ops *dst, const attn_row_ops *src) {
 
 /* The table of level isa on top of the table below it (or NULL). */
 static void build(attn_kern *t, attn_isa isa, const attn_kern *below, const attn_row_ops *row,
-                  const attn_gemm_kernel_f32 *gemm, const attn_flash_ops *flash) {
+                  const attn_gemm_kernel_f32 *gemm, const attn_flash_ops *flash,
+                  const attn_decode_ops *decode) {
   if (below) *t = *below;
   t->isa = isa;
   t->name = attn_isa_name(isa);
   if (gemm) t->gemm = gemm;
   if (flash) t->flash = flash;
+  if (decode) t->decode = decode;
   attn_row_ops r;
   memset(&r, 0, sizeof r);
   if (row) r = *row;
@@ -126,25 +128,25 @@ static void init(void) {
   const attn_cpu_features *detected = attn_cpu_detected();
   attn_kern *g = &tables[ATTN_ISA_GENERIC];
   build(g, ATTN_ISA_GENERIC, NULL, attn_row_ops_generic(), attn_gemm_kernel_generic_f32(),
-        attn_flash_ops_generic());
+        attn_flash_ops_generic(), attn_decode_ops_generic());
   available[ATTN_ISA_GENERIC] = 1;
   /* a level is available when the CPU has it and the build has its code */
   if (attn_cpu_has_level(ATTN_ISA_AVX2, detected) && attn_row_ops_avx2()) {
     build(&tables[ATTN_ISA_AVX2], ATTN_ISA_AVX2, g, attn_row_ops_avx2(),
-          attn_gemm_kernel_avx2_f32(), attn_flash_ops_avx2());
+          attn_gemm_kernel_avx2_f32(), attn_flash_ops_avx2(), attn_decode_ops_avx2());
     lowp_avx2(&tables[ATTN_ISA_AVX2].lowp);
     available[ATTN_ISA_AVX2] = 1;
   }
   if (attn_cpu_has_level(ATTN_ISA_AVX512, detected) && attn_row_ops_avx512()) {
     const attn_kern *below = available[ATTN_ISA_AVX2] ? &tables[ATTN_ISA_AVX2] : g;
     build(&tables[ATTN_ISA_AVX512], ATTN_ISA_AVX512, below, attn_row_ops_avx512(),
-          attn_gemm_kernel_avx512_f32(), attn_flash_ops_avx512());
+          attn_gemm_kernel_avx512_f32(), attn_flash_ops_avx512(), attn_decode_ops_avx512());
     lowp_avx512(&tables[ATTN_ISA_AVX512].lowp, detected);
     available[ATTN_ISA_AVX512] = 1;
   }
   if (attn_cpu_has_level(ATTN_ISA_NEON, detected) && attn_row_ops_neon()) {
     build(&tables[ATTN_ISA_NEON], ATTN_ISA_NEON, g, attn_row_ops_neon(),
-          attn_gemm_kernel_neon_f32(), attn_flash_ops_neon());
+          attn_gemm_kernel_neon_f32(), attn_flash_ops_neon(), attn_decode_ops_neon());
     available[ATTN_ISA_NEON] = 1;
   }
   attn_isa pick = attn_cpu_pick_level(available, reason, sizeof reason);

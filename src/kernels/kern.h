@@ -22,6 +22,7 @@
 #include "kernels/flash/flash_tiles.h"
 #include "kernels/flash/sdpa_flash_bf16.h"
 #include "kernels/flash/sdpa_flash_i8.h"
+#include "kernels/decode/decode_ukr.h"
 #include "kernels/iface.h"
 
 /* ---- row and elementwise kernels ------------------------------------------
@@ -107,6 +108,12 @@ const attn_flash_ops *attn_flash_ops_avx2(void);    /* sdpa_flash_avx2.c */
 const attn_flash_ops *attn_flash_ops_avx512(void);  /* sdpa_flash_avx512.c */
 const attn_flash_ops *attn_flash_ops_neon(void);    /* sdpa_flash_neon.c */
 
+/* Decode attention's micro-kernels (attn_decode_ops, decode_ukr.h) */
+const attn_decode_ops *attn_decode_ops_generic(void); /* decode_generic.c */
+const attn_decode_ops *attn_decode_ops_avx2(void);    /* decode_avx2.c */
+const attn_decode_ops *attn_decode_ops_avx512(void);  /* decode_avx512.c */
+const attn_decode_ops *attn_decode_ops_neon(void);    /* decode_neon.c */
+
 /* ---- low precision --------------------------------------------------------
  * NULL where the level (or the CPU at that level) lacks the unit. AMX entries
  * are set when the CPU has the tiles; using them also needs the kernel's
@@ -144,6 +151,7 @@ typedef struct {
   const char *name;
   const attn_gemm_kernel_f32 *gemm; /* packed f32 GEMM micro-kernel */
   const attn_flash_ops *flash;      /* f32 flash attention tiles */
+  const attn_decode_ops *decode;    /* decode attention over a KV cache */
   attn_row_ops row;                 /* complete (missing entries from lower levels) */
   attn_lowp_ops lowp;
 } attn_kern;

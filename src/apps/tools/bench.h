@@ -5,6 +5,8 @@
 #ifndef ATTN_APPS_BENCH_H
 #define ATTN_APPS_BENCH_H
 
+#include <stddef.h>
+
 typedef struct {
   const char *name;
   int (*main)(int argc, char **argv);
@@ -18,6 +20,8 @@ int attn_bench_train_main(int argc, char **argv);
 int attn_bench_lowp_main(int argc, char **argv);
 int attn_bench_allreduce_main(int argc, char **argv);
 int attn_bench_varlen_main(int argc, char **argv);
+int attn_bench_membw_main(int argc, char **argv);
+int attn_bench_decode_main(int argc, char **argv);
 
 static const attn_bench_entry attn_bench_table[] = {
     {"peak", attn_bench_peak_main, "fp32 FMA peak of this machine, 1 thread and all threads"},
@@ -27,6 +31,8 @@ static const attn_bench_entry attn_bench_table[] = {
     {"lowp", attn_bench_lowp_main, "bf16/fp16/int8 peaks (AVX512_BF16, VNNI, AMX), GEMM and Linear"},
     {"allreduce", attn_bench_allreduce_main, "gradient all-reduce GB/s under mpirun (attn's rank-ordered, MPI's)"},
     {"varlen", attn_bench_varlen_main, "packed variable-length SDPA (cu_seqlens) vs the padded batch"},
+    {"membw", attn_bench_membw_main, "memory read bandwidth (STREAM-style), 1 thread and all threads"},
+    {"decode", attn_bench_decode_main, "decode attention over a KV cache: GB/s of K/V vs membw, tokens/s"},
 };
 
 /* fp32 FMA peak in GFLOP/s with `threads` threads (0 = all): a register-
@@ -45,6 +51,13 @@ const char *attn_bench_peak_isa(void);
 double attn_bench_amx_bf16_peak_gflops(int threads);
 /* AVX512_BF16 (VDPBF16PS) peak, the same way; 0 where unavailable. */
 double attn_bench_avx512_bf16_peak_gflops(int threads);
+/* Memory read bandwidth in GB/s with `threads` threads (0 = all): a
+ * STREAM-style read of a buffer (512 MiB, or attn_bench_membw_set_mib),
+ * best of 8 runs, cached per thread count (bench_membw.c). */
+double attn_bench_membw_gbs(int threads);
+void attn_bench_membw_set_mib(int mib);
+/* "AMD EPYC ..., N logical CPUs" from /proc/cpuinfo ("unknown CPU" elsewhere). */
+void attn_bench_cpu_name(char *buf, size_t n);
 /* Monotonic wall clock in seconds. */
 double attn_bench_now(void);
 /* Median of n values (sorts v in place). */

@@ -1,0 +1,192 @@
+/* `attn bench membw` and attn_bench_membw_gbs: the memory read bandwidth of
+ * this machine, STREAM-style: a buffer much larger than the caches, split
+ * in equal slices over the threads, each summing its slice with independent
+ * vector accumulators (AVX-512, AVX2, NEON or plain C); bytes read over the
+ * wall time of the slowest thread, best of several runs. The ceiling of
+ * decode attention, which reads its whole KV cache once per token
+ * (`attn bench decode`). Also the CPU's name for the benches' headers. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "apps/tools/bench.h"
+#include "attn.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+#if defined(__aarch64__)
+#include <arm_neon.h>
+#endif
+
+void attn_bench_cpu_name(char *buf, size_t n) {
+  snprintf(buf, n, "unknown CPU");
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (!f) return;
+  char line[512];
+  while (fgets(line, sizeof line, f)) {
+    /* x86: "model name"; arm64: "Model" or "CPU part" lines vary */
+    if (!strncmp(line, "model name", 10) || !strncmp(line, "Model", 5)) {
+      const char *c = strchr(line, ':');
+      if (!c) continue;
+      c++;
+      while (*c == ' ' || *c == '\t') c++;
+      snprintf(buf, n, "%s", c);
+      buf[strcspn(buf, "\n")] = '\0';
+      break;
+    }
+  }
+  fclose(f);
+  long cpus = 0;
+#ifdef _SC_NPROCESSORS_ONLN
+  cpus = sysconf(_SC_NPROCESSORS_ONLN);
+#endif
+  if (cpus > 0) {
+    size_t l = strlen(buf);
+    snprintf(buf + l, n - l, ", %ld logical CPUs", cpus);
+  }
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx512f"))) static float read_avx512(const float *x, size_t n) {
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  size_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    a0 = _mm512_add_ps(a0, _mm512_load_ps(x + i));
+    a1 = _mm512_add_ps(a1, _mm512_load_ps(x + i + 16));
+    a2 = _mm512_add_ps(a2, _mm512_load_ps(x + i + 32));
+    a3 = _mm512_add_ps(a3, _mm512_load_ps(x + i + 48));
+  }
+  float s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+  for (; i < n; i++) s += x[i];
+  return s;
+}
+
+__attribute__((target("avx2"))) static float read_avx2(const float *x, size_t n) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    a0 = _mm256_add_ps(a0, _mm256_load_ps(x + i));
+    a1 = _mm256_add_ps(a1, _mm256_load_ps(x + i + 8));
+    a2 = _mm256_add_ps(a2, _mm256_load_ps(x + i + 16));
+    a3 = _mm256_add_ps(a3, _mm256_load_ps(x + i + 24));
+  }
+  float t[8], s = 0;
+  _mm256_storeu_ps(t, _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+  for (int k = 0; k < 8; k++) s += t[k];
+  for (; i < n; i++) s += x[i];
+  return s;
+}
+#endif
+
+static float read_plain(const float *x, size_t n) {
+  float a[8] = {0};
+  size_t i = 0;
+#if defined(__aarch64__)
+  float32x4_t v0 = vdupq_n_f32(0), v1 = v0, v2 = v0, v3 = v0;
+  for (; i + 16 <= n; i += 16) {
+    v0 = vaddq_f32(v0, vld1q_f32(x + i));
+    v1 = vaddq_f32(v1, vld1q_f32(x + i + 4));
+    v2 = vaddq_f32(v2, vld1q_f32(x + i + 8));
+    v3 = vaddq_f32(v3, vld1q_f32(x + i + 12));
+  }
+  a[0] = vaddvq_f32(vaddq_f32(vaddq_f32(v0, v1), vaddq_f32(v2, v3)));
+#endif
+  for (; i + 8 <= n; i += 8)
+    for (int k = 0; k < 8; k++) a[k] += x[i + k];
+  float s = 0;
+  for (int k = 0; k < 8; k++) s += a[k];
+  for (; i < n; i++) s += x[i];
+  return s;
+}
+
+static float read_slice(const float *x, size_t n) {
+#if defined(__x86_64__)
+  const attn_isa isa = attn_isa_active();
+  if (isa == ATTN_ISA_AVX512) return read_avx512(x, n);
+  if (isa == ATTN_ISA_AVX2) return read_avx2(x, n);
+#endif
+  return read_plain(x, n);
+}
+
+enum { MEMBW_MAX_THREADS = 256 };
+static size_t membw_bytes = (size_t)512 << 20;
+static double membw_cache[MEMBW_MAX_THREADS + 1];
+static volatile float membw_sink;
+
+void attn_bench_membw_set_mib(int mib) {
+  if (mib > 0) membw_bytes = (size_t)mib << 20;
+  memset(membw_cache, 0, sizeof membw_cache);
+}
+
+double attn_bench_membw_gbs(int threads) {
+  if (threads <= 0) threads = attn_get_num_threads();
+  if (threads > MEMBW_MAX_THREADS) threads = MEMBW_MAX_THREADS;
+  if (membw_cache[threads] > 0) return membw_cache[threads];
+  const size_t n = membw_bytes / sizeof(float);
+  float *x = aligned_alloc(64, n * sizeof(float));
+  if (!x) return 0;
+  /* first touch by the threads that read (their pages, their NUMA node) */
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (size_t i = 0; i < n; i++) x[i] = (float)(i & 7);
+  double best = 1e30;
+  for (int r = 0; r < 8; r++) {
+    float sink = 0;
+    const double t0 = attn_bench_now();
+#pragma omp parallel num_threads(threads) reduction(+ : sink)
+    {
+#ifdef _OPENMP
+      const int id = omp_get_thread_num(), nt = omp_get_num_threads();
+#else
+      const int id = 0, nt = 1;
+#endif
+      const size_t per = (n / (size_t)nt) & ~(size_t)63;
+      const size_t lo = per * (size_t)id, hi = id == nt - 1 ? n : lo + per;
+      sink += read_slice(x + lo, hi - lo);
+    }
+    const double t = attn_bench_now() - t0;
+    membw_sink = sink;
+    if (t < best) best = t;
+  }
+  free(x);
+  return membw_cache[threads] = (double)n * sizeof(float) / best * 1e-9;
+}
+
+static void membw_usage(FILE *out) {
+  fprintf(out, "usage: attn bench membw [--threads T] [--mib M]\n"
+               "  memory read bandwidth (GB/s), STREAM-style: a buffer of M MiB (default 512)\n"
+               "  read once per run by 1 thread and by T (default all), best of 8 runs\n");
+}
+
+int attn_bench_membw_main(int argc, char **argv) {
+  int threads = attn_get_num_threads(), mib = 512;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
+      if ((threads = atoi(argv[++i])) < 1 || threads > MEMBW_MAX_THREADS) goto bad;
+    } else if (!strcmp(argv[i], "--mib") && i + 1 < argc) {
+      if ((mib = atoi(argv[++i])) < 1 || mib > (1 << 20)) goto bad;
+    } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+      membw_usage(stdout);
+      return 0;
+    } else {
+      goto bad;
+    }
+  }
+  attn_bench_membw_set_mib(mib);
+  char cpu[256];
+  attn_bench_cpu_name(cpu, sizeof cpu);
+  printf("CPU: %s\n", cpu);
+  printf("memory read bandwidth (%d MiB buffer, %s loop): 1 thread %.1f GB/s", mib,
+         attn_isa_name(attn_isa_active()), attn_bench_membw_gbs(1));
+  if (threads > 1) printf(", %d threads %.1f GB/s", threads, attn_bench_membw_gbs(threads));
+  printf("\n");
+  return 0;
+bad:
+  membw_usage(stderr);
+  return 2;
+}

@@ -1,0 +1,131 @@
+/* Decode attention's AVX2 micro-kernels (decode_ukr.h): decode_avx512.c's
+ * loops on 8 lanes (F16C for f16), query-row tiles of 4, 2, 1 (AVX2 has 16
+ * registers); the tail of a row through a zero-padded copy. */
+#include "kernels/kern.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#include <string.h>
+
+#include "attn/tensor.h"
+#include "kernels/arch/isa_targets.h"
+
+enum { NB = ATTN_DECODE_NB };
+
+ATTN_AVX2_INLINE __m256 load8(int dt, const void *row, int64_t c) {
+  switch (dt) {
+  case ATTN_F16:
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)row + c)));
+  case ATTN_BF16:
+    return _mm256_castsi256_ps(_mm256_slli_epi32(
+        _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)((const uint16_t *)row + c))), 16));
+  case ATTN_I8:
+    return _mm256_cvtepi32_ps(
+        _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)((const int8_t *)row + c))));
+  default:
+    return _mm256_loadu_ps((const float *)row + c);
+  }
+}
+
+/* elements c..c+n-1 (n < 8) of a row, the rest 0 */
+ATTN_AVX2_INLINE __m256 load8_tail(int dt, const void *row, int64_t c, int64_t n) {
+  const size_t elt = dt == ATTN_F32 ? 4 : dt == ATTN_I8 ? 1 : 2;
+  unsigned char tmp[32] = {0};
+  memcpy(tmp, (const char *)row + c * (int64_t)elt, (size_t)n * elt);
+  return load8(dt, tmp, 0);
+}
+
+ATTN_AVX2_INLINE float hsum8(__m256 x) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+ATTN_AVX2_INLINE void scores_tile(const attn_decode_block *b, const float *q, float *s, int dt,
+                                  int RT) {
+  const int64_t D = b->D, Df = D & ~(int64_t)7;
+  for (int j = 0; j < b->n; j++) {
+    const void *kr = b->k[j];
+    __m256 a[4];
+    for (int r = 0; r < RT; r++) a[r] = _mm256_setzero_ps();
+    for (int64_t c = 0; c < Df; c += 8) {
+      const __m256 kv = load8(dt, kr, c);
+      for (int r = 0; r < RT; r++) a[r] = _mm256_fmadd_ps(_mm256_loadu_ps(q + r * D + c), kv, a[r]);
+    }
+    if (Df < D) {
+      const __m256 kv = load8_tail(dt, kr, Df, D - Df);
+      for (int r = 0; r < RT; r++) a[r] = _mm256_fmadd_ps(load8_tail(ATTN_F32, q + r * D, Df, D - Df), kv, a[r]);
+    }
+    for (int r = 0; r < RT; r++) s[r * NB + j] = hsum8(a[r]);
+  }
+}
+
+ATTN_AVX2_INLINE void pv_tile(const attn_decode_block *b, const float *p, const float *corr,
+                              float *acc, int dt, int RT) {
+  const int64_t Dv = b->Dv;
+  for (int64_t c = 0; c < Dv; c += 8) {
+    const int64_t w = Dv - c >= 8 ? 8 : Dv - c;
+    __m256 a[4];
+    float tmp[4][8];
+    for (int r = 0; r < RT; r++) {
+      const __m256 x = w == 8 ? _mm256_loadu_ps(acc + r * Dv + c) : load8_tail(ATTN_F32, acc + r * Dv, c, w);
+      a[r] = _mm256_mul_ps(x, _mm256_set1_ps(corr[r]));
+    }
+    for (int j = 0; j < b->n; j++) {
+      const __m256 vv = w == 8 ? load8(dt, b->v[j], c) : load8_tail(dt, b->v[j], c, w);
+      for (int r = 0; r < RT; r++) a[r] = _mm256_fmadd_ps(_mm256_set1_ps(p[r * NB + j]), vv, a[r]);
+    }
+    for (int r = 0; r < RT; r++) {
+      if (w == 8) {
+        _mm256_storeu_ps(acc + r * Dv + c, a[r]);
+      } else {
+        _mm256_storeu_ps(tmp[r], a[r]);
+        memcpy(acc + r * Dv + c, tmp[r], (size_t)w * sizeof(float));
+      }
+    }
+  }
+}
+
+ATTN_AVX2_INLINE void scores_rows(const attn_decode_block *b, const float *q, int64_t R, float *s,
+                                  int dt) {
+  int64_t r = 0;
+  for (; R - r >= 4; r += 4) scores_tile(b, q + r * b->D, s + r * NB, dt, 4);
+  if (R - r >= 2) scores_tile(b, q + r * b->D, s + r * NB, dt, 2), r += 2;
+  if (R - r >= 1) scores_tile(b, q + r * b->D, s + r * NB, dt, 1);
+}
+
+ATTN_AVX2_INLINE void pv_rows(const attn_decode_block *b, const float *p, const float *corr,
+                              int64_t R, float *acc, int dt) {
+  int64_t r = 0;
+  for (; R - r >= 4; r += 4) pv_tile(b, p + r * NB, corr + r, acc + r * b->Dv, dt, 4);
+  if (R - r >= 2) pv_tile(b, p + r * NB, corr + r, acc + r * b->Dv, dt, 2), r += 2;
+  if (R - r >= 1) pv_tile(b, p + r * NB, corr + r, acc + r * b->Dv, dt, 1);
+}
+
+/* one instance per dtype (the constant makes the compiler drop the others' loads) */
+ATTN_AVX2 static void scores_avx2(const attn_decode_block *b, const float *q, int64_t R, float *s) {
+  switch (b->dtype) {
+  case ATTN_F16: scores_rows(b, q, R, s, ATTN_F16); break;
+  case ATTN_BF16: scores_rows(b, q, R, s, ATTN_BF16); break;
+  case ATTN_I8: scores_rows(b, q, R, s, ATTN_I8); break;
+  default: scores_rows(b, q, R, s, ATTN_F32);
+  }
+}
+
+ATTN_AVX2 static void pv_avx2(const attn_decode_block *b, const float *p, const float *corr,
+                              int64_t R, float *acc) {
+  switch (b->dtype) {
+  case ATTN_F16: pv_rows(b, p, corr, R, acc, ATTN_F16); break;
+  case ATTN_BF16: pv_rows(b, p, corr, R, acc, ATTN_BF16); break;
+  case ATTN_I8: pv_rows(b, p, corr, R, acc, ATTN_I8); break;
+  default: pv_rows(b, p, corr, R, acc, ATTN_F32);
+  }
+}
+
+static const attn_decode_ops ops = {"avx2", scores_avx2, pv_avx2};
+
+const attn_decode_ops *attn_decode_ops_avx2(void) { return &ops; }
+#else
+const attn_decode_ops *attn_decode_ops_avx2(void) { return 0; }
+#endif

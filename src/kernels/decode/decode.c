@@ -1,0 +1,322 @@
+/* Decode attention (attn/decode.h): split-KV ("flash-decoding") over a KV
+ * cache of any storage (decode_check.c checks it, decode_internal.h
+ * addresses it).
+ *
+ * Work items: (sequence b, KV head g, chunk of tokens). The chunk size is
+ * attn_decode_chunk(seq_lens[b]), so the items, their blocks of
+ * ATTN_DECODE_NB rows and each item's arithmetic do not depend on the
+ * thread count; an item keeps, for each of its R = (Hq / Hkv) Lq query
+ * rows, the running max m, the sum l and the unnormalised output acc
+ * (online softmax). The items of a (b, g) are then merged in chunk order:
+ *   M = max_c m_c,  L = sum_c l_c e^(m_c - M),  out = sum_c acc_c e^(m_c - M) / L,
+ * the sink joining L at the end as in the SDPA's row finish, lse = M + log L.
+ *
+ * Per block: the level's `scores` micro-kernel (each K row widened once,
+ * dotted with all R rows), then on the R x NB score tile the int8 scale,
+ * softcap, the key interval of each row, ALiBi and the online softmax (the
+ * level's exp_sub_sum), then `pv` (each V row widened once, into all R
+ * accumulators). The next block's rows are prefetched while one runs: a
+ * paged cache's pages are not one stream the hardware prefetcher follows. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attn/tensor.h"
+#include "kernels/decode/decode_internal.h"
+#include "kernels/kern.h"
+#include "kernels/sdpa/sdpa_softcap_sinks.h"
+#include "kernels/util.h"
+
+enum { NB = ATTN_DECODE_NB };
+
+/* partial results of a wave of items kept under this many floats (the
+ * waves never change the bits: items and merges are the same) */
+static const int64_t WAVE_FLOATS = (int64_t)1 << 22;
+
+int64_t attn_decode_chunk(int64_t len) {
+  const int64_t per = attn_round_up(attn_ceil_div(len > 0 ? len : 0, 64), 64);
+  return per > 256 ? per : 256;
+}
+
+void attn_decode_desc_init(attn_decode_desc *d, int64_t B, int64_t Hq, int64_t Hkv, int64_t Lq,
+                           int64_t D, int64_t Dv, int kv_dtype) {
+  if (!d) return;
+  memset(d, 0, sizeof *d);
+  d->B = B, d->Hq = Hq, d->Hkv = Hkv, d->Lq = Lq, d->D = D, d->Dv = Dv;
+  d->kv_dtype = kv_dtype;
+  d->causal = 1;
+  d->window_left = -1;
+}
+
+typedef struct {
+  const attn_decode_desc *d;
+  const attn_kv_view *kv;
+  const float *q;
+  const attn_kern *kern;
+  float scale;
+  int64_t G, R, elt, stride; /* stride: floats of one item's state, R (Dv + 2) */
+} call_t;
+
+typedef struct {
+  int64_t b, g, t0, t1;
+} item_t;
+
+typedef struct {
+  float *qs, *s, *p, *corr, *slope;
+  int64_t *pos, *lo, *hi;
+  float ks[NB], vs[NB];
+} scratch_t;
+
+static void *scratch_alloc(const call_t *c, scratch_t *w) {
+  const int64_t R = c->R;
+  const size_t floats = (size_t)(R * c->d->D + 2 * R * NB + 2 * R);
+  char *mem = malloc(floats * sizeof(float) + (size_t)(3 * R) * sizeof(int64_t));
+  if (!mem) return NULL;
+  w->pos = (int64_t *)mem;
+  w->lo = w->pos + R;
+  w->hi = w->lo + R;
+  w->qs = (float *)(w->hi + R);
+  w->s = w->qs + R * c->d->D;
+  w->p = w->s + R * NB;
+  w->corr = w->p + R * NB;
+  w->slope = w->corr + R;
+  return mem;
+}
+
+/* The first key any query row of sequence b may see (window), and the
+ * number of keys. */
+static void seq_span(const call_t *c, int64_t b, int64_t *lo, int64_t *len) {
+  *len = c->kv->seq_lens[b];
+  *lo = 0;
+  if (c->d->window_left >= 0) {
+    const int64_t p0 = *len - c->d->Lq; /* the first query's position */
+    if (p0 - c->d->window_left > 0) *lo = p0 - c->d->window_left;
+  }
+}
+
+/* Rows t..t+n-1 of (b, g) into blk (and the int8 scales into w). */
+static void gather(const call_t *c, int64_t b, int64_t g, int64_t t, int n, attn_decode_block *blk,
+                   scratch_t *w) {
+  const attn_kv_view *kv = c->kv;
+  blk->n = n;
+  for (int j = 0; j < n; j++) {
+    const int64_t row = attn_kv_row(kv, b, g, t + j);
+    blk->k[j] = (const char *)kv->k + row * kv->D * c->elt;
+    blk->v[j] = (const char *)kv->v + row * kv->Dv * c->elt;
+    if (kv->dtype == ATTN_I8) {
+      w->ks[j] = kv->k_scale[row];
+      w->vs[j] = kv->v_scale[row];
+    }
+  }
+}
+
+static void prefetch_rows(const call_t *c, int64_t b, int64_t g, int64_t t, int64_t n) {
+  const attn_kv_view *kv = c->kv;
+  const int64_t kb = kv->D * c->elt, vb = kv->Dv * c->elt;
+  for (int64_t j = 0; j < n; j++) {
+    const int64_t row = attn_kv_row(kv, b, g, t + j);
+    const char *k = (const char *)kv->k + row * kb, *v = (const char *)kv->v + row * vb;
+    for (int64_t o = 0; o < kb; o += 64) __builtin_prefetch(k + o);
+    for (int64_t o = 0; o < vb; o += 64) __builtin_prefetch(v + o);
+  }
+}
+
+/* The score tile of one block -> probabilities w->p, corrections w->corr,
+ * state m, l updated. Returns 0 when no row has an allowed key here. */
+static int block_softmax(const call_t *c, scratch_t *w, int64_t t, int n, float *m, float *l) {
+  const attn_decode_desc *d = c->d;
+  const attn_row_ops *ro = &c->kern->row;
+  int any = 0;
+  if (c->kv->dtype == ATTN_I8) /* the rows' scales on their scores */
+    for (int64_t r = 0; r < c->R; r++)
+      for (int j = 0; j < n; j++) w->s[r * NB + j] *= w->ks[j];
+  if (d->softcap > 0.0f) attn_softcap_tile(d->softcap, (int)c->R, n, w->s, NB, NULL, 0);
+  for (int64_t r = 0; r < c->R; r++) {
+    float *sr = w->s + r * NB, *pr = w->p + r * NB;
+    int nan = 0;
+    float bm = -INFINITY;
+    for (int j = 0; j < n; j++) {
+      const int64_t tt = t + j;
+      if (tt < w->lo[r] || tt >= w->hi[r]) {
+        sr[j] = -INFINITY;
+        continue;
+      }
+      if (d->alibi_slopes) sr[j] -= w->slope[r] * (float)llabs(w->pos[r] - tt);
+      if (sr[j] > bm) bm = sr[j];
+      nan |= sr[j] != sr[j];
+    }
+    if (bm == -INFINITY && !nan) { /* nothing allowed here: the row unchanged */
+      w->corr[r] = 1.0f;
+      memset(pr, 0, (size_t)n * sizeof(float));
+      continue;
+    }
+    any = 1;
+    const float mn = bm > m[r] ? bm : m[r];
+    w->corr[r] = mn == m[r] ? 1.0f : expf(m[r] - mn);
+    l[r] = l[r] * w->corr[r] + ro->exp_sub_sum(sr, pr, n, mn);
+    m[r] = mn;
+    if (c->kv->dtype == ATTN_I8)
+      for (int j = 0; j < n; j++) pr[j] *= w->vs[j];
+  }
+  return any;
+}
+
+/* One item: its rows' state (m [R], l [R], acc [R, Dv]) into st. */
+static void run_item(const call_t *c, const item_t *it, scratch_t *w, float *st) {
+  const attn_decode_desc *d = c->d;
+  const int64_t R = c->R, D = d->D, Lq = d->Lq, len = c->kv->seq_lens[it->b];
+  float *m = st, *l = st + R, *acc = st + 2 * R;
+  for (int64_t r = 0; r < R; r++) {
+    const int64_t hh = r / Lq, i = r % Lq, h = it->g * c->G + hh;
+    const int64_t p = len - Lq + i;
+    w->pos[r] = p;
+    w->lo[r] = d->window_left >= 0 && p - d->window_left > 0 ? p - d->window_left : 0;
+    w->hi[r] = d->causal && p + 1 < len ? p + 1 : len;
+    w->slope[r] = d->alibi_slopes ? d->alibi_slopes[h] : 0.0f;
+    const float *qr = c->q + ((it->b * d->Hq + h) * Lq + i) * D;
+    for (int64_t e = 0; e < D; e++) w->qs[r * D + e] = qr[e] * c->scale;
+    m[r] = -INFINITY;
+    l[r] = 0.0f;
+  }
+  memset(acc, 0, (size_t)(R * d->Dv) * sizeof(float));
+  const attn_decode_ops *ops = c->kern->decode;
+  attn_decode_block blk;
+  blk.dtype = c->kv->dtype;
+  blk.D = D;
+  blk.Dv = d->Dv;
+  for (int64_t t = it->t0; t < it->t1; t += NB) {
+    const int n = (int)attn_min64(NB, it->t1 - t);
+    gather(c, it->b, it->g, t, n, &blk, w);
+    if (t + n < it->t1) prefetch_rows(c, it->b, it->g, t + n, attn_min64(NB, it->t1 - t - n));
+    ops->scores(&blk, w->qs, R, w->s);
+    if (block_softmax(c, w, t, n, m, l)) ops->pv(&blk, w->p, w->corr, R, acc);
+  }
+}
+
+/* Row r of pair (b, g) from its items' states st[0..nc) (stride floats apart). */
+static void merge_row(const call_t *c, int64_t b, int64_t g, int64_t r, const float *st,
+                      int64_t nc, float *out, float *lse) {
+  const attn_decode_desc *d = c->d;
+  const int64_t R = c->R, Dv = d->Dv, Lq = d->Lq, h = g * c->G + r / Lq;
+  const int64_t o = (b * d->Hq + h) * Lq + r % Lq;
+  float *y = out + o * Dv;
+  float M = -INFINITY, L = 0.0f;
+  for (int64_t k = 0; k < nc; k++)
+    if (st[k * c->stride + r] > M) M = st[k * c->stride + r];
+  memset(y, 0, (size_t)Dv * sizeof(float));
+  for (int64_t k = 0; k < nc; k++) {
+    const float *s = st + k * c->stride;
+    if (s[r] == -INFINITY) continue; /* no key of this row in the chunk */
+    const float a = expf(s[r] - M), *acc = s + 2 * R + r * Dv;
+    L += s[R + r] * a;
+    for (int64_t e = 0; e < Dv; e++) y[e] += a * acc[e];
+  }
+  float inv, ls;
+  if (L == 0.0f) { /* no allowed key: out 0 (SDPA's row finish) */
+    ls = d->sinks ? d->sinks[h] : -INFINITY;
+    inv = 0.0f;
+  } else if (!d->sinks) {
+    inv = 1.0f / L;
+    ls = M + logf(L);
+  } else {
+    const float sink = d->sinks[h];
+    const float m2 = sink > M ? sink : M; /* a NaN sink does not win, but poisons l2 */
+    const float a = expf(M - m2), l2 = L * a + expf(sink - m2);
+    inv = a / l2;
+    ls = m2 + logf(l2);
+  }
+  if (L == 0.0f)
+    memset(y, 0, (size_t)Dv * sizeof(float));
+  else
+    for (int64_t e = 0; e < Dv; e++) y[e] *= inv;
+  if (lse) lse[o] = ls;
+}
+
+/* Items of pair (b, g) appended to items (NULL: only counted). */
+static int64_t pair_items(const call_t *c, int64_t b, int64_t g, item_t *items) {
+  int64_t lo, len;
+  seq_span(c, b, &lo, &len);
+  if (lo >= len) return 0;
+  const int64_t C = attn_decode_chunk(len);
+  int64_t n = 0;
+  for (int64_t k = lo / C; k * C < len; k++, n++)
+    if (items) items[n] = (item_t){b, g, attn_max64(k * C, lo), attn_min64((k + 1) * C, len)};
+  return n;
+}
+
+/* Pairs [p0, p1) (p = b Hkv + g): their items, then their rows merged. */
+static attn_status run_wave(const call_t *c, int64_t p0, int64_t p1, int64_t nitems, float *out,
+                            float *lse) {
+  const int64_t Hkv = c->d->Hkv, np = p1 - p0;
+  item_t *items = malloc((size_t)(nitems > 0 ? nitems : 1) * sizeof(item_t));
+  int64_t *first = malloc((size_t)(np + 1) * sizeof(int64_t));
+  float *st = malloc((size_t)(nitems > 0 ? nitems : 1) * (size_t)c->stride * sizeof(float));
+  if (!items || !first || !st) {
+    free(items), free(first), free(st);
+    return attn_set_error(ATTN_ENOMEM, "decode: no memory for %lld partial results",
+                          (long long)nitems);
+  }
+  int64_t n = 0, tokens = 0;
+  for (int64_t p = p0; p < p1; p++) {
+    first[p - p0] = n;
+    n += pair_items(c, p / Hkv, p % Hkv, items + n);
+  }
+  first[np] = n;
+  for (int64_t k = 0; k < n; k++) tokens += items[k].t1 - items[k].t0;
+  const double macs = (double)tokens * (double)c->R * (double)(c->d->D + c->d->Dv);
+  int nt = attn_kernel_threads(macs, n), failed = 0;
+#pragma omp parallel num_threads(nt) reduction(| : failed)
+  {
+    scratch_t w;
+    memset(&w, 0, sizeof w);
+    void *mem = scratch_alloc(c, &w);
+    if (!mem) failed = 1;
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t k = 0; k < n; k++)
+      if (mem) run_item(c, &items[k], &w, st + k * c->stride);
+    free(mem);
+  }
+  if (!failed) {
+    const int64_t rows = np * c->R;
+    nt = attn_kernel_threads((double)rows * (double)c->d->Dv * 8.0, rows);
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t x = 0; x < rows; x++) {
+      const int64_t p = p0 + x / c->R;
+      const int64_t k0 = first[p - p0];
+      merge_row(c, p / Hkv, p % Hkv, x % c->R, st + k0 * c->stride, first[p - p0 + 1] - k0, out,
+                lse);
+    }
+  }
+  free(items), free(first), free(st);
+  return failed ? attn_set_error(ATTN_ENOMEM, "decode: no memory for the threads' scratch")
+                : ATTN_OK;
+}
+
+attn_status attn_decode_forward(const attn_decode_desc *d, const attn_kv_view *kv, const float *q,
+                                float *out, float *lse) {
+  attn_status s = attn_decode_check(d, kv, q, out);
+  if (s) return s;
+  call_t c;
+  c.d = d;
+  c.kv = kv;
+  c.q = q;
+  c.kern = attn_kern_get();
+  c.scale = d->has_scale ? d->scale : 1.0f / sqrtf((float)d->D);
+  c.G = d->Hq / d->Hkv;
+  c.R = c.G * d->Lq;
+  c.elt = (int64_t)attn_dtype_size((attn_dtype)kv->dtype);
+  c.stride = c.R * (d->Dv + 2);
+  const int64_t npairs = d->B * d->Hkv;
+  for (int64_t p0 = 0; p0 < npairs;) { /* waves of pairs, their partial results bounded */
+    int64_t p1 = p0, nitems = 0;
+    while (p1 < npairs) {
+      const int64_t k = pair_items(&c, p1 / d->Hkv, p1 % d->Hkv, NULL);
+      if (p1 > p0 && (nitems + k) * c.stride > WAVE_FLOATS) break;
+      nitems += k;
+      p1++;
+    }
+    if ((s = run_wave(&c, p0, p1, nitems, out, lse))) return s;
+    p0 = p1;
+  }
+  return ATTN_OK;
+}

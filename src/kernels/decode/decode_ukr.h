@@ -1,0 +1,37 @@
+/* Decode attention's micro-kernels (kern.h's attn_decode_ops, one set per
+ * ISA level in kernels/arch/<isa>/decode_<isa>.c): the two loops that touch
+ * the cache. The portable loop (decode.c) gathers a block of up to
+ * ATTN_DECODE_NB key/value rows (pointers: a block may span pages), calls
+ * `scores`, applies the scales, modifiers and the online softmax to the
+ * small score tile, then calls `pv`. Each K and V row of the block is
+ * converted to f32 once per call and used for all R query rows while it is
+ * in registers (R = the group's query heads x Lq). */
+#ifndef ATTN_DECODE_UKR_H
+#define ATTN_DECODE_UKR_H
+
+#include <stdint.h>
+
+enum { ATTN_DECODE_NB = 16 }; /* key rows per block (the score tile's width) */
+
+typedef struct {
+  int dtype; /* attn_dtype of the rows: ATTN_F32, ATTN_F16, ATTN_BF16, ATTN_I8 */
+  int n;     /* rows in the block, 1..ATTN_DECODE_NB */
+  int64_t D, Dv;
+  const void *k[ATTN_DECODE_NB]; /* row j: D elements */
+  const void *v[ATTN_DECODE_NB]; /* row j: Dv elements */
+} attn_decode_block;
+
+typedef struct {
+  const char *name;
+  /* s[r * ATTN_DECODE_NB + j] = sum_d q[r * D + d] * k_j[d] (k_j widened
+   * to f32; int8 as its integer value) for r < R, j < n; other entries of s
+   * untouched. Any fixed summation order. */
+  void (*scores)(const attn_decode_block *b, const float *q, int64_t R, float *s);
+  /* acc[r * Dv + c] = acc[r * Dv + c] * corr[r] + sum_{j < n} p[r *
+   * ATTN_DECODE_NB + j] * v_j[c] for r < R, c < Dv (v_j widened as above).
+   * Any fixed order. */
+  void (*pv)(const attn_decode_block *b, const float *p, const float *corr, int64_t R,
+             float *acc);
+} attn_decode_ops;
+
+#endif

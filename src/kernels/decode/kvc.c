@@ -1,0 +1,280 @@
+/* attn_kvc (attn/decode.h): a KV cache that owns its memory, in the layout
+ * of attn_kv_view, contiguous or paged. Paged: one pool of num_pages pages,
+ * a free list (a stack: pages leave in ascending order from a fresh pool),
+ * a block table per sequence, -1 where no page is assigned. Rows arrive in
+ * f32 and are stored in the cache's dtype (the level's conversions; int8:
+ * symmetric, one scale per token and head). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attn/tensor.h"
+#include "kernels/decode/decode_internal.h"
+#include "kernels/kern.h"
+
+struct attn_kvc {
+  attn_kvc_config cfg;
+  int64_t elt;
+  int64_t nblocks, rows;  /* contiguous: B blocks of max_len rows; paged: pages of page_size */
+  int64_t bt_stride;      /* paged: pages per sequence at max_len */
+  void *k, *v;
+  float *ks, *vs;         /* int8 only */
+  int32_t *lens, *table;  /* [B], paged: [B, bt_stride] */
+  int32_t *free_pages;    /* paged: a stack of nfree pages */
+  int64_t nfree;
+};
+
+static int64_t pages_for(const attn_kvc *c, int64_t len) {
+  return c->cfg.page_size ? attn_ceil_div(len, c->cfg.page_size) : 0;
+}
+
+attn_status attn_kvc_view(const attn_kvc *c, attn_kv_view *v) {
+  if (!c || !v) return attn_set_error(ATTN_EINVAL, "kvc view: NULL %s", !c ? "cache" : "view");
+  memset(v, 0, sizeof *v);
+  v->dtype = c->cfg.dtype;
+  v->B = c->cfg.B, v->Hkv = c->cfg.Hkv, v->D = c->cfg.D, v->Dv = c->cfg.Dv;
+  v->seq_lens = c->lens;
+  v->k = c->k, v->v = c->v;
+  v->k_scale = c->ks, v->v_scale = c->vs;
+  if (c->cfg.page_size) {
+    v->page_size = c->cfg.page_size;
+    v->num_pages = c->nblocks;
+    v->block_table = c->table;
+    v->block_table_stride = c->bt_stride;
+  } else {
+    v->capacity = c->rows;
+  }
+  return ATTN_OK;
+}
+
+void attn_kvc_free(attn_kvc *c) {
+  if (!c) return;
+  free(c->k), free(c->v), free(c->ks), free(c->vs);
+  free(c->lens), free(c->table), free(c->free_pages);
+  free(c);
+}
+
+void attn_kvc_reset(attn_kvc *c) {
+  if (!c) return;
+  memset(c->lens, 0, (size_t)c->cfg.B * sizeof(int32_t));
+  if (!c->cfg.page_size) return;
+  for (int64_t i = 0; i < c->cfg.B * c->bt_stride; i++) c->table[i] = -1;
+  for (int64_t i = 0; i < c->nblocks; i++) c->free_pages[i] = (int32_t)(c->nblocks - 1 - i);
+  c->nfree = c->nblocks;
+}
+
+static void *alloc_bytes(int64_t a, int64_t b, int64_t w, int64_t elt) {
+  int64_t n;
+  if (attn_ck_mul(a, b, &n) || attn_ck_mul(n, w, &n) || attn_ck_mul(n, elt, &n) ||
+      (uint64_t)n > SIZE_MAX)
+    return NULL;
+  return malloc(n > 0 ? (size_t)n : 1);
+}
+
+attn_status attn_kvc_create(attn_kvc **out, const attn_kvc_config *cfg) {
+  if (!out || !cfg) return attn_set_error(ATTN_EINVAL, "kvc: NULL %s", !out ? "out" : "config");
+  *out = NULL;
+  const int t = cfg->dtype;
+  if (t != ATTN_F32 && t != ATTN_F16 && t != ATTN_BF16 && t != ATTN_I8)
+    return attn_set_error(ATTN_EINVAL, "kvc: dtype %d is no cache type (F32, F16, BF16, I8)", t);
+  if (cfg->B < 1 || cfg->Hkv < 1 || cfg->D < 1 || cfg->Dv < 1)
+    return attn_set_error(ATTN_EINVAL, "kvc: B %lld, Hkv %lld, D %lld, Dv %lld must be >= 1",
+                          (long long)cfg->B, (long long)cfg->Hkv, (long long)cfg->D,
+                          (long long)cfg->Dv);
+  if (cfg->max_len < 1 || cfg->max_len > INT32_MAX)
+    return attn_set_error(ATTN_EINVAL, "kvc: max_len %lld (1..2^31-1)", (long long)cfg->max_len);
+  if (cfg->page_size < 0 || cfg->num_pages < 0 || cfg->num_pages > INT32_MAX ||
+      (cfg->page_size == 0 && cfg->num_pages))
+    return attn_set_error(ATTN_EINVAL, "kvc: page_size %lld, num_pages %lld (page_size 0: "
+                                       "contiguous, no pool)",
+                          (long long)cfg->page_size, (long long)cfg->num_pages);
+  attn_kvc *c = calloc(1, sizeof *c);
+  if (!c) return attn_set_error(ATTN_ENOMEM, "kvc: no memory");
+  c->cfg = *cfg;
+  c->elt = (int64_t)attn_dtype_size((attn_dtype)t);
+  if (cfg->page_size) {
+    c->rows = cfg->page_size;
+    c->bt_stride = attn_ceil_div(cfg->max_len, cfg->page_size);
+    int64_t all;
+    if (attn_ck_mul(c->bt_stride, cfg->B, &all)) all = INT32_MAX;
+    c->nblocks = cfg->num_pages ? cfg->num_pages : all;
+    if (c->nblocks > INT32_MAX) {
+      attn_kvc_free(c);
+      return attn_set_error(ATTN_EINVAL, "kvc: %lld pages are too many (set num_pages)",
+                            (long long)c->nblocks);
+    }
+    c->table = alloc_bytes(cfg->B, c->bt_stride, 1, sizeof(int32_t));
+    c->free_pages = alloc_bytes(c->nblocks, 1, 1, sizeof(int32_t));
+  } else {
+    c->rows = cfg->max_len;
+    c->nblocks = cfg->B;
+  }
+  c->lens = alloc_bytes(cfg->B, 1, 1, sizeof(int32_t));
+  c->k = alloc_bytes(c->nblocks * cfg->Hkv, c->rows, cfg->D, c->elt);
+  c->v = alloc_bytes(c->nblocks * cfg->Hkv, c->rows, cfg->Dv, c->elt);
+  int bad = !c->lens || !c->k || !c->v || (cfg->page_size && (!c->table || !c->free_pages));
+  if (t == ATTN_I8) {
+    c->ks = alloc_bytes(c->nblocks * cfg->Hkv, c->rows, 1, sizeof(float));
+    c->vs = alloc_bytes(c->nblocks * cfg->Hkv, c->rows, 1, sizeof(float));
+    bad |= !c->ks || !c->vs;
+  }
+  if (bad) {
+    attn_kvc_free(c);
+    return attn_set_error(ATTN_ENOMEM, "kvc: no memory for %lld x %lld rows of %lld + %lld %s",
+                          (long long)c->nblocks, (long long)c->rows, (long long)cfg->D,
+                          (long long)cfg->Dv, attn_dtype_name((attn_dtype)t));
+  }
+  attn_kvc_reset(c);
+  *out = c;
+  return ATTN_OK;
+}
+
+static attn_status check_seq(const attn_kvc *c, int64_t b, const char *what) {
+  if (!c) return attn_set_error(ATTN_EINVAL, "kvc %s: NULL cache", what);
+  if (b < 0 || b >= c->cfg.B)
+    return attn_set_error(ATTN_EINVAL, "kvc %s: sequence %lld outside 0..%lld", what,
+                          (long long)b, (long long)c->cfg.B - 1);
+  return ATTN_OK;
+}
+
+int64_t attn_kvc_len(const attn_kvc *c, int64_t b) {
+  return c && b >= 0 && b < c->cfg.B ? c->lens[b] : -1;
+}
+
+/* row index of token t of (b, g) (its page assigned) */
+static int64_t row_of(const attn_kvc *c, int64_t b, int64_t g, int64_t t) {
+  attn_kv_view v;
+  attn_kvc_view(c, &v);
+  return attn_kv_row(&v, b, g, t);
+}
+
+/* one f32 row x [w] stored at dst (and its int8 scale at *scale) */
+static void store_row(const attn_kvc *c, const float *x, int64_t w, void *dst, float *scale) {
+  const attn_row_ops *ro = &attn_kern_get()->row;
+  switch (c->cfg.dtype) {
+  case ATTN_F16: ro->f32_to_f16(x, dst, w); break;
+  case ATTN_BF16: ro->f32_to_bf16(x, dst, w); break;
+  case ATTN_I8: {
+    float amax = 0.0f;
+    for (int64_t i = 0; i < w; i++) amax = fmaxf(amax, fabsf(x[i]));
+    const float s = amax / 127.0f;
+    int8_t *q = dst;
+    for (int64_t i = 0; i < w; i++) { /* NaN, inf / inf: 0 (never a cast out of range) */
+      const float y = s > 0.0f ? nearbyintf(x[i] / s) : 0.0f;
+      q[i] = (int8_t)(y >= -127.0f && y <= 127.0f ? y : y > 127.0f ? 127.0f : y < -127.0f ? -127.0f : 0.0f);
+    }
+    *scale = s;
+    break;
+  }
+  default: memcpy(dst, x, (size_t)w * sizeof(float));
+  }
+}
+
+static void release_pages(attn_kvc *c, int64_t b, int64_t keep) {
+  int32_t *row = c->table + b * c->bt_stride;
+  for (int64_t p = pages_for(c, c->lens[b]) - 1; p >= keep; p--) {
+    c->free_pages[c->nfree++] = row[p];
+    row[p] = -1;
+  }
+}
+
+attn_status attn_kvc_append(attn_kvc *c, int64_t b, const float *k_new, const float *v_new,
+                            int64_t n) {
+  attn_status s = check_seq(c, b, "append");
+  if (s) return s;
+  if (n < 0 || n > c->cfg.max_len - c->lens[b])
+    return attn_set_error(ATTN_EINVAL, "kvc append: %lld tokens to sequence %lld of %d (max_len "
+                                       "%lld)",
+                          (long long)n, (long long)b, c->lens[b], (long long)c->cfg.max_len);
+  if (n == 0) return ATTN_OK;
+  if (!k_new || !v_new)
+    return attn_set_error(ATTN_EINVAL, "kvc append: %s is NULL", !k_new ? "k_new" : "v_new");
+  const int64_t len = c->lens[b], Hkv = c->cfg.Hkv, D = c->cfg.D, Dv = c->cfg.Dv;
+  if (c->cfg.page_size) {
+    const int64_t have = pages_for(c, len), need = pages_for(c, len + n);
+    if (need - have > c->nfree)
+      return attn_set_error(ATTN_ENOMEM, "kvc append: the pool of %lld pages is full (%lld "
+                                         "free, sequence %lld needs %lld more)",
+                            (long long)c->nblocks, (long long)c->nfree, (long long)b,
+                            (long long)(need - have));
+    for (int64_t p = have; p < need; p++)
+      c->table[b * c->bt_stride + p] = c->free_pages[--c->nfree];
+  }
+  c->lens[b] = (int32_t)(len + n);
+  for (int64_t g = 0; g < Hkv; g++)
+    for (int64_t t = 0; t < n; t++) {
+      const int64_t row = row_of(c, b, g, len + t);
+      store_row(c, k_new + (g * n + t) * D, D, (char *)c->k + row * D * c->elt,
+                c->ks ? c->ks + row : NULL);
+      store_row(c, v_new + (g * n + t) * Dv, Dv, (char *)c->v + row * Dv * c->elt,
+                c->vs ? c->vs + row : NULL);
+    }
+  return ATTN_OK;
+}
+
+attn_status attn_kvc_truncate(attn_kvc *c, int64_t b, int64_t len) {
+  attn_status s = check_seq(c, b, "truncate");
+  if (s) return s;
+  if (len < 0 || len > c->lens[b])
+    return attn_set_error(ATTN_EINVAL, "kvc truncate: length %lld for sequence %lld of %d",
+                          (long long)len, (long long)b, c->lens[b]);
+  if (c->cfg.page_size) release_pages(c, b, pages_for(c, len));
+  c->lens[b] = (int32_t)len;
+  return ATTN_OK;
+}
+
+attn_status attn_kvc_copy_seq(attn_kvc *c, int64_t dst, int64_t src) {
+  attn_status s = check_seq(c, dst, "copy (dst)");
+  if (!s) s = check_seq(c, src, "copy (src)");
+  if (s || dst == src) return s;
+  const int64_t len = c->lens[src];
+  if (c->cfg.page_size) {
+    if (pages_for(c, len) > c->nfree + pages_for(c, c->lens[dst]))
+      return attn_set_error(ATTN_ENOMEM, "kvc copy: the pool of %lld pages is full",
+                            (long long)c->nblocks);
+    release_pages(c, dst, 0);
+    for (int64_t p = 0; p < pages_for(c, len); p++)
+      c->table[dst * c->bt_stride + p] = c->free_pages[--c->nfree];
+  }
+  c->lens[dst] = (int32_t)len;
+  const int64_t kb = c->cfg.D * c->elt, vb = c->cfg.Dv * c->elt;
+  for (int64_t g = 0; g < c->cfg.Hkv; g++)
+    for (int64_t t = 0; t < len; t++) {
+      const int64_t from = row_of(c, src, g, t), to = row_of(c, dst, g, t);
+      memcpy((char *)c->k + to * kb, (const char *)c->k + from * kb, (size_t)kb);
+      memcpy((char *)c->v + to * vb, (const char *)c->v + from * vb, (size_t)vb);
+      if (c->ks) c->ks[to] = c->ks[from], c->vs[to] = c->vs[from];
+    }
+  return ATTN_OK;
+}
+
+/* x [w] := the stored row widened */
+static void widen_row(const attn_kvc *c, const void *row, int64_t w, float scale, float *x) {
+  const attn_row_ops *ro = &attn_kern_get()->row;
+  switch (c->cfg.dtype) {
+  case ATTN_F16: ro->f16_to_f32(row, x, w); break;
+  case ATTN_BF16: ro->bf16_to_f32(row, x, w); break;
+  case ATTN_I8:
+    for (int64_t i = 0; i < w; i++) x[i] = scale * (float)((const int8_t *)row)[i];
+    break;
+  default: memcpy(x, row, (size_t)w * sizeof(float));
+  }
+}
+
+attn_status attn_kvc_read(const attn_kvc *c, int64_t b, int64_t g, int64_t t, float *k, float *v) {
+  attn_status s = check_seq(c, b, "read");
+  if (s) return s;
+  if (g < 0 || g >= c->cfg.Hkv || t < 0 || t >= c->lens[b])
+    return attn_set_error(ATTN_EINVAL, "kvc read: head %lld, token %lld of sequence %lld (%d "
+                                       "tokens, %lld heads)",
+                          (long long)g, (long long)t, (long long)b, c->lens[b],
+                          (long long)c->cfg.Hkv);
+  const int64_t row = row_of(c, b, g, t);
+  if (k)
+    widen_row(c, (const char *)c->k + row * c->cfg.D * c->elt, c->cfg.D, c->ks ? c->ks[row] : 1,
+              k);
+  if (v)
+    widen_row(c, (const char *)c->v + row * c->cfg.Dv * c->elt, c->cfg.Dv,
+              c->vs ? c->vs[row] : 1, v);
+  return ATTN_OK;
+}

@@ -1,0 +1,337 @@
+/* Decode attention (attn/decode.h) against the math path of
+ * attn_sdpa_forward with the equivalent descriptor (decode_case.h), at the
+ * active ISA level (tests/run.sh runs this program at every level), for
+ * every cache storage, GQA/MQA/MHA, each modifier, page sizes, ragged
+ * batches, chunk boundaries, and thread counts; bad views refused by name.
+ *
+ * Tolerances: against the math path on the same (widened) cache values,
+ * out within 2e-5 + 1e-4 |ref| and lse within 2e-5 + 1e-5 |ref| (f32
+ * summation order and exp rounding only). Against the unrounded f32 rows
+ * (the storage's own error), norm-relative: max |out - ref| <= tol max
+ * |ref| with tol 1e-3 for f16, 1e-2 for bf16 (8 bits of mantissa) and
+ * int8 (per token and head scales). */
+#include "decode_case.h"
+#include "kernels/kern.h"
+
+static const int dtypes[] = {ATTN_F32, ATTN_F16, ATTN_BF16, ATTN_I8};
+static const char *const dnames[] = {"f32", "f16", "bf16", "i8"};
+
+static double storage_tol(int dtype) {
+  return dtype == ATTN_F32 ? 1e-5 : dtype == ATTN_F16 ? 1e-3 : 1e-2;
+}
+
+/* decode vs math on the widened cache (tight) and on the f32 rows (the
+ * storage's tolerance) */
+static void check_case(const dcase *c, const char *what) {
+  dprob p;
+  if (dprob_make(&p, c)) {
+    printf("  %s: setup failed: %s\n", what, attn_last_error());
+    h_case_failed = 1;
+    dprob_free(&p);
+    return;
+  }
+  float *ro = malloc((size_t)dc_nout(&p) * 4), *rl = malloc((size_t)dc_nlse(&p) * 4);
+  CHECK_OK(dprob_decode(&p));
+  CHECK_OK(dprob_reference(&p, p.kw, p.vw, ro, rl));
+  int before = h_case_failed;
+  h_case_failed = 0;
+  CHECK_CLOSE("out", p.out, ro, dc_nout(&p), 2e-5, 1e-4);
+  CHECK_CLOSE("lse", p.lse, rl, dc_nlse(&p), 2e-5, 1e-5);
+  CHECK_OK(dprob_reference(&p, p.k32, p.v32, ro, rl));
+  CHECK_NORMREL(p.out, ro, dc_nout(&p), storage_tol(c->dtype));
+  if (h_case_failed) printf("  (case: %s)\n", what);
+  h_case_failed |= before;
+  free(ro), free(rl);
+  dprob_free(&p);
+}
+
+static void test_every_storage_gqa_mqa_mha(void) {
+  for (int t = 0; t < 4; t++) {
+    char w[96];
+    dcase c = dcase_plain(dtypes[t], 8, 2, 1, 64, 300); /* GQA, 2 chunks */
+    snprintf(w, sizeof w, "%s gqa", dnames[t]);
+    check_case(&c, w);
+    c = dcase_plain(dtypes[t], 4, 1, 3, 32, 45); /* MQA, 3 queries */
+    snprintf(w, sizeof w, "%s mqa", dnames[t]);
+    check_case(&c, w);
+    c = dcase_plain(dtypes[t], 2, 2, 1, 16, 20); /* MHA */
+    snprintf(w, sizeof w, "%s mha", dnames[t]);
+    check_case(&c, w);
+    c = dcase_plain(dtypes[t], 6, 3, 2, 37, 33); /* odd D and Dv: SIMD tails */
+    c.Dv = 21;
+    snprintf(w, sizeof w, "%s odd D", dnames[t]);
+    check_case(&c, w);
+  }
+}
+
+/* the shape at a small Lk: 32 query heads over 8, D = 128 */
+static void test_llama_shape(void) {
+  for (int t = 0; t < 4; t++) {
+    dcase c = dcase_plain(dtypes[t], 32, 8, 1, 128, 600);
+    check_case(&c, dnames[t]);
+  }
+}
+
+static void test_each_modifier(void) {
+  for (int t = 0; t < 4; t++)
+    for (int m = 0; m < 6; m++) {
+      dcase c = dcase_plain(dtypes[t], 4, 2, 4, 32, 290);
+      char w[96];
+      const char *name = "";
+      switch (m) {
+      case 0: c.window = 50, name = "window"; break;
+      case 1: c.alibi = 1, name = "alibi"; break;
+      case 2: c.softcap = 2.5f, name = "softcap"; break;
+      case 3: c.sinks = 1, name = "sinks"; break;
+      case 4: c.causal = 0, name = "not causal"; break;
+      default: c.window = 7, c.alibi = 1, c.softcap = 3.0f, c.sinks = 1, name = "all"; break;
+      }
+      snprintf(w, sizeof w, "%s %s", dnames[t], name);
+      check_case(&c, w);
+    }
+}
+
+/* ragged batch: lengths 1, 300 (two chunks), 17, 0 (an empty cache: rows
+ * see no key), 260, 3 (shorter than Lq: some queries before position 0) */
+static void test_ragged_batch(void) {
+  for (int t = 0; t < 4; t++)
+    for (int ps = 0; ps < 2; ps++) {
+      dcase c = dcase_plain(dtypes[t], 4, 2, 4, 24, 1);
+      c.B = 6;
+      const int lens[6] = {1, 300, 17, 0, 260, 3};
+      memcpy(c.lens, lens, sizeof lens);
+      c.page_size = ps ? 16 : 0;
+      c.sinks = t == 3;
+      char w[64];
+      snprintf(w, sizeof w, "%s ragged %s", dnames[t], ps ? "paged" : "contiguous");
+      check_case(&c, w);
+    }
+}
+
+static void test_lk_one_and_chunk_edges(void) {
+  const int lens[] = {1, 2, 255, 256, 257, 513, 1000};
+  for (int i = 0; i < 7; i++) {
+    dcase c = dcase_plain(ATTN_F32, 4, 4, 1, 16, lens[i]);
+    char w[32];
+    snprintf(w, sizeof w, "len %d", lens[i]);
+    check_case(&c, w);
+  }
+}
+
+/* out and lse of a case, as bits */
+static void decode_bits(const dcase *c, int threads, float *out, float *lse) {
+  dprob p;
+  CHECK(dprob_make(&p, c) == 0);
+  int saved = attn_get_num_threads();
+  attn_set_num_threads(threads);
+  CHECK_OK(dprob_decode(&p));
+  attn_set_num_threads(saved);
+  memcpy(out, p.out, (size_t)dc_nout(&p) * 4);
+  memcpy(lse, p.lse, (size_t)dc_nlse(&p) * 4);
+  dprob_free(&p);
+}
+
+/* page sizes 1, 7 (odd), 16 and the contiguous cache: the same blocks, so
+ * the same bits; and each against the math path */
+static void test_page_sizes_same_bits(void) {
+  static const int sizes[] = {1, 7, 16, 64};
+  for (int t = 0; t < 4; t++) {
+    dcase c = dcase_plain(dtypes[t], 8, 2, 2, 32, 277);
+    c.B = 2;
+    c.lens[1] = 90;
+    c.alibi = 1;
+    const int64_t no = 2 * 8 * 2 * 32, nl = 2 * 8 * 2;
+    float *o0 = malloc(no * 4), *l0 = malloc(nl * 4), *o1 = malloc(no * 4), *l1 = malloc(nl * 4);
+    decode_bits(&c, 2, o0, l0);
+    for (int i = 0; i < 4; i++) {
+      c.page_size = sizes[i];
+      decode_bits(&c, 2, o1, l1);
+      CHECK(!memcmp(o0, o1, no * 4) && !memcmp(l0, l1, nl * 4));
+      char w[48];
+      snprintf(w, sizeof w, "%s page %d", dnames[t], sizes[i]);
+      check_case(&c, w);
+    }
+    free(o0), free(l0), free(o1), free(l1);
+  }
+}
+
+static void test_thread_count_same_bits(void) {
+  dcase c = dcase_plain(ATTN_F16, 8, 2, 2, 64, 2100); /* 9 chunks of 256 */
+  c.B = 2;
+  c.lens[1] = 700;
+  c.softcap = 4.0f;
+  const int64_t no = 2 * 8 * 2 * 64, nl = 2 * 8 * 2;
+  float *o1 = malloc(no * 4), *l1 = malloc(nl * 4), *o2 = malloc(no * 4), *l2 = malloc(nl * 4);
+  decode_bits(&c, 1, o1, l1);
+  for (int nt = 2; nt <= 3; nt++) {
+    decode_bits(&c, nt, o2, l2);
+    CHECK(!memcmp(o1, o2, no * 4) && !memcmp(l1, l2, nl * 4));
+  }
+  check_case(&c, "threads case");
+  free(o1), free(l1), free(o2), free(l2);
+}
+
+/* the active level's micro-kernels against the portable ones on a block
+ * with odd sizes (R 11 rows, D 37, Dv 29, 13 keys) */
+static void test_ukr_level_matches_generic(void) {
+  const attn_decode_ops *lv = attn_kern_get()->decode, *gen = attn_decode_ops_generic();
+  if (lv == gen) {
+    SKIP("level %s runs the portable kernels", attn_isa_name(attn_isa_active()));
+    return;
+  }
+  enum { R = 11, D = 37, DV = 29, N = 13 };
+  static float kf[N][D], vf[N][DV];
+  static uint16_t kh[N][D], vh[N][DV];
+  static int8_t ki[N][D], vi[N][DV];
+  float q[R * D], p[R * ATTN_DECODE_NB], corr[R];
+  fill_uniform(&kf[0][0], N * D, 11, -1, 1);
+  fill_uniform(&vf[0][0], N * DV, 12, -1, 1);
+  fill_uniform(q, R * D, 13, -1, 1);
+  fill_uniform(p, R * ATTN_DECODE_NB, 14, 0, 1);
+  fill_uniform(corr, R, 15, 0.2f, 1);
+  for (int j = 0; j < N; j++) {
+    for (int e = 0; e < D; e++) kh[j][e] = attn_f32_to_f16(kf[j][e]), ki[j][e] = (int8_t)(kf[j][e] * 120);
+    for (int e = 0; e < DV; e++) vh[j][e] = attn_f32_to_f16(vf[j][e]), vi[j][e] = (int8_t)(vf[j][e] * 120);
+  }
+  for (int t = 0; t < 4; t++) {
+    attn_decode_block b = {.dtype = dtypes[t], .n = N, .D = D, .Dv = DV};
+    for (int j = 0; j < N; j++) {
+      b.k[j] = t == 0 ? (const void *)kf[j] : t == 3 ? (const void *)ki[j] : (const void *)kh[j];
+      b.v[j] = t == 0 ? (const void *)vf[j] : t == 3 ? (const void *)vi[j] : (const void *)vh[j];
+    }
+    float s1[R * ATTN_DECODE_NB] = {0}, s2[R * ATTN_DECODE_NB] = {0};
+    lv->scores(&b, q, R, s1);
+    gen->scores(&b, q, R, s2);
+    CHECK_CLOSE("scores", s1, s2, R * ATTN_DECODE_NB, 1e-4, 1e-5);
+    float a1[R * DV], a2[R * DV];
+    fill_uniform(a1, R * DV, 16, -1, 1);
+    memcpy(a2, a1, sizeof a1);
+    lv->pv(&b, p, corr, R, a1);
+    gen->pv(&b, p, corr, R, a2);
+    CHECK_CLOSE("pv", a1, a2, R * DV, 1e-4, 1e-5);
+  }
+}
+
+/* NaN in one cached key reaches the rows that attend it, not others */
+static void test_nan_in_cache_propagates(void) {
+  dcase c = dcase_plain(ATTN_F32, 2, 2, 1, 16, 40);
+  dprob p;
+  CHECK(dprob_make(&p, &c) == 0);
+  attn_kv_view v;
+  CHECK_OK(attn_kvc_view(p.kvc, &v));
+  ((float *)v.k)[5 * 16 + 3] = NAN; /* head 0, token 5 */
+  CHECK_OK(attn_decode_forward(&p.d, &v, p.q, p.out, p.lse));
+  CHECK(isnan(p.out[0]) && isnan(p.lse[0]));
+  CHECK(isfinite(p.out[16]) && isfinite(p.lse[1]));
+  dprob_free(&p);
+}
+
+static void expect_err(const attn_decode_desc *d, const attn_kv_view *v, const float *q,
+                       float *out, attn_status want, const char *needle) {
+  attn_clear_error();
+  attn_status s = attn_decode_forward(d, v, q, out, NULL);
+  if (s != want || !strstr(attn_last_error(), needle)) {
+    printf("  got %s \"%s\", want %s naming '%s'\n", attn_status_str(s), attn_last_error(),
+           attn_status_str(want), needle);
+    h_case_failed = 1;
+  }
+}
+
+static void test_bad_inputs_named(void) {
+  dcase c = dcase_plain(ATTN_I8, 4, 2, 1, 16, 40);
+  c.page_size = 16;
+  dprob p;
+  CHECK(dprob_make(&p, &c) == 0);
+  attn_kv_view v0, v;
+  CHECK_OK(attn_kvc_view(p.kvc, &v0));
+  attn_decode_desc d = p.d;
+  CHECK_OK(attn_decode_forward(&d, &v0, p.q, p.out, NULL)); /* lse may be NULL */
+  /* a page outside the pool (a copy of the table: the cache's own stays) */
+  int32_t table[8];
+  memcpy(table, v0.block_table, sizeof(int32_t) * (size_t)v0.block_table_stride);
+  v = v0;
+  v.block_table = table;
+  table[2] = (int32_t)v0.num_pages;
+  expect_err(&d, &v, p.q, p.out, ATTN_EINVAL, "block_table[0][2]");
+  table[2] = -1;
+  expect_err(&d, &v, p.q, p.out, ATTN_EINVAL, "outside the pool");
+  /* a sequence longer than its pages */
+  int32_t lens[1] = {40};
+  v = v0;
+  v.seq_lens = lens;
+  v.block_table_stride = 2; /* 32 tokens */
+  expect_err(&d, &v, p.q, p.out, ATTN_EINVAL, "longer than its pages");
+  lens[0] = -1;
+  v.block_table_stride = v0.block_table_stride;
+  expect_err(&d, &v, p.q, p.out, ATTN_EINVAL, "seq_lens[0]");
+  /* another dtype than the call says */
+  d.kv_dtype = ATTN_F16;
+  expect_err(&d, &v0, p.q, p.out, ATTN_EINVAL, "kv_dtype F16");
+  d = p.d;
+  d.kv_dtype = ATTN_I32;
+  expect_err(&d, &v0, p.q, p.out, ATTN_EINVAL, "kv_dtype");
+  d = p.d;
+  /* int8 without scales */
+  v = v0;
+  v.k_scale = NULL;
+  expect_err(&d, &v, p.q, p.out, ATTN_EINVAL, "k_scale");
+  v = v0;
+  v.v_scale = NULL;
+  expect_err(&d, &v, p.q, p.out, ATTN_EINVAL, "v_scale");
+  /* contiguous longer than its capacity */
+  v = v0;
+  v.page_size = 0;
+  v.capacity = 30;
+  expect_err(&d, &v, p.q, p.out, ATTN_EINVAL, "capacity 30");
+  v = v0;
+  v.page_size = -2;
+  expect_err(&d, &v, p.q, p.out, ATTN_EINVAL, "page_size");
+  v = v0;
+  v.num_pages = 0;
+  expect_err(&d, &v, p.q, p.out, ATTN_EINVAL, "num_pages");
+  v = v0;
+  v.block_table = NULL;
+  expect_err(&d, &v, p.q, p.out, ATTN_EINVAL, "block_table is NULL");
+  v = v0;
+  v.num_pages = INT64_MAX / 4; /* overflowing sizes */
+  expect_err(&d, &v, p.q, p.out, ATTN_EINVAL, "overflow");
+  /* the call's sizes against the view's */
+  d.D = 8;
+  expect_err(&d, &v0, p.q, p.out, ATTN_EINVAL, "the call says");
+  d = p.d;
+  d.Hq = 3;
+  expect_err(&d, &v0, p.q, p.out, ATTN_EINVAL, "multiple of Hkv");
+  d = p.d;
+  d.Lq = ATTN_DECODE_MAX_LQ + 1;
+  expect_err(&d, &v0, p.q, p.out, ATTN_EUNSUPPORTED, "Lq 17");
+  d = p.d;
+  d.softcap = -1.0f;
+  expect_err(&d, &v0, p.q, p.out, ATTN_EINVAL, "softcap");
+  d = p.d;
+  d.window_left = -5;
+  expect_err(&d, &v0, p.q, p.out, ATTN_EINVAL, "window_left");
+  d = p.d;
+  d.has_scale = 1;
+  d.scale = INFINITY;
+  expect_err(&d, &v0, p.q, p.out, ATTN_EINVAL, "scale");
+  d = p.d;
+  expect_err(&d, &v0, NULL, p.out, ATTN_EINVAL, "q is NULL");
+  expect_err(&d, NULL, p.q, p.out, ATTN_EINVAL, "kv view is NULL");
+  dprob_free(&p);
+}
+
+int main(void) {
+  printf("# level %s, decode kernels %s\n", attn_isa_name(attn_isa_active()),
+         attn_kern_get()->decode->name);
+  RUN(test_every_storage_gqa_mqa_mha);
+  RUN(test_llama_shape);
+  RUN(test_each_modifier);
+  RUN(test_ragged_batch);
+  RUN(test_lk_one_and_chunk_edges);
+  RUN(test_page_sizes_same_bits);
+  RUN(test_thread_count_same_bits);
+  RUN(test_ukr_level_matches_generic);
+  RUN(test_nan_in_cache_propagates);
+  RUN(test_bad_inputs_named);
+  HARNESS_END();
+}
