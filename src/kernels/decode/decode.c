@@ -135,15 +135,22 @@ static int block_softmax(const call_t *c, scratch_t *w, int64_t t, int n, float 
     float *sr = w->s + r * NB, *pr = w->p + r * NB;
     int nan = 0;
     float bm = -INFINITY;
-    for (int j = 0; j < n; j++) {
-      const int64_t tt = t + j;
-      if (tt < w->lo[r] || tt >= w->hi[r]) {
-        sr[j] = -INFINITY;
-        continue;
+    if (!d->alibi_slopes && t >= w->lo[r] && t + n <= w->hi[r]) { /* all keys allowed */
+      for (int j = 0; j < n; j++) {
+        bm = sr[j] > bm ? sr[j] : bm;
+        nan |= sr[j] != sr[j];
       }
-      if (d->alibi_slopes) sr[j] -= w->slope[r] * (float)llabs(w->pos[r] - tt);
-      if (sr[j] > bm) bm = sr[j];
-      nan |= sr[j] != sr[j];
+    } else {
+      for (int j = 0; j < n; j++) {
+        const int64_t tt = t + j;
+        if (tt < w->lo[r] || tt >= w->hi[r]) {
+          sr[j] = -INFINITY;
+          continue;
+        }
+        if (d->alibi_slopes) sr[j] -= w->slope[r] * (float)llabs(w->pos[r] - tt);
+        bm = sr[j] > bm ? sr[j] : bm;
+        nan |= sr[j] != sr[j];
+      }
     }
     if (bm == -INFINITY && !nan) { /* nothing allowed here: the row unchanged */
       w->corr[r] = 1.0f;

@@ -48,15 +48,19 @@ ATTN_AVX2_INLINE void scores_tile(const attn_decode_block *b, const float *q, fl
   for (int j = 0; j < b->n; j++) {
     const void *kr = b->k[j];
     __m256 a[4];
+    #pragma GCC unroll 4
     for (int r = 0; r < RT; r++) a[r] = _mm256_setzero_ps();
     for (int64_t c = 0; c < Df; c += 8) {
       const __m256 kv = load8(dt, kr, c);
+      #pragma GCC unroll 4
       for (int r = 0; r < RT; r++) a[r] = _mm256_fmadd_ps(_mm256_loadu_ps(q + r * D + c), kv, a[r]);
     }
     if (Df < D) {
       const __m256 kv = load8_tail(dt, kr, Df, D - Df);
+      #pragma GCC unroll 4
       for (int r = 0; r < RT; r++) a[r] = _mm256_fmadd_ps(load8_tail(ATTN_F32, q + r * D, Df, D - Df), kv, a[r]);
     }
+    #pragma GCC unroll 4
     for (int r = 0; r < RT; r++) s[r * NB + j] = hsum8(a[r]);
   }
 }
@@ -68,14 +72,17 @@ ATTN_AVX2_INLINE void pv_tile(const attn_decode_block *b, const float *p, const 
     const int64_t w = Dv - c >= 8 ? 8 : Dv - c;
     __m256 a[4];
     float tmp[4][8];
+    #pragma GCC unroll 4
     for (int r = 0; r < RT; r++) {
       const __m256 x = w == 8 ? _mm256_loadu_ps(acc + r * Dv + c) : load8_tail(ATTN_F32, acc + r * Dv, c, w);
       a[r] = _mm256_mul_ps(x, _mm256_set1_ps(corr[r]));
     }
     for (int j = 0; j < b->n; j++) {
       const __m256 vv = w == 8 ? load8(dt, b->v[j], c) : load8_tail(dt, b->v[j], c, w);
+      #pragma GCC unroll 4
       for (int r = 0; r < RT; r++) a[r] = _mm256_fmadd_ps(_mm256_set1_ps(p[r * NB + j]), vv, a[r]);
     }
+    #pragma GCC unroll 4
     for (int r = 0; r < RT; r++) {
       if (w == 8) {
         _mm256_storeu_ps(acc + r * Dv + c, a[r]);

@@ -47,43 +47,127 @@ ATTN_AVX512_INLINE __m512 load16_full(int dt, const void *row, int64_t c) {
   }
 }
 
-/* scores of RT query rows (q: their first) against the block's keys */
-ATTN_AVX512_INLINE void scores_tile(const attn_decode_block *b, const float *q, float *s, int dt,
-                                    int RT) {
-  const int64_t D = b->D, Df = D & ~(int64_t)15;
-  const __mmask16 tm = (__mmask16)((1u << (D - Df)) - 1);
-  for (int j = 0; j < b->n; j++) {
-    const void *kr = b->k[j];
-    __m512 a[8];
-    for (int r = 0; r < RT; r++) a[r] = _mm512_setzero_ps();
-    for (int64_t c = 0; c < Df; c += 16) {
-      const __m512 kv = load16_full(dt, kr, c);
-      for (int r = 0; r < RT; r++) a[r] = _mm512_fmadd_ps(_mm512_loadu_ps(q + r * D + c), kv, a[r]);
-    }
-    if (Df < D) {
-      const __m512 kv = load16(dt, kr, Df, tm);
-      for (int r = 0; r < RT; r++)
-        a[r] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tm, q + r * D + Df), kv, a[r]);
-    }
-    for (int r = 0; r < RT; r++) s[r * NB + j] = _mm512_reduce_add_ps(a[r]);
-  }
+/* the sums of a, b, c, d's lanes, in that order */
+ATTN_AVX512_INLINE __m128 hsum4(__m512 a, __m512 b, __m512 c, __m512 d) {
+  /* per 128-bit lane: [a0+a2, b0+b2, a1+a3, b1+b3], the same for c, d */
+  const __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
+  const __m512 cd = _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
+  /* per 128-bit lane: [a, b, c, d] partial sums; then the four lanes added */
+  const __m512 x = _mm512_add_ps(_mm512_shuffle_ps(ab, cd, _MM_SHUFFLE(1, 0, 1, 0)),
+                                 _mm512_shuffle_ps(ab, cd, _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m256 y = _mm256_add_ps(_mm512_castps512_ps256(x), _mm512_extractf32x8_ps(x, 1));
+  return _mm_add_ps(_mm256_castps256_ps128(y), _mm256_extractf128_ps(y, 1));
 }
 
-/* RT rows' output accumulators (acc: their first) += p · the block's values */
+/* scores of RT query rows (q: their first) against KJ keys j0.. of the
+ * block: RT KJ <= 16 accumulators, each q vector loaded once for the KJ
+ * keys, each key vector once for the RT rows */
+ATTN_AVX512_INLINE void scores_keys(const attn_decode_block *b, const float *q, float *s, int j0,
+                                    int dt, int RT, int KJ) {
+  const int64_t D = b->D, Df = D & ~(int64_t)15;
+  const __mmask16 tm = (__mmask16)((1u << (D - Df)) - 1);
+  __m512 a[16]; /* a[r KJ + k] */
+#pragma GCC unroll 16
+  for (int i = 0; i < RT * KJ; i++) a[i] = _mm512_setzero_ps();
+  for (int64_t c = 0; c < Df; c += 16) {
+    __m512 kv[8];
+#pragma GCC unroll 8
+    for (int k = 0; k < KJ; k++) kv[k] = load16_full(dt, b->k[j0 + k], c);
+#pragma GCC unroll 8
+    for (int r = 0; r < RT; r++) {
+      const __m512 qv = _mm512_loadu_ps(q + r * D + c);
+#pragma GCC unroll 8
+      for (int k = 0; k < KJ; k++) a[r * KJ + k] = _mm512_fmadd_ps(qv, kv[k], a[r * KJ + k]);
+    }
+  }
+  if (Df < D) {
+    __m512 kv[8];
+#pragma GCC unroll 8
+    for (int k = 0; k < KJ; k++) kv[k] = load16(dt, b->k[j0 + k], Df, tm);
+#pragma GCC unroll 8
+    for (int r = 0; r < RT; r++) {
+      const __m512 qv = _mm512_maskz_loadu_ps(tm, q + r * D + Df);
+#pragma GCC unroll 8
+      for (int k = 0; k < KJ; k++) a[r * KJ + k] = _mm512_fmadd_ps(qv, kv[k], a[r * KJ + k]);
+    }
+  }
+  float sum[16];
+  int i = 0;
+  for (; i + 4 <= RT * KJ; i += 4) _mm_storeu_ps(sum + i, hsum4(a[i], a[i + 1], a[i + 2], a[i + 3]));
+  for (; i < RT * KJ; i++) sum[i] = _mm512_reduce_add_ps(a[i]);
+#pragma GCC unroll 8
+  for (int r = 0; r < RT; r++)
+#pragma GCC unroll 8
+    for (int k = 0; k < KJ; k++) s[r * NB + j0 + k] = sum[r * KJ + k];
+}
+
+/* scores of RT rows against the block: 16 / RT keys at a time (at most
+ * 8: registers for their vectors), then one */
+ATTN_AVX512_INLINE void scores_tile(const attn_decode_block *b, const float *q, float *s, int dt,
+                                    int RT) {
+  const int KJ = RT >= 8 ? 2 : RT >= 4 ? 4 : 8;
+  int j = 0;
+  for (; j + KJ <= b->n; j += KJ) scores_keys(b, q, s, j, dt, RT, KJ);
+  for (; j < b->n; j++) scores_keys(b, q, s, j, dt, RT, 1);
+}
+
+/* RT rows' output accumulators (acc: their first) += p · the block's
+ * values over columns c0 .. c0 + 16 SL (lanes of m[e] in vector e; FULL:
+ * all of them, plain loads): RT SL = 16 accumulators stay in registers
+ * across the block's keys, and each V row is read in runs of SL 64 bytes */
+ATTN_AVX512_INLINE void pv_slab(const attn_decode_block *b, const float *p, const float *corr,
+                                float *acc, int64_t c0, const __mmask16 *m, int dt, int RT,
+                                int SL, int FULL) {
+  const int64_t Dv = b->Dv;
+  __m512 a[16]; /* a[r SL + e] */
+#pragma GCC unroll 8
+  for (int r = 0; r < RT; r++) {
+    const __m512 cr = _mm512_set1_ps(corr[r]);
+    const float *ar = acc + r * Dv + c0;
+#pragma GCC unroll 8
+    for (int e = 0; e < SL; e++)
+      a[r * SL + e] = _mm512_mul_ps(
+          FULL ? _mm512_loadu_ps(ar + 16 * e) : _mm512_maskz_loadu_ps(m[e], ar + 16 * e), cr);
+  }
+  for (int j = 0; j < b->n; j++) {
+    __m512 vv[8];
+#pragma GCC unroll 8
+    for (int e = 0; e < SL; e++)
+      vv[e] = FULL ? load16_full(dt, b->v[j], c0 + 16 * e) : load16(dt, b->v[j], c0 + 16 * e, m[e]);
+#pragma GCC unroll 8
+    for (int r = 0; r < RT; r++) {
+      const __m512 pr = _mm512_set1_ps(p[r * NB + j]);
+#pragma GCC unroll 8
+      for (int e = 0; e < SL; e++) a[r * SL + e] = _mm512_fmadd_ps(pr, vv[e], a[r * SL + e]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < RT; r++)
+#pragma GCC unroll 8
+    for (int e = 0; e < SL; e++) {
+      float *ar = acc + r * Dv + c0 + 16 * e;
+      if (FULL)
+        _mm512_storeu_ps(ar, a[r * SL + e]);
+      else
+        _mm512_mask_storeu_ps(ar, m[e], a[r * SL + e]);
+    }
+}
+
+/* slabs of SL = 16 / RT vectors; the last one masked */
 ATTN_AVX512_INLINE void pv_tile(const attn_decode_block *b, const float *p, const float *corr,
                                 float *acc, int dt, int RT) {
+  const int SL = RT >= 8 ? 2 : RT >= 4 ? 4 : 8;
   const int64_t Dv = b->Dv;
-  for (int64_t c = 0; c < Dv; c += 16) {
-    const int full = Dv - c >= 16;
-    const __mmask16 m = full ? (__mmask16)0xFFFF : (__mmask16)((1u << (Dv - c)) - 1);
-    __m512 a[8];
-    for (int r = 0; r < RT; r++)
-      a[r] = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, acc + r * Dv + c), _mm512_set1_ps(corr[r]));
-    for (int j = 0; j < b->n; j++) {
-      const __m512 vv = full ? load16_full(dt, b->v[j], c) : load16(dt, b->v[j], c, m);
-      for (int r = 0; r < RT; r++) a[r] = _mm512_fmadd_ps(_mm512_set1_ps(p[r * NB + j]), vv, a[r]);
+  int64_t c0 = 0;
+  for (; c0 + 16 * SL <= Dv; c0 += 16 * SL) pv_slab(b, p, corr, acc, c0, NULL, dt, RT, SL, 1);
+  if (c0 < Dv) {
+    __mmask16 m[8];
+#pragma GCC unroll 8
+    for (int e = 0; e < SL; e++) {
+      const int64_t left = Dv - c0 - 16 * e;
+      m[e] = left >= 16 ? (__mmask16)0xFFFF : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
     }
-    for (int r = 0; r < RT; r++) _mm512_mask_storeu_ps(acc + r * Dv + c, m, a[r]);
+    pv_slab(b, p, corr, acc, c0, m, dt, RT, SL, 0);
   }
 }
 

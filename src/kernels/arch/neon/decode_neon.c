@@ -44,16 +44,20 @@ static inline __attribute__((always_inline)) void scores_tile(const attn_decode_
   for (int j = 0; j < b->n; j++) {
     const void *kr = b->k[j];
     float32x4_t a[8];
+    #pragma GCC unroll 8
     for (int r = 0; r < RT; r++) a[r] = vdupq_n_f32(0.0f);
     for (int64_t c = 0; c < Df; c += 4) {
       const float32x4_t kv = load4(dt, kr, c);
+      #pragma GCC unroll 8
       for (int r = 0; r < RT; r++) a[r] = vfmaq_f32(a[r], vld1q_f32(q + r * D + c), kv);
     }
     if (Df < D) {
       const float32x4_t kv = load4_tail(dt, kr, Df, D - Df);
+      #pragma GCC unroll 8
       for (int r = 0; r < RT; r++)
         a[r] = vfmaq_f32(a[r], load4_tail(ATTN_F32, q + r * D, Df, D - Df), kv);
     }
+    #pragma GCC unroll 8
     for (int r = 0; r < RT; r++) s[r * NB + j] = vaddvq_f32(a[r]);
   }
 }
@@ -65,14 +69,17 @@ static inline __attribute__((always_inline)) void pv_tile(const attn_decode_bloc
   for (int64_t c = 0; c < Dv; c += 4) {
     const int64_t w = Dv - c >= 4 ? 4 : Dv - c;
     float32x4_t a[8];
+    #pragma GCC unroll 8
     for (int r = 0; r < RT; r++) {
       const float32x4_t x = w == 4 ? vld1q_f32(acc + r * Dv + c) : load4_tail(ATTN_F32, acc + r * Dv, c, w);
       a[r] = vmulq_n_f32(x, corr[r]);
     }
     for (int j = 0; j < b->n; j++) {
       const float32x4_t vv = w == 4 ? load4(dt, b->v[j], c) : load4_tail(dt, b->v[j], c, w);
+      #pragma GCC unroll 8
       for (int r = 0; r < RT; r++) a[r] = vfmaq_n_f32(a[r], vv, p[r * NB + j]);
     }
+    #pragma GCC unroll 8
     for (int r = 0; r < RT; r++) {
       if (w == 4) {
         vst1q_f32(acc + r * Dv + c, a[r]);
