@@ -1,6 +1,7 @@
 /* Decode attention's AVX2 micro-kernels (decode_ukr.h): decode_avx512.c's
- * loops on 8 lanes (F16C for f16), query-row tiles of 4, 2, 1 (AVX2 has 16
- * registers); the tail of a row through a zero-padded copy. */
+ * loops on 8 lanes (F16C for f16), query-row tiles of 4, 2, 1 and at most
+ * 8 accumulators (AVX2 has 16 registers); the tail of a row through a
+ * zero-padded copy. */
 #include "kernels/kern.h"
 
 #if defined(__x86_64__)
@@ -42,56 +43,125 @@ ATTN_AVX2_INLINE float hsum8(__m256 x) {
   return _mm_cvtss_f32(s);
 }
 
+/* the sums of a, b, c, d's lanes, in that order */
+ATTN_AVX2_INLINE __m128 hsum4(__m256 a, __m256 b, __m256 c, __m256 d) {
+  const __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
+  return _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
+}
+
+/* scores of RT query rows (q: their first) against KJ keys j0.. of the
+ * block: RT KJ <= 8 accumulators, each q vector loaded once for the KJ
+ * keys, each key vector once for the RT rows; the row's tail through a
+ * zero-padded copy */
+ATTN_AVX2_INLINE void scores_keys(const attn_decode_block *b, const float *q, float *s, int j0,
+                                  int dt, int RT, int KJ) {
+  const int64_t D = b->D, Df = D & ~(int64_t)7;
+  __m256 a[8]; /* a[r KJ + k] */
+#pragma GCC unroll 8
+  for (int i = 0; i < RT * KJ; i++) a[i] = _mm256_setzero_ps();
+  for (int64_t c = 0; c < Df; c += 8) {
+    __m256 kv[4];
+#pragma GCC unroll 4
+    for (int k = 0; k < KJ; k++) kv[k] = load8(dt, b->k[j0 + k], c);
+#pragma GCC unroll 4
+    for (int r = 0; r < RT; r++) {
+      const __m256 qv = _mm256_loadu_ps(q + r * D + c);
+#pragma GCC unroll 4
+      for (int k = 0; k < KJ; k++) a[r * KJ + k] = _mm256_fmadd_ps(qv, kv[k], a[r * KJ + k]);
+    }
+  }
+  if (Df < D) {
+    __m256 kv[4];
+#pragma GCC unroll 4
+    for (int k = 0; k < KJ; k++) kv[k] = load8_tail(dt, b->k[j0 + k], Df, D - Df);
+#pragma GCC unroll 4
+    for (int r = 0; r < RT; r++) {
+      const __m256 qv = load8_tail(ATTN_F32, q + r * D, Df, D - Df);
+#pragma GCC unroll 4
+      for (int k = 0; k < KJ; k++) a[r * KJ + k] = _mm256_fmadd_ps(qv, kv[k], a[r * KJ + k]);
+    }
+  }
+  float sum[8];
+  int i = 0;
+  for (; i + 4 <= RT * KJ; i += 4) _mm_storeu_ps(sum + i, hsum4(a[i], a[i + 1], a[i + 2], a[i + 3]));
+  for (; i < RT * KJ; i++) sum[i] = hsum8(a[i]);
+#pragma GCC unroll 4
+  for (int r = 0; r < RT; r++)
+#pragma GCC unroll 4
+    for (int k = 0; k < KJ; k++) s[r * NB + j0 + k] = sum[r * KJ + k];
+}
+
+/* scores of RT rows against the block: 8 / RT keys at a time (at most 4:
+ * registers), then one */
 ATTN_AVX2_INLINE void scores_tile(const attn_decode_block *b, const float *q, float *s, int dt,
                                   int RT) {
-  const int64_t D = b->D, Df = D & ~(int64_t)7;
+  const int KJ = RT >= 4 ? 2 : 4;
+  int j = 0;
+  for (; j + KJ <= b->n; j += KJ) scores_keys(b, q, s, j, dt, RT, KJ);
+  for (; j < b->n; j++) scores_keys(b, q, s, j, dt, RT, 1);
+}
+
+/* RT rows' output accumulators (acc: their first) += p · the block's
+ * values over columns c0 .. c0 + 8 SL, all present: RT SL = 8 accumulators
+ * in registers across the block's keys */
+ATTN_AVX2_INLINE void pv_slab(const attn_decode_block *b, const float *p, const float *corr,
+                              float *acc, int64_t c0, int dt, int RT, int SL) {
+  const int64_t Dv = b->Dv;
+  __m256 a[8]; /* a[r SL + e] */
+#pragma GCC unroll 4
+  for (int r = 0; r < RT; r++) {
+    const __m256 cr = _mm256_set1_ps(corr[r]);
+#pragma GCC unroll 4
+    for (int e = 0; e < SL; e++)
+      a[r * SL + e] = _mm256_mul_ps(_mm256_loadu_ps(acc + r * Dv + c0 + 8 * e), cr);
+  }
   for (int j = 0; j < b->n; j++) {
-    const void *kr = b->k[j];
-    __m256 a[4];
-    #pragma GCC unroll 4
-    for (int r = 0; r < RT; r++) a[r] = _mm256_setzero_ps();
-    for (int64_t c = 0; c < Df; c += 8) {
-      const __m256 kv = load8(dt, kr, c);
-      #pragma GCC unroll 4
-      for (int r = 0; r < RT; r++) a[r] = _mm256_fmadd_ps(_mm256_loadu_ps(q + r * D + c), kv, a[r]);
+    __m256 vv[4];
+#pragma GCC unroll 4
+    for (int e = 0; e < SL; e++) vv[e] = load8(dt, b->v[j], c0 + 8 * e);
+#pragma GCC unroll 4
+    for (int r = 0; r < RT; r++) {
+      const __m256 pr = _mm256_set1_ps(p[r * NB + j]);
+#pragma GCC unroll 4
+      for (int e = 0; e < SL; e++) a[r * SL + e] = _mm256_fmadd_ps(pr, vv[e], a[r * SL + e]);
     }
-    if (Df < D) {
-      const __m256 kv = load8_tail(dt, kr, Df, D - Df);
-      #pragma GCC unroll 4
-      for (int r = 0; r < RT; r++) a[r] = _mm256_fmadd_ps(load8_tail(ATTN_F32, q + r * D, Df, D - Df), kv, a[r]);
-    }
-    #pragma GCC unroll 4
-    for (int r = 0; r < RT; r++) s[r * NB + j] = hsum8(a[r]);
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < RT; r++)
+#pragma GCC unroll 4
+    for (int e = 0; e < SL; e++) _mm256_storeu_ps(acc + r * Dv + c0 + 8 * e, a[r * SL + e]);
+}
+
+/* the last w < 8 columns from c, through zero-padded copies */
+ATTN_AVX2_INLINE void pv_tail(const attn_decode_block *b, const float *p, const float *corr,
+                              float *acc, int64_t c, int64_t w, int dt, int RT) {
+  const int64_t Dv = b->Dv;
+  __m256 a[4];
+#pragma GCC unroll 4
+  for (int r = 0; r < RT; r++)
+    a[r] = _mm256_mul_ps(load8_tail(ATTN_F32, acc + r * Dv, c, w), _mm256_set1_ps(corr[r]));
+  for (int j = 0; j < b->n; j++) {
+    const __m256 vv = load8_tail(dt, b->v[j], c, w);
+#pragma GCC unroll 4
+    for (int r = 0; r < RT; r++) a[r] = _mm256_fmadd_ps(_mm256_set1_ps(p[r * NB + j]), vv, a[r]);
+  }
+  float tmp[8];
+#pragma GCC unroll 4
+  for (int r = 0; r < RT; r++) {
+    _mm256_storeu_ps(tmp, a[r]);
+    memcpy(acc + r * Dv + c, tmp, (size_t)w * sizeof(float));
   }
 }
 
+/* slabs of SL = 8 / RT vectors (at most 4), then single vectors, then the tail */
 ATTN_AVX2_INLINE void pv_tile(const attn_decode_block *b, const float *p, const float *corr,
                               float *acc, int dt, int RT) {
+  const int SL = RT >= 4 ? 2 : 4;
   const int64_t Dv = b->Dv;
-  for (int64_t c = 0; c < Dv; c += 8) {
-    const int64_t w = Dv - c >= 8 ? 8 : Dv - c;
-    __m256 a[4];
-    float tmp[4][8];
-    #pragma GCC unroll 4
-    for (int r = 0; r < RT; r++) {
-      const __m256 x = w == 8 ? _mm256_loadu_ps(acc + r * Dv + c) : load8_tail(ATTN_F32, acc + r * Dv, c, w);
-      a[r] = _mm256_mul_ps(x, _mm256_set1_ps(corr[r]));
-    }
-    for (int j = 0; j < b->n; j++) {
-      const __m256 vv = w == 8 ? load8(dt, b->v[j], c) : load8_tail(dt, b->v[j], c, w);
-      #pragma GCC unroll 4
-      for (int r = 0; r < RT; r++) a[r] = _mm256_fmadd_ps(_mm256_set1_ps(p[r * NB + j]), vv, a[r]);
-    }
-    #pragma GCC unroll 4
-    for (int r = 0; r < RT; r++) {
-      if (w == 8) {
-        _mm256_storeu_ps(acc + r * Dv + c, a[r]);
-      } else {
-        _mm256_storeu_ps(tmp[r], a[r]);
-        memcpy(acc + r * Dv + c, tmp[r], (size_t)w * sizeof(float));
-      }
-    }
-  }
+  int64_t c = 0;
+  for (; c + 8 * SL <= Dv; c += 8 * SL) pv_slab(b, p, corr, acc, c, dt, RT, SL);
+  for (; c + 8 <= Dv; c += 8) pv_slab(b, p, corr, acc, c, dt, RT, 1);
+  if (c < Dv) pv_tail(b, p, corr, acc, c, Dv - c, dt, RT);
 }
 
 ATTN_AVX2_INLINE void scores_rows(const attn_decode_block *b, const float *q, int64_t R, float *s,
