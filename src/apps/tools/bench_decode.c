@@ -234,17 +234,17 @@ int attn_bench_decode_main(int argc, char **argv) {
         break;
       }
       const double gbs = bytes / tm * 1e-9;
-      printf("%5s %7lld %9.1f %9.3f %7.2f %6.1f %9.1f", tname(dt), o.lk[i], bytes / 1048576.0,
+      printf("%5s %7lld %9.1f %9.4g %7.2f %6.1f %9.1f", tname(dt), o.lk[i], bytes / 1048576.0,
              tm * 1e3, gbs, 100.0 * gbs / bw, (double)o.B * o.Lq / tm);
       if (pc) {
         const double tp = time_calls(&d, &pv, q, out, o.threads, o.runs);
-        printf(" %9.3f %7.3f", tp * 1e3, tp / tm);
+        printf(" %9.4g %7.3f", tp * 1e3, tp / tm);
       } else {
         printf(" %9s %7s", "-", "-");
       }
       if (o.single && o.threads > 1) {
         const double t1 = time_calls(&d, &cv, q, out, 1, o.runs);
-        printf(" %9.3f %7.2f %7.2f", t1 * 1e3, bytes / t1 * 1e-9, t1 / tm);
+        printf(" %9.4g %7.2f %7.2f", t1 * 1e3, bytes / t1 * 1e-9, t1 / tm);
       } else {
         printf(" %9s %7s %7s", "-", "-", "-");
       }
