@@ -94,13 +94,13 @@ static void seq_span(const call_t *c, int64_t b, int64_t *lo, int64_t *len) {
   }
 }
 
-/* Rows t..t+n-1 of (b, g) into blk (and the int8 scales into w). */
-static void gather(const call_t *c, int64_t b, int64_t g, int64_t t, int n, attn_decode_block *blk,
+/* The next n rows of cursor cu into blk (and the int8 scales into w). */
+static void gather(const call_t *c, attn_kv_cursor *cu, int n, attn_decode_block *blk,
                    scratch_t *w) {
   const attn_kv_view *kv = c->kv;
   blk->n = n;
   for (int j = 0; j < n; j++) {
-    const int64_t row = attn_kv_row(kv, b, g, t + j);
+    const int64_t row = attn_kv_cursor_next(cu);
     blk->k[j] = (const char *)kv->k + row * kv->D * c->elt;
     blk->v[j] = (const char *)kv->v + row * kv->Dv * c->elt;
     if (kv->dtype == ATTN_I8) {
@@ -110,11 +110,12 @@ static void gather(const call_t *c, int64_t b, int64_t g, int64_t t, int n, attn
   }
 }
 
-static void prefetch_rows(const call_t *c, int64_t b, int64_t g, int64_t t, int64_t n) {
+/* The next n rows of cursor cu prefetched. */
+static void prefetch_rows(const call_t *c, attn_kv_cursor *cu, int64_t n) {
   const attn_kv_view *kv = c->kv;
   const int64_t kb = kv->D * c->elt, vb = kv->Dv * c->elt;
   for (int64_t j = 0; j < n; j++) {
-    const int64_t row = attn_kv_row(kv, b, g, t + j);
+    const int64_t row = attn_kv_cursor_next(cu);
     const char *k = (const char *)kv->k + row * kb, *v = (const char *)kv->v + row * vb;
     for (int64_t o = 0; o < kb; o += 64) __builtin_prefetch(k + o);
     for (int64_t o = 0; o < vb; o += 64) __builtin_prefetch(v + o);
@@ -191,10 +192,14 @@ static void run_item(const call_t *c, const item_t *it, scratch_t *w, float *st)
   blk.dtype = c->kv->dtype;
   blk.D = D;
   blk.Dv = d->Dv;
+  attn_kv_cursor rows, ahead; /* the block's rows; the next block's, prefetched */
+  attn_kv_cursor_init(&rows, c->kv, it->b, it->g, it->t0);
+  attn_kv_cursor_init(&ahead, c->kv, it->b, it->g, it->t0);
+  prefetch_rows(c, &ahead, attn_min64(NB, it->t1 - it->t0));
   for (int64_t t = it->t0; t < it->t1; t += NB) {
     const int n = (int)attn_min64(NB, it->t1 - t);
-    gather(c, it->b, it->g, t, n, &blk, w);
-    if (t + n < it->t1) prefetch_rows(c, it->b, it->g, t + n, attn_min64(NB, it->t1 - t - n));
+    gather(c, &rows, n, &blk, w);
+    if (t + n < it->t1) prefetch_rows(c, &ahead, attn_min64(NB, it->t1 - t - n));
     ops->scores(&blk, w->qs, R, w->s);
     if (block_softmax(c, w, t, n, m, l)) ops->pv(&blk, w->p, w->corr, R, acc);
   }

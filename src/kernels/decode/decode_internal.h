@@ -21,4 +21,34 @@ static inline int64_t attn_kv_row(const attn_kv_view *kv, int64_t b, int64_t g, 
   return (page * kv->Hkv + g) * kv->page_size + t % kv->page_size;
 }
 
+/* Rows t, t+1, ... of (b, g) in order without a division per row: the
+ * page and the slot advance together (contiguous: one page of capacity
+ * rows). Same preconditions as attn_kv_row. */
+typedef struct {
+  const attn_kv_view *kv;
+  int64_t b, g, p, slot, base, rows; /* page index in the table, slot, its first row, page rows */
+} attn_kv_cursor;
+
+static inline void attn_kv_cursor_init(attn_kv_cursor *c, const attn_kv_view *kv, int64_t b,
+                                       int64_t g, int64_t t) {
+  c->kv = kv, c->b = b, c->g = g;
+  c->rows = kv->page_size ? kv->page_size : kv->capacity;
+  c->p = t / c->rows;
+  c->slot = t % c->rows;
+  const int64_t page = kv->page_size ? kv->block_table[b * kv->block_table_stride + c->p] : b;
+  c->base = (page * kv->Hkv + g) * c->rows;
+}
+
+/* the row of the cursor's token, then the cursor on the next token (whose
+ * page is looked up only when the next row is asked for) */
+static inline int64_t attn_kv_cursor_next(attn_kv_cursor *c) {
+  if (c->slot == c->rows) { /* the previous row ended a page */
+    const attn_kv_view *kv = c->kv;
+    c->p++;
+    c->slot = 0;
+    c->base = (kv->block_table[c->b * kv->block_table_stride + c->p] * kv->Hkv + c->g) * c->rows;
+  }
+  return c->base + c->slot++;
+}
+
 #endif
