@@ -26,8 +26,16 @@ typedef struct {
 } dcase;
 
 static inline dcase dcase_plain(int dtype, int Hq, int Hkv, int Lq, int D, int len) {
-  dcase c = {.dtype = dtype, .B = 1, .Hq = Hq, .Hkv = Hkv, .Lq = Lq, .D = D, .Dv = D,
-             .causal = 1, .window = -1, .seed = 1};
+  dcase c = {.dtype = dtype,
+             .B = 1,
+             .Hq = Hq,
+             .Hkv = Hkv,
+             .Lq = Lq,
+             .D = D,
+             .Dv = D,
+             .causal = 1,
+             .window = -1,
+             .seed = 1};
   c.lens[0] = len;
   return c;
 }
@@ -36,11 +44,11 @@ typedef struct {
   dcase c;
   attn_kvc *kvc;
   attn_decode_desc d;
-  int64_t Lk;             /* the longest sequence */
-  float *k32, *v32;       /* the f32 rows appended [B, Hkv, Lk, D|Dv] */
-  float *kw, *vw;         /* the cache widened back to f32, same layout */
-  float *q, *out, *lse;   /* [B, Hq, Lq, D], [B, Hq, Lq, Dv], [B, Hq, Lq] */
-  float *slopes, *sinks;  /* [Hq] */
+  int64_t Lk;            /* the longest sequence */
+  float *k32, *v32;      /* the f32 rows appended [B, Hkv, Lk, D|Dv] */
+  float *kw, *vw;        /* the cache widened back to f32, same layout */
+  float *q, *out, *lse;  /* [B, Hq, Lq, D], [B, Hq, Lq, Dv], [B, Hq, Lq] */
+  float *slopes, *sinks; /* [Hq] */
   int32_t kl[DC_MAXB];
   int64_t qo[DC_MAXB];
 } dprob;
@@ -58,8 +66,13 @@ static inline int dprob_make(dprob *p, const dcase *c) {
   for (int b = 0; b < c->B; b++)
     if (c->lens[b] > Lk) Lk = c->lens[b];
   p->Lk = Lk;
-  attn_kvc_config cfg = {.dtype = c->dtype, .B = c->B, .Hkv = c->Hkv, .D = c->D, .Dv = c->Dv,
-                         .max_len = Lk + 3, .page_size = c->page_size};
+  attn_kvc_config cfg = {.dtype = c->dtype,
+                         .B = c->B,
+                         .Hkv = c->Hkv,
+                         .D = c->D,
+                         .Dv = c->Dv,
+                         .max_len = Lk + 3,
+                         .page_size = c->page_size};
   if (attn_kvc_create(&p->kvc, &cfg) != ATTN_OK) return 1;
   const int64_t nk = (int64_t)c->B * c->Hkv * Lk * c->D, nv = (int64_t)c->B * c->Hkv * Lk * c->Dv;
   p->k32 = calloc((size_t)nk, 4), p->v32 = calloc((size_t)nv, 4);
@@ -76,11 +89,14 @@ static inline int dprob_make(dprob *p, const dcase *c) {
   for (int b = 0; b < c->B; b++) {
     for (int t0 = 0, piece = 1; t0 < c->lens[b]; piece = piece < 5 ? piece + 4 : c->lens[b]) {
       const int n = c->lens[b] - t0 < piece ? c->lens[b] - t0 : piece;
-      float *kn = malloc((size_t)c->Hkv * n * c->D * 4), *vn = malloc((size_t)c->Hkv * n * c->Dv * 4);
+      float *kn = malloc((size_t)c->Hkv * n * c->D * 4),
+            *vn = malloc((size_t)c->Hkv * n * c->Dv * 4);
       for (int g = 0; g < c->Hkv; g++)
         for (int t = 0; t < n; t++) {
-          memcpy(kn + ((int64_t)g * n + t) * c->D, p->k32 + (((int64_t)b * c->Hkv + g) * Lk + t0 + t) * c->D, (size_t)c->D * 4);
-          memcpy(vn + ((int64_t)g * n + t) * c->Dv, p->v32 + (((int64_t)b * c->Hkv + g) * Lk + t0 + t) * c->Dv, (size_t)c->Dv * 4);
+          memcpy(kn + ((int64_t)g * n + t) * c->D,
+                 p->k32 + (((int64_t)b * c->Hkv + g) * Lk + t0 + t) * c->D, (size_t)c->D * 4);
+          memcpy(vn + ((int64_t)g * n + t) * c->Dv,
+                 p->v32 + (((int64_t)b * c->Hkv + g) * Lk + t0 + t) * c->Dv, (size_t)c->Dv * 4);
         }
       attn_status s = attn_kvc_append(p->kvc, b, kn, vn, n);
       free(kn), free(vn);
@@ -123,8 +139,8 @@ static inline attn_status dprob_reference(const dprob *p, const float *k, const 
   d.softcap = c->softcap;
   if (c->alibi) d.alibi_slopes = p->slopes;
   if (c->sinks) d.sinks = p->sinks;
-  attn_sdpa_args a = {.dtype = ATTN_F32, .path = ATTN_PATH_MATH, .q = p->q, .k = k, .v = v,
-                      .out = out, .lse = lse};
+  attn_sdpa_args a = {
+      .dtype = ATTN_F32, .path = ATTN_PATH_MATH, .q = p->q, .k = k, .v = v, .out = out, .lse = lse};
   return attn_sdpa_forward(&d, &a);
 }
 
@@ -138,13 +154,14 @@ static inline void dprob_free(dprob *p) {
 /* max |got - want| <= tol * max |want| (norm-relative: the rounding of a
  * cache's values moves every output by about its relative precision
  * times the output's scale) */
-static inline void check_normrel_at(const char *file, int line, const float *got,
-                                    const float *want, int64_t n, double tol) {
+static inline void check_normrel_at(const char *file, int line, const float *got, const float *want,
+                                    int64_t n, double tol) {
   double e = 0, mx = 0;
   for (int64_t i = 0; i < n; i++) {
     if (isfinite(want[i]) && fabs(want[i]) > mx) mx = fabs(want[i]);
     if (isfinite(want[i]) && fabs((double)got[i] - want[i]) > e) e = fabs((double)got[i] - want[i]);
-    if (!isfinite(want[i]) && !(got[i] == want[i] || (isnan(got[i]) && isnan(want[i])))) e = INFINITY;
+    if (!isfinite(want[i]) && !(got[i] == want[i] || (isnan(got[i]) && isnan(want[i]))))
+      e = INFINITY;
   }
   if (!(e <= tol * mx)) {
     printf("  %s:%d: max error %.3g > %.3g x max |ref| %.3g\n", file, line, e, tol, mx);

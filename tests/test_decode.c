@@ -190,8 +190,10 @@ static void test_ukr_level_matches_generic(void) {
   fill_uniform(p, R * ATTN_DECODE_NB, 14, 0, 1);
   fill_uniform(corr, R, 15, 0.2f, 1);
   for (int j = 0; j < N; j++) {
-    for (int e = 0; e < D; e++) kh[j][e] = attn_f32_to_f16(kf[j][e]), ki[j][e] = (int8_t)(kf[j][e] * 120);
-    for (int e = 0; e < DV; e++) vh[j][e] = attn_f32_to_f16(vf[j][e]), vi[j][e] = (int8_t)(vf[j][e] * 120);
+    for (int e = 0; e < D; e++)
+      kh[j][e] = attn_f32_to_f16(kf[j][e]), ki[j][e] = (int8_t)(kf[j][e] * 120);
+    for (int e = 0; e < DV; e++)
+      vh[j][e] = attn_f32_to_f16(vf[j][e]), vi[j][e] = (int8_t)(vf[j][e] * 120);
   }
   for (int t = 0; t < 4; t++) {
     attn_decode_block b = {.dtype = dtypes[t], .n = N, .D = D, .Dv = DV};
@@ -226,8 +228,8 @@ static void test_nan_in_cache_propagates(void) {
   dprob_free(&p);
 }
 
-static void expect_err(const attn_decode_desc *d, const attn_kv_view *v, const float *q,
-                       float *out, attn_status want, const char *needle) {
+static void expect_err(const attn_decode_desc *d, const attn_kv_view *v, const float *q, float *out,
+                       attn_status want, const char *needle) {
   attn_clear_error();
   attn_status s = attn_decode_forward(d, v, q, out, NULL);
   if (s != want || !strstr(attn_last_error(), needle)) {

@@ -27,8 +27,8 @@ static void test_truncate_is_rollback(void) {
   fill_uniform(v2, H * 4 * D, 4, -1, 1);
   for (int t = 0; t < 4; t++)
     for (int ps = 0; ps <= 3; ps += 3) {
-      attn_kvc_config cfg = {.dtype = types[t], .B = 1, .Hkv = H, .D = D, .Dv = D, .max_len = 32,
-                             .page_size = ps};
+      attn_kvc_config cfg = {
+          .dtype = types[t], .B = 1, .Hkv = H, .D = D, .Dv = D, .max_len = 32, .page_size = ps};
       attn_kvc *a, *b;
       CHECK_OK(attn_kvc_create(&a, &cfg));
       CHECK_OK(attn_kvc_create(&b, &cfg));
@@ -55,13 +55,19 @@ static void test_truncate_is_rollback(void) {
  * refuses an append with ATTN_ENOMEM and leaves the sequence as it was */
 static void test_page_pool(void) {
   enum { D = 8 };
-  attn_kvc_config cfg = {.dtype = ATTN_F32, .B = 2, .Hkv = 1, .D = D, .Dv = D, .max_len = 40,
-                         .page_size = 4, .num_pages = 5};
+  attn_kvc_config cfg = {.dtype = ATTN_F32,
+                         .B = 2,
+                         .Hkv = 1,
+                         .D = D,
+                         .Dv = D,
+                         .max_len = 40,
+                         .page_size = 4,
+                         .num_pages = 5};
   attn_kvc *c;
   CHECK_OK(attn_kvc_create(&c, &cfg));
   float x[40 * D];
   fill_uniform(x, 40 * D, 5, -1, 1);
-  CHECK_OK(attn_kvc_append(c, 0, x, x, 13)); /* 4 pages */
+  CHECK_OK(attn_kvc_append(c, 0, x, x, 13));              /* 4 pages */
   CHECK_ERR(attn_kvc_append(c, 1, x, x, 5), ATTN_ENOMEM); /* needs 2, 1 free */
   CHECK(strstr(attn_last_error(), "pool") != NULL);
   CHECK(attn_kvc_len(c, 1) == 0);
@@ -90,8 +96,8 @@ static void test_page_pool(void) {
 static void test_copy_seq(void) {
   enum { H = 2, D = 16 };
   for (int ps = 0; ps <= 5; ps += 5) {
-    attn_kvc_config cfg = {.dtype = ATTN_I8, .B = 2, .Hkv = H, .D = D, .Dv = D, .max_len = 30,
-                           .page_size = ps};
+    attn_kvc_config cfg = {
+        .dtype = ATTN_I8, .B = 2, .Hkv = H, .D = D, .Dv = D, .max_len = 30, .page_size = ps};
     attn_kvc *c;
     CHECK_OK(attn_kvc_create(&c, &cfg));
     float x[H * 21 * D], y[H * 3 * D];
@@ -149,9 +155,11 @@ static void test_int8_quantization(void) {
   CHECK_OK(attn_kvc_append(c, 0, k, v, 1));
   float r[5];
   CHECK_OK(attn_kvc_read(c, 0, 0, 0, r, NULL));
-  for (int i = 0; i < 5; i++) CHECK(fabsf(r[i] - k[i]) <= 0.5f / 127.0f + 1e-7f);
+  for (int i = 0; i < 5; i++)
+    CHECK(fabsf(r[i] - k[i]) <= 0.5f / 127.0f + 1e-7f);
   CHECK_OK(attn_kvc_read(c, 0, 1, 0, r, NULL));
-  for (int i = 0; i < 5; i++) CHECK(r[i] == 0.0f);
+  for (int i = 0; i < 5; i++)
+    CHECK(r[i] == 0.0f);
   CHECK_OK(attn_kvc_read(c, 0, 0, 0, NULL, r));
   CHECK(r[1] == 2.0f && r[3] == -2.0f && r[2] == 0.0f);
   attn_kvc_free(c);

@@ -84,8 +84,8 @@ typedef struct {
  * must equal the view's (a mismatch is refused naming both). */
 typedef struct {
   int64_t B, Hq, Hkv, Lq, D, Dv;
-  int kv_dtype;  /* attn_dtype of the cache */
-  float scale;   /* used only when has_scale; default 1/sqrt(D) */
+  int kv_dtype; /* attn_dtype of the cache */
+  float scale;  /* used only when has_scale; default 1/sqrt(D) */
   int has_scale;
   int causal;                /* query i sees keys j <= its position */
   int64_t window_left;       /* -1 = unbounded; else keys j >= p - window_left */
@@ -131,8 +131,8 @@ ATTN_API int64_t attn_kvc_len(const attn_kvc *c, int64_t b);
  * f32 (rounded to f16/bf16 to nearest even; int8: scale = max|row| / 127
  * per token and head, values rounded half to even). ATTN_EINVAL past
  * max_len, ATTN_ENOMEM when the page pool runs out (nothing appended). */
-ATTN_API attn_status attn_kvc_append(attn_kvc *c, int64_t b, const float *k_new,
-                                     const float *v_new, int64_t n);
+ATTN_API attn_status attn_kvc_append(attn_kvc *c, int64_t b, const float *k_new, const float *v_new,
+                                     int64_t n);
 /* Keeps the first len tokens of sequence b (len <= its length; rollback for
  * speculative decoding and beam search); a paged cache gives the pages no
  * longer needed back to the pool. */

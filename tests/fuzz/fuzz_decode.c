@@ -33,8 +33,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const int64_t cap = take(&in) % 13;
   const int flags = take(&in);
   int32_t lens[3], table[3 * 4];
-  for (int i = 0; i < 3; i++) lens[i] = (int8_t)take(&in) % 24;
-  for (int i = 0; i < 12; i++) table[i] = (int8_t)take(&in) % 12;
+  for (int i = 0; i < 3; i++)
+    lens[i] = (int8_t)take(&in) % 24;
+  for (int i = 0; i < 12; i++)
+    table[i] = (int8_t)take(&in) % 12;
   const size_t elt = attn_dtype_size((attn_dtype)vt);
   const int64_t blocks = ps ? pages : B, rows = ps ? ps : cap;
   const size_t nk = (size_t)(blocks * Hkv * rows * D), nv = (size_t)(blocks * Hkv * rows * Dv);
@@ -45,14 +47,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   float *q = malloc((size_t)(B * G * Hkv * Lq * D) * sizeof(float));
   float *out = malloc((size_t)(B * G * Hkv * Lq * Dv) * sizeof(float));
   float *lse = malloc((size_t)(B * G * Hkv * Lq) * sizeof(float));
-  for (size_t i = 0; i < nk * elt; i++) k[i] = (uint8_t)(i * 37u);
-  for (size_t i = 0; i < nv * elt; i++) v[i] = (uint8_t)(i * 11u);
-  for (size_t i = 0; i < ns; i++) ks[i] = vs[i] = 0.01f;
-  for (int64_t i = 0; i < B * G * Hkv * Lq * D; i++) q[i] = (float)(i % 7) - 3.0f;
-  attn_kv_view view = {.dtype = vt, .B = B, .Hkv = Hkv, .D = D, .Dv = Dv, .seq_lens = lens,
-                       .k = k, .v = v, .k_scale = flags & 1 ? NULL : ks,
-                       .v_scale = flags & 2 ? NULL : vs, .capacity = cap, .page_size = ps,
-                       .num_pages = pages, .block_table = flags & 4 ? NULL : table,
+  for (size_t i = 0; i < nk * elt; i++)
+    k[i] = (uint8_t)(i * 37u);
+  for (size_t i = 0; i < nv * elt; i++)
+    v[i] = (uint8_t)(i * 11u);
+  for (size_t i = 0; i < ns; i++)
+    ks[i] = vs[i] = 0.01f;
+  for (int64_t i = 0; i < B * G * Hkv * Lq * D; i++)
+    q[i] = (float)(i % 7) - 3.0f;
+  attn_kv_view view = {.dtype = vt,
+                       .B = B,
+                       .Hkv = Hkv,
+                       .D = D,
+                       .Dv = Dv,
+                       .seq_lens = lens,
+                       .k = k,
+                       .v = v,
+                       .k_scale = flags & 1 ? NULL : ks,
+                       .v_scale = flags & 2 ? NULL : vs,
+                       .capacity = cap,
+                       .page_size = ps,
+                       .num_pages = pages,
+                       .block_table = flags & 4 ? NULL : table,
                        .block_table_stride = stride};
   attn_decode_desc d;
   attn_decode_desc_init(&d, B, G * Hkv, Hkv, Lq, D, Dv, ct);

@@ -31,19 +31,18 @@ static const char *tname(int t) {
 }
 
 static void dec_usage(FILE *out) {
-  fprintf(out,
-          "usage: attn bench decode [--lk N...] [--dtype f32|f16|bf16|int8 ...] [--lq Q]\n"
-          "                         [--heads HQ] [--kv-heads HKV] [--dim D] [--batch B]\n"
-          "                         [--threads T] [--page-size P] [--no-paged] [--no-single]\n"
-          "                         [--runs R] [--membw-mib M]\n"
-          "  Decode attention: Q new queries (default 1) per sequence, HQ query heads (32)\n"
-          "  over HKV KV heads (8), head dim D (128), B sequences (1), over a cache of\n"
-          "  Lk tokens (default 1024 4096 8192 16384 32768 65536), per cache dtype (all).\n"
-          "  Columns: median ms per call with T threads (default all), K/V GB/s (the bytes\n"
-          "  of the cache the call reads, int8 scales included) and %% of the memory read\n"
-          "  bandwidth measured now with T threads, tokens/s (B Q / time); a paged cache\n"
-          "  of P-token pages (16) in shuffled order and its time over the contiguous one;\n"
-          "  1 thread's time and T threads' speed-up over it (split-KV).\n");
+  fprintf(out, "usage: attn bench decode [--lk N...] [--dtype f32|f16|bf16|int8 ...] [--lq Q]\n"
+               "                         [--heads HQ] [--kv-heads HKV] [--dim D] [--batch B]\n"
+               "                         [--threads T] [--page-size P] [--no-paged] [--no-single]\n"
+               "                         [--runs R] [--membw-mib M]\n"
+               "  Decode attention: Q new queries (default 1) per sequence, HQ query heads (32)\n"
+               "  over HKV KV heads (8), head dim D (128), B sequences (1), over a cache of\n"
+               "  Lk tokens (default 1024 4096 8192 16384 32768 65536), per cache dtype (all).\n"
+               "  Columns: median ms per call with T threads (default all), K/V GB/s (the bytes\n"
+               "  of the cache the call reads, int8 scales included) and %% of the memory read\n"
+               "  bandwidth measured now with T threads, tokens/s (B Q / time); a paged cache\n"
+               "  of P-token pages (16) in shuffled order and its time over the contiguous one;\n"
+               "  1 thread's time and T threads' speed-up over it (split-KV).\n");
 }
 
 /* median seconds per call */
@@ -57,7 +56,8 @@ static double time_calls(const attn_decode_desc *d, const attn_kv_view *v, const
   double t[MAX_RUNS];
   for (int r = 0; r < runs; r++) {
     t0 = attn_bench_now();
-    for (int k = 0; k < reps; k++) attn_decode_forward(d, v, q, out, NULL);
+    for (int k = 0; k < reps; k++)
+      attn_decode_forward(d, v, q, out, NULL);
     t[r] = (attn_bench_now() - t0) / reps;
   }
   return attn_bench_median(t, runs);
@@ -65,8 +65,13 @@ static double time_calls(const attn_decode_desc *d, const attn_kv_view *v, const
 
 /* a cache of o->B sequences of maxlk tokens (random rows, appended in pieces) */
 static attn_kvc *fill_cache(const dec_opts *o, int dtype, long long maxlk, int page_size) {
-  attn_kvc_config cfg = {.dtype = dtype, .B = o->B, .Hkv = o->Hkv, .D = o->D, .Dv = o->D,
-                         .max_len = maxlk, .page_size = page_size};
+  attn_kvc_config cfg = {.dtype = dtype,
+                         .B = o->B,
+                         .Hkv = o->Hkv,
+                         .D = o->D,
+                         .Dv = o->D,
+                         .max_len = maxlk,
+                         .page_size = page_size};
   attn_kvc *c;
   if (attn_kvc_create(&c, &cfg)) return NULL;
   enum { PIECE = 256 };
@@ -94,8 +99,16 @@ static attn_kvc *fill_cache(const dec_opts *o, int dtype, long long maxlk, int p
 }
 
 int attn_bench_decode_main(int argc, char **argv) {
-  dec_opts o = {.B = 1, .Lq = 1, .Hq = 32, .Hkv = 8, .D = 128, .threads = attn_get_num_threads(),
-                .runs = 7, .page_size = 16, .paged = 1, .single = 1};
+  dec_opts o = {.B = 1,
+                .Lq = 1,
+                .Hq = 32,
+                .Hkv = 8,
+                .D = 128,
+                .threads = attn_get_num_threads(),
+                .runs = 7,
+                .page_size = 16,
+                .paged = 1,
+                .single = 1};
   int mib = 512;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -112,7 +125,8 @@ int attn_bench_decode_main(int argc, char **argv) {
       while (i + 1 < argc && argv[i + 1][0] != '-') {
         const char *t = argv[++i];
         int k = 0;
-        while (k < 4 && strcmp(t, type_names[k]) && !(k == 1 && !strcmp(t, "fp16"))) k++;
+        while (k < 4 && strcmp(t, type_names[k]) && !(k == 1 && !strcmp(t, "fp16")))
+          k++;
         if (k == 4 || o.ndt == 4) goto bad;
         o.dtypes[o.ndt++] = all_types[k], got++;
       }
@@ -153,10 +167,12 @@ int attn_bench_decode_main(int argc, char **argv) {
   }
   if (!o.nlk) {
     static const long long def[] = {1024, 4096, 8192, 16384, 32768, 65536};
-    for (int i = 0; i < 6; i++) o.lk[o.nlk++] = def[i];
+    for (int i = 0; i < 6; i++)
+      o.lk[o.nlk++] = def[i];
   }
   if (!o.ndt)
-    for (int i = 0; i < 4; i++) o.dtypes[o.ndt++] = all_types[i];
+    for (int i = 0; i < 4; i++)
+      o.dtypes[o.ndt++] = all_types[i];
   long long maxlk = 0;
   for (int i = 0; i < o.nlk; i++)
     if (o.lk[i] > maxlk) maxlk = o.lk[i];
@@ -172,8 +188,8 @@ int attn_bench_decode_main(int argc, char **argv) {
   printf("memory read bandwidth measured now (attn bench membw, %d MiB): %d threads %.1f GB/s, "
          "1 thread %.1f GB/s\n",
          mib, o.threads, bw, bw1);
-  printf("%5s %7s %9s %9s %7s %6s %9s %9s %7s %9s %7s %7s\n", "dtype", "Lk", "cache_MiB",
-         "ms", "GB/s", "%bw", "tok/s", "paged_ms", "paged/c", "ms_1thr", "GB/s_1", "split_x");
+  printf("%5s %7s %9s %9s %7s %6s %9s %9s %7s %9s %7s %7s\n", "dtype", "Lk", "cache_MiB", "ms",
+         "GB/s", "%bw", "tok/s", "paged_ms", "paged/c", "ms_1thr", "GB/s_1", "split_x");
   float *q = malloc((size_t)o.B * o.Hq * o.Lq * o.D * sizeof(float));
   float *out = malloc((size_t)o.B * o.Hq * o.Lq * o.D * sizeof(float));
   int32_t *lens = malloc((size_t)o.B * sizeof(int32_t));
@@ -208,7 +224,8 @@ int attn_bench_decode_main(int argc, char **argv) {
         attn_kvc_free(cc), attn_kvc_free(pc);
         break;
       }
-      for (int64_t i = 0; i < nt; i++) table[i] = (int32_t)i;
+      for (int64_t i = 0; i < nt; i++)
+        table[i] = (int32_t)i;
       unsigned s = 777u;
       for (int64_t i = nt - 1; i > 0; i--) {
         s = s * 1664525u + 1013904223u;
@@ -222,7 +239,8 @@ int attn_bench_decode_main(int argc, char **argv) {
     attn_decode_desc_init(&d, o.B, o.Hq, o.Hkv, o.Lq, o.D, o.D, dt);
     const double elt = dt == ATTN_F32 ? 4 : dt == ATTN_I8 ? 1 : 2;
     for (int i = 0; i < o.nlk; i++) {
-      for (int b = 0; b < o.B; b++) lens[b] = (int32_t)o.lk[i];
+      for (int b = 0; b < o.B; b++)
+        lens[b] = (int32_t)o.lk[i];
       cv.seq_lens = lens;
       pv.seq_lens = lens;
       const double rows = (double)o.B * (double)o.lk[i] * o.Hkv;

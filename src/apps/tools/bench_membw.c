@@ -35,7 +35,8 @@ void attn_bench_cpu_name(char *buf, size_t n) {
       const char *c = strchr(line, ':');
       if (!c) continue;
       c++;
-      while (*c == ' ' || *c == '\t') c++;
+      while (*c == ' ' || *c == '\t')
+        c++;
       snprintf(buf, n, "%s", c);
       buf[strcspn(buf, "\n")] = '\0';
       break;
@@ -63,7 +64,8 @@ __attribute__((target("avx512f"))) static float read_avx512(const float *x, size
     a3 = _mm512_add_ps(a3, _mm512_load_ps(x + i + 48));
   }
   float s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
-  for (; i < n; i++) s += x[i];
+  for (; i < n; i++)
+    s += x[i];
   return s;
 }
 
@@ -78,8 +80,10 @@ __attribute__((target("avx2"))) static float read_avx2(const float *x, size_t n)
   }
   float t[8], s = 0;
   _mm256_storeu_ps(t, _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
-  for (int k = 0; k < 8; k++) s += t[k];
-  for (; i < n; i++) s += x[i];
+  for (int k = 0; k < 8; k++)
+    s += t[k];
+  for (; i < n; i++)
+    s += x[i];
   return s;
 }
 #endif
@@ -98,10 +102,13 @@ static float read_plain(const float *x, size_t n) {
   a[0] = vaddvq_f32(vaddq_f32(vaddq_f32(v0, v1), vaddq_f32(v2, v3)));
 #endif
   for (; i + 8 <= n; i += 8)
-    for (int k = 0; k < 8; k++) a[k] += x[i + k];
+    for (int k = 0; k < 8; k++)
+      a[k] += x[i + k];
   float s = 0;
-  for (int k = 0; k < 8; k++) s += a[k];
-  for (; i < n; i++) s += x[i];
+  for (int k = 0; k < 8; k++)
+    s += a[k];
+  for (; i < n; i++)
+    s += x[i];
   return s;
 }
 
@@ -131,9 +138,10 @@ double attn_bench_membw_gbs(int threads) {
   const size_t n = membw_bytes / sizeof(float);
   float *x = aligned_alloc(64, n * sizeof(float));
   if (!x) return 0;
-  /* first touch by the threads that read (their pages, their NUMA node) */
+    /* first touch by the threads that read (their pages, their NUMA node) */
 #pragma omp parallel for num_threads(threads) schedule(static)
-  for (size_t i = 0; i < n; i++) x[i] = (float)(i & 7);
+  for (size_t i = 0; i < n; i++)
+    x[i] = (float)(i & 7);
   double best = 1e30;
   for (int r = 0; r < 8; r++) {
     float sink = 0;

@@ -117,8 +117,10 @@ static void prefetch_rows(const call_t *c, attn_kv_cursor *cu, int64_t n) {
   for (int64_t j = 0; j < n; j++) {
     const int64_t row = attn_kv_cursor_next(cu);
     const char *k = (const char *)kv->k + row * kb, *v = (const char *)kv->v + row * vb;
-    for (int64_t o = 0; o < kb; o += 64) __builtin_prefetch(k + o);
-    for (int64_t o = 0; o < vb; o += 64) __builtin_prefetch(v + o);
+    for (int64_t o = 0; o < kb; o += 64)
+      __builtin_prefetch(k + o);
+    for (int64_t o = 0; o < vb; o += 64)
+      __builtin_prefetch(v + o);
   }
 }
 
@@ -130,7 +132,8 @@ static int block_softmax(const call_t *c, scratch_t *w, int64_t t, int n, float 
   int any = 0;
   if (c->kv->dtype == ATTN_I8) /* the rows' scales on their scores */
     for (int64_t r = 0; r < c->R; r++)
-      for (int j = 0; j < n; j++) w->s[r * NB + j] *= w->ks[j];
+      for (int j = 0; j < n; j++)
+        w->s[r * NB + j] *= w->ks[j];
   if (d->softcap > 0.0f) attn_softcap_tile(d->softcap, (int)c->R, n, w->s, NB, NULL, 0);
   for (int64_t r = 0; r < c->R; r++) {
     float *sr = w->s + r * NB, *pr = w->p + r * NB;
@@ -164,7 +167,8 @@ static int block_softmax(const call_t *c, scratch_t *w, int64_t t, int n, float 
     l[r] = l[r] * w->corr[r] + ro->exp_sub_sum(sr, pr, n, mn);
     m[r] = mn;
     if (c->kv->dtype == ATTN_I8)
-      for (int j = 0; j < n; j++) pr[j] *= w->vs[j];
+      for (int j = 0; j < n; j++)
+        pr[j] *= w->vs[j];
   }
   return any;
 }
@@ -182,7 +186,8 @@ static void run_item(const call_t *c, const item_t *it, scratch_t *w, float *st)
     w->hi[r] = d->causal && p + 1 < len ? p + 1 : len;
     w->slope[r] = d->alibi_slopes ? d->alibi_slopes[h] : 0.0f;
     const float *qr = c->q + ((it->b * d->Hq + h) * Lq + i) * D;
-    for (int64_t e = 0; e < D; e++) w->qs[r * D + e] = qr[e] * c->scale;
+    for (int64_t e = 0; e < D; e++)
+      w->qs[r * D + e] = qr[e] * c->scale;
     m[r] = -INFINITY;
     l[r] = 0.0f;
   }
@@ -206,8 +211,8 @@ static void run_item(const call_t *c, const item_t *it, scratch_t *w, float *st)
 }
 
 /* Row r of pair (b, g) from its items' states st[0..nc) (stride floats apart). */
-static void merge_row(const call_t *c, int64_t b, int64_t g, int64_t r, const float *st,
-                      int64_t nc, float *out, float *lse) {
+static void merge_row(const call_t *c, int64_t b, int64_t g, int64_t r, const float *st, int64_t nc,
+                      float *out, float *lse) {
   const attn_decode_desc *d = c->d;
   const int64_t R = c->R, Dv = d->Dv, Lq = d->Lq, h = g * c->G + r / Lq;
   const int64_t o = (b * d->Hq + h) * Lq + r % Lq;
@@ -221,7 +226,8 @@ static void merge_row(const call_t *c, int64_t b, int64_t g, int64_t r, const fl
     if (s[r] == -INFINITY) continue; /* no key of this row in the chunk */
     const float a = expf(s[r] - M), *acc = s + 2 * R + r * Dv;
     L += s[R + r] * a;
-    for (int64_t e = 0; e < Dv; e++) y[e] += a * acc[e];
+    for (int64_t e = 0; e < Dv; e++)
+      y[e] += a * acc[e];
   }
   float inv, ls;
   if (L == 0.0f) { /* no allowed key: out 0 (SDPA's row finish) */
@@ -240,7 +246,8 @@ static void merge_row(const call_t *c, int64_t b, int64_t g, int64_t r, const fl
   if (L == 0.0f)
     memset(y, 0, (size_t)Dv * sizeof(float));
   else
-    for (int64_t e = 0; e < Dv; e++) y[e] *= inv;
+    for (int64_t e = 0; e < Dv; e++)
+      y[e] *= inv;
   if (lse) lse[o] = ls;
 }
 
@@ -274,7 +281,8 @@ static attn_status run_wave(const call_t *c, int64_t p0, int64_t p1, int64_t nit
     n += pair_items(c, p / Hkv, p % Hkv, items + n);
   }
   first[np] = n;
-  for (int64_t k = 0; k < n; k++) tokens += items[k].t1 - items[k].t0;
+  for (int64_t k = 0; k < n; k++)
+    tokens += items[k].t1 - items[k].t0;
   const double macs = (double)tokens * (double)c->R * (double)(c->d->D + c->d->Dv);
   int nt = attn_kernel_threads(macs, n), failed = 0;
 #pragma omp parallel num_threads(nt) reduction(| : failed)

@@ -38,8 +38,9 @@ static attn_status check_desc(const attn_decode_desc *d) {
                           "attn_sdpa_forward)",
                           (long long)d->Lq, ATTN_DECODE_MAX_LQ);
   if (!is_cache_dtype(d->kv_dtype))
-    return attn_set_error(ATTN_EINVAL, "decode: kv_dtype %d (%s) is no cache type (F32, F16, "
-                                       "BF16, I8)",
+    return attn_set_error(ATTN_EINVAL,
+                          "decode: kv_dtype %d (%s) is no cache type (F32, F16, "
+                          "BF16, I8)",
                           d->kv_dtype, dname(d->kv_dtype));
   if (d->has_scale && !isfinite(d->scale))
     return attn_set_error(ATTN_EINVAL, "decode: scale %g is not finite", (double)d->scale);
@@ -62,8 +63,9 @@ static int tensor_fits(int64_t n_blocks, int64_t Hkv, int64_t rows, int64_t w, i
 
 static attn_status check_lens_contiguous(const attn_kv_view *kv) {
   if (kv->capacity < 1)
-    return attn_set_error(ATTN_EINVAL, "kv view: capacity %lld (contiguous, page_size 0) must "
-                                       "be >= 1",
+    return attn_set_error(ATTN_EINVAL,
+                          "kv view: capacity %lld (contiguous, page_size 0) must "
+                          "be >= 1",
                           (long long)kv->capacity);
   const int elt = (int)attn_dtype_size((attn_dtype)kv->dtype);
   if (!tensor_fits(kv->B, kv->Hkv, kv->capacity, kv->D > kv->Dv ? kv->D : kv->Dv, elt))
@@ -94,14 +96,15 @@ static attn_status check_pages(const attn_kv_view *kv) {
   if (!tensor_fits(kv->num_pages, kv->Hkv, kv->page_size, kv->D > kv->Dv ? kv->D : kv->Dv, elt) ||
       attn_ck_mul(kv->block_table_stride, kv->page_size, &room) ||
       attn_ck_mul(kv->B, kv->block_table_stride, &bt))
-    return attn_set_error(ATTN_EINVAL, "kv view: num_pages %lld x page_size %lld (or the "
-                                       "block table) overflow",
+    return attn_set_error(ATTN_EINVAL,
+                          "kv view: num_pages %lld x page_size %lld (or the "
+                          "block table) overflow",
                           (long long)kv->num_pages, (long long)kv->page_size);
   for (int64_t b = 0; b < kv->B; b++) {
     const int64_t len = kv->seq_lens[b];
     if (len < 0)
-      return attn_set_error(ATTN_EINVAL, "kv view: seq_lens[%lld] = %lld is negative",
-                            (long long)b, (long long)len);
+      return attn_set_error(ATTN_EINVAL, "kv view: seq_lens[%lld] = %lld is negative", (long long)b,
+                            (long long)len);
     if (len > room)
       return attn_set_error(ATTN_EINVAL,
                             "kv view: seq_lens[%lld] = %lld is longer than its pages "
@@ -124,12 +127,16 @@ attn_status attn_decode_check(const attn_decode_desc *d, const attn_kv_view *kv,
                               const float *out) {
   if (!d || !kv || !q || !out)
     return attn_set_error(ATTN_EINVAL, "decode: %s is NULL",
-                          !d ? "desc" : !kv ? "kv view" : !q ? "q" : "out");
+                          !d    ? "desc"
+                          : !kv ? "kv view"
+                          : !q  ? "q"
+                                : "out");
   attn_status s = check_desc(d);
   if (s) return s;
   if (!is_cache_dtype(kv->dtype))
-    return attn_set_error(ATTN_EINVAL, "kv view: dtype %d (%s) is no cache type (F32, F16, BF16, "
-                                       "I8)",
+    return attn_set_error(ATTN_EINVAL,
+                          "kv view: dtype %d (%s) is no cache type (F32, F16, BF16, "
+                          "I8)",
                           kv->dtype, dname(kv->dtype));
   if (kv->dtype != d->kv_dtype)
     return attn_set_error(ATTN_EINVAL, "kv view: dtype %s, but the call says kv_dtype %s",
@@ -138,15 +145,17 @@ attn_status attn_decode_check(const attn_decode_desc *d, const attn_kv_view *kv,
     return attn_set_error(ATTN_EINVAL,
                           "kv view: B %lld, Hkv %lld, D %lld, Dv %lld, but the call says B %lld, "
                           "Hkv %lld, D %lld, Dv %lld",
-                          (long long)kv->B, (long long)kv->Hkv, (long long)kv->D,
-                          (long long)kv->Dv, (long long)d->B, (long long)d->Hkv, (long long)d->D,
-                          (long long)d->Dv);
+                          (long long)kv->B, (long long)kv->Hkv, (long long)kv->D, (long long)kv->Dv,
+                          (long long)d->B, (long long)d->Hkv, (long long)d->D, (long long)d->Dv);
   if (!kv->k || !kv->v || !kv->seq_lens)
     return attn_set_error(ATTN_EINVAL, "kv view: %s is NULL",
-                          !kv->k ? "k" : !kv->v ? "v" : "seq_lens");
+                          !kv->k   ? "k"
+                          : !kv->v ? "v"
+                                   : "seq_lens");
   if (kv->dtype == ATTN_I8 && (!kv->k_scale || !kv->v_scale))
-    return attn_set_error(ATTN_EINVAL, "kv view: an I8 cache without %s (one scale per token "
-                                       "and head)",
+    return attn_set_error(ATTN_EINVAL,
+                          "kv view: an I8 cache without %s (one scale per token "
+                          "and head)",
                           !kv->k_scale ? "k_scale" : "v_scale");
   return kv->page_size == 0 ? check_lens_contiguous(kv) : check_pages(kv);
 }

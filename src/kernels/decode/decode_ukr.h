@@ -30,8 +30,7 @@ typedef struct {
   /* acc[r * Dv + c] = acc[r * Dv + c] * corr[r] + sum_{j < n} p[r *
    * ATTN_DECODE_NB + j] * v_j[c] for r < R, c < Dv (v_j widened as above).
    * Any fixed order. */
-  void (*pv)(const attn_decode_block *b, const float *p, const float *corr, int64_t R,
-             float *acc);
+  void (*pv)(const attn_decode_block *b, const float *p, const float *corr, int64_t R, float *acc);
 } attn_decode_ops;
 
 #endif

@@ -15,12 +15,12 @@
 struct attn_kvc {
   attn_kvc_config cfg;
   int64_t elt;
-  int64_t nblocks, rows;  /* contiguous: B blocks of max_len rows; paged: pages of page_size */
-  int64_t bt_stride;      /* paged: pages per sequence at max_len */
+  int64_t nblocks, rows; /* contiguous: B blocks of max_len rows; paged: pages of page_size */
+  int64_t bt_stride;     /* paged: pages per sequence at max_len */
   void *k, *v;
-  float *ks, *vs;         /* int8 only */
-  int32_t *lens, *table;  /* [B], paged: [B, bt_stride] */
-  int32_t *free_pages;    /* paged: a stack of nfree pages */
+  float *ks, *vs;        /* int8 only */
+  int32_t *lens, *table; /* [B], paged: [B, bt_stride] */
+  int32_t *free_pages;   /* paged: a stack of nfree pages */
   int64_t nfree;
 };
 
@@ -58,8 +58,10 @@ void attn_kvc_reset(attn_kvc *c) {
   if (!c) return;
   memset(c->lens, 0, (size_t)c->cfg.B * sizeof(int32_t));
   if (!c->cfg.page_size) return;
-  for (int64_t i = 0; i < c->cfg.B * c->bt_stride; i++) c->table[i] = -1;
-  for (int64_t i = 0; i < c->nblocks; i++) c->free_pages[i] = (int32_t)(c->nblocks - 1 - i);
+  for (int64_t i = 0; i < c->cfg.B * c->bt_stride; i++)
+    c->table[i] = -1;
+  for (int64_t i = 0; i < c->nblocks; i++)
+    c->free_pages[i] = (int32_t)(c->nblocks - 1 - i);
   c->nfree = c->nblocks;
 }
 
@@ -85,8 +87,9 @@ attn_status attn_kvc_create(attn_kvc **out, const attn_kvc_config *cfg) {
     return attn_set_error(ATTN_EINVAL, "kvc: max_len %lld (1..2^31-1)", (long long)cfg->max_len);
   if (cfg->page_size < 0 || cfg->num_pages < 0 || cfg->num_pages > INT32_MAX ||
       (cfg->page_size == 0 && cfg->num_pages))
-    return attn_set_error(ATTN_EINVAL, "kvc: page_size %lld, num_pages %lld (page_size 0: "
-                                       "contiguous, no pool)",
+    return attn_set_error(ATTN_EINVAL,
+                          "kvc: page_size %lld, num_pages %lld (page_size 0: "
+                          "contiguous, no pool)",
                           (long long)cfg->page_size, (long long)cfg->num_pages);
   attn_kvc *c = calloc(1, sizeof *c);
   if (!c) return attn_set_error(ATTN_ENOMEM, "kvc: no memory");
@@ -132,8 +135,8 @@ attn_status attn_kvc_create(attn_kvc **out, const attn_kvc_config *cfg) {
 static attn_status check_seq(const attn_kvc *c, int64_t b, const char *what) {
   if (!c) return attn_set_error(ATTN_EINVAL, "kvc %s: NULL cache", what);
   if (b < 0 || b >= c->cfg.B)
-    return attn_set_error(ATTN_EINVAL, "kvc %s: sequence %lld outside 0..%lld", what,
-                          (long long)b, (long long)c->cfg.B - 1);
+    return attn_set_error(ATTN_EINVAL, "kvc %s: sequence %lld outside 0..%lld", what, (long long)b,
+                          (long long)c->cfg.B - 1);
   return ATTN_OK;
 }
 
@@ -156,12 +159,16 @@ static void store_row(const attn_kvc *c, const float *x, int64_t w, void *dst, f
   case ATTN_BF16: ro->f32_to_bf16(x, dst, w); break;
   case ATTN_I8: {
     float amax = 0.0f;
-    for (int64_t i = 0; i < w; i++) amax = fmaxf(amax, fabsf(x[i]));
+    for (int64_t i = 0; i < w; i++)
+      amax = fmaxf(amax, fabsf(x[i]));
     const float s = amax / 127.0f;
     int8_t *q = dst;
     for (int64_t i = 0; i < w; i++) { /* NaN, inf / inf: 0 (never a cast out of range) */
       const float y = s > 0.0f ? nearbyintf(x[i] / s) : 0.0f;
-      q[i] = (int8_t)(y >= -127.0f && y <= 127.0f ? y : y > 127.0f ? 127.0f : y < -127.0f ? -127.0f : 0.0f);
+      q[i] = (int8_t)(y >= -127.0f && y <= 127.0f ? y
+                      : y > 127.0f                ? 127.0f
+                      : y < -127.0f               ? -127.0f
+                                                  : 0.0f);
     }
     *scale = s;
     break;
@@ -183,8 +190,9 @@ attn_status attn_kvc_append(attn_kvc *c, int64_t b, const float *k_new, const fl
   attn_status s = check_seq(c, b, "append");
   if (s) return s;
   if (n < 0 || n > c->cfg.max_len - c->lens[b])
-    return attn_set_error(ATTN_EINVAL, "kvc append: %lld tokens to sequence %lld of %d (max_len "
-                                       "%lld)",
+    return attn_set_error(ATTN_EINVAL,
+                          "kvc append: %lld tokens to sequence %lld of %d (max_len "
+                          "%lld)",
                           (long long)n, (long long)b, c->lens[b], (long long)c->cfg.max_len);
   if (n == 0) return ATTN_OK;
   if (!k_new || !v_new)
@@ -193,8 +201,9 @@ attn_status attn_kvc_append(attn_kvc *c, int64_t b, const float *k_new, const fl
   if (c->cfg.page_size) {
     const int64_t have = pages_for(c, len), need = pages_for(c, len + n);
     if (need - have > c->nfree)
-      return attn_set_error(ATTN_ENOMEM, "kvc append: the pool of %lld pages is full (%lld "
-                                         "free, sequence %lld needs %lld more)",
+      return attn_set_error(ATTN_ENOMEM,
+                            "kvc append: the pool of %lld pages is full (%lld "
+                            "free, sequence %lld needs %lld more)",
                             (long long)c->nblocks, (long long)c->nfree, (long long)b,
                             (long long)(need - have));
     for (int64_t p = have; p < need; p++)
@@ -255,7 +264,8 @@ static void widen_row(const attn_kvc *c, const void *row, int64_t w, float scale
   case ATTN_F16: ro->f16_to_f32(row, x, w); break;
   case ATTN_BF16: ro->bf16_to_f32(row, x, w); break;
   case ATTN_I8:
-    for (int64_t i = 0; i < w; i++) x[i] = scale * (float)((const int8_t *)row)[i];
+    for (int64_t i = 0; i < w; i++)
+      x[i] = scale * (float)((const int8_t *)row)[i];
     break;
   default: memcpy(x, row, (size_t)w * sizeof(float));
   }
@@ -265,16 +275,16 @@ attn_status attn_kvc_read(const attn_kvc *c, int64_t b, int64_t g, int64_t t, fl
   attn_status s = check_seq(c, b, "read");
   if (s) return s;
   if (g < 0 || g >= c->cfg.Hkv || t < 0 || t >= c->lens[b])
-    return attn_set_error(ATTN_EINVAL, "kvc read: head %lld, token %lld of sequence %lld (%d "
-                                       "tokens, %lld heads)",
+    return attn_set_error(ATTN_EINVAL,
+                          "kvc read: head %lld, token %lld of sequence %lld (%d "
+                          "tokens, %lld heads)",
                           (long long)g, (long long)t, (long long)b, c->lens[b],
                           (long long)c->cfg.Hkv);
   const int64_t row = row_of(c, b, g, t);
   if (k)
-    widen_row(c, (const char *)c->k + row * c->cfg.D * c->elt, c->cfg.D, c->ks ? c->ks[row] : 1,
-              k);
+    widen_row(c, (const char *)c->k + row * c->cfg.D * c->elt, c->cfg.D, c->ks ? c->ks[row] : 1, k);
   if (v)
-    widen_row(c, (const char *)c->v + row * c->cfg.Dv * c->elt, c->cfg.Dv,
-              c->vs ? c->vs[row] : 1, v);
+    widen_row(c, (const char *)c->v + row * c->cfg.Dv * c->elt, c->cfg.Dv, c->vs ? c->vs[row] : 1,
+              v);
   return ATTN_OK;
 }

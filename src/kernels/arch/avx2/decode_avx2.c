@@ -23,8 +23,7 @@ ATTN_AVX2_INLINE __m256 load8(int dt, const void *row, int64_t c) {
   case ATTN_I8:
     return _mm256_cvtepi32_ps(
         _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)((const int8_t *)row + c))));
-  default:
-    return _mm256_loadu_ps((const float *)row + c);
+  default: return _mm256_loadu_ps((const float *)row + c);
   }
 }
 
@@ -58,37 +57,45 @@ ATTN_AVX2_INLINE void scores_keys(const attn_decode_block *b, const float *q, fl
   const int64_t D = b->D, Df = D & ~(int64_t)7;
   __m256 a[8]; /* a[r KJ + k] */
 #pragma GCC unroll 8
-  for (int i = 0; i < RT * KJ; i++) a[i] = _mm256_setzero_ps();
+  for (int i = 0; i < RT * KJ; i++)
+    a[i] = _mm256_setzero_ps();
   for (int64_t c = 0; c < Df; c += 8) {
     __m256 kv[4];
 #pragma GCC unroll 4
-    for (int k = 0; k < KJ; k++) kv[k] = load8(dt, b->k[j0 + k], c);
+    for (int k = 0; k < KJ; k++)
+      kv[k] = load8(dt, b->k[j0 + k], c);
 #pragma GCC unroll 4
     for (int r = 0; r < RT; r++) {
       const __m256 qv = _mm256_loadu_ps(q + r * D + c);
 #pragma GCC unroll 4
-      for (int k = 0; k < KJ; k++) a[r * KJ + k] = _mm256_fmadd_ps(qv, kv[k], a[r * KJ + k]);
+      for (int k = 0; k < KJ; k++)
+        a[r * KJ + k] = _mm256_fmadd_ps(qv, kv[k], a[r * KJ + k]);
     }
   }
   if (Df < D) {
     __m256 kv[4];
 #pragma GCC unroll 4
-    for (int k = 0; k < KJ; k++) kv[k] = load8_tail(dt, b->k[j0 + k], Df, D - Df);
+    for (int k = 0; k < KJ; k++)
+      kv[k] = load8_tail(dt, b->k[j0 + k], Df, D - Df);
 #pragma GCC unroll 4
     for (int r = 0; r < RT; r++) {
       const __m256 qv = load8_tail(ATTN_F32, q + r * D, Df, D - Df);
 #pragma GCC unroll 4
-      for (int k = 0; k < KJ; k++) a[r * KJ + k] = _mm256_fmadd_ps(qv, kv[k], a[r * KJ + k]);
+      for (int k = 0; k < KJ; k++)
+        a[r * KJ + k] = _mm256_fmadd_ps(qv, kv[k], a[r * KJ + k]);
     }
   }
   float sum[8];
   int i = 0;
-  for (; i + 4 <= RT * KJ; i += 4) _mm_storeu_ps(sum + i, hsum4(a[i], a[i + 1], a[i + 2], a[i + 3]));
-  for (; i < RT * KJ; i++) sum[i] = hsum8(a[i]);
+  for (; i + 4 <= RT * KJ; i += 4)
+    _mm_storeu_ps(sum + i, hsum4(a[i], a[i + 1], a[i + 2], a[i + 3]));
+  for (; i < RT * KJ; i++)
+    sum[i] = hsum8(a[i]);
 #pragma GCC unroll 4
   for (int r = 0; r < RT; r++)
 #pragma GCC unroll 4
-    for (int k = 0; k < KJ; k++) s[r * NB + j0 + k] = sum[r * KJ + k];
+    for (int k = 0; k < KJ; k++)
+      s[r * NB + j0 + k] = sum[r * KJ + k];
 }
 
 /* scores of RT rows against the block: 8 / RT keys at a time (at most 4:
@@ -97,8 +104,10 @@ ATTN_AVX2_INLINE void scores_tile(const attn_decode_block *b, const float *q, fl
                                   int RT) {
   const int KJ = RT >= 4 ? 2 : 4;
   int j = 0;
-  for (; j + KJ <= b->n; j += KJ) scores_keys(b, q, s, j, dt, RT, KJ);
-  for (; j < b->n; j++) scores_keys(b, q, s, j, dt, RT, 1);
+  for (; j + KJ <= b->n; j += KJ)
+    scores_keys(b, q, s, j, dt, RT, KJ);
+  for (; j < b->n; j++)
+    scores_keys(b, q, s, j, dt, RT, 1);
 }
 
 /* RT rows' output accumulators (acc: their first) += p · the block's
@@ -118,18 +127,21 @@ ATTN_AVX2_INLINE void pv_slab(const attn_decode_block *b, const float *p, const 
   for (int j = 0; j < b->n; j++) {
     __m256 vv[4];
 #pragma GCC unroll 4
-    for (int e = 0; e < SL; e++) vv[e] = load8(dt, b->v[j], c0 + 8 * e);
+    for (int e = 0; e < SL; e++)
+      vv[e] = load8(dt, b->v[j], c0 + 8 * e);
 #pragma GCC unroll 4
     for (int r = 0; r < RT; r++) {
       const __m256 pr = _mm256_set1_ps(p[r * NB + j]);
 #pragma GCC unroll 4
-      for (int e = 0; e < SL; e++) a[r * SL + e] = _mm256_fmadd_ps(pr, vv[e], a[r * SL + e]);
+      for (int e = 0; e < SL; e++)
+        a[r * SL + e] = _mm256_fmadd_ps(pr, vv[e], a[r * SL + e]);
     }
   }
 #pragma GCC unroll 4
   for (int r = 0; r < RT; r++)
 #pragma GCC unroll 4
-    for (int e = 0; e < SL; e++) _mm256_storeu_ps(acc + r * Dv + c0 + 8 * e, a[r * SL + e]);
+    for (int e = 0; e < SL; e++)
+      _mm256_storeu_ps(acc + r * Dv + c0 + 8 * e, a[r * SL + e]);
 }
 
 /* the last w < 8 columns from c, through zero-padded copies */
@@ -143,7 +155,8 @@ ATTN_AVX2_INLINE void pv_tail(const attn_decode_block *b, const float *p, const 
   for (int j = 0; j < b->n; j++) {
     const __m256 vv = load8_tail(dt, b->v[j], c, w);
 #pragma GCC unroll 4
-    for (int r = 0; r < RT; r++) a[r] = _mm256_fmadd_ps(_mm256_set1_ps(p[r * NB + j]), vv, a[r]);
+    for (int r = 0; r < RT; r++)
+      a[r] = _mm256_fmadd_ps(_mm256_set1_ps(p[r * NB + j]), vv, a[r]);
   }
   float tmp[8];
 #pragma GCC unroll 4
@@ -159,15 +172,18 @@ ATTN_AVX2_INLINE void pv_tile(const attn_decode_block *b, const float *p, const 
   const int SL = RT >= 4 ? 2 : 4;
   const int64_t Dv = b->Dv;
   int64_t c = 0;
-  for (; c + 8 * SL <= Dv; c += 8 * SL) pv_slab(b, p, corr, acc, c, dt, RT, SL);
-  for (; c + 8 <= Dv; c += 8) pv_slab(b, p, corr, acc, c, dt, RT, 1);
+  for (; c + 8 * SL <= Dv; c += 8 * SL)
+    pv_slab(b, p, corr, acc, c, dt, RT, SL);
+  for (; c + 8 <= Dv; c += 8)
+    pv_slab(b, p, corr, acc, c, dt, RT, 1);
   if (c < Dv) pv_tail(b, p, corr, acc, c, Dv - c, dt, RT);
 }
 
 ATTN_AVX2_INLINE void scores_rows(const attn_decode_block *b, const float *q, int64_t R, float *s,
                                   int dt) {
   int64_t r = 0;
-  for (; R - r >= 4; r += 4) scores_tile(b, q + r * b->D, s + r * NB, dt, 4);
+  for (; R - r >= 4; r += 4)
+    scores_tile(b, q + r * b->D, s + r * NB, dt, 4);
   if (R - r >= 2) scores_tile(b, q + r * b->D, s + r * NB, dt, 2), r += 2;
   if (R - r >= 1) scores_tile(b, q + r * b->D, s + r * NB, dt, 1);
 }
@@ -175,7 +191,8 @@ ATTN_AVX2_INLINE void scores_rows(const attn_decode_block *b, const float *q, in
 ATTN_AVX2_INLINE void pv_rows(const attn_decode_block *b, const float *p, const float *corr,
                               int64_t R, float *acc, int dt) {
   int64_t r = 0;
-  for (; R - r >= 4; r += 4) pv_tile(b, p + r * NB, corr + r, acc + r * b->Dv, dt, 4);
+  for (; R - r >= 4; r += 4)
+    pv_tile(b, p + r * NB, corr + r, acc + r * b->Dv, dt, 4);
   if (R - r >= 2) pv_tile(b, p + r * NB, corr + r, acc + r * b->Dv, dt, 2), r += 2;
   if (R - r >= 1) pv_tile(b, p + r * NB, corr + r, acc + r * b->Dv, dt, 1);
 }

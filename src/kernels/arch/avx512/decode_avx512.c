@@ -19,15 +19,14 @@ enum { NB = ATTN_DECODE_NB };
 /* elements c..c+15 of a row (lanes of m; others 0), widened to f32 */
 ATTN_AVX512_INLINE __m512 load16(int dt, const void *row, int64_t c, __mmask16 m) {
   switch (dt) {
-  case ATTN_F16:
-    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t *)row + c));
+  case ATTN_F16: return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t *)row + c));
   case ATTN_BF16:
     return _mm512_castsi512_ps(_mm512_slli_epi32(
         _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, (const uint16_t *)row + c)), 16));
   case ATTN_I8:
-    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, (const int8_t *)row + c)));
-  default:
-    return _mm512_maskz_loadu_ps(m, (const float *)row + c);
+    return _mm512_cvtepi32_ps(
+        _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, (const int8_t *)row + c)));
+  default: return _mm512_maskz_loadu_ps(m, (const float *)row + c);
   }
 }
 
@@ -42,8 +41,7 @@ ATTN_AVX512_INLINE __m512 load16_full(int dt, const void *row, int64_t c) {
   case ATTN_I8:
     return _mm512_cvtepi32_ps(
         _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)((const int8_t *)row + c))));
-  default:
-    return _mm512_loadu_ps((const float *)row + c);
+  default: return _mm512_loadu_ps((const float *)row + c);
   }
 }
 
@@ -68,37 +66,45 @@ ATTN_AVX512_INLINE void scores_keys(const attn_decode_block *b, const float *q, 
   const __mmask16 tm = (__mmask16)((1u << (D - Df)) - 1);
   __m512 a[16]; /* a[r KJ + k] */
 #pragma GCC unroll 16
-  for (int i = 0; i < RT * KJ; i++) a[i] = _mm512_setzero_ps();
+  for (int i = 0; i < RT * KJ; i++)
+    a[i] = _mm512_setzero_ps();
   for (int64_t c = 0; c < Df; c += 16) {
     __m512 kv[8];
 #pragma GCC unroll 8
-    for (int k = 0; k < KJ; k++) kv[k] = load16_full(dt, b->k[j0 + k], c);
+    for (int k = 0; k < KJ; k++)
+      kv[k] = load16_full(dt, b->k[j0 + k], c);
 #pragma GCC unroll 8
     for (int r = 0; r < RT; r++) {
       const __m512 qv = _mm512_loadu_ps(q + r * D + c);
 #pragma GCC unroll 8
-      for (int k = 0; k < KJ; k++) a[r * KJ + k] = _mm512_fmadd_ps(qv, kv[k], a[r * KJ + k]);
+      for (int k = 0; k < KJ; k++)
+        a[r * KJ + k] = _mm512_fmadd_ps(qv, kv[k], a[r * KJ + k]);
     }
   }
   if (Df < D) {
     __m512 kv[8];
 #pragma GCC unroll 8
-    for (int k = 0; k < KJ; k++) kv[k] = load16(dt, b->k[j0 + k], Df, tm);
+    for (int k = 0; k < KJ; k++)
+      kv[k] = load16(dt, b->k[j0 + k], Df, tm);
 #pragma GCC unroll 8
     for (int r = 0; r < RT; r++) {
       const __m512 qv = _mm512_maskz_loadu_ps(tm, q + r * D + Df);
 #pragma GCC unroll 8
-      for (int k = 0; k < KJ; k++) a[r * KJ + k] = _mm512_fmadd_ps(qv, kv[k], a[r * KJ + k]);
+      for (int k = 0; k < KJ; k++)
+        a[r * KJ + k] = _mm512_fmadd_ps(qv, kv[k], a[r * KJ + k]);
     }
   }
   float sum[16];
   int i = 0;
-  for (; i + 4 <= RT * KJ; i += 4) _mm_storeu_ps(sum + i, hsum4(a[i], a[i + 1], a[i + 2], a[i + 3]));
-  for (; i < RT * KJ; i++) sum[i] = _mm512_reduce_add_ps(a[i]);
+  for (; i + 4 <= RT * KJ; i += 4)
+    _mm_storeu_ps(sum + i, hsum4(a[i], a[i + 1], a[i + 2], a[i + 3]));
+  for (; i < RT * KJ; i++)
+    sum[i] = _mm512_reduce_add_ps(a[i]);
 #pragma GCC unroll 8
   for (int r = 0; r < RT; r++)
 #pragma GCC unroll 8
-    for (int k = 0; k < KJ; k++) s[r * NB + j0 + k] = sum[r * KJ + k];
+    for (int k = 0; k < KJ; k++)
+      s[r * NB + j0 + k] = sum[r * KJ + k];
 }
 
 /* scores of RT rows against the block: 16 / RT keys at a time (at most
@@ -107,8 +113,10 @@ ATTN_AVX512_INLINE void scores_tile(const attn_decode_block *b, const float *q, 
                                     int RT) {
   const int KJ = RT >= 8 ? 2 : RT >= 4 ? 4 : 8;
   int j = 0;
-  for (; j + KJ <= b->n; j += KJ) scores_keys(b, q, s, j, dt, RT, KJ);
-  for (; j < b->n; j++) scores_keys(b, q, s, j, dt, RT, 1);
+  for (; j + KJ <= b->n; j += KJ)
+    scores_keys(b, q, s, j, dt, RT, KJ);
+  for (; j < b->n; j++)
+    scores_keys(b, q, s, j, dt, RT, 1);
 }
 
 /* RT rows' output accumulators (acc: their first) += p · the block's
@@ -116,8 +124,8 @@ ATTN_AVX512_INLINE void scores_tile(const attn_decode_block *b, const float *q, 
  * all of them, plain loads): RT SL = 16 accumulators stay in registers
  * across the block's keys, and each V row is read in runs of SL 64 bytes */
 ATTN_AVX512_INLINE void pv_slab(const attn_decode_block *b, const float *p, const float *corr,
-                                float *acc, int64_t c0, const __mmask16 *m, int dt, int RT,
-                                int SL, int FULL) {
+                                float *acc, int64_t c0, const __mmask16 *m, int dt, int RT, int SL,
+                                int FULL) {
   const int64_t Dv = b->Dv;
   __m512 a[16]; /* a[r SL + e] */
 #pragma GCC unroll 8
@@ -138,7 +146,8 @@ ATTN_AVX512_INLINE void pv_slab(const attn_decode_block *b, const float *p, cons
     for (int r = 0; r < RT; r++) {
       const __m512 pr = _mm512_set1_ps(p[r * NB + j]);
 #pragma GCC unroll 8
-      for (int e = 0; e < SL; e++) a[r * SL + e] = _mm512_fmadd_ps(pr, vv[e], a[r * SL + e]);
+      for (int e = 0; e < SL; e++)
+        a[r * SL + e] = _mm512_fmadd_ps(pr, vv[e], a[r * SL + e]);
     }
   }
 #pragma GCC unroll 8
@@ -159,7 +168,8 @@ ATTN_AVX512_INLINE void pv_tile(const attn_decode_block *b, const float *p, cons
   const int SL = RT >= 8 ? 2 : RT >= 4 ? 4 : 8;
   const int64_t Dv = b->Dv;
   int64_t c0 = 0;
-  for (; c0 + 16 * SL <= Dv; c0 += 16 * SL) pv_slab(b, p, corr, acc, c0, NULL, dt, RT, SL, 1);
+  for (; c0 + 16 * SL <= Dv; c0 += 16 * SL)
+    pv_slab(b, p, corr, acc, c0, NULL, dt, RT, SL, 1);
   if (c0 < Dv) {
     __mmask16 m[8];
 #pragma GCC unroll 8
@@ -175,7 +185,8 @@ ATTN_AVX512_INLINE void pv_tile(const attn_decode_block *b, const float *p, cons
 ATTN_AVX512_INLINE void scores_rows(const attn_decode_block *b, const float *q, int64_t R, float *s,
                                     int dt) {
   int64_t r = 0;
-  for (; R - r >= 8; r += 8) scores_tile(b, q + r * b->D, s + r * NB, dt, 8);
+  for (; R - r >= 8; r += 8)
+    scores_tile(b, q + r * b->D, s + r * NB, dt, 8);
   if (R - r >= 4) scores_tile(b, q + r * b->D, s + r * NB, dt, 4), r += 4;
   if (R - r >= 2) scores_tile(b, q + r * b->D, s + r * NB, dt, 2), r += 2;
   if (R - r >= 1) scores_tile(b, q + r * b->D, s + r * NB, dt, 1);
@@ -184,7 +195,8 @@ ATTN_AVX512_INLINE void scores_rows(const attn_decode_block *b, const float *q, 
 ATTN_AVX512_INLINE void pv_rows(const attn_decode_block *b, const float *p, const float *corr,
                                 int64_t R, float *acc, int dt) {
   int64_t r = 0;
-  for (; R - r >= 8; r += 8) pv_tile(b, p + r * NB, corr + r, acc + r * b->Dv, dt, 8);
+  for (; R - r >= 8; r += 8)
+    pv_tile(b, p + r * NB, corr + r, acc + r * b->Dv, dt, 8);
   if (R - r >= 4) pv_tile(b, p + r * NB, corr + r, acc + r * b->Dv, dt, 4), r += 4;
   if (R - r >= 2) pv_tile(b, p + r * NB, corr + r, acc + r * b->Dv, dt, 2), r += 2;
   if (R - r >= 1) pv_tile(b, p + r * NB, corr + r, acc + r * b->Dv, dt, 1);
