@@ -21,7 +21,9 @@
  * cache widened to f32 with key_lens = seq_lens, q_offsets[b] = seq_lens[b]
  * - Lq and the same modifiers (tests/test_decode.c checks it). sinks [Hq]
  * join each row's denominator as there. A row with no allowed key: out 0,
- * lse -inf (with a sink: lse = the sink).
+ * lse -inf (with a sink: lse = the sink). NaN in q or in an allowed key
+ * makes the row's out and lse NaN; NaN or inf in a value can reach rows
+ * through 0 x NaN products, as in the SDPA.
  *
  * Each K and V row is read once per KV head and call: all Hq / Hkv query
  * heads of the group and all Lq queries use it while it is in L1. The
