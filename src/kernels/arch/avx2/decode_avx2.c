@@ -13,6 +13,18 @@
 
 enum { NB = ATTN_DECODE_NB };
 
+/* Loops over the rows, keys and columns of a tile are unrolled in full, so
+ * that their accumulators live in registers (GCC leaves these loops rolled
+ * at -O2, the accumulators then on the stack). Not under clang, which
+ * unrolls them itself, and whose sanitizer builds (make fuzz) take minutes
+ * on the pragma-unrolled bodies. */
+#define DECODE_PRAGMA(x) _Pragma(#x)
+#if defined(__clang__)
+#define DECODE_UNROLL(n)
+#else
+#define DECODE_UNROLL(n) DECODE_PRAGMA(GCC unroll n)
+#endif
+
 ATTN_AVX2_INLINE __m256 load8(int dt, const void *row, int64_t c) {
   switch (dt) {
   case ATTN_F16:
@@ -56,31 +68,31 @@ ATTN_AVX2_INLINE void scores_keys(const attn_decode_block *b, const float *q, fl
                                   int dt, int RT, int KJ) {
   const int64_t D = b->D, Df = D & ~(int64_t)7;
   __m256 a[8]; /* a[r KJ + k] */
-#pragma GCC unroll 8
+DECODE_UNROLL(8)
   for (int i = 0; i < RT * KJ; i++)
     a[i] = _mm256_setzero_ps();
   for (int64_t c = 0; c < Df; c += 8) {
     __m256 kv[4];
-#pragma GCC unroll 4
+DECODE_UNROLL(4)
     for (int k = 0; k < KJ; k++)
       kv[k] = load8(dt, b->k[j0 + k], c);
-#pragma GCC unroll 4
+DECODE_UNROLL(4)
     for (int r = 0; r < RT; r++) {
       const __m256 qv = _mm256_loadu_ps(q + r * D + c);
-#pragma GCC unroll 4
+DECODE_UNROLL(4)
       for (int k = 0; k < KJ; k++)
         a[r * KJ + k] = _mm256_fmadd_ps(qv, kv[k], a[r * KJ + k]);
     }
   }
   if (Df < D) {
     __m256 kv[4];
-#pragma GCC unroll 4
+DECODE_UNROLL(4)
     for (int k = 0; k < KJ; k++)
       kv[k] = load8_tail(dt, b->k[j0 + k], Df, D - Df);
-#pragma GCC unroll 4
+DECODE_UNROLL(4)
     for (int r = 0; r < RT; r++) {
       const __m256 qv = load8_tail(ATTN_F32, q + r * D, Df, D - Df);
-#pragma GCC unroll 4
+DECODE_UNROLL(4)
       for (int k = 0; k < KJ; k++)
         a[r * KJ + k] = _mm256_fmadd_ps(qv, kv[k], a[r * KJ + k]);
     }
@@ -91,9 +103,9 @@ ATTN_AVX2_INLINE void scores_keys(const attn_decode_block *b, const float *q, fl
     _mm_storeu_ps(sum + i, hsum4(a[i], a[i + 1], a[i + 2], a[i + 3]));
   for (; i < RT * KJ; i++)
     sum[i] = hsum8(a[i]);
-#pragma GCC unroll 4
+DECODE_UNROLL(4)
   for (int r = 0; r < RT; r++)
-#pragma GCC unroll 4
+DECODE_UNROLL(4)
     for (int k = 0; k < KJ; k++)
       s[r * NB + j0 + k] = sum[r * KJ + k];
 }
@@ -117,29 +129,29 @@ ATTN_AVX2_INLINE void pv_slab(const attn_decode_block *b, const float *p, const 
                               float *acc, int64_t c0, int dt, int RT, int SL) {
   const int64_t Dv = b->Dv;
   __m256 a[8]; /* a[r SL + e] */
-#pragma GCC unroll 4
+DECODE_UNROLL(4)
   for (int r = 0; r < RT; r++) {
     const __m256 cr = _mm256_set1_ps(corr[r]);
-#pragma GCC unroll 4
+DECODE_UNROLL(4)
     for (int e = 0; e < SL; e++)
       a[r * SL + e] = _mm256_mul_ps(_mm256_loadu_ps(acc + r * Dv + c0 + 8 * e), cr);
   }
   for (int j = 0; j < b->n; j++) {
     __m256 vv[4];
-#pragma GCC unroll 4
+DECODE_UNROLL(4)
     for (int e = 0; e < SL; e++)
       vv[e] = load8(dt, b->v[j], c0 + 8 * e);
-#pragma GCC unroll 4
+DECODE_UNROLL(4)
     for (int r = 0; r < RT; r++) {
       const __m256 pr = _mm256_set1_ps(p[r * NB + j]);
-#pragma GCC unroll 4
+DECODE_UNROLL(4)
       for (int e = 0; e < SL; e++)
         a[r * SL + e] = _mm256_fmadd_ps(pr, vv[e], a[r * SL + e]);
     }
   }
-#pragma GCC unroll 4
+DECODE_UNROLL(4)
   for (int r = 0; r < RT; r++)
-#pragma GCC unroll 4
+DECODE_UNROLL(4)
     for (int e = 0; e < SL; e++)
       _mm256_storeu_ps(acc + r * Dv + c0 + 8 * e, a[r * SL + e]);
 }
@@ -149,17 +161,17 @@ ATTN_AVX2_INLINE void pv_tail(const attn_decode_block *b, const float *p, const 
                               float *acc, int64_t c, int64_t w, int dt, int RT) {
   const int64_t Dv = b->Dv;
   __m256 a[4];
-#pragma GCC unroll 4
+DECODE_UNROLL(4)
   for (int r = 0; r < RT; r++)
     a[r] = _mm256_mul_ps(load8_tail(ATTN_F32, acc + r * Dv, c, w), _mm256_set1_ps(corr[r]));
   for (int j = 0; j < b->n; j++) {
     const __m256 vv = load8_tail(dt, b->v[j], c, w);
-#pragma GCC unroll 4
+DECODE_UNROLL(4)
     for (int r = 0; r < RT; r++)
       a[r] = _mm256_fmadd_ps(_mm256_set1_ps(p[r * NB + j]), vv, a[r]);
   }
   float tmp[8];
-#pragma GCC unroll 4
+DECODE_UNROLL(4)
   for (int r = 0; r < RT; r++) {
     _mm256_storeu_ps(tmp, a[r]);
     memcpy(acc + r * Dv + c, tmp, (size_t)w * sizeof(float));

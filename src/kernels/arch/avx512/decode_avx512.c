@@ -16,6 +16,18 @@
 
 enum { NB = ATTN_DECODE_NB };
 
+/* Loops over the rows, keys and columns of a tile are unrolled in full, so
+ * that their accumulators live in registers (GCC leaves these loops rolled
+ * at -O2, the accumulators then on the stack). Not under clang, which
+ * unrolls them itself, and whose sanitizer builds (make fuzz) take minutes
+ * on the pragma-unrolled bodies. */
+#define DECODE_PRAGMA(x) _Pragma(#x)
+#if defined(__clang__)
+#define DECODE_UNROLL(n)
+#else
+#define DECODE_UNROLL(n) DECODE_PRAGMA(GCC unroll n)
+#endif
+
 /* elements c..c+15 of a row (lanes of m; others 0), widened to f32 */
 ATTN_AVX512_INLINE __m512 load16(int dt, const void *row, int64_t c, __mmask16 m) {
   switch (dt) {
@@ -65,31 +77,31 @@ ATTN_AVX512_INLINE void scores_keys(const attn_decode_block *b, const float *q, 
   const int64_t D = b->D, Df = D & ~(int64_t)15;
   const __mmask16 tm = (__mmask16)((1u << (D - Df)) - 1);
   __m512 a[16]; /* a[r KJ + k] */
-#pragma GCC unroll 16
+DECODE_UNROLL(16)
   for (int i = 0; i < RT * KJ; i++)
     a[i] = _mm512_setzero_ps();
   for (int64_t c = 0; c < Df; c += 16) {
     __m512 kv[8];
-#pragma GCC unroll 8
+DECODE_UNROLL(8)
     for (int k = 0; k < KJ; k++)
       kv[k] = load16_full(dt, b->k[j0 + k], c);
-#pragma GCC unroll 8
+DECODE_UNROLL(8)
     for (int r = 0; r < RT; r++) {
       const __m512 qv = _mm512_loadu_ps(q + r * D + c);
-#pragma GCC unroll 8
+DECODE_UNROLL(8)
       for (int k = 0; k < KJ; k++)
         a[r * KJ + k] = _mm512_fmadd_ps(qv, kv[k], a[r * KJ + k]);
     }
   }
   if (Df < D) {
     __m512 kv[8];
-#pragma GCC unroll 8
+DECODE_UNROLL(8)
     for (int k = 0; k < KJ; k++)
       kv[k] = load16(dt, b->k[j0 + k], Df, tm);
-#pragma GCC unroll 8
+DECODE_UNROLL(8)
     for (int r = 0; r < RT; r++) {
       const __m512 qv = _mm512_maskz_loadu_ps(tm, q + r * D + Df);
-#pragma GCC unroll 8
+DECODE_UNROLL(8)
       for (int k = 0; k < KJ; k++)
         a[r * KJ + k] = _mm512_fmadd_ps(qv, kv[k], a[r * KJ + k]);
     }
@@ -100,9 +112,9 @@ ATTN_AVX512_INLINE void scores_keys(const attn_decode_block *b, const float *q, 
     _mm_storeu_ps(sum + i, hsum4(a[i], a[i + 1], a[i + 2], a[i + 3]));
   for (; i < RT * KJ; i++)
     sum[i] = _mm512_reduce_add_ps(a[i]);
-#pragma GCC unroll 8
+DECODE_UNROLL(8)
   for (int r = 0; r < RT; r++)
-#pragma GCC unroll 8
+DECODE_UNROLL(8)
     for (int k = 0; k < KJ; k++)
       s[r * NB + j0 + k] = sum[r * KJ + k];
 }
@@ -128,31 +140,31 @@ ATTN_AVX512_INLINE void pv_slab(const attn_decode_block *b, const float *p, cons
                                 int FULL) {
   const int64_t Dv = b->Dv;
   __m512 a[16]; /* a[r SL + e] */
-#pragma GCC unroll 8
+DECODE_UNROLL(8)
   for (int r = 0; r < RT; r++) {
     const __m512 cr = _mm512_set1_ps(corr[r]);
     const float *ar = acc + r * Dv + c0;
-#pragma GCC unroll 8
+DECODE_UNROLL(8)
     for (int e = 0; e < SL; e++)
       a[r * SL + e] = _mm512_mul_ps(
           FULL ? _mm512_loadu_ps(ar + 16 * e) : _mm512_maskz_loadu_ps(m[e], ar + 16 * e), cr);
   }
   for (int j = 0; j < b->n; j++) {
     __m512 vv[8];
-#pragma GCC unroll 8
+DECODE_UNROLL(8)
     for (int e = 0; e < SL; e++)
       vv[e] = FULL ? load16_full(dt, b->v[j], c0 + 16 * e) : load16(dt, b->v[j], c0 + 16 * e, m[e]);
-#pragma GCC unroll 8
+DECODE_UNROLL(8)
     for (int r = 0; r < RT; r++) {
       const __m512 pr = _mm512_set1_ps(p[r * NB + j]);
-#pragma GCC unroll 8
+DECODE_UNROLL(8)
       for (int e = 0; e < SL; e++)
         a[r * SL + e] = _mm512_fmadd_ps(pr, vv[e], a[r * SL + e]);
     }
   }
-#pragma GCC unroll 8
+DECODE_UNROLL(8)
   for (int r = 0; r < RT; r++)
-#pragma GCC unroll 8
+DECODE_UNROLL(8)
     for (int e = 0; e < SL; e++) {
       float *ar = acc + r * Dv + c0 + 16 * e;
       if (FULL)
@@ -172,7 +184,7 @@ ATTN_AVX512_INLINE void pv_tile(const attn_decode_block *b, const float *p, cons
     pv_slab(b, p, corr, acc, c0, NULL, dt, RT, SL, 1);
   if (c0 < Dv) {
     __mmask16 m[8];
-#pragma GCC unroll 8
+DECODE_UNROLL(8)
     for (int e = 0; e < SL; e++) {
       const int64_t left = Dv - c0 - 16 * e;
       m[e] = left >= 16 ? (__mmask16)0xFFFF : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);

@@ -12,6 +12,18 @@
 
 enum { NB = ATTN_DECODE_NB };
 
+/* Loops over the rows, keys and columns of a tile are unrolled in full, so
+ * that their accumulators live in registers (GCC leaves these loops rolled
+ * at -O2, the accumulators then on the stack). Not under clang, which
+ * unrolls them itself, and whose sanitizer builds (make fuzz) take minutes
+ * on the pragma-unrolled bodies. */
+#define DECODE_PRAGMA(x) _Pragma(#x)
+#if defined(__clang__)
+#define DECODE_UNROLL(n)
+#else
+#define DECODE_UNROLL(n) DECODE_PRAGMA(GCC unroll n)
+#endif
+
 static inline __attribute__((always_inline)) float32x4_t load4(int dt, const void *row, int64_t c) {
   switch (dt) {
   case ATTN_F16: return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16((const uint16_t *)row + c)));
@@ -41,22 +53,22 @@ scores_tile(const attn_decode_block *b, const float *q, float *s, int dt, int RT
   for (int j = 0; j < b->n; j++) {
     const void *kr = b->k[j];
     float32x4_t a[8];
-#pragma GCC unroll 8
+DECODE_UNROLL(8)
     for (int r = 0; r < RT; r++)
       a[r] = vdupq_n_f32(0.0f);
     for (int64_t c = 0; c < Df; c += 4) {
       const float32x4_t kv = load4(dt, kr, c);
-#pragma GCC unroll 8
+DECODE_UNROLL(8)
       for (int r = 0; r < RT; r++)
         a[r] = vfmaq_f32(a[r], vld1q_f32(q + r * D + c), kv);
     }
     if (Df < D) {
       const float32x4_t kv = load4_tail(dt, kr, Df, D - Df);
-#pragma GCC unroll 8
+DECODE_UNROLL(8)
       for (int r = 0; r < RT; r++)
         a[r] = vfmaq_f32(a[r], load4_tail(ATTN_F32, q + r * D, Df, D - Df), kv);
     }
-#pragma GCC unroll 8
+DECODE_UNROLL(8)
     for (int r = 0; r < RT; r++)
       s[r * NB + j] = vaddvq_f32(a[r]);
   }
@@ -68,7 +80,7 @@ pv_tile(const attn_decode_block *b, const float *p, const float *corr, float *ac
   for (int64_t c = 0; c < Dv; c += 4) {
     const int64_t w = Dv - c >= 4 ? 4 : Dv - c;
     float32x4_t a[8];
-#pragma GCC unroll 8
+DECODE_UNROLL(8)
     for (int r = 0; r < RT; r++) {
       const float32x4_t x =
           w == 4 ? vld1q_f32(acc + r * Dv + c) : load4_tail(ATTN_F32, acc + r * Dv, c, w);
@@ -76,11 +88,11 @@ pv_tile(const attn_decode_block *b, const float *p, const float *corr, float *ac
     }
     for (int j = 0; j < b->n; j++) {
       const float32x4_t vv = w == 4 ? load4(dt, b->v[j], c) : load4_tail(dt, b->v[j], c, w);
-#pragma GCC unroll 8
+DECODE_UNROLL(8)
       for (int r = 0; r < RT; r++)
         a[r] = vfmaq_n_f32(a[r], vv, p[r * NB + j]);
     }
-#pragma GCC unroll 8
+DECODE_UNROLL(8)
     for (int r = 0; r < RT; r++) {
       if (w == 4) {
         vst1q_f32(acc + r * Dv + c, a[r]);
