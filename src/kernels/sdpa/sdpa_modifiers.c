@@ -1,10 +1,16 @@
 /* The SDPA modifiers and the kernels that run them (sdpa_modifiers.h). A new
  * modifier: its descriptor field (attn/sdpa.h), its row here, its rule where
- * its kind is applied (sdpa_modifiers.h), its tests. */
+ * its kind is applied (sdpa_modifiers.h) — for an element-wise or row-end
+ * one, a unit of the score-modifier stage (mod_<name>.c, named in its row:
+ * the stage finds its units here) — and its tests. */
 #include <stdio.h>
 #include <string.h>
 
 #include "kernels/sdpa/sdpa_modifiers.h"
+#include "kernels/sdpa/sdpa_stage.h"
+
+/* the score-modifier stage's units (mod_<name>.c) */
+extern const attn_score_unit attn_unit_softcap, attn_unit_sinks;
 
 static int has_causal(const attn_sdpa_desc *d) { return d->causal != 0; }
 static int has_prefix(const attn_sdpa_desc *d) { return d->prefix_lens != NULL; }
@@ -31,25 +37,26 @@ static int has_mods(const attn_sdpa_desc *d) { return d->mods != NULL; }
 
 static const attn_sdpa_modifier table[] = {
     /* masks: the key interval of each query row (attn_sdpa_key_range) */
-    {"causal", "causal mask", has_causal, ALL, 0},
-    {"prefix_lens", "prefix-LM", has_prefix, ALL, 0},
-    {"window_left/window_right", "local window", has_window, ALL, 0},
-    {"key_lens", "key padding", has_key_lens, DENSE, 1},
-    {"q_offset", "query alignment", has_q_offset, DENSE, 1},
-    {"q_offsets", "per-batch query alignment", has_q_offsets, ALL, 0},
+    {"causal", "causal mask", has_causal, ALL, 0, NULL},
+    {"prefix_lens", "prefix-LM", has_prefix, ALL, 0, NULL},
+    {"window_left/window_right", "local window", has_window, ALL, 0, NULL},
+    {"key_lens", "key padding", has_key_lens, DENSE, 1, NULL},
+    {"q_offset", "query alignment", has_q_offset, DENSE, 1, NULL},
+    {"q_offsets", "per-batch query alignment", has_q_offsets, ALL, 0, NULL},
     /* element masks */
-    {"bool_mask", "boolean mask", has_bool_mask, DENSE, 1},
-    {"add_mask", "additive mask", has_add_mask, DENSE, 1},
-    {"block_mask", "block-sparse layout", has_block_mask, F32_LOOPS, 0},
-    {"mods", "user score_mod / mask_mod", has_mods, ALL, 0},
+    {"bool_mask", "boolean mask", has_bool_mask, DENSE, 1, NULL},
+    {"add_mask", "additive mask", has_add_mask, DENSE, 1, NULL},
+    {"block_mask", "block-sparse layout", has_block_mask, F32_LOOPS, 0, NULL},
+    {"mods", "user score_mod / mask_mod", has_mods, ALL, 0, NULL},
     /* score modifiers */
-    {"softcap", "logit softcap", has_softcap, ALL, 0},
-    {"alibi_slopes", "ALiBi", has_alibi, F32_LOOPS, 0},
-    {"rel_bias", "T5 relative bias", has_rel_bias, F32_LOOPS, 0},
-    {"shaw_k/shaw_v", "Shaw relative positions", has_shaw, F32_LOOPS, 0},
+    {"softcap", "logit softcap", has_softcap, ALL, 0, &attn_unit_softcap},
+    {"alibi_slopes", "ALiBi", has_alibi, F32_LOOPS, 0, NULL},
+    {"rel_bias", "T5 relative bias", has_rel_bias, F32_LOOPS, 0, NULL},
+    {"shaw_k/shaw_v", "Shaw relative positions", has_shaw, F32_LOOPS, 0, NULL},
     /* the row's end and the probabilities */
-    {"sinks", "attention sinks", has_sinks, ALL, 0},
-    {"dropout_p", "attention dropout", has_dropout, ATTN_SK_MATH | ATTN_SK_FLASH | ATTN_SK_F16, 0},
+    {"sinks", "attention sinks", has_sinks, ALL, 0, &attn_unit_sinks},
+    {"dropout_p", "attention dropout", has_dropout, ATTN_SK_MATH | ATTN_SK_FLASH | ATTN_SK_F16, 0,
+     NULL},
 };
 
 int attn_sdpa_modifier_count(void) { return (int)(sizeof table / sizeof table[0]); }
