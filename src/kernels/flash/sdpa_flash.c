@@ -197,17 +197,17 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
   attn_flash_key_range(d, b, i0, &lo0, &hi0);
   attn_flash_key_range(d, b, i0 + nq - 1, &lo1, &hi1);
   int64_t kb0 = lo0 / BC, kb1 = hi1 > lo0 ? attn_ceil_div(hi1, BC) : kb0;
-  const int staged =
-      attn_stage_has_tile(d); /* the stage: the logits' pass, or fused where it can */
+  attn_stage_head sh;         /* the stage: the logits' pass, or fused where it can */
   attn_flash_mod mod;         /* the stage's units and ALiBi for the fused tiles */
   attn_flash_mod_init(ops, d, pos, h, &mod);
+  attn_stage_head_init(d, h, &sh, &mod);
+  const int staged = sh.tile;
   const int hooked = attn_usermod_fuse(ops, d, b, h, &mod); /* score_mod in the fused tiles */
   const int elem = d->bool_mask || d->add_mask || d->shaw_k, masks = elem || pos->bias;
   /* whole-tile kernel: no masks nor position terms but a fused ALiBi (Shaw's values need alpha) */
   const int fused = ops->tile_forward && !elem && (!pos->bias || mod.alibi) && !d->shaw_v &&
                     d->dropout_p == 0.0f && /* dropout: the steps, p dropped before p·v */
-                    (!staged || attn_stage_fusable(d)) &&
-                    (!(staged || mod.alibi) || ops->tile_forward_mod);
+                    (!staged || sh.fusable) && (!(staged || mod.alibi) || ops->tile_forward_mod);
   for (int64_t kb = kb0; kb < kb1; kb++) {
     int64_t j0 = kb * BC;
     int nk = (int)(d->Lk - j0 < BC ? d->Lk - j0 : BC);
@@ -289,7 +289,7 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
   for (int r = 0; r < nq; r++) {
     float *orow = oh + (i0 + r) * rs->o[2];
     float inv; /* l NaN (a NaN logit): out and lse NaN; the row units join here */
-    if (attn_stage_row_finish(d, h, m[r], l[r], &inv, lh + i0 + r)) {
+    if (attn_stage_row_finish(sh.row_logit, m[r], l[r], &inv, lh + i0 + r)) {
       if (d->shaw_v) { /* the clipped distances' share of shaw_v */
         const float *v0 = d->shaw_v, *vt = d->shaw_v + (pos->nr - 1) * Dv;
         for (int64_t c = 0; c < Dv; c++)

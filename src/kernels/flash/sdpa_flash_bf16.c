@@ -349,11 +349,12 @@ void attn_bf16_item_steps(const attn_flash_bf16_ops *ops, const attn_sdpa_desc *
 void attn_bf16_item_store(const attn_sdpa_desc *d, int64_t h, const float *ot, int64_t dvt,
                           const float *m, const float *l, const float *shift, int nq, int64_t Dv,
                           float *out, int64_t ldo, float *lse) {
+  const float xrow = attn_stage_row_logit(d, h); /* the row units' logit (-inf: none) */
   for (int r = 0; r < nq; r++) {
     float *orow = out + r * ldo;
     const float *oc = ot + (r / QT) * dvt * 256 + r % QT;
     float inv; /* l NaN (a NaN logit): out and lse NaN; the row units join here */
-    if (attn_stage_row_finish(d, h, shift ? m[r] + shift[r] : m[r], l[r], &inv, lse + r)) {
+    if (attn_stage_row_finish(xrow, shift ? m[r] + shift[r] : m[r], l[r], &inv, lse + r)) {
       for (int64_t c = 0; c < Dv; c++)
         orow[c] = oc[c * QT] * inv;
     } else {

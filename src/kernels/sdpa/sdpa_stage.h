@@ -17,7 +17,7 @@
  *       (attn_stage_grad_tile) and lets units with parameters add their
  *       gradients outside the tiles (attn_stage_backward).
  * Fused SIMD tiles (attn_flash_ops.tile_forward_mod) run the tile units of
- * attn_flash_mod (attn_stage_fuse) in registers, to the bit as the steps.
+ * attn_flash_mod (attn_stage_fuse, attn_stage_head_init) in registers, to the bit as the steps.
  *
  * Adding a modifier: its descriptor field (attn/sdpa.h), a mod_<name>.c
  * defining an attn_score_unit, its row of the modifier table
@@ -25,6 +25,7 @@
 #ifndef ATTN_SDPA_STAGE_H
 #define ATTN_SDPA_STAGE_H
 
+#include <math.h>
 #include <stdint.h>
 
 #include "attn/kernels.h"
@@ -96,16 +97,46 @@ void attn_stage_grad_tile(int64_t R, int64_t n, float *ds, int64_t lds, const fl
  * zeroed mod). */
 void attn_stage_fuse(const attn_sdpa_desc *d, int64_t h, struct attn_flash_mod *mod);
 
+/* What the stage does for head h of a call, looked up once per work item
+ * (one call where a loop would ask attn_stage_has_tile, _fusable,
+ * _row_logit and _fuse in turn). */
+typedef struct {
+  int tile;        /* a tile unit is present (attn_stage_has_tile) */
+  int fusable;     /* attn_stage_fusable */
+  float row_logit; /* attn_stage_row_logit (-inf: none) */
+} attn_stage_head;
+/* fills *st; with mod (not NULL), attn_stage_fuse's fields too */
+void attn_stage_head_init(const attn_sdpa_desc *d, int64_t h, attn_stage_head *st,
+                          struct attn_flash_mod *mod);
+
 /* The row units' logit of head h joining every denominator (-inf: none). */
 float attn_stage_row_logit(const attn_sdpa_desc *d, int64_t h);
 
 /* A flash row's end: from its running max m and sum l (l = 0: no allowed
- * key), *inv := the factor for its accumulated output and *lse := its
- * log-sum-exp, the row units' logit (if any) joining the denominator.
- * Returns 0 when the output row is exactly 0 (no allowed key). NaN in l (or
- * the extra logit) gives NaN. */
-int attn_stage_row_finish(const attn_sdpa_desc *d, int64_t h, float m, float l, float *inv,
-                          float *lse);
+ * key) and x, the row units' logit (attn_stage_row_logit, once per head),
+ * *inv := the factor for its accumulated output and *lse := its
+ * log-sum-exp, x joining the denominator. Returns 0 when the output row is
+ * exactly 0 (no allowed key). NaN in l (or x) gives NaN. */
+static inline int attn_stage_row_finish(float x, float m, float l, float *inv, float *lse) {
+  if (x == -INFINITY) {
+    if (l == 0.0f) {
+      *lse = -INFINITY;
+      return 0;
+    }
+    *inv = 1.0f / l;
+    *lse = m + logf(l);
+    return 1;
+  }
+  if (l == 0.0f) {
+    *lse = x;
+    return 0;
+  }
+  const float m2 = x > m ? x : m; /* a NaN x does not win, but poisons l2 */
+  const float a = expf(m - m2), l2 = l * a + expf(x - m2);
+  *inv = a / l2;
+  *lse = m2 + logf(l2);
+  return 1;
+}
 
 /* Every present unit's parameter gradients (after the tiles). out/dout use
  * the resolved out strides; lse is [B, Hq, Lq]. */
