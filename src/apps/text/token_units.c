@@ -154,9 +154,10 @@ static attn_status pieces(const attn_tok_bytes *t, const builder *b, attn_tok_un
   for (int64_t i = 0; i < t->n; i++) {
     int64_t ts = t->off[i], te = t->off[i + 1];
     if (ts == te) {
-      while (u < b->n - 1 && b->u[u].empty != i)
-        u++; /* its own unit, made in token order */
-      out->unit[p] = u, out->share[p++] = 1.0f;
+      int64_t e = u; /* its own unit, made in token order after u (u stays: a
+                      * character may go on over this token) */
+      while (e < b->n - 1 && b->u[e].empty != i) e++;
+      out->unit[p] = e, out->share[p++] = 1.0f;
     } else {
       while (u < b->n && (b->u[u].end <= ts || b->u[u].empty >= 0))
         u++;

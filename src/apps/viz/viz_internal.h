@@ -149,6 +149,7 @@ typedef struct {
   char text[128];
   double x0, y0, x1, y1; /* logical box in device pixels (bounds, if rotated) */
   double height;         /* the line's logical height in pixels */
+  double size;           /* the font size in pixels */
   int unknown;           /* glyphs no installed font has (Pango's unknown glyphs) */
 } viz_text_note;
 /* Notes the next cap strings into buf (NULL: stop noting). */
