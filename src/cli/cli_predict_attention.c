@@ -43,10 +43,16 @@ attn_status cli_predict_out_write(cli_predict_out *o, const attn_clf_ens *e, con
   if (!st && o->picture) {
     snprintf(file, sizeof file, "%s/%s", o->picture, stem);
     st = attn_clf_msg_pictures(file, &a, title, NULL, o->merge, NULL);
-    int page = a.layers * a.heads * a.n * a.n <= ATTN_VIZ_HTML_MAX_VALUES;
+    int64_t units = a.n; /* what the page holds: tokens, or the units they make up */
     char merged[64] = "";
-    if (o->merge != ATTN_UNITS_TOKENS)
-      snprintf(merged, sizeof merged, ", merged into %s", attn_unit_kind_noun(o->merge));
+    if (o->merge != ATTN_UNITS_TOKENS) {
+      attn_tok_units u = {0};
+      if (!st && !attn_tok_units_make(&a.bytes, o->merge, 0, &u)) units = u.n_units;
+      attn_tok_units_free(&u);
+      snprintf(merged, sizeof merged, ", merged into %lld %s", (long long)units,
+               attn_unit_kind_noun(o->merge));
+    }
+    int page = a.layers * a.heads * units * units <= ATTN_VIZ_HTML_MAX_VALUES;
     if (!st)
       fprintf(stderr,
               "attn predict: %s: pictures %s_layer*.png, %s%s, %s_diagnosis.txt (%lld "
