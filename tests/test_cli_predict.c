@@ -598,10 +598,11 @@ static void test_picture_merged_into_words(void) {
   snprintf(args, sizeof args, "predict '%s' '%s' --picture '%s/mw' --merge words --save-attention '%s/note.safetensors'",
            model, zh, dir, dir);
   int rc = run_tool(args);
+  char *t = NULL;
 #ifdef ATTN_HAVE_CAIRO
   CHECK(rc == 0 && strstr(err, ", merged into ") && strstr(err, " words)") && exists("mw/note_layer0.png") && exists("mw/note.html"));
   snprintf(path, sizeof path, "%s/mw/note.html", dir);
-  char *t = read_whole_file(path, NULL);
+  t = read_whole_file(path, NULL);
   /* the page's title names the units; 会 and the emoji are words of their own */
   CHECK(t && strstr(t, "1 layer(s) x 2 head(s), words (from ") && strstr(t, "\"\xE4\xBC\x9A\"") &&
         strstr(t, "\"\xF0\x9F\x8E\x89\"") && strstr(t, "\"Meeting\""));
