@@ -551,7 +551,8 @@ static void test_long_token_labels_are_cut(void) {
   int cut = 0;
   for (size_t i = 0; lab && i < n; i++) {
     size_t chars = 0;
-    for (size_t j = 0; lab[i][j]; j++) chars += ((unsigned char)lab[i][j] & 0xC0) != 0x80;
+    for (size_t j = 0; lab[i][j]; j++)
+      chars += ((unsigned char)lab[i][j] & 0xC0) != 0x80;
     CHECK(chars <= 16);
     cut += strstr(lab[i], "\xE2\x80\xA6") != NULL;
   }
@@ -595,12 +596,15 @@ static void test_picture_merged_into_words(void) {
   if (!ok) return;
   snprintf(zh, sizeof zh, "%s/note.eml", dir);
   write_text(zh, mail_zh);
-  snprintf(args, sizeof args, "predict '%s' '%s' --picture '%s/mw' --merge words --save-attention '%s/note.safetensors'",
-           model, zh, dir, dir);
+  snprintf(
+      args, sizeof args,
+      "predict '%s' '%s' --picture '%s/mw' --merge words --save-attention '%s/note.safetensors'",
+      model, zh, dir, dir);
   int rc = run_tool(args);
   char *t = NULL;
 #ifdef ATTN_HAVE_CAIRO
-  CHECK(rc == 0 && strstr(err, ", merged into ") && strstr(err, " words)") && exists("mw/note_layer0.png") && exists("mw/note.html"));
+  CHECK(rc == 0 && strstr(err, ", merged into ") && strstr(err, " words)") &&
+        exists("mw/note_layer0.png") && exists("mw/note.html"));
   snprintf(path, sizeof path, "%s/mw/note.html", dir);
   t = read_whole_file(path, NULL);
   /* the page's title names the units; 会 and the emoji are words of their own */
@@ -614,7 +618,7 @@ static void test_picture_merged_into_words(void) {
   char *tok = meta_of(path, "tokens"), *bytes = meta_of(path, "token_bytes");
   CHECK(tok && strstr(tok, "\"\xE4\xBC\x9A\xC2\xB7\"") && strstr(tok, "\"\xC2\xB7\xE4\xBC\x9A\"") &&
         !strstr(tok, "\\\\x"));
-  CHECK(bytes && strstr(bytes, "\"e4\""));  /* a byte-level token of 会 */
+  CHECK(bytes && strstr(bytes, "\"e4\"")); /* a byte-level token of 会 */
   if (h_case_failed) printf("  tokens %.300s\n", tok ? tok : "(none)");
   free(tok), free(bytes);
   snprintf(args, sizeof args, "viz '%s' '%s/chars.html' --merge chars", path, dir);
@@ -633,9 +637,10 @@ static void test_merge_and_tokenizer_bad_input(void) {
   if (!model_and_mails_case("n", 1, model, a, b)) return;
   const struct {
     const char *opts, *why;
-  } usage[] = {{"--picture '%s/never1' --merge sentences", "--merge: 'sentences' is not chars or words"},
-               {"--picture '%s/never1' --merge", "--merge needs a value"},
-               {"--merge words --save-attention '%s/never1.safetensors'", "--merge needs --picture DIR"}};
+  } usage[] = {
+      {"--picture '%s/never1' --merge sentences", "--merge: 'sentences' is not chars or words"},
+      {"--picture '%s/never1' --merge", "--merge needs a value"},
+      {"--merge words --save-attention '%s/never1.safetensors'", "--merge needs --picture DIR"}};
   for (size_t i = 0; i < sizeof usage / sizeof usage[0]; i++) {
     char opts[512];
     snprintf(opts, sizeof opts, usage[i].opts, dir);
@@ -652,10 +657,12 @@ static void test_merge_and_tokenizer_bad_input(void) {
   model_without_tokenizer = 1;
   write_model(notok, NULL, NULL, 1);
   model_without_tokenizer = 0;
-  snprintf(args, sizeof args, "predict '%s' '%s' --picture '%s/never2' --save-attention '%s/never2.safetensors'",
+  snprintf(args, sizeof args,
+           "predict '%s' '%s' --picture '%s/never2' --save-attention '%s/never2.safetensors'",
            notok, a, dir, dir);
   int rc = run_tool(args);
-  CHECK(rc == 1 && strstr(err, "notok.safetensors: no \"tokenizer\" metadata") && strstr(err, "nothing was written"));
+  CHECK(rc == 1 && strstr(err, "notok.safetensors: no \"tokenizer\" metadata") &&
+        strstr(err, "nothing was written"));
   if (rc != 1 || !strstr(err, "no \"tokenizer\"")) printf("  exit %d: %s", rc, err);
   struct stat sb;
   char never[256];
@@ -670,9 +677,11 @@ static void test_merge_and_tokenizer_bad_input(void) {
   CHECK_OK(attn_viz_save_f32(file, p, 1, 1, 2, 2, lab, lab, NULL));
   snprintf(args, sizeof args, "viz '%s' '%s/never3.png' --merge words", file, dir);
   rc = run_tool(args);
-  CHECK(rc == 1 && strstr(err, "needs the tokens' bytes, metadata 'token_bytes'") && !exists("never3.png"));
+  CHECK(rc == 1 && strstr(err, "needs the tokens' bytes, metadata 'token_bytes'") &&
+        !exists("never3.png"));
   snprintf(args, sizeof args, "viz '%s' '%s/never3.png' --merge token", file, dir);
-  CHECK(run_tool(args) == 2 && strstr(err, "--merge: 'token' is not chars or words") && !exists("never3.png"));
+  CHECK(run_tool(args) == 2 && strstr(err, "--merge: 'token' is not chars or words") &&
+        !exists("never3.png"));
 }
 
 /* A message longer than max_len keeps its first max_len - tail tokens and
@@ -690,7 +699,8 @@ static void test_cut_message_marks_the_break(void) {
   model_tail = 0;
   snprintf(zh, sizeof zh, "%s/long.eml", dir);
   write_text(zh, mail_zh);
-  snprintf(args, sizeof args, "predict '%s' '%s' --save-attention '%s/long.safetensors'", model, zh, dir);
+  snprintf(args, sizeof args, "predict '%s' '%s' --save-attention '%s/long.safetensors'", model, zh,
+           dir);
   CHECK(run_tool(args) == 0);
   snprintf(path, sizeof path, "%s/long.safetensors", dir);
   char *brk = meta_of(path, "token_breaks");

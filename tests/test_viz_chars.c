@@ -47,22 +47,25 @@ static const char *out_path(const char *name) {
   return buf;
 }
 
-#define DOT "\xC2\xB7" /* U+00B7, where a token cuts a character */
-#define HUI "\xE4\xBC\x9A" /* 会 */
-#define YI "\xE8\xAE\xAE"  /* 议 */
+#define DOT "\xC2\xB7"           /* U+00B7, where a token cuts a character */
+#define HUI "\xE4\xBC\x9A"       /* 会 */
+#define YI "\xE8\xAE\xAE"        /* 议 */
 #define PARTY "\xF0\x9F\x8E\x89" /* 🎉 */
 
 /* Token bytes from NUL-terminated strings (an empty string: a token of no
  * bytes); brk may be NULL. */
-static void make_tokens(attn_tok_bytes *t, const char *const *tok, int n, const unsigned char *brk) {
+static void make_tokens(attn_tok_bytes *t, const char *const *tok, int n,
+                        const unsigned char *brk) {
   size_t len[64];
-  for (int i = 0; i < n; i++) len[i] = strlen(tok[i]);
+  for (int i = 0; i < n; i++)
+    len[i] = strlen(tok[i]);
   CHECK_OK(attn_tok_bytes_make(t, tok, len, n, brk));
 }
 
 static void free_labels(char **lab, int64_t n) {
   if (!lab) return;
-  for (int64_t i = 0; i < n; i++) free(lab[i]);
+  for (int64_t i = 0; i < n; i++)
+    free(lab[i]);
   free(lab);
 }
 
@@ -85,12 +88,35 @@ static void check_labels(const char *const *tok, int n, const unsigned char *brk
 static void test_labels_by_character(void) {
   /* 会 E4 BC 9A, 议 E8 AE AE, 🎉 F0 9F 8E 89 cut over tokens as a byte-level
    * BPE cuts them; a token may end one character and start the next */
-  const char *tok[] = {"Hi", " \xE4\xBC", "\x9A\xE8\xAE", "\xAE", "!", "\xF0", "\x9F\x8E", "\x89",
-                       "\xE4\xBC", "A", "\x9A", "", "\xE4", "\xBC\x9A" "\xE8\xAE\xAE"};
-  const char *want[] = {"Hi", "\xE2\x90\xA3" HUI DOT, DOT HUI YI DOT, DOT YI, "!", PARTY DOT,
-                        DOT PARTY DOT, DOT PARTY,
-                        "\\xE4\\xBC", "A", "\\x9A", /* not UTF-8 where they are: escaped */
-                        "[pad]", HUI DOT, DOT HUI YI};
+  const char *tok[] = {"Hi",
+                       " \xE4\xBC",
+                       "\x9A\xE8\xAE",
+                       "\xAE",
+                       "!",
+                       "\xF0",
+                       "\x9F\x8E",
+                       "\x89",
+                       "\xE4\xBC",
+                       "A",
+                       "\x9A",
+                       "",
+                       "\xE4",
+                       "\xBC\x9A"
+                       "\xE8\xAE\xAE"};
+  const char *want[] = {"Hi",
+                        "\xE2\x90\xA3" HUI DOT,
+                        DOT HUI YI DOT,
+                        DOT YI,
+                        "!",
+                        PARTY DOT,
+                        DOT PARTY DOT,
+                        DOT PARTY,
+                        "\\xE4\\xBC",
+                        "A",
+                        "\\x9A", /* not UTF-8 where they are: escaped */
+                        "[pad]",
+                        HUI DOT,
+                        DOT HUI YI};
   check_labels(tok, 14, NULL, 0, want);
   /* a break (a long message's cut): nothing is read across it */
   const char *cut[] = {"a", "\xE8\xAE", "\xAE", "b"};
@@ -114,7 +140,8 @@ static void check_units(const char *const *tok, int n, attn_unit_kind kind, cons
   CHECK_OK(attn_tok_units_make(&t, kind, 0, &u));
   if (u.n_units != nu) {
     printf("  %d units, want %d:", (int)u.n_units, nu);
-    for (int64_t i = 0; i < u.n_units; i++) printf(" '%s'", u.labels[i]);
+    for (int64_t i = 0; i < u.n_units; i++)
+      printf(" '%s'", u.labels[i]);
     printf("\n");
     h_case_failed = 1;
   }
@@ -125,11 +152,14 @@ static void check_units(const char *const *tok, int n, attn_unit_kind kind, cons
     }
   for (int64_t i = 0; i < u.n_tokens; i++) { /* each token's shares add up to 1 */
     double s = 0;
-    for (int64_t p = u.off[i]; p < u.off[i + 1]; p++) s += u.share[p];
+    for (int64_t p = u.off[i]; p < u.off[i + 1]; p++)
+      s += u.share[p];
     CHECK(fabs(s - 1) < 1e-6);
   }
-  if (keep) *keep = u;
-  else attn_tok_units_free(&u);
+  if (keep)
+    *keep = u;
+  else
+    attn_tok_units_free(&u);
   attn_tok_bytes_free(&t);
 }
 
@@ -164,7 +194,8 @@ static void check_words(const char *text, const char *const *want, int nu) {
   const char *tok[64];
   char bytes[64][2];
   int n = (int)strlen(text);
-  for (int i = 0; i < n && i < 64; i++) bytes[i][0] = text[i], bytes[i][1] = 0, tok[i] = bytes[i];
+  for (int i = 0; i < n && i < 64; i++)
+    bytes[i][0] = text[i], bytes[i][1] = 0, tok[i] = bytes[i];
   CHECK(n <= 64);
   check_units(tok, n < 64 ? n : 64, ATTN_UNITS_WORDS, want, nu, NULL);
 }
@@ -174,23 +205,31 @@ static void test_word_rules(void) {
   const char *a[] = {"Hi", "team", ",", "don", "'", "t", "...", "!", "?"};
   check_words("Hi team, don't...!?", a, 9);
   /* each CJK character a word; emoji its own unit, a ZWJ sequence one */
-  const char *b[] = {"Meeting", "会", "议", "记", "录", PARTY PARTY,
-                     "\xF0\x9F\x91\xA8\xE2\x80\x8D\xF0\x9F\x91\xA9", "\xE3\x80\x82"};
+  const char *b[] = {"Meeting",
+                     "会",
+                     "议",
+                     "记",
+                     "录",
+                     PARTY PARTY,
+                     "\xF0\x9F\x91\xA8\xE2\x80\x8D\xF0\x9F\x91\xA9",
+                     "\xE3\x80\x82"};
   check_words("Meeting \xE4\xBC\x9A\xE8\xAE\xAE\xE8\xAE\xB0\xE5\xBD\x95 " PARTY PARTY
-              " \xF0\x9F\x91\xA8\xE2\x80\x8D\xF0\x9F\x91\xA9\xE3\x80\x82", b, 8);
+              " \xF0\x9F\x91\xA8\xE2\x80\x8D\xF0\x9F\x91\xA9\xE3\x80\x82",
+              b, 8);
   /* a combining mark stays in its word; Hangul words are space-separated;
    * whitespace joins the next unit (trailing: the last); a stray byte is a
    * word's */
-  const char *c[] = {"e\xCC\x81t\xC3\xA9", "\xEC\x95\x88\xEB\x85\x95", "----", "end", "\\xFF", "ok"};
+  const char *c[] = {
+      "e\xCC\x81t\xC3\xA9", "\xEC\x95\x88\xEB\x85\x95", "----", "end", "\\xFF", "ok"};
   check_words("e\xCC\x81t\xC3\xA9 \xEC\x95\x88\xEB\x85\x95 ----\n\n end \xFF ok  ", c, 6);
   const char *d[] = {"\xE2\x90\xA3\xE2\x90\xA3\xE2\x86\xB5"}; /* whitespace alone: one unit */
   check_words("  \n", d, 1);
 }
 
 /* 5 tokens (HAND) x 5: each row sums to 1 */
-static const float A5[25] = {0.5f, 0.2f,  0.1f, 0.1f, 0.1f, 0.1f, 0.4f,  0.3f, 0.1f, 0.1f,
-                             0.2f, 0.2f,  0.2f, 0.2f, 0.2f, 0.0f, 0.0f,  0.3f, 0.6f, 0.1f,
-                             0.25f, 0.25f, 0.0f, 0.0f, 0.5f};
+static const float A5[25] = {0.5f, 0.2f, 0.1f,  0.1f,  0.1f, 0.1f, 0.4f, 0.3f, 0.1f,
+                             0.1f, 0.2f, 0.2f,  0.2f,  0.2f, 0.2f, 0.0f, 0.0f, 0.3f,
+                             0.6f, 0.1f, 0.25f, 0.25f, 0.0f, 0.0f, 0.5f};
 
 static void test_merge_against_a_hand_computed_case(void) {
   /* units Hi, 会, 议, !; token 2 is 1/3 会 and 2/3 议.
@@ -199,9 +238,9 @@ static void test_merge_against_a_hand_computed_case(void) {
    *   K2 = (1/5, 4/15, 1/3, 1/5)    K3 = (0, 1/10, 4/5, 1/10)   K4 = (1/4, 1/4, 0, 1/2)
    * queries: Hi = K0; 会 = (1 K1 + 1/3 K2) / (4/3) = 3/4 K1 + 1/4 K2;
    *   议 = (2/3 K2 + 1 K3) / (5/3) = 2/5 K2 + 3/5 K3; ! = K4 */
-  const double want[16] = {1.0 / 2, 7.0 / 30,  1.0 / 6,   1.0 / 10, 1.0 / 8, 53.0 / 120,
-                           37.0 / 120, 1.0 / 8, 2.0 / 25, 1.0 / 6,  46.0 / 75, 7.0 / 50,
-                           1.0 / 4, 1.0 / 4, 0, 1.0 / 2};
+  const double want[16] = {1.0 / 2,    7.0 / 30, 1.0 / 6,  1.0 / 10, 1.0 / 8,   53.0 / 120,
+                           37.0 / 120, 1.0 / 8,  2.0 / 25, 1.0 / 6,  46.0 / 75, 7.0 / 50,
+                           1.0 / 4,    1.0 / 4,  0,        1.0 / 2};
   attn_tok_bytes t;
   make_tokens(&t, HAND, 5, NULL);
   attn_tok_units u;
@@ -211,7 +250,8 @@ static void test_merge_against_a_hand_computed_case(void) {
   CHECK_OK(attn_viz_merge_f32(two, 2, 5, 5, &u, &u, &m));
   if (m) {
     float w[32];
-    for (int i = 0; i < 32; i++) w[i] = (float)want[i % 16];
+    for (int i = 0; i < 32; i++)
+      w[i] = (float)want[i % 16];
     CHECK_CLOSE("merged", m, w, 32, 1e-6, 1e-6);
   }
   free(m);
@@ -266,8 +306,10 @@ static void test_merged_rows_sum_to_one(void) {
   fill_uniform(p, M * n * n, 7, 0.0f, 1.0f);
   for (int r = 0; r < M * n; r++) { /* softmax-like rows: positive, summing to 1 */
     double s = 0;
-    for (int j = 0; j < n; j++) s += p[r * n + j] = p[r * n + j] * p[r * n + j];
-    for (int j = 0; j < n; j++) p[r * n + j] = (float)(p[r * n + j] / s);
+    for (int j = 0; j < n; j++)
+      s += p[r * n + j] = p[r * n + j] * p[r * n + j];
+    for (int j = 0; j < n; j++)
+      p[r * n + j] = (float)(p[r * n + j] / s);
   }
   for (int kind = ATTN_UNITS_CHARS; kind <= ATTN_UNITS_WORDS; kind++) {
     attn_tok_units u;
@@ -278,7 +320,8 @@ static void test_merged_rows_sum_to_one(void) {
     int64_t U = u.n_units, neg = 0;
     for (int64_t r = 0; m && r < M * U; r++) {
       double s = 0;
-      for (int64_t v = 0; v < U; v++) s += m[r * U + v], neg += m[r * U + v] < 0;
+      for (int64_t v = 0; v < U; v++)
+        s += m[r * U + v], neg += m[r * U + v] < 0;
       worst = fmax(worst, fabs(s - 1));
     }
     printf("  %s: %d tokens -> %lld units, largest |row sum - 1| %.2g\n",
@@ -313,12 +356,13 @@ static void test_token_bytes_metadata(void) {
   CHECK_OK(attn_tok_bytes_to_json(&t, &json, &breaks));
   CHECK(json && !strcmp(json, "[\"4869\",\"e4bc\",\"\",\"9a\"]") && breaks && !strcmp(breaks, "3"));
   CHECK_OK(attn_tok_bytes_from_json(json, breaks, NULL, &back));
-  CHECK(back.n == 4 && back.off[4] == 5 && !memcmp(back.data, t.data, 5) && back.brk && back.brk[3] &&
-        !back.brk[1]);
+  CHECK(back.n == 4 && back.off[4] == 5 && !memcmp(back.data, t.data, 5) && back.brk &&
+        back.brk[3] && !back.brk[1]);
   attn_tok_bytes_free(&back);
   const char *bad[] = {"", "[\"4\"]", "[\"zz\"]", "[1]", "[\"41\",]", "[\"41\"] x"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    CHECK_ERR(attn_tok_bytes_from_json(bad[i], NULL, "metadata 'token_bytes'", &back), ATTN_EFORMAT);
+    CHECK_ERR(attn_tok_bytes_from_json(bad[i], NULL, "metadata 'token_bytes'", &back),
+              ATTN_EFORMAT);
     CHECK(strstr(attn_last_error(), "metadata 'token_bytes'") != NULL);
   }
   const char *bad_breaks[] = {"x", "4", "1,", "-1"};
@@ -374,10 +418,12 @@ static void test_message_labels_show_the_characters(void) {
   /* 会 E4 BC 9A over three tokens; 🎉 over four */
   int64_t h = label_index(a.tokens, a.n, HUI DOT);
   CHECK(h > 0 && h + 2 < a.n);
-  if (h > 0 && h + 2 < a.n) CHECK(!strcmp(a.tokens[h + 1], DOT HUI DOT) && !strcmp(a.tokens[h + 2], DOT HUI));
+  if (h > 0 && h + 2 < a.n)
+    CHECK(!strcmp(a.tokens[h + 1], DOT HUI DOT) && !strcmp(a.tokens[h + 2], DOT HUI));
   int64_t e = label_index(a.tokens, a.n, PARTY DOT);
   CHECK(e > 0 && e + 3 < a.n && !strcmp(a.tokens[e + 3], DOT PARTY));
-  for (int64_t i = 0; i < a.n; i++) CHECK(!strstr(a.tokens[i], "\\x"));
+  for (int64_t i = 0; i < a.n; i++)
+    CHECK(!strstr(a.tokens[i], "\\x"));
   attn_clf_msg_attn_free(&a);
 }
 
@@ -444,7 +490,8 @@ static double differ(const png_image *img, cairo_surface_t *ref, double x0, doub
     for (int x = (int)floor(x0); x < (int)ceil(x1) && x < img->w; x++) {
       uint32_t a = px(img, x, y), b = *(const uint32_t *)(d + y * stride + x * 4) & 0xffffffu;
       int diff = 0;
-      for (int s = 0; s < 24; s += 8) diff |= abs((int)((a >> s) & 255) - (int)((b >> s) & 255)) > 40;
+      for (int s = 0; s < 24; s += 8)
+        diff |= abs((int)((a >> s) & 255) - (int)((b >> s) & 255)) > 40;
       n++, bad += diff, *ink += a != 0xffffffu;
     }
   return n ? (double)bad / (double)n : 1.0;
@@ -505,11 +552,13 @@ static void test_split_characters_drawn_as_glyphs_in_png(void) {
   CHECK_OK(attn_viz_heatmap_f32(out_path("note.png"), a.probs, a.n, a.n, lab, lab, NULL));
   int nn = viz_text_notes_count(), unknown = 0;
   viz_text_notes(NULL, 0);
-  for (int k = 0; k < nn; k++) unknown += notes[k].unknown;
+  for (int k = 0; k < nn; k++)
+    unknown += notes[k].unknown;
   CHECK(unknown == 0);
   png_image img;
   CHECK(png_load(out_path("note.png"), &img));
-  const viz_text_note *hui = down_note(notes, nn, HUI DOT), *party = down_note(notes, nn, PARTY DOT);
+  const viz_text_note *hui = down_note(notes, nn, HUI DOT),
+                      *party = down_note(notes, nn, PARTY DOT);
   CHECK(hui && party);
   if (img.s && hui) check_region(&img, hui, HUI, "\\xE4\\xBC\\x9A");
   if (img.s && party) check_region(&img, party, PARTY, "\\xF0\\x9F\\x8E\\x89");
@@ -604,12 +653,15 @@ static void test_split_characters_drawn_as_glyphs_in_svg_and_pdf(void) {
   nn = viz_text_notes_count();
   viz_text_notes(NULL, 0);
   int unknown = 0;
-  for (int k = 0; k < nn; k++) unknown += notes[k].unknown;
+  for (int k = 0; k < nn; k++)
+    unknown += notes[k].unknown;
   long pdf_n = 0;
   char *pdf = read_whole_file(out_path("note.pdf"), &pdf_n);
   int fonts = 0;
-  for (long i = 0; pdf && i + 9 < pdf_n; i++) fonts += !memcmp(pdf + i, "/FontFile", 9);
-  CHECK(down_note(notes, nn, HUI DOT) && down_note(notes, nn, DOT PARTY) && unknown == 0 && fonts >= 2);
+  for (long i = 0; pdf && i + 9 < pdf_n; i++)
+    fonts += !memcmp(pdf + i, "/FontFile", 9);
+  CHECK(down_note(notes, nn, HUI DOT) && down_note(notes, nn, DOT PARTY) && unknown == 0 &&
+        fonts >= 2);
   free(pdf);
   attn_clf_msg_attn_free(&a);
 }
@@ -665,7 +717,8 @@ static void test_html_labels_and_words_in_chromium(void) {
     dom = chromium_dump(bin, OUT_DIR, "--dump-dom", url);
     CHECK(dom != NULL);
     double sum = 0;
-    for (int64_t j = 0; dom && j < u.n_units; j++) sum += atof(key_attr(dom, (int)j, "data-w", buf, sizeof buf));
+    for (int64_t j = 0; dom && j < u.n_units; j++)
+      sum += atof(key_attr(dom, (int)j, "data-w", buf, sizeof buf));
     snprintf(want, sizeof want, "id=\"q%lld\">%s</div>", (long long)hui, HUI);
     CHECK(dom && strstr(dom, want) && fabs(sum - 1) < 0.03);
     printf("  words page: %lld units, the row of '%s' sums to %.4f in the browser\n",

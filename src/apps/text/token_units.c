@@ -156,7 +156,8 @@ static attn_status pieces(const attn_tok_bytes *t, const builder *b, attn_tok_un
     if (ts == te) {
       int64_t e = u; /* its own unit, made in token order after u (u stays: a
                       * character may go on over this token) */
-      while (e < b->n - 1 && b->u[e].empty != i) e++;
+      while (e < b->n - 1 && b->u[e].empty != i)
+        e++;
       out->unit[p] = e, out->share[p++] = 1.0f;
     } else {
       while (u < b->n && (b->u[u].end <= ts || b->u[u].empty >= 0))
