@@ -68,6 +68,39 @@ class Tools(unittest.TestCase):
             with open(os.path.join(d, "v.html"), encoding="utf-8") as f:
                 self.assertIn(json.dumps("abcdef"[1])[1:-1], f.read())
 
+    def test_byte_tokens_labelled_by_character_and_merged(self):
+        # 会 (e4 bc 9a) and 议 (e8 ae ae) cut over byte-level tokens; token 2
+        # holds the end of one and the start of the other
+        toks = [b"Hi", b" \xe4\xbc", b"\x9a\xe8\xae", b"\xae", b"!"]
+        w = np.array([[.5, .2, .1, .1, .1], [.1, .4, .3, .1, .1], [.2, .2, .2, .2, .2],
+                      [0, 0, .3, .6, .1], [.25, .25, 0, 0, .5]], np.float32)
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, "t.html")
+            attn.viz.html(w[None, None], toks, p)
+            with open(p, encoding="utf-8") as f:
+                page = f.read()
+            for label in ("\u2423\u4f1a\u00b7", "\u00b7\u4f1a\u8bae\u00b7", "\u00b7\u8bae"):
+                self.assertIn(json.dumps(label, ensure_ascii=False), page)
+            self.assertNotIn("\\\\xE4", page)
+            p = os.path.join(d, "w.html")
+            attn.viz.html(w[None, None], toks, p, merge="words")
+            with open(p, encoding="utf-8") as f:
+                page = f.read()
+            self.assertIn('["Hi","\u4f1a","\u8bae","!"]', page)
+            self.assertIn("words (from 5 tokens)", page)
+            try:  # a picture of the characters; str tokens count as their UTF-8
+                attn.viz.heatmap(w, toks, os.path.join(d, "c.svg"), merge="chars")
+                attn.viz.heatmap(w, list("abcde"), os.path.join(d, "s.svg"), merge="words")
+            except attn.Error as e:
+                if "cairo" in str(e):
+                    self.skipTest("built without cairo: " + str(e))
+                raise
+        with self.assertRaises(ValueError) as c:
+            attn.viz.heatmap(w, toks, "/tmp/never.png", merge="sentences")
+        self.assertIn("'chars' or 'words'", str(c.exception))
+        with self.assertRaises(attn.Error):
+            attn.viz.heatmap(w, [1, 2, 3, 4, 5], "/tmp/never.png")
+
     def test_bad_input(self):
         with self.assertRaises(attn.Error) as c:
             attn.viz.heatmap(previous(), list("abc"), "/tmp/never.png")
