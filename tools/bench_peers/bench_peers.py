@@ -20,7 +20,9 @@ First every peer's result is checked against attn's on each case (max |diff|
 over the output, or dq, dk, dv): a peer set up wrong (causal ignored, another
 scale, a transposed layout) stops the run with the diffs, before any timing.
 Then R rounds: each round measures the FMA peak (`attn bench peak`, at the
-ISA level attn runs on: ATTN_CPU applies to both) and times every case on
+ISA level attn runs on: ATTN_CPU applies to both; the table's is the best
+round's, with a warning when the rounds differ by over 10 %: a busy
+machine) and times every case on
 every tool, the tools' order rotated from round to round; a tool's figure in
 a round is the median of its runs there (enough runs to fill --budget
 seconds, after one untimed warm-up run), and the table shows the median over
@@ -129,8 +131,10 @@ def start_workers(args):
     w = {"attn": Worker("attn", [py, worker, "attn", str(args.threads)], env)}
     info = {"attn": w["attn"].request(op="hello")}
     if "torch" in args.peers:
-        # torch on attn's instruction set (ATTN_CPU=avx2 on an AVX-512 CPU: torch's
-        # ATen kernels and OpenBLAS at AVX2 too, as `attn bench train` does), and
+        # torch on attn's instruction set, whatever the environment says (ATTN_CPU=avx2
+        # on an AVX-512 CPU: torch's ATen kernels and OpenBLAS at AVX2 too; avx512:
+        # OpenBLAS's SkylakeX kernels even where OPENBLAS_CORETYPE=Haswell is set), as
+        # `attn bench train` does, and
         # OpenBLAS's idle workers asleep at once instead of spinning 2^28 cycles:
         # with THREADS CPUs, a spinning BLAS thread would take one from torch's
         # OpenMP softmax between the two matmuls
@@ -138,9 +142,8 @@ def start_workers(args):
         blas, aten = {"avx512": ("SkylakeX", "avx512"), "avx2": ("Haswell", "avx2"),
                       "neon": ("ARMV8", "default")}.get(isa, ("Prescott", "default"))
         tenv = dict(env)
-        for k, v in (("OPENBLAS_THREAD_TIMEOUT", "4"), ("OPENBLAS_CORETYPE", blas),
-                     ("ATEN_CPU_CAPABILITY", aten)):
-            tenv.setdefault(k, v)
+        tenv.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+        tenv.update(OPENBLAS_CORETYPE=blas, ATEN_CPU_CAPABILITY=aten)
         w["torch"] = Worker("torch", [py, worker, "torch", str(args.threads)], tenv)
         info["torch"] = w["torch"].request(op="hello")
         info["torch"]["env"] = "OPENBLAS_CORETYPE=%s ATEN_CPU_CAPABILITY=%s" % (
@@ -340,7 +343,7 @@ def main():
                                             backward=c["backward"])["times"]
                     times.setdefault(key, []).append(statistics.median(ts))
                     time.sleep(0.05)  # let the last tool's idle threads go to sleep
-        peak = statistics.median(peaks)
+        peak = max(peaks)  # other load can only lower a measured peak
         print_table(cases, tools_of, times, diffs, peak, peaks, level, args)
     finally:
         for wk in workers.values():
@@ -353,9 +356,13 @@ def print_table(cases, tools_of, times, diffs, peak, peaks, level, args):
     label = {"ort": "ONNX Runtime", "torch": "PyTorch"}
     print()
     print("CPU: %s; %d thread%s each; fp32 FMA peak (%s, `attn bench peak`) measured in this "
-          "run: %.1f GFLOP/s (median of %d: %s)" %
+          "run: %.1f GFLOP/s (best of %d: %s)" %
           (cpu_name(), args.threads, "s" if args.threads > 1 else "", level, peak, len(peaks),
            ", ".join("%.1f" % p for p in peaks)))
+    if min(peaks) < 0.9 * peak:
+        print("WARNING: the peak moved by %.0f %% between rounds: other processes were running; "
+              "the times and ratios below are not those of a quiet machine"
+              % (100 * (1 - min(peaks) / peak)))
     print("ms: median over %d interleaved rounds of each round's median; %%pk: useful GFLOP/s "
           "as %% of that peak; attn vs X: X's time / attn's (> 1: attn faster); diff: max "
           "|peer - attn|" % args.rounds)
