@@ -153,7 +153,8 @@ def start_workers(args):
         if node is None:
             fail("ort: node (Node.js) is not installed; Debian: apt-get install nodejs")
         if not os.path.isdir(os.path.join(args.node_modules, "onnxruntime-node")):
-            fail("ort: no onnxruntime-node in %s (make bench-peers installs it)" % args.node_modules)
+            fail("ort: no onnxruntime-node in %s (make bench-peers installs it)"
+                 % args.node_modules)
         w["ort"] = Worker("ort", [node, os.path.join(HERE, "ort_worker.js"), args.node_modules,
                                   str(args.threads)], env)
         info["ort"] = w["ort"].request(op="hello")
@@ -303,9 +304,9 @@ def main():
             print("  onnxruntime %s (onnxruntime-node: com.microsoft MultiHeadAttention, CPU "
                   "provider)" % info["ort"]["version"])
             if a["isa"] != "avx512" and cpu_has_avx512():
-                print("  note: ONNX Runtime has no instruction-set cap: it picks AVX-512 kernels here "
-                      "while attn runs %s (what an AVX2-only CPU gives is not this ratio)"
-                      % a["isa"])
+                print("  note: ONNX Runtime has no instruction-set cap: it picks AVX-512 "
+                      "kernels here while attn runs %s (what an AVX2-only CPU gives is not this "
+                      "ratio)" % a["isa"])
         if "torch" in info:
             t = info["torch"]
             print("  torch %s, softmax(q k^T / sqrt(D)) v, OpenBLAS threads %s, %s"

@@ -73,8 +73,10 @@ if ! check_ort 2>/dev/null; then
   rm -rf "$mods"
   cp "$here/package.json" "$here/package-lock.json" "$dir/"
   (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) ||
-    die "could not install onnxruntime-node $ort_version from the npm registry ('npm ci' failed above: is the registry reachable? an EINTEGRITY error means a tarball did not match package-lock.json's sha512)"
+    die "could not install onnxruntime-node $ort_version from the npm registry ('npm ci' failed" \
+      "above: is the registry reachable? EINTEGRITY: a tarball did not match the lock's sha512)"
   check_ort || die "onnxruntime-node $ort_version in $dir failed its checks (above)"
 fi
-echo "bench-peers: onnxruntime-node $ort_version in $dir ($platform: sha512 per npm, SHA-256 of the library and binding checked)"
+echo "bench-peers: onnxruntime-node $ort_version in $dir" \
+  "($platform: sha512 checked by npm, SHA-256 of the library and binding here)"
 exec "$python" "$here/bench_peers.py" --attn-bin "$attn" --node-modules "$mods" "$@"
