@@ -374,19 +374,26 @@ def print_table(cases, tools_of, times, diffs, peak, peaks, level, args):
         rule += "---|---|---|---|"
     print(head)
     print(rule)
+    top = 0.0  # the highest % of peak: above 100, the peak was measured under load
     for c in cases:
         name = case_name(c)
         fl = case_flops(c, args)
         ta = statistics.median(times[(name, "attn")])
+        top = max(top, 100 * fl / ta / 1e9 / peak)
         row = "| %s | %.1f | %.0f |" % (name, 1e3 * ta, 100 * fl / ta / 1e9 / peak)
         for p in peers:
             if p not in tools_of(c):
                 row += " - | - | - | - |"
                 continue
             tp = statistics.median(times[(name, p)])
+            top = max(top, 100 * fl / tp / 1e9 / peak)
             row += " %.1f | %.0f | %.2fx | %.0e |" % (1e3 * tp, 100 * fl / tp / 1e9 / peak,
                                                      tp / ta, diffs[(name, p)])
         print(row)
+    if top > 100:
+        print("WARNING: %.0f %% of the peak: the peak was measured while other processes ran "
+              "(more --rounds give it more chances); these figures are not a quiet machine's"
+              % top)
 
 
 if __name__ == "__main__":
