@@ -9,6 +9,7 @@
 #   make demo       the main job (see README)
 #   make demo-g2p   grapheme-to-phoneme on CMUdict, end to end (docs/G2P.md)
 #   make bench-g2p  G2P training tokens/s: attn and PyTorch on the same batches
+#   make bench-peers attn, ONNX Runtime and PyTorch on the same attention, one table
 #   make DEV=1      warnings are errors (-Werror), as in CI (.ci/run)
 #   make install PREFIX=/usr/local DESTDIR=...   (mk/install.mk; make uninstall)
 
@@ -219,6 +220,14 @@ bench-train: $(BUILD)/attn
 .PHONY: bench-g2p
 bench-g2p: $(BUILD)/attn
 	@sh tools/bench_g2p.sh $(BUILD)/attn
+
+# attn, ONNX Runtime (npm onnxruntime-node, installed in a cache folder outside the tree) and
+# PyTorch on the same attention, interleaved in one run, one table with the CPU, the measured
+# FMA peak and each peer checked against attn (docs/ISA.md "Peers"); BENCH_PEERS_ARGS is passed
+# to tools/bench_peers/bench_peers.py (e.g. "--n 4096 --rounds 5 --no-backward")
+.PHONY: bench-peers
+bench-peers: $(BUILD)/attn $(BUILD)/libattn.so
+	@sh tools/bench_peers/bench_peers.sh $(BUILD)/attn $(BENCH_PEERS_ARGS)
 
 golden:
 	/usr/bin/python3 tools/gen_golden.py tests/golden
