@@ -80,6 +80,28 @@ class Tools(unittest.TestCase):
         with self.assertRaises(attn.Error):
             attn.diagnose(previous(), causal="maybe")
 
+    def test_tool_messages_are_said_once(self):
+        # the tool's "attn viz: FILE: reason" comes through with one prefix,
+        # and no temporary file's path
+        with self.assertRaises(attn.Error) as c:
+            attn.viz.heatmap(previous(), None, "x.jpg")
+        msg = str(c.exception)
+        self.assertTrue(msg.startswith("attn viz: x.jpg: "), msg)
+        self.assertEqual(msg.count("attn viz:"), 1, msg)
+        with self.assertRaises(attn.Error) as c:
+            attn.viz.heatmap(diagonal(heads=2), None, "/tmp/never.png", head=7)
+        msg = str(c.exception)
+        self.assertEqual(msg.count("attn viz:"), 1, msg)
+        self.assertNotIn("attn-py-", msg)
+        self.assertNotIn(".safetensors", msg)
+
+    def test_diagnose_header_names_the_weights_not_a_temporary_file(self):
+        d = attn.diagnose(previous(), list("abcdef"))
+        first = str(d).splitlines()[0]
+        self.assertTrue(first.startswith("weights: 1 layer(s) x 1 head(s), Lq 6, Lk 6"), first)
+        self.assertNotIn("attn-py-", str(d))
+        self.assertNotIn(tempfile.gettempdir() + os.sep, str(d))
+
 
 if __name__ == "__main__":
     unittest.main()
