@@ -69,9 +69,9 @@ class Layer:
                 st.set_meta(k, v)
             for name, a in self.params.items():
                 st.add(name, a)
-            for name, a in inputs.items():
-                if a is not None:
-                    st.add(name, a)
+            for name, x in inputs.items():
+                if x is not None:
+                    st.add(name, x)
             if dout is not None:
                 st.add("dout", dout)
             out = ctypes.c_void_p()

@@ -8,7 +8,12 @@ other float dtypes are converted; anything else is refused."""
 from __future__ import annotations
 
 import ctypes
-from typing import TYPE_CHECKING, Any, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Optional, Tuple, Union, overload
+
+try:
+    from typing import Literal
+except ImportError:  # Python 3.7
+    from typing_extensions import Literal  # type: ignore[assignment]
 
 import numpy as np
 
@@ -199,6 +204,33 @@ def _problem(q, k, v, mask=None, causal=False, window=None, scale=None, backend=
 Window = Union[int, Tuple[Optional[int], Optional[int]], None]
 
 
+@overload
+def sdpa(q: ArrayLike, k: ArrayLike, v: ArrayLike, mask: Optional[ArrayLike] = None,
+         causal: bool = False, window: Window = None, scale: Optional[float] = None,
+         backend: str = "auto", return_lse: Literal[False] = False,
+         return_probs: Literal[False] = False, **variants: Any) -> np.ndarray: ...
+@overload
+def sdpa(q: ArrayLike, k: ArrayLike, v: ArrayLike, mask: Optional[ArrayLike] = None,
+         causal: bool = False, window: Window = None, scale: Optional[float] = None,
+         backend: str = "auto", *, return_lse: Literal[True],
+         return_probs: Literal[False] = False, **variants: Any) -> Tuple[np.ndarray, np.ndarray]: ...
+@overload
+def sdpa(q: ArrayLike, k: ArrayLike, v: ArrayLike, mask: Optional[ArrayLike] = None,
+         causal: bool = False, window: Window = None, scale: Optional[float] = None,
+         backend: str = "auto", *, return_lse: Literal[False] = False,
+         return_probs: Literal[True], **variants: Any) -> Tuple[np.ndarray, np.ndarray]: ...
+@overload
+def sdpa(q: ArrayLike, k: ArrayLike, v: ArrayLike, mask: Optional[ArrayLike] = None,
+         causal: bool = False, window: Window = None, scale: Optional[float] = None,
+         backend: str = "auto", *, return_lse: Literal[True], return_probs: Literal[True],
+         **variants: Any) -> Tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+@overload
+def sdpa(q: ArrayLike, k: ArrayLike, v: ArrayLike, mask: Optional[ArrayLike] = None,
+         causal: bool = False, window: Window = None, scale: Optional[float] = None,
+         backend: str = "auto", return_lse: bool = False, return_probs: bool = False,
+         **variants: Any) -> Union[np.ndarray, Tuple[np.ndarray, ...]]: ...
+
+
 def sdpa(q: ArrayLike, k: ArrayLike, v: ArrayLike, mask: Optional[ArrayLike] = None,
          causal: bool = False, window: Window = None, scale: Optional[float] = None,
          backend: str = "auto", return_lse: bool = False, return_probs: bool = False,
@@ -241,7 +273,7 @@ def sdpa(q: ArrayLike, k: ArrayLike, v: ArrayLike, mask: Optional[ArrayLike] = N
     res = [out.reshape(p.out_shape(Dv))]
     if return_lse:
         res.append(lse.reshape(p.out_shape(None)))
-    if return_probs:
+    if probs is not None:
         res.append(probs.reshape(p.out_shape(Lk)))
     return res[0] if len(res) == 1 else tuple(res)
 
@@ -260,7 +292,7 @@ class Grads(tuple):
     def __new__(cls, dq: np.ndarray, dk: np.ndarray, dv: np.ndarray,
                 rel_bias: Optional[np.ndarray] = None, shaw_k: Optional[np.ndarray] = None,
                 shaw_v: Optional[np.ndarray] = None) -> "Grads":
-        t = super().__new__(cls, (dq, dk, dv))
+        t = super().__new__(cls, (dq, dk, dv))  # type: ignore[arg-type]
         t.dq, t.dk, t.dv = dq, dk, dv
         t.rel_bias, t.shaw_k, t.shaw_v = rel_bias, shaw_k, shaw_v
         return t

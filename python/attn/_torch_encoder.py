@@ -76,7 +76,7 @@ class SDPAEncoderLayer(nn.Module):
         self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps)
         self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps)
         self.dropout, self.dropout1, self.dropout2 = (nn.Dropout(dropout) for _ in range(3))
-        self.activation = {"relu": F.relu, "gelu": F.gelu}.get(activation, activation)
+        self.activation = {"relu": F.relu, "gelu": F.gelu}.get(activation, activation)  # type: ignore[arg-type]
         if isinstance(self.activation, str):
             raise ValueError("activation '%s': relu, gelu or a callable" % activation)
         self.norm_first = norm_first

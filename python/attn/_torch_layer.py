@@ -134,7 +134,7 @@ class TransformerEncoderLayer(nn.Module):
         self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps)
         self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps)
         if not bias:
-            self.norm1.bias = self.norm2.bias = None
+            self.norm1.bias = self.norm2.bias = None  # type: ignore[assignment]
         self.d_model, self.nhead, self.dim_feedforward = d_model, nhead, dim_feedforward
         self.dropout_p, self.activation_name = float(dropout), act
         self.layer_norm_eps = layer_norm_eps
