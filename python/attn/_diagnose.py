@@ -30,6 +30,8 @@ class Diagnosis:
         else:
             raise Error("attn diagnose: no table in its output:\n" + text)
         for line in rows[i + 1:]:
+            if not line.strip():
+                break  # the table ends; the advice below may start with a number
             f = line.split(None, 11)
             if len(f) < 11 or not f[0].isdigit():
                 continue

@@ -52,6 +52,18 @@ class Tools(unittest.TestCase):
         self.assertAlmostEqual(d.heads[0]["diag"], 1.0)
         self.assertIn("previous-token", str(d))
 
+    def test_diagnose_reads_the_table_only(self):
+        # two of four heads nearly uniform: the advice under the table starts
+        # "2 of 4 head(s) ...", which is no table row
+        n = 6
+        u = np.tril(np.ones((n, n), np.float32))
+        u /= u.sum(-1, keepdims=True)
+        w = np.stack([u, u, diagonal(n)[0], previous(n)])
+        d = attn.diagnose(w, list("abcdef"))
+        self.assertIn("2 of 4 head(s)", str(d))
+        self.assertEqual([h["pattern"] for h in d.heads],
+                         ["uniform", "uniform", "diagonal", "previous-token"])
+
     def test_heatmap_writes_a_picture(self):
         with tempfile.TemporaryDirectory() as d:
             p = os.path.join(d, "a.png")
