@@ -106,6 +106,35 @@ static void test_set_and_get(void) {
   CHECK(attn_get_num_threads() == affinity_cpus());
 }
 
+/* Every parallel region in src/ names its thread count (num_threads(...)
+ * from attn_get_num_threads()): one without would take the OpenMP runtime's
+ * count, which another library sets. */
+static void test_every_parallel_region_names_its_count(void) {
+  FILE *f = fopen("src/core/threads.c", "r");
+  if (!f) {
+    SKIP("src/ not here (run from the repository root)");
+    return;
+  }
+  fclose(f);
+  FILE *p =
+      popen("grep -rn --include='*.c' --include='*.h' '#pragma omp parallel' src 2>/dev/null", "r");
+  CHECK(p != NULL);
+  if (!p) return;
+  char line[1024];
+  int regions = 0, unnamed = 0;
+  while (fgets(line, sizeof line, p)) {
+    regions++;
+    /* a clause may continue on the next line: then the pragma ends in '\' */
+    if (!strstr(line, "num_threads(") && !strchr(line, '\\')) {
+      printf("  no num_threads clause: %s", line);
+      unnamed++;
+    }
+  }
+  pclose(p);
+  CHECK(regions >= 40); /* the kernels' regions were found */
+  CHECK(unnamed == 0);
+}
+
 int main(void) {
   /* this process's default: the CPUs, whatever the caller's environment */
   unsetenv("ATTN_NUM_THREADS");
@@ -113,5 +142,6 @@ int main(void) {
   RUN(test_default_and_environment);
   RUN(test_another_librarys_setting_does_not_change_it);
   RUN(test_set_and_get);
+  RUN(test_every_parallel_region_names_its_count);
   HARNESS_END();
 }
