@@ -196,8 +196,10 @@ else
 fi
 
 # --- no C compiler: a clear message, nothing installed ----------------------
+# (this venv without its own pip: Debian's, from the system site, installs
+# into it just the same, and the venv is made in a second, not ten)
 venv2=$tmp/venv2
-"$py" -m venv --system-site-packages "$venv2" >/dev/null 2>&1
+"$py" -m venv --without-pip --system-site-packages "$venv2" >/dev/null 2>&1
 nb=$tmp/nocc
 if CC=/nonexistent/cc ATTN_BUILD_DIR=$nb "$venv2/bin/python" -m pip install --no-index \
   --no-build-isolation "$root" >"$tmp/nocc.log" 2>&1; then
