@@ -1,5 +1,5 @@
 /* attn's thread count is its own (src/core/threads.c): attn_set_num_threads,
- * else $ATTN_NUM_THREADS, else $OMP_NUM_THREADS as the process started, else
+ * else $ATTN_NUM_THREADS, else the environment's $OMP_NUM_THREADS, else
  * the CPUs this process may use; never what another library set in the
  * shared OpenMP runtime (Debian's torch calls omp_set_num_threads(1) when
  * imported): the count stays, and a kernel call runs on it. */

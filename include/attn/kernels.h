@@ -53,7 +53,7 @@ ATTN_API attn_status attn_set_isa(attn_isa isa);
 /* The number of threads attn's kernels use: attn's own, never changed by
  * another library's OpenMP setting (omp_set_num_threads). n > 0 sets it
  * (capped at 4096); 0 returns to the default: $ATTN_NUM_THREADS, else
- * $OMP_NUM_THREADS as the process started with it, else the CPUs this
+ * the environment variable $OMP_NUM_THREADS, else the CPUs this
  * process may run on (sched_getaffinity). Results do not depend on it. */
 ATTN_API void attn_set_num_threads(int n);
 ATTN_API int attn_get_num_threads(void);

@@ -186,7 +186,7 @@ def set_num_threads(n: int) -> None:
     """Threads attn's kernels use: attn's own count, which another library's
     OpenMP setting does not change (after `import torch`, torch's
     omp_set_num_threads(1) on a small machine). 0 returns to the default:
-    $ATTN_NUM_THREADS, else $OMP_NUM_THREADS as the process started with it,
+    $ATTN_NUM_THREADS, else the environment variable $OMP_NUM_THREADS,
     else the cores this process may use (os.sched_getaffinity). Results do not
     depend on it."""
     lib.attn_set_num_threads(_thread_count("set_num_threads:", n, 0))

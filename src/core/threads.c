@@ -9,8 +9,8 @@
  *   1. attn_set_num_threads(n), n > 0;
  *   2. $ATTN_NUM_THREADS (an integer in [1, 4096]; anything else is ignored
  *      here, the tool and the Python package refuse it with a message);
- *   3. $OMP_NUM_THREADS's first value, as the user's environment gave it
- *      when the process started (not what a library set since);
+ *   3. $OMP_NUM_THREADS's first value: the environment variable, the
+ *      user's setting (not what a library set since with omp_set_num_threads);
  *   4. the CPUs this process may run on (sched_getaffinity: taskset, cgroup
  *      cpusets), else the online CPUs.
  * 2-4 are read once, at the first call. */
