@@ -3,6 +3,8 @@ the per-head diagnosis (`attn diagnose`) live in the apps layer, which is not
 part of libattn.so. The weights go to the tool as the file it reads (tensor
 'attn', token labels in __metadata__), written by libattn into a temporary
 directory."""
+from __future__ import annotations
+
 import json
 import os
 import subprocess
@@ -12,6 +14,9 @@ import numpy as np
 
 from ._lib import Error, tool_path
 from ._st import save_file
+
+# what messages and the diagnosis's header call the caller's array
+WEIGHTS_NAME = "weights"
 
 
 def _weights(w):
@@ -95,7 +100,11 @@ def run_on_weights(command, weights, tokens=None, key_tokens=None, freq=None, ar
         save_file(tensors, path, meta)
         r = subprocess.run([tool, command, path] + [str(a) for a in args],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # The temporary file is the package's business: the caller's weights are
+    # named "weights" (the argument) in messages and in the output's header.
     if r.returncode != 0:
-        msg = r.stderr.decode("utf-8", "replace").strip().replace(path, "<weights>")
-        raise Error("attn %s: %s" % (command, msg or "exit %d" % r.returncode))
-    return r.stdout.decode("utf-8", "replace")
+        # the tool's message already reads "attn COMMAND: [FILE: ]reason"
+        # (src/cli/cli_msg.h): passed on as it is, not prefixed again
+        msg = r.stderr.decode("utf-8", "replace").strip().replace(path, WEIGHTS_NAME)
+        raise Error(msg or "attn %s: exit status %d" % (command, r.returncode))
+    return r.stdout.decode("utf-8", "replace").replace(path, WEIGHTS_NAME)

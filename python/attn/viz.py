@@ -10,7 +10,16 @@ b"\\x9a" are drawn 会· and ·会). Options as the tool's: cmap "bone" |
 / source), max_labels, merge "chars" | "words" (the attention of the
 characters or words the tokens make up: a unit's keys summed, its queries
 averaged; str tokens count as their UTF-8)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple
+
 from ._tool import run_on_weights
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+Region = Tuple[Tuple[int, int], Tuple[int, int]]
 
 
 MERGES = ("chars", "words")
@@ -36,29 +45,38 @@ def _args(path, layer, cmap, title, region, cross, max_labels, merge=None):
     return a
 
 
-def heatmap(weights, tokens=None, path="attention.png", key_tokens=None, layer=0, head=0,
-            cmap=None, title=None, region=None, cross=False, max_labels=None, merge=None):
+def heatmap(weights: ArrayLike, tokens: Optional[Sequence[object]] = None,
+            path: str = "attention.png", key_tokens: Optional[Sequence[object]] = None,
+            layer: int = 0, head: int = 0, cmap: Optional[str] = None,
+            title: Optional[str] = None, region: Optional[Region] = None, cross: bool = False,
+            max_labels: Optional[int] = None, merge: Optional[str] = None) -> str:
     """One head as a heatmap: query tokens down, key tokens across."""
     a = _args(path, layer, cmap, title, region, cross, max_labels, merge) + ["--head", head]
     run_on_weights("viz", weights, tokens, key_tokens, args=a)
     return path
 
 
-def heads(weights, tokens=None, path="heads.png", key_tokens=None, layer=0, **opts):
+def heads(weights: ArrayLike, tokens: Optional[Sequence[object]] = None,
+          path: str = "heads.png", key_tokens: Optional[Sequence[object]] = None,
+          layer: int = 0, **opts: Any) -> str:
     """Every head of one layer as small multiples."""
     run_on_weights("viz", weights, tokens, key_tokens,
                    args=_args(path, layer, **_opts(opts)) + ["--all-heads"])
     return path
 
 
-def model(weights, tokens=None, path="model.png", key_tokens=None, **opts):
+def model(weights: ArrayLike, tokens: Optional[Sequence[object]] = None,
+          path: str = "model.png", key_tokens: Optional[Sequence[object]] = None,
+          **opts: Any) -> str:
     """The layers x heads overview."""
     run_on_weights("viz", weights, tokens, key_tokens,
                    args=_args(path, 0, **_opts(opts)) + ["--model"])
     return path
 
 
-def html(weights, tokens=None, path="attention.html", key_tokens=None, title=None, merge=None):
+def html(weights: ArrayLike, tokens: Optional[Sequence[object]] = None,
+         path: str = "attention.html", key_tokens: Optional[Sequence[object]] = None,
+         title: Optional[str] = None, merge: Optional[str] = None) -> str:
     """A self-contained interactive page (head view)."""
     run_on_weights("viz", weights, tokens, key_tokens,
                    args=_args(path, 0, None, title, None, False, None, merge))

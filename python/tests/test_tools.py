@@ -52,6 +52,18 @@ class Tools(unittest.TestCase):
         self.assertAlmostEqual(d.heads[0]["diag"], 1.0)
         self.assertIn("previous-token", str(d))
 
+    def test_diagnose_reads_the_table_only(self):
+        # two of four heads nearly uniform: the advice under the table starts
+        # "2 of 4 head(s) ...", which is no table row
+        n = 6
+        u = np.tril(np.ones((n, n), np.float32))
+        u /= u.sum(-1, keepdims=True)
+        w = np.stack([u, u, diagonal(n)[0], previous(n)])
+        d = attn.diagnose(w, list("abcdef"))
+        self.assertIn("2 of 4 head(s)", str(d))
+        self.assertEqual([h["pattern"] for h in d.heads],
+                         ["uniform", "uniform", "diagonal", "previous-token"])
+
     def test_heatmap_writes_a_picture(self):
         with tempfile.TemporaryDirectory() as d:
             p = os.path.join(d, "a.png")
@@ -112,6 +124,28 @@ class Tools(unittest.TestCase):
             attn.diagnose(np.zeros(5, np.float32))
         with self.assertRaises(attn.Error):
             attn.diagnose(previous(), causal="maybe")
+
+    def test_tool_messages_are_said_once(self):
+        # the tool's "attn viz: FILE: reason" comes through with one prefix,
+        # and no temporary file's path
+        with self.assertRaises(attn.Error) as c:
+            attn.viz.heatmap(previous(), None, "x.jpg")
+        msg = str(c.exception)
+        self.assertTrue(msg.startswith("attn viz: x.jpg: "), msg)
+        self.assertEqual(msg.count("attn viz:"), 1, msg)
+        with self.assertRaises(attn.Error) as c:
+            attn.viz.heatmap(diagonal(heads=2), None, "/tmp/never.png", head=7)
+        msg = str(c.exception)
+        self.assertEqual(msg.count("attn viz:"), 1, msg)
+        self.assertNotIn("attn-py-", msg)
+        self.assertNotIn(".safetensors", msg)
+
+    def test_diagnose_header_names_the_weights_not_a_temporary_file(self):
+        d = attn.diagnose(previous(), list("abcdef"))
+        first = str(d).splitlines()[0]
+        self.assertTrue(first.startswith("weights: 1 layer(s) x 1 head(s), Lq 6, Lk 6"), first)
+        self.assertNotIn("attn-py-", str(d))
+        self.assertNotIn(tempfile.gettempdir() + os.sep, str(d))
 
 
 if __name__ == "__main__":

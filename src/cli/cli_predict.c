@@ -1,6 +1,6 @@
 /* attn predict MODEL [--precision f32|bf16|auto] [--picture DIR]
  * [--merge chars|words] [--save-attention OUT.safetensors] [--member K]
- * FILE... : label and
+ * [--threads N] FILE... : label and
  * probability per raw e-mail ("-" reads one message from stdin), and on
  * request the model's attention on each message as pictures and as a file
  * for attn viz. A file that cannot be read, classified or drawn is reported
@@ -123,7 +123,7 @@ static int predict_one(const char *path, const attn_clf_ens *e, infer_prec *ip, 
 static const char usage_text[] =
     "usage: attn predict MODEL [--precision f32|bf16|auto] [--picture DIR]\n"
     "                    [--merge chars|words] [--save-attention OUT.safetensors]\n"
-    "                    [--member K] FILE...\n"
+    "                    [--member K] [--threads N] FILE...\n"
     "  prints FILE<TAB>label<TAB>P(label) per raw e-mail ('-' reads one message from\n"
     "  stdin); MODEL from attn train (a single model or an ensemble).\n"
     "  --precision: the Linears and attention of the forward (default f32, the\n"
@@ -148,13 +148,16 @@ static const char usage_text[] =
     "  --member K: which member of an ensemble to draw and save (default 1; the\n"
     "  labels are always the whole ensemble's).\n"
     "  The attention is that of the f32 forward whatever --precision says.\n"
+    "  --threads N: threads (default: all cores this process may use, or\n"
+    "  $ATTN_NUM_THREADS; the labels do not depend on it).\n"
     "  A FILE that cannot be read, classified or drawn is reported and skipped (exit 1\n"
     "  at the end); a message may be up to %u MiB.\n";
 
 int attn_cmd_predict(int argc, char **argv) {
   static const cli_opt opts[] = {{"--precision", CLI_VALUE}, {"--picture", CLI_VALUE},
                                  {"--merge", CLI_VALUE},     {"--save-attention", CLI_VALUE},
-                                 {"--member", CLI_VALUE},    {NULL, 0}};
+                                 {"--member", CLI_VALUE},    {"--threads", CLI_VALUE},
+                                 {NULL, 0}};
   infer_prec ip = {{.precision = ATTN_PREC_F32}, 0};
   cli_predict_out o = {0};
   const char *model = NULL;
@@ -184,6 +187,8 @@ int attn_cmd_predict(int argc, char **argv) {
       }
     } else if (!strcmp(a.opt, "--save-attention")) {
       o.save = a.val;
+    } else if (!strcmp(a.opt, "--threads")) {
+      if ((r = cli_set_threads(a.opt, a.val)) != CLI_OK) break;
     } else if (!cli_parse_i64(a.val, &member) || member < 1 || member > ATTN_CLF_ENS_MAX) {
       r = cli_usage("--member: '%s' is not a member number (1, 2, ...)", a.val); /* --member */
       break;

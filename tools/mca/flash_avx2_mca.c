@@ -14,7 +14,7 @@
 ATTN_AVX2 void mca_softmax_avx2(float *s, float scale, float *m, float *l, float *alpha) {
   softmax_state st;
   MCA_BEGIN("avx2_max");
-  softmax_max(MR, 1, 0, 0, NULL, 0.0f, s, scale, NULL, NULL, m, &st);
+  softmax_max(MR, 1, 0, NULL, 0.0f, s, scale, NULL, NULL, m, &st);
   MCA_END("avx2_max");
   MCA_BEGIN("avx2_exp");
 #pragma GCC unroll 6
