@@ -1,4 +1,4 @@
-/* Logit softcap and attention sinks (attn/sdpa.h, kernels/sdpa/sdpa_softcap_sinks.h):
+/* Logit softcap and attention sinks (attn/sdpa.h, kernels/sdpa/mod_softcap.c, mod_sinks.c):
  * the math path against a naive double-precision reference written here
  * (softcap before the additive mask and ALiBi; the sink in the denominator
  * and lse); flash (the generic kernel set and the active level's) against
