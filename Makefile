@@ -9,6 +9,7 @@
 #   make demo       the main job (see README)
 #   make demo-g2p   grapheme-to-phoneme on CMUdict, end to end (docs/G2P.md)
 #   make bench-g2p  G2P training tokens/s: attn and PyTorch on the same batches
+#   make bench-peers attn, ONNX Runtime and PyTorch on the same attention, one table
 #   make DEV=1      warnings are errors (-Werror), as in CI (.ci/run)
 #   make install PREFIX=/usr/local DESTDIR=...   (mk/install.mk; make uninstall)
 
@@ -183,6 +184,14 @@ $(BUILD)/tests/test_wings: tests/test_wings.sh tools/check_wings.sh
 	@printf '#!/bin/sh\n# written by the Makefile\ncd "%s" || exit 1\nexec sh tests/test_wings.sh\n' '$(CURDIR)' > $@
 	@chmod +x $@
 
+# the Python package installed as users install it (tests/test_pip.sh): pip
+# into a fresh venv, offline, reusing this build's library and tool
+TEST_BIN += $(BUILD)/tests/test_pip
+$(BUILD)/tests/test_pip: tests/test_pip.sh $(BUILD)/libattn.so $(BUILD)/attn
+	@mkdir -p $(dir $@)
+	@printf '#!/bin/sh\n# written by the Makefile\ncd "%s" || exit 1\nexec env ATTN_TEST_BUILD="%s" ATTN_TEST_SAN="%s" sh tests/test_pip.sh\n' '$(CURDIR)' '$(BUILD)' '$(SAN)' > $@
+	@chmod +x $@
+
 # no cycle of calls between the files of src/kernels/ (tools/check_kernel_calls.sh,
 # by tests/test_kernel_calls.sh, on this build's objects)
 TEST_BIN += $(BUILD)/tests/test_kernel_calls
@@ -220,6 +229,14 @@ bench-train: $(BUILD)/attn
 bench-g2p: $(BUILD)/attn
 	@sh tools/bench_g2p.sh $(BUILD)/attn
 
+# attn, ONNX Runtime (npm onnxruntime-node, installed in a cache folder outside the tree) and
+# PyTorch on the same attention, interleaved in one run, one table with the CPU, the measured
+# FMA peak and each peer checked against attn (docs/ISA.md "Peers"); BENCH_PEERS_ARGS is passed
+# to tools/bench_peers/bench_peers.py (e.g. "--n 4096 --rounds 5 --no-backward")
+.PHONY: bench-peers
+bench-peers: $(BUILD)/attn $(BUILD)/libattn.so
+	@sh tools/bench_peers/bench_peers.sh $(BUILD)/attn $(BENCH_PEERS_ARGS)
+
 golden:
 	/usr/bin/python3 tools/gen_golden.py tests/golden
 
@@ -236,7 +253,7 @@ format:
 include tests/fuzz/fuzz.mk
 
 clean:
-	rm -rf build build-san build-arm64 build-fuzz
+	rm -rf build build-san build-arm64 build-fuzz build-py dist
 
 # The Python package (python/README.md): pure Python over libattn.so, which it
 # finds in PREFIX/lib (make install) from PYTHONDIR/attn.
@@ -245,6 +262,19 @@ PYTHONDIR ?= $(PREFIX)/lib/python3/dist-packages
 .PHONY: install-python uninstall-python
 install-python:
 	install -d $(DESTDIR)$(PYTHONDIR)/attn
-	install -m 644 python/attn/*.py $(DESTDIR)$(PYTHONDIR)/attn
+	install -m 644 python/attn/*.py python/attn/py.typed $(DESTDIR)$(PYTHONDIR)/attn
 uninstall-python:
 	rm -rf $(DESTDIR)$(PYTHONDIR)/attn
+
+# The package as a wheel (pyproject.toml, setup.py): libattn.so and the tool
+# inside it, built by this Makefile in $(BUILD) (ATTN_BUILD_DIR), offline with
+# the installed setuptools and wheel (--no-build-isolation: pip would fetch
+# them from PyPI otherwise). Writes dist/attn-VERSION-py3-none-PLATFORM.whl.
+# make python-deps: the Debian packages the package and its build need.
+PYTHON ?= /usr/bin/python3
+.PHONY: wheel python-deps
+wheel: $(BUILD)/libattn.so $(BUILD)/attn
+	env -u MAKEFLAGS -u MAKELEVEL CC='$(CC)' ATTN_BUILD_DIR=$(BUILD) $(PYTHON) -m pip wheel --no-index \
+	  --no-build-isolation --no-deps -w dist .
+python-deps:
+	@sh tools/deps.sh --python

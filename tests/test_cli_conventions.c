@@ -196,6 +196,70 @@ static void test_exit_codes_and_one_error_style(void) {
   }
 }
 
+/* attn --help names every bench that attn bench --help lists. */
+static void test_help_lists_every_bench(void) {
+  CHECK(run("bench --help") == 0);
+  char benches[4096];
+  snprintf(benches, sizeof benches, "%.4000s", out);
+  CHECK(run("--help") == 0);
+  const char *line = strstr(out, "  bench ");
+  CHECK(line != NULL);
+  if (!line) return;
+  char summary[512];
+  snprintf(summary, sizeof summary, "%.*s", (int)strcspn(line, "\n"), line);
+  int n = 0;
+  for (const char *p = strstr(benches, "benches:\n"); p && (p = strchr(p, '\n')) && p[1] == ' ';) {
+    p += 1;
+    while (*p == ' ')
+      p++;
+    char name[32];
+    snprintf(name, sizeof name, "%.*s", (int)strcspn(p, " \n"), p);
+    char want[40];
+    snprintf(want, sizeof want, " %s", name);
+    if (!strstr(summary, want))
+      printf("  attn --help's bench line lacks '%s': %s\n", name, summary);
+    CHECK(strstr(summary, want) != NULL);
+    n++;
+  }
+  CHECK(n >= 7); /* peak ... varlen */
+}
+
+/* Every command that computes takes --threads N (its help says so, a bad N
+ * is a usage error naming it), and ATTN_NUM_THREADS is checked as well. */
+static void test_computing_commands_take_threads(void) {
+  static const char *const cmds_with_threads[] = {
+      "sdpa a b",   "layer a b",   "gradcheck",   "train",
+      "eval m",     "predict m f", "nb",          "hf run d --input-ids 1",
+      "g2p train",  "bench sdpa",  "bench gemm",  "bench peak",
+      "bench lowp", "bench train", "bench varlen"};
+  for (size_t i = 0; i < sizeof cmds_with_threads / sizeof cmds_with_threads[0]; i++) {
+    char args[160], help[160], cmd[64];
+    snprintf(cmd, sizeof cmd, "%.*s", (int)strcspn(cmds_with_threads[i], " "),
+             cmds_with_threads[i]);
+    const char *sub = cmds_with_threads[i] + strlen(cmd);
+    if (!strcmp(cmd, "bench") || !strcmp(cmd, "g2p") || !strcmp(cmd, "hf"))
+      snprintf(help, sizeof help, "%s %.*s --help", cmd, (int)strcspn(sub + 1, " "), sub + 1);
+    else
+      snprintf(help, sizeof help, "%s --help", cmd);
+    int rc = run(help);
+    if (rc != 0 || !strstr(out, "--threads")) printf("  attn %s: no --threads in its help\n", help);
+    CHECK(rc == 0 && strstr(out, "--threads") != NULL);
+    if (!strcmp(cmd, "bench") || !strcmp(cmd, "g2p") || !strcmp(cmd, "train") ||
+        !strcmp(cmd, "eval"))
+      continue; /* their own parsers: the help is what is common */
+    snprintf(args, sizeof args, "%s --threads 0", cmds_with_threads[i]);
+    rc = run(args);
+    if (rc != 2 || !strstr(err, "--threads '0': expected an integer in [1, 4096]"))
+      printf("  attn %s: exit %d: %s", args, rc, err);
+    CHECK(rc == 2 && strstr(err, "--threads '0': expected an integer in [1, 4096]"));
+  }
+  CHECK(tool_run("ATTN_NUM_THREADS=3", bin, dir, "version", out, sizeof out, err, sizeof err) == 0);
+  CHECK(strstr(out, "\nthreads: 3\n") != NULL);
+  CHECK(tool_run("ATTN_NUM_THREADS=many", bin, dir, "version", out, sizeof out, err, sizeof err) ==
+        2);
+  CHECK(!strcmp(err, "attn version: ATTN_NUM_THREADS 'many': expected an integer in [1, 4096]\n"));
+}
+
 /* tests/run.sh: a program that skips a case adds ", N skipped" to the last
  * line, and the skipped case is listed with its reason. */
 static void test_run_sh_counts_skips(void) {
@@ -260,6 +324,8 @@ int main(int argc, char **argv) {
   RUN(test_did_you_mean_options);
   RUN(test_exit_codes_and_one_error_style);
   RUN(test_run_sh_counts_skips);
+  RUN(test_help_lists_every_bench);
+  RUN(test_computing_commands_take_threads);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system(cmd) != 0) printf("  could not remove %s\n", dir);

@@ -58,6 +58,10 @@ static void write_text(const char *path, const char *text) {
 static const char mail_a[] = "From: alice@example.org\nSubject: lunch\n\nmeeting about the build\n";
 static const char mail_b[] = "From: deals@offers.biz\nSubject: cheap pills\n\nclick for money\n";
 
+/* write_model_seeded's model: without its tokenizer (a model predict cannot
+ * read); its max_len (0: 16) and tail */
+static int model_without_tokenizer, model_max_len, model_tail;
+
 /* A tiny random 2-class model (parameters drawn from seed; seed 0: all 0) with
  * its tokenizer at path; `labels` and a replacement `config` JSON as metadata
  * when not NULL (config: the model's). */
@@ -71,7 +75,8 @@ static void write_model_seeded(const char *path, const char *labels, const char 
   attn_clf_config c;
   attn_clf_config_default(&c);
   c.vocab = attn_bpe_vocab_size(bpe);
-  c.d_model = 8, c.heads = 2, c.ff = 16, c.layers = layers, c.max_len = 16;
+  c.d_model = 8, c.heads = 2, c.ff = 16, c.layers = layers;
+  c.max_len = model_max_len ? model_max_len : 16, c.tail = model_tail;
   attn_clf m;
   CHECK_OK(attn_clf_create(&m, &c));
   if (seed) CHECK_OK(attn_clf_init(&m, seed));
@@ -79,7 +84,7 @@ static void write_model_seeded(const char *path, const char *labels, const char 
   char *tok = NULL;
   CHECK_OK(attn_st_new(&meta));
   CHECK_OK(attn_bpe_save(bpe, &tok));
-  CHECK_OK(attn_st_set_meta(meta, "tokenizer", tok));
+  if (!model_without_tokenizer) CHECK_OK(attn_st_set_meta(meta, "tokenizer", tok));
   if (labels) CHECK_OK(attn_st_set_meta(meta, "labels", labels));
   CHECK_OK(attn_clf_save(path, &m, NULL, NULL, meta));
   if (config) { /* the same tensors under another config */
@@ -541,22 +546,167 @@ static void test_long_token_labels_are_cut(void) {
   int32_t ids[256];
   size_t n = 0;
   CHECK_OK(attn_bpe_encode(bpe, rule, strlen(rule), ids, 256, &n));
+  char **lab = NULL;
+  CHECK_OK(attn_clf_token_labels(bpe, ids, (int64_t)n, 0, &lab));
   int cut = 0;
-  for (size_t i = 0; bpe && i < n; i++) {
-    char *lab = attn_clf_token_label(bpe, ids[i]);
+  for (size_t i = 0; lab && i < n; i++) {
     size_t chars = 0;
-    for (size_t j = 0; lab && lab[j]; j++) chars += ((unsigned char)lab[j] & 0xC0) != 0x80;
-    CHECK(lab && chars <= 16);
-    cut += lab && strstr(lab, "\xE2\x80\xA6") != NULL;
-    free(lab);
+    for (size_t j = 0; lab[i][j]; j++)
+      chars += ((unsigned char)lab[i][j] & 0xC0) != 0x80;
+    CHECK(chars <= 16);
+    cut += strstr(lab[i], "\xE2\x80\xA6") != NULL;
   }
+  attn_viz_labels_free(lab, (int64_t)n);
   CHECK(n >= 1 && cut >= 1);  // the rule is one long token or a few: cut
   int32_t w[8];
   CHECK_OK(attn_bpe_encode(bpe, "word", 4, w, 8, &n));
-  char *lab = n ? attn_clf_token_label(bpe, w[0]) : NULL;
-  CHECK(lab && !strstr(lab, "\xE2\x80\xA6"));
-  free(lab);
+  lab = NULL;
+  if (n) CHECK_OK(attn_clf_token_labels(bpe, w, (int64_t)n, 0, &lab));
+  CHECK(lab && !strstr(lab[0], "\xE2\x80\xA6"));
+  attn_viz_labels_free(lab, (int64_t)n);
   attn_bpe_free(bpe);
+}
+
+/* The user's note: a Chinese subject line and body, an emoji. */
+static const char mail_zh[] =
+    "From: me@example.org\nSubject: =?UTF-8?B?TWVldGluZyBub3RlcyDkvJrorq7orrDlvZUg8J+OiQ==?=\n"
+    "Content-Type: text/plain; charset=UTF-8\nContent-Transfer-Encoding: 8bit\n\n"
+    "Hi team:\n\xE6\x88\x91\xE4\xBB\xAC\xE5\x9C\xA8\xE4\xBC\x9A\xE8\xAE\xAE\xE4\xB8\x8A "
+    "\xF0\x9F\x8E\x89\n";
+
+/* The metadata value key of a safetensors file (malloc'd) or NULL. */
+static char *meta_of(const char *path, const char *key) {
+  attn_st *f = NULL;
+  if (attn_st_load(path, &f)) return NULL;
+  const char *v = attn_st_meta(f, key);
+  char *copy = v ? strdup(v) : NULL;
+  attn_st_free(f);
+  return copy;
+}
+
+/* --merge chars|words: the pictures of the note's characters / words (the
+ * titles say so; stderr too), the saved attention keeps the tokens and
+ * their bytes, so attn viz --merge draws the same units later; the labels
+ * saved are by character (会 cut over tokens: 会·, ·会). */
+static void test_picture_merged_into_words(void) {
+  char model[128], a[128], b[128], zh[128], args[2048], path[256];
+  model_max_len = 128;
+  int ok = model_and_mails_case("m", 1, model, a, b);
+  model_max_len = 0;
+  if (!ok) return;
+  snprintf(zh, sizeof zh, "%s/note.eml", dir);
+  write_text(zh, mail_zh);
+  snprintf(
+      args, sizeof args,
+      "predict '%s' '%s' --picture '%s/mw' --merge words --save-attention '%s/note.safetensors'",
+      model, zh, dir, dir);
+  int rc = run_tool(args);
+  char *t = NULL;
+#ifdef ATTN_HAVE_CAIRO
+  CHECK(rc == 0 && strstr(err, ", merged into ") && strstr(err, " words)") &&
+        exists("mw/note_layer0.png") && exists("mw/note.html"));
+  snprintf(path, sizeof path, "%s/mw/note.html", dir);
+  t = read_whole_file(path, NULL);
+  /* the page's title names the units; 会 and the emoji are words of their own */
+  CHECK(t && strstr(t, "1 layer(s) x 2 head(s), words (from ") && strstr(t, "\"\xE4\xBC\x9A\"") &&
+        strstr(t, "\"\xF0\x9F\x8E\x89\"") && strstr(t, "\"Meeting\""));
+  free(t);
+#else
+  CHECK(rc == 1 && strstr(err, "cairo"));
+#endif
+  snprintf(path, sizeof path, "%s/note.safetensors", dir);
+  char *tok = meta_of(path, "tokens"), *bytes = meta_of(path, "token_bytes");
+  CHECK(tok && strstr(tok, "\"\xE4\xBC\x9A\xC2\xB7\"") && strstr(tok, "\"\xC2\xB7\xE4\xBC\x9A\"") &&
+        !strstr(tok, "\\\\x"));
+  CHECK(bytes && strstr(bytes, "\"e4\"")); /* a byte-level token of 会 */
+  if (h_case_failed) printf("  tokens %.300s\n", tok ? tok : "(none)");
+  free(tok), free(bytes);
+  snprintf(args, sizeof args, "viz '%s' '%s/chars.html' --merge chars", path, dir);
+  CHECK(run_tool(args) == 0 && exists("chars.html"));
+  snprintf(path, sizeof path, "%s/chars.html", dir);
+  t = read_whole_file(path, NULL);
+  CHECK(t && strstr(t, "characters (from ") && strstr(t, "\"\xE4\xBC\x9A\""));
+  free(t);
+}
+
+/* Bad --merge values and where there is no picture to merge (usage, exit
+ * 2), a model without a tokenizer (exit 1): clear messages, and no folder
+ * or file made; attn viz --merge of a file without the tokens' bytes. */
+static void test_merge_and_tokenizer_bad_input(void) {
+  char model[128], a[128], b[128], notok[128], args[2048];
+  if (!model_and_mails_case("n", 1, model, a, b)) return;
+  const struct {
+    const char *opts, *why;
+  } usage[] = {
+      {"--picture '%s/never1' --merge sentences", "--merge: 'sentences' is not chars or words"},
+      {"--picture '%s/never1' --merge", "--merge needs a value"},
+      {"--merge words --save-attention '%s/never1.safetensors'", "--merge needs --picture DIR"}};
+  for (size_t i = 0; i < sizeof usage / sizeof usage[0]; i++) {
+    char opts[512];
+    snprintf(opts, sizeof opts, usage[i].opts, dir);
+    snprintf(args, sizeof args, "predict '%s' '%s' %s", model, a, opts);
+    int rc = run_tool(args);
+    if (rc != 2 || !strstr(err, usage[i].why) || strchr(out, '\t')) {
+      printf("  %s: exit %d: %s", opts, rc, err);
+      h_case_failed = 1;
+    }
+  }
+  CHECK(!exists("never1") && !exists("never1.safetensors"));
+  /* the same model without its tokenizer */
+  snprintf(notok, sizeof notok, "%s/notok.safetensors", dir);
+  model_without_tokenizer = 1;
+  write_model(notok, NULL, NULL, 1);
+  model_without_tokenizer = 0;
+  snprintf(args, sizeof args,
+           "predict '%s' '%s' --picture '%s/never2' --save-attention '%s/never2.safetensors'",
+           notok, a, dir, dir);
+  int rc = run_tool(args);
+  CHECK(rc == 1 && strstr(err, "notok.safetensors: no \"tokenizer\" metadata") &&
+        strstr(err, "nothing was written"));
+  if (rc != 1 || !strstr(err, "no \"tokenizer\"")) printf("  exit %d: %s", rc, err);
+  struct stat sb;
+  char never[256];
+  snprintf(never, sizeof never, "%s/never2", dir);
+  CHECK(stat(never, &sb) != 0); /* not even the folder */
+  CHECK(!exists("never2.safetensors"));
+  /* attn viz --merge needs the tokens' bytes: a file saved without them */
+  float p[4] = {0.5f, 0.5f, 0.25f, 0.75f};
+  const char *lab[2] = {"a", "b"};
+  char file[256];
+  snprintf(file, sizeof file, "%s/nobytes.safetensors", dir);
+  CHECK_OK(attn_viz_save_f32(file, p, 1, 1, 2, 2, lab, lab, NULL));
+  snprintf(args, sizeof args, "viz '%s' '%s/never3.png' --merge words", file, dir);
+  rc = run_tool(args);
+  CHECK(rc == 1 && strstr(err, "needs the tokens' bytes, metadata 'token_bytes'") &&
+        !exists("never3.png"));
+  snprintf(args, sizeof args, "viz '%s' '%s/never3.png' --merge token", file, dir);
+  CHECK(run_tool(args) == 2 && strstr(err, "--merge: 'token' is not chars or words") &&
+        !exists("never3.png"));
+}
+
+/* A message longer than max_len keeps its first max_len - tail tokens and
+ * its last tail: the saved file marks the cut (token_breaks), so nothing is
+ * read across it. */
+static void test_cut_message_marks_the_break(void) {
+  if (!attn_mail_available()) {
+    SKIP("built without GMime");
+    return;
+  }
+  char model[128], zh[128], args[1024], path[256];
+  snprintf(model, sizeof model, "%s/tail.safetensors", dir);
+  model_tail = 4;
+  write_model(model, NULL, NULL, 1); /* max_len 16, tail 4 */
+  model_tail = 0;
+  snprintf(zh, sizeof zh, "%s/long.eml", dir);
+  write_text(zh, mail_zh);
+  snprintf(args, sizeof args, "predict '%s' '%s' --save-attention '%s/long.safetensors'", model, zh,
+           dir);
+  CHECK(run_tool(args) == 0);
+  snprintf(path, sizeof path, "%s/long.safetensors", dir);
+  char *brk = meta_of(path, "token_breaks");
+  CHECK(brk && !strcmp(brk, "12"));
+  if (!brk || strcmp(brk, "12")) printf("  token_breaks %s: %s", brk ? brk : "(none)", err);
+  free(brk);
 }
 
 int main(int argc, char **argv) {
@@ -582,6 +732,9 @@ int main(int argc, char **argv) {
   RUN(test_picture_bad_input);
   RUN(test_uniform_attention_of_a_classifier_is_legitimate);
   RUN(test_long_token_labels_are_cut);
+  RUN(test_picture_merged_into_words);
+  RUN(test_merge_and_tokenizer_bad_input);
+  RUN(test_cut_message_marks_the_break);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system(cmd) != 0) printf("  could not remove %s\n", dir);

@@ -5,12 +5,17 @@
 typedef struct {
   int64_t B, Hq, Hkv, Lq, Lk, D;
   int causal, masks;
+  float softcap; /* 0: off */
+  int sinks;     /* 1: a sink logit per head */
 } probs_case;
 
 static void run_case(const probs_case *c, attn_backend lse_backend) {
   attn_sdpa_desc d;
   attn_sdpa_desc_init(&d, c->B, c->Hq, c->Hkv, c->Lq, c->Lk, c->D, c->D);
   d.causal = c->causal;
+  d.softcap = c->softcap;
+  float sinks[8] = {0.5f, -1.0f, 2.0f, 0.0f, 1.5f, -0.5f, 3.0f, -2.0f};
+  if (c->sinks) d.sinks = sinks;
   long nq = c->B * c->Hq * c->Lq * c->D, nk = c->B * c->Hkv * c->Lk * c->D;
   float *q = malloc(nq * 4), *k = malloc(nk * 4), *v = malloc(nk * 4);
   float *out = malloc(nq * 4), *lse = malloc(c->B * c->Hq * c->Lq * 4);
@@ -52,8 +57,12 @@ static void run_case(const probs_case *c, attn_backend lse_backend) {
 }
 
 static void test_probs_match_math_path(void) {
-  probs_case cases[] = {{1, 2, 2, 7, 9, 8, 0, 0}, {2, 4, 2, 13, 13, 16, 1, 0},
-                        {2, 2, 1, 11, 17, 5, 0, 1}, {1, 8, 8, 33, 33, 32, 1, 1}};
+  /* the score-modifier stage's units: softcap (the tile, as flash runs it)
+   * and sinks (the lse holds them; probabilities exclude the sink) */
+  probs_case cases[] = {{1, 2, 2, 7, 9, 8, 0, 0, 0, 0},      {2, 4, 2, 13, 13, 16, 1, 0, 0, 0},
+                        {2, 2, 1, 11, 17, 5, 0, 1, 0, 0},    {1, 8, 8, 33, 33, 32, 1, 1, 0, 0},
+                        {2, 2, 1, 11, 70, 8, 0, 1, 1.5f, 0}, {1, 4, 2, 33, 130, 16, 1, 0, 4.0f, 1},
+                        {2, 2, 2, 9, 9, 8, 0, 1, 0.0f, 1}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     run_case(&cases[i], ATTN_BACKEND_MATH);
     run_case(&cases[i], ATTN_BACKEND_FLASH);

@@ -1,4 +1,4 @@
-/* Logit softcap and attention sinks (attn/sdpa.h, kernels/sdpa/sdpa_softcap_sinks.h):
+/* Logit softcap and attention sinks (attn/sdpa.h, kernels/sdpa/mod_softcap.c, mod_sinks.c):
  * the math path against a naive double-precision reference written here
  * (softcap before the additive mask and ALiBi; the sink in the denominator
  * and lse); flash (the generic kernel set and the active level's) against
@@ -18,9 +18,9 @@
 
 #include "flash_ops_list.h"
 #include "harness.h"
-#include "kernels/kern.h"
 #include "kernels/flash/sdpa_flash.h"
-#include "kernels/sdpa/sdpa_softcap_sinks.h"
+#include "kernels/kern.h"
+#include "kernels/sdpa/sdpa_stage.h"
 #include "sdpa_golden.h"
 
 static const attn_flash_ops *ops_list[2];
@@ -348,28 +348,38 @@ static void test_empty_rows(void) {
   unmake(&p);
 }
 
+/* a descriptor whose only score modifier is softcap = cap */
+static attn_sdpa_desc cap_desc(float cap) {
+  attn_sdpa_desc d;
+  attn_sdpa_desc_init(&d, 1, 1, 1, 1, 1, 1, 1);
+  d.softcap = cap;
+  return d;
+}
+
 /* the f32 tile against the double formula, including -inf, +inf, NaN, tiny */
 static void test_softcap_tile(void) {
+  const attn_sdpa_desc cd = cap_desc(7.0f);
   float x[3 * 70], y[3 * 70], g[3 * 70], gw[3 * 70];
   fill_uniform(x, 3 * 70, 5, -40.0f, 40.0f);
   for (int e = 0; e < 30; e++)
     x[e] *= 1e-4f * (float)e; /* the series branch and its edge */
   x[31] = -INFINITY, x[32] = INFINITY, x[33] = NAN, x[34] = 0.0f, x[35] = 0.125f * 7.0f;
   memcpy(y, x, sizeof x);
-  attn_softcap_tile(7.0f, 3, 70, y, 70, g, 70);
+  attn_stage_tile(&cd, 0, 3, 70, y, 70, g, 70);
   float want[3 * 70];
   memcpy(want, x, sizeof x);
-  attn_softcap_row_exact(7.0f, want, 3 * 70, gw);
+  attn_stage_row_exact(&cd, 0, want, 3 * 70, gw);
   CHECK_CLOSE("softcap tile", y, want, 3 * 70, 1e-6, 4e-7);
   CHECK_CLOSE("softcap derivative", g, gw, 3 * 70, 1e-6, 1e-6);
   CHECK(y[31] == -INFINITY && g[31] == 0.0f && y[32] == 7.0f && g[32] == 0.0f && isnan(y[33]));
   CHECK(y[34] == 0.0f && g[34] == 1.0f);
 }
 
-/* Each level's vector row op (attn_row_ops.softcap, NULL at generic) against
+/* Each level's vector row op (the unit's vec[], NULL at generic) against
  * the double formula at every tail length: the series branch and its edge,
  * -inf, +inf, NaN, 0 and large values. */
 static void test_softcap_row_levels(void) {
+  const attn_sdpa_desc cd = cap_desc(7.0f);
   float x[70], y[70], g[70], want[70], gw[70];
   fill_uniform(x, 70, 9, -40.0f, 40.0f);
   for (int e = 0; e < 30; e++)
@@ -379,20 +389,22 @@ static void test_softcap_row_levels(void) {
   int vector = 0;
   for (int i = 0; i < ATTN_ISA_COUNT; i++) {
     const attn_kern *k = attn_kern_at((attn_isa)i);
-    if (!k || !k->row.softcap) continue;
+    const attn_score_vec_fn vf =
+        k ? attn_stage_vec(attn_stage_unit_named("softcap"), (attn_isa)i) : NULL;
+    if (!vf) continue;
     vector++;
     for (int n = 1; n <= 70; n += n < 20 ? 1 : 17) {
       memcpy(y, x, sizeof x), memcpy(want, x, sizeof x);
       if (n < 70) g[n] = 123.0f, y[n] = 321.0f; /* past n: untouched */
-      k->row.softcap(7.0f, y, g, n);
-      attn_softcap_row_exact(7.0f, want, n, gw);
+      vf(7.0f, y, g, n);
+      attn_stage_row_exact(&cd, 0, want, n, gw);
       CHECK_CLOSE("softcap row", y, want, n, 1e-6, 4e-7);
       CHECK_CLOSE("softcap row derivative", g, gw, n, 1e-6, 1e-6);
       if (n < 70) CHECK(g[n] == 123.0f && y[n] == 321.0f);
-      k->row.softcap(7.0f, y, NULL, 0); /* n = 0: nothing */
+      vf(7.0f, y, NULL, 0); /* n = 0: nothing */
     }
     memcpy(y, x, sizeof x);
-    k->row.softcap(7.0f, y, NULL, 70);
+    vf(7.0f, y, NULL, 70);
     CHECK(y[31] == -INFINITY && y[32] == 7.0f && isnan(y[33]) && y[34] == 0.0f);
     CHECK(y[37] == 7.0f && y[38] == -7.0f);
     if (h_case_failed) printf("  ^ level %s\n", attn_isa_name((attn_isa)i));

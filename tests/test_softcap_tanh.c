@@ -11,6 +11,7 @@
 
 #include "harness.h"
 #include "kernels/kern.h"
+#include "kernels/sdpa/sdpa_stage.h"
 #include "kernels/sdpa/softcap_tanh.h"
 
 /* |got - want| in units of the f32 spacing at want (want != 0) */
@@ -57,7 +58,9 @@ static void test_levels_dense(void) {
   int rows = 0;
   for (int i = 0; i < ATTN_ISA_COUNT; i++) {
     const attn_kern *k = attn_kern_at((attn_isa)i);
-    if (!k || !k->row.softcap) continue;
+    const attn_score_vec_fn vf =
+        k ? attn_stage_vec(attn_stage_unit_named("softcap"), (attn_isa)i) : NULL;
+    if (!vf) continue;
     rows++;
     for (int c = 0; c < 2; c++) {
       const float cap = caps[c];
@@ -74,7 +77,7 @@ static void test_levels_dense(void) {
           x[n] = cap * v, x[n + 1] = -cap * v;
         }
         memcpy(y, x, sizeof(float) * (size_t)n);
-        k->row.softcap(cap, y, g, n);
+        vf(cap, y, g, n);
         for (int e = 0; e < n; e++) {
           if (!isfinite(x[e])) continue; /* cap v overflowed: the exact cases below */
           const double want = (double)cap * tanh((double)x[e] / cap);
@@ -86,7 +89,7 @@ static void test_levels_dense(void) {
              worst);
       CHECK(worst <= 7.0);
       float s[6] = {-INFINITY, INFINITY, NAN, 1e30f, -1e30f, 9.1f * cap};
-      k->row.softcap(cap, s, g, 6);
+      vf(cap, s, g, 6);
       CHECK(s[0] == -INFINITY && g[0] == 0.0f && s[1] == cap && isnan(s[2]) && s[3] == cap);
       CHECK(s[4] == -cap && s[5] == cap);
     }

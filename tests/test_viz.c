@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "apps/viz/viz.h"
+#include "chromium.h"
 #include "harness.h"
 
 #include "viz_png.h"
@@ -676,29 +677,13 @@ static void test_report_writes_everything(void) {
   CHECK_ERR(attn_viz_report_f32("", p, 2, 3, 5, 5, NULL, NULL, 0, 0, NULL, NULL), ATTN_EINVAL);
 }
 
-/* Headless Chromium (Debian's 'chromium'; ATTN_CHROMIUM overrides) loads the
- * page, replays a layer/heads choice and a hover through the page's own event
- * handlers, and we check the DOM it ends with and a screenshot. */
-static const char *find_chromium(void) {
-  const char *env = getenv("ATTN_CHROMIUM"); /* a path, or "none" to skip the test */
-  if (env && !strcmp(env, "none")) return NULL;
-  if (env && *env) return env;
-  static const char *const cands[] = {"/usr/bin/chromium", "/usr/bin/chromium-browser",
-                                      "/usr/bin/google-chrome"};
-  for (size_t i = 0; i < sizeof cands / sizeof cands[0]; i++)
-    if (access(cands[i], X_OK) == 0) return cands[i];
-  return NULL;
-}
+/* Headless Chromium (tests/chromium.h) loads the page, replays a
+ * layer/heads choice and a hover through the page's own event handlers, and
+ * we check the DOM it ends with and a screenshot. */
+static const char *find_chromium(void) { return chromium_find(); }
 
 static char *chromium_run(const char *bin, const char *args, const char *url) {
-  char cmd[2048];
-  snprintf(cmd, sizeof cmd,
-           "timeout 60 '%s' --headless --no-sandbox --disable-gpu --user-data-dir='%s/chrome' "
-           "--virtual-time-budget=3000 %s '%s' > '%s/dom.txt' 2>/dev/null",
-           bin, OUT_DIR, args, url, OUT_DIR);
-  if (system(cmd) != 0) return NULL;
-  long n;
-  return read_whole_file(out_path("dom.txt"), &n);
+  return chromium_dump(bin, OUT_DIR, args, url);
 }
 
 #ifdef ATTN_HAVE_CAIRO

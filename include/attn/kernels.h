@@ -50,7 +50,11 @@ ATTN_API attn_status attn_isa_from_name(const char *name, attn_isa *out);
 /* Switch the level (tests, benches): ATTN_EUNSUPPORTED if unavailable. Not
  * to be called while other threads run attn kernels. */
 ATTN_API attn_status attn_set_isa(attn_isa isa);
-/* Set the number of threads used by attn kernels (0 = all cores). */
+/* The number of threads attn's kernels use: attn's own, never changed by
+ * another library's OpenMP setting (omp_set_num_threads). n > 0 sets it
+ * (capped at 4096); 0 returns to the default: $ATTN_NUM_THREADS, else
+ * the environment variable $OMP_NUM_THREADS, else the CPUs this
+ * process may run on (sched_getaffinity). Results do not depend on it. */
 ATTN_API void attn_set_num_threads(int n);
 ATTN_API int attn_get_num_threads(void);
 

@@ -8,12 +8,15 @@
   attn.torch.scaled_dot_product_attention  the PyTorch autograd op (import attn.torch)
   attn.torch.TransformerEncoderLayer       the whole layer in attn, forward and backward
   attn.Error                         a failed library call, with its message
+  attn.set_num_threads(n)            attn's own thread count (ATTN_NUM_THREADS)
+  python -m attn ARGS...             the attn tool (the one shipped in the package)
 """
-from ._lib import Error, isa, num_threads, path as library_path, set_num_threads, version
+from ._lib import (Error, get_num_threads, isa, num_threads, path as library_path,
+                   set_num_threads, version)
 from ._sdpa import Grads, sdpa, sdpa_backward
 
-__all__ = ["Error", "Grads", "sdpa", "sdpa_backward", "isa", "library_path", "num_threads",
-           "set_num_threads", "version"]
+__all__ = ["Error", "Grads", "sdpa", "sdpa_backward", "isa", "library_path", "get_num_threads",
+           "num_threads", "set_num_threads", "version"]
 from ._layer import Layer, load_layer
 from ._st import load_file as load_safetensors, save_file as save_safetensors
 

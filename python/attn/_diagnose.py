@@ -1,6 +1,13 @@
 """attn.diagnose: what each attention head does (`attn diagnose` on arrays)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Union
+
 from ._lib import Error
 from ._tool import run_on_weights
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 _NUM = ("entropy", "dist", "diag", "prev", "next", "local")
 
@@ -10,7 +17,10 @@ class Diagnosis:
     pattern, entropy, dist, diag, prev, next, local (floats), max_key (int),
     max_weight (float), rare (float or None) and detail (str)."""
 
-    def __init__(self, text):
+    text: str
+    heads: List[Dict[str, Any]]
+
+    def __init__(self, text: str) -> None:
         self.text = text
         self.heads = []
         rows = text.splitlines()
@@ -20,6 +30,8 @@ class Diagnosis:
         else:
             raise Error("attn diagnose: no table in its output:\n" + text)
         for line in rows[i + 1:]:
+            if not line.strip():
+                break  # the table ends; the advice below may start with a number
             f = line.split(None, 11)
             if len(f) < 11 or not f[0].isdigit():
                 continue
@@ -31,15 +43,17 @@ class Diagnosis:
             h["detail"] = f[11] if len(f) > 11 else ""
             self.heads.append(h)
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.text
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "Diagnosis(%d heads: %s)" % (
             len(self.heads), ", ".join(h["pattern"] for h in self.heads))
 
 
-def diagnose(weights, tokens=None, freq=None, causal="auto", chart=None):
+def diagnose(weights: ArrayLike, tokens: Optional[Sequence[object]] = None,
+             freq: Optional[ArrayLike] = None, causal: Union[bool, str] = "auto",
+             chart: Optional[str] = None) -> Diagnosis:
     """Per head of weights ([Lq, Lk], [H, Lq, Lk] or [Layers, H, Lq, Lk]):
     entropy, distances, diagonal / previous / next mass, the most attended
     key and a pattern (diagonal, local, previous-token, next-token, focused,

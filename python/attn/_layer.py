@@ -5,10 +5,19 @@ The file holds the module's parameters under their state_dict names and
 __metadata__ kind = mha | encoder | decoder | seed...; num_heads, norm_first,
 activation, layer_norm_eps, ... Inputs a reference export left in the file
 (and its outputs) are dropped at load; each call passes its own inputs."""
+from __future__ import annotations
+
 import ctypes
+import os
+from typing import TYPE_CHECKING, Dict, Mapping, Optional, Tuple, Union
+
+import numpy as np
 
 from ._lib import backend_code, check, lib
 from ._st import StSet
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 # the inputs attn_layer_run_st accepts, by kind; the first is forward's x
 _INPUTS = {
@@ -27,7 +36,12 @@ def _is_output(name):
 class Layer:
     """A loaded layer. .kind, .metadata, .params (name -> array)."""
 
-    def __init__(self, path):
+    kind: str
+    metadata: Dict[str, str]
+    params: Dict[str, np.ndarray]
+    path: str
+
+    def __init__(self, path: Union[str, "os.PathLike[str]"]) -> None:
         st = StSet.load(path)
         try:
             self.metadata = st.metadata()
@@ -38,10 +52,11 @@ class Layer:
         self.kind = self.metadata.get("kind", "")
         self.path = str(path)
 
-    def input_names(self):
+    def input_names(self) -> Tuple[str, ...]:
         return _INPUTS.get(self.kind, ("x",))
 
-    def run(self, inputs, dout=None, backend="auto"):
+    def run(self, inputs: Mapping[str, ArrayLike], dout: Optional[ArrayLike] = None,
+            backend: str = "auto") -> Dict[str, np.ndarray]:
         """All outputs of one call as a dict: "out", "attn_weights" (mha) and,
         with dout (dLoss/dout, the shape of out), "grad.<name>" for every
         float input and parameter. inputs: name -> array under PyTorch's
@@ -54,9 +69,9 @@ class Layer:
                 st.set_meta(k, v)
             for name, a in self.params.items():
                 st.add(name, a)
-            for name, a in inputs.items():
-                if a is not None:
-                    st.add(name, a)
+            for name, x in inputs.items():
+                if x is not None:
+                    st.add(name, x)
             if dout is not None:
                 st.add("dout", dout)
             out = ctypes.c_void_p()
@@ -69,7 +84,7 @@ class Layer:
         finally:
             st.close()
 
-    def forward(self, x, backend="auto", **inputs):
+    def forward(self, x: ArrayLike, backend: str = "auto", **inputs: ArrayLike) -> np.ndarray:
         """The layer's output for x (query / src / tgt / x by kind) and the
         other inputs by name (e.g. memory=, src_mask=, key_padding_mask=)."""
         inputs = dict(inputs)
@@ -79,6 +94,6 @@ class Layer:
     __call__ = forward
 
 
-def load_layer(path):
+def load_layer(path: Union[str, "os.PathLike[str]"]) -> Layer:
     """Loads a layer file (see Layer)."""
     return Layer(path)

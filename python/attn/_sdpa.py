@@ -5,13 +5,24 @@ without B, or without B and H); Hq a multiple of Hkv (grouped-query).
 float32 arrays whose last dim is contiguous go to the library without a copy
 in the forward (any other strides, e.g. a transposed [B, L, H, D] view);
 other float dtypes are converted; anything else is refused."""
+from __future__ import annotations
+
 import ctypes
+from typing import TYPE_CHECKING, Any, Optional, Tuple, Union, overload
+
+try:
+    from typing import Literal
+except ImportError:  # Python 3.7
+    from typing_extensions import Literal  # type: ignore[assignment]
 
 import numpy as np
 
 from . import _desc
 from ._arrays import as_float32, bf16_bits, elem_strides, ptr, rows_view, to_4d
 from ._lib import Error, backend_code, check, lib
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 _PRECISIONS = ("f32", "bf16")
 
@@ -190,8 +201,40 @@ def _problem(q, k, v, mask=None, causal=False, window=None, scale=None, backend=
                     block_size, precision, contiguous, prefix_lens, softcap)
 
 
-def sdpa(q, k, v, mask=None, causal=False, window=None, scale=None, backend="auto",
-         return_lse=False, return_probs=False, **variants):
+Window = Union[int, Tuple[Optional[int], Optional[int]], None]
+
+
+@overload
+def sdpa(q: ArrayLike, k: ArrayLike, v: ArrayLike, mask: Optional[ArrayLike] = None,
+         causal: bool = False, window: Window = None, scale: Optional[float] = None,
+         backend: str = "auto", return_lse: Literal[False] = False,
+         return_probs: Literal[False] = False, **variants: Any) -> np.ndarray: ...
+@overload
+def sdpa(q: ArrayLike, k: ArrayLike, v: ArrayLike, mask: Optional[ArrayLike] = None,
+         causal: bool = False, window: Window = None, scale: Optional[float] = None,
+         backend: str = "auto", *, return_lse: Literal[True],
+         return_probs: Literal[False] = False, **variants: Any) -> Tuple[np.ndarray, np.ndarray]: ...
+@overload
+def sdpa(q: ArrayLike, k: ArrayLike, v: ArrayLike, mask: Optional[ArrayLike] = None,
+         causal: bool = False, window: Window = None, scale: Optional[float] = None,
+         backend: str = "auto", *, return_lse: Literal[False] = False,
+         return_probs: Literal[True], **variants: Any) -> Tuple[np.ndarray, np.ndarray]: ...
+@overload
+def sdpa(q: ArrayLike, k: ArrayLike, v: ArrayLike, mask: Optional[ArrayLike] = None,
+         causal: bool = False, window: Window = None, scale: Optional[float] = None,
+         backend: str = "auto", *, return_lse: Literal[True], return_probs: Literal[True],
+         **variants: Any) -> Tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+@overload
+def sdpa(q: ArrayLike, k: ArrayLike, v: ArrayLike, mask: Optional[ArrayLike] = None,
+         causal: bool = False, window: Window = None, scale: Optional[float] = None,
+         backend: str = "auto", return_lse: bool = False, return_probs: bool = False,
+         **variants: Any) -> Union[np.ndarray, Tuple[np.ndarray, ...]]: ...
+
+
+def sdpa(q: ArrayLike, k: ArrayLike, v: ArrayLike, mask: Optional[ArrayLike] = None,
+         causal: bool = False, window: Window = None, scale: Optional[float] = None,
+         backend: str = "auto", return_lse: bool = False, return_probs: bool = False,
+         **variants: Any) -> Union[np.ndarray, Tuple[np.ndarray, ...]]:
     """Scaled dot-product attention: softmax(scale * q kᵀ + mask) v.
 
     q [B, Hq, Lq, D], k [B, Hkv, Lk, D], v [B, Hkv, Lk, Dv] (B and H may be
@@ -230,7 +273,7 @@ def sdpa(q, k, v, mask=None, causal=False, window=None, scale=None, backend="aut
     res = [out.reshape(p.out_shape(Dv))]
     if return_lse:
         res.append(lse.reshape(p.out_shape(None)))
-    if return_probs:
+    if probs is not None:
         res.append(probs.reshape(p.out_shape(Lk)))
     return res[0] if len(res) == 1 else tuple(res)
 
@@ -239,15 +282,26 @@ class Grads(tuple):
     """(dq, dk, dv), with .rel_bias, .shaw_k, .shaw_v: the learned tables'
     gradients where those tables were given (else None)."""
 
-    def __new__(cls, dq, dk, dv, rel_bias=None, shaw_k=None, shaw_v=None):
-        t = super().__new__(cls, (dq, dk, dv))
+    dq: np.ndarray
+    dk: np.ndarray
+    dv: np.ndarray
+    rel_bias: Optional[np.ndarray]
+    shaw_k: Optional[np.ndarray]
+    shaw_v: Optional[np.ndarray]
+
+    def __new__(cls, dq: np.ndarray, dk: np.ndarray, dv: np.ndarray,
+                rel_bias: Optional[np.ndarray] = None, shaw_k: Optional[np.ndarray] = None,
+                shaw_v: Optional[np.ndarray] = None) -> "Grads":
+        t = super().__new__(cls, (dq, dk, dv))  # type: ignore[arg-type]
         t.dq, t.dk, t.dv = dq, dk, dv
         t.rel_bias, t.shaw_k, t.shaw_v = rel_bias, shaw_k, shaw_v
         return t
 
 
-def sdpa_backward(q, k, v, out, lse, dout, mask=None, causal=False, window=None, scale=None,
-                  backend="auto", **variants):
+def sdpa_backward(q: ArrayLike, k: ArrayLike, v: ArrayLike, out: ArrayLike, lse: ArrayLike,
+                  dout: ArrayLike, mask: Optional[ArrayLike] = None, causal: bool = False,
+                  window: Window = None, scale: Optional[float] = None, backend: str = "auto",
+                  **variants: Any) -> Grads:
     """Gradients of sdpa: dq, dk, dv (float32, the shapes of q, k, v) from
     the forward's out and lse and dout = dLoss/dout, with the same q, k, v
     and options as the forward. Returns Grads (a tuple dq, dk, dv; with

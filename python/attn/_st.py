@@ -1,7 +1,11 @@
 """Named tensors through the library's safetensors sets (attn_st_*,
 include/attn/safetensors.h): numpy dicts in and out, files read and written
 by libattn (atomically), and the in-memory sets that attn_layer_run_st takes."""
+from __future__ import annotations
+
 import ctypes
+import os
+from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
@@ -90,7 +94,8 @@ class StSet:
         check(lib.attn_st_save(self.handle, str(path).encode()))
 
 
-def save_file(tensors, path, metadata=None):
+def save_file(tensors: Mapping[str, Any], path: Union[str, "os.PathLike[str]"],
+              metadata: Optional[Mapping[str, Any]] = None) -> None:
     """Writes a safetensors file (atomically) from a dict name -> array."""
     st = StSet()
     try:
@@ -103,7 +108,7 @@ def save_file(tensors, path, metadata=None):
         st.close()
 
 
-def load_file(path):
+def load_file(path: Union[str, "os.PathLike[str]"]) -> Tuple[Dict[str, np.ndarray], Dict[str, str]]:
     """(tensors, metadata) of a safetensors file: dicts of numpy arrays and strings."""
     st = StSet.load(path)
     try:

@@ -2,6 +2,10 @@
 first, torch's Linear/LayerNorm) with its self-attention computed by a pluggable
 scaled_dot_product_attention (attn's fused op by default). Same state_dict
 names, so weights move both ways with load_state_dict."""
+from __future__ import annotations
+
+from typing import Callable, Optional, Union
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -55,9 +59,12 @@ class SDPAEncoderLayer(nn.Module):
     nn.Dropout): the attention probabilities' inside the op (dropout_p), the
     others with torch's nn.Dropout."""
 
-    def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.0, activation="relu",
-                 layer_norm_eps=1e-5, batch_first=True, norm_first=False, bias=True,
-                 attention=scaled_dot_product_attention):
+    def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048,
+                 dropout: float = 0.0,
+                 activation: Union[str, Callable[[torch.Tensor], torch.Tensor]] = "relu",
+                 layer_norm_eps: float = 1e-5, batch_first: bool = True,
+                 norm_first: bool = False, bias: bool = True,
+                 attention: Callable[..., torch.Tensor] = scaled_dot_product_attention) -> None:
         super().__init__()
         if not batch_first:
             raise ValueError("batch_first=False is not supported (inputs are [B, L, E])")
@@ -69,7 +76,7 @@ class SDPAEncoderLayer(nn.Module):
         self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps)
         self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps)
         self.dropout, self.dropout1, self.dropout2 = (nn.Dropout(dropout) for _ in range(3))
-        self.activation = {"relu": F.relu, "gelu": F.gelu}.get(activation, activation)
+        self.activation = {"relu": F.relu, "gelu": F.gelu}.get(activation, activation)  # type: ignore[arg-type]
         if isinstance(self.activation, str):
             raise ValueError("activation '%s': relu, gelu or a callable" % activation)
         self.norm_first = norm_first
@@ -95,7 +102,9 @@ class SDPAEncoderLayer(nn.Module):
     def _ff_block(self, x):
         return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))
 
-    def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
+    def forward(self, src: torch.Tensor, src_mask: Optional[torch.Tensor] = None,
+                src_key_padding_mask: Optional[torch.Tensor] = None,
+                is_causal: bool = False) -> torch.Tensor:
         x = src
         if self.norm_first:
             x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)

@@ -21,6 +21,10 @@ Dropout (training, p > 0) uses attn's counter-based RNG, seeded per call from
 torch's default generator (so torch.manual_seed makes runs repeat), applied
 where torch's layer applies it (attention probabilities, both residual
 branches, the feed-forward's hidden layer); the masks differ from torch's."""
+from __future__ import annotations
+
+from typing import Any, Callable, Optional, Union
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -106,9 +110,12 @@ class TransformerEncoderLayer(nn.Module):
     gradients, softmax and LayerNorm). forward(src, src_mask=None,
     src_key_padding_mask=None, is_causal=False)."""
 
-    def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu",
-                 layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True,
-                 device=None, dtype=None, precision="f32"):
+    def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048,
+                 dropout: float = 0.1,
+                 activation: Union[str, Callable[[torch.Tensor], torch.Tensor]] = "relu",
+                 layer_norm_eps: float = 1e-5, batch_first: bool = False,
+                 norm_first: bool = False, bias: bool = True, device: Any = None,
+                 dtype: Optional[torch.dtype] = None, precision: str = "f32") -> None:
         super().__init__()
         if device is not None and torch.device(device).type != "cpu":
             raise Error("device %s: attn's layer runs on the CPU" % (device,))
@@ -127,7 +134,7 @@ class TransformerEncoderLayer(nn.Module):
         self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps)
         self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps)
         if not bias:
-            self.norm1.bias = self.norm2.bias = None
+            self.norm1.bias = self.norm2.bias = None  # type: ignore[assignment]
         self.d_model, self.nhead, self.dim_feedforward = d_model, nhead, dim_feedforward
         self.dropout_p, self.activation_name = float(dropout), act
         self.layer_norm_eps = layer_norm_eps
@@ -210,7 +217,9 @@ class TransformerEncoderLayer(nn.Module):
             raise Error("%s: dtype %s (bool or float)" % (name, t.dtype))
         return t.contiguous() if t.dtype == torch.bool else t.float().contiguous()
 
-    def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
+    def forward(self, src: torch.Tensor, src_mask: Optional[torch.Tensor] = None,
+                src_key_padding_mask: Optional[torch.Tensor] = None,
+                is_causal: bool = False) -> torch.Tensor:
         """src [B, L, E] (batch_first) or [L, B, E], or unbatched [L, E],
         float32 (bfloat16: computed in f32, the output rounded to bf16); masks
         as torch's (bool True = not allowed, float added): src_mask [L, L] or
@@ -247,7 +256,7 @@ class TransformerEncoderLayer(nn.Module):
         return y.to(in_dtype)
 
 
-def from_torch(layer, precision="f32"):
+def from_torch(layer: nn.TransformerEncoderLayer, precision: str = "f32") -> "TransformerEncoderLayer":
     """A new attn.torch.TransformerEncoderLayer with the configuration and a
     copy of the weights of a torch.nn.TransformerEncoderLayer (in its
     training/eval mode). Refused with a message: an activation other than

@@ -11,7 +11,10 @@ reads the out-projection's gradient in that layout, and writes dq, dk, dv
 straight into one [B, L, 3, H, D] gradient (what autograd would otherwise
 assemble from three [B, H, L, D] gradients with a stack and a transposing
 copy). Masks, scale, dtypes and dropout_p as attn.torch.scaled_dot_product_attention."""
+from __future__ import annotations
+
 import math
+from typing import Optional
 
 import torch
 
@@ -61,7 +64,9 @@ class _AttnSDPAPacked(torch.autograd.Function):
         return dqkv.to(qkv.dtype), None, None, None, None
 
 
-def sdpa_qkvpacked(qkv, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
+def sdpa_qkvpacked(qkv: torch.Tensor, attn_mask: Optional[torch.Tensor] = None,
+                   dropout_p: float = 0.0, is_causal: bool = False,
+                   scale: Optional[float] = None) -> torch.Tensor:
     """Self-attention of qkv [B, L, 3, H, D] (q, k, v stacked on dim 2) ->
     [B, L, H, D]; attn_mask broadcasts to [B, H, L, L]. Forward and backward
     by attn's flash kernels; see the module's doc."""

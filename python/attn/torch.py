@@ -39,7 +39,10 @@ views into one projection); others are copied once. The backward copies q,
 k, v only when their layout is not dense (the gradients take their strides). bf16: q, k, v are read as bf16,
 softmax and accumulators are f32, the output is rounded to bf16; gradients
 come back in the inputs' dtype."""
+from __future__ import annotations
+
 import math
+from typing import Optional
 
 import torch
 
@@ -202,8 +205,10 @@ class _AttnSDPA(torch.autograd.Function):
         return dq, dk, dv, None, None, None, None
 
 
-def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
-                                 is_causal=False, scale=None, enable_gqa=False):
+def scaled_dot_product_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                                 attn_mask: Optional[torch.Tensor] = None, dropout_p: float = 0.0,
+                                 is_causal: bool = False, scale: Optional[float] = None,
+                                 enable_gqa: bool = False) -> torch.Tensor:
     """softmax(query keyᵀ * scale + attn_mask) value, forward and backward
     by attn's flash kernels. See the module's doc for shapes and semantics."""
     for name, t in (("query", query), ("key", key), ("value", value)):

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attn.h"
 #include "cli/cli_msg.h"
 
 #define NAME_MAX_LEN 64
@@ -113,6 +114,21 @@ int cli_parse_i64(const char *s, int64_t *out) {
   if (errno || end == s || *end) return 0;
   *out = x;
   return 1;
+}
+
+int cli_set_threads(const char *opt, const char *val) {
+  int64_t n;
+  if (!val || !cli_parse_i64(val, &n) || n < 1 || n > 4096)
+    return cli_usage("%s '%s': expected an integer in [1, 4096]", opt, val ? val : "");
+  attn_set_num_threads((int)n);
+  return CLI_OK;
+}
+
+int cli_check_threads_env(void) {
+  const char *e = getenv("ATTN_NUM_THREADS");
+  int64_t n;
+  if (!e || !*e || (cli_parse_i64(e, &n) && n >= 1 && n <= 4096)) return CLI_OK;
+  return cli_usage("ATTN_NUM_THREADS '%s': expected an integer in [1, 4096]", e);
 }
 
 int cli_parse_window_size(const char *s, int64_t *left, int64_t *right) {

@@ -42,6 +42,14 @@ int cli_args_exit(int r);
 
 /* A whole-string decimal integer (no overflow): 1 with *out, or 0. */
 int cli_parse_i64(const char *s, int64_t *out);
+/* --threads N for every computing command: N an integer in [1, 4096] sets
+ * attn_set_num_threads(N) and returns CLI_OK; otherwise says why, naming opt
+ * ("--threads"), and returns CLI_USAGE. */
+int cli_set_threads(const char *opt, const char *val);
+/* ATTN_NUM_THREADS, when set, is such an integer: CLI_OK, else a message and
+ * CLI_USAGE (main checks it before running a command; the library alone
+ * would ignore a bad value). */
+int cli_check_threads_env(void);
 /* FlashAttention's window_size as text: "left,right", optionally in () or []
  * with spaces, each an integer >= -1: 0 with both, else 1
  * (no message: the caller names the key). */

@@ -13,6 +13,17 @@ static void bench_usage(FILE *out) {
   fprintf(out, "\n'attn bench NAME --help' describes each.\n");
 }
 
+const char *cli_bench_summary(void) {
+  static char buf[256];
+  if (buf[0]) return buf;
+  size_t len = (size_t)snprintf(buf, sizeof buf, "benchmarks:");
+  for (size_t i = 0; i < sizeof attn_bench_table / sizeof attn_bench_table[0] && len < sizeof buf;
+       i++)
+    len += (size_t)snprintf(buf + len, sizeof buf - len, "%s %s", i ? "," : "",
+                            attn_bench_table[i].name);
+  return buf;
+}
+
 int attn_cmd_bench(int argc, char **argv) {
   if (argc < 2) {
     bench_usage(stderr);

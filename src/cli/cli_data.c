@@ -38,17 +38,25 @@ static void data_usage(FILE *f, const char *cmd) {
           "                  \"spam\" are spam, the others ham (docs/DATA.md)\n"
           "  --seed S        split seed (default 1)\n"
           "  --split FILE    split file: used if it exists, else written (default\n"
-          "                  DIR/split-seed<S>.tsv, or DIR/split-seed<S>-<P>-<P>.tsv for other percentages)\n"
+          "                  DIR/split-seed<S>.tsv, or DIR/split-seed<S>-<P>-<P>.tsv for\n"
+          "                  other percentages)\n"
           "  --train-pct P, --val-pct P   split percentages (default 80, 10; the rest is test)\n",
           cmd,
-          !strcmp(cmd, "nb") ? " [--vocab V] [--train-bytes N] [--max-bytes N] [--alpha A] [--counts]"
-                             : " [--show FILE]");
+          !strcmp(cmd, "nb")
+              ? " [--vocab V] [--train-bytes N] [--max-bytes N] [--alpha A] [--counts]\n"
+                "         [--threads N]"
+              : " [--show FILE]");
   if (!strcmp(cmd, "nb"))
-    fprintf(f, "  --vocab V       BPE vocabulary size incl. specials and bytes (default 8000)\n"
-               "  --train-bytes N BPE learns from the first N bytes of each training text (default 4096)\n"
-               "  --max-bytes N   Naive Bayes reads the first N bytes of each text (default 65536; 0 = all)\n"
-               "  --alpha A       Laplace smoothing (default 1)\n"
-               "  --counts        token counts as features (default: presence, boolean multinomial NB)\n");
+    fprintf(
+        f,
+        "  --vocab V       BPE vocabulary size incl. specials and bytes (default 8000)\n"
+        "  --train-bytes N BPE learns from the first N bytes of each training text (default 4096)\n"
+        "  --max-bytes N   Naive Bayes reads the first N bytes of each text (default 65536;\n"
+        "                  0 = all)\n"
+        "  --alpha A       Laplace smoothing (default 1)\n"
+        "  --counts        token counts as features (default: presence, boolean multinomial NB)\n"
+        "  --threads N     threads of the tokenizer (default: all cores this process may use,\n"
+        "                  or $ATTN_NUM_THREADS; results do not depend on it)\n");
   else
     fprintf(f, "  --show FILE     print the text extracted from one message file, and its parse report\n");
   fprintf(f, "  --headers basic|more   Subject and From only (default), or also To, Cc, Reply-To,\n"
@@ -75,11 +83,19 @@ static int parse_opts(int argc, char **argv, data_opts *o) {
       {"--data", CLI_VALUE},    {"--split", CLI_VALUE},   {"--seed", CLI_VALUE},
       {"--train-pct", CLI_VALUE}, {"--val-pct", CLI_VALUE}, {"--headers", CLI_VALUE},
       {"--show", CLI_VALUE},    {NULL, 0}};
-  static const cli_opt nb_opts_table[] = {
-      {"--data", CLI_VALUE},      {"--split", CLI_VALUE},       {"--seed", CLI_VALUE},
-      {"--train-pct", CLI_VALUE}, {"--val-pct", CLI_VALUE},     {"--headers", CLI_VALUE},
-      {"--vocab", CLI_VALUE},     {"--train-bytes", CLI_VALUE}, {"--max-bytes", CLI_VALUE},
-      {"--alpha", CLI_VALUE},     {"--counts", CLI_FLAG},       {NULL, 0}};
+  static const cli_opt nb_opts_table[] = {{"--data", CLI_VALUE},
+                                          {"--split", CLI_VALUE},
+                                          {"--seed", CLI_VALUE},
+                                          {"--train-pct", CLI_VALUE},
+                                          {"--val-pct", CLI_VALUE},
+                                          {"--headers", CLI_VALUE},
+                                          {"--vocab", CLI_VALUE},
+                                          {"--train-bytes", CLI_VALUE},
+                                          {"--max-bytes", CLI_VALUE},
+                                          {"--alpha", CLI_VALUE},
+                                          {"--counts", CLI_FLAG},
+                                          {"--threads", CLI_VALUE},
+                                          {NULL, 0}};
   cli_args args;
   cli_args_init(&args, argc, argv, 1, nb ? nb_opts_table : data_opts_table);
   int r;
@@ -91,7 +107,10 @@ static int parse_opts(int argc, char **argv, data_opts *o) {
       return 2;
     }
     if (!strcmp(a, "--counts")) o->counts = 1;
-    else if (!strcmp(a, "--data")) o->data = v;
+    else if (!strcmp(a, "--threads")) {
+      if (cli_set_threads(a, v)) return 2;
+    } else if (!strcmp(a, "--data"))
+      o->data = v;
     else if (!strcmp(a, "--split")) o->split = v;
     else if (!strcmp(a, "--show")) o->show = v;
     else if (!strcmp(a, "--headers")) {

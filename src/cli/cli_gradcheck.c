@@ -1,4 +1,4 @@
-/* attn gradcheck [--filter NAME] [--verbose] [--seed N] [--list]
+/* attn gradcheck [--filter NAME] [--verbose] [--seed N] [--list] [--threads N]
  * Runs every registered finite-difference check (src/apps/gradcheck*.c) and
  * prints a table: case, tensor, entries checked, max abs err, max rel err,
  * ok/FAIL. Exit 0 if all pass, 1 if any fails, 2 on a usage error. */
@@ -11,23 +11,28 @@
 #include "cli/commands.h"
 
 static void gradcheck_usage(FILE *f) {
-  fprintf(f,
-          "usage: attn gradcheck [--filter NAME] [--verbose] [--seed N] [--list]\n"
-          "  Finite-difference check of every backward: for L = sum(w * f(x)), w random,\n"
-          "  compares dL/dx from the backward with central differences (f32).\n"
-          "  --filter NAME  only cases whose name contains NAME\n"
-          "  --verbose      also print each tensor's worst entry and the tolerances\n"
-          "  --seed N       seed of the inputs and of w (default 1)\n"
-          "  --list         list the case names and exit\n");
+  fprintf(f, "usage: attn gradcheck [--filter NAME] [--verbose] [--seed N] [--list] [--threads N]\n"
+             "  Finite-difference check of every backward: for L = sum(w * f(x)), w random,\n"
+             "  compares dL/dx from the backward with central differences (f32).\n"
+             "  --filter NAME  only cases whose name contains NAME\n"
+             "  --verbose      also print each tensor's worst entry and the tolerances\n"
+             "  --seed N       seed of the inputs and of w (default 1)\n"
+             "  --list         list the case names and exit\n"
+             "  --threads N    threads (default: all cores this process may use, or\n"
+             "                 $ATTN_NUM_THREADS; results do not depend on it)\n");
 }
 
 int attn_cmd_gradcheck(int argc, char **argv) {
   const char *filter = NULL;
   int verbose = 0, list = 0;
   uint64_t seed = 1;
-  static const cli_opt opts[] = {{"--filter", CLI_VALUE}, {"--seed", CLI_VALUE},
-                                 {"--verbose", CLI_FLAG},  {"-v", CLI_FLAG},
-                                 {"--list", CLI_FLAG},     {NULL, 0}};
+  static const cli_opt opts[] = {{"--filter", CLI_VALUE},
+                                 {"--seed", CLI_VALUE},
+                                 {"--verbose", CLI_FLAG},
+                                 {"-v", CLI_FLAG},
+                                 {"--list", CLI_FLAG},
+                                 {"--threads", CLI_VALUE},
+                                 {NULL, 0}};
   cli_args a;
   cli_args_init(&a, argc, argv, 1, opts);
   int got;
@@ -41,6 +46,8 @@ int attn_cmd_gradcheck(int argc, char **argv) {
       if (*end || !*a.val) return cli_usage("--seed wants a number, got '%s'", a.val);
     } else if (!strcmp(a.opt, "--list")) {
       list = 1;
+    } else if (!strcmp(a.opt, "--threads")) {
+      if (cli_set_threads(a.opt, a.val)) return CLI_USAGE;
     } else { /* --verbose, -v */
       verbose = 1;
     }

@@ -1,5 +1,5 @@
 /* attn hf run DIR --input-ids 101,7592,102 [--token-type-ids ...] [--layers N]
- *             [--out FILE.safetensors] [--show N] [--backend math|flash|auto]
+ *             [--out FILE.safetensors] [--show N] [--backend math|flash|auto] [--threads N]
  * attn hf export-tokenizer MODEL.safetensors OUT.json
  * Hugging Face BERT / GPT-2 checkpoints run with attn's layers (apps/hf.h),
  * and the classifier's BPE tokenizer as a tokenizers-library tokenizer.json
@@ -15,23 +15,24 @@
 #include "cli/commands.h"
 
 static void hf_usage(FILE *f) {
-  fprintf(f,
-          "usage: attn hf run DIR --input-ids ID,ID,... [options]\n"
-          "       attn hf export-tokenizer MODEL.safetensors OUT.json\n"
-          "\n"
-          "run: DIR holds a Hugging Face checkpoint, config.json + model.safetensors, of a\n"
-          "  BERT encoder (model_type bert) or GPT-2 (gpt2); runs it on one sequence (f32,\n"
-          "  inference) and prints the last hidden state (BERT: and the pooler output;\n"
-          "  GPT-2: the logits and the argmax next token id). Options:\n"
-          "  --input-ids LIST        comma-separated token ids (required)\n"
-          "  --token-type-ids LIST   BERT segment ids, as many as input ids (default 0s)\n"
-          "  --layers N              run the first N layers only (GPT-2: then ln_f, head)\n"
-          "  --out FILE.safetensors  write last_hidden_state [1, L, E], pooler_output,\n"
-          "                          logits [1, L, V] in full\n"
-          "  --show N                values printed per output (default 8)\n"
-          "  --backend math|flash|auto   attention backend (default auto)\n"
-          "export-tokenizer: the BPE tokenizer of a model written by attn train as a\n"
-          "  Hugging Face tokenizer.json (docs/HF.md: what it cannot express).\n");
+  fprintf(f, "usage: attn hf run DIR --input-ids ID,ID,... [options]\n"
+             "       attn hf export-tokenizer MODEL.safetensors OUT.json\n"
+             "\n"
+             "run: DIR holds a Hugging Face checkpoint, config.json + model.safetensors, of a\n"
+             "  BERT encoder (model_type bert) or GPT-2 (gpt2); runs it on one sequence (f32,\n"
+             "  inference) and prints the last hidden state (BERT: and the pooler output;\n"
+             "  GPT-2: the logits and the argmax next token id). Options:\n"
+             "  --input-ids LIST        comma-separated token ids (required)\n"
+             "  --token-type-ids LIST   BERT segment ids, as many as input ids (default 0s)\n"
+             "  --layers N              run the first N layers only (GPT-2: then ln_f, head)\n"
+             "  --out FILE.safetensors  write last_hidden_state [1, L, E], pooler_output,\n"
+             "                          logits [1, L, V] in full\n"
+             "  --show N                values printed per output (default 8)\n"
+             "  --backend math|flash|auto   attention backend (default auto)\n"
+             "  --threads N             threads (default: all cores this process may use, or\n"
+             "                          $ATTN_NUM_THREADS; results do not depend on it)\n"
+             "export-tokenizer: the BPE tokenizer of a model written by attn train as a\n"
+             "  Hugging Face tokenizer.json (docs/HF.md: what it cannot express).\n");
 }
 
 static void print_values(const char *name, const int64_t *shape, int ndim, const float *v,
@@ -54,7 +55,7 @@ static int parse_run(int argc, char **argv, run_opts *o) {
   static const cli_opt opts[] = {{"--input-ids", CLI_VALUE}, {"--token-type-ids", CLI_VALUE},
                                  {"--out", CLI_VALUE},       {"--layers", CLI_VALUE},
                                  {"--show", CLI_VALUE},      {"--backend", CLI_VALUE},
-                                 {NULL, 0}};
+                                 {"--threads", CLI_VALUE},   {NULL, 0}};
   memset(o, 0, sizeof *o);
   o->layers = -1;
   o->show = 8;
@@ -74,6 +75,8 @@ static int parse_run(int argc, char **argv, run_opts *o) {
       o->out = a.val;
     } else if (!strcmp(a.opt, "--backend")) {
       if (attn_backend_from_name(a.val, &o->backend)) return cli_fail("--backend"), CLI_USAGE;
+    } else if (!strcmp(a.opt, "--threads")) {
+      if (cli_set_threads(a.opt, a.val)) return CLI_USAGE;
     } else { /* --layers, --show */
       int64_t *dst = !strcmp(a.opt, "--layers") ? &o->layers : &o->show;
       if (!cli_parse_i64(a.val, dst) || *dst < 0 || *dst > 1000000)

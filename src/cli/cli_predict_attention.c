@@ -18,11 +18,12 @@ void cli_predict_out_free(cli_predict_out *o) { cli_stems_free(&o->stems); }
 
 /* The attention of the drawn member on one message: saved and drawn. */
 attn_status cli_predict_out_write(cli_predict_out *o, const attn_clf_ens *e, const attn_bpe *bpe,
-                                 const char *path, const int32_t *ids, size_t n, const char *pred) {
+                                  const char *path, const int32_t *ids, size_t n, size_t gap,
+                                  const char *pred) {
   const char *stem = cli_stem(&o->stems, path, 1);
   if (!stem) return attn_set_error(ATTN_ENOMEM, "out of memory");
   attn_clf_msg_attn a;
-  attn_status st = attn_clf_msg_attention(&e->m[o->member], bpe, ids, (int64_t)n, &a);
+  attn_status st = attn_clf_msg_attention(&e->m[o->member], bpe, ids, (int64_t)n, (int64_t)gap, &a);
   char member[64] = "", file[4400], title[512];
   if (e->n > 1) snprintf(member, sizeof member, "%d of %d", o->member + 1, e->n);
   snprintf(title, sizeof title, "%.200s (%s%s%s)", path, pred, member[0] ? ", member " : "", member);
@@ -41,16 +42,26 @@ attn_status cli_predict_out_write(cli_predict_out *o, const attn_clf_ens *e, con
   }
   if (!st && o->picture) {
     snprintf(file, sizeof file, "%s/%s", o->picture, stem);
-    st = attn_clf_msg_pictures(file, &a, title, NULL, NULL);
-    int page = a.layers * a.heads * a.n * a.n <= ATTN_VIZ_HTML_MAX_VALUES;
+    st = attn_clf_msg_pictures(file, &a, title, NULL, o->merge, NULL);
+    int64_t units = a.n; /* what the page holds: tokens, or the units they make up */
+    char merged[64] = "";
+    if (o->merge != ATTN_UNITS_TOKENS) {
+      attn_tok_units u = {0};
+      if (!st && !attn_tok_units_make(&a.bytes, o->merge, 0, &u)) units = u.n_units;
+      attn_tok_units_free(&u);
+      snprintf(merged, sizeof merged, ", merged into %lld %s", (long long)units,
+               attn_unit_kind_noun(o->merge));
+    }
+    int page = a.layers * a.heads * units * units <= ATTN_VIZ_HTML_MAX_VALUES;
     if (!st)
-      fprintf(stderr, "attn predict: %s: pictures %s_layer*.png, %s%s, %s_diagnosis.txt (%lld "
-                      "layer(s) x %lld head(s), %zu tokens%s%s)\n",
+      fprintf(stderr,
+              "attn predict: %s: pictures %s_layer*.png, %s%s, %s_diagnosis.txt (%lld "
+              "layer(s) x %lld head(s), %zu tokens%s%s%s)\n",
               path, file, page ? file : "no page: too many weights for ", page ? ".html" : "it",
-              file, (long long)a.layers, (long long)a.heads, n, member[0] ? ", member " : "", member);
+              file, (long long)a.layers, (long long)a.heads, n, merged,
+              member[0] ? ", member " : "", member);
     else attn_prefix_error(st, "--picture");
   }
   attn_clf_msg_attn_free(&a);
   return st;
 }
-

@@ -13,7 +13,7 @@ static const char usage_text[] =
     "usage: attn viz IN.safetensors OUT.(png|svg|pdf|html) [--layer L] [--head H | --all-heads |\n"
     "                --model] [--cmap bone|viridis] [--region q0:q1,k0:k1] [--title T]\n"
     "                [--cross] [--max-labels N] [--tensor NAME] [--html PAGE.html]\n"
-    "                [--row-norm] [--mean]\n"
+    "                [--row-norm] [--mean] [--merge chars|words]\n"
     "\n"
     "Draws attention weights: query tokens down, key tokens across, a colour bar.\n"
     "IN holds a tensor 'attn' (F32/F16/BF16) of shape [Lq,Lk], [H,Lq,Lk] or\n"
@@ -41,7 +41,16 @@ static const char usage_text[] =
     "  --row-norm     scale each row to its largest drawn value (colour bar 0..1,\n"
     "                 'weight / row max'): for cropped or averaged rows that are\n"
     "                 otherwise near black\n"
-    "  --html PAGE    also write the interactive page (head view) to PAGE\n";
+    "  --html PAGE    also write the interactive page (head view) to PAGE\n"
+    "  --merge chars|words  the attention of the characters or words the tokens make\n"
+    "                 up (a unit's keys summed, its queries averaged, a token cut over\n"
+    "                 two units shared by its bytes: rows still sum to 1); words split\n"
+    "                 at whitespace, each CJK character a word, punctuation a unit of\n"
+    "                 its own. Needs the tokens' bytes, metadata 'token_bytes' (a JSON\n"
+    "                 array of hex strings), which attn predict --save-attention and\n"
+    "                 attn.viz write; --region then counts units\n"
+    "Labels: with 'token_bytes' and no 'tokens', each token is labelled by the\n"
+    "characters it holds, '\xC2\xB7' where a character is cut over tokens.\n";
 
 /* "a:b" -> [a, b); either side may be empty (start / end). */
 static int parse_range(const char *s, size_t n, int64_t *a, int64_t *b) {
@@ -67,6 +76,7 @@ int attn_cmd_viz(int argc, char **argv) {
   const char *in_path = NULL, *out_path = NULL, *html_path = NULL, *tensor = NULL, *title = NULL;
   int64_t layer = 0, head = 0;
   int all_heads = 0, model = 0, cross = 0, head_given = 0, mean = 0;
+  attn_unit_kind merge = ATTN_UNITS_TOKENS;
   float *avg = NULL; /* --mean: [heads + 1, lq, lk], the mean last */
   attn_viz_opts o;
   attn_viz_opts_default(&o);
@@ -75,7 +85,7 @@ int attn_cmd_viz(int argc, char **argv) {
       {"--layer", CLI_VALUE},    {"--head", CLI_VALUE},   {"--max-labels", CLI_VALUE},
       {"--cmap", CLI_VALUE},     {"--region", CLI_VALUE}, {"--title", CLI_VALUE},
       {"--tensor", CLI_VALUE},   {"--html", CLI_VALUE},   {"--row-norm", CLI_FLAG},
-      {"--mean", CLI_FLAG},      {NULL, 0}};
+      {"--mean", CLI_FLAG},      {"--merge", CLI_VALUE},  {NULL, 0}};
   cli_args args;
   cli_args_init(&args, argc, argv, 1, opts);
   int r;
@@ -113,6 +123,9 @@ int attn_cmd_viz(int argc, char **argv) {
       title = v;
     } else if (!strcmp(a, "--tensor")) {
       tensor = v;
+    } else if (!strcmp(a, "--merge")) {
+      if (attn_unit_kind_from_name(v, &merge))
+        return cli_usage("--merge: '%s' is not chars or words (the units to draw)", v);
     } else { /* --html */
       html_path = v;
     }
@@ -129,6 +142,10 @@ int attn_cmd_viz(int argc, char **argv) {
   attn_viz_input in;
   if (attn_viz_input_load(in_path, tensor, &in)) return cli_fail(in_path);
   int rc = 0;
+  if (merge != ATTN_UNITS_TOKENS && attn_viz_input_merge(&in, merge)) {
+    rc = cli_fail(in_path); /* before anything is written */
+    goto done;
+  }
   if (layer >= in.layers || head >= in.heads) {
     rc = cli_error(in_path, "layer %lld / head %lld out of range: the file has %lld layers of %lld heads",
                    (long long)layer, (long long)head, (long long)in.layers, (long long)in.heads);
@@ -138,7 +155,15 @@ int attn_cmd_viz(int argc, char **argv) {
   const char *const *ql = (const char *const *)in.q_labels;
   const char *const *kl = (const char *const *)in.k_labels;
   int64_t per = in.lq * in.lk;
-  char auto_title[128];
+  char auto_title[192], units[64] = ""; /* ", words (from 96 tokens)" */
+  if (merge != ATTN_UNITS_TOKENS) {
+    o.units = attn_unit_kind_noun(merge);
+    if (in.tok_lq == in.tok_lk)
+      snprintf(units, sizeof units, ", %s (from %lld tokens)", o.units, (long long)in.tok_lq);
+    else
+      snprintf(units, sizeof units, ", %s (from %lld x %lld tokens)", o.units, (long long)in.tok_lq,
+               (long long)in.tok_lk);
+  }
   if (!title) {
     if (model)
       snprintf(auto_title, sizeof auto_title, "%lld layers x %lld heads", (long long)in.layers,
@@ -151,7 +176,9 @@ int attn_cmd_viz(int argc, char **argv) {
     else
       snprintf(auto_title, sizeof auto_title, "layer %lld, head %lld", (long long)layer,
                (long long)head);
-    title = in.rank == 2 ? NULL : auto_title;
+    if (in.rank == 2) snprintf(auto_title, sizeof auto_title, "attention");
+    if (units[0]) strncat(auto_title, units, sizeof auto_title - strlen(auto_title) - 1);
+    title = in.rank == 2 && !units[0] ? NULL : auto_title;
   }
   o.title = title;
   if (cross) o.q_name = "output", o.k_name = "source";
@@ -178,9 +205,9 @@ int attn_cmd_viz(int argc, char **argv) {
     printf("wrote %s\n", out_path);
   }
   if (html_path) {
-    char page_title[128];
-    snprintf(page_title, sizeof page_title, "attention: %lld layer(s) x %lld head(s)",
-             (long long)in.layers, (long long)in.heads);
+    char page_title[256];
+    snprintf(page_title, sizeof page_title, "attention: %lld layer(s) x %lld head(s)%s",
+             (long long)in.layers, (long long)in.heads, units);
     const char *pt = title == auto_title || !title ? page_title : title;
     if (cross)
       st = attn_viz_html_cross_f32(html_path, in.probs, in.layers, in.heads, in.lq, in.lk, ql, kl,

@@ -28,6 +28,10 @@ void cli_keep_freed_memory(void);
  * and prints nothing. The sdpa fuzz target calls it in-process. */
 attn_status cli_sdpa_run(const char *in_path, const char *out_path, attn_backend backend);
 
+/* "benchmarks: peak, gemm, ..." naming every bench of attn_bench_table
+ * (cli_bench.c), for attn --help. */
+const char *cli_bench_summary(void);
+
 int attn_cmd_version(int argc, char **argv);
 int attn_cmd_sdpa(int argc, char **argv);
 int attn_cmd_layer(int argc, char **argv);

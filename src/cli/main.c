@@ -34,7 +34,7 @@ static const attn_cmd commands[] = {
     {"sdpa", attn_cmd_sdpa, "scaled dot-product attention on a safetensors file"},
     {"layer", attn_cmd_layer, "run a PyTorch-named layer (mha/encoder/decoder) from a file"},
     {"gradcheck", attn_cmd_gradcheck, "finite-difference check of every backward"},
-    {"bench", attn_cmd_bench, "benchmarks: peak, gemm (GFLOP/s, % of peak)"},
+    {"bench", attn_cmd_bench, NULL /* cli_bench_summary(): every bench by name */},
     {"data", attn_cmd_data, "mail corpus: counts, split, parse report (--show FILE)"},
     {"nb", attn_cmd_nb, "Naive Bayes spam baseline on the corpus split"},
     {"viz", attn_cmd_viz, "draw attention weights: heatmap, head grid, model view, HTML"},
@@ -42,7 +42,8 @@ static const attn_cmd commands[] = {
     {"train", attn_cmd_train, "train the spam classifier on the corpus; test report next to NB"},
     {"eval", attn_cmd_eval, "evaluate a trained classifier on the test split (+ pictures)"},
     {"predict", attn_cmd_predict, "label and probability per e-mail file (- for stdin)"},
-    {"ensemble", attn_cmd_ensemble, "models trained apart as one (the mean of their probabilities)"},
+    {"ensemble", attn_cmd_ensemble,
+     "models trained apart as one (the mean of their probabilities)"},
     {"quantize", attn_cmd_quantize, "int8 model: every Linear weight per output channel"},
     {"g2p", attn_cmd_g2p, "grapheme-to-phoneme on CMUdict: split, train, eval, predict"},
     {"hf", attn_cmd_hf, "run a Hugging Face BERT / GPT-2 checkpoint; export the tokenizer"},
@@ -112,7 +113,8 @@ static int check_isa_env(void) {
 static void usage(FILE *out) {
   fprintf(out, "usage: attn COMMAND [ARGS...]\n       attn --version | -V\n\ncommands:\n");
   for (size_t i = 0; i < N_COMMANDS; i++)
-    fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "  %-10s %s\n", commands[i].name,
+            commands[i].summary ? commands[i].summary : cli_bench_summary());
   fprintf(out, "\n'attn COMMAND --help' describes each.\n"
                "exit status: 0 ok, 1 failure (a file, the data or the machine), 2 usage error\n"
                "(the command line: an unknown command or option, a bad or missing value).\n");
@@ -151,7 +153,7 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < N_COMMANDS; i++)
     if (!strcmp(argv[1], commands[i].name)) {
       cli_set_command(commands[i].name);
-      if (check_isa_env()) return CLI_USAGE;
+      if (check_isa_env() || cli_check_threads_env()) return CLI_USAGE;
       int rc = commands[i].fn(argc - 1, argv + 1);
       release_static_data(); /* font caches, so LeakSanitizer sees no leaks */
       return rc;

@@ -41,7 +41,6 @@ static void row_fill(attn_row_ops *dst, const attn_row_ops *src) {
   FILL(f32_to_bf16);
   FILL(bf16_to_f32);
   FILL(f32_round_bf16);
-  FILL(softcap); /* (NULL at generic: the portable loop) */
   FILL(sdpa_dropout);
 #undef FILL
 }

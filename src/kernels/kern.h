@@ -74,10 +74,6 @@ typedef struct {
   void (*f32_to_bf16)(const float *x, uint16_t *y, int64_t n);
   void (*bf16_to_f32)(const uint16_t *x, float *y, int64_t n);
   void (*f32_round_bf16)(const float *x, float *y, int64_t n); /* y = (float)bf16(x) */
-  /* ---- logit softcap (sdpa_softcap_sinks.h; NULL: the portable loop) ----
-   * s[j] := cap tanh(s[j] / cap) for j < n, -inf kept, NaN stays NaN, +inf
-   * -> cap; g (NULL or n floats) := 1 - tanh^2 (0 at -inf). */
-  void (*softcap)(float cap, float *s, float *g, int64_t n);
   /* ---- attention dropout's mask (sdpa_dropout.h) ----
    * x[c] (c < n, keys j0 + c of the row whose key is k) := keep ? x[c] *
    * scale : 0, the keep bits exactly those of the portable kernel. */

@@ -21,7 +21,13 @@ unsigned attn_clf_mail_flags(const attn_clf_config *c) {
 
 attn_status attn_clf_encode(const attn_bpe *bpe, const char *text, size_t len, int64_t max_len,
                             int64_t tail, int32_t *ids, size_t *n) {
-  *n = 0;
+  size_t gap;
+  return attn_clf_encode_gap(bpe, text, len, max_len, tail, ids, n, &gap);
+}
+
+attn_status attn_clf_encode_gap(const attn_bpe *bpe, const char *text, size_t len, int64_t max_len,
+                                int64_t tail, int32_t *ids, size_t *n, size_t *gap) {
+  *n = 0, *gap = 0;
   if (max_len <= 0 || tail < 0 || tail >= max_len)
     return attn_set_error(ATTN_EINVAL, "clf_encode: max_len %lld, tail %lld", (long long)max_len,
                           (long long)tail);
@@ -36,6 +42,7 @@ attn_status attn_clf_encode(const attn_bpe *bpe, const char *text, size_t len, i
       size_t head = m <= (size_t)max_len ? m : (size_t)(max_len - tail);
       memcpy(ids, all, head * sizeof *ids);
       if (m > (size_t)max_len) memcpy(ids + head, all + m - (size_t)tail, (size_t)tail * sizeof *ids);
+      if (m > (size_t)max_len) *gap = head;
       *n = m <= (size_t)max_len ? m : (size_t)max_len;
     }
     free(all);

@@ -38,6 +38,10 @@ unsigned attn_clf_mail_flags(const attn_clf_config *c);
  * An empty text gives one space token. ids holds max_len. */
 attn_status attn_clf_encode(const attn_bpe *bpe, const char *text, size_t len, int64_t max_len,
                             int64_t tail, int32_t *ids, size_t *n);
+/* The same, and *gap: the index of the first of the last tail tokens when
+ * tokens were left out before it (a break in the text), else 0. */
+attn_status attn_clf_encode_gap(const attn_bpe *bpe, const char *text, size_t len, int64_t max_len,
+                                int64_t tail, int32_t *ids, size_t *n, size_t *gap);
 /* Trains the tokenizer on the training split (first 4096 bytes of each). */
 attn_status attn_clf_bpe_train(const attn_corpus *c, int vocab, attn_bpe **out);
 /* Every message encoded with attn_clf_encode(max_len, tail). */

@@ -6,34 +6,40 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "apps/text/token_chars.h"
 #include "apps/viz/diagnose.h"
-#include "apps/text/utf8_text.h"
 #include "apps/viz/viz.h"
 
-/* Characters a label keeps: a longer token (a run of '_' or '-' in a mail)
- * is cut to its first LABEL_CHARS - 2 and an ellipsis, so it cannot cover
- * the picture. */
-#define LABEL_CHARS 16
+attn_status attn_clf_token_bytes(const attn_bpe *bpe, const int32_t *ids, int64_t n, int64_t gap,
+                                 attn_tok_bytes *out) {
+  memset(out, 0, sizeof *out);
+  if (!bpe || !ids || n < 0 || gap < 0 || gap >= (n > 0 ? n : 1))
+    return attn_set_error(ATTN_EINVAL, "token bytes: NULL argument, %lld tokens or gap %lld",
+                          (long long)n, (long long)gap);
+  const char **tok = malloc((size_t)(n ? n : 1) * sizeof *tok);
+  size_t *len = malloc((size_t)(n ? n : 1) * sizeof *len);
+  unsigned char *brk = gap ? calloc((size_t)n, 1) : NULL;
+  attn_status st = !tok || !len || (gap && !brk)
+                       ? attn_set_error(ATTN_ENOMEM, "token bytes: out of memory")
+                       : ATTN_OK;
+  for (int64_t i = 0; !st && i < n; i++)
+    if (!(tok[i] = attn_bpe_token(bpe, ids[i], &len[i])))
+      st = attn_set_error(ATTN_EINVAL, "token %lld: id %d is outside the vocabulary", (long long)i,
+                          ids[i]);
+  if (brk) brk[gap] = 1;
+  if (!st) st = attn_tok_bytes_make(out, (const char *const *)tok, len, n, brk);
+  free(tok), free(len), free(brk);
+  return st;
+}
 
-/* A token's label: its bytes as UTF-8 text with spaces, newlines and tabs
- * made visible and stray bytes as \xNN (attn_utf8_visible), at most
- * LABEL_CHARS characters. */
-char *attn_clf_token_label(const attn_bpe *bpe, int32_t id) {
-  size_t n = 0;
-  const char *s = attn_bpe_token(bpe, id, &n);
-  attn_textbuf b = {0};
-  if (!s || n == 0 ? attn_textbuf_puts(&b, "[pad]") : attn_utf8_visible(&b, s, n)) {
-    attn_textbuf_free(&b);
-    return NULL;
-  }
-  char *out = attn_textbuf_take(&b, NULL);
-  size_t chars = 0, cut = 0;
-  for (size_t i = 0; out && out[i]; i++)
-    if (((unsigned char)out[i] & 0xC0) != 0x80 && ++chars == LABEL_CHARS - 1) cut = i;
-  /* U+2026 (3 bytes + NUL) where characters LABEL_CHARS - 1 .. the end (>= 3
-   * of >= 1 byte) and the NUL were */
-  if (out && chars > LABEL_CHARS) strcpy(out + cut, "\xE2\x80\xA6");
-  return out;
+attn_status attn_clf_token_labels(const attn_bpe *bpe, const int32_t *ids, int64_t n, int64_t gap,
+                                  char ***labels) {
+  *labels = NULL;
+  attn_tok_bytes t;
+  attn_status st = attn_clf_token_bytes(bpe, ids, n, gap, &t);
+  if (!st) st = attn_tok_char_labels(&t, ATTN_CLF_LABEL_CHARS, labels);
+  attn_tok_bytes_free(&t);
+  return st;
 }
 
 attn_status attn_clf_picture(const attn_clf *m, const attn_bpe *bpe, const int32_t *ids, int64_t n,
@@ -46,12 +52,17 @@ attn_status attn_clf_picture(const attn_clf *m, const attn_bpe *bpe, const int32
   if (show <= 0 || show > n) show = n;
   float *probs = malloc((size_t)(Ly * H * n * n) * sizeof(float));
   float *avg = malloc((size_t)(n * n) * sizeof(float));
-  char **lab = calloc((size_t)n, sizeof *lab);
+  char **lab = NULL;
   attn_head_diag *dg = malloc((size_t)(Ly * H) * sizeof *dg);
-  attn_status st = (!probs || !avg || !lab || !dg) ? attn_set_error(ATTN_ENOMEM, "clf_picture: out of memory") : ATTN_OK;
+  attn_status st =
+      (!probs || !avg || !dg) ? attn_set_error(ATTN_ENOMEM, "clf_picture: out of memory") : ATTN_OK;
   if (!st) st = attn_clf_attention(m, ids, n, probs);
-  for (int64_t i = 0; !st && i < n; i++)
-    if (!(lab[i] = attn_clf_token_label(bpe, ids[i]))) st = attn_set_error(ATTN_ENOMEM, "clf_picture: out of memory");
+  /* ids are a test message's as attn_clf_encode gave them: a message of
+   * max_len tokens may have been cut before its last `tail` tokens. A break
+   * there keeps a character from being read across the cut (when nothing
+   * was cut, a character split exactly there shows as bytes) */
+  int64_t gap = m->c.tail > 0 && n == m->c.max_len ? n - m->c.tail : 0;
+  if (!st) st = attn_clf_token_labels(bpe, ids, n, gap, &lab);
   // last layer, averaged over heads
   const float *last = probs + (Ly - 1) * H * n * n;
   for (int64_t e = 0; !st && e < n * n; e++) {

@@ -14,11 +14,12 @@ void attn_clf_msg_attn_free(attn_clf_msg_attn *a) {
   if (!a) return;
   free(a->probs);
   attn_viz_labels_free(a->tokens, a->n);
+  attn_tok_bytes_free(&a->bytes);
   memset(a, 0, sizeof *a);
 }
 
 attn_status attn_clf_msg_attention(const attn_clf *m, const attn_bpe *bpe, const int32_t *ids,
-                                   int64_t n, attn_clf_msg_attn *out) {
+                                   int64_t n, int64_t gap, attn_clf_msg_attn *out) {
   if (!out) return attn_set_error(ATTN_EINVAL, "message attention: NULL result");
   memset(out, 0, sizeof *out);
   if (!m || !bpe || !ids || n < 1 || n > m->c.max_len)
@@ -27,13 +28,12 @@ attn_status attn_clf_msg_attention(const attn_clf *m, const attn_bpe *bpe, const
   if (m->c.layers < 1) return attn_set_error(ATTN_EINVAL, "message attention: the model has no attention layer");
   out->layers = m->c.layers, out->heads = m->c.heads, out->n = n;
   out->probs = malloc((size_t)(out->layers * out->heads * n * n) * sizeof(float));
-  out->tokens = calloc((size_t)n, sizeof *out->tokens);
-  attn_status st = !out->probs || !out->tokens
-                       ? attn_set_error(ATTN_ENOMEM, "message attention: out of memory for %lld tokens", (long long)n)
-                       : attn_clf_attention(m, ids, n, out->probs);
-  for (int64_t i = 0; !st && i < n; i++)
-    if (!(out->tokens[i] = attn_clf_token_label(bpe, ids[i])))
-      st = attn_set_error(ATTN_ENOMEM, "message attention: out of memory");
+  attn_status st =
+      !out->probs ? attn_set_error(ATTN_ENOMEM, "message attention: out of memory for %lld tokens",
+                                   (long long)n)
+                  : attn_clf_attention(m, ids, n, out->probs);
+  if (!st) st = attn_clf_token_bytes(bpe, ids, n, gap, &out->bytes);
+  if (!st) st = attn_tok_char_labels(&out->bytes, ATTN_CLF_LABEL_CHARS, &out->tokens);
   if (st) attn_clf_msg_attn_free(out);
   return st;
 }
@@ -41,7 +41,23 @@ attn_status attn_clf_msg_attention(const attn_clf *m, const attn_bpe *bpe, const
 attn_status attn_clf_msg_save(const char *path, const attn_clf_msg_attn *a, const char *const *kv) {
   if (!path || !a || !a->probs) return attn_set_error(ATTN_EINVAL, "save attention: NULL argument");
   const char *const *tok = (const char *const *)a->tokens;
-  return attn_viz_save_f32(path, a->probs, a->layers, a->heads, a->n, a->n, tok, tok, kv);
+  char *bytes = NULL, *breaks = NULL;
+  attn_status st = attn_tok_bytes_to_json(&a->bytes, &bytes, &breaks);
+  size_t nkv = 0;
+  while (kv && kv[nkv])
+    nkv += 2;
+  const char **all = st ? NULL : malloc((nkv + 5) * sizeof *all);
+  if (!st && !all) st = attn_set_error(ATTN_ENOMEM, "save attention: out of memory");
+  if (!st) {
+    if (nkv) memcpy(all, kv, nkv * sizeof *all);
+    size_t k = nkv;
+    all[k++] = "token_bytes", all[k++] = bytes;
+    if (breaks) all[k++] = "token_breaks", all[k++] = breaks;
+    all[k] = NULL;
+    st = attn_viz_save_f32(path, a->probs, a->layers, a->heads, a->n, a->n, tok, tok, all);
+  }
+  free(all), free(bytes), free(breaks);
+  return st;
 }
 
 /* path = prefix + suffix in buf [n]; ATTN_EINVAL when it does not fit. */
@@ -83,64 +99,85 @@ static attn_status write_diagnosis(const char *path, const attn_clf_msg_attn *a,
 }
 
 attn_status attn_clf_msg_pictures(const char *prefix, const attn_clf_msg_attn *a, const char *nm,
-                                  const attn_diag_context *ctx, FILE *log) {
+                                  const attn_diag_context *ctx, attn_unit_kind units, FILE *log) {
   if (!prefix || !prefix[0] || !a || !a->probs || !nm)
     return attn_set_error(ATTN_EINVAL, "pictures: NULL argument");
-  int64_t L = a->layers, H = a->heads, n = a->n, per = n * n;
+  int64_t L = a->layers, H = a->heads, n = a->n;
   attn_diag_context pooled;
   if (!ctx) {
     attn_diag_context_default(&pooled);
     pooled.kind = ATTN_DIAG_MODEL_POOLED;
     ctx = &pooled;
   }
+  /* what is drawn: the tokens, or the characters / words they make up */
+  const float *probs = a->probs;
   const char *const *tok = (const char *const *)a->tokens;
-  float *mean = malloc((size_t)per * sizeof *mean);
-  if (!mean) return attn_set_error(ATTN_ENOMEM, "pictures: out of memory for %lld tokens", (long long)n);
-  char path[4200], suffix[64], title[512];
+  const char *noun = attn_unit_kind_noun(units);
+  char from[64] = ""; /* ", from 96 tokens" when merged */
+  attn_tok_units u = {0};
+  float *merged = NULL, *mean = NULL;
+  attn_status st = ATTN_OK;
+  if (units != ATTN_UNITS_TOKENS) {
+    st = attn_tok_units_make(&a->bytes, units, ATTN_CLF_LABEL_CHARS, &u);
+    if (!st) st = attn_viz_merge_f32(a->probs, L * H, n, n, &u, &u, &merged);
+    if (!st) {
+      probs = merged, tok = (const char *const *)u.labels, n = u.n_units;
+      snprintf(from, sizeof from, " (from %lld tokens)", (long long)a->n);
+    }
+  }
+  int64_t per = n * n;
+  if (!st && !(mean = malloc((size_t)per * sizeof *mean)))
+    st = attn_set_error(ATTN_ENOMEM, "pictures: out of memory for %lld %s", (long long)n, noun);
+  char path[4200], suffix[64], title[600];
   attn_viz_opts o;
   attn_viz_opts_default(&o);
   o.title = title;
   o.row_norm = 1; /* a softmax row over n keys is near black on one shared scale */
-  attn_status st = ATTN_OK;
+  if (units != ATTN_UNITS_TOKENS) o.units = noun;
   for (int64_t l = 0; !st && l < L; l++) {
-    const float *layer = a->probs + l * H * per;
+    const float *layer = probs + l * H * per;
     for (int64_t e = 0; e < per; e++) {
       float s = 0;
       for (int64_t h = 0; h < H; h++) s += layer[h * per + e];
       mean[e] = s / (float)H;
     }
     snprintf(suffix, sizeof suffix, "_layer%lld.png", (long long)l);
-    snprintf(title, sizeof title, "%.300s: layer %lld, mean of %lld heads, tokens 0-%lld", nm,
-             (long long)l, (long long)H, (long long)(n - 1));
+    snprintf(title, sizeof title, "%.300s: layer %lld, mean of %lld heads, %s 0-%lld%s", nm,
+             (long long)l, (long long)H, noun, (long long)(n - 1), from);
     st = name(path, sizeof path, prefix, suffix);
     if (!st) st = attn_viz_heatmap_f32(path, mean, n, n, tok, tok, &o);
     snprintf(suffix, sizeof suffix, "_layer%lld_heads.png", (long long)l);
-    snprintf(title, sizeof title, "%.300s: layer %lld, each of %lld heads", nm, (long long)l,
-             (long long)H);
+    snprintf(title, sizeof title, "%.300s: layer %lld, each of %lld heads, %s%s", nm, (long long)l,
+             (long long)H, noun, from);
     if (!st) st = name(path, sizeof path, prefix, suffix);
     if (!st) st = attn_viz_heads_f32(path, layer, H, n, n, tok, tok, &o);
     for (int64_t h = 0; !st && h < H; h++) {
       snprintf(suffix, sizeof suffix, "_layer%lld_head%lld.png", (long long)l, (long long)h);
-      snprintf(title, sizeof title, "%.300s: layer %lld, head %lld, tokens 0-%lld", nm, (long long)l,
-               (long long)h, (long long)(n - 1));
+      snprintf(title, sizeof title, "%.300s: layer %lld, head %lld, %s 0-%lld%s", nm, (long long)l,
+               (long long)h, noun, (long long)(n - 1), from);
       st = name(path, sizeof path, prefix, suffix);
       if (!st) st = attn_viz_heatmap_f32(path, layer + h * per, n, n, tok, tok, &o);
     }
   }
   free(mean);
   if (!st && log)
-    fprintf(log, "wrote %s_layer<L>.png (mean of the heads), %s_layer<L>_heads.png and "
-                 "%s_layer<L>_head<H>.png for %lld layer(s) x %lld head(s)\n",
-            prefix, prefix, prefix, (long long)L, (long long)H);
+    fprintf(log,
+            "wrote %s_layer<L>.png (mean of the heads), %s_layer<L>_heads.png and "
+            "%s_layer<L>_head<H>.png for %lld layer(s) x %lld head(s), %lld %s%s\n",
+            prefix, prefix, prefix, (long long)L, (long long)H, (long long)n, noun, from);
   if (!st && L * H * per > ATTN_VIZ_HTML_MAX_VALUES) {
     if (log) fprintf(log, "no %s.html: %lld weights are more than the page holds (%d)\n", prefix,
                      (long long)(L * H * per), ATTN_VIZ_HTML_MAX_VALUES);
   } else if (!st) {
     st = name(path, sizeof path, prefix, ".html");
-    snprintf(title, sizeof title, "%.300s: %lld layer(s) x %lld head(s)", nm, (long long)L, (long long)H);
-    if (!st) st = attn_viz_html_f32(path, a->probs, L, H, n, n, tok, tok, title);
+    snprintf(title, sizeof title, "%.300s: %lld layer(s) x %lld head(s)%s%s%s", nm, (long long)L,
+             (long long)H, units != ATTN_UNITS_TOKENS ? ", " : "",
+             units != ATTN_UNITS_TOKENS ? noun : "", from);
+    if (!st) st = attn_viz_html_f32(path, probs, L, H, n, n, tok, tok, title);
     if (!st && log) fprintf(log, "wrote %s (every layer and head, interactive)\n", path);
   }
+  free(merged);
+  attn_tok_units_free(&u);
   if (!st) st = name(path, sizeof path, prefix, "_diagnosis.txt");
   if (!st) st = write_diagnosis(path, a, nm, ctx);
   if (!st && log) fprintf(log, "wrote %s (what each head does)\n", path);

@@ -15,17 +15,19 @@
 enum { MAXSEQ = 64 };
 
 static void usage(FILE *out) {
-  fprintf(out,
-          "usage: attn bench varlen [--lens L1,L2,...] [--heads H] [--dim D] [--causal]\n"
-          "                         [--reps N] [--backend flash|math|auto]\n"
-          "                         [--dtype f32|bf16|fp16|int8]\n"
-          "Packed variable-length attention (cu_seqlens) vs the padded batch of the same\n"
-          "sequences (key_lens + bottom-right q_offsets), forward and backward.\n"
-          "  --lens    sequence lengths (queries = keys; default 64,2048,300,1024,128,700,1500,200)\n"
-          "  --heads   heads (default 8)      --dim   head dim (default 64)\n"
-          "  --causal  causal attention        --reps  timed runs each (default 5)\n"
-          "  --dtype   f32 (default; --backend), or the bf16 / fp16 flash kernels (forward\n"
-          "            and backward) or int8 flash (forward only) on both sides\n");
+  fprintf(
+      out,
+      "usage: attn bench varlen [--lens L1,L2,...] [--heads H] [--dim D] [--causal]\n"
+      "                         [--reps N] [--backend flash|math|auto]\n"
+      "                         [--dtype f32|bf16|fp16|int8] [--threads N]\n"
+      "Packed variable-length attention (cu_seqlens) vs the padded batch of the same\n"
+      "sequences (key_lens + bottom-right q_offsets), forward and backward.\n"
+      "  --lens    sequence lengths (queries = keys; default 64,2048,300,1024,128,700,1500,200)\n"
+      "  --heads   heads (default 8)      --dim   head dim (default 64)\n"
+      "  --causal  causal attention        --reps  timed runs each (default 5)\n"
+      "  --dtype   f32 (default; --backend), or the bf16 / fp16 flash kernels (forward\n"
+      "            and backward) or int8 flash (forward only) on both sides\n"
+      "  --threads threads (default: all cores this process may use, or $ATTN_NUM_THREADS)\n");
 }
 
 /* --dtype: the f32 backends, or another type's flash kernel */
@@ -69,6 +71,11 @@ static int parse(int argc, char **argv, vb_opts *o) {
       o->D = atoll(v);
     } else if (!strcmp(a, "--reps")) {
       o->reps = atoi(v);
+    } else if (!strcmp(a, "--threads")) {
+      char *end;
+      long t = strtol(v, &end, 10);
+      if (end == v || *end || t < 1 || t > 4096) return -1;
+      attn_set_num_threads((int)t);
     } else if (!strcmp(a, "--backend")) {
       if (attn_backend_from_name(v, &o->be)) return -1;
     } else if (!strcmp(a, "--dtype")) {

@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "apps/text/token_chars.h"
 #include "attn.h"
 
 #ifdef __cplusplus
@@ -48,6 +49,8 @@ typedef struct {
   int row_norm;         /* 1: each drawn row divided by its largest drawn value (a
                          * cropped or averaged softmax row is otherwise near black) */
   const char *bar_name; /* colour bar caption; NULL: "weight" or "weight / row max" */
+  const char *units;    /* what a position is, in the subtitle's range when both axes are
+                         * alike: NULL "tokens"; "words", "characters" for merged weights */
 } attn_viz_opts;
 
 /* Defaults: bone, no title, full matrix, 60 labels, autoscale, raw weights. */
@@ -157,10 +160,34 @@ typedef struct {
   /* Fields added later. */
   int cross; /* __metadata__ "attention" is "cross": output steps down, source
               * positions across (attn viz and attn diagnose then default to --cross) */
+  /* The tokens' bytes (apps/text/token_bytes.h) from metadata "token_bytes"
+   * and "token_breaks" for both axes, or "query_token_bytes" /
+   * "key_token_bytes" (+ "..._breaks"); NULL when absent. An axis with bytes
+   * and no labels gets labels by character (apps/text/token_chars.h). */
+  attn_tok_bytes *q_bytes, *k_bytes;
+  attn_unit_kind merged;  /* ATTN_UNITS_TOKENS until attn_viz_input_merge */
+  int64_t tok_lq, tok_lk; /* the token counts before merging */
 } attn_viz_input;
 
 attn_status attn_viz_input_load(const char *path, const char *name, attn_viz_input *out);
 void attn_viz_input_free(attn_viz_input *in);
+
+/* Attention of tokens as attention of the characters or words they make up
+ * (apps/text/token_chars.h: the units and each token's share of bytes in
+ * them): probs [mats, lq, lk] -> *out [mats, Uq, Uk] (malloc'd), with
+ *   out[u][v] = sum_i w(i,u) sum_j share(j,v) probs[i][j],
+ *   w(i,u) = share(i,u) / sum_i' share(i',u):
+ * the keys of a unit summed, its queries averaged (each token by its share,
+ * 1 for a token wholly inside the unit), the rule commonly used for the
+ * attention of words made of sub-word tokens. A row of probs that sums to 1
+ * gives rows that sum to 1. q (k) NULL: that axis stays as it is. */
+attn_status attn_viz_merge_f32(const float *probs, int64_t mats, int64_t lq, int64_t lk,
+                               const attn_tok_units *q, const attn_tok_units *k, float **out);
+
+/* Merges a loaded input in place: its probs, sizes and labels become those
+ * of the units (labels as attn_tok_units_make gives them). ATTN_EINVAL
+ * naming the metadata needed when an axis has no token bytes. */
+attn_status attn_viz_input_merge(attn_viz_input *in, attn_unit_kind kind);
 
 /* The inverse: tensor "attn" F32 probs [layers, heads, lq, lk] into path
  * (atomically), with the labels as metadata "tokens" when q_labels ==

@@ -17,12 +17,12 @@ static int axis_range(char *buf, size_t n, int64_t a, int64_t b, int64_t len, co
 }
 
 void viz_range_text(char *buf, size_t n, int64_t q0, int64_t q1, int64_t lq, int64_t k0, int64_t k1,
-                    int64_t lk, const char *q_name, const char *k_name) {
+                    int64_t lk, const char *q_name, const char *k_name, const char *units) {
   char qp[64], kp[64];
   snprintf(qp, sizeof qp, "%s", !q_name || !strcmp(q_name, "query") ? "queries" : q_name);
   snprintf(kp, sizeof kp, "%s", !k_name || !strcmp(k_name, "key") ? "keys" : k_name);
   if (q0 == k0 && q1 == k1 && lq == lk && !q_name && !k_name) {
-    axis_range(buf, n, q0, q1, lq, "tokens");
+    axis_range(buf, n, q0, q1, lq, units ? units : "tokens");
     return;
   }
   int w = axis_range(buf, n, q0, q1, lq, qp);
@@ -36,7 +36,7 @@ void viz_subtitle(char *buf, size_t n, const attn_viz_opts *o, int64_t q0, int64
                   int64_t k0, int64_t k1, int64_t lk) {
   int w = o->subtitle && o->subtitle[0] ? snprintf(buf, n, "%s, ", o->subtitle) : 0;
   if (w < 0 || (size_t)w >= n) w = 0;
-  viz_range_text(buf + w, n - (size_t)w, q0, q1, lq, k0, k1, lk, o->q_name, o->k_name);
+  viz_range_text(buf + w, n - (size_t)w, q0, q1, lq, k0, k1, lk, o->q_name, o->k_name, o->units);
   size_t len = strlen(buf);
   if (o->row_norm) snprintf(buf + len, n - len, ", each row scaled to its max");
 }

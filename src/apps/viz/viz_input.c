@@ -1,4 +1,5 @@
 /* Attention weights + token labels from a safetensors file (see viz.h). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,7 +11,37 @@ void attn_viz_input_free(attn_viz_input *in) {
   attn_viz_labels_free(in->q_labels, in->lq);
   attn_viz_labels_free(in->k_labels, in->lk);
   free(in->freq);
+  attn_tok_bytes_free(in->q_bytes);
+  free(in->q_bytes);
+  attn_tok_bytes_free(in->k_bytes);
+  free(in->k_bytes);
   memset(in, 0, sizeof *in);
+}
+
+/* The tokens' bytes from metadata PREFIX"token_bytes" (+ "..._breaks"): *out
+ * malloc'd, NULL when absent; want tokens. */
+static attn_status meta_bytes(const attn_st *st, const char *prefix, int64_t want,
+                              attn_tok_bytes **out) {
+  char key[64], brk[64], what[96];
+  snprintf(key, sizeof key, "%stoken_bytes", prefix);
+  snprintf(brk, sizeof brk, "%stoken_breaks", prefix);
+  snprintf(what, sizeof what, "metadata '%s'", key);
+  const char *json = attn_st_meta(st, key);
+  *out = NULL;
+  if (!json) return ATTN_OK;
+  attn_tok_bytes *t = calloc(1, sizeof *t);
+  if (!t) return attn_set_error(ATTN_ENOMEM, "%s: out of memory", what);
+  attn_status s = attn_tok_bytes_from_json(json, attn_st_meta(st, brk), what, t);
+  if (!s && t->n != want)
+    s = attn_set_error(ATTN_EINVAL, "%s has %lld tokens, the attention has %lld", what,
+                       (long long)t->n, (long long)want);
+  if (s) {
+    attn_tok_bytes_free(t);
+    free(t);
+    return s;
+  }
+  *out = t;
+  return ATTN_OK;
 }
 
 /* Labels from metadata key; want entries. *out stays NULL when absent. */
@@ -85,6 +116,14 @@ attn_status attn_viz_input_load(const char *path, const char *name, attn_viz_inp
   const char *kk = attn_st_meta(st, "key_tokens") ? "key_tokens" : "tokens";
   if ((s = meta_labels(st, qk, out->lq, &out->q_labels))) goto fail;
   if ((s = meta_labels(st, kk, out->lk, &out->k_labels))) goto fail;
+  int own = attn_st_meta(st, "query_token_bytes") || attn_st_meta(st, "key_token_bytes");
+  if ((s = meta_bytes(st, own ? "query_" : "", out->lq, &out->q_bytes))) goto fail;
+  if ((s = meta_bytes(st, own ? "key_" : "", out->lk, &out->k_bytes))) goto fail;
+  if (!out->q_labels && out->q_bytes && (s = attn_tok_char_labels(out->q_bytes, 0, &out->q_labels)))
+    goto fail;
+  if (!out->k_labels && out->k_bytes && (s = attn_tok_char_labels(out->k_bytes, 0, &out->k_labels)))
+    goto fail;
+  out->tok_lq = out->lq, out->tok_lk = out->lk;
   const char *kind = attn_st_meta(st, "attention");
   out->cross = kind && !strcmp(kind, "cross");
   const attn_tensor *fr = attn_st_get(st, "freq");

@@ -48,10 +48,11 @@ int viz_ticks(double vmin, double vmax, double *ticks, int max, int *decimals);
 void viz_tick_label(char *buf, size_t n, double v, int decimals);
 
 /* "queries 0-39 of 512, keys 0-39 of 512" ("tokens 0-39 of 512" when both
- * axes are the same; "40 tokens" when nothing is cropped) for region
- * [q0,q1) x [k0,k1) of an lq x lk matrix; q_name / k_name NULL: query/key. */
+ * axes are the same; "40 tokens" when nothing is cropped; units instead of
+ * "tokens" when not NULL: "words 0-39 of 90") for region [q0,q1) x [k0,k1)
+ * of an lq x lk matrix; q_name / k_name NULL: query/key. */
 void viz_range_text(char *buf, size_t n, int64_t q0, int64_t q1, int64_t lq, int64_t k0, int64_t k1,
-                    int64_t lk, const char *q_name, const char *k_name);
+                    int64_t lk, const char *q_name, const char *k_name, const char *units);
 
 /* The picture's subtitle: opts' subtitle, the region (viz_range_text) and,
  * with row_norm, ", each row scaled to its max". */
@@ -148,6 +149,7 @@ typedef struct {
   char text[128];
   double x0, y0, x1, y1; /* logical box in device pixels (bounds, if rotated) */
   double height;         /* the line's logical height in pixels */
+  double size;           /* the font size in pixels */
   int unknown;           /* glyphs no installed font has (Pango's unknown glyphs) */
 } viz_text_note;
 /* Notes the next cap strings into buf (NULL: stop noting). */

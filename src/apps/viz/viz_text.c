@@ -109,6 +109,8 @@ static void note(cairo_t *cr, PangoLayout *l, const char *s) {
     n->y0 = fmin(n->y0, y), n->y1 = fmax(n->y1, y);
   }
   n->height = logical.height;
+  viz_font_state *f = font_of(cr);
+  n->size = f ? pango_font_description_get_size(f->desc) / (double)PANGO_SCALE : 0;
   n->unknown = pango_layout_get_unknown_glyphs_count(l);
   snprintf(n->text, sizeof n->text, "%s", s);
 }

@@ -24,7 +24,7 @@
 #include "attn/tensor.h"
 #include "kernels/decode/decode_internal.h"
 #include "kernels/kern.h"
-#include "kernels/sdpa/sdpa_softcap_sinks.h"
+#include "kernels/sdpa/softcap_tanh.h"
 #include "kernels/util.h"
 
 enum { NB = ATTN_DECODE_NB };
@@ -134,7 +134,14 @@ static int block_softmax(const call_t *c, scratch_t *w, int64_t t, int n, float 
     for (int64_t r = 0; r < c->R; r++)
       for (int j = 0; j < n; j++)
         w->s[r * NB + j] *= w->ks[j];
-  if (d->softcap > 0.0f) attn_softcap_tile(d->softcap, (int)c->R, n, w->s, NB, NULL, 0);
+  if (d->softcap > 0.0f) { /* cap tanh(s / cap) with the SDPA's tanh (softcap_tanh.h) */
+    const float cap = d->softcap, inv = 1.0f / cap;
+    for (int64_t r = 0; r < c->R; r++)
+      for (int j = 0; j < n; j++) {
+        float *x = w->s + r * NB + j;
+        if (*x != -INFINITY) *x = cap * attn_softcap_tanh(*x * inv);
+      }
+  }
   for (int64_t r = 0; r < c->R; r++) {
     float *sr = w->s + r * NB, *pr = w->p + r * NB;
     int nan = 0;

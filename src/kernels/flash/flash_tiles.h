@@ -25,14 +25,16 @@ static inline int64_t attn_flash_cols8(int64_t n) { return (n + 7) & ~(int64_t)7
  * ~1.5x slower). */
 #define ATTN_FLASH_PMIN_LOG (-64.0f)
 
-/* The score modifiers of tile_forward_mod. Row r of the call (0 .. G MR -
- * 1) against column c of the key block has the logit
- *   t = scale s;  t = cap tanh(t / cap) if cap > 0 (the level's softcap);
+/* The score-modifier stage's units fused in tile_forward_mod
+ * (sdpa_stage.h; the levels' scoremod_<isa>.h run them in registers). Row
+ * r of the call (0 .. G MR - 1) against column c of the key block has the
+ * logit
+ *   t = scale s;  t = cap tanh(t / cap) if cap > 0 (the tanh cap unit);
  *   t = t - slope |rel0 + r - c| if alibi (as t + the ALiBi table's entry
  *   -(slope |p_i - j|): rel0 = p_i - j0 of row 0, |rel0| + G MR + BC <
  *   2^24 so that every distance is an exact float). */
 typedef struct attn_flash_mod {
-  float cap;        /* 0: no softcap */
+  float cap;        /* 0: off (filled by attn_stage_fuse) */
   int alibi;        /* 0: no ALiBi bias */
   float slope, rel0;
   /* ---- user score modifiers in the fused tiles (sdpa_usermod_fused.c) ----
@@ -45,6 +47,13 @@ typedef struct attn_flash_mod {
   const void *udesc;
   int64_t ub, uh, ui0, uj0; /* batch, head, query row of row 0, first key */
 } attn_flash_mod;
+
+/* Which fused units a call carries: the bits a level's tile instances are
+ * specialised on (one instance per set; the user hook apart). */
+enum { ATTN_FMOD_CAP = 1, ATTN_FMOD_ALIBI = 2 };
+static inline int attn_flash_mod_kinds(const attn_flash_mod *mod) {
+  return (mod->cap != 0.0f ? ATTN_FMOD_CAP : 0) | (mod->alibi ? ATTN_FMOD_ALIBI : 0);
+}
 
 typedef struct {
   const char *name;
@@ -96,11 +105,11 @@ typedef struct {
   void (*tile_forward)(int G, int64_t D, int64_t Dv, const float *q, int64_t ldq, const float *kt,
                        const float *v, int64_t ldv, float scale, float *s, float *o, int64_t ldo,
                        float *m, float *l, const float *ktn, const float *vn, int64_t ldvn);
-  /* ---- score modifiers fused in the tiles (softcap, ALiBi) ----
-   * Optional (NULL: the steps with attn_softcap_tile and the ALiBi table):
+  /* ---- the score-modifier stage fused in the tiles ----
+   * Optional (NULL: the steps with attn_stage_tile and the ALiBi table):
    * tile_forward with the logits of attn_flash_mod (above) instead of
-   * scale s; the same numbers, bit for bit, as logits + attn_softcap_tile
-   * (the level's row op) + the ALiBi table's slice (add_rows) +
+   * scale s; the same numbers, bit for bit, as logits + attn_stage_tile
+   * (the units' vector ops) + the ALiBi table's slice (add_rows) +
    * softmax_update (scale 1) + gemm; with mod->user, the same as logits +
    * attn_usermod_tile + softmax_update (scale 1) + gemm. */
   void (*tile_forward_mod)(const attn_flash_mod *mod, int G, int64_t D, int64_t Dv,

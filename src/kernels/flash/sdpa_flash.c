@@ -24,7 +24,8 @@
  * sees every key of a full block (no masks, no Shaw values), the item's
  * whole row groups go through it in one call (scores, softmax and p·v in
  * registers, pipelined across groups, the same numbers as the steps above;
- * with a softcap or ALiBi, tile_forward_mod where the set has it);
+ * with the score-modifier stage's units or ALiBi, tile_forward_mod where
+ * the set has it);
  * for it, a block of v whose rows are not 64-byte aligned is copied to an
  * aligned per-thread block first (else every 64-byte load of v splits two
  * cache lines).
@@ -48,15 +49,14 @@
 #include <string.h>
 
 #include "attn/kernels.h"
+#include "kernels/flash/sdpa_flash.h"
 #include "kernels/kern.h"
 #include "kernels/sdpa/sdpa_batched.h"
 #include "kernels/sdpa/sdpa_dropout.h"
-#include "kernels/flash/sdpa_flash.h"
-#include "kernels/sdpa/sdpa_softcap_sinks.h"
+#include "kernels/sdpa/sdpa_stage.h"
 #include "kernels/sdpa/sdpa_usermod.h"
 #include "kernels/sdpa/sdpa_usermod_fused.h"
 #include "kernels/util.h"
-
 
 enum { BC = ATTN_FLASH_BC, MR = ATTN_FLASH_MR, NC = ATTN_FLASH_NC, QW = ATTN_FLASH_QW, BQ = 144 };
 
@@ -146,15 +146,15 @@ const float *attn_flash_in_rows(const float *x, const uint16_t *x16, const attn_
   return buf;
 }
 
-/* ops->tile_forward, or tile_forward_mod with the softcap, ALiBi or user
- * hook of mod (rows from query i, keys from j0). */
+/* ops->tile_forward, or tile_forward_mod with the fused units or user hook
+ * of mod (rows from query i, keys from j0). */
 static void tiles_fused(const attn_flash_ops *ops, const attn_sdpa_desc *d, attn_flash_mod *mod,
                         int64_t i, int64_t j0, int G, const float *q, int64_t ldq, const float *kt,
                         const float *v, int64_t ldv, float scale, float *s, float *o, float *m,
                         float *l, const float *ktn, const float *vn, int64_t ldvn) {
   mod->rel0 = (float)(i + d->q_offset - j0);
   mod->ui0 = i, mod->uj0 = j0;
-  if (mod->cap != 0.0f || mod->alibi || mod->user)
+  if (attn_flash_mod_kinds(mod) || mod->user)
     ops->tile_forward_mod(mod, G, d->D, d->Dv, q, ldq, kt, v, ldv, scale, s, o, d->Dv, m, l, ktn,
                           vn, ldvn);
   else
@@ -197,15 +197,17 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
   attn_flash_key_range(d, b, i0, &lo0, &hi0);
   attn_flash_key_range(d, b, i0 + nq - 1, &lo1, &hi1);
   int64_t kb0 = lo0 / BC, kb1 = hi1 > lo0 ? attn_ceil_div(hi1, BC) : kb0;
-  const int capped = d->softcap != 0.0f; /* softcap: the logits' pass, or fused where the ops can */
-  attn_flash_mod mod; /* softcap and ALiBi for the fused tiles */
+  attn_stage_head sh;         /* the stage: the logits' pass, or fused where it can */
+  attn_flash_mod mod;         /* the stage's units and ALiBi for the fused tiles */
   attn_flash_mod_init(ops, d, pos, h, &mod);
+  attn_stage_head_init(d, h, &sh, &mod);
+  const int staged = sh.tile;
   const int hooked = attn_usermod_fuse(ops, d, b, h, &mod); /* score_mod in the fused tiles */
   const int elem = d->bool_mask || d->add_mask || d->shaw_k, masks = elem || pos->bias;
   /* whole-tile kernel: no masks nor position terms but a fused ALiBi (Shaw's values need alpha) */
   const int fused = ops->tile_forward && !elem && (!pos->bias || mod.alibi) && !d->shaw_v &&
                     d->dropout_p == 0.0f && /* dropout: the steps, p dropped before p·v */
-                    (!(capped || mod.alibi) || ops->tile_forward_mod);
+                    (!staged || sh.fusable) && (!(staged || mod.alibi) || ops->tile_forward_mod);
   for (int64_t kb = kb0; kb < kb1; kb++) {
     int64_t j0 = kb * BC;
     int nk = (int)(d->Lk - j0 < BC ? d->Lk - j0 : BC);
@@ -248,9 +250,9 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
       ops->gemm(R, attn_flash_tile_cols(R, hi), D, qi, ldq, 1, ktb, BC, s, BC, NULL, 0);
       int64_t t0 = 0;
       int w = pos->nr ? attn_flash_shaw_band(d, pi, R, j0, nk, &t0) : 0;
-      if (masks || capped || blk == 2 || um == 2) { /* logits, mods, masks, positions, softmax */
+      if (masks || staged || blk == 2 || um == 2) { /* logits, mods, masks, positions, softmax */
         ops->logits(R, s, rs->scale, lo, hi);
-        if (d->softcap != 0.0f) attn_softcap_tile(d->softcap, R, nk, s, BC, NULL, 0);
+        if (staged) attn_stage_tile(d, h, R, nk, s, BC, NULL, 0);
         if (um == 2) attn_usermod_tile(d, b, h, i, R, j0, nk, s, BC, NULL, 0);
         attn_flash_elem_masks(d, b, h, i, R, j0, nk, s);
         if (blk == 2) attn_flash_block_mask(d, pi, R, j0, nk, s);
@@ -286,8 +288,8 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
   float *lh = lse + (b * d->Hq + h) * d->Lq;
   for (int r = 0; r < nq; r++) {
     float *orow = oh + (i0 + r) * rs->o[2];
-    float inv; /* l NaN (a NaN logit): out and lse NaN; the sink joins here */
-    if (attn_sdpa_row_finish(d, h, m[r], l[r], &inv, lh + i0 + r)) {
+    float inv; /* l NaN (a NaN logit): out and lse NaN; the row units join here */
+    if (attn_stage_row_finish(sh.row_logit, m[r], l[r], &inv, lh + i0 + r)) {
       if (d->shaw_v) { /* the clipped distances' share of shaw_v */
         const float *v0 = d->shaw_v, *vt = d->shaw_v + (pos->nr - 1) * Dv;
         for (int64_t c = 0; c < Dv; c++)

@@ -125,10 +125,11 @@ void attn_flash_block_mask(const attn_sdpa_desc *d, int64_t pi0, int R, int64_t 
 void attn_flash_pos_bias(const attn_flash_ops *ops, const attn_flash_pos *p, int64_t h, int64_t Lq,
                          int64_t i0, int R, int64_t j0, int nk, float *s);
 /* The fused tiles' modifiers (attn_flash_mod) of head h's items: the
- * softcap, and ALiBi where ops has tile_forward_mod, there is no T5 table,
- * head h's slope is finite and every distance |p_i - j| of the call (and
- * of the tiles' rel0 + row - column) is an exact float; else mod->alibi =
- * 0 and the steps add the table. rel0 is the caller's, per tile call. */
+ * ALiBi where ops has tile_forward_mod (the score-modifier stage's fused
+ * units are attn_stage_head_init's),
+ * there is no T5 table, head h's slope is finite and every distance |p_i - j| of the call (and of
+ * the tiles' rel0 + row - column) is an exact float; else mod->alibi = 0 and the steps add the
+ * table. rel0 is the caller's, per tile call. */
 void attn_flash_mod_init(const attn_flash_ops *ops, const attn_sdpa_desc *d,
                          const attn_flash_pos *p, int64_t h, attn_flash_mod *mod);
 /* Shaw table rows of the tile: t0 .. t0 + width - 1 (returns width <= QW). */

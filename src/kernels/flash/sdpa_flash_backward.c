@@ -30,14 +30,13 @@
 #include <string.h>
 
 #include "attn/kernels.h"
+#include "kernels/flash/sdpa_flash.h"
 #include "kernels/sdpa/sdpa_batched.h"
 #include "kernels/sdpa/sdpa_dropout.h"
-#include "kernels/flash/sdpa_flash.h"
 #include "kernels/sdpa/sdpa_positions.h"
-#include "kernels/sdpa/sdpa_softcap_sinks.h"
+#include "kernels/sdpa/sdpa_stage.h"
 #include "kernels/sdpa/sdpa_usermod.h"
 #include "kernels/util.h"
-
 
 enum { BC = ATTN_FLASH_BC, MR = ATTN_FLASH_MR, NC = ATTN_FLASH_NC, QW = ATTN_FLASH_QW, BQB = 48 };
 
@@ -90,10 +89,10 @@ static float *dq_rows(const bwd_ctx *x, int64_t c, int64_t b, int64_t h, int64_t
 
 /* ws: kt [D, BC], vt [Dv, BC], dkb [BC, D], dvb [BC, Dv], p, ds [BQB, BC], s, dp [MR, BC],
  * xq, xv [MR, QW] (Shaw bands: q·shaw_kᵀ then ds summed; dout·shaw_vᵀ then p summed),
- * gc [MR, BC] (softcap's 1 - tanh^2 of the tile), raw [MR, BC] (the scores before a
- * user score_mod); kc [BC, D]: the block of k as dense rows (fp16: converted, as vc [BC, Dv]
- * and qc [BQB, D] the blocks of v and q; strided f32 q and dout are dense copies already).
- * tp: this item's table gradient partials (x->tper floats). */
+ * gc [MR, BC] (the score-modifier stage's derivative on the tile), raw [MR, BC] (the scores before
+ * a user score_mod); kc [BC, D]: the block of k as dense rows (fp16: converted, as vc [BC, Dv] and
+ * qc [BQB, D] the blocks of v and q; strided f32 q and dout are dense copies already). tp: this
+ * item's table gradient partials (x->tper floats). */
 static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, float *ws,
                           float *tp) {
   const attn_sdpa_desc *d = x->d;
@@ -103,7 +102,7 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, flo
   float *kt = ws, *vt = kt + D * BC, *dkb = vt + Dv * BC, *dvb = dkb + BC * D;
   float *p = dvb + BC * Dv, *ds = p + BQB * BC, *s = ds + BQB * BC, *dp = s + MR * BC;
   float *xq = dp + MR * BC, *xv = xq + MR * QW;
-  float *gc = d->softcap != 0.0f ? xv + MR * QW : NULL, *raw = xv + MR * QW + MR * BC;
+  float *gc = attn_stage_has_tile(d) ? xv + MR * QW : NULL, *raw = xv + MR * QW + MR * BC;
   float *kc = raw + MR * BC, *vc = kc + BC * D, *qc = vc + BC * Dv;
   const attn_flash_in *in = x->in;
   const attn_flash_pos *pos = x->pos;
@@ -183,7 +182,7 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, flo
           const float dsc = grel || umg ? 1.0f : rs->scale;
           if (masks || blk == 2 || um == 2) { /* logits, mods, masks, positions, then p, ds */
             ops->logits(R, s, rs->scale, lo, hi);
-            if (gc) attn_softcap_tile(d->softcap, R, nk, s, BC, gc, BC);
+            if (gc) attn_stage_tile(d, h, R, nk, s, BC, gc, BC);
             if (um == 2) attn_usermod_tile(d, b, h, i, R, j0, nk, s, BC, umg ? raw : NULL, BC);
             attn_flash_elem_masks(d, b, h, i, R, j0, nk, s);
             if (blk == 2) attn_flash_block_mask(d, pi, R, j0, nk, s);
@@ -203,7 +202,7 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, flo
           if (grel || umg)
             for (int e = 0; e < R * BC; e++)
               dsr[e] *= rs->scale;
-          if (gc) attn_softcap_grad_tile(R, nk, dsr, BC, gc, BC);
+          if (gc) attn_stage_grad_tile(R, nk, dsr, BC, gc, BC);
           for (int64_t c0 = 0; c0 < D; c0 += NC) {
             int n = (int)(D - c0 < NC ? D - c0 : NC);
             ops->gemm(R, n, nk, dsr, BC, 1, kr + c0, ldk, dqh + i * lddq + c0, lddq, NULL, 1);
@@ -321,7 +320,7 @@ attn_status attn_sdpa_backward_flash_in(const attn_flash_ops *ops, const attn_sd
   const int64_t B = d->B, Hq = d->Hq, Hkv = d->Hkv, Lq = d->Lq, D = d->D, Dv = d->Dv;
   const int64_t nkb = (d->Lk + BC - 1) / BC;
   table_grads_zero(d);
-  attn_sinks_backward(d, &rs, out, lse, dout); /* O(rows Dv), outside the tiles */
+  attn_stage_backward(d, &rs, out, lse, dout); /* O(rows Dv), outside the tiles */
   if (nkb == 0) { /* no keys: every row is fully masked */
     for (int64_t bh = 0; bh < B * Hq; bh++)
       for (int64_t i = 0; i < Lq; i++)

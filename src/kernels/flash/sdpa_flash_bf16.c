@@ -18,14 +18,13 @@
 
 #include "attn/kernels.h"
 #include "kernels/arch/amx/amx.h"
-#include "kernels/sdpa/sdpa_dropout.h"
 #include "kernels/flash/sdpa_flash.h"
 #include "kernels/flash/sdpa_flash_bf16.h"
-#include "kernels/sdpa/sdpa_softcap_sinks.h"
-#include "kernels/sdpa/sdpa_usermod.h"
 #include "kernels/kern.h"
+#include "kernels/sdpa/sdpa_dropout.h"
+#include "kernels/sdpa/sdpa_stage.h"
+#include "kernels/sdpa/sdpa_usermod.h"
 #include "kernels/util.h"
-
 
 enum { BC = ATTN_BF16_BC, QT = ATTN_BF16_QT, BQ = 64, NG = BQ / QT };
 
@@ -286,14 +285,14 @@ static void forward_item(const fwd_ctx *x, int64_t b, int64_t h, int64_t i0, int
 
 /* The online softmax of tile step c on its transposed scores st: logits
  * scale·st in the lanes' ranges, -inf elsewhere, then the bool and additive
- * masks of d if any (softcap before them); m, l of the item's rows (the step's group at c->g *
- * 16). Returns 1 if some alpha != 1. */
+ * masks of d if any (the score-modifier stage's units before them); m, l of the item's rows (the
+ * step's group at c->g * 16). Returns 1 if some alpha != 1. */
 static int step_softmax(const attn_flash_bf16_ops *ops, const attn_sdpa_desc *d, int64_t b,
                         int64_t h, int64_t i0, int nq, const step_t *c, float *st, float scale,
                         float *m, float *l, float *alpha, uint16_t *p, const float *shift) {
   const int g = c->g, R = nq - g * QT < QT ? nq - g * QT : QT;
   const int64_t j0 = c->kb * BC;
-  if (!d->bool_mask && !d->add_mask && d->softcap == 0.0f && !d->mods)
+  if (!d->bool_mask && !d->add_mask && !attn_stage_has_tile(d) && !d->mods)
     return ops->softmax(st, scale, c->full ? NULL : c->lo, c->full ? NULL : c->hi, m + g * QT,
                         l + g * QT, alpha, p);
   /* logits with the range, then the element masks, then the softmax */
@@ -302,7 +301,7 @@ static int step_softmax(const attn_flash_bf16_ops *ops, const attn_sdpa_desc *d,
     for (int j = 0; j < BC; j++)
       for (int r = 0; r < QT; r++)
         st[j * QT + r] = j >= c->lo[r] && j < c->hi[r] ? scale * st[j * QT + r] : -INFINITY;
-  if (d->softcap != 0.0f) attn_softcap_tile(d->softcap, 1, BC * QT, st, 0, NULL, 0); /* elementwise */
+  if (attn_stage_has_tile(d)) attn_stage_tile(d, h, 1, BC * QT, st, 0, NULL, 0); /* elementwise */
   if (d->mods) /* user mods (sdpa_usermod.h) on the true scores */
     attn_usermod_tile_t(d, b, h, i0 + g * QT, R, j0, nk, st, QT, shift ? shift + g * QT : NULL, NULL);
   attn_bf16_elem_masks(d, b, h, i0 + g * QT, R, j0, nk, st, QT);
@@ -350,11 +349,12 @@ void attn_bf16_item_steps(const attn_flash_bf16_ops *ops, const attn_sdpa_desc *
 void attn_bf16_item_store(const attn_sdpa_desc *d, int64_t h, const float *ot, int64_t dvt,
                           const float *m, const float *l, const float *shift, int nq, int64_t Dv,
                           float *out, int64_t ldo, float *lse) {
+  const float xrow = attn_stage_row_logit(d, h); /* the row units' logit (-inf: none) */
   for (int r = 0; r < nq; r++) {
     float *orow = out + r * ldo;
     const float *oc = ot + (r / QT) * dvt * 256 + r % QT;
-    float inv; /* l NaN (a NaN logit): out and lse NaN; the sink joins here */
-    if (attn_sdpa_row_finish(d, h, shift ? m[r] + shift[r] : m[r], l[r], &inv, lse + r)) {
+    float inv; /* l NaN (a NaN logit): out and lse NaN; the row units join here */
+    if (attn_stage_row_finish(xrow, shift ? m[r] + shift[r] : m[r], l[r], &inv, lse + r)) {
       for (int64_t c = 0; c < Dv; c++)
         orow[c] = oc[c * QT] * inv;
     } else {

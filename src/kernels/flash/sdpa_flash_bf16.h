@@ -183,7 +183,7 @@ void attn_bf16_item_steps(const attn_flash_bf16_ops *ops, const attn_sdpa_desc *
                           float *ot, float *m, float *l, uint16_t *p);
 /* The item's nq rows out (rows ldo apart, Dv columns) = oT / l and lse =
  * m + log l (m + shift[r] where shift is not NULL), with d's sink of head h
- * joining the denominator (attn_sdpa_row_finish); a row with l = 0 (no
+ * joining the denominator (attn_stage_row_finish); a row with l = 0 (no
  * allowed key) gets out 0 and lse -inf (the sink, if any); l NaN (a NaN
  * logit) gives NaN out and lse. */
 void attn_bf16_item_store(const attn_sdpa_desc *d, int64_t h, const float *ot, int64_t dvt,

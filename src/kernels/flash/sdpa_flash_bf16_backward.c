@@ -26,12 +26,11 @@
 #include <string.h>
 
 #include "attn/kernels.h"
-#include "kernels/kern.h"
 #include "kernels/flash/sdpa_flash_bf16.h"
-#include "kernels/sdpa/sdpa_softcap_sinks.h"
+#include "kernels/kern.h"
+#include "kernels/sdpa/sdpa_stage.h"
 #include "kernels/sdpa/sdpa_usermod.h"
 #include "kernels/util.h"
-
 
 /* SB key blocks per pass over the queries: the query-side tiles (q, dout,
  * the dqᵀ partial) are read once per SB blocks, not once per block. */
@@ -179,13 +178,15 @@ attn_status attn_sdpa_backward_bf16_path(attn_lowp_path path, const attn_sdpa_de
   attn_status st = attn_sdpa_bf16_check(d, q, k, v, &rs, &route, path);
   if (st) return st;
   if ((st = attn_sdpa_check_backward_ptrs(d, "sdpa bf16 backward", out, lse, dout, dq, dk, dv))) return st;
-  if (route.f32 || d->softcap != 0.0f) { /* softcap: ds needs its factor before the bf16 rounding */
+  if (route.f32 ||
+      attn_stage_has_tile(d)) { /* the stage's derivative: on ds before the bf16 rounding */
     attn_flash_in in;
     attn_sdpa_bf16_f32_in(q, k, v, &in);
     return attn_sdpa_backward_flash_in(route.f32 ? route.f32 : attn_kern_get()->flash, d, &in, out,
                                        lse, dout, dq, dk, dv);
   }
-  attn_sinks_backward(d, &rs, out, lse, dout); /* the tiles need only lse (it holds the sink) */
+  attn_stage_backward(d, &rs, out, lse,
+                      dout); /* the tiles need only lse (it holds the row units) */
   const attn_flash_bf16_ops *ops = route.tiles;
   const int64_t B = d->B, Hq = d->Hq, Hkv = d->Hkv, Lq = d->Lq, D = d->D, Dv = d->Dv;
   const int64_t nkb = attn_ceil_div(d->Lk, BC);

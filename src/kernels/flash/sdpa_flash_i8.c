@@ -21,14 +21,13 @@
 
 #include "attn/kernels.h"
 #include "attn/sdpa_i8.h"
-#include "kernels/lowp/gemm_lowp_internal.h"
-#include "kernels/sdpa/sdpa_dropout.h"
 #include "kernels/flash/sdpa_flash_bf16.h"
 #include "kernels/flash/sdpa_flash_i8.h"
-#include "kernels/sdpa/sdpa_softcap_sinks.h"
 #include "kernels/kern.h"
+#include "kernels/lowp/gemm_lowp_internal.h"
+#include "kernels/sdpa/sdpa_dropout.h"
+#include "kernels/sdpa/sdpa_stage.h"
 #include "kernels/util.h"
-
 
 enum { BC = ATTN_BF16_BC, QT = ATTN_BF16_QT, BQ = 64, NG = BQ / QT };
 
@@ -141,8 +140,9 @@ static void key_mean(const i8_ctx *x, const float *k, int64_t b, int64_t g) {
   const float *kh = k + b * x->rs->k[0] + g * x->rs->k[1];
   x->kr.colsum(kh, x->rs->k[2], d->Lk, d->D, acc);
   float *m = x->mean + (b * d->Hkv + g) * d->D;
-  for (int64_t e = 0; e < d->D; e++) /* softcap needs the true logits: no centring */
-    m[e] = d->Lk > 0 && d->softcap == 0.0f ? (float)(acc[e] / (double)d->Lk) : 0.0f;
+  const int centre = d->Lk > 0 && attn_stage_shift_invariant(d); /* else the true logits */
+  for (int64_t e = 0; e < d->D; e++)
+    m[e] = centre ? (float)(acc[e] / (double)d->Lk) : 0.0f;
 }
 
 /* Key block t of (b, g): k - mean quantized per row, v rounded to bf16 and

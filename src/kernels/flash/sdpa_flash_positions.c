@@ -133,7 +133,6 @@ void attn_flash_mod_init(const attn_flash_ops *ops, const attn_sdpa_desc *d,
                          const attn_flash_pos *p, int64_t h, attn_flash_mod *mod) {
   const int64_t off = d->q_offset < 0 ? -d->q_offset : d->q_offset;
   memset(mod, 0, sizeof *mod);
-  mod->cap = d->softcap;
   if (ops->tile_forward_mod && p->bias && !d->rel_bias && isfinite(d->alibi_slopes[h]) &&
       off < (1 << 24) && off + d->Lq + d->Lk + BC < (1 << 24)) {
     mod->alibi = 1;

@@ -57,11 +57,6 @@ void attn_f32_to_f16_avx2(const float *x, uint16_t *y, int64_t n);
 void attn_f32_to_bf16_avx2(const float *x, uint16_t *y, int64_t n);
 void attn_bf16_to_f32_avx2(const uint16_t *x, float *y, int64_t n);
 void attn_f32_round_bf16_avx2(const float *x, float *y, int64_t n);
-void attn_softcap_row_avx2(float cap, float *s, float *g, int64_t n); /* softcap_avx2.c */
-void attn_softcap_row_avx512(float cap, float *s, float *g, int64_t n); /* softcap_avx512.c */
-#endif
-#if defined(__aarch64__)
-void attn_softcap_row_neon(float cap, float *s, float *g, int64_t n); /* softcap_neon.c */
 #endif
 
 /* ---- AVX-512 (x86-64 builds; libmvec ones only with ATTN_HAVE_LIBMVEC) ---- */

@@ -6,7 +6,7 @@
 #include "core/checked.h"
 #include "kernels/sdpa/sdpa_dropout.h"
 #include "kernels/sdpa/sdpa_internal.h"
-#include "kernels/sdpa/sdpa_softcap_sinks.h"
+#include "kernels/sdpa/sdpa_stage.h"
 #include "kernels/sdpa/sdpa_usermod.h"
 
 void attn_sdpa_desc_init(attn_sdpa_desc *d, int64_t B, int64_t Hq, int64_t Hkv, int64_t Lq,
@@ -228,7 +228,7 @@ attn_status attn_sdpa_validate(const attn_sdpa_desc *d, const float *q, const fl
         return attn_set_error(ATTN_EINVAL, "sdpa: prefix_lens[%lld] = %d is outside [0, Lk=%lld]",
                               (long long)b, (int)d->prefix_lens[b], (long long)d->Lk);
   }
-  if ((st = validate_variants(d)) || (st = attn_capsink_validate(d)) ||
+  if ((st = validate_variants(d)) || (st = attn_stage_validate(d)) ||
       (st = attn_sdpa_dropout_validate(d)))
     return st;
   r->scale = d->has_scale ? d->scale : (float)(1.0 / sqrt((double)d->D));

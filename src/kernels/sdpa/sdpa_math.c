@@ -36,7 +36,7 @@
 #include "kernels/sdpa/sdpa_dropout.h"
 #include "kernels/sdpa/sdpa_internal.h"
 #include "kernels/sdpa/sdpa_positions.h"
-#include "kernels/sdpa/sdpa_softcap_sinks.h"
+#include "kernels/sdpa/sdpa_stage.h"
 #include "kernels/sdpa/sdpa_usermod.h"
 #include "kernels/util.h"
 
@@ -104,11 +104,11 @@ static float softmax_row(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t 
     }
   if (allowed == 0) {
     if (d->Lk > 0) memset(s, 0, (size_t)d->Lk * sizeof(float)); /* s is NULL when Lk = 0 */
-    return -INFINITY; /* the caller sets lse = the sink, if any */
+    return -INFINITY; /* the caller sets lse = the row units' logit, if any */
   }
-  const float sink = attn_sink_of(d, h); /* -inf: none */
-  if (sink > m) m = sink;
-  double sum = exp((double)sink - m);
+  const float extra = attn_stage_row_logit(d, h); /* the row units' (sinks'); -inf: none */
+  if (extra > m) m = extra;
+  double sum = exp((double)extra - m);
   for (int64_t j = 0; j < d->Lk; j++)
     if (s[j] != -INFINITY) sum += exp((double)s[j] - m);
   for (int64_t j = 0; j < d->Lk; j++)
@@ -170,6 +170,7 @@ attn_status attn_sdpa_forward_math(const attn_sdpa_desc *d, const float *q, cons
 
   const int64_t ldq = ld_of(r.q[2], Lq, D), ldk = ld_of(r.k[2], Lk, D);
   const int64_t ldv = ld_of(r.v[2], Lk, Dv), ldo = ld_of(r.o[2], Lq, Dv);
+  const int staged = attn_stage_has_tile(d); /* the score-modifier stage's tile units */
   int bad = ATTN_OK; /* worst GEMM status; the GEMMs only fail on bad arguments */
 #pragma omp parallel for num_threads(nt) schedule(static) reduction(max : bad)
   for (int64_t t = 0; t < tasks; t++) {
@@ -185,7 +186,7 @@ attn_status attn_sdpa_forward_math(const attn_sdpa_desc *d, const float *q, cons
     float *PR = QR ? QR + nr : NULL;                    /* [Lq, R] */
     int s[4] = {0};
     if (Lk > 0) s[0] = attn_gemm_f32(0, 1, Lq, Lk, D, r.scale, Q, ldq, K, ldk, 0.0f, S, Lk);
-    if (Lk > 0 && d->softcap != 0.0f) attn_softcap_row_exact(d->softcap, S, nsc, NULL);
+    if (Lk > 0 && staged) attn_stage_row_exact(d, h, S, nsc, NULL);
     if (Lk > 0 && d->shaw_k)
       s[1] = attn_gemm_f32(0, 1, Lq, R, D, r.scale, Q, ldq, d->shaw_k, D, 0.0f, QR, R);
     for (int64_t i = 0; i < Lq; i++)
@@ -199,7 +200,7 @@ attn_status attn_sdpa_forward_math(const attn_sdpa_desc *d, const float *q, cons
     for (int64_t i = 0; i < Lq; i++) /* exact zeros even if V holds inf/NaN */
       if (L[i] == -INFINITY) {
         memset(O + i * r.o[2], 0, (size_t)Dv * sizeof(float));
-        L[i] = attn_sink_of(d, h); /* no allowed key: lse = the sink (or -inf) */
+        L[i] = attn_stage_row_logit(d, h); /* no allowed key: lse = the row units' (or -inf) */
       }
     for (int x = 0; x < 4; x++)
       if (s[x] > bad) bad = s[x];
@@ -278,7 +279,7 @@ attn_status attn_sdpa_backward_math(const attn_sdpa_desc *d, const float *q, con
   int nt;
   float *scratch;
   const int64_t nraw = attn_usermod_has_grad(d) ? nsc : 0;
-  const int64_t ncap = d->softcap != 0.0f ? nsc : 0;
+  const int64_t ncap = attn_stage_has_tile(d) ? nsc : 0;
   const int64_t ndrop = d->dropout_p != 0.0f ? nsc : 0;
   const int64_t per = 2 * nsc + 2 * nr + nraw + ncap + ndrop; /* P, dS, XR, PR, RAW, GC, PD */
   const double macs = 2.0 * (double)B * Hq * (double)nsc * (double)(D + Dv + R);
@@ -305,7 +306,7 @@ attn_status attn_sdpa_backward_math(const attn_sdpa_desc *d, const float *q, con
     float *XR = dS ? dS + nsc : NULL; /* [Lq, R]: QR, then DOR, then DQR */
     float *PR = XR ? XR + nr : NULL;  /* [Lq, R] */
     float *RAW = nraw && PR ? PR + nr : NULL; /* [Lq, Lk]: scores before score_mod */
-    float *GC = ncap && PR ? PR + nr + nraw : NULL; /* [Lq, Lk]: softcap's 1 - tanh^2 */
+    float *GC = ncap && PR ? PR + nr + nraw : NULL;         /* [Lq, Lk]: the stage's derivative */
     float *PD = ndrop && PR ? PR + nr + nraw + ncap : NULL; /* [Lq, Lk]: drop(P) */
     float *gt5 = tg.nt5 ? tg.buf + t * tg.per : NULL;          /* [Hq, buckets] */
     float *gsk = tg.nsk ? tg.buf + t * tg.per + tg.nt5 : NULL; /* [R, D] */
@@ -329,7 +330,7 @@ attn_status attn_sdpa_backward_math(const attn_sdpa_desc *d, const float *q, con
       }
       int s[10] = {0};
       s[0] = attn_gemm_f32(0, 1, Lq, Lk, D, r.scale, Q, ldq, K, ldk, 0.0f, P, Lk);
-      if (GC) attn_softcap_row_exact(d->softcap, P, nsc, GC);
+      if (GC) attn_stage_row_exact(d, h, P, nsc, GC);
       if (d->shaw_k)
         s[5] = attn_gemm_f32(0, 1, Lq, R, D, r.scale, Q, ldq, d->shaw_k, D, 0.0f, XR, R);
       for (int64_t i = 0; i < Lq; i++)
@@ -362,7 +363,7 @@ attn_status attn_sdpa_backward_math(const attn_sdpa_desc *d, const float *q, con
       if (gt5) attn_pos_t5_grad(d, 0, Lq, 0, Lk, dS, Lk, gt5 + h * d->rel_buckets);
       if (gal) gal[h] += (float)attn_pos_alibi_grad(d, 0, Lq, 0, Lk, dS, Lk);
       if (RAW) attn_usermod_tile_grad(d, b, h, 0, Lq, 0, Lk, RAW, Lk, dS, Lk);
-      if (GC) attn_softcap_grad_tile(1, nsc, dS, nsc, GC, nsc);
+      if (GC) attn_stage_grad_tile(1, nsc, dS, nsc, GC, nsc);
       s[3] = attn_gemm_f32(0, 0, Lq, D, Lk, r.scale, dS, Lk, K, ldk, 0.0f, dQ, ldq);
       s[4] = attn_gemm_f32(1, 0, Lk, D, Lq, r.scale, dS, Lk, Q, ldq, beta, dK, ldk);
       if (d->shaw_k) { /* DQR = dS gathered by table row */
@@ -381,7 +382,7 @@ attn_status attn_sdpa_backward_math(const attn_sdpa_desc *d, const float *q, con
   } else {
     table_grads_finish(d, tasks, &tg);
   }
-  attn_sinks_backward(d, &r, out, lse, dout);
+  attn_stage_backward(d, &r, out, lse, dout);
   if (bad) return attn_set_error((attn_status)bad, "sdpa: math backward: GEMM failed");
   return ATTN_OK;
 }

@@ -14,12 +14,17 @@
  *     probabilities, varlen pieces) takes its tile bounds from;
  *   element masks (bool_mask, add_mask, block_mask, user mask_mod): per
  *     score inside the tile;
- *   score modifiers (softcap, ALiBi, T5, Shaw, user score_mod) on the score
- *     tile, sinks at each row's finish, dropout on the probability tile. */
+ *   element-wise score modifiers and row-end ones: the score-modifier
+ *     stage (sdpa_stage.h), one unit per modifier (mod_<name>.c) that every
+ *     loop calls through attn_stage_*; position terms (ALiBi, T5, Shaw)
+ *     added to the score tile (sdpa_positions.c); user score_mod
+ *     (sdpa_usermod.c); dropout on the probability tile. */
 #ifndef ATTN_SDPA_MODIFIERS_H
 #define ATTN_SDPA_MODIFIERS_H
 
 #include "attn/sdpa.h"
+
+struct attn_score_unit;
 
 /* The kernels a modifier may run in (bits). */
 enum {
@@ -41,6 +46,9 @@ typedef struct {
    * varlen one (lengths and alignment come from cu_seqlens): ATTN_EINVAL
    * there, not ATTN_EUNSUPPORTED */
   int dense_only;
+  /* the modifier's unit in the score-modifier stage (sdpa_stage.h; NULL:
+   * applied elsewhere, see above) */
+  const struct attn_score_unit *unit;
 } attn_sdpa_modifier;
 
 int attn_sdpa_modifier_count(void);

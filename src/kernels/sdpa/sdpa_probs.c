@@ -3,6 +3,7 @@
 
 #include "attn/sdpa_probs.h"
 #include "kernels/sdpa/sdpa_internal.h"
+#include "kernels/sdpa/sdpa_stage.h"
 #include "kernels/sdpa/sdpa_usermod.h"
 
 attn_status attn_sdpa_probs_f32(const attn_sdpa_desc *d, const float *q, const float *k,
@@ -11,9 +12,6 @@ attn_status attn_sdpa_probs_f32(const attn_sdpa_desc *d, const float *q, const f
   attn_sdpa_resolved r;
   attn_status st = attn_sdpa_validate(d, q, k, k, &r); /* v is not read here */
   if (st) return st;
-  if (d->softcap != 0.0f)
-    return attn_set_error(ATTN_EUNSUPPORTED, "sdpa probs: softcap is not supported here; use the "
-                                             "math backend's probs output");
   if (attn_sdpa_has_positions(d))
     return attn_set_error(ATTN_EUNSUPPORTED,
                           "sdpa probs: position schemes and block-sparse layouts are not "
@@ -32,21 +30,33 @@ attn_status attn_sdpa_probs_f32(const attn_sdpa_desc *d, const float *q, const f
   const float *qh = q + b * r.q[0] + h * r.q[1];
   const float *kh = k + b * r.k[0] + hk * r.k[1];
   const float *lh = lse + (b * d->Hq + h) * d->Lq;
+  const int staged = attn_stage_has_tile(d);
   for (int64_t n = 0; n < nrows; n++) {
     const int64_t i = row0 + n;
     float *p = probs + n * d->Lk;
     const float li = lh[i];
     int64_t lo, hi;
     attn_sdpa_key_range(d, b, i, &lo, &hi);
-    for (int64_t j = 0; j < d->Lk; j++) p[j] = 0.0f;
-    if (isinf(li) && li < 0) continue; /* no allowed key: zeros */
+    for (int64_t j = 0; j < d->Lk; j++)
+      p[j] = -INFINITY;
+    if (isinf(li) && li < 0) { /* no allowed key: zeros */
+      for (int64_t j = 0; j < d->Lk; j++)
+        p[j] = 0.0f;
+      continue;
+    }
     const float *qi = qh + i * r.q[2];
-    for (int64_t j = lo; j < hi; j++) {
+    for (int64_t j = lo; j < hi; j++) { /* the scaled logits of the allowed keys */
       if (!attn_sdpa_bool_allows(d, b, h, i, j)) continue;
       const float *kj = kh + j * r.k[2];
       float s = 0.0f;
       for (int64_t c = 0; c < d->D; c++) s += qi[c] * kj[c];
-      float logit = r.scale * s + attn_sdpa_add_mask_at(d, b, h, i, j);
+      p[j] = r.scale * s;
+    }
+    /* the score-modifier stage's tile units, as the flash tiles run them */
+    for (int64_t j = lo; staged && j < hi; j += 1 << 20)
+      attn_stage_tile(d, h, 1, (int)(hi - j < (1 << 20) ? hi - j : 1 << 20), p + j, 0, NULL, 0);
+    for (int64_t j = 0; j < d->Lk; j++) {
+      const float logit = p[j] == -INFINITY ? p[j] : p[j] + attn_sdpa_add_mask_at(d, b, h, i, j);
       p[j] = isinf(logit) && logit < 0 ? 0.0f : expf(logit - li);
     }
   }

@@ -11,7 +11,7 @@
 
 /* Sets mod->user (and its fields for (b, h)) where the fused tiles can run
  * d's mods: ops has tile_forward_mod, a score_mod or score_mod_row and no
- * mask_mod, and no softcap or fused ALiBi in mod (their order against the
+ * mask_mod, and no fused unit of the score-modifier stage nor ALiBi in mod (their order against the
  * callback is the steps'). Returns 1 if set, else 0 (mod->user NULL). */
 int attn_usermod_fuse(const attn_flash_ops *ops, const attn_sdpa_desc *d, int64_t b, int64_t h,
                       attn_flash_mod *mod);

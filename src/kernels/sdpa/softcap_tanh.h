@@ -1,6 +1,6 @@
 /* tanh for the logit softcap: one rational function, the same formula in
- * every level's code (softcap_avx2.h, softcap_avx512.h, softcap_neon.c and
- * the portable loop of sdpa_softcap_sinks.c).
+ * every level's code (scoremod_avx2.h, scoremod_avx512.h, softcap_neon.c and
+ * the portable loop of mod_softcap.c, the unit).
  *
  * tanh y ~ y P(u) / Q(u), u = min(y^2, 9.1^2), P and Q of degree 4 in u
  * (both with a constant term of 1, so tanh y = y exactly for tiny y), the
@@ -20,6 +20,8 @@
  * series below |y| = 1/8 (where 1 - e cancels) and the sign restored. */
 #ifndef ATTN_SOFTCAP_TANH_H
 #define ATTN_SOFTCAP_TANH_H
+
+#include <stdint.h>
 
 #define ATTN_SOFTCAP_U_MAX (9.1f * 9.1f)
 #define ATTN_SOFTCAP_P1 1.337749809e-01f
@@ -44,5 +46,16 @@ static inline float attn_softcap_tanh(float y) {
   const float t = y * p / q;
   return t > 1.0f ? 1.0f : t < -1.0f ? -1.0f : t;
 }
+
+/* The levels' vector forms on a row (mod_softcap.c's vec[]: s [n] := cap
+ * tanh(s / cap), -inf kept, NaN stays NaN, +inf -> cap; g (NULL or [n]) :=
+ * 1 - tanh^2, 0 at -inf). */
+#if defined(__x86_64__)
+void attn_softcap_row_avx2(float cap, float *s, float *g, int64_t n);   /* softcap_avx2.c */
+void attn_softcap_row_avx512(float cap, float *s, float *g, int64_t n); /* softcap_avx512.c */
+#endif
+#if defined(__aarch64__)
+void attn_softcap_row_neon(float cap, float *s, float *g, int64_t n); /* softcap_neon.c */
+#endif
 
 #endif

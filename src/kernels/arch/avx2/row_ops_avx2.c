@@ -230,7 +230,6 @@ static const attn_row_ops avx2_row_ops = {
     .f32_to_bf16 = attn_f32_to_bf16_avx2,
     .bf16_to_f32 = attn_bf16_to_f32_avx2,
     .f32_round_bf16 = attn_f32_round_bf16_avx2,
-    .softcap = attn_softcap_row_avx2,
     .sdpa_dropout = attn_sdpa_dropout_row_avx2,
 };
 

@@ -34,7 +34,7 @@
 #include <immintrin.h>
 #include <math.h>
 
-#include "kernels/arch/avx2/softcap_avx2.h"
+#include "kernels/arch/avx2/scoremod_avx2.h"
 #include "kernels/arch/avx2/vexp_avx2.h"
 
 
@@ -237,15 +237,6 @@ ATTN_AVX2_INLINE __m256 logits8(const int every_key, const float *s, int c, __m2
   return every_key ? x : _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), x, allowed_cols(c, lo, hi));
 }
 
-/* ALiBi on columns 8c..8c+7 of a row: x - slope |rel - j| (rel = p_i -
- * j0, j the column; exact integers as floats), which is x + the ALiBi
- * table's -(slope |p_i - j|) to the bit (the sign of a zero aside). */
-ATTN_AVX2_INLINE __m256 alibi8(__m256 x, __m256 vslope, __m256 vrel, int c) {
-  const __m256 j = _mm256_add_ps(_mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_ps(8.0f * c));
-  const __m256 dist = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), _mm256_sub_ps(vrel, j));
-  return _mm256_sub_ps(x, _mm256_mul_ps(vslope, dist));
-}
-
 /* The online softmax of R rows of raw scores s (as
  * attn_flash_ops.softmax_update) in three phases, each over all rows: the
  * logits (stored back into s) and maxima, then p and the sums, then m, l,
@@ -258,35 +249,25 @@ typedef struct {
 } softmax_state;
 
 /* Phase 1: logits, maxima (the running max second: a NaN x is skipped).
- * capped: the logits softcapped (mod->cap tanh(x / mod->cap),
- * softcap_avx2.h); biased: then minus mod->slope |rel + r - c| (ALiBi;
- * rel: row 0's p_i - j0, see alibi8). */
-ATTN_AVX2_INLINE void softmax_max(const int R, const int every_key, const int capped,
-                                  const int biased, const attn_flash_mod *mod, float rel,
-                                  float *s, float scale, const int *lo, const int *hi,
-                                  const float *m, softmax_state *st) {
+ * kinds: the fused score-modifier units of mod on the logits
+ * (scoremod_avx2.h; ATTN_FMOD_*, 0: none); rel: row 0's p_i - j0. */
+ATTN_AVX2_INLINE void softmax_max(const int R, const int every_key, const int kinds,
+                                  const attn_flash_mod *mod, float rel, float *s, float scale,
+                                  const int *lo, const int *hi, const float *m, softmax_state *st) {
   const __m256 vs = _mm256_set1_ps(scale), ninf = _mm256_set1_ps(-INFINITY);
-  const float cap = capped ? mod->cap : 1.0f;
-  const __m256 vinv = _mm256_set1_ps(1.0f / cap), vcap = _mm256_set1_ps(cap);
-  const __m256 vslope = _mm256_set1_ps(biased ? mod->slope : 0.0f);
+  const attn_scoremod_avx2 sm = attn_scoremod_init_avx2(kinds, mod);
 #pragma GCC unroll 6
   for (int r = 0; r < R; r++) {
     const int lr = every_key ? 0 : lo[r], hr = every_key ? BC : hi[r];
-    const __m256 vrel = _mm256_set1_ps(biased ? rel + (float)r : 0.0f);
+    const __m256 vrel = _mm256_set1_ps(kinds & ATTN_FMOD_ALIBI ? rel + (float)r : 0.0f);
     float *sr = s + r * BC;
     __m256 m0 = ninf, m1 = ninf;
 #pragma GCC unroll 8
     for (int c = 0; c < BC / 8; c += 2) {
       __m256 x0 = logits8(every_key, sr, c, vs, lr, hr),
              x1 = logits8(every_key, sr, c + 1, vs, lr, hr);
-      if (capped) {
-        x0 = attn_softcap8_avx2(x0, vinv, vcap, NULL);
-        x1 = attn_softcap8_avx2(x1, vinv, vcap, NULL);
-      }
-      if (biased) {
-        x0 = alibi8(x0, vslope, vrel, c);
-        x1 = alibi8(x1, vslope, vrel, c + 1);
-      }
+      x0 = attn_scoremod8_avx2(kinds, &sm, x0, vrel, c);
+      x1 = attn_scoremod8_avx2(kinds, &sm, x1, vrel, c + 1);
       _mm256_storeu_ps(sr + 8 * c, x0);
       _mm256_storeu_ps(sr + 8 * c + 8, x1);
       m0 = _mm256_max_ps(x0, m0);
@@ -339,7 +320,7 @@ ATTN_AVX2_INLINE void softmax_finish(const int R, softmax_state *st, float *m, f
 ATTN_AVX2_INLINE void softmax_rows(const int R, const int every_key, float *s, float scale,
                               const int *lo, const int *hi, float *m, float *l, float *alpha) {
   softmax_state st;
-  softmax_max(R, every_key, 0, 0, NULL, 0.0f, s, scale, lo, hi, m, &st);
+  softmax_max(R, every_key, 0, NULL, 0.0f, s, scale, lo, hi, m, &st);
 #pragma GCC unroll 6
   for (int r = 0; r < R; r++)
     softmax_exp_row(s, r, &st);
@@ -478,14 +459,13 @@ ATTN_AVX2_INLINE void prefetch_some(next_block *nb) {
 /* G row groups of MR rows; the scores and softmax of group g are issued
  * before the p·v of group g - 1 (two p buffers, s [2, MR, BC]). Each step is
  * gemm_avx2 / softmax_update_avx2 inlined with R = MR and every key allowed,
- * so the numbers are theirs to the bit (capped: with the softcap of
- * attn_softcap_row_avx2 between the logits and the softmax, the same
- * attn_softcap8_avx2; biased: then the ALiBi table's entries, alibi8). */
-ATTN_AVX2_INLINE void tile_forward_rows(const int capped, const int biased,
-                                        const attn_flash_mod *mod, int G, int64_t D, int64_t Dv,
-                                        const float *q, int64_t ldq, const float *kt,
-                                        const float *v, int64_t ldv, float scale, float *s,
-                                        float *o, int64_t ldo, float *m, float *l,
+ * so the numbers are theirs to the bit (kinds: with the fused units of the
+ * score-modifier stage between the logits and the softmax, the same vector
+ * code as the units' steps: scoremod_avx2.h). */
+ATTN_AVX2_INLINE void tile_forward_rows(const int kinds, const attn_flash_mod *mod, int G,
+                                        int64_t D, int64_t Dv, const float *q, int64_t ldq,
+                                        const float *kt, const float *v, int64_t ldv, float scale,
+                                        float *s, float *o, int64_t ldo, float *m, float *l,
                                         const float *ktn, const float *vn, int64_t ldvn) {
   const __m256i all = _mm256_set1_epi32(-1);
   const int nsl = (int)(Dv / 16); /* whole 16-column slices of o */
@@ -500,14 +480,14 @@ ATTN_AVX2_INLINE void tile_forward_rows(const int capped, const int biased,
     if (g < G) {
       prefetch_a(MR, D, q + g * MR * ldq, ldq, 1);
       gemm_rows(MR, BC, D, q + g * MR * ldq, ldq, 1, kt, BC, sg, BC, NULL, 0);
-      const int user = !capped && !biased && mod && mod->user; /* logits_avx2, then the hook */
+      const int user = !kinds && mod && mod->user; /* logits_avx2, then the hook */
       if (user) {
         for (int e = 0; e < MR * BC; e += 8)
           _mm256_storeu_ps(sg + e, _mm256_mul_ps(_mm256_set1_ps(scale), _mm256_loadu_ps(sg + e)));
         mod->user(mod, g * MR, sg);
       }
-      softmax_max(MR, 1, capped, biased, mod, biased ? mod->rel0 + (float)(g * MR) : 0.0f, sg,
-                  user ? 1.0f : scale, NULL, NULL, m + g * MR, &st);
+      softmax_max(MR, 1, kinds, mod, kinds & ATTN_FMOD_ALIBI ? mod->rel0 + (float)(g * MR) : 0.0f,
+                  sg, user ? 1.0f : scale, NULL, NULL, m + g * MR, &st);
     }
     if (g > 0) { /* o = alpha o + p·v of group g - 1, p of group g in between */
       const int h = g - 1;
@@ -536,30 +516,28 @@ ATTN_AVX2 static void tile_forward_avx2(int G, int64_t D, int64_t Dv, const floa
                                         const float *kt, const float *v, int64_t ldv, float scale,
                                         float *s, float *o, int64_t ldo, float *m, float *l,
                                         const float *ktn, const float *vn, int64_t ldvn) {
-  tile_forward_rows(0, 0, NULL, G, D, Dv, q, ldq, kt, v, ldv, scale, s, o, ldo, m, l, ktn, vn,
-                    ldvn);
+  tile_forward_rows(0, NULL, G, D, Dv, q, ldq, kt, v, ldv, scale, s, o, ldo, m, l, ktn, vn, ldvn);
 }
 
-/* One instance per modifier set (softcap, ALiBi, both, the user's hook). */
+/* One instance per set of fused units (ATTN_FMOD_*), and the user's hook. */
 ATTN_AVX2 static void tile_forward_mod_avx2(const attn_flash_mod *mod, int G, int64_t D,
                                             int64_t Dv, const float *q, int64_t ldq,
                                             const float *kt, const float *v, int64_t ldv,
                                             float scale, float *s, float *o, int64_t ldo,
                                             float *m, float *l, const float *ktn,
                                             const float *vn, int64_t ldvn) {
-  const int capped = mod->cap != 0.0f;
-  if (capped && mod->alibi)
-    tile_forward_rows(1, 1, mod, G, D, Dv, q, ldq, kt, v, ldv, scale, s, o, ldo, m, l, ktn, vn,
-                      ldvn);
-  else if (mod->alibi)
-    tile_forward_rows(0, 1, mod, G, D, Dv, q, ldq, kt, v, ldv, scale, s, o, ldo, m, l, ktn, vn,
-                      ldvn);
-  else if (capped)
-    tile_forward_rows(1, 0, mod, G, D, Dv, q, ldq, kt, v, ldv, scale, s, o, ldo, m, l, ktn, vn,
-                      ldvn);
+  const int kinds = attn_flash_mod_kinds(mod);
+  if (kinds == (ATTN_FMOD_CAP | ATTN_FMOD_ALIBI))
+    tile_forward_rows(ATTN_FMOD_CAP | ATTN_FMOD_ALIBI, mod, G, D, Dv, q, ldq, kt, v, ldv, scale, s,
+                      o, ldo, m, l, ktn, vn, ldvn);
+  else if (kinds == ATTN_FMOD_ALIBI)
+    tile_forward_rows(ATTN_FMOD_ALIBI, mod, G, D, Dv, q, ldq, kt, v, ldv, scale, s, o, ldo, m, l,
+                      ktn, vn, ldvn);
+  else if (kinds == ATTN_FMOD_CAP)
+    tile_forward_rows(ATTN_FMOD_CAP, mod, G, D, Dv, q, ldq, kt, v, ldv, scale, s, o, ldo, m, l, ktn,
+                      vn, ldvn);
   else if (mod->user)
-    tile_forward_rows(0, 0, mod, G, D, Dv, q, ldq, kt, v, ldv, scale, s, o, ldo, m, l, ktn, vn,
-                      ldvn);
+    tile_forward_rows(0, mod, G, D, Dv, q, ldq, kt, v, ldv, scale, s, o, ldo, m, l, ktn, vn, ldvn);
   else
     tile_forward_avx2(G, D, Dv, q, ldq, kt, v, ldv, scale, s, o, ldo, m, l, ktn, vn, ldvn);
 }

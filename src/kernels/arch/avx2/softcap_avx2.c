@@ -1,10 +1,11 @@
-/* The AVX2 row op of the logit softcap (kern.h's attn_row_ops.softcap):
- * attn_softcap8_avx2 (softcap_avx2.h) over a row, the tail masked. */
+/* The AVX2 vector op of the logit softcap unit (mod_softcap.c's vec[]):
+ * attn_softcap8_avx2 (scoremod_avx2.h) over a row, the tail masked. */
 #include "kernels/rows/elementwise_internal.h"
 
 #if defined(__x86_64__)
 #include "kernels/arch/avx2/avx2_internal.h"
-#include "kernels/arch/avx2/softcap_avx2.h"
+#include "kernels/arch/avx2/scoremod_avx2.h"
+#include "kernels/sdpa/softcap_tanh.h"
 
 AVX2_TARGET void attn_softcap_row_avx2(float cap, float *s, float *g, int64_t n) {
   const __m256 vinv = _mm256_set1_ps(1.0f / cap), vcap = _mm256_set1_ps(cap);

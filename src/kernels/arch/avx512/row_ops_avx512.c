@@ -25,7 +25,6 @@ static const attn_row_ops avx512_row_ops = {
     .f32_to_bf16 = attn_lowp_f32_to_bf16_avx512,
     .bf16_to_f32 = attn_lowp_bf16_to_f32_avx512,
     .f32_round_bf16 = attn_lowp_f32_round_bf16_avx512,
-    .softcap = attn_softcap_row_avx512,
     .sdpa_dropout = attn_sdpa_dropout_row_avx512,
 };
 

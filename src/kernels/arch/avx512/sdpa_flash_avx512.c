@@ -13,7 +13,7 @@
 #include <immintrin.h>
 #include <math.h>
 
-#include "kernels/arch/avx512/softcap_avx512.h"
+#include "kernels/arch/avx512/scoremod_avx512.h"
 #include "kernels/arch/avx512/vexp_avx512.h"
 
 enum { BC = ATTN_FLASH_BC, MR = ATTN_FLASH_MR, NV = ATTN_FLASH_NC / 16 };
@@ -298,10 +298,9 @@ ATTN_AVX512 static float sum_avx512(int n, const float *x) {
  * softmax_update_avx512 + gemm_body step for step, so the result is the same
  * to the bit; what goes is the calls, the dispatch, the store and two
  * reloads of the scores and the masks. */
-ATTN_AVX512_INLINE void tile_scores(const int capped, const int biased, const attn_flash_mod *mod,
-                                    float rel, int row0, int64_t D, const float *q, int64_t ldq,
-                                    const float *kt, float scale, float *s, float *m, float *l,
-                                    float *alpha) {
+ATTN_AVX512_INLINE void tile_scores(const int kinds, const attn_flash_mod *mod, float rel, int row0,
+                                    int64_t D, const float *q, int64_t ldq, const float *kt,
+                                    float scale, float *s, float *m, float *l, float *alpha) {
   __m512 t[MR][4];
 #pragma GCC unroll 6
   for (int r = 0; r < MR; r++)
@@ -328,7 +327,7 @@ ATTN_AVX512_INLINE void tile_scores(const int capped, const int biased, const at
 #pragma GCC unroll 4
     for (int c = 0; c < 4; c++)
       t[r][c] = _mm512_mul_ps(vs, t[r][c]);
-  if (!capped && !biased && mod && mod->user) { /* the hook on the logits, in memory */
+  if (!kinds && mod && mod->user) { /* the hook on the logits, in memory */
 #pragma GCC unroll 6
     for (int r = 0; r < MR; r++)
 #pragma GCC unroll 4
@@ -341,28 +340,7 @@ ATTN_AVX512_INLINE void tile_scores(const int capped, const int biased, const at
       for (int c = 0; c < 4; c++)
         t[r][c] = _mm512_loadu_ps(s + r * BC + 16 * c);
   }
-  if (capped) { /* the softcap of attn_softcap_row_avx512, as the steps run it */
-    const __m512 vinv = _mm512_set1_ps(1.0f / mod->cap), vcap = _mm512_set1_ps(mod->cap);
-#pragma GCC unroll 6
-    for (int r = 0; r < MR; r++)
-#pragma GCC unroll 4
-      for (int c = 0; c < 4; c++)
-        t[r][c] = attn_softcap16_avx512(t[r][c], vinv, vcap, NULL);
-  }
-  if (biased) { /* + the ALiBi table's -(slope |p_i - j|): rel = p_i - j0 of row 0 */
-    const __m512 vslope = _mm512_set1_ps(mod->slope), sign = _mm512_set1_ps(-0.0f);
-    const __m512 j = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-#pragma GCC unroll 6
-    for (int r = 0; r < MR; r++) {
-      const __m512 vrel = _mm512_set1_ps(rel + (float)r);
-#pragma GCC unroll 4
-      for (int c = 0; c < 4; c++) {
-        const __m512 jc = _mm512_add_ps(j, _mm512_set1_ps(16.0f * c));
-        const __m512 dist = _mm512_andnot_ps(sign, _mm512_sub_ps(vrel, jc));
-        t[r][c] = _mm512_sub_ps(t[r][c], _mm512_mul_ps(vslope, dist));
-      }
-    }
-  }
+  attn_scoremod_tile_avx512(kinds, mod, rel, t); /* the fused units, as the steps run them */
   softmax_rows(MR, t, s, m, l, alpha);
 }
 
@@ -408,13 +386,11 @@ ATTN_AVX512_INLINE void tile_values(int64_t Dv, const float *s, const float *alp
  * issued before the p·v of group g - 1 (two p buffers), so the softmax's
  * dependency chain overlaps independent FMA work. The lines of the next key
  * block (ktn, vn) go to L2 a few per group. */
-ATTN_AVX512_INLINE void tile_forward_rows(const int capped, const int biased,
-                                          const attn_flash_mod *mod, int G, int64_t D,
-                                          int64_t Dv, const float *q, int64_t ldq,
-                                          const float *kt, const float *v, int64_t ldv,
-                                          float scale, float *s, float *o, int64_t ldo, float *m,
-                                          float *l, const float *ktn, const float *vn,
-                                          int64_t ldvn) {
+ATTN_AVX512_INLINE void tile_forward_rows(const int kinds, const attn_flash_mod *mod, int G,
+                                          int64_t D, int64_t Dv, const float *q, int64_t ldq,
+                                          const float *kt, const float *v, int64_t ldv, float scale,
+                                          float *s, float *o, int64_t ldo, float *m, float *l,
+                                          const float *ktn, const float *vn, int64_t ldvn) {
   float alpha[2][MR];
   const int64_t klines = ktn ? D * BC / 16 : 0, vlpr = (Dv + 15) / 16, vrows = vn ? BC : 0;
   const int64_t step = G > 0 ? (klines + vrows * vlpr + G - 1) / G : 0;
@@ -428,9 +404,9 @@ ATTN_AVX512_INLINE void tile_forward_rows(const int capped, const int biased,
       if (++vc == vlpr) vc = 0, vr++;
     }
     if (g < G)
-      tile_scores(capped, biased, mod, biased ? mod->rel0 + (float)(g * MR) : 0.0f, g * MR, D,
-                  q + g * MR * ldq, ldq, kt, scale, s + (g & 1) * MR * BC, m + g * MR, l + g * MR,
-                  alpha[g & 1]);
+      tile_scores(kinds, mod, kinds & ATTN_FMOD_ALIBI ? mod->rel0 + (float)(g * MR) : 0.0f, g * MR,
+                  D, q + g * MR * ldq, ldq, kt, scale, s + (g & 1) * MR * BC, m + g * MR,
+                  l + g * MR, alpha[g & 1]);
     if (g > 0)
       tile_values(Dv, s + ((g - 1) & 1) * MR * BC, alpha[(g - 1) & 1], v, ldv,
                   o + (g - 1) * MR * ldo, ldo);
@@ -442,30 +418,28 @@ ATTN_AVX512 static void tile_forward_avx512(int G, int64_t D, int64_t Dv, const 
                                             int64_t ldv, float scale, float *s, float *o,
                                             int64_t ldo, float *m, float *l, const float *ktn,
                                             const float *vn, int64_t ldvn) {
-  tile_forward_rows(0, 0, NULL, G, D, Dv, q, ldq, kt, v, ldv, scale, s, o, ldo, m, l, ktn, vn,
-                    ldvn);
+  tile_forward_rows(0, NULL, G, D, Dv, q, ldq, kt, v, ldv, scale, s, o, ldo, m, l, ktn, vn, ldvn);
 }
 
-/* One instance per modifier set (softcap, ALiBi, both). */
+/* One instance per set of fused units (ATTN_FMOD_*), and the user's hook. */
 ATTN_AVX512 static void tile_forward_mod_avx512(const attn_flash_mod *mod, int G, int64_t D,
                                                 int64_t Dv, const float *q, int64_t ldq,
                                                 const float *kt, const float *v, int64_t ldv,
                                                 float scale, float *s, float *o, int64_t ldo,
                                                 float *m, float *l, const float *ktn,
                                                 const float *vn, int64_t ldvn) {
-  const int capped = mod->cap != 0.0f;
-  if (capped && mod->alibi)
-    tile_forward_rows(1, 1, mod, G, D, Dv, q, ldq, kt, v, ldv, scale, s, o, ldo, m, l, ktn, vn,
-                      ldvn);
-  else if (mod->alibi)
-    tile_forward_rows(0, 1, mod, G, D, Dv, q, ldq, kt, v, ldv, scale, s, o, ldo, m, l, ktn, vn,
-                      ldvn);
-  else if (capped)
-    tile_forward_rows(1, 0, mod, G, D, Dv, q, ldq, kt, v, ldv, scale, s, o, ldo, m, l, ktn, vn,
-                      ldvn);
+  const int kinds = attn_flash_mod_kinds(mod);
+  if (kinds == (ATTN_FMOD_CAP | ATTN_FMOD_ALIBI))
+    tile_forward_rows(ATTN_FMOD_CAP | ATTN_FMOD_ALIBI, mod, G, D, Dv, q, ldq, kt, v, ldv, scale, s,
+                      o, ldo, m, l, ktn, vn, ldvn);
+  else if (kinds == ATTN_FMOD_ALIBI)
+    tile_forward_rows(ATTN_FMOD_ALIBI, mod, G, D, Dv, q, ldq, kt, v, ldv, scale, s, o, ldo, m, l,
+                      ktn, vn, ldvn);
+  else if (kinds == ATTN_FMOD_CAP)
+    tile_forward_rows(ATTN_FMOD_CAP, mod, G, D, Dv, q, ldq, kt, v, ldv, scale, s, o, ldo, m, l, ktn,
+                      vn, ldvn);
   else if (mod->user)
-    tile_forward_rows(0, 0, mod, G, D, Dv, q, ldq, kt, v, ldv, scale, s, o, ldo, m, l, ktn, vn,
-                      ldvn);
+    tile_forward_rows(0, mod, G, D, Dv, q, ldq, kt, v, ldv, scale, s, o, ldo, m, l, ktn, vn, ldvn);
   else
     tile_forward_avx512(G, D, Dv, q, ldq, kt, v, ldv, scale, s, o, ldo, m, l, ktn, vn, ldvn);
 }

@@ -1,9 +1,10 @@
-/* The AVX-512 row op of the logit softcap (kern.h's attn_row_ops.softcap):
- * attn_softcap16_avx512 (softcap_avx512.h) over a row, the tail masked. */
+/* The AVX-512 vector op of the logit softcap unit (mod_softcap.c's vec[]):
+ * attn_softcap16_avx512 (scoremod_avx512.h) over a row, the tail masked. */
 #include "kernels/rows/elementwise_internal.h"
 
 #if defined(__x86_64__)
-#include "kernels/arch/avx512/softcap_avx512.h"
+#include "kernels/arch/avx512/scoremod_avx512.h"
+#include "kernels/sdpa/softcap_tanh.h"
 
 ATTN_AVX512 void attn_softcap_row_avx512(float cap, float *s, float *g, int64_t n) {
   const __m512 vinv = _mm512_set1_ps(1.0f / cap), vcap = _mm512_set1_ps(cap);

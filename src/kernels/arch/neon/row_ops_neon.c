@@ -513,7 +513,6 @@ static const attn_row_ops neon_row_ops = {
     .f32_to_bf16 = f32_to_bf16_neon,
     .bf16_to_f32 = bf16_to_f32_neon,
     .f32_round_bf16 = f32_round_bf16_neon,
-    .softcap = attn_softcap_row_neon,
 };
 
 const attn_row_ops *attn_row_ops_neon(void) { return &neon_row_ops; }

@@ -1,5 +1,5 @@
-/* The arm64 NEON row op of the logit softcap (kern.h's
- * attn_row_ops.softcap): softcap_avx2.h's formula (the rational of
+/* The arm64 NEON vector op of the logit softcap unit (mod_softcap.c's
+ * vec[]): scoremod_avx2.h's formula (the rational of
  * softcap_tanh.h) on 4 lanes, the derivative with attn_vexp4_neon
  * (vexp_neon.h); the tail through a padded copy. */
 #include "kernels/rows/elementwise_internal.h"
