@@ -15,7 +15,7 @@
  * dotted with all R rows), then on the R x NB score tile the int8 scale,
  * softcap, the key interval of each row, ALiBi and the online softmax (the
  * level's exp_sub_sum), then `pv` (each V row widened once, into all R
- * accumulators). The next block's rows are prefetched while one runs: a
+ * accumulators). The rows two blocks ahead are prefetched while one runs: a
  * paged cache's pages are not one stream the hardware prefetcher follows. */
 #include <math.h>
 #include <stdlib.h>
@@ -207,11 +207,11 @@ static void run_item(const call_t *c, const item_t *it, scratch_t *w, float *st)
   attn_kv_cursor rows, ahead; /* the block's rows; the next block's, prefetched */
   attn_kv_cursor_init(&rows, c->kv, it->b, it->g, it->t0);
   attn_kv_cursor_init(&ahead, c->kv, it->b, it->g, it->t0);
-  prefetch_rows(c, &ahead, attn_min64(NB, it->t1 - it->t0));
+  prefetch_rows(c, &ahead, attn_min64(2 * NB, it->t1 - it->t0)); /* two blocks ahead */
   for (int64_t t = it->t0; t < it->t1; t += NB) {
     const int n = (int)attn_min64(NB, it->t1 - t);
     gather(c, &rows, n, &blk, w);
-    if (t + n < it->t1) prefetch_rows(c, &ahead, attn_min64(NB, it->t1 - t - n));
+    if (t + n + NB < it->t1) prefetch_rows(c, &ahead, attn_min64(NB, it->t1 - t - n - NB));
     ops->scores(&blk, w->qs, R, w->s);
     if (block_softmax(c, w, t, n, m, l)) ops->pv(&blk, w->p, w->corr, R, acc);
   }
