@@ -42,9 +42,12 @@ static const attn_cmd commands[] = {
     {"train", attn_cmd_train, "train the spam classifier on the corpus; test report next to NB"},
     {"eval", attn_cmd_eval, "evaluate a trained classifier on the test split (+ pictures)"},
     {"predict", attn_cmd_predict, "label and probability per e-mail file (- for stdin)"},
-    {"ensemble", attn_cmd_ensemble, "models trained apart as one (the mean of their probabilities)"},
+    {"ensemble", attn_cmd_ensemble,
+     "models trained apart as one (the mean of their probabilities)"},
     {"quantize", attn_cmd_quantize, "int8 model: every Linear weight per output channel"},
     {"g2p", attn_cmd_g2p, "grapheme-to-phoneme on CMUdict: split, train, eval, predict"},
+    {"lm", attn_cmd_lm,
+     "a language model on the State of the Union addresses: train, generate, eval"},
     {"hf", attn_cmd_hf, "run a Hugging Face BERT / GPT-2 checkpoint; export the tokenizer"},
     {"version", attn_cmd_version, "print version and CPU features"},
 };
