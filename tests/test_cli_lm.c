@@ -1,7 +1,8 @@
 /* attn lm on the command line: train on a small corpus, generate (streaming,
  * tokens/s, the same text for any thread count, --save-attention for attn
  * viz), eval, and the bad input: an empty corpus, a prompt longer than the
- * context, top-p outside (0, 1], an unknown or not yet available --kv-cache.
+ * context, top-p outside (0, 1], an unknown or not yet available --kv-cache; the same
+ * training for any thread count.
  * The tool is $ATTN_BIN (make test), else BUILD/attn next to this program. */
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -173,6 +174,19 @@ static void test_train_and_eval(void) {
         strstr(out, "Kneser-Ney"));
   snprintf(path, sizeof path, "%s/run/best.safetensors", dir);
   CHECK(access(path, R_OK) == 0);
+  /* the same training for 1 and 2 threads: the same epoch line (loss, perplexity) */
+  static char line[2][512];
+  for (int t = 0; t < 2; t++) {
+    snprintf(args, sizeof args,
+             "lm train --data '%s' --out '%s/run%d' --vocab 300 --dim 16 --heads 2 --ff 32 "
+             "--layers 1 --seq 8 --batch 2 --max-steps 3 --max-len 64 --threads %d",
+             corpus, dir, t, t + 1);
+    CHECK(run_tool(args) == 0);
+    const char *e = strstr(out, "epoch 1 (3 steps)");
+    CHECK(e != NULL);
+    if (e) snprintf(line[t], sizeof line[t], "%.*s", (int)strcspn(e, "\n"), e);
+  }
+  CHECK(line[0][0] && !strcmp(line[0], line[1]));
   snprintf(args, sizeof args, "lm eval '%s' '%s/1990_doc.txt' --data '%s'", path, corpus, corpus);
   CHECK(run_tool(args) == 0);
   CHECK(strstr(out, "1990_doc.txt:") && strstr(out, "perplexity") &&
