@@ -8,6 +8,7 @@
 #include "apps/lm/lm_data.h"
 #include "apps/lm/lm_generate.h"
 #include "apps/lm/lm_model.h"
+#include "apps/lm/lm_train.h"
 #include "attn/kernels.h"
 #include "harness.h"
 
@@ -291,6 +292,29 @@ static void test_generation_attention_and_errors(void) {
   attn_lm_free(&m);
 }
 
+/* the windows of attn_lm_perplexity cover every target once, the last one shorter */
+static void test_perplexity_windows(void) {
+  attn_lm_model m = random_model(50, 16, 2, 32, 2, 6);
+  int32_t ids[23];
+  fill_ids(ids, 23, 50, 5);
+  double ppl = 0, nll = 0;
+  int64_t cnt = 0;
+  CHECK_OK(attn_lm_perplexity(&m, ids, 23, 5, 3, &ppl)); /* windows 3 + 1 of 5, one of 2 */
+  attn_lm_saved s = {0};
+  for (int64_t w = 0; w * 5 < 22; w++) {
+    const int64_t T = 22 - w * 5 < 5 ? 22 - w * 5 : 5;
+    double sum = 0;
+    int64_t k = 0;
+    CHECK_OK(attn_lm_forward(&m, NULL, &s, ids + w * 5, 1, T));
+    CHECK_OK(attn_lm_nll_sum(&m, &s, ids + w * 5 + 1, &sum, &k));
+    nll += sum, cnt += k;
+  }
+  CHECK(cnt == 22);
+  CHECK(fabs(ppl - exp(nll / 22)) < 1e-4 * ppl);
+  attn_lm_saved_free(&s);
+  attn_lm_free(&m);
+}
+
 static void test_model_file_round_trip(void) {
   attn_lm_model m = random_model(50, 16, 2, 32, 2, 4), r;
   char dir[] = "/tmp/attn_test_lm_XXXXXX", path[128];
@@ -335,6 +359,7 @@ int main(int argc, char **argv) {
   RUN(test_sampling);
   RUN(test_same_bits_for_any_thread_count);
   RUN(test_generation_attention_and_errors);
+  RUN(test_perplexity_windows);
   RUN(test_model_file_round_trip);
   HARNESS_END();
 }

@@ -198,6 +198,7 @@ static int cmd_train(lm_opts *o) {
   if (!o->to.out) return cli_usage("train needs --out DIR");
   o->mc.vocab = o->vocab;
   if (attn_lm_config_check(&o->mc)) return cli_usage("%s", attn_last_error());
+  cli_keep_freed_memory(); /* the step's buffers stay in the heap (cli_train.c) */
   const double t0 = attn_train_now();
   attn_lm_data d;
   if (attn_lm_data_load(o->data, o->vocab, &d)) return cli_fail(NULL);

@@ -174,7 +174,9 @@ static attn_status reserve(const attn_lm_model *m, attn_lm_saved *s, int64_t row
   p[5] = realloc(s->st, (size_t)Ln * 4 * r * f), s->st = p[5] ? p[5] : s->st;
   p[6] = realloc(s->xf, r * e * f), s->xf = p[6] ? p[6] : s->xf;
   p[7] = realloc(s->stf, 2 * r * f), s->stf = p[7] ? p[7] : s->stf;
-  p[8] = realloc(s->logits, r * (size_t)V * f), s->logits = p[8] ? p[8] : s->logits;
+  /* logits, then the loss's dlogits (one buffer kept across steps: a fresh one of this
+   * size would be a new mmap, its pages faulted in every step) */
+  p[8] = realloc(s->logits, 2 * r * (size_t)V * f), s->logits = p[8] ? p[8] : s->logits;
   p[9] = realloc(s->work, 4 * r * e * f), s->work = p[9] ? p[9] : s->work;
   for (int i = 0; i < 10; i++)
     if (!p[i])
@@ -260,12 +262,9 @@ attn_status attn_lm_loss(attn_lm_model *m, const attn_nn_ctx *ctx, attn_lm_saved
   if (!m || !s || !s->logits || !targets)
     return attn_set_error(ATTN_EINVAL, "lm loss: NULL argument or no forward");
   const int64_t R = s->B * s->T, V = m->c.vocab;
-  float *dl = NULL;
-  if (backward_too && !(dl = malloc((size_t)(R * V) * sizeof *dl)))
-    return attn_set_error(ATTN_ENOMEM, "lm loss: out of memory");
+  float *dl = backward_too ? s->logits + s->cap * V : NULL; /* reserve(): after the logits */
   attn_status st = attn_cross_entropy_f32(s->logits, targets, R, V, -1, 0.0f, loss, dl);
   if (!st && backward_too) st = backward(m, ctx, s, dl);
-  free(dl);
   return st;
 }
 

@@ -60,7 +60,7 @@ typedef struct {
   float *a1, *a2;    /* [layers][rows, E]: ln1(x), ln2(h) */
   float *st;         /* [layers][4][rows]: mean1, rstd1, mean2, rstd2 */
   float *xf, *stf;   /* ln_f(x_L) [rows, E], its mean/rstd [2][rows] */
-  float *logits;     /* [rows, V] */
+  float *logits;     /* [rows, V], then the backward's dlogits [cap, V] */
   float *work;       /* backward: [4][rows, E] */
   attn_vattn_saved *as;
   attn_ffn_saved *fs;

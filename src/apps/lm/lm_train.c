@@ -89,9 +89,10 @@ attn_status attn_lm_perplexity(const attn_lm_model *m, const int32_t *tokens, in
   attn_status st = in && tg ? ATTN_OK : attn_set_error(ATTN_ENOMEM, "perplexity: out of memory");
   double nll = 0;
   int64_t cnt = 0;
-  for (int64_t w = 0; !st && w < full + (rest > 0); w += batch) {
+  int64_t B = 0;
+  for (int64_t w = 0; !st && w < full + (rest > 0); w += B) {
     const int64_t T = w < full ? seq : rest;
-    const int64_t B = w < full ? (full - w < batch ? full - w : batch) : 1;
+    B = w < full ? (full - w < batch ? full - w : batch) : 1;
     for (int64_t b = 0; b < B; b++) {
       memcpy(in + b * T, tokens + (w + b) * seq, (size_t)T * sizeof *in);
       memcpy(tg + b * T, tokens + (w + b) * seq + 1, (size_t)T * sizeof *tg);
