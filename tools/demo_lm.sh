@@ -3,7 +3,7 @@
 #   1. fetches the State of the Union addresses (tools/fetch_sotu.sh -> data/sotu)
 #   2. trains the demo model (4 pre-LN blocks, d_model 128, 4 heads, ff 512,
 #      BPE of 4,096 ids, windows of 128 tokens, batch 16, AdamW 3e-3 -> 3e-4
-#      cosine) for as many steps of at most 3 epochs as fit the time budget:
+#      cosine) for as many steps of at most 8 epochs as fit the time budget:
 #      `attn lm train --time-budget` times this model's step on this machine
 #      first and sets the schedule for the steps it chooses. It prints the
 #      Kneser-Ney bigram and trigram baselines on the same validation tokens
@@ -42,7 +42,7 @@ left=$((budget - ($(date +%s) - t0) - 150))
 echo "demo-lm: time budget $budget s (ATTN_LM_DEMO_BUDGET); training gets $left s of it"
 # shellcheck disable=SC2086
 "$attn" lm train --data "$data" --out "$out" --vocab 4096 --dim 128 --heads 4 --ff 512 --layers 4 \
-  --seq 128 --batch 16 --epochs 3 --lr 3e-3 --min-lr 3e-4 --time-budget "$left" \
+  --seq 128 --batch 16 --epochs 8 --lr 3e-3 --min-lr 3e-4 --time-budget "$left" \
   ${ATTN_LM_DEMO_TRAIN_ARGS:-} | tee "$out/train.log"
 
 step "3/6 validation perplexity against the Kneser-Ney n-grams (from the training log; attn lm eval MODEL --data DIR recomputes it)"

@@ -296,8 +296,8 @@ attn_status attn_lm_train_run(const attn_lm_config *cin, const attn_lm_data *d,
            (long long)c.layers, (long long)c.d_model, (long long)c.heads, (long long)c.ff,
            (long long)t.m.p.numel, (long long)total, (long long)o->batch, (long long)o->seq,
            (long long)spe, o->lr, o->min_lr);
-  double best = INFINITY, loss_sum = 0;
-  int64_t loss_n = 0;
+  double best = INFINITY, loss_sum = 0, line_sum = 0; /* the epoch's, the line's */
+  int64_t loss_n = 0, line_n = 0;
   const double t_start = attn_train_now();
   double t_line = t_start;
   char path[4096], vbuf[32], sbuf[32];
@@ -309,6 +309,7 @@ attn_status attn_lm_train_run(const attn_lm_config *cin, const attn_lm_data *d,
     st = train_step(&t, o, d->train, order + b * o->batch, attn_schedule_lr(&sch, step), &loss);
     if (st) break;
     loss_sum += loss, loss_n++;
+    line_sum += loss, line_n++;
     const double now = attn_train_now();
     const int last = step + 1 == total || b + 1 == spe;
     if (!o->quiet && (now - t_line >= 30 || last)) {
@@ -316,10 +317,11 @@ attn_status attn_lm_train_run(const attn_lm_config *cin, const attn_lm_data *d,
       char eta[32];
       say_time(eta, sizeof eta, el / (double)(step + 1) * (double)(total - step - 1));
       printf("step %lld/%lld  epoch %d  loss %.3f  %.0f tokens/s  ETA %s\n", (long long)(step + 1),
-             (long long)total, epoch + 1, loss_sum / (double)loss_n,
+             (long long)total, epoch + 1, line_sum / (double)line_n,
              (double)tok_step * (double)(step + 1) / el, eta);
       fflush(stdout);
       t_line = now;
+      line_sum = 0, line_n = 0;
     }
     if (!last) continue;
     double vp = NAN;
