@@ -8,6 +8,7 @@
 #                   for FUZZ_SECONDS (docs/FUZZING.md)
 #   make demo       the main job (see README)
 #   make demo-g2p   grapheme-to-phoneme on CMUdict, end to end (docs/G2P.md)
+#   make demo-lm    a language model on the State of the Union addresses (docs/LM.md)
 #   make bench-g2p  G2P training tokens/s: attn and PyTorch on the same batches
 #   make bench-peers attn, ONNX Runtime and PyTorch on the same attention, one table
 #   make DEV=1      warnings are errors (-Werror), as in CI (.ci/run)
@@ -218,6 +219,12 @@ demo: $(BUILD)/attn
 .PHONY: demo-g2p
 demo-g2p: $(BUILD)/attn
 	@sh tools/demo_g2p.sh $(BUILD)/attn
+
+# a language model on the State of the Union addresses: fetch, train to a time budget, perplexity
+# against a Kneser-Ney trigram, a paragraph, tokens/s at a 1k-token context (docs/LM.md)
+.PHONY: demo-lm
+demo-lm: $(BUILD)/attn
+	@sh tools/demo_lm.sh $(BUILD)/attn
 
 # training tokens/s of attn and PyTorch (f32, bf16 autocast) on the same model and batch, and the ratio
 .PHONY: bench-train

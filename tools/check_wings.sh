@@ -11,7 +11,7 @@
 #                                    time plans, the precision choice,
 #                                    data parallelism): nothing of any
 #                                    application;
-#   applications (classifier, hf,    include only shared pieces, never
+#   applications (classifier, hf, lm, include only shared pieces, never
 #     seq2seq)                       another application; each one's own
 #                                    training lives in its wing, on the kit;
 #   tools (bench, gradcheck)         any wing;
@@ -20,7 +20,7 @@
 # (src/core, kernels, nn, io, train) includes nothing of src/apps. A new wing
 # gets its kind below first.
 SHARED="text viz train"
-APPS="classifier hf seq2seq"
+APPS="classifier hf lm seq2seq"
 TOOLS="tools"
 
 root=${1:-.}

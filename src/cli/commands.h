@@ -48,5 +48,6 @@ int attn_cmd_ensemble(int argc, char **argv);
 int attn_cmd_quantize(int argc, char **argv);
 int attn_cmd_hf(int argc, char **argv);
 int attn_cmd_g2p(int argc, char **argv);
+int attn_cmd_lm(int argc, char **argv);
 
 #endif

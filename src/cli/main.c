@@ -46,6 +46,7 @@ static const attn_cmd commands[] = {
      "models trained apart as one (the mean of their probabilities)"},
     {"quantize", attn_cmd_quantize, "int8 model: every Linear weight per output channel"},
     {"g2p", attn_cmd_g2p, "grapheme-to-phoneme on CMUdict: split, train, eval, predict"},
+    {"lm", attn_cmd_lm, "language model on State of the Union addresses: train, generate, eval"},
     {"hf", attn_cmd_hf, "run a Hugging Face BERT / GPT-2 checkpoint; export the tokenizer"},
     {"version", attn_cmd_version, "print version and CPU features"},
 };

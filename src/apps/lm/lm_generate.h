@@ -1,0 +1,76 @@
+/* Generation with the language model: the incremental decoder over the KV
+ * cache (lm_kvcache.h), sampling, and the generation loop (docs/LM.md). */
+#ifndef ATTN_APPS_LM_GENERATE_H
+#define ATTN_APPS_LM_GENERATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "apps/lm/lm_kvcache.h"
+#include "apps/lm/lm_model.h"
+
+/* ---- the incremental decoder ------------------------------------------------ */
+typedef struct {
+  const attn_lm_model *m;
+  attn_lm_kv kv;
+  int64_t cap;    /* rows of the scratch below */
+  float *scratch; /* x, a, q, k, v, ctx, o [cap, E], lse [H, cap], stats [2, cap] */
+  attn_ffn_saved fs;
+} attn_lm_decoder;
+
+attn_status attn_lm_decoder_init(attn_lm_decoder *d, const attn_lm_model *m, attn_lm_kv_kind kind,
+                                 int64_t cap);
+void attn_lm_decoder_free(attn_lm_decoder *d);
+int64_t attn_lm_decoder_len(const attn_lm_decoder *d);
+/* The n tokens ids at positions len..len+n-1 (len + n <= max_len): logits
+ * [n, V] of each (NULL: only the last row, into last [V] when not NULL);
+ * probs (may be NULL): [layers, H, n, len + n] the attention of the new
+ * positions over every cached one (0 after each). Equals attn_lm_forward
+ * over the whole sequence within float rounding (tests/test_lm.c). */
+attn_status attn_lm_decoder_step(attn_lm_decoder *d, const int32_t *ids, int64_t n, float *logits,
+                                 float *last, float *probs);
+
+/* ---- sampling ----------------------------------------------------------------
+ * temperature 0: the argmax (greedy). Else softmax(logits / temperature)
+ * restricted to the top_k most likely ids (0: all), then to the smallest
+ * set of those, most likely first, whose mass reaches top_p (1: all),
+ * renormalised, and one id drawn with attn_rng_uniform(seed, step): the same
+ * seed and step give the same id on any machine and thread count. Ids below
+ * min_id (the BPE's specials) are never drawn. */
+typedef struct {
+  float temperature; /* >= 0 */
+  int top_k;         /* >= 0 */
+  float top_p;       /* (0, 1] */
+  uint64_t seed;
+  int32_t min_id;
+} attn_lm_sampling;
+
+void attn_lm_sampling_default(attn_lm_sampling *s); /* T 0.8, top-k 40, top-p 0.95, seed 1 */
+attn_status attn_lm_sampling_check(const attn_lm_sampling *s);
+/* logits [V] -> *out. */
+attn_status attn_lm_sample(const attn_lm_sampling *s, const float *logits, int64_t V, uint64_t step,
+                           int32_t *out);
+
+/* ---- generation ------------------------------------------------------------------ */
+/* Called with each new token's bytes as it is drawn (streaming). */
+typedef void (*attn_lm_token_fn)(int32_t id, void *user);
+
+typedef struct {
+  int32_t *ids; /* [n] the new tokens (free()) */
+  int64_t n;
+  double prefill_s, decode_s; /* the prompt's step, then the new tokens' */
+  int64_t context;            /* prompt + new tokens */
+  float *probs;               /* with want_probs: [layers, H, n, context] (free()) */
+} attn_lm_generation;
+void attn_lm_generation_free(attn_lm_generation *g);
+
+/* prompt [np] (np >= 1), n_new tokens drawn; np + n_new <= the model's
+ * max_len (else ATTN_EINVAL saying so). want_probs: each new token's
+ * attention over the prompt and the tokens before it, every layer and head
+ * (one more step feeds the last token). */
+attn_status attn_lm_generate(const attn_lm_model *m, const int32_t *prompt, int64_t np,
+                             int64_t n_new, const attn_lm_sampling *s, attn_lm_kv_kind kind,
+                             int want_probs, attn_lm_token_fn cb, void *user,
+                             attn_lm_generation *out);
+
+#endif

@@ -1,0 +1,92 @@
+/* Temperature / top-k / top-p sampling with a counter-based seed (lm_generate.h). */
+#include <math.h>
+#include <stdlib.h>
+
+#include "apps/lm/lm_generate.h"
+#include "attn/kernels.h"
+
+void attn_lm_sampling_default(attn_lm_sampling *s) {
+  s->temperature = 0.8f;
+  s->top_k = 40;
+  s->top_p = 0.95f;
+  s->seed = 1;
+  s->min_id = 0;
+}
+
+attn_status attn_lm_sampling_check(const attn_lm_sampling *s) {
+  if (!s) return attn_set_error(ATTN_EINVAL, "sampling: NULL");
+  if (!(s->temperature >= 0.0f) || !isfinite(s->temperature))
+    return attn_set_error(ATTN_EINVAL, "--temperature %g: must be >= 0 (0: greedy)",
+                          (double)s->temperature);
+  if (s->top_k < 0)
+    return attn_set_error(ATTN_EINVAL, "--top-k %d: must be >= 0 (0: all)", s->top_k);
+  if (!(s->top_p > 0.0f && s->top_p <= 1.0f))
+    return attn_set_error(ATTN_EINVAL, "--top-p %g: must be in (0, 1]", (double)s->top_p);
+  if (s->min_id < 0) return attn_set_error(ATTN_EINVAL, "sampling: min_id %d", s->min_id);
+  return ATTN_OK;
+}
+
+typedef struct {
+  double p;
+  int32_t id;
+} cand;
+
+/* most likely first; equal probabilities by id: a total order, so the same
+ * candidates come out of any sort */
+static int by_prob(const void *a, const void *b) {
+  const cand *x = a, *y = b;
+  if (x->p != y->p) return x->p > y->p ? -1 : 1;
+  return (x->id > y->id) - (x->id < y->id);
+}
+
+attn_status attn_lm_sample(const attn_lm_sampling *s, const float *logits, int64_t V, uint64_t step,
+                           int32_t *out) {
+  attn_status st = attn_lm_sampling_check(s);
+  if (st) return st;
+  if (!logits || !out || V <= s->min_id)
+    return attn_set_error(ATTN_EINVAL, "sampling: no logits or no id at or above %d", s->min_id);
+  int32_t best = s->min_id;
+  for (int64_t j = s->min_id; j < V; j++)
+    if (logits[j] > logits[best]) best = (int32_t)j;
+  if (s->temperature == 0.0f || !isfinite(logits[best])) {
+    *out = best;
+    return ATTN_OK;
+  }
+  const int64_t n = V - s->min_id;
+  cand *c = malloc((size_t)n * sizeof *c);
+  if (!c) return attn_set_error(ATTN_ENOMEM, "sampling: out of memory");
+  for (int64_t j = 0; j < n; j++) {
+    c[j].id = (int32_t)(j + s->min_id);
+    c[j].p = exp(((double)logits[c[j].id] - logits[best]) / s->temperature);
+  }
+  qsort(c, (size_t)n, sizeof *c, by_prob);
+  int64_t keep = s->top_k > 0 && s->top_k < n ? s->top_k : n;
+  double mass = 0;
+  for (int64_t j = 0; j < keep; j++)
+    mass += c[j].p;
+  if (s->top_p < 1.0f) { /* the smallest prefix reaching top_p of the top-k mass */
+    const double want = (double)s->top_p * mass;
+    double acc = 0;
+    for (int64_t j = 0; j < keep; j++) {
+      acc += c[j].p;
+      if (acc >= want) {
+        keep = j + 1;
+        mass = acc;
+        break;
+      }
+    }
+  }
+  const double u = (double)attn_rng_uniform(s->seed, step) * mass;
+  double acc = 0;
+  int32_t pick = c[keep - 1].id;
+  for (int64_t j = 0; j < keep; j++) {
+    acc += c[j].p;
+    if (u < acc) {
+      pick = c[j].id;
+      break;
+    }
+  }
+  free(c);
+  *out = pick;
+  return ATTN_OK;
+}

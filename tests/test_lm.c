@@ -1,0 +1,365 @@
+/* The language model (src/apps/lm): forward logits, loss and every gradient
+ * against PyTorch (tools/golden_lm.py), the KV-cache decoder against the full
+ * forward, sampling, thread-count determinism, model files, bad input. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "apps/lm/lm_data.h"
+#include "apps/lm/lm_generate.h"
+#include "apps/lm/lm_model.h"
+#include "apps/lm/lm_train.h"
+#include "attn/kernels.h"
+#include "harness.h"
+
+static const char *golden_dir = "tests/golden";
+
+static attn_lm_config tiny_config(int tied) {
+  attn_lm_config c;
+  attn_lm_config_default(&c);
+  c.vocab = 50, c.d_model = 16, c.heads = 2, c.ff = 32, c.layers = 2, c.max_len = 64, c.tied = tied;
+  return c;
+}
+
+/* the golden file's model, inputs and targets; 0 when it cannot be read */
+static int load_golden(const char *name, int tied, attn_lm_model *m, attn_st **st) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", golden_dir, name);
+  *st = NULL;
+  if (attn_st_load(path, st)) {
+    printf("  cannot read %s: %s\n", path, attn_last_error());
+    h_case_failed = 1;
+    return 0;
+  }
+  attn_lm_config c = tiny_config(tied);
+  CHECK_OK(attn_lm_create(m, &c));
+  CHECK_OK(attn_params_load_st(&m->p, *st, "", 0));
+  return !h_case_failed;
+}
+
+static void golden_case(const char *name, int tied) {
+  attn_lm_model m;
+  attn_st *st;
+  if (!load_golden(name, tied, &m, &st)) return;
+  const attn_tensor *ids = attn_st_get(st, "input_ids"), *tg = attn_st_get(st, "targets");
+  const attn_tensor *lg = attn_st_get(st, "logits"), *ls = attn_st_get(st, "loss");
+  CHECK(ids && tg && lg && ls && ids->dtype == ATTN_I32 && tg->dtype == ATTN_I32);
+  if (!h_case_failed) {
+    attn_lm_saved s = {0};
+    const attn_nn_ctx ctx = {0};
+    float loss = 0;
+    attn_params_zero_grad(&m.p);
+    CHECK_OK(attn_lm_forward(&m, &ctx, &s, ids->data, 2, 8));
+    /* f32 throughout on both sides: 1e-5 absolute on logits of size ~1 */
+    CHECK_CLOSE("logits", s.logits, (const float *)lg->data, 16 * 50, 2e-5, 1e-4);
+    CHECK_OK(attn_lm_loss(&m, &ctx, &s, tg->data, 1, &loss));
+    CHECK_CLOSE("loss", &loss, (const float *)ls->data, 1, 1e-5, 1e-5);
+    double sum = 0;
+    int64_t cnt = 0;
+    CHECK_OK(attn_lm_nll_sum(&m, &s, tg->data, &sum, &cnt));
+    CHECK(cnt == 15); /* one target ignored */
+    CHECK(fabs(sum / cnt - loss) < 1e-5);
+    for (int v = 0; v < m.p.count; v++) {
+      char gname[ATTN_PARAM_NAME_MAX + 8];
+      snprintf(gname, sizeof gname, "grad.%s", m.p.views[v].name);
+      const attn_tensor *g = attn_st_get(st, gname);
+      CHECK(g != NULL);
+      if (!g) continue;
+      /* gradients of a mean over 15 targets: ~1e-3 in size; 2e-6 absolute */
+      CHECK_CLOSE(m.p.views[v].name, attn_params_grad(&m.p, v), (const float *)g->data,
+                  m.p.views[v].numel, 2e-6, 1e-3);
+    }
+    attn_lm_saved_free(&s);
+  }
+  attn_lm_free(&m);
+  attn_st_free(st);
+}
+
+static void test_golden_tied_forward_backward(void) { golden_case("lm_tiny.safetensors", 1); }
+static void test_golden_untied_forward_backward(void) {
+  golden_case("lm_tiny_untied.safetensors", 0);
+}
+
+static attn_lm_model random_model(int64_t V, int64_t E, int64_t H, int64_t ff, int64_t L,
+                                  uint64_t seed) {
+  attn_lm_model m;
+  attn_lm_config c;
+  attn_lm_config_default(&c);
+  c.vocab = V, c.d_model = E, c.heads = H, c.ff = ff, c.layers = L, c.max_len = 256;
+  CHECK_OK(attn_lm_create(&m, &c));
+  CHECK_OK(attn_lm_init(&m, seed));
+  /* larger weights than the init's 0.02, so the attention is far from uniform */
+  for (int64_t i = 0; i < m.p.numel; i++)
+    m.p.data[i] *= 8.0f;
+  for (int v = 0; v < m.p.count; v++)
+    if (strstr(m.p.views[v].name, "ln") && strstr(m.p.views[v].name, "weight"))
+      for (int64_t i = 0; i < m.p.views[v].numel; i++)
+        attn_params_data(&m.p, v)[i] = 1.0f;
+  return m;
+}
+
+static void fill_ids(int32_t *ids, int64_t n, int64_t V, unsigned seed) {
+  for (int64_t i = 0; i < n; i++)
+    ids[i] = (int32_t)((i * 7919u + seed * 104729u + (i * i) % 13) % (uint64_t)V);
+}
+
+static void test_kv_cache_decoder_matches_full_forward(void) {
+  const int64_t V = 60, T = 21;
+  attn_lm_model m = random_model(V, 32, 4, 64, 3, 5);
+  int32_t ids[T];
+  fill_ids(ids, T, V, 3);
+  attn_lm_saved s = {0};
+  const attn_nn_ctx ctx = {0};
+  CHECK_OK(attn_lm_forward(&m, &ctx, &s, ids, 1, T));
+  attn_lm_decoder d;
+  CHECK_OK(attn_lm_decoder_init(&d, &m, ATTN_LM_KV_F32, 4)); /* grows past 4 */
+  float *lg = malloc((size_t)(T * V) * sizeof *lg);
+  float *probs = malloc((size_t)(3 * 4 * T * T) * sizeof *probs);
+  /* a prompt of 6 in one step, then 1, 1, then 3 at once, then one at a time */
+  int64_t pos = 0;
+  const int64_t chunks[] = {6, 1, 1, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  for (int c = 0; pos < T; c++) {
+    const int64_t n = chunks[c];
+    CHECK_OK(attn_lm_decoder_step(&d, ids + pos, n, lg + pos * V, NULL, probs));
+    CHECK(attn_lm_decoder_len(&d) == pos + n);
+    /* each new row's attention: a distribution over keys 0..its position */
+    for (int64_t lh = 0; lh < 12; lh++)
+      for (int64_t i = 0; i < n; i++) {
+        const float *row = probs + (lh * n + i) * (pos + n);
+        double sum = 0;
+        for (int64_t j = 0; j < pos + n; j++) {
+          if (j > pos + i) CHECK(row[j] == 0.0f);
+          sum += row[j];
+        }
+        CHECK(fabs(sum - 1.0) < 1e-5);
+      }
+    pos += n;
+  }
+  /* the flash forward and the cache's decode pass sum in another order: 1e-4 */
+  CHECK_CLOSE("incremental logits", lg, s.logits, T * V, 1e-4, 1e-4);
+  float last[V];
+  CHECK_ERR(attn_lm_decoder_step(&d, ids, 300, NULL, last, NULL), ATTN_EINVAL); /* past max_len */
+  attn_lm_decoder_free(&d);
+  free(lg);
+  free(probs);
+  attn_lm_saved_free(&s);
+  attn_lm_free(&m);
+}
+
+static void test_sampling(void) {
+  const int64_t V = 40;
+  float lg[V];
+  for (int64_t j = 0; j < V; j++)
+    lg[j] = (float)((j * 37) % 11) * 0.3f;
+  lg[3] = 9.0f; /* the argmax is a "special" id below min_id */
+  lg[17] = 4.0f;
+  attn_lm_sampling s;
+  attn_lm_sampling_default(&s);
+  s.min_id = 4, s.temperature = 0.0f;
+  int32_t a = -1, b = -1;
+  CHECK_OK(attn_lm_sample(&s, lg, V, 0, &a));
+  CHECK(a == 17); /* greedy, skipping ids < min_id */
+  s.temperature = 1.0f, s.top_k = 1;
+  CHECK_OK(attn_lm_sample(&s, lg, V, 5, &a));
+  CHECK(a == 17);
+  s.top_k = 0, s.top_p = 1e-6f;
+  CHECK_OK(attn_lm_sample(&s, lg, V, 6, &a));
+  CHECK(a == 17);
+  /* the same seed and step: the same id; other seeds: other sequences */
+  s.top_p = 1.0f, s.seed = 9;
+  int same = 1, differ = 0;
+  for (uint64_t t = 0; t < 100; t++) {
+    CHECK_OK(attn_lm_sample(&s, lg, V, t, &a));
+    CHECK_OK(attn_lm_sample(&s, lg, V, t, &b));
+    same &= a == b;
+    CHECK(a >= 4 && a < V);
+    attn_lm_sampling o = s;
+    o.seed = 10;
+    CHECK_OK(attn_lm_sample(&o, lg, V, t, &b));
+    differ += a != b;
+  }
+  CHECK(same && differ > 10);
+  /* the frequencies follow softmax: two ids, p = 1/4, 3/4 */
+  float two[6] = {0, 0, 0, 0, 0.0f, logf(3.0f)};
+  s.min_id = 4, s.top_k = 0, s.top_p = 1.0f;
+  int ones = 0;
+  for (uint64_t t = 0; t < 4000; t++) {
+    CHECK_OK(attn_lm_sample(&s, two, 6, t, &a));
+    ones += a == 5;
+  }
+  CHECK(fabs(ones / 4000.0 - 0.75) < 0.03);
+  /* top-k 2 of four equal ids: only the two lowest ids (ties by id) */
+  float four[8] = {0, 0, 0, 0, 1, 1, 1, 1};
+  s.top_k = 2;
+  for (uint64_t t = 0; t < 200; t++) {
+    CHECK_OK(attn_lm_sample(&s, four, 8, t, &a));
+    CHECK(a == 4 || a == 5);
+  }
+  /* bad settings */
+  s.top_k = 0;
+  s.top_p = 0.0f;
+  CHECK_ERR(attn_lm_sample(&s, lg, V, 0, &a), ATTN_EINVAL);
+  s.top_p = 1.5f;
+  CHECK_ERR(attn_lm_sampling_check(&s), ATTN_EINVAL);
+  CHECK(strstr(attn_last_error(), "top-p") != NULL);
+  s.top_p = 0.9f, s.temperature = -1.0f;
+  CHECK_ERR(attn_lm_sampling_check(&s), ATTN_EINVAL);
+}
+
+/* forward + backward of one batch: logits and gradients */
+static void run_once(attn_lm_model *m, const int32_t *ids, const int32_t *tg, int64_t B, int64_t T,
+                     float *logits, float *grads) {
+  attn_lm_saved s = {0};
+  const attn_nn_ctx ctx = {0};
+  float loss;
+  attn_params_zero_grad(&m->p);
+  CHECK_OK(attn_lm_forward(m, &ctx, &s, ids, B, T));
+  if (s.logits) memcpy(logits, s.logits, (size_t)(B * T * m->c.vocab) * sizeof *logits);
+  CHECK_OK(attn_lm_loss(m, &ctx, &s, tg, 1, &loss));
+  memcpy(grads, m->p.grad, (size_t)m->p.numel * sizeof *grads);
+  attn_lm_saved_free(&s);
+}
+
+static void test_same_bits_for_any_thread_count(void) {
+  const int64_t V = 300, B = 3, T = 70;
+  attn_lm_model m = random_model(V, 64, 4, 128, 2, 11);
+  int32_t ids[B * T], tg[B * T];
+  fill_ids(ids, B * T, V, 1);
+  fill_ids(tg, B * T, V, 2);
+  float *l1 = malloc((size_t)(B * T * V) * sizeof *l1),
+        *l2 = malloc((size_t)(B * T * V) * sizeof *l2);
+  float *g1 = malloc((size_t)m.p.numel * sizeof *g1), *g2 = malloc((size_t)m.p.numel * sizeof *g2);
+  const int nt = attn_get_num_threads();
+  attn_set_num_threads(1);
+  run_once(&m, ids, tg, B, T, l1, g1);
+  attn_set_num_threads(3);
+  run_once(&m, ids, tg, B, T, l2, g2);
+  CHECK(!memcmp(l1, l2, (size_t)(B * T * V) * sizeof *l1));
+  CHECK(!memcmp(g1, g2, (size_t)m.p.numel * sizeof *g1));
+  /* generation: the same tokens for any thread count */
+  attn_lm_sampling s;
+  attn_lm_sampling_default(&s);
+  attn_lm_generation a = {0}, b = {0};
+  attn_set_num_threads(1);
+  CHECK_OK(attn_lm_generate(&m, ids, 9, 30, &s, ATTN_LM_KV_F32, 0, NULL, NULL, &a));
+  attn_set_num_threads(3);
+  CHECK_OK(attn_lm_generate(&m, ids, 9, 30, &s, ATTN_LM_KV_F32, 0, NULL, NULL, &b));
+  CHECK(a.n == 30 && b.n == 30 && a.ids && b.ids && !memcmp(a.ids, b.ids, 30 * sizeof *a.ids));
+  attn_lm_generation_free(&b);
+  s.seed = 2; /* another seed: another text */
+  CHECK_OK(attn_lm_generate(&m, ids, 9, 30, &s, ATTN_LM_KV_F32, 0, NULL, NULL, &b));
+  CHECK(b.n == 30 && memcmp(a.ids, b.ids, 30 * sizeof *a.ids));
+  attn_set_num_threads(nt);
+  attn_lm_generation_free(&a);
+  attn_lm_generation_free(&b);
+  free(l1), free(l2), free(g1), free(g2);
+  attn_lm_free(&m);
+}
+
+static void test_generation_attention_and_errors(void) {
+  attn_lm_model m = random_model(50, 16, 2, 32, 2, 3);
+  int32_t p[5] = {4, 9, 11, 30, 2};
+  attn_lm_sampling s;
+  attn_lm_sampling_default(&s);
+  attn_lm_generation g = {0};
+  CHECK_OK(attn_lm_generate(&m, p, 5, 7, &s, ATTN_LM_KV_F32, 1, NULL, NULL, &g));
+  CHECK(g.n == 7 && g.context == 12 && g.probs);
+  for (int64_t r = 0; g.probs && r < 2 * 2 * 7; r++) { /* [layers, H, 7, 12] */
+    double sum = 0;
+    for (int64_t j = 0; j < 12; j++)
+      sum += g.probs[r * 12 + j];
+    CHECK(fabs(sum - 1.0) < 1e-5);
+    CHECK(g.probs[r * 12 + 11] == 0.0f || r % 7 == 6); /* only the last row sees the last token */
+  }
+  attn_lm_generation_free(&g);
+  CHECK_ERR(attn_lm_generate(&m, p, 0, 7, &s, ATTN_LM_KV_F32, 0, NULL, NULL, &g), ATTN_EINVAL);
+  CHECK(strstr(attn_last_error(), "empty prompt") != NULL);
+  CHECK_ERR(attn_lm_generate(&m, p, 5, 252, &s, ATTN_LM_KV_F32, 0, NULL, NULL, &g), ATTN_EINVAL);
+  CHECK(strstr(attn_last_error(), "context of 256") != NULL);
+  s.top_p = 0.0f;
+  CHECK_ERR(attn_lm_generate(&m, p, 5, 7, &s, ATTN_LM_KV_F32, 0, NULL, NULL, &g), ATTN_EINVAL);
+  attn_lm_kv_kind k;
+  CHECK_ERR(attn_lm_kv_kind_from_name("f64", &k), ATTN_EINVAL);
+  CHECK(strstr(attn_last_error(), "f32, f16, int8, paged") != NULL);
+  CHECK_ERR(attn_lm_kv_kind_from_name("int8", &k), ATTN_EUNSUPPORTED);
+  CHECK(strstr(attn_last_error(), "not yet available") != NULL);
+  CHECK_OK(attn_lm_kv_kind_from_name("f32", &k));
+  CHECK(k == ATTN_LM_KV_F32);
+  int32_t bad = 50;
+  attn_lm_saved sv = {0};
+  CHECK_ERR(attn_lm_forward(&m, NULL, &sv, &bad, 1, 1), ATTN_EINVAL);
+  attn_lm_saved_free(&sv);
+  attn_lm_free(&m);
+}
+
+/* the windows of attn_lm_perplexity cover every target once, the last one shorter */
+static void test_perplexity_windows(void) {
+  attn_lm_model m = random_model(50, 16, 2, 32, 2, 6);
+  int32_t ids[23];
+  fill_ids(ids, 23, 50, 5);
+  double ppl = 0, nll = 0;
+  int64_t cnt = 0;
+  CHECK_OK(attn_lm_perplexity(&m, ids, 23, 5, 3, &ppl)); /* windows 3 + 1 of 5, one of 2 */
+  attn_lm_saved s = {0};
+  for (int64_t w = 0; w * 5 < 22; w++) {
+    const int64_t T = 22 - w * 5 < 5 ? 22 - w * 5 : 5;
+    double sum = 0;
+    int64_t k = 0;
+    CHECK_OK(attn_lm_forward(&m, NULL, &s, ids + w * 5, 1, T));
+    CHECK_OK(attn_lm_nll_sum(&m, &s, ids + w * 5 + 1, &sum, &k));
+    nll += sum, cnt += k;
+  }
+  CHECK(cnt == 22);
+  CHECK(fabs(ppl - exp(nll / 22)) < 1e-4 * ppl);
+  attn_lm_saved_free(&s);
+  attn_lm_free(&m);
+}
+
+static void test_model_file_round_trip(void) {
+  attn_lm_model m = random_model(50, 16, 2, 32, 2, 4), r;
+  char dir[] = "/tmp/attn_test_lm_XXXXXX", path[128];
+  CHECK(mkdtemp(dir) != NULL);
+  snprintf(path, sizeof path, "%s/m.safetensors", dir);
+  CHECK_OK(attn_lm_save(path, &m, NULL, "attn-bpe 1\nmax_chunk 64\nmerges 0\n", NULL));
+  attn_st *st = NULL;
+  CHECK_OK(attn_lm_load(path, &r, &st));
+  CHECK(r.c.vocab == 50 && r.c.d_model == 16 && r.c.layers == 2 && r.c.tied == 1 &&
+        r.p.numel == m.p.numel);
+  CHECK(r.p.data && !memcmp(r.p.data, m.p.data, (size_t)m.p.numel * sizeof(float)));
+  CHECK(st && attn_st_meta(st, "tokenizer") != NULL);
+  attn_st_free(st);
+  attn_lm_free(&r);
+  /* a file that is not an LM */
+  attn_st *o = NULL;
+  CHECK_OK(attn_st_new(&o));
+  snprintf(path, sizeof path, "%s/other.safetensors", dir);
+  CHECK_OK(attn_st_save(o, path));
+  attn_st_free(o);
+  CHECK_ERR(attn_lm_load(path, &r, NULL), ATTN_EINVAL);
+  CHECK(strstr(attn_last_error(), "not a language model") != NULL);
+  /* an empty corpus: no documents, or only empty ones */
+  CHECK_ERR(attn_lm_corpus_read(dir, &(attn_lm_corpus){0}), ATTN_EINVAL);
+  CHECK(strstr(attn_last_error(), "no .txt documents") != NULL);
+  snprintf(path, sizeof path, "%s/empty.txt", dir);
+  FILE *f = fopen(path, "w");
+  if (f) fclose(f);
+  CHECK_ERR(attn_lm_corpus_read(dir, &(attn_lm_corpus){0}), ATTN_EINVAL);
+  CHECK(strstr(attn_last_error(), "empty") != NULL);
+  char cmd[160];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  CHECK(system(cmd) == 0);
+  attn_lm_free(&m);
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1) golden_dir = argv[1];
+  RUN(test_golden_tied_forward_backward);
+  RUN(test_golden_untied_forward_backward);
+  RUN(test_kv_cache_decoder_matches_full_forward);
+  RUN(test_sampling);
+  RUN(test_same_bits_for_any_thread_count);
+  RUN(test_generation_attention_and_errors);
+  RUN(test_perplexity_windows);
+  RUN(test_model_file_round_trip);
+  HARNESS_END();
+}
