@@ -28,8 +28,10 @@ typedef struct {
   int qat;
   attn_qat_act qat_act;
   uint64_t seed;
-  int rounds;         /* timed rounds per precision at most (0: 3) */
-  double max_seconds; /* no new round after this (0: 1.5 s); each precision gets one */
+  int rounds;         /* timed rounds per precision at most (0: 5); at least 3 (or rounds) */
+  double max_seconds; /* the rounds' window (0: 2 s): spread over it, a short round waiting
+                       * before the next (apps/train/train_replan.h, attn_probe_window); no
+                       * new round past it once the minimum is timed */
 } attn_prec_probe_opts;
 
 /* The probe batch: up to max_rows rows (and about target_tokens tokens after
