@@ -132,7 +132,7 @@ attn_status attn_prec_probe(const attn_clf_config *c, const attn_prec_probe_opts
   double max_s = o->max_seconds > 0 ? o->max_seconds : 2.0;
   /* the rounds spread over the window (a short one waits): one busy second
    * of a shared machine does not set the best of them all */
-  attn_probe_window win = {max_s, rounds < 3 ? rounds : 3, rounds};
+  attn_probe_window win = {max_s < 2.0 ? max_s : 2.0, rounds < 3 ? rounds : 3, rounds};
 
   probe_model pm;
   memset(&pm, 0, sizeof pm);
