@@ -889,8 +889,12 @@ static int run(train_opts *o, const char *model_path) {
       o->rp.pos.sched = o->to.epochs;
       o->rp.pos.done = 0;
       o->rp.next.stop = o->to.epochs;
-      char *oj2 = NULL; // what a resume of this member goes on with
-      if (attn_train_opts_to_json(&o->to, &oj2) || attn_st_set_meta(meta, "train.options", oj2)) {
+      /* what a resume goes on with: this member's epochs, and the members asked for
+       * (their folders; a resumed run has no budget and trains them all) */
+      attn_train_opts tj = o->to;
+      tj.members = o->dir_members;
+      char *oj2 = NULL;
+      if (attn_train_opts_to_json(&tj, &oj2) || attn_st_set_meta(meta, "train.options", oj2)) {
         free(oj2);
         cli_fail(NULL);
         goto done;
