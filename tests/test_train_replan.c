@@ -97,6 +97,14 @@ static void test_fast_probe_slow_epochs_shrink(void) {
   c2 = (attn_train_next){7, 1, 7};
   CHECK(attn_train_replan(&p, &at_floor, &m, -10.0, &c2, &fits, note, sizeof note) == 1);
   CHECK(!fits && c2.stop == 5);
+  // the second member, slower than planned: it ends at 5 of its 7 (2 done, 35 s left)
+  attn_train_pos second = {2, 7, 1, 7, 2};
+  attn_train_next c4 = {7, 2, 7};
+  CHECK(attn_train_replan(&p, &second, &m, 35.0, &c4, &fits, note, sizeof note) == 1);
+  printf("  %s\n", note);
+  CHECK(fits && c4.stop == 5 && c4.members == 2);
+  CHECK(strstr(note, "plan: 2 members, the last 7 epochs -> 2 members, the last 5 epochs: ") !=
+        NULL);
   // validation measured: its time counts (an epoch 10 s of training + 5 s validation)
   p.val_tokens = 500;
   attn_train_measured mv = {1, 1000.0, 10.0, 500.0, 5.0};

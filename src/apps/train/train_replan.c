@@ -25,7 +25,8 @@ void attn_train_next_fmt(const attn_train_pos *pos, const attn_train_next *n, ch
   if (pos->member == 0 && (later == 0 || n->stop == n->epochs))
     snprintf(buf, cap, "%d x %d", n->members, n->stop);
   else if (later == 0)
-    snprintf(buf, cap, "%d x ..., member %d: %d", n->members, pos->member + 1, n->stop);
+    snprintf(buf, cap, "%d members, the last %d epoch%s", n->members, n->stop,
+             n->stop > 1 ? "s" : "");
   else
     snprintf(buf, cap, "%d members: member %d %d epoch%s, then %d x %d", n->members,
              pos->member + 1, n->stop, n->stop > 1 ? "s" : "", later, n->epochs);
