@@ -10,11 +10,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "apps/tools/bench.h"
 #include "apps/classifier/classifier_data.h"
 #include "apps/classifier/classifier_ensemble.h"
 #include "apps/classifier/classifier_precision.h"
 #include "apps/classifier/classifier_viz.h"
-#include "apps/tools/bench.h"
 #include "apps/train/dist_run.h"
 #include "apps/train/train_plan.h"
 #include "apps/train/train_replan.h"
@@ -54,79 +54,76 @@ typedef struct {
 } train_opts;
 
 static void usage(FILE *f) {
-  fprintf(
-      f,
-      "usage: attn train [options]          train the classifier, evaluate it on the test split\n"
-      "       attn train --bench [...]      the training benchmark (attn bench train)\n"
-      "       attn eval MODEL [options]     evaluate a saved model on the test split (its\n"
-      "                                     forward in f32 unless --precision bf16|auto)\n"
-      "data:\n"
-      "  --data DIR            corpus folder (default data/spamassassin; tools/fetch_data.sh)\n"
-      "  --split FILE          split file (default DIR/split-seed<S>.tsv: read if present, else "
-      "written)\n"
-      "  --split-seed S        seed of the stratified 80/10/10 split (default 1)\n"
-      "  --vocab V             BPE vocabulary (default 8000)\n"
-      "model:\n"
-      "  --dim E --heads H --ff F --layers N --max-len L   (default 128 8 512 2 512)\n"
-      "  --dropout P (0.1)  --attn-dropout P (on the attention probabilities; default 0: the\n"
-      "                        flash path; > 0 makes the probabilities explicit, ~2x slower)\n"
-      "  --sinusoidal (fixed positions)  --norm-first  --gelu\n"
-      "  --headers basic|more  mail headers in the text: Subject and From (basic), or also To, "
-      "Cc,\n"
-      "                        Reply-To, Date, Message-ID, X-Mailer, User-Agent, Content-Type\n"
-      "                        (more, default)\n"
-      "  --pool mean|meanmax   pooling over the tokens: the mean (default), or mean and max\n"
-      "                        concatenated (the head sees 2 dim)\n"
-      "  --tail T              a message over max-len tokens keeps its first max-len - T and\n"
-      "                        its last T tokens (default max-len / 4; 0: the first max-len)\n"
-      "training:\n"
-      "  --seed S (1)  --epochs N (7)  --batch B (32)  --lr LR (1e-3)  --min-lr LR (1e-5)\n"
-      "  --warmup FRAC (0.05 of the steps)  --weight-decay WD (0.01)  --clip NORM (1; 0 off)\n"
-      "  --label-smoothing E (0)  --select loss|acc (best checkpoint by val loss)\n"
-      "  --token-dropout P (0.4)  leave each training token out with probability P (per step;\n"
-      "                        augmentation, reproducible by seed)\n"
-      "  --ema DECAY           keep an exponential moving average of the weights (e.g. 0.995;\n"
-      "                        0 off, the default): validated and kept as the best model; each\n"
-      "                        epoch line adds the raw weights' figures\n"
-      "  --members K           train K models (seeds S, S+1000, ...; OUT/member<k>/) and keep\n"
-      "                        their average as the model (OUT/best.safetensors; default 2;\n"
-      "                        1: one model, OUT/best.safetensors and OUT/last.safetensors)\n"
-      "  --checkpoint-activations   keep only layer inputs, recompute in backward\n"
-      "  --threads T (all)  --progress auto|bar|plain|quiet  --backend auto|math|flash\n"
-      "  --varlen auto|on|off  packed batches: each batch's real tokens only, no padding rows\n"
-      "                        (varlen attention; same numbers up to float rounding); auto\n"
-      "                        (default): a batch whose padding is >= 10 %% of its tokens\n"
-      "                        (--qat and --attn-dropout > 0 train padded)\n"
-      "  --bench-varlen N      time N of the first epoch's batches padded and packed (forward\n"
-      "                        + backward, --precision f32 (default) or bf16|fp16, a fresh\n"
-      "                        model or --init/--resume's) and stop\n"
-      "  --precision auto|f32|bf16|fp16   Linears and attention (f32 master weights); fp16 adds\n"
-      "                        dynamic loss scaling (skipped steps reported); auto (default):\n"
-      "                        a probe times a few steps of this model in f32 and bf16 on this\n"
-      "                        CPU and keeps bf16 only if >= 1.1x f32 (the log says why); a\n"
-      "                        precision slower than f32 here runs with a warning naming the cost\n"
-      "  --time-budget SECONDS the whole command should take at most this: from the measured\n"
-      "                        throughput, fewer epochs (down to 70 %%), then fewer members,\n"
-      "                        then fewer epochs, before training starts; re-planned at every\n"
-      "                        epoch end from the speed the epochs measure (up to --members x\n"
-      "                        --epochs; said in the log; not with --resume)\n"
-      "  --qat                 quantization-aware training (fake int8 in every Linear); then\n"
-      "                        attn quantize OUT/best.safetensors -o MODEL.int8.safetensors\n"
-      "  --qat-act tensor|row  QAT activations per tensor over an EMA min/max observer (torch's\n"
-      "                        static QAT; default) or per row, as the int8 model runs them\n"
-      "  --init CKPT           start from CKPT's weights and tokenizer with a fresh optimizer\n"
-      "                        (e.g. QAT fine-tuning of an f32 model); the starting model is\n"
-      "                        validated first and stays the best unless an epoch beats it\n"
-      "  --out DIR (runs/train): DIR/best.safetensors, DIR/last.safetensors\n"
-      "  --resume [CKPT]       continue from CKPT (default OUT/last.safetensors), identically\n"
-      "  --stop-after STEPS    stop after this many steps (checkpoint written; --resume goes on)\n"
-      "  --save-every STEPS    also write last.safetensors every STEPS steps\n"
-      "  --picture DIR         attention pictures + diagnosis of the first test message\n"
-      "data parallel (docs/DISTRIBUTED.md):\n"
-      "  mpirun -np P attn train ...   P processes, each a 1/P shard of every batch, the\n"
-      "                        gradients summed in rank order (an MPI build: attn version)\n"
-      "  --shards S            one process computing each batch as S shards: the same numbers\n"
-      "                        as mpirun -np S, to the bit\n");
+  fprintf(f,
+          "usage: attn train [options]          train the classifier, evaluate it on the test split\n"
+          "       attn train --bench [...]      the training benchmark (attn bench train)\n"
+          "       attn eval MODEL [options]     evaluate a saved model on the test split (its\n"
+          "                                     forward in f32 unless --precision bf16|auto)\n"
+          "data:\n"
+          "  --data DIR            corpus folder (default data/spamassassin; tools/fetch_data.sh)\n"
+          "  --split FILE          split file (default DIR/split-seed<S>.tsv: read if present, else written)\n"
+          "  --split-seed S        seed of the stratified 80/10/10 split (default 1)\n"
+          "  --vocab V             BPE vocabulary (default 8000)\n"
+          "model:\n"
+          "  --dim E --heads H --ff F --layers N --max-len L   (default 128 8 512 2 512)\n"
+          "  --dropout P (0.1)  --attn-dropout P (on the attention probabilities; default 0: the\n"
+          "                        flash path; > 0 makes the probabilities explicit, ~2x slower)\n"
+          "  --sinusoidal (fixed positions)  --norm-first  --gelu\n"
+          "  --headers basic|more  mail headers in the text: Subject and From (basic), or also To, Cc,\n"
+          "                        Reply-To, Date, Message-ID, X-Mailer, User-Agent, Content-Type\n"
+          "                        (more, default)\n"
+          "  --pool mean|meanmax   pooling over the tokens: the mean (default), or mean and max\n"
+          "                        concatenated (the head sees 2 dim)\n"
+          "  --tail T              a message over max-len tokens keeps its first max-len - T and\n"
+          "                        its last T tokens (default max-len / 4; 0: the first max-len)\n"
+          "training:\n"
+          "  --seed S (1)  --epochs N (7)  --batch B (32)  --lr LR (1e-3)  --min-lr LR (1e-5)\n"
+          "  --warmup FRAC (0.05 of the steps)  --weight-decay WD (0.01)  --clip NORM (1; 0 off)\n"
+          "  --label-smoothing E (0)  --select loss|acc (best checkpoint by val loss)\n"
+          "  --token-dropout P (0.4)  leave each training token out with probability P (per step;\n"
+          "                        augmentation, reproducible by seed)\n"
+          "  --ema DECAY           keep an exponential moving average of the weights (e.g. 0.995;\n"
+          "                        0 off, the default): validated and kept as the best model; each\n"
+          "                        epoch line adds the raw weights' figures\n"
+          "  --members K           train K models (seeds S, S+1000, ...; OUT/member<k>/) and keep\n"
+          "                        their average as the model (OUT/best.safetensors; default 2;\n"
+          "                        1: one model, OUT/best.safetensors and OUT/last.safetensors)\n"
+          "  --checkpoint-activations   keep only layer inputs, recompute in backward\n"
+          "  --threads T (all)  --progress auto|bar|plain|quiet  --backend auto|math|flash\n"
+          "  --varlen auto|on|off  packed batches: each batch's real tokens only, no padding rows\n"
+          "                        (varlen attention; same numbers up to float rounding); auto\n"
+          "                        (default): a batch whose padding is >= 10 %% of its tokens\n"
+          "                        (--qat and --attn-dropout > 0 train padded)\n"
+          "  --bench-varlen N      time N of the first epoch's batches padded and packed (forward\n"
+          "                        + backward, --precision f32 (default) or bf16|fp16, a fresh\n"
+          "                        model or --init/--resume's) and stop\n"
+          "  --precision auto|f32|bf16|fp16   Linears and attention (f32 master weights); fp16 adds\n"
+          "                        dynamic loss scaling (skipped steps reported); auto (default):\n"
+          "                        a probe times a few steps of this model in f32 and bf16 on this\n"
+          "                        CPU and keeps bf16 only if >= 1.1x f32 (the log says why); a\n"
+          "                        precision slower than f32 here runs with a warning naming the cost\n"
+          "  --time-budget SECONDS the whole command should take at most this: from the measured\n"
+          "                        throughput, fewer epochs (down to 70 %%), then fewer members,\n"
+          "                        then fewer epochs, before training starts; re-planned at every\n"
+          "                        epoch end from the speed the epochs measure (up to --members x\n"
+          "                        --epochs; said in the log; not with --resume)\n"
+          "  --qat                 quantization-aware training (fake int8 in every Linear); then\n"
+          "                        attn quantize OUT/best.safetensors -o MODEL.int8.safetensors\n"
+          "  --qat-act tensor|row  QAT activations per tensor over an EMA min/max observer (torch's\n"
+          "                        static QAT; default) or per row, as the int8 model runs them\n"
+          "  --init CKPT           start from CKPT's weights and tokenizer with a fresh optimizer\n"
+          "                        (e.g. QAT fine-tuning of an f32 model); the starting model is\n"
+          "                        validated first and stays the best unless an epoch beats it\n"
+          "  --out DIR (runs/train): DIR/best.safetensors, DIR/last.safetensors\n"
+          "  --resume [CKPT]       continue from CKPT (default OUT/last.safetensors), identically\n"
+          "  --stop-after STEPS    stop after this many steps (checkpoint written; --resume goes on)\n"
+          "  --save-every STEPS    also write last.safetensors every STEPS steps\n"
+          "  --picture DIR         attention pictures + diagnosis of the first test message\n"
+          "data parallel (docs/DISTRIBUTED.md):\n"
+          "  mpirun -np P attn train ...   P processes, each a 1/P shard of every batch, the\n"
+          "                        gradients summed in rank order (an MPI build: attn version)\n"
+          "  --shards S            one process computing each batch as S shards: the same numbers\n"
+          "                        as mpirun -np S, to the bit\n");
 }
 
 static const cli_opt train_opts_table[] = {
@@ -520,16 +517,11 @@ static int plan_run(train_opts *o, const attn_clf_data *d, int resumed, attn_tra
   double scale = ps && strtod(ps, NULL) > 0 ? strtod(ps, NULL) : 1.0;
   if (scale != 1.0)
     printf("probe: its training rates scaled by %g (ATTN_TRAIN_PROBE_SCALE)\n", scale);
-  attn_train_plan p = {o->to.members,
-                       o->to.epochs,
-                       (tr.n + o->to.batch - 1) / o->to.batch,
+  attn_train_plan p = {o->to.members, o->to.epochs, (tr.n + o->to.batch - 1) / o->to.batch,
                        set_tokens(d, ATTN_SPLIT_TRAIN) * (1.0 - o->to.token_dropout),
-                       set_tokens(d, ATTN_SPLIT_VAL),
-                       set_tokens(d, ATTN_SPLIT_TEST),
+                       set_tokens(d, ATTN_SPLIT_VAL), set_tokens(d, ATTN_SPLIT_TEST),
                        scale * (t ? t->tokens_per_s : r.t[0].tokens_per_s),
-                       r.step_fixed_seconds / scale,
-                       r.eval_tokens_per_s,
-                       o->picture ? 10.0 : 1.0};
+                       r.step_fixed_seconds / scale, r.eval_tokens_per_s, o->picture ? 10.0 : 1.0};
   char note[320], a[32], b[32];
   if (o->time_budget > 0 && resumed) {
     printf("--time-budget: not applied to a resumed run (it goes on with its own plan)\n");
@@ -707,7 +699,7 @@ static int train_member(train_opts *o, int k, attn_clf *m, const char *from, int
     cli_fail(NULL);
     goto done;
   }
-  int end_at = o->rp.on ? o->rp.next.stop : to.epochs; // re-planned: it may end early
+  int end_at = o->rp.on ? o->rp.next.stop : to.epochs;   // re-planned: it may end early
   if (s.epoch < end_at) {
     if (o->dir_members > 1)
       printf("stopped at step %lld; continue with: attn train --resume --out %s ...\n",
@@ -759,7 +751,7 @@ static int run(train_opts *o, const char *model_path) {
   if (o->split) snprintf(split_path, sizeof split_path, "%s", o->split);
   else snprintf(split_path, sizeof split_path, "%s/split-seed%llu.tsv", o->data, o->split_seed);
   int rc = 1, K = o->to.members;
-  o->dir_members = K; // the members asked for (a time budget may change the count)
+  o->dir_members = K;  // the members asked for (a time budget may change the count)
   attn_corpus *c = NULL;
   attn_bpe *bpe = NULL;
   attn_clf_ens ens = {0, NULL}; /* eval: the model; training: the members' best */
@@ -883,7 +875,7 @@ static int run(train_opts *o, const char *model_path) {
         resume = 1;
       }
     }
-    if (o->rp.on) { // a re-planned run: this member's epochs are the plan's now
+    if (o->rp.on) {  // a re-planned run: this member's epochs are the plan's now
       if (k > 0) o->to.epochs = o->rp.next.epochs;
       o->rp.pos.member = k;
       o->rp.pos.sched = o->to.epochs;

@@ -247,7 +247,7 @@ attn_status attn_train_run(attn_clf *m, attn_adam *opt, const attn_train_opts *o
       st = save_best(o, m, meta);
     }
   }
-  int end_at = o->epochs; // o->epoch_end may end the run earlier
+  int end_at = o->epochs;  // o->epoch_end may end the run earlier
   double val_tokens = 0;
   for (int i = 0; val && i < val->n; i++)
     val_tokens += val->lens[i];
