@@ -439,6 +439,8 @@ static void test_precision_and_budget(void) {
   CHECK(g && strstr(g, "time budget 0m00s: 2 members x 3 epochs would take ~") &&
         strstr(g, "even 1 member x 3 epochs (~") && strstr(g, "does not fit: running it anyway"));
   CHECK(g && strstr(g, "Epoch 3/3 | ") && !strstr(g, "member 2 of"));
+  CHECK(g && strstr(g, "\naccuracy: the budget holds 1 member, not the ensemble of 2 that beats "
+                       "the Naive Bayes baseline: the result may fall below it"));
   free(g);
   // a budget the plan fits: unchanged, and said
   snprintf(args, sizeof args, "train --data %s/corpus --split %s/split.tsv %s --epochs 2 --members 2 "
@@ -450,6 +452,41 @@ static void test_precision_and_budget(void) {
   free(g);
   snprintf(args, sizeof args, "train --data %s/corpus --time-budget 0", DIR_);
   CHECK(run_attn(bin, args, "p6.log") != 0);  // refused: seconds > 0
+}
+
+/* --time-budget re-plans at every epoch end: a probe that measured the
+ * machine far slower than its epochs then run (ATTN_TRAIN_PROBE_SCALE, as a
+ * busy machine during the probe would) planned 1 member at the epoch floor;
+ * after epoch 1 the plan grows back to the ensemble the command asked for,
+ * said in the log with the measured and the probed speed, and the second
+ * member trains; the members' folders and the ensemble's checkpoint are
+ * those of an ensemble planned up front. */
+static void test_budget_replan_grows(void) {
+  const char *bin = tool_or_skip();
+  if (!bin) return;
+  write_corpus();
+  char args[1024];
+  char *g = NULL;
+  setenv("ATTN_TRAIN_PROBE_SCALE", "0.000001", 1);
+  snprintf(args, sizeof args,
+           "train --data %s/corpus --split %s/split.tsv --dim 16 --heads 2 "
+           "--ff 32 --layers 1 --max-len 48 --vocab 300 --batch 8 --threads 1 --progress plain "
+           "--epochs 3 --members 2 --time-budget 600 --out %s/r1",
+           DIR_, DIR_, DIR_);
+  CHECK(run_attn_log(bin, args, "r1.log", &g) == 0);
+  unsetenv("ATTN_TRAIN_PROBE_SCALE");
+  CHECK(g && strstr(g, "even 1 member x 3 epochs") && strstr(g, "\naccuracy: the budget holds 1"));
+  CHECK(g && strstr(g, "\nre-planning: at every epoch end"));
+  const char *rp = g ? strstr(g, "\nplan: 1 x 3 -> 2 x 3: measured ") : NULL;
+  if (rp) printf("  %.*s\n", (int)strcspn(rp + 1, "\n"), rp + 1);
+  CHECK(rp && strstr(rp, "tokens/s over epoch 1, probe said "));
+  CHECK(rp && strstr(rp, "member 2 of 2") && strstr(rp, "Ensemble of 2 | "));
+  char path[512];
+  snprintf(path, sizeof path, "%s/r1/member2/best.safetensors", DIR_);
+  CHECK(access(path, F_OK) == 0);
+  snprintf(path, sizeof path, "%s/r1/best.safetensors", DIR_);
+  CHECK(access(path, F_OK) == 0);
+  free(g);
 }
 
 /* The numbers after each "key" in the epoch lines of log, up to n. */
@@ -521,6 +558,7 @@ int main(void) {
   RUN(test_ensemble);
   RUN(test_resume_before_members);
   RUN(test_precision_and_budget);
+  RUN(test_budget_replan_grows);
   RUN(test_varlen);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", DIR_);

@@ -18,7 +18,8 @@
 # (a Zen 2/3, a laptop) or with ATTN_CPU=avx2, and elsewhere (arm64, generic);
 # `attn train --time-budget` gets what is left of it, and from the throughput
 # it measures trains fewer epochs, then fewer members, when the plan would
-# not fit; docs/CLASSIFIER.md, "Within a time budget").
+# not fit, re-planned at every epoch end from the epochs' own speed;
+# docs/CLASSIFIER.md, "Within a time budget").
 set -e
 attn=${1:-build/attn}
 build=$(dirname "$attn")

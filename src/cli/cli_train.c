@@ -17,10 +17,24 @@
 #include "apps/classifier/classifier_viz.h"
 #include "apps/train/dist_run.h"
 #include "apps/train/train_plan.h"
+#include "apps/train/train_replan.h"
 #include "attn.h"
 #include "cli/cli_train_bench.h"
 #include "cli/commands.h"
 #include "io/json.h"
+
+/* --time-budget on a fresh run in one process: the plan revisited at every
+ * epoch end from the measured throughput (apps/train/train_replan.h). */
+typedef struct {
+  int on;
+  attn_train_plan p;    /* the run's sizes and the probe's rates */
+  attn_train_pos pos;   /* the running member */
+  attn_train_next next; /* the plan from it on */
+  attn_train_measured meas;
+  double budget, t_start;
+  int64_t steps_before; /* steps of the members before the running one */
+  attn_train_eta *eta;
+} replan_state;
 
 typedef struct {
   const char *data, *split, *out, *resume, *picture;
@@ -32,6 +46,9 @@ typedef struct {
   int bench_varlen; /* --bench-varlen N: time N batches padded and packed, then stop */
   double time_budget; /* --time-budget SECONDS (0: none) for the whole command */
   double t_start;     /* when the command started (attn_train_now) */
+  int dir_members;    /* > 1: the members' folders OUT/member<k> (the members asked for: a
+                       * re-planned run keeps them whatever its final count) */
+  replan_state rp;
   attn_clf_config mc;
   attn_train_opts to;
 } train_opts;
@@ -87,8 +104,9 @@ static void usage(FILE *f) {
           "                        precision slower than f32 here runs with a warning naming the cost\n"
           "  --time-budget SECONDS the whole command should take at most this: from the measured\n"
           "                        throughput, fewer epochs (down to 70 %%), then fewer members,\n"
-          "                        then fewer epochs, before training starts (said in the log;\n"
-          "                        not with --resume)\n"
+          "                        then fewer epochs, before training starts; re-planned at every\n"
+          "                        epoch end from the speed the epochs measure (up to --members x\n"
+          "                        --epochs; said in the log; not with --resume)\n"
           "  --qat                 quantization-aware training (fake int8 in every Linear); then\n"
           "                        attn quantize OUT/best.safetensors -o MODEL.int8.safetensors\n"
           "  --qat-act tensor|row  QAT activations per tensor over an EMA min/max observer (torch's\n"
@@ -493,23 +511,42 @@ static int plan_run(train_opts *o, const attn_clf_data *d, int resumed, attn_tra
     }
   }
   const attn_prec_timing *t = attn_prec_probe_timing(&r, o->to.precision);
+  /* a testing aid: ATTN_TRAIN_PROBE_SCALE=F scales the probe's training rates as if
+   * the machine had been F x as fast during the probe (0.001: very busy) */
+  const char *ps = getenv("ATTN_TRAIN_PROBE_SCALE");
+  double scale = ps && strtod(ps, NULL) > 0 ? strtod(ps, NULL) : 1.0;
+  if (scale != 1.0)
+    printf("probe: its training rates scaled by %g (ATTN_TRAIN_PROBE_SCALE)\n", scale);
   attn_train_plan p = {o->to.members, o->to.epochs, (tr.n + o->to.batch - 1) / o->to.batch,
                        set_tokens(d, ATTN_SPLIT_TRAIN) * (1.0 - o->to.token_dropout),
                        set_tokens(d, ATTN_SPLIT_VAL), set_tokens(d, ATTN_SPLIT_TEST),
-                       t ? t->tokens_per_s : r.t[0].tokens_per_s, r.step_fixed_seconds,
-                       r.eval_tokens_per_s, o->picture ? 10.0 : 1.0};
+                       scale * (t ? t->tokens_per_s : r.t[0].tokens_per_s),
+                       r.step_fixed_seconds / scale, r.eval_tokens_per_s, o->picture ? 10.0 : 1.0};
   char note[320], a[32], b[32];
   if (o->time_budget > 0 && resumed) {
     printf("--time-budget: not applied to a resumed run (it goes on with its own plan)\n");
   } else if (o->time_budget > 0) {
     double left = o->time_budget - (attn_train_now() - o->t_start);
+    int want_members = o->to.members, want_epochs = o->to.epochs;
     int fit = attn_train_plan_fit(&p, left, note, sizeof note);
+    o->rp.on = !o->to.dist; // ranks would measure apart: one process only
+    o->rp.p = p;
+    o->rp.pos = (attn_train_pos){want_members, want_epochs, 0, p.epochs, 0};
+    o->rp.next = (attn_train_next){p.epochs, p.members, p.epochs};
+    o->rp.budget = o->time_budget;
+    o->rp.t_start = o->t_start;
+    o->rp.eta = eta;
     if (fit) {
       printf("%s (%.0f s of the budget used before training)\n", note,
              attn_train_now() - o->t_start);
       if (fit < 0) cli_error(NULL, "%s", note);
       o->to.members = p.members;
       o->to.epochs = p.epochs;
+      if (p.members < 2 && want_members >= 2)
+        printf("accuracy: the budget holds 1 member, not the ensemble of %d that beats the Naive "
+               "Bayes baseline: the result may fall below it%s\n",
+               want_members,
+               o->rp.on ? " (re-planned at every epoch end from the measured speed)" : "");
     } else {
       attn_fmt_duration(a, sizeof a, left);
       printf("time budget: %s left, the plan fits\n", a);
@@ -528,13 +565,44 @@ static int plan_run(train_opts *o, const attn_clf_data *d, int resumed, attn_tra
   fflush(stdout);
   eta->steps_total = (int64_t)p.members * p.epochs * p.batches;
   eta->predicted_s = p.members * p.epochs * attn_train_plan_epoch_seconds(&p);
+  if (o->rp.on)
+    printf("re-planning: at every epoch end, from the tokens/s the epochs measure (a member's "
+           "schedule is fixed at its start: later members may be added, dropped or given other "
+           "epochs; the running one may end early, at >= 70%% of its epochs)\n");
+  else if (o->time_budget > 0 && !resumed)
+    printf("re-planning: off (data parallel: the ranks keep rank 0's plan)\n");
   return 0;
+}
+
+/* attn_train_opts.epoch_end of a re-planned run: the measured epoch into
+ * the plan; the running member's end (its epochs). */
+static int replan_epoch_end(void *user, const attn_train_epoch_info *e) {
+  replan_state *r = user;
+  r->meas.epochs++;
+  r->meas.train_tokens += e->train_tokens;
+  r->meas.train_seconds += e->train_seconds;
+  r->meas.val_tokens += e->val_tokens;
+  r->meas.val_seconds += e->val_seconds;
+  r->pos.done = e->epochs_done;
+  double left = r->budget - (attn_train_now() - r->t_start);
+  int fits = 0;
+  char note[640];
+  if (attn_train_replan(&r->p, &r->pos, &r->meas, left, &r->next, &fits, note, sizeof note)) {
+    printf("%s\n", note);
+    fflush(stdout);
+    if (!fits) cli_error(NULL, "%s", note);
+    int64_t nb = r->p.batches;
+    r->eta->steps_total = r->steps_before + (int64_t)r->next.stop * nb +
+                          (int64_t)(r->next.members - r->pos.member - 1) * r->next.epochs * nb;
+  }
+  return r->next.stop;
 }
 
 /* Where member k of the run keeps its checkpoints: OUT itself for a single
  * model, OUT/member<k+1> in an ensemble; with file, that file in it. */
 static void member_dir(const train_opts *o, int k, const char *file, char *buf, size_t n) {
-  if (o->to.members <= 1) snprintf(buf, n, "%s%s%s", o->out, file ? "/" : "", file ? file : "");
+  if (o->dir_members <= 1)
+    snprintf(buf, n, "%s%s%s", o->out, file ? "/" : "", file ? file : "");
   else snprintf(buf, n, "%s/member%d%s%s", o->out, k + 1, file ? "/" : "", file ? file : "");
 }
 
@@ -558,7 +626,12 @@ static int train_member(train_opts *o, int k, attn_clf *m, const char *from, int
   to.out_dir = dir;
   to.eta = eta;
   int nb = attn_clf_data_set(d, ATTN_SPLIT_TRAIN).n;
-  eta->steps_before = (int64_t)k * o->to.epochs * ((nb + o->to.batch - 1) / o->to.batch);
+  eta->steps_before = o->rp.on ? o->rp.steps_before
+                               : (int64_t)k * o->to.epochs * ((nb + o->to.batch - 1) / o->to.batch);
+  if (o->rp.on) {
+    to.epoch_end = replan_epoch_end;
+    to.epoch_end_user = &o->rp;
+  }
   attn_adam opt;
   memset(&opt, 0, sizeof opt);
   attn_train_state s;
@@ -626,8 +699,9 @@ static int train_member(train_opts *o, int k, attn_clf *m, const char *from, int
     cli_fail(NULL);
     goto done;
   }
-  if (s.epoch < to.epochs) {
-    if (o->to.members > 1)
+  int end_at = o->rp.on ? o->rp.next.stop : to.epochs;   // re-planned: it may end early
+  if (s.epoch < end_at) {
+    if (o->dir_members > 1)
       printf("stopped at step %lld; continue with: attn train --resume --out %s ...\n",
              (long long)s.step, o->out);
     else
@@ -640,7 +714,11 @@ static int train_member(train_opts *o, int k, attn_clf *m, const char *from, int
   char best_at[32];
   if (s.best_epoch == ATTN_TRAIN_BEST_START) snprintf(best_at, sizeof best_at, "the starting model");
   else snprintf(best_at, sizeof best_at, "epoch %d", s.best_epoch + 1);
-  printf("trained %d epochs in %.0f s; best: %s (val %s %.4f)\n", to.epochs, s.seconds, best_at,
+  if (s.epoch < to.epochs)
+    printf("ended after %d of its %d epochs (re-planned to fit the budget; its schedule stays "
+           "that of %d)\n",
+           s.epoch, to.epochs, to.epochs);
+  printf("trained %d epochs in %.0f s; best: %s (val %s %.4f)\n", s.epoch, s.seconds, best_at,
          to.select_by_acc ? "acc" : "loss", to.select_by_acc ? -s.best : s.best);
   rc = 0;
 done:
@@ -661,7 +739,8 @@ static int load_best(const train_opts *o, const attn_st *meta, attn_clf_ens *e) 
     e->n++;
   }
   snprintf(path, sizeof path, "%s/best.safetensors", o->out);
-  if (n > 1 && attn_clf_ens_save(path, e->m, n, meta)) return cli_fail(path);
+  if ((n > 1 || o->dir_members > 1) && attn_clf_ens_save(path, e->m, n, meta))
+    return cli_fail(path);
   printf("\nbest checkpoint: %s%s\n", path, n > 1 ? " (the ensemble of the members' best)" : "");
   return 0;
 }
@@ -672,6 +751,7 @@ static int run(train_opts *o, const char *model_path) {
   if (o->split) snprintf(split_path, sizeof split_path, "%s", o->split);
   else snprintf(split_path, sizeof split_path, "%s/split-seed%llu.tsv", o->data, o->split_seed);
   int rc = 1, K = o->to.members;
+  o->dir_members = K;  // the members asked for (a time budget may change the count)
   attn_corpus *c = NULL;
   attn_bpe *bpe = NULL;
   attn_clf_ens ens = {0, NULL}; /* eval: the model; training: the members' best */
@@ -795,7 +875,29 @@ static int run(train_opts *o, const char *model_path) {
         resume = 1;
       }
     }
+    if (o->rp.on) {  // a re-planned run: this member's epochs are the plan's now
+      if (k > 0) o->to.epochs = o->rp.next.epochs;
+      o->rp.pos.member = k;
+      o->rp.pos.sched = o->to.epochs;
+      o->rp.pos.done = 0;
+      o->rp.next.stop = o->to.epochs;
+      /* what a resume goes on with: this member's epochs, and the members asked for
+       * (their folders; a resumed run has no budget and trains them all) */
+      attn_train_opts tj = o->to;
+      tj.members = o->dir_members;
+      char *oj2 = NULL;
+      if (attn_train_opts_to_json(&tj, &oj2) || attn_st_set_meta(meta, "train.options", oj2)) {
+        free(oj2);
+        cli_fail(NULL);
+        goto done;
+      }
+      free(oj2);
+    }
     if (train_member(o, k, &m, mfrom, resume, &d, meta, &eta, &stopped)) goto done;
+    if (o->rp.on) {
+      o->rp.steps_before += (int64_t)o->rp.next.stop * o->rp.p.batches;
+      K = o->to.members = o->rp.next.members;
+    }
     attn_clf_free(&m);
     memset(&m, 0, sizeof m);
     if (stopped) {

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "apps/train/train_replan.h"
+
 static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -126,8 +128,11 @@ attn_status attn_prec_probe(const attn_clf_config *c, const attn_prec_probe_opts
   r->B = B;
   r->L = L;
   for (int64_t b = 0; b < B; b++) r->tokens += lens[b];
-  int rounds = o->rounds > 0 ? o->rounds : 3;
-  double max_s = o->max_seconds > 0 ? o->max_seconds : 1.5;
+  int rounds = o->rounds > 0 ? o->rounds : 5;
+  double max_s = o->max_seconds > 0 ? o->max_seconds : 2.0;
+  /* the rounds spread over the window (a short one waits): one busy second
+   * of a shared machine does not set the best of them all */
+  attn_probe_window win = {max_s < 2.0 ? max_s : 2.0, rounds < 3 ? rounds : 3, rounds};
 
   probe_model pm;
   memset(&pm, 0, sizeof pm);
@@ -158,8 +163,14 @@ attn_status attn_prec_probe(const attn_clf_config *c, const attn_prec_probe_opts
       r->t[i].rounds = 1;
     }
   }
+  double t_rounds = now_s();
   for (int round = 0; !st && round < rounds; round++) {
-    if (round > 0 && now_s() - t_start > max_s) break;
+    double wait = attn_probe_window_next(&win, round, now_s() - t_rounds);
+    if (wait < 0) break;
+    if (wait > 0) {
+      struct timespec ts = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
+      nanosleep(&ts, NULL);
+    }
     for (int i = 0; !st && i < r->n; i++) {
       attn_prec_timing *t = &r->t[i];
       if (t->dropped) continue;

@@ -8,11 +8,12 @@
  * training set, token dropout applied as training does), a warm-up step per
  * precision, then rounds alternating the precisions (a shared machine drifts),
  * best of each kept; a candidate measured under half f32's speed drops out at
- * once (no noise explains 2x; after the warm-up step already at 3x), and the
- * rounds stop after max_seconds. attn train probes ~4096 tokens per step
- * (half a batch of the defaults: a smaller batch runs fewer tokens per
- * second on 2 threads, so the expected duration would come out long): ~1-3 s
- * in all for the classifier's defaults on an idle 2-core machine. */
+ * once (no noise explains 2x; after the warm-up step already at 3x); the
+ * rounds (3 to 5) spread over a window of up to 2 s, so that one busy second
+ * of a shared machine does not set the best, and stop after max_seconds. attn train probes ~4096
+ * tokens per step (half a batch of the defaults: a smaller batch runs fewer tokens per second on 2
+ * threads, so the expected duration would come out long): ~1-3 s in all for the classifier's
+ * defaults on an idle 2-core machine. */
 #ifndef ATTN_APPS_CLASSIFIER_PRECISION_H
 #define ATTN_APPS_CLASSIFIER_PRECISION_H
 
@@ -28,8 +29,10 @@ typedef struct {
   int qat;
   attn_qat_act qat_act;
   uint64_t seed;
-  int rounds;         /* timed rounds per precision at most (0: 3) */
-  double max_seconds; /* no new round after this (0: 1.5 s); each precision gets one */
+  int rounds;         /* timed rounds per precision at most (0: 5); at least 3 (or rounds) */
+  double max_seconds; /* no new round past this once the minimum is timed (0: 2 s); the
+                       * rounds spread over it (2 s at most), a short round waiting before
+                       * the next (apps/train/train_replan.h, attn_probe_window) */
 } attn_prec_probe_opts;
 
 /* The probe batch: up to max_rows rows (and about target_tokens tokens after

@@ -68,6 +68,14 @@ attn_status attn_clf_evaluate_members_ctx(const attn_clf *m, int n, const attn_n
                                           double *acc, int *pred, float *p_pos);
 
 /* ---- training ----------------------------------------------------------------- */
+/* What an epoch measured (attn_train_opts.epoch_end). */
+typedef struct {
+  int epochs_done;                /* of this run, the epoch just ended included */
+  double train_tokens;            /* tokens trained on in the epoch (after token dropout) */
+  double train_seconds;           /* its steps' wall time */
+  double val_tokens, val_seconds; /* its validation (0: none) */
+} attn_train_epoch_info;
+
 typedef struct {
   int epochs, batch, eval_batch, chunk_batches;
   double lr, min_lr, weight_decay, warmup_frac, clip;
@@ -104,6 +112,12 @@ typedef struct {
                         * checkpoints. NULL: one process, one shard */
   FILE *log;           /* epoch lines (NULL: stdout) */
   attn_train_eta *eta; /* the overall ETA (progress lines); NULL: per epoch only */
+  /* Called at every epoch end (after its checkpoints; not on a stop); returns the epoch
+   * count the run ends at: o->epochs (the schedule's) or fewer, to end early (never
+   * more: the learning-rate schedule is o->epochs'; apps/train/train_replan.h). NULL: none.
+   * Not in the JSON (it does not shape the numbers of the epochs trained). */
+  int (*epoch_end)(void *user, const attn_train_epoch_info *e);
+  void *epoch_end_user;
   int varlen;          /* packed batches (ATTN_CLF_VARLEN_*, classifier.h): set as
                         * m->varlen for the run's steps and validation (0: padded) */
 } attn_train_opts;

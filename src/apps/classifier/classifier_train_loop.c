@@ -247,13 +247,17 @@ attn_status attn_train_run(attn_clf *m, attn_adam *opt, const attn_train_opts *o
       st = save_best(o, m, meta);
     }
   }
-  for (; !st && !stopped && s->epoch < o->epochs; ) {
+  int end_at = o->epochs;  // o->epoch_end may end the run earlier
+  double val_tokens = 0;
+  for (int i = 0; val && i < val->n; i++)
+    val_tokens += val->lens[i];
+  for (; !st && !stopped && s->epoch < end_at;) {
     attn_batch_plan plan;
     st = attn_batch_plan_make(train->lens, train->n, o->batch, o->chunk_batches, 1, o->seed,
                               s->epoch, &plan);
     if (st) break;
     attn_train_progress_epoch(&pg);
-    double t0 = now_s();
+    double t0 = now_s(), t_ep = t0;
     double epoch_start = s->seconds; /* resumed mid-epoch: this process's part */
     for (; !st && s->batch < nb; ) {
       int64_t B, L;
@@ -292,10 +296,12 @@ attn_status attn_train_run(attn_clf *m, attn_adam *opt, const attn_train_opts *o
     attn_batch_plan_free(&plan);
     if (st || stopped) break;
     if (pg.mode == 1) progress_show(&pg, o, s->epoch, s->batch, nb, s->loss_sum / nb, s->step, 1);
-    double vloss = 0, vacc = 0, rloss = 0, racc = 0;
+    double vloss = 0, vacc = 0, rloss = 0, racc = 0, t_val = now_s();
+    attn_train_epoch_info info = {0, pg.tokens, t_val - t_ep, 0, 0};
     if (val && val->n > 0)
       st = validate_avg(m, o, amp.qat, &s->ema, val, &vloss, &vacc, &rloss, &racc);
     if (st) break;
+    if (val && val->n > 0) info.val_tokens = val_tokens, info.val_seconds = now_s() - t_val;
     s->seconds += now_s() - t0;  // the epoch's training and validation
     double metric = o->select_by_acc ? -vacc : vloss;
     int best = val && val->n > 0 && (s->best_epoch == -1 || metric < s->best);
@@ -315,6 +321,11 @@ attn_status attn_train_run(attn_clf *m, attn_adam *opt, const attn_train_opts *o
       st = save_best_avg(o, m, &s->ema, meta);
     }
     if (!st) st = save_last(o, m, opt, s, meta);
+    if (!st && o->epoch_end) {
+      info.epochs_done = s->epoch;
+      int e = o->epoch_end(o->epoch_end_user, &info);
+      end_at = e < o->epochs ? (e > s->epoch ? e : s->epoch) : o->epochs;
+    }
   }
   if (s->scaler.enabled)
     fprintf(log, "fp16 loss scaling: %lld of %lld steps skipped (overflow), final scale %g\n",
