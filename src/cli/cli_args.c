@@ -116,6 +116,16 @@ int cli_parse_i64(const char *s, int64_t *out) {
   return 1;
 }
 
+int cli_parse_num(const char *opt, const char *v, double lo, double hi, double *out) {
+  char *end = NULL;
+  errno = 0;
+  double d = strtod(v, &end);
+  if (!*v || *end || errno || !(d >= lo && d <= hi))
+    return cli_usage("%s: '%s' is not a number in [%g, %g]", opt, v, lo, hi);
+  *out = d;
+  return CLI_OK;
+}
+
 int cli_set_threads(const char *opt, const char *val) {
   int64_t n;
   if (!val || !cli_parse_i64(val, &n) || n < 1 || n > 4096)

@@ -42,6 +42,9 @@ int cli_args_exit(int r);
 
 /* A whole-string decimal integer (no overflow): 1 with *out, or 0. */
 int cli_parse_i64(const char *s, int64_t *out);
+/* opt's value v, a whole-string number in [lo, hi]: CLI_OK with *out, else
+ * a message naming opt and CLI_USAGE. */
+int cli_parse_num(const char *opt, const char *v, double lo, double hi, double *out);
 /* --threads N for every computing command: N an integer in [1, 4096] sets
  * attn_set_num_threads(N) and returns CLI_OK; otherwise says why, naming opt
  * ("--threads"), and returns CLI_USAGE. */

@@ -97,23 +97,13 @@ typedef struct {
   int nargs;
 } g2p_opts;
 
-static int num(const char *opt, const char *v, double lo, double hi, double *out) {
-  char *end = NULL;
-  errno = 0;
-  double d = strtod(v, &end);
-  if (!*v || *end || errno || !(d >= lo && d <= hi))
-    return cli_usage("%s: '%s' is not a number in [%g, %g]", opt, v, lo, hi);
-  *out = d;
-  return CLI_OK;
-}
-
 static int set_opt(g2p_opts *o, const char *k, const char *v) {
   double d = 0;
   int r = CLI_OK;
-#define INT(name, lo, hi, field)                                 \
-  if (!strcmp(k, name)) {                                        \
-    if (!(r = num(k, v, lo, hi, &d))) field = (__typeof__(field))d; \
-    return r;                                                    \
+#define INT(name, lo, hi, field)                                                                   \
+  if (!strcmp(k, name)) {                                                                          \
+    if (!(r = cli_parse_num(k, v, lo, hi, &d))) field = (__typeof__(field))d;                      \
+    return r;                                                                                      \
   }
   if (!strcmp(k, "--n-best")) o->n_best_set = 1;
   if (!strcmp(k, "--data")) o->data = v;
@@ -130,11 +120,10 @@ static int set_opt(g2p_opts *o, const char *k, const char *v) {
     if (!o->prec_auto && (strcmp(v, "f32") && strcmp(v, "bf16")))
       return cli_usage("--precision: auto, f32 or bf16, not '%s'", v);
     if (!o->prec_auto) attn_precision_from_name(v, &o->prec);
-  }
-  else if (!strcmp(k, "--batch") && (r = num(k, v, 1, 1e5, &d)) == CLI_OK)
+  } else if (!strcmp(k, "--batch") && (r = cli_parse_num(k, v, 1, 1e5, &d)) == CLI_OK)
     o->to.batch = o->batch = o->dec.batch = (int)d;
   else if (!strcmp(k, "--layers")) {
-    if (!(r = num(k, v, 1, 64, &d))) o->mc.enc_layers = o->mc.dec_layers = (int64_t)d;
+    if (!(r = cli_parse_num(k, v, 1, 64, &d))) o->mc.enc_layers = o->mc.dec_layers = (int64_t)d;
   } else if (!strcmp(k, "--progress")) {
     const char *m[4] = {"plain", "bar", "quiet", "auto"};
     int i = 0;

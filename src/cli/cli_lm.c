@@ -98,22 +98,12 @@ typedef struct {
   int nargs;
 } lm_opts;
 
-static int num(const char *opt, const char *v, double lo, double hi, double *out) {
-  char *end = NULL;
-  errno = 0;
-  double d = strtod(v, &end);
-  if (!*v || *end || errno || !(d >= lo && d <= hi))
-    return cli_usage("%s: '%s' is not a number in [%g, %g]", opt, v, lo, hi);
-  *out = d;
-  return CLI_OK;
-}
-
 static int set_opt(lm_opts *o, const char *k, const char *v) {
   double d = 0;
   int r = CLI_OK;
 #define NUM(name, lo, hi, field)                                                                   \
   if (!strcmp(k, name)) {                                                                          \
-    if (!(r = num(k, v, lo, hi, &d))) field = (__typeof__(field))d;                                \
+    if (!(r = cli_parse_num(k, v, lo, hi, &d))) field = (__typeof__(field))d;                      \
     return r;                                                                                      \
   }
   if (!strcmp(k, "--data"))
