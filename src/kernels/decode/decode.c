@@ -28,6 +28,7 @@
 #include "kernels/util.h"
 
 enum { NB = ATTN_DECODE_NB };
+enum { AHEAD = 2 }; /* blocks gathered ahead of the one that runs */
 
 /* partial results of a wave of items kept under this many floats (the
  * waves never change the bits: items and merges are the same) */
@@ -64,7 +65,6 @@ typedef struct {
 typedef struct {
   float *qs, *s, *p, *corr, *slope;
   int64_t *pos, *lo, *hi;
-  float ks[NB], vs[NB];
 } scratch_t;
 
 static void *scratch_alloc(const call_t *c, scratch_t *w) {
@@ -94,9 +94,8 @@ static void seq_span(const call_t *c, int64_t b, int64_t *lo, int64_t *len) {
   }
 }
 
-/* The next n rows of cursor cu into blk (and the int8 scales into w). */
-static void gather(const call_t *c, attn_kv_cursor *cu, int n, attn_decode_block *blk,
-                   scratch_t *w) {
+/* The next n rows of cursor cu into blk (and their int8 scales). */
+static void gather(const call_t *c, attn_kv_cursor *cu, int n, attn_decode_block *blk) {
   const attn_kv_view *kv = c->kv;
   blk->n = n;
   for (int j = 0; j < n; j++) {
@@ -104,9 +103,20 @@ static void gather(const call_t *c, attn_kv_cursor *cu, int n, attn_decode_block
     blk->k[j] = (const char *)kv->k + row * kv->D * c->elt;
     blk->v[j] = (const char *)kv->v + row * kv->Dv * c->elt;
     if (kv->dtype == ATTN_I8) {
-      w->ks[j] = kv->k_scale[row];
-      w->vs[j] = kv->v_scale[row];
+      blk->ks[j] = kv->k_scale[row];
+      blk->vs[j] = kv->v_scale[row];
     }
+  }
+}
+
+/* The rows of blk prefetched (all at once: the first block of an item). */
+static void prefetch_block(const call_t *c, const attn_decode_block *blk) {
+  const int64_t kb = c->kv->D * c->elt, vb = c->kv->Dv * c->elt;
+  for (int j = 0; j < blk->n; j++) {
+    for (int64_t o = 0; o < kb; o += 64)
+      __builtin_prefetch((const char *)blk->k[j] + o);
+    for (int64_t o = 0; o < vb; o += 64)
+      __builtin_prefetch((const char *)blk->v[j] + o);
   }
 }
 
@@ -126,14 +136,16 @@ static void prefetch_rows(const call_t *c, attn_kv_cursor *cu, int64_t n) {
 
 /* The score tile of one block -> probabilities w->p, corrections w->corr,
  * state m, l updated. Returns 0 when no row has an allowed key here. */
-static int block_softmax(const call_t *c, scratch_t *w, int64_t t, int n, float *m, float *l) {
+static int block_softmax(const call_t *c, scratch_t *w, const attn_decode_block *blk, int64_t t,
+                         float *m, float *l) {
+  const int n = blk->n;
   const attn_decode_desc *d = c->d;
   const attn_row_ops *ro = &c->kern->row;
   int any = 0;
   if (c->kv->dtype == ATTN_I8) /* the rows' scales on their scores */
     for (int64_t r = 0; r < c->R; r++)
       for (int j = 0; j < n; j++)
-        w->s[r * NB + j] *= w->ks[j];
+        w->s[r * NB + j] *= blk->ks[j];
   if (d->softcap > 0.0f) { /* cap tanh(s / cap) with the SDPA's tanh (softcap_tanh.h) */
     const float cap = d->softcap, inv = 1.0f / cap;
     for (int64_t r = 0; r < c->R; r++)
@@ -175,7 +187,7 @@ static int block_softmax(const call_t *c, scratch_t *w, int64_t t, int n, float 
     m[r] = mn;
     if (c->kv->dtype == ATTN_I8)
       for (int j = 0; j < n; j++)
-        pr[j] *= w->vs[j];
+        pr[j] *= blk->vs[j];
   }
   return any;
 }
@@ -200,20 +212,43 @@ static void run_item(const call_t *c, const item_t *it, scratch_t *w, float *st)
   }
   memset(acc, 0, (size_t)(R * d->Dv) * sizeof(float));
   const attn_decode_ops *ops = c->kern->decode;
-  attn_decode_block blk;
-  blk.dtype = c->kv->dtype;
-  blk.D = D;
-  blk.Dv = d->Dv;
-  attn_kv_cursor rows, ahead; /* the block's rows; the next block's, prefetched */
+  /* a ring of blocks: the one that runs, then the next ones, gathered ahead;
+   * the micro-kernels that prefetch fetch the last one's rows as they run */
+  attn_decode_block blk[AHEAD + 1];
+  for (int i = 0; i <= AHEAD; i++) {
+    blk[i].dtype = c->kv->dtype;
+    blk[i].D = D;
+    blk[i].Dv = d->Dv;
+    blk[i].pn = 0;
+    blk[i].n = 0;
+  }
+  attn_kv_cursor rows, ahead; /* the blocks' rows; two blocks ahead (prefetched by the loop) */
   attn_kv_cursor_init(&rows, c->kv, it->b, it->g, it->t0);
   attn_kv_cursor_init(&ahead, c->kv, it->b, it->g, it->t0);
-  prefetch_rows(c, &ahead, attn_min64(2 * NB, it->t1 - it->t0)); /* two blocks ahead */
-  for (int64_t t = it->t0; t < it->t1; t += NB) {
-    const int n = (int)attn_min64(NB, it->t1 - t);
-    gather(c, &rows, n, &blk, w);
-    if (t + n + NB < it->t1) prefetch_rows(c, &ahead, attn_min64(NB, it->t1 - t - n - NB));
-    ops->scores(&blk, w->qs, R, w->s);
-    if (block_softmax(c, w, t, n, m, l)) ops->pv(&blk, w->p, w->corr, R, acc);
+  int64_t tg = it->t0; /* the first row not gathered yet */
+  for (int i = 0; i < AHEAD && tg < it->t1; i++) {
+    gather(c, &rows, (int)attn_min64(NB, it->t1 - tg), &blk[i]);
+    tg += blk[i].n;
+    if (ops->prefetches) prefetch_block(c, &blk[i]);
+  }
+  if (!ops->prefetches) prefetch_rows(c, &ahead, attn_min64(2 * NB, it->t1 - it->t0));
+  int cur = 0;
+  for (int64_t t = it->t0; t < it->t1; t += NB, cur = cur == AHEAD ? 0 : cur + 1) {
+    attn_decode_block *b = &blk[cur], *last = &blk[cur == 0 ? AHEAD : cur - 1];
+    const int n = b->n, nn = (int)attn_min64(NB, it->t1 - tg);
+    if (nn > 0) {
+      gather(c, &rows, nn, last);
+      tg += nn;
+    }
+    if (ops->prefetches) {
+      b->pn = nn > 0 ? nn : 0;
+      b->pk = last->k;
+      b->pv = last->v;
+    } else if (t + n + NB < it->t1) {
+      prefetch_rows(c, &ahead, attn_min64(NB, it->t1 - t - n - NB));
+    }
+    ops->scores(b, w->qs, R, w->s);
+    if (block_softmax(c, w, b, t, m, l)) ops->pv(b, w->p, w->corr, R, acc);
   }
 }
 

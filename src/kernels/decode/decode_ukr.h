@@ -19,10 +19,19 @@ typedef struct {
   int64_t D, Dv;
   const void *k[ATTN_DECODE_NB]; /* row j: D elements */
   const void *v[ATTN_DECODE_NB]; /* row j: Dv elements */
+  /* The next block's rows, for micro-kernels that prefetch them while they
+   * run (attn_decode_ops.prefetches): pn rows (0: none), pk[j], pv[j]. */
+  int pn;
+  const void *const *pk, *const *pv;
+  float ks[ATTN_DECODE_NB], vs[ATTN_DECODE_NB]; /* int8: the rows' scales (the loop's) */
 } attn_decode_block;
 
 typedef struct {
   const char *name;
+  /* 1: scores and pv prefetch the block's pk / pv rows, spread over their
+   * arithmetic (the loop then issues no prefetches of its own after the
+   * first block); 0: the loop prefetches a block ahead itself */
+  int prefetches;
   /* s[r * ATTN_DECODE_NB + j] = sum_d q[r * D + d] * k_j[d] (k_j widened
    * to f32; int8 as its integer value) for r < R, j < n; other entries of s
    * untouched. Any fixed summation order. */

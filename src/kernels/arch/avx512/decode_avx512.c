@@ -57,6 +57,15 @@ ATTN_AVX512_INLINE __m512 load16_full(int dt, const void *row, int64_t c) {
   }
 }
 
+ATTN_AVX512_INLINE int64_t elt_of(int dt) { return dt == ATTN_F32 ? 4 : dt == ATTN_I8 ? 1 : 2; }
+
+/* the cache lines of bytes [p, p + n) prefetched */
+ATTN_AVX512_INLINE void prefetch_row(const void *p, int64_t n) {
+  const char *c = (const char *)p;
+  for (int64_t o = 0; o < n; o += 64)
+    _mm_prefetch(c + o, _MM_HINT_T0);
+}
+
 /* the sums of a, b, c, d's lanes, in that order */
 ATTN_AVX512_INLINE __m128 hsum4(__m512 a, __m512 b, __m512 c, __m512 d) {
   /* per 128-bit lane: [a0+a2, b0+b2, a1+a3, b1+b3], the same for c, d */
@@ -73,13 +82,16 @@ ATTN_AVX512_INLINE __m128 hsum4(__m512 a, __m512 b, __m512 c, __m512 d) {
  * block: RT KJ <= 16 accumulators, each q vector loaded once for the KJ
  * keys, each key vector once for the RT rows */
 ATTN_AVX512_INLINE void scores_keys(const attn_decode_block *b, const float *q, float *s, int j0,
-                                    int dt, int RT, int KJ) {
+                                    int dt, int RT, int KJ, int PF) {
   const int64_t D = b->D, Df = D & ~(int64_t)15;
   const __mmask16 tm = (__mmask16)((1u << (D - Df)) - 1);
   __m512 a[16]; /* a[r KJ + k] */
 DECODE_UNROLL(16)
   for (int i = 0; i < RT * KJ; i++)
     a[i] = _mm512_setzero_ps();
+  if (PF) /* the next block's rows of these keys, one burst per KJ rows */
+    for (int k = 0; k < KJ && j0 + k < b->pn; k++)
+      prefetch_row(b->pk[j0 + k], D * elt_of(dt));
   for (int64_t c = 0; c < Df; c += 16) {
     __m512 kv[8];
 DECODE_UNROLL(8)
@@ -122,13 +134,13 @@ DECODE_UNROLL(8)
 /* scores of RT rows against the block: 16 / RT keys at a time (at most
  * 8: registers for their vectors), then one */
 ATTN_AVX512_INLINE void scores_tile(const attn_decode_block *b, const float *q, float *s, int dt,
-                                    int RT) {
+                                    int RT, int PF) {
   const int KJ = RT >= 8 ? 2 : RT >= 4 ? 4 : 8;
   int j = 0;
   for (; j + KJ <= b->n; j += KJ)
-    scores_keys(b, q, s, j, dt, RT, KJ);
+    scores_keys(b, q, s, j, dt, RT, KJ, PF);
   for (; j < b->n; j++)
-    scores_keys(b, q, s, j, dt, RT, 1);
+    scores_keys(b, q, s, j, dt, RT, 1, PF);
 }
 
 /* RT rows' output accumulators (acc: their first) += p · the block's
@@ -137,7 +149,7 @@ ATTN_AVX512_INLINE void scores_tile(const attn_decode_block *b, const float *q, 
  * across the block's keys, and each V row is read in runs of SL 64 bytes */
 ATTN_AVX512_INLINE void pv_slab(const attn_decode_block *b, const float *p, const float *corr,
                                 float *acc, int64_t c0, const __mmask16 *m, int dt, int RT, int SL,
-                                int FULL) {
+                                int FULL, int PF) {
   const int64_t Dv = b->Dv;
   __m512 a[16]; /* a[r SL + e] */
 DECODE_UNROLL(8)
@@ -148,6 +160,11 @@ DECODE_UNROLL(8)
     for (int e = 0; e < SL; e++)
       a[r * SL + e] = _mm512_mul_ps(
           FULL ? _mm512_loadu_ps(ar + 16 * e) : _mm512_maskz_loadu_ps(m[e], ar + 16 * e), cr);
+  }
+  if (PF) { /* the next block's rows, these columns */
+    const int64_t elt = elt_of(dt), c1 = c0 + 16 * SL < Dv ? c0 + 16 * SL : Dv;
+    for (int j = 0; j < b->pn; j++)
+      prefetch_row((const char *)b->pv[j] + c0 * elt, (c1 - c0) * elt);
   }
   for (int j = 0; j < b->n; j++) {
     __m512 vv[8];
@@ -176,12 +193,12 @@ DECODE_UNROLL(8)
 
 /* slabs of SL = 16 / RT vectors; the last one masked */
 ATTN_AVX512_INLINE void pv_tile(const attn_decode_block *b, const float *p, const float *corr,
-                                float *acc, int dt, int RT) {
+                                float *acc, int dt, int RT, int PF) {
   const int SL = RT >= 8 ? 2 : RT >= 4 ? 4 : 8;
   const int64_t Dv = b->Dv;
   int64_t c0 = 0;
   for (; c0 + 16 * SL <= Dv; c0 += 16 * SL)
-    pv_slab(b, p, corr, acc, c0, NULL, dt, RT, SL, 1);
+    pv_slab(b, p, corr, acc, c0, NULL, dt, RT, SL, 1, PF);
   if (c0 < Dv) {
     __mmask16 m[8];
 DECODE_UNROLL(8)
@@ -189,29 +206,31 @@ DECODE_UNROLL(8)
       const int64_t left = Dv - c0 - 16 * e;
       m[e] = left >= 16 ? (__mmask16)0xFFFF : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
     }
-    pv_slab(b, p, corr, acc, c0, m, dt, RT, SL, 0);
+    pv_slab(b, p, corr, acc, c0, m, dt, RT, SL, 0, PF);
   }
 }
 
-/* all R rows in tiles of 8, 4, 2, 1 */
+/* all R rows in tiles of 8, 4, 2, 1; the first tile prefetches */
 ATTN_AVX512_INLINE void scores_rows(const attn_decode_block *b, const float *q, int64_t R, float *s,
                                     int dt) {
   int64_t r = 0;
-  for (; R - r >= 8; r += 8)
-    scores_tile(b, q + r * b->D, s + r * NB, dt, 8);
-  if (R - r >= 4) scores_tile(b, q + r * b->D, s + r * NB, dt, 4), r += 4;
-  if (R - r >= 2) scores_tile(b, q + r * b->D, s + r * NB, dt, 2), r += 2;
-  if (R - r >= 1) scores_tile(b, q + r * b->D, s + r * NB, dt, 1);
+  int pf = 1;
+  for (; R - r >= 8; r += 8, pf = 0)
+    scores_tile(b, q + r * b->D, s + r * NB, dt, 8, pf);
+  if (R - r >= 4) scores_tile(b, q + r * b->D, s + r * NB, dt, 4, pf), r += 4, pf = 0;
+  if (R - r >= 2) scores_tile(b, q + r * b->D, s + r * NB, dt, 2, pf), r += 2, pf = 0;
+  if (R - r >= 1) scores_tile(b, q + r * b->D, s + r * NB, dt, 1, pf);
 }
 
 ATTN_AVX512_INLINE void pv_rows(const attn_decode_block *b, const float *p, const float *corr,
                                 int64_t R, float *acc, int dt) {
   int64_t r = 0;
-  for (; R - r >= 8; r += 8)
-    pv_tile(b, p + r * NB, corr + r, acc + r * b->Dv, dt, 8);
-  if (R - r >= 4) pv_tile(b, p + r * NB, corr + r, acc + r * b->Dv, dt, 4), r += 4;
-  if (R - r >= 2) pv_tile(b, p + r * NB, corr + r, acc + r * b->Dv, dt, 2), r += 2;
-  if (R - r >= 1) pv_tile(b, p + r * NB, corr + r, acc + r * b->Dv, dt, 1);
+  int pf = 1;
+  for (; R - r >= 8; r += 8, pf = 0)
+    pv_tile(b, p + r * NB, corr + r, acc + r * b->Dv, dt, 8, pf);
+  if (R - r >= 4) pv_tile(b, p + r * NB, corr + r, acc + r * b->Dv, dt, 4, pf), r += 4, pf = 0;
+  if (R - r >= 2) pv_tile(b, p + r * NB, corr + r, acc + r * b->Dv, dt, 2, pf), r += 2, pf = 0;
+  if (R - r >= 1) pv_tile(b, p + r * NB, corr + r, acc + r * b->Dv, dt, 1, pf);
 }
 
 /* one instance per dtype (the constant makes the compiler drop the others' loads) */
@@ -235,7 +254,7 @@ ATTN_AVX512 static void pv_avx512(const attn_decode_block *b, const float *p, co
   }
 }
 
-static const attn_decode_ops ops = {"avx512", scores_avx512, pv_avx512};
+static const attn_decode_ops ops = {"avx512", 1, scores_avx512, pv_avx512};
 
 const attn_decode_ops *attn_decode_ops_avx512(void) { return &ops; }
 #else
