@@ -54,6 +54,22 @@ ATTN_AVX2_INLINE float hsum8(__m256 x) {
   return _mm_cvtss_f32(s);
 }
 
+ATTN_AVX2_INLINE int64_t elt_of(int dt) { return dt == ATTN_F32 ? 4 : dt == ATTN_I8 ? 1 : 2; }
+
+/* the cache lines of bytes [p, p + n) prefetched */
+ATTN_AVX2_INLINE void prefetch_row(const void *p, int64_t n) {
+  const char *c = (const char *)p;
+  for (int64_t o = 0; o < n; o += 64)
+    _mm_prefetch(c + o, _MM_HINT_T0);
+}
+
+/* columns [c0, c1) of the next block's V rows prefetched */
+ATTN_AVX2_INLINE void prefetch_v(const attn_decode_block *b, int64_t c0, int64_t c1, int dt) {
+  const int64_t elt = elt_of(dt);
+  for (int j = 0; j < b->pn; j++)
+    prefetch_row((const char *)b->pv[j] + c0 * elt, (c1 - c0) * elt);
+}
+
 /* the sums of a, b, c, d's lanes, in that order */
 ATTN_AVX2_INLINE __m128 hsum4(__m256 a, __m256 b, __m256 c, __m256 d) {
   const __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
@@ -65,10 +81,13 @@ ATTN_AVX2_INLINE __m128 hsum4(__m256 a, __m256 b, __m256 c, __m256 d) {
  * keys, each key vector once for the RT rows; the row's tail through a
  * zero-padded copy */
 ATTN_AVX2_INLINE void scores_keys(const attn_decode_block *b, const float *q, float *s, int j0,
-                                  int dt, int RT, int KJ) {
+                                  int dt, int RT, int KJ, int PF) {
   const int64_t D = b->D, Df = D & ~(int64_t)7;
   __m256 a[8]; /* a[r KJ + k] */
-DECODE_UNROLL(8)
+  if (PF)      /* the next block's rows of these keys, one burst per KJ rows */
+    for (int k = 0; k < KJ && j0 + k < b->pn; k++)
+      prefetch_row(b->pk[j0 + k], D * elt_of(dt));
+  DECODE_UNROLL(8)
   for (int i = 0; i < RT * KJ; i++)
     a[i] = _mm256_setzero_ps();
   for (int64_t c = 0; c < Df; c += 8) {
@@ -113,13 +132,13 @@ DECODE_UNROLL(4)
 /* scores of RT rows against the block: 8 / RT keys at a time (at most 4:
  * registers), then one */
 ATTN_AVX2_INLINE void scores_tile(const attn_decode_block *b, const float *q, float *s, int dt,
-                                  int RT) {
+                                  int RT, int PF) {
   const int KJ = RT >= 4 ? 2 : 4;
   int j = 0;
   for (; j + KJ <= b->n; j += KJ)
-    scores_keys(b, q, s, j, dt, RT, KJ);
+    scores_keys(b, q, s, j, dt, RT, KJ, PF);
   for (; j < b->n; j++)
-    scores_keys(b, q, s, j, dt, RT, 1);
+    scores_keys(b, q, s, j, dt, RT, 1, PF);
 }
 
 /* RT rows' output accumulators (acc: their first) += p · the block's
@@ -180,33 +199,39 @@ DECODE_UNROLL(4)
 
 /* slabs of SL = 8 / RT vectors (at most 4), then single vectors, then the tail */
 ATTN_AVX2_INLINE void pv_tile(const attn_decode_block *b, const float *p, const float *corr,
-                              float *acc, int dt, int RT) {
+                              float *acc, int dt, int RT, int PF) {
   const int SL = RT >= 4 ? 2 : 4;
   const int64_t Dv = b->Dv;
   int64_t c = 0;
-  for (; c + 8 * SL <= Dv; c += 8 * SL)
+  for (; c + 8 * SL <= Dv; c += 8 * SL) {
+    if (PF) prefetch_v(b, c, c + 8 * SL, dt); /* the next block's, these columns */
     pv_slab(b, p, corr, acc, c, dt, RT, SL);
+  }
+  if (PF && c < Dv) prefetch_v(b, c, Dv, dt);
   for (; c + 8 <= Dv; c += 8)
     pv_slab(b, p, corr, acc, c, dt, RT, 1);
   if (c < Dv) pv_tail(b, p, corr, acc, c, Dv - c, dt, RT);
 }
 
+/* all R rows in tiles of 4, 2, 1; the first tile prefetches */
 ATTN_AVX2_INLINE void scores_rows(const attn_decode_block *b, const float *q, int64_t R, float *s,
                                   int dt) {
   int64_t r = 0;
-  for (; R - r >= 4; r += 4)
-    scores_tile(b, q + r * b->D, s + r * NB, dt, 4);
-  if (R - r >= 2) scores_tile(b, q + r * b->D, s + r * NB, dt, 2), r += 2;
-  if (R - r >= 1) scores_tile(b, q + r * b->D, s + r * NB, dt, 1);
+  int pf = 1;
+  for (; R - r >= 4; r += 4, pf = 0)
+    scores_tile(b, q + r * b->D, s + r * NB, dt, 4, pf);
+  if (R - r >= 2) scores_tile(b, q + r * b->D, s + r * NB, dt, 2, pf), r += 2, pf = 0;
+  if (R - r >= 1) scores_tile(b, q + r * b->D, s + r * NB, dt, 1, pf);
 }
 
 ATTN_AVX2_INLINE void pv_rows(const attn_decode_block *b, const float *p, const float *corr,
                               int64_t R, float *acc, int dt) {
   int64_t r = 0;
-  for (; R - r >= 4; r += 4)
-    pv_tile(b, p + r * NB, corr + r, acc + r * b->Dv, dt, 4);
-  if (R - r >= 2) pv_tile(b, p + r * NB, corr + r, acc + r * b->Dv, dt, 2), r += 2;
-  if (R - r >= 1) pv_tile(b, p + r * NB, corr + r, acc + r * b->Dv, dt, 1);
+  int pf = 1;
+  for (; R - r >= 4; r += 4, pf = 0)
+    pv_tile(b, p + r * NB, corr + r, acc + r * b->Dv, dt, 4, pf);
+  if (R - r >= 2) pv_tile(b, p + r * NB, corr + r, acc + r * b->Dv, dt, 2, pf), r += 2, pf = 0;
+  if (R - r >= 1) pv_tile(b, p + r * NB, corr + r, acc + r * b->Dv, dt, 1, pf);
 }
 
 /* one instance per dtype (the constant makes the compiler drop the others' loads) */
@@ -229,7 +254,7 @@ ATTN_AVX2 static void pv_avx2(const attn_decode_block *b, const float *p, const 
   }
 }
 
-static const attn_decode_ops ops = {"avx2", 0, scores_avx2, pv_avx2};
+static const attn_decode_ops ops = {"avx2", 1, scores_avx2, pv_avx2};
 
 const attn_decode_ops *attn_decode_ops_avx2(void) { return &ops; }
 #else
