@@ -18,6 +18,7 @@
  * accumulators). The rows two blocks ahead are prefetched while one runs: a
  * paged cache's pages are not one stream the hardware prefetcher follows. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,6 +66,7 @@ typedef struct {
 typedef struct {
   float *qs, *s, *p, *corr, *slope;
   int64_t *pos, *lo, *hi;
+  int64_t lo_max, hi_min; /* keys from lo_max to hi_min - 1: allowed for every row */
 } scratch_t;
 
 static void *scratch_alloc(const call_t *c, scratch_t *w) {
@@ -140,6 +142,9 @@ static int block_softmax(const call_t *c, scratch_t *w, const attn_decode_block 
                          float *m, float *l) {
   const int n = blk->n;
   const attn_decode_desc *d = c->d;
+  if (c->kern->decode->softmax && !d->alibi_slopes && !(d->softcap > 0.0f) && t >= w->lo_max &&
+      t + n <= w->hi_min) /* a plain block: the level's vector softmax */
+    return c->kern->decode->softmax(blk, w->s, w->p, c->R, m, l, w->corr);
   const attn_row_ops *ro = &c->kern->row;
   int any = 0;
   if (c->kv->dtype == ATTN_I8) /* the rows' scales on their scores */
@@ -209,6 +214,11 @@ static void run_item(const call_t *c, const item_t *it, scratch_t *w, float *st)
       w->qs[r * D + e] = qr[e] * c->scale;
     m[r] = -INFINITY;
     l[r] = 0.0f;
+  }
+  w->lo_max = 0, w->hi_min = INT64_MAX;
+  for (int64_t r = 0; r < R; r++) {
+    w->lo_max = w->lo[r] > w->lo_max ? w->lo[r] : w->lo_max;
+    w->hi_min = w->hi[r] < w->hi_min ? w->hi[r] : w->hi_min;
   }
   memset(acc, 0, (size_t)(R * d->Dv) * sizeof(float));
   const attn_decode_ops *ops = c->kern->decode;

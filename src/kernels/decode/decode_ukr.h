@@ -40,6 +40,16 @@ typedef struct {
    * ATTN_DECODE_NB + j] * v_j[c] for r < R, c < Dv (v_j widened as above).
    * Any fixed order. */
   void (*pv)(const attn_decode_block *b, const float *p, const float *corr, int64_t R, float *acc);
+  /* May be NULL. The online softmax of a plain block (every key of it
+   * allowed for every row; no ALiBi, no softcap) from the score tile s, as
+   * decode.c's portable one does it: int8 scores times ks[j]; per row r the
+   * max bm over the finite keys (a row whose keys are all -inf and none NaN
+   * is left alone: corr[r] = 1, p 0); m' = max(m, bm), corr[r] =
+   * expf(m - m'), p[r * NB + j] = e^(s - m') (times vs[j] for int8; 0 for j
+   * >= n), l[r] = l[r] corr[r] + the sum of e^(s - m') (before vs), m[r] =
+   * m'. Returns 1 if any row changed. s may be overwritten. */
+  int (*softmax)(const attn_decode_block *b, float *s, float *p, int64_t R, float *m, float *l,
+                 float *corr);
 } attn_decode_ops;
 
 #endif

@@ -10,8 +10,10 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+#include <math.h>
 
 #include "attn/tensor.h"
+#include "kernels/arch/avx512/vexp_avx512.h"
 #include "kernels/arch/isa_targets.h"
 
 enum { NB = ATTN_DECODE_NB };
@@ -254,7 +256,37 @@ ATTN_AVX512 static void pv_avx512(const attn_decode_block *b, const float *p, co
   }
 }
 
-static const attn_decode_ops ops = {"avx512", 1, scores_avx512, pv_avx512};
+/* decode_ukr.h's plain-block softmax, a row in one vector (NB = 16) */
+ATTN_AVX512 static int softmax_avx512(const attn_decode_block *b, float *s, float *p, int64_t R,
+                                      float *m, float *l, float *corr) {
+  const __mmask16 live = (__mmask16)((1u << b->n) - 1);
+  const int i8 = b->dtype == ATTN_I8;
+  const __m512 ks = i8 ? _mm512_maskz_loadu_ps(live, b->ks) : _mm512_set1_ps(1.0f);
+  const __m512 vs = i8 ? _mm512_maskz_loadu_ps(live, b->vs) : _mm512_set1_ps(1.0f);
+  int any = 0;
+  for (int64_t r = 0; r < R; r++) {
+    __m512 x = _mm512_maskz_loadu_ps(live, s + r * NB);
+    if (i8) x = _mm512_mul_ps(x, ks);
+    const __mmask16 ok = _mm512_mask_cmp_ps_mask(live, x, x, _CMP_ORD_Q); /* not NaN */
+    const float bm = _mm512_mask_reduce_max_ps(ok, x);                    /* -inf if none */
+    if (bm == -INFINITY && ok == live) {
+      corr[r] = 1.0f;
+      _mm512_storeu_ps(p + r * NB, _mm512_setzero_ps());
+      continue;
+    }
+    any = 1;
+    const float mn = bm > m[r] ? bm : m[r];
+    corr[r] = mn == m[r] ? 1.0f : expf(m[r] - mn);
+    __m512 e = _mm512_maskz_mov_ps(live, attn_vexp16_avx512(_mm512_sub_ps(x, _mm512_set1_ps(mn))));
+    l[r] = l[r] * corr[r] + _mm512_reduce_add_ps(e);
+    m[r] = mn;
+    if (i8) e = _mm512_mul_ps(e, vs);
+    _mm512_storeu_ps(p + r * NB, e);
+  }
+  return any;
+}
+
+static const attn_decode_ops ops = {"avx512", 1, scores_avx512, pv_avx512, softmax_avx512};
 
 const attn_decode_ops *attn_decode_ops_avx512(void) { return &ops; }
 #else
