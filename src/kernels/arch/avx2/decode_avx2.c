@@ -6,9 +6,11 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+#include <math.h>
 #include <string.h>
 
 #include "attn/tensor.h"
+#include "kernels/arch/avx2/vexp_avx2.h"
 #include "kernels/arch/isa_targets.h"
 
 enum { NB = ATTN_DECODE_NB };
@@ -254,7 +256,61 @@ ATTN_AVX2 static void pv_avx2(const attn_decode_block *b, const float *p, const 
   }
 }
 
-static const attn_decode_ops ops = {"avx2", 1, scores_avx2, pv_avx2, NULL};
+/* lanes 8 h .. 8 h + 7 of a row below n: all ones */
+ATTN_AVX2_INLINE __m256 live8(int n, int h) {
+  const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  return _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(n - 8 * h), idx));
+}
+
+/* decode_ukr.h's plain-block softmax, a row in two vectors (NB = 16) */
+ATTN_AVX2 static int softmax_avx2(const attn_decode_block *b, float *s, float *p, int64_t R,
+                                  float *m, float *l, float *corr) {
+  const __m256 zero = _mm256_setzero_ps(), ninf = _mm256_set1_ps(-INFINITY);
+  const __m256 live[2] = {live8(b->n, 0), live8(b->n, 1)};
+  const int i8 = b->dtype == ATTN_I8;
+  __m256 ks[2], vs[2];
+  for (int h = 0; h < 2; h++) {
+    ks[h] = i8 ? _mm256_blendv_ps(zero, _mm256_loadu_ps(b->ks + 8 * h), live[h]) : zero;
+    vs[h] = i8 ? _mm256_blendv_ps(zero, _mm256_loadu_ps(b->vs + 8 * h), live[h]) : zero;
+  }
+  int any = 0;
+  for (int64_t r = 0; r < R; r++) {
+    __m256 x[2], fin[2];
+    int nan = 0;
+    for (int h = 0; h < 2; h++) {
+      x[h] = _mm256_blendv_ps(zero, _mm256_loadu_ps(s + r * NB + 8 * h), live[h]);
+      if (i8) x[h] = _mm256_mul_ps(x[h], ks[h]);
+      const __m256 ok = _mm256_and_ps(_mm256_cmp_ps(x[h], x[h], _CMP_ORD_Q), live[h]);
+      nan |= _mm256_movemask_ps(_mm256_xor_ps(ok, live[h]));
+      fin[h] = _mm256_blendv_ps(ninf, x[h], ok);
+    }
+    __m256 mx = _mm256_max_ps(fin[0], fin[1]);
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+    const float bm = _mm_cvtss_f32(m4);
+    if (bm == -INFINITY && !nan) {
+      corr[r] = 1.0f;
+      _mm256_storeu_ps(p + r * NB, zero);
+      _mm256_storeu_ps(p + r * NB + 8, zero);
+      continue;
+    }
+    any = 1;
+    const float mn = bm > m[r] ? bm : m[r];
+    corr[r] = mn == m[r] ? 1.0f : expf(m[r] - mn);
+    const __m256 vm = _mm256_set1_ps(mn);
+    __m256 e[2];
+    for (int h = 0; h < 2; h++)
+      e[h] = _mm256_and_ps(attn_vexp8_avx2(_mm256_sub_ps(x[h], vm)), live[h]);
+    l[r] = l[r] * corr[r] + hsum8(_mm256_add_ps(e[0], e[1]));
+    m[r] = mn;
+    for (int h = 0; h < 2; h++)
+      _mm256_storeu_ps(p + r * NB + 8 * h, i8 ? _mm256_mul_ps(e[h], vs[h]) : e[h]);
+  }
+  return any;
+}
+
+static const attn_decode_ops ops = {"avx2", 1, scores_avx2, pv_avx2, softmax_avx2};
 
 const attn_decode_ops *attn_decode_ops_avx2(void) { return &ops; }
 #else
