@@ -6,6 +6,7 @@
 #define ATTN_APPS_BENCH_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct {
   const char *name;
@@ -56,6 +57,10 @@ double attn_bench_avx512_bf16_peak_gflops(int threads);
  * best of 8 runs, cached per thread count (bench_membw.c). */
 double attn_bench_membw_gbs(int threads);
 void attn_bench_membw_set_mib(int mib);
+/* The same buffer read in chunks of `chunk` bytes (rounded up to 64) in a
+ * shuffled order, each thread its share of the order, two chunks ahead
+ * prefetched: the ceiling of a paged KV cache of pages that size. */
+double attn_bench_membw_chunked_gbs(int threads, int64_t chunk);
 /* "AMD EPYC ..., N logical CPUs" from /proc/cpuinfo ("unknown CPU" elsewhere). */
 void attn_bench_cpu_name(char *buf, size_t n);
 /* Monotonic wall clock in seconds. */

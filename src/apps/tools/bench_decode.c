@@ -41,7 +41,9 @@ static void dec_usage(FILE *out) {
                "  Columns: median ms per call with T threads (default all), K/V GB/s (the bytes\n"
                "  of the cache the call reads, int8 scales included) and %% of the memory read\n"
                "  bandwidth measured now with T threads, tokens/s (B Q / time); a paged cache\n"
-               "  of P-token pages (16) in shuffled order and its time over the contiguous one;\n"
+               "  of P-token pages (16) in shuffled order and its time over the contiguous one,\n"
+               "  next to pg_ceil: the memory's own time for reading in shuffled chunks of one\n"
+               "  page of one head's rows over reading in order (attn bench membw --chunk);\n"
                "  1 thread's time and T threads' speed-up over it (split-KV).\n");
 }
 
@@ -188,8 +190,8 @@ int attn_bench_decode_main(int argc, char **argv) {
   printf("memory read bandwidth measured now (attn bench membw, %d MiB): %d threads %.1f GB/s, "
          "1 thread %.1f GB/s\n",
          mib, o.threads, bw, bw1);
-  printf("%5s %7s %9s %9s %7s %6s %9s %9s %7s %9s %7s %7s\n", "dtype", "Lk", "cache_MiB", "ms",
-         "GB/s", "%bw", "tok/s", "paged_ms", "paged/c", "ms_1thr", "GB/s_1", "split_x");
+  printf("%5s %7s %9s %9s %7s %6s %9s %9s %7s %7s %9s %7s %7s\n", "dtype", "Lk", "cache_MiB", "ms",
+         "GB/s", "%bw", "tok/s", "paged_ms", "paged/c", "pg_ceil", "ms_1thr", "GB/s_1", "split_x");
   float *q = malloc((size_t)o.B * o.Hq * o.Lq * o.D * sizeof(float));
   float *out = malloc((size_t)o.B * o.Hq * o.Lq * o.D * sizeof(float));
   int32_t *lens = malloc((size_t)o.B * sizeof(int32_t));
@@ -238,6 +240,14 @@ int attn_bench_decode_main(int argc, char **argv) {
     attn_decode_desc d;
     attn_decode_desc_init(&d, o.B, o.Hq, o.Hkv, o.Lq, o.D, o.D, dt);
     const double elt = dt == ATTN_F32 ? 4 : dt == ATTN_I8 ? 1 : 2;
+    /* what the memory system itself loses on pages: the buffer read in
+     * shuffled chunks of one page of one head's K (or V) rows, against in order */
+    double pg_ceil = 0;
+    if (pc) {
+      const double cbw =
+          attn_bench_membw_chunked_gbs(o.threads, (int64_t)(o.page_size * o.D * elt));
+      pg_ceil = cbw > 0 ? bw / cbw : 0;
+    }
     for (int i = 0; i < o.nlk; i++) {
       for (int b = 0; b < o.B; b++)
         lens[b] = (int32_t)o.lk[i];
@@ -256,9 +266,9 @@ int attn_bench_decode_main(int argc, char **argv) {
              tm * 1e3, gbs, 100.0 * gbs / bw, (double)o.B * o.Lq / tm);
       if (pc) {
         const double tp = time_calls(&d, &pv, q, out, o.threads, o.runs);
-        printf(" %9.4g %7.3f", tp * 1e3, tp / tm);
+        printf(" %9.4g %7.3f %7.3f", tp * 1e3, tp / tm, pg_ceil);
       } else {
-        printf(" %9s %7s", "-", "-");
+        printf(" %9s %7s %7s", "-", "-", "-");
       }
       if (o.single && o.threads > 1) {
         const double t1 = time_calls(&d, &cv, q, out, 1, o.runs);

@@ -9,6 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#if defined(__linux__) || defined(__APPLE__)
+#include <sys/mman.h>
+#endif
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -124,11 +127,14 @@ static float read_slice(const float *x, size_t n) {
 enum { MEMBW_MAX_THREADS = 256 };
 static size_t membw_bytes = (size_t)512 << 20;
 static double membw_cache[MEMBW_MAX_THREADS + 1];
+static double chunked_cache[MEMBW_MAX_THREADS + 1]; /* for chunked_cache_chunk */
+static int64_t chunked_cache_chunk[MEMBW_MAX_THREADS + 1];
 static volatile float membw_sink;
 
 void attn_bench_membw_set_mib(int mib) {
   if (mib > 0) membw_bytes = (size_t)mib << 20;
   memset(membw_cache, 0, sizeof membw_cache);
+  memset(chunked_cache, 0, sizeof chunked_cache);
 }
 
 double attn_bench_membw_gbs(int threads) {
@@ -165,19 +171,99 @@ double attn_bench_membw_gbs(int threads) {
   return membw_cache[threads] = (double)n * sizeof(float) / best * 1e-9;
 }
 
+/* The KV pools' allocation (kvc.c): 2 MiB-aligned, transparent huge pages
+ * asked for; freed with free(). */
+static void *alloc_huge(size_t bytes) {
+  void *p = NULL;
+  if (posix_memalign(&p, (size_t)2 << 20, bytes)) return NULL;
+#if defined(MADV_HUGEPAGE)
+  (void)madvise(p, bytes, MADV_HUGEPAGE);
+#endif
+  return p;
+}
+
+static uint64_t splitmix64(uint64_t *s) {
+  uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+double attn_bench_membw_chunked_gbs(int threads, int64_t chunk) {
+  if (threads <= 0) threads = attn_get_num_threads();
+  if (threads > MEMBW_MAX_THREADS) threads = MEMBW_MAX_THREADS;
+  chunk = (chunk + 63) & ~(int64_t)63;
+  if (chunk < 64) chunk = 64;
+  if (chunked_cache_chunk[threads] == chunk && chunked_cache[threads] > 0)
+    return chunked_cache[threads];
+  const size_t nch = membw_bytes / (size_t)chunk, bytes = nch * (size_t)chunk;
+  if (nch < 2) return 0;
+  char *x = alloc_huge(bytes);
+  size_t *order = malloc(nch * sizeof(size_t));
+  if (!x || !order) {
+    free(x), free(order);
+    return 0;
+  }
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (size_t i = 0; i < bytes / sizeof(float); i++)
+    ((float *)x)[i] = (float)(i & 7);
+  uint64_t st = 12345;
+  for (size_t i = 0; i < nch; i++)
+    order[i] = i;
+  for (size_t i = nch - 1; i > 0; i--) { /* a shuffled order, the same every run */
+    const size_t j = (size_t)(splitmix64(&st) % (uint64_t)(i + 1)), t = order[i];
+    order[i] = order[j], order[j] = t;
+  }
+  double best = 1e30;
+  for (int r = 0; r < 8; r++) {
+    float sink = 0;
+    const double t0 = attn_bench_now();
+#pragma omp parallel num_threads(threads) reduction(+ : sink)
+    {
+#ifdef _OPENMP
+      const int id = omp_get_thread_num(), nt = omp_get_num_threads();
+#else
+      const int id = 0, nt = 1;
+#endif
+      const size_t per = nch / (size_t)nt;
+      const size_t lo = per * (size_t)id, hi = id == nt - 1 ? nch : lo + per;
+      for (size_t i = lo; i < hi; i++) {
+        if (i + 2 < hi) { /* two chunks ahead, as decode prefetches two blocks ahead */
+          const char *a = x + order[i + 2] * (size_t)chunk;
+          for (int64_t o = 0; o < chunk; o += 64)
+            __builtin_prefetch(a + o);
+        }
+        sink += read_slice((const float *)(x + order[i] * (size_t)chunk),
+                           (size_t)chunk / sizeof(float));
+      }
+    }
+    const double t = attn_bench_now() - t0;
+    membw_sink = sink;
+    if (t < best) best = t;
+  }
+  free(x), free(order);
+  chunked_cache_chunk[threads] = chunk;
+  return chunked_cache[threads] = (double)bytes / best * 1e-9;
+}
+
 static void membw_usage(FILE *out) {
-  fprintf(out, "usage: attn bench membw [--threads T] [--mib M]\n"
+  fprintf(out, "usage: attn bench membw [--threads T] [--mib M] [--chunk BYTES]\n"
                "  memory read bandwidth (GB/s), STREAM-style: a buffer of M MiB (default 512)\n"
-               "  read once per run by 1 thread and by T (default all), best of 8 runs\n");
+               "  read once per run by 1 thread and by T (default all), best of 8 runs;\n"
+               "  with --chunk also read in chunks of BYTES in a shuffled order (the pages of\n"
+               "  a paged KV cache; huge pages, two chunks ahead prefetched)\n");
 }
 
 int attn_bench_membw_main(int argc, char **argv) {
   int threads = attn_get_num_threads(), mib = 512;
+  long long chunk = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
       if ((threads = atoi(argv[++i])) < 1 || threads > MEMBW_MAX_THREADS) goto bad;
     } else if (!strcmp(argv[i], "--mib") && i + 1 < argc) {
       if ((mib = atoi(argv[++i])) < 1 || mib > (1 << 20)) goto bad;
+    } else if (!strcmp(argv[i], "--chunk") && i + 1 < argc) {
+      if ((chunk = atoll(argv[++i])) < 64 || chunk > (1LL << 30)) goto bad;
     } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
       membw_usage(stdout);
       return 0;
@@ -193,6 +279,13 @@ int attn_bench_membw_main(int argc, char **argv) {
          attn_isa_name(attn_isa_active()), attn_bench_membw_gbs(1));
   if (threads > 1) printf(", %d threads %.1f GB/s", threads, attn_bench_membw_gbs(threads));
   printf("\n");
+  if (chunk) {
+    printf("in shuffled chunks of %lld bytes: 1 thread %.1f GB/s", chunk,
+           attn_bench_membw_chunked_gbs(1, chunk));
+    if (threads > 1)
+      printf(", %d threads %.1f GB/s", threads, attn_bench_membw_chunked_gbs(threads, chunk));
+    printf("\n");
+  }
   return 0;
 bad:
   membw_usage(stderr);
