@@ -1,8 +1,9 @@
 /* attn lm on the command line: train on a small corpus, generate (streaming,
  * tokens/s, the same text for any thread count, --save-attention for attn
  * viz), eval, and the bad input: an empty corpus, a prompt longer than the
- * context, top-p outside (0, 1], an unknown or not yet available --kv-cache; the same
- * training for any thread count.
+ * context, top-p outside (0, 1], an unknown --kv-cache, a bad --kv-page-size; every
+ * cache storage, the same text with a paged f32 cache; the same training for any
+ * thread count.
  * The tool is $ATTN_BIN (make test), else BUILD/attn next to this program. */
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -101,6 +102,28 @@ static void test_generate_streams_and_is_deterministic(void) {
            model);
   CHECK(run_tool(args) == 0);
   CHECK(strcmp(out, first) != 0);
+  /* a paged f32 cache: the same text, any page size and thread count */
+  const char *same[] = {"--kv-cache paged --threads 2", "--kv-cache f32-paged --kv-page-size 3",
+                        "--kv-cache paged --kv-page-size 1 --threads 2"};
+  for (int i = 0; i < 3; i++) {
+    snprintf(args, sizeof args,
+             "lm generate '%s' --prompt 'The union' --tokens 12 --seed 3 --quiet %s", model,
+             same[i]);
+    CHECK(run_tool(args) == 0);
+    CHECK(!strcmp(out, first));
+  }
+  /* every storage generates and names itself in the tokens/s line */
+  const char *kinds[][2] = {{"f16", "kv cache f16;"},
+                            {"bf16-paged", "kv cache bf16-paged (pages of 16);"},
+                            {"int8-paged --kv-page-size 4", "kv cache int8-paged (pages of 4);"},
+                            {"int8", "kv cache int8;"}};
+  for (int i = 0; i < 4; i++) {
+    snprintf(args, sizeof args,
+             "lm generate '%s' --prompt 'The union' --tokens 12 --seed 3 --kv-cache %s", model,
+             kinds[i][0]);
+    CHECK(run_tool(args) == 0);
+    CHECK(strstr(out, "tokens/s") && strstr(out, kinds[i][1]));
+  }
 }
 
 static void test_save_attention_for_viz(void) {
@@ -128,12 +151,18 @@ static void test_save_attention_for_viz(void) {
 
 static void test_bad_input(void) {
   char args[2048];
-  snprintf(args, sizeof args, "lm generate '%s' --kv-cache f16", model);
-  CHECK(run_tool(args) == 1 && strstr(err, "not yet available in this build"));
-  snprintf(args, sizeof args, "lm generate '%s' --kv-cache paged", model);
-  CHECK(run_tool(args) == 1 && strstr(err, "not yet available"));
   snprintf(args, sizeof args, "lm generate '%s' --kv-cache f8", model);
-  CHECK(run_tool(args) == 2 && strstr(err, "f32, f16, int8, paged"));
+  CHECK(run_tool(args) == 2 && strstr(err, "--kv-cache 'f8'") && strstr(err, "f32, f16, bf16"));
+  snprintf(args, sizeof args, "lm generate '%s' --kv-cache f16-pagd", model);
+  CHECK(run_tool(args) == 2 && strstr(err, "--kv-cache 'f16-pagd'"));
+  snprintf(args, sizeof args, "lm generate '%s' --kv-cache paged --kv-page-size 0", model);
+  CHECK(run_tool(args) == 2 && strstr(err, "--kv-page-size 0"));
+  snprintf(args, sizeof args, "lm generate '%s' --kv-cache paged --kv-page-size -3", model);
+  CHECK(run_tool(args) == 2 && strstr(err, "--kv-page-size -3"));
+  snprintf(args, sizeof args, "lm generate '%s' --kv-cache paged --kv-page-size 2.5", model);
+  CHECK(run_tool(args) == 2 && strstr(err, "--kv-page-size"));
+  snprintf(args, sizeof args, "lm generate '%s' --kv-cache f16 --kv-page-size 8", model);
+  CHECK(run_tool(args) == 2 && strstr(err, "contiguous") && strstr(err, "f16-paged"));
   snprintf(args, sizeof args, "lm generate '%s' --top-p 0", model);
   CHECK(run_tool(args) == 2 && strstr(err, "--top-p") && strstr(err, "(0, 1]"));
   snprintf(args, sizeof args, "lm generate '%s' --top-p 1.5", model);

@@ -112,7 +112,7 @@ static void test_kv_cache_decoder_matches_full_forward(void) {
   const attn_nn_ctx ctx = {0};
   CHECK_OK(attn_lm_forward(&m, &ctx, &s, ids, 1, T));
   attn_lm_decoder d;
-  CHECK_OK(attn_lm_decoder_init(&d, &m, ATTN_LM_KV_F32, 4)); /* grows past 4 */
+  CHECK_OK(attn_lm_decoder_init(&d, &m, NULL, 0)); /* f32, the model's max_len */
   float *lg = malloc((size_t)(T * V) * sizeof *lg);
   float *probs = malloc((size_t)(3 * 4 * T * T) * sizeof *probs);
   /* a prompt of 6 in one step, then 1, 1, then 3 at once, then one at a time */
@@ -241,13 +241,13 @@ static void test_same_bits_for_any_thread_count(void) {
   attn_lm_sampling_default(&s);
   attn_lm_generation a = {0}, b = {0};
   attn_set_num_threads(1);
-  CHECK_OK(attn_lm_generate(&m, ids, 9, 30, &s, ATTN_LM_KV_F32, 0, NULL, NULL, &a));
+  CHECK_OK(attn_lm_generate(&m, ids, 9, 30, &s, NULL, 0, NULL, NULL, &a));
   attn_set_num_threads(3);
-  CHECK_OK(attn_lm_generate(&m, ids, 9, 30, &s, ATTN_LM_KV_F32, 0, NULL, NULL, &b));
+  CHECK_OK(attn_lm_generate(&m, ids, 9, 30, &s, NULL, 0, NULL, NULL, &b));
   CHECK(a.n == 30 && b.n == 30 && a.ids && b.ids && !memcmp(a.ids, b.ids, 30 * sizeof *a.ids));
   attn_lm_generation_free(&b);
   s.seed = 2; /* another seed: another text */
-  CHECK_OK(attn_lm_generate(&m, ids, 9, 30, &s, ATTN_LM_KV_F32, 0, NULL, NULL, &b));
+  CHECK_OK(attn_lm_generate(&m, ids, 9, 30, &s, NULL, 0, NULL, NULL, &b));
   CHECK(b.n == 30 && memcmp(a.ids, b.ids, 30 * sizeof *a.ids));
   attn_set_num_threads(nt);
   attn_lm_generation_free(&a);
@@ -262,7 +262,7 @@ static void test_generation_attention_and_errors(void) {
   attn_lm_sampling s;
   attn_lm_sampling_default(&s);
   attn_lm_generation g = {0};
-  CHECK_OK(attn_lm_generate(&m, p, 5, 7, &s, ATTN_LM_KV_F32, 1, NULL, NULL, &g));
+  CHECK_OK(attn_lm_generate(&m, p, 5, 7, &s, NULL, 1, NULL, NULL, &g));
   CHECK(g.n == 7 && g.context == 12 && g.probs);
   for (int64_t r = 0; g.probs && r < 2 * 2 * 7; r++) { /* [layers, H, 7, 12] */
     double sum = 0;
@@ -272,19 +272,12 @@ static void test_generation_attention_and_errors(void) {
     CHECK(g.probs[r * 12 + 11] == 0.0f || r % 7 == 6); /* only the last row sees the last token */
   }
   attn_lm_generation_free(&g);
-  CHECK_ERR(attn_lm_generate(&m, p, 0, 7, &s, ATTN_LM_KV_F32, 0, NULL, NULL, &g), ATTN_EINVAL);
+  CHECK_ERR(attn_lm_generate(&m, p, 0, 7, &s, NULL, 0, NULL, NULL, &g), ATTN_EINVAL);
   CHECK(strstr(attn_last_error(), "empty prompt") != NULL);
-  CHECK_ERR(attn_lm_generate(&m, p, 5, 252, &s, ATTN_LM_KV_F32, 0, NULL, NULL, &g), ATTN_EINVAL);
+  CHECK_ERR(attn_lm_generate(&m, p, 5, 252, &s, NULL, 0, NULL, NULL, &g), ATTN_EINVAL);
   CHECK(strstr(attn_last_error(), "context of 256") != NULL);
   s.top_p = 0.0f;
-  CHECK_ERR(attn_lm_generate(&m, p, 5, 7, &s, ATTN_LM_KV_F32, 0, NULL, NULL, &g), ATTN_EINVAL);
-  attn_lm_kv_kind k;
-  CHECK_ERR(attn_lm_kv_kind_from_name("f64", &k), ATTN_EINVAL);
-  CHECK(strstr(attn_last_error(), "f32, f16, int8, paged") != NULL);
-  CHECK_ERR(attn_lm_kv_kind_from_name("int8", &k), ATTN_EUNSUPPORTED);
-  CHECK(strstr(attn_last_error(), "not yet available") != NULL);
-  CHECK_OK(attn_lm_kv_kind_from_name("f32", &k));
-  CHECK(k == ATTN_LM_KV_F32);
+  CHECK_ERR(attn_lm_generate(&m, p, 5, 7, &s, NULL, 0, NULL, NULL, &g), ATTN_EINVAL);
   int32_t bad = 50;
   attn_lm_saved sv = {0};
   CHECK_ERR(attn_lm_forward(&m, NULL, &sv, &bad, 1, 1), ATTN_EINVAL);

@@ -11,7 +11,8 @@
 #   3. repeats the validation perplexities of the training log next to the n-grams'
 #   4. generates a paragraph (temperature 0.8, top-k 40, top-p 0.95, seed 1)
 #   5. measures generation at a 1k-token context: the first ~1,000 tokens of a
-#      validation address as the prompt, 128 new tokens, tokens/s
+#      validation address as the prompt, 128 new tokens, tokens/s with the f32,
+#      f16, int8 and paged f32 KV caches
 #   6. saves the attention of a generated sentence over its prompt and draws
 #      it (attn viz: PNG of the last layer's mean over heads, interactive HTML)
 # Everything goes to runs/lm-demo/ (train.log, best.safetensors, eval.txt,
@@ -55,10 +56,12 @@ step "4/6 a paragraph"
 step "5/6 generation speed at a 1k-token context"
 val=$(ls "$data"/*.txt | sed -n 5p)
 head -c 4300 "$val" >"$out/prompt_1k.txt"
-"$attn" lm generate "$out/best.safetensors" --prompt-file "$out/prompt_1k.txt" --tokens 128 --seed 1 \
-  >"$out/speed.txt"
 echo "prompt: the first 4,300 bytes of $(basename "$val") (a validation address)"
-tail -n 1 "$out/speed.txt"
+: >"$out/speed.txt"
+for kv in f32 f16 int8 paged; do
+  "$attn" lm generate "$out/best.safetensors" --prompt-file "$out/prompt_1k.txt" --tokens 128 \
+    --seed 1 --kv-cache "$kv" | tail -n 1 | tee -a "$out/speed.txt"
+done
 
 step "6/6 the attention of a generated sentence over its prompt"
 "$attn" lm generate "$out/best.safetensors" --prompt "The state of our Union is" --tokens 16 --seed 2 \

@@ -44,7 +44,9 @@ static void usage(FILE *f) {
       "  --prompt TEXT | --prompt-file FILE   (default \"Mr. Speaker, \")\n"
       "  --tokens N (200)  new tokens     --seed S (1)\n"
       "  --temperature T (0.8; 0: greedy) --top-k K (40; 0: all) --top-p P (0.95, in (0, 1])\n"
-      "  --kv-cache f32    the cache's storage (f16 | int8 | paged: not yet in this build)\n"
+      "  --kv-cache f32    the cache's storage: f32 | f16 | bf16 | int8, each contiguous or\n"
+      "                    -paged (f16-paged; paged = f32-paged)\n"
+      "  --kv-page-size N  tokens a page of a paged cache (16)\n"
       "  --save-attention OUT.safetensors  each new token's attention over the prompt and\n"
       "                    the tokens before it (every layer and head), for attn viz\n"
       "  --quiet           print only the text (no tokens/s line)\n"
@@ -82,6 +84,7 @@ static const cli_opt opts[] = {{"--data", CLI_VALUE},
                                {"--top-k", CLI_VALUE},
                                {"--top-p", CLI_VALUE},
                                {"--kv-cache", CLI_VALUE},
+                               {"--kv-page-size", CLI_VALUE},
                                {"--save-attention", CLI_VALUE},
                                {"--quiet", CLI_FLAG},
                                {"--threads", CLI_VALUE},
@@ -90,7 +93,7 @@ static const cli_opt opts[] = {{"--data", CLI_VALUE},
 typedef struct {
   const char *data, *prompt, *prompt_file, *kv_name, *save;
   int data_set, seq_set, quiet, threads, vocab;
-  int64_t tokens;
+  int64_t tokens, kv_page; /* kv_page -1: not given */
   attn_lm_config mc;
   attn_lm_train_opts to;
   attn_lm_sampling smp;
@@ -120,7 +123,11 @@ static int set_opt(lm_opts *o, const char *k, const char *v) {
     o->prompt_file = v;
   else if (!strcmp(k, "--kv-cache"))
     o->kv_name = v;
-  else if (!strcmp(k, "--save-attention"))
+  else if (!strcmp(k, "--kv-page-size")) {
+    /* 0 and above reach the cache's own check (attn_lm_kv_spec_parse) */
+    if (!cli_parse_i64(v, &o->kv_page) || o->kv_page < 0)
+      return cli_usage("--kv-page-size %s: a page holds 1..%d tokens", v, ATTN_LM_KV_PAGE_MAX);
+  } else if (!strcmp(k, "--save-attention"))
     o->save = v;
   else if (!strcmp(k, "--top-p")) {
     /* any number parses; (0, 1] is the sampler's check, with its message */
@@ -162,6 +169,7 @@ static int parse(int argc, char **argv, lm_opts *o) {
   o->data = DEFAULT_DATA;
   o->vocab = 4096;
   o->tokens = 200;
+  o->kv_page = -1;
   attn_lm_config_default(&o->mc);
   attn_lm_train_opts_default(&o->to);
   attn_lm_sampling_default(&o->smp);
@@ -290,10 +298,8 @@ static int save_attention(const char *path, const attn_lm_model *m, const attn_b
 
 static int cmd_generate(lm_opts *o) {
   if (o->nargs != 1) return cli_usage("generate takes one MODEL file");
-  attn_lm_kv_kind kind = ATTN_LM_KV_F32;
-  const attn_status ks = o->kv_name ? attn_lm_kv_kind_from_name(o->kv_name, &kind) : ATTN_OK;
-  if (ks) /* a storage of issue 36 not in this build: the run fails; another name: usage */
-    return ks == ATTN_EUNSUPPORTED ? cli_fail(NULL) : cli_usage("%s", attn_last_error());
+  attn_lm_kv_spec kv;
+  if (attn_lm_kv_spec_parse(o->kv_name, o->kv_page, &kv)) return cli_usage("%s", attn_last_error());
   if (attn_lm_sampling_check(&o->smp)) return cli_usage("%s", attn_last_error());
   if (o->prompt && o->prompt_file) return cli_usage("--prompt or --prompt-file, not both");
   char *text = NULL;
@@ -323,18 +329,20 @@ static int cmd_generate(lm_opts *o) {
   stream_ctx sc = {bpe};
   if (!st) {
     if (!o->quiet) fwrite(p, 1, tlen, stdout);
-    st = attn_lm_generate(&m, ids, (int64_t)np, o->tokens, &o->smp, kind, o->save != NULL,
+    st = attn_lm_generate(&m, ids, (int64_t)np, o->tokens, &o->smp, &kv, o->save != NULL,
                           print_token, &sc, &g);
   }
   if (st)
     r = cli_fail(NULL);
   else {
+    char kvn[64];
     printf("\n");
     if (!o->quiet)
       printf("-- %lld tokens in %.2f s: %.1f tokens/s (prompt: %zu tokens in %.2f s; context %lld "
              "tokens; kv cache %s; %d threads)\n",
              (long long)g.n, g.decode_s, g.decode_s > 0 ? (double)g.n / g.decode_s : 0.0, np,
-             g.prefill_s, (long long)g.context, attn_lm_kv_kind_name(kind), attn_get_num_threads());
+             g.prefill_s, (long long)g.context, attn_lm_kv_spec_name(&kv, kvn, sizeof kvn),
+             attn_get_num_threads());
     if (o->save) r = save_attention(o->save, &m, bpe, ids, (int64_t)np, &g);
   }
   attn_lm_generation_free(&g);

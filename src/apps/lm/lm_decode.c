@@ -14,22 +14,22 @@ void attn_lm_decoder_free(attn_lm_decoder *d) {
   memset(d, 0, sizeof *d);
 }
 
-attn_status attn_lm_decoder_init(attn_lm_decoder *d, const attn_lm_model *m, attn_lm_kv_kind kind,
-                                 int64_t cap) {
+attn_status attn_lm_decoder_init(attn_lm_decoder *d, const attn_lm_model *m,
+                                 const attn_lm_kv_spec *kv, int64_t cap) {
   if (!d || !m || !m->p.data) return attn_set_error(ATTN_EINVAL, "lm decoder: NULL argument");
   memset(d, 0, sizeof *d);
   d->m = m;
   const int64_t H = m->c.heads;
-  return attn_lm_kv_init(&d->kv, kind, (int)m->c.layers, H, H, m->c.d_model / H,
-                         cap > 0 ? cap : 256);
+  return attn_lm_kv_init(&d->kv, kv, (int)m->c.layers, H, H, m->c.d_model / H,
+                         cap > 0 && cap < m->c.max_len ? cap : m->c.max_len);
 }
 
 int64_t attn_lm_decoder_len(const attn_lm_decoder *d) { return d ? attn_lm_kv_len(&d->kv, 0) : 0; }
 
 static attn_status reserve(attn_lm_decoder *d, int64_t n) {
   if (n <= d->cap) return ATTN_OK;
-  const int64_t E = d->m->c.d_model, H = d->m->c.heads;
-  float *s = realloc(d->scratch, (size_t)(n * (7 * E + H + 2)) * sizeof *s);
+  const int64_t E = d->m->c.d_model;
+  float *s = realloc(d->scratch, (size_t)(n * (7 * E + 2)) * sizeof *s);
   if (!s)
     return attn_set_error(ATTN_ENOMEM, "lm decoder: out of memory for %lld positions",
                           (long long)n);
@@ -44,11 +44,11 @@ attn_status attn_lm_decoder_step(attn_lm_decoder *d, const int32_t *ids, int64_t
   const attn_lm_model *m = d->m;
   const int64_t E = m->c.d_model, H = m->c.heads, hd = E / H, V = m->c.vocab;
   const int64_t pos = attn_lm_decoder_len(d);
-  if (n < 1 || pos + n > m->c.max_len)
-    return attn_set_error(ATTN_EINVAL,
-                          "lm decoder: %lld new positions after %lld exceed the model's context "
-                          "of %lld tokens",
-                          (long long)n, (long long)pos, (long long)m->c.max_len);
+  if (n < 1 || pos + n > d->kv.cap)
+    return attn_set_error(
+        ATTN_EINVAL, "lm decoder: %lld new positions after %lld exceed the %s of %lld tokens",
+        (long long)n, (long long)pos,
+        d->kv.cap == m->c.max_len ? "model's context" : "decoder's cache", (long long)d->kv.cap);
   for (int64_t i = 0; i < n; i++)
     if (ids[i] < 0 || ids[i] >= V)
       return attn_set_error(ATTN_EINVAL, "lm decoder: token id %d outside the vocabulary of %lld",
@@ -57,7 +57,7 @@ attn_status attn_lm_decoder_step(attn_lm_decoder *d, const int32_t *ids, int64_t
   if (st) return st;
   const int64_t R = n * E;
   float *x = d->scratch, *a = x + R, *q = a + R, *k = q + R, *v = k + R, *c = v + R, *o = c + R;
-  float *lse = o + R, *mean = lse + H * n, *rstd = mean + n;
+  float *mean = o + R, *rstd = mean + n;
   const attn_params *p = &m->p;
   const attn_nn_ctx ctx = {0};
   if ((st = attn_embedding_f32(ids, n, attn_params_data(p, m->wte), V, E, x))) return st;
@@ -69,11 +69,8 @@ attn_status attn_lm_decoder_step(attn_lm_decoder *d, const int32_t *ids, int64_t
         (st = attn_linear_forward(&at->v, p, a, v, n)) ||
         (st = attn_rope_partial_f32(q, q, 1, n, H, hd, hd, 10000.0f, pos, ATTN_ROPE_HALF)) ||
         (st = attn_rope_partial_f32(k, k, 1, n, H, hd, hd, 10000.0f, pos, ATTN_ROPE_HALF)) ||
-        (st = attn_lm_kv_append(&d->kv, l, k, v, n)) ||
-        (st = attn_lm_kv_attend(&d->kv, l, q, n, c, lse)))
-      return st;
-    if (probs &&
-        (st = attn_lm_kv_probs(&d->kv, l, q, n, lse, probs + (int64_t)l * H * n * (pos + n))))
+        (st = attn_lm_kv_step(&d->kv, l, q, k, v, n, c,
+                              probs ? probs + (int64_t)l * H * n * (pos + n) : NULL)))
       return st;
     if ((st = attn_linear_forward(&at->o, p, c, o, n))) return st;
     for (int64_t i = 0; i < R; i++)

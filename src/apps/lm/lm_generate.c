@@ -25,7 +25,7 @@ static void copy_probs(float *out, const float *step, int64_t LH, int64_t rows, 
 }
 
 attn_status attn_lm_generate(const attn_lm_model *m, const int32_t *prompt, int64_t np,
-                             int64_t n_new, const attn_lm_sampling *s, attn_lm_kv_kind kind,
+                             int64_t n_new, const attn_lm_sampling *s, const attn_lm_kv_spec *kv,
                              int want_probs, attn_lm_token_fn cb, void *user,
                              attn_lm_generation *out) {
   if (!m || !prompt || !s || !out) return attn_set_error(ATTN_EINVAL, "lm generate: NULL argument");
@@ -44,7 +44,7 @@ attn_status attn_lm_generate(const attn_lm_model *m, const int32_t *prompt, int6
                           (long long)np, (long long)n_new, (long long)m->c.max_len);
   const int64_t V = m->c.vocab, LH = m->c.layers * m->c.heads, ctx = np + n_new;
   attn_lm_decoder d;
-  if ((st = attn_lm_decoder_init(&d, m, kind, ctx))) return st;
+  if ((st = attn_lm_decoder_init(&d, m, kv, ctx))) return st;
   float *logits = malloc((size_t)V * sizeof *logits);
   float *step = want_probs ? malloc((size_t)(LH * ctx) * sizeof *step) : NULL;
   out->ids = malloc((size_t)n_new * sizeof *out->ids);

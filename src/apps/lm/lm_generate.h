@@ -14,15 +14,17 @@ typedef struct {
   const attn_lm_model *m;
   attn_lm_kv kv;
   int64_t cap;    /* rows of the scratch below */
-  float *scratch; /* x, a, q, k, v, ctx, o [cap, E], lse [H, cap], stats [2, cap] */
+  float *scratch; /* x, a, q, k, v, ctx, o [cap, E], stats [2, cap] */
   attn_ffn_saved fs;
 } attn_lm_decoder;
 
-attn_status attn_lm_decoder_init(attn_lm_decoder *d, const attn_lm_model *m, attn_lm_kv_kind kind,
-                                 int64_t cap);
+/* kv: the cache's storage (NULL: f32 contiguous); cap: the most tokens it
+ * holds (<= 0 or above the model's max_len: max_len). */
+attn_status attn_lm_decoder_init(attn_lm_decoder *d, const attn_lm_model *m,
+                                 const attn_lm_kv_spec *kv, int64_t cap);
 void attn_lm_decoder_free(attn_lm_decoder *d);
 int64_t attn_lm_decoder_len(const attn_lm_decoder *d);
-/* The n tokens ids at positions len..len+n-1 (len + n <= max_len): logits
+/* The n tokens ids at positions len..len+n-1 (len + n <= cap): logits
  * [n, V] of each (NULL: only the last row, into last [V] when not NULL);
  * probs (may be NULL): [layers, H, n, len + n] the attention of the new
  * positions over every cached one (0 after each). Equals attn_lm_forward
@@ -67,9 +69,10 @@ void attn_lm_generation_free(attn_lm_generation *g);
 /* prompt [np] (np >= 1), n_new tokens drawn; np + n_new <= the model's
  * max_len (else ATTN_EINVAL saying so). want_probs: each new token's
  * attention over the prompt and the tokens before it, every layer and head
- * (one more step feeds the last token). */
+ * (one more step feeds the last token). kv: the cache's storage (NULL: f32
+ * contiguous; the f32 caches, contiguous or paged, give the same bits). */
 attn_status attn_lm_generate(const attn_lm_model *m, const int32_t *prompt, int64_t np,
-                             int64_t n_new, const attn_lm_sampling *s, attn_lm_kv_kind kind,
+                             int64_t n_new, const attn_lm_sampling *s, const attn_lm_kv_spec *kv,
                              int want_probs, attn_lm_token_fn cb, void *user,
                              attn_lm_generation *out);
 
