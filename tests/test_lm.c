@@ -344,6 +344,27 @@ static void test_model_file_round_trip(void) {
   attn_lm_free(&m);
 }
 
+/* the time-budget re-plan: no timing, the planner fed measured speeds */
+static void test_replan(void) {
+  /* probe planned 3290 steps; measured 0.5 s a step with 600 s left, no validation: 1200 more */
+  CHECK(attn_lm_replan(100, 0.5, 0.0, 600.0, 1100, 8800) == 1300);
+  /* faster than the probe: grows, capped by the epochs asked for */
+  CHECK(attn_lm_replan(100, 0.01, 0.0, 600.0, 1100, 8800) == 8800);
+  /* validation passes count: 0.1 s steps, 100 s left, 10 s a pass, 1100 steps an epoch: no
+   * epoch end before step 1100, so one pass (the last step's): 900 steps */
+  const int64_t a = attn_lm_replan(100, 0.1, 10.0, 100.0, 1100, 8800);
+  CHECK(a == 1000);
+  /* epochs of 100 steps: a pass each; k steps cost 0.1 k + 10 ceil(k / 100): 500 steps (50 + 50)
+   * is the largest that fits, one more does not */
+  const int64_t b = attn_lm_replan(100, 0.1, 10.0, 100.0, 100, 8800);
+  const double cost_b = (double)(b - 100) * 0.1 + 10.0 * (double)((b - 100 + 99) / 100);
+  const double cost_b1 = (double)(b + 1 - 100) * 0.1 + 10.0 * (double)((b + 1 - 100 + 99) / 100);
+  CHECK(b == 600 && cost_b <= 100.0 + 1e-9 && cost_b1 > 100.0);
+  /* out of time: at least the next step; a bad speed: the cap */
+  CHECK(attn_lm_replan(500, 1.0, 5.0, -3.0, 1100, 8800) == 501);
+  CHECK(attn_lm_replan(500, 0.0, 5.0, 10.0, 1100, 8800) == 8800);
+}
+
 int main(int argc, char **argv) {
   if (argc > 1) golden_dir = argv[1];
   RUN(test_golden_tied_forward_backward);
@@ -354,5 +375,6 @@ int main(int argc, char **argv) {
   RUN(test_generation_attention_and_errors);
   RUN(test_perplexity_windows);
   RUN(test_model_file_round_trip);
+  RUN(test_replan);
   HARNESS_END();
 }

@@ -182,6 +182,35 @@ static attn_status train_step(trainer *t, const attn_lm_train_opts *o, const int
 
 /* seconds of one training step, best of 3 after one warm-up, on a fresh
  * model (the run's bits do not depend on the probe) */
+/* With a time budget, the plan (the steps, the cosine's length) is made
+ * again every REPLAN_EVERY steps from the speed the run has measured: a
+ * machine busier than at the probe shrinks it, a quieter one grows it back
+ * (never past --epochs). The numbers trained depend on the final plan. */
+enum { REPLAN_EVERY = 100 };
+
+/* seconds of steps [step, fit) and their validation passes (each epoch end
+ * crossed, and the last step) */
+static double plan_seconds(int64_t step, int64_t fit, double step_s, double val_s, int64_t spe) {
+  const int64_t ends = fit / spe - step / spe, passes = ends + (fit % spe != 0);
+  return (double)(fit - step) * step_s + (double)passes * val_s;
+}
+
+int64_t attn_lm_replan(int64_t step, double step_s, double val_s, double left, int64_t spe,
+                       int64_t max_total) {
+  if (!(step_s > 0) || spe < 1) return max_total;
+  if (max_total <= step + 1) return step + 1;
+  int64_t lo = step + 1, hi = max_total; /* the largest fit in [lo, hi] within left */
+  if (plan_seconds(step, hi, step_s, val_s, spe) <= left) return hi;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo + 1) / 2;
+    if (plan_seconds(step, mid, step_s, val_s, spe) <= left)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
 static attn_status probe(const attn_lm_config *c, const attn_lm_train_opts *o,
                          const int32_t *stream, int64_t nwin, double *step_s) {
   trainer t;
@@ -256,12 +285,15 @@ attn_status attn_lm_train_run(const attn_lm_config *cin, const attn_lm_data *d,
       printf("baseline: Kneser-Ney bigram validation perplexity %.2f, order-%d %.2f\n", ng[0],
              orders[1], ng[1]);
   }
+  double deadline = 0, probe_tps = 0, val_tokens = 0.6 * (double)d->n_val;
   if (o->time_budget > 0) {
     double step_s = 0;
     const double tp0 = attn_train_now();
+    deadline = tp0 + o->time_budget;
     if ((st = probe(&c, o, d->train, nwin, &step_s))) return st;
     const double left = o->time_budget - (attn_train_now() - tp0);
     const double tps = (double)tok_step / step_s;
+    probe_tps = tps;
     const double val_s = 0.6 * (double)d->n_val / tps; /* a validation token: ~0.6 of a step's */
     int64_t fit = (int64_t)floor(left / step_s);
     for (int it = 0; it < 3; it++) {
@@ -299,9 +331,28 @@ attn_status attn_lm_train_run(const attn_lm_config *cin, const attn_lm_data *d,
   double best = INFINITY, loss_sum = 0, line_sum = 0; /* the epoch's, the line's */
   int64_t loss_n = 0, line_n = 0;
   const double t_start = attn_train_now();
-  double t_line = t_start;
+  double t_line = t_start, val_el = 0; /* val_el: seconds of validation so far */
   char path[4096], vbuf[32], sbuf[32];
+  const int64_t max_total =
+      o->max_steps > 0 && o->max_steps < spe * o->epochs ? o->max_steps : spe * o->epochs;
   for (int64_t step = 0; !st && step < total; step++) {
+    if (deadline > 0 && step >= REPLAN_EVERY && step % REPLAN_EVERY == 0) {
+      /* re-plan from the speed measured so far (validation included) */
+      const double now = attn_train_now();
+      const double step_s = (now - t_start - val_el) / (double)step;
+      const double tps = (double)tok_step / step_s;
+      const int64_t fit =
+          attn_lm_replan(step, step_s, val_tokens / tps, deadline - now, spe, max_total);
+      if (llabs(fit - total) * 50 > total) { /* a change of more than 2 % */
+        if (!o->quiet)
+          printf("plan: %lld -> %lld steps: measured %.0f tokens/s over %lld steps, probe said "
+                 "%.0f\n",
+                 (long long)total, (long long)fit, tps, (long long)step, probe_tps);
+        total = fit;
+        sch.total_steps = total;
+        if (sch.warmup_steps >= total) sch.warmup_steps = total - 1;
+      }
+    }
     const int epoch = (int)(step / spe);
     const int64_t b = step % spe;
     if (b == 0) shuffle(order, nwin, o->seed, epoch);
@@ -325,8 +376,10 @@ attn_status attn_lm_train_run(const attn_lm_config *cin, const attn_lm_data *d,
     }
     if (!last) continue;
     double vp = NAN;
+    const double tv0 = attn_train_now();
     if (d->n_val >= 2 && (st = attn_lm_perplexity(&t.m, d->val, d->n_val, o->seq, o->batch, &vp)))
       break;
+    val_el += attn_train_now() - tv0;
     if (!o->quiet) {
       printf("epoch %d (%lld steps): train loss %.3f, validation perplexity %.2f (KN bigram %.2f, "
              "order %d %.2f)\n",

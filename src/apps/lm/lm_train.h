@@ -49,4 +49,11 @@ attn_status attn_lm_perplexity(const attn_lm_model *m, const int32_t *tokens, in
 attn_status attn_lm_train_run(const attn_lm_config *c, const attn_lm_data *d,
                               const attn_lm_train_opts *o, double *best_ppl);
 
+/* The steps a run with a time budget plans at step `step` (re-planned every
+ * 100 steps): the steps done plus those of step_s seconds that fit in the
+ * `left` seconds with a validation pass of val_s seconds at each epoch end
+ * (spe steps) and at the end; at least step + 1, at most max_total. */
+int64_t attn_lm_replan(int64_t step, double step_s, double val_s, double left, int64_t spe,
+                       int64_t max_total);
+
 #endif
