@@ -120,8 +120,10 @@ DECODE_UNROLL(4)
   }
   float sum[8];
   int i = 0;
+DECODE_UNROLL(4)
   for (; i + 4 <= RT * KJ; i += 4)
     _mm_storeu_ps(sum + i, hsum4(a[i], a[i + 1], a[i + 2], a[i + 3]));
+DECODE_UNROLL(4)
   for (; i < RT * KJ; i++)
     sum[i] = hsum8(a[i]);
 DECODE_UNROLL(4)
