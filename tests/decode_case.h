@@ -126,9 +126,9 @@ static inline attn_status dprob_decode(dprob *p) {
   return s ? s : attn_decode_forward(&p->d, &v, p->q, p->out, p->lse);
 }
 
-/* The math path over k, v ([B, Hkv, Lk, D|Dv] f32) into out, lse. */
-static inline attn_status dprob_reference(const dprob *p, const float *k, const float *v,
-                                          float *out, float *lse) {
+/* The math path over q, k, v ([B, Hkv, Lk, D|Dv] f32) into out, lse. */
+static inline attn_status dprob_reference_q(const dprob *p, const float *q, const float *k,
+                                            const float *v, float *out, float *lse) {
   const dcase *c = &p->c;
   attn_sdpa_desc d;
   attn_sdpa_desc_init(&d, c->B, c->Hq, c->Hkv, c->Lq, p->Lk, c->D, c->Dv);
@@ -140,8 +140,34 @@ static inline attn_status dprob_reference(const dprob *p, const float *k, const 
   if (c->alibi) d.alibi_slopes = p->slopes;
   if (c->sinks) d.sinks = p->sinks;
   attn_sdpa_args a = {
-      .dtype = ATTN_F32, .path = ATTN_PATH_MATH, .q = p->q, .k = k, .v = v, .out = out, .lse = lse};
+      .dtype = ATTN_F32, .path = ATTN_PATH_MATH, .q = q, .k = k, .v = v, .out = out, .lse = lse};
   return attn_sdpa_forward(&d, &a);
+}
+
+static inline attn_status dprob_reference(const dprob *p, const float *k, const float *v,
+                                          float *out, float *lse) {
+  return dprob_reference_q(p, p->q, k, v, out, lse);
+}
+
+/* The queries as a level with an int8 dot product sees them (decode.c's
+ * quantize_rows: each row times the scale, quantised symmetric per row to
+ * int8, rounded to nearest even), widened back and divided by the scale. */
+static inline void dprob_quantized_q(const dprob *p, float *qq) {
+  const dcase *c = &p->c;
+  const float scale = p->d.has_scale ? p->d.scale : 1.0f / sqrtf((float)c->D);
+  const int64_t rows = (int64_t)c->B * c->Hq * c->Lq;
+  for (int64_t r = 0; r < rows; r++) {
+    const float *x = p->q + r * c->D;
+    float amax = 0.0f;
+    for (int e = 0; e < c->D; e++)
+      amax = fabsf(x[e] * scale) > amax ? fabsf(x[e] * scale) : amax;
+    const float inv = amax > 0.0f ? 127.0f / amax : 0.0f, sc = amax / 127.0f;
+    for (int e = 0; e < c->D; e++) {
+      float v = nearbyintf(x[e] * scale * inv);
+      v = v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v;
+      qq[r * c->D + e] = v * sc / scale;
+    }
+  }
 }
 
 static inline void dprob_free(dprob *p) {

@@ -32,7 +32,16 @@ static void check_case(const dcase *c, const char *what) {
   }
   float *ro = malloc((size_t)dc_nout(&p) * 4), *rl = malloc((size_t)dc_nlse(&p) * 4);
   CHECK_OK(dprob_decode(&p));
-  CHECK_OK(dprob_reference(&p, p.kw, p.vw, ro, rl));
+  /* a level with an int8 dot product quantises q too: the tight check against
+   * exactly that, the storage's tolerance below against the f32 rows */
+  float *qq = NULL;
+  if (c->dtype == ATTN_I8 && attn_kern_get()->decode->scores_i8 &&
+      c->D <= ATTN_DECODE_I8DOT_MAX_D) {
+    qq = malloc((size_t)c->B * c->Hq * c->Lq * c->D * sizeof(float));
+    dprob_quantized_q(&p, qq);
+  }
+  CHECK_OK(dprob_reference_q(&p, qq ? qq : p.q, p.kw, p.vw, ro, rl));
+  free(qq);
   int before = h_case_failed;
   h_case_failed = 0;
   CHECK_CLOSE("out", p.out, ro, dc_nout(&p), 2e-5, 1e-4);
@@ -214,6 +223,63 @@ static void test_ukr_level_matches_generic(void) {
   }
 }
 
+/* the level's int8 dot product (where it has one): the exact integer sums
+ * of the quantised rows and the keys, times the row scales, bit for bit;
+ * odd sizes (R 11, 13 keys) and D 37 (a tail) and 256 (the largest) */
+static void test_i8dot_exact(void) {
+  const attn_decode_ops *lv = attn_kern_get()->decode;
+  if (!lv->scores_i8) {
+    SKIP("level %s has no int8 dot product", attn_isa_name(attn_isa_active()));
+    return;
+  }
+  enum { R = 11, N = 13, DMAX = 256 };
+  static const int dims[2] = {37, DMAX};
+  for (int t = 0; t < 2; t++) {
+    const int D = dims[t], ldq = (D + 63) / 64 * 64;
+    static int8_t k[N][DMAX], q8[R * DMAX];
+    float qs[R];
+    uint32_t st = 99u + (uint32_t)t;
+#define NEXT8() (st = st * 1664525u + 1013904223u, (int8_t)((int)((st >> 8) % 255u) - 127))
+    for (int j = 0; j < N; j++)
+      for (int e = 0; e < D; e++)
+        k[j][e] = NEXT8();
+    memset(q8, 0, sizeof q8);
+    for (int r = 0; r < R; r++) {
+      for (int e = 0; e < D; e++)
+        q8[r * ldq + e] = NEXT8();
+      qs[r] = 0.001f * (float)(r + 1);
+    }
+    attn_decode_block b = {.dtype = ATTN_I8, .n = N, .D = D, .Dv = D};
+    for (int j = 0; j < N; j++)
+      b.k[j] = b.v[j] = k[j];
+    float got[R * ATTN_DECODE_NB] = {0};
+    lv->scores_i8(&b, q8, ldq, qs, R, got);
+    int bad = 0;
+    for (int r = 0; r < R; r++)
+      for (int j = 0; j < N; j++) {
+        int32_t dot = 0;
+        for (int e = 0; e < D; e++)
+          dot += (int32_t)q8[r * ldq + e] * k[j][e];
+        bad += got[r * ATTN_DECODE_NB + j] != (float)dot * qs[r];
+      }
+    CHECK(bad == 0);
+  }
+#undef NEXT8
+}
+
+/* NaN in a query with an int8 cache: that row's output NaN (the float path
+ * takes such items: a quantised NaN would be a number) */
+static void test_i8_nan_query(void) {
+  dcase c = dcase_plain(ATTN_I8, 4, 2, 1, 32, 300);
+  dprob p;
+  CHECK(dprob_make(&p, &c) == 0);
+  p.q[3] = NAN; /* head 0 */
+  CHECK_OK(dprob_decode(&p));
+  CHECK(isnan(p.out[0]) && isnan(p.lse[0]));
+  CHECK(isfinite(p.out[2 * 32]) && isfinite(p.lse[2])); /* head 2: the other KV head */
+  dprob_free(&p);
+}
+
 /* NaN in one cached key reaches the rows that attend it, not others */
 static void test_nan_in_cache_propagates(void) {
   dcase c = dcase_plain(ATTN_F32, 2, 2, 1, 16, 40);
@@ -334,6 +400,8 @@ int main(void) {
   RUN(test_thread_count_same_bits);
   RUN(test_ukr_level_matches_generic);
   RUN(test_nan_in_cache_propagates);
+  RUN(test_i8dot_exact);
+  RUN(test_i8_nan_query);
   RUN(test_bad_inputs_named);
   HARNESS_END();
 }

@@ -288,9 +288,92 @@ ATTN_AVX512 static int softmax_avx512(const attn_decode_block *b, float *s, floa
   return any;
 }
 
-static const attn_decode_ops ops = {"avx512", 1, scores_avx512, pv_avx512, softmax_avx512};
+/* AVX512_VNNI int8 scores (decode_ukr.h's scores_i8): VPDPBUSD multiplies
+ * u8 x s8, so the key bytes go in as k + 128 (xor 0x80) and the query rows
+ * as s8; 128 sum(q8) is taken off each row's sum (as the int8 flash does).
+ * RT rows x KJ keys of int32 accumulators, 64 bytes of depth a step. */
+#define VNNI_TARGET                                                                                \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c,avx512vnni")))
+#define VNNI_INLINE static inline __attribute__((always_inline)) VNNI_TARGET
+
+VNNI_INLINE void i8_keys(const attn_decode_block *b, const int8_t *q8, int64_t ldq,
+                         const float *qscale, float *s, int j0, int RT, int KJ, int PF) {
+  const int64_t D = b->D;
+  const __m512i flip = _mm512_set1_epi8((char)0x80);
+  __m512i a[16]; /* a[r KJ + k] */
+  if (PF)
+    for (int k = 0; k < KJ && j0 + k < b->pn; k++)
+      prefetch_row(b->pk[j0 + k], D);
+  DECODE_UNROLL(16)
+  for (int i = 0; i < RT * KJ; i++)
+    a[i] = _mm512_setzero_si512();
+  for (int64_t c = 0; c < D; c += 64) {
+    const __mmask64 m = D - c >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (D - c)) - 1);
+    __m512i kv[8];
+    DECODE_UNROLL(8)
+    for (int k = 0; k < KJ; k++) /* the tail's bytes 0, flipped 128: times q8's zero padding */
+      kv[k] = _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, (const int8_t *)b->k[j0 + k] + c), flip);
+    DECODE_UNROLL(8)
+    for (int r = 0; r < RT; r++) {
+      const __m512i qv = _mm512_loadu_si512(q8 + r * ldq + c);
+      DECODE_UNROLL(8)
+      for (int k = 0; k < KJ; k++)
+        a[r * KJ + k] = _mm512_dpbusd_epi32(a[r * KJ + k], kv[k], qv);
+    }
+  }
+  /* 128 sum(q8) of each row: the same instruction with all key bytes 128 */
+  float corr[8];
+  DECODE_UNROLL(8)
+  for (int r = 0; r < RT; r++) {
+    __m512i t = _mm512_setzero_si512();
+    for (int64_t c = 0; c < D; c += 64)
+      t = _mm512_dpbusd_epi32(t, flip, _mm512_loadu_si512(q8 + r * ldq + c));
+    corr[r] = (float)_mm512_reduce_add_epi32(t);
+  }
+  float sum[16];
+  int i = 0;
+  DECODE_UNROLL(4)
+  for (; i + 4 <= RT * KJ; i += 4)
+    _mm_storeu_ps(sum + i, hsum4(_mm512_cvtepi32_ps(a[i]), _mm512_cvtepi32_ps(a[i + 1]),
+                                 _mm512_cvtepi32_ps(a[i + 2]), _mm512_cvtepi32_ps(a[i + 3])));
+  DECODE_UNROLL(4)
+  for (; i < RT * KJ; i++)
+    sum[i] = (float)_mm512_reduce_add_epi32(a[i]);
+  DECODE_UNROLL(8)
+  for (int r = 0; r < RT; r++)
+    DECODE_UNROLL(8)
+  for (int k = 0; k < KJ; k++)
+    s[r * NB + j0 + k] = (sum[r * KJ + k] - corr[r]) * qscale[r];
+}
+
+VNNI_INLINE void i8_tile(const attn_decode_block *b, const int8_t *q8, int64_t ldq,
+                         const float *qscale, float *s, int RT, int PF) {
+  const int KJ = RT >= 8 ? 2 : RT >= 4 ? 4 : 8;
+  int j = 0;
+  for (; j + KJ <= b->n; j += KJ)
+    i8_keys(b, q8, ldq, qscale, s, j, RT, KJ, PF);
+  for (; j < b->n; j++)
+    i8_keys(b, q8, ldq, qscale, s, j, RT, 1, PF);
+}
+
+VNNI_TARGET static void scores_i8_vnni(const attn_decode_block *b, const int8_t *q8, int64_t ldq,
+                                       const float *qscale, int64_t R, float *s) {
+  int64_t r = 0;
+  int pf = 1;
+  for (; R - r >= 8; r += 8, pf = 0)
+    i8_tile(b, q8 + r * ldq, ldq, qscale + r, s + r * NB, 8, pf);
+  if (R - r >= 4) i8_tile(b, q8 + r * ldq, ldq, qscale + r, s + r * NB, 4, pf), r += 4, pf = 0;
+  if (R - r >= 2) i8_tile(b, q8 + r * ldq, ldq, qscale + r, s + r * NB, 2, pf), r += 2, pf = 0;
+  if (R - r >= 1) i8_tile(b, q8 + r * ldq, ldq, qscale + r, s + r * NB, 1, pf);
+}
+
+static const attn_decode_ops ops = {"avx512", 1, scores_avx512, pv_avx512, softmax_avx512, NULL};
+static const attn_decode_ops ops_vnni = {"avx512_vnni", 1, scores_avx512, pv_avx512, softmax_avx512,
+                                         scores_i8_vnni};
 
 const attn_decode_ops *attn_decode_ops_avx512(void) { return &ops; }
+const attn_decode_ops *attn_decode_ops_avx512_vnni(void) { return &ops_vnni; }
 #else
 const attn_decode_ops *attn_decode_ops_avx512(void) { return 0; }
+const attn_decode_ops *attn_decode_ops_avx512_vnni(void) { return 0; }
 #endif
