@@ -237,7 +237,7 @@ static void test_i8dot_exact(void) {
   for (int t = 0; t < 2; t++) {
     const int D = dims[t], ldq = (D + 63) / 64 * 64;
     static int8_t k[N][DMAX], q8[R * DMAX];
-    float qs[R];
+    float qs[R], qsum[R];
     uint32_t st = 99u + (uint32_t)t;
 #define NEXT8() (st = st * 1664525u + 1013904223u, (int8_t)((int)((st >> 8) % 255u) - 127))
     for (int j = 0; j < N; j++)
@@ -248,12 +248,16 @@ static void test_i8dot_exact(void) {
       for (int e = 0; e < D; e++)
         q8[r * ldq + e] = NEXT8();
       qs[r] = 0.001f * (float)(r + 1);
+      int32_t sum = 0;
+      for (int e = 0; e < D; e++)
+        sum += q8[r * ldq + e];
+      qsum[r] = (float)sum;
     }
     attn_decode_block b = {.dtype = ATTN_I8, .n = N, .D = D, .Dv = D};
     for (int j = 0; j < N; j++)
       b.k[j] = b.v[j] = k[j];
     float got[R * ATTN_DECODE_NB] = {0};
-    lv->scores_i8(&b, q8, ldq, qs, R, got);
+    lv->scores_i8(&b, q8, ldq, qsum, qs, R, got);
     int bad = 0;
     for (int r = 0; r < R; r++)
       for (int j = 0; j < N; j++) {

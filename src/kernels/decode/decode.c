@@ -57,7 +57,9 @@ typedef struct {
   const attn_kern *kern;
   float scale;
   int64_t G, R, elt, stride; /* stride: floats of one item's state, R (Dv + 2) */
-  int i8dot;                 /* int8 scores through the level's scores_i8 */
+  int i8dot;                 /* int8 scores through the level's scores_i8: */
+  int8_t *q8;                /* every query row times the scale, quantised [B, Hq, Lq, ldq] */
+  float *qscale, *qsum;      /* their scales and sums of q8 [B, Hq, Lq] */
   int64_t ldq;               /* its quantised rows' stride: D rounded up to 64 */
 } call_t;
 
@@ -66,17 +68,15 @@ typedef struct {
 } item_t;
 
 typedef struct {
-  float *qs, *s, *p, *corr, *slope, *qscale;
-  int8_t *q8; /* int8 caches through the level's integer dot product: q quantised */
+  float *qs, *s, *p, *corr, *slope;
   int64_t *pos, *lo, *hi;
   int64_t lo_max, hi_min; /* keys from lo_max to hi_min - 1: allowed for every row */
 } scratch_t;
 
 static void *scratch_alloc(const call_t *c, scratch_t *w) {
   const int64_t R = c->R;
-  const size_t floats = (size_t)(R * c->d->D + 2 * R * NB + 3 * R);
-  const size_t q8 = c->i8dot ? (size_t)(R * c->ldq) : 0;
-  char *mem = malloc(floats * sizeof(float) + (size_t)(3 * R) * sizeof(int64_t) + q8);
+  const size_t floats = (size_t)(R * c->d->D + 2 * R * NB + 2 * R);
+  char *mem = malloc(floats * sizeof(float) + (size_t)(3 * R) * sizeof(int64_t));
   if (!mem) return NULL;
   w->pos = (int64_t *)mem;
   w->lo = w->pos + R;
@@ -86,8 +86,6 @@ static void *scratch_alloc(const call_t *c, scratch_t *w) {
   w->p = w->s + R * NB;
   w->corr = w->p + R * NB;
   w->slope = w->corr + R;
-  w->qscale = w->slope + R;
-  w->q8 = c->i8dot ? (int8_t *)(w->qscale + R) : NULL;
   return mem;
 }
 
@@ -100,30 +98,6 @@ static void seq_span(const call_t *c, int64_t b, int64_t *lo, int64_t *len) {
     const int64_t p0 = *len - c->d->Lq; /* the first query's position */
     if (p0 - c->d->window_left > 0) *lo = p0 - c->d->window_left;
   }
-}
-
-/* The item's scaled query rows quantised for an integer dot product with an
- * int8 cache: symmetric per row, scale max|q| / 127, rounded to nearest
- * (even), zero from D to ldq. 1 (nothing to use) when a row holds NaN/inf. */
-static int quantize_rows(const call_t *c, scratch_t *w) {
-  const int64_t D = c->d->D;
-  for (int64_t r = 0; r < c->R; r++) {
-    const float *x = w->qs + r * D;
-    int8_t *y = w->q8 + r * c->ldq;
-    float amax = 0.0f;
-    for (int64_t e = 0; e < D; e++) {
-      if (!isfinite(x[e])) return 1; /* NaN / inf: the float path, which carries them */
-      amax = fabsf(x[e]) > amax ? fabsf(x[e]) : amax;
-    }
-    const float sc = amax / 127.0f, inv = amax > 0.0f ? 127.0f / amax : 0.0f;
-    for (int64_t e = 0; e < D; e++) {
-      const float v = nearbyintf(x[e] * inv);
-      y[e] = (int8_t)(v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v);
-    }
-    memset(y + D, 0, (size_t)(c->ldq - D));
-    w->qscale[r] = sc;
-  }
-  return 0;
 }
 
 /* The next n rows of cursor cu into blk (and their int8 scales). */
@@ -245,7 +219,7 @@ static void run_item(const call_t *c, const item_t *it, scratch_t *w, float *st)
     m[r] = -INFINITY;
     l[r] = 0.0f;
   }
-  const int i8dot = c->i8dot && !quantize_rows(c, w);
+  const int64_t q0 = (it->b * d->Hq + it->g * c->G) * Lq; /* the item's first query row */
   w->lo_max = 0, w->hi_min = INT64_MAX;
   for (int64_t r = 0; r < R; r++) {
     w->lo_max = w->lo[r] > w->lo_max ? w->lo[r] : w->lo_max;
@@ -288,8 +262,8 @@ static void run_item(const call_t *c, const item_t *it, scratch_t *w, float *st)
     } else if (t + n + NB < it->t1) {
       prefetch_rows(c, &ahead, attn_min64(NB, it->t1 - t - n - NB));
     }
-    if (i8dot)
-      ops->scores_i8(b, w->q8, c->ldq, w->qscale, R, w->s);
+    if (c->i8dot)
+      ops->scores_i8(b, c->q8 + q0 * c->ldq, c->ldq, c->qsum + q0, c->qscale + q0, R, w->s);
     else
       ops->scores(b, w->qs, R, w->s);
     if (block_softmax(c, w, b, t, m, l)) ops->pv(b, w->p, w->corr, R, acc);
@@ -398,6 +372,49 @@ static attn_status run_wave(const call_t *c, int64_t p0, int64_t p1, int64_t nit
                 : ATTN_OK;
 }
 
+/* Every query row (times the scale) quantised for the int8 dot product:
+ * symmetric per row, scale max|x| / 127, rounded to nearest even, zero from
+ * D to ldq. With a NaN or inf anywhere nothing is set and the call takes the
+ * float path, which carries them. ATTN_ENOMEM. */
+static attn_status quantize_queries(call_t *c) {
+  const int64_t D = c->d->D, rows = c->d->B * c->d->Hq * c->d->Lq;
+  c->q8 = malloc((size_t)(rows * c->ldq));
+  c->qscale = malloc((size_t)(2 * rows) * sizeof(float));
+  if (!c->q8 || !c->qscale) {
+    free(c->q8), free(c->qscale);
+    c->q8 = NULL, c->qscale = NULL;
+    return attn_set_error(ATTN_ENOMEM, "decode: no memory for %lld quantised query rows",
+                          (long long)rows);
+  }
+  c->qsum = c->qscale + rows;
+  for (int64_t r = 0; r < rows; r++) {
+    const float *x = c->q + r * D;
+    int8_t *y = c->q8 + r * c->ldq;
+    float amax = 0.0f;
+    for (int64_t e = 0; e < D; e++) {
+      const float v = x[e] * c->scale;
+      if (!isfinite(v)) {
+        free(c->q8), free(c->qscale);
+        c->q8 = NULL, c->qscale = c->qsum = NULL;
+        c->i8dot = 0;
+        return ATTN_OK;
+      }
+      amax = fabsf(v) > amax ? fabsf(v) : amax;
+    }
+    const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+    int32_t sum = 0;
+    for (int64_t e = 0; e < D; e++) {
+      const float v = nearbyintf(x[e] * c->scale * inv);
+      y[e] = (int8_t)(v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v);
+      sum += y[e];
+    }
+    memset(y + D, 0, (size_t)(c->ldq - D));
+    c->qscale[r] = amax / 127.0f;
+    c->qsum[r] = (float)sum;
+  }
+  return ATTN_OK;
+}
+
 attn_status attn_decode_forward(const attn_decode_desc *d, const attn_kv_view *kv, const float *q,
                                 float *out, float *lse) {
   attn_status s = attn_decode_check(d, kv, q, out);
@@ -414,6 +431,8 @@ attn_status attn_decode_forward(const attn_decode_desc *d, const attn_kv_view *k
   c.stride = c.R * (d->Dv + 2);
   c.i8dot = kv->dtype == ATTN_I8 && c.kern->decode->scores_i8 && d->D <= ATTN_DECODE_I8DOT_MAX_D;
   c.ldq = attn_round_up(d->D, 64);
+  c.q8 = NULL, c.qscale = c.qsum = NULL;
+  if (c.i8dot && (s = quantize_queries(&c))) return s;
   const int64_t npairs = d->B * d->Hkv;
   for (int64_t p0 = 0; p0 < npairs;) { /* waves of pairs, their partial results bounded */
     int64_t p1 = p0, nitems = 0;
@@ -423,8 +442,9 @@ attn_status attn_decode_forward(const attn_decode_desc *d, const attn_kv_view *k
       nitems += k;
       p1++;
     }
-    if ((s = run_wave(&c, p0, p1, nitems, out, lse))) return s;
+    if ((s = run_wave(&c, p0, p1, nitems, out, lse))) break;
     p0 = p1;
   }
-  return ATTN_OK;
+  free(c.q8), free(c.qscale);
+  return s;
 }

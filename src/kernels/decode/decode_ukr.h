@@ -52,10 +52,11 @@ typedef struct {
                  float *corr);
   /* May be NULL. int8 blocks with D <= ATTN_DECODE_I8DOT_MAX_D through an
    * integer dot product: the R query rows quantised (q8, int8, row r at q8 +
-   * r * ldq, zero from D to ldq = D rounded up to 64), s[r * NB + j] =
-   * (sum_d q8[r][d] k_j[d]) * qscale[r], the integer sum exact. */
-  void (*scores_i8)(const attn_decode_block *b, const int8_t *q8, int64_t ldq, const float *qscale,
-                    int64_t R, float *s);
+   * r * ldq, zero from D to ldq = D rounded up to 64; qsum[r] = the sum of
+   * row r's q8, exact), s[r * NB + j] = (sum_d q8[r][d] k_j[d]) * qscale[r],
+   * the integer sum exact. */
+  void (*scores_i8)(const attn_decode_block *b, const int8_t *q8, int64_t ldq, const float *qsum,
+                    const float *qscale, int64_t R, float *s);
 } attn_decode_ops;
 
 enum { ATTN_DECODE_I8DOT_MAX_D = 256 }; /* the sums stay exact in f32 (< 2^24) */

@@ -290,14 +290,15 @@ ATTN_AVX512 static int softmax_avx512(const attn_decode_block *b, float *s, floa
 
 /* AVX512_VNNI int8 scores (decode_ukr.h's scores_i8): VPDPBUSD multiplies
  * u8 x s8, so the key bytes go in as k + 128 (xor 0x80) and the query rows
- * as s8; 128 sum(q8) is taken off each row's sum (as the int8 flash does).
+ * as s8; 128 sum(q8) (the caller's qsum) is taken off each row's sum.
  * RT rows x KJ keys of int32 accumulators, 64 bytes of depth a step. */
 #define VNNI_TARGET                                                                                \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c,avx512vnni")))
 #define VNNI_INLINE static inline __attribute__((always_inline)) VNNI_TARGET
 
 VNNI_INLINE void i8_keys(const attn_decode_block *b, const int8_t *q8, int64_t ldq,
-                         const float *qscale, float *s, int j0, int RT, int KJ, int PF) {
+                         const float *qsum, const float *qscale, float *s, int j0, int RT, int KJ,
+                         int PF) {
   const int64_t D = b->D;
   const __m512i flip = _mm512_set1_epi8((char)0x80);
   __m512i a[16]; /* a[r KJ + k] */
@@ -321,15 +322,6 @@ VNNI_INLINE void i8_keys(const attn_decode_block *b, const int8_t *q8, int64_t l
         a[r * KJ + k] = _mm512_dpbusd_epi32(a[r * KJ + k], kv[k], qv);
     }
   }
-  /* 128 sum(q8) of each row: the same instruction with all key bytes 128 */
-  float corr[8];
-  DECODE_UNROLL(8)
-  for (int r = 0; r < RT; r++) {
-    __m512i t = _mm512_setzero_si512();
-    for (int64_t c = 0; c < D; c += 64)
-      t = _mm512_dpbusd_epi32(t, flip, _mm512_loadu_si512(q8 + r * ldq + c));
-    corr[r] = (float)_mm512_reduce_add_epi32(t);
-  }
   float sum[16];
   int i = 0;
   DECODE_UNROLL(4)
@@ -343,28 +335,31 @@ VNNI_INLINE void i8_keys(const attn_decode_block *b, const int8_t *q8, int64_t l
   for (int r = 0; r < RT; r++)
     DECODE_UNROLL(8)
   for (int k = 0; k < KJ; k++)
-    s[r * NB + j0 + k] = (sum[r * KJ + k] - corr[r]) * qscale[r];
+    s[r * NB + j0 + k] = (sum[r * KJ + k] - 128.0f * qsum[r]) * qscale[r];
 }
 
 VNNI_INLINE void i8_tile(const attn_decode_block *b, const int8_t *q8, int64_t ldq,
-                         const float *qscale, float *s, int RT, int PF) {
+                         const float *qsum, const float *qscale, float *s, int RT, int PF) {
   const int KJ = RT >= 8 ? 2 : RT >= 4 ? 4 : 8;
   int j = 0;
   for (; j + KJ <= b->n; j += KJ)
-    i8_keys(b, q8, ldq, qscale, s, j, RT, KJ, PF);
+    i8_keys(b, q8, ldq, qsum, qscale, s, j, RT, KJ, PF);
   for (; j < b->n; j++)
-    i8_keys(b, q8, ldq, qscale, s, j, RT, 1, PF);
+    i8_keys(b, q8, ldq, qsum, qscale, s, j, RT, 1, PF);
 }
 
 VNNI_TARGET static void scores_i8_vnni(const attn_decode_block *b, const int8_t *q8, int64_t ldq,
-                                       const float *qscale, int64_t R, float *s) {
+                                       const float *qsum, const float *qscale, int64_t R,
+                                       float *s) {
   int64_t r = 0;
   int pf = 1;
   for (; R - r >= 8; r += 8, pf = 0)
-    i8_tile(b, q8 + r * ldq, ldq, qscale + r, s + r * NB, 8, pf);
-  if (R - r >= 4) i8_tile(b, q8 + r * ldq, ldq, qscale + r, s + r * NB, 4, pf), r += 4, pf = 0;
-  if (R - r >= 2) i8_tile(b, q8 + r * ldq, ldq, qscale + r, s + r * NB, 2, pf), r += 2, pf = 0;
-  if (R - r >= 1) i8_tile(b, q8 + r * ldq, ldq, qscale + r, s + r * NB, 1, pf);
+    i8_tile(b, q8 + r * ldq, ldq, qsum + r, qscale + r, s + r * NB, 8, pf);
+  if (R - r >= 4)
+    i8_tile(b, q8 + r * ldq, ldq, qsum + r, qscale + r, s + r * NB, 4, pf), r += 4, pf = 0;
+  if (R - r >= 2)
+    i8_tile(b, q8 + r * ldq, ldq, qsum + r, qscale + r, s + r * NB, 2, pf), r += 2, pf = 0;
+  if (R - r >= 1) i8_tile(b, q8 + r * ldq, ldq, qsum + r, qscale + r, s + r * NB, 1, pf);
 }
 
 static const attn_decode_ops ops = {"avx512", 1, scores_avx512, pv_avx512, softmax_avx512, NULL};
