@@ -193,11 +193,13 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
   attn_flash_item_span(d, b, i0, nq, BC, &sp);
   const int64_t kb0 = sp.kb0, kb1 = sp.kb1, lo1 = sp.lo1, hi0 = sp.hi0;
   attn_stage_head sh;         /* the stage: the logits' pass, or fused where it can */
-  attn_flash_mod mod;         /* the stage's units and ALiBi for the fused tiles */
-  attn_flash_mod_init(ops, d, pos, h, &mod);
+  attn_flash_mod mod = {0};   /* the stage's units and ALiBi for the fused tiles */
+  if (pos->bias) attn_flash_mod_init(ops, d, pos, h, &mod);
   attn_stage_head_init(d, h, &sh, &mod);
   const int staged = sh.tile;
-  const int hooked = attn_usermod_fuse(ops, d, b, h, &mod); /* score_mod in the fused tiles */
+  /* score_mod in the fused tiles (the call's pieces apart from the plain
+   * path: user mods, block layout, positions, each entered only when set) */
+  const int hooked = d->mods && attn_usermod_fuse(ops, d, b, h, &mod);
   const int elem = d->bool_mask || d->add_mask || d->shaw_k, masks = elem || pos->bias;
   /* whole-tile kernel: no masks nor position terms but a fused ALiBi (Shaw's values need alpha) */
   const int fused = ops->tile_forward && !elem && (!pos->bias || mod.alibi) && !d->shaw_v &&
@@ -212,7 +214,7 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
                                          vc, Dvp, &ldv);
     int r0 = 0;
     if (fused && nk == BC && !d->block_mask && lo1 <= j0 && hi0 >= j0 + BC &&
-        (hooked || attn_usermod_tile_state(d, b, h, i0, nq, j0, nk) == 1)) {
+        (hooked || !d->mods || attn_usermod_tile_state(d, b, h, i0, nq, j0, nk) == 1)) {
       /* every row of the item sees every key of the block: its whole tiles
        * in one call (the next block's kᵀ and v fetched into L2 meanwhile) */
       int G = nq / MR, next = kb + 1 < kb1 && d->Lk - j0 >= 2 * BC;
@@ -233,8 +235,9 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
     for (; r0 < nq; r0 += MR) {
       int R = nq - r0 < MR ? nq - r0 : MR;
       const int64_t i = i0 + r0, pi = i + d->q_offset;
-      int blk = attn_flash_block_state(d, pi, R, j0, nk); /* 0: every block off, skip */
-      const int um = attn_usermod_tile_state(d, b, h, i, R, j0, nk); /* 0: skip, 2: mods */
+      /* block layout, user mods: 0 skip the tile, 1 none, 2 per element */
+      const int blk = d->block_mask ? attn_flash_block_state(d, pi, R, j0, nk) : 1;
+      const int um = d->mods ? attn_usermod_tile_state(d, b, h, i, R, j0, nk) : 1;
       if (!blk || !um || !attn_flash_tile_bounds(d, b, i, R, j0, nk, lo, hi)) continue;
       const float *qi = qb + r0 * ldq;
       if (fused && R == MR && nk == BC && blk == 1 && (um == 1 || hooked) && whole_tile(lo, hi)) {
@@ -309,8 +312,8 @@ attn_status attn_sdpa_forward_flash_in(const attn_flash_ops *ops, const attn_sdp
   int64_t kt_n;
   if (__builtin_mul_overflow(B * Hkv * nkb, D * BC, &kt_n))
     return attn_set_error(ATTN_ENOMEM, "sdpa flash: k too large");
-  attn_flash_pos pos;
-  if ((st = attn_flash_pos_init(d, &pos))) return st;
+  attn_flash_pos pos = {0}; /* the position tables (none without positions) */
+  if (attn_sdpa_has_positions(d) && (st = attn_flash_pos_init(d, &pos))) return st;
   if (d->shaw_k && (st = attn_flash_shaw_ends(&pos, d, &rs, q, NULL, nt))) {
     attn_flash_pos_free(&pos);
     return st;
@@ -350,7 +353,7 @@ attn_status attn_sdpa_forward_flash_in(const attn_flash_ops *ops, const attn_sdp
   }
   free(ws);
   free(kt);
-  attn_flash_pos_free(&pos);
+  if (pos.own || pos.ends) attn_flash_pos_free(&pos);
   return ATTN_OK;
 }
 

@@ -142,8 +142,9 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, flo
         for (int r0 = 0; r0 < nq; r0 += MR) {
           int R = nq - r0 < MR ? nq - r0 : MR;
           const int64_t i = qb0 + r0, pi = i + d->q_offset;
-          int blk = attn_flash_block_state(d, pi, R, j0, nk); /* 0: every block off */
-          const int um = attn_usermod_tile_state(d, b, h, i, R, j0, nk); /* 0: skip, 2: mods */
+          /* block layout, user mods: 0 skip the tile, 1 none, 2 per element */
+          const int blk = d->block_mask ? attn_flash_block_state(d, pi, R, j0, nk) : 1;
+          const int um = d->mods ? attn_usermod_tile_state(d, b, h, i, R, j0, nk) : 1;
           if (!blk || !um || !attn_flash_tile_bounds(d, b, i, R, j0, nk, lo, hi)) {
             memset(p + r0 * BC, 0, (size_t)R * BC * sizeof(float));
             memset(ds + r0 * BC, 0, (size_t)R * BC * sizeof(float));

@@ -68,22 +68,27 @@ const char *attn_sdpa_bf16_path_name(attn_lowp_path path) {
 /* The route of path: bf16 tiles (r->tiles) or the f32 flash on widened
  * operands (r->f32); ATTN_EUNSUPPORTED with the error set. */
 attn_status attn_sdpa_bf16_route_of(attn_lowp_path path, attn_bf16_route *r) {
+  const attn_kern *t = attn_kern_get(); /* the level's tiles, read once */
+  /* amx: attn_flash_bf16_amx_usable (asked only where the path may take it); simd: simd_tiles */
+  const int may_amx = path == ATTN_LOWP_AUTO || path == ATTN_LOWP_AMX;
+  const attn_flash_bf16_ops *amx =
+      may_amx && t->lowp.flash_bf16_amx && attn_amx_ready() ? t->lowp.flash_bf16_amx : NULL;
+  const attn_flash_bf16_ops *simd = t->lowp.bf16_simd ? t->lowp.flash_bf16_simd : NULL;
   r->tiles = NULL;
   r->f32 = NULL;
-  if (path == ATTN_LOWP_AUTO)
-    path = attn_flash_bf16_amx_usable() ? ATTN_LOWP_AMX : simd_tiles() ? ATTN_LOWP_SIMD : ATTN_LOWP_F32;
+  if (path == ATTN_LOWP_AUTO) path = amx ? ATTN_LOWP_AMX : simd ? ATTN_LOWP_SIMD : ATTN_LOWP_F32;
   switch (path) {
   case ATTN_LOWP_PORTABLE: r->tiles = attn_flash_bf16_ops_generic(); return ATTN_OK;
-  case ATTN_LOWP_F32: r->f32 = attn_kern_get()->flash; return ATTN_OK;
+  case ATTN_LOWP_F32: r->f32 = t->flash; return ATTN_OK;
   case ATTN_LOWP_SIMD:
-    if ((r->tiles = simd_tiles())) return ATTN_OK;
-    return attn_set_error(ATTN_EUNSUPPORTED, "sdpa bf16: the simd path needs a bf16 dot product "
-                                             "(AVX512_BF16) at the active level (%s); the f32 "
-                                             "path (ATTN_LOWP_F32) runs bf16 on every level",
-                          attn_kern_get()->name);
+    if ((r->tiles = simd)) return ATTN_OK;
+    return attn_set_error(ATTN_EUNSUPPORTED,
+                          "sdpa bf16: the simd path needs a bf16 dot product "
+                          "(AVX512_BF16) at the active level (%s); the f32 "
+                          "path (ATTN_LOWP_F32) runs bf16 on every level",
+                          t->name);
   case ATTN_LOWP_AMX:
-    if ((r->tiles = attn_flash_bf16_amx_usable() ? attn_kern_get()->lowp.flash_bf16_amx : NULL))
-      return ATTN_OK;
+    if ((r->tiles = amx)) return ATTN_OK;
     return attn_set_error(ATTN_EUNSUPPORTED, "sdpa bf16: AMX-BF16 (with AVX512_BF16 and the tile "
                                              "permission) is not available on this CPU");
   default:
