@@ -49,6 +49,7 @@
 #include <string.h>
 
 #include "attn/kernels.h"
+#include "kernels/flash/flash_loop.h"
 #include "kernels/flash/sdpa_flash.h"
 #include "kernels/kern.h"
 #include "kernels/sdpa/sdpa_batched.h"
@@ -61,10 +62,6 @@
 enum { BC = ATTN_FLASH_BC, MR = ATTN_FLASH_MR, NC = ATTN_FLASH_NC, QW = ATTN_FLASH_QW, BQ = 144 };
 
 const attn_flash_ops *attn_flash_ops_default(void) { return attn_kern_get()->flash; }
-
-void attn_flash_key_range(const attn_sdpa_desc *d, int64_t b, int64_t i, int64_t *lo, int64_t *hi) {
-  attn_sdpa_key_range(d, b, i, lo, hi);
-}
 
 int attn_flash_tile_bounds(const attn_sdpa_desc *d, int64_t b, int64_t i0, int R, int64_t j0,
                            int nk, int *lo, int *hi) {
@@ -95,22 +92,22 @@ int attn_flash_tile_bounds(const attn_sdpa_desc *d, int64_t b, int64_t i0, int R
   return any;
 }
 
-void attn_flash_elem_masks(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t i0, int R,
-                           int64_t j0, int nk, float *s) {
-  const int64_t *bs = d->bool_mask_stride, *as = d->add_mask_stride;
-  for (int r = 0; r < R; r++) {
-    float *sr = s + r * BC;
-    int64_t i = i0 + r;
-    if (d->bool_mask) {
-      const uint8_t *bm = d->bool_mask + b * bs[0] + h * bs[1] + i * bs[2] + j0 * bs[3];
-      for (int j = 0; j < nk; j++)
-        if (!bm[j * bs[3]]) sr[j] = -INFINITY;
-    }
-    if (d->add_mask) {
-      const float *am = d->add_mask + b * as[0] + h * as[1] + i * as[2] + j0 * as[3];
-      for (int j = 0; j < nk; j++)
-        if (sr[j] != -INFINITY) sr[j] += am[j * as[3]];
-    }
+void attn_flash_tile_logits(const attn_flash_ops *ops, const attn_sdpa_desc *d,
+                            const attn_sdpa_resolved *rs, const attn_flash_pos *pos,
+                            const attn_flash_tile *t, int staged, const float *qi, int64_t ldq,
+                            int64_t t0, int w, float *s, float *g, float *raw, float *xr) {
+  const int64_t b = t->b, h = t->h, i = t->i, j0 = t->j0, pi = i + d->q_offset;
+  const int R = t->R, nk = t->nk;
+  ops->logits(R, s, rs->scale, t->lo, t->hi);
+  if (staged) attn_stage_tile(d, h, R, nk, s, BC, g, BC);
+  if (t->um == 2) attn_usermod_tile(d, b, h, i, R, j0, nk, s, BC, raw, BC);
+  attn_sdpa_elem_masks(d, b, h, i, R, j0, nk, s, BC, 1);
+  if (t->blk == 2) attn_flash_block_mask(d, pi, R, j0, nk, s);
+  if (pos->bias) attn_flash_pos_bias(ops, pos, h, d->Lq, i, R, j0, nk, s);
+  if (pos->skt) {
+    attn_flash_shaw_rows(ops, R, qi, ldq, d->D, pos->skt, pos->nr, t0, w, rs->scale, xr);
+    attn_flash_shaw_gather(ops, d, pi, R, j0, nk, t0, xr,
+                           pos->ends + ((b * d->Hq + h) * d->Lq + i) * 4, 1, s);
   }
 }
 
@@ -192,17 +189,17 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
     l[r] = 0.0f;
     pe[2 * r] = pe[2 * r + 1] = 0.0f;
   }
-  /* key blocks some row of the item may see */
-  int64_t lo0, hi0, lo1, hi1;
-  attn_flash_key_range(d, b, i0, &lo0, &hi0);
-  attn_flash_key_range(d, b, i0 + nq - 1, &lo1, &hi1);
-  int64_t kb0 = lo0 / BC, kb1 = hi1 > lo0 ? attn_ceil_div(hi1, BC) : kb0;
+  attn_flash_span sp; /* key blocks some row of the item may see */
+  attn_flash_item_span(d, b, i0, nq, BC, &sp);
+  const int64_t kb0 = sp.kb0, kb1 = sp.kb1, lo1 = sp.lo1, hi0 = sp.hi0;
   attn_stage_head sh;         /* the stage: the logits' pass, or fused where it can */
-  attn_flash_mod mod;         /* the stage's units and ALiBi for the fused tiles */
-  attn_flash_mod_init(ops, d, pos, h, &mod);
+  attn_flash_mod mod = {0};   /* the stage's units and ALiBi for the fused tiles */
+  if (pos->bias) attn_flash_mod_init(ops, d, pos, h, &mod);
   attn_stage_head_init(d, h, &sh, &mod);
   const int staged = sh.tile;
-  const int hooked = attn_usermod_fuse(ops, d, b, h, &mod); /* score_mod in the fused tiles */
+  /* score_mod in the fused tiles (the call's pieces apart from the plain
+   * path: user mods, block layout, positions, each entered only when set) */
+  const int hooked = d->mods && attn_usermod_fuse(ops, d, b, h, &mod);
   const int elem = d->bool_mask || d->add_mask || d->shaw_k, masks = elem || pos->bias;
   /* whole-tile kernel: no masks nor position terms but a fused ALiBi (Shaw's values need alpha) */
   const int fused = ops->tile_forward && !elem && (!pos->bias || mod.alibi) && !d->shaw_v &&
@@ -217,7 +214,7 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
                                          vc, Dvp, &ldv);
     int r0 = 0;
     if (fused && nk == BC && !d->block_mask && lo1 <= j0 && hi0 >= j0 + BC &&
-        (hooked || attn_usermod_tile_state(d, b, h, i0, nq, j0, nk) == 1)) {
+        (hooked || !d->mods || attn_usermod_tile_state(d, b, h, i0, nq, j0, nk) == 1)) {
       /* every row of the item sees every key of the block: its whole tiles
        * in one call (the next block's kᵀ and v fetched into L2 meanwhile) */
       int G = nq / MR, next = kb + 1 < kb1 && d->Lk - j0 >= 2 * BC;
@@ -238,8 +235,9 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
     for (; r0 < nq; r0 += MR) {
       int R = nq - r0 < MR ? nq - r0 : MR;
       const int64_t i = i0 + r0, pi = i + d->q_offset;
-      int blk = attn_flash_block_state(d, pi, R, j0, nk); /* 0: every block off, skip */
-      const int um = attn_usermod_tile_state(d, b, h, i, R, j0, nk); /* 0: skip, 2: mods */
+      /* block layout, user mods: 0 skip the tile, 1 none, 2 per element */
+      const int blk = d->block_mask ? attn_flash_block_state(d, pi, R, j0, nk) : 1;
+      const int um = d->mods ? attn_usermod_tile_state(d, b, h, i, R, j0, nk) : 1;
       if (!blk || !um || !attn_flash_tile_bounds(d, b, i, R, j0, nk, lo, hi)) continue;
       const float *qi = qb + r0 * ldq;
       if (fused && R == MR && nk == BC && blk == 1 && (um == 1 || hooked) && whole_tile(lo, hi)) {
@@ -251,17 +249,8 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
       int64_t t0 = 0;
       int w = pos->nr ? attn_flash_shaw_band(d, pi, R, j0, nk, &t0) : 0;
       if (masks || staged || blk == 2 || um == 2) { /* logits, mods, masks, positions, softmax */
-        ops->logits(R, s, rs->scale, lo, hi);
-        if (staged) attn_stage_tile(d, h, R, nk, s, BC, NULL, 0);
-        if (um == 2) attn_usermod_tile(d, b, h, i, R, j0, nk, s, BC, NULL, 0);
-        attn_flash_elem_masks(d, b, h, i, R, j0, nk, s);
-        if (blk == 2) attn_flash_block_mask(d, pi, R, j0, nk, s);
-        if (pos->bias) attn_flash_pos_bias(ops, pos, h, d->Lq, i, R, j0, nk, s);
-        if (pos->skt) {
-          attn_flash_shaw_rows(ops, R, qi, ldq, D, pos->skt, pos->nr, t0, w, rs->scale, xr);
-          attn_flash_shaw_gather(ops, d, pi, R, j0, nk, t0, xr,
-                                 pos->ends + ((b * d->Hq + h) * d->Lq + i) * 4, 1, s);
-        }
+        const attn_flash_tile tl = {b, h, i, j0, R, nk, blk, um, lo, hi};
+        attn_flash_tile_logits(ops, d, rs, pos, &tl, staged, qi, ldq, t0, w, s, NULL, NULL, xr);
         ops->softmax_update(R, s, 1.0f, all_lo, all_hi, m + r0, l + r0, alpha);
       } else {
         ops->softmax_update(R, s, rs->scale, lo, hi, m + r0, l + r0, alpha);
@@ -287,19 +276,13 @@ static void forward_item(const attn_flash_ops *ops, const attn_sdpa_desc *d,
   float *oh = out + b * rs->o[0] + h * rs->o[1];
   float *lh = lse + (b * d->Hq + h) * d->Lq;
   for (int r = 0; r < nq; r++) {
-    float *orow = oh + (i0 + r) * rs->o[2];
-    float inv; /* l NaN (a NaN logit): out and lse NaN; the row units join here */
-    if (attn_stage_row_finish(sh.row_logit, m[r], l[r], &inv, lh + i0 + r)) {
-      if (d->shaw_v) { /* the clipped distances' share of shaw_v */
-        const float *v0 = d->shaw_v, *vt = d->shaw_v + (pos->nr - 1) * Dv;
-        for (int64_t c = 0; c < Dv; c++)
-          o[r * Dv + c] += pe[2 * r] * v0[c] + pe[2 * r + 1] * vt[c];
-      }
+    if (d->shaw_v) { /* the clipped distances' share of shaw_v (a row without keys: out 0) */
+      const float *v0 = d->shaw_v, *vt = d->shaw_v + (pos->nr - 1) * Dv;
       for (int64_t c = 0; c < Dv; c++)
-        orow[c] = o[r * Dv + c] * inv;
-    } else {
-      memset(orow, 0, (size_t)Dv * sizeof(float));
+        o[r * Dv + c] += pe[2 * r] * v0[c] + pe[2 * r + 1] * vt[c];
     }
+    attn_flash_row_store(sh.row_logit, m[r], l[r], o + r * Dv, 1, Dv, oh + (i0 + r) * rs->o[2],
+                         lh + i0 + r);
   }
 }
 
@@ -329,8 +312,8 @@ attn_status attn_sdpa_forward_flash_in(const attn_flash_ops *ops, const attn_sdp
   int64_t kt_n;
   if (__builtin_mul_overflow(B * Hkv * nkb, D * BC, &kt_n))
     return attn_set_error(ATTN_ENOMEM, "sdpa flash: k too large");
-  attn_flash_pos pos;
-  if ((st = attn_flash_pos_init(d, &pos))) return st;
+  attn_flash_pos pos = {0}; /* the position tables (none without positions) */
+  if (attn_sdpa_has_positions(d) && (st = attn_flash_pos_init(d, &pos))) return st;
   if (d->shaw_k && (st = attn_flash_shaw_ends(&pos, d, &rs, q, NULL, nt))) {
     attn_flash_pos_free(&pos);
     return st;
@@ -370,7 +353,7 @@ attn_status attn_sdpa_forward_flash_in(const attn_flash_ops *ops, const attn_sdp
   }
   free(ws);
   free(kt);
-  attn_flash_pos_free(&pos);
+  if (pos.own || pos.ends) attn_flash_pos_free(&pos);
   return ATTN_OK;
 }
 

@@ -34,6 +34,12 @@ typedef struct {
   const uint16_t *q16, *k16, *v16;
   void (*cvt)(const uint16_t *x, float *y, int64_t n); /* n values, fp16 -> f32 */
 } attn_flash_in;
+/* The operand hook of element type dtype (flash_operands.c, one case per
+ * type: ATTN_F16, ATTN_BF16): in reads q, k, v through the active level's
+ * conversion, or the portable one. Returns 0 for a type the f32 loops do
+ * not read through a hook (f32: in->q, k, v in place; int8). */
+int attn_flash_in_of(int dtype, int portable, const uint16_t *q, const uint16_t *k,
+                     const uint16_t *v, attn_flash_in *in);
 attn_status attn_sdpa_forward_flash_in(const attn_flash_ops *ops, const attn_sdpa_desc *d,
                                        const attn_flash_in *in, float *out, float *lse);
 attn_status attn_sdpa_backward_flash_in(const attn_flash_ops *ops, const attn_sdpa_desc *d,
@@ -74,9 +80,8 @@ void attn_flash_dense_io_row(const attn_flash_dense_io *x, int64_t t, int64_t b,
 void attn_flash_dense_io_free(attn_flash_dense_io *x);
 
 /* ---- shared by forward and backward (sdpa_flash.c) ---------------------- */
-/* Keys j with lo <= j < hi may be allowed for query i (causal, window,
- * key_lens); lo >= hi: none. Both are non-decreasing in i. */
-void attn_flash_key_range(const attn_sdpa_desc *d, int64_t b, int64_t i, int64_t *lo, int64_t *hi);
+/* (The key ranges are attn_sdpa_key_range's; the pieces every loop,
+ * f32 or transposed, shares around them are flash_loop.h's.) */
 /* Block-relative column bounds for rows i0..i0+R-1 against keys j0..j0+nk-1.
  * Returns 0 when no row may attend to any key of the block (skip the tile). */
 int attn_flash_tile_bounds(const attn_sdpa_desc *d, int64_t b, int64_t i0, int R, int64_t j0,
@@ -86,10 +91,6 @@ int attn_flash_tile_bounds(const attn_sdpa_desc *d, int64_t b, int64_t i0, int R
  * block is mostly past its last key); every kernel that reads them masks
  * them by lo/hi first (a select, so whatever they hold never reaches p). */
 int attn_flash_tile_cols(int R, const int *hi);
-/* Bool and additive masks on a logits tile s [R, BC] (entries already -inf
- * stay so): rows i0.., keys j0..j0+nk-1 of (b, h). */
-void attn_flash_elem_masks(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t i0, int R,
-                           int64_t j0, int nk, float *s);
 /* Per-thread scratch: n floats x threads, 64-byte aligned, or NULL (error set). */
 float *attn_flash_alloc(int64_t per_thread, int threads, const char *what);
 
@@ -158,5 +159,29 @@ int attn_flash_shaw_split(const attn_flash_ops *ops, const attn_sdpa_desc *d, in
 /* g [nr, n] rows t0..t0+w-1 += xr [R, QW]ᵀ · rows [R, n] (rows ldrows apart). */
 void attn_flash_table_grad(const attn_flash_ops *ops, int R, int w, int64_t t0, const float *xr,
                            const float *rows, int64_t ldrows, int64_t n, float *g);
+
+/* ---- one tile's logits, the same steps in the forward and the backward
+ * (sdpa_flash.c) ----------------------------------------------------------
+ * A tile: query rows i .. i+R-1 of (b, h) against keys j0 .. j0+nk-1; lo,
+ * hi the rows' block-relative key ranges (attn_flash_tile_bounds), blk the
+ * block layout's state (attn_flash_block_state), um the user mods'
+ * (attn_usermod_tile_state). */
+typedef struct {
+  int64_t b, h, i, j0;
+  int R, nk, blk, um;
+  const int *lo, *hi;
+} attn_flash_tile;
+/* s [R, BC] (raw scores) := the tile's logits, in the order of
+ * sdpa_stage.h: scale s in the rows' ranges (-inf elsewhere), the stage's
+ * tile units when staged (g: NULL or [R, BC], their derivative), the user
+ * mods when t->um is 2 (raw: NULL or [R, BC], the scores before them), the
+ * element masks, the block layout when t->blk is 2, ALiBi + T5 and Shaw
+ * (qi [R, D] rows ldq apart, the tile's band t0, w; xr [MR, QW] scratch,
+ * left holding scale q·shaw_kᵀ on the band). The softmax (scale 1) or the
+ * probabilities come after. */
+void attn_flash_tile_logits(const attn_flash_ops *ops, const attn_sdpa_desc *d,
+                            const attn_sdpa_resolved *rs, const attn_flash_pos *pos,
+                            const attn_flash_tile *t, int staged, const float *qi, int64_t ldq,
+                            int64_t t0, int w, float *s, float *g, float *raw, float *xr);
 
 #endif

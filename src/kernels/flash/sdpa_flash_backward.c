@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "attn/kernels.h"
+#include "kernels/flash/flash_loop.h"
 #include "kernels/flash/sdpa_flash.h"
 #include "kernels/sdpa/sdpa_batched.h"
 #include "kernels/sdpa/sdpa_dropout.h"
@@ -60,21 +61,6 @@ typedef struct {
   float *tpart;
   int64_t tper, nt5, nsk, nsv;
 } bwd_ctx;
-
-/* First i in [0, Lq) with key range hi(i) > j0 (want_hi) or lo(i) >= j1. */
-static int64_t first_row(const attn_sdpa_desc *d, int64_t b, int64_t j, int want_hi) {
-  int64_t a = 0, z = d->Lq;
-  while (a < z) {
-    int64_t mid = a + (z - a) / 2, lo, hi;
-    attn_flash_key_range(d, b, mid, &lo, &hi);
-    int ok = want_hi ? hi > j : lo >= j;
-    if (ok)
-      z = mid;
-    else
-      a = mid + 1;
-  }
-  return a;
-}
 
 /* dq rows of (b, h) for chunk c: the gradient itself or its partial buffer */
 static float *dq_rows(const bwd_ctx *x, int64_t c, int64_t b, int64_t h, int64_t *ld) {
@@ -126,7 +112,8 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, flo
     int nk = (int)(d->Lk - j0 < BC ? d->Lk - j0 : BC);
     memset(dkb, 0, (size_t)nk * D * sizeof(float));
     memset(dvb, 0, (size_t)nk * Dv * sizeof(float));
-    int64_t iq0 = first_row(d, b, j0, 1), iq1 = first_row(d, b, j0 + nk, 0), ldk = 0, ldv;
+    int64_t iq0 = attn_flash_first_row(d, b, j0, 1), iq1 = attn_flash_first_row(d, b, j0 + nk, 0);
+    int64_t ldk = 0, ldv;
     const float *kr = NULL; /* the block's k rows (in place or converted) */
     if (iq0 < iq1) {
       kr = attn_flash_in_rows(in->k, in->k16, in, koff + j0 * rs->k[2], rs->k[2], nk, D, kc, D,
@@ -155,8 +142,9 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, flo
         for (int r0 = 0; r0 < nq; r0 += MR) {
           int R = nq - r0 < MR ? nq - r0 : MR;
           const int64_t i = qb0 + r0, pi = i + d->q_offset;
-          int blk = attn_flash_block_state(d, pi, R, j0, nk); /* 0: every block off */
-          const int um = attn_usermod_tile_state(d, b, h, i, R, j0, nk); /* 0: skip, 2: mods */
+          /* block layout, user mods: 0 skip the tile, 1 none, 2 per element */
+          const int blk = d->block_mask ? attn_flash_block_state(d, pi, R, j0, nk) : 1;
+          const int um = d->mods ? attn_usermod_tile_state(d, b, h, i, R, j0, nk) : 1;
           if (!blk || !um || !attn_flash_tile_bounds(d, b, i, R, j0, nk, lo, hi)) {
             memset(p + r0 * BC, 0, (size_t)R * BC * sizeof(float));
             memset(ds + r0 * BC, 0, (size_t)R * BC * sizeof(float));
@@ -181,16 +169,9 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, flo
           const int umg = um == 2 && attn_usermod_has_grad(d);
           const float dsc = grel || umg ? 1.0f : rs->scale;
           if (masks || blk == 2 || um == 2) { /* logits, mods, masks, positions, then p, ds */
-            ops->logits(R, s, rs->scale, lo, hi);
-            if (gc) attn_stage_tile(d, h, R, nk, s, BC, gc, BC);
-            if (um == 2) attn_usermod_tile(d, b, h, i, R, j0, nk, s, BC, umg ? raw : NULL, BC);
-            attn_flash_elem_masks(d, b, h, i, R, j0, nk, s);
-            if (blk == 2) attn_flash_block_mask(d, pi, R, j0, nk, s);
-            if (pos->bias) attn_flash_pos_bias(ops, pos, h, d->Lq, i, R, j0, nk, s);
-            if (pos->skt) {
-              attn_flash_shaw_rows(ops, R, qi, ldq, D, pos->skt, pos->nr, t0, w, rs->scale, xq);
-              attn_flash_shaw_gather(ops, d, pi, R, j0, nk, t0, xq, ends, 1, s);
-            }
+            const attn_flash_tile tl = {b, h, i, j0, R, nk, blk, um, lo, hi};
+            attn_flash_tile_logits(ops, d, rs, pos, &tl, gc != NULL, qi, ldq, t0, w, s, gc,
+                                   umg ? raw : NULL, xq);
             ops->probs_grad(R, s, 1.0f, all_lo, all_hi, dp, lseh + i, dih + i, dsc, pr, dsr, BC);
           } else {
             ops->probs_grad(R, s, rs->scale, lo, hi, dp, lseh + i, dih + i, dsc, pr, dsr, BC);
@@ -322,10 +303,7 @@ attn_status attn_sdpa_backward_flash_in(const attn_flash_ops *ops, const attn_sd
   table_grads_zero(d);
   attn_stage_backward(d, &rs, out, lse, dout); /* O(rows Dv), outside the tiles */
   if (nkb == 0) { /* no keys: every row is fully masked */
-    for (int64_t bh = 0; bh < B * Hq; bh++)
-      for (int64_t i = 0; i < Lq; i++)
-        memset(dq + (bh / Hq) * rs.q[0] + (bh % Hq) * rs.q[1] + i * rs.q[2], 0,
-               (size_t)D * sizeof(float));
+    attn_flash_dq_zero(d, &rs, dq);
     return ATTN_OK;
   }
   /* key chunks: enough items for the threads of a big machine, within memory */

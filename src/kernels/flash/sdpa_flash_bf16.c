@@ -11,13 +11,20 @@
  *   p = e^(t - m), m, l, alpha          (ops->softmax, p rounded to bf16)
  *   oᵀ [Dv, 16] = alpha oᵀ + Vᵀ·p       (ops->accum)
  * then out = oᵀᵀ / l, lse = m + log l. A row's arithmetic depends on nothing
- * but its own data, so results are identical for any thread count. */
+ * but its own data, so results are identical for any thread count.
+ * A loop of its own, not the f32 loop with a bf16 operand hook: the
+ * arithmetic differs (bf16 dot products on packed tiles, p rounded to bf16,
+ * the thresholded max; sdpa_flash_bf16.h). Without a bf16 dot product (path
+ * f32, and auto on such a level) bf16 runs the f32 loops on operands
+ * widened a block at a time (attn_flash_in_of, flash_operands.c), as fp16 does. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "attn/kernels.h"
+#include "attn/tensor.h"
 #include "kernels/arch/amx/amx.h"
+#include "kernels/flash/flash_loop.h"
 #include "kernels/flash/sdpa_flash.h"
 #include "kernels/flash/sdpa_flash_bf16.h"
 #include "kernels/kern.h"
@@ -61,22 +68,27 @@ const char *attn_sdpa_bf16_path_name(attn_lowp_path path) {
 /* The route of path: bf16 tiles (r->tiles) or the f32 flash on widened
  * operands (r->f32); ATTN_EUNSUPPORTED with the error set. */
 attn_status attn_sdpa_bf16_route_of(attn_lowp_path path, attn_bf16_route *r) {
+  const attn_kern *t = attn_kern_get(); /* the level's tiles, read once */
+  /* amx: attn_flash_bf16_amx_usable (asked only where the path may take it); simd: simd_tiles */
+  const int may_amx = path == ATTN_LOWP_AUTO || path == ATTN_LOWP_AMX;
+  const attn_flash_bf16_ops *amx =
+      may_amx && t->lowp.flash_bf16_amx && attn_amx_ready() ? t->lowp.flash_bf16_amx : NULL;
+  const attn_flash_bf16_ops *simd = t->lowp.bf16_simd ? t->lowp.flash_bf16_simd : NULL;
   r->tiles = NULL;
   r->f32 = NULL;
-  if (path == ATTN_LOWP_AUTO)
-    path = attn_flash_bf16_amx_usable() ? ATTN_LOWP_AMX : simd_tiles() ? ATTN_LOWP_SIMD : ATTN_LOWP_F32;
+  if (path == ATTN_LOWP_AUTO) path = amx ? ATTN_LOWP_AMX : simd ? ATTN_LOWP_SIMD : ATTN_LOWP_F32;
   switch (path) {
   case ATTN_LOWP_PORTABLE: r->tiles = attn_flash_bf16_ops_generic(); return ATTN_OK;
-  case ATTN_LOWP_F32: r->f32 = attn_kern_get()->flash; return ATTN_OK;
+  case ATTN_LOWP_F32: r->f32 = t->flash; return ATTN_OK;
   case ATTN_LOWP_SIMD:
-    if ((r->tiles = simd_tiles())) return ATTN_OK;
-    return attn_set_error(ATTN_EUNSUPPORTED, "sdpa bf16: the simd path needs a bf16 dot product "
-                                             "(AVX512_BF16) at the active level (%s); the f32 "
-                                             "path (ATTN_LOWP_F32) runs bf16 on every level",
-                          attn_kern_get()->name);
+    if ((r->tiles = simd)) return ATTN_OK;
+    return attn_set_error(ATTN_EUNSUPPORTED,
+                          "sdpa bf16: the simd path needs a bf16 dot product "
+                          "(AVX512_BF16) at the active level (%s); the f32 "
+                          "path (ATTN_LOWP_F32) runs bf16 on every level",
+                          t->name);
   case ATTN_LOWP_AMX:
-    if ((r->tiles = attn_flash_bf16_amx_usable() ? attn_kern_get()->lowp.flash_bf16_amx : NULL))
-      return ATTN_OK;
+    if ((r->tiles = amx)) return ATTN_OK;
     return attn_set_error(ATTN_EUNSUPPORTED, "sdpa bf16: AMX-BF16 (with AVX512_BF16 and the tile "
                                              "permission) is not available on this CPU");
   default:
@@ -87,30 +99,27 @@ attn_status attn_sdpa_bf16_route_of(attn_lowp_path path, attn_bf16_route *r) {
   }
 }
 
-/* The f32 flash's view of bf16 q, k, v: widened a block at a time. */
-void attn_sdpa_bf16_f32_in(const uint16_t *q, const uint16_t *k, const uint16_t *v,
-                           attn_flash_in *in) {
-  in->q = in->k = in->v = NULL;
-  in->q16 = q, in->k16 = k, in->v16 = v;
-  in->cvt = attn_kern_get()->row.bf16_to_f32;
+attn_status attn_bf16_check_limits(const attn_sdpa_desc *d, const char *who, const void *q,
+                                   const void *k, const void *v, attn_sdpa_resolved *rs) {
+  /* validate reads only sizes, strides and NULL-ness of the pointers */
+  attn_status st = attn_sdpa_validate(d, q, k, v, rs);
+  if (st) return st;
+  if ((st = attn_sdpa_dropout_refuse(d, who))) return st;
+  if (attn_sdpa_has_positions(d))
+    return attn_set_error(ATTN_EUNSUPPORTED,
+                          "%s: position variants and block-sparse "
+                          "layouts are not supported (use the f32 flash)",
+                          who);
+  if (d->D > ATTN_BF16_DMAX || d->Dv > ATTN_BF16_DMAX)
+    return attn_set_error(ATTN_EUNSUPPORTED, "%s: D=%lld, Dv=%lld: head dims up to %d", who,
+                          (long long)d->D, (long long)d->Dv, ATTN_BF16_DMAX);
+  return ATTN_OK;
 }
 
 /* The common checks of forward and backward; fills rs. */
 static attn_status check_desc(const attn_sdpa_desc *d, const uint16_t *q, const uint16_t *k,
                               const uint16_t *v, attn_sdpa_resolved *rs) {
-  /* validate reads only sizes, strides and NULL-ness of the pointers */
-  attn_status st =
-      attn_sdpa_validate(d, (const float *)(const void *)q, (const float *)(const void *)k,
-                         (const float *)(const void *)v, rs);
-  if (st) return st;
-  if ((st = attn_sdpa_dropout_refuse(d, "sdpa bf16"))) return st;
-  if (attn_sdpa_has_positions(d))
-    return attn_set_error(ATTN_EUNSUPPORTED, "sdpa bf16: position variants and block-sparse "
-                                             "layouts are not supported (use the f32 flash)");
-  if (d->D > ATTN_BF16_DMAX || d->Dv > ATTN_BF16_DMAX)
-    return attn_set_error(ATTN_EUNSUPPORTED, "sdpa bf16: D=%lld, Dv=%lld: head dims up to %d",
-                          (long long)d->D, (long long)d->Dv, ATTN_BF16_DMAX);
-  return ATTN_OK;
+  return attn_bf16_check_limits(d, "sdpa bf16", q, k, v, rs);
 }
 
 void *attn_bf16_alloc(int64_t bytes, const char *what) {
@@ -131,22 +140,16 @@ int attn_bf16_tile_bounds(const attn_sdpa_desc *d, int64_t b, int64_t i0, int R,
   return 1;
 }
 
-void attn_bf16_elem_masks(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t i0, int R,
-                          int64_t j0, int nk, float *st, int ldst) {
-  const int64_t *bs = d->bool_mask_stride, *as = d->add_mask_stride;
-  for (int r = 0; r < R; r++) {
-    int64_t i = i0 + r;
-    if (d->bool_mask) {
-      const uint8_t *bm = d->bool_mask + b * bs[0] + h * bs[1] + i * bs[2] + j0 * bs[3];
-      for (int j = 0; j < nk; j++)
-        if (!bm[j * bs[3]]) st[j * ldst + r] = -INFINITY;
-    }
-    if (d->add_mask) {
-      const float *am = d->add_mask + b * as[0] + h * as[1] + i * as[2] + j0 * as[3];
-      for (int j = 0; j < nk; j++)
-        if (st[j * ldst + r] != -INFINITY) st[j * ldst + r] += am[j * as[3]];
-    }
-  }
+void attn_bf16_tile_logits(const attn_sdpa_desc *d, int staged, int64_t b, int64_t h, int64_t i0,
+                           int R, int64_t j0, int nk, const int *lo, const int *hi, int full,
+                           float scale, float *st, const float *shift, float *raw) {
+  if (!full || scale != 1.0f)
+    for (int j = 0; j < BC; j++)
+      for (int r = 0; r < QT; r++)
+        st[j * QT + r] = j >= lo[r] && j < hi[r] ? scale * st[j * QT + r] : -INFINITY;
+  if (staged) attn_stage_tile(d, h, 1, BC * QT, st, 0, NULL, 0);                /* elementwise */
+  if (d->mods) attn_usermod_tile_t(d, b, h, i0, R, j0, nk, st, QT, shift, raw); /* true scores */
+  attn_sdpa_elem_masks(d, b, h, i0, R, j0, nk, st, 1, QT);
 }
 
 void attn_bf16_pack_qp(const uint16_t *x, int64_t ldx, int n, int64_t D, int dc, uint16_t *qp) {
@@ -203,11 +206,11 @@ typedef attn_bf16_step step_t;
 typedef attn_bf16_step_iter step_iter;
 
 void attn_bf16_steps_begin(step_iter *it, const attn_sdpa_desc *d, int64_t b, int64_t i0, int nq) {
-  int64_t lo0, hi0, lo1, hi1;
-  attn_sdpa_key_range(d, b, i0, &lo0, &hi0); /* lo, hi are non-decreasing in i */
-  attn_sdpa_key_range(d, b, i0 + nq - 1, &lo1, &hi1);
-  *it = (step_iter){d, b, i0, nq, (int)attn_ceil_div(nq, QT), lo0 / BC, 0, 0, lo1 == 0 && hi0 == d->Lk};
-  it->kb1 = hi1 > lo0 ? attn_ceil_div(hi1, BC) : it->kb;
+  attn_flash_span sp;
+  attn_flash_item_span(d, b, i0, nq, BC, &sp);
+  *it = (step_iter){
+      d, b, i0, nq, (int)attn_ceil_div(nq, QT), sp.kb0, 0, 0, sp.lo1 == 0 && sp.hi0 == d->Lk};
+  it->kb1 = sp.kb1;
 }
 
 int attn_bf16_next_step(step_iter *it, step_t *s) {
@@ -276,43 +279,41 @@ static void forward_item(const fwd_ctx *x, int64_t b, int64_t h, int64_t i0, int
   const bf16_scores sc = {x->ops, x->kp + (b * d->Hkv + kvh) * x->nkb * BC * Dp, qp, Dp, (int)dc,
                           (int)((d->D + 1) / 2), st};
   const attn_bf16_scores_stage stage = {bf16_scores_issue, bf16_scores_logits, &sc, NULL};
-  attn_bf16_item_steps(x->ops, d, b, h, i0, nq, rs->scale, &stage,
-                       x->vt + (b * d->Hkv + kvh) * x->nkb * dvt * 16 * BC, dvt, ot, m, l, p);
-  attn_bf16_item_store(d, h, ot, dvt, m, l, NULL, nq, d->Dv,
-                       x->out + b * rs->o[0] + h * rs->o[1] + i0 * rs->o[2], rs->o[2],
-                       x->lse + (b * d->Hq + h) * d->Lq + i0);
+  attn_bf16_item_forward(x->ops, d, b, h, i0, nq, rs->scale, &stage,
+                         x->vt + (b * d->Hkv + kvh) * x->nkb * dvt * 16 * BC, dvt, ot, m, l, p,
+                         x->out + b * rs->o[0] + h * rs->o[1] + i0 * rs->o[2], rs->o[2],
+                         x->lse + (b * d->Hq + h) * d->Lq + i0);
 }
 
-/* The online softmax of tile step c on its transposed scores st: logits
- * scale·st in the lanes' ranges, -inf elsewhere, then the bool and additive
- * masks of d if any (the score-modifier stage's units before them); m, l of the item's rows (the
- * step's group at c->g * 16). Returns 1 if some alpha != 1. */
-static int step_softmax(const attn_flash_bf16_ops *ops, const attn_sdpa_desc *d, int64_t b,
-                        int64_t h, int64_t i0, int nq, const step_t *c, float *st, float scale,
-                        float *m, float *l, float *alpha, uint16_t *p, const float *shift) {
+/* The online softmax of tile step c on its transposed scores st: the
+ * logits (attn_bf16_tile_logits) where the call has element masks, user
+ * mods or the stage's tile units (tiled: 1), else in the softmax itself;
+ * m, l of the item's rows (the step's group at c->g * 16). Returns 1 if
+ * some alpha != 1. */
+static int step_softmax(const attn_flash_bf16_ops *ops, const attn_sdpa_desc *d, int tiled,
+                        int staged, int64_t b, int64_t h, int64_t i0, int nq, const step_t *c,
+                        float *st, float scale, float *m, float *l, float *alpha, uint16_t *p,
+                        const float *shift) {
   const int g = c->g, R = nq - g * QT < QT ? nq - g * QT : QT;
   const int64_t j0 = c->kb * BC;
-  if (!d->bool_mask && !d->add_mask && !attn_stage_has_tile(d) && !d->mods)
+  if (!tiled)
     return ops->softmax(st, scale, c->full ? NULL : c->lo, c->full ? NULL : c->hi, m + g * QT,
                         l + g * QT, alpha, p);
-  /* logits with the range, then the element masks, then the softmax */
   const int nk = (int)(d->Lk - j0 < BC ? d->Lk - j0 : BC);
-  if (!c->full || scale != 1.0f)
-    for (int j = 0; j < BC; j++)
-      for (int r = 0; r < QT; r++)
-        st[j * QT + r] = j >= c->lo[r] && j < c->hi[r] ? scale * st[j * QT + r] : -INFINITY;
-  if (attn_stage_has_tile(d)) attn_stage_tile(d, h, 1, BC * QT, st, 0, NULL, 0); /* elementwise */
-  if (d->mods) /* user mods (sdpa_usermod.h) on the true scores */
-    attn_usermod_tile_t(d, b, h, i0 + g * QT, R, j0, nk, st, QT, shift ? shift + g * QT : NULL, NULL);
-  attn_bf16_elem_masks(d, b, h, i0 + g * QT, R, j0, nk, st, QT);
+  attn_bf16_tile_logits(d, staged, b, h, i0 + g * QT, R, j0, nk, c->lo, c->hi, c->full, scale, st,
+                        shift ? shift + g * QT : NULL, NULL);
   return ops->softmax(st, 1.0f, NULL, NULL, m + g * QT, l + g * QT, alpha, p);
 }
 
-void attn_bf16_item_steps(const attn_flash_bf16_ops *ops, const attn_sdpa_desc *d, int64_t b,
-                          int64_t h, int64_t i0, int nq, float scale,
-                          const attn_bf16_scores_stage *sc, const uint16_t *vt, int64_t dvt,
-                          float *ot, float *m, float *l, uint16_t *p) {
+void attn_bf16_item_forward(const attn_flash_bf16_ops *ops, const attn_sdpa_desc *d, int64_t b,
+                            int64_t h, int64_t i0, int nq, float scale,
+                            const attn_bf16_scores_stage *sc, const uint16_t *vt, int64_t dvt,
+                            float *ot, float *m, float *l, uint16_t *p, float *out, int64_t ldo,
+                            float *lse) {
   const int ng = (int)attn_ceil_div(nq, QT);
+  attn_stage_head sh; /* the stage's units of head h, looked up once per item */
+  attn_stage_head_init(d, h, &sh, NULL);
+  const int tiled = d->bool_mask || d->add_mask || sh.tile || d->mods;
   memset(ot, 0, (size_t)(ng * dvt * 256) * sizeof(float));
   for (int r = 0; r < ng * QT; r++) {
     m[r] = -INFINITY;
@@ -333,8 +334,8 @@ void attn_bf16_item_steps(const attn_flash_bf16_ops *ops, const attn_sdpa_desc *
     if (pend)
       ops->accum(ot + pend_g * dvt * 256, (int)dvt, moved[par ^ 1] ? alpha[par ^ 1] : NULL,
                  vt + pend_kb * dvt * 16 * BC, p + (par ^ 1) * BC * QT);
-    moved[par] = step_softmax(ops, d, b, h, i0, nq, c, sc->logits(sc->ctx, c, par), scale, m, l,
-                              alpha[par], p + par * BC * QT, sc->shift);
+    moved[par] = step_softmax(ops, d, tiled, sh.tile, b, h, i0, nq, c, sc->logits(sc->ctx, c, par),
+                              scale, m, l, alpha[par], p + par * BC * QT, sc->shift);
     pend = 1;
     pend_g = c->g;
     pend_kb = c->kb;
@@ -344,23 +345,10 @@ void attn_bf16_item_steps(const attn_flash_bf16_ops *ops, const attn_sdpa_desc *
   if (pend)
     ops->accum(ot + pend_g * dvt * 256, (int)dvt, moved[par ^ 1] ? alpha[par ^ 1] : NULL,
                vt + pend_kb * dvt * 16 * BC, p + (par ^ 1) * BC * QT);
-}
-
-void attn_bf16_item_store(const attn_sdpa_desc *d, int64_t h, const float *ot, int64_t dvt,
-                          const float *m, const float *l, const float *shift, int nq, int64_t Dv,
-                          float *out, int64_t ldo, float *lse) {
-  const float xrow = attn_stage_row_logit(d, h); /* the row units' logit (-inf: none) */
-  for (int r = 0; r < nq; r++) {
-    float *orow = out + r * ldo;
-    const float *oc = ot + (r / QT) * dvt * 256 + r % QT;
-    float inv; /* l NaN (a NaN logit): out and lse NaN; the row units join here */
-    if (attn_stage_row_finish(xrow, shift ? m[r] + shift[r] : m[r], l[r], &inv, lse + r)) {
-      for (int64_t c = 0; c < Dv; c++)
-        orow[c] = oc[c * QT] * inv;
-    } else {
-      memset(orow, 0, (size_t)Dv * sizeof(float));
-    }
-  }
+  const float *shift = sc->shift; /* the rows' ends, the row units joining */
+  for (int r = 0; r < nq; r++)
+    attn_flash_row_store(sh.row_logit, shift ? m[r] + shift[r] : m[r], l[r],
+                         ot + (r / QT) * dvt * 256 + r % QT, QT, d->Dv, out + r * ldo, lse + r);
 }
 
 attn_status attn_sdpa_forward_bf16_path(attn_lowp_path path, const attn_sdpa_desc *d,
@@ -374,8 +362,8 @@ attn_status attn_sdpa_forward_bf16_path(attn_lowp_path path, const attn_sdpa_des
   if ((!out || !lse) && d->Lq > 0)
     return attn_set_error(ATTN_EINVAL, "sdpa bf16: %s is NULL", !out ? "out" : "lse");
   if (route.f32) {
-    attn_flash_in in;
-    attn_sdpa_bf16_f32_in(q, k, v, &in);
+    attn_flash_in in; /* the bf16 operand hook: widened a block at a time */
+    attn_flash_in_of(ATTN_BF16, 0, q, k, v, &in);
     return attn_sdpa_forward_flash_in(route.f32, d, &in, out, lse);
   }
   const attn_flash_bf16_ops *ops = route.tiles;

@@ -1,7 +1,21 @@
 /* Internal to the bf16 flash SDPA (sdpa_flash_bf16.c forward,
- * sdpa_flash_bf16_backward.c backward): the tile loops run on a small table
- * of tile kernels, AMX + AVX-512 (sdpa_flash_bf16_amx.c) or portable C
+ * sdpa_flash_bf16_backward.c backward; the int8 flash, sdpa_flash_i8.c,
+ * runs the same forward steps on its own scores): the tile loops run on a
+ * small table of tile kernels, AMX + AVX-512 (sdpa_flash_bf16_amx.c),
+ * AVX512_BF16 (sdpa_flash_bf16_avx512.c), AVX2 on widened bf16 (the int8
+ * flash's, sdpa_flash_bf16_avx2.c) or portable C
  * (sdpa_flash_bf16_generic.c), which read the same packed layouts.
+ *
+ * Why these loops are not the f32 ones (sdpa_flash.c) with a bf16 operand
+ * hook, as fp16 and bf16 on a level without a bf16 dot product are: the
+ * arithmetic differs. The dot products take bf16 pairs (VDPBF16PS, AMX
+ * TDPBF16PS / TDPBSSD) from packed VNNI tiles, p is rounded to bf16 before
+ * p·v, the running max moves only past a threshold (ATTN_BF16_TAU), and the
+ * tiles are transposed so that a query's statistics are one vector lane.
+ * What is not arithmetic is shared with the f32 loops: the key ranges
+ * (attn_sdpa_key_range), the item's key blocks, the backward's query rows,
+ * the element masks and a row's end (flash_loop.h), the score-modifier
+ * stage (sdpa_stage.h) and the user modifiers (sdpa_usermod.h).
  *
  * Orientation: scores are computed transposed, sᵀ [keys, queries] = K·Qᵀ, so
  * one query is one lane of a 16-float vector and the softmax statistics
@@ -110,16 +124,21 @@ void attn_bf16_pack_pairs(const uint16_t *x, int64_t ldx, int n, int64_t ncol, i
 
 /* ---- shared by forward and backward (sdpa_flash_bf16.c) ----------------- */
 /* What a path runs: the bf16 tile loops on tiles, or (f32 set) the f32 flash
- * loops with those tile kernels on q, k, v widened to f32 (attn_flash_in). */
+ * loops with those tile kernels on q, k, v widened to f32 (attn_flash_in,
+ * attn_flash_in_of's bf16 row). */
 typedef struct {
   const attn_flash_bf16_ops *tiles;
   const attn_flash_ops *f32;
 } attn_bf16_route;
 attn_status attn_sdpa_bf16_route_of(attn_lowp_path path, attn_bf16_route *r);
-void attn_sdpa_bf16_f32_in(const uint16_t *q, const uint16_t *k, const uint16_t *v,
-                           attn_flash_in *in);
-/* Checks the descriptor (attn_sdpa_validate plus the bf16 limits) and picks
- * the route of path; error set on failure. */
+/* The limits of the transposed loops (bf16 and int8; who names the kernel
+ * in the message): attn_sdpa_validate (fills rs; q, k, v are read for their
+ * NULL-ness only), no dropout, no position variants nor block layout, head
+ * dims up to ATTN_BF16_DMAX. Error set on failure. */
+attn_status attn_bf16_check_limits(const attn_sdpa_desc *d, const char *who, const void *q,
+                                   const void *k, const void *v, attn_sdpa_resolved *rs);
+/* Checks the descriptor (attn_bf16_check_limits) and picks the route of
+ * path; error set on failure. */
 attn_status attn_sdpa_bf16_check(const attn_sdpa_desc *d, const uint16_t *q, const uint16_t *k,
                                  const uint16_t *v, attn_sdpa_resolved *rs, attn_bf16_route *route,
                                  attn_lowp_path path);
@@ -151,10 +170,16 @@ void attn_bf16_steps_begin(attn_bf16_step_iter *it, const attn_sdpa_desc *d, int
                            int nq);
 /* The next step into *s; 0 at the end. */
 int attn_bf16_next_step(attn_bf16_step_iter *it, attn_bf16_step *s);
-/* Bool and additive masks on transposed logits st[j * ldst + r] (query
- * i0 + r, key j0 + j); entries at -inf stay so. */
-void attn_bf16_elem_masks(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t i0, int R,
-                          int64_t j0, int nk, float *st, int ldst);
+/* The transposed logits of a tile, query lane r < R (query i0 + r) against
+ * key row j (key j0 + j, j < nk): st [64][16] (raw scores) := scale st in
+ * the lanes' ranges [lo[r], hi[r]) (-inf elsewhere; skipped when full and
+ * scale is 1), then the score-modifier stage's tile units (staged), the
+ * user mods (sdpa_usermod.h: shift NULL or the rows' shifts, raw NULL or
+ * [64][16] the scores before them) and the element masks: the f32 loops'
+ * attn_flash_tile_logits in the transposed orientation. */
+void attn_bf16_tile_logits(const attn_sdpa_desc *d, int staged, int64_t b, int64_t h, int64_t i0,
+                           int R, int64_t j0, int nk, const int *lo, const int *hi, int full,
+                           float scale, float *st, const float *shift, float *raw);
 /* The scores stage of the forward tile loop (bf16: K·Qᵀ in f32; int8: the
  * exact int32 scores, dequantized): issue(ctx, s, buf) starts the scores of
  * step s into buffer buf (0 or 1, the step's parity); logits(ctx, s, buf)
@@ -168,26 +193,23 @@ typedef struct {
    * keeps scale q·mean(k) out), NULL = 0; seen by user score_mods only */
   const float *shift;
 } attn_bf16_scores_stage;
-/* The tile steps of a forward work item, rows i0..i0+nq-1 of (b, h) (the
- * bf16 and the int8 flash): three in flight, one step apart: the scores of
+/* A forward work item, rows i0..i0+nq-1 of (b, h) (the bf16 and the int8
+ * flash). Its tile steps, three in flight, one step apart: the scores of
  * step s+1 and the p·v of step s-1 are issued to the tile unit before the
- * softmax of step s (logits scale·st in the lanes' ranges, then the bool
- * and additive masks) runs on the vector units, so the two overlap; p and
+ * softmax of step s (attn_bf16_tile_logits where the call has masks, mods
+ * or stage units) runs on the vector units, so the two overlap; p and
  * alpha are double-buffered by step parity. vt: the (b, kv head)'s vT
- * blocks [nkb][dvt * 16][64]. Leaves the item's running state: oT
- * [ng][dvt * 256], m, l [ng * 16] (ng groups of 16 rows); p: [2][64 * 16]
- * bf16 workspace. */
-void attn_bf16_item_steps(const attn_flash_bf16_ops *ops, const attn_sdpa_desc *d, int64_t b,
-                          int64_t h, int64_t i0, int nq, float scale,
-                          const attn_bf16_scores_stage *sc, const uint16_t *vt, int64_t dvt,
-                          float *ot, float *m, float *l, uint16_t *p);
-/* The item's nq rows out (rows ldo apart, Dv columns) = oT / l and lse =
- * m + log l (m + shift[r] where shift is not NULL), with d's sink of head h
- * joining the denominator (attn_stage_row_finish); a row with l = 0 (no
- * allowed key) gets out 0 and lse -inf (the sink, if any); l NaN (a NaN
- * logit) gives NaN out and lse. */
-void attn_bf16_item_store(const attn_sdpa_desc *d, int64_t h, const float *ot, int64_t dvt,
-                          const float *m, const float *l, const float *shift, int nq, int64_t Dv,
-                          float *out, int64_t ldo, float *lse);
+ * blocks [nkb][dvt * 16][64]. Workspace: oT [ng][dvt * 256], m, l
+ * [ng * 16] (ng groups of 16 rows) f32, p [2][64 * 16] bf16. Then the
+ * rows' ends (attn_flash_row_store): out (rows ldo apart, Dv columns) = oT
+ * / l and lse = m + log l (m + sc->shift[r] where shift is not NULL), the
+ * stage's row units joining the denominator; a row with no allowed key
+ * gets out 0 and lse -inf (or the row units'); l NaN (a NaN logit) gives
+ * NaN out and lse. */
+void attn_bf16_item_forward(const attn_flash_bf16_ops *ops, const attn_sdpa_desc *d, int64_t b,
+                            int64_t h, int64_t i0, int nq, float scale,
+                            const attn_bf16_scores_stage *sc, const uint16_t *vt, int64_t dvt,
+                            float *ot, float *m, float *l, uint16_t *p, float *out, int64_t ldo,
+                            float *lse);
 
 #endif

@@ -20,12 +20,22 @@
  *   p = e^(t - lse), ds = p (dp - D_i) scale (ops->probs_grad; masks first)
  *   dqᵀ += Kᵀ·ds                        (ops->accum)
  * then dv_blk += pᵀ·dout and dk_blk += dsᵀ·q over the query block
- * (ops->accum_t). */
+ * (ops->accum_t).
+ * A loop of its own, not the f32 backward with a bf16 operand hook: the
+ * arithmetic differs (bf16 dot products on packed tiles, p and ds rounded
+ * to bf16; sdpa_flash_bf16.h). The f32 backward runs bf16 where there is no
+ * bf16 dot product (path f32) and where the score-modifier stage has tile
+ * units (their derivative multiplies ds before any rounding). The rest is
+ * shared: the query rows of a key block and the element masks
+ * (flash_loop.h), the logits (attn_bf16_tile_logits, the forward's), the
+ * stage's parameter gradients and the user mods. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "attn/kernels.h"
+#include "attn/tensor.h"
+#include "kernels/flash/flash_loop.h"
 #include "kernels/flash/sdpa_flash_bf16.h"
 #include "kernels/kern.h"
 #include "kernels/sdpa/sdpa_stage.h"
@@ -50,20 +60,6 @@ typedef struct {
   int dc, dvc, ntk, ntv; /* depth chunks of 32 (D, Dv); column tiles of 16 (D, Dv) */
 } bwd_ctx;
 
-/* First i in [0, Lq) with key range hi(i) > j (want_hi) or lo(i) >= j. */
-static int64_t first_row(const attn_sdpa_desc *d, int64_t b, int64_t j, int want_hi) {
-  int64_t a = 0, z = d->Lq;
-  while (a < z) {
-    int64_t mid = a + (z - a) / 2, lo, hi;
-    attn_sdpa_key_range(d, b, mid, &lo, &hi);
-    if (want_hi ? hi > j : lo >= j)
-      z = mid;
-    else
-      a = mid + 1;
-  }
-  return a;
-}
-
 /* ws: st, dpt [64*16] f32, dkb [SB][64][ntk*16], dvb [SB][64][ntv*16] f32
  * (C-tile blocked), pt, dst [SB][64][QB] bf16, dsv [1024] bf16. */
 static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, void *ws) {
@@ -87,7 +83,8 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, voi
     const int64_t j0s = kb0 * BC, j1s = d->Lk < j0s + nb * BC ? d->Lk : j0s + nb * BC;
     memset(dkb, 0, (size_t)(nb * BC * ntk * 16) * sizeof(float));
     memset(dvb, 0, (size_t)(nb * BC * ntv * 16) * sizeof(float));
-    const int64_t iq0 = first_row(d, b, j0s, 1), iq1 = first_row(d, b, j1s, 0);
+    const int64_t iq0 = attn_flash_first_row(d, b, j0s, 1),
+                  iq1 = attn_flash_first_row(d, b, j1s, 0);
     for (int64_t h = g * G; iq0 < iq1 && h < (g + 1) * G; h++) {
       const int64_t bh = b * d->Hq + h;
       const float *lseh = x->lse + bh * d->Lq, *dih = x->di + bh * d->Lq;
@@ -129,12 +126,9 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, voi
                         x->qp + (bh * nq16 + i / QT) * dc * 512, st);
             ops->scores(vrb, 32 * dvc, dvc, (int)((d->Dv + 1) / 2),
                         x->dop + (bh * nq16 + i / QT) * dvc * 512, dpt);
-            if (masks) {
-              for (int j = 0; j < BC; j++)
-                for (int r = 0; r < QT; r++)
-                  st[j * QT + r] = j >= lo[r] && j < hi[r] ? rs->scale * st[j * QT + r] : -INFINITY;
-              if (d->mods) attn_usermod_tile_t(d, b, h, i, R[t], j0, nk, st, QT, NULL, raw);
-              attn_bf16_elem_masks(d, b, h, i, R[t], j0, nk, st, QT);
+            if (masks) { /* (stage tile units: the f32 backward) */
+              attn_bf16_tile_logits(d, 0, b, h, i, R[t], j0, nk, lo, hi, full, rs->scale, st, NULL,
+                                    raw);
               if (attn_usermod_has_grad(d)) /* dp so that p (dp - D_i) is d score */
                 attn_usermod_dp_t(d, b, h, i, R[t], j0, nk, raw, st, QT, dpt, ls[t], ds_i[t]);
               ops->probs_grad(st, dpt, 1.0f, NULL, NULL, ls[t], ds_i[t], rs->scale, ptb, dstb, QB,
@@ -180,8 +174,8 @@ attn_status attn_sdpa_backward_bf16_path(attn_lowp_path path, const attn_sdpa_de
   if ((st = attn_sdpa_check_backward_ptrs(d, "sdpa bf16 backward", out, lse, dout, dq, dk, dv))) return st;
   if (route.f32 ||
       attn_stage_has_tile(d)) { /* the stage's derivative: on ds before the bf16 rounding */
-    attn_flash_in in;
-    attn_sdpa_bf16_f32_in(q, k, v, &in);
+    attn_flash_in in;           /* the bf16 operand hook (flash_operands.c) */
+    attn_flash_in_of(ATTN_BF16, 0, q, k, v, &in);
     return attn_sdpa_backward_flash_in(route.f32 ? route.f32 : attn_kern_get()->flash, d, &in, out,
                                        lse, dout, dq, dk, dv);
   }
@@ -191,10 +185,7 @@ attn_status attn_sdpa_backward_bf16_path(attn_lowp_path path, const attn_sdpa_de
   const int64_t B = d->B, Hq = d->Hq, Hkv = d->Hkv, Lq = d->Lq, D = d->D, Dv = d->Dv;
   const int64_t nkb = attn_ceil_div(d->Lk, BC);
   if (nkb == 0) { /* no keys: every row is fully masked */
-    for (int64_t bh = 0; bh < B * Hq; bh++)
-      for (int64_t i = 0; i < Lq; i++)
-        memset(dq + (bh / Hq) * rs.q[0] + (bh % Hq) * rs.q[1] + i * rs.q[2], 0,
-               (size_t)D * sizeof(float));
+    attn_flash_dq_zero(d, &rs, dq);
     return ATTN_OK;
   }
   const int dc = (int)attn_ceil_div(D, 32), dvc = (int)attn_ceil_div(Dv, 32);

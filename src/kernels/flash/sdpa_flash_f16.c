@@ -1,13 +1,14 @@
 /* fp16 flash attention (attn/sdpa_f16.h): the f32 flash loops (sdpa_flash.c,
  * sdpa_flash_backward.c) on fp16 q, k, v, which they convert to f32 a block
- * at a time (attn_flash_in). This file picks the tile kernels and the
- * conversion of a path and checks the arguments; the arithmetic is the f32
- * backend's. */
+ * at a time (attn_flash_in, the fp16 case of flash_operands.c). This file
+ * picks the tile kernels and the conversion of a path and checks the
+ * arguments; the arithmetic is the f32 backend's. */
 #include "attn/kernels.h"
 #include "attn/sdpa_f16.h"
-#include "kernels/lowp/gemm_lowp_internal.h"
-#include "kernels/kern.h"
+#include "attn/tensor.h"
 #include "kernels/flash/sdpa_flash.h"
+#include "kernels/kern.h"
+#include "kernels/lowp/gemm_lowp_internal.h"
 
 /* The simd path: the active level's tile kernels and fp16 conversion (F16C
  * on AVX2, AVX-512's, NEON's), wherever the level is not the portable one. */
@@ -19,16 +20,15 @@ int attn_sdpa_f16_path_available(attn_lowp_path path) {
   return 0;
 }
 
-/* The tile kernels and conversion of path, or NULL ops (error set). */
-static const attn_flash_ops *ops_for(attn_lowp_path path, attn_flash_in *in) {
+/* The tile kernels of path (*portable: with the portable conversion), or
+ * NULL (error set). */
+static const attn_flash_ops *ops_for(attn_lowp_path path, int *portable) {
   if (path == ATTN_LOWP_AUTO) path = simd_usable() ? ATTN_LOWP_SIMD : ATTN_LOWP_PORTABLE;
+  *portable = path == ATTN_LOWP_PORTABLE;
   switch (path) {
-  case ATTN_LOWP_PORTABLE: in->cvt = attn_f16_to_f32_n; return attn_flash_ops_generic();
+  case ATTN_LOWP_PORTABLE: return attn_flash_ops_generic();
   case ATTN_LOWP_SIMD:
-    if (simd_usable()) {
-      in->cvt = attn_kern_get()->row.f16_to_f32;
-      return attn_kern_get()->flash;
-    }
+    if (simd_usable()) return attn_kern_get()->flash;
     attn_set_error(ATTN_EUNSUPPORTED, "sdpa f16: the simd path needs a vector level (avx2, "
                                       "avx512, neon); the active level is generic");
     return NULL;
@@ -57,10 +57,10 @@ static attn_status check(attn_lowp_path path, const attn_sdpa_desc *d, const uin
   if (attn_sdpa_has_positions(d))
     return attn_set_error(ATTN_EUNSUPPORTED, "sdpa f16: position variants and block-sparse "
                                              "layouts are not supported (use the f32 flash)");
-  in->q = in->k = in->v = NULL;
-  in->q16 = q, in->k16 = k, in->v16 = v;
-  *ops = ops_for(path, in);
-  return *ops ? ATTN_OK : ATTN_EUNSUPPORTED;
+  int portable;
+  if (!(*ops = ops_for(path, &portable))) return ATTN_EUNSUPPORTED;
+  attn_flash_in_of(ATTN_F16, portable, q, k, v, in); /* the fp16 operand hook */
+  return ATTN_OK;
 }
 
 attn_status attn_sdpa_forward_f16_path(attn_lowp_path path, const attn_sdpa_desc *d,

@@ -14,7 +14,12 @@
  *   p = e^(t - m), m, l, alpha          (bf16 flash softmax, p rounded to bf16)
  *   oᵀ [Dv, 16] = alpha oᵀ + Vᵀ·p       (bf16 flash accum)
  * then out = oᵀᵀ / l, lse = m + log l + shift. A row's arithmetic depends on
- * its own data only, so results are identical for any thread count. */
+ * its own data only, so results are identical for any thread count.
+ * Only the scores are this file's (the arithmetic differs: exact int32 dot
+ * products of quantized rows, VPDPBUSD / VPMADDWD / TDPBSSD, then the
+ * dequantization); the tile steps, the softmax, p·v and the rows' ends are
+ * the bf16 flash's (attn_bf16_item_forward), with its score modifiers,
+ * masks and user mods. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +30,6 @@
 #include "kernels/flash/sdpa_flash_i8.h"
 #include "kernels/kern.h"
 #include "kernels/lowp/gemm_lowp_internal.h"
-#include "kernels/sdpa/sdpa_dropout.h"
 #include "kernels/sdpa/sdpa_stage.h"
 #include "kernels/util.h"
 
@@ -236,7 +240,7 @@ static float *i8_scores_logits(const void *ctx, const attn_bf16_step *s, int buf
 }
 
 /* One work item: rows [i0, i0+nq) of (b, h), through the bf16 flash's tile
- * steps (attn_bf16_item_steps). ws: f32 oT [NG][dvt*256], m, l [BQ], st
+ * steps (attn_bf16_item_forward). ws: f32 oT [NG][dvt*256], m, l [BQ], st
  * [64*16], int32 s [2][64*16], then p [2][64*16] bf16. */
 static void forward_item(const i8_ctx *x, int64_t b, int64_t h, int64_t i0, int nq, void *ws) {
   const attn_sdpa_desc *d = x->d;
@@ -257,25 +261,16 @@ static void forward_item(const i8_ctx *x, int64_t b, int64_t h, int64_t i0, int 
                         st};
   const int64_t row0 = (b * d->Hq + h) * d->Lq + i0; /* lse and shift */
   const attn_bf16_scores_stage stage = {i8_scores_issue, i8_scores_logits, &sc, x->shift + row0};
-  attn_bf16_item_steps(x->kr.ops, d, b, h, i0, nq, 1.0f, &stage,
-                       x->vt + bkv * x->nkb * dvt * 16 * BC, dvt, ot, m, l, p);
-  attn_bf16_item_store(d, h, ot, dvt, m, l, x->shift + row0, nq, d->Dv,
-                       x->out + b * rs->o[0] + h * rs->o[1] + i0 * rs->o[2], rs->o[2],
-                       x->lse + row0);
+  attn_bf16_item_forward(
+      x->kr.ops, d, b, h, i0, nq, 1.0f, &stage, x->vt + bkv * x->nkb * dvt * 16 * BC, dvt, ot, m, l,
+      p, x->out + b * rs->o[0] + h * rs->o[1] + i0 * rs->o[2], rs->o[2], x->lse + row0);
 }
 
 attn_status attn_sdpa_forward_i8_path(attn_lowp_path path, const attn_sdpa_desc *d, const float *q,
                                       const float *k, const float *v, float *out, float *lse) {
   attn_sdpa_resolved rs;
-  attn_status st = attn_sdpa_validate(d, q, k, v, &rs);
+  attn_status st = attn_bf16_check_limits(d, "sdpa i8", q, k, v, &rs);
   if (st) return st;
-  if ((st = attn_sdpa_dropout_refuse(d, "sdpa i8"))) return st;
-  if (attn_sdpa_has_positions(d))
-    return attn_set_error(ATTN_EUNSUPPORTED, "sdpa i8: position variants and block-sparse "
-                                             "layouts are not supported (use the f32 flash)");
-  if (d->D > ATTN_BF16_DMAX || d->Dv > ATTN_BF16_DMAX)
-    return attn_set_error(ATTN_EUNSUPPORTED, "sdpa i8: D=%lld, Dv=%lld: head dims up to %d",
-                          (long long)d->D, (long long)d->Dv, ATTN_BF16_DMAX);
   i8_ctx x = {d, &rs, {0}, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, out, lse};
   if ((st = pick(path, &x.kr))) return st;
   if ((!out || !lse) && d->Lq > 0)

@@ -4,6 +4,8 @@
 #ifndef ATTN_SDPA_INTERNAL_H
 #define ATTN_SDPA_INTERNAL_H
 
+#include <math.h>
+
 #include "attn/sdpa.h"
 #include "attn/sdpa_deprecated.h" /* the kernels of 0.1's entry points */
 
@@ -89,6 +91,32 @@ static inline float attn_sdpa_add_mask_at(const attn_sdpa_desc *d, int64_t b, in
   if (!d->add_mask) return 0.0f;
   const int64_t *s = d->add_mask_stride;
   return d->add_mask[b * s[0] + h * s[1] + i * s[2] + j * s[3]];
+}
+
+/* The bool and additive masks of (b, h) on a tile of logits, every loop's
+ * (the flash tiles of either orientation, the probabilities): query i0 + r
+ * against key j0 + j (r < R, j < nk) at s[r * ldr + j * ldc] (the f32 tiles
+ * ldr = ATTN_FLASH_BC, ldc = 1; the transposed ones ldr = 1, ldc = 16).
+ * Entries already -inf stay so (an additive +inf or NaN does not revive a
+ * removed key). Inline: each loop compiles it with its own strides. */
+static inline void attn_sdpa_elem_masks(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t i0,
+                                        int R, int64_t j0, int nk, float *s, int64_t ldr,
+                                        int64_t ldc) {
+  const int64_t *bs = d->bool_mask_stride, *as = d->add_mask_stride;
+  for (int r = 0; r < R; r++) {
+    float *sr = s + r * ldr;
+    int64_t i = i0 + r;
+    if (d->bool_mask) {
+      const uint8_t *bm = d->bool_mask + b * bs[0] + h * bs[1] + i * bs[2] + j0 * bs[3];
+      for (int j = 0; j < nk; j++)
+        if (!bm[j * bs[3]]) sr[j * ldc] = -INFINITY;
+    }
+    if (d->add_mask) {
+      const float *am = d->add_mask + b * as[0] + h * as[1] + i * as[2] + j0 * as[3];
+      for (int j = 0; j < nk; j++)
+        if (sr[j * ldc] != -INFINITY) sr[j * ldc] += am[j * as[3]];
+    }
+  }
 }
 
 /* Is key j allowed for query i of (batch b, query head h)? Everything except

@@ -90,10 +90,11 @@ static void logits_row(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t i,
 }
 
 /* Row i of (b, h): s [Lk] holds scale*q·k on entry, the probabilities on
- * exit (0 for keys not allowed). Returns the log-sum-exp, -inf (and an all
- * zero row) when no key is allowed. */
+ * exit (0 for keys not allowed); extra: the row units' logit joining the
+ * denominator (attn_stage_row_logit, once per head; -inf: none). Returns the
+ * log-sum-exp, -inf (and an all zero row) when no key is allowed. */
 static float softmax_row(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t i, float *s,
-                         const float *qr) {
+                         const float *qr, float extra) {
   int64_t allowed = 0;
   logits_row(d, b, h, i, s, qr, NULL);
   float m = -INFINITY;
@@ -106,7 +107,6 @@ static float softmax_row(const attn_sdpa_desc *d, int64_t b, int64_t h, int64_t 
     if (d->Lk > 0) memset(s, 0, (size_t)d->Lk * sizeof(float)); /* s is NULL when Lk = 0 */
     return -INFINITY; /* the caller sets lse = the row units' logit, if any */
   }
-  const float extra = attn_stage_row_logit(d, h); /* the row units' (sinks'); -inf: none */
   if (extra > m) m = extra;
   double sum = exp((double)extra - m);
   for (int64_t j = 0; j < d->Lk; j++)
@@ -184,13 +184,15 @@ attn_status attn_sdpa_forward_math(const attn_sdpa_desc *d, const float *q, cons
     float *S = probs ? probs + t * nsc : mine;          /* [Lq, Lk] */
     float *QR = mine ? mine + (probs ? 0 : nsc) : NULL; /* [Lq, R] */
     float *PR = QR ? QR + nr : NULL;                    /* [Lq, R] */
+    const float extra = attn_stage_row_logit(d, h);     /* the row units' (sinks'); -inf: none */
     int s[4] = {0};
     if (Lk > 0) s[0] = attn_gemm_f32(0, 1, Lq, Lk, D, r.scale, Q, ldq, K, ldk, 0.0f, S, Lk);
     if (Lk > 0 && staged) attn_stage_row_exact(d, h, S, nsc, NULL);
     if (Lk > 0 && d->shaw_k)
       s[1] = attn_gemm_f32(0, 1, Lq, R, D, r.scale, Q, ldq, d->shaw_k, D, 0.0f, QR, R);
     for (int64_t i = 0; i < Lq; i++)
-      L[i] = softmax_row(d, b, h, i, Lk > 0 ? S + i * Lk : NULL, d->shaw_k ? QR + i * R : NULL);
+      L[i] =
+          softmax_row(d, b, h, i, Lk > 0 ? S + i * Lk : NULL, d->shaw_k ? QR + i * R : NULL, extra);
     if (Lk > 0 && d->dropout_p != 0.0f) attn_sdpa_dropout_tile(d, b, h, 0, Lq, 0, Lk, S, Lk);
     if (Lk > 0) s[2] = attn_gemm_f32(0, 0, Lq, Dv, Lk, 1.0f, S, Lk, V, ldv, 0.0f, O, ldo);
     if (Lk > 0 && d->shaw_v) {
@@ -200,7 +202,7 @@ attn_status attn_sdpa_forward_math(const attn_sdpa_desc *d, const float *q, cons
     for (int64_t i = 0; i < Lq; i++) /* exact zeros even if V holds inf/NaN */
       if (L[i] == -INFINITY) {
         memset(O + i * r.o[2], 0, (size_t)Dv * sizeof(float));
-        L[i] = attn_stage_row_logit(d, h); /* no allowed key: lse = the row units' (or -inf) */
+        L[i] = extra; /* no allowed key: lse = the row units' logit (or -inf) */
       }
     for (int x = 0; x < 4; x++)
       if (s[x] > bad) bad = s[x];

@@ -45,20 +45,21 @@ attn_status attn_sdpa_probs_f32(const attn_sdpa_desc *d, const float *q, const f
       continue;
     }
     const float *qi = qh + i * r.q[2];
-    for (int64_t j = lo; j < hi; j++) { /* the scaled logits of the allowed keys */
-      if (!attn_sdpa_bool_allows(d, b, h, i, j)) continue;
+    for (int64_t j = lo; j < hi; j++) { /* the scaled logits of the keys in range */
       const float *kj = kh + j * r.k[2];
       float s = 0.0f;
       for (int64_t c = 0; c < d->D; c++) s += qi[c] * kj[c];
       p[j] = r.scale * s;
     }
-    /* the score-modifier stage's tile units, as the flash tiles run them */
-    for (int64_t j = lo; staged && j < hi; j += 1 << 20)
-      attn_stage_tile(d, h, 1, (int)(hi - j < (1 << 20) ? hi - j : 1 << 20), p + j, 0, NULL, 0);
-    for (int64_t j = 0; j < d->Lk; j++) {
-      const float logit = p[j] == -INFINITY ? p[j] : p[j] + attn_sdpa_add_mask_at(d, b, h, i, j);
-      p[j] = isinf(logit) && logit < 0 ? 0.0f : expf(logit - li);
+    /* the score-modifier stage's tile units, then the element masks, as the
+     * flash tiles run them */
+    for (int64_t j = lo; j < hi; j += 1 << 20) {
+      const int nj = (int)(hi - j < (1 << 20) ? hi - j : 1 << 20);
+      if (staged) attn_stage_tile(d, h, 1, nj, p + j, 0, NULL, 0);
+      attn_sdpa_elem_masks(d, b, h, i, 1, j, nj, p + j, 0, 1);
     }
+    for (int64_t j = 0; j < d->Lk; j++)
+      p[j] = isinf(p[j]) && p[j] < 0 ? 0.0f : expf(p[j] - li);
   }
   return ATTN_OK;
 }
