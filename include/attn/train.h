@@ -81,9 +81,16 @@ ATTN_API attn_status attn_adam_set_decay(attn_adam *opt, int view_index, int dec
  *   WARMUP_COSINE, after:   min + (base - min) * (1 + cos(pi * (step - warmup) /
  *                           (total - warmup))) / 2, and min once step >= total
  *   CONSTANT, after:        base
+ *   WARMUP_INV_SQRT, after: base * sqrt(warmup / (step + 1))   (inverse square root:
+ *                           Vaswani et al. 2017, fairseq's inverse_sqrt; min and
+ *                           total not used; warmup >= 1)
  * This equals torch.optim.lr_scheduler.LambdaLR with that factor (and, after
  * warm-up, CosineAnnealingLR's closed form with T_max = total - warmup). */
-typedef enum { ATTN_SCHED_CONSTANT = 0, ATTN_SCHED_WARMUP_COSINE = 1 } attn_sched_kind;
+typedef enum {
+  ATTN_SCHED_CONSTANT = 0,
+  ATTN_SCHED_WARMUP_COSINE = 1,
+  ATTN_SCHED_WARMUP_INV_SQRT = 2
+} attn_sched_kind;
 
 typedef struct {
   attn_sched_kind kind;
@@ -91,7 +98,8 @@ typedef struct {
   int64_t warmup_steps, total_steps;
 } attn_schedule;
 
-/* Checks the fields (lr >= 0, min <= base, 0 <= warmup, warmup < total for cosine). */
+/* Checks the fields (lr >= 0, min <= base, 0 <= warmup, warmup < total for cosine,
+ * warmup >= 1 for the inverse square root). */
 ATTN_API attn_status attn_schedule_check(const attn_schedule *s);
 ATTN_API double attn_schedule_lr(const attn_schedule *s, int64_t step);
 

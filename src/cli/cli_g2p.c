@@ -10,9 +10,11 @@
 #include "apps/seq2seq/g2p_budget.h"
 #include "apps/seq2seq/g2p_eval.h"
 #include "apps/seq2seq/g2p_precision.h"
+#include "apps/seq2seq/g2p_rescore.h"
 #include "apps/seq2seq/g2p_train.h"
 #include "apps/train/train_plan.h"
 #include "attn/kernels.h"
+#include "cli/cli_g2p_models.h"
 #include "cli/cli_outpath.h"
 #include "cli/commands.h"
 
@@ -31,8 +33,16 @@ static void usage(FILE *f) {
           "model (train):\n"
           "  --dim E --heads H --ff F --layers N   (default 128 4 512 3: N encoder and N decoder layers)\n"
           "  --enc-layers N --dec-layers N  --dropout P (0.1)  --untied (own output projection)\n"
+          "  --no-stress       phonemes without stress digits (39 + specials; the file says so:\n"
+          "                    eval scores it with stress removed, predict writes AH, not AH0)\n"
+          "  --reverse         a right-to-left model: it writes the last phoneme first (for\n"
+          "                    --rescore; eval and predict put its output back in order)\n"
           "training:\n"
           "  --epochs N (10) --batch B (64) --lr LR (1e-3) --min-lr LR (1e-5) --warmup STEPS (4 %%)\n"
+          "  --batch-tokens N  batches by a budget of N padded tokens (a word costs the longer of\n"
+          "                    its letters and phonemes + 1; sorted by length) instead of --batch\n"
+          "  --schedule cosine|inv-sqrt  after the linear warm-up: cosine decay to --min-lr over\n"
+          "                    the run (default), or lr * sqrt(warmup / step)\n"
           "  --smoothing S (0.1) --weight-decay W (0.01) --clip C (1) --seed S (1)\n"
           "  --resume          continue OUT/last.safetensors (the same options give the same bits)\n"
           "  --max-steps N     stop after global step N (OUT/last.safetensors then resumes)\n"
@@ -54,6 +64,9 @@ static void usage(FILE *f) {
           "  --length-penalty A  rank finished hypotheses by logp / ((5 + len) / 6)^A (0.6; 0: none)\n"
           "  --ensemble F[,F...]  decode with MODEL and these models together: each step the\n"
           "                    mean of their probabilities (the same graphemes; up to 16 models)\n"
+          "  --rescore R[,R...]  right-to-left models (--reverse) score each of the beam's K\n"
+          "                    hypotheses; logp + W * their logp picks (needs --beam K >= 2)\n"
+          "  --rescore-weight W  (1)\n"
           "  --save-attention OUT.safetensors  predict: the cross attention of every decoder\n"
           "                    layer and head on each word's (best) output, phonemes down, letters\n"
           "                    across, for attn viz / attn diagnose; with several words one file\n"
@@ -78,12 +91,17 @@ static const cli_opt opts[] = {
     {"--threads", CLI_VALUE},     {"--beam", CLI_VALUE},       {"--n-best", CLI_VALUE},
     {"--length-penalty", CLI_VALUE}, {"--precision", CLI_VALUE}, {"--bench", CLI_VALUE},
     {"--save-attention", CLI_VALUE}, {"--keep-epochs", CLI_FLAG}, {"--ensemble", CLI_VALUE},
-    {"--time-budget", CLI_VALUE}, {NULL, 0}};
+    {"--time-budget", CLI_VALUE}, {"--no-stress", CLI_FLAG},  {"--reverse", CLI_FLAG},
+    {"--batch-tokens", CLI_VALUE}, {"--schedule", CLI_VALUE},  {"--rescore", CLI_VALUE},
+    {"--rescore-weight", CLI_VALUE}, {NULL, 0}};
 
 typedef struct {
   const char *data, *out, *split;
   const char *save; /* --save-attention */
   const char *ensemble; /* --ensemble FILE[,FILE...] */
+  const char *rescore;  /* --rescore FILE[,FILE...] */
+  float rescore_weight; /* --rescore-weight W */
+  int model_opt;        /* an option that shapes a new model (train only) */
   int resume, threads, worst, limit, batch, train_words, n_best_set;
   int prec_set, prec_auto; /* --precision given; auto */
   int bench;               /* --bench STEPS */
@@ -111,7 +129,15 @@ static int set_opt(g2p_opts *o, const char *k, const char *v) {
   else if (!strcmp(k, "--save-attention")) o->save = v;
   else if (!strcmp(k, "--ensemble")) o->ensemble = v;
   else if (!strcmp(k, "--split")) o->split = v;
+  else if (!strcmp(k, "--rescore")) o->rescore = v;
   else if (!strcmp(k, "--untied")) o->mc.tied = 0;
+  else if (!strcmp(k, "--no-stress")) o->mc.stress = 0, o->model_opt = 1;
+  else if (!strcmp(k, "--reverse")) o->mc.reverse = 1, o->model_opt = 1;
+  else if (!strcmp(k, "--schedule")) {
+    if (!strcmp(v, "cosine")) o->to.schedule = ATTN_SCHED_WARMUP_COSINE;
+    else if (!strcmp(v, "inv-sqrt")) o->to.schedule = ATTN_SCHED_WARMUP_INV_SQRT;
+    else return cli_usage("--schedule: cosine or inv-sqrt, not '%s'", v);
+  }
   else if (!strcmp(k, "--resume")) o->resume = 1;
   else if (!strcmp(k, "--keep-epochs")) o->to.keep_epochs = 1;
   else if (!strcmp(k, "--precision")) {
@@ -156,6 +182,8 @@ static int set_opt(g2p_opts *o, const char *k, const char *v) {
     INT("--n-best", 1, 4096, o->dec.n_best)
     INT("--length-penalty", 0, 100, o->dec.alpha)
     INT("--time-budget", 1, 1e9, o->time_budget)
+    INT("--batch-tokens", 1, 1e9, o->to.batch_tokens)
+    INT("--rescore-weight", 0, 1000, o->rescore_weight)
   }
 #undef INT
   return r;
@@ -168,6 +196,7 @@ static int parse(int argc, char **argv, g2p_opts *o) {
   o->split = "both";
   o->worst = 10;
   o->batch = 128;
+  o->rescore_weight = 1.0f;
   attn_g2p_config_default(&o->mc);
   attn_g2p_train_opts_default(&o->to);
   attn_g2p_decode_opts_default(&o->dec);
@@ -288,6 +317,16 @@ static int cmd_train(g2p_opts *o) {
       attn_g2p_dict_free(&d);
       return cli_fail(last);
     }
+    if (o->model_opt && (m.c.stress != o->mc.stress || m.c.reverse != o->mc.reverse)) {
+      r = cli_error(last, "a %s, %s model: --resume goes on with it as it is (leave out "
+                    "--no-stress / --reverse, or give them as it was trained)",
+                    m.c.stress ? "stressed" : "stress-free",
+                    m.c.reverse ? "right-to-left" : "left-to-right");
+      attn_adam_free(&opt);
+      attn_g2p_free(&m);
+      attn_g2p_dict_free(&d);
+      return r;
+    }
   } else {
     attn_g2p_graphemes g;
     attn_g2p_train_chars(&d, &g);
@@ -303,6 +342,9 @@ static int cmd_train(g2p_opts *o) {
   }
   st = attn_g2p_set_make(&d, ATTN_G2P_TRAIN, &m.g, m.c.max_src, m.c.max_tgt, &tr);
   if (!st) st = attn_g2p_set_make(&d, ATTN_G2P_VAL, &m.g, m.c.max_src, m.c.max_tgt, &va);
+  int merged = 0, merged_val = 0; /* --no-stress: pronunciations equal without stress */
+  if (!st) attn_g2p_set_targets(&tr, (int)m.c.stress, (int)m.c.reverse, &merged);
+  if (!st) attn_g2p_set_targets(&va, (int)m.c.stress, (int)m.c.reverse, &merged_val);
   if (!st && o->train_words > 0) {  // the first N words: cut after the last example of word N
     int words = 0, i = 0;
     for (; i < tr.n; i++) {
@@ -331,6 +373,19 @@ static int cmd_train(g2p_opts *o) {
            o->to.epochs, o->to.batch, o->to.lr, (double)o->to.smoothing,
            (unsigned long long)o->to.seed, attn_get_num_threads(),
            o->resume ? ", resumed" : "");
+    char batching[64];
+    if (o->to.batch_tokens > 0)
+      snprintf(batching, sizeof batching, "batches of up to %lld tokens",
+               (long long)o->to.batch_tokens);
+    else
+      snprintf(batching, sizeof batching, "batches of %d words", o->to.batch);
+    printf("g2p: targets %s, %s (%d + %d pronunciations equal without stress merged); %s, "
+           "%s schedule\n",
+           m.c.stress ? "with stress" : "without stress",
+           m.c.reverse ? "right to left (last phoneme first)" : "left to right", merged,
+           merged_val, batching,
+           o->to.schedule == ATTN_SCHED_WARMUP_INV_SQRT ? "warm-up + inverse square root"
+                                                        : "warm-up + cosine");
     printf("g2p: precision %s (%s)\n%s", attn_precision_name(o->to.precision), why, plan);
     fflush(stdout);
     if (o->bench) {
@@ -365,53 +420,22 @@ static int cmd_train(g2p_opts *o) {
   return r;
 }
 
-static int load_model(const char *path, attn_g2p_model *m) {
-  if (!path) return cli_usage("which model? (attn g2p eval|predict MODEL ...)");
-  if (attn_g2p_load(path, m, NULL)) return cli_fail(path);
-  return CLI_OK;
-}
-
-/* MODEL, then --ensemble's files: ms[0..n) */
-typedef struct {
-  attn_g2p_model m[ATTN_G2P_MAX_MODELS];
-  const attn_g2p_model *ms[ATTN_G2P_MAX_MODELS];
-  int n;
-} g2p_models;
-
-static void models_free(g2p_models *e) {
-  for (int k = 0; e && k < e->n; k++) attn_g2p_free(&e->m[k]);
-  free(e);
-}
-
-/* NULL and *r the exit code on failure */
-static g2p_models *models_load(const g2p_opts *o, int *r) {
-  g2p_models *e = calloc(1, sizeof *e);
-  if (!e) {
-    *r = cli_error(NULL, "out of memory");
+/* MODEL and --ensemble's files; with --rescore, the rescoring models in *rs */
+static cli_g2p_models *models_load(const g2p_opts *o, cli_g2p_models **rs, int *r) {
+  *rs = NULL;
+  if (!o->args[0]) {
+    *r = cli_usage("which model? (attn g2p eval|predict MODEL ...)");
     return NULL;
   }
-  *r = load_model(o->args[0], &e->m[0]);
-  if (!*r) e->ms[e->n++] = &e->m[0];
-  for (const char *p = o->ensemble; !*r && p && *p;) {
-    const char *c = strchr(p, ',');
-    const size_t len = c ? (size_t)(c - p) : strlen(p);
-    char path[4096];
-    if (len == 0 || len >= sizeof path) {
-      *r = cli_usage("--ensemble: a list of model files separated by commas, not '%s'", o->ensemble);
-    } else if (e->n == ATTN_G2P_MAX_MODELS) {
-      *r = cli_usage("--ensemble: at most %d models in all", ATTN_G2P_MAX_MODELS);
-    } else {
-      memcpy(path, p, len);
-      path[len] = 0;
-      *r = load_model(path, &e->m[e->n]);
-      if (!*r) e->ms[e->n] = &e->m[e->n], e->n++;
+  cli_g2p_models *e = cli_g2p_models_load(o->args[0], o->ensemble, "--ensemble", r);
+  if (e && o->rescore) {
+    *rs = cli_g2p_models_load(NULL, o->rescore, "--rescore", r);
+    if (*rs && attn_g2p_rescore_check(e->ms, e->n, (*rs)->ms, (*rs)->n)) *r = cli_fail(o->rescore);
+    if (*r) {
+      cli_g2p_models_free(e);
+      cli_g2p_models_free(*rs);
+      e = *rs = NULL;
     }
-    p = c ? c + 1 : p + len;
-  }
-  if (!*r && attn_g2p_ensemble_check(e->ms, e->n)) *r = cli_fail(o->ensemble);
-  if (*r) {
-    models_free(e);
-    e = NULL;
   }
   return e;
 }
@@ -423,15 +447,23 @@ static int cmd_eval(g2p_opts *o) {
   else if (!strcmp(o->split, "test")) from = 1;
   else if (strcmp(o->split, "both")) return cli_usage("--split: val, test or both, not '%s'", o->split);
   int r;
-  g2p_models *e = models_load(o, &r);
+  cli_g2p_models *rs;
+  cli_g2p_models *e = models_load(o, &rs, &r);
   if (!e) return r;
   const attn_g2p_model *m = e->ms[0];
   attn_g2p_dict d;
   if ((r = load_dict(o->data, &d))) {
-    models_free(e);
+    cli_g2p_models_free(e);
+    cli_g2p_models_free(rs);
     return r;
   }
   if (e->n > 1) printf("ensemble of %d models (the mean of their probabilities)\n", e->n);
+  if (!m->c.stress)
+    printf("a stress-free model (--no-stress): scored with stress removed only\n");
+  if (m->c.reverse) printf("a right-to-left model (--reverse): its output read back in order\n");
+  if (rs)
+    printf("the beam's %d hypotheses rescored by %d right-to-left model%s: logp + %g x theirs\n",
+           o->dec.beam, rs->n, rs->n > 1 ? "s" : "", (double)o->rescore_weight);
   for (int k = from; !r && k < to; k++) {
     attn_g2p_set set;
     attn_g2p_eval_result res;
@@ -452,7 +484,8 @@ static int cmd_eval(g2p_opts *o) {
       printf("precision: %s (%s)\n", attn_precision_name(o->prec), why);
       ctx.precision = o->prec;
     }
-    if (attn_g2p_evaluate_ensemble(e->ms, e->n, &ctx, &o->dec, &set, o->limit, &res)) {
+    if (attn_g2p_evaluate_rescored(e->ms, e->n, rs ? rs->ms : NULL, rs ? rs->n : 0,
+                                   o->rescore_weight, &ctx, &o->dec, &set, o->limit, &res)) {
       r = cli_fail(NULL);
     } else {
       printf("%-4s decoding: %d words in %.2f s: %.0f words/s (%s %d, batch %d, %d threads)\n",
@@ -460,9 +493,14 @@ static int cmd_eval(g2p_opts *o) {
              res.decode_seconds > 0 ? res.nwords / res.decode_seconds : 0.0,
              o->dec.beam > 1 ? "beam" : "greedy, beam", o->dec.beam, o->dec.batch,
              attn_get_num_threads());
-      printf("%-4s %6d words  WER %5.2f %%  PER %5.2f %%   stress removed: WER %5.2f %%  PER %5.2f %%%s\n",
-             attn_g2p_split_name(sides[k]), res.nwords, 100 * attn_g2p_wer(&res.stress),
-             100 * attn_g2p_per(&res.stress), 100 * attn_g2p_wer(&res.no_stress),
+      char ws[16] = "   --", ps[16] = "   --"; /* a stress-free model has no stress to score */
+      if (res.stress) {
+        snprintf(ws, sizeof ws, "%5.2f", 100 * attn_g2p_wer(&res.stress_score));
+        snprintf(ps, sizeof ps, "%5.2f", 100 * attn_g2p_per(&res.stress_score));
+      }
+      printf("%-4s %6d words  WER %s %%  PER %s %%   "
+             "stress removed: WER %5.2f %%  PER %5.2f %%%s\n",
+             attn_g2p_split_name(sides[k]), res.nwords, ws, ps, 100 * attn_g2p_wer(&res.no_stress),
              100 * attn_g2p_per(&res.no_stress), set.skipped ? " (longer words left out)" : "");
       if (o->worst > 0 && k == to - 1) {
         printf("\nworst errors (%s, edits per reference phoneme):\n", attn_g2p_split_name(sides[k]));
@@ -473,7 +511,8 @@ static int cmd_eval(g2p_opts *o) {
     attn_g2p_set_free(&set);
   }
   attn_g2p_dict_free(&d);
-  models_free(e);
+  cli_g2p_models_free(e);
+  cli_g2p_models_free(rs);
   return r;
 }
 
@@ -490,9 +529,11 @@ static int save_attention(const g2p_opts *o, const attn_g2p_model *m, const attn
   for (int i = 0; !r && i < n; i++) {
     const char *word = o->args[i + 1], *stem = cli_stem(&stems, word, 0);
     const int64_t j = (int64_t)i * h->n_best;
-    const int32_t *ph = h->ph + j * h->max_tgt;
     const int len = h->count[i] > 0 ? h->len[j] : 0;
-    attn_g2p_phones_format(ph, len, phones, sizeof phones);
+    int32_t ph[4096]; /* in the order the decoder wrote them (right to left: last first) */
+    for (int t = 0; t < len && t < 4096; t++)
+      ph[t] = h->ph[j * h->max_tgt + (m->c.reverse ? len - 1 - t : t)];
+    attn_g2p_phones_format(ph, len, (int)m->c.stress, phones, sizeof phones);
     if (!stem) {
       r = cli_error(NULL, "out of memory");
       break;
@@ -537,10 +578,12 @@ static int cmd_average(g2p_opts *o) {
 
 static int cmd_predict(g2p_opts *o) {
   if (o->nargs < 2) return cli_usage("predict takes MODEL and at least one WORD");
-  if (o->ensemble && o->save)
-    return cli_usage("--save-attention saves one model's cross attention: not with --ensemble");
+  if ((o->ensemble || o->rescore) && o->save)
+    return cli_usage("--save-attention saves one model's cross attention: not with --ensemble "
+                     "or --rescore");
   int r;
-  g2p_models *e = models_load(o, &r);
+  cli_g2p_models *rs;
+  cli_g2p_models *e = models_load(o, &rs, &r);
   if (!e) return r;
   const attn_g2p_model *m = e->ms[0];
   int n = o->nargs - 1;
@@ -583,13 +626,19 @@ static int cmd_predict(g2p_opts *o) {
   }
   if (!r && o->save && cli_out_file_ready("--save-attention", o->save)) r = CLI_FAILED;
   attn_g2p_hyps h = {0};
-  if (!r && attn_g2p_search_ensemble(e->ms, e->n, &ctx, &o->dec, src, sl, n, &h)) r = cli_fail(NULL);
+  attn_g2p_decode_opts dec = o->dec;
+  if (rs) dec.n_best = dec.beam; /* every hypothesis of the beam, rescored */
+  if (!r && attn_g2p_search_ensemble(e->ms, e->n, &ctx, &dec, src, sl, n, &h)) r = cli_fail(NULL);
+  if (!r && rs &&
+      attn_g2p_rescore(&h, rs->ms, rs->n, o->rescore_weight, o->dec.alpha, &ctx, src, sl,
+                       o->dec.batch))
+    r = cli_fail(NULL);
   // WORD<TAB>PHONES; with --n-best: WORD<TAB>rank<TAB>score<TAB>PHONES per hypothesis
   char buf[1024];
   for (int i = 0; !r && i < n; i++)
-    for (int k = 0; k < h.count[i] && (k == 0 || o->n_best_set); k++) {
+    for (int k = 0; k < h.count[i] && k < o->dec.n_best && (k == 0 || o->n_best_set); k++) {
       const int64_t j = (int64_t)i * h.n_best + k;
-      attn_g2p_phones_format(h.ph + j * h.max_tgt, h.len[j], buf, sizeof buf);
+      attn_g2p_phones_format(h.ph + j * h.max_tgt, h.len[j], (int)m->c.stress, buf, sizeof buf);
       if (o->n_best_set)
         printf("%s\t%d\t%.4f\t%s\n", o->args[i + 1], k + 1, (double)h.score[j], buf);
       else
@@ -600,7 +649,8 @@ static int cmd_predict(g2p_opts *o) {
   free(ids);
   free(src);
   free(sl);
-  models_free(e);
+  cli_g2p_models_free(e);
+  cli_g2p_models_free(rs);
   return r;
 }
 
@@ -633,6 +683,14 @@ int attn_cmd_g2p(int argc, char **argv) {
   else if (!r) {
     if (k < 2 && o->nargs) r = cli_usage("unexpected argument '%s'", o->args[0]);
     else if (k != 3 && o->save) r = cli_usage("--save-attention is an option of predict");
+    else if (k != 1 && (o->model_opt || o->to.batch_tokens > 0 ||
+                        o->to.schedule != ATTN_SCHED_WARMUP_COSINE))
+      r = cli_usage("--no-stress, --reverse, --batch-tokens and --schedule are options of train "
+                    "(a model file says how it was trained)");
+    else if (k != 2 && k != 3 && (o->rescore || o->rescore_weight != 1.0f))
+      r = cli_usage("--rescore and --rescore-weight are options of eval and predict");
+    else if (o->rescore && o->dec.beam < 2)
+      r = cli_usage("--rescore rescores the beam's hypotheses: give --beam K with K >= 2");
     else if (k == 4) r = cmd_average(o);
     else r = k == 0 ? cmd_split(o) : k == 1 ? cmd_train(o) : k == 2 ? cmd_eval(o) : cmd_predict(o);
   }

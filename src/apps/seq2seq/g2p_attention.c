@@ -46,7 +46,7 @@ static attn_status labels(const attn_g2p_model *m, const int32_t *src, const int
   if (!c->out_labels || !c->src_labels || !c->letters)
     return attn_set_error(ATTN_ENOMEM, "g2p cross attention: out of memory");
   for (int64_t t = 0; t < c->l_out; t++)
-    c->out_labels[t] = attn_g2p_phone_name(t < len ? ph[t] : ATTN_G2P_EOS);
+    c->out_labels[t] = attn_g2p_phone_name_for(t < len ? ph[t] : ATTN_G2P_EOS, (int)m->c.stress);
   for (int64_t j = 0; j < c->l_src; j++) {
     c->letters[2 * j] = m->g.chars[src[j] - ATTN_G2P_SPECIAL];
     c->letters[2 * j + 1] = '\0';

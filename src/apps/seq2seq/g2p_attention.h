@@ -28,7 +28,9 @@ typedef struct {
 } attn_g2p_cross;
 
 /* src [src_len] the word's grapheme ids (1..max_src), ph [len] the output's
- * phoneme ids (0..max_tgt-1 of them, no specials), eos 1 when the output
+ * phoneme ids (0..max_tgt-1 of them, no specials; the model's inventory, in
+ * the order its decoder writes them: last first for a right-to-left model;
+ * labelled with or without stress as the model writes), eos 1 when the output
  * ended with </s> (a decoded output stops without it only after max_tgt - 1
  * phonemes). ctx: backend and precision (f32 or bf16 Linears); never trains.
  * On error *out is empty. */

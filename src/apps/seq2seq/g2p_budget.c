@@ -23,7 +23,7 @@ attn_status attn_g2p_cost_probe(const attn_g2p_model *m, const attn_g2p_set *tra
   attn_batch_plan plan = {0};
   attn_g2p_batch bt[PROBE_BATCHES] = {{0}};
   attn_g2p_saved sv = {0};
-  attn_status st = attn_batch_plan_make(train->src_len, train->n, o->batch, 1, 0, 0, 0, &plan);
+  attn_status st = attn_g2p_plan(train, o, 0, 0, &plan);
   if (!st) st = attn_g2p_create(&pm, &m->c, &m->g);
   if (!st) st = attn_g2p_init(&pm, o->seed);
   if (!st) st = attn_g2p_adam_init(&opt, &pm, o);

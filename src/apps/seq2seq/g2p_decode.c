@@ -375,6 +375,14 @@ attn_status attn_g2p_ensemble_check(const attn_g2p_model *const *ms, int nm) {
   const attn_g2p_model *a = ms[0];
   for (int k = 1; k < nm; k++) {
     const attn_g2p_model *b = ms[k];
+    if (b->c.stress != a->c.stress || b->c.reverse != a->c.reverse)
+      return attn_set_error(ATTN_EINVAL,
+                            "g2p ensemble: model %d writes %s phonemes %s, model 1 %s phonemes %s "
+                            "(the models of an ensemble are trained alike)",
+                            k + 1, b->c.stress ? "stressed" : "stress-free",
+                            b->c.reverse ? "right to left" : "left to right",
+                            a->c.stress ? "stressed" : "stress-free",
+                            a->c.reverse ? "right to left" : "left to right");
     if (!attn_g2p_same_io(a, b))
       return attn_set_error(ATTN_EINVAL,
                             "g2p ensemble: model %d reads other graphemes or lengths than model 1 "
@@ -383,6 +391,18 @@ attn_status attn_g2p_ensemble_check(const attn_g2p_model *const *ms, int nm) {
                             (long long)b->c.max_tgt, (long long)a->c.max_tgt);
   }
   return ATTN_OK;
+}
+
+/* a right-to-left model's outputs in reading order */
+static void hyps_reverse(attn_g2p_hyps *h) {
+  for (int64_t j = 0; j < (int64_t)h->n * h->n_best; j++) {
+    int32_t *p = h->ph + j * h->max_tgt;
+    for (int a = 0, b = h->len[j] - 1; a < b; a++, b--) {
+      const int32_t x = p[a];
+      p[a] = p[b];
+      p[b] = x;
+    }
+  }
 }
 
 attn_status attn_g2p_search(const attn_g2p_model *m, const attn_nn_ctx *ctx,
@@ -414,6 +434,7 @@ attn_status attn_g2p_search_ensemble(const attn_g2p_model *const *ms, int nm,
   bc.norm = o->alpha > 0.0f ? ATTN_BEAM_NORM_GNMT : ATTN_BEAM_NORM_NONE;
   bc.alpha = o->alpha;
   if (n > 0) st = search_batches(ms, nm, ctx, &bc, src, src_lens, n, o->batch, out);
+  if (!st && m->c.reverse) hyps_reverse(out);
   if (st) attn_g2p_hyps_free(out);
   return st;
 }

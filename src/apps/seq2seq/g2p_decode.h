@@ -17,7 +17,12 @@
  *   score = logp / ((5 + len) / 6)^A   (GNMT, Wu et al. 2016; len = phonemes + </s>)
  * A = 0: the plain sum of log-probabilities. K = 1 is greedy decoding (the
  * argmax each step, the lower id on ties; </s> wins a tie). A word stops at
- * </s> or after max_tgt - 1 tokens (then without </s>). */
+ * </s> or after max_tgt - 1 tokens (then without </s>).
+ *
+ * Phoneme ids are the model's inventory (with stress or without:
+ * m->c.stress). A right-to-left model (m->c.reverse) writes the last phoneme
+ * first; the search returns its outputs in reading order (first phoneme
+ * first), as a left-to-right model's. */
 #ifndef ATTN_APPS_G2P_DECODE_H
 #define ATTN_APPS_G2P_DECODE_H
 
@@ -51,8 +56,9 @@ attn_status attn_g2p_search(const attn_g2p_model *m, const attn_nn_ctx *ctx,
 /* An ensemble of nm models (1..ATTN_G2P_MAX_MODELS): each step's next-phoneme
  * log-probability is the log of the mean of the models' probabilities; each
  * model encodes the words itself and keeps its own decoder cache. The models
- * must read the same graphemes and lengths (max_src, max_tgt); their sizes may
- * differ. nm = 1 is attn_g2p_search, bit for bit. */
+ * must read the same graphemes and lengths (max_src, max_tgt), write the same
+ * inventory (stress) in the same direction; their sizes may differ. nm = 1
+ * is attn_g2p_search, bit for bit. */
 #define ATTN_G2P_MAX_MODELS 16
 attn_status attn_g2p_ensemble_check(const attn_g2p_model *const *ms, int nm);
 attn_status attn_g2p_search_ensemble(const attn_g2p_model *const *ms, int nm,

@@ -20,6 +20,8 @@ void attn_g2p_config_default(attn_g2p_config *c) {
   c->max_tgt = 40;
   c->dropout = 0.1f;
   c->tied = 1;
+  c->stress = 1;
+  c->reverse = 0;
 }
 
 static attn_status check_config(const attn_g2p_config *c) {
@@ -34,6 +36,9 @@ static attn_status check_config(const attn_g2p_config *c) {
     return attn_set_error(ATTN_EINVAL, "g2p config: ff 1..65536 and 1..64 layers expected");
   if (c->max_src < 1 || c->max_src > 4096 || c->max_tgt < 2 || c->max_tgt > 4096)
     return attn_set_error(ATTN_EINVAL, "g2p config: max lengths out of range");
+  if ((c->stress != 0 && c->stress != 1) || (c->reverse != 0 && c->reverse != 1))
+    return attn_set_error(ATTN_EINVAL, "g2p config: stress %d and reverse %d must be 0 or 1",
+                          c->stress, c->reverse);
   if (!(c->dropout >= 0.0f && c->dropout < 1.0f))
     return attn_set_error(ATTN_EINVAL, "g2p config: dropout must be in [0, 1)");
   return ATTN_OK;
@@ -70,7 +75,7 @@ attn_status attn_g2p_create(attn_g2p_model *m, const attn_g2p_config *c,
   m->c = *c;
   m->g = *g;
   m->vocab_src = ATTN_G2P_SPECIAL + g->n;
-  m->vocab_tgt = attn_g2p_phone_count();
+  m->vocab_tgt = attn_g2p_phone_count_for(c->stress);
   int64_t E = c->d_model;
   int64_t s1[2] = {m->vocab_src, E}, s2[2] = {m->vocab_tgt, E}, s3[1] = {m->vocab_tgt};
   m->out_w = -1;

@@ -23,9 +23,13 @@ typedef struct {
   int64_t max_tgt; /* longest pronunciation + 1 (BOS or EOS) */
   float dropout;
   int tied;
+  int stress;  /* 1: phonemes with stress digits (73 ids); 0: without (43; --no-stress) */
+  int reverse; /* 1: a right-to-left model: it writes a pronunciation last phoneme
+                * first (trained on reversed targets; --reverse) */
 } attn_g2p_config;
 
-/* d_model 128, 4 heads, ff 512, 3 + 3 layers, max_src 40, max_tgt 40, dropout 0.1, tied */
+/* d_model 128, 4 heads, ff 512, 3 + 3 layers, max_src 40, max_tgt 40, dropout 0.1, tied,
+ * stressed, left to right */
 void attn_g2p_config_default(attn_g2p_config *c);
 
 typedef struct {
@@ -85,7 +89,9 @@ attn_status attn_g2p_loss_backward(attn_g2p_model *m, const attn_nn_ctx *ctx, at
 
 /* ---- model files ------------------------------------------------------------
  * attn_checkpoint_save's file with metadata "g2p.<field>" for the config and
- * "g2p.graphemes"; extra (may be NULL) adds entries (training state). */
+ * "g2p.graphemes"; extra (may be NULL) adds entries (training state).
+ * "g2p.stress" and "g2p.reverse" may be absent (files written before them):
+ * a stressed, left-to-right model. */
 attn_status attn_g2p_store_meta(const attn_g2p_model *m, attn_st *st);
 /* Creates m from the file at path (ATTN_EINVAL for a file that is not a G2P
  * model, e.g. attn train's classifier). *file_out (may be NULL): the file. */
@@ -94,7 +100,9 @@ attn_status attn_g2p_load(const char *path, attn_g2p_model *m, attn_st **file_ou
  * renamed), kv: NULL or NULL-terminated key, value pairs of extra metadata. */
 attn_status attn_g2p_save(const char *path, const attn_g2p_model *m, const attn_adam *opt,
                           const char *const *kv);
-/* 1: a and b read the same graphemes and lengths and write the same phonemes */
+/* 1: a and b read the same graphemes and lengths and write the same phonemes
+ * (the same inventory: both with stress or both without); the direction is
+ * not compared */
 int attn_g2p_same_io(const attn_g2p_model *a, const attn_g2p_model *b);
 /* m = the element-wise mean of the parameters in the n files (checkpoint
  * averaging); ATTN_EINVAL when they differ in architecture or graphemes. */

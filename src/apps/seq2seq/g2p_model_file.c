@@ -10,14 +10,18 @@
 typedef struct {
   const char *key;
   size_t off;
-  int is_float;
+  int is_float; /* 0 int64, 1 float, 2 int flag */
+  int optional; /* 1: absent in older files, then dflt */
+  int dflt;
 } field;
 
-#define F(name) {"g2p." #name, offsetof(attn_g2p_config, name), 0}
+#define F(name) {"g2p." #name, offsetof(attn_g2p_config, name), 0, 0, 0}
 static const field fields[] = {F(d_model), F(heads),   F(ff),   F(enc_layers),
                                F(dec_layers), F(max_src), F(max_tgt),
-                               {"g2p.dropout", offsetof(attn_g2p_config, dropout), 1},
-                               {"g2p.tied", offsetof(attn_g2p_config, tied), 2}};
+                               {"g2p.dropout", offsetof(attn_g2p_config, dropout), 1, 0, 0},
+                               {"g2p.tied", offsetof(attn_g2p_config, tied), 2, 0, 0},
+                               {"g2p.stress", offsetof(attn_g2p_config, stress), 2, 1, 1},
+                               {"g2p.reverse", offsetof(attn_g2p_config, reverse), 2, 1, 0}};
 #undef F
 #define NFIELDS (sizeof fields / sizeof fields[0])
 
@@ -60,8 +64,8 @@ attn_status attn_g2p_load(const char *path, attn_g2p_model *m, attn_st **file_ou
   for (size_t i = 0; !s && i < NFIELDS; i++) {
     const char *v = attn_st_meta(st, fields[i].key);
     char *end = NULL;
-    double d = v ? strtod(v, &end) : 0;
-    if (!v || end == v || *end)
+    double d = v ? strtod(v, &end) : fields[i].dflt;
+    if ((v || !fields[i].optional) && (!v || end == v || *end))
       s = attn_set_error(ATTN_EINVAL, "%s: G2P metadata '%s' missing or not a number", path,
                          fields[i].key);
     char *p = (char *)&c + fields[i].off;
@@ -103,7 +107,7 @@ static int same_model(const attn_g2p_model *a, const attn_g2p_model *b) {
   const attn_g2p_config *x = &a->c, *y = &b->c;
   return attn_g2p_same_io(a, b) && x->d_model == y->d_model && x->heads == y->heads &&
          x->ff == y->ff && x->enc_layers == y->enc_layers && x->dec_layers == y->dec_layers &&
-         x->tied == y->tied && a->p.numel == b->p.numel;
+         x->tied == y->tied && x->reverse == y->reverse && a->p.numel == b->p.numel;
 }
 
 /* sum (+)= m's parameters; ATTN_EINVAL naming the tensor at a NaN or Inf */

@@ -15,6 +15,36 @@ void attn_g2p_set_free(attn_g2p_set *s) {
   memset(s, 0, sizeof *s);
 }
 
+static int same_target(const attn_g2p_set *s, int i, int j) {
+  return s->tgt_len[i] == s->tgt_len[j] &&
+         !memcmp(s->tgt[i], s->tgt[j], (size_t)s->tgt_len[i] * sizeof *s->tgt[i]);
+}
+
+void attn_g2p_set_targets(attn_g2p_set *s, int stress, int reverse, int *merged) {
+  int n = 0, first = 0; /* first: the current word's first kept example */
+  if (merged) *merged = 0;
+  for (int i = 0; i < s->n; i++) {
+    int32_t *t = (int32_t *)s->tgt[i]; /* the set's own arena */
+    const int len = s->tgt_len[i];
+    for (int k = 0; !stress && k < len; k++)
+      t[k] = attn_g2p_phone_strip(t[k]);
+    for (int k = 0; reverse && k < len / 2; k++) {
+      const int32_t x = t[k];
+      t[k] = t[len - 1 - k];
+      t[len - 1 - k] = x;
+    }
+    if (n == 0 || s->word[i] != s->word[n - 1]) first = n;
+    s->src[n] = s->src[i], s->src_len[n] = s->src_len[i];
+    s->tgt[n] = s->tgt[i], s->tgt_len[n] = s->tgt_len[i], s->word[n] = s->word[i];
+    int dup = 0;
+    for (int j = first; !stress && j < n && !dup; j++)
+      dup = same_target(s, j, n);
+    if (dup && merged) (*merged)++;
+    if (!dup) n++;
+  }
+  s->n = n;
+}
+
 void attn_g2p_train_chars(const attn_g2p_dict *d, attn_g2p_graphemes *g) {
   char seen[256] = {0}, chars[256];
   int n = 0;

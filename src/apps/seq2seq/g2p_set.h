@@ -25,6 +25,12 @@ typedef struct {
 attn_status attn_g2p_set_make(const attn_g2p_dict *d, int split, const attn_g2p_graphemes *g,
                               int64_t max_src, int64_t max_tgt, attn_g2p_set *s);
 void attn_g2p_set_free(attn_g2p_set *s);
+/* The targets as a model of that kind learns them, in place: stress 0
+ * (--no-stress): every vowel's stress dropped (attn_g2p_phone_strip), and a
+ * pronunciation that then equals an earlier one of its word left out
+ * (counted in *merged, may be NULL); reverse 1 (--reverse): each
+ * pronunciation last phoneme first. stress 1, reverse 0: unchanged. */
+void attn_g2p_set_targets(attn_g2p_set *s, int stress, int reverse, int *merged);
 /* The characters of the training side's words (for attn_g2p_graphemes_make). */
 void attn_g2p_train_chars(const attn_g2p_dict *d, attn_g2p_graphemes *g);
 

@@ -23,6 +23,37 @@ void attn_g2p_train_opts_default(attn_g2p_train_opts *o) {
   o->smoothing = 0.1f;
   o->seed = 1;
   o->progress = -1;
+  o->schedule = ATTN_SCHED_WARMUP_COSINE;
+}
+
+attn_status attn_g2p_plan(const attn_g2p_set *set, const attn_g2p_train_opts *o, int shuffle,
+                          int64_t epoch, attn_batch_plan *plan) {
+  if (o->batch_tokens <= 0)
+    return attn_batch_plan_make(set->src_len, set->n, o->batch, shuffle ? 50 : 1, shuffle,
+                                shuffle ? o->seed : 0, shuffle ? epoch : 0, plan);
+  memset(plan, 0, sizeof *plan);
+  int32_t *cost = malloc((size_t)(set->n > 0 ? set->n : 1) * sizeof *cost);
+  if (!cost) return attn_set_error(ATTN_ENOMEM, "g2p: out of memory");
+  for (int i = 0; i < set->n; i++)
+    cost[i] = set->src_len[i] > set->tgt_len[i] + 1 ? set->src_len[i] : set->tgt_len[i] + 1;
+  attn_status st = attn_batch_plan_tokens(cost, set->n, o->batch_tokens, shuffle,
+                                          shuffle ? o->seed : 0, shuffle ? epoch : 0, plan);
+  free(cost);
+  return st;
+}
+
+attn_status attn_g2p_schedule(const attn_g2p_train_opts *o, int steps_per_epoch,
+                              attn_schedule *sch) {
+  memset(sch, 0, sizeof *sch);
+  sch->kind = o->schedule;
+  sch->base_lr = o->lr;
+  sch->min_lr = o->min_lr;
+  sch->total_steps = (int64_t)o->epochs * steps_per_epoch;
+  sch->warmup_steps = o->warmup >= 0 ? o->warmup : sch->total_steps / 25;
+  if (sch->kind == ATTN_SCHED_WARMUP_COSINE && sch->warmup_steps >= sch->total_steps)
+    sch->warmup_steps = sch->total_steps - 1;
+  if (sch->kind == ATTN_SCHED_WARMUP_INV_SQRT && sch->warmup_steps < 1) sch->warmup_steps = 1;
+  return attn_schedule_check(sch);
 }
 
 attn_status attn_g2p_adam_init(attn_adam *opt, const attn_g2p_model *m,
@@ -141,7 +172,7 @@ attn_status attn_g2p_train_bench(attn_g2p_model *m, attn_adam *opt, const attn_g
   snprintf(tmp, sizeof tmp, "%s.tmp", dump ? dump : "");
   FILE *f = dump ? fopen(tmp, "wb") : NULL;
   attn_status st = dump && !f ? attn_set_error(ATTN_EIO, "cannot write '%s'", tmp) : ATTN_OK;
-  if (!st) st = attn_batch_plan_make(train->src_len, train->n, o->batch, 50, 1, o->seed, 0, &plan);
+  if (!st) st = attn_g2p_plan(train, o, 1, 0, &plan);
   const int32_t head[2] = {0x42503247, steps + 1}; /* "G2PB", batches */
   if (!st && f && !write_i32(f, head, 2)) st = attn_set_error(ATTN_EIO, "cannot write '%s'", tmp);
   for (int k = 0; !st && k <= steps; k++) { /* step 0 warms up, untimed */
@@ -178,13 +209,10 @@ attn_status attn_g2p_train_run(attn_g2p_model *m, attn_adam *opt, attn_g2p_train
   attn_batch_plan plan = {0};
   attn_g2p_batch bt = {0};
   attn_g2p_saved sv = {0};
-  attn_status st =
-      attn_batch_plan_make(train->src_len, train->n, o->batch, 50, 1, o->seed, 0, &plan);
+  attn_status st = attn_g2p_plan(train, o, 1, 0, &plan);
   int nb = plan.nb;
-  attn_schedule sch = {ATTN_SCHED_WARMUP_COSINE, o->lr, o->min_lr, 0, (int64_t)o->epochs * nb};
-  sch.warmup_steps = o->warmup >= 0 ? o->warmup : sch.total_steps / 25;
-  if (sch.warmup_steps >= sch.total_steps) sch.warmup_steps = sch.total_steps - 1;
-  if (!st) st = attn_schedule_check(&sch);
+  attn_schedule sch;
+  if (!st) st = attn_g2p_schedule(o, nb, &sch);
   attn_train_progress pg;
   attn_train_progress_init(&pg, o->progress);
   double t_run = attn_train_now();
@@ -192,7 +220,7 @@ attn_status attn_g2p_train_run(attn_g2p_model *m, attn_adam *opt, attn_g2p_train
   int stopped = 0;
   for (; !st && !stopped && s->epoch < o->epochs;) {
     attn_batch_plan_free(&plan);
-    st = attn_batch_plan_make(train->src_len, train->n, o->batch, 50, 1, o->seed, s->epoch, &plan);
+    st = attn_g2p_plan(train, o, 1, s->epoch, &plan);
     attn_train_progress_epoch(&pg);
     double t_epoch = pg.t_epoch;
     for (; !st && s->batch < nb;) {

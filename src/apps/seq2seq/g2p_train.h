@@ -1,6 +1,7 @@
 /* Training the G2P model: teacher forcing, label smoothing, AdamW, linear
- * warm-up + cosine decay, gradient clipping, dropout, length-bucketed batches
- * (the batch plans of apps/train/batch_plan.h), checkpoints and exact resume.
+ * warm-up + cosine decay or inverse square root, gradient clipping, dropout,
+ * length-bucketed batches of a number of words or of a token budget (the
+ * batch plans of apps/train/batch_plan.h), checkpoints and exact resume.
  *
  * Reproducibility: the batch order is a pure function of (seed, epoch), the
  * dropout masks of (seed, global step), and every kernel is thread-count
@@ -20,6 +21,9 @@
 
 typedef struct {
   int epochs, batch;
+  int64_t batch_tokens;     /* > 0: batches by this token budget instead of `batch`
+                             * words (attn_g2p_plan) */
+  attn_sched_kind schedule; /* ATTN_SCHED_WARMUP_COSINE (default) or _INV_SQRT */
   double lr, min_lr, weight_decay, clip;
   int64_t warmup;    /* steps; -1: 4 % of the run */
   float smoothing;
@@ -45,6 +49,17 @@ typedef struct {
   double best_val;  /* best validation loss (0: none yet) */
   int best_epoch;
 } attn_g2p_train_state;
+
+/* An epoch's batches of set: o->batch words each (sorted by source length in
+ * chunks of 50 batches), or with o->batch_tokens > 0 by that budget: every
+ * example costs the longer of its letters and its phonemes + 1, sorted over
+ * the whole set (attn_batch_plan_tokens). shuffle 1: epoch `epoch` of seed
+ * o->seed; 0: sorted by length (timing, validation). Thread-count independent. */
+attn_status attn_g2p_plan(const attn_g2p_set *set, const attn_g2p_train_opts *o, int shuffle,
+                          int64_t epoch, attn_batch_plan *plan);
+/* The run's learning-rate schedule for steps_per_epoch batches per epoch. */
+attn_status attn_g2p_schedule(const attn_g2p_train_opts *o, int steps_per_epoch,
+                              attn_schedule *sch);
 
 /* The teacher-forced cross-entropy (no smoothing) of one batch, forward only. */
 attn_status attn_g2p_batch_loss(const attn_g2p_model *m, attn_precision precision,

@@ -13,7 +13,29 @@ static const char *const vowel_names[45] = {"AA0", "AA1", "AA2", "AE0", "AE1", "
 
 #define NPHONE (ATTN_G2P_SPECIAL + 24 + 15 * 3)
 
+#define NPHONE_FREE (ATTN_G2P_SPECIAL + 24 + 15)
+
 int attn_g2p_phone_count(void) { return NPHONE; }
+int attn_g2p_phone_count_for(int stress) { return stress ? NPHONE : NPHONE_FREE; }
+
+const char *attn_g2p_phone_name_for(int id, int stress) {
+  if (stress) return attn_g2p_phone_name(id);
+  if (id < 0 || id >= NPHONE_FREE) return "?";
+  if (id < ATTN_G2P_SPECIAL + 24) return attn_g2p_phone_name(id);
+  return vowels[id - ATTN_G2P_SPECIAL - 24];
+}
+
+int attn_g2p_phone_strip(int id) {
+  const int v = id - ATTN_G2P_SPECIAL - 24;
+  if (v < 0 || id >= NPHONE) return id;
+  return ATTN_G2P_SPECIAL + 24 + v / 3;
+}
+
+int attn_g2p_phone_restore(int id) {
+  const int v = id - ATTN_G2P_SPECIAL - 24;
+  if (v < 0 || id >= NPHONE_FREE) return id;
+  return ATTN_G2P_SPECIAL + 24 + 3 * v + 1;
+}
 
 const char *attn_g2p_phone_name(int id) {
   if (id < 0 || id >= NPHONE) return "?";

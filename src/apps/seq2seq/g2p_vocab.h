@@ -1,5 +1,9 @@
 /* G2P vocabularies. Phonemes: a fixed inventory (PAD, UNK, BOS, EOS, the 24
- * ARPAbet consonants, the 15 vowels each with stress 0, 1, 2). Graphemes:
+ * ARPAbet consonants, the 15 vowels each with stress 0, 1, 2: 73 ids), or,
+ * for a model trained without stress (attn g2p train --no-stress), the
+ * stress-free inventory (the same specials and consonants, then the 15
+ * vowels without a digit: 43 ids; a consonant has the same id in both).
+ * Graphemes:
  * PAD, UNK, BOS, EOS and the characters of the training words (sorted
  * bytes), saved with the model as a string. */
 #ifndef ATTN_APPS_G2P_VOCAB_H
@@ -20,6 +24,16 @@ int attn_g2p_phone_id(const char *sym, int len);
 int attn_g2p_is_vowel(const char *sym, int len);
 /* The id with the stress removed (vowels map to stress 1's id; others to themselves). */
 int attn_g2p_phone_unstressed(int id);
+/* The stress-free inventory (stress 0) beside the stressed one (stress 1):
+ * its size, and a symbol's name ("AH"). */
+int attn_g2p_phone_count_for(int stress);
+const char *attn_g2p_phone_name_for(int id, int stress);
+/* A stressed id in the stress-free inventory (AH0, AH1, AH2 -> AH); and back,
+ * a stress-free id as the stressed inventory's stress-1 id (the id
+ * attn_g2p_phone_unstressed gives, so that scores with stress removed see
+ * the two inventories alike). Other ids map to themselves. */
+int attn_g2p_phone_strip(int id);
+int attn_g2p_phone_restore(int id);
 /* Encodes "EY1 Z" into ids[0..*n) (max ids); ATTN_EINVAL naming a bad symbol. */
 attn_status attn_g2p_phones_encode(const char *pron, int32_t *ids, int max, int *n);
 

@@ -78,6 +78,53 @@ attn_status attn_batch_plan_make(const int32_t *lens, int n, int batch, int chun
   return ATTN_OK;
 }
 
+attn_status attn_batch_plan_tokens(const int32_t *lens, int n, int64_t max_tokens, int shuffle,
+                                   uint64_t seed, int64_t epoch, attn_batch_plan *plan) {
+  if (!lens || !plan || n <= 0 || max_tokens <= 0)
+    return attn_set_error(ATTN_EINVAL,
+                          "batch_plan: need lens, n > 0 and a token budget > 0 (n=%d, tokens=%lld)",
+                          n, (long long)max_tokens);
+  memset(plan, 0, sizeof *plan);
+  plan->order = malloc((size_t)n * sizeof(int));
+  plan->start = malloc((size_t)(n + 1) * sizeof(int));
+  int *tmp = malloc((size_t)n * sizeof(int)), *bo = malloc((size_t)n * sizeof(int));
+  int *lo = malloc((size_t)(n + 1) * sizeof(int));
+  if (!plan->order || !plan->start || !tmp || !bo || !lo) {
+    free(tmp), free(bo), free(lo);
+    attn_batch_plan_free(plan);
+    return attn_set_error(ATTN_ENOMEM, "batch_plan: out of memory");
+  }
+  plan->n = n;
+  for (int i = 0; i < n; i++)
+    plan->order[i] = i;
+  uint64_t rng = seed * 0xD1B54A32D192ED03ull ^ ((uint64_t)epoch + 1) * 0x8CB92BA72F3D8DD7ull;
+  if (shuffle) shuffle_ints(plan->order, n, &rng);
+  sort_by_len(plan->order, n, lens, tmp);
+  int nb = 0;
+  for (int i = 0; i < n;) { /* descending: a batch's first example is its longest */
+    const int64_t longest = lens[plan->order[i]] > 0 ? lens[plan->order[i]] : 1;
+    int64_t count = 1;
+    lo[nb++] = i++;
+    while (i < n && (count + 1) * longest <= max_tokens)
+      count++, i++;
+  }
+  lo[nb] = n;
+  plan->nb = nb;
+  for (int b = 0; b < nb; b++)
+    bo[b] = b;
+  if (shuffle) shuffle_ints(bo, nb, &rng);
+  memcpy(tmp, plan->order, (size_t)n * sizeof(int));
+  int k = 0;
+  for (int b = 0; b < nb; b++) {
+    plan->start[b] = k;
+    for (int i = lo[bo[b]]; i < lo[bo[b] + 1]; i++)
+      plan->order[k++] = tmp[i];
+  }
+  plan->start[nb] = k;
+  free(tmp), free(bo), free(lo);
+  return ATTN_OK;
+}
+
 void attn_batch_plan_free(attn_batch_plan *plan) {
   if (!plan) return;
   free(plan->order);

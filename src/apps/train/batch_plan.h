@@ -20,6 +20,16 @@ typedef struct {
 } attn_batch_plan;
 attn_status attn_batch_plan_make(const int32_t *lens, int n, int batch, int chunk_batches,
                                  int shuffle, uint64_t seed, int64_t epoch, attn_batch_plan *plan);
+/* Plan by a token budget (fairseq's max_tokens): lens[i] the padded length
+ * example i costs (e.g. the longer of its source and target); the examples
+ * (shuffled by (seed, epoch) with shuffle, so equal lengths come in a random
+ * order) sorted by length, longest first, over the whole set, and cut into
+ * batches of consecutive examples with count * longest <= max_tokens (one
+ * example alone when it is longer than that); with shuffle the batch order is
+ * then shuffled. The cut depends only on the multiset of lengths: every
+ * epoch has the same number of batches. */
+attn_status attn_batch_plan_tokens(const int32_t *lens, int n, int64_t max_tokens, int shuffle,
+                                   uint64_t seed, int64_t epoch, attn_batch_plan *plan);
 void attn_batch_plan_free(attn_batch_plan *plan);
 
 #endif

@@ -1,0 +1,219 @@
+/* N-best rescoring by right-to-left models (g2p_rescore.h). */
+#include "apps/seq2seq/g2p_rescore.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* log p(y | logits row x) over the whole vocabulary (the beam's log-softmax) */
+static double row_logp(const float *x, int64_t V, int32_t y) {
+  double mx = x[0], z = 0;
+  for (int64_t v = 1; v < V; v++)
+    mx = x[v] > mx ? x[v] : mx;
+  for (int64_t v = 0; v < V; v++)
+    z += exp((double)x[v] - mx);
+  return (double)x[y] - mx - log(z);
+}
+
+typedef struct {
+  int32_t *sb, *sl, *tin, *tout;          /* [B, Ls], [B], [B, Lt], [B, Lt] */
+  double *lp;                             /* [nm, B, Lt] each model's log-probabilities */
+  attn_g2p_saved sv[ATTN_G2P_MAX_MODELS]; /* each model's (their sizes differ) */
+} work;
+
+static void work_free(work *w) {
+  free(w->sb), free(w->sl), free(w->tin), free(w->tout), free(w->lp);
+  for (int k = 0; k < ATTN_G2P_MAX_MODELS; k++)
+    attn_g2p_saved_free(&w->sv[k]);
+}
+
+/* sequences j0 .. j0 + B into w's teacher-forced batch, in the models' order */
+static void gather(const attn_g2p_model *m, const int32_t *const *src, const int32_t *src_lens,
+                   const int *word, const int32_t *ph, int64_t stride, const int *len, int64_t j0,
+                   int64_t B, int64_t Ls, int64_t Lt, work *w) {
+  for (int64_t b = 0; b < B; b++) {
+    const int64_t j = j0 + b;
+    const int32_t l = src_lens[word[j]], n = len[j];
+    const int32_t *p = ph + j * stride;
+    w->sl[b] = l;
+    for (int64_t t = 0; t < Ls; t++)
+      w->sb[b * Ls + t] = t < l ? src[word[j]][t] : ATTN_G2P_PAD;
+    for (int64_t t = 0; t < Lt; t++) {
+      const int32_t y = t < n ? p[m->c.reverse ? n - 1 - t : t] : ATTN_G2P_EOS;
+      w->tout[b * Lt + t] = t <= n ? y : -1;
+      w->tin[b * Lt + t] = t == 0 ? ATTN_G2P_BOS : t <= n ? w->tout[b * Lt + t - 1] : ATTN_G2P_PAD;
+    }
+  }
+}
+
+attn_status attn_g2p_sequence_logp(const attn_g2p_model *const *ms, int nm, const attn_nn_ctx *ctx,
+                                   const int32_t *const *src, const int32_t *src_lens,
+                                   const int *word, const int32_t *ph, int64_t stride,
+                                   const int *len, int64_t n, int batch, double *logp) {
+  attn_status st = attn_g2p_ensemble_check(ms, nm);
+  if (st) return st;
+  const attn_g2p_model *m = ms[0];
+  if (n < 0 || batch < 1)
+    return attn_set_error(ATTN_EINVAL, "g2p scoring: %lld sequences, batch %d", (long long)n,
+                          batch);
+  for (int64_t j = 0; j < n; j++) {
+    const int32_t l = src_lens[word[j]];
+    if (l < 1 || l > m->c.max_src || len[j] < 0 || len[j] + 1 > m->c.max_tgt || len[j] > stride)
+      return attn_set_error(ATTN_EINVAL,
+                            "g2p scoring: sequence %lld: %d letters (1..%lld), %d phonemes "
+                            "(0..%lld)",
+                            (long long)j + 1, l, (long long)m->c.max_src, len[j],
+                            (long long)m->c.max_tgt - 1);
+    for (int t = 0; t < len[j]; t++) {
+      const int32_t y = ph[j * stride + t];
+      if (y < ATTN_G2P_SPECIAL || y >= m->vocab_tgt)
+        return attn_set_error(ATTN_EINVAL, "g2p scoring: sequence %lld: phoneme id %d (%d..%lld)",
+                              (long long)j + 1, y, ATTN_G2P_SPECIAL, (long long)m->vocab_tgt - 1);
+    }
+  }
+  const int64_t S = m->c.max_src, T = m->c.max_tgt, V = m->vocab_tgt;
+  work w = {0};
+  w.sb = malloc((size_t)(batch * S) * sizeof *w.sb);
+  w.sl = malloc((size_t)batch * sizeof *w.sl);
+  w.tin = malloc((size_t)(batch * T) * sizeof *w.tin);
+  w.tout = malloc((size_t)(batch * T) * sizeof *w.tout);
+  w.lp = malloc((size_t)(nm * batch * T) * sizeof *w.lp);
+  if (!w.sb || !w.sl || !w.tin || !w.tout || !w.lp)
+    st = attn_set_error(ATTN_ENOMEM, "g2p scoring: batch of %d", batch);
+  attn_nn_ctx run = {0};
+  if (ctx) run = *ctx;
+  run.training = 0;
+  const double log_nm = log((double)nm);
+  for (int64_t j0 = 0; !st && j0 < n; j0 += batch) {
+    const int64_t B = n - j0 < batch ? n - j0 : batch;
+    int64_t Ls = 1, Lt = 1;
+    for (int64_t b = 0; b < B; b++) {
+      Ls = src_lens[word[j0 + b]] > Ls ? src_lens[word[j0 + b]] : Ls;
+      Lt = len[j0 + b] + 1 > Lt ? len[j0 + b] + 1 : Lt;
+    }
+    gather(m, src, src_lens, word, ph, stride, len, j0, B, Ls, Lt, &w);
+    for (int k = 0; !st && k < nm; k++) {
+      st = attn_g2p_encode(ms[k], &run, &w.sv[k], w.sb, w.sl, B, Ls);
+      if (!st) st = attn_g2p_decode(ms[k], &run, &w.sv[k], w.tin, Lt);
+      for (int64_t r = 0; !st && r < B * Lt; r++)
+        if (w.tout[r] >= 0) w.lp[k * B * Lt + r] = row_logp(w.sv[k].logits + r * V, V, w.tout[r]);
+    }
+    for (int64_t b = 0; !st && b < B; b++) {
+      double sum = 0;
+      for (int64_t t = 0; t <= len[j0 + b]; t++) {
+        const int64_t r = b * Lt + t;
+        if (nm == 1) {
+          sum += w.lp[r];
+          continue;
+        }
+        double mx = w.lp[r]; /* log of the mean of the models' probabilities */
+        for (int k = 1; k < nm; k++)
+          mx = w.lp[k * B * Lt + r] > mx ? w.lp[k * B * Lt + r] : mx;
+        double z = 0;
+        for (int k = 0; k < nm; k++)
+          z += exp(w.lp[k * B * Lt + r] - mx);
+        sum += mx + log(z) - log_nm;
+      }
+      logp[j0 + b] = sum;
+    }
+  }
+  work_free(&w);
+  return st;
+}
+
+attn_status attn_g2p_rescore_check(const attn_g2p_model *const *l2r, int nl,
+                                   const attn_g2p_model *const *r2l, int nr) {
+  if (nl < 1 || nr < 1 || nr > ATTN_G2P_MAX_MODELS)
+    return attn_set_error(ATTN_EINVAL,
+                          "g2p rescoring: %d left-to-right and %d right-to-left "
+                          "models (at least 1, at most %d rescoring)",
+                          nl, nr, ATTN_G2P_MAX_MODELS);
+  for (int k = 0; k < nl; k++)
+    if (l2r[k]->c.reverse)
+      return attn_set_error(
+          ATTN_EINVAL,
+          "g2p rescoring: decoding model %d is a right-to-left model (--reverse); "
+          "the beam comes from left-to-right models, --rescore takes the "
+          "right-to-left ones",
+          k + 1);
+  const attn_g2p_model *a = l2r[0];
+  for (int k = 0; k < nr; k++) {
+    const attn_g2p_model *b = r2l[k];
+    if (!b->c.reverse)
+      return attn_set_error(ATTN_EINVAL,
+                            "g2p rescoring: rescoring model %d is a left-to-right model; --rescore "
+                            "takes right-to-left models (attn g2p train --reverse)",
+                            k + 1);
+    if (b->c.stress != a->c.stress)
+      return attn_set_error(ATTN_EINVAL,
+                            "g2p rescoring: rescoring model %d writes %s phonemes, the decoding "
+                            "model %s ones (train both with or both without --no-stress)",
+                            k + 1, b->c.stress ? "stressed" : "stress-free",
+                            a->c.stress ? "stressed" : "stress-free");
+    if (!attn_g2p_same_io(a, b))
+      return attn_set_error(ATTN_EINVAL,
+                            "g2p rescoring: rescoring model %d reads other graphemes or lengths "
+                            "than the decoding model (%d vs %d graphemes, max_src %lld vs %lld, "
+                            "max_tgt %lld vs %lld)",
+                            k + 1, b->g.n, a->g.n, (long long)b->c.max_src, (long long)a->c.max_src,
+                            (long long)b->c.max_tgt, (long long)a->c.max_tgt);
+  }
+  return ATTN_OK;
+}
+
+attn_status attn_g2p_rescore(attn_g2p_hyps *h, const attn_g2p_model *const *r2l, int nr,
+                             float weight, float alpha, const attn_nn_ctx *ctx,
+                             const int32_t *const *src, const int32_t *src_lens, int batch) {
+  if (!(weight >= 0.0f && weight <= 1000.0f) || !(alpha >= 0.0f && alpha <= 100.0f))
+    return attn_set_error(ATTN_EINVAL,
+                          "g2p rescoring: weight %g (0..1000), length penalty %g "
+                          "(0..100)",
+                          (double)weight, (double)alpha);
+  const int64_t nh = (int64_t)h->n * h->n_best;
+  int *word = malloc((size_t)(nh + 1) * sizeof *word),
+      *len = malloc((size_t)(nh + 1) * sizeof *len);
+  int64_t *at = malloc((size_t)(nh + 1) * sizeof *at); /* sequence j: hypothesis at[j] */
+  double *lp = malloc((size_t)(nh + 1) * sizeof *lp);
+  int32_t *ph = malloc((size_t)(nh + 1) * (size_t)h->max_tgt * sizeof *ph);
+  attn_status st =
+      word && len && at && lp && ph
+          ? ATTN_OK
+          : attn_set_error(ATTN_ENOMEM, "g2p rescoring: %lld hypotheses", (long long)nh);
+  int64_t n = 0;
+  for (int i = 0; !st && i < h->n; i++)
+    for (int k = 0; k < h->count[i]; k++, n++) {
+      const int64_t q = (int64_t)i * h->n_best + k;
+      word[n] = i, len[n] = h->len[q], at[n] = q;
+      memcpy(ph + n * h->max_tgt, h->ph + q * h->max_tgt, (size_t)h->len[q] * sizeof *ph);
+    }
+  if (!st)
+    st = attn_g2p_sequence_logp(r2l, nr, ctx, src, src_lens, word, ph, h->max_tgt, len, n, batch,
+                                lp);
+  for (int64_t j = 0; !st && j < n; j++) {
+    const int64_t q = at[j];
+    const double logp = (double)h->logp[q] + (double)weight * lp[j];
+    h->logp[q] = (float)logp;
+    h->score[q] = (float)(alpha > 0 ? logp / pow((5.0 + (h->len[q] + 1)) / 6.0, alpha) : logp);
+  }
+  /* each word's list by the new score (insertion: stable, a few entries) */
+  for (int i = 0; !st && i < h->n; i++) {
+    const int64_t q0 = (int64_t)i * h->n_best;
+    for (int k = 1; k < h->count[i]; k++) {
+      const float sc = h->score[q0 + k], lg = h->logp[q0 + k];
+      const int ln = h->len[q0 + k];
+      memcpy(ph, h->ph + (q0 + k) * h->max_tgt, (size_t)ln * sizeof *ph);
+      int p = k;
+      for (; p > 0 && h->score[q0 + p - 1] < sc; p--) {
+        h->score[q0 + p] = h->score[q0 + p - 1];
+        h->logp[q0 + p] = h->logp[q0 + p - 1];
+        h->len[q0 + p] = h->len[q0 + p - 1];
+        memcpy(h->ph + (q0 + p) * h->max_tgt, h->ph + (q0 + p - 1) * h->max_tgt,
+               (size_t)h->len[q0 + p] * sizeof *ph);
+      }
+      h->score[q0 + p] = sc, h->logp[q0 + p] = lg, h->len[q0 + p] = ln;
+      memcpy(h->ph + (q0 + p) * h->max_tgt, ph, (size_t)ln * sizeof *ph);
+    }
+  }
+  free(word), free(len), free(at), free(lp), free(ph);
+  return st;
+}
