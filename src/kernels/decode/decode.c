@@ -115,7 +115,8 @@ static void gather(const call_t *c, attn_kv_cursor *cu, int n, attn_decode_block
   }
 }
 
-/* The rows of blk prefetched (all at once: the first block of an item). */
+/* The rows of blk prefetched, all at once (the first blocks of an item; every
+ * block where the micro-kernels do not prefetch). */
 static void prefetch_block(const call_t *c, const attn_decode_block *blk) {
   const int64_t kb = c->kv->D * c->elt, vb = c->kv->Dv * c->elt;
   for (int j = 0; j < blk->n; j++) {
@@ -123,20 +124,6 @@ static void prefetch_block(const call_t *c, const attn_decode_block *blk) {
       __builtin_prefetch((const char *)blk->k[j] + o);
     for (int64_t o = 0; o < vb; o += 64)
       __builtin_prefetch((const char *)blk->v[j] + o);
-  }
-}
-
-/* The next n rows of cursor cu prefetched. */
-static void prefetch_rows(const call_t *c, attn_kv_cursor *cu, int64_t n) {
-  const attn_kv_view *kv = c->kv;
-  const int64_t kb = kv->D * c->elt, vb = kv->Dv * c->elt;
-  for (int64_t j = 0; j < n; j++) {
-    const int64_t row = attn_kv_cursor_next(cu);
-    const char *k = (const char *)kv->k + row * kb, *v = (const char *)kv->v + row * vb;
-    for (int64_t o = 0; o < kb; o += 64)
-      __builtin_prefetch(k + o);
-    for (int64_t o = 0; o < vb; o += 64)
-      __builtin_prefetch(v + o);
   }
 }
 
@@ -237,31 +224,26 @@ static void run_item(const call_t *c, const item_t *it, scratch_t *w, float *st)
     blk[i].pn = 0;
     blk[i].n = 0;
   }
-  attn_kv_cursor rows, ahead; /* the blocks' rows; two blocks ahead (prefetched by the loop) */
+  attn_kv_cursor rows; /* the next row to gather */
   attn_kv_cursor_init(&rows, c->kv, it->b, it->g, it->t0);
-  attn_kv_cursor_init(&ahead, c->kv, it->b, it->g, it->t0);
   int64_t tg = it->t0; /* the first row not gathered yet */
   for (int i = 0; i < AHEAD && tg < it->t1; i++) {
     gather(c, &rows, (int)attn_min64(NB, it->t1 - tg), &blk[i]);
     tg += blk[i].n;
-    if (ops->prefetches) prefetch_block(c, &blk[i]);
+    prefetch_block(c, &blk[i]);
   }
-  if (!ops->prefetches) prefetch_rows(c, &ahead, attn_min64(2 * NB, it->t1 - it->t0));
   int cur = 0;
   for (int64_t t = it->t0; t < it->t1; t += NB, cur = cur == AHEAD ? 0 : cur + 1) {
     attn_decode_block *b = &blk[cur], *last = &blk[cur == 0 ? AHEAD : cur - 1];
-    const int n = b->n, nn = (int)attn_min64(NB, it->t1 - tg);
+    const int nn = (int)attn_min64(NB, it->t1 - tg);
     if (nn > 0) {
       gather(c, &rows, nn, last);
       tg += nn;
+      if (!ops->prefetches) prefetch_block(c, last);
     }
-    if (ops->prefetches) {
-      b->pn = nn > 0 ? nn : 0;
-      b->pk = last->k;
-      b->pv = last->v;
-    } else if (t + n + NB < it->t1) {
-      prefetch_rows(c, &ahead, attn_min64(NB, it->t1 - t - n - NB));
-    }
+    b->pn = ops->prefetches && nn > 0 ? nn : 0; /* the micro-kernels prefetch them */
+    b->pk = last->k;
+    b->pv = last->v;
     if (c->i8dot)
       ops->scores_i8(b, c->q8 + q0 * c->ldq, c->ldq, c->qsum + q0, c->qscale + q0, R, w->s);
     else
