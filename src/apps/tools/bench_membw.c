@@ -124,6 +124,19 @@ static float read_slice(const float *x, size_t n) {
   return read_plain(x, n);
 }
 
+/* This thread's share [lo, hi) of n items inside a parallel region: equal
+ * slices of a multiple of `mult` items, the rest to the last thread. */
+static void my_slice(size_t n, size_t mult, size_t *lo, size_t *hi) {
+#ifdef _OPENMP
+  const int id = omp_get_thread_num(), nt = omp_get_num_threads();
+#else
+  const int id = 0, nt = 1;
+#endif
+  const size_t per = n / (size_t)nt / mult * mult;
+  *lo = per * (size_t)id;
+  *hi = id == nt - 1 ? n : *lo + per;
+}
+
 enum { MEMBW_MAX_THREADS = 256 };
 static size_t membw_bytes = (size_t)512 << 20;
 static double membw_cache[MEMBW_MAX_THREADS + 1];
@@ -154,13 +167,8 @@ double attn_bench_membw_gbs(int threads) {
     const double t0 = attn_bench_now();
 #pragma omp parallel num_threads(threads) reduction(+ : sink)
     {
-#ifdef _OPENMP
-      const int id = omp_get_thread_num(), nt = omp_get_num_threads();
-#else
-      const int id = 0, nt = 1;
-#endif
-      const size_t per = (n / (size_t)nt) & ~(size_t)63;
-      const size_t lo = per * (size_t)id, hi = id == nt - 1 ? n : lo + per;
+      size_t lo, hi;
+      my_slice(n, 64, &lo, &hi);
       sink += read_slice(x + lo, hi - lo);
     }
     const double t = attn_bench_now() - t0;
@@ -220,13 +228,8 @@ double attn_bench_membw_chunked_gbs(int threads, int64_t chunk) {
     const double t0 = attn_bench_now();
 #pragma omp parallel num_threads(threads) reduction(+ : sink)
     {
-#ifdef _OPENMP
-      const int id = omp_get_thread_num(), nt = omp_get_num_threads();
-#else
-      const int id = 0, nt = 1;
-#endif
-      const size_t per = nch / (size_t)nt;
-      const size_t lo = per * (size_t)id, hi = id == nt - 1 ? nch : lo + per;
+      size_t lo, hi;
+      my_slice(nch, 1, &lo, &hi);
       for (size_t i = lo; i < hi; i++) {
         if (i + 2 < hi) { /* two chunks ahead, as decode prefetches two blocks ahead */
           const char *a = x + order[i + 2] * (size_t)chunk;
