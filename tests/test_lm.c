@@ -11,6 +11,7 @@
 #include "apps/lm/lm_train.h"
 #include "attn/kernels.h"
 #include "harness.h"
+#include "lm_small.h"
 
 static const char *golden_dir = "tests/golden";
 
@@ -80,34 +81,11 @@ static void test_golden_untied_forward_backward(void) {
   golden_case("lm_tiny_untied.safetensors", 0);
 }
 
-static attn_lm_model random_model(int64_t V, int64_t E, int64_t H, int64_t ff, int64_t L,
-                                  uint64_t seed) {
-  attn_lm_model m;
-  attn_lm_config c;
-  attn_lm_config_default(&c);
-  c.vocab = V, c.d_model = E, c.heads = H, c.ff = ff, c.layers = L, c.max_len = 256;
-  CHECK_OK(attn_lm_create(&m, &c));
-  CHECK_OK(attn_lm_init(&m, seed));
-  /* larger weights than the init's 0.02, so the attention is far from uniform */
-  for (int64_t i = 0; i < m.p.numel; i++)
-    m.p.data[i] *= 8.0f;
-  for (int v = 0; v < m.p.count; v++)
-    if (strstr(m.p.views[v].name, "ln") && strstr(m.p.views[v].name, "weight"))
-      for (int64_t i = 0; i < m.p.views[v].numel; i++)
-        attn_params_data(&m.p, v)[i] = 1.0f;
-  return m;
-}
-
-static void fill_ids(int32_t *ids, int64_t n, int64_t V, unsigned seed) {
-  for (int64_t i = 0; i < n; i++)
-    ids[i] = (int32_t)((i * 7919u + seed * 104729u + (i * i) % 13) % (uint64_t)V);
-}
-
 static void test_kv_cache_decoder_matches_full_forward(void) {
   const int64_t V = 60, T = 21;
-  attn_lm_model m = random_model(V, 32, 4, 64, 3, 5);
+  attn_lm_model m = lm_small_model(V, 32, 4, 64, 3, 256, 5);
   int32_t ids[T];
-  fill_ids(ids, T, V, 3);
+  lm_fill_ids(ids, T, V, 3);
   attn_lm_saved s = {0};
   const attn_nn_ctx ctx = {0};
   CHECK_OK(attn_lm_forward(&m, &ctx, &s, ids, 1, T));
@@ -222,10 +200,10 @@ static void run_once(attn_lm_model *m, const int32_t *ids, const int32_t *tg, in
 
 static void test_same_bits_for_any_thread_count(void) {
   const int64_t V = 300, B = 3, T = 70;
-  attn_lm_model m = random_model(V, 64, 4, 128, 2, 11);
+  attn_lm_model m = lm_small_model(V, 64, 4, 128, 2, 256, 11);
   int32_t ids[B * T], tg[B * T];
-  fill_ids(ids, B * T, V, 1);
-  fill_ids(tg, B * T, V, 2);
+  lm_fill_ids(ids, B * T, V, 1);
+  lm_fill_ids(tg, B * T, V, 2);
   float *l1 = malloc((size_t)(B * T * V) * sizeof *l1),
         *l2 = malloc((size_t)(B * T * V) * sizeof *l2);
   float *g1 = malloc((size_t)m.p.numel * sizeof *g1), *g2 = malloc((size_t)m.p.numel * sizeof *g2);
@@ -257,7 +235,7 @@ static void test_same_bits_for_any_thread_count(void) {
 }
 
 static void test_generation_attention_and_errors(void) {
-  attn_lm_model m = random_model(50, 16, 2, 32, 2, 3);
+  attn_lm_model m = lm_small_model(50, 16, 2, 32, 2, 256, 3);
   int32_t p[5] = {4, 9, 11, 30, 2};
   attn_lm_sampling s;
   attn_lm_sampling_default(&s);
@@ -287,9 +265,9 @@ static void test_generation_attention_and_errors(void) {
 
 /* the windows of attn_lm_perplexity cover every target once, the last one shorter */
 static void test_perplexity_windows(void) {
-  attn_lm_model m = random_model(50, 16, 2, 32, 2, 6);
+  attn_lm_model m = lm_small_model(50, 16, 2, 32, 2, 256, 6);
   int32_t ids[23];
-  fill_ids(ids, 23, 50, 5);
+  lm_fill_ids(ids, 23, 50, 5);
   double ppl = 0, nll = 0;
   int64_t cnt = 0;
   CHECK_OK(attn_lm_perplexity(&m, ids, 23, 5, 3, &ppl)); /* windows 3 + 1 of 5, one of 2 */
@@ -309,7 +287,7 @@ static void test_perplexity_windows(void) {
 }
 
 static void test_model_file_round_trip(void) {
-  attn_lm_model m = random_model(50, 16, 2, 32, 2, 4), r;
+  attn_lm_model m = lm_small_model(50, 16, 2, 32, 2, 256, 4), r;
   char dir[] = "/tmp/attn_test_lm_XXXXXX", path[128];
   CHECK(mkdtemp(dir) != NULL);
   snprintf(path, sizeof path, "%s/m.safetensors", dir);

@@ -14,6 +14,7 @@
 #include "attn/kernels.h"
 #include "attn/sdpa.h"
 #include "harness.h"
+#include "lm_small.h"
 
 /* the seam's sequence: a prompt, then steps of 1, 3, 17 (two decode chunks) and 1 */
 enum { HQ = 4, HKV = 2, D = 16, L = 44 };
@@ -109,27 +110,7 @@ static void test_seam_matches_math_path_every_storage(void) {
     free(o[i]), free(p[i]);
 }
 
-static attn_lm_model tiny_model(void) {
-  attn_lm_model m;
-  attn_lm_config c;
-  attn_lm_config_default(&c);
-  c.vocab = 60, c.d_model = 32, c.heads = 4, c.ff = 64, c.layers = 3, c.max_len = 128;
-  CHECK_OK(attn_lm_create(&m, &c));
-  CHECK_OK(attn_lm_init(&m, 5));
-  /* larger weights than the init's 0.02, so the attention is far from uniform */
-  for (int64_t i = 0; i < m.p.numel; i++)
-    m.p.data[i] *= 8.0f;
-  for (int v = 0; v < m.p.count; v++) /* the LayerNorms' gains back to 1 */
-    if (strstr(m.p.views[v].name, "ln") && strstr(m.p.views[v].name, "weight"))
-      for (int64_t i = 0; i < m.p.views[v].numel; i++)
-        attn_params_data(&m.p, v)[i] = 1.0f;
-  return m;
-}
-
-static void fill_ids(int32_t *ids, int64_t n, int64_t V, unsigned seed) {
-  for (int64_t i = 0; i < n; i++)
-    ids[i] = (int32_t)((i * 7919u + seed * 104729u + (i * i) % 13) % (uint64_t)V);
-}
+static attn_lm_model tiny_model(void) { return lm_small_model(60, 32, 4, 64, 3, 128, 5); }
 
 /* the decoder's logits [T, V] fed a prompt of 6, then 1, 3, 17 and ones */
 static void decode_logits(const attn_lm_model *m, const attn_lm_kv_spec *spec, const int32_t *ids,
@@ -160,7 +141,7 @@ static void test_caches_match_full_forward(void) {
   attn_lm_model m = tiny_model();
   const int64_t V = m.c.vocab;
   int32_t ids[T];
-  fill_ids(ids, T, V, 3);
+  lm_fill_ids(ids, T, V, 3);
   attn_lm_saved s = {0};
   CHECK_OK(attn_lm_forward(&m, NULL, &s, ids, 1, T));
   float *f32 = malloc((size_t)(T * V) * sizeof *f32), *lg = malloc((size_t)(T * V) * sizeof *lg);
@@ -205,7 +186,7 @@ static void test_caches_match_full_forward(void) {
 static void test_generation_same_for_threads_and_layouts(void) {
   attn_lm_model m = tiny_model();
   int32_t p[9];
-  fill_ids(p, 9, m.c.vocab, 7);
+  lm_fill_ids(p, 9, m.c.vocab, 7);
   attn_lm_sampling s;
   attn_lm_sampling_default(&s);
   s.min_id = 0;
