@@ -6,6 +6,7 @@
  * from the level below otherwise (avx512 -> avx2 -> generic; neon ->
  * generic), so a level may start with a few kernels and grow. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -17,7 +18,9 @@
 static attn_cpu_features allowed;        /* what the active level may use */
 static attn_kern tables[ATTN_ISA_COUNT]; /* filled for the available levels */
 static int available[ATTN_ISA_COUNT];
-static const attn_kern *active;
+/* the active table; NULL until init has built the tables (kern.h's inline
+ * attn_kern_get reads it) */
+_Atomic(const attn_kern *) attn_kern_active_;
 static char reason[256];
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
@@ -150,15 +153,15 @@ static void init(void) {
     available[ATTN_ISA_NEON] = 1;
   }
   attn_isa pick = attn_cpu_pick_level(available, reason, sizeof reason);
-  active = &tables[pick];
+  atomic_store_explicit(&attn_kern_active_, &tables[pick], memory_order_release);
   allowed = attn_cpu_level_features(pick);
 }
 
 static void ensure(void) { pthread_once(&once, init); }
 
-const attn_kern *attn_kern_get(void) {
+const attn_kern *attn_kern_get_slow(void) {
   ensure();
-  return active;
+  return atomic_load_explicit(&attn_kern_active_, memory_order_acquire);
 }
 
 const attn_kern *attn_kern_at(attn_isa isa) {
@@ -199,7 +202,7 @@ attn_status attn_set_isa(attn_isa isa) {
   if (!attn_kern_at(isa))
     return attn_set_error(ATTN_EUNSUPPORTED, "isa '%s' is not available on this CPU or build",
                           attn_isa_name(isa));
-  active = &tables[isa];
+  atomic_store_explicit(&attn_kern_active_, &tables[isa], memory_order_release);
   allowed = attn_cpu_level_features(isa);
   snprintf(reason, sizeof reason, "attn_set_isa(%s)", attn_isa_name(isa));
   return ATTN_OK;

@@ -14,6 +14,7 @@
 #ifndef ATTN_KERN_H
 #define ATTN_KERN_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "attn/kernels.h"
@@ -153,8 +154,15 @@ typedef struct {
   attn_lowp_ops lowp;
 } attn_kern;
 
-/* The active level's table (chosen once; attn_set_isa switches it). */
-const attn_kern *attn_kern_get(void);
+/* The active level's table (chosen once; attn_set_isa switches it). The
+ * loops ask for it per tile: after the first call, one acquire load here
+ * (dispatch.c builds the tables once, then publishes the pointer). */
+extern _Atomic(const attn_kern *) attn_kern_active_;
+const attn_kern *attn_kern_get_slow(void);
+static inline const attn_kern *attn_kern_get(void) {
+  const attn_kern *k = atomic_load_explicit(&attn_kern_active_, memory_order_acquire);
+  return k ? k : attn_kern_get_slow();
+}
 /* The table of a level, or NULL where this CPU or build lacks it. */
 const attn_kern *attn_kern_at(attn_isa isa);
 

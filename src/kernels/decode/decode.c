@@ -13,7 +13,8 @@
  *
  * Per block: the level's `scores` micro-kernel (each K row widened once,
  * dotted with all R rows), then on the R x NB score tile the int8 scale,
- * softcap, the key interval of each row, ALiBi and the online softmax (the
+ * the score-modifier stage's tile units (sdpa_stage.h, as the SDPA loops
+ * run them), the key interval of each row, ALiBi and the online softmax (the
  * level's exp_sub_sum), then `pv` (each V row widened once, into all R
  * accumulators). The rows two blocks ahead are prefetched while one runs: a
  * paged cache's pages are not one stream the hardware prefetcher follows. */
@@ -25,7 +26,7 @@
 #include "attn/tensor.h"
 #include "kernels/decode/decode_internal.h"
 #include "kernels/kern.h"
-#include "kernels/sdpa/softcap_tanh.h"
+#include "kernels/sdpa/sdpa_stage.h"
 #include "kernels/util.h"
 
 enum { NB = ATTN_DECODE_NB };
@@ -55,6 +56,8 @@ typedef struct {
   const attn_kv_view *kv;
   const float *q;
   const attn_kern *kern;
+  attn_sdpa_desc mods; /* the call's score modifiers for the SDPA's stage */
+  int staged;          /* a tile unit is present (attn_stage_has_tile) */
   float scale;
   int64_t G, R, elt, stride; /* stride: floats of one item's state, R (Dv + 2) */
   int i8dot;                 /* int8 scores through the level's scores_i8: */
@@ -127,13 +130,14 @@ static void prefetch_block(const call_t *c, const attn_decode_block *blk) {
   }
 }
 
-/* The score tile of one block -> probabilities w->p, corrections w->corr,
- * state m, l updated. Returns 0 when no row has an allowed key here. */
-static int block_softmax(const call_t *c, scratch_t *w, const attn_decode_block *blk, int64_t t,
-                         float *m, float *l) {
+/* The score tile of one block (query heads h0.., Lq rows each) ->
+ * probabilities w->p, corrections w->corr, state m, l updated. Returns 0 when
+ * no row has an allowed key here. */
+static int block_softmax(const call_t *c, scratch_t *w, const attn_decode_block *blk, int64_t h0,
+                         int64_t t, float *m, float *l) {
   const int n = blk->n;
   const attn_decode_desc *d = c->d;
-  if (c->kern->decode->softmax && !d->alibi_slopes && !(d->softcap > 0.0f) && t >= w->lo_max &&
+  if (c->kern->decode->softmax && !d->alibi_slopes && !c->staged && t >= w->lo_max &&
       t + n <= w->hi_min) /* a plain block: the level's vector softmax */
     return c->kern->decode->softmax(blk, w->s, w->p, c->R, m, l, w->corr);
   const attn_row_ops *ro = &c->kern->row;
@@ -142,14 +146,9 @@ static int block_softmax(const call_t *c, scratch_t *w, const attn_decode_block 
     for (int64_t r = 0; r < c->R; r++)
       for (int j = 0; j < n; j++)
         w->s[r * NB + j] *= blk->ks[j];
-  if (d->softcap > 0.0f) { /* cap tanh(s / cap) with the SDPA's tanh (softcap_tanh.h) */
-    const float cap = d->softcap, inv = 1.0f / cap;
-    for (int64_t r = 0; r < c->R; r++)
-      for (int j = 0; j < n; j++) {
-        float *x = w->s + r * NB + j;
-        if (*x != -INFINITY) *x = cap * attn_softcap_tanh(*x * inv);
-      }
-  }
+  if (c->staged) /* the score modifiers' units, as the SDPA loops run them */
+    for (int64_t hh = 0; hh < c->G; hh++)
+      attn_stage_tile(&c->mods, h0 + hh, (int)d->Lq, n, w->s + hh * d->Lq * NB, NB, NULL, 0);
   for (int64_t r = 0; r < c->R; r++) {
     float *sr = w->s + r * NB, *pr = w->p + r * NB;
     int nan = 0;
@@ -248,7 +247,7 @@ static void run_item(const call_t *c, const item_t *it, scratch_t *w, float *st)
       ops->scores_i8(b, c->q8 + q0 * c->ldq, c->ldq, c->qsum + q0, c->qscale + q0, R, w->s);
     else
       ops->scores(b, w->qs, R, w->s);
-    if (block_softmax(c, w, b, t, m, l)) ops->pv(b, w->p, w->corr, R, acc);
+    if (block_softmax(c, w, b, it->g * c->G, t, m, l)) ops->pv(b, w->p, w->corr, R, acc);
   }
 }
 
@@ -271,20 +270,8 @@ static void merge_row(const call_t *c, int64_t b, int64_t g, int64_t r, const fl
     for (int64_t e = 0; e < Dv; e++)
       y[e] += a * acc[e];
   }
-  float inv, ls;
-  if (L == 0.0f) { /* no allowed key: out 0 (SDPA's row finish) */
-    ls = d->sinks ? d->sinks[h] : -INFINITY;
-    inv = 0.0f;
-  } else if (!d->sinks) {
-    inv = 1.0f / L;
-    ls = M + logf(L);
-  } else {
-    const float sink = d->sinks[h];
-    const float m2 = sink > M ? sink : M; /* a NaN sink does not win, but poisons l2 */
-    const float a = expf(M - m2), l2 = L * a + expf(sink - m2);
-    inv = a / l2;
-    ls = m2 + logf(l2);
-  }
+  float inv, ls; /* the row's end with the row units' logit (sinks), as SDPA's */
+  if (!attn_stage_row_finish(attn_stage_row_logit(&c->mods, h), M, L, &inv, &ls)) inv = 0.0f;
   if (L == 0.0f)
     memset(y, 0, (size_t)Dv * sizeof(float));
   else
@@ -406,6 +393,8 @@ attn_status attn_decode_forward(const attn_decode_desc *d, const attn_kv_view *k
   c.kv = kv;
   c.q = q;
   c.kern = attn_kern_get();
+  attn_stage_decode_mods(d, &c.mods);
+  c.staged = attn_stage_has_tile(&c.mods);
   c.scale = d->has_scale ? d->scale : 1.0f / sqrtf((float)d->D);
   c.G = d->Hq / d->Hkv;
   c.R = c.G * d->Lq;

@@ -7,6 +7,7 @@
 
 #include "attn/tensor.h"
 #include "kernels/decode/decode_internal.h"
+#include "kernels/sdpa/sdpa_stage.h"
 
 static int is_cache_dtype(int t) {
   return t == ATTN_F32 || t == ATTN_F16 || t == ATTN_BF16 || t == ATTN_I8;
@@ -47,10 +48,9 @@ static attn_status check_desc(const attn_decode_desc *d) {
   if (d->window_left < -1)
     return attn_set_error(ATTN_EINVAL, "decode: window_left %lld (-1 = unbounded, or >= 0)",
                           (long long)d->window_left);
-  if (d->softcap != 0.0f && !(d->softcap > 0.0f && isfinite(d->softcap)))
-    return attn_set_error(ATTN_EINVAL, "decode: softcap %g (0 = off, or finite > 0)",
-                          (double)d->softcap);
-  return ATTN_OK;
+  attn_sdpa_desc mods; /* the score modifiers: the SDPA stage's units check them */
+  attn_stage_decode_mods(d, &mods);
+  return attn_stage_validate(&mods);
 }
 
 /* elements of one cache tensor: n_blocks x Hkv x rows x w, and its scales'

@@ -41,7 +41,7 @@ typedef struct {
    * Any fixed order. */
   void (*pv)(const attn_decode_block *b, const float *p, const float *corr, int64_t R, float *acc);
   /* May be NULL. The online softmax of a plain block (every key of it
-   * allowed for every row; no ALiBi, no softcap) from the score tile s, as
+   * allowed for every row; no ALiBi, no score-modifier unit) from the score tile s, as
    * decode.c's portable one does it: int8 scores times ks[j]; per row r the
    * max bm over the finite keys (a row whose keys are all -inf and none NaN
    * is left alone: corr[r] = 1, p 0); m' = max(m, bm), corr[r] =

@@ -7,7 +7,8 @@
  *
  * tanh: the rational of softcap_tanh.h (within 6 ulp), as the active
  * level's vector op (vec[] below: softcap_avx2.c, softcap_avx512.c,
- * softcap_neon.c) where it has one, else the portable loop here; the
+ * softcap_neon.c; the stage runs it) where it has one, else the portable
+ * loop here; the
  * derivative from e^(-2|y|) (the level's vexp). The fused forward tiles
  * (tile_forward_mod, attn_flash_mod.cap) run the same vector code
  * (scoremod_avx2.h, scoremod_avx512.h), so fused and step-by-step tiles
@@ -33,15 +34,11 @@ static attn_status validate(const attn_sdpa_desc *d) {
 }
 
 /* s [R, n] := cap tanh(s / cap) where s != -inf (-inf stays; NaN stays NaN;
- * +inf -> cap); g := 1 - tanh^2 (0 at -inf) */
-static void tile(const attn_sdpa_desc *d, int64_t h, attn_score_vec_fn vec, int R, int n, float *s,
-                 int64_t lds, float *g, int64_t ldg) {
+ * +inf -> cap); g := 1 - tanh^2 (0 at -inf); the portable loop (the levels'
+ * vector forms: vec[] below, run by the stage) */
+static void tile(const attn_sdpa_desc *d, int64_t h, int R, int n, float *s, int64_t lds, float *g,
+                 int64_t ldg) {
   const float cap = d->softcap;
-  if (vec) { /* the level's vector form (same formula) */
-    for (int r = 0; r < R; r++)
-      vec(cap, s + r * lds, g ? g + r * ldg : NULL, n);
-    return;
-  }
   const float inv = 1.0f / cap;
   float e[BC];
   for (int r = 0; r < R; r++) {
@@ -75,12 +72,15 @@ static void row_exact(const attn_sdpa_desc *d, int64_t h, float *s, int64_t n, f
   }
 }
 
+static float param(const attn_sdpa_desc *d, int64_t h) { return d->softcap; }
+
 static void fuse(const attn_sdpa_desc *d, int64_t h, attn_flash_mod *mod) { mod->cap = d->softcap; }
 
 const attn_score_unit attn_unit_softcap = {
     .name = "softcap",
     .validate = validate,
     .tile = tile,
+    .param = param,
     .row_exact = row_exact,
     .fuse = fuse,
     .shift_invariant = 0,

@@ -7,10 +7,8 @@
 attn_status attn_sdpa_forward_f32(const attn_sdpa_desc *d, attn_backend backend, const float *q,
                                   const float *k, const float *v, float *out, float *lse,
                                   float *probs) {
-  attn_sdpa_resolved r;
-  attn_status st = attn_sdpa_validate(d, q, k, v, &r);
-  if (st) return st;
-  switch (backend) {
+  attn_status st;
+  switch (backend) { /* each path validates the call itself */
   case ATTN_BACKEND_MATH: return attn_sdpa_forward_math(d, q, k, v, out, lse, probs);
   case ATTN_BACKEND_FLASH:
     if (probs)
@@ -32,10 +30,8 @@ attn_status attn_sdpa_backward_f32(const attn_sdpa_desc *d, attn_backend backend
                                    const float *k, const float *v, const float *out,
                                    const float *lse, const float *dout, float *dq, float *dk,
                                    float *dv) {
-  attn_sdpa_resolved r;
-  attn_status st = attn_sdpa_validate(d, q, k, v, &r);
-  if (st) return st;
-  switch (backend) {
+  attn_status st;
+  switch (backend) { /* each path validates the call itself */
   case ATTN_BACKEND_MATH: return attn_sdpa_backward_math(d, q, k, v, out, lse, dout, dq, dk, dv);
   case ATTN_BACKEND_FLASH: return attn_sdpa_backward_flash(d, q, k, v, out, lse, dout, dq, dk, dv);
   case ATTN_BACKEND_AUTO:

@@ -139,6 +139,15 @@ attn_score_vec_fn attn_stage_vec(const attn_score_unit *u, attn_isa isa) {
   return NULL;
 }
 
+void attn_stage_decode_mods(const attn_decode_desc *dd, attn_sdpa_desc *sd) {
+  memset(sd, 0, sizeof *sd);
+  sd->B = dd->B, sd->Hq = dd->Hq, sd->Hkv = dd->Hkv, sd->Lq = dd->Lq;
+  sd->D = dd->D, sd->Dv = dd->Dv;
+  sd->window_left = sd->window_right = -1;
+  sd->softcap = dd->softcap;
+  sd->sinks = dd->sinks;
+}
+
 attn_status attn_stage_validate(const attn_sdpa_desc *d) {
   for (int i = 0; i < NROWS; i++) {
     if (!table[i].unit || !table[i].unit->validate || !table[i].present(d)) continue;
@@ -175,6 +184,20 @@ static void fill_ones(int64_t R, int64_t n, float *g, int64_t ldg) {
       g[r * ldg + c] = 1.0f;
 }
 
+/* unit u on s [R, n]: the active level's vector form row by row where it
+ * has one, else the unit's portable loop */
+static void unit_tile(const attn_score_unit *u, const attn_sdpa_desc *d, int64_t h, int R, int n,
+                      float *s, int64_t lds, float *g, int64_t ldg) {
+  const attn_score_vec_fn vec = attn_stage_vec(u, attn_kern_get()->isa);
+  if (!vec) {
+    u->tile(d, h, R, n, s, lds, g, ldg);
+    return;
+  }
+  const float param = u->param(d, h);
+  for (int r = 0; r < R; r++)
+    vec(param, s + r * lds, g ? g + r * ldg : NULL, n);
+}
+
 /* the second and later units of a chain: their derivative multiplied into
  * g, a row chunk at a time */
 static void tile_chained(const attn_score_unit *u, const attn_sdpa_desc *d, int64_t h, int R, int n,
@@ -185,7 +208,7 @@ static void tile_chained(const attn_score_unit *u, const attn_sdpa_desc *d, int6
     for (int c0 = 0; c0 < n; c0 += CH) {
       const int m = n - c0 < CH ? n - c0 : CH;
       float *gr = g + r * ldg + c0;
-      u->tile(d, h, attn_stage_vec(u, attn_kern_get()->isa), 1, m, s + r * lds + c0, 0, t, 0);
+      unit_tile(u, d, h, 1, m, s + r * lds + c0, 0, t, 0);
       for (int c = 0; c < m; c++)
         gr[c] *= t[c];
     }
@@ -198,7 +221,7 @@ void attn_stage_tile(const attn_sdpa_desc *d, int64_t h, int R, int n, float *s,
     const attn_score_unit *u = table[i].unit;
     if (!u || !u->tile || !table[i].present(d)) continue;
     if (first || !g)
-      u->tile(d, h, attn_stage_vec(u, attn_kern_get()->isa), R, n, s, lds, g, ldg);
+      unit_tile(u, d, h, R, n, s, lds, g, ldg);
     else
       tile_chained(u, d, h, R, n, s, lds, g, ldg);
     first = 0;

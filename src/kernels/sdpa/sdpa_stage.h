@@ -28,6 +28,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "attn/decode.h"
 #include "attn/kernels.h"
 #include "kernels/sdpa/sdpa_internal.h"
 
@@ -47,10 +48,13 @@ typedef struct attn_score_unit {
   attn_status (*validate)(const attn_sdpa_desc *d);
   /* ---- an element-wise unit on the scaled logits (NULL: none) ----
    * s [R, n] (rows lds apart) := the unit of s, -inf kept (a masked key);
-   * g (NULL or [R, n], rows ldg apart) := d unit / d s. vec: the active
-   * level's form of it (attn_stage_vec; NULL: the unit's portable loop). */
-  void (*tile)(const attn_sdpa_desc *d, int64_t h, attn_score_vec_fn vec, int R, int n, float *s,
-               int64_t lds, float *g, int64_t ldg);
+   * g (NULL or [R, n], rows ldg apart) := d unit / d s: the portable loop.
+   * Where the active level has a vector form (vec below, attn_stage_vec),
+   * the stage runs that instead, row by row, with param(d, h). */
+  void (*tile)(const attn_sdpa_desc *d, int64_t h, int R, int n, float *s, int64_t lds, float *g,
+               int64_t ldg);
+  /* the vector form's parameter for head h (a unit with vec entries) */
+  float (*param)(const attn_sdpa_desc *d, int64_t h);
   /* the math path's reference of tile, in double precision, on n logits */
   void (*row_exact)(const attn_sdpa_desc *d, int64_t h, float *s, int64_t n, float *g);
   /* the fields of the fused tiles' attn_flash_mod for head h */
@@ -73,6 +77,11 @@ const attn_score_unit *attn_stage_unit_at(int i);
 const attn_score_unit *attn_stage_unit_named(const char *name); /* NULL: none */
 /* unit u's vector op at level isa, or the level below's; NULL: portable */
 attn_score_vec_fn attn_stage_vec(const attn_score_unit *u, attn_isa isa);
+
+/* A decode call's score modifiers (attn/decode.h) as an SDPA descriptor's
+ * fields, sizes and all, Lk 0: the decode loop (decode.c) validates and runs
+ * them through this stage, as the SDPA loops do. */
+void attn_stage_decode_mods(const attn_decode_desc *dd, attn_sdpa_desc *sd);
 
 /* Every present unit's validate (called by attn_sdpa_validate). */
 attn_status attn_stage_validate(const attn_sdpa_desc *d);
