@@ -217,6 +217,12 @@ ATTN_API int attn_sdpa_path_available(int dtype, attn_sdpa_path path);
 
 struct attn_sdpa_varlen; /* attn/sdpa_varlen.h */
 
+/* Rows row0 .. row0 + nrows - 1 of batch b, query head h (attn_sdpa_args'
+ * probs_rows). */
+typedef struct {
+  int64_t b, h, row0, nrows;
+} attn_sdpa_rows;
+
 typedef struct {
   /* q, k, v element type: ATTN_F32 (default), ATTN_BF16 or ATTN_F16
    * (uint16_t bit patterns), or ATTN_I8 (f32 q, k, v quantized to int8 per
@@ -234,6 +240,14 @@ typedef struct {
    * of q, k, v) */
   const float *dout;
   float *dq, *dk, *dv;
+  /* forward, set: the probabilities of these rows only, recomputed from q,
+   * k and a finished forward's lse (read, [B,Hq,Lq]) into probs [nrows, Lk]
+   * (P = exp(scaled, modified score - lse) on allowed keys, 0 elsewhere; a
+   * row with lse = -inf all 0): what a flash forward, which never stores
+   * them, costs only when asked. f32 dense calls, any of the f32 paths;
+   * out and v are not used. Position schemes, block-sparse layouts and
+   * user mods: ATTN_EUNSUPPORTED (the math path's probs). */
+  const attn_sdpa_rows *probs_rows;
 } attn_sdpa_args;
 
 ATTN_API attn_status attn_sdpa_forward(const attn_sdpa_desc *d, const attn_sdpa_args *a);

@@ -53,7 +53,7 @@
  *
  * Not supported: score_mod together with Shaw relative keys (shaw_k), whose
  * term joins q·k before the softmax (ATTN_EUNSUPPORTED), and the
- * probabilities' recomputation (attn_sdpa_probs_f32). Math, the f32 and fp16
+ * probabilities' recomputation (args.probs_rows). Math, the f32 and fp16
  * flash, the bf16 flash (forward, backward) and the int8 flash (forward)
  * take them.
  *

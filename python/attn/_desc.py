@@ -61,6 +61,7 @@ class SdpaArgs(ctypes.Structure):
         ("q", _p), ("k", _p), ("v", _p),
         ("out", _p), ("lse", _p), ("probs", _p),
         ("dout", _p), ("dq", _p), ("dk", _p), ("dv", _p),
+        ("probs_rows", _p),
     ]
 
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attn/sdpa_probs.h"
+#include "attn/sdpa.h"
 #include "nn/nn_internal.h"
 
 static void attn_desc(const attn_mha *a, attn_sdpa_desc *d, int64_t B, int64_t Lq, int64_t Lk) {
@@ -70,7 +70,10 @@ static attn_status write_probs(const attn_sdpa_desc *d, const float *q, const fl
   attn_status st = ATTN_OK;
   for (int64_t w = 0; w < d->B && !st; w++)
     for (int64_t h = 0; h < H && !st; h++) {
-      st = attn_sdpa_probs_f32(d, q, k, lse, w, h, 0, d->Lq, tmp);
+      const attn_sdpa_rows rows = {w, h, 0, d->Lq};
+      const attn_sdpa_args a = {.dtype = ATTN_F32, .q = q, .k = k, .lse = (float *)lse,
+                                .probs = tmp, .probs_rows = &rows};
+      st = attn_sdpa_forward(d, &a);
       for (int64_t g = 0; g < G && !st; g++)
         memcpy(probs + ((w * G + g) * H + h) * n * Lm, tmp + g * n * Lm,
                (size_t)(n * Lm) * sizeof(float));

@@ -2,7 +2,7 @@
  * its projected q, k and log-sum-exp: the flash path stores no probabilities,
  * so normal runs pay nothing; a picture asks only for the heads and rows it
  * draws. After a forward with attention dropout: the softmax before it. */
-#include "attn/sdpa_probs.h"
+#include "attn/sdpa.h"
 #include "nn/nn_internal.h"
 
 attn_status attn_mha_probs(const attn_mha *m, const attn_mha_saved *s, int64_t b, int64_t h,
@@ -14,5 +14,8 @@ attn_status attn_mha_probs(const attn_mha *m, const attn_mha_saved *s, int64_t b
   if (!s->q || !s->k || !s->lse) return attn_set_error(ATTN_EINVAL, "mha_probs: no saved forward");
   attn_sdpa_desc d;
   attn_nn_mha_desc(m, s, &d);
-  return attn_sdpa_probs_f32(&d, s->q, s->k, s->lse, b, h, row0, nrows, probs);
+  const attn_sdpa_rows rows = {b, h, row0, nrows};
+  const attn_sdpa_args a = {.dtype = ATTN_F32, .q = s->q, .k = s->k, .lse = s->lse, .probs = probs,
+                            .probs_rows = &rows};
+  return attn_sdpa_forward(&d, &a);
 }

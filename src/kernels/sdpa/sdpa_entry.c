@@ -106,6 +106,17 @@ static attn_status check_args(const attn_sdpa_desc *d, const attn_sdpa_args *a, 
                           a->dtype == ATTN_I8 && a->path == ATTN_PATH_MATH
                               ? "; its reference is the f32 math path on the same f32 q, k, v"
                               : "");
+  if (a->probs_rows) {
+    if (backward)
+      return attn_set_error(ATTN_EINVAL, "sdpa: args.probs_rows is a forward's (the backward "
+                                         "reads out and lse)");
+    if (a->dtype != ATTN_F32 || a->varlen)
+      return attn_set_error(ATTN_EUNSUPPORTED,
+                            "sdpa: args.probs_rows recomputes f32 dense calls' probabilities "
+                            "(this call: %s%s)",
+                            dt, a->varlen ? ", packed varlen" : "");
+    return ATTN_OK;
+  }
   if (!backward && a->probs) {
     if (a->varlen)
       return attn_set_error(ATTN_EUNSUPPORTED,
@@ -161,7 +172,10 @@ static attn_status forward_f32(const attn_sdpa_desc *d, const attn_sdpa_args *a)
 
 attn_status attn_sdpa_forward(const attn_sdpa_desc *d, const attn_sdpa_args *a) {
   attn_status st = check_args(d, a, 0);
-  if (st || (st = check_modifiers(d, a, 0))) return st;
+  if (st) return st;
+  if (a->probs_rows) /* chosen rows' probabilities from lse (sdpa_probs.c checks its modifiers) */
+    return attn_sdpa_probs_rows_f32(d, a->q, a->k, a->lse, a->probs_rows, a->probs);
+  if ((st = check_modifiers(d, a, 0))) return st;
   const attn_lowp_path lp = lowp_path(a->path);
   if (widened(a, 0)) return attn_sdpa_widened_run(d, a, 0);
   if (a->varlen) {

@@ -1,4 +1,6 @@
-/* Attention probabilities recomputed from q, k and the saved log-sum-exp. */
+/* Attention probabilities recomputed from q, k and the saved log-sum-exp:
+ * attn_sdpa_forward with args.probs_rows (sdpa_entry.c routes here), and
+ * the deprecated attn_sdpa_probs_f32 wrapper over it. */
 #include <math.h>
 
 #include "attn/sdpa_probs.h"
@@ -9,6 +11,16 @@
 attn_status attn_sdpa_probs_f32(const attn_sdpa_desc *d, const float *q, const float *k,
                                 const float *lse, int64_t b, int64_t h, int64_t row0,
                                 int64_t nrows, float *probs) {
+  const attn_sdpa_rows rows = {b, h, row0, nrows};
+  const attn_sdpa_args a = {.dtype = ATTN_F32, .q = q, .k = k, .lse = (float *)lse, .probs = probs,
+                            .probs_rows = &rows};
+  return attn_sdpa_forward(d, &a);
+}
+
+attn_status attn_sdpa_probs_rows_f32(const attn_sdpa_desc *d, const void *qv, const void *kv,
+                                     const float *lse, const attn_sdpa_rows *rows, float *probs) {
+  const float *q = qv, *k = kv;
+  const int64_t b = rows->b, h = rows->h, row0 = rows->row0, nrows = rows->nrows;
   attn_sdpa_resolved r;
   attn_status st = attn_sdpa_validate(d, q, k, k, &r); /* v is not read here */
   if (st) return st;
