@@ -11,6 +11,7 @@
 #include "attn/sdpa_deprecated.h"
 #include "attn/sdpa_f16.h"
 #include "attn/sdpa_i8.h"
+#include "attn/sdpa_probs.h"
 #include "attn/tensor.h"
 #include "kernels/sdpa/sdpa_entry.h"
 #include "kernels/sdpa/sdpa_internal.h"
@@ -222,4 +223,15 @@ attn_status attn_sdpa_backward(const attn_sdpa_desc *d, const attn_sdpa_args *a)
     return attn_sdpa_backward_f16_path(lp, d, a->q, a->k, a->v, a->out, a->lse, a->dout, a->dq,
                                        a->dk, a->dv);
   }
+}
+
+/* 0.1's probabilities call (attn/sdpa_probs.h, deprecated): the entry with
+ * args.probs_rows */
+attn_status attn_sdpa_probs_f32(const attn_sdpa_desc *d, const float *q, const float *k,
+                                const float *lse, int64_t b, int64_t h, int64_t row0,
+                                int64_t nrows, float *probs) {
+  const attn_sdpa_rows rows = {b, h, row0, nrows};
+  const attn_sdpa_args a = {.dtype = ATTN_F32, .q = q, .k = k, .lse = (float *)lse, .probs = probs,
+                            .probs_rows = &rows};
+  return attn_sdpa_forward(d, &a);
 }

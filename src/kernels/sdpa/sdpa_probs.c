@@ -1,21 +1,11 @@
 /* Attention probabilities recomputed from q, k and the saved log-sum-exp:
- * attn_sdpa_forward with args.probs_rows (sdpa_entry.c routes here), and
- * the deprecated attn_sdpa_probs_f32 wrapper over it. */
+ * attn_sdpa_forward with args.probs_rows (sdpa_entry.c routes here; the
+ * deprecated attn_sdpa_probs_f32 is a wrapper there). */
 #include <math.h>
 
-#include "attn/sdpa_probs.h"
 #include "kernels/sdpa/sdpa_internal.h"
 #include "kernels/sdpa/sdpa_stage.h"
 #include "kernels/sdpa/sdpa_usermod.h"
-
-attn_status attn_sdpa_probs_f32(const attn_sdpa_desc *d, const float *q, const float *k,
-                                const float *lse, int64_t b, int64_t h, int64_t row0,
-                                int64_t nrows, float *probs) {
-  const attn_sdpa_rows rows = {b, h, row0, nrows};
-  const attn_sdpa_args a = {.dtype = ATTN_F32, .q = q, .k = k, .lse = (float *)lse, .probs = probs,
-                            .probs_rows = &rows};
-  return attn_sdpa_forward(d, &a);
-}
 
 attn_status attn_sdpa_probs_rows_f32(const attn_sdpa_desc *d, const void *qv, const void *kv,
                                      const float *lse, const attn_sdpa_rows *rows, float *probs) {
