@@ -18,10 +18,10 @@
 #include "apps/seq2seq/g2p_set.h"
 #include "apps/seq2seq/g2p_train.h"
 #include "attn/kernels.h"
+#include "g2p_tiny.h"
 #include "harness.h"
 #include "tool_run.h"
 
-#define TINY "tests/data/g2p/dict.txt"
 
 static void test_dict_parse(void) {
   const char *txt = ";;; comment\n# another\nB  B IY1\nA  AH0\n\nA(1)  EY1\nB(2)  B IY0\r\nA'S  EY1 Z\nD\xef\xbf\xbdJ  D EY2\n";
@@ -189,23 +189,6 @@ static void test_gradcheck_untied(void) { gradcheck(0); }
 
 static char dir[64], bin[1024];
 
-typedef struct {
-  attn_g2p_dict d;
-  attn_g2p_set tr, va;
-  attn_g2p_graphemes g;
-} tiny_data;
-
-static void tiny_load(tiny_data *t) {
-  CHECK_OK(attn_g2p_dict_load(TINY, &t->d));
-  attn_g2p_train_chars(&t->d, &t->g);
-  CHECK_OK(attn_g2p_set_make(&t->d, ATTN_G2P_TRAIN, &t->g, 40, 40, &t->tr));
-  CHECK_OK(attn_g2p_set_make(&t->d, ATTN_G2P_VAL, &t->g, 40, 40, &t->va));
-}
-static void tiny_free(tiny_data *t) {
-  attn_g2p_set_free(&t->tr);
-  attn_g2p_set_free(&t->va);
-  attn_g2p_dict_free(&t->d);
-}
 
 /* a fresh model of d_model d, 2 heads, ff, 1 + 1 layers on graphemes g */
 static void small_model(attn_g2p_model *m, const attn_g2p_graphemes *g, int d, int ff,

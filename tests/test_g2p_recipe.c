@@ -13,10 +13,10 @@
 #include "apps/seq2seq/g2p_set.h"
 #include "apps/seq2seq/g2p_train.h"
 #include "attn/kernels.h"
+#include "g2p_tiny.h"
 #include "harness.h"
 #include "tool_run.h"
 
-#define TINY "tests/data/g2p/dict.txt"
 
 static char dir[64], bin[1024];
 
@@ -138,23 +138,6 @@ static void test_model_file_flags(void) {
   attn_g2p_free(&m);
 }
 
-typedef struct {
-  attn_g2p_dict d;
-  attn_g2p_set tr, va;
-  attn_g2p_graphemes g;
-} tiny_data;
-
-static void tiny_load(tiny_data *t) {
-  CHECK_OK(attn_g2p_dict_load(TINY, &t->d));
-  attn_g2p_train_chars(&t->d, &t->g);
-  CHECK_OK(attn_g2p_set_make(&t->d, ATTN_G2P_TRAIN, &t->g, 40, 40, &t->tr));
-  CHECK_OK(attn_g2p_set_make(&t->d, ATTN_G2P_VAL, &t->g, 40, 40, &t->va));
-}
-static void tiny_free(tiny_data *t) {
-  attn_g2p_set_free(&t->tr);
-  attn_g2p_set_free(&t->va);
-  attn_g2p_dict_free(&t->d);
-}
 
 static int64_t cost_of(const attn_g2p_set *s, int i) {
   return s->src_len[i] > s->tgt_len[i] + 1 ? s->src_len[i] : s->tgt_len[i] + 1;

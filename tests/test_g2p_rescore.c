@@ -17,28 +17,19 @@
 #include "apps/seq2seq/g2p_rescore.h"
 #include "apps/seq2seq/g2p_train.h"
 #include "harness.h"
+#include "g2p_small.h"
 #include "tool_run.h"
 
 static char dir[64], bin[1024];
 
-/* d_model 16, 4 heads, ff 24, 2 + dec layers, words of "'ABCDEFG" (ids 4..11) */
+/* g2p_small.h's model (max_tgt 10) with the direction, stress and graphemes given */
 static void model(attn_g2p_model *m, int reverse, int stress, int dec_layers, uint64_t seed,
                   const char *chars) {
   attn_g2p_config c;
-  attn_g2p_config_default(&c);
-  c.d_model = 16;
-  c.heads = 4;
-  c.ff = 24;
-  c.enc_layers = 2;
-  c.dec_layers = dec_layers;
-  c.max_src = 12;
-  c.max_tgt = 10;
+  g2p_small_config(&c, 10, dec_layers);
   c.reverse = reverse;
   c.stress = stress;
-  attn_g2p_graphemes g;
-  attn_g2p_graphemes_make(&g, chars, (int)strlen(chars));
-  CHECK_OK(attn_g2p_create(m, &c, &g));
-  CHECK_OK(attn_g2p_init(m, seed));
+  g2p_small_create(m, &c, chars, seed);
 }
 
 static const int32_t words[2][5] = {{4, 5, 6, 7, 8}, {9, 10, 0, 0, 0}};
