@@ -70,10 +70,7 @@ static attn_status write_probs(const attn_sdpa_desc *d, const float *q, const fl
   attn_status st = ATTN_OK;
   for (int64_t w = 0; w < d->B && !st; w++)
     for (int64_t h = 0; h < H && !st; h++) {
-      const attn_sdpa_rows rows = {w, h, 0, d->Lq};
-      const attn_sdpa_args a = {.dtype = ATTN_F32, .q = q, .k = k, .lse = (float *)lse,
-                                .probs = tmp, .probs_rows = &rows};
-      st = attn_sdpa_forward(d, &a);
+      st = attn_nn_probs_rows(d, q, k, lse, w, h, 0, d->Lq, tmp);
       for (int64_t g = 0; g < G && !st; g++)
         memcpy(probs + ((w * G + g) * H + h) * n * Lm, tmp + g * n * Lm,
                (size_t)(n * Lm) * sizeof(float));

@@ -144,6 +144,11 @@ attn_status attn_nn_mha_project_backward_bf16(const attn_mha *m, attn_params *p,
  * describe the SDPA call on s's projected q/k/v ([B, L, E] layouts). */
 attn_status attn_nn_mha_build_masks(const attn_mha *m, const attn_mha_masks *mk, attn_mha_saved *s);
 void attn_nn_mha_desc(const attn_mha *m, const attn_mha_saved *s, attn_sdpa_desc *d);
+/* probs [nrows, Lk] := rows row0.. of (b, h) recomputed from q, k and a
+ * forward's lse (attn_sdpa_forward with args.probs_rows; mha_probs.c) */
+attn_status attn_nn_probs_rows(const attn_sdpa_desc *d, const float *q, const float *k,
+                               const float *lse, int64_t b, int64_t h, int64_t row0, int64_t nrows,
+                               float *probs);
 /* The SDPA call on s: *d as attn_nn_mha_desc (bf16 strides with s->qkvh), *a
  * its q, k, v (s->qkvh in bf16 on the bf16 kernel, else s->q, k, v on
  * ctx's backend), out s->ctx and lse s->lse; the caller adds the rest. */

@@ -8,8 +8,7 @@
  * tanh: the rational of softcap_tanh.h (within 6 ulp), as the active
  * level's vector op (vec[] below: softcap_avx2.c, softcap_avx512.c,
  * softcap_neon.c; the stage runs it) where it has one, else the portable
- * loop here; the
- * derivative from e^(-2|y|) (the level's vexp). The fused forward tiles
+ * loop here; the derivative from e^(-2|y|) (the level's vexp). The fused forward tiles
  * (tile_forward_mod, attn_flash_mod.cap) run the same vector code
  * (scoremod_avx2.h, scoremod_avx512.h), so fused and step-by-step tiles
  * agree to the bit. */

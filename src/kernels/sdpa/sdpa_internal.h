@@ -40,10 +40,10 @@ attn_status attn_sdpa_check_backward_ptrs(const attn_sdpa_desc *d, const char *w
                                           const void *lse, const void *dout, const void *dq,
                                           const void *dk, const void *dv);
 
-/* The flash backend (sdpa_flash.c). Same contract as the math one. */
-/* args.probs_rows of attn_sdpa_forward (sdpa_probs.c): q, k f32 */
-attn_status attn_sdpa_probs_rows_f32(const attn_sdpa_desc *d, const void *q, const void *k,
+/* args.probs_rows of attn_sdpa_forward (sdpa_probs.c) */
+attn_status attn_sdpa_probs_rows_f32(const attn_sdpa_desc *d, const float *q, const float *k,
                                      const float *lse, const attn_sdpa_rows *rows, float *probs);
+/* The flash backend (sdpa_flash.c). Same contract as the math one. */
 attn_status attn_sdpa_forward_flash(const attn_sdpa_desc *d, const float *q, const float *k,
                                     const float *v, float *out, float *lse);
 attn_status attn_sdpa_backward_flash(const attn_sdpa_desc *d, const float *q, const float *k,

@@ -7,9 +7,8 @@
 #include "kernels/sdpa/sdpa_stage.h"
 #include "kernels/sdpa/sdpa_usermod.h"
 
-attn_status attn_sdpa_probs_rows_f32(const attn_sdpa_desc *d, const void *qv, const void *kv,
+attn_status attn_sdpa_probs_rows_f32(const attn_sdpa_desc *d, const float *q, const float *k,
                                      const float *lse, const attn_sdpa_rows *rows, float *probs) {
-  const float *q = qv, *k = kv;
   const int64_t b = rows->b, h = rows->h, row0 = rows->row0, nrows = rows->nrows;
   attn_sdpa_resolved r;
   attn_status st = attn_sdpa_validate(d, q, k, k, &r); /* v is not read here */
