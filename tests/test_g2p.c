@@ -199,6 +199,7 @@ static void small_model(attn_g2p_model *m, const attn_g2p_graphemes *g, int d, i
   c.heads = 2;
   c.ff = ff;
   c.enc_layers = c.dec_layers = 1;
+  c.dropout = 0.1f; /* the runs below check dropout's masks too */
   CHECK_OK(attn_g2p_create(m, &c, g));
   CHECK_OK(attn_g2p_init(m, seed));
 }

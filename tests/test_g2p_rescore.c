@@ -1,6 +1,7 @@
 /* Right-to-left G2P models and n-best rescoring (src/apps/seq2seq/g2p_rescore.h,
  * issue 35): a reversed model's teacher-forced score against the one
- * computed here from its forward logits (one model and an ensemble of two);
+ * computed here from its forward logits (one model and an ensemble of two;
+ * several hypotheses of a word sharing one encoding, at 1, 2 and 3 threads);
  * its beam's output comes back in reading order with the logp the scorer
  * gives it; rescoring by a model trained to prefer one candidate picks that
  * candidate, in the order the combined score computed here says; bad pairs
@@ -116,6 +117,49 @@ static void test_reversed_teacher_forced_score(void) {
       ATTN_EINVAL);
   attn_g2p_free(&r1);
   attn_g2p_free(&r2);
+}
+
+/* several hypotheses per word, runs of one word split across chunks or
+ * not: each sequence's score as by hand (each word encoded once per chunk,
+ * its rows gathered: attn_g2p_encode_rows), and the same bits for 1, 2 and
+ * 3 threads (chunks fixed by the order) */
+static void test_words_encoded_once(void) {
+  attn_g2p_model r;
+  model(&r, 1, 1, 2, 5, "ABCDEFG'");
+  const attn_g2p_model *one[1] = {&r};
+  enum { N = 8 };
+  const int32_t ph[N][8] = {{30, 12, 50, 7}, {30, 12}, {61}, {60, 61, 62}, {60},
+                            {12, 13, 14, 15, 16, 17}, {0}, {40, 41}};
+  const int len[N] = {4, 2, 1, 3, 1, 6, 0, 2}, word[N] = {0, 0, 0, 1, 1, 0, 0, 1};
+  const int32_t *src[2] = {words[0], words[1]};
+  double want[N];
+  for (int j = 0; j < N; j++) {
+    int32_t rev[8];
+    reversed(ph[j], len[j], rev);
+    want[j] = by_hand(one, 1, word[j], rev, len[j]);
+  }
+  attn_nn_ctx ctx = {0};
+  const int saved = attn_get_num_threads();
+  const int batches[3] = {1, 3, 8};
+  for (int b = 0; b < 3; b++) {
+    double got[3][N];
+    for (int nt = 1; nt <= 3; nt++) {
+      attn_set_num_threads(nt);
+      CHECK_OK(attn_g2p_sequence_logp(one, 1, &ctx, src, word_lens, word, &ph[0][0], 8, len, N,
+                                      batches[b], got[nt - 1]));
+    }
+    for (int j = 0; j < N; j++)
+      CHECK(fabs(got[0][j] - want[j]) <= 1e-4);
+    CHECK(!memcmp(got[0], got[1], sizeof got[0]) && !memcmp(got[0], got[2], sizeof got[0]));
+  }
+  attn_set_num_threads(saved);
+  /* a decoder row naming a word that is not there */
+  attn_g2p_saved sv = {0};
+  const int32_t rw[2] = {0, 1}, one_len[1] = {5};
+  CHECK_ERR(attn_g2p_encode_rows(&r, &ctx, &sv, words[0], one_len, 1, 5, rw, 2), ATTN_EINVAL);
+  CHECK(strstr(attn_last_error(), "decoder row 1 reads word 1 of 1") != NULL);
+  attn_g2p_saved_free(&sv);
+  attn_g2p_free(&r);
 }
 
 /* a right-to-left model's beam: its outputs in reading order, each with the
@@ -324,6 +368,7 @@ int main(int argc, char **argv) {
   snprintf(dir, sizeof dir, "/tmp/attn_g2p_rescore_XXXXXX");
   if (!mkdtemp(dir)) return 1;
   RUN(test_reversed_teacher_forced_score);
+  RUN(test_words_encoded_once);
   RUN(test_reversed_beam_reads_in_order);
   RUN(test_rescoring_picks_the_preferred_candidate);
   RUN(test_bad_pairs_refused);

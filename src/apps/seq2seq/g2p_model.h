@@ -28,7 +28,7 @@ typedef struct {
                 * first (trained on reversed targets; --reverse) */
 } attn_g2p_config;
 
-/* d_model 128, 4 heads, ff 512, 3 + 3 layers, max_src 40, max_tgt 40, dropout 0.1, tied,
+/* d_model 128, 4 heads, ff 512, 3 + 3 layers, max_src 40, max_tgt 40, dropout 0, tied,
  * stressed, left to right */
 void attn_g2p_config_default(attn_g2p_config *c);
 
@@ -69,6 +69,14 @@ void attn_g2p_saved_free(attn_g2p_saved *s);
  * runs the encoder into the last block of s->xs. */
 attn_status attn_g2p_encode(const attn_g2p_model *m, const attn_nn_ctx *ctx, attn_g2p_saved *s,
                             const int32_t *src, const int32_t *src_lens, int64_t B, int64_t Ls);
+/* attn_g2p_encode on the W words src [W, Ls], then s holds the encoder output
+ * for B decoder rows, row b reading word row_word[b] (0..W-1): several
+ * hypotheses of a word are decoded (scored) against one encoding of it. s
+ * then serves attn_g2p_decode only: its earlier blocks are the W words', so
+ * attn_g2p_loss_backward is not for it. */
+attn_status attn_g2p_encode_rows(const attn_g2p_model *m, const attn_nn_ctx *ctx,
+                                 attn_g2p_saved *s, const int32_t *src, const int32_t *src_lens,
+                                 int64_t W, int64_t Ls, const int32_t *row_word, int64_t B);
 /* tgt [B, Lt] phoneme ids (BOS first); after attn_g2p_encode on the same s
  * (same B): s->logits [B, Lt, V]. */
 attn_status attn_g2p_decode(const attn_g2p_model *m, const attn_nn_ctx *ctx, attn_g2p_saved *s,

@@ -1,9 +1,15 @@
 /* N-best rescoring by right-to-left models (g2p_rescore.h). */
 #include "apps/seq2seq/g2p_rescore.h"
 
+#include "attn/kernels.h"
+
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 /* log p(y | logits row x) over the whole vocabulary (the beam's log-softmax) */
 static double row_logp(const float *x, int64_t V, int32_t y) {
@@ -15,35 +21,98 @@ static double row_logp(const float *x, int64_t V, int32_t y) {
   return (double)x[y] - mx - log(z);
 }
 
+/* one thread's scoring buffers, kept from chunk to chunk */
 typedef struct {
-  int32_t *sb, *sl, *tin, *tout;          /* [B, Ls], [B], [B, Lt], [B, Lt] */
-  double *lp;                             /* [nm, B, Lt] each model's log-probabilities */
+  int32_t *sb, *sl, *rw, *tin, *tout;     /* [C, Ls], [C], [C], [C, Lt], [C, Lt] */
+  double *lp;                             /* [nm, C, Lt] each model's log-probabilities */
   attn_g2p_saved sv[ATTN_G2P_MAX_MODELS]; /* each model's (their sizes differ) */
 } work;
 
 static void work_free(work *w) {
-  free(w->sb), free(w->sl), free(w->tin), free(w->tout), free(w->lp);
+  free(w->sb), free(w->sl), free(w->rw), free(w->tin), free(w->tout), free(w->lp);
   for (int k = 0; k < ATTN_G2P_MAX_MODELS; k++)
     attn_g2p_saved_free(&w->sv[k]);
 }
 
-/* sequences j0 .. j0 + B into w's teacher-forced batch, in the models' order */
+static int work_alloc(work *w, int nm, int64_t C, int64_t S, int64_t T) {
+  w->sb = malloc((size_t)(C * S) * sizeof *w->sb);
+  w->sl = malloc((size_t)C * sizeof *w->sl);
+  w->rw = malloc((size_t)C * sizeof *w->rw);
+  w->tin = malloc((size_t)(C * T) * sizeof *w->tin);
+  w->tout = malloc((size_t)(C * T) * sizeof *w->tout);
+  w->lp = malloc((size_t)(nm * C * T) * sizeof *w->lp);
+  return w->sb && w->sl && w->rw && w->tin && w->tout && w->lp;
+}
+
+/* Sequences j0 .. j0 + B into w's teacher-forced batch, in the models'
+ * order; a run of sequences of one word shares one encoder row: *W words
+ * (w->sb [W, *Ls], w->sl), sequence b reading word w->rw[b]. */
 static void gather(const attn_g2p_model *m, const int32_t *const *src, const int32_t *src_lens,
                    const int *word, const int32_t *ph, int64_t stride, const int *len, int64_t j0,
-                   int64_t B, int64_t Ls, int64_t Lt, work *w) {
+                   int64_t B, int64_t *W, int64_t *Ls, int64_t *Lt, work *w) {
+  int64_t nw = 0, ls = 1, lt = 1;
   for (int64_t b = 0; b < B; b++) {
     const int64_t j = j0 + b;
-    const int32_t l = src_lens[word[j]], n = len[j];
+    if (b == 0 || word[j] != word[j - 1]) w->sl[nw++] = src_lens[word[j]];
+    w->rw[b] = (int32_t)(nw - 1);
+    ls = src_lens[word[j]] > ls ? src_lens[word[j]] : ls;
+    lt = len[j] + 1 > lt ? len[j] + 1 : lt;
+  }
+  for (int64_t b = 0; b < B; b++) {
+    const int64_t j = j0 + b, u = w->rw[b];
+    if (b > 0 && u == w->rw[b - 1]) continue;
+    const int32_t l = src_lens[word[j]];
+    for (int64_t t = 0; t < ls; t++)
+      w->sb[u * ls + t] = t < l ? src[word[j]][t] : ATTN_G2P_PAD;
+  }
+  for (int64_t b = 0; b < B; b++) {
+    const int64_t j = j0 + b;
+    const int32_t n = len[j];
     const int32_t *p = ph + j * stride;
-    w->sl[b] = l;
-    for (int64_t t = 0; t < Ls; t++)
-      w->sb[b * Ls + t] = t < l ? src[word[j]][t] : ATTN_G2P_PAD;
-    for (int64_t t = 0; t < Lt; t++) {
+    for (int64_t t = 0; t < lt; t++) {
       const int32_t y = t < n ? p[m->c.reverse ? n - 1 - t : t] : ATTN_G2P_EOS;
-      w->tout[b * Lt + t] = t <= n ? y : -1;
-      w->tin[b * Lt + t] = t == 0 ? ATTN_G2P_BOS : t <= n ? w->tout[b * Lt + t - 1] : ATTN_G2P_PAD;
+      w->tout[b * lt + t] = t <= n ? y : -1;
+      w->tin[b * lt + t] = t == 0 ? ATTN_G2P_BOS : t <= n ? w->tout[b * lt + t - 1] : ATTN_G2P_PAD;
     }
   }
+  *W = nw, *Ls = ls, *Lt = lt;
+}
+
+/* sequences j0 .. j0 + B: encode each word once, decode, sum */
+static attn_status score_chunk(const attn_g2p_model *const *ms, int nm, const attn_nn_ctx *run,
+                               const int32_t *const *src, const int32_t *src_lens, const int *word,
+                               const int32_t *ph, int64_t stride, const int *len, int64_t j0,
+                               int64_t B, work *w, double *logp) {
+  const int64_t V = ms[0]->vocab_tgt;
+  int64_t W, Ls, Lt;
+  gather(ms[0], src, src_lens, word, ph, stride, len, j0, B, &W, &Ls, &Lt, w);
+  attn_status st = ATTN_OK;
+  for (int k = 0; !st && k < nm; k++) {
+    st = attn_g2p_encode_rows(ms[k], run, &w->sv[k], w->sb, w->sl, W, Ls, w->rw, B);
+    if (!st) st = attn_g2p_decode(ms[k], run, &w->sv[k], w->tin, Lt);
+    for (int64_t r = 0; !st && r < B * Lt; r++)
+      if (w->tout[r] >= 0) w->lp[k * B * Lt + r] = row_logp(w->sv[k].logits + r * V, V, w->tout[r]);
+  }
+  const double log_nm = log((double)nm);
+  for (int64_t b = 0; !st && b < B; b++) {
+    double sum = 0;
+    for (int64_t t = 0; t <= len[j0 + b]; t++) {
+      const int64_t r = b * Lt + t;
+      if (nm == 1) {
+        sum += w->lp[r];
+        continue;
+      }
+      double mx = w->lp[r]; /* log of the mean of the models' probabilities */
+      for (int k = 1; k < nm; k++)
+        mx = w->lp[k * B * Lt + r] > mx ? w->lp[k * B * Lt + r] : mx;
+      double z = 0;
+      for (int k = 0; k < nm; k++)
+        z += exp(w->lp[k * B * Lt + r] - mx);
+      sum += mx + log(z) - log_nm;
+    }
+    logp[j0 + b] = sum;
+  }
+  return st;
 }
 
 attn_status attn_g2p_sequence_logp(const attn_g2p_model *const *ms, int nm, const attn_nn_ctx *ctx,
@@ -71,53 +140,51 @@ attn_status attn_g2p_sequence_logp(const attn_g2p_model *const *ms, int nm, cons
                               (long long)j + 1, y, ATTN_G2P_SPECIAL, (long long)m->vocab_tgt - 1);
     }
   }
-  const int64_t S = m->c.max_src, T = m->c.max_tgt, V = m->vocab_tgt;
-  work w = {0};
-  w.sb = malloc((size_t)(batch * S) * sizeof *w.sb);
-  w.sl = malloc((size_t)batch * sizeof *w.sl);
-  w.tin = malloc((size_t)(batch * T) * sizeof *w.tin);
-  w.tout = malloc((size_t)(batch * T) * sizeof *w.tout);
-  w.lp = malloc((size_t)(nm * batch * T) * sizeof *w.lp);
-  if (!w.sb || !w.sl || !w.tin || !w.tout || !w.lp)
-    st = attn_set_error(ATTN_ENOMEM, "g2p scoring: batch of %d", batch);
+  /* Chunks of `batch` sequences, fixed by the order (so the result does not
+   * depend on the thread count), in parallel, one per thread at a time (the
+   * operations inside on that thread alone), as the beam's batches. */
+  const int64_t nb = (n + batch - 1) / batch;
+  int nt = attn_get_num_threads();
+  nt = nt < nb ? nt : (int)nb;
+  nt = nt > 1 ? nt : 1;
+  work *wk = calloc((size_t)nt, sizeof *wk);
+  if (!wk) return attn_set_error(ATTN_ENOMEM, "g2p scoring: %d threads", nt);
+  for (int t = 0; t < nt && !st; t++)
+    if (!work_alloc(&wk[t], nm, batch, m->c.max_src, m->c.max_tgt))
+      st = attn_set_error(ATTN_ENOMEM, "g2p scoring: batch of %d", batch);
   attn_nn_ctx run = {0};
   if (ctx) run = *ctx;
   run.training = 0;
-  const double log_nm = log((double)nm);
-  for (int64_t j0 = 0; !st && j0 < n; j0 += batch) {
-    const int64_t B = n - j0 < batch ? n - j0 : batch;
-    int64_t Ls = 1, Lt = 1;
-    for (int64_t b = 0; b < B; b++) {
-      Ls = src_lens[word[j0 + b]] > Ls ? src_lens[word[j0 + b]] : Ls;
-      Lt = len[j0 + b] + 1 > Lt ? len[j0 + b] + 1 : Lt;
-    }
-    gather(m, src, src_lens, word, ph, stride, len, j0, B, Ls, Lt, &w);
-    for (int k = 0; !st && k < nm; k++) {
-      st = attn_g2p_encode(ms[k], &run, &w.sv[k], w.sb, w.sl, B, Ls);
-      if (!st) st = attn_g2p_decode(ms[k], &run, &w.sv[k], w.tin, Lt);
-      for (int64_t r = 0; !st && r < B * Lt; r++)
-        if (w.tout[r] >= 0) w.lp[k * B * Lt + r] = row_logp(w.sv[k].logits + r * V, V, w.tout[r]);
-    }
-    for (int64_t b = 0; !st && b < B; b++) {
-      double sum = 0;
-      for (int64_t t = 0; t <= len[j0 + b]; t++) {
-        const int64_t r = b * Lt + t;
-        if (nm == 1) {
-          sum += w.lp[r];
-          continue;
-        }
-        double mx = w.lp[r]; /* log of the mean of the models' probabilities */
-        for (int k = 1; k < nm; k++)
-          mx = w.lp[k * B * Lt + r] > mx ? w.lp[k * B * Lt + r] : mx;
-        double z = 0;
-        for (int k = 0; k < nm; k++)
-          z += exp(w.lp[k * B * Lt + r] - mx);
-        sum += mx + log(z) - log_nm;
+  int64_t bad = nb; /* the first chunk that failed, its status and message */
+  attn_status bad_st = ATTN_OK;
+  char bad_msg[256] = "";
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1) if (nt > 1)
+  for (int64_t c = 0; c < nb; c++) {
+    int64_t failed;
+#pragma omp atomic read
+    failed = bad;
+    if (st || failed < c) continue;
+    int t = 0;
+#ifdef _OPENMP
+    t = omp_get_thread_num();
+#endif
+    const int64_t j0 = c * batch, B = n - j0 < batch ? n - j0 : batch;
+    const attn_status e =
+        score_chunk(ms, nm, &run, src, src_lens, word, ph, stride, len, j0, B, &wk[t], logp);
+    if (e) {
+#pragma omp critical(g2p_score_error)
+      if (c < bad) {
+#pragma omp atomic write
+        bad = c;
+        bad_st = e;
+        snprintf(bad_msg, sizeof bad_msg, "%s", attn_last_error());
       }
-      logp[j0 + b] = sum;
     }
   }
-  work_free(&w);
+  if (!st && bad_st) st = attn_set_error(bad_st, "%s", bad_msg);
+  for (int t = 0; t < nt; t++)
+    work_free(&wk[t]);
+  free(wk);
   return st;
 }
 
