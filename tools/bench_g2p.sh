@@ -8,7 +8,7 @@
 # Environment: ATTN_G2P_BENCH_DATA (dictionary folder, default data/cmudict; fetched
 # if missing), ATTN_G2P_BENCH_ARGS (model options, default the g2p defaults
 # "--dim 128 --heads 4 --ff 512 --layers 3"), ATTN_G2P_BENCH_STEPS (20),
-# ATTN_G2P_BENCH_BATCH (64), ATTN_G2P_BENCH_THREADS (2), ATTN_G2P_BENCH_OUT
+# ATTN_G2P_BENCH_BATCH (128, the training default), ATTN_G2P_BENCH_THREADS (2), ATTN_G2P_BENCH_OUT
 # (runs/g2p-bench). Measure on a quiet machine: other load moves both figures.
 set -e
 attn=${1:-build/attn}
@@ -16,7 +16,7 @@ data=${ATTN_G2P_BENCH_DATA:-data/cmudict}
 out=${ATTN_G2P_BENCH_OUT:-runs/g2p-bench}
 args=${ATTN_G2P_BENCH_ARGS:---dim 128 --heads 4 --ff 512 --layers 3}
 steps=${ATTN_G2P_BENCH_STEPS:-20}
-batch=${ATTN_G2P_BENCH_BATCH:-64}
+batch=${ATTN_G2P_BENCH_BATCH:-128}
 threads=${ATTN_G2P_BENCH_THREADS:-2}
 python=${PYTHON:-/usr/bin/python3}
 [ -f "$data/dict.txt" ] || [ -f "$data" ] || sh tools/fetch_cmudict.sh "$data"

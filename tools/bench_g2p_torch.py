@@ -85,8 +85,8 @@ def main():
     ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--ff", type=int, default=512)
     ap.add_argument("--layers", type=int, default=3)
-    ap.add_argument("--dropout", type=float, default=0.1)
-    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--dropout", type=float, default=0.0)  # attn g2p train's default
+    ap.add_argument("--lr", type=float, default=1.5e-3)
     ap.add_argument("--smoothing", type=float, default=0.1)
     ap.add_argument("--threads", type=int, default=2)
     a = ap.parse_args()
