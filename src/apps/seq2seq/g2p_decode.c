@@ -3,14 +3,11 @@
 #include "apps/seq2seq/g2p_decode.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "apps/seq2seq/beam.h"
+#include "apps/seq2seq/g2p_chunks.h"
 #include "attn/kernels.h"
 
 void attn_g2p_decode_opts_default(attn_g2p_decode_opts *o) {
@@ -318,18 +315,31 @@ static attn_status search_batch(const attn_g2p_model *const *ms, int nm, const a
   return ATTN_OK;
 }
 
-/* Batches in parallel, one per thread at a time (the operations inside run
- * on that thread alone: nested regions): coarse work instead of many small
- * parallel regions per step. A batch's words decode as they would alone
- * (its composition is fixed by the word order), so the result does not
- * depend on the thread count. One batch: its operations take the threads. */
+typedef struct {
+  const attn_g2p_model *const *ms;
+  int nm, n, batch;
+  const attn_nn_ctx *ctx;
+  const attn_beam_config *bc;
+  const int32_t *const *src;
+  const int32_t *src_lens;
+  worker *wk;
+  attn_g2p_hyps *out;
+} batches_t;
+
+static attn_status batch_chunk(void *user, int64_t c, int t) {
+  const batches_t *a = user;
+  const int i0 = (int)c * a->batch, W = a->n - i0 < a->batch ? a->n - i0 : a->batch;
+  return search_batch(a->ms, a->nm, a->ctx, a->bc, a->src, a->src_lens, i0, W, &a->wk[t], a->out);
+}
+
+/* Batches in parallel (g2p_chunks.h). A batch's words decode as they would
+ * alone (its composition is fixed by the word order), so the result does
+ * not depend on the thread count. One batch: its operations take the
+ * threads. */
 static attn_status search_batches(const attn_g2p_model *const *ms, int nm, const attn_nn_ctx *ctx,
                                   const attn_beam_config *bc, const int32_t *const *src,
                                   const int32_t *src_lens, int n, int batch, attn_g2p_hyps *out) {
-  const int nb = (n + batch - 1) / batch;
-  int nt = attn_get_num_threads();
-  nt = nt < nb ? nt : nb;
-  nt = nt > 1 ? nt : 1;
+  const int nb = (n + batch - 1) / batch, nt = attn_g2p_chunk_threads(nb);
   worker *wk = calloc((size_t)nt, sizeof *wk);
   if (!wk) return attn_set_error(ATTN_ENOMEM, "g2p decoding: %d threads", nt);
   attn_status st = ATTN_OK;
@@ -337,32 +347,8 @@ static attn_status search_batches(const attn_g2p_model *const *ms, int nm, const
     wk[t].sb = malloc((size_t)((int64_t)batch * ms[0]->c.max_src) * sizeof *wk[t].sb);
     if (!wk[t].sb) st = attn_set_error(ATTN_ENOMEM, "g2p decoding: batch of %d words", batch);
   }
-  int bad = nb; /* the first batch that failed, its status and message */
-  attn_status bad_st = ATTN_OK;
-  char bad_msg[256] = "";
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 1) if (nt > 1)
-  for (int j = 0; j < nb; j++) {
-    int failed;
-#pragma omp atomic read
-    failed = bad;
-    if (st || failed < j) continue;
-    int t = 0;
-#ifdef _OPENMP
-    t = omp_get_thread_num();
-#endif
-    const int i0 = j * batch, W = n - i0 < batch ? n - i0 : batch;
-    const attn_status e = search_batch(ms, nm, ctx, bc, src, src_lens, i0, W, &wk[t], out);
-    if (e) {
-#pragma omp critical(g2p_search_error)
-      if (j < bad) {
-#pragma omp atomic write
-        bad = j;
-        bad_st = e;
-        snprintf(bad_msg, sizeof bad_msg, "%s", attn_last_error());
-      }
-    }
-  }
-  if (!st && bad_st) st = attn_set_error(bad_st, "%s", bad_msg);
+  batches_t a = {ms, nm, n, batch, ctx, bc, src, src_lens, wk, out};
+  if (!st) st = attn_g2p_run_chunks(nb, nt, batch_chunk, &a);
   for (int t = 0; t < nt; t++) worker_free(&wk[t]);
   free(wk);
   return st;

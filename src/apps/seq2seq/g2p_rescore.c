@@ -1,15 +1,11 @@
 /* N-best rescoring by right-to-left models (g2p_rescore.h). */
 #include "apps/seq2seq/g2p_rescore.h"
 
-#include "attn/kernels.h"
+#include "apps/seq2seq/g2p_chunks.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 /* log p(y | logits row x) over the whole vocabulary (the beam's log-softmax) */
 static double row_logp(const float *x, int64_t V, int32_t y) {
@@ -115,6 +111,28 @@ static attn_status score_chunk(const attn_g2p_model *const *ms, int nm, const at
   return st;
 }
 
+typedef struct {
+  const attn_g2p_model *const *ms;
+  int nm;
+  attn_nn_ctx run;
+  const int32_t *const *src;
+  const int32_t *src_lens;
+  const int *word;
+  const int32_t *ph;
+  int64_t stride;
+  const int *len;
+  int64_t n, batch;
+  work *wk;
+  double *logp;
+} chunks_t;
+
+static attn_status chunk(void *user, int64_t c, int t) {
+  const chunks_t *a = user;
+  const int64_t j0 = c * a->batch, B = a->n - j0 < a->batch ? a->n - j0 : a->batch;
+  return score_chunk(a->ms, a->nm, &a->run, a->src, a->src_lens, a->word, a->ph, a->stride, a->len,
+                     j0, B, &a->wk[t], a->logp);
+}
+
 attn_status attn_g2p_sequence_logp(const attn_g2p_model *const *ms, int nm, const attn_nn_ctx *ctx,
                                    const int32_t *const *src, const int32_t *src_lens,
                                    const int *word, const int32_t *ph, int64_t stride,
@@ -140,48 +158,19 @@ attn_status attn_g2p_sequence_logp(const attn_g2p_model *const *ms, int nm, cons
                               (long long)j + 1, y, ATTN_G2P_SPECIAL, (long long)m->vocab_tgt - 1);
     }
   }
-  /* Chunks of `batch` sequences, fixed by the order (so the result does not
-   * depend on the thread count), in parallel, one per thread at a time (the
-   * operations inside on that thread alone), as the beam's batches. */
+  /* Chunks of `batch` sequences in parallel (g2p_chunks.h), fixed by the
+   * order: the result does not depend on the thread count. */
   const int64_t nb = (n + batch - 1) / batch;
-  int nt = attn_get_num_threads();
-  nt = nt < nb ? nt : (int)nb;
-  nt = nt > 1 ? nt : 1;
+  const int nt = attn_g2p_chunk_threads(nb);
   work *wk = calloc((size_t)nt, sizeof *wk);
   if (!wk) return attn_set_error(ATTN_ENOMEM, "g2p scoring: %d threads", nt);
   for (int t = 0; t < nt && !st; t++)
     if (!work_alloc(&wk[t], nm, batch, m->c.max_src, m->c.max_tgt))
       st = attn_set_error(ATTN_ENOMEM, "g2p scoring: batch of %d", batch);
-  attn_nn_ctx run = {0};
-  if (ctx) run = *ctx;
-  run.training = 0;
-  int64_t bad = nb; /* the first chunk that failed, its status and message */
-  attn_status bad_st = ATTN_OK;
-  char bad_msg[256] = "";
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 1) if (nt > 1)
-  for (int64_t c = 0; c < nb; c++) {
-    int64_t failed;
-#pragma omp atomic read
-    failed = bad;
-    if (st || failed < c) continue;
-    int t = 0;
-#ifdef _OPENMP
-    t = omp_get_thread_num();
-#endif
-    const int64_t j0 = c * batch, B = n - j0 < batch ? n - j0 : batch;
-    const attn_status e =
-        score_chunk(ms, nm, &run, src, src_lens, word, ph, stride, len, j0, B, &wk[t], logp);
-    if (e) {
-#pragma omp critical(g2p_score_error)
-      if (c < bad) {
-#pragma omp atomic write
-        bad = c;
-        bad_st = e;
-        snprintf(bad_msg, sizeof bad_msg, "%s", attn_last_error());
-      }
-    }
-  }
-  if (!st && bad_st) st = attn_set_error(bad_st, "%s", bad_msg);
+  chunks_t a = {ms, nm, {0}, src, src_lens, word, ph, stride, len, n, batch, wk, logp};
+  if (ctx) a.run = *ctx;
+  a.run.training = 0;
+  if (!st) st = attn_g2p_run_chunks(nb, nt, chunk, &a);
   for (int t = 0; t < nt; t++)
     work_free(&wk[t]);
   free(wk);
