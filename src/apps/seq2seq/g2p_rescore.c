@@ -7,14 +7,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* log p(y | logits row x) over the whole vocabulary (the beam's log-softmax) */
+/* log p(y | logits row x) over the whole vocabulary (the beam's log-softmax;
+ * in f32 as the beam's, the sum over a sequence's tokens in double) */
 static double row_logp(const float *x, int64_t V, int32_t y) {
-  double mx = x[0], z = 0;
+  float mx = x[0], z = 0.0f;
   for (int64_t v = 1; v < V; v++)
     mx = x[v] > mx ? x[v] : mx;
   for (int64_t v = 0; v < V; v++)
-    z += exp((double)x[v] - mx);
-  return (double)x[y] - mx - log(z);
+    z += expf(x[v] - mx);
+  return (double)(x[y] - mx) - log((double)z);
 }
 
 /* one thread's scoring buffers, kept from chunk to chunk */
