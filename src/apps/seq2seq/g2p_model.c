@@ -268,15 +268,16 @@ attn_status attn_g2p_encode_rows(const attn_g2p_model *m, const attn_nn_ctx *ctx
   if (st) return st;
   const int64_t E = m->c.d_model, L = m->c.enc_layers;
   const size_t row = (size_t)(Ls * E);
-  /* the last block's W rows, gathered to B rows (a copy: the B-row block
-   * starts elsewhere and may overlap the W-row one) */
-  float *mem = malloc((size_t)B * row * sizeof *mem);
-  uint8_t *pad = malloc((size_t)(B * Ls));
-  int32_t *ids = malloc((size_t)(B * Ls) * sizeof *ids);
-  if (!mem || !pad || !ids || !reserve_src(m, s, B * Ls)) {
-    free(mem), free(pad), free(ids);
+  /* the last block's W rows gathered to B rows through s->dmem (backward
+   * work, B * Ls * E floats once reserved: the B-row block starts elsewhere
+   * and may overlap the W-row one), the padding and ids likewise */
+  int32_t *ids = malloc((size_t)(B * Ls) * (sizeof *ids + 1));
+  if (!ids || !reserve_src(m, s, B * Ls)) {
+    free(ids);
     return attn_set_error(ATTN_ENOMEM, "g2p: out of memory");
   }
+  uint8_t *pad = (uint8_t *)(ids + B * Ls);
+  float *mem = s->dmem;
   const float *last = s->xs + L * W * (int64_t)row;
   for (int64_t b = 0; b < B; b++) {
     const int64_t w = row_word[b];
@@ -288,7 +289,7 @@ attn_status attn_g2p_encode_rows(const attn_g2p_model *m, const attn_nn_ctx *ctx
   memcpy(s->src_pad, pad, (size_t)(B * Ls));
   memcpy(s->src, ids, (size_t)(B * Ls) * sizeof *ids);
   s->B = B;
-  free(mem), free(pad), free(ids);
+  free(ids);
   return ATTN_OK;
 }
 
