@@ -65,8 +65,14 @@ train() { # dir, extra options
 }
 train r2l --reverse --progress quiet >"$out/r2l/train.log" 2>&1 &
 r2l=$!
-if ! train l2r 2>&1 | tee "$out/l2r/train.log"; then
+# (the pipeline's status is tee's: the training's own goes through a file)
+{
+  if train l2r 2>&1; then rc=0; else rc=$?; fi
+  echo "$rc" >"$out/l2r/.rc"
+} | tee "$out/l2r/train.log"
+if [ "$(cat "$out/l2r/.rc" 2>/dev/null)" != 0 ]; then
   kill "$r2l" 2>/dev/null || true
+  echo "demo-g2p: the left-to-right model's training failed (above)" >&2
   exit 1
 fi
 wait "$r2l" || { echo "demo-g2p: the right-to-left model's training failed:" >&2; tail -n 5 "$out/r2l/train.log" >&2; exit 1; }
