@@ -75,18 +75,37 @@ static void gather(const attn_g2p_model *m, const int32_t *const *src, const int
   *W = nw, *Ls = ls, *Lt = lt;
 }
 
-/* sequences j0 .. j0 + B: encode each word once, decode, sum */
-static attn_status score_chunk(const attn_g2p_model *const *ms, int nm, const attn_nn_ctx *run,
-                               const int32_t *const *src, const int32_t *src_lens, const int *word,
-                               const int32_t *ph, int64_t stride, const int *len, int64_t j0,
-                               int64_t B, work *w, double *logp) {
+typedef struct {
+  const attn_g2p_model *const *ms;
+  int nm;
+  attn_nn_ctx run;
+  const int32_t *const *src;
+  const int32_t *src_lens;
+  const int *word;
+  const int32_t *ph;
+  int64_t stride;
+  const int *len;
+  int64_t n, batch;
+  work *wk;
+  double *logp;
+} chunks_t;
+
+/* chunk c (sequences j0 .. j0 + B) on a thread: encode each word once,
+ * decode, sum */
+static attn_status chunk(void *user, int64_t c, int thread) {
+  const chunks_t *a = user;
+  const int64_t j0 = c * a->batch, B = a->n - j0 < a->batch ? a->n - j0 : a->batch;
+  const attn_g2p_model *const *ms = a->ms;
+  const int nm = a->nm;
+  const int *len = a->len;
+  work *w = &a->wk[thread];
   const int64_t V = ms[0]->vocab_tgt;
   int64_t W, Ls, Lt;
-  gather(ms[0], src, src_lens, word, ph, stride, len, j0, B, &W, &Ls, &Lt, w);
+  gather(ms[0], a->src, a->src_lens, a->word, a->ph, a->stride, len, j0, B, &W, &Ls, &Lt, w);
   attn_status st = ATTN_OK;
   for (int k = 0; !st && k < nm; k++) {
-    st = attn_g2p_encode_rows(ms[k], run, &w->sv[k], w->sb, w->sl, W, Ls, w->rw, B);
-    if (!st) st = attn_g2p_decode(ms[k], run, &w->sv[k], w->tin, Lt);
+    st = attn_g2p_encode_rows(ms[k], &a->run, &w->sv[k], w->sb, w->sl, W, Ls, w->rw, B);
+    if (!st) st = attn_g2p_decode(ms[k], &a->run, &w->sv[k], w->tin, Lt);
     for (int64_t r = 0; !st && r < B * Lt; r++)
       if (w->tout[r] >= 0) w->lp[k * B * Lt + r] = row_logp(w->sv[k].logits + r * V, V, w->tout[r]);
   }
@@ -107,31 +126,9 @@ static attn_status score_chunk(const attn_g2p_model *const *ms, int nm, const at
         z += exp(w->lp[k * B * Lt + r] - mx);
       sum += mx + log(z) - log_nm;
     }
-    logp[j0 + b] = sum;
+    a->logp[j0 + b] = sum;
   }
   return st;
-}
-
-typedef struct {
-  const attn_g2p_model *const *ms;
-  int nm;
-  attn_nn_ctx run;
-  const int32_t *const *src;
-  const int32_t *src_lens;
-  const int *word;
-  const int32_t *ph;
-  int64_t stride;
-  const int *len;
-  int64_t n, batch;
-  work *wk;
-  double *logp;
-} chunks_t;
-
-static attn_status chunk(void *user, int64_t c, int t) {
-  const chunks_t *a = user;
-  const int64_t j0 = c * a->batch, B = a->n - j0 < a->batch ? a->n - j0 : a->batch;
-  return score_chunk(a->ms, a->nm, &a->run, a->src, a->src_lens, a->word, a->ph, a->stride, a->len,
-                     j0, B, &a->wk[t], a->logp);
 }
 
 attn_status attn_g2p_sequence_logp(const attn_g2p_model *const *ms, int nm, const attn_nn_ctx *ctx,
