@@ -16,6 +16,10 @@
 static const int dtypes[] = {ATTN_F32, ATTN_F16, ATTN_BF16, ATTN_I8};
 static const char *const dnames[] = {"f32", "f16", "bf16", "i8"};
 
+/* the integer P·V against the f32 one, norm-relative (measured: see
+ * test_i8pv_error) */
+static const double I8PV_TOL = 4e-3;
+
 static double storage_tol(int dtype) {
   return dtype == ATTN_F32 ? 1e-5 : dtype == ATTN_F16 ? 1e-3 : 1e-2;
 }
@@ -30,7 +34,19 @@ static void check_case(const dcase *c, const char *what) {
     dprob_free(&p);
     return;
   }
-  float *ro = malloc((size_t)dc_nout(&p) * 4), *rl = malloc((size_t)dc_nlse(&p) * 4);
+  const int64_t nout = dc_nout(&p);
+  float *ro = malloc((size_t)nout * 4), *rl = malloc((size_t)dc_nlse(&p) * 4);
+  /* a level with an integer P·V (int8): the tight checks on P·V in f32
+   * (int8_pv_f32), then the default call within the weights' quantisation
+   * of that and within the storage's tolerance of the f32 rows */
+  const int i8pv = c->dtype == ATTN_I8 && attn_kern_get()->decode->pv_i8;
+  float *dflt = NULL;
+  if (i8pv) {
+    dflt = malloc((size_t)nout * 4);
+    CHECK_OK(dprob_decode(&p));
+    memcpy(dflt, p.out, (size_t)nout * 4);
+    p.d.int8_pv_f32 = 1;
+  }
   CHECK_OK(dprob_decode(&p));
   /* a level with an int8 dot product quantises q too: the tight check against
    * exactly that, the storage's tolerance below against the f32 rows */
@@ -44,10 +60,15 @@ static void check_case(const dcase *c, const char *what) {
   free(qq);
   int before = h_case_failed;
   h_case_failed = 0;
-  CHECK_CLOSE("out", p.out, ro, dc_nout(&p), 2e-5, 1e-4);
+  CHECK_CLOSE("out", p.out, ro, nout, 2e-5, 1e-4);
   CHECK_CLOSE("lse", p.lse, rl, dc_nlse(&p), 2e-5, 1e-5);
+  if (dflt) { /* u8 weights: <= 1/510 of a block's largest per key */
+    CHECK_NORMREL(dflt, p.out, nout, I8PV_TOL);
+    memcpy(p.out, dflt, (size_t)nout * 4);
+    free(dflt);
+  }
   CHECK_OK(dprob_reference(&p, p.k32, p.v32, ro, rl));
-  CHECK_NORMREL(p.out, ro, dc_nout(&p), storage_tol(c->dtype));
+  CHECK_NORMREL(p.out, ro, nout, storage_tol(c->dtype));
   if (h_case_failed) printf("  (case: %s)\n", what);
   h_case_failed |= before;
   free(ro), free(rl);
@@ -271,6 +292,119 @@ static void test_i8dot_exact(void) {
 #undef NEXT8
 }
 
+/* the level's integer P·V (where it has one) bit for bit against its
+ * contract (decode_ukr.h) computed here: u8 weights of each row, the exact
+ * integer sums, one fused multiply-add per element; rows of zeros, a
+ * partial group of keys (13), column tails (Dv 37, 200: 64-column slabs),
+ * row tiles of 4 + 4 + 3, 1 and 2; stale weights past n ignored; NaN, a
+ * negative or a too small weight refused with acc untouched */
+static void test_i8pv_exact(void) {
+  const attn_decode_ops *lv = attn_kern_get()->decode;
+  if (!lv->pv_i8) {
+    SKIP("level %s has no integer P·V", attn_isa_name(attn_isa_active()));
+    return;
+  }
+  enum { RMAX = 11, N = 13, DVMAX = 200, NBK = ATTN_DECODE_NB };
+  static const int dvs[3] = {37, 128, DVMAX}, rs[3] = {RMAX, 1, 2};
+  static int8_t v[N][DVMAX];
+  static float p[RMAX * NBK], corr[RMAX], acc[RMAX * DVMAX], want[RMAX * DVMAX];
+  uint32_t st = 7u;
+#define NEXT8() (st = st * 1664525u + 1013904223u, (int8_t)((int)((st >> 8) % 255u) - 127))
+  for (int j = 0; j < N; j++)
+    for (int e = 0; e < DVMAX; e++)
+      v[j][e] = NEXT8();
+#undef NEXT8
+  for (int t = 0; t < 3; t++) {
+    const int Dv = dvs[t], R = rs[t];
+    attn_decode_block b = {.dtype = ATTN_I8, .n = N, .D = 16, .Dv = Dv};
+    for (int j = 0; j < N; j++)
+      b.v[j] = v[j];
+    fill_uniform(p, RMAX * NBK, 30 + (unsigned)t, 0, 1);
+    fill_uniform(corr, RMAX, 40 + (unsigned)t, 0.2f, 1);
+    fill_uniform(acc, RMAX * DVMAX, 50 + (unsigned)t, -1, 1);
+    for (int r = 0; r < R; r++) {
+      for (int j = N; j < NBK; j++) /* stale: past n */
+        p[r * NBK + j] = r % 2 ? 1e30f : NAN;
+      if (r % 3 == 0) /* a wide range of weights */
+        for (int j = 0; j < N; j++)
+          p[r * NBK + j] *= powf(10.0f, -(float)(j % 5));
+    }
+    for (int j = 0; j < N; j++)
+      p[(R - 1) * NBK + j] = R > 2 ? 0.0f : p[(R - 1) * NBK + j]; /* a row of zeros */
+    for (int r = 0; r < R; r++) {
+      float w = 0.0f;
+      for (int j = 0; j < N; j++)
+        w = p[r * NBK + j] > w ? p[r * NBK + j] : w;
+      int u[N];
+      for (int j = 0; j < N; j++)
+        u[j] = w > 0.0f ? (int)nearbyintf(p[r * NBK + j] * (255.0f / w)) : 0;
+      for (int c = 0; c < Dv; c++) {
+        int32_t dot = 0;
+        for (int j = 0; j < N; j++)
+          dot += u[j] * v[j][c];
+        const float x = acc[r * Dv + c] * corr[r];
+        want[r * Dv + c] = fmaf((float)dot, w / 255.0f, x);
+      }
+    }
+    CHECK(lv->pv_i8(&b, p, corr, R, acc) == 1);
+    int bad = 0;
+    for (int i = 0; i < R * Dv; i++)
+      bad += memcmp(&acc[i], &want[i], sizeof(float)) != 0;
+    if (bad) printf("  Dv %d R %d: %d of %d differ\n", Dv, R, bad, R * Dv);
+    CHECK(bad == 0);
+  }
+  /* refused, acc untouched: NaN, a negative weight, one too small */
+  attn_decode_block b = {.dtype = ATTN_I8, .n = N, .D = 16, .Dv = 37};
+  for (int j = 0; j < N; j++)
+    b.v[j] = v[j];
+  static const float bad_w[3] = {NAN, -0.5f, 1e-35f};
+  for (int k = 0; k < 3; k++) {
+    fill_uniform(p, RMAX * NBK, 60, 0, 1);
+    for (int j = 0; j < N; j++)
+      p[NBK + j] = k == 2 ? 1e-36f : p[NBK + j];
+    p[NBK + 4] = bad_w[k]; /* row 1 */
+    fill_uniform(acc, RMAX * DVMAX, 61, -1, 1);
+    memcpy(want, acc, sizeof acc);
+    CHECK(lv->pv_i8(&b, p, corr, 3, acc) == 0);
+    CHECK(memcmp(acc, want, sizeof acc) == 0);
+  }
+}
+
+/* the integer P·V's error at the issue's shape over a long cache: the
+ * default call against int8_pv_f32 (the same scores), norm-relative, and
+ * each against the f32 rows */
+static void test_i8pv_error(void) {
+  if (!attn_kern_get()->decode->pv_i8) {
+    SKIP("level %s has no integer P·V", attn_isa_name(attn_isa_active()));
+    return;
+  }
+  dcase c = dcase_plain(ATTN_I8, 32, 8, 1, 128, 4000);
+  c.seed = 5;
+  dprob p;
+  CHECK(dprob_make(&p, &c) == 0);
+  const int64_t n = dc_nout(&p);
+  float *a = malloc((size_t)n * 4), *ref = malloc((size_t)n * 4), *rl = malloc((size_t)n * 4);
+  CHECK_OK(dprob_decode(&p));
+  memcpy(a, p.out, (size_t)n * 4);
+  p.d.int8_pv_f32 = 1;
+  CHECK_OK(dprob_decode(&p));
+  double e_pv = 0, e_i = 0, e_f = 0, m = 0;
+  CHECK_OK(dprob_reference(&p, p.k32, p.v32, ref, rl));
+  for (int64_t i = 0; i < n; i++) {
+    e_pv = fmax(e_pv, fabs(a[i] - p.out[i]));
+    e_i = fmax(e_i, fabs(a[i] - ref[i]));
+    e_f = fmax(e_f, fabs(p.out[i] - ref[i]));
+    m = fmax(m, fabs(ref[i]));
+  }
+  printf("  Lk 4000, 32/8 heads, D 128: |int - f32 P·V| %.2e, |int - f32 rows| %.2e, "
+         "|f32 P·V - f32 rows| %.2e (of max |out| %.3f)\n",
+         e_pv / m, e_i / m, e_f / m, m);
+  CHECK(e_pv <= I8PV_TOL * m);
+  CHECK(e_i <= storage_tol(ATTN_I8) * m);
+  free(a), free(ref), free(rl);
+  dprob_free(&p);
+}
+
 /* NaN in a query with an int8 cache: that row's output NaN (the float path
  * takes such items: a quantised NaN would be a number) */
 static void test_i8_nan_query(void) {
@@ -405,6 +539,8 @@ int main(void) {
   RUN(test_ukr_level_matches_generic);
   RUN(test_nan_in_cache_propagates);
   RUN(test_i8dot_exact);
+  RUN(test_i8pv_exact);
+  RUN(test_i8pv_error);
   RUN(test_i8_nan_query);
   RUN(test_bad_inputs_named);
   HARNESS_END();

@@ -94,6 +94,13 @@ typedef struct {
   const float *alibi_slopes; /* [Hq] or NULL */
   float softcap;             /* 0 = off; else finite > 0 */
   const float *sinks;        /* [Hq] or NULL */
+  /* int8 cache only. 0 (default): where the level has an integer dot
+   * product (AVX512_VNNI), P·V runs in integers too: per query row and block
+   * of 16 keys the weights (softmax numerators times the rows' v_scale) are
+   * quantised to u8 with scale (the block's largest) / 255, an error per key
+   * of at most 1/510 of that weight (docs/DECODE.md). 1: P·V in f32 on the
+   * widened rows (the scores' query quantisation stays). */
+  int int8_pv_f32;
 } attn_decode_desc;
 
 /* Fills d: the sizes, kv_dtype, causal on, no window, no modifiers, default

@@ -18,33 +18,30 @@ typedef struct {
   int B, Lq, Hq, Hkv, D, threads, runs, page_size, paged, single;
   long long lk[MAX_LK];
   int nlk;
-  int dtypes[4], ndt;
+  int dtypes[5], ndt; /* indices into all_types */
 } dec_opts;
 
-static const int all_types[4] = {ATTN_F32, ATTN_F16, ATTN_BF16, ATTN_I8};
-static const char *const type_names[4] = {"f32", "f16", "bf16", "int8"};
-
-static const char *tname(int t) {
-  for (int i = 0; i < 4; i++)
-    if (all_types[i] == t) return type_names[i];
-  return "?";
-}
+/* "int8f": the int8 cache with P·V in f32 (attn_decode_desc.int8_pv_f32) */
+static const int all_types[5] = {ATTN_F32, ATTN_F16, ATTN_BF16, ATTN_I8, ATTN_I8};
+static const char *const type_names[5] = {"f32", "f16", "bf16", "int8", "int8f"};
 
 static void dec_usage(FILE *out) {
-  fprintf(out, "usage: attn bench decode [--lk N...] [--dtype f32|f16|bf16|int8 ...] [--lq Q]\n"
-               "                         [--heads HQ] [--kv-heads HKV] [--dim D] [--batch B]\n"
-               "                         [--threads T] [--page-size P] [--no-paged] [--no-single]\n"
-               "                         [--runs R] [--membw-mib M]\n"
-               "  Decode attention: Q new queries (default 1) per sequence, HQ query heads (32)\n"
-               "  over HKV KV heads (8), head dim D (128), B sequences (1), over a cache of\n"
-               "  Lk tokens (default 1024 4096 8192 16384 32768 65536), per cache dtype (all).\n"
-               "  Columns: median ms per call with T threads (default all), K/V GB/s (the bytes\n"
-               "  of the cache the call reads, int8 scales included) and %% of the memory read\n"
-               "  bandwidth measured now with T threads, tokens/s (B Q / time); a paged cache\n"
-               "  of P-token pages (16) in shuffled order and its time over the contiguous one,\n"
-               "  next to pg_ceil: the memory's own time for reading in shuffled chunks of one\n"
-               "  page of one head's rows over reading in order (attn bench membw --chunk);\n"
-               "  1 thread's time and T threads' speed-up over it (split-KV).\n");
+  fprintf(out,
+          "usage: attn bench decode [--lk N...] [--dtype f32|f16|bf16|int8|int8f ...] [--lq Q]\n"
+          "                         [--heads HQ] [--kv-heads HKV] [--dim D] [--batch B]\n"
+          "                         [--threads T] [--page-size P] [--no-paged] [--no-single]\n"
+          "                         [--runs R] [--membw-mib M]\n"
+          "  Decode attention: Q new queries (default 1) per sequence, HQ query heads (32)\n"
+          "  over HKV KV heads (8), head dim D (128), B sequences (1), over a cache of\n"
+          "  Lk tokens (default 1024 4096 8192 16384 32768 65536), per cache dtype (all).\n"
+          "  Columns: median ms per call with T threads (default all), K/V GB/s (the bytes\n"
+          "  of the cache the call reads, int8 scales included) and %% of the memory read\n"
+          "  bandwidth measured now with T threads, tokens/s (B Q / time); a paged cache\n"
+          "  of P-token pages (16) in shuffled order and its time over the contiguous one,\n"
+          "  next to pg_ceil: the memory's own time for reading in shuffled chunks of one\n"
+          "  page of one head's rows over reading in order (attn bench membw --chunk);\n"
+          "  1 thread's time and T threads' speed-up over it (split-KV). int8f: the int8\n"
+          "  cache with P·V in f32 (int8_pv_f32), not in the default list.\n");
 }
 
 /* median seconds per call */
@@ -127,10 +124,10 @@ int attn_bench_decode_main(int argc, char **argv) {
       while (i + 1 < argc && argv[i + 1][0] != '-') {
         const char *t = argv[++i];
         int k = 0;
-        while (k < 4 && strcmp(t, type_names[k]) && !(k == 1 && !strcmp(t, "fp16")))
+        while (k < 5 && strcmp(t, type_names[k]) && !(k == 1 && !strcmp(t, "fp16")))
           k++;
-        if (k == 4 || o.ndt == 4) goto bad;
-        o.dtypes[o.ndt++] = all_types[k], got++;
+        if (k == 5 || o.ndt == 5) goto bad;
+        o.dtypes[o.ndt++] = k, got++;
       }
       if (!got) goto bad;
     } else if (!strcmp(a, "--lq") && i + 1 < argc) {
@@ -174,7 +171,7 @@ int attn_bench_decode_main(int argc, char **argv) {
   }
   if (!o.ndt)
     for (int i = 0; i < 4; i++)
-      o.dtypes[o.ndt++] = all_types[i];
+      o.dtypes[o.ndt++] = i;
   long long maxlk = 0;
   for (int i = 0; i < o.nlk; i++)
     if (o.lk[i] > maxlk) maxlk = o.lk[i];
@@ -204,14 +201,15 @@ int attn_bench_decode_main(int argc, char **argv) {
   for (long long i = 0; i < (long long)o.B * o.Hq * o.Lq * o.D; i++)
     q[i] = (float)((i * 7919) % 2001) / 1000.0f - 1.0f;
   for (int t = 0; t < o.ndt; t++) {
-    const int dt = o.dtypes[t];
+    const int dt = all_types[o.dtypes[t]];
+    const char *tn = type_names[o.dtypes[t]];
     attn_kvc *cc = fill_cache(&o, dt, maxlk, 0);
     attn_kvc *pc = o.paged ? fill_cache(&o, dt, maxlk, o.page_size) : NULL;
     int32_t *table = NULL;
     attn_kv_view cv, pv;
     memset(&pv, 0, sizeof pv);
     if (!cc || (o.paged && !pc)) {
-      fprintf(stderr, "attn bench decode: %s cache: %s\n", tname(dt), attn_last_error());
+      fprintf(stderr, "attn bench decode: %s cache: %s\n", tn, attn_last_error());
       attn_kvc_free(cc), attn_kvc_free(pc);
       rc = 1;
       break;
@@ -239,6 +237,7 @@ int attn_bench_decode_main(int argc, char **argv) {
     }
     attn_decode_desc d;
     attn_decode_desc_init(&d, o.B, o.Hq, o.Hkv, o.Lq, o.D, o.D, dt);
+    d.int8_pv_f32 = o.dtypes[t] == 4;
     const double elt = dt == ATTN_F32 ? 4 : dt == ATTN_I8 ? 1 : 2;
     /* what the memory system itself loses on pages: the buffer read in
      * shuffled chunks of one page of one head's K (or V) rows, against in order */
@@ -262,8 +261,8 @@ int attn_bench_decode_main(int argc, char **argv) {
         break;
       }
       const double gbs = bytes / tm * 1e-9;
-      printf("%5s %7lld %9.1f %9.4g %7.2f %6.1f %9.1f", tname(dt), o.lk[i], bytes / 1048576.0,
-             tm * 1e3, gbs, 100.0 * gbs / bw, (double)o.B * o.Lq / tm);
+      printf("%5s %7lld %9.1f %9.4g %7.2f %6.1f %9.1f", tn, o.lk[i], bytes / 1048576.0, tm * 1e3,
+             gbs, 100.0 * gbs / bw, (double)o.B * o.Lq / tm);
       if (pc) {
         const double tp = time_calls(&d, &pv, q, out, o.threads, o.runs);
         printf(" %9.4g %7.3f %7.3f", tp * 1e3, tp / tm, pg_ceil);

@@ -64,6 +64,7 @@ typedef struct {
   int8_t *q8;                /* every query row times the scale, quantised [B, Hq, Lq, ldq] */
   float *qscale, *qsum;      /* their scales and sums of q8 [B, Hq, Lq] */
   int64_t ldq;               /* its quantised rows' stride: D rounded up to 64 */
+  int i8pv;                  /* int8 P·V through the level's pv_i8 */
 } call_t;
 
 typedef struct {
@@ -247,7 +248,9 @@ static void run_item(const call_t *c, const item_t *it, scratch_t *w, float *st)
       ops->scores_i8(b, c->q8 + q0 * c->ldq, c->ldq, c->qsum + q0, c->qscale + q0, R, w->s);
     else
       ops->scores(b, w->qs, R, w->s);
-    if (block_softmax(c, w, b, it->g * c->G, t, m, l)) ops->pv(b, w->p, w->corr, R, acc);
+    if (block_softmax(c, w, b, it->g * c->G, t, m, l) &&
+        !(c->i8pv && ops->pv_i8(b, w->p, w->corr, R, acc)))
+      ops->pv(b, w->p, w->corr, R, acc);
   }
 }
 
@@ -402,6 +405,7 @@ attn_status attn_decode_forward(const attn_decode_desc *d, const attn_kv_view *k
   c.stride = c.R * (d->Dv + 2);
   c.i8dot = kv->dtype == ATTN_I8 && c.kern->decode->scores_i8 && d->D <= ATTN_DECODE_I8DOT_MAX_D;
   c.ldq = attn_round_up(d->D, 64);
+  c.i8pv = kv->dtype == ATTN_I8 && c.kern->decode->pv_i8 && !d->int8_pv_f32;
   c.q8 = NULL, c.qscale = c.qsum = NULL;
   if (c.i8dot && (s = quantize_queries(&c))) return s;
   const int64_t npairs = d->B * d->Hkv;

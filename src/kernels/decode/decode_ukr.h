@@ -57,7 +57,21 @@ typedef struct {
    * the integer sum exact. */
   void (*scores_i8)(const attn_decode_block *b, const int8_t *q8, int64_t ldq, const float *qsum,
                     const float *qscale, int64_t R, float *s);
+  /* May be NULL. pv's contract for an int8 block through an integer dot
+   * product, each row's weights quantised: per row r, w = max_j p[r * NB +
+   * j] (p >= 0: the softmax's e^(s - m) times vs[j]); if every row's w is 0
+   * or in [ATTN_DECODE_I8PV_MIN_W, FLT_MAX], then u_j = round-to-nearest-even
+   * of p_j (255 / w), an integer in 0..255, and acc[r * Dv + c] = acc[r * Dv
+   * + c] corr[r] + (w / 255) (sum_{j < n} u_j v_j[c]), the integer sum
+   * exact (|error| per key <= w / 510 |v_j[c]|); returns 1. Otherwise (NaN,
+   * inf, a w too small for 255 / w) nothing is touched and it returns 0: the
+   * caller runs pv. */
+  int (*pv_i8)(const attn_decode_block *b, const float *p, const float *corr, int64_t R,
+               float *acc);
 } attn_decode_ops;
+
+/* the smallest nonzero row weight pv_i8 takes (255 / w stays finite, with room) */
+#define ATTN_DECODE_I8PV_MIN_W 1e-30f
 
 enum { ATTN_DECODE_I8DOT_MAX_D = 256 }; /* the sums stay exact in f32 (< 2^24) */
 

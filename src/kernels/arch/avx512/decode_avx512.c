@@ -362,9 +362,139 @@ VNNI_TARGET static void scores_i8_vnni(const attn_decode_block *b, const int8_t 
   if (R - r >= 1) i8_tile(b, q8 + r * ldq, ldq, qsum + r, qscale + r, s + r * NB, 1, pf);
 }
 
-static const attn_decode_ops ops = {"avx512", 1, scores_avx512, pv_avx512, softmax_avx512, NULL};
-static const attn_decode_ops ops_vnni = {"avx512_vnni", 1, scores_avx512, pv_avx512, softmax_avx512,
-                                         scores_i8_vnni};
+/* AVX512_VNNI int8 P·V (decode_ukr.h's pv_i8). Each row's weights of the
+ * block are quantised to u8 (w32[r * 4 + g]: keys 4 g .. 4 g + 3, a byte
+ * each, the lowest first); V is taken four keys at a time, its bytes
+ * interleaved so that a 32-bit lane holds one column of the four keys
+ * (VPUNPCKLBW / HBW, then WD), into VPDPBUSD with the row's four weights
+ * broadcast: 8 instructions per key and 64 columns for 4 rows, where the
+ * f32 path widens V (2 per 16 columns) and runs 4 FMAs per row. The unpacks
+ * work within 128-bit lanes, so accumulator k's lane l holds columns 16 l +
+ * 4 k .. + 3 of the 64; a 4 x 4 transpose of 128-bit lanes per row puts
+ * them back in order before they are scaled into acc. */
+
+/* every row's largest weight checked (0, or a finite >= the minimum; no
+ * NaN, no negative): 0 if one is not */
+VNNI_INLINE int i8pv_check(const attn_decode_block *b, const float *p, int64_t R) {
+  const __mmask16 live = (__mmask16)((1u << b->n) - 1);
+  for (int64_t r = 0; r < R; r++) {
+    const __m512 x = _mm512_maskz_loadu_ps(live, p + r * NB);
+    if (_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q) ||
+        _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ))
+      return 0;
+    const float w = _mm512_reduce_max_ps(x);
+    if (w != 0.0f && !(w >= ATTN_DECODE_I8PV_MIN_W && w <= 3.4028235e38f)) return 0;
+  }
+  return 1;
+}
+
+/* row r's weights as u8 (4 words of 4 bytes) and its scale w / 255 */
+VNNI_INLINE float i8pv_quantize(const attn_decode_block *b, const float *pr, uint32_t *w32) {
+  const __mmask16 live = (__mmask16)((1u << b->n) - 1);
+  const __m512 x = _mm512_maskz_loadu_ps(live, pr);
+  const float w = _mm512_reduce_max_ps(x);
+  if (w == 0.0f) {
+    w32[0] = w32[1] = w32[2] = w32[3] = 0;
+    return 0.0f;
+  }
+  const __m512i u = _mm512_cvt_roundps_epi32(_mm512_mul_ps(x, _mm512_set1_ps(255.0f / w)),
+                                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  _mm_storeu_si128((__m128i *)w32, _mm512_cvtepi32_epi8(u));
+  return w / 255.0f;
+}
+
+/* RT rows (acc, corr, ws, w32: their first) += the block over columns c0 ..
+ * c0 + 63 (bytes of cm) */
+VNNI_INLINE void i8pv_slab(const attn_decode_block *b, const uint32_t *w32, const float *ws,
+                           const float *corr, float *acc, int64_t c0, __mmask64 cm, int RT,
+                           int PF) {
+  const int64_t Dv = b->Dv;
+  const int n = b->n;
+  __m512i a[16]; /* a[r 4 + k] */
+  DECODE_UNROLL(16)
+  for (int i = 0; i < 4 * RT; i++)
+    a[i] = _mm512_setzero_si512();
+  if (PF) /* the next block's rows, these columns: one line each */
+    for (int j = 0; j < b->pn; j++)
+      _mm_prefetch((const char *)b->pv[j] + c0, _MM_HINT_T0);
+  for (int j = 0; j < n; j += 4) { /* a missing key: row j again, its weight 0 */
+    const int8_t *v0 = (const int8_t *)b->v[j] + c0;
+    const int8_t *v1 = j + 1 < n ? (const int8_t *)b->v[j + 1] + c0 : v0;
+    const int8_t *v2 = j + 2 < n ? (const int8_t *)b->v[j + 2] + c0 : v0;
+    const int8_t *v3 = j + 3 < n ? (const int8_t *)b->v[j + 3] + c0 : v0;
+    const __m512i x0 = _mm512_maskz_loadu_epi8(cm, v0), x1 = _mm512_maskz_loadu_epi8(cm, v1);
+    const __m512i x2 = _mm512_maskz_loadu_epi8(cm, v2), x3 = _mm512_maskz_loadu_epi8(cm, v3);
+    const __m512i lo01 = _mm512_unpacklo_epi8(x0, x1), hi01 = _mm512_unpackhi_epi8(x0, x1);
+    const __m512i lo23 = _mm512_unpacklo_epi8(x2, x3), hi23 = _mm512_unpackhi_epi8(x2, x3);
+    __m512i y[4];
+    y[0] = _mm512_unpacklo_epi16(lo01, lo23); /* lane l: columns 16 l + 0..3 */
+    y[1] = _mm512_unpackhi_epi16(lo01, lo23); /* 4..7 */
+    y[2] = _mm512_unpacklo_epi16(hi01, hi23); /* 8..11 */
+    y[3] = _mm512_unpackhi_epi16(hi01, hi23); /* 12..15 */
+    DECODE_UNROLL(4)
+    for (int r = 0; r < RT; r++) {
+      const __m512i wr = _mm512_set1_epi32((int)w32[r * 4 + j / 4]);
+      DECODE_UNROLL(4)
+      for (int k = 0; k < 4; k++)
+        a[r * 4 + k] = _mm512_dpbusd_epi32(a[r * 4 + k], wr, y[k]);
+    }
+  }
+  DECODE_UNROLL(4)
+  for (int r = 0; r < RT; r++) {
+    /* lanes back in order: column vector l = lane l of a[r 4 + 0..3] */
+    const __m512i t0 = _mm512_shuffle_i32x4(a[r * 4], a[r * 4 + 1], _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512i t1 = _mm512_shuffle_i32x4(a[r * 4 + 2], a[r * 4 + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512i t2 = _mm512_shuffle_i32x4(a[r * 4], a[r * 4 + 1], _MM_SHUFFLE(3, 2, 3, 2));
+    const __m512i t3 = _mm512_shuffle_i32x4(a[r * 4 + 2], a[r * 4 + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    __m512i nv[4];
+    nv[0] = _mm512_shuffle_i32x4(t0, t1, _MM_SHUFFLE(2, 0, 2, 0));
+    nv[1] = _mm512_shuffle_i32x4(t0, t1, _MM_SHUFFLE(3, 1, 3, 1));
+    nv[2] = _mm512_shuffle_i32x4(t2, t3, _MM_SHUFFLE(2, 0, 2, 0));
+    nv[3] = _mm512_shuffle_i32x4(t2, t3, _MM_SHUFFLE(3, 1, 3, 1));
+    const __m512 cr = _mm512_set1_ps(corr[r]), sr = _mm512_set1_ps(ws[r]);
+    float *ar = acc + r * Dv + c0;
+    DECODE_UNROLL(4)
+    for (int l = 0; l < 4; l++) {
+      const __mmask16 m = (__mmask16)(cm >> (16 * l));
+      if (!m) break;
+      const __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, ar + 16 * l), cr);
+      _mm512_mask_storeu_ps(ar + 16 * l, m, _mm512_fmadd_ps(_mm512_cvtepi32_ps(nv[l]), sr, x));
+    }
+  }
+}
+
+VNNI_INLINE void i8pv_tile(const attn_decode_block *b, const float *p, const float *corr,
+                           float *acc, int RT, int PF) {
+  uint32_t w32[16];
+  float ws[4];
+  DECODE_UNROLL(4)
+  for (int r = 0; r < RT; r++)
+    ws[r] = i8pv_quantize(b, p + r * NB, w32 + 4 * r);
+  for (int64_t c0 = 0; c0 < b->Dv; c0 += 64) {
+    const int64_t left = b->Dv - c0;
+    const __mmask64 cm = left >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << left) - 1);
+    i8pv_slab(b, w32, ws, corr, acc, c0, cm, RT, PF);
+  }
+}
+
+VNNI_TARGET static int pv_i8_vnni(const attn_decode_block *b, const float *p, const float *corr,
+                                  int64_t R, float *acc) {
+  if (!i8pv_check(b, p, R)) return 0;
+  const int64_t Dv = b->Dv;
+  int64_t r = 0;
+  int pf = 1;
+  for (; R - r >= 4; r += 4, pf = 0)
+    i8pv_tile(b, p + r * NB, corr + r, acc + r * Dv, 4, pf);
+  if (R - r == 3) i8pv_tile(b, p + r * NB, corr + r, acc + r * Dv, 3, pf);
+  if (R - r == 2) i8pv_tile(b, p + r * NB, corr + r, acc + r * Dv, 2, pf);
+  if (R - r == 1) i8pv_tile(b, p + r * NB, corr + r, acc + r * Dv, 1, pf);
+  return 1;
+}
+
+static const attn_decode_ops ops = {"avx512",       1,    scores_avx512, pv_avx512,
+                                    softmax_avx512, NULL, NULL};
+static const attn_decode_ops ops_vnni = {
+    "avx512_vnni", 1, scores_avx512, pv_avx512, softmax_avx512, scores_i8_vnni, pv_i8_vnni};
 
 const attn_decode_ops *attn_decode_ops_avx512(void) { return &ops; }
 const attn_decode_ops *attn_decode_ops_avx512_vnni(void) { return &ops_vnni; }
