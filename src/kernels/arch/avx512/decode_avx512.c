@@ -11,6 +11,7 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 #include <math.h>
+#include <string.h>
 
 #include "attn/tensor.h"
 #include "kernels/arch/avx512/vexp_avx512.h"
@@ -290,76 +291,108 @@ ATTN_AVX512 static int softmax_avx512(const attn_decode_block *b, float *s, floa
 
 /* AVX512_VNNI int8 scores (decode_ukr.h's scores_i8): VPDPBUSD multiplies
  * u8 x s8, so the key bytes go in as k + 128 (xor 0x80) and the query rows
- * as s8; 128 sum(q8) (the caller's qsum) is taken off each row's sum.
- * RT rows x KJ keys of int32 accumulators, 64 bytes of depth a step. */
+ * as s8; 128 sum(q8) (the caller's qsum) is taken off each row's sum. The
+ * block's keys are transposed first, 64 bytes of depth at a time (a 16 x 16
+ * transpose of dwords: lane j of vector i = bytes 4 i .. 4 i + 3 of key j),
+ * so that one VPDPBUSD with a query row's dword broadcast adds 4 depths to
+ * the row's 16 scores at once: no horizontal sums, one vector of scores per
+ * row. */
 #define VNNI_TARGET                                                                                \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c,avx512vnni")))
 #define VNNI_INLINE static inline __attribute__((always_inline)) VNNI_TARGET
 
-VNNI_INLINE void i8_keys(const attn_decode_block *b, const int8_t *q8, int64_t ldq,
-                         const float *qsum, const float *qscale, float *s, int j0, int RT, int KJ,
-                         int PF) {
-  const int64_t D = b->D;
-  const __m512i flip = _mm512_set1_epi8((char)0x80);
-  __m512i a[16]; /* a[r KJ + k] */
-  if (PF)
-    for (int k = 0; k < KJ && j0 + k < b->pn; k++)
-      prefetch_row(b->pk[j0 + k], D);
-  DECODE_UNROLL(16)
-  for (int i = 0; i < RT * KJ; i++)
-    a[i] = _mm512_setzero_si512();
-  for (int64_t c = 0; c < D; c += 64) {
-    const __mmask64 m = D - c >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (D - c)) - 1);
-    __m512i kv[8];
-    DECODE_UNROLL(8)
-    for (int k = 0; k < KJ; k++) /* the tail's bytes 0, flipped 128: times q8's zero padding */
-      kv[k] = _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, (const int8_t *)b->k[j0 + k] + c), flip);
-    DECODE_UNROLL(8)
-    for (int r = 0; r < RT; r++) {
-      const __m512i qv = _mm512_loadu_si512(q8 + r * ldq + c);
-      DECODE_UNROLL(8)
-      for (int k = 0; k < KJ; k++)
-        a[r * KJ + k] = _mm512_dpbusd_epi32(a[r * KJ + k], kv[k], qv);
-    }
-  }
-  float sum[16];
-  int i = 0;
-  DECODE_UNROLL(4)
-  for (; i + 4 <= RT * KJ; i += 4)
-    _mm_storeu_ps(sum + i, hsum4(_mm512_cvtepi32_ps(a[i]), _mm512_cvtepi32_ps(a[i + 1]),
-                                 _mm512_cvtepi32_ps(a[i + 2]), _mm512_cvtepi32_ps(a[i + 3])));
-  DECODE_UNROLL(4)
-  for (; i < RT * KJ; i++)
-    sum[i] = (float)_mm512_reduce_add_epi32(a[i]);
+enum { I8_MAXQ = ATTN_DECODE_I8DOT_MAX_D / 4 }; /* dwords of a transposed block */
+
+/* 16 vectors of 16 dwords transposed in place: x[i] lane j <- x[j] lane i */
+VNNI_INLINE void transpose16_epi32(__m512i *x) {
+  __m512i t[16], u[16];
   DECODE_UNROLL(8)
-  for (int r = 0; r < RT; r++)
-    DECODE_UNROLL(8)
-  for (int k = 0; k < KJ; k++)
-    s[r * NB + j0 + k] = (sum[r * KJ + k] - 128.0f * qsum[r]) * qscale[r];
+  for (int k = 0; k < 8; k++) {
+    t[2 * k] = _mm512_unpacklo_epi32(x[2 * k], x[2 * k + 1]);
+    t[2 * k + 1] = _mm512_unpackhi_epi32(x[2 * k], x[2 * k + 1]);
+  }
+  DECODE_UNROLL(4)
+  for (int k = 0; k < 4; k++) {
+    u[4 * k] = _mm512_unpacklo_epi64(t[4 * k], t[4 * k + 2]);
+    u[4 * k + 1] = _mm512_unpackhi_epi64(t[4 * k], t[4 * k + 2]);
+    u[4 * k + 2] = _mm512_unpacklo_epi64(t[4 * k + 1], t[4 * k + 3]);
+    u[4 * k + 3] = _mm512_unpackhi_epi64(t[4 * k + 1], t[4 * k + 3]);
+  }
+  /* u[4 q + m] lane l: dword 4 l + m of keys 4 q .. 4 q + 3; lanes across */
+  DECODE_UNROLL(4)
+  for (int m = 0; m < 4; m++) {
+    const __m512i x0 = _mm512_shuffle_i32x4(u[m], u[4 + m], _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512i x1 = _mm512_shuffle_i32x4(u[8 + m], u[12 + m], _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512i x2 = _mm512_shuffle_i32x4(u[m], u[4 + m], _MM_SHUFFLE(3, 2, 3, 2));
+    const __m512i x3 = _mm512_shuffle_i32x4(u[8 + m], u[12 + m], _MM_SHUFFLE(3, 2, 3, 2));
+    x[m] = _mm512_shuffle_i32x4(x0, x1, _MM_SHUFFLE(2, 0, 2, 0));
+    x[4 + m] = _mm512_shuffle_i32x4(x0, x1, _MM_SHUFFLE(3, 1, 3, 1));
+    x[8 + m] = _mm512_shuffle_i32x4(x2, x3, _MM_SHUFFLE(2, 0, 2, 0));
+    x[12 + m] = _mm512_shuffle_i32x4(x2, x3, _MM_SHUFFLE(3, 1, 3, 1));
+  }
 }
 
-VNNI_INLINE void i8_tile(const attn_decode_block *b, const int8_t *q8, int64_t ldq,
-                         const float *qsum, const float *qscale, float *s, int RT, int PF) {
-  const int KJ = RT >= 8 ? 2 : RT >= 4 ? 4 : 8;
-  int j = 0;
-  for (; j + KJ <= b->n; j += KJ)
-    i8_keys(b, q8, ldq, qsum, qscale, s, j, RT, KJ, PF);
-  for (; j < b->n; j++)
-    i8_keys(b, q8, ldq, qsum, qscale, s, j, RT, 1, PF);
+/* the block's keys, flipped to u8 and transposed: kt[i] lane j = bytes 4 i
+ * .. 4 i + 3 of key j (a missing key: key 0 again; depth past D: 0x80) */
+VNNI_INLINE void i8_transpose_keys(const attn_decode_block *b, __m512i *kt, int64_t ldq) {
+  const int64_t D = b->D;
+  const int n = b->n;
+  const __m512i flip = _mm512_set1_epi8((char)0x80);
+  for (int64_t c = 0; c < ldq; c += 64) {
+    const __mmask64 m = D - c >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (D - c)) - 1);
+    __m512i x[16];
+    DECODE_UNROLL(16)
+    for (int j = 0; j < 16; j++)
+      x[j] = _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, (const int8_t *)b->k[j < n ? j : 0] + c),
+                              flip);
+    for (int j = 0; j < b->pn; j++) /* the next block's keys, these depths */
+      _mm_prefetch((const char *)b->pk[j] + c, _MM_HINT_T0);
+    transpose16_epi32(x);
+    DECODE_UNROLL(16)
+    for (int i = 0; i < 16; i++)
+      kt[c / 4 + i] = x[i];
+  }
+}
+
+/* RT rows' scores against the transposed block */
+VNNI_INLINE void i8_rows_t(const __m512i *kt, int64_t nq, const int8_t *q8, int64_t ldq,
+                           const float *qsum, const float *qscale, float *s, __mmask16 live,
+                           int RT) {
+  __m512i a[8];
+  DECODE_UNROLL(8)
+  for (int r = 0; r < RT; r++)
+    a[r] = _mm512_setzero_si512();
+  for (int64_t i = 0; i < nq; i++) {
+    const __m512i k = kt[i];
+    DECODE_UNROLL(8)
+    for (int r = 0; r < RT; r++) {
+      int32_t qd;
+      memcpy(&qd, q8 + r * ldq + 4 * i, sizeof qd);
+      a[r] = _mm512_dpbusd_epi32(a[r], k, _mm512_set1_epi32(qd));
+    }
+  }
+  DECODE_UNROLL(8)
+  for (int r = 0; r < RT; r++) {
+    const __m512 x = _mm512_sub_ps(_mm512_cvtepi32_ps(a[r]), _mm512_set1_ps(128.0f * qsum[r]));
+    _mm512_mask_storeu_ps(s + r * NB, live, _mm512_mul_ps(x, _mm512_set1_ps(qscale[r])));
+  }
 }
 
 VNNI_TARGET static void scores_i8_vnni(const attn_decode_block *b, const int8_t *q8, int64_t ldq,
                                        const float *qsum, const float *qscale, int64_t R,
                                        float *s) {
+  __m512i kt[I8_MAXQ];
+  i8_transpose_keys(b, kt, ldq);
+  const int64_t nq = ldq / 4;
+  const __mmask16 live = (__mmask16)((1u << b->n) - 1);
   int64_t r = 0;
-  int pf = 1;
-  for (; R - r >= 8; r += 8, pf = 0)
-    i8_tile(b, q8 + r * ldq, ldq, qsum + r, qscale + r, s + r * NB, 8, pf);
+  for (; R - r >= 8; r += 8)
+    i8_rows_t(kt, nq, q8 + r * ldq, ldq, qsum + r, qscale + r, s + r * NB, live, 8);
   if (R - r >= 4)
-    i8_tile(b, q8 + r * ldq, ldq, qsum + r, qscale + r, s + r * NB, 4, pf), r += 4, pf = 0;
+    i8_rows_t(kt, nq, q8 + r * ldq, ldq, qsum + r, qscale + r, s + r * NB, live, 4), r += 4;
   if (R - r >= 2)
-    i8_tile(b, q8 + r * ldq, ldq, qsum + r, qscale + r, s + r * NB, 2, pf), r += 2, pf = 0;
-  if (R - r >= 1) i8_tile(b, q8 + r * ldq, ldq, qsum + r, qscale + r, s + r * NB, 1, pf);
+    i8_rows_t(kt, nq, q8 + r * ldq, ldq, qsum + r, qscale + r, s + r * NB, live, 2), r += 2;
+  if (R - r >= 1) i8_rows_t(kt, nq, q8 + r * ldq, ldq, qsum + r, qscale + r, s + r * NB, live, 1);
 }
 
 /* AVX512_VNNI int8 P·V (decode_ukr.h's pv_i8). Each row's weights of the
