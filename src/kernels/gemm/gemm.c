@@ -55,7 +55,13 @@ static void ukr_call(const gemm_plan *g, int direct, const float *ap, int64_t ic
 static void gemm_chunk(const gemm_plan *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
                        float *abuf, float *bbuf) {
   const attn_gemm_kernel_f32 *kr = g->kr;
-  const int mr = kr->mr, nr = kr->nr, in_place = kr->ukr_rows && !g->transa;
+  /* In place unless the rows are a multiple of 4 KiB apart with more of
+   * them than an L1 set has ways (8 at least): A's mr rows would then all
+   * fall in one set and evict each other (avx512's 14 rows, lda 1024 or
+   * 2048: 4 % slower than packing them, measured) */
+  const int mr = kr->mr, nr = kr->nr;
+  const int in_place =
+      kr->ukr_rows && !g->transa && (mr <= 8 || (g->lda * (int64_t)sizeof(float)) % 4096 != 0);
   float tile[TILE_MAX] __attribute__((aligned(64)));
   for (int64_t ic = m0; ic < m1; ic += g->mc) {
     int64_t mc = attn_min64(g->mc, m1 - ic), full = in_place ? mc / mr * mr : 0;

@@ -12,9 +12,11 @@
 
 enum { AVX_MR = 14, AVX_NR = 32 };
 
-/* c[14, 32] = alpha * a~[kc, 14] · b~[kc, 32] + beta * c */
-ATTN_AVX512 static void ukr_avx512_14x32(int64_t kc, const float *a, const float *b, float *c,
-                                           int64_t ldc, float alpha, float beta) {
+/* c[14, 32] = alpha * a · b~[kc, 32] + beta * c, where row i of a at depth
+ * p is a[i * rs + p * cs]: a~ packed (rs 1, cs 14) or A's rows in place (rs
+ * lda, cs 1) */
+ATTN_AVX512_INLINE void ukr_14x32(int64_t kc, const float *a, int64_t rs, int64_t cs,
+                                  const float *b, float *c, int64_t ldc, float alpha, float beta) {
   __m512 acc0[AVX_MR], acc1[AVX_MR];
 #pragma GCC unroll 14
   for (int i = 0; i < AVX_MR; i++) {
@@ -28,11 +30,11 @@ ATTN_AVX512 static void ukr_avx512_14x32(int64_t kc, const float *a, const float
     _mm_prefetch((const char *)(b + 8 * AVX_NR), _MM_HINT_T0);
 #pragma GCC unroll 14
     for (int i = 0; i < AVX_MR; i++) {
-      __m512 ai = _mm512_set1_ps(a[i]);
+      __m512 ai = _mm512_set1_ps(a[i * rs]);
       acc0[i] = _mm512_fmadd_ps(ai, b0, acc0[i]);
       acc1[i] = _mm512_fmadd_ps(ai, b1, acc1[i]);
     }
-    a += AVX_MR;
+    a += cs;
     b += AVX_NR;
   }
   __m512 va = _mm512_set1_ps(alpha);
@@ -52,6 +54,20 @@ ATTN_AVX512 static void ukr_avx512_14x32(int64_t kc, const float *a, const float
                        _mm512_fmadd_ps(va, acc1[i], _mm512_mul_ps(vb, _mm512_loadu_ps(ci + 16))));
     }
   }
+}
+
+/* c[14, 32] = alpha * a~[kc, 14] · b~[kc, 32] + beta * c */
+ATTN_AVX512 static void ukr_avx512_14x32(int64_t kc, const float *a, const float *b, float *c,
+                                         int64_t ldc, float alpha, float beta) {
+  ukr_14x32(kc, a, 1, AVX_MR, b, c, ldc, alpha, beta);
+}
+
+/* The same from 14 rows of A in place, lda apart (gemm_ukr.h ukr_rows): the
+ * same products in the same order */
+ATTN_AVX512 static void ukr_rows_avx512_14x32(int64_t kc, const float *a, int64_t lda,
+                                              const float *b, float *c, int64_t ldc, float alpha,
+                                              float beta) {
+  ukr_14x32(kc, a, lda, 1, b, c, ldc, alpha, beta);
 }
 
 /* out[p] = column p of the 16x16 block r[row] (r[row][p]). */
@@ -140,9 +156,10 @@ static const attn_gemm_kernel_f32 avx512_kernel = {
     .mr = AVX_MR,
     .nr = AVX_NR,
     .mc = 14 * 144, /* a~ block 2 MB (L3), packed once per k block */
-    .kc = 256, /* b~ micro-panel 32 KB streams from L2 while a~'s 14 KB stays in L1 */
-    .nc = 960, /* b~ block 1 MB of the 2 MB L2 */
+    .kc = 256,      /* b~ micro-panel 32 KB streams from L2 while a~'s 14 KB stays in L1 */
+    .nc = 960,      /* b~ block 1 MB of the 2 MB L2 */
     .ukr = ukr_avx512_14x32,
+    .ukr_rows = ukr_rows_avx512_14x32,
     .pack_a = pack_a_avx512,
     .pack_b = pack_b_avx512,
 };
