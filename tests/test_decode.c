@@ -353,15 +353,15 @@ static void test_i8pv_exact(void) {
     if (bad) printf("  Dv %d R %d: %d of %d differ\n", Dv, R, bad, R * Dv);
     CHECK(bad == 0);
   }
-  /* refused, acc untouched: NaN, a negative weight, one too small */
+  /* refused, acc untouched: NaN, a negative weight, inf, a largest one too small */
   attn_decode_block b = {.dtype = ATTN_I8, .n = N, .D = 16, .Dv = 37};
   for (int j = 0; j < N; j++)
     b.v[j] = v[j];
-  static const float bad_w[3] = {NAN, -0.5f, 1e-35f};
-  for (int k = 0; k < 3; k++) {
+  static const float bad_w[4] = {NAN, -0.5f, INFINITY, 1e-35f};
+  for (int k = 0; k < 4; k++) {
     fill_uniform(p, RMAX * NBK, 60, 0, 1);
     for (int j = 0; j < N; j++)
-      p[NBK + j] = k == 2 ? 1e-36f : p[NBK + j];
+      p[NBK + j] = k == 3 ? 1e-36f : p[NBK + j];
     p[NBK + 4] = bad_w[k]; /* row 1 */
     fill_uniform(acc, RMAX * DVMAX, 61, -1, 1);
     memcpy(want, acc, sizeof acc);

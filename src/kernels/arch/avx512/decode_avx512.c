@@ -406,17 +406,21 @@ VNNI_TARGET static void scores_i8_vnni(const attn_decode_block *b, const int8_t 
  * 4 k .. + 3 of the 64; a 4 x 4 transpose of 128-bit lanes per row puts
  * them back in order before they are scaled into acc. */
 
-/* every row's largest weight checked (0, or a finite >= the minimum; no
- * NaN, no negative): 0 if one is not */
+/* every row's weights checked without a reduction: none NaN, negative or
+ * above FLT_MAX, and the largest 0 or >= the minimum (not: all below the
+ * minimum with one above 0); 0 if a row fails */
 VNNI_INLINE int i8pv_check(const attn_decode_block *b, const float *p, int64_t R) {
   const __mmask16 live = (__mmask16)((1u << b->n) - 1);
+  const __m512 z = _mm512_setzero_ps(), lo = _mm512_set1_ps(ATTN_DECODE_I8PV_MIN_W);
+  const __m512 hi = _mm512_set1_ps(3.4028235e38f);
   for (int64_t r = 0; r < R; r++) {
     const __m512 x = _mm512_maskz_loadu_ps(live, p + r * NB);
-    if (_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q) ||
-        _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ))
+    if (_mm512_mask_cmp_ps_mask(live, x, z, _CMP_NGE_UQ) || /* negative or NaN */
+        _mm512_mask_cmp_ps_mask(live, x, hi, _CMP_NLE_UQ))  /* inf */
       return 0;
-    const float w = _mm512_reduce_max_ps(x);
-    if (w != 0.0f && !(w >= ATTN_DECODE_I8PV_MIN_W && w <= 3.4028235e38f)) return 0;
+    if (_mm512_mask_cmp_ps_mask(live, x, lo, _CMP_LT_OQ) == live &&
+        _mm512_mask_cmp_ps_mask(live, x, z, _CMP_GT_OQ))
+      return 0;
   }
   return 1;
 }
