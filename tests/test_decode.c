@@ -304,8 +304,10 @@ static void test_i8pv_exact(void) {
     SKIP("level %s has no integer P·V", attn_isa_name(attn_isa_active()));
     return;
   }
-  enum { RMAX = 11, N = 13, DVMAX = 200, NBK = ATTN_DECODE_NB };
-  static const int dvs[3] = {37, 128, DVMAX}, rs[3] = {RMAX, 1, 2};
+  /* blocks of 13 keys (one group of 16) and NB - 3 (groups of 16, the last
+   * one partial, each with its own scale) */
+  enum { RMAX = 11, N = ATTN_DECODE_NB - 3, DVMAX = 200, NBK = ATTN_DECODE_NB };
+  static const int dvs[4] = {37, 128, DVMAX, 128}, rs[4] = {RMAX, 1, 2, 4}, ns[4] = {13, N, 13, N};
   static int8_t v[N][DVMAX];
   static float p[RMAX * NBK], corr[RMAX], acc[RMAX * DVMAX], want[RMAX * DVMAX];
   uint32_t st = 7u;
@@ -314,43 +316,50 @@ static void test_i8pv_exact(void) {
     for (int e = 0; e < DVMAX; e++)
       v[j][e] = NEXT8();
 #undef NEXT8
-  for (int t = 0; t < 3; t++) {
-    const int Dv = dvs[t], R = rs[t];
-    attn_decode_block b = {.dtype = ATTN_I8, .n = N, .D = 16, .Dv = Dv};
-    for (int j = 0; j < N; j++)
+  for (int t = 0; t < 4; t++) {
+    const int Dv = dvs[t], R = rs[t], n = ns[t];
+    attn_decode_block b = {.dtype = ATTN_I8, .n = n, .D = 16, .Dv = Dv};
+    for (int j = 0; j < n; j++)
       b.v[j] = v[j];
     fill_uniform(p, RMAX * NBK, 30 + (unsigned)t, 0, 1);
     fill_uniform(corr, RMAX, 40 + (unsigned)t, 0.2f, 1);
     fill_uniform(acc, RMAX * DVMAX, 50 + (unsigned)t, -1, 1);
     for (int r = 0; r < R; r++) {
-      for (int j = N; j < NBK; j++) /* stale: past n */
+      for (int j = n; j < NBK; j++) /* stale: past n */
         p[r * NBK + j] = r % 2 ? 1e30f : NAN;
       if (r % 3 == 0) /* a wide range of weights */
-        for (int j = 0; j < N; j++)
+        for (int j = 0; j < n; j++)
           p[r * NBK + j] *= powf(10.0f, -(float)(j % 5));
     }
-    for (int j = 0; j < N; j++)
+    for (int j = 0; j < n; j++)
       p[(R - 1) * NBK + j] = R > 2 ? 0.0f : p[(R - 1) * NBK + j]; /* a row of zeros */
+    if (n > 16)
+      for (int j = 0; j < 16; j++) /* row 1: a group of zeros before one of weights */
+        p[NBK + j] = 0.0f;
     for (int r = 0; r < R; r++) {
-      float w = 0.0f;
-      for (int j = 0; j < N; j++)
-        w = p[r * NBK + j] > w ? p[r * NBK + j] : w;
-      int u[N];
-      for (int j = 0; j < N; j++)
-        u[j] = w > 0.0f ? (int)nearbyintf(p[r * NBK + j] * (255.0f / w)) : 0;
-      for (int c = 0; c < Dv; c++) {
-        int32_t dot = 0;
-        for (int j = 0; j < N; j++)
-          dot += u[j] * v[j][c];
-        const float x = acc[r * Dv + c] * corr[r];
-        want[r * Dv + c] = fmaf((float)dot, w / 255.0f, x);
+      for (int c = 0; c < Dv; c++)
+        want[r * Dv + c] = acc[r * Dv + c] * corr[r];
+      for (int g = 0; g < n; g += 16) { /* each group: its scale, its integer sum */
+        const int g1 = g + 16 < n ? g + 16 : n;
+        float w = 0.0f;
+        for (int j = g; j < g1; j++)
+          w = p[r * NBK + j] > w ? p[r * NBK + j] : w;
+        int u[16];
+        for (int j = g; j < g1; j++)
+          u[j - g] = w > 0.0f ? (int)nearbyintf(p[r * NBK + j] * (255.0f / w)) : 0;
+        for (int c = 0; c < Dv; c++) {
+          int32_t dot = 0;
+          for (int j = g; j < g1; j++)
+            dot += u[j - g] * v[j][c];
+          want[r * Dv + c] = fmaf((float)dot, w / 255.0f, want[r * Dv + c]);
+        }
       }
     }
     CHECK(lv->pv_i8(&b, p, corr, R, acc) == 1);
     int bad = 0;
     for (int i = 0; i < R * Dv; i++)
       bad += memcmp(&acc[i], &want[i], sizeof(float)) != 0;
-    if (bad) printf("  Dv %d R %d: %d of %d differ\n", Dv, R, bad, R * Dv);
+    if (bad) printf("  Dv %d R %d n %d: %d of %d differ\n", Dv, R, n, bad, R * Dv);
     CHECK(bad == 0);
   }
   /* refused, acc untouched: NaN, a negative weight, inf, a largest one too small */
@@ -358,11 +367,12 @@ static void test_i8pv_exact(void) {
   for (int j = 0; j < N; j++)
     b.v[j] = v[j];
   static const float bad_w[4] = {NAN, -0.5f, INFINITY, 1e-35f};
-  for (int k = 0; k < 4; k++) {
+  for (int k = 0; k < 8; k++) { /* in the first group, then in the last */
     fill_uniform(p, RMAX * NBK, 60, 0, 1);
-    for (int j = 0; j < N; j++)
-      p[NBK + j] = k == 3 ? 1e-36f : p[NBK + j];
-    p[NBK + 4] = bad_w[k]; /* row 1 */
+    const int j0 = k < 4 ? 0 : (N - 1) & ~15, j1 = k < 4 ? 16 : N;
+    for (int j = j0; j < j1; j++)
+      p[NBK + j] = k % 4 == 3 ? 1e-36f : p[NBK + j];
+    p[NBK + j0 + 4 % (j1 - j0)] = bad_w[k % 4]; /* row 1 */
     fill_uniform(acc, RMAX * DVMAX, 61, -1, 1);
     memcpy(want, acc, sizeof acc);
     CHECK(lv->pv_i8(&b, p, corr, 3, acc) == 0);

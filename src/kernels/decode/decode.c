@@ -30,7 +30,7 @@
 #include "kernels/util.h"
 
 enum { NB = ATTN_DECODE_NB };
-enum { AHEAD = 2 }; /* blocks gathered ahead of the one that runs */
+enum { AHEAD = ATTN_DECODE_NB >= 32 ? 1 : 2 }; /* blocks gathered ahead of the one that runs */
 
 /* partial results of a wave of items kept under this many floats (the
  * waves never change the bits: items and merges are the same) */

@@ -11,7 +11,11 @@
 
 #include <stdint.h>
 
-enum { ATTN_DECODE_NB = 16 }; /* key rows per block (the score tile's width) */
+/* key rows per block: the score tile's width, the keys of one online-softmax
+ * step and of one pass over the accumulators (32: the per-block work, the
+ * rows' maxima and sums, the accumulators' load, correction and store, over
+ * twice the keys of 16) */
+enum { ATTN_DECODE_NB = 32 };
 
 typedef struct {
   int dtype; /* attn_dtype of the rows: ATTN_F32, ATTN_F16, ATTN_BF16, ATTN_I8 */
@@ -58,14 +62,16 @@ typedef struct {
   void (*scores_i8)(const attn_decode_block *b, const int8_t *q8, int64_t ldq, const float *qsum,
                     const float *qscale, int64_t R, float *s);
   /* May be NULL. pv's contract for an int8 block through an integer dot
-   * product, each row's weights quantised: per row r, w = max_j p[r * NB +
-   * j] (p >= 0: the softmax's e^(s - m) times vs[j]); if every row's w is 0
-   * or in [ATTN_DECODE_I8PV_MIN_W, FLT_MAX], then u_j = round-to-nearest-even
-   * of p_j (255 / w), an integer in 0..255, and acc[r * Dv + c] = acc[r * Dv
-   * + c] corr[r] + (w / 255) (sum_{j < n} u_j v_j[c]), the integer sum
-   * exact (|error| per key <= w / 510 |v_j[c]|); returns 1. Otherwise (NaN,
-   * inf, a w too small for 255 / w) nothing is touched and it returns 0: the
-   * caller runs pv. */
+   * product, each row's weights quantised per group of 16 keys (keys 16 g ..
+   * 16 g + 15 below n): per row r and group g, w = max over the group of
+   * p[r * NB + j] (p >= 0: the softmax's e^(s - m) times vs[j]); if every
+   * such w is 0 or in [ATTN_DECODE_I8PV_MIN_W, FLT_MAX] and no weight is
+   * negative, then u_j = round-to-nearest-even of p_j (255 / w), an integer
+   * in 0..255, and, starting from x = acc[r * Dv + c] corr[r], for each group
+   * in order x = fmaf(sum_{j in g} u_j v_j[c], w / 255, x) (the integer sum
+   * exact; |error| per key <= w / 510 |v_j[c]|), acc[r * Dv + c] = x;
+   * returns 1. Otherwise (NaN, inf, a negative weight, a w too small for
+   * 255 / w) nothing is touched and it returns 0: the caller runs pv. */
   int (*pv_i8)(const attn_decode_block *b, const float *p, const float *corr, int64_t R,
                float *acc);
 } attn_decode_ops;

@@ -264,50 +264,56 @@ ATTN_AVX2_INLINE __m256 live8(int n, int h) {
   return _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(n - 8 * h), idx));
 }
 
-/* decode_ukr.h's plain-block softmax, a row in two vectors (NB = 16) */
+/* decode_ukr.h's plain-block softmax, a row in NB / 8 vectors: the block
+ * max and the sum each one reduction per row */
+enum { NV = NB / 8 };
+
 ATTN_AVX2 static int softmax_avx2(const attn_decode_block *b, float *s, float *p, int64_t R,
                                   float *m, float *l, float *corr) {
   const __m256 zero = _mm256_setzero_ps(), ninf = _mm256_set1_ps(-INFINITY);
-  const __m256 live[2] = {live8(b->n, 0), live8(b->n, 1)};
+  __m256 live[NV], ks[NV], vs[NV];
   const int i8 = b->dtype == ATTN_I8;
-  __m256 ks[2], vs[2];
-  for (int h = 0; h < 2; h++) {
+  for (int h = 0; h < NV; h++) {
+    live[h] = live8(b->n, h);
     ks[h] = i8 ? _mm256_blendv_ps(zero, _mm256_loadu_ps(b->ks + 8 * h), live[h]) : zero;
     vs[h] = i8 ? _mm256_blendv_ps(zero, _mm256_loadu_ps(b->vs + 8 * h), live[h]) : zero;
   }
   int any = 0;
   for (int64_t r = 0; r < R; r++) {
-    __m256 x[2], fin[2];
+    __m256 x[NV], mx = ninf;
     int nan = 0;
-    for (int h = 0; h < 2; h++) {
+    DECODE_UNROLL(8)
+    for (int h = 0; h < NV; h++) {
       x[h] = _mm256_blendv_ps(zero, _mm256_loadu_ps(s + r * NB + 8 * h), live[h]);
       if (i8) x[h] = _mm256_mul_ps(x[h], ks[h]);
       const __m256 ok = _mm256_and_ps(_mm256_cmp_ps(x[h], x[h], _CMP_ORD_Q), live[h]);
       nan |= _mm256_movemask_ps(_mm256_xor_ps(ok, live[h]));
-      fin[h] = _mm256_blendv_ps(ninf, x[h], ok);
+      mx = _mm256_max_ps(mx, _mm256_blendv_ps(ninf, x[h], ok));
     }
-    __m256 mx = _mm256_max_ps(fin[0], fin[1]);
     __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
     m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
     m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
     const float bm = _mm_cvtss_f32(m4);
     if (bm == -INFINITY && !nan) {
       corr[r] = 1.0f;
-      _mm256_storeu_ps(p + r * NB, zero);
-      _mm256_storeu_ps(p + r * NB + 8, zero);
+      DECODE_UNROLL(8)
+      for (int h = 0; h < NV; h++)
+        _mm256_storeu_ps(p + r * NB + 8 * h, zero);
       continue;
     }
     any = 1;
     const float mn = bm > m[r] ? bm : m[r];
     corr[r] = mn == m[r] ? 1.0f : expf(m[r] - mn);
     const __m256 vm = _mm256_set1_ps(mn);
-    __m256 e[2];
-    for (int h = 0; h < 2; h++)
-      e[h] = _mm256_and_ps(attn_vexp8_avx2(_mm256_sub_ps(x[h], vm)), live[h]);
-    l[r] = l[r] * corr[r] + hsum8(_mm256_add_ps(e[0], e[1]));
+    __m256 sum = zero;
+    DECODE_UNROLL(8)
+    for (int h = 0; h < NV; h++) {
+      const __m256 e = _mm256_and_ps(attn_vexp8_avx2(_mm256_sub_ps(x[h], vm)), live[h]);
+      sum = _mm256_add_ps(sum, e);
+      _mm256_storeu_ps(p + r * NB + 8 * h, i8 ? _mm256_mul_ps(e, vs[h]) : e);
+    }
+    l[r] = l[r] * corr[r] + hsum8(sum);
     m[r] = mn;
-    for (int h = 0; h < 2; h++)
-      _mm256_storeu_ps(p + r * NB + 8 * h, i8 ? _mm256_mul_ps(e[h], vs[h]) : e[h]);
   }
   return any;
 }

@@ -62,6 +62,12 @@ ATTN_AVX512_INLINE __m512 load16_full(int dt, const void *row, int64_t c) {
 
 ATTN_AVX512_INLINE int64_t elt_of(int dt) { return dt == ATTN_F32 ? 4 : dt == ATTN_I8 ? 1 : 2; }
 
+/* lanes of vector v of a block of n keys */
+ATTN_AVX512_INLINE __mmask16 live16(int n, int v) {
+  const int k = n - 16 * v;
+  return k >= 16 ? (__mmask16)0xFFFF : k <= 0 ? 0 : (__mmask16)((1u << k) - 1);
+}
+
 /* the cache lines of bytes [p, p + n) prefetched */
 ATTN_AVX512_INLINE void prefetch_row(const void *p, int64_t n) {
   const char *c = (const char *)p;
@@ -166,12 +172,10 @@ DECODE_UNROLL(8)
       a[r * SL + e] = _mm512_mul_ps(
           FULL ? _mm512_loadu_ps(ar + 16 * e) : _mm512_maskz_loadu_ps(m[e], ar + 16 * e), cr);
   }
-  if (PF) { /* the next block's rows, these columns */
-    const int64_t elt = elt_of(dt), c1 = c0 + 16 * SL < Dv ? c0 + 16 * SL : Dv;
-    for (int j = 0; j < b->pn; j++)
-      prefetch_row((const char *)b->pv[j] + c0 * elt, (c1 - c0) * elt);
-  }
+  const int64_t elt = elt_of(dt), c1 = c0 + 16 * SL < Dv ? c0 + 16 * SL : Dv;
   for (int j = 0; j < b->n; j++) {
+    if (PF && j < b->pn) /* the next block's row j, these columns: spread over the keys */
+      prefetch_row((const char *)b->pv[j] + c0 * elt, (c1 - c0) * elt);
     __m512 vv[8];
 DECODE_UNROLL(8)
     for (int e = 0; e < SL; e++)
@@ -184,7 +188,9 @@ DECODE_UNROLL(8)
         a[r * SL + e] = _mm512_fmadd_ps(pr, vv[e], a[r * SL + e]);
     }
   }
-DECODE_UNROLL(8)
+  for (int j = b->n; PF && j < b->pn; j++)
+    prefetch_row((const char *)b->pv[j] + c0 * elt, (c1 - c0) * elt);
+  DECODE_UNROLL(8)
   for (int r = 0; r < RT; r++)
 DECODE_UNROLL(8)
     for (int e = 0; e < SL; e++) {
@@ -259,32 +265,54 @@ ATTN_AVX512 static void pv_avx512(const attn_decode_block *b, const float *p, co
   }
 }
 
-/* decode_ukr.h's plain-block softmax, a row in one vector (NB = 16) */
+/* decode_ukr.h's plain-block softmax, a row in NB / 16 vectors: the block
+ * max and the sum each one reduction per row */
+enum { NV = NB / 16 };
+
 ATTN_AVX512 static int softmax_avx512(const attn_decode_block *b, float *s, float *p, int64_t R,
                                       float *m, float *l, float *corr) {
-  const __mmask16 live = (__mmask16)((1u << b->n) - 1);
+  __mmask16 live[NV];
+  __m512 ks[NV], vs[NV];
   const int i8 = b->dtype == ATTN_I8;
-  const __m512 ks = i8 ? _mm512_maskz_loadu_ps(live, b->ks) : _mm512_set1_ps(1.0f);
-  const __m512 vs = i8 ? _mm512_maskz_loadu_ps(live, b->vs) : _mm512_set1_ps(1.0f);
+  for (int v = 0; v < NV; v++) {
+    live[v] = live16(b->n, v);
+    ks[v] = i8 ? _mm512_maskz_loadu_ps(live[v], b->ks + 16 * v) : _mm512_set1_ps(1.0f);
+    vs[v] = i8 ? _mm512_maskz_loadu_ps(live[v], b->vs + 16 * v) : _mm512_set1_ps(1.0f);
+  }
   int any = 0;
   for (int64_t r = 0; r < R; r++) {
-    __m512 x = _mm512_maskz_loadu_ps(live, s + r * NB);
-    if (i8) x = _mm512_mul_ps(x, ks);
-    const __mmask16 ok = _mm512_mask_cmp_ps_mask(live, x, x, _CMP_ORD_Q); /* not NaN */
-    const float bm = _mm512_mask_reduce_max_ps(ok, x);                    /* -inf if none */
-    if (bm == -INFINITY && ok == live) {
+    __m512 x[NV], mx = _mm512_set1_ps(-INFINITY);
+    int nan = 0;
+    DECODE_UNROLL(4)
+    for (int v = 0; v < NV; v++) {
+      x[v] = _mm512_maskz_loadu_ps(live[v], s + r * NB + 16 * v);
+      if (i8) x[v] = _mm512_mul_ps(x[v], ks[v]);
+      const __mmask16 ok = _mm512_mask_cmp_ps_mask(live[v], x[v], x[v], _CMP_ORD_Q); /* not NaN */
+      nan |= ok != live[v];
+      mx = _mm512_mask_max_ps(mx, ok, mx, x[v]);
+    }
+    const float bm = _mm512_reduce_max_ps(mx); /* -inf if none */
+    if (bm == -INFINITY && !nan) {
       corr[r] = 1.0f;
-      _mm512_storeu_ps(p + r * NB, _mm512_setzero_ps());
+      DECODE_UNROLL(4)
+      for (int v = 0; v < NV; v++)
+        _mm512_storeu_ps(p + r * NB + 16 * v, _mm512_setzero_ps());
       continue;
     }
     any = 1;
     const float mn = bm > m[r] ? bm : m[r];
     corr[r] = mn == m[r] ? 1.0f : expf(m[r] - mn);
-    __m512 e = _mm512_maskz_mov_ps(live, attn_vexp16_avx512(_mm512_sub_ps(x, _mm512_set1_ps(mn))));
-    l[r] = l[r] * corr[r] + _mm512_reduce_add_ps(e);
+    const __m512 vm = _mm512_set1_ps(mn);
+    __m512 sum = _mm512_setzero_ps();
+    DECODE_UNROLL(4)
+    for (int v = 0; v < NV; v++) {
+      __m512 e = _mm512_maskz_mov_ps(live[v], attn_vexp16_avx512(_mm512_sub_ps(x[v], vm)));
+      sum = _mm512_add_ps(sum, e);
+      if (i8) e = _mm512_mul_ps(e, vs[v]);
+      _mm512_storeu_ps(p + r * NB + 16 * v, e);
+    }
+    l[r] = l[r] * corr[r] + _mm512_reduce_add_ps(sum);
     m[r] = mn;
-    if (i8) e = _mm512_mul_ps(e, vs);
-    _mm512_storeu_ps(p + r * NB, e);
   }
   return any;
 }
@@ -332,20 +360,21 @@ VNNI_INLINE void transpose16_epi32(__m512i *x) {
   }
 }
 
-/* the block's keys, flipped to u8 and transposed: kt[i] lane j = bytes 4 i
- * .. 4 i + 3 of key j (a missing key: key 0 again; depth past D: 0x80) */
-VNNI_INLINE void i8_transpose_keys(const attn_decode_block *b, __m512i *kt, int64_t ldq) {
+/* keys j0 .. j0 + 15 of the block, flipped to u8 and transposed: kt[i]
+ * lane j = bytes 4 i .. 4 i + 3 of key j0 + j (a missing key: key j0 again;
+ * depth past D: 0x80) */
+VNNI_INLINE void i8_transpose_keys(const attn_decode_block *b, int j0, __m512i *kt, int64_t ldq) {
   const int64_t D = b->D;
-  const int n = b->n;
+  const int n = b->n - j0;
   const __m512i flip = _mm512_set1_epi8((char)0x80);
   for (int64_t c = 0; c < ldq; c += 64) {
     const __mmask64 m = D - c >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (D - c)) - 1);
     __m512i x[16];
     DECODE_UNROLL(16)
     for (int j = 0; j < 16; j++)
-      x[j] = _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, (const int8_t *)b->k[j < n ? j : 0] + c),
-                              flip);
-    for (int j = 0; j < b->pn; j++) /* the next block's keys, these depths */
+      x[j] = _mm512_xor_si512(
+          _mm512_maskz_loadu_epi8(m, (const int8_t *)b->k[j0 + (j < n ? j : 0)] + c), flip);
+    for (int j = j0; j < j0 + 16 && j < b->pn; j++) /* the next block's keys, these depths */
       _mm_prefetch((const char *)b->pk[j] + c, _MM_HINT_T0);
     transpose16_epi32(x);
     DECODE_UNROLL(16)
@@ -382,53 +411,57 @@ VNNI_TARGET static void scores_i8_vnni(const attn_decode_block *b, const int8_t 
                                        const float *qsum, const float *qscale, int64_t R,
                                        float *s) {
   __m512i kt[I8_MAXQ];
-  i8_transpose_keys(b, kt, ldq);
   const int64_t nq = ldq / 4;
-  const __mmask16 live = (__mmask16)((1u << b->n) - 1);
-  int64_t r = 0;
-  for (; R - r >= 8; r += 8)
-    i8_rows_t(kt, nq, q8 + r * ldq, ldq, qsum + r, qscale + r, s + r * NB, live, 8);
-  if (R - r >= 4)
-    i8_rows_t(kt, nq, q8 + r * ldq, ldq, qsum + r, qscale + r, s + r * NB, live, 4), r += 4;
-  if (R - r >= 2)
-    i8_rows_t(kt, nq, q8 + r * ldq, ldq, qsum + r, qscale + r, s + r * NB, live, 2), r += 2;
-  if (R - r >= 1) i8_rows_t(kt, nq, q8 + r * ldq, ldq, qsum + r, qscale + r, s + r * NB, live, 1);
+  for (int j0 = 0; j0 < b->n; j0 += 16) { /* 16 keys at a time */
+    i8_transpose_keys(b, j0, kt, ldq);
+    const __mmask16 live = live16(b->n, j0 / 16);
+    float *sj = s + j0;
+    int64_t r = 0;
+    for (; R - r >= 8; r += 8)
+      i8_rows_t(kt, nq, q8 + r * ldq, ldq, qsum + r, qscale + r, sj + r * NB, live, 8);
+    if (R - r >= 4)
+      i8_rows_t(kt, nq, q8 + r * ldq, ldq, qsum + r, qscale + r, sj + r * NB, live, 4), r += 4;
+    if (R - r >= 2)
+      i8_rows_t(kt, nq, q8 + r * ldq, ldq, qsum + r, qscale + r, sj + r * NB, live, 2), r += 2;
+    if (R - r >= 1)
+      i8_rows_t(kt, nq, q8 + r * ldq, ldq, qsum + r, qscale + r, sj + r * NB, live, 1);
+  }
 }
 
-/* AVX512_VNNI int8 P·V (decode_ukr.h's pv_i8). Each row's weights of the
- * block are quantised to u8 (w32[r * 4 + g]: keys 4 g .. 4 g + 3, a byte
- * each, the lowest first); V is taken four keys at a time, its bytes
- * interleaved so that a 32-bit lane holds one column of the four keys
- * (VPUNPCKLBW / HBW, then WD), into VPDPBUSD with the row's four weights
- * broadcast: 8 instructions per key and 64 columns for 4 rows, where the
- * f32 path widens V (2 per 16 columns) and runs 4 FMAs per row. The unpacks
- * work within 128-bit lanes, so accumulator k's lane l holds columns 16 l +
- * 4 k .. + 3 of the 64; a 4 x 4 transpose of 128-bit lanes per row puts
- * them back in order before they are scaled into acc. */
+/* AVX512_VNNI int8 P·V (decode_ukr.h's pv_i8). Each row's weights of a
+ * group of 16 keys are quantised to u8 (w32[r * 4 + g]: keys 4 g .. 4 g + 3
+ * of the group, a byte each, the lowest first); V is taken four keys at a
+ * time, its bytes interleaved so that a 32-bit lane holds one column of the
+ * four keys (VPUNPCKLBW / HBW, then WD), into VPDPBUSD with the row's four
+ * weights broadcast: 8 instructions per key and 64 columns for 4 rows, where
+ * the f32 path widens V (2 per 16 columns) and runs 4 FMAs per row. The
+ * unpacks work within 128-bit lanes, so accumulator k's lane l holds columns
+ * 16 l + 4 k .. + 3 of the 64; a 4 x 4 transpose of 128-bit lanes per row
+ * puts them back in order before they are scaled into acc, once per group. */
 
-/* every row's weights checked without a reduction: none NaN, negative or
- * above FLT_MAX, and the largest 0 or >= the minimum (not: all below the
- * minimum with one above 0); 0 if a row fails */
+/* every row's weights checked without a reduction: per group of 16 keys,
+ * none NaN, negative or above FLT_MAX, and the largest 0 or >= the minimum
+ * (not: all below the minimum with one above 0); 0 if a row fails */
 VNNI_INLINE int i8pv_check(const attn_decode_block *b, const float *p, int64_t R) {
-  const __mmask16 live = (__mmask16)((1u << b->n) - 1);
   const __m512 z = _mm512_setzero_ps(), lo = _mm512_set1_ps(ATTN_DECODE_I8PV_MIN_W);
   const __m512 hi = _mm512_set1_ps(3.4028235e38f);
-  for (int64_t r = 0; r < R; r++) {
-    const __m512 x = _mm512_maskz_loadu_ps(live, p + r * NB);
-    if (_mm512_mask_cmp_ps_mask(live, x, z, _CMP_NGE_UQ) || /* negative or NaN */
-        _mm512_mask_cmp_ps_mask(live, x, hi, _CMP_NLE_UQ))  /* inf */
-      return 0;
-    if (_mm512_mask_cmp_ps_mask(live, x, lo, _CMP_LT_OQ) == live &&
-        _mm512_mask_cmp_ps_mask(live, x, z, _CMP_GT_OQ))
-      return 0;
-  }
+  for (int64_t r = 0; r < R; r++)
+    for (int v = 0; 16 * v < b->n; v++) {
+      const __mmask16 live = live16(b->n, v);
+      const __m512 x = _mm512_maskz_loadu_ps(live, p + r * NB + 16 * v);
+      if (_mm512_mask_cmp_ps_mask(live, x, z, _CMP_NGE_UQ) || /* negative or NaN */
+          _mm512_mask_cmp_ps_mask(live, x, hi, _CMP_NLE_UQ))  /* inf */
+        return 0;
+      if (_mm512_mask_cmp_ps_mask(live, x, lo, _CMP_LT_OQ) == live &&
+          _mm512_mask_cmp_ps_mask(live, x, z, _CMP_GT_OQ))
+        return 0;
+    }
   return 1;
 }
 
-/* row r's weights as u8 (4 words of 4 bytes) and its scale w / 255 */
-VNNI_INLINE float i8pv_quantize(const attn_decode_block *b, const float *pr, uint32_t *w32) {
-  const __mmask16 live = (__mmask16)((1u << b->n) - 1);
-  const __m512 x = _mm512_maskz_loadu_ps(live, pr);
+/* row r's weights of group v as u8 (4 words of 4 bytes) and its scale w / 255 */
+VNNI_INLINE float i8pv_quantize(const attn_decode_block *b, const float *pr, int v, uint32_t *w32) {
+  const __m512 x = _mm512_maskz_loadu_ps(live16(b->n, v), pr + 16 * v);
   const float w = _mm512_reduce_max_ps(x);
   if (w == 0.0f) {
     w32[0] = w32[1] = w32[2] = w32[3] = 0;
@@ -440,25 +473,25 @@ VNNI_INLINE float i8pv_quantize(const attn_decode_block *b, const float *pr, uin
   return w / 255.0f;
 }
 
-/* RT rows (acc, corr, ws, w32: their first) += the block over columns c0 ..
- * c0 + 63 (bytes of cm) */
-VNNI_INLINE void i8pv_slab(const attn_decode_block *b, const uint32_t *w32, const float *ws,
+/* RT rows (acc, corr, ws, w32: their first) += keys j0 .. j0 + 15 of the
+ * block over columns c0 .. c0 + 63 (bytes of cm); PF: the next block's rows
+ * of these keys, these columns, prefetched */
+VNNI_INLINE void i8pv_slab(const attn_decode_block *b, int j0, const uint32_t *w32, const float *ws,
                            const float *corr, float *acc, int64_t c0, __mmask64 cm, int RT,
                            int PF) {
   const int64_t Dv = b->Dv;
-  const int n = b->n;
+  const int n = b->n - j0 < 16 ? b->n - j0 : 16;
   __m512i a[16]; /* a[r 4 + k] */
   DECODE_UNROLL(16)
   for (int i = 0; i < 4 * RT; i++)
     a[i] = _mm512_setzero_si512();
-  if (PF) /* the next block's rows, these columns: one line each */
-    for (int j = 0; j < b->pn; j++)
-      _mm_prefetch((const char *)b->pv[j] + c0, _MM_HINT_T0);
   for (int j = 0; j < n; j += 4) { /* a missing key: row j again, its weight 0 */
-    const int8_t *v0 = (const int8_t *)b->v[j] + c0;
-    const int8_t *v1 = j + 1 < n ? (const int8_t *)b->v[j + 1] + c0 : v0;
-    const int8_t *v2 = j + 2 < n ? (const int8_t *)b->v[j + 2] + c0 : v0;
-    const int8_t *v3 = j + 3 < n ? (const int8_t *)b->v[j + 3] + c0 : v0;
+    for (int i = j0 + j; PF && i < j0 + j + 4 && i < b->pn; i++)
+      _mm_prefetch((const char *)b->pv[i] + c0, _MM_HINT_T0);
+    const int8_t *v0 = (const int8_t *)b->v[j0 + j] + c0;
+    const int8_t *v1 = j + 1 < n ? (const int8_t *)b->v[j0 + j + 1] + c0 : v0;
+    const int8_t *v2 = j + 2 < n ? (const int8_t *)b->v[j0 + j + 2] + c0 : v0;
+    const int8_t *v3 = j + 3 < n ? (const int8_t *)b->v[j0 + j + 3] + c0 : v0;
     const __m512i x0 = _mm512_maskz_loadu_epi8(cm, v0), x1 = _mm512_maskz_loadu_epi8(cm, v1);
     const __m512i x2 = _mm512_maskz_loadu_epi8(cm, v2), x3 = _mm512_maskz_loadu_epi8(cm, v3);
     const __m512i lo01 = _mm512_unpacklo_epi8(x0, x1), hi01 = _mm512_unpackhi_epi8(x0, x1);
@@ -476,6 +509,8 @@ VNNI_INLINE void i8pv_slab(const attn_decode_block *b, const uint32_t *w32, cons
         a[r * 4 + k] = _mm512_dpbusd_epi32(a[r * 4 + k], wr, y[k]);
     }
   }
+  for (int i = j0 + ((n + 3) & ~3); PF && i < j0 + 16 && i < b->pn; i++)
+    _mm_prefetch((const char *)b->pv[i] + c0, _MM_HINT_T0);
   DECODE_UNROLL(4)
   for (int r = 0; r < RT; r++) {
     /* lanes back in order: column vector l = lane l of a[r 4 + 0..3] */
@@ -500,17 +535,22 @@ VNNI_INLINE void i8pv_slab(const attn_decode_block *b, const uint32_t *w32, cons
   }
 }
 
+/* the block's groups of 16 keys one after the other, each with its own
+ * scales; corr on the first */
 VNNI_INLINE void i8pv_tile(const attn_decode_block *b, const float *p, const float *corr,
                            float *acc, int RT, int PF) {
-  uint32_t w32[16];
-  float ws[4];
-  DECODE_UNROLL(4)
-  for (int r = 0; r < RT; r++)
-    ws[r] = i8pv_quantize(b, p + r * NB, w32 + 4 * r);
-  for (int64_t c0 = 0; c0 < b->Dv; c0 += 64) {
-    const int64_t left = b->Dv - c0;
-    const __mmask64 cm = left >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << left) - 1);
-    i8pv_slab(b, w32, ws, corr, acc, c0, cm, RT, PF);
+  static const float one[4] = {1.0f, 1.0f, 1.0f, 1.0f};
+  for (int v = 0; 16 * v < b->n; v++) {
+    uint32_t w32[16];
+    float ws[4];
+    DECODE_UNROLL(4)
+    for (int r = 0; r < RT; r++)
+      ws[r] = i8pv_quantize(b, p + r * NB, v, w32 + 4 * r);
+    for (int64_t c0 = 0; c0 < b->Dv; c0 += 64) {
+      const int64_t left = b->Dv - c0;
+      const __mmask64 cm = left >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << left) - 1);
+      i8pv_slab(b, 16 * v, w32, ws, v ? one : corr, acc, c0, cm, RT, PF);
+    }
   }
 }
 
