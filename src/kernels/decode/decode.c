@@ -188,8 +188,11 @@ static int block_softmax(const call_t *c, scratch_t *w, const attn_decode_block 
   return any;
 }
 
-/* One item: its rows' state (m [R], l [R], acc [R, Dv]) into st. */
-static void run_item(const call_t *c, const item_t *it, scratch_t *w, float *st) {
+/* One item: its rows' state (m [R], l [R], acc [R, Dv]) into st. next (or
+ * NULL): the item this thread runs after it, whose first block's rows are
+ * prefetched during this one's last block (no cold start between items). */
+static void run_item(const call_t *c, const item_t *it, const item_t *next, scratch_t *w,
+                     float *st) {
   const attn_decode_desc *d = c->d;
   const int64_t R = c->R, D = d->D, Lq = d->Lq, len = c->kv->seq_lens[it->b];
   float *m = st, *l = st + R, *acc = st + 2 * R;
@@ -235,10 +238,16 @@ static void run_item(const call_t *c, const item_t *it, scratch_t *w, float *st)
   int cur = 0;
   for (int64_t t = it->t0; t < it->t1; t += NB, cur = cur == AHEAD ? 0 : cur + 1) {
     attn_decode_block *b = &blk[cur], *last = &blk[cur == 0 ? AHEAD : cur - 1];
-    const int nn = (int)attn_min64(NB, it->t1 - tg);
+    int nn = (int)attn_min64(NB, it->t1 - tg);
     if (nn > 0) {
       gather(c, &rows, nn, last);
       tg += nn;
+      if (!ops->prefetches) prefetch_block(c, last);
+    } else if (next && t + NB >= it->t1) { /* the last block: the next item's first rows */
+      attn_kv_cursor nrows;
+      attn_kv_cursor_init(&nrows, c->kv, next->b, next->g, next->t0);
+      nn = (int)attn_min64(NB, next->t1 - next->t0);
+      gather(c, &nrows, nn, last);
       if (!ops->prefetches) prefetch_block(c, last);
     }
     b->pn = ops->prefetches && nn > 0 ? nn : 0; /* the micro-kernels prefetch them */
@@ -317,15 +326,24 @@ static attn_status run_wave(const call_t *c, int64_t p0, int64_t p1, int64_t nit
     tokens += items[k].t1 - items[k].t0;
   const double macs = (double)tokens * (double)c->R * (double)(c->d->D + c->d->Dv);
   int nt = attn_kernel_threads(macs, n), failed = 0;
+  int64_t next = 0; /* the next item to claim: each thread claims its next one as it
+                       starts one (dynamic, one ahead), so that it can prefetch it */
 #pragma omp parallel num_threads(nt) reduction(| : failed)
   {
     scratch_t w;
     memset(&w, 0, sizeof w);
     void *mem = scratch_alloc(c, &w);
     if (!mem) failed = 1;
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t k = 0; k < n; k++)
-      if (mem) run_item(c, &items[k], &w, st + k * c->stride);
+    int64_t k;
+#pragma omp atomic capture
+    k = next++;
+    while (k < n) {
+      int64_t k2;
+#pragma omp atomic capture
+      k2 = next++;
+      if (mem) run_item(c, &items[k], k2 < n ? &items[k2] : NULL, &w, st + k * c->stride);
+      k = k2;
+    }
     free(mem);
   }
   if (!failed) {
