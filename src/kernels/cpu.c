@@ -5,7 +5,8 @@
  * dispatch.c's (kern.h), which asks here which levels the CPU has.
  *
  * Levels: generic (portable C, every CPU), avx2 (AVX2 + FMA + F16C: Haswell
- * and later, Zen 1-5), avx512 (F, BW, VL, DQ: Skylake-X and later, Zen 4-5;
+ * and later, Zen 1-5; plus AVX-VNNI where the CPU has it: Alder Lake and
+ * later, Zen 5), avx512 (F, BW, VL, DQ: Skylake-X and later, Zen 4-5;
  * plus whatever of AVX512_BF16, VNNI and AMX the CPU has), neon (arm64).
  *
  * ATTN_CPU caps the level; the features attn_cpu() reports are those the
@@ -99,7 +100,10 @@ attn_cpu_features attn_cpu_level_features(attn_isa isa) {
   attn_cpu_features f;
   memset(&f, 0, sizeof f);
   if (isa == ATTN_ISA_AVX512) return *attn_cpu_detected();
-  if (isa == ATTN_ISA_AVX2) f.avx2 = f.fma = f.f16c = 1;
+  if (isa == ATTN_ISA_AVX2) { /* and AVX-VNNI where the CPU has it (the int8 decode) */
+    f.avx2 = f.fma = f.f16c = 1;
+    f.avx_vnni = attn_cpu_detected()->avx_vnni;
+  }
   if (isa == ATTN_ISA_NEON) f.neon = 1;
   return f;
 }

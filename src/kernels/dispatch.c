@@ -69,9 +69,8 @@ static void build(attn_kern *t, attn_isa isa, const attn_kern *below, const attn
 /* The avx2 level's low-precision kernels: bf16 / fp16 widened to f32 while
  * packing on the AVX2 + FMA micro-kernel, int8 widened to 16 bits for
  * VPMADDWD (exact), and the int8 flash's scores, row helpers and bf16 tiles.
- * (AVX-VNNI, the VEX VPDPBUSD of Alder Lake and Zen 5, is detected but has
- * no kernel: neither this machine nor qemu 7.2 runs it, so none could be
- * tested.) */
+ * (AVX-VNNI, the VEX VPDPBUSD of Alder Lake and Zen 5, serves the decode
+ * kernel's int8 cache where the CPU has it: decode_avx2_vnni.c; not these.) */
 static void lowp_avx2(attn_lowp_ops *l) {
 #if defined(__x86_64__)
   l->interleave = attn_lowp_interleave_avx2;
@@ -135,7 +134,9 @@ static void init(void) {
   /* a level is available when the CPU has it and the build has its code */
   if (attn_cpu_has_level(ATTN_ISA_AVX2, detected) && attn_row_ops_avx2()) {
     build(&tables[ATTN_ISA_AVX2], ATTN_ISA_AVX2, g, attn_row_ops_avx2(),
-          attn_gemm_kernel_avx2_f32(), attn_flash_ops_avx2(), attn_decode_ops_avx2());
+          attn_gemm_kernel_avx2_f32(), attn_flash_ops_avx2(),
+          detected->avx_vnni && attn_decode_ops_avx2_vnni() ? attn_decode_ops_avx2_vnni()
+                                                            : attn_decode_ops_avx2());
     lowp_avx2(&tables[ATTN_ISA_AVX2].lowp);
     available[ATTN_ISA_AVX2] = 1;
   }

@@ -108,6 +108,7 @@ const attn_flash_ops *attn_flash_ops_neon(void);    /* sdpa_flash_neon.c */
 /* Decode attention's micro-kernels (attn_decode_ops, decode_ukr.h) */
 const attn_decode_ops *attn_decode_ops_generic(void); /* decode_generic.c */
 const attn_decode_ops *attn_decode_ops_avx2(void);    /* decode_avx2.c */
+const attn_decode_ops *attn_decode_ops_avx2_vnni(void); /* + AVX-VNNI int8 (decode_avx2_vnni.c) */
 const attn_decode_ops *attn_decode_ops_avx512(void);  /* decode_avx512.c */
 const attn_decode_ops *attn_decode_ops_avx512_vnni(void); /* + AVX512_VNNI int8 scores */
 const attn_decode_ops *attn_decode_ops_neon(void);    /* decode_neon.c */
