@@ -27,7 +27,7 @@ typedef struct {
       avx512_vnni;
   int amx_tile, amx_bf16, amx_int8;
   int neon;
-  int avx_vnni; /* VEX VPDPBUSD (Alder Lake, Zen 5): reported, no kernel uses it yet */
+  int avx_vnni; /* VEX VPDPBUSD (Alder Lake, Zen 5): the avx2 level's int8 decode */
 } attn_cpu_features;
 /* The features the active level may use (all 0 at the generic level). */
 ATTN_API const attn_cpu_features *attn_cpu(void);
