@@ -81,4 +81,16 @@ typedef struct {
 
 enum { ATTN_DECODE_I8DOT_MAX_D = 256 }; /* the sums stay exact in f32 (< 2^24) */
 
+/* Loops over the rows, keys and columns of a tile are unrolled in full, so
+ * that their accumulators live in registers (GCC leaves these loops rolled
+ * at -O2, the accumulators then on the stack). Not under clang, which
+ * unrolls them itself, and whose sanitizer builds (make fuzz) take minutes
+ * on the pragma-unrolled bodies. */
+#define DECODE_PRAGMA(x) _Pragma(#x)
+#if defined(__clang__)
+#define DECODE_UNROLL(n)
+#else
+#define DECODE_UNROLL(n) DECODE_PRAGMA(GCC unroll n)
+#endif
+
 #endif

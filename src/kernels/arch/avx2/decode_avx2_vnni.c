@@ -29,13 +29,6 @@ enum { NB = ATTN_DECODE_NB };
 #define AVNNI_TARGET __attribute__((target("avx2,fma,f16c,avxvnni")))
 #define AVNNI_INLINE static inline __attribute__((always_inline)) AVNNI_TARGET
 
-#define DECODE_PRAGMA(x) _Pragma(#x)
-#if defined(__clang__)
-#define DECODE_UNROLL(n)
-#else
-#define DECODE_UNROLL(n) DECODE_PRAGMA(GCC unroll n)
-#endif
-
 enum { MAXQ = ATTN_DECODE_I8DOT_MAX_D / 4 }; /* dwords of a transposed group of keys */
 
 /* bytes c .. c + 31 of row p (n of them there, n <= 32; the rest 0) */

@@ -12,18 +12,6 @@
 
 enum { NB = ATTN_DECODE_NB };
 
-/* Loops over the rows, keys and columns of a tile are unrolled in full, so
- * that their accumulators live in registers (GCC leaves these loops rolled
- * at -O2, the accumulators then on the stack). Not under clang, which
- * unrolls them itself, and whose sanitizer builds (make fuzz) take minutes
- * on the pragma-unrolled bodies. */
-#define DECODE_PRAGMA(x) _Pragma(#x)
-#if defined(__clang__)
-#define DECODE_UNROLL(n)
-#else
-#define DECODE_UNROLL(n) DECODE_PRAGMA(GCC unroll n)
-#endif
-
 static inline __attribute__((always_inline)) float32x4_t load4(int dt, const void *row, int64_t c) {
   switch (dt) {
   case ATTN_F16: return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16((const uint16_t *)row + c)));
