@@ -175,9 +175,10 @@ AVNNI_INLINE float pv_quantize(const attn_decode_block *b, const float *pr, int 
   }
   const __m256 f = _mm256_set1_ps(255.0f / w);
   /* rounded to nearest even whatever MXCSR says, 0..255 */
-  const int rn = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
-  const __m256i u0 = _mm256_cvttps_epi32(_mm256_round_ps(_mm256_mul_ps(x0, f), rn));
-  const __m256i u1 = _mm256_cvttps_epi32(_mm256_round_ps(_mm256_mul_ps(x1, f), rn));
+  const __m256i u0 = _mm256_cvttps_epi32(
+      _mm256_round_ps(_mm256_mul_ps(x0, f), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  const __m256i u1 = _mm256_cvttps_epi32(
+      _mm256_round_ps(_mm256_mul_ps(x1, f), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
   const __m256i h = _mm256_permute4x64_epi64(_mm256_packus_epi32(u0, u1), 0xD8); /* 16 words */
   const __m128i bytes = _mm_packus_epi16(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
   _mm_storeu_si128((__m128i *)w32, bytes);
