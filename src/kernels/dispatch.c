@@ -133,10 +133,9 @@ static void init(void) {
   available[ATTN_ISA_GENERIC] = 1;
   /* a level is available when the CPU has it and the build has its code */
   if (attn_cpu_has_level(ATTN_ISA_AVX2, detected) && attn_row_ops_avx2()) {
+    const attn_decode_ops *dv = detected->avx_vnni ? attn_decode_ops_avx2_vnni() : NULL;
     build(&tables[ATTN_ISA_AVX2], ATTN_ISA_AVX2, g, attn_row_ops_avx2(),
-          attn_gemm_kernel_avx2_f32(), attn_flash_ops_avx2(),
-          detected->avx_vnni && attn_decode_ops_avx2_vnni() ? attn_decode_ops_avx2_vnni()
-                                                            : attn_decode_ops_avx2());
+          attn_gemm_kernel_avx2_f32(), attn_flash_ops_avx2(), dv ? dv : attn_decode_ops_avx2());
     lowp_avx2(&tables[ATTN_ISA_AVX2].lowp);
     available[ATTN_ISA_AVX2] = 1;
   }

@@ -16,8 +16,10 @@
  * the score-modifier stage's tile units (sdpa_stage.h, as the SDPA loops
  * run them), the key interval of each row, ALiBi and the online softmax (the
  * level's exp_sub_sum), then `pv` (each V row widened once, into all R
- * accumulators). The rows two blocks ahead are prefetched while one runs: a
- * paged cache's pages are not one stream the hardware prefetcher follows. */
+ * accumulators). The next block's rows are prefetched while one runs, and
+ * during an item's last block the first rows of the item its thread runs
+ * next: a paged cache's pages are not one stream the hardware prefetcher
+ * follows. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -30,7 +32,9 @@
 #include "kernels/util.h"
 
 enum { NB = ATTN_DECODE_NB };
-enum { AHEAD = ATTN_DECODE_NB >= 32 ? 1 : 2 }; /* blocks gathered ahead of the one that runs */
+/* blocks gathered ahead of the one that runs (with blocks of 32 keys, two
+ * ahead ran 3-15 % slower than one: docs/DECODE.md) */
+enum { AHEAD = 1 };
 
 /* partial results of a wave of items kept under this many floats (the
  * waves never change the bits: items and merges are the same) */
