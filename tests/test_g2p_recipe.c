@@ -1,6 +1,7 @@
 /* G2P training recipes (issue 35): the stress-free inventory (--no-stress)
  * and its round trip to the stressed one, the targets a stress-free or
- * right-to-left model learns, the model file's flags (and an older file
+ * right-to-left model learns, a both-directions model's examples and
+ * batches (--both-directions), the model file's flags (and an older file
  * without them), batches by a token budget (--batch-tokens), the inverse
  * square root schedule (--schedule inv-sqrt), a training run with both at
  * 1 and 2 threads, and the command line of a stress-free model. */
@@ -84,6 +85,56 @@ static void test_set_targets(void) {
   attn_g2p_dict_free(&d);
 }
 
+/* --both-directions: every example, then every example reversed and marked
+ * right to left; a batch of both starts the marked rows from UNK, the others
+ * from BOS, and its outputs are the (reversed) phonemes then EOS */
+static void test_set_both(void) {
+  const char *txt = "AB  AH0 B\nAB(1)  EY1 B IY0\nBA  B AA1\nA  EY1\n";
+  attn_g2p_dict d;
+  CHECK_OK(attn_g2p_dict_parse(txt, strlen(txt), &d));
+  attn_g2p_graphemes g;
+  attn_g2p_graphemes_make(&g, "AB", 2);
+  for (int w = 0; w < d.nwords; w++)
+    d.split[w] = ATTN_G2P_TRAIN;
+  attn_g2p_set s, ref;
+  CHECK_OK(attn_g2p_set_make(&d, ATTN_G2P_TRAIN, &g, 40, 40, &s));
+  CHECK_OK(attn_g2p_set_make(&d, ATTN_G2P_TRAIN, &g, 40, 40, &ref));
+  attn_g2p_set_targets(&s, 0, 0, NULL);
+  attn_g2p_set_targets(&ref, 0, 0, NULL);
+  const int n = ref.n;
+  CHECK(n == 4 && s.r2l == NULL);
+  CHECK_OK(attn_g2p_set_both(&s));
+  CHECK(s.n == 2 * n && s.r2l != NULL);
+  for (int j = 0; j < s.n && s.r2l; j++) {
+    const int i = j % n, r = j >= n, L = ref.tgt_len[i];
+    CHECK(s.r2l[j] == r && s.word[j] == ref.word[i] && s.src_len[j] == ref.src_len[i] &&
+          s.tgt_len[j] == L && !memcmp(s.src[j], ref.src[i], (size_t)ref.src_len[i] * 4));
+    for (int t = 0; t < L; t++)
+      CHECK(s.tgt[j][t] == ref.tgt[i][r ? L - 1 - t : t]);
+  }
+  /* a batch of AB's EY B IY left to right and right to left, and A's EY right
+   * to left (the dictionary's words in byte order: A, AB, AB(1), BA) */
+  const int idx[3] = {2, n + 2, n};
+  attn_g2p_batch bt = {0};
+  CHECK_OK(attn_g2p_batch_gather(&s, idx, 3, &bt));
+  CHECK(bt.B == 3 && bt.Lt == 4 && bt.tokens == 4 + 4 + 2);
+  const int32_t ey = attn_g2p_phone_strip(attn_g2p_phone_id("EY1", 3)),
+                b = attn_g2p_phone_id("B", 1),
+                iy = attn_g2p_phone_strip(attn_g2p_phone_id("IY0", 3));
+  const int32_t tin[3][4] = {{ATTN_G2P_BOS, ey, b, iy},
+                             {ATTN_G2P_BOS_R2L, iy, b, ey},
+                             {ATTN_G2P_BOS_R2L, ey, ATTN_G2P_PAD, ATTN_G2P_PAD}};
+  const int32_t tout[3][4] = {
+      {ey, b, iy, ATTN_G2P_EOS}, {iy, b, ey, ATTN_G2P_EOS}, {ey, ATTN_G2P_EOS, -1, -1}};
+  CHECK(!memcmp(bt.tin, tin, sizeof tin) && !memcmp(bt.tout, tout, sizeof tout));
+  CHECK(ATTN_G2P_BOS_R2L != ATTN_G2P_BOS && ATTN_G2P_BOS_R2L != ATTN_G2P_EOS &&
+        ATTN_G2P_BOS_R2L != ATTN_G2P_PAD);
+  attn_g2p_batch_free(&bt);
+  attn_g2p_set_free(&s);
+  attn_g2p_set_free(&ref);
+  attn_g2p_dict_free(&d);
+}
+
 static void tiny_model(attn_g2p_model *m, int stress, int reverse) {
   attn_g2p_config c;
   attn_g2p_config_default(&c);
@@ -109,10 +160,29 @@ static void test_model_file_flags(void) {
   CHECK(m.vocab_tgt == attn_g2p_phone_count_for(0));
   CHECK_OK(attn_g2p_save(path, &m, NULL, NULL));
   CHECK_OK(attn_g2p_load(path, &l, NULL));
-  CHECK(l.c.stress == 0 && l.c.reverse == 1 && l.vocab_tgt == m.vocab_tgt);
+  CHECK(l.c.stress == 0 && l.c.reverse == 1 && l.c.both == 0 && l.vocab_tgt == m.vocab_tgt);
   CHECK(l.p.numel == m.p.numel && !memcmp(l.p.data, m.p.data, (size_t)m.p.numel * 4));
+  CHECK(attn_g2p_start(&l.c, 1) == ATTN_G2P_BOS && attn_g2p_scores_r2l(&l.c));
   attn_g2p_free(&l);
   attn_g2p_free(&m);
+  /* a both-directions model: its flag, its starts; not with --reverse */
+  attn_g2p_config cb;
+  attn_g2p_config_default(&cb);
+  cb.d_model = 8, cb.heads = 2, cb.ff = 12, cb.enc_layers = cb.dec_layers = 1, cb.both = 1;
+  attn_g2p_graphemes gb;
+  attn_g2p_graphemes_make(&gb, "ABCDE'", 6);
+  CHECK_OK(attn_g2p_create(&m, &cb, &gb));
+  CHECK_OK(attn_g2p_init(&m, 4));
+  CHECK_OK(attn_g2p_save(path, &m, NULL, NULL));
+  CHECK_OK(attn_g2p_load(path, &l, NULL));
+  CHECK(l.c.both == 1 && l.c.reverse == 0 && l.c.stress == 1);
+  CHECK(attn_g2p_start(&l.c, 0) == ATTN_G2P_BOS && attn_g2p_start(&l.c, 1) == ATTN_G2P_BOS_R2L &&
+        attn_g2p_scores_r2l(&l.c));
+  attn_g2p_free(&l);
+  attn_g2p_free(&m);
+  cb.reverse = 1;
+  CHECK_ERR(attn_g2p_create(&m, &cb, &gb), ATTN_EINVAL);
+  CHECK(strstr(attn_last_error(), "--both-directions") != NULL);
   /* the metadata of a model file before issue 35 */
   tiny_model(&m, 1, 0);
   attn_st *extra = NULL;
@@ -127,7 +197,9 @@ static void test_model_file_flags(void) {
   CHECK_OK(attn_checkpoint_save(path, &m.p, NULL, extra));
   attn_st_free(extra);
   CHECK_OK(attn_g2p_load(path, &l, NULL));
-  CHECK(l.c.stress == 1 && l.c.reverse == 0 && l.vocab_tgt == attn_g2p_phone_count());
+  CHECK(l.c.stress == 1 && l.c.reverse == 0 && l.c.both == 0 &&
+        l.vocab_tgt == attn_g2p_phone_count());
+  CHECK(attn_g2p_start(&l.c, 0) == ATTN_G2P_BOS && !attn_g2p_scores_r2l(&l.c));
   CHECK(l.p.numel == m.p.numel && !memcmp(l.p.data, m.p.data, (size_t)m.p.numel * 4));
   attn_g2p_free(&l);
   /* a stressed file read as stress-free would not fit: its shapes say so */
@@ -350,6 +422,7 @@ int main(int argc, char **argv) {
   if (!mkdtemp(dir)) return 1;
   RUN(test_stress_free_inventory);
   RUN(test_set_targets);
+  RUN(test_set_both);
   RUN(test_model_file_flags);
   RUN(test_batch_tokens_plan);
   RUN(test_schedule_inv_sqrt);

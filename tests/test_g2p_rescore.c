@@ -6,7 +6,9 @@
  * gives it; rescoring by a model trained to prefer one candidate picks that
  * candidate, in the order the combined score computed here says; bad pairs
  * (an L2R model as rescorer, other graphemes, another inventory) are refused
- * naming what differs; and the command line (eval / predict --rescore).
+ * naming what differs; one model trained both ways (--both-directions)
+ * decodes from <s>, scores right to left from <unk> and rescores its own
+ * beam; and the command line (eval / predict --rescore, --both-directions).
  *
  * Tolerances: a sum of at most 8 log-probabilities computed from f32 logits
  * of the same model through batches of other shapes: 1e-4. */
@@ -37,10 +39,12 @@ static const int32_t words[2][5] = {{4, 5, 6, 7, 8}, {9, 10, 0, 0, 0}};
 static const int32_t word_lens[2] = {5, 2};
 
 /* sum over t of log softmax(logits_t)[y_t] of the teacher-forced forward on
- * <s> + seq (seq in the model's order), y = seq + </s> (eos 0: seq alone);
- * the mean of the models' probabilities per step when nm = 2 */
-static double by_hand_eos(const attn_g2p_model *const *ms, int nm, int w, const int32_t *seq, int n,
-                          int eos) {
+ * start + seq (seq in the model's order; start: the model's first input in
+ * the direction r2l, <s> but for a both-directions model's right-to-left
+ * pass), y = seq + </s> (eos 0: seq alone); the mean of the models'
+ * probabilities per step when nm = 2 */
+static double by_hand_dir(const attn_g2p_model *const *ms, int nm, int w, const int32_t *seq, int n,
+                          int eos, int r2l) {
   int32_t tin[16] = {ATTN_G2P_BOS}, tout[16];
   for (int t = 0; t < n; t++)
     tin[t + 1] = tout[t] = seq[t];
@@ -49,6 +53,7 @@ static double by_hand_eos(const attn_g2p_model *const *ms, int nm, int w, const 
   attn_nn_ctx ctx = {.backend = ATTN_BACKEND_MATH};
   for (int k = 0; k < nm; k++) {
     attn_g2p_saved sv = {0};
+    tin[0] = ms[k]->c.both && r2l ? ATTN_G2P_UNK : ATTN_G2P_BOS;
     CHECK_OK(attn_g2p_encode(ms[k], &ctx, &sv, words[w], word_lens + w, 1, word_lens[w]));
     CHECK_OK(attn_g2p_decode(ms[k], &ctx, &sv, tin, n + 1));
     const int64_t V = ms[k]->vocab_tgt;
@@ -67,6 +72,11 @@ static double by_hand_eos(const attn_g2p_model *const *ms, int nm, int w, const 
   for (int t = 0; t < n + eos; t++)
     s += log(p[t]);
   return s;
+}
+
+static double by_hand_eos(const attn_g2p_model *const *ms, int nm, int w, const int32_t *seq, int n,
+                          int eos) {
+  return by_hand_dir(ms, nm, w, seq, n, eos, ms[0]->c.reverse);
 }
 
 static double by_hand(const attn_g2p_model *const *ms, int nm, int w, const int32_t *seq, int n) {
@@ -280,6 +290,73 @@ static void test_rescoring_picks_the_preferred_candidate(void) {
   attn_g2p_free(&r);
 }
 
+/* one model trained both ways (--both-directions): its beam is left to right
+ * from <s> (reading order; each logp as by hand); it scores right to left
+ * from <unk> (the reversed sequence by hand, not from <s>); it rescores its
+ * own beam (combined logps = beam + its right-to-left scores) and joins a
+ * right-to-left model in a rescoring ensemble (each from its own start) or
+ * a left-to-right one in a decoding ensemble */
+static void test_both_directions_one_model(void) {
+  attn_g2p_config c;
+  g2p_small_config(&c, 10, 2);
+  c.both = 1;
+  attn_g2p_model b, r, l;
+  g2p_small_create(&b, &c, "ABCDEFG'", 11);
+  model(&r, 1, 1, 1, 12, "ABCDEFG'");
+  model(&l, 0, 1, 1, 13, "ABCDEFG'");
+  favour_eos(&b);
+  const attn_g2p_model *B[1] = {&b}, *BR[2] = {&b, &r}, *BL[2] = {&b, &l};
+  CHECK_OK(attn_g2p_rescore_check(B, 1, B, 1));
+  CHECK_OK(attn_g2p_rescore_check(B, 1, BR, 2));
+  CHECK_OK(attn_g2p_ensemble_check(BL, 2));
+  attn_g2p_decode_opts o;
+  attn_g2p_decode_opts_default(&o);
+  o.beam = o.n_best = 3;
+  const int32_t *src[2] = {words[0], words[1]};
+  attn_g2p_hyps h, base;
+  attn_nn_ctx ctx = {0};
+  CHECK_OK(attn_g2p_search(&b, &ctx, &o, src, word_lens, 2, &base));
+  const int64_t T = base.max_tgt;
+  double lr[6], lr2[6], sum_want = 0;
+  int word[6], len[6], nh = 0, finished = 0;
+  int32_t ph[6][16];
+  for (int w = 0; w < 2; w++)
+    for (int k = 0; k < base.count[w]; k++) {
+      const int64_t j = (int64_t)w * base.n_best + k;
+      const int eos = base.len[j] < T - 1;
+      CHECK(fabs(by_hand_dir(B, 1, w, base.ph + j * T, base.len[j], eos, 0) - base.logp[j]) <=
+            1e-4);
+      finished += eos;
+      word[nh] = w, len[nh] = base.len[j];
+      memcpy(ph[nh], base.ph + j * T, (size_t)base.len[j] * sizeof **ph);
+      nh++;
+    }
+  CHECK(finished > 0 && nh == 6);
+  CHECK_OK(attn_g2p_sequence_logp(B, 1, &ctx, src, word_lens, word, &ph[0][0], 16, len, nh, 4, lr));
+  CHECK_OK(
+      attn_g2p_sequence_logp(BR, 2, &ctx, src, word_lens, word, &ph[0][0], 16, len, nh, 2, lr2));
+  for (int j = 0; j < nh; j++) {
+    int32_t rev[16];
+    reversed(ph[j], len[j], rev);
+    CHECK(fabs(lr[j] - by_hand_dir(B, 1, word[j], rev, len[j], 1, 1)) <= 1e-4);
+    CHECK(fabs(lr2[j] - by_hand_dir(BR, 2, word[j], rev, len[j], 1, 1)) <= 1e-4);
+    if (len[j] > 0) /* from <unk>, not from <s> */
+      CHECK(fabs(lr[j] - by_hand_dir(B, 1, word[j], rev, len[j], 1, 0)) > 1e-3);
+    sum_want += base.logp[(int64_t)word[j] * base.n_best + j % 3] + lr[j];
+  }
+  CHECK_OK(attn_g2p_search(&b, &ctx, &o, src, word_lens, 2, &h));
+  CHECK_OK(attn_g2p_rescore(&h, B, 1, 1.0f, o.alpha, &ctx, src, word_lens, 2));
+  double sum_got = 0;
+  for (int j = 0; j < 6; j++)
+    sum_got += h.logp[j];
+  CHECK(fabs(sum_got - sum_want) <= 1e-3);
+  attn_g2p_hyps_free(&h);
+  attn_g2p_hyps_free(&base);
+  attn_g2p_free(&b);
+  attn_g2p_free(&r);
+  attn_g2p_free(&l);
+}
+
 static void test_bad_pairs_refused(void) {
   attn_g2p_model l, r, l2, ns, og;
   model(&l, 0, 1, 1, 5, "ABCDEFG'");
@@ -358,6 +435,24 @@ static void test_cli_rescore(void) {
           strstr(err, why[i]));
     if (!strstr(err, why[i])) printf("  %d: %s", i, err);
   }
+  /* one model both ways: trained on each pronunciation twice, it rescores itself */
+  snprintf(args, sizeof args,
+           "g2p train --data tests/data/g2p --out %s/both --dim 8 --heads 2 --ff 8 --layers 1 "
+           "--batch 8 --epochs 1 --both-directions --progress quiet --precision f32",
+           dir);
+  CHECK(tool(args, out, sizeof out, err, sizeof err) == 0 && strstr(out, "each both ways") &&
+        strstr(out, "both ways (left to right from <s>, right to left from <unk>)"));
+  snprintf(args, sizeof args,
+           "g2p eval %s/both/best.safetensors --rescore %s/both/best.safetensors "
+           "--data tests/data/g2p --split val --worst 0 --beam 3",
+           dir, dir);
+  CHECK(tool(args, out, sizeof out, err, sizeof err) == 0 &&
+        strstr(out, "both-directions model (--both-directions): decoded left to right\n") &&
+        strstr(out, "3 hypotheses rescored by 1 right-to-left model"));
+  snprintf(args, sizeof args,
+           "g2p train --data tests/data/g2p --out %s/x --both-directions --reverse --epochs 1",
+           dir);
+  CHECK(tool(args, out, sizeof out, err, sizeof err) == 1 && strstr(err, "not both"));
   snprintf(args, sizeof args, "g2p train --data tests/data/g2p --out %s/x --rescore a.safetensors",
            dir);
   CHECK(tool(args, out, sizeof out, err, sizeof err) == 2 && strstr(err, "options of eval"));
@@ -371,6 +466,7 @@ int main(int argc, char **argv) {
   RUN(test_words_encoded_once);
   RUN(test_reversed_beam_reads_in_order);
   RUN(test_rescoring_picks_the_preferred_candidate);
+  RUN(test_both_directions_one_model);
   RUN(test_bad_pairs_refused);
   RUN(test_cli_rescore);
   char cmd[128];

@@ -21,79 +21,116 @@
 #define DEFAULT_DATA "data/cmudict"
 
 static void usage(FILE *f) {
-  fprintf(f,
-          "usage: attn g2p split [--data PATH] [--out FILE]   the word-level train/val/test split\n"
-          "       attn g2p train [options] --out DIR          train; OUT/best.safetensors is the model\n"
-          "       attn g2p eval MODEL [options]               WER / PER on val and test\n"
-          "       attn g2p predict MODEL WORD...              ARPAbet for each word\n"
-          "       attn g2p average --out FILE MODEL...       the mean of a run's checkpoints\n"
-          "data:\n"
-          "  --data PATH       dict.txt of CMUdict, or its folder (default " DEFAULT_DATA
-          "; tools/fetch_cmudict.sh)\n"
-          "model (train):\n"
-          "  --dim E --heads H --ff F --layers N   (default 128 4 512 3: N encoder and N decoder layers)\n"
-          "  --enc-layers N --dec-layers N  --dropout P (0)  --untied (own output projection)\n"
-          "  --no-stress       phonemes without stress digits (39 + specials; the file says so:\n"
-          "                    eval scores it with stress removed, predict writes AH, not AH0)\n"
-          "  --reverse         a right-to-left model: it writes the last phoneme first (for\n"
-          "                    --rescore; eval and predict put its output back in order)\n"
-          "training:\n"
-          "  --epochs N (10) --batch B (128) --lr LR (1.5e-3) --min-lr LR (1e-5) --warmup STEPS (4 %%)\n"
-          "  --batch-tokens N  batches by a budget of N padded tokens (a word costs the longer of\n"
-          "                    its letters and phonemes + 1; sorted by length) instead of --batch\n"
-          "  --schedule cosine|inv-sqrt  after the linear warm-up: cosine decay to --min-lr over\n"
-          "                    the run (default), or lr * sqrt(warmup / step)\n"
-          "  --smoothing S (0.1) --weight-decay W (0.01) --clip C (1) --seed S (1)\n"
-          "  --resume          continue OUT/last.safetensors (the same options give the same bits)\n"
-          "  --max-steps N     stop after global step N (OUT/last.safetensors then resumes)\n"
-          "  --save-every N    also write OUT/last.safetensors every N steps\n"
-          "  --keep-epochs     also keep each epoch's model, OUT/epoch_NNN.safetensors (for\n"
-          "                    attn g2p average and selection by decoding the validation set)\n"
-          "  --train-words N   only the first N training words (quick checks)\n"
-          "  --time-budget SECONDS  at most the epochs (of --epochs) that fit: a probe of this\n"
-          "                    model's step on this machine gives an epoch's seconds; the run's\n"
-          "                    schedule is set for the epochs chosen (not with --resume)\n"
-          "  --progress auto|bar|plain|quiet\n"
-          "  --bench STEPS     no training run: time STEPS steps (after one warm-up), print tokens/s\n"
-          "                    and write the batches to OUT/bench_batches.bin for\n"
-          "                    tools/bench_g2p_torch.py (make bench-g2p)\n"
-          "eval / predict:\n"
-          "  --split val|test|both (both)  --worst N (10)  --limit N (first N words)  --batch B (128)\n"
-          "  --beam K          beam search of width K (default 1: greedy)\n"
-          "  --n-best N        predict: the N best hypotheses of each word with their scores (1..K)\n"
-          "  --length-penalty A  rank finished hypotheses by logp / ((5 + len) / 6)^A (0.6; 0: none)\n"
-          "  --ensemble F[,F...]  decode with MODEL and these models together: each step the\n"
-          "                    mean of their probabilities (the same graphemes; up to 16 models)\n"
-          "  --rescore R[,R...]  right-to-left models (--reverse) score each of the beam's K\n"
-          "                    hypotheses; logp + W * their logp picks (needs --beam K >= 2)\n"
-          "  --rescore-weight W  (1)\n"
-          "  --save-attention OUT.safetensors  predict: the cross attention of every decoder\n"
-          "                    layer and head on each word's (best) output, phonemes down, letters\n"
-          "                    across, for attn viz / attn diagnose; with several words one file\n"
-          "                    per word, OUT_<word>.safetensors (docs/G2P.md)\n"
-          "all:\n"
-          "  --precision auto|f32|bf16  Linears (and flash attention in training) in bf16 with f32\n"
-          "                    master weights; auto (train's default; eval / predict: f32) takes bf16\n"
-          "                    only where a bf16 unit runs it and a probe measures >= 1.1x f32\n"
-          "  --threads T       threads (default: all cores; results do not depend on it)\n");
+  fprintf(
+      f,
+      "usage: attn g2p split [--data PATH] [--out FILE]   the word-level train/val/test split\n"
+      "       attn g2p train [options] --out DIR          train; OUT/best.safetensors is the "
+      "model\n"
+      "       attn g2p eval MODEL [options]               WER / PER on val and test\n"
+      "       attn g2p predict MODEL WORD...              ARPAbet for each word\n"
+      "       attn g2p average --out FILE MODEL...       the mean of a run's checkpoints\n"
+      "data:\n"
+      "  --data PATH       dict.txt of CMUdict, or its folder (default " DEFAULT_DATA
+      "; tools/fetch_cmudict.sh)\n"
+      "model (train):\n"
+      "  --dim E --heads H --ff F --layers N   (default 128 4 512 3: N encoder and N decoder "
+      "layers)\n"
+      "  --enc-layers N --dec-layers N  --dropout P (0)  --untied (own output projection)\n"
+      "  --no-stress       phonemes without stress digits (39 + specials; the file says so:\n"
+      "                    eval scores it with stress removed, predict writes AH, not AH0)\n"
+      "  --reverse         a right-to-left model: it writes the last phoneme first (for\n"
+      "                    --rescore; eval and predict put its output back in order)\n"
+      "  --both-directions one model trained left to right and right to left (each\n"
+      "                    pronunciation both ways: epochs twice as long); it decodes left\n"
+      "                    to right and rescores its own beam: --rescore with the same file\n"
+      "training:\n"
+      "  --epochs N (10) --batch B (128) --lr LR (1.5e-3) --min-lr LR (1e-5) --warmup STEPS (4 "
+      "%%)\n"
+      "  --batch-tokens N  batches by a budget of N padded tokens (a word costs the longer of\n"
+      "                    its letters and phonemes + 1; sorted by length) instead of --batch\n"
+      "  --schedule cosine|inv-sqrt  after the linear warm-up: cosine decay to --min-lr over\n"
+      "                    the run (default), or lr * sqrt(warmup / step)\n"
+      "  --smoothing S (0.1) --weight-decay W (0.01) --clip C (1) --seed S (1)\n"
+      "  --resume          continue OUT/last.safetensors (the same options give the same bits)\n"
+      "  --max-steps N     stop after global step N (OUT/last.safetensors then resumes)\n"
+      "  --save-every N    also write OUT/last.safetensors every N steps\n"
+      "  --keep-epochs     also keep each epoch's model, OUT/epoch_NNN.safetensors (for\n"
+      "                    attn g2p average and selection by decoding the validation set)\n"
+      "  --train-words N   only the first N training words (quick checks)\n"
+      "  --time-budget SECONDS  at most the epochs (of --epochs) that fit: a probe of this\n"
+      "                    model's step on this machine gives an epoch's seconds; the run's\n"
+      "                    schedule is set for the epochs chosen (not with --resume)\n"
+      "  --progress auto|bar|plain|quiet\n"
+      "  --bench STEPS     no training run: time STEPS steps (after one warm-up), print tokens/s\n"
+      "                    and write the batches to OUT/bench_batches.bin for\n"
+      "                    tools/bench_g2p_torch.py (make bench-g2p)\n"
+      "eval / predict:\n"
+      "  --split val|test|both (both)  --worst N (10)  --limit N (first N words)  --batch B (128)\n"
+      "  --beam K          beam search of width K (default 1: greedy)\n"
+      "  --n-best N        predict: the N best hypotheses of each word with their scores (1..K)\n"
+      "  --length-penalty A  rank finished hypotheses by logp / ((5 + len) / 6)^A (0.6; 0: none)\n"
+      "  --ensemble F[,F...]  decode with MODEL and these models together: each step the\n"
+      "                    mean of their probabilities (the same graphemes; up to 16 models)\n"
+      "  --rescore R[,R...]  right-to-left models (--reverse, or --both-directions: MODEL\n"
+      "                    itself) score each of the beam's K hypotheses; logp + W * their\n"
+      "                    logp picks (needs --beam K >= 2)\n"
+      "  --rescore-weight W  (1)\n"
+      "  --save-attention OUT.safetensors  predict: the cross attention of every decoder\n"
+      "                    layer and head on each word's (best) output, phonemes down, letters\n"
+      "                    across, for attn viz / attn diagnose; with several words one file\n"
+      "                    per word, OUT_<word>.safetensors (docs/G2P.md)\n"
+      "all:\n"
+      "  --precision auto|f32|bf16  Linears (and flash attention in training) in bf16 with f32\n"
+      "                    master weights; auto (train's default; eval / predict: f32) takes bf16\n"
+      "                    only where a bf16 unit runs it and a probe measures >= 1.1x f32\n"
+      "  --threads T       threads (default: all cores; results do not depend on it)\n");
 }
 
-static const cli_opt opts[] = {
-    {"--data", CLI_VALUE},        {"--out", CLI_VALUE},        {"--dim", CLI_VALUE},
-    {"--heads", CLI_VALUE},       {"--ff", CLI_VALUE},         {"--layers", CLI_VALUE},
-    {"--enc-layers", CLI_VALUE},  {"--dec-layers", CLI_VALUE}, {"--dropout", CLI_VALUE},
-    {"--untied", CLI_FLAG},       {"--epochs", CLI_VALUE},     {"--batch", CLI_VALUE},
-    {"--lr", CLI_VALUE},          {"--min-lr", CLI_VALUE},     {"--warmup", CLI_VALUE},
-    {"--smoothing", CLI_VALUE},   {"--weight-decay", CLI_VALUE}, {"--clip", CLI_VALUE},
-    {"--seed", CLI_VALUE},        {"--resume", CLI_FLAG},      {"--max-steps", CLI_VALUE},
-    {"--save-every", CLI_VALUE},  {"--train-words", CLI_VALUE}, {"--progress", CLI_VALUE},
-    {"--split", CLI_VALUE},       {"--worst", CLI_VALUE},      {"--limit", CLI_VALUE},
-    {"--threads", CLI_VALUE},     {"--beam", CLI_VALUE},       {"--n-best", CLI_VALUE},
-    {"--length-penalty", CLI_VALUE}, {"--precision", CLI_VALUE}, {"--bench", CLI_VALUE},
-    {"--save-attention", CLI_VALUE}, {"--keep-epochs", CLI_FLAG}, {"--ensemble", CLI_VALUE},
-    {"--time-budget", CLI_VALUE}, {"--no-stress", CLI_FLAG},  {"--reverse", CLI_FLAG},
-    {"--batch-tokens", CLI_VALUE}, {"--schedule", CLI_VALUE},  {"--rescore", CLI_VALUE},
-    {"--rescore-weight", CLI_VALUE}, {NULL, 0}};
+static const cli_opt opts[] = {{"--data", CLI_VALUE},
+                               {"--out", CLI_VALUE},
+                               {"--dim", CLI_VALUE},
+                               {"--heads", CLI_VALUE},
+                               {"--ff", CLI_VALUE},
+                               {"--layers", CLI_VALUE},
+                               {"--enc-layers", CLI_VALUE},
+                               {"--dec-layers", CLI_VALUE},
+                               {"--dropout", CLI_VALUE},
+                               {"--untied", CLI_FLAG},
+                               {"--epochs", CLI_VALUE},
+                               {"--batch", CLI_VALUE},
+                               {"--lr", CLI_VALUE},
+                               {"--min-lr", CLI_VALUE},
+                               {"--warmup", CLI_VALUE},
+                               {"--smoothing", CLI_VALUE},
+                               {"--weight-decay", CLI_VALUE},
+                               {"--clip", CLI_VALUE},
+                               {"--seed", CLI_VALUE},
+                               {"--resume", CLI_FLAG},
+                               {"--max-steps", CLI_VALUE},
+                               {"--save-every", CLI_VALUE},
+                               {"--train-words", CLI_VALUE},
+                               {"--progress", CLI_VALUE},
+                               {"--split", CLI_VALUE},
+                               {"--worst", CLI_VALUE},
+                               {"--limit", CLI_VALUE},
+                               {"--threads", CLI_VALUE},
+                               {"--beam", CLI_VALUE},
+                               {"--n-best", CLI_VALUE},
+                               {"--length-penalty", CLI_VALUE},
+                               {"--precision", CLI_VALUE},
+                               {"--bench", CLI_VALUE},
+                               {"--save-attention", CLI_VALUE},
+                               {"--keep-epochs", CLI_FLAG},
+                               {"--ensemble", CLI_VALUE},
+                               {"--time-budget", CLI_VALUE},
+                               {"--no-stress", CLI_FLAG},
+                               {"--reverse", CLI_FLAG},
+                               {"--both-directions", CLI_FLAG},
+                               {"--batch-tokens", CLI_VALUE},
+                               {"--schedule", CLI_VALUE},
+                               {"--rescore", CLI_VALUE},
+                               {"--rescore-weight", CLI_VALUE},
+                               {NULL, 0}};
 
 typedef struct {
   const char *data, *out, *split;
@@ -133,6 +170,8 @@ static int set_opt(g2p_opts *o, const char *k, const char *v) {
   else if (!strcmp(k, "--untied")) o->mc.tied = 0;
   else if (!strcmp(k, "--no-stress")) o->mc.stress = 0, o->model_opt = 1;
   else if (!strcmp(k, "--reverse")) o->mc.reverse = 1, o->model_opt = 1;
+  else if (!strcmp(k, "--both-directions"))
+    o->mc.both = 1, o->model_opt = 1;
   else if (!strcmp(k, "--schedule")) {
     if (!strcmp(v, "cosine")) o->to.schedule = ATTN_SCHED_WARMUP_COSINE;
     else if (!strcmp(v, "inv-sqrt")) o->to.schedule = ATTN_SCHED_WARMUP_INV_SQRT;
@@ -317,11 +356,16 @@ static int cmd_train(g2p_opts *o) {
       attn_g2p_dict_free(&d);
       return cli_fail(last);
     }
-    if (o->model_opt && (m.c.stress != o->mc.stress || m.c.reverse != o->mc.reverse)) {
-      r = cli_error(last, "a %s, %s model: --resume goes on with it as it is (leave out "
-                    "--no-stress / --reverse, or give them as it was trained)",
+    if (o->model_opt &&
+        (m.c.stress != o->mc.stress || m.c.reverse != o->mc.reverse || m.c.both != o->mc.both)) {
+      r = cli_error(last,
+                    "a %s, %s model: --resume goes on with it as it is (leave out "
+                    "--no-stress / --reverse / --both-directions, or give them as it was "
+                    "trained)",
                     m.c.stress ? "stressed" : "stress-free",
-                    m.c.reverse ? "right-to-left" : "left-to-right");
+                    m.c.both      ? "both-directions"
+                    : m.c.reverse ? "right-to-left"
+                                  : "left-to-right");
       attn_adam_free(&opt);
       attn_g2p_free(&m);
       attn_g2p_dict_free(&d);
@@ -353,6 +397,9 @@ static int cmd_train(g2p_opts *o) {
     }
     tr.n = i;
   }
+  const int n_tr = tr.n, n_va = va.n; /* pronunciations (each twice for --both-directions) */
+  if (!st && m.c.both) st = attn_g2p_set_both(&tr);
+  if (!st && m.c.both) st = attn_g2p_set_both(&va);
   if (!st && mkdirs(o->out)) st = attn_set_error(ATTN_EIO, "cannot create '%s': %s", o->out, strerror(errno));
   char why[512], plan[1024] = "";
   attn_train_eta eta;
@@ -364,14 +411,15 @@ static int cmd_train(g2p_opts *o) {
   if (!st && !o->bench) st = plan_run(o, &m, &tr, &va, &eta, plan, sizeof plan);
   if (!st) {
     o->to.out_dir = o->out;
-    printf("g2p: %d training pronunciations (%d left out as too long), %d validation; %lld parameters\n"
+    printf("g2p: %d training pronunciations (%d left out as too long), %d validation%s; "
+           "%lld parameters\n"
            "g2p: d_model %lld, %lld heads, ff %lld, %lld + %lld layers, dropout %g, %s output; "
            "%d epochs of batch %d, lr %g, smoothing %g, seed %llu, %d threads%s\n",
-           tr.n, tr.skipped, va.n, (long long)m.p.numel, (long long)m.c.d_model,
-           (long long)m.c.heads, (long long)m.c.ff, (long long)m.c.enc_layers,
-           (long long)m.c.dec_layers, (double)m.c.dropout, m.c.tied ? "tied" : "untied",
-           o->to.epochs, o->to.batch, o->to.lr, (double)o->to.smoothing,
-           (unsigned long long)o->to.seed, attn_get_num_threads(),
+           n_tr, tr.skipped, n_va, m.c.both ? ", each both ways" : "", (long long)m.p.numel,
+           (long long)m.c.d_model, (long long)m.c.heads, (long long)m.c.ff,
+           (long long)m.c.enc_layers, (long long)m.c.dec_layers, (double)m.c.dropout,
+           m.c.tied ? "tied" : "untied", o->to.epochs, o->to.batch, o->to.lr,
+           (double)o->to.smoothing, (unsigned long long)o->to.seed, attn_get_num_threads(),
            o->resume ? ", resumed" : "");
     char batching[64];
     if (o->to.batch_tokens > 0)
@@ -382,8 +430,10 @@ static int cmd_train(g2p_opts *o) {
     printf("g2p: targets %s, %s (%d + %d pronunciations equal without stress merged); %s, "
            "%s schedule\n",
            m.c.stress ? "with stress" : "without stress",
-           m.c.reverse ? "right to left (last phoneme first)" : "left to right", merged,
-           merged_val, batching,
+           m.c.both      ? "both ways (left to right from <s>, right to left from <unk>)"
+           : m.c.reverse ? "right to left (last phoneme first)"
+                         : "left to right",
+           merged, merged_val, batching,
            o->to.schedule == ATTN_SCHED_WARMUP_INV_SQRT ? "warm-up + inverse square root"
                                                         : "warm-up + cosine");
     printf("g2p: precision %s (%s)\n%s", attn_precision_name(o->to.precision), why, plan);
@@ -461,6 +511,9 @@ static int cmd_eval(g2p_opts *o) {
   if (!m->c.stress)
     printf("a stress-free model (--no-stress): scored with stress removed only\n");
   if (m->c.reverse) printf("a right-to-left model (--reverse): its output read back in order\n");
+  if (m->c.both)
+    printf("a both-directions model (--both-directions): decoded left to right%s\n",
+           rs ? "" : " (--rescore with the same file: its right-to-left pass rescores)");
   if (rs)
     printf("the beam's %d hypotheses rescored by %d right-to-left model%s: logp + %g x theirs\n",
            o->dec.beam, rs->n, rs->n > 1 ? "s" : "", (double)o->rescore_weight);
@@ -685,8 +738,8 @@ int attn_cmd_g2p(int argc, char **argv) {
     else if (k != 3 && o->save) r = cli_usage("--save-attention is an option of predict");
     else if (k != 1 && (o->model_opt || o->to.batch_tokens > 0 ||
                         o->to.schedule != ATTN_SCHED_WARMUP_COSINE))
-      r = cli_usage("--no-stress, --reverse, --batch-tokens and --schedule are options of train "
-                    "(a model file says how it was trained)");
+      r = cli_usage("--no-stress, --reverse, --both-directions, --batch-tokens and --schedule "
+                    "are options of train (a model file says how it was trained)");
     else if (k != 2 && k != 3 && (o->rescore || o->rescore_weight != 1.0f))
       r = cli_usage("--rescore and --rescore-weight are options of eval and predict");
     else if (o->rescore && o->dec.beam < 2)

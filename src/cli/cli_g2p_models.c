@@ -41,7 +41,10 @@ cli_g2p_models *cli_g2p_models_load(const char *first, const char *list, const c
     }
     p = c ? c + 1 : p + len;
   }
-  if (!*r && e->n > 1 && attn_g2p_ensemble_check(e->ms, e->n)) *r = cli_fail(list);
+  /* a decoding ensemble (MODEL first) or a list of models scoring together */
+  if (!*r && e->n > 1 &&
+      (first ? attn_g2p_ensemble_check(e->ms, e->n) : attn_g2p_scoring_check(e->ms, e->n)))
+    *r = cli_fail(list);
   if (*r) {
     cli_g2p_models_free(e);
     e = NULL;

@@ -354,21 +354,28 @@ static attn_status search_batches(const attn_g2p_model *const *ms, int nm, const
   return st;
 }
 
-attn_status attn_g2p_ensemble_check(const attn_g2p_model *const *ms, int nm) {
+/* the direction m decodes in (scoring 0: a both-directions model left to
+ * right) or scores in (scoring 1: right to left) */
+static int direction(const attn_g2p_model *m, int scoring) {
+  return scoring ? attn_g2p_scores_r2l(&m->c) : m->c.reverse;
+}
+
+static attn_status check_models(const attn_g2p_model *const *ms, int nm, int scoring) {
   if (nm < 1 || nm > ATTN_G2P_MAX_MODELS)
     return attn_set_error(ATTN_EINVAL, "g2p: %d models in an ensemble (1 to %d)", nm,
                           ATTN_G2P_MAX_MODELS);
   const attn_g2p_model *a = ms[0];
   for (int k = 1; k < nm; k++) {
     const attn_g2p_model *b = ms[k];
-    if (b->c.stress != a->c.stress || b->c.reverse != a->c.reverse)
+    if (b->c.stress != a->c.stress || direction(b, scoring) != direction(a, scoring))
       return attn_set_error(ATTN_EINVAL,
-                            "g2p ensemble: model %d writes %s phonemes %s, model 1 %s phonemes %s "
+                            "g2p ensemble: model %d %s %s phonemes %s, model 1 %s phonemes %s "
                             "(the models of an ensemble are trained alike)",
-                            k + 1, b->c.stress ? "stressed" : "stress-free",
-                            b->c.reverse ? "right to left" : "left to right",
+                            k + 1, scoring ? "scores" : "writes",
+                            b->c.stress ? "stressed" : "stress-free",
+                            direction(b, scoring) ? "right to left" : "left to right",
                             a->c.stress ? "stressed" : "stress-free",
-                            a->c.reverse ? "right to left" : "left to right");
+                            direction(a, scoring) ? "right to left" : "left to right");
     if (!attn_g2p_same_io(a, b))
       return attn_set_error(ATTN_EINVAL,
                             "g2p ensemble: model %d reads other graphemes or lengths than model 1 "
@@ -377,6 +384,14 @@ attn_status attn_g2p_ensemble_check(const attn_g2p_model *const *ms, int nm) {
                             (long long)b->c.max_tgt, (long long)a->c.max_tgt);
   }
   return ATTN_OK;
+}
+
+attn_status attn_g2p_ensemble_check(const attn_g2p_model *const *ms, int nm) {
+  return check_models(ms, nm, 0);
+}
+
+attn_status attn_g2p_scoring_check(const attn_g2p_model *const *ms, int nm) {
+  return check_models(ms, nm, 1);
 }
 
 /* a right-to-left model's outputs in reading order */

@@ -57,10 +57,15 @@ attn_status attn_g2p_search(const attn_g2p_model *m, const attn_nn_ctx *ctx,
  * log-probability is the log of the mean of the models' probabilities; each
  * model encodes the words itself and keeps its own decoder cache. The models
  * must read the same graphemes and lengths (max_src, max_tgt), write the same
- * inventory (stress) in the same direction; their sizes may differ. nm = 1
+ * inventory (stress) in the same direction (a both-directions model decodes
+ * left to right); their sizes may differ. nm = 1
  * is attn_g2p_search, bit for bit. */
 #define ATTN_G2P_MAX_MODELS 16
 attn_status attn_g2p_ensemble_check(const attn_g2p_model *const *ms, int nm);
+/* The same for models that score sequences together (attn_g2p_sequence_logp):
+ * the direction compared is the one they score in, so a both-directions
+ * model (right to left there) goes with right-to-left models. */
+attn_status attn_g2p_scoring_check(const attn_g2p_model *const *ms, int nm);
 attn_status attn_g2p_search_ensemble(const attn_g2p_model *const *ms, int nm,
                                      const attn_nn_ctx *ctx, const attn_g2p_decode_opts *o,
                                      const int32_t *const *src, const int32_t *src_lens, int n,

@@ -22,7 +22,14 @@ void attn_g2p_config_default(attn_g2p_config *c) {
   c->tied = 1;
   c->stress = 1;
   c->reverse = 0;
+  c->both = 0;
 }
+
+int32_t attn_g2p_start(const attn_g2p_config *c, int r2l) {
+  return c->both && r2l ? ATTN_G2P_BOS_R2L : ATTN_G2P_BOS;
+}
+
+int attn_g2p_scores_r2l(const attn_g2p_config *c) { return c->reverse || c->both; }
 
 static attn_status check_config(const attn_g2p_config *c) {
   if (c->d_model < 2 || c->d_model % 2 || c->d_model > 4096)
@@ -36,9 +43,14 @@ static attn_status check_config(const attn_g2p_config *c) {
     return attn_set_error(ATTN_EINVAL, "g2p config: ff 1..65536 and 1..64 layers expected");
   if (c->max_src < 1 || c->max_src > 4096 || c->max_tgt < 2 || c->max_tgt > 4096)
     return attn_set_error(ATTN_EINVAL, "g2p config: max lengths out of range");
-  if ((c->stress != 0 && c->stress != 1) || (c->reverse != 0 && c->reverse != 1))
-    return attn_set_error(ATTN_EINVAL, "g2p config: stress %d and reverse %d must be 0 or 1",
-                          c->stress, c->reverse);
+  if ((c->stress != 0 && c->stress != 1) || (c->reverse != 0 && c->reverse != 1) ||
+      (c->both != 0 && c->both != 1))
+    return attn_set_error(ATTN_EINVAL,
+                          "g2p config: stress %d, reverse %d and both %d must be 0 or 1", c->stress,
+                          c->reverse, c->both);
+  if (c->reverse && c->both)
+    return attn_set_error(ATTN_EINVAL, "g2p config: a model is right to left (--reverse) or "
+                                       "trained both ways (--both-directions), not both");
   if (!(c->dropout >= 0.0f && c->dropout < 1.0f))
     return attn_set_error(ATTN_EINVAL, "g2p config: dropout must be in [0, 1)");
   return ATTN_OK;

@@ -26,10 +26,14 @@ typedef struct {
   int stress;  /* 1: phonemes with stress digits (73 ids); 0: without (43; --no-stress) */
   int reverse; /* 1: a right-to-left model: it writes a pronunciation last phoneme
                 * first (trained on reversed targets; --reverse) */
+  int both;    /* 1: trained in both directions (--both-directions): each pronunciation
+                * left to right from BOS and right to left from ATTN_G2P_BOS_R2L; it
+                * decodes left to right and scores right to left (rescoring its own
+                * beam: --rescore with the same file). reverse is then 0. */
 } attn_g2p_config;
 
 /* d_model 128, 4 heads, ff 512, 3 + 3 layers, max_src 40, max_tgt 40, dropout 0, tied,
- * stressed, left to right */
+ * stressed, left to right only */
 void attn_g2p_config_default(attn_g2p_config *c);
 
 typedef struct {
@@ -98,8 +102,8 @@ attn_status attn_g2p_loss_backward(attn_g2p_model *m, const attn_nn_ctx *ctx, at
 /* ---- model files ------------------------------------------------------------
  * attn_checkpoint_save's file with metadata "g2p.<field>" for the config and
  * "g2p.graphemes"; extra (may be NULL) adds entries (training state).
- * "g2p.stress" and "g2p.reverse" may be absent (files written before them):
- * a stressed, left-to-right model. */
+ * "g2p.stress", "g2p.reverse" and "g2p.both" may be absent (files written
+ * before them): a stressed, left-to-right model. */
 attn_status attn_g2p_store_meta(const attn_g2p_model *m, attn_st *st);
 /* Creates m from the file at path (ATTN_EINVAL for a file that is not a G2P
  * model, e.g. attn train's classifier). *file_out (may be NULL): the file. */
@@ -109,11 +113,17 @@ attn_status attn_g2p_load(const char *path, attn_g2p_model *m, attn_st **file_ou
 attn_status attn_g2p_save(const char *path, const attn_g2p_model *m, const attn_adam *opt,
                           const char *const *kv);
 /* 1: a and b read the same graphemes and lengths and write the same phonemes
- * (the same inventory: both with stress or both without); the direction is
+ * (the same inventory: both with stress or both without); the directions are
  * not compared */
 int attn_g2p_same_io(const attn_g2p_model *a, const attn_g2p_model *b);
 /* m = the element-wise mean of the parameters in the n files (checkpoint
  * averaging); ATTN_EINVAL when they differ in architecture or graphemes. */
 attn_status attn_g2p_average(const char *const *paths, int n, attn_g2p_model *m);
+/* The first decoder input of m's pass in the direction r2l (0: left to
+ * right, 1: right to left): ATTN_G2P_BOS_R2L for a both-directions model's
+ * right-to-left pass, else ATTN_G2P_BOS. */
+int32_t attn_g2p_start(const attn_g2p_config *c, int r2l);
+/* 1: m can score a pronunciation right to left (--reverse or --both-directions) */
+int attn_g2p_scores_r2l(const attn_g2p_config *c);
 
 #endif

@@ -16,12 +16,18 @@ typedef struct {
 } field;
 
 #define F(name) {"g2p." #name, offsetof(attn_g2p_config, name), 0, 0, 0}
-static const field fields[] = {F(d_model), F(heads),   F(ff),   F(enc_layers),
-                               F(dec_layers), F(max_src), F(max_tgt),
+static const field fields[] = {F(d_model),
+                               F(heads),
+                               F(ff),
+                               F(enc_layers),
+                               F(dec_layers),
+                               F(max_src),
+                               F(max_tgt),
                                {"g2p.dropout", offsetof(attn_g2p_config, dropout), 1, 0, 0},
                                {"g2p.tied", offsetof(attn_g2p_config, tied), 2, 0, 0},
                                {"g2p.stress", offsetof(attn_g2p_config, stress), 2, 1, 1},
-                               {"g2p.reverse", offsetof(attn_g2p_config, reverse), 2, 1, 0}};
+                               {"g2p.reverse", offsetof(attn_g2p_config, reverse), 2, 1, 0},
+                               {"g2p.both", offsetof(attn_g2p_config, both), 2, 1, 0}};
 #undef F
 #define NFIELDS (sizeof fields / sizeof fields[0])
 
@@ -107,7 +113,8 @@ static int same_model(const attn_g2p_model *a, const attn_g2p_model *b) {
   const attn_g2p_config *x = &a->c, *y = &b->c;
   return attn_g2p_same_io(a, b) && x->d_model == y->d_model && x->heads == y->heads &&
          x->ff == y->ff && x->enc_layers == y->enc_layers && x->dec_layers == y->dec_layers &&
-         x->tied == y->tied && x->reverse == y->reverse && a->p.numel == b->p.numel;
+         x->tied == y->tied && x->reverse == y->reverse && x->both == y->both &&
+         a->p.numel == b->p.numel;
 }
 
 /* sum (+)= m's parameters; ATTN_EINVAL naming the tensor at a NaN or Inf */

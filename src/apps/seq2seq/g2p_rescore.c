@@ -67,7 +67,7 @@ static void gather(const attn_g2p_model *m, const int32_t *const *src, const int
     const int32_t n = len[j];
     const int32_t *p = ph + j * stride;
     for (int64_t t = 0; t < lt; t++) {
-      const int32_t y = t < n ? p[m->c.reverse ? n - 1 - t : t] : ATTN_G2P_EOS;
+      const int32_t y = t < n ? p[attn_g2p_scores_r2l(&m->c) ? n - 1 - t : t] : ATTN_G2P_EOS;
       w->tout[b * lt + t] = t <= n ? y : -1;
       w->tin[b * lt + t] = t == 0 ? ATTN_G2P_BOS : t <= n ? w->tout[b * lt + t - 1] : ATTN_G2P_PAD;
     }
@@ -104,6 +104,9 @@ static attn_status chunk(void *user, int64_t c, int thread) {
   gather(ms[0], a->src, a->src_lens, a->word, a->ph, a->stride, len, j0, B, &W, &Ls, &Lt, w);
   attn_status st = ATTN_OK;
   for (int k = 0; !st && k < nm; k++) {
+    const int32_t start = attn_g2p_start(&ms[k]->c, attn_g2p_scores_r2l(&ms[k]->c));
+    for (int64_t b = 0; b < B; b++)
+      w->tin[b * Lt] = start; /* models may start apart */
     st = attn_g2p_encode_rows(ms[k], &a->run, &w->sv[k], w->sb, w->sl, W, Ls, w->rw, B);
     if (!st) st = attn_g2p_decode(ms[k], &a->run, &w->sv[k], w->tin, Lt);
     for (int64_t r = 0; !st && r < B * Lt; r++)
@@ -135,7 +138,7 @@ attn_status attn_g2p_sequence_logp(const attn_g2p_model *const *ms, int nm, cons
                                    const int32_t *const *src, const int32_t *src_lens,
                                    const int *word, const int32_t *ph, int64_t stride,
                                    const int *len, int64_t n, int batch, double *logp) {
-  attn_status st = attn_g2p_ensemble_check(ms, nm);
+  attn_status st = attn_g2p_scoring_check(ms, nm);
   if (st) return st;
   const attn_g2p_model *m = ms[0];
   if (n < 0 || batch < 1)
@@ -193,10 +196,11 @@ attn_status attn_g2p_rescore_check(const attn_g2p_model *const *l2r, int nl,
   const attn_g2p_model *a = l2r[0];
   for (int k = 0; k < nr; k++) {
     const attn_g2p_model *b = r2l[k];
-    if (!b->c.reverse)
+    if (!attn_g2p_scores_r2l(&b->c))
       return attn_set_error(ATTN_EINVAL,
                             "g2p rescoring: rescoring model %d is a left-to-right model; --rescore "
-                            "takes right-to-left models (attn g2p train --reverse)",
+                            "takes right-to-left models (attn g2p train --reverse or "
+                            "--both-directions)",
                             k + 1);
     if (b->c.stress != a->c.stress)
       return attn_set_error(ATTN_EINVAL,

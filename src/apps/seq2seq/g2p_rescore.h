@@ -1,5 +1,7 @@
 /* N-best rescoring of a left-to-right G2P beam by right-to-left models
- * (attn g2p eval|predict MODEL --rescore R2L[,R2L...]; docs/G2P.md).
+ * (attn g2p eval|predict MODEL --rescore R2L[,R2L...]; docs/G2P.md); a
+ * both-directions model (--both-directions) may rescore its own beam
+ * (--rescore MODEL): one model, both passes.
  *
  * The left-to-right search (one model or an ensemble) gives each word its K
  * best hypotheses with their log-probabilities lp_l2r (sums over the
@@ -20,14 +22,17 @@
  * ms[0..nm): sequence j is the phonemes ph + j * stride [len[j]] (reading
  * order, first phoneme first; the models' inventory) of the word
  * src[word[j]] [src_lens[word[j]]]; a right-to-left model reads them
- * reversed. logp[j] includes </s>. Sequences go `batch` at a time. */
+ * reversed, and so does a both-directions model (its right-to-left pass,
+ * from ATTN_G2P_BOS_R2L). logp[j] includes </s>. Sequences go `batch` at a
+ * time. */
 attn_status attn_g2p_sequence_logp(const attn_g2p_model *const *ms, int nm, const attn_nn_ctx *ctx,
                                    const int32_t *const *src, const int32_t *src_lens,
                                    const int *word, const int32_t *ph, int64_t stride,
                                    const int *len, int64_t n, int batch, double *logp);
 
-/* r2l[0..nr) may rescore the beams of l2r[0..nl): every r2l model is right to
- * left, every l2r model left to right, and all read the same graphemes and
+/* r2l[0..nr) may rescore the beams of l2r[0..nl): every r2l model scores right
+ * to left (--reverse or --both-directions), every l2r model decodes left to
+ * right (a both-directions model may be on both sides), and all read the same graphemes and
  * lengths and write the same inventory. ATTN_EINVAL saying what differs. */
 attn_status attn_g2p_rescore_check(const attn_g2p_model *const *l2r, int nl,
                                    const attn_g2p_model *const *r2l, int nr);

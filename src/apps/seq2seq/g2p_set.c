@@ -11,7 +11,9 @@ void attn_g2p_set_free(attn_g2p_set *s) {
   free(s->tgt);
   free(s->tgt_len);
   free(s->word);
+  free(s->r2l);
   free(s->arena);
+  free(s->arena2);
   memset(s, 0, sizeof *s);
 }
 
@@ -43,6 +45,44 @@ void attn_g2p_set_targets(attn_g2p_set *s, int stress, int reverse, int *merged)
     if (!dup) n++;
   }
   s->n = n;
+}
+
+attn_status attn_g2p_set_both(attn_g2p_set *s) {
+  const int n = s->n;
+  size_t cells = 0;
+  for (int i = 0; i < n; i++)
+    cells += (size_t)s->tgt_len[i];
+  const size_t m = (size_t)(2 * n > 0 ? 2 * n : 1);
+  const int32_t **src = malloc(m * sizeof *src), **tgt = malloc(m * sizeof *tgt);
+  int32_t *src_len = malloc(m * sizeof *src_len), *tgt_len = malloc(m * sizeof *tgt_len);
+  int *word = malloc(m * sizeof *word);
+  uint8_t *r2l = malloc(m);
+  int32_t *a = malloc((cells ? cells : 1) * sizeof *a);
+  if (!src || !tgt || !src_len || !tgt_len || !word || !r2l || !a) {
+    free(src), free(tgt), free(src_len), free(tgt_len), free(word), free(r2l), free(a);
+    return attn_set_error(ATTN_ENOMEM, "g2p data: out of memory");
+  }
+  int32_t *p = a;
+  for (int h = 0; h < 2; h++)
+    for (int i = 0; i < n; i++) {
+      const int j = h * n + i, len = s->tgt_len[i];
+      src[j] = s->src[i], src_len[j] = s->src_len[i], word[j] = s->word[i];
+      tgt_len[j] = len;
+      r2l[j] = (uint8_t)h;
+      if (!h) {
+        tgt[j] = s->tgt[i];
+        continue;
+      }
+      for (int k = 0; k < len; k++)
+        p[k] = s->tgt[i][len - 1 - k];
+      tgt[j] = p;
+      p += len;
+    }
+  free(s->src), free(s->tgt), free(s->src_len), free(s->tgt_len), free(s->word), free(s->r2l);
+  free(s->arena2);
+  s->src = src, s->tgt = tgt, s->src_len = src_len, s->tgt_len = tgt_len, s->word = word;
+  s->r2l = r2l, s->arena2 = a, s->n = 2 * n;
+  return ATTN_OK;
 }
 
 void attn_g2p_train_chars(const attn_g2p_dict *d, attn_g2p_graphemes *g) {
@@ -144,10 +184,11 @@ attn_status attn_g2p_batch_gather(const attn_g2p_set *set, const int *idx, int B
   bt->tokens = 0;
   for (int b = 0; b < B; b++) {
     int i = idx[b], ls = set->src_len[i], lt = set->tgt_len[i];
+    const int32_t start = set->r2l && set->r2l[i] ? ATTN_G2P_BOS_R2L : ATTN_G2P_BOS;
     bt->src_len[b] = ls;
     for (int64_t t = 0; t < Ls; t++) bt->src[b * Ls + t] = t < ls ? set->src[i][t] : ATTN_G2P_PAD;
     for (int64_t t = 0; t < Lt; t++) {
-      bt->tin[b * Lt + t] = t == 0 ? ATTN_G2P_BOS : t <= lt ? set->tgt[i][t - 1] : ATTN_G2P_PAD;
+      bt->tin[b * Lt + t] = t == 0 ? start : t <= lt ? set->tgt[i][t - 1] : ATTN_G2P_PAD;
       bt->tout[b * Lt + t] = t < lt ? set->tgt[i][t] : t == lt ? ATTN_G2P_EOS : -1;
     }
     bt->tokens += lt + 1;

@@ -15,7 +15,9 @@ typedef struct {
   const int32_t **tgt; /* phoneme ids [tgt_len[i]], no BOS/EOS */
   int32_t *tgt_len;
   int *word; /* the word's index in the dictionary */
-  int32_t *arena;
+  uint8_t *r2l; /* NULL, or [n] 1: example i is read right to left, from
+                 * ATTN_G2P_BOS_R2L (attn_g2p_set_both) */
+  int32_t *arena, *arena2;
   int skipped; /* examples left out: word longer than max_src, or
                 * pronunciation longer than max_tgt - 1 */
 } attn_g2p_set;
@@ -31,12 +33,17 @@ void attn_g2p_set_free(attn_g2p_set *s);
  * (counted in *merged, may be NULL); reverse 1 (--reverse): each
  * pronunciation last phoneme first. stress 1, reverse 0: unchanged. */
 void attn_g2p_set_targets(attn_g2p_set *s, int stress, int reverse, int *merged);
+/* For a both-directions model (--both-directions), after
+ * attn_g2p_set_targets: the n examples, then each of them again with its
+ * phonemes last first and s->r2l[i] = 1 (2n in all; a word's examples are
+ * contiguous within each half). ATTN_ENOMEM leaves s as it was. */
+attn_status attn_g2p_set_both(attn_g2p_set *s);
 /* The characters of the training side's words (for attn_g2p_graphemes_make). */
 void attn_g2p_train_chars(const attn_g2p_dict *d, attn_g2p_graphemes *g);
 
 /* One teacher-forced batch: src [B, Ls] (PAD after src_len), tin [B, Lt] =
- * BOS + phonemes (PAD after), tout [B, Lt] = phonemes + EOS (-1 after),
- * tokens = the targets not ignored. Buffers of attn_g2p_batch_alloc. */
+ * BOS (ATTN_G2P_BOS_R2L for an example of set->r2l) + phonemes (PAD after), tout [B, Lt] = phonemes
+ * + EOS (-1 after), tokens = the targets not ignored. Buffers of attn_g2p_batch_alloc. */
 typedef struct {
   int64_t B, Ls, Lt, tokens, cap_s, cap_t;
   int32_t *src, *src_len, *tin, *tout;

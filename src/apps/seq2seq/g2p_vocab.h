@@ -13,7 +13,18 @@
 
 #include "attn/status.h"
 
-enum { ATTN_G2P_PAD = 0, ATTN_G2P_UNK = 1, ATTN_G2P_BOS = 2, ATTN_G2P_EOS = 3, ATTN_G2P_SPECIAL = 4 };
+/* BOS_R2L: the first decoder input of a both-directions model's right-to-left
+ * pass (attn g2p train --both-directions): UNK, which the phoneme side never
+ * writes or reads otherwise, so its embedding row is free to say "right to
+ * left" (the left-to-right pass starts from BOS, as every other model). */
+enum {
+  ATTN_G2P_PAD = 0,
+  ATTN_G2P_UNK = 1,
+  ATTN_G2P_BOS = 2,
+  ATTN_G2P_EOS = 3,
+  ATTN_G2P_SPECIAL = 4,
+  ATTN_G2P_BOS_R2L = ATTN_G2P_UNK
+};
 
 /* Phoneme ids */
 int attn_g2p_phone_count(void); /* the whole vocabulary, specials included */
