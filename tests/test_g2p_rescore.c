@@ -290,6 +290,83 @@ static void test_rescoring_picks_the_preferred_candidate(void) {
   attn_g2p_free(&r);
 }
 
+/* attn_g2p_rescore_best (eval's) keeps each word's first hypothesis of
+ * attn_g2p_rescore (its phonemes; logp and score to rounding: the scores come
+ * from batches of other rows), and one per word,
+ * over 40 words, weights 0 to 3 and length penalties 0 and 0.6; the
+ * right-to-left model, taught to prefer word 0's last candidate, moves
+ * another hypothesis first at some of them */
+static void test_rescore_best_same_first(void) {
+  attn_g2p_model l, r;
+  model(&l, 0, 1, 2, 21, "ABCDEFG'");
+  model(&r, 1, 1, 1, 22, "ABCDEFG'");
+  favour_eos(&l);
+  const attn_g2p_model *rs[1] = {&r};
+  enum { W = 40 };
+  int32_t wd[W][6], wl[W];
+  const int32_t *src[W];
+  uint32_t x = 12345;
+  for (int w = 0; w < W; w++) {
+    wl[w] = 1 + w % 5;
+    for (int t = 0; t < wl[w]; t++) {
+      x = x * 1103515245u + 12345u;
+      wd[w][t] = 4 + (int32_t)((x >> 16) % 8);
+    }
+    src[w] = wd[w];
+  }
+  src[0] = words[0], wl[0] = word_lens[0];
+  attn_g2p_decode_opts o;
+  attn_g2p_decode_opts_default(&o);
+  o.beam = o.n_best = 5;
+  attn_nn_ctx ctx = {0};
+  { /* the rescorer taught to prefer word 0's last candidate */
+    attn_g2p_hyps h0;
+    CHECK_OK(attn_g2p_search(&l, &ctx, &o, src, wl, 1, &h0));
+    CHECK(h0.count[0] == 5);
+    teach(&r, h0.ph + 4 * h0.max_tgt, h0.len[4]);
+    attn_g2p_hyps_free(&h0);
+  }
+  const float weights[4] = {0.0f, 0.5f, 1.0f, 3.0f}, alphas[2] = {0.0f, 0.6f};
+  int moved = 0;
+  for (int a = 0; a < 2; a++) {
+    o.alpha = alphas[a];
+    attn_g2p_hyps base;
+    CHECK_OK(attn_g2p_search(&l, &ctx, &o, src, wl, W, &base));
+    for (int wi = 0; wi < 4; wi++) {
+      attn_g2p_hyps full, best;
+      CHECK_OK(attn_g2p_search(&l, &ctx, &o, src, wl, W, &full));
+      CHECK_OK(attn_g2p_search(&l, &ctx, &o, src, wl, W, &best));
+      CHECK_OK(attn_g2p_rescore(&full, rs, 1, weights[wi], o.alpha, &ctx, src, wl, 7));
+      CHECK_OK(attn_g2p_rescore_best(&best, rs, 1, weights[wi], o.alpha, &ctx, src, wl, 7));
+      const int64_t T = full.max_tgt;
+      int moved_here = 0;
+      for (int w = 0; w < W; w++) {
+        const int64_t q = (int64_t)w * full.n_best;
+        CHECK(best.count[w] == (full.count[w] > 0));
+        if (full.count[w] < 1) continue;
+        /* the right-to-left scores come from batches of other rows (the
+         * first hypotheses, then the rest): equal to rounding */
+        const double tol = 1e-5 * (1 + fabs(full.score[q]));
+        CHECK(fabs(best.score[q] - full.score[q]) <= tol &&
+              fabs(best.logp[q] - full.logp[q]) <= 1e-5 * (1 + fabs(full.logp[q])));
+        if (full.count[w] > 1 && full.score[q] - full.score[q + 1] <= 2 * tol) continue; /* a tie */
+        CHECK(best.len[q] == full.len[q] &&
+              !memcmp(best.ph + q * T, full.ph + q * T, (size_t)full.len[q] * 4));
+        moved_here += full.len[q] != base.len[q] ||
+                      memcmp(full.ph + q * T, base.ph + q * T, (size_t)full.len[q] * 4) != 0;
+      }
+      CHECK(wi > 0 || moved_here == 0); /* weight 0: the beam's order */
+      moved += moved_here;
+      attn_g2p_hyps_free(&full);
+      attn_g2p_hyps_free(&best);
+    }
+    attn_g2p_hyps_free(&base);
+  }
+  CHECK(moved > 0);
+  attn_g2p_free(&l);
+  attn_g2p_free(&r);
+}
+
 /* one model trained both ways (--both-directions): its beam is left to right
  * from <s> (reading order; each logp as by hand); it scores right to left
  * from <unk> (the reversed sequence by hand, not from <s>); it rescores its
@@ -466,6 +543,7 @@ int main(int argc, char **argv) {
   RUN(test_words_encoded_once);
   RUN(test_reversed_beam_reads_in_order);
   RUN(test_rescoring_picks_the_preferred_candidate);
+  RUN(test_rescore_best_same_first);
   RUN(test_both_directions_one_model);
   RUN(test_bad_pairs_refused);
   RUN(test_cli_rescore);

@@ -103,7 +103,7 @@ attn_status attn_g2p_evaluate_rescored(const attn_g2p_model *const *ms, int nm,
     attn_g2p_hyps h;
     double t0 = now();
     st = attn_g2p_search_ensemble(ms, nm, ctx, &one, src, sl, n, &h);
-    if (!st && nr > 0) st = attn_g2p_rescore(&h, rs, nr, wr, o->alpha, ctx, src, sl, o->batch);
+    if (!st && nr > 0) st = attn_g2p_rescore_best(&h, rs, nr, wr, o->alpha, ctx, src, sl, o->batch);
     r->decode_seconds = now() - t0;
     for (int k = 0; !st && k < n; k++) {
       const int64_t j = (int64_t)k * h.n_best;

@@ -219,42 +219,99 @@ attn_status attn_g2p_rescore_check(const attn_g2p_model *const *l2r, int nl,
   return ATTN_OK;
 }
 
-attn_status attn_g2p_rescore(attn_g2p_hyps *h, const attn_g2p_model *const *r2l, int nr,
-                             float weight, float alpha, const attn_nn_ctx *ctx,
-                             const int32_t *const *src, const int32_t *src_lens, int batch) {
+/* hypothesis q's combined logp (l2r + weight * r2l) and its score */
+static void combine(attn_g2p_hyps *h, int64_t q, double l2r, double r2l, float weight,
+                    float alpha) {
+  const double logp = l2r + (double)weight * r2l;
+  h->logp[q] = (float)logp;
+  h->score[q] = (float)(alpha > 0 ? logp / pow((5.0 + (h->len[q] + 1)) / 6.0, alpha) : logp);
+}
+
+/* the highest score hypothesis q can reach (its right-to-left logp <= 0):
+ * its score with r2l = 0, computed as combine() computes scores */
+static float score_bound(const attn_g2p_hyps *h, int64_t q, float alpha) {
+  const double logp = (double)h->logp[q];
+  return (float)(alpha > 0 ? logp / pow((5.0 + (h->len[q] + 1)) / 6.0, alpha) : logp);
+}
+
+typedef struct {
+  int *word, *len;
+  int64_t *at; /* sequence j: hypothesis at[j] */
+  double *lp;
+  int32_t *ph;
+  int64_t n;
+} seqs;
+
+static void seqs_add(seqs *a, const attn_g2p_hyps *h, int i, int64_t q) {
+  a->word[a->n] = i, a->len[a->n] = h->len[q], a->at[a->n] = q;
+  memcpy(a->ph + a->n * h->max_tgt, h->ph + q * h->max_tgt, (size_t)h->len[q] * sizeof *a->ph);
+  a->n++;
+}
+
+/* the hypotheses in a scored right to left; each one's logp and score combined */
+static attn_status score_seqs(seqs *a, attn_g2p_hyps *h, const attn_g2p_model *const *r2l, int nr,
+                              float weight, float alpha, const attn_nn_ctx *ctx,
+                              const int32_t *const *src, const int32_t *src_lens, int batch) {
+  attn_status st = attn_g2p_sequence_logp(r2l, nr, ctx, src, src_lens, a->word, a->ph, h->max_tgt,
+                                          a->len, a->n, batch, a->lp);
+  for (int64_t j = 0; !st && j < a->n; j++)
+    combine(h, a->at[j], (double)h->logp[a->at[j]], a->lp[j], weight, alpha);
+  return st;
+}
+
+/* best 0: every hypothesis scored, each word's list re-sorted; best 1: the
+ * first hypothesis of each word scored, then only those whose bound beats
+ * its score, and each word keeps its best (count 1) */
+static attn_status rescore(attn_g2p_hyps *h, const attn_g2p_model *const *r2l, int nr, float weight,
+                           float alpha, const attn_nn_ctx *ctx, const int32_t *const *src,
+                           const int32_t *src_lens, int batch, int best) {
   if (!(weight >= 0.0f && weight <= 1000.0f) || !(alpha >= 0.0f && alpha <= 100.0f))
     return attn_set_error(ATTN_EINVAL,
                           "g2p rescoring: weight %g (0..1000), length penalty %g "
                           "(0..100)",
                           (double)weight, (double)alpha);
   const int64_t nh = (int64_t)h->n * h->n_best;
-  int *word = malloc((size_t)(nh + 1) * sizeof *word),
-      *len = malloc((size_t)(nh + 1) * sizeof *len);
-  int64_t *at = malloc((size_t)(nh + 1) * sizeof *at); /* sequence j: hypothesis at[j] */
-  double *lp = malloc((size_t)(nh + 1) * sizeof *lp);
-  int32_t *ph = malloc((size_t)(nh + 1) * (size_t)h->max_tgt * sizeof *ph);
+  seqs a = {malloc((size_t)(nh + 1) * sizeof *a.word),
+            malloc((size_t)(nh + 1) * sizeof *a.len),
+            malloc((size_t)(nh + 1) * sizeof *a.at),
+            malloc((size_t)(nh + 1) * sizeof *a.lp),
+            malloc((size_t)(nh + 1) * (size_t)h->max_tgt * sizeof *a.ph),
+            0};
   attn_status st =
-      word && len && at && lp && ph
+      a.word && a.len && a.at && a.lp && a.ph
           ? ATTN_OK
           : attn_set_error(ATTN_ENOMEM, "g2p rescoring: %lld hypotheses", (long long)nh);
-  int64_t n = 0;
   for (int i = 0; !st && i < h->n; i++)
-    for (int k = 0; k < h->count[i]; k++, n++) {
-      const int64_t q = (int64_t)i * h->n_best + k;
-      word[n] = i, len[n] = h->len[q], at[n] = q;
-      memcpy(ph + n * h->max_tgt, h->ph + q * h->max_tgt, (size_t)h->len[q] * sizeof *ph);
+    for (int k = 0; k < (best ? (h->count[i] > 0) : h->count[i]); k++)
+      seqs_add(&a, h, i, (int64_t)i * h->n_best + k);
+  if (!st) st = score_seqs(&a, h, r2l, nr, weight, alpha, ctx, src, src_lens, batch);
+  if (best) {
+    /* a hypothesis whose bound does not beat the first's combined score
+     * cannot come first: its score is at most the bound, and the first
+     * wins ties (the beam's order) */
+    a.n = 0;
+    for (int i = 0; !st && i < h->n; i++) {
+      const int64_t q0 = (int64_t)i * h->n_best;
+      for (int k = 1; k < h->count[i]; k++)
+        if (score_bound(h, q0 + k, alpha) > h->score[q0]) seqs_add(&a, h, i, q0 + k);
     }
-  if (!st)
-    st = attn_g2p_sequence_logp(r2l, nr, ctx, src, src_lens, word, ph, h->max_tgt, len, n, batch,
-                                lp);
-  for (int64_t j = 0; !st && j < n; j++) {
-    const int64_t q = at[j];
-    const double logp = (double)h->logp[q] + (double)weight * lp[j];
-    h->logp[q] = (float)logp;
-    h->score[q] = (float)(alpha > 0 ? logp / pow((5.0 + (h->len[q] + 1)) / 6.0, alpha) : logp);
+    if (!st && a.n > 0) st = score_seqs(&a, h, r2l, nr, weight, alpha, ctx, src, src_lens, batch);
+    for (int64_t i = 0, j = 0; !st && i < h->n; i++) {
+      const int64_t q0 = i * h->n_best;
+      int64_t top = q0;
+      for (; j < a.n && a.word[j] == i; j++) /* word i's scored ones, in the beam's order */
+        if (h->score[a.at[j]] > h->score[top]) top = a.at[j];
+      if (top != q0) {
+        h->score[q0] = h->score[top], h->logp[q0] = h->logp[top], h->len[q0] = h->len[top];
+        memcpy(h->ph + q0 * h->max_tgt, h->ph + top * h->max_tgt,
+               (size_t)h->len[top] * sizeof *h->ph);
+      }
+      if (h->count[i] > 1) h->count[i] = 1;
+    }
   }
   /* each word's list by the new score (insertion: stable, a few entries) */
-  for (int i = 0; !st && i < h->n; i++) {
+  int32_t *ph = a.ph;
+  for (int i = 0; !st && !best && i < h->n; i++) {
     const int64_t q0 = (int64_t)i * h->n_best;
     for (int k = 1; k < h->count[i]; k++) {
       const float sc = h->score[q0 + k], lg = h->logp[q0 + k];
@@ -272,6 +329,18 @@ attn_status attn_g2p_rescore(attn_g2p_hyps *h, const attn_g2p_model *const *r2l,
       memcpy(h->ph + (q0 + p) * h->max_tgt, ph, (size_t)ln * sizeof *ph);
     }
   }
-  free(word), free(len), free(at), free(lp), free(ph);
+  free(a.word), free(a.len), free(a.at), free(a.lp), free(a.ph);
   return st;
+}
+
+attn_status attn_g2p_rescore(attn_g2p_hyps *h, const attn_g2p_model *const *r2l, int nr,
+                             float weight, float alpha, const attn_nn_ctx *ctx,
+                             const int32_t *const *src, const int32_t *src_lens, int batch) {
+  return rescore(h, r2l, nr, weight, alpha, ctx, src, src_lens, batch, 0);
+}
+
+attn_status attn_g2p_rescore_best(attn_g2p_hyps *h, const attn_g2p_model *const *r2l, int nr,
+                                  float weight, float alpha, const attn_nn_ctx *ctx,
+                                  const int32_t *const *src, const int32_t *src_lens, int batch) {
+  return rescore(h, r2l, nr, weight, alpha, ctx, src, src_lens, batch, 1);
 }

@@ -43,5 +43,13 @@ attn_status attn_g2p_rescore_check(const attn_g2p_model *const *l2r, int nl,
 attn_status attn_g2p_rescore(attn_g2p_hyps *h, const attn_g2p_model *const *r2l, int nr,
                              float weight, float alpha, const attn_nn_ctx *ctx,
                              const int32_t *const *src, const int32_t *src_lens, int batch);
+/* attn_g2p_rescore for the best hypothesis only (eval): each word keeps one
+ * hypothesis (count 1), the one attn_g2p_rescore puts first, with the same
+ * logp and score. The first of the beam is scored; another one only if the
+ * score it would have with a right-to-left logp of 0 (its bound: that logp
+ * is <= 0) beats the first's, so most are not scored at all. */
+attn_status attn_g2p_rescore_best(attn_g2p_hyps *h, const attn_g2p_model *const *r2l, int nr,
+                                  float weight, float alpha, const attn_nn_ctx *ctx,
+                                  const int32_t *const *src, const int32_t *src_lens, int batch);
 
 #endif
