@@ -52,19 +52,23 @@ static void test_stress_free_inventory(void) {
         !strcmp(attn_g2p_phone_name_for(-1, 0), "?"));
 }
 
-/* the targets: stripped (a word's pronunciations then equal merged), reversed */
-static void test_set_targets(void) {
-  const char *txt = "AB  AH0 B\nAB(1)  AH1 B\nAB(2)  EY1 B IY0\nBA  B AA1\n";
-  attn_g2p_dict d;
-  CHECK_OK(attn_g2p_dict_parse(txt, strlen(txt), &d));
+/* the dictionary txt, every word on the training side, as two equal sets */
+static void two_sets(const char *txt, attn_g2p_dict *d, attn_g2p_set *s, attn_g2p_set *ref) {
+  CHECK_OK(attn_g2p_dict_parse(txt, strlen(txt), d));
   attn_g2p_graphemes g;
   attn_g2p_graphemes_make(&g, "AB", 2);
-  for (int w = 0; w < d.nwords; w++)
-    d.split[w] = ATTN_G2P_TRAIN;
+  for (int w = 0; w < d->nwords; w++)
+    d->split[w] = ATTN_G2P_TRAIN;
+  CHECK_OK(attn_g2p_set_make(d, ATTN_G2P_TRAIN, &g, 40, 40, s));
+  CHECK_OK(attn_g2p_set_make(d, ATTN_G2P_TRAIN, &g, 40, 40, ref));
+}
+
+/* the targets: stripped (a word's pronunciations then equal merged), reversed */
+static void test_set_targets(void) {
+  attn_g2p_dict d;
   attn_g2p_set s, ref;
   int merged = -1;
-  CHECK_OK(attn_g2p_set_make(&d, ATTN_G2P_TRAIN, &g, 40, 40, &s));
-  CHECK_OK(attn_g2p_set_make(&d, ATTN_G2P_TRAIN, &g, 40, 40, &ref));
+  two_sets("AB  AH0 B\nAB(1)  AH1 B\nAB(2)  EY1 B IY0\nBA  B AA1\n", &d, &s, &ref);
   CHECK(s.n == 4);
   attn_g2p_set_targets(&s, 1, 0, &merged); /* the stressed, left-to-right: unchanged */
   CHECK(merged == 0 && s.n == 4);
@@ -89,16 +93,9 @@ static void test_set_targets(void) {
  * right to left; a batch of both starts the marked rows from UNK, the others
  * from BOS, and its outputs are the (reversed) phonemes then EOS */
 static void test_set_both(void) {
-  const char *txt = "AB  AH0 B\nAB(1)  EY1 B IY0\nBA  B AA1\nA  EY1\n";
   attn_g2p_dict d;
-  CHECK_OK(attn_g2p_dict_parse(txt, strlen(txt), &d));
-  attn_g2p_graphemes g;
-  attn_g2p_graphemes_make(&g, "AB", 2);
-  for (int w = 0; w < d.nwords; w++)
-    d.split[w] = ATTN_G2P_TRAIN;
   attn_g2p_set s, ref;
-  CHECK_OK(attn_g2p_set_make(&d, ATTN_G2P_TRAIN, &g, 40, 40, &s));
-  CHECK_OK(attn_g2p_set_make(&d, ATTN_G2P_TRAIN, &g, 40, 40, &ref));
+  two_sets("AB  AH0 B\nAB(1)  EY1 B IY0\nBA  B AA1\nA  EY1\n", &d, &s, &ref);
   attn_g2p_set_targets(&s, 0, 0, NULL);
   attn_g2p_set_targets(&ref, 0, 0, NULL);
   const int n = ref.n;
