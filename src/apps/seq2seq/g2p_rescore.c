@@ -219,19 +219,24 @@ attn_status attn_g2p_rescore_check(const attn_g2p_model *const *l2r, int nl,
   return ATTN_OK;
 }
 
+/* the score of a hypothesis of len phonemes (and </s>) with this logp: the
+ * beam's length penalty */
+static float length_score(double logp, int len, float alpha) {
+  return (float)(alpha > 0 ? logp / pow((5.0 + (len + 1)) / 6.0, alpha) : logp);
+}
+
 /* hypothesis q's combined logp (l2r + weight * r2l) and its score */
 static void combine(attn_g2p_hyps *h, int64_t q, double l2r, double r2l, float weight,
                     float alpha) {
   const double logp = l2r + (double)weight * r2l;
   h->logp[q] = (float)logp;
-  h->score[q] = (float)(alpha > 0 ? logp / pow((5.0 + (h->len[q] + 1)) / 6.0, alpha) : logp);
+  h->score[q] = length_score(logp, h->len[q], alpha);
 }
 
 /* the highest score hypothesis q can reach (its right-to-left logp <= 0):
  * its score with r2l = 0, computed as combine() computes scores */
 static float score_bound(const attn_g2p_hyps *h, int64_t q, float alpha) {
-  const double logp = (double)h->logp[q];
-  return (float)(alpha > 0 ? logp / pow((5.0 + (h->len[q] + 1)) / 6.0, alpha) : logp);
+  return length_score((double)h->logp[q], h->len[q], alpha);
 }
 
 typedef struct {
