@@ -102,6 +102,8 @@ static void test_set_both(void) {
   CHECK(n == 4 && s.r2l == NULL);
   CHECK_OK(attn_g2p_set_both(&s));
   CHECK(s.n == 2 * n && s.r2l != NULL);
+  CHECK_ERR(attn_g2p_set_both(&s), ATTN_EINVAL); /* once only, s unchanged */
+  CHECK(s.n == 2 * n && strstr(attn_last_error(), "already") != NULL);
   for (int j = 0; j < s.n && s.r2l; j++) {
     const int i = j % n, r = j >= n, L = ref.tgt_len[i];
     CHECK(s.r2l[j] == r && s.word[j] == ref.word[i] && s.src_len[j] == ref.src_len[i] &&

@@ -48,6 +48,8 @@ void attn_g2p_set_targets(attn_g2p_set *s, int stress, int reverse, int *merged)
 }
 
 attn_status attn_g2p_set_both(attn_g2p_set *s) {
+  if (s->r2l) /* its second half would point into the arena freed below */
+    return attn_set_error(ATTN_EINVAL, "g2p data: the set already holds both directions");
   const int n = s->n;
   size_t cells = 0;
   for (int i = 0; i < n; i++)

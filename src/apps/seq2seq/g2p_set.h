@@ -36,7 +36,8 @@ void attn_g2p_set_targets(attn_g2p_set *s, int stress, int reverse, int *merged)
 /* For a both-directions model (--both-directions), after
  * attn_g2p_set_targets: the n examples, then each of them again with its
  * phonemes last first and s->r2l[i] = 1 (2n in all; a word's examples are
- * contiguous within each half). ATTN_ENOMEM leaves s as it was. */
+ * contiguous within each half). ATTN_ENOMEM leaves s as it was; a set
+ * already doubled is refused (ATTN_EINVAL). */
 attn_status attn_g2p_set_both(attn_g2p_set *s);
 /* The characters of the training side's words (for attn_g2p_graphemes_make). */
 void attn_g2p_train_chars(const attn_g2p_dict *d, attn_g2p_graphemes *g);
