@@ -14,7 +14,7 @@
  * order; its dq contributions go to a transposed partial of its own
  * (dqᵀ [C][B, Hq, Lq/16, D16, 16]), summed in chunk order at the end. C
  * depends only on the shapes, so results are identical for any thread
- * count. Per super-block and query block of QB rows that may see it, per 16
+ * count. Per super-block and query block of qb rows that may see it, per 16
  * queries and each key block of the super-block:
  *   sᵀ = K·Qᵀ, dpᵀ = V·doutᵀ           (ops->scores twice)
  *   p = e^(t - lse), ds = p (dp - D_i) scale (ops->probs_grad; masks first)
@@ -47,6 +47,19 @@
 enum { BC = ATTN_BF16_BC, QT = ATTN_BF16_QT, QB = 128, SB = 8, WANT_ITEMS = 8 };
 #define PART_BYTES_MAX ((int64_t)32 << 20)
 
+/* Queries per query block: QB, or for a short sequence the smallest power
+ * of two >= Lq from 32 up. The query-side packs and dk/dv's sums over a
+ * block's queries (accum_t) are padded to whole blocks, so 12 queries (a
+ * word's letters) in blocks of 128 did and zeroed ten times the work and
+ * memory (a G2P model's bf16 backward at 0.2x f32). Padded queries add
+ * exact zeros, so the block size changes no result. */
+static int query_block(int64_t Lq) {
+  int qb = 32;
+  while (qb < QB && qb < Lq)
+    qb *= 2;
+  return qb;
+}
+
 
 typedef struct {
   const attn_flash_bf16_ops *ops;
@@ -58,19 +71,20 @@ typedef struct {
   const uint16_t *kp, *vr, *kt, *qp, *dop, *qv, *dov;
   int64_t nkb, Lqp, C;
   int dc, dvc, ntk, ntv; /* depth chunks of 32 (D, Dv); column tiles of 16 (D, Dv) */
+  int qb;                /* queries per query block: query_block(Lq) */
 } bwd_ctx;
 
 /* ws: st, dpt [64*16] f32, dkb [SB][64][ntk*16], dvb [SB][64][ntv*16] f32
- * (C-tile blocked), pt, dst [SB][64][QB] bf16, dsv [1024] bf16. */
+ * (C-tile blocked), pt, dst [SB][64][qb] bf16, dsv [1024] bf16. */
 static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, void *ws) {
   const attn_sdpa_desc *d = x->d;
   const attn_sdpa_resolved *rs = x->rs;
   const attn_flash_bf16_ops *ops = x->ops;
   const int64_t G = rs->group, Lqp = x->Lqp, nq16 = Lqp / QT, nq32 = Lqp / 32;
-  const int dc = x->dc, dvc = x->dvc, ntk = x->ntk, ntv = x->ntv;
+  const int dc = x->dc, dvc = x->dvc, ntk = x->ntk, ntv = x->ntv, qb = x->qb;
   float *st = ws, *dpt = st + BC * QT, *dkb = dpt + BC * QT, *dvb = dkb + SB * BC * ntk * 16;
-  uint16_t *pt = (uint16_t *)(void *)(dvb + SB * BC * ntv * 16), *dst = pt + SB * BC * QB;
-  uint16_t *dsv = dst + SB * BC * QB;
+  uint16_t *pt = (uint16_t *)(void *)(dvb + SB * BC * ntv * 16), *dst = pt + SB * BC * qb;
+  uint16_t *dsv = dst + SB * BC * qb;
   int lo[QT], hi[QT], act[SB];
   float raw[BC * QT]; /* the scores before a user score_mod */
   const int64_t bg = b * d->Hkv + g, nsb = attn_ceil_div(x->nkb, SB);
@@ -89,10 +103,10 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, voi
       const int64_t bh = b * d->Hq + h;
       const float *lseh = x->lse + bh * d->Lq, *dih = x->di + bh * d->Lq;
       float *dqh = x->dqt + (c * d->B * d->Hq + bh) * nq16 * ntk * 256;
-      for (int64_t qa = iq0 & ~(int64_t)(QB - 1); qa < iq1; qa += QB) {
+      for (int64_t qa = iq0 & ~(int64_t)(qb - 1); qa < iq1; qa += qb) {
         float ls[QB / QT][QT], ds_i[QB / QT][QT];
         int R[QB / QT];
-        for (int t = 0; t < QB / QT; t++) {
+        for (int t = 0; t < qb / QT; t++) {
           const int64_t i = qa + t * QT;
           R[t] = i < d->Lq ? (d->Lq - i < QT ? (int)(d->Lq - i) : QT) : 0;
           for (int r = 0; r < QT; r++) {
@@ -107,14 +121,14 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, voi
           const uint16_t *vrb = x->vr + (bg * x->nkb + kb) * BC * (32 * dvc);
           const uint16_t *ktb = x->kt + (bg * x->nkb + kb) * ntk * 16 * BC;
           act[kbi] = 0;
-          for (int t = 0; t < QB / QT; t++) {
+          for (int t = 0; t < qb / QT; t++) {
             const int64_t i = qa + t * QT;
-            uint16_t *ptb = pt + kbi * BC * QB + t * QT, *dstb = dst + kbi * BC * QB + t * QT;
+            uint16_t *ptb = pt + kbi * BC * qb + t * QT, *dstb = dst + kbi * BC * qb + t * QT;
             if (!R[t] || !attn_bf16_tile_bounds(d, b, i, R[t], j0, nk, lo, hi) ||
                 !attn_usermod_tile_state(d, b, h, i, R[t], j0, nk)) {
               for (int j = 0; j < BC; j++) {
-                memset(ptb + j * QB, 0, QT * sizeof(uint16_t));
-                memset(dstb + j * QB, 0, QT * sizeof(uint16_t));
+                memset(ptb + j * qb, 0, QT * sizeof(uint16_t));
+                memset(dstb + j * qb, 0, QT * sizeof(uint16_t));
               }
               continue;
             }
@@ -131,21 +145,21 @@ static void backward_item(const bwd_ctx *x, int64_t b, int64_t g, int64_t c, voi
                                     raw);
               if (attn_usermod_has_grad(d)) /* dp so that p (dp - D_i) is d score */
                 attn_usermod_dp_t(d, b, h, i, R[t], j0, nk, raw, st, QT, dpt, ls[t], ds_i[t]);
-              ops->probs_grad(st, dpt, 1.0f, NULL, NULL, ls[t], ds_i[t], rs->scale, ptb, dstb, QB,
+              ops->probs_grad(st, dpt, 1.0f, NULL, NULL, ls[t], ds_i[t], rs->scale, ptb, dstb, qb,
                               dsv);
             } else {
               ops->probs_grad(st, dpt, rs->scale, full ? NULL : lo, full ? NULL : hi, ls[t],
-                              ds_i[t], rs->scale, ptb, dstb, QB, dsv);
+                              ds_i[t], rs->scale, ptb, dstb, qb, dsv);
             }
             ops->accum(dqh + (i / QT) * ntk * 256, ntk, NULL, ktb, dsv);
           }
         }
-        const int nqc = QB / 32;
+        const int nqc = qb / 32;
         for (int kbi = 0; kbi < nb; kbi++) {
           if (!act[kbi]) continue;
-          ops->accum_t(dvb + kbi * BC * ntv * 16, ntv, pt + kbi * BC * QB, QB,
+          ops->accum_t(dvb + kbi * BC * ntv * 16, ntv, pt + kbi * BC * qb, qb,
                        x->dov + (bh * nq32 + qa / 32) * ntv * 512, nqc);
-          ops->accum_t(dkb + kbi * BC * ntk * 16, ntk, dst + kbi * BC * QB, QB,
+          ops->accum_t(dkb + kbi * BC * ntk * 16, ntk, dst + kbi * BC * qb, qb,
                        x->qv + (bh * nq32 + qa / 32) * ntk * 512, nqc);
         }
       }
@@ -190,7 +204,8 @@ attn_status attn_sdpa_backward_bf16_path(attn_lowp_path path, const attn_sdpa_de
   }
   const int dc = (int)attn_ceil_div(D, 32), dvc = (int)attn_ceil_div(Dv, 32);
   const int ntk = (int)attn_ceil_div(D, 16), ntv = (int)attn_ceil_div(Dv, 16);
-  const int64_t Lqp = attn_ceil_div(Lq, QB) * QB, nq16 = Lqp / QT, nq32 = Lqp / 32;
+  const int qb = query_block(Lq);
+  const int64_t Lqp = attn_ceil_div(Lq, qb) * qb, nq16 = Lqp / QT, nq32 = Lqp / 32;
   /* key chunks: enough items for the threads of a big machine, within memory */
   int64_t C = 1, part = B * Hq * Lqp * ntk * 16 * (int64_t)sizeof(float);
   const int64_t nsb = attn_ceil_div(nkb, SB);
@@ -207,7 +222,7 @@ attn_status attn_sdpa_backward_bf16_path(attn_lowp_path path, const attn_sdpa_de
   const int64_t n16 = n_kp + n_vr + n_kt + n_qp + n_dop + n_qv + n_dov + n_doh;
   const int64_t n32 = B * Hq * Lq + C * part / (int64_t)sizeof(float);
   int64_t per =
-      2 * BC * QT * 4 + SB * BC * (ntk + ntv) * 16 * 4 + 2 * SB * BC * QB * 2 + BC * QT * 2;
+      2 * BC * QT * 4 + SB * BC * (ntk + ntv) * 16 * 4 + 2 * SB * BC * qb * 2 + BC * QT * 2;
   per = (per + 63) & ~(int64_t)63;
   uint16_t *p16 = attn_bf16_alloc(n16 * 2, "backward packed operands");
   float *p32 = p16 ? attn_bf16_alloc(n32 * 4, "backward rowsums and partial dq") : NULL;
@@ -223,7 +238,7 @@ attn_status attn_sdpa_backward_bf16_path(attn_lowp_path path, const attn_sdpa_de
   /* the level's conversion: the same bits as attn_f32_to_bf16_n */
   void (*to_bf16)(const float *, uint16_t *, int64_t) = attn_kern_get()->row.f32_to_bf16;
   bwd_ctx x = {ops, d,   &rs, lse, di,  dk,  dv, dqt, kp,  vr,  kt,
-               qp,  dop, qv,  dov, nkb, Lqp, C,  dc,  dvc, ntk, ntv};
+               qp,  dop, qv,  dov, nkb, Lqp, C,  dc,  dvc, ntk, ntv, qb};
 #pragma omp parallel num_threads(nt)
   {
     /* dout rounded to bf16, and D_i = rowsum(dout * out) of the ROUNDED dout
