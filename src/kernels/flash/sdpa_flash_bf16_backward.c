@@ -60,7 +60,6 @@ static int query_block(int64_t Lq) {
   return qb;
 }
 
-
 typedef struct {
   const attn_flash_bf16_ops *ops;
   const attn_sdpa_desc *d;
@@ -237,8 +236,8 @@ attn_status attn_sdpa_backward_bf16_path(attn_lowp_path path, const attn_sdpa_de
   float *di = p32, *dqt = di + B * Hq * Lq;
   /* the level's conversion: the same bits as attn_f32_to_bf16_n */
   void (*to_bf16)(const float *, uint16_t *, int64_t) = attn_kern_get()->row.f32_to_bf16;
-  bwd_ctx x = {ops, d,   &rs, lse, di,  dk,  dv, dqt, kp,  vr,  kt,
-               qp,  dop, qv,  dov, nkb, Lqp, C,  dc,  dvc, ntk, ntv, qb};
+  bwd_ctx x = {ops, d,  &rs, lse, di,  dk, dv, dqt, kp,  vr,  kt, qp,
+               dop, qv, dov, nkb, Lqp, C,  dc, dvc, ntk, ntv, qb};
 #pragma omp parallel num_threads(nt)
   {
     /* dout rounded to bf16, and D_i = rowsum(dout * out) of the ROUNDED dout
