@@ -255,10 +255,11 @@ static void test_errors(void) {
 
 /* A refused tile permission: the AMX path is unavailable, AUTO runs the
  * next path (simd where the CPU has a bf16 dot product, else f32; bit for
- * bit), and asking for AMX is an error. */
+ * bit; 177 keys, past AUTO's f32 route for short sequences), and asking for
+ * AMX is an error. */
 static int refuse(void) { return -1; }
 static void test_amx_refused_falls_back(void) {
-  sdpa_cfg c = sdpa_plain(45, 77, 64);
+  sdpa_cfg c = sdpa_plain(45, 177, 64);
   c.causal = 1;
   sdpa_problem p;
   make_problem(&c, 1100, &p);
@@ -286,6 +287,53 @@ static void test_amx_refused_falls_back(void) {
   sdpa_free_problem(&p);
 }
 
+/* AUTO without AMX takes the f32 route up to 128 keys and the SIMD tiles
+ * past them, bit for bit, forward and backward (where the CPU has the tiles;
+ * else F32 throughout). */
+static void auto_matches(int Lq, int Lk, attn_lowp_path want) {
+  sdpa_cfg c = sdpa_plain(Lq, Lk, 32);
+  c.causal = Lq == Lk;
+  sdpa_problem p;
+  make_problem(&c, 1200 + (unsigned)Lk, &p);
+  float *o[2], *l[2], *g[2][3];
+  for (int i = 0; i < 2; i++) {
+    o[i] = sdpa_zeros(p.no), l[i] = sdpa_zeros(p.nl);
+    g[i][0] = sdpa_zeros(p.nq), g[i][1] = sdpa_zeros(p.nk), g[i][2] = sdpa_zeros(p.nv);
+  }
+  CHECK_OK(attn_sdpa_forward_bf16_path(want, &p.d, p.qh, p.kh, p.vh, o[0], l[0]));
+  CHECK_OK(attn_sdpa_backward_bf16_path(want, &p.d, p.qh, p.kh, p.vh, o[0], l[0], p.dout, g[0][0],
+                                        g[0][1], g[0][2]));
+  CHECK_OK(attn_sdpa_forward_bf16_path(ATTN_LOWP_AUTO, &p.d, p.qh, p.kh, p.vh, o[1], l[1]));
+  CHECK_OK(attn_sdpa_backward_bf16_path(ATTN_LOWP_AUTO, &p.d, p.qh, p.kh, p.vh, o[1], l[1], p.dout,
+                                        g[1][0], g[1][1], g[1][2]));
+  const int same_f =
+      !memcmp(o[0], o[1], p.no * sizeof(float)) && !memcmp(l[0], l[1], p.nl * sizeof(float));
+  const int same_b = !memcmp(g[0][0], g[1][0], p.nq * sizeof(float)) &&
+                     !memcmp(g[0][1], g[1][1], p.nk * sizeof(float)) &&
+                     !memcmp(g[0][2], g[1][2], p.nv * sizeof(float));
+  if (!same_f || !same_b)
+    printf("  Lq %d Lk %d: AUTO is not path %d (forward same %d, backward same %d)\n", Lq, Lk,
+           (int)want, same_f, same_b);
+  CHECK(same_f && same_b);
+  for (int i = 0; i < 2; i++)
+    free(o[i]), free(l[i]), free(g[i][0]), free(g[i][1]), free(g[i][2]);
+  sdpa_free_problem(&p);
+}
+
+static void test_auto_short_keys_f32(void) {
+  attn_amx_set_request_hook(refuse); /* the rule is AUTO's without AMX */
+  const attn_lowp_path tiles =
+      attn_sdpa_bf16_path_available(ATTN_LOWP_SIMD) ? ATTN_LOWP_SIMD : ATTN_LOWP_F32;
+  auto_matches(12, 12, ATTN_LOWP_F32);
+  auto_matches(200, 128, ATTN_LOWP_F32);
+  auto_matches(1, 128, ATTN_LOWP_F32);
+  auto_matches(20, 129, tiles);
+  auto_matches(129, 129, tiles);
+  if (tiles == ATTN_LOWP_SIMD) /* the two routes differ: the test can tell them apart */
+    CHECK(strstr(attn_sdpa_bf16_path_name(ATTN_LOWP_AUTO), "(f32 up to 128 keys)") != NULL);
+  attn_amx_set_request_hook(NULL);
+}
+
 int main(void) {
   printf("# bf16 flash paths here:");
   for (int i = 0; i < NPATHS; i++)
@@ -307,5 +355,6 @@ int main(void) {
   RUN(test_threads_bit_identical);
   RUN(test_errors);
   RUN(test_amx_refused_falls_back);
+  RUN(test_auto_short_keys_f32);
   HARNESS_END();
 }

@@ -48,7 +48,8 @@ extern "C" {
 
 /* The same with the path forced (ATTN_EUNSUPPORTED where unavailable):
  *   ATTN_LOWP_AUTO      AMX, else SIMD where the CPU has a bf16 dot product
- *                       (AVX512_BF16), else F32
+ *                       (AVX512_BF16) and the call has more than 128 keys,
+ *                       else F32 (short sequences: docs/MIXED_PRECISION.md)
  *   ATTN_LOWP_PORTABLE  portable C tiles (p rounded to bf16 before P·V, as
  *                       the bf16 tile paths)
  *   ATTN_LOWP_SIMD      the bf16 tiles on the vector units (VDPBF16PS)
@@ -58,7 +59,8 @@ extern "C" {
  *                       bf16 values; any level) */
 /* 1 if path can run here ("amx" needs the CPU features and tile permission). */
 ATTN_API int attn_sdpa_bf16_path_available(attn_lowp_path path);
-/* What path runs here (AUTO: the one it picks): "amx", "avx512_bf16",
+/* What path runs here (AUTO: the one it picks for more than 128 keys, with
+ * " (f32 up to 128 keys)" after "avx512_bf16"): "amx", "avx512_bf16",
  * "portable", "f32" (the level's f32 flash on widened operands), or "?"
  * where it is unavailable. */
 ATTN_API const char *attn_sdpa_bf16_path_name(attn_lowp_path path);

@@ -18,6 +18,7 @@
  * f32, and auto on such a level) bf16 runs the f32 loops on operands
  * widened a block at a time (attn_flash_in_of, flash_operands.c), as fp16 does. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,6 +63,11 @@ const char *attn_sdpa_bf16_path_name(attn_lowp_path path) {
   attn_bf16_route r;
   if (!attn_sdpa_bf16_path_available(path) || attn_sdpa_bf16_route_of(path, &r)) return "?";
   if (r.f32) return attn_kern_get()->isa == ATTN_ISA_GENERIC ? "f32 (portable)" : "f32";
+  if (path == ATTN_LOWP_AUTO && r.tiles == attn_kern_get()->lowp.flash_bf16_simd) {
+    static _Thread_local char name[64]; /* the tiles' name, then the short-key rule */
+    snprintf(name, sizeof name, "%s (f32 up to %d keys)", r.tiles->name, ATTN_BF16_AUTO_F32_LK);
+    return name;
+  }
   return r.tiles->name;
 }
 
@@ -97,6 +103,18 @@ attn_status attn_sdpa_bf16_route_of(attn_lowp_path path, attn_bf16_route *r) {
                           "or f32)",
                           (int)path);
   }
+}
+
+attn_status attn_sdpa_bf16_route_for(const attn_sdpa_desc *d, attn_lowp_path path,
+                                     attn_bf16_route *r) {
+  attn_status st = attn_sdpa_bf16_route_of(path, r);
+  if (st || path != ATTN_LOWP_AUTO || !r->tiles || d->Lk > ATTN_BF16_AUTO_F32_LK) return st;
+  const attn_kern *t = attn_kern_get();
+  if (r->tiles == t->lowp.flash_bf16_simd) { /* not AMX (not measured) */
+    r->tiles = NULL;
+    r->f32 = t->flash;
+  }
+  return ATTN_OK;
 }
 
 attn_status attn_bf16_check_limits(const attn_sdpa_desc *d, const char *who, const void *q,
@@ -358,7 +376,7 @@ attn_status attn_sdpa_forward_bf16_path(attn_lowp_path path, const attn_sdpa_des
   attn_status st = check_desc(d, q, k, v, &rs);
   if (st) return st;
   attn_bf16_route route;
-  if ((st = attn_sdpa_bf16_route_of(path, &route))) return st;
+  if ((st = attn_sdpa_bf16_route_for(d, path, &route))) return st;
   if ((!out || !lse) && d->Lq > 0)
     return attn_set_error(ATTN_EINVAL, "sdpa bf16: %s is NULL", !out ? "out" : "lse");
   if (route.f32) {
@@ -421,5 +439,5 @@ attn_status attn_sdpa_bf16_check(const attn_sdpa_desc *d, const uint16_t *q, con
                                  attn_lowp_path path) {
   attn_status st = check_desc(d, q, k, v, rs);
   if (st) return st;
-  return attn_sdpa_bf16_route_of(path, route);
+  return attn_sdpa_bf16_route_for(d, path, route);
 }

@@ -45,7 +45,8 @@
 enum {
   ATTN_BF16_BC = 64, /* keys per block */
   ATTN_BF16_QT = 16, /* queries per group (one tile's columns) */
-  ATTN_BF16_DMAX = 256
+  ATTN_BF16_DMAX = 256,
+  ATTN_BF16_AUTO_F32_LK = 128 /* AUTO's f32 route up to this many keys (attn_sdpa_bf16_route_for) */
 };
 
 /* The running max m of a query moves up only when a block's max exceeds it
@@ -131,6 +132,17 @@ typedef struct {
   const attn_flash_ops *f32;
 } attn_bf16_route;
 attn_status attn_sdpa_bf16_route_of(attn_lowp_path path, attn_bf16_route *r);
+/* The route of path for the call d: route_of, except that AUTO on the
+ * AVX512_BF16 tiles takes the f32 route when d has at most
+ * ATTN_BF16_AUTO_F32_LK keys. The tile loops pad keys to blocks of 64 and
+ * queries to tiles of 16 and pack every operand per call; on short
+ * sequences that costs more than the bf16 products save (Zen 5, 1 thread,
+ * bf16 tiles against the f32 flash: Lq = Lk = 128, D 32 / 64: forward
+ * 1.04-1.12x, backward 0.88x; 12-96 keys: backward 0.25-0.63x; 256 keys:
+ * forward 1.4-1.9x, backward 0.97-1.02x; docs/MIXED_PRECISION.md). AMX is
+ * not measured here and keeps its tiles. */
+attn_status attn_sdpa_bf16_route_for(const attn_sdpa_desc *d, attn_lowp_path path,
+                                     attn_bf16_route *r);
 /* The limits of the transposed loops (bf16 and int8; who names the kernel
  * in the message): attn_sdpa_validate (fills rs; q, k, v are read for their
  * NULL-ness only), no dropout, no position variants nor block layout, head
