@@ -59,11 +59,17 @@ int attn_sdpa_bf16_path_available(attn_lowp_path path) {
   }
 }
 
+/* AUTO took the AVX512_BF16 tiles: the route that short calls leave for
+ * f32 (attn_sdpa_bf16_route_for) */
+static int auto_simd(attn_lowp_path path, const attn_bf16_route *r) {
+  return path == ATTN_LOWP_AUTO && r->tiles && r->tiles == attn_kern_get()->lowp.flash_bf16_simd;
+}
+
 const char *attn_sdpa_bf16_path_name(attn_lowp_path path) {
   attn_bf16_route r;
   if (!attn_sdpa_bf16_path_available(path) || attn_sdpa_bf16_route_of(path, &r)) return "?";
   if (r.f32) return attn_kern_get()->isa == ATTN_ISA_GENERIC ? "f32 (portable)" : "f32";
-  if (path == ATTN_LOWP_AUTO && r.tiles == attn_kern_get()->lowp.flash_bf16_simd) {
+  if (auto_simd(path, &r)) {
     static _Thread_local char name[64]; /* the tiles' name, then the short-key rule */
     snprintf(name, sizeof name, "%s (f32 up to %d keys)", r.tiles->name, ATTN_BF16_AUTO_F32_LK);
     return name;
@@ -108,13 +114,11 @@ attn_status attn_sdpa_bf16_route_of(attn_lowp_path path, attn_bf16_route *r) {
 attn_status attn_sdpa_bf16_route_for(const attn_sdpa_desc *d, attn_lowp_path path,
                                      attn_bf16_route *r) {
   attn_status st = attn_sdpa_bf16_route_of(path, r);
-  if (st || path != ATTN_LOWP_AUTO || !r->tiles || d->Lk > ATTN_BF16_AUTO_F32_LK) return st;
-  const attn_kern *t = attn_kern_get();
-  if (r->tiles == t->lowp.flash_bf16_simd) { /* not AMX (not measured) */
+  if (!st && d->Lk <= ATTN_BF16_AUTO_F32_LK && auto_simd(path, r)) { /* not AMX (not measured) */
     r->tiles = NULL;
-    r->f32 = t->flash;
+    r->f32 = attn_kern_get()->flash;
   }
-  return ATTN_OK;
+  return st;
 }
 
 attn_status attn_bf16_check_limits(const attn_sdpa_desc *d, const char *who, const void *q,
