@@ -305,7 +305,7 @@ static void test_bf16_training_differs_from_f32_and_stays_close(void) {
   attn_prec_info_get(ATTN_PREC_BF16, &bf);
   attn_precision p = ATTN_PREC_BF16;
   char why[512];
-  CHECK_OK(attn_g2p_prec_train(&mf, &t.tr, 8, 1, 1, &p, why, sizeof why));
+  CHECK_OK(attn_g2p_prec_train(&mf, &t.tr, 8, 0, 1, 1, &p, why, sizeof why));
   CHECK(strstr(why, "auto") != NULL);
   if (!bf.candidate) CHECK(p == ATTN_PREC_F32 && strstr(why, "no candidate"));
   attn_g2p_free(&mf);

@@ -363,6 +363,73 @@ static void test_token_batches_same_bits_at_1_and_2_threads(void) {
   tiny_free(&t);
 }
 
+/* The gradient of one batch (dropout on) in shards: the same bits at 1 and
+ * 2 threads; the unsharded gradient up to the order of the sums (the loss
+ * normalised by the whole batch's tokens, the same dropout masks); more
+ * shards than words: one per word; more than 64 refused. */
+static void test_shards_gradient(void) {
+  tiny_data t;
+  tiny_load(&t);
+  attn_g2p_config c;
+  attn_g2p_config_default(&c);
+  c.d_model = 16;
+  c.heads = 2;
+  c.ff = 24;
+  c.enc_layers = c.dec_layers = 2;
+  c.dropout = 0.1f;
+  attn_g2p_model m;
+  CHECK_OK(attn_g2p_create(&m, &c, &t.g));
+  CHECK_OK(attn_g2p_init(&m, 3));
+  const int B = t.tr.n < 11 ? t.tr.n : 11;
+  int idx[11];
+  for (int i = 0; i < B; i++)
+    idx[i] = B - 1 - i; /* lengths mixed */
+  attn_g2p_batch bt = {0};
+  CHECK_OK(attn_g2p_batch_gather(&t.tr, idx, B, &bt));
+  attn_g2p_train_opts o;
+  attn_g2p_train_opts_default(&o);
+  o.seed = 9;
+  const int64_t n = m.p.numel;
+  float *g[5];
+  float loss[5];
+  const int shards[5] = {1, 3, 3, 64, 2}, threads[5] = {1, 1, 2, 2, 2};
+  const int nt0 = attn_get_num_threads();
+  for (int r = 0; r < 5; r++) {
+    attn_g2p_saved sv = {0};
+    g[r] = malloc((size_t)n * sizeof(float));
+    attn_set_num_threads(threads[r]);
+    o.shards = shards[r];
+    attn_params_zero_grad(&m.p);
+    CHECK_OK(attn_g2p_batch_grad(&m, &sv, &bt, &o, 5, &loss[r]));
+    if (r == 4) /* accumulated: a second batch's gradient adds to the first's */
+      CHECK_OK(attn_g2p_batch_grad(&m, &sv, &bt, &o, 5, &loss[r]));
+    memcpy(g[r], m.p.grad, (size_t)n * sizeof(float));
+    attn_g2p_saved_free(&sv);
+  }
+  attn_set_num_threads(nt0);
+  CHECK(loss[1] == loss[2] && !memcmp(g[1], g[2], (size_t)n * sizeof(float)));
+  double gmax = 0, d3 = 0, d64 = 0, d2 = 0;
+  for (int64_t i = 0; i < n; i++) {
+    gmax = fmax(gmax, fabs(g[0][i]));
+    d3 = fmax(d3, fabs(g[1][i] - g[0][i]));
+    d64 = fmax(d64, fabs(g[3][i] - g[0][i]));
+    d2 = fmax(d2, fabs(g[4][i] - 2 * g[0][i]));
+  }
+  CHECK(gmax > 1e-3);
+  CHECK(d3 <= 1e-5 * gmax && d64 <= 1e-5 * gmax && d2 <= 2e-5 * gmax);
+  CHECK(fabsf(loss[1] - loss[0]) <= 1e-5f * loss[0] && fabsf(loss[3] - loss[0]) <= 1e-5f * loss[0]);
+  CHECK(memcmp(g[1], g[0], (size_t)n * sizeof(float))); /* the sums' order does differ */
+  attn_g2p_saved sv = {0};
+  o.shards = 65;
+  CHECK_ERR(attn_g2p_batch_grad(&m, &sv, &bt, &o, 5, &loss[0]), ATTN_EINVAL);
+  attn_g2p_saved_free(&sv);
+  for (int r = 0; r < 5; r++)
+    free(g[r]);
+  attn_g2p_batch_free(&bt);
+  attn_g2p_free(&m);
+  tiny_free(&t);
+}
+
 /* attn g2p train --no-stress: the file says so; eval scores it without
  * stress (the with-stress figures "--"); predict writes no stress digit;
  * train's options are refused elsewhere */
@@ -413,6 +480,13 @@ static void test_cli_no_stress(void) {
   CHECK(tool(args, out, sizeof out, err, sizeof err) == 2 && strstr(err, "inv-sqrt"));
   snprintf(args, sizeof args, "g2p train --data tests/data/g2p --out %s/x --batch-tokens 0", dir);
   CHECK(tool(args, out, sizeof out, err, sizeof err) == 2 && strstr(err, "--batch-tokens"));
+  snprintf(args, sizeof args, "g2p train --data tests/data/g2p --out %s/x --shards 65", dir);
+  CHECK(tool(args, out, sizeof out, err, sizeof err) == 2 && strstr(err, "--shards"));
+  snprintf(args, sizeof args,
+           "g2p train --data tests/data/g2p --out %s/sh --dim 8 --heads 2 --ff 8 --layers 1 "
+           "--epochs 1 --batch 4 --shards 3 --no-stress --progress quiet",
+           dir);
+  CHECK(tool(args, out, sizeof out, err, sizeof err) == 0 && strstr(out, "3 shards"));
 }
 
 int main(int argc, char **argv) {
@@ -426,6 +500,7 @@ int main(int argc, char **argv) {
   RUN(test_batch_tokens_plan);
   RUN(test_schedule_inv_sqrt);
   RUN(test_token_batches_same_bits_at_1_and_2_threads);
+  RUN(test_shards_gradient);
   RUN(test_cli_no_stress);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

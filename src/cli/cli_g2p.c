@@ -60,6 +60,10 @@ static void usage(FILE *f) {
       "  --time-budget SECONDS  at most the epochs (of --epochs) that fit: a probe of this\n"
       "                    model's step on this machine gives an epoch's seconds; the run's\n"
       "                    schedule is set for the epochs chosen (not with --resume)\n"
+      "  --shards K        each batch as K shards of consecutive words, one thread each\n"
+      "                    where there are threads (data parallelism: the small model's\n"
+      "                    kernels scale poorly over cores), gradients added in shard order\n"
+      "                    (the same bits for any thread count; not 1 shard's bits)\n"
       "  --progress auto|bar|plain|quiet\n"
       "  --bench STEPS     no training run: time STEPS steps (after one warm-up), print tokens/s\n"
       "                    and write the batches to OUT/bench_batches.bin for\n"
@@ -127,6 +131,7 @@ static const cli_opt opts[] = {{"--data", CLI_VALUE},
                                {"--reverse", CLI_FLAG},
                                {"--both-directions", CLI_FLAG},
                                {"--batch-tokens", CLI_VALUE},
+                               {"--shards", CLI_VALUE},
                                {"--schedule", CLI_VALUE},
                                {"--rescore", CLI_VALUE},
                                {"--rescore-weight", CLI_VALUE},
@@ -222,6 +227,7 @@ static int set_opt(g2p_opts *o, const char *k, const char *v) {
     INT("--length-penalty", 0, 100, o->dec.alpha)
     INT("--time-budget", 1, 1e9, o->time_budget)
     INT("--batch-tokens", 1, 1e9, o->to.batch_tokens)
+    INT("--shards", 1, 64, o->to.shards)
     INT("--rescore-weight", 0, 1000, o->rescore_weight)
   }
 #undef INT
@@ -405,22 +411,24 @@ static int cmd_train(g2p_opts *o) {
   attn_train_eta eta;
   if (!st) {
     o->to.precision = o->prec;
-    st = attn_g2p_prec_train(&m, &tr, o->to.batch, o->to.seed, !o->prec_set || o->prec_auto,
-                             &o->to.precision, why, sizeof why);
+    st = attn_g2p_prec_train(&m, &tr, o->to.batch, o->to.shards, o->to.seed,
+                             !o->prec_set || o->prec_auto, &o->to.precision, why, sizeof why);
   }
   if (!st && !o->bench) st = plan_run(o, &m, &tr, &va, &eta, plan, sizeof plan);
   if (!st) {
     o->to.out_dir = o->out;
+    char shards_note[48] = "";
+    if (o->to.shards > 1) snprintf(shards_note, sizeof shards_note, ", %d shards", o->to.shards);
     printf("g2p: %d training pronunciations (%d left out as too long), %d validation%s; "
            "%lld parameters\n"
            "g2p: d_model %lld, %lld heads, ff %lld, %lld + %lld layers, dropout %g, %s output; "
-           "%d epochs of batch %d, lr %g, smoothing %g, seed %llu, %d threads%s\n",
+           "%d epochs of batch %d, lr %g, smoothing %g, seed %llu, %d threads%s%s\n",
            n_tr, tr.skipped, n_va, m.c.both ? ", each both ways" : "", (long long)m.p.numel,
            (long long)m.c.d_model, (long long)m.c.heads, (long long)m.c.ff,
            (long long)m.c.enc_layers, (long long)m.c.dec_layers, (double)m.c.dropout,
            m.c.tied ? "tied" : "untied", o->to.epochs, o->to.batch, o->to.lr,
            (double)o->to.smoothing, (unsigned long long)o->to.seed, attn_get_num_threads(),
-           o->resume ? ", resumed" : "");
+           shards_note, o->resume ? ", resumed" : "");
     char batching[64];
     if (o->to.batch_tokens > 0)
       snprintf(batching, sizeof batching, "batches of up to %lld tokens",

@@ -166,6 +166,10 @@ void attn_g2p_saved_free(attn_g2p_saved *s) {
   free(s->dlogits);
   free(s->dmem);
   free(s->dbuf);
+  for (int i = 0; s->sub && i < s->nsub; i++)
+    attn_g2p_saved_free(&s->sub[i]);
+  free(s->sub);
+  free(s->sub_grad);
   memset(s, 0, sizeof *s);
 }
 

@@ -56,7 +56,7 @@ void attn_g2p_free(attn_g2p_model *m);
 int attn_g2p_decay_rule(const char *name, void *user);
 
 /* What one forward keeps (reallocated as shapes change; zeroed = empty). */
-typedef struct {
+typedef struct attn_g2p_saved {
   int64_t B, Ls, Lt, cap_s, cap_t, cap_l;
   int32_t *src, *tgt;    /* [B, Ls], [B, Lt] copies */
   uint8_t *src_pad;      /* [B, Ls] 1 = padding */
@@ -66,6 +66,12 @@ typedef struct {
   float *dlogits, *dmem, *dbuf; /* backward work */
   attn_encoder_saved *es;
   attn_decoder_saved *ds;
+  /* attn_g2p_train_step with shards > 1: each shard's own activations
+   * (sub [nsub]) and the gradients of shards 1.. (sub_grad [nsub - 1][numel]) */
+  int nsub;
+  int64_t sub_numel;
+  struct attn_g2p_saved *sub;
+  float *sub_grad;
 } attn_g2p_saved;
 void attn_g2p_saved_free(attn_g2p_saved *s);
 

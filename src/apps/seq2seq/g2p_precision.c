@@ -89,26 +89,27 @@ typedef struct {
   attn_g2p_model m;
   attn_g2p_batch bt;
   attn_g2p_saved sv;
-  uint64_t seed;
+  attn_g2p_train_opts o; /* seed, shards */
 } train_probe;
 
 static attn_status train_step(void *user, attn_precision prec, uint64_t step) {
   train_probe *p = user;
-  attn_nn_ctx ctx = {.training = 1, .seed = p->seed, .step = step, .precision = prec};
   float loss = 0;
-  attn_status st = attn_g2p_encode(&p->m, &ctx, &p->sv, p->bt.src, p->bt.src_len, p->bt.B, p->bt.Ls);
-  if (!st) st = attn_g2p_decode(&p->m, &ctx, &p->sv, p->bt.tin, p->bt.Lt);
-  if (!st) st = attn_g2p_loss_backward(&p->m, &ctx, &p->sv, p->bt.tout, 0.1f, 0, &loss);
+  p->o.precision = prec;
+  attn_status st = attn_g2p_batch_grad(&p->m, &p->sv, &p->bt, &p->o, (int64_t)step, &loss);
   attn_params_zero_grad(&p->m.p);
   return st;
 }
 
 attn_status attn_g2p_prec_train(const attn_g2p_model *m, const attn_g2p_set *train, int batch,
-                                uint64_t seed, int want_auto, attn_precision *prec, char *why,
-                                size_t why_cap) {
+                                int shards, uint64_t seed, int want_auto, attn_precision *prec,
+                                char *why, size_t why_cap) {
   train_probe p;
   memset(&p, 0, sizeof p);
-  p.seed = seed;
+  attn_g2p_train_opts_default(&p.o);
+  p.o.seed = seed;
+  p.o.shards = shards;
+
   attn_batch_plan plan = {0};
   attn_status st = attn_batch_plan_make(train->src_len, train->n, batch, 1, 0, 0, 0, &plan);
   if (!st) st = attn_g2p_create(&p.m, &m->c, &m->g);

@@ -17,14 +17,16 @@
 
 #include "apps/seq2seq/g2p_decode.h"
 #include "apps/seq2seq/g2p_set.h"
+#include "apps/seq2seq/g2p_train.h"
 #include "apps/train/precision_probe.h"
 
-/* Training: *prec the choice when want_auto, else *prec is kept (an
- * explicit choice) and only timed; why: one line, what decided it (and a
- * warning for an explicit precision slower than f32 here). */
+/* Training (batches of `batch` words in `shards` shards, attn_g2p_batch_grad):
+ * *prec the choice when want_auto, else *prec is kept (an explicit choice)
+ * and only timed; why: one line, what decided it (and a warning for an
+ * explicit precision slower than f32 here). */
 attn_status attn_g2p_prec_train(const attn_g2p_model *m, const attn_g2p_set *train, int batch,
-                                uint64_t seed, int want_auto, attn_precision *prec, char *why,
-                                size_t why_cap);
+                                int shards, uint64_t seed, int want_auto, attn_precision *prec,
+                                char *why, size_t why_cap);
 
 /* Inference (eval / predict): the same for decoding words src[0..n). */
 attn_status attn_g2p_prec_infer(const attn_g2p_model *m, const int32_t *const *src,

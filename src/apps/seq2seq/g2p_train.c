@@ -7,6 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "apps/seq2seq/g2p_chunks.h"
+#include "apps/train/dist.h"
 #include "apps/train/train_plan.h"
 #include "apps/train/train_progress.h"
 #include "attn.h"
@@ -137,18 +139,111 @@ attn_status attn_g2p_train_resume(const char *path, const attn_g2p_train_opts *o
   return st;
 }
 
-/* ---- the loop ----------------------------------------------------------------- */
-attn_status attn_g2p_train_step(attn_g2p_model *m, attn_adam *opt, attn_g2p_saved *sv,
-                                const attn_g2p_batch *bt, const attn_g2p_train_opts *o, double lr,
-                                int64_t step, float *loss) {
+/* ---- shards: data parallelism inside a step ------------------------------------ */
+typedef struct {
+  attn_g2p_model *m;
+  const attn_g2p_batch *bt;
+  attn_nn_ctx ctx;
+  attn_g2p_saved *sv; /* the step's: sv->sub [k], sv->sub_grad */
+  int k;
+  int64_t norm;  /* target tokens of the whole batch */
+  float *losses; /* [k] */
+  float smoothing;
+} shard_job;
+
+/* Shard c: rows [lo, hi) of the batch, forward and backward; its gradient
+ * into m->p.grad (shard 0) or its own buffer (zeroed first). */
+static attn_status shard_run(void *user, int64_t c, int t) {
+  (void)t;
+  shard_job *j = user;
+  const attn_g2p_batch *bt = j->bt;
+  int64_t lo, hi;
+  attn_dist_shard_rows(bt->B, j->k, (int)c, &lo, &hi);
+  j->losses[c] = 0;
+  if (hi <= lo) return ATTN_OK;
+  attn_g2p_model mk = *j->m;
+  if (c > 0) {
+    mk.p.grad = j->sv->sub_grad + (size_t)(c - 1) * (size_t)j->sv->sub_numel;
+    memset(mk.p.grad, 0, (size_t)j->sv->sub_numel * sizeof(float));
+  }
+  attn_nn_ctx ctx = j->ctx; /* dropout draws what the whole batch's rows would */
+  ctx.shard_row0 = lo;
+  ctx.shard_rows = hi - lo;
+  attn_g2p_saved *s = &j->sv->sub[c];
+  attn_status st =
+      attn_g2p_encode(&mk, &ctx, s, bt->src + lo * bt->Ls, bt->src_len + lo, hi - lo, bt->Ls);
+  if (!st) st = attn_g2p_decode(&mk, &ctx, s, bt->tin + lo * bt->Lt, bt->Lt);
+  if (!st)
+    st = attn_g2p_loss_backward(&mk, &ctx, s, bt->tout + lo * bt->Lt, j->smoothing, j->norm,
+                                &j->losses[c]);
+  return st;
+}
+
+/* The gradient of batch bt accumulated into m->p.grad in k shards. */
+static attn_status sharded_grad(attn_g2p_model *m, const attn_nn_ctx *ctx, attn_g2p_saved *sv,
+                                const attn_g2p_batch *bt, int k, float smoothing, float *loss) {
+  const int64_t numel = m->p.numel;
+  if (sv->nsub != k || sv->sub_numel != numel) {
+    for (int i = 0; sv->sub && i < sv->nsub; i++)
+      attn_g2p_saved_free(&sv->sub[i]);
+    free(sv->sub);
+    free(sv->sub_grad);
+    sv->sub = calloc((size_t)k, sizeof *sv->sub);
+    sv->sub_grad = malloc((size_t)(k - 1) * (size_t)numel * sizeof(float));
+    sv->nsub = k;
+    sv->sub_numel = numel;
+    if (!sv->sub || !sv->sub_grad) {
+      free(sv->sub);
+      free(sv->sub_grad);
+      sv->sub = NULL;
+      sv->sub_grad = NULL;
+      sv->nsub = 0;
+      return attn_set_error(ATTN_ENOMEM, "g2p: out of memory for %d shards' gradients", k);
+    }
+  }
+  float losses[64];
+  int64_t norm = 0;
+  for (int64_t i = 0; i < bt->B * bt->Lt; i++)
+    norm += bt->tout[i] >= 0;
+  shard_job j = {m, bt, *ctx, sv, k, norm > 0 ? norm : 1, losses, smoothing};
+  attn_status st = attn_g2p_run_chunks(k, attn_g2p_chunk_threads(k), shard_run, &j);
+  if (st) return st;
+  float *g = m->p.grad;
+  const float *sg = sv->sub_grad;
+  const int nt = attn_g2p_chunk_threads(numel / 65536 + 1);
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+  for (int64_t i = 0; i < numel; i++) /* shard order: ((g0 + g1) + g2) + ... */
+    for (int c = 1; c < k; c++)
+      g[i] += sg[(size_t)(c - 1) * (size_t)numel + (size_t)i];
+  float sum = 0;
+  for (int c = 0; c < k; c++)
+    sum += losses[c];
+  *loss = sum;
+  return ATTN_OK;
+}
+
+attn_status attn_g2p_batch_grad(attn_g2p_model *m, attn_g2p_saved *sv, const attn_g2p_batch *bt,
+                                const attn_g2p_train_opts *o, int64_t step, float *loss) {
   attn_nn_ctx ctx = {0};
   ctx.training = 1;
   ctx.seed = o->seed;
   ctx.step = (uint64_t)step;
   ctx.precision = o->precision;
+  if (o->shards < 0 || o->shards > 64)
+    return attn_set_error(ATTN_EINVAL, "g2p: %d shards (1 to 64)", o->shards);
+  const int k = o->shards < bt->B ? o->shards : (int)bt->B;
+  if (k > 1) return sharded_grad(m, &ctx, sv, bt, k, o->smoothing, loss);
   attn_status st = attn_g2p_encode(m, &ctx, sv, bt->src, bt->src_len, bt->B, bt->Ls);
   if (!st) st = attn_g2p_decode(m, &ctx, sv, bt->tin, bt->Lt);
   if (!st) st = attn_g2p_loss_backward(m, &ctx, sv, bt->tout, o->smoothing, 0, loss);
+  return st;
+}
+
+/* ---- the loop ----------------------------------------------------------------- */
+attn_status attn_g2p_train_step(attn_g2p_model *m, attn_adam *opt, attn_g2p_saved *sv,
+                                const attn_g2p_batch *bt, const attn_g2p_train_opts *o, double lr,
+                                int64_t step, float *loss) {
+  attn_status st = attn_g2p_batch_grad(m, sv, bt, o, step, loss);
   if (!st && o->clip > 0) st = attn_clip_grad_norm(&m->p, o->clip, NULL);
   if (!st) st = attn_adam_step(opt, &m->p, lr);
   attn_params_zero_grad(&m->p);

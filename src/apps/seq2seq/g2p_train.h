@@ -37,6 +37,12 @@ typedef struct {
                         * selection by decoding and checkpoint averaging) */
   FILE *log;           /* epoch lines (NULL: stdout) */
   attn_precision precision; /* Linears and attention (f32 master weights; g2p_precision.h) */
+  int shards;               /* > 1: each batch cut into this many shards of consecutive words,
+                             * each shard's gradient computed on its own (one thread each
+                             * where there are threads: data parallelism) and added in shard
+                             * order; the loss normalised by the whole batch's tokens. The
+                             * same bits for any thread count; other bits than 1 shard's
+                             * (the order of the sums). 0, 1: the whole batch at once */
   attn_train_eta *eta; /* the whole run's ETA in the progress lines (steps_total set by
                         * the caller; t0 by the run); NULL: the epoch's only */
 } attn_g2p_train_opts;
@@ -86,9 +92,17 @@ attn_status attn_g2p_train_bench(attn_g2p_model *m, attn_adam *opt, const attn_g
                                  const attn_g2p_train_opts *o, int steps, const char *dump,
                                  double *tokens, double *seconds);
 
+/* The gradient of batch bt's label-smoothed loss (o->smoothing; its mean over
+ * the batch's target tokens in *loss) ACCUMULATED into m->p.grad, in
+ * o->shards shards (their gradients added in shard order), dropout seeded by
+ * global step `step`. sv: the activations (and the shards'). */
+attn_status attn_g2p_batch_grad(attn_g2p_model *m, attn_g2p_saved *sv, const attn_g2p_batch *bt,
+                                const attn_g2p_train_opts *o, int64_t step, float *loss);
+
 /* One optimizer step on batch bt: forward, loss (o->smoothing), backward,
  * clipping (o->clip), AdamW at learning rate lr; global step `step` seeds
- * the dropout masks; the gradients are zeroed after. sv: the activations. */
+ * the dropout masks (the same masks with or without o->shards); the
+ * gradients are zeroed after. sv: the activations (and the shards'). */
 attn_status attn_g2p_train_step(attn_g2p_model *m, attn_adam *opt, attn_g2p_saved *sv,
                                 const attn_g2p_batch *bt, const attn_g2p_train_opts *o, double lr,
                                 int64_t step, float *loss);
