@@ -305,6 +305,16 @@ static void test_schedule_inv_sqrt(void) {
 
 #define MAXSTEPS 128
 
+/* a model of d_model 16, 2 heads, ff 24, `layers` + `layers` layers, dropout 0.1 */
+static void small_config(attn_g2p_config *c, int layers) {
+  attn_g2p_config_default(c);
+  c->d_model = 16;
+  c->heads = 2;
+  c->ff = 24;
+  c->enc_layers = c->dec_layers = layers;
+  c->dropout = 0.1f;
+}
+
 /* a run of 2 epochs with token batches and the inverse square root */
 static void run(const tiny_data *t, float *losses, attn_g2p_model *m) {
   attn_g2p_train_opts o;
@@ -317,12 +327,7 @@ static void run(const tiny_data *t, float *losses, attn_g2p_model *m) {
   o.progress = 2;
   o.log = fopen("/dev/null", "w");
   attn_g2p_config c;
-  attn_g2p_config_default(&c);
-  c.d_model = 16;
-  c.heads = 2;
-  c.ff = 24;
-  c.enc_layers = c.dec_layers = 1;
-  c.dropout = 0.1f; /* the masks, too, the same at 1 and 2 threads */
+  small_config(&c, 1); /* dropout: the masks, too, the same at 1 and 2 threads */
   CHECK_OK(attn_g2p_create(m, &c, &t->g));
   CHECK_OK(attn_g2p_init(m, 5));
   attn_adam opt;
@@ -371,12 +376,7 @@ static void test_shards_gradient(void) {
   tiny_data t;
   tiny_load(&t);
   attn_g2p_config c;
-  attn_g2p_config_default(&c);
-  c.d_model = 16;
-  c.heads = 2;
-  c.ff = 24;
-  c.enc_layers = c.dec_layers = 2;
-  c.dropout = 0.1f;
+  small_config(&c, 2);
   attn_g2p_model m;
   CHECK_OK(attn_g2p_create(&m, &c, &t.g));
   CHECK_OK(attn_g2p_init(&m, 3));
