@@ -58,9 +58,11 @@ double attn_bench_avx512_bf16_peak_gflops(int threads);
 double attn_bench_membw_gbs(int threads);
 void attn_bench_membw_set_mib(int mib);
 /* The same buffer read in chunks of `chunk` bytes (rounded up to 64) in a
- * shuffled order, each thread its share of the order, two chunks ahead
- * prefetched: the ceiling of a paged KV cache of pages that size. */
-double attn_bench_membw_chunked_gbs(int threads, int64_t chunk);
+ * shuffled order, each thread its share of the order, prefetched as the
+ * decode loop prefetches: `ahead` bytes further along (0: a chunk), and the
+ * first 4 lines of each region of `region` bytes of a chunk (0: none) twice
+ * that far. A paged KV cache's memory cost with pages that size. */
+double attn_bench_membw_chunked_gbs(int threads, int64_t chunk, int64_t ahead, int64_t region);
 /* "AMD EPYC ..., N logical CPUs" from /proc/cpuinfo ("unknown CPU" elsewhere). */
 void attn_bench_cpu_name(char *buf, size_t n);
 /* Monotonic wall clock in seconds. */

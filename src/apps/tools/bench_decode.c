@@ -13,6 +13,8 @@
 #include "attn.h"
 
 enum { MAX_LK = 16, MAX_RUNS = 31 };
+/* keys of the decode loop's block (kernels/decode/decode_ukr.h's ATTN_DECODE_NB) */
+enum { DECODE_BLOCK = 32 };
 
 typedef struct {
   int B, Lq, Hq, Hkv, D, threads, runs, page_size, paged, single;
@@ -39,7 +41,9 @@ static void dec_usage(FILE *out) {
           "  bandwidth measured now with T threads, tokens/s (B Q / time); a paged cache\n"
           "  of P-token pages (16) in shuffled order and its time over the contiguous one,\n"
           "  next to pg_ceil: the memory's own time for reading in shuffled chunks of one\n"
-          "  page of one head's rows over reading in order (attn bench membw --chunk);\n"
+          "  page of one head's rows, prefetched as the decode loop prefetches, over\n"
+          "  reading in order (attn bench membw --chunk; one measurement each: as noisy\n"
+          "  as the machine's bandwidth);\n"
           "  1 thread's time and T threads' speed-up over it (split-KV). int8f: the int8\n"
           "  cache with P·V in f32 (int8_pv_f32), not in the default list.\n");
 }
@@ -240,11 +244,15 @@ int attn_bench_decode_main(int argc, char **argv) {
     d.int8_pv_f32 = o.dtypes[t] == 4;
     const double elt = dt == ATTN_F32 ? 4 : dt == ATTN_I8 ? 1 : 2;
     /* what the memory system itself loses on pages: the buffer read in
-     * shuffled chunks of one page of one head's K (or V) rows, against in order */
+     * shuffled chunks of one page of one head's K (or V) rows, prefetched as
+     * the decode loop does (a block ahead; the first lines of each page, or of
+     * each 4 KiB of it but for int8, two blocks ahead), against in order */
     double pg_ceil = 0;
     if (pc) {
+      const int64_t page = (int64_t)(o.page_size * o.D * elt);
       const double cbw =
-          attn_bench_membw_chunked_gbs(o.threads, (int64_t)(o.page_size * o.D * elt));
+          attn_bench_membw_chunked_gbs(o.threads, page, (int64_t)(DECODE_BLOCK * o.D * elt),
+                                       dt == ATTN_I8 || page < 4096 ? page : 4096);
       pg_ceil = cbw > 0 ? bw / cbw : 0;
     }
     for (int i = 0; i < o.nlk; i++) {

@@ -140,14 +140,18 @@ static void my_slice(size_t n, size_t mult, size_t *lo, size_t *hi) {
 enum { MEMBW_MAX_THREADS = 256 };
 static size_t membw_bytes = (size_t)512 << 20;
 static double membw_cache[MEMBW_MAX_THREADS + 1];
-static double chunked_cache[MEMBW_MAX_THREADS + 1]; /* for chunked_cache_chunk */
-static int64_t chunked_cache_chunk[MEMBW_MAX_THREADS + 1];
+typedef struct {
+  int64_t chunk, ahead, region;
+} chunked_key;
+static double chunked_cache[MEMBW_MAX_THREADS + 1]; /* for chunked_cache_key */
+static chunked_key chunked_cache_key[MEMBW_MAX_THREADS + 1];
 static volatile float membw_sink;
 
 void attn_bench_membw_set_mib(int mib) {
   if (mib > 0) membw_bytes = (size_t)mib << 20;
   memset(membw_cache, 0, sizeof membw_cache);
   memset(chunked_cache, 0, sizeof chunked_cache);
+  memset(chunked_cache_key, 0, sizeof chunked_cache_key);
 }
 
 double attn_bench_membw_gbs(int threads) {
@@ -197,12 +201,47 @@ static uint64_t splitmix64(uint64_t *s) {
   return z ^ (z >> 31);
 }
 
-double attn_bench_membw_chunked_gbs(int threads, int64_t chunk) {
+/* This thread's chunks [lo, hi) of x in the shuffled order, read as one
+ * stream as the decode loop reads a paged cache (decode.c): in pieces of at
+ * most 1 KiB, the bytes `ahead` further along prefetched before each, and
+ * the first 4 lines of each region (`region` bytes of a chunk; 0: none)
+ * once, 2 ahead further along. */
+static float read_chunks(const char *x, const size_t *order, size_t lo, size_t hi, int64_t chunk,
+                         int64_t ahead, int64_t region) {
+  const int64_t piece = chunk < 1024 ? chunk : 1024;
+  const int64_t rpc = region > 0 ? (chunk + region - 1) / region : 0; /* regions a chunk */
+  const int64_t n = (int64_t)(hi - lo) * chunk;                       /* stream bytes */
+  int64_t g = 0;                                                      /* the next region to warm */
+  float sink = 0;
+  for (size_t i = lo; i < hi; i++) {
+    const char *c = x + order[i] * (size_t)chunk;
+    for (int64_t o = 0; o < chunk; o += piece) {
+      const int64_t pos = (int64_t)(i - lo) * chunk + o,
+                    len = chunk - o < piece ? chunk - o : piece;
+      for (int64_t t = pos + ahead; t < pos + ahead + len && t < n; t += 64)
+        __builtin_prefetch(x + order[lo + (size_t)(t / chunk)] * (size_t)chunk + t % chunk);
+      for (; rpc && g < (int64_t)(hi - lo) * rpc; g++) {
+        const int64_t off = g % rpc * region;
+        if (g / rpc * chunk + off >= pos + 2 * ahead + len) break;
+        const char *a = x + order[lo + (size_t)(g / rpc)] * (size_t)chunk + off;
+        for (int64_t l = 0; l < 4 * 64 && off + l < chunk; l += 64)
+          __builtin_prefetch(a + l);
+      }
+      sink += read_slice((const float *)(c + o), (size_t)len / sizeof(float));
+    }
+  }
+  return sink;
+}
+
+double attn_bench_membw_chunked_gbs(int threads, int64_t chunk, int64_t ahead, int64_t region) {
   if (threads <= 0) threads = attn_get_num_threads();
   if (threads > MEMBW_MAX_THREADS) threads = MEMBW_MAX_THREADS;
   chunk = (chunk + 63) & ~(int64_t)63;
   if (chunk < 64) chunk = 64;
-  if (chunked_cache_chunk[threads] == chunk && chunked_cache[threads] > 0)
+  if (ahead <= 0) ahead = chunk;
+  if (region < 0 || region > chunk) region = chunk;
+  const chunked_key key = {chunk, ahead, region};
+  if (!memcmp(&chunked_cache_key[threads], &key, sizeof key) && chunked_cache[threads] > 0)
     return chunked_cache[threads];
   const size_t nch = membw_bytes / (size_t)chunk, bytes = nch * (size_t)chunk;
   if (nch < 2) return 0;
@@ -230,22 +269,14 @@ double attn_bench_membw_chunked_gbs(int threads, int64_t chunk) {
     {
       size_t lo, hi;
       my_slice(nch, 1, &lo, &hi);
-      for (size_t i = lo; i < hi; i++) {
-        if (i + 2 < hi) { /* two chunks ahead, as decode prefetches two blocks ahead */
-          const char *a = x + order[i + 2] * (size_t)chunk;
-          for (int64_t o = 0; o < chunk; o += 64)
-            __builtin_prefetch(a + o);
-        }
-        sink += read_slice((const float *)(x + order[i] * (size_t)chunk),
-                           (size_t)chunk / sizeof(float));
-      }
+      sink += read_chunks(x, order, lo, hi, chunk, ahead, region);
     }
     const double t = attn_bench_now() - t0;
     membw_sink = sink;
     if (t < best) best = t;
   }
   free(x), free(order);
-  chunked_cache_chunk[threads] = chunk;
+  chunked_cache_key[threads] = key;
   return chunked_cache[threads] = (double)bytes / best * 1e-9;
 }
 
@@ -253,8 +284,10 @@ static void membw_usage(FILE *out) {
   fprintf(out, "usage: attn bench membw [--threads T] [--mib M] [--chunk BYTES]\n"
                "  memory read bandwidth (GB/s), STREAM-style: a buffer of M MiB (default 512)\n"
                "  read once per run by 1 thread and by T (default all), best of 8 runs;\n"
-               "  with --chunk also read in chunks of BYTES in a shuffled order (the pages of\n"
-               "  a paged KV cache; huge pages, two chunks ahead prefetched)\n");
+               "  with --chunk also read in chunks of BYTES in a shuffled order (the pages\n"
+               "  of a paged KV cache), huge pages, prefetched as decode\n"
+               "  prefetches an f32 cache of head dim 128: 16 KiB ahead, and the first lines\n"
+               "  of each 4 KiB region (or chunk) 32 KiB ahead\n");
 }
 
 int attn_bench_membw_main(int argc, char **argv) {
@@ -284,9 +317,10 @@ int attn_bench_membw_main(int argc, char **argv) {
   printf("\n");
   if (chunk) {
     printf("in shuffled chunks of %lld bytes: 1 thread %.1f GB/s", chunk,
-           attn_bench_membw_chunked_gbs(1, chunk));
+           attn_bench_membw_chunked_gbs(1, chunk, 16384, chunk < 4096 ? chunk : 4096));
     if (threads > 1)
-      printf(", %d threads %.1f GB/s", threads, attn_bench_membw_chunked_gbs(threads, chunk));
+      printf(", %d threads %.1f GB/s", threads,
+             attn_bench_membw_chunked_gbs(threads, chunk, 16384, chunk < 4096 ? chunk : 4096));
     printf("\n");
   }
   return 0;
