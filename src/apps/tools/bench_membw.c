@@ -285,9 +285,9 @@ static void membw_usage(FILE *out) {
                "  memory read bandwidth (GB/s), STREAM-style: a buffer of M MiB (default 512)\n"
                "  read once per run by 1 thread and by T (default all), best of 8 runs;\n"
                "  with --chunk also read in chunks of BYTES in a shuffled order (the pages\n"
-               "  of a paged KV cache), huge pages, prefetched as decode\n"
-               "  prefetches an f32 cache of head dim 128: 16 KiB ahead, and the first lines\n"
-               "  of each 4 KiB region (or chunk) 32 KiB ahead\n");
+               "  of a paged KV cache), huge pages, prefetched as decode prefetches an f32\n"
+               "  cache of head dim 128: 16 KiB ahead, and the first lines of each 4 KiB\n"
+               "  region (or chunk) 32 KiB ahead\n");
 }
 
 int attn_bench_membw_main(int argc, char **argv) {
