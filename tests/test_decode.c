@@ -10,8 +10,15 @@
  * (the storage's own error), norm-relative: max |out - ref| <= tol max
  * |ref| with tol 1e-3 for f16, 1e-2 for bf16 (8 bits of mantissa) and
  * int8 (per token and head scales). */
+#include <stdlib.h>
+
 #include "decode_case.h"
+#include "kernels/decode/decode_internal.h"
 #include "kernels/kern.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 static const int dtypes[] = {ATTN_F32, ATTN_F16, ATTN_BF16, ATTN_I8};
 static const char *const dnames[] = {"f32", "f16", "bf16", "i8"};
@@ -203,6 +210,66 @@ static void test_thread_count_same_bits(void) {
 
 /* the active level's micro-kernels against the portable ones on a block
  * with odd sizes (R 11 rows, D 37, Dv 29, 13 keys) */
+/* The threads' runs of items (decode_internal.h): claimed in turn by
+ * threads of one program, every item comes out once, each owner's in order
+ * from its front, a thief's from the back half of the fullest run; then by
+ * 4 OpenMP threads at once, every item exactly once. */
+static void test_item_runs(void) {
+  enum { T = 3, N = 10 };
+  attn_decode_run runs[T];
+  for (int t = 0; t < T; t++)
+    attn_decode_run_init(runs, T, t, N); /* [0, 3) [3, 6) [6, 10) */
+  int seen[N] = {0};
+  /* thread 0 takes its run, then steals [8, 10) from thread 2's [6, 10) */
+  const int64_t want0[] = {0, 1, 2, 8, 9};
+  for (int i = 0; i < 5; i++) {
+    const int64_t k = attn_decode_claim(runs, T, 0);
+    CHECK(k == want0[i]);
+    if (k >= 0 && k < N) seen[k]++;
+  }
+  /* thread 2 keeps [6, 8); thread 1 its [3, 6); thread 0 steals 5 from 1 */
+  CHECK(attn_decode_claim(runs, T, 2) == 6);
+  CHECK(attn_decode_claim(runs, T, 1) == 3);
+  CHECK(attn_decode_claim(runs, T, 0) == 5); /* [4, 6): back half from 5 */
+  CHECK(attn_decode_claim(runs, T, 1) == 4);
+  CHECK(attn_decode_claim(runs, T, 2) == 7);
+  seen[6]++, seen[3]++, seen[5]++, seen[4]++, seen[7]++;
+  for (int t = 0; t < T; t++)
+    CHECK(attn_decode_claim(runs, T, t) == -1);
+  for (int i = 0; i < N; i++)
+    CHECK(seen[i] == 1);
+
+  static const int64_t ns[] = {0, 1, 3, 5, 1000, 4099};
+  for (size_t c = 0; c < sizeof ns / sizeof ns[0]; c++) {
+    const int64_t n = ns[c];
+    attn_decode_run r4[4];
+    int *count = calloc((size_t)n + 1, sizeof(int));
+    int bad = 0;
+#pragma omp parallel num_threads(4) reduction(| : bad)
+    {
+#ifdef _OPENMP
+      const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+#else
+      const int t = 0, nt = 1;
+#endif
+      attn_decode_run_init(r4, nt, t, n);
+#pragma omp barrier
+      for (int64_t k; (k = attn_decode_claim(r4, nt, t)) >= 0;) {
+        if (k >= n) {
+          bad = 1;
+          break;
+        }
+#pragma omp atomic
+        count[k]++;
+      }
+    }
+    CHECK(!bad);
+    for (int64_t i = 0; i < n; i++)
+      CHECK(count[i] == 1);
+    free(count);
+  }
+}
+
 static void test_ukr_level_matches_generic(void) {
   const attn_decode_ops *lv = attn_kern_get()->decode, *gen = attn_decode_ops_generic();
   if (lv == gen) {
@@ -546,6 +613,7 @@ int main(void) {
   RUN(test_lk_one_and_chunk_edges);
   RUN(test_page_sizes_same_bits);
   RUN(test_thread_count_same_bits);
+  RUN(test_item_runs);
   RUN(test_ukr_level_matches_generic);
   RUN(test_nan_in_cache_propagates);
   RUN(test_i8dot_exact);

@@ -352,6 +352,37 @@ static int64_t pair_items(const call_t *c, int64_t b, int64_t g, item_t *items) 
   return n;
 }
 
+/* The threads' runs of items (decode_internal.h: why runs, and how they are
+ * claimed and stolen) */
+static uint64_t run_pack(uint64_t lo, uint64_t hi) { return hi << 32 | lo; }
+
+void attn_decode_run_init(attn_decode_run *runs, int T, int t, int64_t n) {
+  atomic_init(&runs[t].r, run_pack((uint64_t)(n * t / T), (uint64_t)(n * (t + 1) / T)));
+}
+
+int64_t attn_decode_claim(attn_decode_run *runs, int T, int t) {
+  for (;;) {
+    uint64_t x = atomic_load(&runs[t].r);
+    while ((uint32_t)x < (uint32_t)(x >> 32))
+      if (atomic_compare_exchange_weak(&runs[t].r, &x, x + 1)) return (int64_t)(uint32_t)x;
+    int v = -1; /* runs[t] is empty, and only its owner adds to it: steal */
+    uint32_t most = 0;
+    for (int u = 0; u < T; u++) {
+      const uint64_t y = atomic_load(&runs[u].r);
+      const uint32_t lo = (uint32_t)y, hi = (uint32_t)(y >> 32);
+      if (lo < hi && hi - lo > most) most = hi - lo, v = u;
+    }
+    if (v < 0) return -1;
+    uint64_t y = atomic_load(&runs[v].r);
+    const uint32_t lo = (uint32_t)y, hi = (uint32_t)(y >> 32);
+    if (lo >= hi) continue;
+    const uint32_t mid = lo + (hi - lo) / 2; /* the thief takes [mid, hi): at least one */
+    if (!atomic_compare_exchange_strong(&runs[v].r, &y, run_pack(lo, mid))) continue;
+    atomic_store(&runs[t].r, run_pack((uint64_t)mid + 1, hi));
+    return (int64_t)mid;
+  }
+}
+
 /* Pairs [p0, p1) (p = b Hkv + g): their items, then their rows merged. */
 static attn_status run_wave(const call_t *c, int64_t p0, int64_t p1, int64_t nitems, float *out,
                             float *lse) {
@@ -374,26 +405,35 @@ static attn_status run_wave(const call_t *c, int64_t p0, int64_t p1, int64_t nit
     tokens += items[k].t1 - items[k].t0;
   const double macs = (double)tokens * (double)c->R * (double)(c->d->D + c->d->Dv);
   int nt = attn_kernel_threads(macs, n), failed = 0;
-  int64_t next = 0; /* the next item to claim: each thread claims its next one as it
-                       starts one (dynamic, one ahead), so that it can prefetch it */
+  /* each thread claims its next item as it starts one, so that it can
+   * prefetch that item's first rows */
+  attn_decode_run *runs = malloc((size_t)nt * sizeof(attn_decode_run));
+  if (!runs) {
+    free(items), free(first), free(st);
+    return attn_set_error(ATTN_ENOMEM, "decode: no memory for %d runs of items", nt);
+  }
 #pragma omp parallel num_threads(nt) reduction(| : failed)
   {
+#ifdef _OPENMP
+    const int t = omp_get_thread_num(), T = omp_get_num_threads();
+#else
+    const int t = 0, T = 1;
+#endif
+    attn_decode_run_init(runs, T, t, n);
+#pragma omp barrier
     scratch_t w;
     memset(&w, 0, sizeof w);
     void *mem = scratch_alloc(c, &w);
     if (!mem) failed = 1;
-    int64_t k;
-#pragma omp atomic capture
-    k = next++;
-    while (k < n) {
-      int64_t k2;
-#pragma omp atomic capture
-      k2 = next++;
-      if (mem) run_item(c, &items[k], k2 < n ? &items[k2] : NULL, &w, st + k * c->stride);
+    int64_t k = attn_decode_claim(runs, T, t);
+    while (k >= 0) {
+      const int64_t k2 = attn_decode_claim(runs, T, t);
+      if (mem) run_item(c, &items[k], k2 >= 0 ? &items[k2] : NULL, &w, st + k * c->stride);
       k = k2;
     }
     free(mem);
   }
+  free(runs);
   if (!failed) {
     const int64_t rows = np * c->R;
     nt = attn_kernel_threads((double)rows * (double)c->d->Dv * 8.0, rows);

@@ -3,6 +3,7 @@
 #ifndef ATTN_DECODE_INTERNAL_H
 #define ATTN_DECODE_INTERNAL_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "attn/decode.h"
@@ -50,5 +51,32 @@ static inline int64_t attn_kv_cursor_next(attn_kv_cursor *c) {
   }
   return c->base + c->slot++;
 }
+
+/* The threads' runs of work items (decode.c's loop). Consecutive items of a
+ * (sequence, KV head) are consecutive chunks of its rows, adjacent in
+ * memory: a thread that takes them in order reads one stream, which the
+ * L2's stream prefetcher keeps running, where items handed out one at a
+ * time across the threads (the loop until 2026-12-05) made each item's
+ * start a cold one (at Lk 32k on 2 threads the same items ran 1.2-1.4x
+ * faster so: docs/DECODE.md). Thread t of T owns the contiguous run of
+ * items [n t / T, n (t + 1) / T) and takes them from its front; when its
+ * run is done it takes the back half of the run with the most items left
+ * (vCPUs are not always equally fast). Which thread runs an item never
+ * changes the item's arithmetic. A run is [lo, hi) in one word (lo in the
+ * low 32 bits; n < 2^32), on a cache line of its own. */
+typedef struct {
+  _Atomic uint64_t r;
+  char pad[56];
+} attn_decode_run;
+
+/* runs[t] set to thread t's share of n items (each thread its own, before
+ * any thread claims) */
+void attn_decode_run_init(attn_decode_run *runs, int T, int t, int64_t n);
+
+/* The next item for thread t: the front of runs[t], else the back half of
+ * the fullest run moved to runs[t] and its first item; -1 when no run has
+ * an item left. Each of the n items is returned exactly once in all, with
+ * any number of threads claiming at once. */
+int64_t attn_decode_claim(attn_decode_run *runs, int T, int t);
 
 #endif
