@@ -109,18 +109,29 @@ static void seq_span(const call_t *c, int64_t b, int64_t *lo, int64_t *len) {
   }
 }
 
-/* The next n rows of cursor cu into blk (and their int8 scales). */
+/* The next n rows of cursor cu into blk (and their int8 scales): a run of
+ * consecutive rows per page (the whole block in a contiguous cache), its
+ * addresses in a plain loop (per row through the cursor, this took 5 % of
+ * an f16 decode's time at Lk 32k). */
 static void gather(const call_t *c, attn_kv_cursor *cu, int n, attn_decode_block *blk) {
   const attn_kv_view *kv = c->kv;
+  const int64_t kb = kv->D * c->elt, vb = kv->Dv * c->elt;
   blk->n = n;
-  for (int j = 0; j < n; j++) {
-    const int64_t row = attn_kv_cursor_next(cu);
-    blk->k[j] = (const char *)kv->k + row * kv->D * c->elt;
-    blk->v[j] = (const char *)kv->v + row * kv->Dv * c->elt;
-    if (kv->dtype == ATTN_I8) {
-      blk->ks[j] = kv->k_scale[row];
-      blk->vs[j] = kv->v_scale[row];
+  for (int j = 0; j < n;) {
+    const int64_t row = attn_kv_cursor_next(cu); /* the run's first row; its page's rest: */
+    const int run = (int)attn_min64(n - j, cu->rows - cu->slot + 1);
+    cu->slot += run - 1;
+    const char *k = (const char *)kv->k + row * kb, *v = (const char *)kv->v + row * vb;
+    for (int i = 0; i < run; i++) {
+      blk->k[j + i] = k + i * kb;
+      blk->v[j + i] = v + i * vb;
     }
+    if (kv->dtype == ATTN_I8)
+      for (int i = 0; i < run; i++) {
+        blk->ks[j + i] = kv->k_scale[row + i];
+        blk->vs[j + i] = kv->v_scale[row + i];
+      }
+    j += run;
   }
 }
 
@@ -249,8 +260,11 @@ static void run_item(const call_t *c, const item_t *it, const item_t *next, scra
     w->hi[r] = d->causal && p + 1 < len ? p + 1 : len;
     w->slope[r] = d->alibi_slopes ? d->alibi_slopes[h] : 0.0f;
     const float *qr = c->q + ((it->b * d->Hq + h) * Lq + i) * D;
+    float *qs = w->qs + r * D;
+    const float sc = c->scale;
+#pragma omp simd
     for (int64_t e = 0; e < D; e++)
-      w->qs[r * D + e] = qr[e] * c->scale;
+      qs[e] = qr[e] * sc;
     m[r] = -INFINITY;
     l[r] = 0.0f;
   }
@@ -327,6 +341,7 @@ static void merge_row(const call_t *c, int64_t b, int64_t g, int64_t r, const fl
     if (s[r] == -INFINITY && s[R + r] == 0.0f) continue; /* no key of this row in the chunk */
     const float a = expf(s[r] - M), *acc = s + 2 * R + r * Dv;
     L += s[R + r] * a;
+#pragma omp simd /* each column on its own: the same sums (scalar, this was 4 % of a call) */
     for (int64_t e = 0; e < Dv; e++)
       y[e] += a * acc[e];
   }
@@ -335,6 +350,7 @@ static void merge_row(const call_t *c, int64_t b, int64_t g, int64_t r, const fl
   if (L == 0.0f)
     memset(y, 0, (size_t)Dv * sizeof(float));
   else
+#pragma omp simd
     for (int64_t e = 0; e < Dv; e++)
       y[e] *= inv;
   if (lse) lse[o] = ls;
