@@ -33,9 +33,6 @@
 #include "kernels/util.h"
 
 enum { NB = ATTN_DECODE_NB };
-/* blocks gathered ahead of the one that runs (with blocks of 32 keys, two
- * ahead ran 3-15 % slower than one: docs/DECODE.md) */
-enum { AHEAD = 1 };
 
 /* partial results of a wave of items kept under this many floats (the
  * waves never change the bits: items and merges are the same) */
@@ -244,11 +241,9 @@ static int block_softmax(const call_t *c, scratch_t *w, const attn_decode_block 
   return any;
 }
 
-/* One item: its rows' state (m [R], l [R], acc [R, Dv]) into st. next (or
- * NULL): the item this thread runs after it, whose first block's rows are
- * prefetched during this one's last block (no cold start between items). */
-static void run_item(const call_t *c, const item_t *it, const item_t *next, scratch_t *w,
-                     float *st) {
+/* An item's rows' state (m [R], l [R], acc [R, Dv] in st) and w's per-row
+ * fields set up for its first block. */
+static void item_begin(const call_t *c, const item_t *it, scratch_t *w, float *st) {
   const attn_decode_desc *d = c->d;
   const int64_t R = c->R, D = d->D, Lq = d->Lq, len = c->kv->seq_lens[it->b];
   float *m = st, *l = st + R, *acc = st + 2 * R;
@@ -268,44 +263,124 @@ static void run_item(const call_t *c, const item_t *it, const item_t *next, scra
     m[r] = -INFINITY;
     l[r] = 0.0f;
   }
-  const int64_t q0 = (it->b * d->Hq + it->g * c->G) * Lq; /* the item's first query row */
   w->lo_max = 0, w->hi_min = INT64_MAX;
   for (int64_t r = 0; r < R; r++) {
     w->lo_max = w->lo[r] > w->lo_max ? w->lo[r] : w->lo_max;
     w->hi_min = w->hi[r] < w->hi_min ? w->hi[r] : w->hi_min;
   }
   memset(acc, 0, (size_t)(R * d->Dv) * sizeof(float));
+}
+
+/* One block of an item (its keys from t): scores, the online softmax, P·V. */
+static void item_block(const call_t *c, const item_t *it, scratch_t *w, float *st,
+                       const attn_decode_block *b, int64_t t) {
+  const attn_decode_desc *d = c->d;
   const attn_decode_ops *ops = c->kern->decode;
-  /* a ring of blocks: the one that runs, then the next ones, gathered ahead;
-   * the micro-kernels that prefetch fetch the last one's rows as they run */
-  attn_decode_block blk[AHEAD + 1];
-  for (int i = 0; i <= AHEAD; i++) {
+  const int64_t R = c->R;
+  float *m = st, *l = st + R, *acc = st + 2 * R;
+  const int64_t q0 = (it->b * d->Hq + it->g * c->G) * d->Lq; /* the item's first query row */
+  if (c->i8dot)
+    ops->scores_i8(b, c->q8 + q0 * c->ldq, c->ldq, c->qsum + q0, c->qscale + q0, R, w->s);
+  else
+    ops->scores(b, w->qs, R, w->s);
+  if (block_softmax(c, w, b, it->g * c->G, t, m, l) &&
+      !(c->i8pv && ops->pv_i8(b, w->p, w->corr, R, acc)))
+    ops->pv(b, w->p, w->corr, R, acc);
+}
+
+/* A unit of work: nm items over the same tokens [t0, t1) of one sequence,
+ * member j the item u.first + j u.step of the wave, run block by block with
+ * the members inner (block 0 of each, then block 1 of each, ...). One item
+ * (nm = 1), or, in a paged cache of small pages, the KV heads of one chunk:
+ * a page holds its KV heads' rows one after another, so the heads of a
+ * block read each page as one run of memory instead of one head's few
+ * rows of it at a time (docs/DECODE.md, "Small pages"). Each item's blocks
+ * and arithmetic are those it has alone: the same bits either way. */
+typedef struct {
+  int64_t first, step;
+  int nm;
+} unit_t;
+
+/* a thread's scratch for units of up to nm members */
+typedef struct {
+  int nm;
+  scratch_t *w;         /* [nm] */
+  void **mem;           /* [nm] */
+  attn_kv_cursor *rows; /* [nm]: each member's next row to gather */
+  int64_t *wr;          /* [nm]: each member's next region to warm */
+} unit_scratch;
+
+static void unit_scratch_free(unit_scratch *us) {
+  for (int j = 0; us->mem && j < us->nm; j++)
+    free(us->mem[j]);
+  free(us->w), free(us->mem), free(us->rows), free(us->wr);
+}
+
+static int unit_scratch_alloc(const call_t *c, int nm, unit_scratch *us) {
+  us->nm = nm;
+  us->w = calloc((size_t)nm, sizeof(scratch_t));
+  us->mem = calloc((size_t)nm, sizeof(void *));
+  us->rows = malloc((size_t)nm * sizeof(attn_kv_cursor));
+  us->wr = malloc((size_t)nm * sizeof(int64_t));
+  int ok = us->w && us->mem && us->rows && us->wr;
+  for (int j = 0; ok && j < nm; j++)
+    ok = (us->mem[j] = scratch_alloc(c, &us->w[j])) != NULL;
+  if (!ok) unit_scratch_free(us);
+  return ok;
+}
+
+/* Unit u (its items' states into st, stride floats each). next (or NULL):
+ * the first item of the unit this thread runs after it, whose first block's
+ * rows are prefetched during this unit's last block (no cold start). The
+ * next block (the next member's, or the next of the first member) is
+ * gathered one block ahead, and its rows prefetched by the micro-kernels as
+ * they run (or by the loop); region starts are warmed WARM_AHEAD blocks
+ * ahead. */
+static void run_unit(const call_t *c, const item_t *items, float *st, unit_t u, const item_t *next,
+                     unit_scratch *us) {
+  const attn_decode_ops *ops = c->kern->decode;
+  const int nm = u.nm;
+  const item_t *it0 = &items[u.first];
+  const int64_t t0 = it0->t0, t1 = it0->t1, nb = attn_ceil_div(t1 - t0, NB), steps = nb * nm;
+  for (int j = 0; j < nm; j++) {
+    const item_t *it = &items[u.first + j * u.step];
+    item_begin(c, it, &us->w[j], st + (u.first + j * u.step) * c->stride);
+    attn_kv_cursor_init(&us->rows[j], c->kv, it->b, it->g, t0);
+  }
+  attn_decode_block blk[2]; /* the block that runs and the next one */
+  for (int i = 0; i < 2; i++) {
     blk[i].dtype = c->kv->dtype;
-    blk[i].D = D;
-    blk[i].Dv = d->Dv;
+    blk[i].D = c->d->D;
+    blk[i].Dv = c->d->Dv;
     blk[i].pn = 0;
     blk[i].n = 0;
   }
-  attn_kv_cursor rows; /* the next row to gather */
-  attn_kv_cursor_init(&rows, c->kv, it->b, it->g, it->t0);
-  int64_t tg = it->t0; /* the first row not gathered yet */
-  for (int i = 0; i < AHEAD && tg < it->t1; i++) {
-    gather(c, &rows, (int)attn_min64(NB, it->t1 - tg), &blk[i]);
-    tg += blk[i].n;
-    prefetch_block(c, &blk[i]);
-  }
+  gather(c, &us->rows[0], (int)attn_min64(NB, t1 - t0), &blk[0]);
+  prefetch_block(c, &blk[0]);
   const int64_t rt = warm_tokens(c);
-  int64_t wr = rt ? attn_ceil_div(tg, rt) : 0; /* the next region to warm */
+  for (int j = 0; j < nm; j++) /* the first block of member 0 is prefetched whole */
+    us->wr[j] = rt ? attn_ceil_div(j == 0 ? t0 + blk[0].n : t0, rt) : 0;
+  for (int64_t s2 = 1; rt && s2 < WARM_AHEAD && s2 < steps; s2++) {
+    const int j2 = (int)(s2 % nm);
+    warm_regions(c, &items[u.first + j2 * u.step], rt, &us->wr[j2], t0 + (s2 / nm + 1) * NB);
+  }
   int cur = 0;
-  for (int64_t t = it->t0; t < it->t1; t += NB, cur = cur == AHEAD ? 0 : cur + 1) {
-    if (rt) warm_regions(c, it, rt, &wr, t + (1 + WARM_AHEAD) * NB);
-    attn_decode_block *b = &blk[cur], *last = &blk[cur == 0 ? AHEAD : cur - 1];
-    int nn = (int)attn_min64(NB, it->t1 - tg);
-    if (nn > 0) {
-      gather(c, &rows, nn, last);
-      tg += nn;
+  for (int64_t s = 0; s < steps; s++, cur ^= 1) {
+    const int64_t i = s / nm, t = t0 + i * NB;
+    const int j = (int)(s % nm);
+    if (rt && s + WARM_AHEAD < steps) { /* the block WARM_AHEAD steps on */
+      const int64_t s2 = s + WARM_AHEAD;
+      const int j2 = (int)(s2 % nm);
+      warm_regions(c, &items[u.first + j2 * u.step], rt, &us->wr[j2], t0 + (s2 / nm + 1) * NB);
+    }
+    attn_decode_block *b = &blk[cur], *last = &blk[cur ^ 1];
+    int nn = 0;
+    if (s + 1 < steps) {
+      const int64_t tn = t0 + (s + 1) / nm * NB;
+      nn = (int)attn_min64(NB, t1 - tn);
+      gather(c, &us->rows[(s + 1) % nm], nn, last);
       if (!ops->prefetches) prefetch_block(c, last);
-    } else if (next && t + NB >= it->t1) { /* the last block: the next item's first rows */
+    } else if (next) { /* the last block: the next unit's first rows */
       attn_kv_cursor nrows;
       attn_kv_cursor_init(&nrows, c->kv, next->b, next->g, next->t0);
       nn = (int)attn_min64(NB, next->t1 - next->t0);
@@ -315,13 +390,8 @@ static void run_item(const call_t *c, const item_t *it, const item_t *next, scra
     b->pn = ops->prefetches && nn > 0 ? nn : 0; /* the micro-kernels prefetch them */
     b->pk = last->k;
     b->pv = last->v;
-    if (c->i8dot)
-      ops->scores_i8(b, c->q8 + q0 * c->ldq, c->ldq, c->qsum + q0, c->qscale + q0, R, w->s);
-    else
-      ops->scores(b, w->qs, R, w->s);
-    if (block_softmax(c, w, b, it->g * c->G, t, m, l) &&
-        !(c->i8pv && ops->pv_i8(b, w->p, w->corr, R, acc)))
-      ops->pv(b, w->p, w->corr, R, acc);
+    const int64_t k = u.first + j * u.step;
+    item_block(c, &items[k], &us->w[j], st + k * c->stride, b, t);
   }
 }
 
@@ -420,12 +490,32 @@ static attn_status run_wave(const call_t *c, int64_t p0, int64_t p1, int64_t nit
   for (int64_t k = 0; k < n; k++)
     tokens += items[k].t1 - items[k].t0;
   const double macs = (double)tokens * (double)c->R * (double)(c->d->D + c->d->Dv);
-  int nt = attn_kernel_threads(macs, n), failed = 0;
-  /* each thread claims its next item as it starts one, so that it can
-   * prefetch that item's first rows */
+  /* the units: each item alone, or with pages of at most a block, the
+   * wave's KV heads of a sequence's chunk together (run_unit) */
+  const int heads_inner = c->kv->page_size > 0 && c->kv->page_size <= NB;
+  int64_t nu = 0;
+  int maxnm = 1;
+  unit_t *units = malloc((size_t)(n > 0 ? n : 1) * sizeof(unit_t));
+  if (!units) {
+    free(items), free(first), free(st);
+    return attn_set_error(ATTN_ENOMEM, "decode: no memory for %lld units", (long long)n);
+  }
+  for (int64_t p = p0; p < p1;) {
+    int64_t pe = p + 1; /* the wave's pairs of sequence p / Hkv: the same chunks */
+    while (heads_inner && pe < p1 && pe / Hkv == p / Hkv)
+      pe++;
+    const int64_t C = first[p - p0 + 1] - first[p - p0];
+    for (int64_t k = 0; k < C; k++)
+      units[nu++] = (unit_t){first[p - p0] + k, C, (int)(pe - p)};
+    maxnm = (int)(pe - p) > maxnm ? (int)(pe - p) : maxnm;
+    p = pe;
+  }
+  int nt = attn_kernel_threads(macs, nu), failed = 0;
+  /* each thread claims its next unit as it starts one, so that it can
+   * prefetch that unit's first rows */
   attn_decode_run *runs = malloc((size_t)nt * sizeof(attn_decode_run));
   if (!runs) {
-    free(items), free(first), free(st);
+    free(items), free(first), free(st), free(units);
     return attn_set_error(ATTN_ENOMEM, "decode: no memory for %d runs of items", nt);
   }
 #pragma omp parallel num_threads(nt) reduction(| : failed)
@@ -435,20 +525,20 @@ static attn_status run_wave(const call_t *c, int64_t p0, int64_t p1, int64_t nit
 #else
     const int t = 0, T = 1;
 #endif
-    attn_decode_run_init(runs, T, t, n);
+    attn_decode_run_init(runs, T, t, nu);
 #pragma omp barrier
-    scratch_t w;
-    memset(&w, 0, sizeof w);
-    void *mem = scratch_alloc(c, &w);
-    if (!mem) failed = 1;
+    unit_scratch us;
+    const int ok = unit_scratch_alloc(c, maxnm, &us);
+    if (!ok) failed = 1;
     int64_t k = attn_decode_claim(runs, T, t);
     while (k >= 0) {
       const int64_t k2 = attn_decode_claim(runs, T, t);
-      if (mem) run_item(c, &items[k], k2 >= 0 ? &items[k2] : NULL, &w, st + k * c->stride);
+      if (ok) run_unit(c, items, st, units[k], k2 >= 0 ? &items[units[k2].first] : NULL, &us);
       k = k2;
     }
-    free(mem);
+    if (ok) unit_scratch_free(&us);
   }
+  free(units);
   free(runs);
   if (!failed) {
     const int64_t rows = np * c->R;
