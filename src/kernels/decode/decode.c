@@ -20,7 +20,13 @@
  * during an item's last block the first rows of the item its thread runs
  * next: a paged cache's pages are not one stream the hardware prefetcher
  * follows; and the first lines of each 4 KiB region (or page) two blocks
- * ahead, to start that prefetcher there (warm_regions). */
+ * ahead, to start that prefetcher there (warm_regions).
+ *
+ * Threads: each owns a contiguous run of the wave's units and takes them in
+ * order (attn_decode_claim: consecutive chunks of a head are one stream in
+ * memory), stealing from the fullest run when its own is done. A unit is one
+ * item, or, with pages of at most a block, a chunk's KV heads run together
+ * block by block (run_unit). Neither changes an item's arithmetic. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
