@@ -366,25 +366,29 @@ static void run_unit(const call_t *c, const item_t *items, float *st, unit_t u, 
   const int64_t rt = warm_tokens(c);
   for (int j = 0; j < nm; j++) /* the first block of member 0 is prefetched whole */
     us->wr[j] = rt ? attn_ceil_div(j == 0 ? t0 + blk[0].n : t0, rt) : 0;
-  for (int64_t s2 = 1; rt && s2 < WARM_AHEAD && s2 < steps; s2++) {
-    const int j2 = (int)(s2 % nm);
-    warm_regions(c, &items[u.first + j2 * u.step], rt, &us->wr[j2], t0 + (s2 / nm + 1) * NB);
+  /* steps s = i nm + j (block i of member j), counted without divisions:
+   * (i2, j2) the step WARM_AHEAD on, warmed */
+  int64_t i2 = 0;
+  int j2 = 0;
+  for (int64_t s2 = 1; s2 <= WARM_AHEAD; s2++) {
+    if (++j2 == nm) j2 = 0, i2++;
+    if (rt && s2 < WARM_AHEAD && s2 < steps)
+      warm_regions(c, &items[u.first + j2 * u.step], rt, &us->wr[j2], t0 + (i2 + 1) * NB);
   }
-  int cur = 0;
+  int cur = 0, j = 0;
+  int64_t i = 0;
   for (int64_t s = 0; s < steps; s++, cur ^= 1) {
-    const int64_t i = s / nm, t = t0 + i * NB;
-    const int j = (int)(s % nm);
-    if (rt && s + WARM_AHEAD < steps) { /* the block WARM_AHEAD steps on */
-      const int64_t s2 = s + WARM_AHEAD;
-      const int j2 = (int)(s2 % nm);
-      warm_regions(c, &items[u.first + j2 * u.step], rt, &us->wr[j2], t0 + (s2 / nm + 1) * NB);
-    }
+    const int64_t t = t0 + i * NB;
+    if (rt && s + WARM_AHEAD < steps) /* the block WARM_AHEAD steps on */
+      warm_regions(c, &items[u.first + j2 * u.step], rt, &us->wr[j2], t0 + (i2 + 1) * NB);
+    if (++j2 == nm) j2 = 0, i2++;
+    const int jn = j + 1 == nm ? 0 : j + 1; /* the next step's member and block */
+    const int64_t in = jn ? i : i + 1;
     attn_decode_block *b = &blk[cur], *last = &blk[cur ^ 1];
     int nn = 0;
     if (s + 1 < steps) {
-      const int64_t tn = t0 + (s + 1) / nm * NB;
-      nn = (int)attn_min64(NB, t1 - tn);
-      gather(c, &us->rows[(s + 1) % nm], nn, last);
+      nn = (int)attn_min64(NB, t1 - (t0 + in * NB));
+      gather(c, &us->rows[jn], nn, last);
       if (!ops->prefetches) prefetch_block(c, last);
     } else if (next) { /* the last block: the next unit's first rows */
       attn_kv_cursor nrows;
@@ -398,6 +402,7 @@ static void run_unit(const call_t *c, const item_t *items, float *st, unit_t u, 
     b->pv = last->v;
     const int64_t k = u.first + j * u.step;
     item_block(c, &items[k], &us->w[j], st + k * c->stride, b, t);
+    j = jn, i = in;
   }
 }
 
