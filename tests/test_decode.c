@@ -192,6 +192,23 @@ static void test_page_sizes_same_bits(void) {
     }
     free(o0), free(l0), free(o1), free(l1);
   }
+  /* a window, sinks and a softcap, 4 KV heads, three sequences: the heads run together */
+  dcase c = dcase_plain(ATTN_F16, 8, 4, 1, 32, 300);
+  c.B = 3;
+  c.lens[1] = 33, c.lens[2] = 257;
+  c.window = 100, c.sinks = 1, c.softcap = 20.0f;
+  const int64_t no = 3 * 8 * 32, nl = 3 * 8;
+  float *o0 = malloc(no * 4), *l0 = malloc(nl * 4), *o1 = malloc(no * 4), *l1 = malloc(nl * 4);
+  decode_bits(&c, 1, o0, l0);
+  for (int i = 0; i < 3; i++) {
+    c.page_size = sizes[i];
+    decode_bits(&c, 2, o1, l1);
+    CHECK(!memcmp(o0, o1, no * 4) && !memcmp(l0, l1, nl * 4));
+    char w[48];
+    snprintf(w, sizeof w, "f16 window sinks softcap page %d", sizes[i]);
+    check_case(&c, w);
+  }
+  free(o0), free(l0), free(o1), free(l1);
 }
 
 static void test_thread_count_same_bits(void) {
