@@ -423,9 +423,12 @@ VNNI_TARGET static void scores_i8_vnni(const attn_decode_block *b, const int8_t 
  * four keys (VPUNPCKLBW / HBW, then WD), into VPDPBUSD with the row's four
  * weights broadcast: 8 instructions per key and 64 columns for 4 rows, where
  * the f32 path widens V (2 per 16 columns) and runs 4 FMAs per row. The
- * unpacks work within 128-bit lanes, so accumulator k's lane l holds columns
- * 16 l + 4 k .. + 3 of the 64; a 4 x 4 transpose of 128-bit lanes per row
- * puts them back in order before they are scaled into acc, once per group. */
+ * unpacks work within 128-bit lanes, so each V row's 16 dwords are permuted
+ * first (one VPERMD: dword 4 a + b <- 4 b + a), which leaves accumulator k
+ * with columns 16 k .. 16 k + 15 in order; they are scaled into acc once per
+ * group. (Until 2026-12-05 the accumulators were put in order instead, a
+ * 4 x 4 transpose of 128-bit lanes per row and group: 8 shuffles per row
+ * against 4 permutes per 4 keys, all rows.) */
 
 /* every row's weights checked without a reduction: per group of 16 keys,
  * none NaN, negative or above FLT_MAX, and the largest 0 or >= the minimum
@@ -469,10 +472,11 @@ VNNI_INLINE void i8pv_slab(const attn_decode_block *b, int j0, const uint32_t *w
                            int PF) {
   const int64_t Dv = b->Dv;
   const int n = b->n - j0 < 16 ? b->n - j0 : 16;
-  __m512i a[16]; /* a[r 4 + k] */
+  __m512i a[16]; /* a[r 4 + k]: row r's columns 16 k .. 16 k + 15 */
   DECODE_UNROLL(16)
   for (int i = 0; i < 4 * RT; i++)
     a[i] = _mm512_setzero_si512();
+  const __m512i perm = _mm512_set_epi32(15, 11, 7, 3, 14, 10, 6, 2, 13, 9, 5, 1, 12, 8, 4, 0);
   for (int j = 0; j < n; j += 4) { /* a missing key: row j again, its weight 0 */
     for (int i = j0 + j; PF && i < j0 + j + 4 && i < b->pn; i++)
       _mm_prefetch((const char *)b->pv[i] + c0, _MM_HINT_T0);
@@ -480,15 +484,20 @@ VNNI_INLINE void i8pv_slab(const attn_decode_block *b, int j0, const uint32_t *w
     const int8_t *v1 = j + 1 < n ? (const int8_t *)b->v[j0 + j + 1] + c0 : v0;
     const int8_t *v2 = j + 2 < n ? (const int8_t *)b->v[j0 + j + 2] + c0 : v0;
     const int8_t *v3 = j + 3 < n ? (const int8_t *)b->v[j0 + j + 3] + c0 : v0;
-    const __m512i x0 = _mm512_maskz_loadu_epi8(cm, v0), x1 = _mm512_maskz_loadu_epi8(cm, v1);
-    const __m512i x2 = _mm512_maskz_loadu_epi8(cm, v2), x3 = _mm512_maskz_loadu_epi8(cm, v3);
+    /* each row's dwords permuted (dword 4 a + b <- 4 b + a) so that the
+     * in-lane unpacks below leave accumulator k with columns 16 k .. 16 k + 15
+     * in order */
+    const __m512i x0 = _mm512_permutexvar_epi32(perm, _mm512_maskz_loadu_epi8(cm, v0));
+    const __m512i x1 = _mm512_permutexvar_epi32(perm, _mm512_maskz_loadu_epi8(cm, v1));
+    const __m512i x2 = _mm512_permutexvar_epi32(perm, _mm512_maskz_loadu_epi8(cm, v2));
+    const __m512i x3 = _mm512_permutexvar_epi32(perm, _mm512_maskz_loadu_epi8(cm, v3));
     const __m512i lo01 = _mm512_unpacklo_epi8(x0, x1), hi01 = _mm512_unpackhi_epi8(x0, x1);
     const __m512i lo23 = _mm512_unpacklo_epi8(x2, x3), hi23 = _mm512_unpackhi_epi8(x2, x3);
-    __m512i y[4];
-    y[0] = _mm512_unpacklo_epi16(lo01, lo23); /* lane l: columns 16 l + 0..3 */
-    y[1] = _mm512_unpackhi_epi16(lo01, lo23); /* 4..7 */
-    y[2] = _mm512_unpacklo_epi16(hi01, hi23); /* 8..11 */
-    y[3] = _mm512_unpackhi_epi16(hi01, hi23); /* 12..15 */
+    __m512i y[4]; /* y[k]: a dword per column of 16 k .. 16 k + 15, its 4 keys' bytes */
+    y[0] = _mm512_unpacklo_epi16(lo01, lo23);
+    y[1] = _mm512_unpackhi_epi16(lo01, lo23);
+    y[2] = _mm512_unpacklo_epi16(hi01, hi23);
+    y[3] = _mm512_unpackhi_epi16(hi01, hi23);
     DECODE_UNROLL(4)
     for (int r = 0; r < RT; r++) {
       const __m512i wr = _mm512_set1_epi32((int)w32[r * 4 + j / 4]);
@@ -501,33 +510,24 @@ VNNI_INLINE void i8pv_slab(const attn_decode_block *b, int j0, const uint32_t *w
     _mm_prefetch((const char *)b->pv[i] + c0, _MM_HINT_T0);
   DECODE_UNROLL(4)
   for (int r = 0; r < RT; r++) {
-    /* lanes back in order: column vector l = lane l of a[r 4 + 0..3] */
-    const __m512i t0 = _mm512_shuffle_i32x4(a[r * 4], a[r * 4 + 1], _MM_SHUFFLE(1, 0, 1, 0));
-    const __m512i t1 = _mm512_shuffle_i32x4(a[r * 4 + 2], a[r * 4 + 3], _MM_SHUFFLE(1, 0, 1, 0));
-    const __m512i t2 = _mm512_shuffle_i32x4(a[r * 4], a[r * 4 + 1], _MM_SHUFFLE(3, 2, 3, 2));
-    const __m512i t3 = _mm512_shuffle_i32x4(a[r * 4 + 2], a[r * 4 + 3], _MM_SHUFFLE(3, 2, 3, 2));
-    __m512i nv[4];
-    nv[0] = _mm512_shuffle_i32x4(t0, t1, _MM_SHUFFLE(2, 0, 2, 0));
-    nv[1] = _mm512_shuffle_i32x4(t0, t1, _MM_SHUFFLE(3, 1, 3, 1));
-    nv[2] = _mm512_shuffle_i32x4(t2, t3, _MM_SHUFFLE(2, 0, 2, 0));
-    nv[3] = _mm512_shuffle_i32x4(t2, t3, _MM_SHUFFLE(3, 1, 3, 1));
-    const __m512 cr = _mm512_set1_ps(corr[r]), sr = _mm512_set1_ps(ws[r]);
+    const __m512 sr = _mm512_set1_ps(ws[r]);
     float *ar = acc + r * Dv + c0;
     DECODE_UNROLL(4)
     for (int l = 0; l < 4; l++) {
       const __mmask16 m = (__mmask16)(cm >> (16 * l));
       if (!m) break;
-      const __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, ar + 16 * l), cr);
-      _mm512_mask_storeu_ps(ar + 16 * l, m, _mm512_fmadd_ps(_mm512_cvtepi32_ps(nv[l]), sr, x));
+      __m512 x = _mm512_maskz_loadu_ps(m, ar + 16 * l);
+      if (corr) x = _mm512_mul_ps(x, _mm512_set1_ps(corr[r])); /* the block's first group */
+      _mm512_mask_storeu_ps(ar + 16 * l, m,
+                            _mm512_fmadd_ps(_mm512_cvtepi32_ps(a[r * 4 + l]), sr, x));
     }
   }
 }
 
 /* the block's groups of 16 keys one after the other, each with its own
- * scales; corr on the first */
+ * scales; corr on the first (the others' x 1 left out: the same bits) */
 VNNI_INLINE void i8pv_tile(const attn_decode_block *b, const float *p, const float *corr,
                            float *acc, int RT, int PF) {
-  static const float one[4] = {1.0f, 1.0f, 1.0f, 1.0f};
   for (int v = 0; 16 * v < b->n; v++) {
     uint32_t w32[16];
     float ws[4];
@@ -537,7 +537,7 @@ VNNI_INLINE void i8pv_tile(const attn_decode_block *b, const float *p, const flo
     for (int64_t c0 = 0; c0 < b->Dv; c0 += 64) {
       const int64_t left = b->Dv - c0;
       const __mmask64 cm = left >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << left) - 1);
-      i8pv_slab(b, 16 * v, w32, ws, v ? one : corr, acc, c0, cm, RT, PF);
+      i8pv_slab(b, 16 * v, w32, ws, v ? NULL : corr, acc, c0, cm, RT, PF);
     }
   }
 }
