@@ -230,19 +230,21 @@ AVNNI_INLINE void pv_slab(const attn_decode_block *b, int j0, const uint32_t *w3
     cv[1] = _mm256_permute2x128_si256(a[r * 4 + 2], a[r * 4 + 3], 0x20);
     cv[2] = _mm256_permute2x128_si256(a[r * 4], a[r * 4 + 1], 0x31);
     cv[3] = _mm256_permute2x128_si256(a[r * 4 + 2], a[r * 4 + 3], 0x31);
-    const __m256 cr = _mm256_set1_ps(corr[r]), sr = _mm256_set1_ps(ws[r]);
+    const __m256 sr = _mm256_set1_ps(ws[r]);
     float *ar = acc + r * Dv + c0;
     DECODE_UNROLL(4)
     for (int e = 0; e < 4; e++) {
       const int64_t left = cn - 8 * e;
       if (left <= 0) break;
       if (left >= 8) {
-        const __m256 x = _mm256_mul_ps(_mm256_loadu_ps(ar + 8 * e), cr);
+        __m256 x = _mm256_loadu_ps(ar + 8 * e);
+        if (corr) x = _mm256_mul_ps(x, _mm256_set1_ps(corr[r])); /* the block's first group */
         _mm256_storeu_ps(ar + 8 * e, _mm256_fmadd_ps(_mm256_cvtepi32_ps(cv[e]), sr, x));
       } else { /* the last columns through a copy */
         float t[8] = {0};
         memcpy(t, ar + 8 * e, (size_t)left * sizeof(float));
-        const __m256 x = _mm256_mul_ps(_mm256_loadu_ps(t), cr);
+        __m256 x = _mm256_loadu_ps(t);
+        if (corr) x = _mm256_mul_ps(x, _mm256_set1_ps(corr[r]));
         _mm256_storeu_ps(t, _mm256_fmadd_ps(_mm256_cvtepi32_ps(cv[e]), sr, x));
         memcpy(ar + 8 * e, t, (size_t)left * sizeof(float));
       }
@@ -251,10 +253,9 @@ AVNNI_INLINE void pv_slab(const attn_decode_block *b, int j0, const uint32_t *w3
 }
 
 /* the block's groups of 16 keys one after the other, each with its own
- * scales; corr on the first */
+ * scales; corr on the first (the others' x 1 left out: the same bits) */
 AVNNI_INLINE void pv_tile(const attn_decode_block *b, const float *p, const float *corr, float *acc,
                           int RT, int PF) {
-  static const float one[2] = {1.0f, 1.0f};
   for (int g = 0; 16 * g < b->n; g++) {
     uint32_t w32[8];
     float ws[2];
@@ -263,7 +264,7 @@ AVNNI_INLINE void pv_tile(const attn_decode_block *b, const float *p, const floa
       ws[r] = pv_quantize(b, p + r * NB, g, w32 + 4 * r);
     for (int64_t c0 = 0; c0 < b->Dv; c0 += 32) {
       const int64_t cn = b->Dv - c0 < 32 ? b->Dv - c0 : 32;
-      pv_slab(b, 16 * g, w32, ws, g ? one : corr, acc, c0, cn, RT, PF);
+      pv_slab(b, 16 * g, w32, ws, g ? NULL : corr, acc, c0, cn, RT, PF);
     }
   }
 }
