@@ -15,10 +15,7 @@
 #include "decode_case.h"
 #include "kernels/decode/decode_internal.h"
 #include "kernels/kern.h"
-
-#ifdef _OPENMP
-#include <omp.h>
-#endif
+#include "kernels/util.h"
 
 static const int dtypes[] = {ATTN_F32, ATTN_F16, ATTN_BF16, ATTN_I8};
 static const char *const dnames[] = {"f32", "f16", "bf16", "i8"};
@@ -266,11 +263,7 @@ static void test_item_runs(void) {
     int bad = 0;
 #pragma omp parallel num_threads(4) reduction(| : bad)
     {
-#ifdef _OPENMP
-      const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-#else
-      const int t = 0, nt = 1;
-#endif
+      const int t = attn_thread_id(), nt = attn_team_size();
       attn_decode_run_init(r4, nt, t, n);
 #pragma omp barrier
       for (int64_t k; (k = attn_decode_claim(r4, nt, t)) >= 0;) {

@@ -24,6 +24,15 @@ static inline int attn_thread_id(void) {
 #endif
 }
 
+/* The number of threads in the enclosing OpenMP team (1 outside one). */
+static inline int attn_team_size(void) {
+#ifdef _OPENMP
+  return omp_get_num_threads();
+#else
+  return 1;
+#endif
+}
+
 /* Threads for a call of `macs` multiply-adds in `items` independent work
  * items: the configured count, fewer for small calls (at least ~1M
  * multiply-adds per thread; results never depend on it). */

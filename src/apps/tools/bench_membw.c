@@ -316,11 +316,12 @@ int attn_bench_membw_main(int argc, char **argv) {
   if (threads > 1) printf(", %d threads %.1f GB/s", threads, attn_bench_membw_gbs(threads));
   printf("\n");
   if (chunk) {
+    const long long region = chunk < 4096 ? chunk : 4096; /* decode's warmed regions */
     printf("in shuffled chunks of %lld bytes: 1 thread %.1f GB/s", chunk,
-           attn_bench_membw_chunked_gbs(1, chunk, 16384, chunk < 4096 ? chunk : 4096));
+           attn_bench_membw_chunked_gbs(1, chunk, 16384, region));
     if (threads > 1)
       printf(", %d threads %.1f GB/s", threads,
-             attn_bench_membw_chunked_gbs(threads, chunk, 16384, chunk < 4096 ? chunk : 4096));
+             attn_bench_membw_chunked_gbs(threads, chunk, 16384, region));
     printf("\n");
   }
   return 0;

@@ -531,11 +531,7 @@ static attn_status run_wave(const call_t *c, int64_t p0, int64_t p1, int64_t nit
   }
 #pragma omp parallel num_threads(nt) reduction(| : failed)
   {
-#ifdef _OPENMP
-    const int t = omp_get_thread_num(), T = omp_get_num_threads();
-#else
-    const int t = 0, T = 1;
-#endif
+    const int t = attn_thread_id(), T = attn_team_size();
     attn_decode_run_init(runs, T, t, nu);
 #pragma omp barrier
     unit_scratch us;
