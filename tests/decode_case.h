@@ -23,6 +23,7 @@ typedef struct {
   int alibi, sinks;
   float softcap;
   unsigned seed;
+  int layout; /* attn_kvc_config.layout: 0 (the library's choice), ATTN_KV_ROWS, ATTN_KV_I8_TILED */
 } dcase;
 
 static inline dcase dcase_plain(int dtype, int Hq, int Hkv, int Lq, int D, int len) {
@@ -72,7 +73,8 @@ static inline int dprob_make(dprob *p, const dcase *c) {
                          .D = c->D,
                          .Dv = c->Dv,
                          .max_len = Lk + 3,
-                         .page_size = c->page_size};
+                         .page_size = c->page_size,
+                         .layout = c->layout};
   if (attn_kvc_create(&p->kvc, &cfg) != ATTN_OK) return 1;
   const int64_t nk = (int64_t)c->B * c->Hkv * Lk * c->D, nv = (int64_t)c->B * c->Hkv * Lk * c->Dv;
   p->k32 = calloc((size_t)nk, 4), p->v32 = calloc((size_t)nv, 4);

@@ -507,6 +507,70 @@ static void test_i8_nan_query(void) {
   dprob_free(&p);
 }
 
+/* out, lse of case c with the cache in the given layout, at th threads
+ * (int8_pv_f32: P·V in f32; nanq: a NaN in query 0's element 3) */
+static void decode_layout(dcase c, int layout, int th, int pv_f32, int nanq, float *out,
+                          float *lse) {
+  c.layout = layout;
+  dprob p;
+  CHECK(dprob_make(&p, &c) == 0);
+  attn_kv_view v;
+  CHECK_OK(attn_kvc_view(p.kvc, &v));
+  CHECK(v.layout == layout);
+  p.d.int8_pv_f32 = pv_f32;
+  if (nanq) p.q[3] = NAN;
+  const int saved = attn_get_num_threads();
+  attn_set_num_threads(th);
+  CHECK_OK(dprob_decode(&p));
+  attn_set_num_threads(saved);
+  memcpy(out, p.out, (size_t)dc_nout(&p) * 4);
+  memcpy(lse, p.lse, (size_t)dc_nlse(&p) * 4);
+  dprob_free(&p);
+}
+
+/* The int8 tiled layout (attn/decode.h) gives the row layout's bits, at
+ * every level (levels without its kernels take the rows out of the tiles):
+ * contiguous and paged; a block from mid-tile and mid-quad (a window);
+ * depth of an odd number of dwords (D 36) and a last slab of 3 vectors (Dv
+ * 48); 3, 8 and 16 query rows per KV head; Lq 2; P·V in f32; a NaN query
+ * (the float scores). Each also against the math path (check_case). */
+static void test_tiled_same_bits(void) {
+  dcase cs[4];
+  cs[0] = dcase_plain(ATTN_I8, 8, 2, 2, 32, 277); /* R 8 */
+  cs[0].B = 2, cs[0].lens[1] = 90, cs[0].alibi = 1;
+  cs[1] = dcase_plain(ATTN_I8, 6, 2, 1, 36, 300); /* R 3, odd dwords, Dv 48 */
+  cs[1].Dv = 48, cs[1].B = 3, cs[1].lens[1] = 17, cs[1].lens[2] = 129;
+  cs[1].window = 37, cs[1].sinks = 1, cs[1].softcap = 20.0f;
+  cs[2] = dcase_plain(ATTN_I8, 16, 1, 1, 128, 700); /* R 16, the D */
+  cs[2].window = 250;
+  cs[3] = dcase_plain(ATTN_I8, 4, 2, 1, 64, 1000); /* 3 chunks, the last ragged */
+  static const int pages[] = {0, 16, 32};
+  for (int k = 0; k < 4; k++)
+    for (int pi = 0; pi < 3; pi++) {
+      dcase c = cs[k];
+      c.page_size = pages[pi];
+      const int64_t no = (int64_t)c.B * c.Hq * c.Lq * c.Dv, nl = (int64_t)c.B * c.Hq * c.Lq;
+      float *o0 = malloc(no * 4), *l0 = malloc(nl * 4), *o1 = malloc(no * 4), *l1 = malloc(nl * 4);
+      for (int mode = 0; mode < 3; mode++) { /* default, P·V in f32, a NaN query */
+        decode_layout(c, ATTN_KV_ROWS, 2, mode == 1, mode == 2, o0, l0);
+        for (int th = 1; th <= 2; th++) {
+          decode_layout(c, ATTN_KV_I8_TILED, th, mode == 1, mode == 2, o1, l1);
+          if (memcmp(o0, o1, no * 4) || memcmp(l0, l1, nl * 4)) {
+            printf("  case %d page %d mode %d threads %d: tiled != rows\n", k, c.page_size, mode,
+                   th);
+            h_case_failed = 1;
+          }
+        }
+      }
+      CHECK(isnan(o1[0]) && isnan(l1[0])); /* the last mode's NaN query: its row NaN */
+      c.layout = ATTN_KV_I8_TILED;
+      char w[48];
+      snprintf(w, sizeof w, "i8 tiled case %d page %d", k, c.page_size);
+      check_case(&c, w);
+      free(o0), free(l0), free(o1), free(l1);
+    }
+}
+
 /* NaN in one cached key reaches the rows that attend it, not others */
 static void test_nan_in_cache_propagates(void) {
   dcase c = dcase_plain(ATTN_F32, 2, 2, 1, 16, 40);
@@ -632,6 +696,7 @@ int main(void) {
   RUN(test_i8pv_exact);
   RUN(test_i8pv_error);
   RUN(test_i8_nan_query);
+  RUN(test_tiled_same_bits);
   RUN(test_bad_inputs_named);
   HARNESS_END();
 }

@@ -165,11 +165,109 @@ static void test_int8_quantization(void) {
   attn_kvc_free(c);
 }
 
+/* The int8 tiled layout against rows: the same appends (in pieces that
+ * cross tiles and quads), a truncate, more appends and a copy give the same
+ * rows (attn_kvc_read) and the same decode, contiguous and paged; what the
+ * layout needs is refused by name (the cache's and the view's). */
+static void test_tiled_layout(void) {
+  enum { H = 2, D = 16, N = 40 };
+  float k[H * N * D], v[H * N * D];
+  fill_uniform(k, H * N * D, 8, -1, 1);
+  fill_uniform(v, H * N * D, 9, -1, 1);
+  static const int pieces[] = {5, 13, 9};
+  for (int ps = 0; ps <= 32; ps += 16) {
+    attn_kvc *c[2];
+    for (int l = 0; l < 2; l++) {
+      attn_kvc_config cfg = {.dtype = ATTN_I8,
+                             .B = 2,
+                             .Hkv = H,
+                             .D = D,
+                             .Dv = D,
+                             .max_len = 45,
+                             .page_size = ps,
+                             .layout = l ? ATTN_KV_I8_TILED : ATTN_KV_ROWS};
+      CHECK_OK(attn_kvc_create(&c[l], &cfg));
+      int t0 = 0;
+      for (int i = 0; i < 3; i++) { /* [H, n, D] pieces of the [H, N, D] rows */
+        const int n = pieces[i];
+        float kn[H * 13 * D], vn[H * 13 * D];
+        for (int g = 0; g < H; g++) {
+          memcpy(kn + g * n * D, k + (g * N + t0) * D, (size_t)n * D * 4);
+          memcpy(vn + g * n * D, v + (g * N + t0) * D, (size_t)n * D * 4);
+        }
+        CHECK_OK(attn_kvc_append(c[l], 0, kn, vn, n));
+        t0 += n;
+      }
+      CHECK_OK(attn_kvc_truncate(c[l], 0, 20));
+      CHECK_OK(attn_kvc_append(c[l], 0, k, v, 7));
+      CHECK_OK(attn_kvc_append(c[l], 1, v, k, 3));
+      CHECK_OK(attn_kvc_copy_seq(c[l], 1, 0));
+      CHECK_OK(attn_kvc_append(c[l], 1, k, v, 2));
+      attn_kv_view view;
+      CHECK_OK(attn_kvc_view(c[l], &view));
+      CHECK(view.layout == (l ? ATTN_KV_I8_TILED : ATTN_KV_ROWS));
+    }
+    for (int b = 0; b < 2; b++)
+      for (int g = 0; g < H; g++)
+        for (int t = 0; t < attn_kvc_len(c[0], b); t++) {
+          float r0[2 * D], r1[2 * D];
+          CHECK_OK(attn_kvc_read(c[0], b, g, t, r0, r0 + D));
+          CHECK_OK(attn_kvc_read(c[1], b, g, t, r1, r1 + D));
+          CHECK(!memcmp(r0, r1, sizeof r0));
+        }
+    float o0[2 * 4 * D], o1[2 * 4 * D];
+    decode_out(c[0], ATTN_I8, 4, H, D, o0);
+    decode_out(c[1], ATTN_I8, 4, H, D, o1);
+    CHECK(!memcmp(o0, o1, sizeof o0));
+    if (ps == 16) { /* a view that says tiled over shapes that cannot be */
+      attn_kv_view view;
+      CHECK_OK(attn_kvc_view(c[1], &view));
+      attn_decode_desc d;
+      attn_decode_desc_init(&d, 2, 4, H, 1, D, 12, ATTN_I8);
+      view.Dv = 12;
+      float q[2 * 4 * D] = {0}, out[2 * 4 * 12];
+      CHECK_ERR(attn_decode_forward(&d, &view, q, out, NULL), ATTN_EINVAL);
+      CHECK(strstr(attn_last_error(), "tiled layout") != NULL);
+      view.Dv = D;
+      view.layout = 7;
+      d.Dv = D;
+      CHECK_ERR(attn_decode_forward(&d, &view, q, o0, NULL), ATTN_EINVAL);
+      CHECK(strstr(attn_last_error(), "layout 7") != NULL);
+    }
+    attn_kvc_free(c[0]), attn_kvc_free(c[1]);
+  }
+  attn_kvc *c = NULL;
+  attn_kvc_config cfg = {.dtype = ATTN_I8,
+                         .B = 1,
+                         .Hkv = 1,
+                         .D = 6,
+                         .Dv = 16,
+                         .max_len = 8,
+                         .layout = ATTN_KV_I8_TILED};
+  CHECK_ERR(attn_kvc_create(&c, &cfg), ATTN_EINVAL); /* D % 4 */
+  CHECK(strstr(attn_last_error(), "D 6") != NULL);
+  cfg.D = 8, cfg.page_size = 8; /* pages of half a tile */
+  CHECK_ERR(attn_kvc_create(&c, &cfg), ATTN_EINVAL);
+  CHECK(strstr(attn_last_error(), "page_size 8") != NULL);
+  cfg.page_size = 16, cfg.dtype = ATTN_F16;
+  CHECK_ERR(attn_kvc_create(&c, &cfg), ATTN_EINVAL);
+  cfg.dtype = ATTN_I8, cfg.layout = 5;
+  CHECK_ERR(attn_kvc_create(&c, &cfg), ATTN_EINVAL);
+  CHECK(strstr(attn_last_error(), "layout 5") != NULL);
+  cfg.layout = 0, cfg.D = 6; /* the library's choice where tiles cannot be: rows */
+  CHECK_OK(attn_kvc_create(&c, &cfg));
+  attn_kv_view view;
+  CHECK_OK(attn_kvc_view(c, &view));
+  CHECK(view.layout == ATTN_KV_ROWS);
+  attn_kvc_free(c);
+}
+
 int main(void) {
   RUN(test_truncate_is_rollback);
   RUN(test_page_pool);
   RUN(test_copy_seq);
   RUN(test_cache_refusals);
   RUN(test_int8_quantization);
+  RUN(test_tiled_layout);
   HARNESS_END();
 }

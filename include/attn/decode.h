@@ -68,7 +68,24 @@ extern "C" {
  * token t of sequence b lies in page block_table[b * block_table_stride +
  * t / page_size] at slot t % page_size. Every page a sequence's tokens
  * need must be in [0, num_pages) and seq_lens[b] <= block_table_stride *
- * page_size; entries past a sequence's last page are never read. */
+ * page_size; entries past a sequence's last page are never read.
+ *
+ * layout: how an int8 cache's bytes lie (the scales are per row as above
+ * either way). ATTN_KV_ROWS (or 0): a row per token as above.
+ * ATTN_KV_I8_TILED: the rows of a (page, head) block, numbered i = the row
+ * index above (t or slot within it, P = capacity or page_size rows per
+ * block, P a multiple of 16), stored for the integer dot products without
+ * a transpose in the kernel:
+ *   K: tiles of 16 rows, [i / 16][D / 4][16][4]: byte (i, d) at
+ *      (i / 16) 16 D + (d / 4) 64 + (i % 16) 4 + d % 4, holding k + 128
+ *      (the int8 value as an unsigned byte, its top bit flipped);
+ *   V: quads of 4 rows, [i / 4][Dv][4]: byte (i, c) at (i / 4) 4 Dv + 4 c
+ *      + i % 4, the int8 value.
+ * Requires D % 4 == 0, Dv % 16 == 0 and P % 16 == 0. An attn_kvc uses it
+ * where the CPU level has the kernels for it (attn_kvc_config.layout). The
+ * result is the same bits as the row layout's. */
+enum { ATTN_KV_ROWS = 1, ATTN_KV_I8_TILED = 2 };
+
 typedef struct {
   int dtype; /* attn_dtype */
   int64_t B, Hkv, D, Dv;
@@ -79,6 +96,7 @@ typedef struct {
   int64_t page_size, num_pages;   /* paged */
   const int32_t *block_table;     /* paged: [B, block_table_stride] */
   int64_t block_table_stride;
+  int layout; /* 0 or ATTN_KV_ROWS; ATTN_KV_I8_TILED (int8 only) */
 } attn_kv_view;
 
 /* ---- what one call computes ------------------------------------------------
@@ -128,6 +146,12 @@ typedef struct {
   int64_t B, Hkv, D, Dv;
   int64_t max_len;
   int64_t page_size, num_pages;
+  /* 0: the library's choice, ATTN_KV_I8_TILED for an int8 cache where the
+   * CPU level has its kernels (AVX512_VNNI) and the shapes allow it (D % 4,
+   * Dv % 16, page_size % 16 == 0; a contiguous cache's rows rounded up to
+   * 16), else rows; ATTN_KV_ROWS; ATTN_KV_I8_TILED (refused where the
+   * shapes do not allow it; any level reads it). */
+  int layout;
 } attn_kvc_config;
 
 typedef struct attn_kvc attn_kvc;

@@ -1,6 +1,6 @@
 /* libFuzzer target: attn_decode_forward on views built from the input —
- * dtype, sizes, lengths, page size, pool size, block-table entries and
- * missing scales all taken from the bytes — over tensors allocated at
+ * dtype, sizes, lengths, page size, pool size, block-table entries,
+ * missing scales and the int8 layout all taken from the bytes — over tensors allocated at
  * exactly the size the view declares, so that a page number outside the
  * pool, a sequence longer than its pages or its capacity, or a wrong
  * dtype that the checks (kernels/decode/decode_check.c) let through would
@@ -28,10 +28,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static const int types[5] = {ATTN_F32, ATTN_F16, ATTN_BF16, ATTN_I8, ATTN_I32};
   const int vt = types[take(&in) % 5], ct = take(&in) % 4 ? vt : types[take(&in) % 5];
   const int64_t B = 1 + take(&in) % 3, Hkv = 1 + take(&in) % 2, G = 1 + take(&in) % 3;
-  const int64_t Lq = 1 + take(&in) % 3, D = 1 + take(&in) % 9, Dv = 1 + take(&in) % 9;
-  const int64_t ps = take(&in) % 6, pages = take(&in) % 9, stride = take(&in) % 5;
-  const int64_t cap = take(&in) % 13;
+  int64_t Lq = 1 + take(&in) % 3, D = 1 + take(&in) % 9, Dv = 1 + take(&in) % 9;
+  int64_t ps = take(&in) % 6, pages = take(&in) % 9, stride = take(&in) % 5;
+  int64_t cap = take(&in) % 13;
   const int flags = take(&in);
+  /* the int8 tiled layout (attn/decode.h): mostly shapes it allows, so that
+   * its kernels run over the exact tensors; sometimes a bad layout value */
+  const int lsel = take(&in);
+  const int layout = !(lsel & 1) ? 0 : lsel & 2 ? ATTN_KV_I8_TILED : lsel & 4 ? 9 : ATTN_KV_ROWS;
+  if (layout == ATTN_KV_I8_TILED && !(lsel & 8)) {
+    D = 4 * (1 + D % 3), Dv = 16 * (1 + Dv % 2);
+    ps = ps % 2 ? 16 : 0, cap = cap % 2 ? 32 : 16;
+  }
   int32_t lens[3], table[3 * 4];
   for (int i = 0; i < 3; i++)
     lens[i] = (int8_t)take(&in) % 24;
@@ -69,7 +77,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                        .page_size = ps,
                        .num_pages = pages,
                        .block_table = flags & 4 ? NULL : table,
-                       .block_table_stride = stride};
+                       .block_table_stride = stride,
+                       .layout = layout};
   attn_decode_desc d;
   attn_decode_desc_init(&d, B, G * Hkv, Hkv, Lq, D, Dv, ct);
   d.causal = !(flags & 8);

@@ -73,6 +73,7 @@ typedef struct {
   float *qscale, *qsum;      /* their scales and sums of q8 [B, Hq, Lq] */
   int64_t ldq;               /* its quantised rows' stride: D rounded up to 64 */
   int i8pv;                  /* int8 P·V through the level's pv_i8 */
+  int tiled;                 /* the int8 tiled layout (attn/decode.h) */
 } call_t;
 
 typedef struct {
@@ -83,13 +84,17 @@ typedef struct {
   float *qs, *s, *p, *corr, *slope;
   int64_t *pos, *lo, *hi;
   int64_t lo_max, hi_min; /* keys from lo_max to hi_min - 1: allowed for every row */
+  int8_t *rows8;          /* tiled layout: a block's rows for the row kernels [NB, D + Dv] */
 } scratch_t;
 
 static void *scratch_alloc(const call_t *c, scratch_t *w) {
   const int64_t R = c->R;
   const size_t floats = (size_t)(R * c->d->D + 2 * R * NB + 2 * R);
-  char *mem = malloc(floats * sizeof(float) + (size_t)(3 * R) * sizeof(int64_t));
+  const size_t ints = (size_t)(3 * R) * sizeof(int64_t);
+  const size_t rows8 = c->tiled ? (size_t)(NB * (c->d->D + c->d->Dv)) : 0;
+  char *mem = malloc(floats * sizeof(float) + ints + rows8);
   if (!mem) return NULL;
+  w->rows8 = c->tiled ? (int8_t *)(mem + floats * sizeof(float) + ints) : NULL;
   w->pos = (int64_t *)mem;
   w->lo = w->pos + R;
   w->hi = w->lo + R;
@@ -120,15 +125,23 @@ static void gather(const call_t *c, attn_kv_cursor *cu, int n, attn_decode_block
   const attn_kv_view *kv = c->kv;
   const int64_t kb = kv->D * c->elt, vb = kv->Dv * c->elt;
   blk->n = n;
+  blk->nt = 0;
   for (int j = 0; j < n;) {
     const int64_t row = attn_kv_cursor_next(cu); /* the run's first row; its page's rest: */
     const int run = (int)attn_min64(n - j, cu->rows - cu->slot + 1);
     cu->slot += run - 1;
     const char *k = (const char *)kv->k + row * kb, *v = (const char *)kv->v + row * vb;
-    for (int i = 0; i < run; i++) {
-      blk->k[j + i] = k + i * kb;
-      blk->v[j + i] = v + i * vb;
-    }
+    if (c->tiled) { /* the run's tiles (a run starts the block at lane toff, or a page at 0) */
+      if (j == 0) blk->toff = (int)(row & 15);
+      for (int64_t x = row >> 4; x <= (row + run - 1) >> 4; x++) {
+        blk->kt[blk->nt] = (const char *)kv->k + x * 16 * kv->D;
+        blk->vt[blk->nt++] = (const char *)kv->v + x * 16 * kv->Dv;
+      }
+    } else
+      for (int i = 0; i < run; i++) {
+        blk->k[j + i] = k + i * kb;
+        blk->v[j + i] = v + i * vb;
+      }
     if (kv->dtype == ATTN_I8)
       for (int i = 0; i < run; i++) {
         blk->ks[j + i] = kv->k_scale[row + i];
@@ -142,6 +155,15 @@ static void gather(const call_t *c, attn_kv_cursor *cu, int n, attn_decode_block
  * block where the micro-kernels do not prefetch). */
 static void prefetch_block(const call_t *c, const attn_decode_block *blk) {
   const int64_t kb = c->kv->D * c->elt, vb = c->kv->Dv * c->elt;
+  if (c->tiled) {
+    for (int i = 0; i < blk->nt; i++) {
+      for (int64_t o = 0; o < 16 * kb; o += 64)
+        __builtin_prefetch((const char *)blk->kt[i] + o);
+      for (int64_t o = 0; o < 16 * vb; o += 64)
+        __builtin_prefetch((const char *)blk->vt[i] + o);
+    }
+    return;
+  }
   for (int j = 0; j < blk->n; j++) {
     for (int64_t o = 0; o < kb; o += 64)
       __builtin_prefetch((const char *)blk->k[j] + o);
@@ -277,7 +299,29 @@ static void item_begin(const call_t *c, const item_t *it, scratch_t *w, float *s
   memset(acc, 0, (size_t)(R * d->Dv) * sizeof(float));
 }
 
-/* One block of an item (its keys from t): scores, the online softmax, P·V. */
+/* A tiled block's rows taken out of its tiles into w->rows8, for the
+ * kernels on rows (levels without the tiled ones, and the float paths):
+ * *rb = b with row pointers to them. */
+static const attn_decode_block *untile(const call_t *c, scratch_t *w, const attn_decode_block *b,
+                                       attn_decode_block *rb) {
+  const int64_t D = c->d->D, Dv = c->d->Dv;
+  *rb = *b;
+  rb->pn = 0;
+  for (int j = 0; j < b->n; j++) {
+    const int lane = b->toff + j;
+    const uint8_t *kt = b->kt[lane >> 4], *vt = b->vt[lane >> 4];
+    int8_t *kr = w->rows8 + j * (D + Dv), *vr = kr + D;
+    attn_kv_tk_get(kt, D, lane & 15, kr);
+    attn_kv_tv_get(vt, Dv, lane & 15, vr);
+    rb->k[j] = kr;
+    rb->v[j] = vr;
+  }
+  return rb;
+}
+
+/* One block of an item (its keys from t): scores, the online softmax, P·V.
+ * A tiled block goes to the level's tiled kernels, or is taken out into
+ * rows for the others (the same bits). */
 static void item_block(const call_t *c, const item_t *it, scratch_t *w, float *st,
                        const attn_decode_block *b, int64_t t) {
   const attn_decode_desc *d = c->d;
@@ -285,13 +329,20 @@ static void item_block(const call_t *c, const item_t *it, scratch_t *w, float *s
   const int64_t R = c->R;
   float *m = st, *l = st + R, *acc = st + 2 * R;
   const int64_t q0 = (it->b * d->Hq + it->g * c->G) * d->Lq; /* the item's first query row */
-  if (c->i8dot)
-    ops->scores_i8(b, c->q8 + q0 * c->ldq, c->ldq, c->qsum + q0, c->qscale + q0, R, w->s);
+  attn_decode_block rows;
+  const attn_decode_block *rb = b; /* b's rows (tiled: taken out when a kernel needs them) */
+  if (c->tiled && !(c->i8dot && ops->scores_i8t)) rb = untile(c, w, b, &rows);
+  if (c->tiled && rb == b)
+    ops->scores_i8t(b, c->q8 + q0 * c->ldq, c->ldq, c->qsum + q0, c->qscale + q0, R, w->s);
+  else if (c->i8dot)
+    ops->scores_i8(rb, c->q8 + q0 * c->ldq, c->ldq, c->qsum + q0, c->qscale + q0, R, w->s);
   else
-    ops->scores(b, w->qs, R, w->s);
-  if (block_softmax(c, w, b, it->g * c->G, t, m, l) &&
-      !(c->i8pv && ops->pv_i8(b, w->p, w->corr, R, acc)))
-    ops->pv(b, w->p, w->corr, R, acc);
+    ops->scores(rb, w->qs, R, w->s);
+  if (!block_softmax(c, w, b, it->g * c->G, t, m, l)) return;
+  if (c->tiled && rb == b && c->i8pv && ops->pv_i8t && ops->pv_i8t(b, w->p, w->corr, R, acc))
+    return;
+  if (c->tiled && rb == b) rb = untile(c, w, b, &rows);
+  if (!(c->i8pv && ops->pv_i8(rb, w->p, w->corr, R, acc))) ops->pv(rb, w->p, w->corr, R, acc);
 }
 
 /* A unit of work: nm items over the same tokens [t0, t1) of one sequence,
@@ -354,12 +405,11 @@ static void run_unit(const call_t *c, const item_t *items, float *st, unit_t u, 
     attn_kv_cursor_init(&us->rows[j], c->kv, it->b, it->g, t0);
   }
   attn_decode_block blk[2]; /* the block that runs and the next one */
+  memset(blk, 0, sizeof blk);
   for (int i = 0; i < 2; i++) {
     blk[i].dtype = c->kv->dtype;
     blk[i].D = c->d->D;
     blk[i].Dv = c->d->Dv;
-    blk[i].pn = 0;
-    blk[i].n = 0;
   }
   gather(c, &us->rows[0], (int)attn_min64(NB, t1 - t0), &blk[0]);
   prefetch_block(c, &blk[0]);
@@ -400,6 +450,9 @@ static void run_unit(const call_t *c, const item_t *items, float *st, unit_t u, 
     b->pn = ops->prefetches && nn > 0 ? nn : 0; /* the micro-kernels prefetch them */
     b->pk = last->k;
     b->pv = last->v;
+    b->pnt = ops->prefetches && nn > 0 ? last->nt : 0;
+    memcpy(b->pkt, last->kt, sizeof b->pkt);
+    memcpy(b->pvt, last->vt, sizeof b->pvt);
     const int64_t k = u.first + j * u.step;
     item_block(c, &items[k], &us->w[j], st + k * c->stride, b, t);
     j = jn, i = in;
@@ -625,6 +678,7 @@ attn_status attn_decode_forward(const attn_decode_desc *d, const attn_kv_view *k
   c.i8dot = kv->dtype == ATTN_I8 && c.kern->decode->scores_i8 && d->D <= ATTN_DECODE_I8DOT_MAX_D;
   c.ldq = attn_round_up(d->D, 64);
   c.i8pv = kv->dtype == ATTN_I8 && c.kern->decode->pv_i8 && !d->int8_pv_f32;
+  c.tiled = attn_kv_tiled(kv);
   c.q8 = NULL, c.qscale = c.qsum = NULL;
   if (c.i8dot && (s = quantize_queries(&c))) return s;
   const int64_t npairs = d->B * d->Hkv;

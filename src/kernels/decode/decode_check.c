@@ -157,5 +157,19 @@ attn_status attn_decode_check(const attn_decode_desc *d, const attn_kv_view *kv,
                           "kv view: an I8 cache without %s (one scale per token "
                           "and head)",
                           !kv->k_scale ? "k_scale" : "v_scale");
+  if (kv->layout != 0 && kv->layout != ATTN_KV_ROWS && kv->layout != ATTN_KV_I8_TILED)
+    return attn_set_error(ATTN_EINVAL,
+                          "kv view: layout %d (0 or ATTN_KV_ROWS %d, ATTN_KV_I8_TILED %d)",
+                          kv->layout, ATTN_KV_ROWS, ATTN_KV_I8_TILED);
+  if (kv->layout == ATTN_KV_I8_TILED) {
+    const int64_t P = kv->page_size ? kv->page_size : kv->capacity;
+    if (kv->dtype != ATTN_I8 || kv->D % 4 || kv->Dv % 16 || P % 16)
+      return attn_set_error(ATTN_EINVAL,
+                            "kv view: the int8 tiled layout needs dtype I8, D %% 4 == 0, Dv %% 16 "
+                            "== 0 and %s %% 16 == 0 (dtype %s, D %lld, Dv %lld, %s %lld)",
+                            kv->page_size ? "page_size" : "capacity", dname(kv->dtype),
+                            (long long)kv->D, (long long)kv->Dv,
+                            kv->page_size ? "page_size" : "capacity", (long long)P);
+  }
   return kv->page_size == 0 ? check_lens_contiguous(kv) : check_pages(kv);
 }

@@ -52,6 +52,39 @@ static inline int64_t attn_kv_cursor_next(attn_kv_cursor *c) {
   return c->base + c->slot++;
 }
 
+/* The int8 tiled layout (attn/decode.h, ATTN_KV_I8_TILED): the byte of row
+ * i (the index attn_kv_row gives), element d of K, column c of V. A tile
+ * of 16 rows, or a quad of 4, never straddles two (page, head) blocks: their
+ * rows are a multiple of 16. */
+static inline int64_t attn_kv_tk(int64_t D, int64_t i, int64_t d) {
+  return (i >> 4) * 16 * D + (d >> 2) * 64 + (i & 15) * 4 + (d & 3);
+}
+static inline int64_t attn_kv_tv(int64_t Dv, int64_t i, int64_t c) {
+  return (i >> 2) * 4 * Dv + 4 * c + (i & 3);
+}
+
+/* Row i of a tiled K (D bytes, stored as k + 128) or V (Dv) out of, or
+ * into, the cache's bytes. */
+static inline void attn_kv_tk_get(const uint8_t *k, int64_t D, int64_t i, int8_t *row) {
+  for (int64_t d = 0; d < D; d++)
+    row[d] = (int8_t)(k[attn_kv_tk(D, i, d)] ^ 0x80);
+}
+static inline void attn_kv_tk_put(uint8_t *k, int64_t D, int64_t i, const int8_t *row) {
+  for (int64_t d = 0; d < D; d++)
+    k[attn_kv_tk(D, i, d)] = (uint8_t)row[d] ^ 0x80;
+}
+static inline void attn_kv_tv_get(const uint8_t *v, int64_t Dv, int64_t i, int8_t *row) {
+  for (int64_t c = 0; c < Dv; c++)
+    row[c] = (int8_t)v[attn_kv_tv(Dv, i, c)];
+}
+static inline void attn_kv_tv_put(uint8_t *v, int64_t Dv, int64_t i, const int8_t *row) {
+  for (int64_t c = 0; c < Dv; c++)
+    v[attn_kv_tv(Dv, i, c)] = (uint8_t)row[c];
+}
+
+/* 1 when the view is int8 in the tiled layout */
+static inline int attn_kv_tiled(const attn_kv_view *kv) { return kv->layout == ATTN_KV_I8_TILED; }
+
 /* The threads' runs of work items (decode.c's loop). Consecutive items of a
  * (sequence, KV head) are consecutive chunks of its rows, adjacent in
  * memory: a thread that takes them in order reads one stream, which the

@@ -16,6 +16,8 @@
  * rows' maxima and sums, the accumulators' load, correction and store, over
  * twice the keys of 16) */
 enum { ATTN_DECODE_NB = 32 };
+/* tiles of 16 keys a block of NB keys may touch (it may start mid-tile) */
+enum { ATTN_DECODE_NT = ATTN_DECODE_NB / 16 + 1 };
 
 typedef struct {
   int dtype; /* attn_dtype of the rows: ATTN_F32, ATTN_F16, ATTN_BF16, ATTN_I8 */
@@ -28,6 +30,14 @@ typedef struct {
   int pn;
   const void *const *pk, *const *pv;
   float ks[ATTN_DECODE_NB], vs[ATTN_DECODE_NB]; /* int8: the rows' scales (the loop's) */
+  /* An int8 cache in the tiled layout (attn/decode.h; k, v, pk, pv unset):
+   * key j of the block is lane (toff + j) % 16 of tile (toff + j) / 16; kt[i]
+   * that tile's K bytes (16 D), vt[i] its 16 rows of V (4 quads, 16 Dv
+   * bytes), i < nt = (toff + n + 15) / 16. The next block's tiles, for the
+   * kernels' prefetches: pnt of them (0: none), pkt[i], pvt[i]. */
+  int toff, nt, pnt;
+  const void *kt[ATTN_DECODE_NT], *vt[ATTN_DECODE_NT];
+  const void *pkt[ATTN_DECODE_NT], *pvt[ATTN_DECODE_NT];
 } attn_decode_block;
 
 typedef struct {
@@ -74,6 +84,14 @@ typedef struct {
    * 255 / w) nothing is touched and it returns 0: the caller runs pv. */
   int (*pv_i8)(const attn_decode_block *b, const float *p, const float *corr, int64_t R,
                float *acc);
+  /* May be NULL. scores_i8 and pv_i8 (the same contracts, the same bits) on
+   * a block of the int8 tiled layout (kt, vt, toff, nt; D % 4 == 0, Dv % 16
+   * == 0): K's dwords of 16 keys are one vector, V's bytes of 4 keys per
+   * column one dword, as VPDPBUSD takes them. */
+  void (*scores_i8t)(const attn_decode_block *b, const int8_t *q8, int64_t ldq, const float *qsum,
+                     const float *qscale, int64_t R, float *s);
+  int (*pv_i8t)(const attn_decode_block *b, const float *p, const float *corr, int64_t R,
+                float *acc);
 } attn_decode_ops;
 
 /* the smallest nonzero row weight pv_i8 takes (255 / w stays finite, with room) */

@@ -3,7 +3,8 @@
  * a free list (a stack: pages leave in ascending order from a fresh pool),
  * a block table per sequence, -1 where no page is assigned. Rows arrive in
  * f32 and are stored in the cache's dtype (the level's conversions; int8:
- * symmetric, one scale per token and head). */
+ * symmetric, one scale per token and head), int8 in rows or in the tiled
+ * layout (attn/decode.h; decode_internal.h addresses its bytes). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "attn/tensor.h"
 #include "kernels/decode/decode_internal.h"
 #include "kernels/kern.h"
+#include "kernels/util.h"
 
 struct attn_kvc {
   attn_kvc_config cfg;
@@ -25,6 +27,8 @@ struct attn_kvc {
   int32_t *lens, *table; /* [B], paged: [B, bt_stride] */
   int32_t *free_pages;   /* paged: a stack of nfree pages */
   int64_t nfree;
+  int layout;   /* ATTN_KV_ROWS or ATTN_KV_I8_TILED */
+  int8_t *row8; /* int8: one row's values, max(D, Dv) */
 };
 
 static int64_t pages_for(const attn_kvc *c, int64_t len) {
@@ -39,6 +43,7 @@ attn_status attn_kvc_view(const attn_kvc *c, attn_kv_view *v) {
   v->seq_lens = c->lens;
   v->k = c->k, v->v = c->v;
   v->k_scale = c->ks, v->v_scale = c->vs;
+  v->layout = c->layout;
   if (c->cfg.page_size) {
     v->page_size = c->cfg.page_size;
     v->num_pages = c->nblocks;
@@ -53,7 +58,7 @@ attn_status attn_kvc_view(const attn_kvc *c, attn_kv_view *v) {
 void attn_kvc_free(attn_kvc *c) {
   if (!c) return;
   free(c->k), free(c->v), free(c->ks), free(c->vs);
-  free(c->lens), free(c->table), free(c->free_pages);
+  free(c->lens), free(c->table), free(c->free_pages), free(c->row8);
   free(c);
 }
 
@@ -113,9 +118,33 @@ attn_status attn_kvc_create(attn_kvc **out, const attn_kvc_config *cfg) {
                           "kvc: page_size %lld, num_pages %lld (page_size 0: "
                           "contiguous, no pool)",
                           (long long)cfg->page_size, (long long)cfg->num_pages);
+  /* the int8 tiled layout: asked for, or the library's choice where the
+   * level has its kernels */
+  const int tile_shapes =
+      t == ATTN_I8 && cfg->D % 4 == 0 && cfg->Dv % 16 == 0 && cfg->page_size % 16 == 0;
+  int layout = cfg->layout;
+  if (layout != 0 && layout != ATTN_KV_ROWS && layout != ATTN_KV_I8_TILED)
+    return attn_set_error(ATTN_EINVAL,
+                          "kvc: layout %d (0: the library's choice, ATTN_KV_ROWS %d, "
+                          "ATTN_KV_I8_TILED %d)",
+                          layout, ATTN_KV_ROWS, ATTN_KV_I8_TILED);
+  if (layout == ATTN_KV_I8_TILED && !tile_shapes)
+    return attn_set_error(ATTN_EINVAL,
+                          "kvc: the int8 tiled layout needs an I8 cache with D %% 4 == 0, Dv %% "
+                          "16 == 0 and page_size %% 16 == 0 (dtype %s, D %lld, Dv %lld, "
+                          "page_size %lld)",
+                          attn_dtype_name((attn_dtype)t), (long long)cfg->D, (long long)cfg->Dv,
+                          (long long)cfg->page_size);
+  if (layout == 0) {
+    const attn_decode_ops *ops = attn_kern_get()->decode;
+    layout = tile_shapes && ops->scores_i8t && ops->pv_i8t && cfg->D <= ATTN_DECODE_I8DOT_MAX_D
+                 ? ATTN_KV_I8_TILED
+                 : ATTN_KV_ROWS;
+  }
   attn_kvc *c = calloc(1, sizeof *c);
   if (!c) return attn_set_error(ATTN_ENOMEM, "kvc: no memory");
   c->cfg = *cfg;
+  c->layout = layout;
   c->elt = (int64_t)attn_dtype_size((attn_dtype)t);
   if (cfg->page_size) {
     c->rows = cfg->page_size;
@@ -130,8 +159,8 @@ attn_status attn_kvc_create(attn_kvc **out, const attn_kvc_config *cfg) {
     }
     c->table = alloc_bytes(cfg->B, c->bt_stride, 1, sizeof(int32_t));
     c->free_pages = alloc_bytes(c->nblocks, 1, 1, sizeof(int32_t));
-  } else {
-    c->rows = cfg->max_len;
+  } else { /* tiled: a sequence's block of whole tiles */
+    c->rows = layout == ATTN_KV_I8_TILED ? attn_round_up(cfg->max_len, 16) : cfg->max_len;
     c->nblocks = cfg->B;
   }
   c->lens = alloc_bytes(cfg->B, 1, 1, sizeof(int32_t));
@@ -141,7 +170,8 @@ attn_status attn_kvc_create(attn_kvc **out, const attn_kvc_config *cfg) {
   if (t == ATTN_I8) {
     c->ks = alloc_pool(c->nblocks * cfg->Hkv, c->rows, 1, sizeof(float));
     c->vs = alloc_pool(c->nblocks * cfg->Hkv, c->rows, 1, sizeof(float));
-    bad |= !c->ks || !c->vs;
+    c->row8 = malloc((size_t)(cfg->D > cfg->Dv ? cfg->D : cfg->Dv));
+    bad |= !c->ks || !c->vs || !c->row8;
   }
   if (bad) {
     attn_kvc_free(c);
@@ -173,9 +203,36 @@ static int64_t row_of(const attn_kvc *c, int64_t b, int64_t g, int64_t t) {
   return attn_kv_row(&v, b, g, t);
 }
 
-/* one f32 row x [w] stored at dst (and its int8 scale at *scale) */
-static void store_row(const attn_kvc *c, const float *x, int64_t w, void *dst, float *scale) {
+/* the int8 values of row `row` of K (is_v 0) or V stored: a row of the
+ * pool, or the tiled layout's bytes */
+static void put_i8(const attn_kvc *c, int is_v, int64_t row, const int8_t *x) {
+  const int64_t w = is_v ? c->cfg.Dv : c->cfg.D;
+  uint8_t *base = is_v ? c->v : c->k;
+  if (c->layout != ATTN_KV_I8_TILED)
+    memcpy(base + row * w, x, (size_t)w);
+  else if (is_v)
+    attn_kv_tv_put(base, w, row, x);
+  else
+    attn_kv_tk_put(base, w, row, x);
+}
+
+static void get_i8(const attn_kvc *c, int is_v, int64_t row, int8_t *x) {
+  const int64_t w = is_v ? c->cfg.Dv : c->cfg.D;
+  const uint8_t *base = is_v ? c->v : c->k;
+  if (c->layout != ATTN_KV_I8_TILED)
+    memcpy(x, base + row * w, (size_t)w);
+  else if (is_v)
+    attn_kv_tv_get(base, w, row, x);
+  else
+    attn_kv_tk_get(base, w, row, x);
+}
+
+/* one f32 row x [w] stored as row `row` of K (is_v 0) or V (and its int8
+ * scale) */
+static void store_row(attn_kvc *c, const float *x, int is_v, int64_t row) {
   const attn_row_ops *ro = &attn_kern_get()->row;
+  const int64_t w = is_v ? c->cfg.Dv : c->cfg.D;
+  void *dst = (char *)(is_v ? c->v : c->k) + row * w * c->elt;
   switch (c->cfg.dtype) {
   case ATTN_F16: ro->f32_to_f16(x, dst, w); break;
   case ATTN_BF16: ro->f32_to_bf16(x, dst, w); break;
@@ -184,7 +241,7 @@ static void store_row(const attn_kvc *c, const float *x, int64_t w, void *dst, f
     for (int64_t i = 0; i < w; i++)
       amax = fmaxf(amax, fabsf(x[i]));
     const float s = amax / 127.0f;
-    int8_t *q = dst;
+    int8_t *q = c->row8;
     for (int64_t i = 0; i < w; i++) { /* NaN, inf / inf: 0 (never a cast out of range) */
       const float y = s > 0.0f ? nearbyintf(x[i] / s) : 0.0f;
       q[i] = (int8_t)(y >= -127.0f && y <= 127.0f ? y
@@ -192,7 +249,8 @@ static void store_row(const attn_kvc *c, const float *x, int64_t w, void *dst, f
                       : y < -127.0f               ? -127.0f
                                                   : 0.0f);
     }
-    *scale = s;
+    (is_v ? c->vs : c->ks)[row] = s;
+    put_i8(c, is_v, row, q);
     break;
   }
   default: memcpy(dst, x, (size_t)w * sizeof(float));
@@ -235,10 +293,8 @@ attn_status attn_kvc_append(attn_kvc *c, int64_t b, const float *k_new, const fl
   for (int64_t g = 0; g < Hkv; g++)
     for (int64_t t = 0; t < n; t++) {
       const int64_t row = row_of(c, b, g, len + t);
-      store_row(c, k_new + (g * n + t) * D, D, (char *)c->k + row * D * c->elt,
-                c->ks ? c->ks + row : NULL);
-      store_row(c, v_new + (g * n + t) * Dv, Dv, (char *)c->v + row * Dv * c->elt,
-                c->vs ? c->vs + row : NULL);
+      store_row(c, k_new + (g * n + t) * D, 0, row);
+      store_row(c, v_new + (g * n + t) * Dv, 1, row);
     }
   return ATTN_OK;
 }
@@ -272,24 +328,38 @@ attn_status attn_kvc_copy_seq(attn_kvc *c, int64_t dst, int64_t src) {
   for (int64_t g = 0; g < c->cfg.Hkv; g++)
     for (int64_t t = 0; t < len; t++) {
       const int64_t from = row_of(c, src, g, t), to = row_of(c, dst, g, t);
-      memcpy((char *)c->k + to * kb, (const char *)c->k + from * kb, (size_t)kb);
-      memcpy((char *)c->v + to * vb, (const char *)c->v + from * vb, (size_t)vb);
+      if (c->layout == ATTN_KV_I8_TILED) {
+        for (int is_v = 0; is_v < 2; is_v++)
+          get_i8(c, is_v, from, c->row8), put_i8(c, is_v, to, c->row8);
+      } else {
+        memcpy((char *)c->k + to * kb, (const char *)c->k + from * kb, (size_t)kb);
+        memcpy((char *)c->v + to * vb, (const char *)c->v + from * vb, (size_t)vb);
+      }
       if (c->ks) c->ks[to] = c->ks[from], c->vs[to] = c->vs[from];
     }
   return ATTN_OK;
 }
 
-/* x [w] := the stored row widened */
-static void widen_row(const attn_kvc *c, const void *row, int64_t w, float scale, float *x) {
+/* x [w] := row `row` of K (is_v 0) or V, widened */
+static void widen_row(const attn_kvc *c, int is_v, int64_t row, float *x) {
   const attn_row_ops *ro = &attn_kern_get()->row;
+  const int64_t w = is_v ? c->cfg.Dv : c->cfg.D;
+  const void *src = (const char *)(is_v ? c->v : c->k) + row * w * c->elt;
   switch (c->cfg.dtype) {
-  case ATTN_F16: ro->f16_to_f32(row, x, w); break;
-  case ATTN_BF16: ro->bf16_to_f32(row, x, w); break;
-  case ATTN_I8:
-    for (int64_t i = 0; i < w; i++)
-      x[i] = scale * (float)((const int8_t *)row)[i];
+  case ATTN_F16: ro->f16_to_f32(src, x, w); break;
+  case ATTN_BF16: ro->bf16_to_f32(src, x, w); break;
+  case ATTN_I8: {
+    const float scale = (is_v ? c->vs : c->ks)[row];
+    const uint8_t *base = is_v ? c->v : c->k;
+    for (int64_t i = 0; i < w; i++) {
+      const int8_t q = c->layout != ATTN_KV_I8_TILED ? (int8_t)base[row * w + i]
+                       : is_v                        ? (int8_t)base[attn_kv_tv(w, row, i)]
+                                                     : (int8_t)(base[attn_kv_tk(w, row, i)] ^ 0x80);
+      x[i] = scale * (float)q;
+    }
     break;
-  default: memcpy(x, row, (size_t)w * sizeof(float));
+  }
+  default: memcpy(x, src, (size_t)w * sizeof(float));
   }
 }
 
@@ -303,10 +373,7 @@ attn_status attn_kvc_read(const attn_kvc *c, int64_t b, int64_t g, int64_t t, fl
                           (long long)g, (long long)t, (long long)b, c->lens[b],
                           (long long)c->cfg.Hkv);
   const int64_t row = row_of(c, b, g, t);
-  if (k)
-    widen_row(c, (const char *)c->k + row * c->cfg.D * c->elt, c->cfg.D, c->ks ? c->ks[row] : 1, k);
-  if (v)
-    widen_row(c, (const char *)c->v + row * c->cfg.Dv * c->elt, c->cfg.Dv, c->vs ? c->vs[row] : 1,
-              v);
+  if (k) widen_row(c, 0, row, k);
+  if (v) widen_row(c, 1, row, v);
   return ATTN_OK;
 }
