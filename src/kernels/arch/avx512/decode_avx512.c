@@ -567,7 +567,8 @@ VNNI_TARGET static int pv_i8_vnni(const attn_decode_block *b, const float *p, co
  * -> ~6 cycles, P·V (without its weights' quantisation) ~20 -> ~11. */
 
 /* RT rows' scores against one tile (nq dwords of depth; two chains per row);
- * pf (or NULL): a tile whose lines are prefetched on the way */
+ * pf: a tile whose lines are prefetched on the way (the tile itself when
+ * there is none to fetch: no branch in the loop) */
 VNNI_INLINE void i8t_rows(const uint8_t *kt, int64_t nq, const int8_t *q8, int64_t ldq,
                           const float *qsum, const float *qscale, __m512 *x, const char *pf,
                           int RT) {
@@ -576,8 +577,9 @@ VNNI_INLINE void i8t_rows(const uint8_t *kt, int64_t nq, const int8_t *q8, int64
   for (int r = 0; r < RT; r++)
     a[r] = a2[r] = _mm512_setzero_si512();
   int64_t i = 0;
+  DECODE_UNROLL(4)
   for (; i + 2 <= nq; i += 2) {
-    if (pf) _mm_prefetch(pf + 64 * i, _MM_HINT_T0), _mm_prefetch(pf + 64 * i + 64, _MM_HINT_T0);
+    _mm_prefetch(pf + 64 * i, _MM_HINT_T0), _mm_prefetch(pf + 64 * i + 64, _MM_HINT_T0);
     const __m512i k = _mm512_loadu_si512(kt + 64 * i), k2 = _mm512_loadu_si512(kt + 64 * i + 64);
     DECODE_UNROLL(8)
     for (int r = 0; r < RT; r++) {
@@ -589,7 +591,7 @@ VNNI_INLINE void i8t_rows(const uint8_t *kt, int64_t nq, const int8_t *q8, int64
     }
   }
   if (i < nq) {
-    if (pf) _mm_prefetch(pf + 64 * i, _MM_HINT_T0);
+    _mm_prefetch(pf + 64 * i, _MM_HINT_T0);
     const __m512i k = _mm512_loadu_si512(kt + 64 * i);
     DECODE_UNROLL(8)
     for (int r = 0; r < RT; r++) {
@@ -632,14 +634,15 @@ VNNI_TARGET static void scores_i8t_vnni(const attn_decode_block *b, const int8_t
                                         const float *qsum, const float *qscale, int64_t R,
                                         float *s) {
   for (int i = 0; i < b->nt; i++) {
-    const char *pf = i < b->pnt ? (const char *)b->pkt[i] : NULL; /* by the first rows */
+    const char *kt = (const char *)b->kt[i];
+    const char *pf = i < b->pnt ? (const char *)b->pkt[i] : kt; /* by the first rows */
     int64_t r = 0;
-    for (; R - r >= 8; r += 8, pf = NULL)
+    for (; R - r >= 8; r += 8, pf = kt)
       i8t_tile(b, i, q8 + r * ldq, ldq, qsum + r, qscale + r, s + r * NB, pf, 8);
     if (R - r >= 4)
-      i8t_tile(b, i, q8 + r * ldq, ldq, qsum + r, qscale + r, s + r * NB, pf, 4), r += 4, pf = NULL;
+      i8t_tile(b, i, q8 + r * ldq, ldq, qsum + r, qscale + r, s + r * NB, pf, 4), r += 4, pf = kt;
     if (R - r >= 2)
-      i8t_tile(b, i, q8 + r * ldq, ldq, qsum + r, qscale + r, s + r * NB, pf, 2), r += 2, pf = NULL;
+      i8t_tile(b, i, q8 + r * ldq, ldq, qsum + r, qscale + r, s + r * NB, pf, 2), r += 2, pf = kt;
     if (R - r >= 1) i8t_tile(b, i, q8 + r * ldq, ldq, qsum + r, qscale + r, s + r * NB, pf, 1);
   }
   for (int i = b->nt; i < b->pnt; i++)
@@ -647,27 +650,25 @@ VNNI_TARGET static void scores_i8t_vnni(const attn_decode_block *b, const int8_t
 }
 
 /* RT rows (acc, corr, ws: their first; w32[r * 5 + q]: row r's weights of
- * quad q) += nquad quads of V from the block's lane L0 (a multiple of 4)
- * over columns c0 .. c0 + 16 nv; pf (or NULL): the next block's tile of
- * this group, these columns of its quads prefetched */
-VNNI_INLINE void i8pvt_slab(const attn_decode_block *b, int L0, int nquad, const uint32_t *w32,
-                            const float *ws, const float *corr, float *acc, int64_t c0, int nv,
-                            const char *pf, int RT) {
-  const int64_t Dv = b->Dv;
+ * quad q) += nquad quads of V (vq[q]: the quad's bytes) over columns c0 ..
+ * c0 + 16 nv; pf (or NULL): the next block's tile of this group, these
+ * columns of its quads prefetched */
+VNNI_INLINE void i8pvt_slab(const uint8_t *const *vq, int nquad, const uint32_t *w32,
+                            const float *ws, const float *corr, float *acc, int64_t Dv, int64_t c0,
+                            int nv, const char *pf, int RT) {
   __m512i a[16]; /* a[r 4 + k]: row r's columns c0 + 16 k .. + 15 */
   DECODE_UNROLL(16)
   for (int i = 0; i < 4 * RT; i++)
     a[i] = _mm512_setzero_si512();
+  DECODE_UNROLL(5)
   for (int q = 0; q < nquad; q++) {
-    const int L = L0 + 4 * q;
-    const uint8_t *vq = (const uint8_t *)b->vt[L >> 4] + ((L >> 2) & 3) * 4 * Dv + 4 * c0;
     if (pf && q < 4)
       for (int k = 0; k < nv; k++)
         _mm_prefetch(pf + q * 4 * Dv + 4 * c0 + 64 * k, _MM_HINT_T0);
     __m512i y[4];
     DECODE_UNROLL(4)
     for (int k = 0; k < 4; k++)
-      y[k] = k < nv ? _mm512_loadu_si512(vq + 64 * k) : _mm512_setzero_si512();
+      y[k] = k < nv ? _mm512_loadu_si512(vq[q] + 4 * c0 + 64 * k) : _mm512_setzero_si512();
     DECODE_UNROLL(4)
     for (int r = 0; r < RT; r++) {
       const __m512i wr = _mm512_set1_epi32((int)w32[r * 5 + q]);
@@ -690,9 +691,40 @@ VNNI_INLINE void i8pvt_slab(const attn_decode_block *b, int L0, int nquad, const
   }
 }
 
+/* i8pv_quantize for RT rows at once (the divisions of the RT rows in one
+ * vector each: the same quotients): row r's u8 weights of group v at w32 +
+ * 5 r (4 words), its scale ws[r] */
+VNNI_INLINE void i8pv_quantize_rows(const attn_decode_block *b, const float *p, int v,
+                                    uint32_t *w32, float *ws, int RT) {
+  const __mmask16 live = live16(b->n, v);
+  __m512 x[4];
+  float w[4] = {1.0f, 1.0f, 1.0f, 1.0f}, inv[4];
+  DECODE_UNROLL(4)
+  for (int r = 0; r < RT; r++) {
+    x[r] = _mm512_maskz_loadu_ps(live, p + r * NB + 16 * v);
+    w[r] = _mm512_reduce_max_ps(x[r]);
+  }
+  const __m128 W = _mm_loadu_ps(w);
+  _mm_storeu_ps(inv, _mm_div_ps(_mm_set1_ps(255.0f), W));
+  float sc[4];
+  _mm_storeu_ps(sc, _mm_div_ps(W, _mm_set1_ps(255.0f)));
+  DECODE_UNROLL(4)
+  for (int r = 0; r < RT; r++) {
+    if (w[r] == 0.0f) {
+      memset(w32 + 5 * r, 0, 4 * sizeof(uint32_t));
+      ws[r] = 0.0f;
+      continue;
+    }
+    const __m512i u = _mm512_cvt_roundps_epi32(_mm512_mul_ps(x[r], _mm512_set1_ps(inv[r])),
+                                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm_storeu_si128((__m128i *)(w32 + 5 * r), _mm512_cvtepi32_epi8(u));
+    ws[r] = sc[r];
+  }
+}
+
 /* the block's groups of 16 keys, as i8pv_tile: each row's weights of a group
- * quantised (i8pv_quantize), then laid on the quads the group's keys lie in
- * (4, or 5 from a lane not a multiple of 4; the other keys' weights 0) */
+ * quantised, then laid on the quads the group's keys lie in (4, or 5 from a
+ * lane not a multiple of 4; the other keys' weights 0) */
 VNNI_INLINE void i8pvt_tile(const attn_decode_block *b, const float *p, const float *corr,
                             float *acc, int RT, int PF) {
   const int64_t Dv = b->Dv;
@@ -703,24 +735,27 @@ VNNI_INLINE void i8pvt_tile(const attn_decode_block *b, const float *p, const fl
     const int first = b->toff + 16 * v, sh = first & 3, L0 = first - sh;
     const int nk = b->n - 16 * v < 16 ? b->n - 16 * v : 16;
     const int nquad = (sh + nk + 3) >> 2;
-    DECODE_UNROLL(4)
-    for (int r = 0; r < RT; r++) {
-      if (sh == 0) { /* the group's keys are 4 whole quads */
-        ws[r] = i8pv_quantize(b, p + r * NB, v, w32 + r * 5);
-        continue;
+    i8pv_quantize_rows(b, p, v, w32, ws, RT);
+    if (sh) /* the weights moved up by sh bytes onto the quads */
+      for (int r = 0; r < RT; r++) {
+        uint8_t wb[24] = {0};
+        memcpy(wb + sh, w32 + 5 * r, 4 * sizeof(uint32_t));
+        memcpy(w32 + 5 * r, wb, 5 * sizeof(uint32_t));
       }
-      uint32_t q4[4];
-      uint8_t wb[24] = {0};
-      ws[r] = i8pv_quantize(b, p + r * NB, v, q4);
-      memcpy(wb + sh, q4, sizeof q4);
-      memcpy(w32 + r * 5, wb, 5 * sizeof(uint32_t));
+    const uint8_t *vq[5];
+    for (int q = 0; q < nquad; q++) {
+      const int L = L0 + 4 * q;
+      vq[q] = (const uint8_t *)b->vt[L >> 4] + ((L >> 2) & 3) * 4 * Dv;
     }
     const char *pf = PF && v < b->pnt ? (const char *)b->pvt[v] : NULL;
+    const float *cr = v ? NULL : corr;
     int64_t c0 = 0;
-    for (; c0 + 64 <= Dv; c0 += 64) /* whole slabs: the vectors' count a constant */
-      i8pvt_slab(b, L0, nquad, w32, ws, v ? NULL : corr, acc, c0, 4, pf, RT);
-    if (c0 < Dv)
-      i8pvt_slab(b, L0, nquad, w32, ws, v ? NULL : corr, acc, c0, (int)((Dv - c0) / 16), pf, RT);
+    if (nquad == 4) /* a whole group on whole quads: the loops' counts constants */
+      for (; c0 + 64 <= Dv; c0 += 64)
+        i8pvt_slab(vq, 4, w32, ws, cr, acc, Dv, c0, 4, pf, RT);
+    for (; c0 + 64 <= Dv; c0 += 64)
+      i8pvt_slab(vq, nquad, w32, ws, cr, acc, Dv, c0, 4, pf, RT);
+    if (c0 < Dv) i8pvt_slab(vq, nquad, w32, ws, cr, acc, Dv, c0, (int)((Dv - c0) / 16), pf, RT);
   }
   for (; PF && v < b->pnt; v++)
     prefetch_row(b->pvt[v], 16 * Dv);
