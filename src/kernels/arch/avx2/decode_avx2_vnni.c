@@ -14,7 +14,8 @@
  * VPDPBUSD with the row's four weights broadcast, 32 columns per slab; the
  * int32 sums put back in column order (the unpacks work within 128-bit
  * lanes) and scaled into acc once per group. AVX2 has no masked byte
- * loads: a row's last partial 32 bytes go through a zero-padded copy. */
+ * loads: a row's last partial 32 bytes go through a zero-padded copy.
+ * And the same two on the int8 tiled layout (below). */
 #include "kernels/kern.h"
 
 #if defined(__x86_64__)
@@ -281,6 +282,156 @@ AVNNI_TARGET static int pv_i8_avxvnni(const attn_decode_block *b, const float *p
   return 1;
 }
 
+/* The int8 tiled layout (attn/decode.h), as decode_avx512.c's tiled kernels:
+ * a K tile's dword i of 16 keys is two vectors of 8 keys (bytes 64 i .. +31
+ * and +32 .. +63), loaded as they lie; a V quad's 32 bytes at column c are 8
+ * columns of 4 keys, already in column order. The same integer sums and
+ * float operations as the row kernels above: the same bits. */
+
+/* RT rows' scores against keys 8 h .. 8 h + 7 of one tile (nq dwords of
+ * depth) into s (their first row; the block's key of lane 0 is j0; toff 0:
+ * the keys in order, else those inside the block one at a time) */
+AVNNI_INLINE void rows_tiled(const attn_decode_block *b, const uint8_t *kt, int h, int64_t nq,
+                             const int8_t *q8, int64_t ldq, const float *qsum, const float *qscale,
+                             float *s, int j0, int RT) {
+  __m256i a[4];
+  DECODE_UNROLL(4)
+  for (int r = 0; r < RT; r++)
+    a[r] = _mm256_setzero_si256();
+  for (int64_t i = 0; i < nq; i++) {
+    const __m256i k = _mm256_loadu_si256((const __m256i *)(kt + 64 * i + 32 * h));
+    DECODE_UNROLL(4)
+    for (int r = 0; r < RT; r++) {
+      int32_t qd;
+      memcpy(&qd, q8 + r * ldq + 4 * i, sizeof qd);
+      a[r] = _mm256_dpbusd_avx_epi32(a[r], k, _mm256_set1_epi32(qd));
+    }
+  }
+  const int first = j0 + 8 * h; /* the block's key in this half's lane 0 */
+  DECODE_UNROLL(4)
+  for (int r = 0; r < RT; r++) {
+    const __m256 x = _mm256_sub_ps(_mm256_cvtepi32_ps(a[r]), _mm256_set1_ps(128.0f * qsum[r]));
+    float out[8];
+    _mm256_storeu_ps(out, _mm256_mul_ps(x, _mm256_set1_ps(qscale[r])));
+    for (int l = 0; l < 8; l++)
+      if (first + l >= 0 && first + l < b->n) s[r * NB + first + l] = out[l];
+  }
+}
+
+AVNNI_TARGET static void scores_i8t_avxvnni(const attn_decode_block *b, const int8_t *q8,
+                                            int64_t ldq, const float *qsum, const float *qscale,
+                                            int64_t R, float *s) {
+  const int64_t nq = b->D / 4;
+  for (int i = 0; i < b->nt; i++) {
+    const uint8_t *kt = (const uint8_t *)b->kt[i];
+    if (i < b->pnt) /* the next block's tile */
+      for (int64_t o = 0; o < 16 * b->D; o += 64)
+        _mm_prefetch((const char *)b->pkt[i] + o, _MM_HINT_T0);
+    const int j0 = 16 * i - b->toff;
+    for (int h = 0; h < 2; h++) {
+      if (j0 + 8 * h >= b->n || j0 + 8 * h + 8 <= 0) continue; /* no key of the block there */
+      int64_t r = 0;
+      for (; R - r >= 4; r += 4)
+        rows_tiled(b, kt, h, nq, q8 + r * ldq, ldq, qsum + r, qscale + r, s + r * NB, j0, 4);
+      if (R - r >= 2)
+        rows_tiled(b, kt, h, nq, q8 + r * ldq, ldq, qsum + r, qscale + r, s + r * NB, j0, 2),
+            r += 2;
+      if (R - r >= 1)
+        rows_tiled(b, kt, h, nq, q8 + r * ldq, ldq, qsum + r, qscale + r, s + r * NB, j0, 1);
+    }
+  }
+  for (int i = b->nt; i < b->pnt; i++)
+    for (int64_t o = 0; o < 16 * b->D; o += 64)
+      _mm_prefetch((const char *)b->pkt[i] + o, _MM_HINT_T0);
+}
+
+/* RT rows += nquad quads (vq[q]; w32[r * 5 + q]: row r's weights) over
+ * columns c0 .. c0 + cn - 1 (cn 16 or 32) */
+AVNNI_INLINE void pv_slab_tiled(const uint8_t *const *vq, int nquad, const uint32_t *w32,
+                                const float *ws, const float *corr, float *acc, int64_t Dv,
+                                int64_t c0, int64_t cn, const char *pf, int RT) {
+  __m256i a[8]; /* a[r 4 + k]: row r's columns c0 + 8 k .. + 7 */
+  DECODE_UNROLL(8)
+  for (int i = 0; i < 4 * RT; i++)
+    a[i] = _mm256_setzero_si256();
+  const int nv = (int)(cn / 8);
+  for (int q = 0; q < nquad; q++) {
+    if (pf && q < 4) _mm_prefetch(pf + q * 4 * Dv + 4 * c0, _MM_HINT_T0);
+    if (pf && q < 4 && cn > 16) _mm_prefetch(pf + q * 4 * Dv + 4 * c0 + 64, _MM_HINT_T0);
+    __m256i y[4];
+    DECODE_UNROLL(4)
+    for (int k = 0; k < 4; k++)
+      y[k] = k < nv ? _mm256_loadu_si256((const __m256i *)(vq[q] + 4 * c0 + 32 * k))
+                    : _mm256_setzero_si256();
+    DECODE_UNROLL(2)
+    for (int r = 0; r < RT; r++) {
+      const __m256i wr = _mm256_set1_epi32((int)w32[r * 5 + q]);
+      DECODE_UNROLL(4)
+      for (int k = 0; k < 4; k++)
+        a[r * 4 + k] = _mm256_dpbusd_avx_epi32(a[r * 4 + k], wr, y[k]);
+    }
+  }
+  DECODE_UNROLL(2)
+  for (int r = 0; r < RT; r++) {
+    const __m256 sr = _mm256_set1_ps(ws[r]);
+    float *ar = acc + r * Dv + c0;
+    DECODE_UNROLL(4)
+    for (int k = 0; k < 4; k++) {
+      if (k >= nv) break;
+      __m256 x = _mm256_loadu_ps(ar + 8 * k);
+      if (corr) x = _mm256_mul_ps(x, _mm256_set1_ps(corr[r])); /* the block's first group */
+      _mm256_storeu_ps(ar + 8 * k, _mm256_fmadd_ps(_mm256_cvtepi32_ps(a[r * 4 + k]), sr, x));
+    }
+  }
+}
+
+/* the block's groups of 16 keys as pv_tile, their weights laid on the quads
+ * the group's keys lie in (4, or 5 from a lane not a multiple of 4) */
+AVNNI_INLINE void pv_tile_tiled(const attn_decode_block *b, const float *p, const float *corr,
+                                float *acc, int RT, int PF) {
+  const int64_t Dv = b->Dv;
+  int g = 0;
+  for (; 16 * g < b->n; g++) {
+    uint32_t w32[2 * 5];
+    float ws[2];
+    const int first = b->toff + 16 * g, sh = first & 3, L0 = first - sh;
+    const int nk = b->n - 16 * g < 16 ? b->n - 16 * g : 16;
+    const int nquad = (sh + nk + 3) >> 2;
+    DECODE_UNROLL(2)
+    for (int r = 0; r < RT; r++) {
+      uint32_t q4[4];
+      uint8_t wb[24] = {0};
+      ws[r] = pv_quantize(b, p + r * NB, g, q4);
+      memcpy(wb + sh, q4, sizeof q4);
+      memcpy(w32 + 5 * r, wb, 5 * sizeof(uint32_t));
+    }
+    const uint8_t *vq[5];
+    for (int q = 0; q < nquad; q++) {
+      const int L = L0 + 4 * q;
+      vq[q] = (const uint8_t *)b->vt[L >> 4] + ((L >> 2) & 3) * 4 * Dv;
+    }
+    const char *pf = PF && g < b->pnt ? (const char *)b->pvt[g] : NULL;
+    for (int64_t c0 = 0; c0 < Dv; c0 += 32)
+      pv_slab_tiled(vq, nquad, w32, ws, g ? NULL : corr, acc, Dv, c0, Dv - c0 < 32 ? Dv - c0 : 32,
+                    pf, RT);
+  }
+  for (; PF && g < b->pnt; g++)
+    for (int64_t o = 0; o < 16 * Dv; o += 64)
+      _mm_prefetch((const char *)b->pvt[g] + o, _MM_HINT_T0);
+}
+
+AVNNI_TARGET static int pv_i8t_avxvnni(const attn_decode_block *b, const float *p,
+                                       const float *corr, int64_t R, float *acc) {
+  if (!pv_check(b, p, R)) return 0;
+  const int64_t Dv = b->Dv;
+  int64_t r = 0;
+  int pf = 1;
+  for (; R - r >= 2; r += 2, pf = 0)
+    pv_tile_tiled(b, p + r * NB, corr + r, acc + r * Dv, 2, pf);
+  if (R - r == 1) pv_tile_tiled(b, p + r * NB, corr + r, acc + r * Dv, 1, pf);
+  return 1;
+}
+
 const attn_decode_ops *attn_decode_ops_avx2_vnni(void) {
   static attn_decode_ops ops; /* set once, under the dispatch's pthread_once */
   const attn_decode_ops *base = attn_decode_ops_avx2();
@@ -289,6 +440,8 @@ const attn_decode_ops *attn_decode_ops_avx2_vnni(void) {
   ops.name = "avx2_vnni";
   ops.scores_i8 = scores_i8_avxvnni;
   ops.pv_i8 = pv_i8_avxvnni;
+  ops.scores_i8t = scores_i8t_avxvnni;
+  ops.pv_i8t = pv_i8t_avxvnni;
   return &ops;
 }
 #else
