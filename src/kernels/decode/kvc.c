@@ -328,6 +328,16 @@ attn_status attn_kvc_copy_seq(attn_kvc *c, int64_t dst, int64_t src) {
   for (int64_t g = 0; g < c->cfg.Hkv; g++)
     for (int64_t t = 0; t < len; t++) {
       const int64_t from = row_of(c, src, g, t), to = row_of(c, dst, g, t);
+      if (c->layout == ATTN_KV_I8_TILED && t % 16 == 0 && t + 16 <= len) {
+        /* a whole tile (and its 4 quads): the same bytes at the same place
+         * of its page, as the slots of t .. t + 15 are the same in both */
+        memcpy((char *)c->k + to * kb, (const char *)c->k + from * kb, (size_t)(16 * kb));
+        memcpy((char *)c->v + to * vb, (const char *)c->v + from * vb, (size_t)(16 * vb));
+        memcpy(c->ks + to, c->ks + from, 16 * sizeof(float));
+        memcpy(c->vs + to, c->vs + from, 16 * sizeof(float));
+        t += 15;
+        continue;
+      }
       if (c->layout == ATTN_KV_I8_TILED) {
         for (int is_v = 0; is_v < 2; is_v++)
           get_i8(c, is_v, from, c->row8), put_i8(c, is_v, to, c->row8);
