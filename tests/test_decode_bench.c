@@ -33,14 +33,14 @@ static int row(const char *t, long n, double *v) {
 }
 
 static void test_bench_decode_rows(void) {
-  CHECK(run("bench decode --lk 40 300 --dtype f16 int8 --heads 4 --kv-heads 2 --dim 32 "
+  CHECK(run("bench decode --lk 40 300 --dtype f16 int8 int8r --heads 4 --kv-heads 2 --dim 32 "
             "--runs 1 --membw-mib 4 --threads 2") == 0);
   CHECK(strstr(out, "CPU: ") == out);
   CHECK(strstr(out, "memory read bandwidth measured now") != NULL);
   CHECK(strstr(out, "4 query heads over 2 KV heads, D=32, 2 threads") != NULL);
-  static const char *const types[] = {"f16", "int8"};
+  static const char *const types[] = {"f16", "int8", "int8r"}; /* int8r: the rows layout */
   static const long lks[] = {40, 300};
-  for (int t = 0; t < 2; t++)
+  for (int t = 0; t < 3; t++)
     for (int i = 0; i < 2; i++) {
       double v[11];
       int k = row(types[t], lks[i], v);

@@ -20,16 +20,19 @@ typedef struct {
   int B, Lq, Hq, Hkv, D, threads, runs, page_size, paged, single;
   long long lk[MAX_LK];
   int nlk;
-  int dtypes[5], ndt; /* indices into all_types */
+  int dtypes[6], ndt; /* indices into all_types */
 } dec_opts;
 
-/* "int8f": the int8 cache with P·V in f32 (attn_decode_desc.int8_pv_f32) */
-static const int all_types[5] = {ATTN_F32, ATTN_F16, ATTN_BF16, ATTN_I8, ATTN_I8};
-static const char *const type_names[5] = {"f32", "f16", "bf16", "int8", "int8f"};
+/* "int8f": the int8 cache with P·V in f32 (attn_decode_desc.int8_pv_f32); "int8r": the
+ * int8 cache in rows (ATTN_KV_ROWS), where "int8" takes the library's layout (tiled where
+ * the level has its kernels) */
+static const int all_types[6] = {ATTN_F32, ATTN_F16, ATTN_BF16, ATTN_I8, ATTN_I8, ATTN_I8};
+static const char *const type_names[6] = {"f32", "f16", "bf16", "int8", "int8f", "int8r"};
 
 static void dec_usage(FILE *out) {
   fprintf(out,
-          "usage: attn bench decode [--lk N...] [--dtype f32|f16|bf16|int8|int8f ...] [--lq Q]\n"
+          "usage: attn bench decode [--lk N...] [--dtype f32|f16|bf16|int8|int8f|int8r ...]\n"
+          "                         [--lq Q]\n"
           "                         [--heads HQ] [--kv-heads HKV] [--dim D] [--batch B]\n"
           "                         [--threads T] [--page-size P] [--no-paged] [--no-single]\n"
           "                         [--runs R] [--membw-mib M]\n"
@@ -45,7 +48,9 @@ static void dec_usage(FILE *out) {
           "  reading in order (attn bench membw --chunk; one measurement each: as noisy\n"
           "  as the machine's bandwidth);\n"
           "  1 thread's time and T threads' speed-up over it (split-KV). int8f: the int8\n"
-          "  cache with P·V in f32 (int8_pv_f32), not in the default list.\n");
+          "  cache with P·V in f32 (int8_pv_f32); int8r: the int8 cache in rows, where int8\n"
+          "  is in the library's layout (tiled where the level has its kernels); neither\n"
+          "  in the default list.\n");
 }
 
 /* median seconds per call */
@@ -67,14 +72,16 @@ static double time_calls(const attn_decode_desc *d, const attn_kv_view *v, const
 }
 
 /* a cache of o->B sequences of maxlk tokens (random rows, appended in pieces) */
-static attn_kvc *fill_cache(const dec_opts *o, int dtype, long long maxlk, int page_size) {
+static attn_kvc *fill_cache(const dec_opts *o, int dtype, long long maxlk, int page_size,
+                            int layout) {
   attn_kvc_config cfg = {.dtype = dtype,
                          .B = o->B,
                          .Hkv = o->Hkv,
                          .D = o->D,
                          .Dv = o->D,
                          .max_len = maxlk,
-                         .page_size = page_size};
+                         .page_size = page_size,
+                         .layout = layout};
   attn_kvc *c;
   if (attn_kvc_create(&c, &cfg)) return NULL;
   enum { PIECE = 256 };
@@ -128,9 +135,9 @@ int attn_bench_decode_main(int argc, char **argv) {
       while (i + 1 < argc && argv[i + 1][0] != '-') {
         const char *t = argv[++i];
         int k = 0;
-        while (k < 5 && strcmp(t, type_names[k]) && !(k == 1 && !strcmp(t, "fp16")))
+        while (k < 6 && strcmp(t, type_names[k]) && !(k == 1 && !strcmp(t, "fp16")))
           k++;
-        if (k == 5 || o.ndt == 5) goto bad;
+        if (k == 6 || o.ndt == 6) goto bad;
         o.dtypes[o.ndt++] = k, got++;
       }
       if (!got) goto bad;
@@ -207,8 +214,9 @@ int attn_bench_decode_main(int argc, char **argv) {
   for (int t = 0; t < o.ndt; t++) {
     const int dt = all_types[o.dtypes[t]];
     const char *tn = type_names[o.dtypes[t]];
-    attn_kvc *cc = fill_cache(&o, dt, maxlk, 0);
-    attn_kvc *pc = o.paged ? fill_cache(&o, dt, maxlk, o.page_size) : NULL;
+    const int layout = o.dtypes[t] == 5 ? ATTN_KV_ROWS : 0;
+    attn_kvc *cc = fill_cache(&o, dt, maxlk, 0, layout);
+    attn_kvc *pc = o.paged ? fill_cache(&o, dt, maxlk, o.page_size, layout) : NULL;
     int32_t *table = NULL;
     attn_kv_view cv, pv;
     memset(&pv, 0, sizeof pv);
