@@ -644,12 +644,17 @@ static attn_status quantize_queries(call_t *c) {
       }
       amax = fabsf(v) > amax ? fabsf(v) : amax;
     }
-    const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+    const float inv = amax > 0.0f ? 127.0f / amax : 0.0f, sc = c->scale;
     int32_t sum = 0;
+    /* rounded to nearest even by the 1.5 x 2^23 shift (|v| <= 127 here:
+     * nearbyintf's result in the default rounding mode, without a libm call
+     * per element, which was 4 % of an int8 call at Lk 8k) */
+#pragma omp simd reduction(+ : sum)
     for (int64_t e = 0; e < D; e++) {
-      const float v = nearbyintf(x[e] * c->scale * inv);
-      y[e] = (int8_t)(v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v);
-      sum += y[e];
+      float v = (x[e] * sc * inv + 12582912.0f) - 12582912.0f;
+      v = v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v;
+      y[e] = (int8_t)v;
+      sum += (int32_t)v;
     }
     memset(y + D, 0, (size_t)(c->ldq - D));
     c->qscale[r] = amax / 127.0f;
