@@ -654,12 +654,8 @@ VNNI_INLINE void i8t_rows(const uint8_t *kt, int64_t nq, const int8_t *q8, int64
   }
 }
 
-/* RT rows' scores against tile i of the block into s (their first row) */
-VNNI_INLINE void i8t_tile(const attn_decode_block *b, int i, const int8_t *q8, int64_t ldq,
-                          const float *qsum, const float *qscale, float *s, const char *pf,
-                          int RT) {
-  __m512 x[8];
-  i8t_rows((const uint8_t *)b->kt[i], b->D / 4, q8, ldq, qsum, qscale, x, pf, RT);
+/* the scores of tile i (x[r], RT rows) stored into s (their first row) */
+VNNI_INLINE void i8t_store(const attn_decode_block *b, int i, const __m512 *x, float *s, int RT) {
   const int j0 = 16 * i - b->toff; /* the block's key in lane 0 */
   if (b->toff == 0) {
     const __mmask16 live = live16(b->n, i);
@@ -676,10 +672,72 @@ VNNI_INLINE void i8t_tile(const attn_decode_block *b, int i, const int8_t *q8, i
   }
 }
 
+/* RT rows' scores against tile i of the block into s (their first row) */
+VNNI_INLINE void i8t_tile(const attn_decode_block *b, int i, const int8_t *q8, int64_t ldq,
+                          const float *qsum, const float *qscale, float *s, const char *pf,
+                          int RT) {
+  __m512 x[8];
+  i8t_rows((const uint8_t *)b->kt[i], b->D / 4, q8, ldq, qsum, qscale, x, pf, RT);
+  i8t_store(b, i, x, s, RT);
+}
+
+/* RT rows' scores against tiles i and i + 1 at once: each query dword
+ * broadcast once for both (the broadcasts, one load each, were the most of
+ * the kernel's loads: 8 per key against 2 of the key bytes) */
+VNNI_INLINE void i8t_pair(const attn_decode_block *b, int i, const int8_t *q8, int64_t ldq,
+                          const float *qsum, const float *qscale, float *s, const char *pf0,
+                          const char *pf1, int RT) {
+  const uint8_t *k0 = (const uint8_t *)b->kt[i], *k1 = (const uint8_t *)b->kt[i + 1];
+  const int64_t nq = b->D / 4;
+  __m512i a[8], a2[8];
+  DECODE_UNROLL(8)
+  for (int r = 0; r < RT; r++)
+    a[r] = a2[r] = _mm512_setzero_si512();
+  DECODE_UNROLL(2)
+  for (int64_t d = 0; d < nq; d++) {
+    _mm_prefetch(pf0 + 64 * d, _MM_HINT_T0), _mm_prefetch(pf1 + 64 * d, _MM_HINT_T0);
+    const __m512i x0 = _mm512_loadu_si512(k0 + 64 * d), x1 = _mm512_loadu_si512(k1 + 64 * d);
+    DECODE_UNROLL(8)
+    for (int r = 0; r < RT; r++) {
+      int32_t qd;
+      memcpy(&qd, q8 + r * ldq + 4 * d, sizeof qd);
+      const __m512i qb = _mm512_set1_epi32(qd);
+      a[r] = _mm512_dpbusd_epi32(a[r], x0, qb);
+      a2[r] = _mm512_dpbusd_epi32(a2[r], x1, qb);
+    }
+  }
+  __m512 x0[8], x1[8];
+  DECODE_UNROLL(8)
+  for (int r = 0; r < RT; r++) {
+    const __m512 off = _mm512_set1_ps(128.0f * qsum[r]), sc = _mm512_set1_ps(qscale[r]);
+    x0[r] = _mm512_mul_ps(_mm512_sub_ps(_mm512_cvtepi32_ps(a[r]), off), sc);
+    x1[r] = _mm512_mul_ps(_mm512_sub_ps(_mm512_cvtepi32_ps(a2[r]), off), sc);
+  }
+  i8t_store(b, i, x0, s, RT);
+  i8t_store(b, i + 1, x1, s, RT);
+}
+
 VNNI_TARGET static void scores_i8t_vnni(const attn_decode_block *b, const int8_t *q8, int64_t ldq,
                                         const float *qsum, const float *qscale, int64_t R,
                                         float *s) {
-  for (int i = 0; i < b->nt; i++) {
+  int i = 0;
+  for (; i + 2 <= b->nt; i += 2) { /* tiles in pairs */
+    const char *k0 = (const char *)b->kt[i], *k1 = (const char *)b->kt[i + 1];
+    const char *pf0 = i < b->pnt ? (const char *)b->pkt[i] : k0; /* by the first rows */
+    const char *pf1 = i + 1 < b->pnt ? (const char *)b->pkt[i + 1] : k1;
+    int64_t r = 0;
+    for (; R - r >= 8; r += 8, pf0 = k0, pf1 = k1)
+      i8t_pair(b, i, q8 + r * ldq, ldq, qsum + r, qscale + r, s + r * NB, pf0, pf1, 8);
+    if (R - r >= 4)
+      i8t_pair(b, i, q8 + r * ldq, ldq, qsum + r, qscale + r, s + r * NB, pf0, pf1, 4), r += 4,
+          pf0 = k0, pf1 = k1;
+    if (R - r >= 2)
+      i8t_pair(b, i, q8 + r * ldq, ldq, qsum + r, qscale + r, s + r * NB, pf0, pf1, 2), r += 2,
+          pf0 = k0, pf1 = k1;
+    if (R - r >= 1)
+      i8t_pair(b, i, q8 + r * ldq, ldq, qsum + r, qscale + r, s + r * NB, pf0, pf1, 1);
+  }
+  for (; i < b->nt; i++) {
     const char *kt = (const char *)b->kt[i];
     const char *pf = i < b->pnt ? (const char *)b->pkt[i] : kt; /* by the first rows */
     int64_t r = 0;
@@ -691,7 +749,7 @@ VNNI_TARGET static void scores_i8t_vnni(const attn_decode_block *b, const int8_t
       i8t_tile(b, i, q8 + r * ldq, ldq, qsum + r, qscale + r, s + r * NB, pf, 2), r += 2, pf = kt;
     if (R - r >= 1) i8t_tile(b, i, q8 + r * ldq, ldq, qsum + r, qscale + r, s + r * NB, pf, 1);
   }
-  for (int i = b->nt; i < b->pnt; i++)
+  for (i = b->nt; i < b->pnt; i++)
     prefetch_row(b->pkt[i], 16 * b->D);
 }
 
