@@ -583,6 +583,17 @@ static void test_nan_in_cache_propagates(void) {
   CHECK(isnan(p.out[0]) && isnan(p.lse[0]));
   CHECK(isfinite(p.out[16]) && isfinite(p.lse[1]));
   dprob_free(&p);
+  /* four query rows per KV head (the AVX-512 softmax's four-row path): the
+   * NaN key of head 0 reaches its four rows, not head 1's */
+  c = dcase_plain(ATTN_F32, 8, 2, 1, 16, 40);
+  CHECK(dprob_make(&p, &c) == 0);
+  CHECK_OK(attn_kvc_view(p.kvc, &v));
+  ((float *)v.k)[5 * 16 + 3] = NAN;
+  CHECK_OK(attn_decode_forward(&p.d, &v, p.q, p.out, p.lse));
+  for (int h = 0; h < 8; h++)
+    CHECK(h < 4 ? isnan(p.out[h * 16]) && isnan(p.lse[h])
+                : isfinite(p.out[h * 16]) && isfinite(p.lse[h]));
+  dprob_free(&p);
 }
 
 static void expect_err(const attn_decode_desc *d, const attn_kv_view *v, const float *q, float *out,
