@@ -270,18 +270,6 @@ AVNNI_INLINE void pv_tile(const attn_decode_block *b, const float *p, const floa
   }
 }
 
-AVNNI_TARGET static int pv_i8_avxvnni(const attn_decode_block *b, const float *p, const float *corr,
-                                      int64_t R, float *acc) {
-  if (!pv_check(b, p, R)) return 0;
-  const int64_t Dv = b->Dv;
-  int64_t r = 0;
-  int pf = 1;
-  for (; R - r >= 2; r += 2, pf = 0)
-    pv_tile(b, p + r * NB, corr + r, acc + r * Dv, 2, pf);
-  if (R - r == 1) pv_tile(b, p + r * NB, corr + r, acc + r * Dv, 1, pf);
-  return 1;
-}
-
 /* The int8 tiled layout (attn/decode.h), as decode_avx512.c's tiled kernels:
  * a K tile's dword i of 16 keys is two vectors of 8 keys (bytes 64 i .. +31
  * and +32 .. +63), loaded as they lie; a V quad's 32 bytes at column c are 8
@@ -420,16 +408,32 @@ AVNNI_INLINE void pv_tile_tiled(const attn_decode_block *b, const float *p, cons
       _mm_prefetch((const char *)b->pvt[g] + o, _MM_HINT_T0);
 }
 
-AVNNI_TARGET static int pv_i8t_avxvnni(const attn_decode_block *b, const float *p,
-                                       const float *corr, int64_t R, float *acc) {
+/* pv_i8 (TILED 0) or pv_i8t (1): the weights checked, then the rows two at
+ * a time (the last one alone), the first tile prefetching */
+AVNNI_INLINE int pv_rows(const attn_decode_block *b, const float *p, const float *corr, int64_t R,
+                         float *acc, int TILED) {
   if (!pv_check(b, p, R)) return 0;
   const int64_t Dv = b->Dv;
-  int64_t r = 0;
   int pf = 1;
-  for (; R - r >= 2; r += 2, pf = 0)
-    pv_tile_tiled(b, p + r * NB, corr + r, acc + r * Dv, 2, pf);
-  if (R - r == 1) pv_tile_tiled(b, p + r * NB, corr + r, acc + r * Dv, 1, pf);
+  for (int64_t r = 0; r < R; r += 2, pf = 0) {
+    const float *pr = p + r * NB, *cr = corr + r;
+    float *ar = acc + r * Dv;
+    if (R - r >= 2)
+      TILED ? pv_tile_tiled(b, pr, cr, ar, 2, pf) : pv_tile(b, pr, cr, ar, 2, pf);
+    else
+      TILED ? pv_tile_tiled(b, pr, cr, ar, 1, pf) : pv_tile(b, pr, cr, ar, 1, pf);
+  }
   return 1;
+}
+
+AVNNI_TARGET static int pv_i8_avxvnni(const attn_decode_block *b, const float *p, const float *corr,
+                                      int64_t R, float *acc) {
+  return pv_rows(b, p, corr, R, acc, 0);
+}
+
+AVNNI_TARGET static int pv_i8t_avxvnni(const attn_decode_block *b, const float *p,
+                                       const float *corr, int64_t R, float *acc) {
+  return pv_rows(b, p, corr, R, acc, 1);
 }
 
 const attn_decode_ops *attn_decode_ops_avx2_vnni(void) {

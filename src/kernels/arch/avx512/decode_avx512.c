@@ -510,6 +510,38 @@ VNNI_INLINE float i8pv_quantize(const attn_decode_block *b, const float *pr, int
   return w / 255.0f;
 }
 
+/* RT rows' weights of group v quantised: row r's u8 weights at w32 + 5 r
+ * (4 words of 4 bytes, the lowest key first), its scale w / 255 at ws[r]
+ * (0 and zero weights for a row whose largest weight is 0); i8pv_quantize's
+ * quotients, the RT rows' divisions in one vector each */
+VNNI_INLINE void i8pv_quantize_rows(const attn_decode_block *b, const float *p, int v,
+                                    uint32_t *w32, float *ws, int RT) {
+  const __mmask16 live = live16(b->n, v);
+  __m512 x[4];
+  float w[4] = {1.0f, 1.0f, 1.0f, 1.0f}, inv[4];
+  DECODE_UNROLL(4)
+  for (int r = 0; r < RT; r++) {
+    x[r] = _mm512_maskz_loadu_ps(live, p + r * NB + 16 * v);
+    w[r] = _mm512_reduce_max_ps(x[r]);
+  }
+  const __m128 W = _mm_loadu_ps(w);
+  _mm_storeu_ps(inv, _mm_div_ps(_mm_set1_ps(255.0f), W));
+  float sc[4];
+  _mm_storeu_ps(sc, _mm_div_ps(W, _mm_set1_ps(255.0f)));
+  DECODE_UNROLL(4)
+  for (int r = 0; r < RT; r++) {
+    if (w[r] == 0.0f) {
+      memset(w32 + 5 * r, 0, 4 * sizeof(uint32_t));
+      ws[r] = 0.0f;
+      continue;
+    }
+    const __m512i u = _mm512_cvt_roundps_epi32(_mm512_mul_ps(x[r], _mm512_set1_ps(inv[r])),
+                                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm_storeu_si128((__m128i *)(w32 + 5 * r), _mm512_cvtepi32_epi8(u));
+    ws[r] = sc[r];
+  }
+}
+
 /* RT rows (acc, corr, ws, w32: their first) += keys j0 .. j0 + 15 of the
  * block over columns c0 .. c0 + 63 (bytes of cm); PF: the next block's rows
  * of these keys, these columns, prefetched */
@@ -578,7 +610,7 @@ VNNI_INLINE void i8pv_tile(const attn_decode_block *b, const float *p, const flo
     uint32_t w32[16];
     float ws[4];
     DECODE_UNROLL(4)
-    for (int r = 0; r < RT; r++)
+    for (int r = 0; r < RT; r++) /* one row at a time (here i8pv_quantize_rows ran 1.1x slower) */
       ws[r] = i8pv_quantize(b, p + r * NB, v, w32 + 4 * r);
     for (int64_t c0 = 0; c0 < b->Dv; c0 += 64) {
       const int64_t left = b->Dv - c0;
@@ -586,20 +618,6 @@ VNNI_INLINE void i8pv_tile(const attn_decode_block *b, const float *p, const flo
       i8pv_slab(b, 16 * v, w32, ws, v ? NULL : corr, acc, c0, cm, RT, PF);
     }
   }
-}
-
-VNNI_TARGET static int pv_i8_vnni(const attn_decode_block *b, const float *p, const float *corr,
-                                  int64_t R, float *acc) {
-  if (!i8pv_check(b, p, R)) return 0;
-  const int64_t Dv = b->Dv;
-  int64_t r = 0;
-  int pf = 1;
-  for (; R - r >= 4; r += 4, pf = 0)
-    i8pv_tile(b, p + r * NB, corr + r, acc + r * Dv, 4, pf);
-  if (R - r == 3) i8pv_tile(b, p + r * NB, corr + r, acc + r * Dv, 3, pf);
-  if (R - r == 2) i8pv_tile(b, p + r * NB, corr + r, acc + r * Dv, 2, pf);
-  if (R - r == 1) i8pv_tile(b, p + r * NB, corr + r, acc + r * Dv, 1, pf);
-  return 1;
 }
 
 /* The int8 tiled layout (attn/decode.h): the same two kernels without the
@@ -795,37 +813,6 @@ VNNI_INLINE void i8pvt_slab(const uint8_t *const *vq, int nquad, const uint32_t 
   }
 }
 
-/* i8pv_quantize for RT rows at once (the divisions of the RT rows in one
- * vector each: the same quotients): row r's u8 weights of group v at w32 +
- * 5 r (4 words), its scale ws[r] */
-VNNI_INLINE void i8pv_quantize_rows(const attn_decode_block *b, const float *p, int v,
-                                    uint32_t *w32, float *ws, int RT) {
-  const __mmask16 live = live16(b->n, v);
-  __m512 x[4];
-  float w[4] = {1.0f, 1.0f, 1.0f, 1.0f}, inv[4];
-  DECODE_UNROLL(4)
-  for (int r = 0; r < RT; r++) {
-    x[r] = _mm512_maskz_loadu_ps(live, p + r * NB + 16 * v);
-    w[r] = _mm512_reduce_max_ps(x[r]);
-  }
-  const __m128 W = _mm_loadu_ps(w);
-  _mm_storeu_ps(inv, _mm_div_ps(_mm_set1_ps(255.0f), W));
-  float sc[4];
-  _mm_storeu_ps(sc, _mm_div_ps(W, _mm_set1_ps(255.0f)));
-  DECODE_UNROLL(4)
-  for (int r = 0; r < RT; r++) {
-    if (w[r] == 0.0f) {
-      memset(w32 + 5 * r, 0, 4 * sizeof(uint32_t));
-      ws[r] = 0.0f;
-      continue;
-    }
-    const __m512i u = _mm512_cvt_roundps_epi32(_mm512_mul_ps(x[r], _mm512_set1_ps(inv[r])),
-                                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    _mm_storeu_si128((__m128i *)(w32 + 5 * r), _mm512_cvtepi32_epi8(u));
-    ws[r] = sc[r];
-  }
-}
-
 /* the block's groups of 16 keys, as i8pv_tile: each row's weights of a group
  * quantised, then laid on the quads the group's keys lie in (4, or 5 from a
  * lane not a multiple of 4; the other keys' weights 0) */
@@ -865,18 +852,34 @@ VNNI_INLINE void i8pvt_tile(const attn_decode_block *b, const float *p, const fl
     prefetch_row(b->pvt[v], 16 * Dv);
 }
 
-VNNI_TARGET static int pv_i8t_vnni(const attn_decode_block *b, const float *p, const float *corr,
-                                   int64_t R, float *acc) {
+/* pv_i8 (TILED 0) or pv_i8t (1): the weights checked, then the rows in tiles
+ * of 4 (then 3, 2 or 1), the first tile prefetching */
+VNNI_INLINE int i8pv_rows(const attn_decode_block *b, const float *p, const float *corr, int64_t R,
+                          float *acc, int TILED) {
   if (!i8pv_check(b, p, R)) return 0;
   const int64_t Dv = b->Dv;
   int64_t r = 0;
   int pf = 1;
-  for (; R - r >= 4; r += 4, pf = 0)
-    i8pvt_tile(b, p + r * NB, corr + r, acc + r * Dv, 4, pf);
-  if (R - r == 3) i8pvt_tile(b, p + r * NB, corr + r, acc + r * Dv, 3, pf);
-  if (R - r == 2) i8pvt_tile(b, p + r * NB, corr + r, acc + r * Dv, 2, pf);
-  if (R - r == 1) i8pvt_tile(b, p + r * NB, corr + r, acc + r * Dv, 1, pf);
+  for (; R - r > 0; r += 4, pf = 0) {
+    const int RT = R - r >= 4 ? 4 : (int)(R - r);
+    const float *pr = p + r * NB, *cr = corr + r;
+    float *ar = acc + r * Dv;
+    if (RT == 4) TILED ? i8pvt_tile(b, pr, cr, ar, 4, pf) : i8pv_tile(b, pr, cr, ar, 4, pf);
+    if (RT == 3) TILED ? i8pvt_tile(b, pr, cr, ar, 3, pf) : i8pv_tile(b, pr, cr, ar, 3, pf);
+    if (RT == 2) TILED ? i8pvt_tile(b, pr, cr, ar, 2, pf) : i8pv_tile(b, pr, cr, ar, 2, pf);
+    if (RT == 1) TILED ? i8pvt_tile(b, pr, cr, ar, 1, pf) : i8pv_tile(b, pr, cr, ar, 1, pf);
+  }
   return 1;
+}
+
+VNNI_TARGET static int pv_i8_vnni(const attn_decode_block *b, const float *p, const float *corr,
+                                  int64_t R, float *acc) {
+  return i8pv_rows(b, p, corr, R, acc, 0);
+}
+
+VNNI_TARGET static int pv_i8t_vnni(const attn_decode_block *b, const float *p, const float *corr,
+                                   int64_t R, float *acc) {
+  return i8pv_rows(b, p, corr, R, acc, 1);
 }
 
 static const attn_decode_ops ops = {"avx512", 1,    scores_avx512, pv_avx512, softmax_avx512,
