@@ -417,16 +417,35 @@ VNNI_INLINE void i8_transpose_keys(const attn_decode_block *b, int j0, __m512i *
   }
 }
 
-/* RT rows' scores against the transposed block */
-VNNI_INLINE void i8_rows_t(const __m512i *kt, int64_t nq, const int8_t *q8, int64_t ldq,
-                           const float *qsum, const float *qscale, float *s, __mmask16 live,
-                           int RT) {
-  __m512i a[8];
+/* RT rows' scores x[r] against 16 keys transposed as a tile is (kt: nq
+ * vectors of 64 bytes, vector i = dword i of the 16 keys, flipped to u8;
+ * the cache's tiles, or a block's rows transposed on the stack); two chains
+ * per row. pf: a tile whose lines are prefetched on the way (kt itself when
+ * there is none to fetch: no branch in the loop) */
+VNNI_INLINE void i8t_rows(const uint8_t *kt, int64_t nq, const int8_t *q8, int64_t ldq,
+                          const float *qsum, const float *qscale, __m512 *x, const char *pf,
+                          int RT) {
+  __m512i a[8], a2[8];
   DECODE_UNROLL(8)
   for (int r = 0; r < RT; r++)
-    a[r] = _mm512_setzero_si512();
-  for (int64_t i = 0; i < nq; i++) {
-    const __m512i k = kt[i];
+    a[r] = a2[r] = _mm512_setzero_si512();
+  int64_t i = 0;
+  DECODE_UNROLL(4)
+  for (; i + 2 <= nq; i += 2) {
+    _mm_prefetch(pf + 64 * i, _MM_HINT_T0), _mm_prefetch(pf + 64 * i + 64, _MM_HINT_T0);
+    const __m512i k = _mm512_loadu_si512(kt + 64 * i), k2 = _mm512_loadu_si512(kt + 64 * i + 64);
+    DECODE_UNROLL(8)
+    for (int r = 0; r < RT; r++) {
+      int32_t qd, qd2;
+      memcpy(&qd, q8 + r * ldq + 4 * i, sizeof qd);
+      memcpy(&qd2, q8 + r * ldq + 4 * i + 4, sizeof qd2);
+      a[r] = _mm512_dpbusd_epi32(a[r], k, _mm512_set1_epi32(qd));
+      a2[r] = _mm512_dpbusd_epi32(a2[r], k2, _mm512_set1_epi32(qd2));
+    }
+  }
+  if (i < nq) {
+    _mm_prefetch(pf + 64 * i, _MM_HINT_T0);
+    const __m512i k = _mm512_loadu_si512(kt + 64 * i);
     DECODE_UNROLL(8)
     for (int r = 0; r < RT; r++) {
       int32_t qd;
@@ -436,9 +455,21 @@ VNNI_INLINE void i8_rows_t(const __m512i *kt, int64_t nq, const int8_t *q8, int6
   }
   DECODE_UNROLL(8)
   for (int r = 0; r < RT; r++) {
-    const __m512 x = _mm512_sub_ps(_mm512_cvtepi32_ps(a[r]), _mm512_set1_ps(128.0f * qsum[r]));
-    _mm512_mask_storeu_ps(s + r * NB, live, _mm512_mul_ps(x, _mm512_set1_ps(qscale[r])));
+    const __m512 y = _mm512_sub_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(a[r], a2[r])),
+                                   _mm512_set1_ps(128.0f * qsum[r]));
+    x[r] = _mm512_mul_ps(y, _mm512_set1_ps(qscale[r]));
   }
+}
+
+/* RT rows' scores against the transposed block, into s (their first row) */
+VNNI_INLINE void i8_rows_t(const __m512i *kt, int64_t nq, const int8_t *q8, int64_t ldq,
+                           const float *qsum, const float *qscale, float *s, __mmask16 live,
+                           int RT) {
+  __m512 x[8];
+  i8t_rows((const uint8_t *)kt, nq, q8, ldq, qsum, qscale, x, (const char *)kt, RT);
+  DECODE_UNROLL(8)
+  for (int r = 0; r < RT; r++)
+    _mm512_mask_storeu_ps(s + r * NB, live, x[r]);
 }
 
 VNNI_TARGET static void scores_i8_vnni(const attn_decode_block *b, const int8_t *q8, int64_t ldq,
@@ -629,48 +660,6 @@ VNNI_INLINE void i8pv_tile(const attn_decode_block *b, const float *p, const flo
  * the results are the rows' bits. Measured on a Zen 5 with the data in L2
  * (a scratch loop, per key row of 4 query rows, D = Dv = 128): scores 17.5
  * -> ~6 cycles, P·V (without its weights' quantisation) ~20 -> ~11. */
-
-/* RT rows' scores against one tile (nq dwords of depth; two chains per row);
- * pf: a tile whose lines are prefetched on the way (the tile itself when
- * there is none to fetch: no branch in the loop) */
-VNNI_INLINE void i8t_rows(const uint8_t *kt, int64_t nq, const int8_t *q8, int64_t ldq,
-                          const float *qsum, const float *qscale, __m512 *x, const char *pf,
-                          int RT) {
-  __m512i a[8], a2[8];
-  DECODE_UNROLL(8)
-  for (int r = 0; r < RT; r++)
-    a[r] = a2[r] = _mm512_setzero_si512();
-  int64_t i = 0;
-  DECODE_UNROLL(4)
-  for (; i + 2 <= nq; i += 2) {
-    _mm_prefetch(pf + 64 * i, _MM_HINT_T0), _mm_prefetch(pf + 64 * i + 64, _MM_HINT_T0);
-    const __m512i k = _mm512_loadu_si512(kt + 64 * i), k2 = _mm512_loadu_si512(kt + 64 * i + 64);
-    DECODE_UNROLL(8)
-    for (int r = 0; r < RT; r++) {
-      int32_t qd, qd2;
-      memcpy(&qd, q8 + r * ldq + 4 * i, sizeof qd);
-      memcpy(&qd2, q8 + r * ldq + 4 * i + 4, sizeof qd2);
-      a[r] = _mm512_dpbusd_epi32(a[r], k, _mm512_set1_epi32(qd));
-      a2[r] = _mm512_dpbusd_epi32(a2[r], k2, _mm512_set1_epi32(qd2));
-    }
-  }
-  if (i < nq) {
-    _mm_prefetch(pf + 64 * i, _MM_HINT_T0);
-    const __m512i k = _mm512_loadu_si512(kt + 64 * i);
-    DECODE_UNROLL(8)
-    for (int r = 0; r < RT; r++) {
-      int32_t qd;
-      memcpy(&qd, q8 + r * ldq + 4 * i, sizeof qd);
-      a[r] = _mm512_dpbusd_epi32(a[r], k, _mm512_set1_epi32(qd));
-    }
-  }
-  DECODE_UNROLL(8)
-  for (int r = 0; r < RT; r++) {
-    const __m512 y = _mm512_sub_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(a[r], a2[r])),
-                                   _mm512_set1_ps(128.0f * qsum[r]));
-    x[r] = _mm512_mul_ps(y, _mm512_set1_ps(qscale[r]));
-  }
-}
 
 /* the scores of tile i (x[r], RT rows) stored into s (their first row) */
 VNNI_INLINE void i8t_store(const attn_decode_block *b, int i, const __m512 *x, float *s, int RT) {
