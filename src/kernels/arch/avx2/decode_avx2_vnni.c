@@ -301,8 +301,11 @@ AVNNI_INLINE void rows_tiled(const attn_decode_block *b, const uint8_t *kt, int 
     const __m256 x = _mm256_sub_ps(_mm256_cvtepi32_ps(a[r]), _mm256_set1_ps(128.0f * qsum[r]));
     float out[8];
     _mm256_storeu_ps(out, _mm256_mul_ps(x, _mm256_set1_ps(qscale[r])));
-    for (int l = 0; l < 8; l++)
-      if (first + l >= 0 && first + l < b->n) s[r * NB + first + l] = out[l];
+    if (b->toff == 0) /* the keys in order from first (>= 0) */
+      memcpy(s + r * NB + first, out, (size_t)(b->n - first < 8 ? b->n - first : 8) * 4);
+    else /* a block from mid-tile (a window's start) */
+      for (int l = 0; l < 8; l++)
+        if (first + l >= 0 && first + l < b->n) s[r * NB + first + l] = out[l];
   }
 }
 
