@@ -152,17 +152,27 @@ static void test_lk_one_and_chunk_edges(void) {
   }
 }
 
-/* out and lse of a case, as bits */
-static void decode_bits(const dcase *c, int threads, float *out, float *lse) {
+/* out and lse of case c at th threads, as bits (pv_f32: P·V in f32; nanq:
+ * a NaN in query 0's element 3; c->layout, when set, checked on the view) */
+static void decode_run(const dcase *c, int th, int pv_f32, int nanq, float *out, float *lse) {
   dprob p;
   CHECK(dprob_make(&p, c) == 0);
-  int saved = attn_get_num_threads();
-  attn_set_num_threads(threads);
+  attn_kv_view v;
+  CHECK_OK(attn_kvc_view(p.kvc, &v));
+  CHECK(!c->layout || v.layout == c->layout);
+  p.d.int8_pv_f32 = pv_f32;
+  if (nanq) p.q[3] = NAN;
+  const int saved = attn_get_num_threads();
+  attn_set_num_threads(th);
   CHECK_OK(dprob_decode(&p));
   attn_set_num_threads(saved);
   memcpy(out, p.out, (size_t)dc_nout(&p) * 4);
   memcpy(lse, p.lse, (size_t)dc_nlse(&p) * 4);
   dprob_free(&p);
+}
+
+static void decode_bits(const dcase *c, int threads, float *out, float *lse) {
+  decode_run(c, threads, 0, 0, out, lse);
 }
 
 /* page sizes 1, 7 (odd), 16 and the contiguous cache: the same blocks, so
@@ -507,25 +517,11 @@ static void test_i8_nan_query(void) {
   dprob_free(&p);
 }
 
-/* out, lse of case c with the cache in the given layout, at th threads
- * (int8_pv_f32: P·V in f32; nanq: a NaN in query 0's element 3) */
+/* decode_run with the cache in the given layout */
 static void decode_layout(dcase c, int layout, int th, int pv_f32, int nanq, float *out,
                           float *lse) {
   c.layout = layout;
-  dprob p;
-  CHECK(dprob_make(&p, &c) == 0);
-  attn_kv_view v;
-  CHECK_OK(attn_kvc_view(p.kvc, &v));
-  CHECK(v.layout == layout);
-  p.d.int8_pv_f32 = pv_f32;
-  if (nanq) p.q[3] = NAN;
-  const int saved = attn_get_num_threads();
-  attn_set_num_threads(th);
-  CHECK_OK(dprob_decode(&p));
-  attn_set_num_threads(saved);
-  memcpy(out, p.out, (size_t)dc_nout(&p) * 4);
-  memcpy(lse, p.lse, (size_t)dc_nlse(&p) * 4);
-  dprob_free(&p);
+  decode_run(&c, th, pv_f32, nanq, out, lse);
 }
 
 /* The int8 tiled layout (attn/decode.h) gives the row layout's bits, at
