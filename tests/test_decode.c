@@ -98,11 +98,20 @@ static void test_every_storage_gqa_mqa_mha(void) {
   }
 }
 
-/* the shape at a small Lk: 32 query heads over 8, D = 128 */
+/* the issue's shape at a small Lk: 32 query heads over 8, D = 128; and
+ * D = 128 (the kernels' instance with constant loop counts) with 15 and 3
+ * rows per KV head (tiles of 8, 4, 2 and 1 rows) */
 static void test_llama_shape(void) {
   for (int t = 0; t < 4; t++) {
     dcase c = dcase_plain(dtypes[t], 32, 8, 1, 128, 600);
     check_case(&c, dnames[t]);
+    char w[64];
+    c = dcase_plain(dtypes[t], 15, 1, 1, 128, 333);
+    snprintf(w, sizeof w, "%s D 128, 15 rows", dnames[t]);
+    check_case(&c, w);
+    c = dcase_plain(dtypes[t], 6, 2, 1, 128, 77);
+    snprintf(w, sizeof w, "%s D 128, 3 rows", dnames[t]);
+    check_case(&c, w);
   }
 }
 

@@ -79,8 +79,8 @@ ATTN_AVX512_INLINE __m128 hsum4(__m512 a, __m512 b, __m512 c, __m512 d) {
  * block: RT KJ <= 16 accumulators, each q vector loaded once for the KJ
  * keys, each key vector once for the RT rows */
 ATTN_AVX512_INLINE void scores_keys(const attn_decode_block *b, const float *q, float *s, int j0,
-                                    int dt, int RT, int KJ, int PF) {
-  const int64_t D = b->D, Df = D & ~(int64_t)15;
+                                    int dt, int RT, int KJ, int PF, int64_t D) {
+  const int64_t Df = D & ~(int64_t)15;
   const __mmask16 tm = (__mmask16)((1u << (D - Df)) - 1);
   __m512 a[16]; /* a[r KJ + k] */
 DECODE_UNROLL(16)
@@ -133,13 +133,13 @@ DECODE_UNROLL(8)
 /* scores of RT rows against the block: 16 / RT keys at a time (at most
  * 8: registers for their vectors), then one */
 ATTN_AVX512_INLINE void scores_tile(const attn_decode_block *b, const float *q, float *s, int dt,
-                                    int RT, int PF) {
+                                    int RT, int PF, int64_t D) {
   const int KJ = RT >= 8 ? 2 : RT >= 4 ? 4 : 8;
   int j = 0;
   for (; j + KJ <= b->n; j += KJ)
-    scores_keys(b, q, s, j, dt, RT, KJ, PF);
+    scores_keys(b, q, s, j, dt, RT, KJ, PF, D);
   for (; j < b->n; j++)
-    scores_keys(b, q, s, j, dt, RT, 1, PF);
+    scores_keys(b, q, s, j, dt, RT, 1, PF, D);
 }
 
 /* RT rows' output accumulators (acc: their first) += p · the block's
@@ -148,8 +148,7 @@ ATTN_AVX512_INLINE void scores_tile(const attn_decode_block *b, const float *q, 
  * across the block's keys, and each V row is read in runs of SL 64 bytes */
 ATTN_AVX512_INLINE void pv_slab(const attn_decode_block *b, const float *p, const float *corr,
                                 float *acc, int64_t c0, const __mmask16 *m, int dt, int RT, int SL,
-                                int FULL, int PF) {
-  const int64_t Dv = b->Dv;
+                                int FULL, int PF, int64_t Dv) {
   __m512 a[16]; /* a[r SL + e] */
 DECODE_UNROLL(8)
   for (int r = 0; r < RT; r++) {
@@ -192,12 +191,11 @@ DECODE_UNROLL(8)
 
 /* slabs of SL = 16 / RT vectors; the last one masked */
 ATTN_AVX512_INLINE void pv_tile(const attn_decode_block *b, const float *p, const float *corr,
-                                float *acc, int dt, int RT, int PF) {
+                                float *acc, int dt, int RT, int PF, int64_t Dv) {
   const int SL = RT >= 8 ? 2 : RT >= 4 ? 4 : 8;
-  const int64_t Dv = b->Dv;
   int64_t c0 = 0;
   for (; c0 + 16 * SL <= Dv; c0 += 16 * SL)
-    pv_slab(b, p, corr, acc, c0, NULL, dt, RT, SL, 1, PF);
+    pv_slab(b, p, corr, acc, c0, NULL, dt, RT, SL, 1, PF, Dv);
   if (c0 < Dv) {
     __mmask16 m[8];
 DECODE_UNROLL(8)
@@ -205,51 +203,64 @@ DECODE_UNROLL(8)
       const int64_t left = Dv - c0 - 16 * e;
       m[e] = left >= 16 ? (__mmask16)0xFFFF : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
     }
-    pv_slab(b, p, corr, acc, c0, m, dt, RT, SL, 0, PF);
+    pv_slab(b, p, corr, acc, c0, m, dt, RT, SL, 0, PF, Dv);
   }
 }
 
 /* all R rows in tiles of 8, 4, 2, 1; the first tile prefetches */
 ATTN_AVX512_INLINE void scores_rows(const attn_decode_block *b, const float *q, int64_t R, float *s,
-                                    int dt) {
+                                    int dt, int64_t D) {
   int64_t r = 0;
   int pf = 1;
   for (; R - r >= 8; r += 8, pf = 0)
-    scores_tile(b, q + r * b->D, s + r * NB, dt, 8, pf);
-  if (R - r >= 4) scores_tile(b, q + r * b->D, s + r * NB, dt, 4, pf), r += 4, pf = 0;
-  if (R - r >= 2) scores_tile(b, q + r * b->D, s + r * NB, dt, 2, pf), r += 2, pf = 0;
-  if (R - r >= 1) scores_tile(b, q + r * b->D, s + r * NB, dt, 1, pf);
+    scores_tile(b, q + r * D, s + r * NB, dt, 8, pf, D);
+  if (R - r >= 4) scores_tile(b, q + r * D, s + r * NB, dt, 4, pf, D), r += 4, pf = 0;
+  if (R - r >= 2) scores_tile(b, q + r * D, s + r * NB, dt, 2, pf, D), r += 2, pf = 0;
+  if (R - r >= 1) scores_tile(b, q + r * D, s + r * NB, dt, 1, pf, D);
 }
 
 ATTN_AVX512_INLINE void pv_rows(const attn_decode_block *b, const float *p, const float *corr,
-                                int64_t R, float *acc, int dt) {
+                                int64_t R, float *acc, int dt, int64_t Dv) {
   int64_t r = 0;
   int pf = 1;
   for (; R - r >= 8; r += 8, pf = 0)
-    pv_tile(b, p + r * NB, corr + r, acc + r * b->Dv, dt, 8, pf);
-  if (R - r >= 4) pv_tile(b, p + r * NB, corr + r, acc + r * b->Dv, dt, 4, pf), r += 4, pf = 0;
-  if (R - r >= 2) pv_tile(b, p + r * NB, corr + r, acc + r * b->Dv, dt, 2, pf), r += 2, pf = 0;
-  if (R - r >= 1) pv_tile(b, p + r * NB, corr + r, acc + r * b->Dv, dt, 1, pf);
+    pv_tile(b, p + r * NB, corr + r, acc + r * Dv, dt, 8, pf, Dv);
+  if (R - r >= 4) pv_tile(b, p + r * NB, corr + r, acc + r * Dv, dt, 4, pf, Dv), r += 4, pf = 0;
+  if (R - r >= 2) pv_tile(b, p + r * NB, corr + r, acc + r * Dv, dt, 2, pf, Dv), r += 2, pf = 0;
+  if (R - r >= 1) pv_tile(b, p + r * NB, corr + r, acc + r * Dv, dt, 1, pf, Dv);
 }
 
 /* one instance per dtype (the constant makes the compiler drop the others' loads) */
 ATTN_AVX512 static void scores_avx512(const attn_decode_block *b, const float *q, int64_t R,
                                       float *s) {
+  /* head dim 128 (the common one) with its loop counts and offsets constant */
+  if (b->D == 128) switch (b->dtype) {
+    case ATTN_F16: scores_rows(b, q, R, s, ATTN_F16, 128); return;
+    case ATTN_BF16: scores_rows(b, q, R, s, ATTN_BF16, 128); return;
+    case ATTN_I8: break;
+    default: scores_rows(b, q, R, s, ATTN_F32, 128); return;
+    }
   switch (b->dtype) {
-  case ATTN_F16: scores_rows(b, q, R, s, ATTN_F16); break;
-  case ATTN_BF16: scores_rows(b, q, R, s, ATTN_BF16); break;
-  case ATTN_I8: scores_rows(b, q, R, s, ATTN_I8); break;
-  default: scores_rows(b, q, R, s, ATTN_F32);
+  case ATTN_F16: scores_rows(b, q, R, s, ATTN_F16, b->D); break;
+  case ATTN_BF16: scores_rows(b, q, R, s, ATTN_BF16, b->D); break;
+  case ATTN_I8: scores_rows(b, q, R, s, ATTN_I8, b->D); break;
+  default: scores_rows(b, q, R, s, ATTN_F32, b->D);
   }
 }
 
 ATTN_AVX512 static void pv_avx512(const attn_decode_block *b, const float *p, const float *corr,
                                   int64_t R, float *acc) {
+  if (b->Dv == 128) switch (b->dtype) { /* as scores_avx512 */
+    case ATTN_F16: pv_rows(b, p, corr, R, acc, ATTN_F16, 128); return;
+    case ATTN_BF16: pv_rows(b, p, corr, R, acc, ATTN_BF16, 128); return;
+    case ATTN_I8: break;
+    default: pv_rows(b, p, corr, R, acc, ATTN_F32, 128); return;
+    }
   switch (b->dtype) {
-  case ATTN_F16: pv_rows(b, p, corr, R, acc, ATTN_F16); break;
-  case ATTN_BF16: pv_rows(b, p, corr, R, acc, ATTN_BF16); break;
-  case ATTN_I8: pv_rows(b, p, corr, R, acc, ATTN_I8); break;
-  default: pv_rows(b, p, corr, R, acc, ATTN_F32);
+  case ATTN_F16: pv_rows(b, p, corr, R, acc, ATTN_F16, b->Dv); break;
+  case ATTN_BF16: pv_rows(b, p, corr, R, acc, ATTN_BF16, b->Dv); break;
+  case ATTN_I8: pv_rows(b, p, corr, R, acc, ATTN_I8, b->Dv); break;
+  default: pv_rows(b, p, corr, R, acc, ATTN_F32, b->Dv);
   }
 }
 
