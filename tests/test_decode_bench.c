@@ -14,7 +14,7 @@ static int run(const char *args) {
   return tool_run("", bin, dir, args, out, sizeof out, err, sizeof err);
 }
 
-/* the row of dtype t at Lk n: its numbers into v (up to 11), their count */
+/* the row of dtype t at Lk n: its numbers into v (up to 12), their count */
 static int row(const char *t, long n, double *v) {
   char key[64];
   snprintf(key, sizeof key, "\n%5s %7ld ", t, n);
@@ -22,7 +22,7 @@ static int row(const char *t, long n, double *v) {
   if (!p) return 0;
   p += strlen(key);
   int k = 0;
-  while (k < 11) {
+  while (k < 12) {
     char *end;
     double x = strtod(p, &end);
     if (end == p) break;
@@ -42,18 +42,18 @@ static void test_bench_decode_rows(void) {
   static const long lks[] = {40, 300};
   for (int t = 0; t < 3; t++)
     for (int i = 0; i < 2; i++) {
-      double v[11];
+      double v[12];
       int k = row(types[t], lks[i], v);
-      /* cache_MiB ms GB/s %bw tok/s paged_ms paged/c pg_ceil ms_1thr GB/s_1 split_x */
-      CHECK(k == 11);
-      if (k < 11) continue;
+      /* cache_MiB ms GB/s %bw %bw_p tok/s paged_ms paged/c pg_ceil ms_1thr GB/s_1 split_x */
+      CHECK(k == 12);
+      if (k < 12) continue;
       const double bytes = lks[i] * 2.0 * (2 * 32 * (t ? 1 : 2) + (t ? 8 : 0));
       CHECK(fabs(v[0] - bytes / 1048576.0) <= 0.051);
-      CHECK(v[1] > 0 && v[5] > 0 && v[7] > 0 && v[8] > 0);
+      CHECK(v[1] > 0 && v[4] > 0 && v[6] > 0 && v[8] > 0 && v[9] > 0);
       CHECK(fabs(v[2] - bytes / (v[1] * 1e-3) * 1e-9) <= 0.01 * v[2] + 0.006);
-      CHECK(fabs(v[4] - 1.0 / (v[1] * 1e-3)) <= 0.01 * v[4] + 0.2);
-      CHECK(fabs(v[6] - v[5] / v[1]) <= 0.01 * v[6] + 0.002);
-      CHECK(fabs(v[10] - v[8] / v[1]) <= 0.01 * v[10] + 0.006);
+      CHECK(fabs(v[5] - 1.0 / (v[1] * 1e-3)) <= 0.01 * v[5] + 0.2);
+      CHECK(fabs(v[7] - v[6] / v[1]) <= 0.01 * v[7] + 0.002);
+      CHECK(fabs(v[11] - v[9] / v[1]) <= 0.01 * v[11] + 0.006);
     }
   CHECK(strstr(out, "\n  f32 ") == NULL && strstr(out, "\n bf16 ") == NULL);
 }
@@ -69,6 +69,8 @@ static void test_bench_membw_and_bad_options(void) {
   CHECK(run("bench decode --heads 30 --kv-heads 8") == 2);
   CHECK(strstr(err, "not a multiple") != NULL);
   CHECK(run("bench decode --dtype f8") == 2);
+  CHECK(strstr(err, "bad argument near '--dtype'") != NULL);
+  CHECK(run("bench decode --runs 32") == 2 && strstr(err, "--runs 1..31") != NULL);
   CHECK(run("bench decode --lq 17") == 2);
   CHECK(run("bench decode --help") == 0 && strstr(out, "usage: attn bench decode") != NULL);
 }

@@ -57,6 +57,13 @@ double attn_bench_avx512_bf16_peak_gflops(int threads);
  * best of 8 runs, cached per thread count (bench_membw.c). */
 double attn_bench_membw_gbs(int threads);
 void attn_bench_membw_set_mib(int mib);
+/* A buffer of `bytes` bytes (rounded up to 256) first touched by `threads`
+ * threads (0 = all), for attn_bench_read_once; free() it. */
+float *attn_bench_read_buffer(size_t bytes, int threads);
+/* Seconds for `threads` threads to read it once, in equal slices as
+ * attn_bench_membw_gbs reads: the bandwidth of this moment, to pair with a
+ * measurement of the same bytes (attn bench decode's %bw_p). */
+double attn_bench_read_once(const float *x, size_t bytes, int threads);
 /* The same buffer read in chunks of `chunk` bytes (rounded up to 64) in a
  * shuffled order, each thread its share of the order, prefetched as the
  * decode loop prefetches: `ahead` bytes further along (0: a chunk), and the

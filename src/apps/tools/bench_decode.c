@@ -53,21 +53,29 @@ static void dec_usage(FILE *out) {
           "  in the default list.\n");
 }
 
-/* median seconds per call */
+/* median seconds per call; with rd (a buffer of rbytes, much larger than
+ * the caches), each run's calls are followed by one read of it, and *paired
+ * gets the median over the runs of the calls' bytes per second (cbytes)
+ * over the read's: the fraction of this moment's memory bandwidth the calls
+ * reach, robust to the host's bandwidth moving between runs (the read also
+ * leaves the last-level cache without the KV cache before each run) */
 static double time_calls(const attn_decode_desc *d, const attn_kv_view *v, const float *q,
-                         float *out, int threads, int runs) {
+                         float *out, int threads, int runs, const float *rd, size_t rbytes,
+                         double cbytes, double *paired) {
   attn_set_num_threads(threads);
   double t0 = attn_bench_now();
   if (attn_decode_forward(d, v, q, out, NULL)) return -1;
   double one = attn_bench_now() - t0;
   int reps = one > 0.01 ? 1 : (int)(0.01 / (one > 1e-7 ? one : 1e-7)) + 1;
-  double t[MAX_RUNS];
+  double t[MAX_RUNS], ratio[MAX_RUNS];
   for (int r = 0; r < runs; r++) {
     t0 = attn_bench_now();
     for (int k = 0; k < reps; k++)
       attn_decode_forward(d, v, q, out, NULL);
     t[r] = (attn_bench_now() - t0) / reps;
+    if (rd) ratio[r] = cbytes / t[r] / ((double)rbytes / attn_bench_read_once(rd, rbytes, threads));
   }
+  if (rd) *paired = attn_bench_median(ratio, runs);
   return attn_bench_median(t, runs);
 }
 
@@ -120,8 +128,10 @@ int attn_bench_decode_main(int argc, char **argv) {
                 .paged = 1,
                 .single = 1};
   int mib = 512;
+  const char *last = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
+    last = a;
     if (!strcmp(a, "--lk")) {
       int got = 0;
       while (i + 1 < argc && argv[i + 1][0] != '-') {
@@ -198,13 +208,18 @@ int attn_bench_decode_main(int argc, char **argv) {
   printf("memory read bandwidth measured now (attn bench membw, %d MiB): %d threads %.1f GB/s, "
          "1 thread %.1f GB/s\n",
          mib, o.threads, bw, bw1);
-  printf("%5s %7s %9s %9s %7s %6s %9s %9s %7s %7s %9s %7s %7s\n", "dtype", "Lk", "cache_MiB", "ms",
-         "GB/s", "%bw", "tok/s", "paged_ms", "paged/c", "pg_ceil", "ms_1thr", "GB/s_1", "split_x");
+  printf("%5s %7s %9s %9s %7s %6s %6s %9s %9s %7s %7s %9s %7s %7s\n", "dtype", "Lk", "cache_MiB",
+         "ms", "GB/s", "%bw", "%bw_p", "tok/s", "paged_ms", "paged/c", "pg_ceil", "ms_1thr",
+         "GB/s_1", "split_x");
+  /* the paired read (%bw_p): a buffer of the membw size (512 MiB unless
+   * --membw-mib says otherwise) */
+  const size_t rbytes = (size_t)mib << 20;
+  float *rd = attn_bench_read_buffer(rbytes, o.threads);
   float *q = malloc((size_t)o.B * o.Hq * o.Lq * o.D * sizeof(float));
   float *out = malloc((size_t)o.B * o.Hq * o.Lq * o.D * sizeof(float));
   int32_t *lens = malloc((size_t)o.B * sizeof(int32_t));
   int rc = 0;
-  if (!q || !out || !lens) {
+  if (!rd || !q || !out || !lens) {
     fprintf(stderr, "attn bench decode: out of memory\n");
     rc = 1;
     goto done;
@@ -270,23 +285,24 @@ int attn_bench_decode_main(int argc, char **argv) {
       pv.seq_lens = lens;
       const double rows = (double)o.B * (double)o.lk[i] * o.Hkv;
       const double bytes = rows * (2.0 * o.D * elt + (dt == ATTN_I8 ? 8.0 : 0.0));
-      const double tm = time_calls(&d, &cv, q, out, o.threads, o.runs);
+      double paired = 0;
+      const double tm = time_calls(&d, &cv, q, out, o.threads, o.runs, rd, rbytes, bytes, &paired);
       if (tm < 0) {
         fprintf(stderr, "attn bench decode: %s\n", attn_last_error());
         rc = 1;
         break;
       }
       const double gbs = bytes / tm * 1e-9;
-      printf("%5s %7lld %9.1f %9.4g %7.2f %6.1f %9.1f", tn, o.lk[i], bytes / 1048576.0, tm * 1e3,
-             gbs, 100.0 * gbs / bw, (double)o.B * o.Lq / tm);
+      printf("%5s %7lld %9.1f %9.4g %7.2f %6.1f %6.1f %9.1f", tn, o.lk[i], bytes / 1048576.0,
+             tm * 1e3, gbs, 100.0 * gbs / bw, 100.0 * paired, (double)o.B * o.Lq / tm);
       if (pc) {
-        const double tp = time_calls(&d, &pv, q, out, o.threads, o.runs);
+        const double tp = time_calls(&d, &pv, q, out, o.threads, o.runs, NULL, 0, 0, NULL);
         printf(" %9.4g %7.3f %7.3f", tp * 1e3, tp / tm, pg_ceil);
       } else {
         printf(" %9s %7s %7s", "-", "-", "-");
       }
       if (o.single && o.threads > 1) {
-        const double t1 = time_calls(&d, &cv, q, out, 1, o.runs);
+        const double t1 = time_calls(&d, &cv, q, out, 1, o.runs, NULL, 0, 0, NULL);
         printf(" %9.4g %7.2f %7.2f", t1 * 1e3, bytes / t1 * 1e-9, t1 / tm);
       } else {
         printf(" %9s %7s %7s", "-", "-", "-");
@@ -301,9 +317,13 @@ int attn_bench_decode_main(int argc, char **argv) {
   }
 done:
   attn_set_num_threads(saved);
-  free(q), free(out), free(lens);
+  free(rd), free(q), free(out), free(lens);
   return rc;
 bad:
+  fprintf(stderr,
+          "attn bench decode: bad argument near '%s' (--lk 1..2^30, at most %d; --runs 1..%d; "
+          "--dtype one of f32 f16 bf16 int8 int8f int8r)\n",
+          last ? last : "", MAX_LK, MAX_RUNS);
   dec_usage(stderr);
   return 2;
 }

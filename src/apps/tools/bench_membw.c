@@ -137,6 +137,8 @@ static void my_slice(size_t n, size_t mult, size_t *lo, size_t *hi) {
   *hi = id == nt - 1 ? n : *lo + per;
 }
 
+static void *alloc_huge(size_t bytes);
+
 enum { MEMBW_MAX_THREADS = 256 };
 static size_t membw_bytes = (size_t)512 << 20;
 static double membw_cache[MEMBW_MAX_THREADS + 1];
@@ -159,7 +161,7 @@ double attn_bench_membw_gbs(int threads) {
   if (threads > MEMBW_MAX_THREADS) threads = MEMBW_MAX_THREADS;
   if (membw_cache[threads] > 0) return membw_cache[threads];
   const size_t n = membw_bytes / sizeof(float);
-  float *x = aligned_alloc(64, n * sizeof(float));
+  float *x = alloc_huge(n * sizeof(float)); /* huge pages, as the KV pools' */
   if (!x) return 0;
     /* first touch by the threads that read (their pages, their NUMA node) */
 #pragma omp parallel for num_threads(threads) schedule(static)
@@ -181,6 +183,33 @@ double attn_bench_membw_gbs(int threads) {
   }
   free(x);
   return membw_cache[threads] = (double)n * sizeof(float) / best * 1e-9;
+}
+
+float *attn_bench_read_buffer(size_t bytes, int threads) {
+  if (threads <= 0) threads = attn_get_num_threads();
+  const size_t n = (bytes + 255) / 256 * 64;
+  float *x = alloc_huge(n * sizeof(float));
+  if (!x) return NULL;
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (size_t i = 0; i < n; i++)
+    x[i] = (float)(i & 7);
+  return x;
+}
+
+double attn_bench_read_once(const float *x, size_t bytes, int threads) {
+  if (threads <= 0) threads = attn_get_num_threads();
+  const size_t n = (bytes + 255) / 256 * 64;
+  float sink = 0;
+  const double t0 = attn_bench_now();
+#pragma omp parallel num_threads(threads) reduction(+ : sink)
+  {
+    size_t lo, hi;
+    my_slice(n, 64, &lo, &hi);
+    sink += read_slice(x + lo, hi - lo);
+  }
+  const double t = attn_bench_now() - t0;
+  membw_sink = sink;
+  return t;
 }
 
 /* The KV pools' allocation (kvc.c): 2 MiB-aligned, transparent huge pages
