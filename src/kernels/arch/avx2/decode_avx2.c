@@ -71,8 +71,8 @@ ATTN_AVX2_INLINE __m128 hsum4(__m256 a, __m256 b, __m256 c, __m256 d) {
  * keys, each key vector once for the RT rows; the row's tail through a
  * zero-padded copy */
 ATTN_AVX2_INLINE void scores_keys(const attn_decode_block *b, const float *q, float *s, int j0,
-                                  int dt, int RT, int KJ, int PF) {
-  const int64_t D = b->D, Df = D & ~(int64_t)7;
+                                  int dt, int RT, int KJ, int PF, int64_t D) {
+  const int64_t Df = D & ~(int64_t)7;
   __m256 a[8]; /* a[r KJ + k] */
   if (PF)      /* the next block's rows of these keys, one burst per KJ rows */
     for (int k = 0; k < KJ && j0 + k < b->pn; k++)
@@ -124,21 +124,20 @@ DECODE_UNROLL(4)
 /* scores of RT rows against the block: 8 / RT keys at a time (at most 4:
  * registers), then one */
 ATTN_AVX2_INLINE void scores_tile(const attn_decode_block *b, const float *q, float *s, int dt,
-                                  int RT, int PF) {
+                                  int RT, int PF, int64_t D) {
   const int KJ = RT >= 4 ? 2 : 4;
   int j = 0;
   for (; j + KJ <= b->n; j += KJ)
-    scores_keys(b, q, s, j, dt, RT, KJ, PF);
+    scores_keys(b, q, s, j, dt, RT, KJ, PF, D);
   for (; j < b->n; j++)
-    scores_keys(b, q, s, j, dt, RT, 1, PF);
+    scores_keys(b, q, s, j, dt, RT, 1, PF, D);
 }
 
 /* RT rows' output accumulators (acc: their first) += p · the block's
  * values over columns c0 .. c0 + 8 SL, all present: RT SL = 8 accumulators
  * in registers across the block's keys */
 ATTN_AVX2_INLINE void pv_slab(const attn_decode_block *b, const float *p, const float *corr,
-                              float *acc, int64_t c0, int dt, int RT, int SL) {
-  const int64_t Dv = b->Dv;
+                              float *acc, int64_t c0, int dt, int RT, int SL, int64_t Dv) {
   __m256 a[8]; /* a[r SL + e] */
 DECODE_UNROLL(4)
   for (int r = 0; r < RT; r++) {
@@ -169,8 +168,7 @@ DECODE_UNROLL(4)
 
 /* the last w < 8 columns from c, through zero-padded copies */
 ATTN_AVX2_INLINE void pv_tail(const attn_decode_block *b, const float *p, const float *corr,
-                              float *acc, int64_t c, int64_t w, int dt, int RT) {
-  const int64_t Dv = b->Dv;
+                              float *acc, int64_t c, int64_t w, int dt, int RT, int64_t Dv) {
   __m256 a[4];
 DECODE_UNROLL(4)
   for (int r = 0; r < RT; r++)
@@ -191,58 +189,70 @@ DECODE_UNROLL(4)
 
 /* slabs of SL = 8 / RT vectors (at most 4), then single vectors, then the tail */
 ATTN_AVX2_INLINE void pv_tile(const attn_decode_block *b, const float *p, const float *corr,
-                              float *acc, int dt, int RT, int PF) {
+                              float *acc, int dt, int RT, int PF, int64_t Dv) {
   const int SL = RT >= 4 ? 2 : 4;
-  const int64_t Dv = b->Dv;
   int64_t c = 0;
   for (; c + 8 * SL <= Dv; c += 8 * SL) {
     if (PF) prefetch_v(b, c, c + 8 * SL, dt); /* the next block's, these columns */
-    pv_slab(b, p, corr, acc, c, dt, RT, SL);
+    pv_slab(b, p, corr, acc, c, dt, RT, SL, Dv);
   }
   if (PF && c < Dv) prefetch_v(b, c, Dv, dt);
   for (; c + 8 <= Dv; c += 8)
-    pv_slab(b, p, corr, acc, c, dt, RT, 1);
-  if (c < Dv) pv_tail(b, p, corr, acc, c, Dv - c, dt, RT);
+    pv_slab(b, p, corr, acc, c, dt, RT, 1, Dv);
+  if (c < Dv) pv_tail(b, p, corr, acc, c, Dv - c, dt, RT, Dv);
 }
 
 /* all R rows in tiles of 4, 2, 1; the first tile prefetches */
 ATTN_AVX2_INLINE void scores_rows(const attn_decode_block *b, const float *q, int64_t R, float *s,
-                                  int dt) {
+                                  int dt, int64_t D) {
   int64_t r = 0;
   int pf = 1;
   for (; R - r >= 4; r += 4, pf = 0)
-    scores_tile(b, q + r * b->D, s + r * NB, dt, 4, pf);
-  if (R - r >= 2) scores_tile(b, q + r * b->D, s + r * NB, dt, 2, pf), r += 2, pf = 0;
-  if (R - r >= 1) scores_tile(b, q + r * b->D, s + r * NB, dt, 1, pf);
+    scores_tile(b, q + r * D, s + r * NB, dt, 4, pf, D);
+  if (R - r >= 2) scores_tile(b, q + r * D, s + r * NB, dt, 2, pf, D), r += 2, pf = 0;
+  if (R - r >= 1) scores_tile(b, q + r * D, s + r * NB, dt, 1, pf, D);
 }
 
 ATTN_AVX2_INLINE void pv_rows(const attn_decode_block *b, const float *p, const float *corr,
-                              int64_t R, float *acc, int dt) {
+                              int64_t R, float *acc, int dt, int64_t Dv) {
   int64_t r = 0;
   int pf = 1;
   for (; R - r >= 4; r += 4, pf = 0)
-    pv_tile(b, p + r * NB, corr + r, acc + r * b->Dv, dt, 4, pf);
-  if (R - r >= 2) pv_tile(b, p + r * NB, corr + r, acc + r * b->Dv, dt, 2, pf), r += 2, pf = 0;
-  if (R - r >= 1) pv_tile(b, p + r * NB, corr + r, acc + r * b->Dv, dt, 1, pf);
+    pv_tile(b, p + r * NB, corr + r, acc + r * Dv, dt, 4, pf, Dv);
+  if (R - r >= 2) pv_tile(b, p + r * NB, corr + r, acc + r * Dv, dt, 2, pf, Dv), r += 2, pf = 0;
+  if (R - r >= 1) pv_tile(b, p + r * NB, corr + r, acc + r * Dv, dt, 1, pf, Dv);
 }
 
 /* one instance per dtype (the constant makes the compiler drop the others' loads) */
 ATTN_AVX2 static void scores_avx2(const attn_decode_block *b, const float *q, int64_t R, float *s) {
+  /* head dim 128 (the common one) with its loop counts and offsets constant */
+  if (b->D == 128) switch (b->dtype) {
+    case ATTN_F16: scores_rows(b, q, R, s, ATTN_F16, 128); return;
+    case ATTN_BF16: scores_rows(b, q, R, s, ATTN_BF16, 128); return;
+    case ATTN_I8: break;
+    default: scores_rows(b, q, R, s, ATTN_F32, 128); return;
+    }
   switch (b->dtype) {
-  case ATTN_F16: scores_rows(b, q, R, s, ATTN_F16); break;
-  case ATTN_BF16: scores_rows(b, q, R, s, ATTN_BF16); break;
-  case ATTN_I8: scores_rows(b, q, R, s, ATTN_I8); break;
-  default: scores_rows(b, q, R, s, ATTN_F32);
+  case ATTN_F16: scores_rows(b, q, R, s, ATTN_F16, b->D); break;
+  case ATTN_BF16: scores_rows(b, q, R, s, ATTN_BF16, b->D); break;
+  case ATTN_I8: scores_rows(b, q, R, s, ATTN_I8, b->D); break;
+  default: scores_rows(b, q, R, s, ATTN_F32, b->D);
   }
 }
 
 ATTN_AVX2 static void pv_avx2(const attn_decode_block *b, const float *p, const float *corr,
                               int64_t R, float *acc) {
+  if (b->Dv == 128) switch (b->dtype) { /* as scores_avx2 */
+    case ATTN_F16: pv_rows(b, p, corr, R, acc, ATTN_F16, 128); return;
+    case ATTN_BF16: pv_rows(b, p, corr, R, acc, ATTN_BF16, 128); return;
+    case ATTN_I8: break;
+    default: pv_rows(b, p, corr, R, acc, ATTN_F32, 128); return;
+    }
   switch (b->dtype) {
-  case ATTN_F16: pv_rows(b, p, corr, R, acc, ATTN_F16); break;
-  case ATTN_BF16: pv_rows(b, p, corr, R, acc, ATTN_BF16); break;
-  case ATTN_I8: pv_rows(b, p, corr, R, acc, ATTN_I8); break;
-  default: pv_rows(b, p, corr, R, acc, ATTN_F32);
+  case ATTN_F16: pv_rows(b, p, corr, R, acc, ATTN_F16, b->Dv); break;
+  case ATTN_BF16: pv_rows(b, p, corr, R, acc, ATTN_BF16, b->Dv); break;
+  case ATTN_I8: pv_rows(b, p, corr, R, acc, ATTN_I8, b->Dv); break;
+  default: pv_rows(b, p, corr, R, acc, ATTN_F32, b->Dv);
   }
 }
 
