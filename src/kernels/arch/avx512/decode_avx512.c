@@ -704,9 +704,9 @@ VNNI_INLINE void i8t_tile(const attn_decode_block *b, int i, const int8_t *q8, i
  * the kernel's loads: 8 per key against 2 of the key bytes) */
 VNNI_INLINE void i8t_pair(const attn_decode_block *b, int i, const int8_t *q8, int64_t ldq,
                           const float *qsum, const float *qscale, float *s, const char *pf0,
-                          const char *pf1, int RT) {
+                          const char *pf1, int RT, int64_t D) {
   const uint8_t *k0 = (const uint8_t *)b->kt[i], *k1 = (const uint8_t *)b->kt[i + 1];
-  const int64_t nq = b->D / 4;
+  const int64_t nq = D / 4;
   __m512i a[8], a2[8];
   DECODE_UNROLL(8)
   for (int r = 0; r < RT; r++)
@@ -735,9 +735,9 @@ VNNI_INLINE void i8t_pair(const attn_decode_block *b, int i, const int8_t *q8, i
   i8t_store(b, i + 1, x1, s, RT);
 }
 
-VNNI_TARGET static void scores_i8t_vnni(const attn_decode_block *b, const int8_t *q8, int64_t ldq,
-                                        const float *qsum, const float *qscale, int64_t R,
-                                        float *s) {
+VNNI_INLINE void i8t_blocks(const attn_decode_block *b, const int8_t *q8, int64_t ldq,
+                            const float *qsum, const float *qscale, int64_t R, float *s,
+                            int64_t D) {
   int i = 0;
   for (; i + 2 <= b->nt; i += 2) { /* tiles in pairs */
     const char *k0 = (const char *)b->kt[i], *k1 = (const char *)b->kt[i + 1];
@@ -745,15 +745,15 @@ VNNI_TARGET static void scores_i8t_vnni(const attn_decode_block *b, const int8_t
     const char *pf1 = i + 1 < b->pnt ? (const char *)b->pkt[i + 1] : k1;
     int64_t r = 0;
     for (; R - r >= 8; r += 8, pf0 = k0, pf1 = k1)
-      i8t_pair(b, i, q8 + r * ldq, ldq, qsum + r, qscale + r, s + r * NB, pf0, pf1, 8);
+      i8t_pair(b, i, q8 + r * ldq, ldq, qsum + r, qscale + r, s + r * NB, pf0, pf1, 8, D);
     if (R - r >= 4)
-      i8t_pair(b, i, q8 + r * ldq, ldq, qsum + r, qscale + r, s + r * NB, pf0, pf1, 4), r += 4,
+      i8t_pair(b, i, q8 + r * ldq, ldq, qsum + r, qscale + r, s + r * NB, pf0, pf1, 4, D), r += 4,
           pf0 = k0, pf1 = k1;
     if (R - r >= 2)
-      i8t_pair(b, i, q8 + r * ldq, ldq, qsum + r, qscale + r, s + r * NB, pf0, pf1, 2), r += 2,
+      i8t_pair(b, i, q8 + r * ldq, ldq, qsum + r, qscale + r, s + r * NB, pf0, pf1, 2, D), r += 2,
           pf0 = k0, pf1 = k1;
     if (R - r >= 1)
-      i8t_pair(b, i, q8 + r * ldq, ldq, qsum + r, qscale + r, s + r * NB, pf0, pf1, 1);
+      i8t_pair(b, i, q8 + r * ldq, ldq, qsum + r, qscale + r, s + r * NB, pf0, pf1, 1, D);
   }
   for (; i < b->nt; i++) {
     const char *kt = (const char *)b->kt[i];
@@ -768,7 +768,16 @@ VNNI_TARGET static void scores_i8t_vnni(const attn_decode_block *b, const int8_t
     if (R - r >= 1) i8t_tile(b, i, q8 + r * ldq, ldq, qsum + r, qscale + r, s + r * NB, pf, 1);
   }
   for (i = b->nt; i < b->pnt; i++)
-    prefetch_row(b->pkt[i], 16 * b->D);
+    prefetch_row(b->pkt[i], 16 * D);
+}
+
+VNNI_TARGET static void scores_i8t_vnni(const attn_decode_block *b, const int8_t *q8, int64_t ldq,
+                                        const float *qsum, const float *qscale, int64_t R,
+                                        float *s) {
+  if (b->D == 128) /* the common head dim with its loop counts constant */
+    i8t_blocks(b, q8, ldq, qsum, qscale, R, s, 128);
+  else
+    i8t_blocks(b, q8, ldq, qsum, qscale, R, s, b->D);
 }
 
 /* RT rows (acc, corr, ws: their first; w32[r * 5 + q]: row r's weights of
@@ -817,8 +826,7 @@ VNNI_INLINE void i8pvt_slab(const uint8_t *const *vq, int nquad, const uint32_t 
  * quantised, then laid on the quads the group's keys lie in (4, or 5 from a
  * lane not a multiple of 4; the other keys' weights 0) */
 VNNI_INLINE void i8pvt_tile(const attn_decode_block *b, const float *p, const float *corr,
-                            float *acc, int RT, int PF) {
-  const int64_t Dv = b->Dv;
+                            float *acc, int RT, int PF, int64_t Dv) {
   int v = 0;
   for (; 16 * v < b->n; v++) {
     uint32_t w32[4 * 5];
@@ -855,31 +863,31 @@ VNNI_INLINE void i8pvt_tile(const attn_decode_block *b, const float *p, const fl
 /* pv_i8 (TILED 0) or pv_i8t (1): the weights checked, then the rows in tiles
  * of 4 (then 3, 2 or 1), the first tile prefetching */
 VNNI_INLINE int i8pv_rows(const attn_decode_block *b, const float *p, const float *corr, int64_t R,
-                          float *acc, int TILED) {
+                          float *acc, int TILED, int64_t Dv) {
   if (!i8pv_check(b, p, R)) return 0;
-  const int64_t Dv = b->Dv;
   int64_t r = 0;
   int pf = 1;
   for (; R - r > 0; r += 4, pf = 0) {
     const int RT = R - r >= 4 ? 4 : (int)(R - r);
     const float *pr = p + r * NB, *cr = corr + r;
     float *ar = acc + r * Dv;
-    if (RT == 4) TILED ? i8pvt_tile(b, pr, cr, ar, 4, pf) : i8pv_tile(b, pr, cr, ar, 4, pf);
-    if (RT == 3) TILED ? i8pvt_tile(b, pr, cr, ar, 3, pf) : i8pv_tile(b, pr, cr, ar, 3, pf);
-    if (RT == 2) TILED ? i8pvt_tile(b, pr, cr, ar, 2, pf) : i8pv_tile(b, pr, cr, ar, 2, pf);
-    if (RT == 1) TILED ? i8pvt_tile(b, pr, cr, ar, 1, pf) : i8pv_tile(b, pr, cr, ar, 1, pf);
+    if (RT == 4) TILED ? i8pvt_tile(b, pr, cr, ar, 4, pf, Dv) : i8pv_tile(b, pr, cr, ar, 4, pf);
+    if (RT == 3) TILED ? i8pvt_tile(b, pr, cr, ar, 3, pf, Dv) : i8pv_tile(b, pr, cr, ar, 3, pf);
+    if (RT == 2) TILED ? i8pvt_tile(b, pr, cr, ar, 2, pf, Dv) : i8pv_tile(b, pr, cr, ar, 2, pf);
+    if (RT == 1) TILED ? i8pvt_tile(b, pr, cr, ar, 1, pf, Dv) : i8pv_tile(b, pr, cr, ar, 1, pf);
   }
   return 1;
 }
 
 VNNI_TARGET static int pv_i8_vnni(const attn_decode_block *b, const float *p, const float *corr,
                                   int64_t R, float *acc) {
-  return i8pv_rows(b, p, corr, R, acc, 0);
+  return i8pv_rows(b, p, corr, R, acc, 0, b->Dv);
 }
 
 VNNI_TARGET static int pv_i8t_vnni(const attn_decode_block *b, const float *p, const float *corr,
                                    int64_t R, float *acc) {
-  return i8pv_rows(b, p, corr, R, acc, 1);
+  return b->Dv == 128 ? i8pv_rows(b, p, corr, R, acc, 1, 128) /* as scores_i8t_vnni */
+                      : i8pv_rows(b, p, corr, R, acc, 1, b->Dv);
 }
 
 static const attn_decode_ops ops = {"avx512", 1,    scores_avx512, pv_avx512, softmax_avx512,
