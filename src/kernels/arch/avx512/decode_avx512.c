@@ -164,9 +164,10 @@ DECODE_UNROLL(8)
     if (PF && j < b->pn) /* the next block's row j, these columns: spread over the keys */
       prefetch_row((const char *)b->pv[j] + c0 * elt, (c1 - c0) * elt);
     __m512 vv[8];
-DECODE_UNROLL(8)
+    const char *vr = (const char *)b->v[j] + c0 * elt; /* one address, constant offsets */
+    DECODE_UNROLL(8)
     for (int e = 0; e < SL; e++)
-      vv[e] = FULL ? load16_full(dt, b->v[j], c0 + 16 * e) : load16(dt, b->v[j], c0 + 16 * e, m[e]);
+      vv[e] = FULL ? load16_full(dt, vr, 16 * e) : load16(dt, vr, 16 * e, m[e]);
 DECODE_UNROLL(8)
     for (int r = 0; r < RT; r++) {
       const __m512 pr = _mm512_set1_ps(p[r * NB + j]);
