@@ -75,6 +75,14 @@ ATTN_AVX512_INLINE __m128 hsum4(__m512 a, __m512 b, __m512 c, __m512 d) {
   return _mm_add_ps(_mm256_castps256_ps128(y), _mm256_extractf128_ps(y, 1));
 }
 
+/* Which rows the micro-kernels prefetch. Otherwise: scores the next
+ * block's K rows, P·V its V rows, a block ahead. KV_SWAP (f32): scores this
+ * block's V rows, P·V the next block's K rows, half a block ahead each: a
+ * 32-key block of f32 rows at D 128 is 16 KiB of K and 16 of V, and with the
+ * next block's K arriving while this block's V waits for P·V the L1D (48 KiB
+ * on Zen 5) held 48 KiB of them; now 32. */
+#define KV_SWAP(dt) ((dt) == ATTN_F32)
+
 /* scores of RT query rows (q: their first) against KJ keys j0.. of the
  * block: RT KJ <= 16 accumulators, each q vector loaded once for the KJ
  * keys, each key vector once for the RT rows */
@@ -86,7 +94,10 @@ ATTN_AVX512_INLINE void scores_keys(const attn_decode_block *b, const float *q, 
 DECODE_UNROLL(16)
   for (int i = 0; i < RT * KJ; i++)
     a[i] = _mm512_setzero_ps();
-  if (PF) /* the next block's rows of these keys, one burst per KJ rows */
+  if (PF && KV_SWAP(dt)) /* this block's V rows of these keys (see KV_SWAP) */
+    for (int k = 0; k < KJ && j0 + k < b->n; k++)
+      prefetch_row(b->v[j0 + k], b->Dv * elt_of(dt));
+  else if (PF) /* the next block's rows of these keys, one burst per KJ rows */
     for (int k = 0; k < KJ && j0 + k < b->pn; k++)
       prefetch_row(b->pk[j0 + k], D * elt_of(dt));
   for (int64_t c = 0; c < Df; c += 16) {
@@ -160,9 +171,13 @@ DECODE_UNROLL(8)
           FULL ? _mm512_loadu_ps(ar + 16 * e) : _mm512_maskz_loadu_ps(m[e], ar + 16 * e), cr);
   }
   const int64_t elt = elt_of(dt), c1 = c0 + 16 * SL < Dv ? c0 + 16 * SL : Dv;
+  /* KV_SWAP: the next block's K rows instead, the share of them these columns are of V's */
+  const char *const *pr0 = KV_SWAP(dt) ? (const char *const *)b->pk : (const char *const *)b->pv;
+  const int64_t po = KV_SWAP(dt) ? c0 * b->D / Dv * elt : c0 * elt,
+                pn = KV_SWAP(dt) ? (c1 * b->D / Dv - c0 * b->D / Dv) * elt : (c1 - c0) * elt;
   for (int j = 0; j < b->n; j++) {
     if (PF && j < b->pn) /* the next block's row j, these columns: spread over the keys */
-      prefetch_row((const char *)b->pv[j] + c0 * elt, (c1 - c0) * elt);
+      prefetch_row(pr0[j] + po, pn);
     __m512 vv[8];
     const char *vr = (const char *)b->v[j] + c0 * elt; /* one address, constant offsets */
     DECODE_UNROLL(8)
@@ -177,7 +192,7 @@ DECODE_UNROLL(8)
     }
   }
   for (int j = b->n; PF && j < b->pn; j++)
-    prefetch_row((const char *)b->pv[j] + c0 * elt, (c1 - c0) * elt);
+    prefetch_row(pr0[j] + po, pn);
   DECODE_UNROLL(8)
   for (int r = 0; r < RT; r++)
 DECODE_UNROLL(8)
