@@ -49,7 +49,8 @@ static void test_bench_decode_rows(void) {
       if (k < 12) continue;
       const double bytes = lks[i] * 2.0 * (2 * 32 * (t ? 1 : 2) + (t ? 8 : 0));
       CHECK(fabs(v[0] - bytes / 1048576.0) <= 0.051);
-      CHECK(v[1] > 0 && v[4] > 0 && v[6] > 0 && v[8] > 0 && v[9] > 0);
+      /* %bw_p of a 10 KiB cache against a 4 MiB read may print 0.0 */
+      CHECK(v[1] > 0 && v[4] >= 0 && v[6] > 0 && v[8] > 0 && v[9] > 0);
       CHECK(fabs(v[2] - bytes / (v[1] * 1e-3) * 1e-9) <= 0.01 * v[2] + 0.006);
       CHECK(fabs(v[5] - 1.0 / (v[1] * 1e-3)) <= 0.01 * v[5] + 0.2);
       CHECK(fabs(v[7] - v[6] / v[1]) <= 0.01 * v[7] + 0.002);
