@@ -160,29 +160,17 @@ double attn_bench_membw_gbs(int threads) {
   if (threads <= 0) threads = attn_get_num_threads();
   if (threads > MEMBW_MAX_THREADS) threads = MEMBW_MAX_THREADS;
   if (membw_cache[threads] > 0) return membw_cache[threads];
-  const size_t n = membw_bytes / sizeof(float);
-  float *x = alloc_huge(n * sizeof(float)); /* huge pages, as the KV pools' */
+  /* huge pages, as the KV pools'; first touch by the threads that read
+   * (their pages, their NUMA node) */
+  float *x = attn_bench_read_buffer(membw_bytes, threads);
   if (!x) return 0;
-    /* first touch by the threads that read (their pages, their NUMA node) */
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (size_t i = 0; i < n; i++)
-    x[i] = (float)(i & 7);
   double best = 1e30;
   for (int r = 0; r < 8; r++) {
-    float sink = 0;
-    const double t0 = attn_bench_now();
-#pragma omp parallel num_threads(threads) reduction(+ : sink)
-    {
-      size_t lo, hi;
-      my_slice(n, 64, &lo, &hi);
-      sink += read_slice(x + lo, hi - lo);
-    }
-    const double t = attn_bench_now() - t0;
-    membw_sink = sink;
+    const double t = attn_bench_read_once(x, membw_bytes, threads);
     if (t < best) best = t;
   }
   free(x);
-  return membw_cache[threads] = (double)n * sizeof(float) / best * 1e-9;
+  return membw_cache[threads] = (double)membw_bytes / best * 1e-9;
 }
 
 float *attn_bench_read_buffer(size_t bytes, int threads) {
