@@ -94,6 +94,15 @@ typedef struct {
                 float *acc);
 } attn_decode_ops;
 
+/* Which rows the x86 micro-kernels prefetch. Otherwise: scores the next
+ * block's K rows, P·V its V rows, a block ahead. For f32 (1 here): scores
+ * this block's V rows, P·V the next block's K rows, half a block ahead each:
+ * a 32-key block of f32 rows at D 128 is 16 KiB of K and 16 of V, and with
+ * the next block's K arriving while this block's V waits for P·V the L1D
+ * (48 KiB on Zen 5) held 48 KiB of them; now 32. (f16 and bf16 ran slower
+ * that way: docs/DECODE.md.) */
+#define ATTN_DECODE_KV_SWAP(dt) ((dt) == ATTN_F32)
+
 /* the smallest nonzero row weight pv_i8 takes (255 / w stays finite, with room) */
 #define ATTN_DECODE_I8PV_MIN_W 1e-30f
 

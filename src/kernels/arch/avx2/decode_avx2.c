@@ -53,15 +53,11 @@ ATTN_AVX2_INLINE void prefetch_row(const void *p, int64_t n) {
     _mm_prefetch(c + o, _MM_HINT_T0);
 }
 
-/* Which rows the micro-kernels prefetch (decode_avx512.c's KV_SWAP): for
- * f32, scores this block's V rows and P·V the next block's K rows */
-#define KV_SWAP(dt) ((dt) == ATTN_F32)
-
-/* columns [c0, c1) of the next block's V rows prefetched (KV_SWAP: the
+/* columns [c0, c1) of the next block's V rows prefetched (ATTN_DECODE_KV_SWAP: the
  * share of its K rows these columns are of V's) */
 ATTN_AVX2_INLINE void prefetch_v(const attn_decode_block *b, int64_t c0, int64_t c1, int dt) {
   const int64_t elt = elt_of(dt);
-  if (KV_SWAP(dt)) {
+  if (ATTN_DECODE_KV_SWAP(dt)) {
     const int64_t k0 = c0 * b->D / b->Dv, k1 = c1 * b->D / b->Dv;
     for (int j = 0; j < b->pn; j++)
       prefetch_row((const char *)b->pk[j] + k0 * elt, (k1 - k0) * elt);
@@ -85,7 +81,7 @@ ATTN_AVX2_INLINE void scores_keys(const attn_decode_block *b, const float *q, fl
                                   int dt, int RT, int KJ, int PF, int64_t D) {
   const int64_t Df = D & ~(int64_t)7;
   __m256 a[8]; /* a[r KJ + k] */
-  if (PF && KV_SWAP(dt)) /* this block's V rows of these keys */
+  if (PF && ATTN_DECODE_KV_SWAP(dt)) /* this block's V rows of these keys */
     for (int k = 0; k < KJ && j0 + k < b->n; k++)
       prefetch_row(b->v[j0 + k], b->Dv * elt_of(dt));
   else if (PF) /* the next block's rows of these keys, one burst per KJ rows */

@@ -75,14 +75,6 @@ ATTN_AVX512_INLINE __m128 hsum4(__m512 a, __m512 b, __m512 c, __m512 d) {
   return _mm_add_ps(_mm256_castps256_ps128(y), _mm256_extractf128_ps(y, 1));
 }
 
-/* Which rows the micro-kernels prefetch. Otherwise: scores the next
- * block's K rows, P·V its V rows, a block ahead. KV_SWAP (f32): scores this
- * block's V rows, P·V the next block's K rows, half a block ahead each: a
- * 32-key block of f32 rows at D 128 is 16 KiB of K and 16 of V, and with the
- * next block's K arriving while this block's V waits for P·V the L1D (48 KiB
- * on Zen 5) held 48 KiB of them; now 32. */
-#define KV_SWAP(dt) ((dt) == ATTN_F32)
-
 /* scores of RT query rows (q: their first) against KJ keys j0.. of the
  * block: RT KJ <= 16 accumulators, each q vector loaded once for the KJ
  * keys, each key vector once for the RT rows */
@@ -94,7 +86,7 @@ ATTN_AVX512_INLINE void scores_keys(const attn_decode_block *b, const float *q, 
 DECODE_UNROLL(16)
   for (int i = 0; i < RT * KJ; i++)
     a[i] = _mm512_setzero_ps();
-  if (PF && KV_SWAP(dt)) /* this block's V rows of these keys (see KV_SWAP) */
+  if (PF && ATTN_DECODE_KV_SWAP(dt)) /* this block's V rows of these keys */
     for (int k = 0; k < KJ && j0 + k < b->n; k++)
       prefetch_row(b->v[j0 + k], b->Dv * elt_of(dt));
   else if (PF) /* the next block's rows of these keys, one burst per KJ rows */
@@ -171,10 +163,12 @@ DECODE_UNROLL(8)
           FULL ? _mm512_loadu_ps(ar + 16 * e) : _mm512_maskz_loadu_ps(m[e], ar + 16 * e), cr);
   }
   const int64_t elt = elt_of(dt), c1 = c0 + 16 * SL < Dv ? c0 + 16 * SL : Dv;
-  /* KV_SWAP: the next block's K rows instead, the share of them these columns are of V's */
-  const char *const *pr0 = KV_SWAP(dt) ? (const char *const *)b->pk : (const char *const *)b->pv;
-  const int64_t po = KV_SWAP(dt) ? c0 * b->D / Dv * elt : c0 * elt,
-                pn = KV_SWAP(dt) ? (c1 * b->D / Dv - c0 * b->D / Dv) * elt : (c1 - c0) * elt;
+  /* swap (ATTN_DECODE_KV_SWAP): the next block's K rows instead, the share
+   * of them these columns are of V's */
+  const int sw = ATTN_DECODE_KV_SWAP(dt);
+  const char *const *pr0 = sw ? (const char *const *)b->pk : (const char *const *)b->pv;
+  const int64_t po = sw ? c0 * b->D / Dv * elt : c0 * elt,
+                pn = sw ? (c1 * b->D / Dv - c0 * b->D / Dv) * elt : (c1 - c0) * elt;
   for (int j = 0; j < b->n; j++) {
     if (PF && j < b->pn) /* the next block's row j, these columns: spread over the keys */
       prefetch_row(pr0[j] + po, pn);
