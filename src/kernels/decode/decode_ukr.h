@@ -58,10 +58,11 @@ typedef struct {
    * allowed for every row; no ALiBi, no score-modifier unit) from the score tile s, as
    * decode.c's portable one does it: int8 scores times ks[j]; per row r the
    * max bm over the finite keys (a row whose keys are all -inf and none NaN
-   * is left alone: corr[r] = 1, p 0); m' = max(m, bm), corr[r] =
-   * expf(m - m'), p[r * NB + j] = e^(s - m') (times vs[j] for int8; 0 for j
-   * >= n), l[r] = l[r] corr[r] + the sum of e^(s - m') (before vs), m[r] =
-   * m'. Returns 1 if any row changed. s may be overwritten. */
+   * is left alone: corr[r] = 1, p 0); m' = max(m, bm), corr[r] = e^(m -
+   * m') (expf, or the level's exp; exactly 1 where m' = m), p[r * NB + j] =
+   * e^(s - m') (times vs[j] for int8; 0 for j >= n), l[r] = l[r] corr[r] +
+   * the sum of e^(s - m') (before vs), m[r] = m'. Returns 1 if any row
+   * changed. s may be overwritten. */
   int (*softmax)(const attn_decode_block *b, float *s, float *p, int64_t R, float *m, float *l,
                  float *corr);
   /* May be NULL. int8 blocks with D <= ATTN_DECODE_I8DOT_MAX_D through an

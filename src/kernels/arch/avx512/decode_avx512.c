@@ -316,24 +316,34 @@ ATTN_AVX512_INLINE int softmax_rows(float *s, float *p, int64_t r, float *m, flo
   else
     bm[0] = _mm512_reduce_max_ps(mx[0]);
   int any = 0, on[4];
+  /* the rows' new maxima and corrections, e^(m - m') in one vector (1
+   * where m' = m; a row left alone keeps m and gets 1) */
+  float mn[4] = {0, 0, 0, 0}, mo[4] = {0, 0, 0, 0}, cr[4];
+  DECODE_UNROLL(4)
+  for (int i = 0; i < RT; i++) {
+    on[i] = !(bm[i] == -INFINITY && !nan[i]);
+    mo[i] = m[r + i];
+    mn[i] = on[i] && bm[i] > mo[i] ? bm[i] : mo[i];
+  }
+  const __m128 vmo = _mm_loadu_ps(mo), vmn = _mm_loadu_ps(mn);
+  const __m128 ex =
+      _mm512_castps512_ps128(attn_vexp16_avx512(_mm512_zextps128_ps512(_mm_sub_ps(vmo, vmn))));
+  _mm_storeu_ps(cr, _mm_blendv_ps(ex, _mm_set1_ps(1.0f), _mm_cmpeq_ps(vmn, vmo)));
   __m512 sum[4];
   DECODE_UNROLL(4)
   for (int i = 0; i < RT; i++) {
     const int64_t rr = r + i;
     sum[i] = _mm512_setzero_ps();
-    on[i] = !(bm[i] == -INFINITY && !nan[i]);
+    corr[rr] = cr[i];
     if (!on[i]) { /* nothing allowed here: the row unchanged */
-      corr[rr] = 1.0f;
       DECODE_UNROLL(4)
       for (int v = 0; v < NV; v++)
         _mm512_storeu_ps(p + rr * NB + 16 * v, _mm512_setzero_ps());
       continue;
     }
     any = 1;
-    const float mn = bm[i] > m[rr] ? bm[i] : m[rr];
-    corr[rr] = mn == m[rr] ? 1.0f : expf(m[rr] - mn);
-    m[rr] = mn;
-    const __m512 vm = _mm512_set1_ps(mn);
+    m[rr] = mn[i];
+    const __m512 vm = _mm512_set1_ps(mn[i]);
     DECODE_UNROLL(4)
     for (int v = 0; v < NV; v++) {
       __m512 e = _mm512_maskz_mov_ps(live[v], attn_vexp16_avx512(_mm512_sub_ps(x[i][v], vm)));
