@@ -576,6 +576,37 @@ static void test_tiled_same_bits(void) {
     }
 }
 
+/* weights the integer P·V refuses (a negative V scale, an infinite one, a
+ * group of 16 keys whose weights are all above 0 and below
+ * ATTN_DECODE_I8PV_MIN_W; put into the cache's memory through its view)
+ * take the f32 P·V alike in both int8 layouts (pv_i8t and pv_i8 each check
+ * the weights) */
+static void test_i8_refused_weights_same_bits(void) {
+  dcase c = dcase_plain(ATTN_I8, 8, 2, 1, 64, 200); /* 4 rows per KV head */
+  float *o[2], *l[2];
+  for (int bad = 0; bad < 3; bad++) {
+    for (int t = 0; t < 2; t++) {
+      c.layout = t ? ATTN_KV_I8_TILED : ATTN_KV_ROWS;
+      dprob p;
+      CHECK(dprob_make(&p, &c) == 0);
+      attn_kv_view v;
+      CHECK_OK(attn_kvc_view(p.kvc, &v));
+      float *vs = (float *)v.v_scale; /* head 0: rows 0 .. capacity - 1 */
+      if (bad < 2) vs[37] = bad ? INFINITY : -vs[37];
+      for (int j = 32; bad == 2 && j < 48; j++) /* keys 32 .. 47: one group */
+        vs[j] = 1e-38f;
+      CHECK_OK(attn_decode_forward(&p.d, &v, p.q, p.out, p.lse));
+      o[t] = malloc(8 * 64 * sizeof(float)), l[t] = malloc(8 * sizeof(float));
+      memcpy(o[t], p.out, 8 * 64 * sizeof(float)), memcpy(l[t], p.lse, 8 * sizeof(float));
+      dprob_free(&p);
+    }
+    CHECK(!memcmp(o[0], o[1], 8 * 64 * sizeof(float)) && !memcmp(l[0], l[1], 8 * sizeof(float)));
+    CHECK(bad == 1 || isfinite(o[1][0])); /* finite, through the f32 P·V */
+    for (int t = 0; t < 2; t++)
+      free(o[t]), free(l[t]);
+  }
+}
+
 /* NaN in one cached key reaches the rows that attend it, not others */
 static void test_nan_in_cache_propagates(void) {
   dcase c = dcase_plain(ATTN_F32, 2, 2, 1, 16, 40);
@@ -713,6 +744,7 @@ int main(void) {
   RUN(test_i8pv_error);
   RUN(test_i8_nan_query);
   RUN(test_tiled_same_bits);
+  RUN(test_i8_refused_weights_same_bits);
   RUN(test_bad_inputs_named);
   HARNESS_END();
 }
