@@ -234,36 +234,42 @@ ATTN_AVX2_INLINE void pv_rows(const attn_decode_block *b, const float *p, const 
 }
 
 /* one instance per dtype (the constant makes the compiler drop the others' loads) */
-ATTN_AVX2 static void scores_avx2(const attn_decode_block *b, const float *q, int64_t R, float *s) {
-  /* head dim 128 (the common one) with its loop counts and offsets constant */
-  if (b->D == 128) switch (b->dtype) {
-    case ATTN_F16: scores_rows(b, q, R, s, ATTN_F16, 128); return;
-    case ATTN_BF16: scores_rows(b, q, R, s, ATTN_BF16, 128); return;
-    case ATTN_I8: break;
-    default: scores_rows(b, q, R, s, ATTN_F32, 128); return;
-    }
+ATTN_AVX2_INLINE void scores_dt(const attn_decode_block *b, const float *q, int64_t R, float *s,
+                                int64_t D) {
   switch (b->dtype) {
-  case ATTN_F16: scores_rows(b, q, R, s, ATTN_F16, b->D); break;
-  case ATTN_BF16: scores_rows(b, q, R, s, ATTN_BF16, b->D); break;
-  case ATTN_I8: scores_rows(b, q, R, s, ATTN_I8, b->D); break;
-  default: scores_rows(b, q, R, s, ATTN_F32, b->D);
+  case ATTN_F16: scores_rows(b, q, R, s, ATTN_F16, D); break;
+  case ATTN_BF16: scores_rows(b, q, R, s, ATTN_BF16, D); break;
+  case ATTN_I8: scores_rows(b, q, R, s, ATTN_I8, D); break;
+  default: scores_rows(b, q, R, s, ATTN_F32, D);
   }
+}
+
+ATTN_AVX2_INLINE void pv_dt(const attn_decode_block *b, const float *p, const float *corr,
+                            int64_t R, float *acc, int64_t Dv) {
+  switch (b->dtype) {
+  case ATTN_F16: pv_rows(b, p, corr, R, acc, ATTN_F16, Dv); break;
+  case ATTN_BF16: pv_rows(b, p, corr, R, acc, ATTN_BF16, Dv); break;
+  case ATTN_I8: pv_rows(b, p, corr, R, acc, ATTN_I8, Dv); break;
+  default: pv_rows(b, p, corr, R, acc, ATTN_F32, Dv);
+  }
+}
+
+/* and one for head dim 128 (the common one) with its loop counts and offsets
+ * constant; not for int8, which comes here only where the level has no
+ * integer kernels or P·V falls back to f32 */
+ATTN_AVX2 static void scores_avx2(const attn_decode_block *b, const float *q, int64_t R, float *s) {
+  if (b->D == 128 && b->dtype != ATTN_I8)
+    scores_dt(b, q, R, s, 128);
+  else
+    scores_dt(b, q, R, s, b->D);
 }
 
 ATTN_AVX2 static void pv_avx2(const attn_decode_block *b, const float *p, const float *corr,
                               int64_t R, float *acc) {
-  if (b->Dv == 128) switch (b->dtype) { /* as scores_avx2 */
-    case ATTN_F16: pv_rows(b, p, corr, R, acc, ATTN_F16, 128); return;
-    case ATTN_BF16: pv_rows(b, p, corr, R, acc, ATTN_BF16, 128); return;
-    case ATTN_I8: break;
-    default: pv_rows(b, p, corr, R, acc, ATTN_F32, 128); return;
-    }
-  switch (b->dtype) {
-  case ATTN_F16: pv_rows(b, p, corr, R, acc, ATTN_F16, b->Dv); break;
-  case ATTN_BF16: pv_rows(b, p, corr, R, acc, ATTN_BF16, b->Dv); break;
-  case ATTN_I8: pv_rows(b, p, corr, R, acc, ATTN_I8, b->Dv); break;
-  default: pv_rows(b, p, corr, R, acc, ATTN_F32, b->Dv);
-  }
+  if (b->Dv == 128 && b->dtype != ATTN_I8)
+    pv_dt(b, p, corr, R, acc, 128);
+  else
+    pv_dt(b, p, corr, R, acc, b->Dv);
 }
 
 /* lanes 8 h .. 8 h + 7 of a row below n: all ones */
