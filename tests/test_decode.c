@@ -185,46 +185,64 @@ static void decode_bits(const dcase *c, int threads, float *out, float *lse) {
 }
 
 /* page sizes 1, 7 (odd), 16 and the contiguous cache: the same blocks, so
- * the same bits; and each against the math path */
+ * the same bits; and each against the math path. f16 and bf16 in each of
+ * their layouts (the K-tiled one: the page sizes of whole tiles); int8 in
+ * the library's choice of layout (the int8 tiled one gives the rows' bits) */
+static int layouts_of(int dtype, int *lay) {
+  lay[0] = dtype == ATTN_I8 ? 0 : ATTN_KV_ROWS;
+  lay[1] = ATTN_KV_K_TILED;
+  return dtype == ATTN_F16 || dtype == ATTN_BF16 ? 2 : 1;
+}
+
 static void test_page_sizes_same_bits(void) {
   static const int sizes[] = {1, 7, 16, 64}; /* 1-16: a chunk's KV heads run together */
   for (int t = 0; t < 4; t++) {
-    dcase c = dcase_plain(dtypes[t], 8, 2, 2, 32, 277);
-    c.B = 2;
-    c.lens[1] = 90;
-    c.alibi = 1;
-    const int64_t no = 2 * 8 * 2 * 32, nl = 2 * 8 * 2;
-    float *o0 = malloc(no * 4), *l0 = malloc(nl * 4), *o1 = malloc(no * 4), *l1 = malloc(nl * 4);
-    decode_bits(&c, 2, o0, l0);
-    for (int i = 0; i < 4; i++) {
-      c.page_size = sizes[i];
-      for (int th = 1; th <= 3; th++) { /* pages up to a block: the heads inner (run_unit) */
-        decode_bits(&c, th, o1, l1);
-        CHECK(!memcmp(o0, o1, no * 4) && !memcmp(l0, l1, nl * 4));
+    int lay[2];
+    const int nl_ = layouts_of(dtypes[t], lay);
+    for (int li = 0; li < nl_; li++) {
+      dcase c = dcase_plain(dtypes[t], 8, 2, 2, 32, 277);
+      c.B = 2;
+      c.lens[1] = 90;
+      c.alibi = 1;
+      c.layout = lay[li];
+      const int64_t no = 2 * 8 * 2 * 32, nl = 2 * 8 * 2;
+      float *o0 = malloc(no * 4), *l0 = malloc(nl * 4), *o1 = malloc(no * 4), *l1 = malloc(nl * 4);
+      decode_bits(&c, 2, o0, l0);
+      for (int i = 0; i < 4; i++) {
+        if (c.layout == ATTN_KV_K_TILED && sizes[i] % 16) continue;
+        c.page_size = sizes[i];
+        for (int th = 1; th <= 3; th++) { /* pages up to a block: the heads inner (run_unit) */
+          decode_bits(&c, th, o1, l1);
+          CHECK(!memcmp(o0, o1, no * 4) && !memcmp(l0, l1, nl * 4));
+        }
+        char w[64];
+        snprintf(w, sizeof w, "%s layout %d page %d", dnames[t], c.layout, sizes[i]);
+        check_case(&c, w);
       }
-      char w[48];
-      snprintf(w, sizeof w, "%s page %d", dnames[t], sizes[i]);
+      free(o0), free(l0), free(o1), free(l1);
+    }
+  }
+  /* a window, sinks and a softcap, 4 KV heads, three sequences: the heads run together */
+  for (int li = 0; li < 2; li++) {
+    dcase c = dcase_plain(ATTN_F16, 8, 4, 1, 32, 300);
+    c.B = 3;
+    c.lens[1] = 33, c.lens[2] = 257;
+    c.window = 100, c.sinks = 1, c.softcap = 20.0f;
+    c.layout = li ? ATTN_KV_K_TILED : ATTN_KV_ROWS;
+    const int64_t no = 3 * 8 * 32, nl = 3 * 8;
+    float *o0 = malloc(no * 4), *l0 = malloc(nl * 4), *o1 = malloc(no * 4), *l1 = malloc(nl * 4);
+    decode_bits(&c, 1, o0, l0);
+    for (int i = 0; i < 3; i++) {
+      if (c.layout == ATTN_KV_K_TILED && sizes[i] % 16) continue;
+      c.page_size = sizes[i];
+      decode_bits(&c, 2, o1, l1);
+      CHECK(!memcmp(o0, o1, no * 4) && !memcmp(l0, l1, nl * 4));
+      char w[64];
+      snprintf(w, sizeof w, "f16 layout %d window sinks softcap page %d", c.layout, sizes[i]);
       check_case(&c, w);
     }
     free(o0), free(l0), free(o1), free(l1);
   }
-  /* a window, sinks and a softcap, 4 KV heads, three sequences: the heads run together */
-  dcase c = dcase_plain(ATTN_F16, 8, 4, 1, 32, 300);
-  c.B = 3;
-  c.lens[1] = 33, c.lens[2] = 257;
-  c.window = 100, c.sinks = 1, c.softcap = 20.0f;
-  const int64_t no = 3 * 8 * 32, nl = 3 * 8;
-  float *o0 = malloc(no * 4), *l0 = malloc(nl * 4), *o1 = malloc(no * 4), *l1 = malloc(nl * 4);
-  decode_bits(&c, 1, o0, l0);
-  for (int i = 0; i < 3; i++) {
-    c.page_size = sizes[i];
-    decode_bits(&c, 2, o1, l1);
-    CHECK(!memcmp(o0, o1, no * 4) && !memcmp(l0, l1, nl * 4));
-    char w[48];
-    snprintf(w, sizeof w, "f16 window sinks softcap page %d", sizes[i]);
-    check_case(&c, w);
-  }
-  free(o0), free(l0), free(o1), free(l1);
 }
 
 static void test_thread_count_same_bits(void) {
@@ -339,6 +357,113 @@ static void test_ukr_level_matches_generic(void) {
     lv->pv(&b, p, corr, R, a1);
     gen->pv(&b, p, corr, R, a2);
     CHECK_CLOSE("pv", a1, a2, R * DV, 1e-4, 1e-5);
+  }
+}
+
+/* The level's K-tiled scores (scores_kt, where it has them) against the
+ * generic scores on the same keys in rows: R 1-16 rows (tiles of 8, 4, 2,
+ * 1), D 37 (an odd depth) and 128, blocks from lane toff 0, 5 and 15 of
+ * their first tile with n 1, 13 and 32 keys; entries past n untouched; and
+ * each key's score the same bits at any lane, toff and n (the contract:
+ * the order of a key's sum depends on R and D alone). */
+static void test_scores_kt_level(void) {
+  const attn_decode_ops *lv = attn_kern_get()->decode, *gen = attn_decode_ops_generic();
+  if (!lv->scores_kt) {
+    SKIP("level %s has no K-tiled scores", attn_isa_name(attn_isa_active()));
+    return;
+  }
+  enum { NB = ATTN_DECODE_NB, DMAX = 128, NK = 48 };
+  static uint16_t rows[NK][DMAX], tiles[3 * 16 * DMAX];
+  static float q[16 * DMAX], sref[NK][16], s1[16 * NB], s2[16 * NB];
+  static const int Ds[] = {37, 128}, Rs[] = {1, 2, 3, 4, 8, 11, 16}, toffs[] = {0, 5, 15},
+                   ns[] = {1, 13, 32};
+  for (int dt = 0; dt < 2; dt++)
+    for (int di = 0; di < 2; di++) {
+      const int D = Ds[di];
+      float kf[NK * DMAX];
+      fill_uniform(kf, NK * D, 21 + di, -1, 1);
+      fill_uniform(q, 16 * D, 23, -1, 1);
+      for (int j = 0; j < NK; j++)
+        for (int d = 0; d < D; d++)
+          rows[j][d] = dt ? attn_f32_to_bf16(kf[j * D + d]) : attn_f32_to_f16(kf[j * D + d]);
+      for (int ri = 0; ri < 7; ri++) {
+        const int R = Rs[ri];
+        for (int key = 0; key < NK; key++)
+          sref[key][0] = NAN; /* key's score of row 0 .. R-1, first seen */
+        for (int ti = 0; ti < 3; ti++)
+          for (int ni = 0; ni < 3; ni++) {
+            const int toff = toffs[ti], n = ns[ni], key0 = 7 * ti + ni; /* the block's first key */
+            attn_decode_block b = {.dtype = dt ? ATTN_BF16 : ATTN_F16, .n = n, .D = D, .Dv = D};
+            b.toff = toff;
+            b.nt = (toff + n + 15) / 16;
+            for (int i = 0; i < b.nt; i++) {
+              for (int l = 0; l < 16; l++) { /* lane l of tile i: key key0 - toff + 16 i + l */
+                const int key = key0 - toff + 16 * i + l;
+                for (int d = 0; d < D; d++)
+                  tiles[i * 16 * D + 16 * d + l] = key >= 0 && key < NK ? rows[key][d] : 0x7e00;
+              }
+              b.kt[i] = tiles + i * 16 * D;
+            }
+            for (int j = 0; j < n; j++)
+              b.k[j] = rows[key0 + j];
+            for (int i = 0; i < 16 * NB; i++)
+              s1[i] = s2[i] = -7.0f;
+            lv->scores_kt(&b, q, R, s1);
+            gen->scores(&b, q, R, s2);
+            CHECK_CLOSE("scores_kt", s1, s2, R * NB, 1e-5, 1e-5);
+            for (int r = 0; r < R; r++)
+              for (int j = 0; j < NB; j++) {
+                const float x = s1[r * NB + j];
+                if (j >= n) {
+                  CHECK(x == -7.0f);
+                  continue;
+                }
+                float *ref = &sref[key0 + j][0];
+                if (r == 0 && isnan(ref[0]))
+                  for (int rr = 0; rr < R; rr++)
+                    ref[rr] = s1[rr * NB + j];
+                CHECK(!memcmp(&ref[r], &x, sizeof x));
+              }
+          }
+      }
+    }
+}
+
+/* The K-tiled layout through the decode against the math path, at every
+ * level (those without scores_kt take the keys out of their tiles):
+ * contiguous and paged 16 and 32; blocks from mid-tile (windows); D 37 and
+ * Dv 48; 3, 8 and 16 query rows per KV head; Lq 2; ALiBi, sinks, softcap;
+ * the same bits for 1 and 2 threads and every page size. */
+static void test_ktiled_layout(void) {
+  dcase cs[3];
+  cs[0] = dcase_plain(ATTN_F16, 8, 2, 2, 32, 277); /* R 8 */
+  cs[0].B = 2, cs[0].lens[1] = 90, cs[0].alibi = 1;
+  cs[1] = dcase_plain(ATTN_BF16, 6, 2, 1, 37, 300); /* R 3, odd depth, Dv 48 */
+  cs[1].Dv = 48, cs[1].B = 3, cs[1].lens[1] = 17, cs[1].lens[2] = 129;
+  cs[1].window = 37, cs[1].sinks = 1, cs[1].softcap = 20.0f;
+  cs[2] = dcase_plain(ATTN_F16, 16, 1, 1, 128, 700); /* R 16, the D */
+  cs[2].window = 250;
+  static const int pages[] = {0, 16, 32};
+  for (int k = 0; k < 3; k++) {
+    dcase c = cs[k];
+    c.layout = ATTN_KV_K_TILED;
+    const int64_t no = (int64_t)c.B * c.Hq * c.Lq * c.Dv, nl = (int64_t)c.B * c.Hq * c.Lq;
+    float *o0 = malloc(no * 4), *l0 = malloc(nl * 4), *o1 = malloc(no * 4), *l1 = malloc(nl * 4);
+    decode_bits(&c, 1, o0, l0);
+    for (int pi = 0; pi < 3; pi++) {
+      c.page_size = pages[pi];
+      for (int th = 1; th <= 2; th++) {
+        decode_bits(&c, th, o1, l1);
+        if (memcmp(o0, o1, no * 4) || memcmp(l0, l1, nl * 4)) {
+          printf("  case %d page %d threads %d: not the same bits\n", k, c.page_size, th);
+          h_case_failed = 1;
+        }
+      }
+      char w[48];
+      snprintf(w, sizeof w, "K-tiled case %d page %d", k, c.page_size);
+      check_case(&c, w);
+    }
+    free(o0), free(l0), free(o1), free(l1);
   }
 }
 
@@ -744,6 +869,8 @@ int main(void) {
   RUN(test_i8pv_error);
   RUN(test_i8_nan_query);
   RUN(test_tiled_same_bits);
+  RUN(test_scores_kt_level);
+  RUN(test_ktiled_layout);
   RUN(test_i8_refused_weights_same_bits);
   RUN(test_bad_inputs_named);
   HARNESS_END();

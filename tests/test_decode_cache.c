@@ -165,11 +165,13 @@ static void test_int8_quantization(void) {
   attn_kvc_free(c);
 }
 
-/* The int8 tiled layout against rows: the same appends (in pieces that
- * cross tiles and quads), a truncate, more appends and a copy give the same
- * rows (attn_kvc_read) and the same decode, contiguous and paged; what the
- * layout needs is refused by name (the cache's and the view's). */
-static void test_tiled_layout(void) {
+/* A tiled layout against rows: the same appends (in pieces that cross
+ * tiles and quads), a truncate, more appends and a copy give the same rows
+ * (attn_kvc_read) and the same decode (int8 tiled: the same bits; K-tiled
+ * f16 and bf16: within rounding, the order of the scores' sums),
+ * contiguous and paged; what the layout needs is refused by name (the
+ * cache's and the view's). */
+static void tiled_vs_rows(int dtype, int layout) {
   enum { H = 2, D = 16, N = 40 };
   float k[H * N * D], v[H * N * D];
   fill_uniform(k, H * N * D, 8, -1, 1);
@@ -178,14 +180,14 @@ static void test_tiled_layout(void) {
   for (int ps = 0; ps <= 32; ps += 16) {
     attn_kvc *c[2];
     for (int l = 0; l < 2; l++) {
-      attn_kvc_config cfg = {.dtype = ATTN_I8,
+      attn_kvc_config cfg = {.dtype = dtype,
                              .B = 2,
                              .Hkv = H,
                              .D = D,
                              .Dv = D,
                              .max_len = 45,
                              .page_size = ps,
-                             .layout = l ? ATTN_KV_I8_TILED : ATTN_KV_ROWS};
+                             .layout = l ? layout : ATTN_KV_ROWS};
       CHECK_OK(attn_kvc_create(&c[l], &cfg));
       int t0 = 0;
       for (int i = 0; i < 3; i++) { /* [H, n, D] pieces of the [H, N, D] rows */
@@ -205,7 +207,7 @@ static void test_tiled_layout(void) {
       CHECK_OK(attn_kvc_append(c[l], 1, k, v, 2));
       attn_kv_view view;
       CHECK_OK(attn_kvc_view(c[l], &view));
-      CHECK(view.layout == (l ? ATTN_KV_I8_TILED : ATTN_KV_ROWS));
+      CHECK(view.layout == (l ? layout : ATTN_KV_ROWS));
     }
     for (int b = 0; b < 2; b++)
       for (int g = 0; g < H; g++)
@@ -216,10 +218,24 @@ static void test_tiled_layout(void) {
           CHECK(!memcmp(r0, r1, sizeof r0));
         }
     float o0[2 * 4 * D], o1[2 * 4 * D];
-    decode_out(c[0], ATTN_I8, 4, H, D, o0);
-    decode_out(c[1], ATTN_I8, 4, H, D, o1);
-    CHECK(!memcmp(o0, o1, sizeof o0));
-    if (ps == 16) { /* a view that says tiled over shapes that cannot be */
+    decode_out(c[0], dtype, 4, H, D, o0);
+    decode_out(c[1], dtype, 4, H, D, o1);
+    if (layout == ATTN_KV_I8_TILED)
+      CHECK(!memcmp(o0, o1, sizeof o0));
+    else
+      CHECK_CLOSE("K-tiled out", o1, o0, 2 * 4 * D, 1e-5, 1e-5);
+    if (ps == 16 && layout == ATTN_KV_K_TILED) { /* a K-tiled view of another dtype */
+      attn_kv_view view;
+      CHECK_OK(attn_kvc_view(c[1], &view));
+      attn_decode_desc d;
+      attn_decode_desc_init(&d, 2, 4, H, 1, D, D, ATTN_F32);
+      view.dtype = ATTN_F32;
+      float q[2 * 4 * D] = {0};
+      CHECK_ERR(attn_decode_forward(&d, &view, q, o0, NULL), ATTN_EINVAL);
+      CHECK(strstr(attn_last_error(), "K-tiled layout") != NULL);
+    }
+    if (ps == 16 && layout == ATTN_KV_I8_TILED) { /* a view that says tiled over shapes that
+                                                     cannot be */
       attn_kv_view view;
       CHECK_OK(attn_kvc_view(c[1], &view));
       attn_decode_desc d;
@@ -236,6 +252,12 @@ static void test_tiled_layout(void) {
     }
     attn_kvc_free(c[0]), attn_kvc_free(c[1]);
   }
+}
+
+static void test_tiled_layout(void) {
+  tiled_vs_rows(ATTN_I8, ATTN_KV_I8_TILED);
+  tiled_vs_rows(ATTN_F16, ATTN_KV_K_TILED);
+  tiled_vs_rows(ATTN_BF16, ATTN_KV_K_TILED);
   attn_kvc *c = NULL;
   attn_kvc_config cfg = {.dtype = ATTN_I8,
                          .B = 1,
@@ -259,6 +281,26 @@ static void test_tiled_layout(void) {
   attn_kv_view view;
   CHECK_OK(attn_kvc_view(c, &view));
   CHECK(view.layout == ATTN_KV_ROWS);
+  attn_kvc_free(c);
+  /* K-tiled: f16 and bf16 only, pages of whole tiles */
+  cfg.layout = ATTN_KV_K_TILED, cfg.D = 8, cfg.page_size = 16; /* int8 */
+  CHECK_ERR(attn_kvc_create(&c, &cfg), ATTN_EINVAL);
+  CHECK(strstr(attn_last_error(), "K-tiled layout") != NULL);
+  cfg.dtype = ATTN_F32;
+  CHECK_ERR(attn_kvc_create(&c, &cfg), ATTN_EINVAL);
+  cfg.dtype = ATTN_BF16, cfg.page_size = 24;
+  CHECK_ERR(attn_kvc_create(&c, &cfg), ATTN_EINVAL);
+  CHECK(strstr(attn_last_error(), "page_size 24") != NULL);
+  cfg.page_size = 0, cfg.max_len = 5; /* contiguous: rows rounded up to a tile */
+  CHECK_OK(attn_kvc_create(&c, &cfg));
+  CHECK_OK(attn_kvc_view(c, &view));
+  CHECK(view.layout == ATTN_KV_K_TILED && view.capacity == 16);
+  view.capacity = 8; /* a view whose blocks are not whole tiles */
+  attn_decode_desc d;
+  attn_decode_desc_init(&d, 1, 1, 1, 1, 8, 16, ATTN_BF16);
+  float q[8] = {0}, out[16];
+  CHECK_ERR(attn_decode_forward(&d, &view, q, out, NULL), ATTN_EINVAL);
+  CHECK(strstr(attn_last_error(), "capacity 8") != NULL);
   attn_kvc_free(c);
 }
 

@@ -83,8 +83,14 @@ extern "C" {
  *      + i % 4, the int8 value.
  * Requires D % 4 == 0, Dv % 16 == 0 and P % 16 == 0. An attn_kvc uses it
  * where the CPU level has the kernels for it (attn_kvc_config.layout). The
- * result is the same bits as the row layout's. */
-enum { ATTN_KV_ROWS = 1, ATTN_KV_I8_TILED = 2 };
+ * result is the same bits as the row layout's.
+ * ATTN_KV_K_TILED (f16 and bf16): K in tiles of 16 rows, [i / 16][D][16]:
+ *   element (i, d) at (i / 16) 16 D + 16 d + i % 16, so that the 16 keys'
+ *   element d is one vector and the scores need no horizontal sums; V in
+ *   rows as above. Requires P % 16 == 0. The result is the row layout's up
+ *   to the order of the scores' sums (within rounding, not the same bits);
+ *   the same for any thread count and page size. */
+enum { ATTN_KV_ROWS = 1, ATTN_KV_I8_TILED = 2, ATTN_KV_K_TILED = 3 };
 
 typedef struct {
   int dtype; /* attn_dtype */
@@ -96,7 +102,7 @@ typedef struct {
   int64_t page_size, num_pages;   /* paged */
   const int32_t *block_table;     /* paged: [B, block_table_stride] */
   int64_t block_table_stride;
-  int layout; /* 0 or ATTN_KV_ROWS; ATTN_KV_I8_TILED (int8 only) */
+  int layout; /* 0 or ATTN_KV_ROWS; ATTN_KV_I8_TILED (int8 only); ATTN_KV_K_TILED (f16, bf16) */
 } attn_kv_view;
 
 /* ---- what one call computes ------------------------------------------------
@@ -149,8 +155,10 @@ typedef struct {
   /* 0: the library's choice, ATTN_KV_I8_TILED for an int8 cache where the
    * CPU level has its kernels (AVX512_VNNI) and the shapes allow it (D % 4,
    * Dv % 16, page_size % 16 == 0; a contiguous cache's rows rounded up to
-   * 16), else rows; ATTN_KV_ROWS; ATTN_KV_I8_TILED (refused where the
-   * shapes do not allow it; any level reads it). */
+   * 16), ATTN_KV_K_TILED for an f16 or bf16 cache where the level has its
+   * kernels (AVX-512) and page_size % 16 == 0, else rows; ATTN_KV_ROWS;
+   * ATTN_KV_I8_TILED or ATTN_KV_K_TILED (refused where the dtype or shapes
+   * do not allow it; any level reads them). */
   int layout;
 } attn_kvc_config;
 

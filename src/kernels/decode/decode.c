@@ -74,6 +74,7 @@ typedef struct {
   int64_t ldq;               /* its quantised rows' stride: D rounded up to 64 */
   int i8pv;                  /* int8 P·V through the level's pv_i8 */
   int tiled;                 /* the int8 tiled layout (attn/decode.h) */
+  int ktiled;                /* the K-tiled layout (f16, bf16) */
 } call_t;
 
 typedef struct {
@@ -85,16 +86,20 @@ typedef struct {
   int64_t *pos, *lo, *hi;
   int64_t lo_max, hi_min; /* keys from lo_max to hi_min - 1: allowed for every row */
   int8_t *rows8;          /* tiled layout: a block's rows for the row kernels [NB, D + Dv] */
+  uint16_t *rows16;       /* K-tiled layout: a block's K rows for the row kernels [NB, D] */
 } scratch_t;
 
 static void *scratch_alloc(const call_t *c, scratch_t *w) {
   const int64_t R = c->R;
   const size_t floats = (size_t)(R * c->d->D + 2 * R * NB + 2 * R);
   const size_t ints = (size_t)(3 * R) * sizeof(int64_t);
-  const size_t rows8 = c->tiled ? (size_t)(NB * (c->d->D + c->d->Dv)) : 0;
+  const size_t rows8 = c->tiled    ? (size_t)(NB * (c->d->D + c->d->Dv))
+                       : c->ktiled ? (size_t)(NB * c->d->D) * sizeof(uint16_t)
+                                   : 0;
   char *mem = malloc(floats * sizeof(float) + ints + rows8);
   if (!mem) return NULL;
   w->rows8 = c->tiled ? (int8_t *)(mem + floats * sizeof(float) + ints) : NULL;
+  w->rows16 = c->ktiled ? (uint16_t *)(mem + floats * sizeof(float) + ints) : NULL;
   w->pos = (int64_t *)mem;
   w->lo = w->pos + R;
   w->hi = w->lo + R;
@@ -131,12 +136,16 @@ static void gather(const call_t *c, attn_kv_cursor *cu, int n, attn_decode_block
     const int run = (int)attn_min64(n - j, cu->rows - cu->slot + 1);
     cu->slot += run - 1;
     const char *k = (const char *)kv->k + row * kb, *v = (const char *)kv->v + row * vb;
-    if (c->tiled) { /* the run's tiles (a run starts the block at lane toff, or a page at 0) */
+    if (c->tiled || c->ktiled) { /* the run's tiles (a run starts the block at lane toff, or a
+                                    page at 0) */
       if (j == 0) blk->toff = (int)(row & 15);
       for (int64_t x = row >> 4; x <= (row + run - 1) >> 4; x++) {
-        blk->kt[blk->nt] = (const char *)kv->k + x * 16 * kv->D;
-        blk->vt[blk->nt++] = (const char *)kv->v + x * 16 * kv->Dv;
+        blk->kt[blk->nt] = (const char *)kv->k + x * 16 * kb;
+        if (c->tiled) blk->vt[blk->nt] = (const char *)kv->v + x * 16 * vb;
+        blk->nt++;
       }
+      for (int i = 0; c->ktiled && i < run; i++) /* V in rows */
+        blk->v[j + i] = v + i * vb;
     } else
       for (int i = 0; i < run; i++) {
         blk->k[j + i] = k + i * kb;
@@ -154,13 +163,17 @@ static void gather(const call_t *c, attn_kv_cursor *cu, int n, attn_decode_block
  * block where the micro-kernels do not prefetch). */
 static void prefetch_block(const call_t *c, const attn_decode_block *blk) {
   const int64_t kb = c->kv->D * c->elt, vb = c->kv->Dv * c->elt;
-  if (c->tiled) {
+  if (c->tiled || c->ktiled) {
     for (int i = 0; i < blk->nt; i++) {
       for (int64_t o = 0; o < 16 * kb; o += 64)
         __builtin_prefetch((const char *)blk->kt[i] + o);
-      for (int64_t o = 0; o < 16 * vb; o += 64)
+      for (int64_t o = 0; c->tiled && o < 16 * vb; o += 64)
         __builtin_prefetch((const char *)blk->vt[i] + o);
     }
+    if (c->tiled) return;
+    for (int j = 0; j < blk->n; j++)
+      for (int64_t o = 0; o < vb; o += 64)
+        __builtin_prefetch((const char *)blk->v[j] + o);
     return;
   }
   for (int j = 0; j < blk->n; j++) {
@@ -188,7 +201,8 @@ enum { WARM_LINES = 4, WARM_AHEAD = 2, WARM_BYTES = 4096 };
 static int64_t warm_tokens(const call_t *c) {
   const int64_t row = c->kv->D * c->elt, P = c->kv->page_size;
   if (c->kv->dtype == ATTN_I8) return P; /* int8: page starts only */
-  const int64_t r = row < WARM_BYTES ? WARM_BYTES / row : 1;
+  int64_t r = row < WARM_BYTES ? WARM_BYTES / row : 1;
+  if (c->ktiled) r = r < 16 ? 16 : r / 16 * 16; /* regions of whole K tiles */
   return P > 0 && P < r ? P : r;
 }
 
@@ -318,6 +332,23 @@ static const attn_decode_block *untile(const call_t *c, scratch_t *w, const attn
   return rb;
 }
 
+/* A K-tiled block's K rows taken out of its tiles into w->rows16, for the
+ * scores on rows (levels without scores_kt): *rb = b with row pointers to
+ * them (V: b's rows). */
+static const attn_decode_block *untile_k(const call_t *c, scratch_t *w, const attn_decode_block *b,
+                                         attn_decode_block *rb) {
+  const int64_t D = c->d->D;
+  *rb = *b;
+  rb->pn = 0;
+  for (int j = 0; j < b->n; j++) {
+    const int lane = b->toff + j;
+    uint16_t *kr = w->rows16 + j * D;
+    attn_kv_kt_get(b->kt[lane >> 4], D, lane & 15, kr);
+    rb->k[j] = kr;
+  }
+  return rb;
+}
+
 /* One block of an item (its keys from t): scores, the online softmax, P·V.
  * A tiled block goes to the level's tiled kernels, or is taken out into
  * rows for the others (the same bits). */
@@ -331,7 +362,12 @@ static void item_block(const call_t *c, const item_t *it, scratch_t *w, float *s
   attn_decode_block rows;
   const attn_decode_block *rb = b; /* b's rows (tiled: taken out when a kernel needs them) */
   if (c->tiled && !(c->i8dot && ops->scores_i8t)) rb = untile(c, w, b, &rows);
-  if (c->tiled && rb == b)
+  if (c->ktiled) {
+    if (ops->scores_kt)
+      ops->scores_kt(b, w->qs, R, w->s);
+    else
+      ops->scores(untile_k(c, w, b, &rows), w->qs, R, w->s);
+  } else if (c->tiled && rb == b)
     ops->scores_i8t(b, c->q8 + q0 * c->ldq, c->ldq, c->qsum + q0, c->qscale + q0, R, w->s);
   else if (c->i8dot)
     ops->scores_i8(rb, c->q8 + q0 * c->ldq, c->ldq, c->qsum + q0, c->qscale + q0, R, w->s);
@@ -683,6 +719,7 @@ attn_status attn_decode_forward(const attn_decode_desc *d, const attn_kv_view *k
   c.ldq = attn_round_up(d->D, 64);
   c.i8pv = kv->dtype == ATTN_I8 && c.kern->decode->pv_i8 && !d->int8_pv_f32;
   c.tiled = attn_kv_tiled(kv);
+  c.ktiled = kv->layout == ATTN_KV_K_TILED;
   c.q8 = NULL, c.qscale = c.qsum = NULL;
   if (c.i8dot && (s = quantize_queries(&c))) return s;
   const int64_t npairs = d->B * d->Hkv;

@@ -157,10 +157,21 @@ attn_status attn_decode_check(const attn_decode_desc *d, const attn_kv_view *kv,
                           "kv view: an I8 cache without %s (one scale per token "
                           "and head)",
                           !kv->k_scale ? "k_scale" : "v_scale");
-  if (kv->layout != 0 && kv->layout != ATTN_KV_ROWS && kv->layout != ATTN_KV_I8_TILED)
+  if (kv->layout != 0 && kv->layout != ATTN_KV_ROWS && kv->layout != ATTN_KV_I8_TILED &&
+      kv->layout != ATTN_KV_K_TILED)
     return attn_set_error(ATTN_EINVAL,
-                          "kv view: layout %d (0 or ATTN_KV_ROWS %d, ATTN_KV_I8_TILED %d)",
-                          kv->layout, ATTN_KV_ROWS, ATTN_KV_I8_TILED);
+                          "kv view: layout %d (0 or ATTN_KV_ROWS %d, ATTN_KV_I8_TILED %d, "
+                          "ATTN_KV_K_TILED %d)",
+                          kv->layout, ATTN_KV_ROWS, ATTN_KV_I8_TILED, ATTN_KV_K_TILED);
+  if (kv->layout == ATTN_KV_K_TILED) {
+    const int64_t P = kv->page_size ? kv->page_size : kv->capacity;
+    if ((kv->dtype != ATTN_F16 && kv->dtype != ATTN_BF16) || P % 16)
+      return attn_set_error(ATTN_EINVAL,
+                            "kv view: the K-tiled layout needs dtype F16 or BF16 and %s %% 16 == "
+                            "0 (dtype %s, %s %lld)",
+                            kv->page_size ? "page_size" : "capacity", dname(kv->dtype),
+                            kv->page_size ? "page_size" : "capacity", (long long)P);
+  }
   if (kv->layout == ATTN_KV_I8_TILED) {
     const int64_t P = kv->page_size ? kv->page_size : kv->capacity;
     if (kv->dtype != ATTN_I8 || kv->D % 4 || kv->Dv % 16 || P % 16)

@@ -85,6 +85,23 @@ static inline void attn_kv_tv_put(uint8_t *v, int64_t Dv, int64_t i, const int8_
 /* 1 when the view is int8 in the tiled layout */
 static inline int attn_kv_tiled(const attn_kv_view *kv) { return kv->layout == ATTN_KV_I8_TILED; }
 
+/* The K-tiled layout (ATTN_KV_K_TILED, 16-bit elements): the element of
+ * row i (the index attn_kv_row gives), column d of K. Like the int8 tiles,
+ * a tile of 16 rows never straddles two (page, head) blocks, and the tile
+ * of rows 16 m .. 16 m + 15 holds the same bytes of the pool as those rows
+ * do in the row layout. */
+static inline int64_t attn_kv_kt(int64_t D, int64_t i, int64_t d) {
+  return (i >> 4) * 16 * D + d * 16 + (i & 15);
+}
+static inline void attn_kv_kt_get(const uint16_t *k, int64_t D, int64_t i, uint16_t *row) {
+  for (int64_t d = 0; d < D; d++)
+    row[d] = k[attn_kv_kt(D, i, d)];
+}
+static inline void attn_kv_kt_put(uint16_t *k, int64_t D, int64_t i, const uint16_t *row) {
+  for (int64_t d = 0; d < D; d++)
+    k[attn_kv_kt(D, i, d)] = row[d];
+}
+
 /* The threads' runs of work items (decode.c's loop). Consecutive items of a
  * (sequence, KV head) are consecutive chunks of its rows, adjacent in
  * memory: a thread that takes them in order reads one stream, which the

@@ -30,11 +30,14 @@ typedef struct {
   int pn;
   const void *const *pk, *const *pv;
   float ks[ATTN_DECODE_NB], vs[ATTN_DECODE_NB]; /* int8: the rows' scales (the loop's) */
-  /* An int8 cache in the tiled layout (attn/decode.h; k, v, pk, pv unset):
+  /* A tiled cache (attn/decode.h). The int8 tiled layout: k, v, pk, pv unset;
    * key j of the block is lane (toff + j) % 16 of tile (toff + j) / 16; kt[i]
    * that tile's K bytes (16 D), vt[i] its 16 rows of V (4 quads, 16 Dv
    * bytes), i < nt = (toff + n + 15) / 16. The next block's tiles, for the
-   * kernels' prefetches: pnt of them (0: none), pkt[i], pvt[i]. */
+   * kernels' prefetches: pnt of them (0: none), pkt[i], pvt[i]. The K-tiled
+   * layout (f16, bf16): kt[i] the tile of 16 keys, [D][16] elements, key j
+   * at lane (toff + j) % 16 of tile (toff + j) / 16; v, pv rows as above, k
+   * and pk unset, vt and pvt unset, pkt the next block's tiles. */
   int toff, nt, pnt;
   const void *kt[ATTN_DECODE_NT], *vt[ATTN_DECODE_NT];
   const void *pkt[ATTN_DECODE_NT], *pvt[ATTN_DECODE_NT];
@@ -93,6 +96,11 @@ typedef struct {
                      const float *qscale, int64_t R, float *s);
   int (*pv_i8t)(const attn_decode_block *b, const float *p, const float *corr, int64_t R,
                 float *acc);
+  /* May be NULL. scores' contract on a block of the K-tiled layout (f16,
+   * bf16; kt, toff, nt): a key's sum in any fixed order that depends on R
+   * and D alone (not on the key's lane, toff or n: the same bits for any
+   * page size and thread count). */
+  void (*scores_kt)(const attn_decode_block *b, const float *q, int64_t R, float *s);
 } attn_decode_ops;
 
 /* Which rows the x86 micro-kernels prefetch. Otherwise: scores the next

@@ -4,7 +4,8 @@
  * a block table per sequence, -1 where no page is assigned. Rows arrive in
  * f32 and are stored in the cache's dtype (the level's conversions; int8:
  * symmetric, one scale per token and head), int8 in rows or in the tiled
- * layout (attn/decode.h; decode_internal.h addresses its bytes). */
+ * layout, f16 and bf16 in rows or with K in tiles (attn/decode.h;
+ * decode_internal.h addresses their elements). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +28,7 @@ struct attn_kvc {
   int32_t *lens, *table; /* [B], paged: [B, bt_stride] */
   int32_t *free_pages;   /* paged: a stack of nfree pages */
   int64_t nfree;
-  int layout;   /* ATTN_KV_ROWS or ATTN_KV_I8_TILED */
+  int layout;   /* ATTN_KV_ROWS, ATTN_KV_I8_TILED or ATTN_KV_K_TILED */
   int8_t *row8; /* int8: one row's values, max(D, Dv) */
 };
 
@@ -118,16 +119,23 @@ attn_status attn_kvc_create(attn_kvc **out, const attn_kvc_config *cfg) {
                           "kvc: page_size %lld, num_pages %lld (page_size 0: "
                           "contiguous, no pool)",
                           (long long)cfg->page_size, (long long)cfg->num_pages);
-  /* the int8 tiled layout: asked for, or the library's choice where the
-   * level has its kernels */
+  /* the tiled layouts: asked for, or the library's choice where the level
+   * has their kernels */
   const int tile_shapes =
       t == ATTN_I8 && cfg->D % 4 == 0 && cfg->Dv % 16 == 0 && cfg->page_size % 16 == 0;
+  const int ktile_shapes = (t == ATTN_F16 || t == ATTN_BF16) && cfg->page_size % 16 == 0;
   int layout = cfg->layout;
-  if (layout != 0 && layout != ATTN_KV_ROWS && layout != ATTN_KV_I8_TILED)
+  if (layout != 0 && layout != ATTN_KV_ROWS && layout != ATTN_KV_I8_TILED &&
+      layout != ATTN_KV_K_TILED)
     return attn_set_error(ATTN_EINVAL,
                           "kvc: layout %d (0: the library's choice, ATTN_KV_ROWS %d, "
-                          "ATTN_KV_I8_TILED %d)",
-                          layout, ATTN_KV_ROWS, ATTN_KV_I8_TILED);
+                          "ATTN_KV_I8_TILED %d, ATTN_KV_K_TILED %d)",
+                          layout, ATTN_KV_ROWS, ATTN_KV_I8_TILED, ATTN_KV_K_TILED);
+  if (layout == ATTN_KV_K_TILED && !ktile_shapes)
+    return attn_set_error(ATTN_EINVAL,
+                          "kvc: the K-tiled layout needs an F16 or BF16 cache with page_size %% "
+                          "16 == 0 (dtype %s, page_size %lld)",
+                          attn_dtype_name((attn_dtype)t), (long long)cfg->page_size);
   if (layout == ATTN_KV_I8_TILED && !tile_shapes)
     return attn_set_error(ATTN_EINVAL,
                           "kvc: the int8 tiled layout needs an I8 cache with D %% 4 == 0, Dv %% "
@@ -139,7 +147,8 @@ attn_status attn_kvc_create(attn_kvc **out, const attn_kvc_config *cfg) {
     const attn_decode_ops *ops = attn_kern_get()->decode;
     layout = tile_shapes && ops->scores_i8t && ops->pv_i8t && cfg->D <= ATTN_DECODE_I8DOT_MAX_D
                  ? ATTN_KV_I8_TILED
-                 : ATTN_KV_ROWS;
+             : ktile_shapes && ops->scores_kt ? ATTN_KV_K_TILED
+                                              : ATTN_KV_ROWS;
   }
   attn_kvc *c = calloc(1, sizeof *c);
   if (!c) return attn_set_error(ATTN_ENOMEM, "kvc: no memory");
@@ -160,7 +169,7 @@ attn_status attn_kvc_create(attn_kvc **out, const attn_kvc_config *cfg) {
     c->table = alloc_bytes(cfg->B, c->bt_stride, 1, sizeof(int32_t));
     c->free_pages = alloc_bytes(c->nblocks, 1, 1, sizeof(int32_t));
   } else { /* tiled: a sequence's block of whole tiles */
-    c->rows = layout == ATTN_KV_I8_TILED ? attn_round_up(cfg->max_len, 16) : cfg->max_len;
+    c->rows = layout != ATTN_KV_ROWS ? attn_round_up(cfg->max_len, 16) : cfg->max_len;
     c->nblocks = cfg->B;
   }
   c->lens = alloc_bytes(cfg->B, 1, 1, sizeof(int32_t));
@@ -227,12 +236,27 @@ static void get_i8(const attn_kvc *c, int is_v, int64_t row, int8_t *x) {
     attn_kv_tk_get(base, w, row, x);
 }
 
+enum { KT_PIECE = 64 }; /* K-tiled rows: elements converted at a time */
+
 /* one f32 row x [w] stored as row `row` of K (is_v 0) or V (and its int8
  * scale) */
 static void store_row(attn_kvc *c, const float *x, int is_v, int64_t row) {
   const attn_row_ops *ro = &attn_kern_get()->row;
   const int64_t w = is_v ? c->cfg.Dv : c->cfg.D;
   void *dst = (char *)(is_v ? c->v : c->k) + row * w * c->elt;
+  if (!is_v && c->layout == ATTN_KV_K_TILED) { /* converted a piece at a time, then put */
+    uint16_t h[KT_PIECE];
+    for (int64_t d0 = 0; d0 < w; d0 += KT_PIECE) {
+      const int64_t n = attn_min64(KT_PIECE, w - d0);
+      if (c->cfg.dtype == ATTN_F16)
+        ro->f32_to_f16(x + d0, h, n);
+      else
+        ro->f32_to_bf16(x + d0, h, n);
+      for (int64_t d = 0; d < n; d++)
+        ((uint16_t *)c->k)[attn_kv_kt(w, row, d0 + d)] = h[d];
+    }
+    return;
+  }
   switch (c->cfg.dtype) {
   case ATTN_F16: ro->f32_to_f16(x, dst, w); break;
   case ATTN_BF16: ro->f32_to_bf16(x, dst, w); break;
@@ -328,19 +352,27 @@ attn_status attn_kvc_copy_seq(attn_kvc *c, int64_t dst, int64_t src) {
   for (int64_t g = 0; g < c->cfg.Hkv; g++)
     for (int64_t t = 0; t < len; t++) {
       const int64_t from = row_of(c, src, g, t), to = row_of(c, dst, g, t);
-      if (c->layout == ATTN_KV_I8_TILED && t % 16 == 0 && t + 16 <= len) {
-        /* a whole tile (and its 4 quads): the same bytes at the same place
-         * of its page, as the slots of t .. t + 15 are the same in both */
+      if (c->layout != ATTN_KV_ROWS && t % 16 == 0 && t + 16 <= len) {
+        /* a whole tile (and its 4 quads, or its 16 V rows): the same bytes
+         * at the same place of its page, as the slots of t .. t + 15 are
+         * the same in both */
         memcpy((char *)c->k + to * kb, (const char *)c->k + from * kb, (size_t)(16 * kb));
         memcpy((char *)c->v + to * vb, (const char *)c->v + from * vb, (size_t)(16 * vb));
-        memcpy(c->ks + to, c->ks + from, 16 * sizeof(float));
-        memcpy(c->vs + to, c->vs + from, 16 * sizeof(float));
+        if (c->ks) {
+          memcpy(c->ks + to, c->ks + from, 16 * sizeof(float));
+          memcpy(c->vs + to, c->vs + from, 16 * sizeof(float));
+        }
         t += 15;
         continue;
       }
       if (c->layout == ATTN_KV_I8_TILED) {
         for (int is_v = 0; is_v < 2; is_v++)
           get_i8(c, is_v, from, c->row8), put_i8(c, is_v, to, c->row8);
+      } else if (c->layout == ATTN_KV_K_TILED) {
+        uint16_t *k = c->k;
+        for (int64_t d = 0; d < c->cfg.D; d++)
+          k[attn_kv_kt(c->cfg.D, to, d)] = k[attn_kv_kt(c->cfg.D, from, d)];
+        memcpy((char *)c->v + to * vb, (const char *)c->v + from * vb, (size_t)vb);
       } else {
         memcpy((char *)c->k + to * kb, (const char *)c->k + from * kb, (size_t)kb);
         memcpy((char *)c->v + to * vb, (const char *)c->v + from * vb, (size_t)vb);
@@ -355,6 +387,19 @@ static void widen_row(const attn_kvc *c, int is_v, int64_t row, float *x) {
   const attn_row_ops *ro = &attn_kern_get()->row;
   const int64_t w = is_v ? c->cfg.Dv : c->cfg.D;
   const void *src = (const char *)(is_v ? c->v : c->k) + row * w * c->elt;
+  if (!is_v && c->layout == ATTN_KV_K_TILED) { /* taken out a piece at a time, then widened */
+    uint16_t h[KT_PIECE];
+    for (int64_t d0 = 0; d0 < w; d0 += KT_PIECE) {
+      const int64_t n = attn_min64(KT_PIECE, w - d0);
+      for (int64_t d = 0; d < n; d++)
+        h[d] = ((const uint16_t *)c->k)[attn_kv_kt(w, row, d0 + d)];
+      if (c->cfg.dtype == ATTN_F16)
+        ro->f16_to_f32(h, x + d0, n);
+      else
+        ro->bf16_to_f32(h, x + d0, n);
+    }
+    return;
+  }
   switch (c->cfg.dtype) {
   case ATTN_F16: ro->f16_to_f32(src, x, w); break;
   case ATTN_BF16: ro->bf16_to_f32(src, x, w); break;
