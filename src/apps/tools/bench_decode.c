@@ -12,7 +12,7 @@
 #include "apps/tools/bench.h"
 #include "attn.h"
 
-enum { MAX_LK = 16, MAX_RUNS = 31 };
+enum { MAX_LK = 16, MAX_RUNS = 31, NTYPES = 8 };
 /* keys of the decode loop's block (kernels/decode/decode_ukr.h's ATTN_DECODE_NB) */
 enum { DECODE_BLOCK = 32 };
 
@@ -20,37 +20,39 @@ typedef struct {
   int B, Lq, Hq, Hkv, D, threads, runs, page_size, paged, single;
   long long lk[MAX_LK];
   int nlk;
-  int dtypes[6], ndt; /* indices into all_types */
+  int dtypes[NTYPES], ndt; /* indices into all_types */
 } dec_opts;
 
-/* "int8f": the int8 cache with P·V in f32 (attn_decode_desc.int8_pv_f32); "int8r": the
- * int8 cache in rows (ATTN_KV_ROWS), where "int8" takes the library's layout (tiled where
- * the level has its kernels) */
-static const int all_types[6] = {ATTN_F32, ATTN_F16, ATTN_BF16, ATTN_I8, ATTN_I8, ATTN_I8};
-static const char *const type_names[6] = {"f32", "f16", "bf16", "int8", "int8f", "int8r"};
+/* "int8f": the int8 cache with P·V in f32 (attn_decode_desc.int8_pv_f32); "int8r", "f16r",
+ * "bf16r": the cache in rows (ATTN_KV_ROWS), where "int8", "f16" and "bf16" take the
+ * library's layout (tiled where the level has its kernels) */
+static const int all_types[NTYPES] = {ATTN_F32, ATTN_F16, ATTN_BF16, ATTN_I8,
+                                      ATTN_I8,  ATTN_I8,  ATTN_F16,  ATTN_BF16};
+static const char *const type_names[NTYPES] = {"f32",   "f16",   "bf16", "int8",
+                                               "int8f", "int8r", "f16r", "bf16r"};
 
 static void dec_usage(FILE *out) {
-  fprintf(out,
-          "usage: attn bench decode [--lk N...] [--dtype f32|f16|bf16|int8|int8f|int8r ...]\n"
-          "                         [--lq Q]\n"
-          "                         [--heads HQ] [--kv-heads HKV] [--dim D] [--batch B]\n"
-          "                         [--threads T] [--page-size P] [--no-paged] [--no-single]\n"
-          "                         [--runs R] [--membw-mib M]\n"
-          "  Decode attention: Q new queries (default 1) per sequence, HQ query heads (32)\n"
-          "  over HKV KV heads (8), head dim D (128), B sequences (1), over a cache of\n"
-          "  Lk tokens (default 1024 4096 8192 16384 32768 65536), per cache dtype (all).\n"
-          "  Columns: median ms per call with T threads (default all), K/V GB/s (the bytes\n"
-          "  of the cache the call reads, int8 scales included) and %% of the memory read\n"
-          "  bandwidth measured now with T threads, tokens/s (B Q / time); a paged cache\n"
-          "  of P-token pages (16) in shuffled order and its time over the contiguous one,\n"
-          "  next to pg_ceil: the memory's own time for reading in shuffled chunks of one\n"
-          "  page of one head's rows, prefetched as the decode loop prefetches, over\n"
-          "  reading in order (attn bench membw --chunk; one measurement each: as noisy\n"
-          "  as the machine's bandwidth);\n"
-          "  1 thread's time and T threads' speed-up over it (split-KV). int8f: the int8\n"
-          "  cache with P·V in f32 (int8_pv_f32); int8r: the int8 cache in rows, where int8\n"
-          "  is in the library's layout (tiled where the level has its kernels); neither\n"
-          "  in the default list.\n");
+  fprintf(out, "usage: attn bench decode [--lk N...]\n"
+               "                         [--dtype f32|f16|bf16|int8|int8f|int8r|f16r|bf16r ...]\n"
+               "                         [--lq Q]\n"
+               "                         [--heads HQ] [--kv-heads HKV] [--dim D] [--batch B]\n"
+               "                         [--threads T] [--page-size P] [--no-paged] [--no-single]\n"
+               "                         [--runs R] [--membw-mib M]\n"
+               "  Decode attention: Q new queries (default 1) per sequence, HQ query heads (32)\n"
+               "  over HKV KV heads (8), head dim D (128), B sequences (1), over a cache of\n"
+               "  Lk tokens (default 1024 4096 8192 16384 32768 65536), per cache dtype (all).\n"
+               "  Columns: median ms per call with T threads (default all), K/V GB/s (the bytes\n"
+               "  of the cache the call reads, int8 scales included) and %% of the memory read\n"
+               "  bandwidth measured now with T threads, tokens/s (B Q / time); a paged cache\n"
+               "  of P-token pages (16) in shuffled order and its time over the contiguous one,\n"
+               "  next to pg_ceil: the memory's own time for reading in shuffled chunks of one\n"
+               "  page of one head's rows, prefetched as the decode loop prefetches, over\n"
+               "  reading in order (attn bench membw --chunk; one measurement each: as noisy\n"
+               "  as the machine's bandwidth);\n"
+               "  1 thread's time and T threads' speed-up over it (split-KV). int8f: the int8\n"
+               "  cache with P·V in f32 (int8_pv_f32); int8r, f16r, bf16r: the cache in rows,\n"
+               "  where int8, f16 and bf16 are in the library's layout (tiled where the level\n"
+               "  has its kernels); none of these in the default list.\n");
 }
 
 /* median seconds per call; with rd (a buffer of rbytes, much larger than
@@ -145,9 +147,9 @@ int attn_bench_decode_main(int argc, char **argv) {
       while (i + 1 < argc && argv[i + 1][0] != '-') {
         const char *t = argv[++i];
         int k = 0;
-        while (k < 6 && strcmp(t, type_names[k]) && !(k == 1 && !strcmp(t, "fp16")))
+        while (k < NTYPES && strcmp(t, type_names[k]) && !(k == 1 && !strcmp(t, "fp16")))
           k++;
-        if (k == 6 || o.ndt == 6) goto bad;
+        if (k == NTYPES || o.ndt == NTYPES) goto bad;
         o.dtypes[o.ndt++] = k, got++;
       }
       if (!got) goto bad;
@@ -229,7 +231,7 @@ int attn_bench_decode_main(int argc, char **argv) {
   for (int t = 0; t < o.ndt; t++) {
     const int dt = all_types[o.dtypes[t]];
     const char *tn = type_names[o.dtypes[t]];
-    const int layout = o.dtypes[t] == 5 ? ATTN_KV_ROWS : 0;
+    const int layout = o.dtypes[t] >= 5 ? ATTN_KV_ROWS : 0;
     attn_kvc *cc = fill_cache(&o, dt, maxlk, 0, layout);
     attn_kvc *pc = o.paged ? fill_cache(&o, dt, maxlk, o.page_size, layout) : NULL;
     int32_t *table = NULL;
@@ -322,7 +324,7 @@ done:
 bad:
   fprintf(stderr,
           "attn bench decode: bad argument near '%s' (--lk 1..2^30, at most %d; --runs 1..%d; "
-          "--dtype one of f32 f16 bf16 int8 int8f int8r)\n",
+          "--dtype one of f32 f16 bf16 int8 int8f int8r f16r bf16r)\n",
           last ? last : "", MAX_LK, MAX_RUNS);
   dec_usage(stderr);
   return 2;

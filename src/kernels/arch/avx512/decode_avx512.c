@@ -976,10 +976,11 @@ ATTN_AVX512_INLINE void kt_pass(const attn_decode_block *b, const float *q, floa
     }
   }
   DECODE_UNROLL(4)
-  for (int h = 1; h < H; h++)
+  for (int h = 1; h < H; h++) {
     DECODE_UNROLL(16)
     for (int i = 0; i < RT * T; i++)
       a[i] = _mm512_add_ps(a[i], a[h * RT * T + i]);
+  }
   DECODE_UNROLL(2)
   for (int t = 0; t < T; t++) {
     const int j0 = 16 * (i0 + t) - b->toff; /* the block's key at lane 0 of this tile */
