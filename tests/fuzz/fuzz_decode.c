@@ -32,14 +32,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   int64_t ps = take(&in) % 6, pages = take(&in) % 9, stride = take(&in) % 5;
   int64_t cap = take(&in) % 13;
   const int flags = take(&in);
-  /* the int8 tiled layout (attn/decode.h): mostly shapes it allows, so that
-   * its kernels run over the exact tensors; sometimes a bad layout value */
+  /* the tiled layouts (attn/decode.h): mostly shapes they allow, so that
+   * their kernels run over the exact tensors; sometimes a bad layout value */
   const int lsel = take(&in);
-  const int layout = !(lsel & 1) ? 0 : lsel & 2 ? ATTN_KV_I8_TILED : lsel & 4 ? 9 : ATTN_KV_ROWS;
+  const int layout = !(lsel & 1) ? 0
+                     : lsel & 2  ? ATTN_KV_I8_TILED
+                     : lsel & 16 ? ATTN_KV_K_TILED
+                     : lsel & 4  ? 9
+                                 : ATTN_KV_ROWS;
   if (layout == ATTN_KV_I8_TILED && !(lsel & 8)) {
     D = 4 * (1 + D % 3), Dv = 16 * (1 + Dv % 2);
     ps = ps % 2 ? 16 : 0, cap = cap % 2 ? 32 : 16;
   }
+  if (layout == ATTN_KV_K_TILED && !(lsel & 8)) ps = ps % 2 ? 16 : 0, cap = cap % 2 ? 32 : 16;
   int32_t lens[3], table[3 * 4];
   for (int i = 0; i < 3; i++)
     lens[i] = (int8_t)take(&in) % 24;

@@ -272,6 +272,105 @@ ATTN_AVX2 static void pv_avx2(const attn_decode_block *b, const float *p, const 
     pv_dt(b, p, corr, R, acc, b->Dv);
 }
 
+/* The K-tiled layout's scores (scores_kt), decode_avx512.c's on 8 lanes: a
+ * tile's element d of its 16 keys is two vectors, RT rows' scores of one
+ * tile 2 RT accumulators of FMAs with q[d] broadcast, the depth split H
+ * ways so that 8 chains are in flight (H a function of RT alone: a key's
+ * sum has the same order in any tile or lane). */
+ATTN_AVX2_INLINE __m256 load_kt8(int dt, const uint16_t *p) {
+  const __m128i x = _mm_loadu_si128((const __m128i *)p);
+  return dt == ATTN_F16 ? _mm256_cvtph_ps(x)
+                        : _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(x), 16));
+}
+
+ATTN_AVX2_INLINE int kt_ways(int RT) { return RT >= 4 ? 1 : RT == 2 ? 2 : 4; }
+
+/* rows q (RT of them) against tile i of the block; PF: the next block's
+ * tile i prefetched as this one is read */
+ATTN_AVX2_INLINE void kt_pass(const attn_decode_block *b, const float *q, float *s, int i, int dt,
+                              int RT, int PF, int64_t D) {
+  const int H = kt_ways(RT);
+  __m256 a[8]; /* a[(h RT + r) 2 + e] */
+  DECODE_UNROLL(8)
+  for (int x = 0; x < 2 * H * RT; x++)
+    a[x] = _mm256_setzero_ps();
+  const uint16_t *kt = (const uint16_t *)b->kt[i];
+  const uint16_t *pf = PF && i < b->pnt ? (const uint16_t *)b->pkt[i] : NULL;
+  const int64_t Dh = D - D % H;
+  for (int64_t d = 0; d < Dh; d += H) {
+    if (pf && (d & 1) == 0) _mm_prefetch((const char *)(pf + 16 * d), _MM_HINT_T0);
+    DECODE_UNROLL(4)
+    for (int h = 0; h < H; h++) {
+      const __m256 k0 = load_kt8(dt, kt + 16 * (d + h)), k1 = load_kt8(dt, kt + 16 * (d + h) + 8);
+      DECODE_UNROLL(4)
+      for (int r = 0; r < RT; r++) {
+        const __m256 qb = _mm256_broadcast_ss(q + r * D + d + h);
+        a[(h * RT + r) * 2] = _mm256_fmadd_ps(qb, k0, a[(h * RT + r) * 2]);
+        a[(h * RT + r) * 2 + 1] = _mm256_fmadd_ps(qb, k1, a[(h * RT + r) * 2 + 1]);
+      }
+    }
+  }
+  for (int64_t d = Dh; d < D; d++) {
+    const __m256 k0 = load_kt8(dt, kt + 16 * d), k1 = load_kt8(dt, kt + 16 * d + 8);
+    DECODE_UNROLL(4)
+    for (int r = 0; r < RT; r++) {
+      const __m256 qb = _mm256_broadcast_ss(q + r * D + d);
+      a[r * 2] = _mm256_fmadd_ps(qb, k0, a[r * 2]);
+      a[r * 2 + 1] = _mm256_fmadd_ps(qb, k1, a[r * 2 + 1]);
+    }
+  }
+  DECODE_UNROLL(4)
+  for (int h = 1; h < H; h++) {
+    DECODE_UNROLL(8)
+    for (int x = 0; x < 2 * RT; x++)
+      a[x] = _mm256_add_ps(a[x], a[2 * h * RT + x]);
+  }
+  const int j0 = 16 * i - b->toff; /* the block's key at lane 0 of this tile */
+  if (j0 >= 0 && j0 + 16 <= b->n) {
+    DECODE_UNROLL(4)
+    for (int r = 0; r < RT; r++) {
+      _mm256_storeu_ps(s + r * NB + j0, a[r * 2]);
+      _mm256_storeu_ps(s + r * NB + j0 + 8, a[r * 2 + 1]);
+    }
+  } else { /* lanes of keys in [0, n) */
+    const int lo = j0 < 0 ? -j0 : 0, hi = b->n - j0 < 16 ? b->n - j0 : 16;
+    float tmp[16];
+    for (int r = 0; r < RT; r++) {
+      _mm256_storeu_ps(tmp, a[r * 2]);
+      _mm256_storeu_ps(tmp + 8, a[r * 2 + 1]);
+      for (int l = lo; l < hi; l++)
+        s[r * NB + j0 + l] = tmp[l];
+    }
+  }
+}
+
+ATTN_AVX2_INLINE void kt_tile(const attn_decode_block *b, const float *q, float *s, int dt, int RT,
+                              int PF, int64_t D) {
+  for (int i = 0; i < b->nt; i++)
+    kt_pass(b, q, s, i, dt, RT, PF, D);
+  for (int x = b->nt; PF && x < b->pnt; x++)
+    prefetch_row(b->pkt[x], 32 * D);
+}
+
+ATTN_AVX2_INLINE void kt_rows(const attn_decode_block *b, const float *q, int64_t R, float *s,
+                              int dt, int64_t D) {
+  int64_t r = 0;
+  int pf = 1;
+  for (; R - r >= 4; r += 4, pf = 0)
+    kt_tile(b, q + r * D, s + r * NB, dt, 4, pf, D);
+  if (R - r >= 2) kt_tile(b, q + r * D, s + r * NB, dt, 2, pf, D), r += 2, pf = 0;
+  if (R - r >= 1) kt_tile(b, q + r * D, s + r * NB, dt, 1, pf, D);
+}
+
+ATTN_AVX2 static void scores_kt_avx2(const attn_decode_block *b, const float *q, int64_t R,
+                                     float *s) {
+  const int f16 = b->dtype == ATTN_F16;
+  if (b->D == 128)
+    f16 ? kt_rows(b, q, R, s, ATTN_F16, 128) : kt_rows(b, q, R, s, ATTN_BF16, 128);
+  else
+    f16 ? kt_rows(b, q, R, s, ATTN_F16, b->D) : kt_rows(b, q, R, s, ATTN_BF16, b->D);
+}
+
 /* lanes 8 h .. 8 h + 7 of a row below n: all ones */
 ATTN_AVX2_INLINE __m256 live8(int n, int h) {
   const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
@@ -333,7 +432,7 @@ ATTN_AVX2 static int softmax_avx2(const attn_decode_block *b, float *s, float *p
 }
 
 static const attn_decode_ops ops = {"avx2", 1,    scores_avx2, pv_avx2, softmax_avx2,
-                                    NULL,   NULL, NULL,        NULL,    NULL};
+                                    NULL,   NULL, NULL,        NULL,    scores_kt_avx2};
 
 const attn_decode_ops *attn_decode_ops_avx2(void) { return &ops; }
 #else
