@@ -156,7 +156,7 @@ typedef struct {
    * CPU level has its kernels (AVX512_VNNI) and the shapes allow it (D % 4,
    * Dv % 16, page_size % 16 == 0; a contiguous cache's rows rounded up to
    * 16), ATTN_KV_K_TILED for an f16 or bf16 cache where the level has its
-   * kernels (AVX-512) and page_size % 16 == 0, else rows; ATTN_KV_ROWS;
+   * kernels (AVX2, AVX-512) and page_size % 16 == 0, else rows; ATTN_KV_ROWS;
    * ATTN_KV_I8_TILED or ATTN_KV_K_TILED (refused where the dtype or shapes
    * do not allow it; any level reads them). */
   int layout;
