@@ -95,11 +95,19 @@ static void test_seam_matches_math_path_every_storage(void) {
     CHECK_CLOSE("seam out", o[0], ro, nq, st[s].tol, st[s].tol);
     CHECK_CLOSE("seam probs", p[0], rp, np, st[s].tol, st[s].tol);
     /* 2 threads and paged caches (a page size that splits the decode
-     * blocks, and one that does not): the same bits */
+     * blocks, and one that does not): the same bits; except f16 and bf16
+     * in 7-token pages, whose keys lie in rows where the others' lie in
+     * tiles of 16 (ATTN_KV_K_TILED, where the level has its kernels): the
+     * scores summed in another order, within the storage's tolerance */
     for (int c = 0; c < 3; c++) {
       const attn_lm_kv_spec spec = {st[s].dtype, c ? pages[c - 1] : 0};
       attn_set_num_threads(c == 1 ? 1 : 2);
       run_seam(&spec, q, k, v, o[1], p[1]);
+      if (c == 1 && (st[s].dtype == ATTN_F16 || st[s].dtype == ATTN_BF16)) {
+        CHECK_CLOSE("seam out, 7-token pages", o[1], ro, nq, st[s].tol, st[s].tol);
+        CHECK_CLOSE("seam probs, 7-token pages", p[1], rp, np, st[s].tol, st[s].tol);
+        continue;
+      }
       CHECK(!memcmp(o[0], o[1], nq * sizeof *o[0]));
       CHECK(!memcmp(p[0], p[1], np * sizeof *p[0]));
     }
