@@ -212,66 +212,6 @@ ATTN_AVX2_INLINE void pv_tile(const attn_decode_block *b, const float *p, const 
   if (c < Dv) pv_tail(b, p, corr, acc, c, Dv - c, dt, RT, Dv);
 }
 
-/* all R rows in tiles of 4, 2, 1; the first tile prefetches */
-ATTN_AVX2_INLINE void scores_rows(const attn_decode_block *b, const float *q, int64_t R, float *s,
-                                  int dt, int64_t D) {
-  int64_t r = 0;
-  int pf = 1;
-  for (; R - r >= 4; r += 4, pf = 0)
-    scores_tile(b, q + r * D, s + r * NB, dt, 4, pf, D);
-  if (R - r >= 2) scores_tile(b, q + r * D, s + r * NB, dt, 2, pf, D), r += 2, pf = 0;
-  if (R - r >= 1) scores_tile(b, q + r * D, s + r * NB, dt, 1, pf, D);
-}
-
-ATTN_AVX2_INLINE void pv_rows(const attn_decode_block *b, const float *p, const float *corr,
-                              int64_t R, float *acc, int dt, int64_t Dv) {
-  int64_t r = 0;
-  int pf = 1;
-  for (; R - r >= 4; r += 4, pf = 0)
-    pv_tile(b, p + r * NB, corr + r, acc + r * Dv, dt, 4, pf, Dv);
-  if (R - r >= 2) pv_tile(b, p + r * NB, corr + r, acc + r * Dv, dt, 2, pf, Dv), r += 2, pf = 0;
-  if (R - r >= 1) pv_tile(b, p + r * NB, corr + r, acc + r * Dv, dt, 1, pf, Dv);
-}
-
-/* one instance per dtype (the constant makes the compiler drop the others' loads) */
-ATTN_AVX2_INLINE void scores_dt(const attn_decode_block *b, const float *q, int64_t R, float *s,
-                                int64_t D) {
-  switch (b->dtype) {
-  case ATTN_F16: scores_rows(b, q, R, s, ATTN_F16, D); break;
-  case ATTN_BF16: scores_rows(b, q, R, s, ATTN_BF16, D); break;
-  case ATTN_I8: scores_rows(b, q, R, s, ATTN_I8, D); break;
-  default: scores_rows(b, q, R, s, ATTN_F32, D);
-  }
-}
-
-ATTN_AVX2_INLINE void pv_dt(const attn_decode_block *b, const float *p, const float *corr,
-                            int64_t R, float *acc, int64_t Dv) {
-  switch (b->dtype) {
-  case ATTN_F16: pv_rows(b, p, corr, R, acc, ATTN_F16, Dv); break;
-  case ATTN_BF16: pv_rows(b, p, corr, R, acc, ATTN_BF16, Dv); break;
-  case ATTN_I8: pv_rows(b, p, corr, R, acc, ATTN_I8, Dv); break;
-  default: pv_rows(b, p, corr, R, acc, ATTN_F32, Dv);
-  }
-}
-
-/* and one for head dim 128 (the common one) with its loop counts and offsets
- * constant; not for int8, which comes here only where the level has no
- * integer kernels or P·V falls back to f32 */
-ATTN_AVX2 static void scores_avx2(const attn_decode_block *b, const float *q, int64_t R, float *s) {
-  if (b->D == 128 && b->dtype != ATTN_I8)
-    scores_dt(b, q, R, s, 128);
-  else
-    scores_dt(b, q, R, s, b->D);
-}
-
-ATTN_AVX2 static void pv_avx2(const attn_decode_block *b, const float *p, const float *corr,
-                              int64_t R, float *acc) {
-  if (b->Dv == 128 && b->dtype != ATTN_I8)
-    pv_dt(b, p, corr, R, acc, 128);
-  else
-    pv_dt(b, p, corr, R, acc, b->Dv);
-}
-
 /* The K-tiled layout's scores (scores_kt), decode_avx512.c's on 8 lanes: a
  * tile's element d of its 16 keys is two vectors, RT rows' scores of one
  * tile 2 RT accumulators of FMAs with q[d] broadcast, the depth split H
@@ -352,23 +292,82 @@ ATTN_AVX2_INLINE void kt_tile(const attn_decode_block *b, const float *q, float 
     prefetch_row(b->pkt[x], 32 * D);
 }
 
-ATTN_AVX2_INLINE void kt_rows(const attn_decode_block *b, const float *q, int64_t R, float *s,
-                              int dt, int64_t D) {
+ATTN_AVX2_INLINE void row_tile(int KT, const attn_decode_block *b, const float *q, float *s, int dt,
+                               int RT, int PF, int64_t D) {
+  if (KT)
+    kt_tile(b, q, s, dt, RT, PF, D);
+  else
+    scores_tile(b, q, s, dt, RT, PF, D);
+}
+
+/* all R rows in tiles of 4, 2, 1; the first tile prefetches; KT:
+ * the K-tiled layout's tiles (kt_tile), else rows (scores_tile) */
+ATTN_AVX2_INLINE void scores_rows(const attn_decode_block *b, const float *q, int64_t R, float *s,
+                                  int dt, int64_t D, int KT) {
   int64_t r = 0;
   int pf = 1;
   for (; R - r >= 4; r += 4, pf = 0)
-    kt_tile(b, q + r * D, s + r * NB, dt, 4, pf, D);
-  if (R - r >= 2) kt_tile(b, q + r * D, s + r * NB, dt, 2, pf, D), r += 2, pf = 0;
-  if (R - r >= 1) kt_tile(b, q + r * D, s + r * NB, dt, 1, pf, D);
+    row_tile(KT, b, q + r * D, s + r * NB, dt, 4, pf, D);
+  if (R - r >= 2) row_tile(KT, b, q + r * D, s + r * NB, dt, 2, pf, D), r += 2, pf = 0;
+  if (R - r >= 1) row_tile(KT, b, q + r * D, s + r * NB, dt, 1, pf, D);
+}
+
+ATTN_AVX2_INLINE void pv_rows(const attn_decode_block *b, const float *p, const float *corr,
+                              int64_t R, float *acc, int dt, int64_t Dv) {
+  int64_t r = 0;
+  int pf = 1;
+  for (; R - r >= 4; r += 4, pf = 0)
+    pv_tile(b, p + r * NB, corr + r, acc + r * Dv, dt, 4, pf, Dv);
+  if (R - r >= 2) pv_tile(b, p + r * NB, corr + r, acc + r * Dv, dt, 2, pf, Dv), r += 2, pf = 0;
+  if (R - r >= 1) pv_tile(b, p + r * NB, corr + r, acc + r * Dv, dt, 1, pf, Dv);
+}
+
+/* one instance per dtype (the constant makes the compiler drop the others' loads) */
+ATTN_AVX2_INLINE void scores_dt(const attn_decode_block *b, const float *q, int64_t R, float *s,
+                                int64_t D) {
+  switch (b->dtype) {
+  case ATTN_F16: scores_rows(b, q, R, s, ATTN_F16, D, 0); break;
+  case ATTN_BF16: scores_rows(b, q, R, s, ATTN_BF16, D, 0); break;
+  case ATTN_I8: scores_rows(b, q, R, s, ATTN_I8, D, 0); break;
+  default: scores_rows(b, q, R, s, ATTN_F32, D, 0);
+  }
+}
+
+ATTN_AVX2_INLINE void pv_dt(const attn_decode_block *b, const float *p, const float *corr,
+                            int64_t R, float *acc, int64_t Dv) {
+  switch (b->dtype) {
+  case ATTN_F16: pv_rows(b, p, corr, R, acc, ATTN_F16, Dv); break;
+  case ATTN_BF16: pv_rows(b, p, corr, R, acc, ATTN_BF16, Dv); break;
+  case ATTN_I8: pv_rows(b, p, corr, R, acc, ATTN_I8, Dv); break;
+  default: pv_rows(b, p, corr, R, acc, ATTN_F32, Dv);
+  }
+}
+
+/* and one for head dim 128 (the common one) with its loop counts and offsets
+ * constant; not for int8, which comes here only where the level has no
+ * integer kernels or P·V falls back to f32 */
+ATTN_AVX2 static void scores_avx2(const attn_decode_block *b, const float *q, int64_t R, float *s) {
+  if (b->D == 128 && b->dtype != ATTN_I8)
+    scores_dt(b, q, R, s, 128);
+  else
+    scores_dt(b, q, R, s, b->D);
+}
+
+ATTN_AVX2 static void pv_avx2(const attn_decode_block *b, const float *p, const float *corr,
+                              int64_t R, float *acc) {
+  if (b->Dv == 128 && b->dtype != ATTN_I8)
+    pv_dt(b, p, corr, R, acc, 128);
+  else
+    pv_dt(b, p, corr, R, acc, b->Dv);
 }
 
 ATTN_AVX2 static void scores_kt_avx2(const attn_decode_block *b, const float *q, int64_t R,
                                      float *s) {
   const int f16 = b->dtype == ATTN_F16;
   if (b->D == 128)
-    f16 ? kt_rows(b, q, R, s, ATTN_F16, 128) : kt_rows(b, q, R, s, ATTN_BF16, 128);
+    f16 ? scores_rows(b, q, R, s, ATTN_F16, 128, 1) : scores_rows(b, q, R, s, ATTN_BF16, 128, 1);
   else
-    f16 ? kt_rows(b, q, R, s, ATTN_F16, b->D) : kt_rows(b, q, R, s, ATTN_BF16, b->D);
+    f16 ? scores_rows(b, q, R, s, ATTN_F16, b->D, 1) : scores_rows(b, q, R, s, ATTN_BF16, b->D, 1);
 }
 
 /* lanes 8 h .. 8 h + 7 of a row below n: all ones */

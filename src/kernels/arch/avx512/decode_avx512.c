@@ -217,16 +217,122 @@ DECODE_UNROLL(8)
   }
 }
 
-/* all R rows in tiles of 8, 4, 2, 1; the first tile prefetches */
+/* The K-tiled layout's scores (scores_kt): a tile's element d of its 16
+ * keys is one vector, so RT rows' scores of T tiles are RT T accumulators
+ * of FMAs with the rows' q[d] broadcast, and no horizontal sums. The depth
+ * is split H ways (accumulators of d = h mod H, added in order at the end)
+ * so that RT T H <= 16 chains are in flight; H is a function of RT alone,
+ * so a key's sum has the same order in any tile, lane or pass. */
+ATTN_AVX512_INLINE __m512 load_kt(int dt, const uint16_t *p) {
+  const __m256i x = _mm256_loadu_si256((const __m256i *)p);
+  return dt == ATTN_F16 ? _mm512_cvtph_ps(x)
+                        : _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(x), 16));
+}
+
+ATTN_AVX512_INLINE int kt_ways(int RT) { return RT >= 8 ? 1 : RT >= 4 ? 2 : 4; }
+
+/* rows q (RT of them) against tiles i0 .. i0 + T - 1 of the block; PF: the
+ * next block's tiles of the same indices prefetched, the lines of depth d
+ * as this one reads its own */
+ATTN_AVX512_INLINE void kt_pass(const attn_decode_block *b, const float *q, float *s, int i0,
+                                int dt, int RT, int T, int PF, int64_t D) {
+  const int H = kt_ways(RT);
+  __m512 a[16]; /* a[(h RT + r) T + t] */
+  DECODE_UNROLL(16)
+  for (int i = 0; i < H * RT * T; i++)
+    a[i] = _mm512_setzero_ps();
+  const uint16_t *kt[2], *pf[2];
+  DECODE_UNROLL(2)
+  for (int t = 0; t < T; t++) {
+    kt[t] = (const uint16_t *)b->kt[i0 + t];
+    pf[t] = PF && i0 + t < b->pnt ? (const uint16_t *)b->pkt[i0 + t] : NULL;
+  }
+  const int64_t Dh = D - D % H;
+  for (int64_t d = 0; d < Dh; d += H) {
+    DECODE_UNROLL(2)
+    for (int t = 0; t < T; t++) /* bytes [32 d, 32 (d + H)) of the next tile */
+      if (pf[t] && (d & 1) == 0) _mm_prefetch((const char *)(pf[t] + 16 * d), _MM_HINT_T0);
+    DECODE_UNROLL(4)
+    for (int h = 0; h < H; h++) {
+      __m512 kv[2];
+      DECODE_UNROLL(2)
+      for (int t = 0; t < T; t++)
+        kv[t] = load_kt(dt, kt[t] + 16 * (d + h));
+      DECODE_UNROLL(8)
+      for (int r = 0; r < RT; r++) {
+        const __m512 qb = _mm512_set1_ps(q[r * D + d + h]);
+        DECODE_UNROLL(2)
+        for (int t = 0; t < T; t++)
+          a[(h * RT + r) * T + t] = _mm512_fmadd_ps(qb, kv[t], a[(h * RT + r) * T + t]);
+      }
+    }
+  }
+  for (int64_t d = Dh; d < D; d++) {
+    DECODE_UNROLL(2)
+    for (int t = 0; t < T; t++) {
+      const __m512 kv = load_kt(dt, kt[t] + 16 * d);
+      DECODE_UNROLL(8)
+      for (int r = 0; r < RT; r++)
+        a[r * T + t] = _mm512_fmadd_ps(_mm512_set1_ps(q[r * D + d]), kv, a[r * T + t]);
+    }
+  }
+  DECODE_UNROLL(4)
+  for (int h = 1; h < H; h++) {
+    DECODE_UNROLL(16)
+    for (int i = 0; i < RT * T; i++)
+      a[i] = _mm512_add_ps(a[i], a[h * RT * T + i]);
+  }
+  DECODE_UNROLL(2)
+  for (int t = 0; t < T; t++) {
+    const int j0 = 16 * (i0 + t) - b->toff; /* the block's key at lane 0 of this tile */
+    if (j0 >= 0 && j0 + 16 <= b->n) {
+      DECODE_UNROLL(8)
+      for (int r = 0; r < RT; r++)
+        _mm512_storeu_ps(s + r * NB + j0, a[r * T + t]);
+    } else { /* lanes of keys in [0, n) */
+      const int lo = j0 < 0 ? -j0 : 0, hi = b->n - j0 < 16 ? b->n - j0 : 16;
+      float tmp[16];
+      for (int r = 0; r < RT; r++) {
+        _mm512_storeu_ps(tmp, a[r * T + t]);
+        for (int l = lo; l < hi; l++)
+          s[r * NB + j0 + l] = tmp[l];
+      }
+    }
+  }
+}
+
+/* RT rows against the block's tiles, two at a time; the first pass of the
+ * call's first row tile prefetches (PF), the next block's tiles beyond this
+ * one's at its end */
+ATTN_AVX512_INLINE void kt_tile(const attn_decode_block *b, const float *q, float *s, int dt,
+                                int RT, int PF, int64_t D) {
+  int i = 0;
+  for (; i + 2 <= b->nt; i += 2)
+    kt_pass(b, q, s, i, dt, RT, 2, PF, D);
+  if (i < b->nt) kt_pass(b, q, s, i, dt, RT, 1, PF, D);
+  for (int x = b->nt; PF && x < b->pnt; x++)
+    prefetch_row(b->pkt[x], 32 * D);
+}
+
+ATTN_AVX512_INLINE void row_tile(int KT, const attn_decode_block *b, const float *q, float *s,
+                                 int dt, int RT, int PF, int64_t D) {
+  if (KT)
+    kt_tile(b, q, s, dt, RT, PF, D);
+  else
+    scores_tile(b, q, s, dt, RT, PF, D);
+}
+
+/* all R rows in tiles of 8, 4, 2, 1; the first tile prefetches; KT:
+ * the K-tiled layout's tiles (kt_tile), else rows (scores_tile) */
 ATTN_AVX512_INLINE void scores_rows(const attn_decode_block *b, const float *q, int64_t R, float *s,
-                                    int dt, int64_t D) {
+                                    int dt, int64_t D, int KT) {
   int64_t r = 0;
   int pf = 1;
   for (; R - r >= 8; r += 8, pf = 0)
-    scores_tile(b, q + r * D, s + r * NB, dt, 8, pf, D);
-  if (R - r >= 4) scores_tile(b, q + r * D, s + r * NB, dt, 4, pf, D), r += 4, pf = 0;
-  if (R - r >= 2) scores_tile(b, q + r * D, s + r * NB, dt, 2, pf, D), r += 2, pf = 0;
-  if (R - r >= 1) scores_tile(b, q + r * D, s + r * NB, dt, 1, pf, D);
+    row_tile(KT, b, q + r * D, s + r * NB, dt, 8, pf, D);
+  if (R - r >= 4) row_tile(KT, b, q + r * D, s + r * NB, dt, 4, pf, D), r += 4, pf = 0;
+  if (R - r >= 2) row_tile(KT, b, q + r * D, s + r * NB, dt, 2, pf, D), r += 2, pf = 0;
+  if (R - r >= 1) row_tile(KT, b, q + r * D, s + r * NB, dt, 1, pf, D);
 }
 
 ATTN_AVX512_INLINE void pv_rows(const attn_decode_block *b, const float *p, const float *corr,
@@ -244,10 +350,10 @@ ATTN_AVX512_INLINE void pv_rows(const attn_decode_block *b, const float *p, cons
 ATTN_AVX512_INLINE void scores_dt(const attn_decode_block *b, const float *q, int64_t R, float *s,
                                   int64_t D) {
   switch (b->dtype) {
-  case ATTN_F16: scores_rows(b, q, R, s, ATTN_F16, D); break;
-  case ATTN_BF16: scores_rows(b, q, R, s, ATTN_BF16, D); break;
-  case ATTN_I8: scores_rows(b, q, R, s, ATTN_I8, D); break;
-  default: scores_rows(b, q, R, s, ATTN_F32, D);
+  case ATTN_F16: scores_rows(b, q, R, s, ATTN_F16, D, 0); break;
+  case ATTN_BF16: scores_rows(b, q, R, s, ATTN_BF16, D, 0); break;
+  case ATTN_I8: scores_rows(b, q, R, s, ATTN_I8, D, 0); break;
+  default: scores_rows(b, q, R, s, ATTN_F32, D, 0);
   }
 }
 
@@ -916,121 +1022,13 @@ VNNI_TARGET static int pv_i8t_vnni(const attn_decode_block *b, const float *p, c
                       : i8pv_rows(b, p, corr, R, acc, 1, b->Dv);
 }
 
-/* The K-tiled layout's scores (scores_kt): a tile's element d of its 16
- * keys is one vector, so RT rows' scores of T tiles are RT T accumulators
- * of FMAs with the rows' q[d] broadcast, and no horizontal sums. The depth
- * is split H ways (accumulators of d = h mod H, added in order at the end)
- * so that RT T H <= 16 chains are in flight; H is a function of RT alone,
- * so a key's sum has the same order in any tile, lane or pass. */
-ATTN_AVX512_INLINE __m512 load_kt(int dt, const uint16_t *p) {
-  const __m256i x = _mm256_loadu_si256((const __m256i *)p);
-  return dt == ATTN_F16 ? _mm512_cvtph_ps(x)
-                        : _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(x), 16));
-}
-
-ATTN_AVX512_INLINE int kt_ways(int RT) { return RT >= 8 ? 1 : RT >= 4 ? 2 : 4; }
-
-/* rows q (RT of them) against tiles i0 .. i0 + T - 1 of the block; PF: the
- * next block's tiles of the same indices prefetched, the lines of depth d
- * as this one reads its own */
-ATTN_AVX512_INLINE void kt_pass(const attn_decode_block *b, const float *q, float *s, int i0,
-                                int dt, int RT, int T, int PF, int64_t D) {
-  const int H = kt_ways(RT);
-  __m512 a[16]; /* a[(h RT + r) T + t] */
-  DECODE_UNROLL(16)
-  for (int i = 0; i < H * RT * T; i++)
-    a[i] = _mm512_setzero_ps();
-  const uint16_t *kt[2], *pf[2];
-  DECODE_UNROLL(2)
-  for (int t = 0; t < T; t++) {
-    kt[t] = (const uint16_t *)b->kt[i0 + t];
-    pf[t] = PF && i0 + t < b->pnt ? (const uint16_t *)b->pkt[i0 + t] : NULL;
-  }
-  const int64_t Dh = D - D % H;
-  for (int64_t d = 0; d < Dh; d += H) {
-    DECODE_UNROLL(2)
-    for (int t = 0; t < T; t++) /* bytes [32 d, 32 (d + H)) of the next tile */
-      if (pf[t] && (d & 1) == 0) _mm_prefetch((const char *)(pf[t] + 16 * d), _MM_HINT_T0);
-    DECODE_UNROLL(4)
-    for (int h = 0; h < H; h++) {
-      __m512 kv[2];
-      DECODE_UNROLL(2)
-      for (int t = 0; t < T; t++)
-        kv[t] = load_kt(dt, kt[t] + 16 * (d + h));
-      DECODE_UNROLL(8)
-      for (int r = 0; r < RT; r++) {
-        const __m512 qb = _mm512_set1_ps(q[r * D + d + h]);
-        DECODE_UNROLL(2)
-        for (int t = 0; t < T; t++)
-          a[(h * RT + r) * T + t] = _mm512_fmadd_ps(qb, kv[t], a[(h * RT + r) * T + t]);
-      }
-    }
-  }
-  for (int64_t d = Dh; d < D; d++) {
-    DECODE_UNROLL(2)
-    for (int t = 0; t < T; t++) {
-      const __m512 kv = load_kt(dt, kt[t] + 16 * d);
-      DECODE_UNROLL(8)
-      for (int r = 0; r < RT; r++)
-        a[r * T + t] = _mm512_fmadd_ps(_mm512_set1_ps(q[r * D + d]), kv, a[r * T + t]);
-    }
-  }
-  DECODE_UNROLL(4)
-  for (int h = 1; h < H; h++) {
-    DECODE_UNROLL(16)
-    for (int i = 0; i < RT * T; i++)
-      a[i] = _mm512_add_ps(a[i], a[h * RT * T + i]);
-  }
-  DECODE_UNROLL(2)
-  for (int t = 0; t < T; t++) {
-    const int j0 = 16 * (i0 + t) - b->toff; /* the block's key at lane 0 of this tile */
-    if (j0 >= 0 && j0 + 16 <= b->n) {
-      DECODE_UNROLL(8)
-      for (int r = 0; r < RT; r++)
-        _mm512_storeu_ps(s + r * NB + j0, a[r * T + t]);
-    } else { /* lanes of keys in [0, n) */
-      const int lo = j0 < 0 ? -j0 : 0, hi = b->n - j0 < 16 ? b->n - j0 : 16;
-      float tmp[16];
-      for (int r = 0; r < RT; r++) {
-        _mm512_storeu_ps(tmp, a[r * T + t]);
-        for (int l = lo; l < hi; l++)
-          s[r * NB + j0 + l] = tmp[l];
-      }
-    }
-  }
-}
-
-/* RT rows against the block's tiles, two at a time; the first pass of the
- * call's first row tile prefetches (PF), the next block's tiles beyond this
- * one's at its end */
-ATTN_AVX512_INLINE void kt_tile(const attn_decode_block *b, const float *q, float *s, int dt,
-                                int RT, int PF, int64_t D) {
-  int i = 0;
-  for (; i + 2 <= b->nt; i += 2)
-    kt_pass(b, q, s, i, dt, RT, 2, PF, D);
-  if (i < b->nt) kt_pass(b, q, s, i, dt, RT, 1, PF, D);
-  for (int x = b->nt; PF && x < b->pnt; x++)
-    prefetch_row(b->pkt[x], 32 * D);
-}
-
-ATTN_AVX512_INLINE void kt_rows(const attn_decode_block *b, const float *q, int64_t R, float *s,
-                                int dt, int64_t D) {
-  int64_t r = 0;
-  int pf = 1;
-  for (; R - r >= 8; r += 8, pf = 0)
-    kt_tile(b, q + r * D, s + r * NB, dt, 8, pf, D);
-  if (R - r >= 4) kt_tile(b, q + r * D, s + r * NB, dt, 4, pf, D), r += 4, pf = 0;
-  if (R - r >= 2) kt_tile(b, q + r * D, s + r * NB, dt, 2, pf, D), r += 2, pf = 0;
-  if (R - r >= 1) kt_tile(b, q + r * D, s + r * NB, dt, 1, pf, D);
-}
-
 ATTN_AVX512 static void scores_kt_avx512(const attn_decode_block *b, const float *q, int64_t R,
                                          float *s) {
   const int f16 = b->dtype == ATTN_F16;
   if (b->D == 128)
-    f16 ? kt_rows(b, q, R, s, ATTN_F16, 128) : kt_rows(b, q, R, s, ATTN_BF16, 128);
+    f16 ? scores_rows(b, q, R, s, ATTN_F16, 128, 1) : scores_rows(b, q, R, s, ATTN_BF16, 128, 1);
   else
-    f16 ? kt_rows(b, q, R, s, ATTN_F16, b->D) : kt_rows(b, q, R, s, ATTN_BF16, b->D);
+    f16 ? scores_rows(b, q, R, s, ATTN_F16, b->D, 1) : scores_rows(b, q, R, s, ATTN_BF16, b->D, 1);
 }
 
 static const attn_decode_ops ops = {"avx512", 1,    scores_avx512, pv_avx512, softmax_avx512,
