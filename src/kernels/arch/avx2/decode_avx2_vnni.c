@@ -381,21 +381,30 @@ AVNNI_INLINE void pv_slab_tiled(const uint8_t *const *vq, int nquad, const uint3
 AVNNI_INLINE void pv_tile_tiled(const attn_decode_block *b, const float *p, const float *corr,
                                 float *acc, int RT, int PF) {
   const int64_t Dv = b->Dv;
-  int g = 0;
-  for (; 16 * g < b->n; g++) {
-    uint32_t w32[2 * 5];
-    float ws[2];
-    const int first = b->toff + 16 * g, sh = first & 3, L0 = first - sh;
-    const int nk = b->n - 16 * g < 16 ? b->n - 16 * g : 16;
-    const int nquad = (sh + nk + 3) >> 2;
+  enum { NG = ATTN_DECODE_NB / 16 };
+  uint32_t w32a[NG][2 * 5];
+  float wsa[NG][2];
+  /* every group's weights first (one group's after another left each
+   * group's chain of reduction, division and conversion in front of its dot
+   * products) */
+  for (int g = 0; 16 * g < b->n; g++) {
+    const int sh = (b->toff + 16 * g) & 3;
     DECODE_UNROLL(2)
     for (int r = 0; r < RT; r++) {
       uint32_t q4[4];
       uint8_t wb[24] = {0};
-      ws[r] = pv_quantize(b, p + r * NB, g, q4);
+      wsa[g][r] = pv_quantize(b, p + r * NB, g, q4);
       memcpy(wb + sh, q4, sizeof q4);
-      memcpy(w32 + 5 * r, wb, 5 * sizeof(uint32_t));
+      memcpy(w32a[g] + 5 * r, wb, 5 * sizeof(uint32_t));
     }
+  }
+  int g = 0;
+  for (; 16 * g < b->n; g++) {
+    const uint32_t *w32 = w32a[g];
+    const float *ws = wsa[g];
+    const int first = b->toff + 16 * g, sh = first & 3, L0 = first - sh;
+    const int nk = b->n - 16 * g < 16 ? b->n - 16 * g : 16;
+    const int nquad = (sh + nk + 3) >> 2;
     const uint8_t *vq[5];
     for (int q = 0; q < nquad; q++) {
       const int L = L0 + 4 * q;

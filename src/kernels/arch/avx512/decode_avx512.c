@@ -684,36 +684,61 @@ VNNI_INLINE float i8pv_quantize(const attn_decode_block *b, const float *pr, int
   return w / 255.0f;
 }
 
-/* RT rows' weights of group v quantised: row r's u8 weights at w32 + 5 r
- * (4 words of 4 bytes, the lowest key first), its scale w / 255 at ws[r]
- * (0 and zero weights for a row whose largest weight is 0); i8pv_quantize's
- * quotients, the RT rows' divisions in one vector each */
-VNNI_INLINE void i8pv_quantize_rows(const attn_decode_block *b, const float *p, int v,
-                                    uint32_t *w32, float *ws, int RT) {
-  const __mmask16 live = live16(b->n, v);
-  __m512 x[4];
-  float w[4] = {1.0f, 1.0f, 1.0f, 1.0f}, inv[4];
-  DECODE_UNROLL(4)
-  for (int r = 0; r < RT; r++) {
-    x[r] = _mm512_maskz_loadu_ps(live, p + r * NB + 16 * v);
-    w[r] = _mm512_reduce_max_ps(x[r]);
-  }
-  const __m128 W = _mm_loadu_ps(w);
-  _mm_storeu_ps(inv, _mm_div_ps(_mm_set1_ps(255.0f), W));
-  float sc[4];
-  _mm_storeu_ps(sc, _mm_div_ps(W, _mm_set1_ps(255.0f)));
-  DECODE_UNROLL(4)
-  for (int r = 0; r < RT; r++) {
-    if (w[r] == 0.0f) {
-      memset(w32 + 5 * r, 0, 4 * sizeof(uint32_t));
-      ws[r] = 0.0f;
-      continue;
+/* groups of 16 keys in a block */
+enum { NG = ATTN_DECODE_NB / 16 };
+
+/* RT rows' weights of every group of the block quantised at once (their
+ * maxima, quotients and conversions independent, before any group's P·V:
+ * one group's after another left each group's chain of reduction, division
+ * and conversion in front of its dot products): row r's u8 weights of group
+ * v at w32[v][5 r ..] (4 words, the lowest key first), its scale at
+ * ws[v][r]; i8pv_quantize's values (the RT rows' quotients in one
+ * vector division). Returns 0, with nothing
+ * quantised, where i8pv_check refuses these rows (a weight NaN, negative or
+ * infinite, a group's largest in (0, the minimum)): the check from the
+ * vectors and maxima the quantisation has. */
+VNNI_INLINE int i8pv_quantize_all(const attn_decode_block *b, const float *p,
+                                  uint32_t (*w32)[4 * 5], float (*ws)[4], int RT) {
+  __m512 x[NG][4];
+  float w[NG * 4 < 8 ? 8 : NG * 4], inv[NG * 4 < 8 ? 8 : NG * 4], sc[NG * 4 < 8 ? 8 : NG * 4];
+  for (int i = 0; i < (NG * 4 < 8 ? 8 : NG * 4); i++)
+    w[i] = 1.0f;
+  __mmask16 bad = 0;
+  DECODE_UNROLL(2)
+  for (int v = 0; v < NG; v++) { /* (a group past n: zeros, its maxima 0) */
+    const __mmask16 live = live16(b->n, v);
+    DECODE_UNROLL(4)
+    for (int r = 0; r < RT; r++) {
+      x[v][r] = _mm512_maskz_loadu_ps(live, p + r * NB + 16 * v);
+      bad |= _mm512_mask_cmp_ps_mask(live, x[v][r], _mm512_setzero_ps(), _CMP_NGE_UQ);
+      w[4 * v + r] = _mm512_reduce_max_ps(x[v][r]);
     }
-    const __m512i u = _mm512_cvt_roundps_epi32(_mm512_mul_ps(x[r], _mm512_set1_ps(inv[r])),
-                                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    _mm_storeu_si128((__m128i *)(w32 + 5 * r), _mm512_cvtepi32_epi8(u));
-    ws[r] = sc[r];
   }
+  if (bad) return 0;               /* a weight NaN or negative: the maxima are then not used */
+  for (int i = 0; i < NG * 4; i++) /* (the unused entries are 1) */
+    if (w[i] > 3.4028235e38f || (w[i] > 0.0f && w[i] < ATTN_DECODE_I8PV_MIN_W)) return 0;
+  for (int i = 0; i < NG * 4; i += 8) {
+    const __m256 W = _mm256_loadu_ps(w + i);
+    _mm256_storeu_ps(inv + i, _mm256_div_ps(_mm256_set1_ps(255.0f), W));
+    _mm256_storeu_ps(sc + i, _mm256_div_ps(W, _mm256_set1_ps(255.0f)));
+  }
+  DECODE_UNROLL(2)
+  for (int v = 0; v < NG; v++) {
+    DECODE_UNROLL(4)
+    for (int r = 0; r < RT; r++) {
+      if (w[4 * v + r] == 0.0f) {
+        memset(w32[v] + 5 * r, 0, 4 * sizeof(uint32_t));
+        ws[v][r] = 0.0f;
+        continue;
+      }
+      const __m512i u =
+          _mm512_cvt_roundps_epi32(_mm512_mul_ps(x[v][r], _mm512_set1_ps(inv[4 * v + r])),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      _mm_storeu_si128((__m128i *)(w32[v] + 5 * r), _mm512_cvtepi32_epi8(u));
+      ws[v][r] = sc[4 * v + r];
+    }
+  }
+  return 1;
 }
 
 /* RT rows (acc, corr, ws, w32: their first) += keys j0 .. j0 + 15 of the
@@ -784,7 +809,8 @@ VNNI_INLINE void i8pv_tile(const attn_decode_block *b, const float *p, const flo
     uint32_t w32[16];
     float ws[4];
     DECODE_UNROLL(4)
-    for (int r = 0; r < RT; r++) /* one row at a time (here i8pv_quantize_rows ran 1.1x slower) */
+    for (int r = 0; r < RT;
+         r++) /* one row at a time (here the rows' divisions in one vector ran 1.1x slower) */
       ws[r] = i8pv_quantize(b, p + r * NB, v, w32 + 4 * r);
     for (int64_t c0 = 0; c0 < b->Dv; c0 += 64) {
       const int64_t left = b->Dv - c0;
@@ -957,16 +983,18 @@ VNNI_INLINE void i8pvt_slab(const uint8_t *const *vq, int nquad, const uint32_t 
 /* the block's groups of 16 keys, as i8pv_tile: each row's weights of a group
  * quantised, then laid on the quads the group's keys lie in (4, or 5 from a
  * lane not a multiple of 4; the other keys' weights 0) */
-VNNI_INLINE void i8pvt_tile(const attn_decode_block *b, const float *p, const float *corr,
-                            float *acc, int RT, int PF, int64_t Dv) {
+VNNI_INLINE int i8pvt_tile(const attn_decode_block *b, const float *p, const float *corr,
+                           float *acc, int RT, int PF, int64_t Dv) {
+  uint32_t w32a[NG][4 * 5];
+  float wsa[NG][4];
+  if (!i8pv_quantize_all(b, p, w32a, wsa, RT)) return 0;
   int v = 0;
   for (; 16 * v < b->n; v++) {
-    uint32_t w32[4 * 5];
-    float ws[4];
+    uint32_t *w32 = w32a[v];
+    const float *ws = wsa[v];
     const int first = b->toff + 16 * v, sh = first & 3, L0 = first - sh;
     const int nk = b->n - 16 * v < 16 ? b->n - 16 * v : 16;
     const int nquad = (sh + nk + 3) >> 2;
-    i8pv_quantize_rows(b, p, v, w32, ws, RT);
     if (sh) /* the weights moved up by sh bytes onto the quads */
       for (int r = 0; r < RT; r++) {
         uint8_t wb[24] = {0};
@@ -990,12 +1018,22 @@ VNNI_INLINE void i8pvt_tile(const attn_decode_block *b, const float *p, const fl
   }
   for (; PF && v < b->pnt; v++)
     prefetch_row(b->pvt[v], 16 * Dv);
+  return 1;
 }
 
 /* pv_i8 (TILED 0) or pv_i8t (1): the weights checked, then the rows in tiles
- * of 4 (then 3, 2 or 1), the first tile prefetching */
+ * of 4 (then 3, 2 or 1), the first tile prefetching. Tiled, up to 4 rows
+ * (one tile): the tile's quantisation checks them, before any acc is
+ * written. */
 VNNI_INLINE int i8pv_rows(const attn_decode_block *b, const float *p, const float *corr, int64_t R,
                           float *acc, int TILED, int64_t Dv) {
+  if (TILED && R <= 4) {
+    const int RT = (int)R;
+    if (RT == 4) return i8pvt_tile(b, p, corr, acc, 4, 1, Dv);
+    if (RT == 3) return i8pvt_tile(b, p, corr, acc, 3, 1, Dv);
+    if (RT == 2) return i8pvt_tile(b, p, corr, acc, 2, 1, Dv);
+    return i8pvt_tile(b, p, corr, acc, 1, 1, Dv);
+  }
   if (!i8pv_check(b, p, R)) return 0;
   int64_t r = 0;
   int pf = 1;
@@ -1003,10 +1041,14 @@ VNNI_INLINE int i8pv_rows(const attn_decode_block *b, const float *p, const floa
     const int RT = R - r >= 4 ? 4 : (int)(R - r);
     const float *pr = p + r * NB, *cr = corr + r;
     float *ar = acc + r * Dv;
-    if (RT == 4) TILED ? i8pvt_tile(b, pr, cr, ar, 4, pf, Dv) : i8pv_tile(b, pr, cr, ar, 4, pf);
-    if (RT == 3) TILED ? i8pvt_tile(b, pr, cr, ar, 3, pf, Dv) : i8pv_tile(b, pr, cr, ar, 3, pf);
-    if (RT == 2) TILED ? i8pvt_tile(b, pr, cr, ar, 2, pf, Dv) : i8pv_tile(b, pr, cr, ar, 2, pf);
-    if (RT == 1) TILED ? i8pvt_tile(b, pr, cr, ar, 1, pf, Dv) : i8pv_tile(b, pr, cr, ar, 1, pf);
+    if (RT == 4 && TILED) (void)i8pvt_tile(b, pr, cr, ar, 4, pf, Dv); /* (checked above) */
+    if (RT == 4 && !TILED) i8pv_tile(b, pr, cr, ar, 4, pf);
+    if (RT == 3 && TILED) (void)i8pvt_tile(b, pr, cr, ar, 3, pf, Dv);
+    if (RT == 3 && !TILED) i8pv_tile(b, pr, cr, ar, 3, pf);
+    if (RT == 2 && TILED) (void)i8pvt_tile(b, pr, cr, ar, 2, pf, Dv);
+    if (RT == 2 && !TILED) i8pv_tile(b, pr, cr, ar, 2, pf);
+    if (RT == 1 && TILED) (void)i8pvt_tile(b, pr, cr, ar, 1, pf, Dv);
+    if (RT == 1 && !TILED) i8pv_tile(b, pr, cr, ar, 1, pf);
   }
   return 1;
 }
