@@ -684,8 +684,9 @@ VNNI_INLINE float i8pv_quantize(const attn_decode_block *b, const float *pr, int
   return w / 255.0f;
 }
 
-/* groups of 16 keys in a block */
-enum { NG = ATTN_DECODE_NB / 16 };
+/* groups of 16 keys in a block; NW: entries of their rows' maxima (4 rows
+ * a group), whole vectors of 8 */
+enum { NG = ATTN_DECODE_NB / 16, NW = (NG * 4 + 7) / 8 * 8 };
 
 /* RT rows' weights of every group of the block quantised at once (their
  * maxima, quotients and conversions independent, before any group's P·V:
@@ -700,8 +701,8 @@ enum { NG = ATTN_DECODE_NB / 16 };
 VNNI_INLINE int i8pv_quantize_all(const attn_decode_block *b, const float *p,
                                   uint32_t (*w32)[4 * 5], float (*ws)[4], int RT) {
   __m512 x[NG][4];
-  float w[NG * 4 < 8 ? 8 : NG * 4], inv[NG * 4 < 8 ? 8 : NG * 4], sc[NG * 4 < 8 ? 8 : NG * 4];
-  for (int i = 0; i < (NG * 4 < 8 ? 8 : NG * 4); i++)
+  float w[NW], inv[NW], sc[NW];
+  for (int i = 0; i < NW; i++)
     w[i] = 1.0f;
   __mmask16 bad = 0;
   DECODE_UNROLL(2)
@@ -717,7 +718,7 @@ VNNI_INLINE int i8pv_quantize_all(const attn_decode_block *b, const float *p,
   if (bad) return 0;               /* a weight NaN or negative: the maxima are then not used */
   for (int i = 0; i < NG * 4; i++) /* (the unused entries are 1) */
     if (w[i] > 3.4028235e38f || (w[i] > 0.0f && w[i] < ATTN_DECODE_I8PV_MIN_W)) return 0;
-  for (int i = 0; i < NG * 4; i += 8) {
+  for (int i = 0; i < NW; i += 8) {
     const __m256 W = _mm256_loadu_ps(w + i);
     _mm256_storeu_ps(inv + i, _mm256_div_ps(_mm256_set1_ps(255.0f), W));
     _mm256_storeu_ps(sc + i, _mm256_div_ps(W, _mm256_set1_ps(255.0f)));
@@ -808,9 +809,9 @@ VNNI_INLINE void i8pv_tile(const attn_decode_block *b, const float *p, const flo
   for (int v = 0; 16 * v < b->n; v++) {
     uint32_t w32[16];
     float ws[4];
+    /* one row at a time (here the rows' divisions in one vector ran 1.1x slower) */
     DECODE_UNROLL(4)
-    for (int r = 0; r < RT;
-         r++) /* one row at a time (here the rows' divisions in one vector ran 1.1x slower) */
+    for (int r = 0; r < RT; r++)
       ws[r] = i8pv_quantize(b, p + r * NB, v, w32 + 4 * r);
     for (int64_t c0 = 0; c0 < b->Dv; c0 += 64) {
       const int64_t left = b->Dv - c0;
