@@ -24,6 +24,44 @@ static const char *const dnames[] = {"f32", "f16", "bf16", "i8"};
  * test_i8pv_error) */
 static const double I8PV_TOL = 4e-3;
 
+/* the bf16 dot products (scores and weights) against the f32 scores and
+ * P·V, norm-relative (measured: see test_bf16dot_error) */
+static const double BF16DOT_TOL = 6e-3;
+
+/* out of a bf16 P·V against ref, the math path on the same q (as the scores
+ * see it) and cache: each weight p_j rounded to bf16 (8 significant bits)
+ * moves it by at most 2^-8 p_j, so |out - ref| <= 2^-8 sum_j p_j |v_j| / l =
+ * 2^-8 rabs (the math path on |v|), plus f32 rounding */
+static void check_bf16pv(const float *out, const float *ref, const float *rabs, int64_t n) {
+  for (int64_t i = 0; i < n; i++) {
+    const double bound = ldexp(rabs[i], -8) + 2e-5 + 1e-4 * fabs(ref[i]);
+    if (!(fabs((double)out[i] - ref[i]) <= bound) && !(isnan(out[i]) && isnan(ref[i]))) {
+      printf("  bf16 P·V: out[%lld] = %.8g, want %.8g within %.3g\n", (long long)i, out[i], ref[i],
+             bound);
+      h_case_failed = 1;
+      return;
+    }
+  }
+}
+
+/* the queries as the bf16 scores see them: each row times the scale,
+ * rounded to bf16 (to nearest even), divided by the scale */
+static void bf16_rounded_q(const dprob *p, float *qq) {
+  const dcase *c = &p->c;
+  const float scale = p->d.has_scale ? p->d.scale : 1.0f / sqrtf((float)c->D);
+  const int64_t n = (int64_t)c->B * c->Hq * c->Lq * c->D;
+  for (int64_t i = 0; i < n; i++)
+    qq[i] = attn_bf16_to_f32(attn_f32_to_bf16(p->q[i] * scale)) / scale;
+}
+
+/* 1 if the level runs case p's bf16 P·V (1) and scores (2) as dot products */
+static int bf16dot_of(const dprob *p) {
+  const attn_decode_ops *ops = attn_kern_get()->decode;
+  attn_kv_view v;
+  if (p->c.dtype != ATTN_BF16 || !ops->pv_bf16 || attn_kvc_view(p->kvc, &v)) return 0;
+  return 1 | (v.layout == ATTN_KV_K_TILED && ops->scores_kt_bf16 ? 2 : 0);
+}
+
 static double storage_tol(int dtype) {
   return dtype == ATTN_F32 ? 1e-5 : dtype == ATTN_F16 ? 1e-3 : 1e-2;
 }
@@ -44,12 +82,15 @@ static void check_case(const dcase *c, const char *what) {
    * (int8_pv_f32), then the default call within the weights' quantisation
    * of that and within the storage's tolerance of the f32 rows */
   const int i8pv = c->dtype == ATTN_I8 && attn_kern_get()->decode->pv_i8;
+  /* a level with a bf16 dot product: the same, bf16_f32 for the tight ones */
+  const int bf16dot = bf16dot_of(&p);
   float *dflt = NULL;
-  if (i8pv) {
+  if (i8pv || bf16dot) {
     dflt = malloc((size_t)nout * 4);
     CHECK_OK(dprob_decode(&p));
     memcpy(dflt, p.out, (size_t)nout * 4);
     p.d.int8_pv_f32 = 1;
+    p.d.bf16_f32 = 1;
   }
   CHECK_OK(dprob_decode(&p));
   /* a level with an int8 dot product quantises q too: the tight check against
@@ -66,8 +107,26 @@ static void check_case(const dcase *c, const char *what) {
   h_case_failed = 0;
   CHECK_CLOSE("out", p.out, ro, nout, 2e-5, 1e-4);
   CHECK_CLOSE("lse", p.lse, rl, dc_nlse(&p), 2e-5, 1e-5);
-  if (dflt) { /* u8 weights: <= 1/510 of a block's largest per key */
+  if (dflt && i8pv) /* u8 weights: <= 1/510 of a block's largest per key */
     CHECK_NORMREL(dflt, p.out, nout, I8PV_TOL);
+  if (dflt && bf16dot) { /* bf16 weights against the same q rounded as the scores round it */
+    const int64_t nq = (int64_t)c->B * c->Hq * c->Lq * c->D,
+                  nv = (int64_t)c->B * c->Hkv * p.Lk * c->Dv;
+    float *qb = malloc((size_t)nq * 4), *va = malloc((size_t)nv * 4),
+          *ra = malloc((size_t)nout * 4);
+    if (bf16dot & 2)
+      bf16_rounded_q(&p, qb);
+    else
+      memcpy(qb, p.q, (size_t)nq * 4);
+    for (int64_t i = 0; i < nv; i++)
+      va[i] = fabsf(p.vw[i]);
+    CHECK_OK(dprob_reference_q(&p, qb, p.kw, p.vw, ro, rl));
+    CHECK_OK(dprob_reference_q(&p, qb, p.kw, va, ra, rl));
+    check_bf16pv(dflt, ro, ra, nout);
+    CHECK_NORMREL(dflt, p.out, nout, BF16DOT_TOL);
+    free(qb), free(va), free(ra);
+  }
+  if (dflt) {
     memcpy(p.out, dflt, (size_t)nout * 4);
     free(dflt);
   }
@@ -638,6 +697,162 @@ static void test_i8pv_error(void) {
   dprob_free(&p);
 }
 
+/* The level's bf16 dot products (where it has them) against a scalar
+ * emulation in double: scores_kt_bf16 on K-tiled blocks (R 1-16 rows:
+ * tiles of 8, 4, 2, 1; D 37 and 128; a block from lane 0, 5 and 15 of its
+ * first tile with 1, 13 and 32 keys) against the sums of the exact products
+ * of the rows' bf16 pairs and the keys, entries past n untouched and each
+ * key's score the same bits at any lane, toff and n; pv_bf16 (R 1-16, Dv
+ * 29, 48 and 128, 1, 13 and 32 keys, the next block's rows given for its
+ * prefetches or not) against acc corr + the sums of bf16(p) v, NaN weights
+ * past n (never read). Within f32 summation rounding: a pair out of order,
+ * a weight not rounded or a lane of the wrong column is far outside. */
+static void test_bf16dot_kernels(void) {
+  const attn_decode_ops *lv = attn_kern_get()->decode;
+  if (!lv->pv_bf16 || !lv->scores_kt_bf16) {
+    SKIP("level %s has no bf16 dot product", attn_isa_name(attn_isa_active()));
+    return;
+  }
+  enum { NB = ATTN_DECODE_NB, DMAX = 128, NK = 48, RMAX = 16 };
+  static uint16_t rows[NK][DMAX], tiles[3 * 16 * DMAX];
+  static float kq[RMAX * DMAX], sref[NK][RMAX], s1[RMAX * NB], want[RMAX * NB];
+  static uint16_t qb[RMAX * (DMAX + 2)];
+  static const int Ds[] = {37, 128}, Rs[] = {1, 2, 3, 4, 8, 11, 16}, toffs[] = {0, 5, 15},
+                   ns[] = {1, 13, 32};
+  for (int di = 0; di < 2; di++) {
+    const int D = Ds[di], ldq = D + D % 2;
+    float kf[NK * DMAX];
+    fill_uniform(kf, NK * D, 31 + di, -1, 1);
+    fill_uniform(kq, RMAX * D, 33, -1, 1);
+    for (int j = 0; j < NK; j++)
+      for (int d = 0; d < D; d++)
+        rows[j][d] = attn_f32_to_bf16(kf[j * D + d]);
+    for (int r = 0; r < RMAX; r++)
+      for (int d = 0; d < ldq; d++)
+        qb[r * ldq + d] = d < D ? attn_f32_to_bf16(kq[r * D + d]) : 0;
+    for (int ri = 0; ri < 7; ri++) {
+      const int R = Rs[ri];
+      for (int key = 0; key < NK; key++)
+        sref[key][0] = NAN;
+      for (int ti = 0; ti < 3; ti++)
+        for (int ni = 0; ni < 3; ni++) {
+          const int toff = toffs[ti], n = ns[ni], key0 = 7 * ti + ni;
+          attn_decode_block b = {.dtype = ATTN_BF16, .n = n, .D = D, .Dv = D};
+          b.toff = toff;
+          b.nt = (toff + n + 15) / 16;
+          for (int i = 0; i < b.nt; i++) {
+            for (int l = 0; l < 16; l++) {
+              const int key = key0 - toff + 16 * i + l;
+              for (int d = 0; d < D; d++)
+                tiles[i * 16 * D + 16 * d + l] = key >= 0 && key < NK ? rows[key][d] : 0x7fc0;
+            }
+            b.kt[i] = tiles + i * 16 * D;
+          }
+          for (int i = 0; i < RMAX * NB; i++)
+            s1[i] = want[i] = -7.0f;
+          for (int r = 0; r < R; r++)
+            for (int j = 0; j < n; j++) {
+              double x = 0;
+              for (int d = 0; d < D; d++)
+                x += (double)attn_bf16_to_f32(attn_f32_to_bf16(kq[r * D + d])) *
+                     attn_bf16_to_f32(rows[key0 + j][d]);
+              want[r * NB + j] = (float)x;
+            }
+          lv->scores_kt_bf16(&b, qb, ldq, R, s1);
+          CHECK_CLOSE("scores_kt_bf16", s1, want, R * NB, 2e-5, 2e-5);
+          for (int r = 0; r < R; r++)
+            for (int j = 0; j < n; j++) {
+              const float x = s1[r * NB + j];
+              float *ref = &sref[key0 + j][0];
+              if (r == 0 && isnan(ref[0]))
+                for (int rr = 0; rr < R; rr++)
+                  ref[rr] = s1[rr * NB + j];
+              CHECK(!memcmp(&ref[r], &x, sizeof x));
+            }
+        }
+    }
+  }
+  static const int Dvs[] = {29, 48, 128};
+  static uint16_t vrows[NB][DMAX];
+  static float p[RMAX * NB], corr[RMAX], a1[RMAX * DMAX], a2[RMAX * DMAX];
+  for (int vi = 0; vi < 3; vi++) {
+    const int Dv = Dvs[vi];
+    float vf[NB * DMAX];
+    fill_uniform(vf, NB * Dv, 41 + vi, -1, 1);
+    for (int j = 0; j < NB; j++)
+      for (int c = 0; c < Dv; c++)
+        vrows[j][c] = attn_f32_to_bf16(vf[j * Dv + c]);
+    fill_uniform(corr, RMAX, 44, 0.2f, 1);
+    for (int ri = 0; ri < 7; ri++)
+      for (int ni = 0; ni < 3; ni++)
+        for (int pf = 0; pf < 2; pf++) {
+          const int R = Rs[ri], n = ns[ni];
+          attn_decode_block b = {.dtype = ATTN_BF16, .n = n, .D = Dv, .Dv = Dv};
+          for (int j = 0; j < n; j++)
+            b.v[j] = vrows[j];
+          b.pn = pf ? NB : 0; /* the next block: the same rows */
+          b.pv = (const void *const *)b.v;
+          b.pk = (const void *const *)b.v;
+          for (int j = n; pf && j < NB; j++)
+            b.v[j] = vrows[j];
+          fill_uniform(p, RMAX * NB, 45 + ni, 0, 1);
+          for (int r = 0; r < R; r++)
+            for (int j = n; j < NB; j++)
+              p[r * NB + j] = NAN;
+          fill_uniform(a1, RMAX * DMAX, 46, -1, 1);
+          memcpy(a2, a1, sizeof a1);
+          for (int r = 0; r < R; r++)
+            for (int c = 0; c < Dv; c++) {
+              double x = (double)a1[r * Dv + c] * corr[r];
+              for (int j = 0; j < n; j++)
+                x += (double)attn_bf16_to_f32(attn_f32_to_bf16(p[r * NB + j])) *
+                     attn_bf16_to_f32(vrows[j][c]);
+              a2[r * Dv + c] = (float)x;
+            }
+          lv->pv_bf16(&b, p, corr, R, a1);
+          CHECK_CLOSE("pv_bf16", a1, a2, R * Dv, 2e-5, 2e-5);
+          CHECK_CLOSE("pv_bf16 rows past R", a1 + R * Dv, a2 + R * Dv, (RMAX - R) * Dv, 0, 0);
+        }
+  }
+}
+
+/* the bf16 dot products' error at the issue's shape over a long cache
+ * (K-tiled: scores and P·V): the default call against bf16_f32 and each
+ * against the f32 rows, norm-relative */
+static void test_bf16dot_error(void) {
+  if (!attn_kern_get()->decode->pv_bf16) {
+    SKIP("level %s has no bf16 dot product", attn_isa_name(attn_isa_active()));
+    return;
+  }
+  dcase c = dcase_plain(ATTN_BF16, 32, 8, 1, 128, 4000);
+  c.seed = 5;
+  c.layout = ATTN_KV_K_TILED;
+  dprob p;
+  CHECK(dprob_make(&p, &c) == 0);
+  CHECK(bf16dot_of(&p) == 3);
+  const int64_t n = dc_nout(&p);
+  float *a = malloc((size_t)n * 4), *ref = malloc((size_t)n * 4), *rl = malloc((size_t)n * 4);
+  CHECK_OK(dprob_decode(&p));
+  memcpy(a, p.out, (size_t)n * 4);
+  p.d.bf16_f32 = 1;
+  CHECK_OK(dprob_decode(&p));
+  double e_pv = 0, e_i = 0, e_f = 0, m = 0;
+  CHECK_OK(dprob_reference(&p, p.k32, p.v32, ref, rl));
+  for (int64_t i = 0; i < n; i++) {
+    e_pv = fmax(e_pv, fabs(a[i] - p.out[i]));
+    e_i = fmax(e_i, fabs(a[i] - ref[i]));
+    e_f = fmax(e_f, fabs(p.out[i] - ref[i]));
+    m = fmax(m, fabs(ref[i]));
+  }
+  printf("  Lk 4000, 32/8 heads, D 128: |bf16 dot - f32| %.2e, |bf16 dot - f32 rows| %.2e, "
+         "|f32 - f32 rows| %.2e (of max |out| %.3f)\n",
+         e_pv / m, e_i / m, e_f / m, m);
+  CHECK(e_pv <= BF16DOT_TOL * m);
+  CHECK(e_i <= storage_tol(ATTN_BF16) * m);
+  free(a), free(ref), free(rl);
+  dprob_free(&p);
+}
+
 /* NaN in a query with an int8 cache: that row's output NaN (the float path
  * takes such items: a quantised NaN would be a number) */
 static void test_i8_nan_query(void) {
@@ -872,6 +1087,8 @@ int main(void) {
   RUN(test_scores_kt_level);
   RUN(test_ktiled_layout);
   RUN(test_i8_refused_weights_same_bits);
+  RUN(test_bf16dot_kernels);
+  RUN(test_bf16dot_error);
   RUN(test_bad_inputs_named);
   HARNESS_END();
 }

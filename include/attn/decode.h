@@ -125,6 +125,14 @@ typedef struct {
    * of at most 1/510 of that weight (docs/DECODE.md). 1: P·V in f32 on the
    * widened rows (the scores' query quantisation stays). */
   int int8_pv_f32;
+  /* bf16 cache only. 0 (default): where the level has a bf16 dot product
+   * (AVX512_BF16: VDPBF16PS), P·V runs on it, each weight (a softmax
+   * numerator) rounded to bf16, and so do the scores of a K-tiled cache
+   * (ATTN_KV_K_TILED), each query row times the scale rounded to bf16; the
+   * products exact, their sums in f32; subnormals flushed to zero (the
+   * instruction's rule). The error is of the order of the cache's own
+   * rounding (docs/DECODE.md). 1: scores and P·V in f32 on the widened rows. */
+  int bf16_f32;
 } attn_decode_desc;
 
 /* Fills d: the sizes, kv_dtype, causal on, no window, no modifiers, default

@@ -141,9 +141,12 @@ static void init(void) {
   }
   if (attn_cpu_has_level(ATTN_ISA_AVX512, detected) && attn_row_ops_avx512()) {
     const attn_kern *below = available[ATTN_ISA_AVX2] ? &tables[ATTN_ISA_AVX2] : g;
+    const attn_decode_ops *dec =
+        detected->avx512_vnni ? attn_decode_ops_avx512_vnni() : attn_decode_ops_avx512();
+    const attn_decode_ops *bf = detected->avx512_bf16 ? attn_decode_ops_avx512_bf16(dec) : NULL;
+    if (bf) dec = bf;
     build(&tables[ATTN_ISA_AVX512], ATTN_ISA_AVX512, below, attn_row_ops_avx512(),
-          attn_gemm_kernel_avx512_f32(), attn_flash_ops_avx512(),
-          detected->avx512_vnni ? attn_decode_ops_avx512_vnni() : attn_decode_ops_avx512());
+          attn_gemm_kernel_avx512_f32(), attn_flash_ops_avx512(), dec);
     lowp_avx512(&tables[ATTN_ISA_AVX512].lowp, detected);
     available[ATTN_ISA_AVX512] = 1;
   }

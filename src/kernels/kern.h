@@ -111,6 +111,8 @@ const attn_decode_ops *attn_decode_ops_avx2(void);    /* decode_avx2.c */
 const attn_decode_ops *attn_decode_ops_avx2_vnni(void); /* + AVX-VNNI int8 (decode_avx2_vnni.c) */
 const attn_decode_ops *attn_decode_ops_avx512(void);  /* decode_avx512.c */
 const attn_decode_ops *attn_decode_ops_avx512_vnni(void); /* + AVX512_VNNI int8 scores */
+/* base + the AVX512_BF16 dot products (decode_avx512_bf16.c) */
+const attn_decode_ops *attn_decode_ops_avx512_bf16(const attn_decode_ops *base);
 const attn_decode_ops *attn_decode_ops_neon(void);    /* decode_neon.c */
 
 /* ---- low precision --------------------------------------------------------

@@ -75,6 +75,8 @@ typedef struct {
   int i8pv;                  /* int8 P·V through the level's pv_i8 */
   int tiled;                 /* the int8 tiled layout (attn/decode.h) */
   int ktiled;                /* the K-tiled layout (f16, bf16) */
+  int bf16pv, bf16qk;        /* bf16 P·V and (K-tiled) scores through the level's dot product */
+  int64_t ldb;               /* bf16qk: a query row's bf16 elements (D rounded up to even) */
 } call_t;
 
 typedef struct {
@@ -87,6 +89,7 @@ typedef struct {
   int64_t lo_max, hi_min; /* keys from lo_max to hi_min - 1: allowed for every row */
   int8_t *rows8;          /* tiled layout: a block's rows for the row kernels [NB, D + Dv] */
   uint16_t *rows16;       /* K-tiled layout: a block's K rows for the row kernels [NB, D] */
+  uint16_t *qb;           /* bf16qk: the rows of qs in bf16 [R, ldb] */
 } scratch_t;
 
 static void *scratch_alloc(const call_t *c, scratch_t *w) {
@@ -96,10 +99,13 @@ static void *scratch_alloc(const call_t *c, scratch_t *w) {
   const size_t rows8 = c->tiled    ? (size_t)(NB * (c->d->D + c->d->Dv))
                        : c->ktiled ? (size_t)(NB * c->d->D) * sizeof(uint16_t)
                                    : 0;
-  char *mem = malloc(floats * sizeof(float) + ints + rows8);
+  const size_t qb = (size_t)(R * c->ldb) * sizeof(uint16_t);
+  char *mem = malloc(floats * sizeof(float) + ints + rows8 + qb);
   if (!mem) return NULL;
-  w->rows8 = c->tiled ? (int8_t *)(mem + floats * sizeof(float) + ints) : NULL;
-  w->rows16 = c->ktiled ? (uint16_t *)(mem + floats * sizeof(float) + ints) : NULL;
+  char *end = mem + floats * sizeof(float) + ints;
+  w->rows8 = c->tiled ? (int8_t *)end : NULL;
+  w->rows16 = c->ktiled ? (uint16_t *)end : NULL;
+  w->qb = (uint16_t *)(end + rows8);
   w->pos = (int64_t *)mem;
   w->lo = w->pos + R;
   w->hi = w->lo + R;
@@ -301,6 +307,10 @@ static void item_begin(const call_t *c, const item_t *it, scratch_t *w, float *s
 #pragma omp simd
     for (int64_t e = 0; e < D; e++)
       qs[e] = qr[e] * sc;
+    if (c->bf16qk) { /* in bf16, to nearest even; an odd row's pair completed with 0 */
+      c->kern->row.f32_to_bf16(qs, w->qb + r * c->ldb, D);
+      if (D % 2) w->qb[r * c->ldb + D] = 0;
+    }
     m[r] = -INFINITY;
     l[r] = 0.0f;
   }
@@ -362,7 +372,9 @@ static void item_block(const call_t *c, const item_t *it, scratch_t *w, float *s
   attn_decode_block rows;
   const attn_decode_block *rb = b; /* b's rows (tiled: taken out when a kernel needs them) */
   if (c->tiled && !(c->i8dot && ops->scores_i8t)) rb = untile(c, w, b, &rows);
-  if (c->ktiled) {
+  if (c->ktiled && c->bf16qk)
+    ops->scores_kt_bf16(b, w->qb, c->ldb, R, w->s);
+  else if (c->ktiled) {
     if (ops->scores_kt)
       ops->scores_kt(b, w->qs, R, w->s);
     else
@@ -377,7 +389,10 @@ static void item_block(const call_t *c, const item_t *it, scratch_t *w, float *s
   if (c->tiled && rb == b && c->i8pv && ops->pv_i8t && ops->pv_i8t(b, w->p, w->corr, R, acc))
     return;
   if (c->tiled && rb == b) rb = untile(c, w, b, &rows);
-  if (!(c->i8pv && ops->pv_i8(rb, w->p, w->corr, R, acc))) ops->pv(rb, w->p, w->corr, R, acc);
+  if (c->bf16pv)
+    ops->pv_bf16(rb, w->p, w->corr, R, acc);
+  else if (!(c->i8pv && ops->pv_i8(rb, w->p, w->corr, R, acc)))
+    ops->pv(rb, w->p, w->corr, R, acc);
 }
 
 /* A unit of work: nm items over the same tokens [t0, t1) of one sequence,
@@ -720,6 +735,9 @@ attn_status attn_decode_forward(const attn_decode_desc *d, const attn_kv_view *k
   c.i8pv = kv->dtype == ATTN_I8 && c.kern->decode->pv_i8 && !d->int8_pv_f32;
   c.tiled = attn_kv_tiled(kv);
   c.ktiled = kv->layout == ATTN_KV_K_TILED;
+  c.bf16pv = kv->dtype == ATTN_BF16 && !d->bf16_f32 && c.kern->decode->pv_bf16;
+  c.bf16qk = c.bf16pv && c.ktiled && c.kern->decode->scores_kt_bf16;
+  c.ldb = c.bf16qk ? attn_round_up(d->D, 2) : 0;
   c.q8 = NULL, c.qscale = c.qsum = NULL;
   if (c.i8dot && (s = quantize_queries(&c))) return s;
   const int64_t npairs = d->B * d->Hkv;

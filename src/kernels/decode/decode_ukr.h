@@ -101,6 +101,19 @@ typedef struct {
    * and D alone (not on the key's lane, toff or n: the same bits for any
    * page size and thread count). */
   void (*scores_kt)(const attn_decode_block *b, const float *q, int64_t R, float *s);
+  /* May be NULL. A bf16 cache through a bf16 dot product (VDPBF16PS; the
+   * call's bf16_f32 0). scores_kt_bf16: scores_kt's contract on a K-tiled
+   * block with the query rows in bf16, qb[r * ldq + d] (ldq even, >= D;
+   * qb[r * ldq + D] = 0 for odd D), read in pairs of depths: each product
+   * exact, the sums in f32 in a fixed order of R and D. pv_bf16:
+   * pv's contract with each weight p[r * NB + j] (j < n; those at j >= n
+   * not read) rounded to bf16 (to nearest even) before its product, the
+   * products exact, the sums in f32 in a fixed order. Both flush subnormal
+   * inputs and sums to zero (the instruction's rule). */
+  void (*scores_kt_bf16)(const attn_decode_block *b, const uint16_t *qb, int64_t ldq, int64_t R,
+                         float *s);
+  void (*pv_bf16)(const attn_decode_block *b, const float *p, const float *corr, int64_t R,
+                  float *acc);
 } attn_decode_ops;
 
 /* Which rows the x86 micro-kernels prefetch. Otherwise: scores the next

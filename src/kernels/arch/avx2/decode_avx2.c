@@ -430,8 +430,8 @@ ATTN_AVX2 static int softmax_avx2(const attn_decode_block *b, float *s, float *p
   return any;
 }
 
-static const attn_decode_ops ops = {"avx2", 1,    scores_avx2, pv_avx2, softmax_avx2,
-                                    NULL,   NULL, NULL,        NULL,    scores_kt_avx2};
+static const attn_decode_ops ops = {"avx2", 1,    scores_avx2, pv_avx2,        softmax_avx2, NULL,
+                                    NULL,   NULL, NULL,        scores_kt_avx2, NULL,         NULL};
 
 const attn_decode_ops *attn_decode_ops_avx2(void) { return &ops; }
 #else

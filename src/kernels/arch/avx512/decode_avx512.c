@@ -1075,10 +1075,12 @@ ATTN_AVX512 static void scores_kt_avx512(const attn_decode_block *b, const float
 }
 
 static const attn_decode_ops ops = {"avx512", 1,    scores_avx512, pv_avx512, softmax_avx512,
-                                    NULL,     NULL, NULL,          NULL,      scores_kt_avx512};
+                                    NULL,     NULL, NULL,          NULL,      scores_kt_avx512,
+                                    NULL,     NULL};
 static const attn_decode_ops ops_vnni = {
     "avx512_vnni",  1,          scores_avx512,   pv_avx512,   softmax_avx512,
-    scores_i8_vnni, pv_i8_vnni, scores_i8t_vnni, pv_i8t_vnni, scores_kt_avx512};
+    scores_i8_vnni, pv_i8_vnni, scores_i8t_vnni, pv_i8t_vnni, scores_kt_avx512,
+    NULL,           NULL};
 
 const attn_decode_ops *attn_decode_ops_avx512(void) { return &ops; }
 const attn_decode_ops *attn_decode_ops_avx512_vnni(void) { return &ops_vnni; }
