@@ -662,9 +662,34 @@ static void test_i8pv_exact(void) {
   }
 }
 
-/* the integer P·V's error at the issue's shape over a long cache: the
- * default call against int8_pv_f32 (the same scores), norm-relative, and
- * each against the f32 rows */
+/* The default call's error at the issue's shape over a long cache (Lk
+ * 4000, 32 / 8 heads, D 128) against the call with *f32 set (P·V, or the
+ * scores and P·V, in f32; the same cache) within tol, and each against the
+ * f32 rows within the storage's tolerance, norm-relative; printed. */
+static void default_error(const char *what, int *f32, dprob *p, double tol) {
+  const int64_t n = dc_nout(p);
+  float *a = malloc((size_t)n * 4), *ref = malloc((size_t)n * 4), *rl = malloc((size_t)n * 4);
+  CHECK_OK(dprob_decode(p));
+  memcpy(a, p->out, (size_t)n * 4);
+  *f32 = 1;
+  CHECK_OK(dprob_decode(p));
+  double e_pv = 0, e_i = 0, e_f = 0, m = 0;
+  CHECK_OK(dprob_reference(p, p->k32, p->v32, ref, rl));
+  for (int64_t i = 0; i < n; i++) {
+    e_pv = fmax(e_pv, fabs(a[i] - p->out[i]));
+    e_i = fmax(e_i, fabs(a[i] - ref[i]));
+    e_f = fmax(e_f, fabs(p->out[i] - ref[i]));
+    m = fmax(m, fabs(ref[i]));
+  }
+  printf("  Lk 4000, 32/8 heads, D 128: |%s - f32| %.2e, |%s - f32 rows| %.2e, "
+         "|f32 - f32 rows| %.2e (of max |out| %.3f)\n",
+         what, e_pv / m, what, e_i / m, e_f / m, m);
+  CHECK(e_pv <= tol * m);
+  CHECK(e_i <= storage_tol(p->c.dtype) * m);
+  free(a), free(ref), free(rl);
+}
+
+/* the integer P·V's error (against int8_pv_f32: the same scores) */
 static void test_i8pv_error(void) {
   if (!attn_kern_get()->decode->pv_i8) {
     SKIP("level %s has no integer P·V", attn_isa_name(attn_isa_active()));
@@ -674,26 +699,7 @@ static void test_i8pv_error(void) {
   c.seed = 5;
   dprob p;
   CHECK(dprob_make(&p, &c) == 0);
-  const int64_t n = dc_nout(&p);
-  float *a = malloc((size_t)n * 4), *ref = malloc((size_t)n * 4), *rl = malloc((size_t)n * 4);
-  CHECK_OK(dprob_decode(&p));
-  memcpy(a, p.out, (size_t)n * 4);
-  p.d.int8_pv_f32 = 1;
-  CHECK_OK(dprob_decode(&p));
-  double e_pv = 0, e_i = 0, e_f = 0, m = 0;
-  CHECK_OK(dprob_reference(&p, p.k32, p.v32, ref, rl));
-  for (int64_t i = 0; i < n; i++) {
-    e_pv = fmax(e_pv, fabs(a[i] - p.out[i]));
-    e_i = fmax(e_i, fabs(a[i] - ref[i]));
-    e_f = fmax(e_f, fabs(p.out[i] - ref[i]));
-    m = fmax(m, fabs(ref[i]));
-  }
-  printf("  Lk 4000, 32/8 heads, D 128: |int - f32 P·V| %.2e, |int - f32 rows| %.2e, "
-         "|f32 P·V - f32 rows| %.2e (of max |out| %.3f)\n",
-         e_pv / m, e_i / m, e_f / m, m);
-  CHECK(e_pv <= I8PV_TOL * m);
-  CHECK(e_i <= storage_tol(ATTN_I8) * m);
-  free(a), free(ref), free(rl);
+  default_error("int P·V", &p.d.int8_pv_f32, &p, I8PV_TOL);
   dprob_free(&p);
 }
 
@@ -816,9 +822,7 @@ static void test_bf16dot_kernels(void) {
   }
 }
 
-/* the bf16 dot products' error at the issue's shape over a long cache
- * (K-tiled: scores and P·V): the default call against bf16_f32 and each
- * against the f32 rows, norm-relative */
+/* the bf16 dot products' error (K-tiled: scores and P·V; against bf16_f32) */
 static void test_bf16dot_error(void) {
   if (!attn_kern_get()->decode->pv_bf16) {
     SKIP("level %s has no bf16 dot product", attn_isa_name(attn_isa_active()));
@@ -830,26 +834,7 @@ static void test_bf16dot_error(void) {
   dprob p;
   CHECK(dprob_make(&p, &c) == 0);
   CHECK(bf16dot_of(&p) == 3);
-  const int64_t n = dc_nout(&p);
-  float *a = malloc((size_t)n * 4), *ref = malloc((size_t)n * 4), *rl = malloc((size_t)n * 4);
-  CHECK_OK(dprob_decode(&p));
-  memcpy(a, p.out, (size_t)n * 4);
-  p.d.bf16_f32 = 1;
-  CHECK_OK(dprob_decode(&p));
-  double e_pv = 0, e_i = 0, e_f = 0, m = 0;
-  CHECK_OK(dprob_reference(&p, p.k32, p.v32, ref, rl));
-  for (int64_t i = 0; i < n; i++) {
-    e_pv = fmax(e_pv, fabs(a[i] - p.out[i]));
-    e_i = fmax(e_i, fabs(a[i] - ref[i]));
-    e_f = fmax(e_f, fabs(p.out[i] - ref[i]));
-    m = fmax(m, fabs(ref[i]));
-  }
-  printf("  Lk 4000, 32/8 heads, D 128: |bf16 dot - f32| %.2e, |bf16 dot - f32 rows| %.2e, "
-         "|f32 - f32 rows| %.2e (of max |out| %.3f)\n",
-         e_pv / m, e_i / m, e_f / m, m);
-  CHECK(e_pv <= BF16DOT_TOL * m);
-  CHECK(e_i <= storage_tol(ATTN_BF16) * m);
-  free(a), free(ref), free(rl);
+  default_error("bf16 dot", &p.d.bf16_f32, &p, BF16DOT_TOL);
   dprob_free(&p);
 }
 

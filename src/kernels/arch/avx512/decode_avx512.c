@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "attn/tensor.h"
+#include "kernels/arch/avx512/decode_kt_store.h"
 #include "kernels/arch/avx512/vexp_avx512.h"
 #include "kernels/arch/isa_targets.h"
 
@@ -276,29 +277,7 @@ ATTN_AVX512_INLINE void kt_pass(const attn_decode_block *b, const float *q, floa
         a[r * T + t] = _mm512_fmadd_ps(_mm512_set1_ps(q[r * D + d]), kv, a[r * T + t]);
     }
   }
-  DECODE_UNROLL(4)
-  for (int h = 1; h < H; h++) {
-    DECODE_UNROLL(16)
-    for (int i = 0; i < RT * T; i++)
-      a[i] = _mm512_add_ps(a[i], a[h * RT * T + i]);
-  }
-  DECODE_UNROLL(2)
-  for (int t = 0; t < T; t++) {
-    const int j0 = 16 * (i0 + t) - b->toff; /* the block's key at lane 0 of this tile */
-    if (j0 >= 0 && j0 + 16 <= b->n) {
-      DECODE_UNROLL(8)
-      for (int r = 0; r < RT; r++)
-        _mm512_storeu_ps(s + r * NB + j0, a[r * T + t]);
-    } else { /* lanes of keys in [0, n) */
-      const int lo = j0 < 0 ? -j0 : 0, hi = b->n - j0 < 16 ? b->n - j0 : 16;
-      float tmp[16];
-      for (int r = 0; r < RT; r++) {
-        _mm512_storeu_ps(tmp, a[r * T + t]);
-        for (int l = lo; l < hi; l++)
-          s[r * NB + j0 + l] = tmp[l];
-      }
-    }
-  }
+  attn_decode_kt_store(b, a, s, i0, H, RT, T);
 }
 
 /* RT rows against the block's tiles, two at a time; the first pass of the
