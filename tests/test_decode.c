@@ -87,6 +87,7 @@ static void check_case(const dcase *c, const char *what) {
   float *dflt = NULL;
   if (i8pv || bf16dot) {
     dflt = malloc((size_t)nout * 4);
+    if (bf16dot) p.d.bf16_f32 = 2; /* the dot products, fast here or not */
     CHECK_OK(dprob_decode(&p));
     memcpy(dflt, p.out, (size_t)nout * 4);
     p.d.int8_pv_f32 = 1;
@@ -834,6 +835,23 @@ static void test_bf16dot_error(void) {
   dprob p;
   CHECK(dprob_make(&p, &c) == 0);
   CHECK(bf16dot_of(&p) == 3);
+  const int64_t n = dc_nout(&p);
+  float *by[3];
+  for (int f = 0; f < 3; f++) { /* the default (0), f32 (1) and dot products (2) */
+    p.d.bf16_f32 = f;
+    CHECK_OK(dprob_decode(&p));
+    by[f] = malloc((size_t)n * 4);
+    memcpy(by[f], p.out, (size_t)n * 4);
+  }
+  /* the default is the dot products where the CPU runs them fast, else f32 */
+  const int fast = attn_kern_get()->lowp.bf16_dot_auto;
+  printf("  bf16 dot products %s here (bf16_dot_fast %d)\n", fast ? "taken" : "not taken",
+         attn_cpu()->bf16_dot_fast);
+  CHECK(memcmp(by[0], by[fast ? 2 : 1], (size_t)n * 4) == 0);
+  CHECK(memcmp(by[1], by[2], (size_t)n * 4) != 0);
+  for (int f = 0; f < 3; f++)
+    free(by[f]);
+  p.d.bf16_f32 = 2;
   default_error("bf16 dot", &p.d.bf16_f32, &p, BF16DOT_TOL);
   dprob_free(&p);
 }

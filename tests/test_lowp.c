@@ -16,7 +16,8 @@
 #include "kernels/kern.h"
 
 static const double U = 1.0 / 16777216.0;
-static const attn_lowp_path PATHS[] = {ATTN_LOWP_PORTABLE, ATTN_LOWP_SIMD, ATTN_LOWP_AMX};
+static const attn_lowp_path PATHS[] = {ATTN_LOWP_PORTABLE, ATTN_LOWP_SIMD, ATTN_LOWP_AMX,
+                                       ATTN_LOWP_F32};
 
 typedef struct {
   int64_t M, N, K;
@@ -122,7 +123,7 @@ static const float AB[][2] = {{1.0f, 0.0f}, {0.5f, -0.75f}, {-1.25f, 1.0f}};
 static void sweep_float(ftype ft) {
   const char *dt = ft == T_F16 ? "f16" : "bf16";
   int ran = 0;
-  for (int pi = 0; pi < 3; pi++) {
+  for (int pi = 0; pi < (int)(sizeof PATHS / sizeof PATHS[0]); pi++) {
     if (!attn_lowp_path_available(PATHS[pi], dt)) continue;
     ran++;
     for (size_t si = 0; si < sizeof SHAPES / sizeof SHAPES[0]; si++)
@@ -175,7 +176,7 @@ static void test_bf16_error_is_statistically_small(void) {
 static void test_bf16_transposed_a_same_bits(void) {
   static const shape S[] = {{1, 1, 1}, {17, 5, 33}, {33, 40, 65}, {64, 32, 64}, {70, 9, 1100},
                             {129, 31, 130}};
-  for (int pi = 0; pi < 3; pi++) {
+  for (int pi = 0; pi < (int)(sizeof PATHS / sizeof PATHS[0]); pi++) {
     if (!attn_lowp_path_available(PATHS[pi], "bf16")) continue;
     for (size_t si = 0; si < sizeof S / sizeof S[0]; si++) {
       int64_t M = S[si].M, N = S[si].N, K = S[si].K, lda = M + 3;
@@ -228,7 +229,7 @@ static int run_i8_case(attn_lowp_path path, shape s, int ta, int tb, unsigned se
 
 static void test_i8_all_paths_bit_exact(void) {
   int ran = 0;
-  for (int pi = 0; pi < 3; pi++) {
+  for (int pi = 0; pi < (int)(sizeof PATHS / sizeof PATHS[0]); pi++) {
     if (!attn_lowp_path_available(PATHS[pi], "i8")) continue;
     ran++;
     for (size_t si = 0; si < sizeof SHAPES / sizeof SHAPES[0]; si++)
@@ -244,7 +245,7 @@ static void test_i8_all_paths_bit_exact(void) {
 /* 255 * -128 at the largest depth: the sum -2139095040 still fits s32 */
 static void test_i8_extreme_values_at_max_depth(void) {
   shape s = {2, 3, ATTN_GEMM_I8_MAX_K};
-  for (int pi = 0; pi < 3; pi++)
+  for (int pi = 0; pi < (int)(sizeof PATHS / sizeof PATHS[0]); pi++)
     if (attn_lowp_path_available(PATHS[pi], "i8")) CHECK(run_i8_case(PATHS[pi], s, 0, 1, 1, 1));
   uint8_t a = 1;
   int8_t b = 1;
@@ -269,7 +270,7 @@ static void test_thread_count_does_not_change_bits(void) {
   for (int64_t i = 0; i < M * K; i++) Au[i] = (uint8_t)lcg(&r);
   for (int64_t i = 0; i < K * N; i++) Bs[i] = (int8_t)(uint8_t)lcg(&r);
   int saved = attn_get_num_threads();
-  for (int pi = 0; pi < 3; pi++) {
+  for (int pi = 0; pi < (int)(sizeof PATHS / sizeof PATHS[0]); pi++) {
     for (int t = 2; t <= 3; t++) {
       if (attn_lowp_path_available(PATHS[pi], "bf16")) {
         attn_set_num_threads(1);
@@ -415,8 +416,12 @@ static void test_amx_permission_refused_falls_back(void) {
   CHECK_ERR(attn_gemm_bf16_f32in_path(ATTN_LOWP_AMX, 0, 0, M, N, K, 1, A, K, B, N, 0, C, N),
             ATTN_EUNSUPPORTED);
   CHECK_OK(attn_gemm_bf16_f32in(0, 0, M, N, K, 1, A, K, B, N, 0, C, N));
-  attn_lowp_path next = attn_lowp_path_available(ATTN_LOWP_SIMD, "bf16") ? ATTN_LOWP_SIMD
-                                                                         : ATTN_LOWP_PORTABLE;
+  /* the bf16 dot product where it is fast, else widened to f32, else portable */
+  const int dot = attn_kern_get()->lowp.bf16_simd != NULL;
+  attn_lowp_path next = dot && attn_cpu()->bf16_dot_fast ? ATTN_LOWP_SIMD
+                        : dot || attn_lowp_path_available(ATTN_LOWP_SIMD, "bf16")
+                            ? ATTN_LOWP_F32
+                            : ATTN_LOWP_PORTABLE;
   CHECK_OK(attn_gemm_bf16_f32in_path(next, 0, 0, M, N, K, 1, A, K, B, N, 0, D, N));
   CHECK(!memcmp(C, D, sizeof C));
   CHECK(strcmp(attn_lowp_path_name(ATTN_LOWP_AUTO, "bf16"), "amx") != 0);
@@ -429,7 +434,7 @@ static void test_amx_permission_refused_falls_back(void) {
 
 static void test_beta_zero_ignores_nan_and_k_zero(void) {
   float A[6] = {1, 2, 3, 4, 5, 6}, B[6] = {1, 0, 0, 1, 1, 1}, C[4];
-  for (int pi = 0; pi < 3; pi++) {
+  for (int pi = 0; pi < (int)(sizeof PATHS / sizeof PATHS[0]); pi++) {
     if (!attn_lowp_path_available(PATHS[pi], "bf16")) continue;
     for (int i = 0; i < 4; i++) C[i] = NAN;
     CHECK_OK(attn_gemm_bf16_f32in_path(PATHS[pi], 0, 0, 2, 2, 3, 1, A, 3, B, 2, 0, C, 2));

@@ -269,7 +269,8 @@ static void test_amx_refused_falls_back(void) {
         *k1 = sdpa_zeros(p.nk);
   float *v0 = sdpa_zeros(p.nv), *v1 = sdpa_zeros(p.nv);
   const attn_lowp_path next =
-      attn_sdpa_bf16_path_available(ATTN_LOWP_SIMD) ? ATTN_LOWP_SIMD : ATTN_LOWP_F32;
+      attn_sdpa_bf16_path_available(ATTN_LOWP_SIMD) && attn_cpu()->bf16_dot_fast ? ATTN_LOWP_SIMD
+                                                                                 : ATTN_LOWP_F32;
   CHECK_OK(attn_sdpa_forward_bf16_path(next, &p.d, p.qh, p.kh, p.vh, o0, l0));
   CHECK_OK(attn_sdpa_backward_bf16_path(next, &p.d, p.qh, p.kh, p.vh, o0, l0, p.dout, g0, k0, v0));
   attn_amx_set_request_hook(refuse);
@@ -322,8 +323,10 @@ static void auto_matches(int Lq, int Lk, attn_lowp_path want) {
 
 static void test_auto_short_keys_f32(void) {
   attn_amx_set_request_hook(refuse); /* the rule is AUTO's without AMX */
+  /* the bf16 tiles only where the CPU's bf16 dot product is fast */
   const attn_lowp_path tiles =
-      attn_sdpa_bf16_path_available(ATTN_LOWP_SIMD) ? ATTN_LOWP_SIMD : ATTN_LOWP_F32;
+      attn_sdpa_bf16_path_available(ATTN_LOWP_SIMD) && attn_cpu()->bf16_dot_fast ? ATTN_LOWP_SIMD
+                                                                                 : ATTN_LOWP_F32;
   auto_matches(12, 12, ATTN_LOWP_F32);
   auto_matches(200, 128, ATTN_LOWP_F32);
   auto_matches(1, 128, ATTN_LOWP_F32);
@@ -331,6 +334,8 @@ static void test_auto_short_keys_f32(void) {
   auto_matches(129, 129, tiles);
   if (tiles == ATTN_LOWP_SIMD) /* the two routes differ: the test can tell them apart */
     CHECK(strstr(attn_sdpa_bf16_path_name(ATTN_LOWP_AUTO), "(f32 up to 128 keys)") != NULL);
+  else
+    CHECK(!strncmp(attn_sdpa_bf16_path_name(ATTN_LOWP_AUTO), "f32", 3));
   attn_amx_set_request_hook(NULL);
 }
 

@@ -126,12 +126,14 @@ typedef struct {
    * widened rows (the scores' query quantisation stays). */
   int int8_pv_f32;
   /* bf16 cache only. 0 (default): where the level has a bf16 dot product
-   * (AVX512_BF16: VDPBF16PS), P·V runs on it, each weight (a softmax
-   * numerator) rounded to bf16, and so do the scores of a K-tiled cache
-   * (ATTN_KV_K_TILED), each query row times the scale rounded to bf16; the
-   * products exact, their sums in f32; subnormals flushed to zero (the
+   * (AVX512_BF16: VDPBF16PS) and it is fast (attn_cpu_features.bf16_dot_fast:
+   * AMD Zen 4 and 5, not Intel's half-rate one), P·V runs on it, each weight
+   * (a softmax numerator) rounded to bf16, and so do the scores of a K-tiled
+   * cache (ATTN_KV_K_TILED), each query row times the scale rounded to bf16;
+   * the products exact, their sums in f32; subnormals flushed to zero (the
    * instruction's rule). The error is of the order of the cache's own
-   * rounding (docs/DECODE.md). 1: scores and P·V in f32 on the widened rows. */
+   * rounding (docs/DECODE.md). 1: scores and P·V in f32 on the widened rows.
+   * 2: the dot products wherever the level has them, fast or not. */
   int bf16_f32;
 } attn_decode_desc;
 

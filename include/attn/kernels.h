@@ -28,6 +28,13 @@ typedef struct {
   int amx_tile, amx_bf16, amx_int8;
   int neon;
   int avx_vnni; /* VEX VPDPBUSD (Alder Lake, Zen 5): the avx2 level's int8 decode */
+  /* AVX512_BF16's dot product (VDPBF16PS) runs at least at the f32 FMA's
+   * rate, so the automatic choices take it for bf16 data (GEMM, flash
+   * attention, the decode over a bf16 cache): AMD Zen 4 and Zen 5. Intel's
+   * cores run it at half the f32 FMA's rate (measured: docs/ISA.md), and
+   * there the bf16 data are widened to f32 instead (the forced paths still
+   * run it). ATTN_BF16_DOT=1 / 0 overrides the vendor's rule. */
+  int bf16_dot_fast;
 } attn_cpu_features;
 /* The features the active level may use (all 0 at the generic level). */
 ATTN_API const attn_cpu_features *attn_cpu(void);

@@ -70,15 +70,19 @@ ATTN_API attn_status attn_gemm_u8s8s32(int transa, int transb, int64_t M, int64_
  * avx512: AVX512_BF16 for bf16 (else f32 FMA on bf16 widened while packing),
  * f32 FMA for fp16, AVX512_VNNI for int8; avx2: AVX2 + FMA on bf16 / fp16
  * widened to f32, int8 widened to 16 bits and VPMADDWD (exact). A forced
- * path the CPU (or the AMX permission) lacks gives ATTN_EUNSUPPORTED. */
+ * path the CPU (or the AMX permission) lacks gives ATTN_EUNSUPPORTED. AUTO:
+ * AMX, else SIMD, but for bf16 F32 (below) where the CPU's bf16 dot product
+ * is slow (Intel's AVX512_BF16: half the f32 FMA's rate). */
 typedef enum {
   ATTN_LOWP_AUTO = 0,
   ATTN_LOWP_PORTABLE,
   ATTN_LOWP_SIMD,
   ATTN_LOWP_AMX,
-  /* bf16 flash attention only: the bf16 operands widened to f32 a block at
-   * a time and run on the active level's f32 flash kernels (bf16 storage,
-   * f32 arithmetic; every level) */
+  /* bf16 (and f16) data widened to f32 and multiplied with the level's f32
+   * FMA: the GEMMs' packing widens them (bf16: what AUTO takes where the CPU
+   * has a slow bf16 dot product, attn_cpu_features.bf16_dot_fast; f16: the
+   * same kernel as SIMD; not int8); bf16 flash attention runs the operands
+   * widened a block at a time on the level's f32 flash kernels (every level) */
   ATTN_LOWP_F32
 } attn_lowp_path;
 /* 1 if `path` can run `dtype` ("bf16", "f16", "i8") here, else 0. */

@@ -47,9 +47,10 @@ extern "C" {
 #endif
 
 /* The same with the path forced (ATTN_EUNSUPPORTED where unavailable):
- *   ATTN_LOWP_AUTO      AMX, else SIMD where the CPU has a bf16 dot product
- *                       (AVX512_BF16) and the call has more than 128 keys,
- *                       else F32 (short sequences: docs/MIXED_PRECISION.md)
+ *   ATTN_LOWP_AUTO      AMX, else SIMD where the CPU has a fast bf16 dot
+ *                       product (AVX512_BF16 with bf16_dot_fast: not Intel's,
+ *                       at half the f32 FMA's rate) and the call has more
+ *                       than 128 keys, else F32 (docs/MIXED_PRECISION.md)
  *   ATTN_LOWP_PORTABLE  portable C tiles (p rounded to bf16 before P·V, as
  *                       the bf16 tile paths)
  *   ATTN_LOWP_SIMD      the bf16 tiles on the vector units (VDPBF16PS)

@@ -53,11 +53,12 @@ static const attn_cmd commands[] = {
 
 static void print_features(const char *label, const attn_cpu_features *f) {
   printf("%s:%s%s%s%s%s%s%s%s%s%s%s%s%s%s\n", label, f->avx2 ? " avx2" : "", f->fma ? " fma" : "",
-         f->f16c ? " f16c" : "", f->avx_vnni ? " avx_vnni" : "", f->avx512f ? " avx512f" : "", f->avx512bw ? " avx512bw" : "",
-         f->avx512vl ? " avx512vl" : "", f->avx512dq ? " avx512dq" : "",
-         f->avx512_bf16 ? " avx512_bf16" : "", f->avx512_fp16 ? " avx512_fp16" : "",
-         f->avx512_vnni ? " avx512_vnni" : "", f->amx_bf16 ? " amx_bf16" : "",
-         f->amx_int8 ? " amx_int8" : "", f->neon ? " neon" : "");
+         f->f16c ? " f16c" : "", f->avx_vnni ? " avx_vnni" : "", f->avx512f ? " avx512f" : "",
+         f->avx512bw ? " avx512bw" : "", f->avx512vl ? " avx512vl" : "",
+         f->avx512dq ? " avx512dq" : "",
+         f->avx512_bf16 ? (f->bf16_dot_fast ? " avx512_bf16" : " avx512_bf16(slow)") : "",
+         f->avx512_fp16 ? " avx512_fp16" : "", f->avx512_vnni ? " avx512_vnni" : "",
+         f->amx_bf16 ? " amx_bf16" : "", f->amx_int8 ? " amx_int8" : "", f->neon ? " neon" : "");
 }
 
 int attn_cmd_version(int argc, char **argv) {

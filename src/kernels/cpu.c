@@ -58,6 +58,13 @@ static void detect(attn_cpu_features *f) {
   f->avx_vnni = ymm && ((a1 >> 4) & 1);
   f->avx512_bf16 = f->avx512f && ((a1 >> 5) & 1);
   (void)b1, (void)c1, (void)d1;
+  /* the vendor's rule for VDPBF16PS's rate (attn_cpu_features), then ATTN_BF16_DOT */
+  unsigned vb, vc, vd;
+  __cpuid(0, a, vb, vc, vd);
+  const int amd = vb == 0x68747541u && vd == 0x69746e65u && vc == 0x444d4163u; /* AuthenticAMD */
+  f->bf16_dot_fast = f->avx512_bf16 && amd;
+  const char *e = getenv("ATTN_BF16_DOT");
+  if (e && (!strcmp(e, "0") || !strcmp(e, "1"))) f->bf16_dot_fast = f->avx512_bf16 && *e == '1';
 }
 #elif defined(__aarch64__)
 static void detect(attn_cpu_features *f) {

@@ -107,6 +107,7 @@ static void lowp_avx512(attn_lowp_ops *l, const attn_cpu_features *f) {
   if (f->avx512_bf16) {
     l->bf16_simd = attn_lowp_kernel_bf16_avx512();
     l->flash_bf16_simd = attn_flash_bf16_ops_avx512();
+    l->bf16_dot_auto = f->bf16_dot_fast;
   }
   if (f->avx512_vnni) {
     l->i8_simd = attn_lowp_kernel_i8_vnni();

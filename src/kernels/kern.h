@@ -144,6 +144,10 @@ typedef struct {
   attn_i8_quantize_fn i8_quantize_row;
   attn_i8_dequant_fn i8_dequant;
   attn_i8_colsum_fn i8_colsum;
+  /* the automatic choices take bf16_simd, flash_bf16_simd and the decode's
+   * bf16 dot products (attn_cpu_features.bf16_dot_fast); forced paths and
+   * the int8 flash's tiles take them whatever this says */
+  int bf16_dot_auto;
 } attn_lowp_ops;
 
 /* ---- the table -------------------------------------------------------- */

@@ -12,7 +12,7 @@
 #include "apps/tools/bench.h"
 #include "attn.h"
 
-enum { MAX_LK = 16, MAX_RUNS = 31, NTYPES = 9 };
+enum { MAX_LK = 16, MAX_RUNS = 31, NTYPES = 10 };
 /* keys of the decode loop's block (kernels/decode/decode_ukr.h's ATTN_DECODE_NB) */
 enum { DECODE_BLOCK = 32 };
 
@@ -26,36 +26,39 @@ typedef struct {
 /* "int8f": the int8 cache with P·V in f32 (attn_decode_desc.int8_pv_f32); "int8r", "f16r",
  * "bf16r": the cache in rows (ATTN_KV_ROWS), where "int8", "f16" and "bf16" take the
  * library's layout (tiled where the level has its kernels); "bf16f": the bf16 cache in the
- * library's layout with scores and P·V in f32 (attn_decode_desc.bf16_f32) */
-static const int all_types[NTYPES] = {ATTN_F32, ATTN_F16, ATTN_BF16, ATTN_I8,  ATTN_I8,
-                                      ATTN_I8,  ATTN_F16, ATTN_BF16, ATTN_BF16};
-static const char *const type_names[NTYPES] = {"f32",   "f16",  "bf16",  "int8", "int8f",
-                                               "int8r", "f16r", "bf16r", "bf16f"};
+ * library's layout with scores and P·V in f32 (attn_decode_desc.bf16_f32 = 1), "bf16d": with
+ * the level's bf16 dot products, fast or not (bf16_f32 = 2) */
+static const int all_types[NTYPES] = {ATTN_F32, ATTN_F16, ATTN_BF16, ATTN_I8,   ATTN_I8,
+                                      ATTN_I8,  ATTN_F16, ATTN_BF16, ATTN_BF16, ATTN_BF16};
+static const char *const type_names[NTYPES] = {"f32",   "f16",  "bf16",  "int8",  "int8f",
+                                               "int8r", "f16r", "bf16r", "bf16f", "bf16d"};
 
 static void dec_usage(FILE *out) {
-  fprintf(out,
-          "usage: attn bench decode [--lk N...]\n"
-          "                         [--dtype f32|f16|bf16|int8|int8f|int8r|f16r|bf16r|bf16f ...]\n"
-          "                         [--lq Q]\n"
-          "                         [--heads HQ] [--kv-heads HKV] [--dim D] [--batch B]\n"
-          "                         [--threads T] [--page-size P] [--no-paged] [--no-single]\n"
-          "                         [--runs R] [--membw-mib M]\n"
-          "  Decode attention: Q new queries (default 1) per sequence, HQ query heads (32)\n"
-          "  over HKV KV heads (8), head dim D (128), B sequences (1), over a cache of\n"
-          "  Lk tokens (default 1024 4096 8192 16384 32768 65536), per cache dtype (all).\n"
-          "  Columns: median ms per call with T threads (default all), K/V GB/s (the bytes\n"
-          "  of the cache the call reads, int8 scales included) and %% of the memory read\n"
-          "  bandwidth measured now with T threads, tokens/s (B Q / time); a paged cache\n"
-          "  of P-token pages (16) in shuffled order and its time over the contiguous one,\n"
-          "  next to pg_ceil: the memory's own time for reading in shuffled chunks of one\n"
-          "  page of one head's rows, prefetched as the decode loop prefetches, over\n"
-          "  reading in order (attn bench membw --chunk; one measurement each: as noisy\n"
-          "  as the machine's bandwidth);\n"
-          "  1 thread's time and T threads' speed-up over it (split-KV). int8f: the int8\n"
-          "  cache with P·V in f32 (int8_pv_f32); int8r, f16r, bf16r: the cache in rows,\n"
-          "  where int8, f16 and bf16 are in the library's layout (tiled where the level\n"
-          "  has its kernels); bf16f: the bf16 cache with scores and P·V in f32 where the\n"
-          "  level has bf16 dot products (bf16_f32); none of these in the default list.\n");
+  fprintf(out, "usage: attn bench decode [--lk N...]\n"
+               "                         [--dtype "
+               "f32|f16|bf16|int8|int8f|int8r|f16r|bf16r|bf16f|bf16d ...]\n"
+               "                         [--lq Q]\n"
+               "                         [--heads HQ] [--kv-heads HKV] [--dim D] [--batch B]\n"
+               "                         [--threads T] [--page-size P] [--no-paged] [--no-single]\n"
+               "                         [--runs R] [--membw-mib M]\n"
+               "  Decode attention: Q new queries (default 1) per sequence, HQ query heads (32)\n"
+               "  over HKV KV heads (8), head dim D (128), B sequences (1), over a cache of\n"
+               "  Lk tokens (default 1024 4096 8192 16384 32768 65536), per cache dtype (all).\n"
+               "  Columns: median ms per call with T threads (default all), K/V GB/s (the bytes\n"
+               "  of the cache the call reads, int8 scales included) and %% of the memory read\n"
+               "  bandwidth measured now with T threads, tokens/s (B Q / time); a paged cache\n"
+               "  of P-token pages (16) in shuffled order and its time over the contiguous one,\n"
+               "  next to pg_ceil: the memory's own time for reading in shuffled chunks of one\n"
+               "  page of one head's rows, prefetched as the decode loop prefetches, over\n"
+               "  reading in order (attn bench membw --chunk; one measurement each: as noisy\n"
+               "  as the machine's bandwidth);\n"
+               "  1 thread's time and T threads' speed-up over it (split-KV). int8f: the int8\n"
+               "  cache with P·V in f32 (int8_pv_f32); int8r, f16r, bf16r: the cache in rows,\n"
+               "  where int8, f16 and bf16 are in the library's layout (tiled where the level\n"
+               "  has its kernels); bf16f: the bf16 cache with scores and P·V in f32 (bf16_f32\n"
+               "  1); bf16d: with the level's bf16 dot products, where bf16 takes them only if\n"
+               "  they are fast here (bf16_f32 2; attn_cpu_features.bf16_dot_fast); none of\n"
+               "  these in the default list.\n");
 }
 
 /* median seconds per call; with rd (a buffer of rbytes, much larger than
@@ -270,7 +273,7 @@ int attn_bench_decode_main(int argc, char **argv) {
     attn_decode_desc d;
     attn_decode_desc_init(&d, o.B, o.Hq, o.Hkv, o.Lq, o.D, o.D, dt);
     d.int8_pv_f32 = o.dtypes[t] == 4;
-    d.bf16_f32 = o.dtypes[t] == 8;
+    d.bf16_f32 = o.dtypes[t] == 8 ? 1 : o.dtypes[t] == 9 ? 2 : 0;
     const double elt = dt == ATTN_F32 ? 4 : dt == ATTN_I8 ? 1 : 2;
     /* what the memory system itself loses on pages: the buffer read in
      * shuffled chunks of one page of one head's K (or V) rows, prefetched as
@@ -328,7 +331,7 @@ done:
 bad:
   fprintf(stderr,
           "attn bench decode: bad argument near '%s' (--lk 1..2^30, at most %d; --runs 1..%d; "
-          "--dtype one of f32 f16 bf16 int8 int8f int8r f16r bf16r bf16f)\n",
+          "--dtype one of f32 f16 bf16 int8 int8f int8r f16r bf16r bf16f bf16d)\n",
           last ? last : "", MAX_LK, MAX_RUNS);
   dec_usage(stderr);
   return 2;

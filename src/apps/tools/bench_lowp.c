@@ -268,7 +268,11 @@ static int bench_gemms(const long long *ns, int nn, int threads) {
   printf("%-6s %-11s %-14s %10s %10s %8s %8s %11s\n", "n", "dtype", "path", "median ms",
          "GFLOP/s", "% peak", "vs f32", "cpu GFLOP/s");
   static const char *kinds[] = {"f32", "bf16", "bf16_f32in", "f16", "i8"};
-  static const attn_lowp_path paths[] = {ATTN_LOWP_AMX, ATTN_LOWP_SIMD};
+  /* F32: bf16 widened to f32 (AUTO's where the bf16 dot product is slow),
+   * shown where the level also has a bf16 dot product */
+  static const attn_lowp_path paths[] = {ATTN_LOWP_AMX, ATTN_LOWP_SIMD, ATTN_LOWP_F32};
+  const int bf16dot = strcmp(attn_lowp_path_name(ATTN_LOWP_SIMD, "bf16"),
+                             attn_lowp_path_name(ATTN_LOWP_F32, "bf16")) != 0;
   int rc = 0;
   for (int s = 0; s < nn; s++) {
     int64_t n = ns[s];
@@ -286,9 +290,10 @@ static int bench_gemms(const long long *ns, int nn, int threads) {
     for (size_t i = 0; i < e; i++) g.Au[i] = (uint8_t)(i * 37 + 11), g.Bs[i] = (int8_t)(i * 13);
     double f32_s = 0;
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
-      for (int p = 0; p < 2; p++) {
+      for (int p = 0; p < 3; p++) {
         const char *dt = !strcmp(kinds[k], "i8") ? "i8" : !strcmp(kinds[k], "f16") ? "f16" : "bf16";
         if (!strcmp(kinds[k], "f32") && p) continue;
+        if (paths[p] == ATTN_LOWP_F32 && (strcmp(dt, "bf16") || !bf16dot)) continue;
         if (strcmp(kinds[k], "f32") && !attn_lowp_path_available(paths[p], dt)) continue;
         g.kind = kinds[k];
         g.path = paths[p];

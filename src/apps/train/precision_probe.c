@@ -29,6 +29,11 @@ void attn_prec_info_get(attn_precision p, attn_prec_info *out) {
       snprintf(out->why, sizeof out->why, "a bf16 unit (%s) runs its GEMMs; picked when the probe "
                "measures >= %.2fx f32", !strcmp(gemm, "amx") ? "AMX-BF16" : "AVX512_BF16",
                ATTN_PREC_AUTO_MARGIN);
+    else if (attn_cpu()->avx512_bf16 && !attn_cpu()->bf16_dot_fast)
+      snprintf(out->why, sizeof out->why,
+               "no fast bf16 unit at the %s level (AVX512_BF16 at half "
+               "the f32 FMA's rate here): bf16 storage on f32 FMAs (%s), about f32's speed",
+               level, gemm);
     else if (strcmp(gemm, "portable"))
       snprintf(out->why, sizeof out->why, "no bf16 unit (AVX512_BF16 or AMX-BF16) at the %s level: "
                "bf16 storage on f32 FMAs (%s), about f32's speed, never faster", level, gemm);
@@ -69,8 +74,10 @@ attn_precision attn_prec_auto_choose(const attn_prec_probe_result *r, int qat, c
     return ATTN_PREC_F32;
   }
   if (!bf.candidate) {
-    snprintf(why, why_cap, "auto: no candidate but f32 at the %s level (bf16: no AVX512_BF16 or "
-             "AMX-BF16 unit)", level);
+    snprintf(why, why_cap,
+             "auto: no candidate but f32 at the %s level (bf16: no %sAVX512_BF16 or "
+             "AMX-BF16 unit)",
+             level, attn_cpu()->avx512_bf16 ? "fast " : "");
     return ATTN_PREC_F32;
   }
   double ratio = attn_prec_probe_ratio(r, ATTN_PREC_BF16);

@@ -735,7 +735,10 @@ attn_status attn_decode_forward(const attn_decode_desc *d, const attn_kv_view *k
   c.i8pv = kv->dtype == ATTN_I8 && c.kern->decode->pv_i8 && !d->int8_pv_f32;
   c.tiled = attn_kv_tiled(kv);
   c.ktiled = kv->layout == ATTN_KV_K_TILED;
-  c.bf16pv = kv->dtype == ATTN_BF16 && !d->bf16_f32 && c.kern->decode->pv_bf16;
+  /* bf16_f32 0: the dot products where they are fast (bf16_dot_auto), 2: wherever the level has
+   * them */
+  c.bf16pv = kv->dtype == ATTN_BF16 && c.kern->decode->pv_bf16 &&
+             (d->bf16_f32 == 2 || (!d->bf16_f32 && c.kern->lowp.bf16_dot_auto));
   c.bf16qk = c.bf16pv && c.ktiled && c.kern->decode->scores_kt_bf16;
   c.ldb = c.bf16qk ? attn_round_up(d->D, 2) : 0;
   c.q8 = NULL, c.qscale = c.qsum = NULL;

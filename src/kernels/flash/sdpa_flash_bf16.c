@@ -88,7 +88,9 @@ attn_status attn_sdpa_bf16_route_of(attn_lowp_path path, attn_bf16_route *r) {
   const attn_flash_bf16_ops *simd = t->lowp.bf16_simd ? t->lowp.flash_bf16_simd : NULL;
   r->tiles = NULL;
   r->f32 = NULL;
-  if (path == ATTN_LOWP_AUTO) path = amx ? ATTN_LOWP_AMX : simd ? ATTN_LOWP_SIMD : ATTN_LOWP_F32;
+  /* AUTO: the vector units' bf16 tiles only where their dot product is fast */
+  if (path == ATTN_LOWP_AUTO)
+    path = amx ? ATTN_LOWP_AMX : simd && t->lowp.bf16_dot_auto ? ATTN_LOWP_SIMD : ATTN_LOWP_F32;
   switch (path) {
   case ATTN_LOWP_PORTABLE: r->tiles = attn_flash_bf16_ops_generic(); return ATTN_OK;
   case ATTN_LOWP_F32: r->f32 = t->flash; return ATTN_OK;
