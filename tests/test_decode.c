@@ -13,6 +13,7 @@
 #include <stdlib.h>
 
 #include "decode_case.h"
+#include "kernels/cpu.h"
 #include "kernels/decode/decode_internal.h"
 #include "kernels/kern.h"
 #include "kernels/util.h"
@@ -986,6 +987,37 @@ static void expect_err(const attn_decode_desc *d, const attn_kv_view *v, const f
   }
 }
 
+/* The prefetch hint (attn_decode_block.pf_l2): the rule, and the same bits
+ * with prefetches into L1 or into L2 for every storage and layout, paged
+ * too (a hint never changes a result; the L2 path runs here on any CPU) */
+static void test_prefetch_hint_same_bits(void) {
+  const int64_t M = 1 << 20;
+  CHECK(!attn_decode_pf_l2_rule(1, 260 * M, 64 * M));   /* in L3: L1 hints */
+  CHECK(attn_decode_pf_l2_rule(1, 260 * M, 128 * M));   /* more than a third: L2 */
+  CHECK(!attn_decode_pf_l2_rule(0, 260 * M, 1024 * M)); /* not Intel: L1 */
+  CHECK(!attn_decode_pf_l2_rule(1, 0, 1024 * M));       /* no cache size known */
+  static const int dts[] = {ATTN_F32, ATTN_F16, ATTN_BF16, ATTN_I8};
+  for (int t = 0; t < 4; t++)
+    for (int pg = 0; pg < 2; pg++) {
+      dcase c = dcase_plain(dts[t], 8, 2, 1, 64, 333);
+      c.page_size = pg ? 16 : 0;
+      dprob p;
+      CHECK(dprob_make(&p, &c) == 0);
+      p.d.bf16_f32 = 2; /* the bf16 dot products too, where the level has them */
+      const int64_t n = dc_nout(&p);
+      float *a = malloc((size_t)n * 4);
+      attn_cpu_set_decode_pf(0);
+      CHECK_OK(dprob_decode(&p));
+      memcpy(a, p.out, (size_t)n * 4);
+      attn_cpu_set_decode_pf(1);
+      CHECK_OK(dprob_decode(&p));
+      attn_cpu_set_decode_pf(-1);
+      CHECK(memcmp(a, p.out, (size_t)n * 4) == 0);
+      free(a);
+      dprob_free(&p);
+    }
+}
+
 static void test_bad_inputs_named(void) {
   dcase c = dcase_plain(ATTN_I8, 4, 2, 1, 16, 40);
   c.page_size = 16;
@@ -1092,6 +1124,7 @@ int main(void) {
   RUN(test_i8_refused_weights_same_bits);
   RUN(test_bf16dot_kernels);
   RUN(test_bf16dot_error);
+  RUN(test_prefetch_hint_same_bits);
   RUN(test_bad_inputs_named);
   HARNESS_END();
 }

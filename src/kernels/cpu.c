@@ -16,12 +16,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kernels/arch/amx/amx.h"
 #include "kernels/cpu.h"
 
 #if defined(__x86_64__)
 #include <cpuid.h>
+
+static int vendor_intel; /* GenuineIntel (detect): the decode's prefetch hint */
 
 static unsigned long long xgetbv0(void) {
   unsigned lo, hi;
@@ -62,6 +65,7 @@ static void detect(attn_cpu_features *f) {
   unsigned vb, vc, vd;
   __cpuid(0, a, vb, vc, vd);
   const int amd = vb == 0x68747541u && vd == 0x69746e65u && vc == 0x444d4163u; /* AuthenticAMD */
+  vendor_intel = vb == 0x756e6547u && vd == 0x49656e69u && vc == 0x6c65746eu;  /* GenuineIntel */
   f->bf16_dot_fast = f->avx512_bf16 && amd;
   const char *e = getenv("ATTN_BF16_DOT");
   if (e && (!strcmp(e, "0") || !strcmp(e, "1"))) f->bf16_dot_fast = f->avx512_bf16 && *e == '1';
@@ -197,4 +201,37 @@ void attn_amx_set_request_hook(int (*request)(void)) {
   amx_request = request ? request : request_linux;
   amx_state = 0;
   pthread_mutex_unlock(&amx_lock);
+}
+
+/* ---- the decode's prefetch hint (cpu.h) ---------------------------------- */
+
+int attn_decode_pf_l2_rule(int intel, int64_t llc_bytes, int64_t bytes) {
+  return intel && llc_bytes > 0 && bytes > llc_bytes / 3;
+}
+
+static int pf_mode = -1;  /* -1: the rule, 0: L1, 1: L2 */
+static int64_t llc_bytes; /* the last-level cache (0: unknown) */
+static pthread_once_t pf_once = PTHREAD_ONCE_INIT;
+
+static void pf_init(void) {
+  attn_cpu_detected(); /* the vendor */
+  long l3 = 0, l2 = 0;
+#if defined(_SC_LEVEL3_CACHE_SIZE) && defined(_SC_LEVEL2_CACHE_SIZE)
+  l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+  llc_bytes = l3 > 0 ? l3 : l2 > 0 ? l2 : 0;
+  const char *e = getenv("ATTN_DECODE_PF");
+  if (e && !strcmp(e, "l1")) pf_mode = 0;
+  if (e && !strcmp(e, "l2")) pf_mode = 1;
+}
+
+int attn_cpu_decode_pf_l2(int64_t bytes) {
+  pthread_once(&pf_once, pf_init);
+  return pf_mode >= 0 ? pf_mode : attn_decode_pf_l2_rule(vendor_intel, llc_bytes, bytes);
+}
+
+void attn_cpu_set_decode_pf(int mode) {
+  pthread_once(&pf_once, pf_init);
+  pf_mode = mode < 0 ? -1 : mode > 0;
 }

@@ -5,6 +5,7 @@
 #define ATTN_KERNELS_CPU_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "attn/kernels.h"
 
@@ -32,5 +33,18 @@ attn_isa attn_cpu_pick_level(const int *available, char *reason, size_t n);
  * attn_amx_ready() (kernels/arch/amx/amx.h) asks it when the active level's
  * table has AMX kernels. */
 int attn_amx_permission(void);
+
+/* The decode kernels' prefetch hint (attn_decode_block.pf_l2) for a call
+ * reading `bytes` of cache: 1 (into L2 only) on an Intel CPU when the cache
+ * is more than a third of the last-level cache (shared with the other
+ * cores; measured on an Intel Xeon, docs/DECODE.md: from memory the L2 hint
+ * read 81-88 % of the bandwidth against 74-76 % for L1's, with 64 MiB of
+ * 260 in L3 1.1-1.4x slower), else 0. ATTN_DECODE_PF=l1 or l2 forces one;
+ * hints never change a result. */
+int attn_cpu_decode_pf_l2(int64_t bytes);
+/* the rule itself (tests) */
+int attn_decode_pf_l2_rule(int intel, int64_t llc_bytes, int64_t bytes);
+/* tests: -1 the rule, 0 L1, 1 L2 (not while other threads run kernels) */
+void attn_cpu_set_decode_pf(int mode);
 
 #endif

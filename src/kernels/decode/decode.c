@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "attn/tensor.h"
+#include "kernels/cpu.h"
 #include "kernels/decode/decode_internal.h"
 #include "kernels/kern.h"
 #include "kernels/sdpa/sdpa_stage.h"
@@ -77,6 +78,7 @@ typedef struct {
   int ktiled;                /* the K-tiled layout (f16, bf16) */
   int bf16pv, bf16qk;        /* bf16 P·V and (K-tiled) scores through the level's dot product */
   int64_t ldb;               /* bf16qk: a query row's bf16 elements (D rounded up to even) */
+  int pf_l2;                 /* prefetches into L2 only (attn_cpu_decode_pf_l2) */
 } call_t;
 
 typedef struct {
@@ -165,6 +167,14 @@ static void gather(const call_t *c, attn_kv_cursor *cu, int n, attn_decode_block
   }
 }
 
+/* the line at p prefetched into L1, or into L2 only (pf_l2) */
+static inline void pf_line(const call_t *c, const void *p) {
+  if (c->pf_l2)
+    __builtin_prefetch(p, 0, 2);
+  else
+    __builtin_prefetch(p);
+}
+
 /* The rows of blk prefetched, all at once (the first blocks of an item; every
  * block where the micro-kernels do not prefetch). */
 static void prefetch_block(const call_t *c, const attn_decode_block *blk) {
@@ -172,21 +182,21 @@ static void prefetch_block(const call_t *c, const attn_decode_block *blk) {
   if (c->tiled || c->ktiled) {
     for (int i = 0; i < blk->nt; i++) {
       for (int64_t o = 0; o < 16 * kb; o += 64)
-        __builtin_prefetch((const char *)blk->kt[i] + o);
+        pf_line(c, (const char *)blk->kt[i] + o);
       for (int64_t o = 0; c->tiled && o < 16 * vb; o += 64)
-        __builtin_prefetch((const char *)blk->vt[i] + o);
+        pf_line(c, (const char *)blk->vt[i] + o);
     }
     if (c->tiled) return;
     for (int j = 0; j < blk->n; j++)
       for (int64_t o = 0; o < vb; o += 64)
-        __builtin_prefetch((const char *)blk->v[j] + o);
+        pf_line(c, (const char *)blk->v[j] + o);
     return;
   }
   for (int j = 0; j < blk->n; j++) {
     for (int64_t o = 0; o < kb; o += 64)
-      __builtin_prefetch((const char *)blk->k[j] + o);
+      pf_line(c, (const char *)blk->k[j] + o);
     for (int64_t o = 0; o < vb; o += 64)
-      __builtin_prefetch((const char *)blk->v[j] + o);
+      pf_line(c, (const char *)blk->v[j] + o);
   }
 }
 
@@ -457,6 +467,7 @@ static void run_unit(const call_t *c, const item_t *items, float *st, unit_t u, 
   attn_decode_block blk[2]; /* the block that runs and the next one */
   memset(blk, 0, sizeof blk);
   for (int i = 0; i < 2; i++) {
+    blk[i].pf_l2 = c->pf_l2;
     blk[i].dtype = c->kv->dtype;
     blk[i].D = c->d->D;
     blk[i].Dv = c->d->Dv;
@@ -741,6 +752,13 @@ attn_status attn_decode_forward(const attn_decode_desc *d, const attn_kv_view *k
              (d->bf16_f32 == 2 || (!d->bf16_f32 && c.kern->lowp.bf16_dot_auto));
   c.bf16qk = c.bf16pv && c.ktiled && c.kern->decode->scores_kt_bf16;
   c.ldb = c.bf16qk ? attn_round_up(d->D, 2) : 0;
+  int64_t bytes = 0; /* the cache the call reads: the prefetch hint's size */
+  for (int64_t b = 0; b < d->B; b++) {
+    int64_t lo, len;
+    seq_span(&c, b, &lo, &len);
+    if (len > lo) bytes += (len - lo) * d->Hkv * (d->D + d->Dv) * c.elt;
+  }
+  c.pf_l2 = attn_cpu_decode_pf_l2(bytes);
   c.q8 = NULL, c.qscale = c.qsum = NULL;
   if (c.i8dot && (s = quantize_queries(&c))) return s;
   const int64_t npairs = d->B * d->Hkv;

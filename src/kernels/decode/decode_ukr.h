@@ -41,6 +41,10 @@ typedef struct {
   int toff, nt, pnt;
   const void *kt[ATTN_DECODE_NT], *vt[ATTN_DECODE_NT];
   const void *pkt[ATTN_DECODE_NT], *pvt[ATTN_DECODE_NT];
+  /* 1: the micro-kernels' prefetches into L2 only (T1), not L1 (the call
+   * reads its cache from memory on a CPU that gains by it:
+   * attn_cpu_decode_pf_l2); levels may ignore it. Never changes a result. */
+  int pf_l2;
 } attn_decode_block;
 
 typedef struct {
