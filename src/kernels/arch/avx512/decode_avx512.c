@@ -15,6 +15,7 @@
 
 #include "attn/tensor.h"
 #include "kernels/arch/avx512/decode_kt_store.h"
+#include "kernels/arch/avx512/decode_prefetch.h"
 #include "kernels/arch/avx512/vexp_avx512.h"
 #include "kernels/arch/isa_targets.h"
 
@@ -57,23 +58,6 @@ ATTN_AVX512_INLINE __mmask16 live16(int n, int v) {
   return k >= 16 ? (__mmask16)0xFFFF : k <= 0 ? 0 : (__mmask16)((1u << k) - 1);
 }
 
-/* the line at p prefetched into L1 (T0), or into L2 only (T1: l2, the
- * block's pf_l2, where the cache is read from memory on a CPU whose L1 miss
- * buffers bound it) */
-ATTN_AVX512_INLINE void pf_line(const void *p, int l2) {
-  if (l2)
-    _mm_prefetch((const char *)p, _MM_HINT_T1);
-  else
-    _mm_prefetch((const char *)p, _MM_HINT_T0);
-}
-
-/* the cache lines of bytes [p, p + n) prefetched (pf_line) */
-ATTN_AVX512_INLINE void prefetch_row(const void *p, int64_t n, int l2) {
-  const char *c = (const char *)p;
-  for (int64_t o = 0; o < n; o += 64)
-    pf_line(c + o, l2);
-}
-
 /* the sums of a, b, c, d's lanes, in that order */
 ATTN_AVX512_INLINE __m128 hsum4(__m512 a, __m512 b, __m512 c, __m512 d) {
   /* per 128-bit lane: [a0+a2, b0+b2, a1+a3, b1+b3], the same for c, d */
@@ -99,10 +83,10 @@ DECODE_UNROLL(16)
     a[i] = _mm512_setzero_ps();
   if (PF && ATTN_DECODE_KV_SWAP(dt)) /* this block's V rows of these keys */
     for (int k = 0; k < KJ && j0 + k < b->n; k++)
-      prefetch_row(b->v[j0 + k], b->Dv * elt_of(dt), b->pf_l2);
+      attn_decode_pf_bytes(b->v[j0 + k], b->Dv * elt_of(dt), b->pf_l2);
   else if (PF) /* the next block's rows of these keys, one burst per KJ rows */
     for (int k = 0; k < KJ && j0 + k < b->pn; k++)
-      prefetch_row(b->pk[j0 + k], D * elt_of(dt), b->pf_l2);
+      attn_decode_pf_bytes(b->pk[j0 + k], D * elt_of(dt), b->pf_l2);
   for (int64_t c = 0; c < Df; c += 16) {
     __m512 kv[8];
 DECODE_UNROLL(8)
@@ -182,7 +166,7 @@ DECODE_UNROLL(8)
                 pn = sw ? (c1 * b->D / Dv - c0 * b->D / Dv) * elt : (c1 - c0) * elt;
   for (int j = 0; j < b->n; j++) {
     if (PF && j < b->pn) /* the next block's row j, these columns: spread over the keys */
-      prefetch_row(pr0[j] + po, pn, b->pf_l2);
+      attn_decode_pf_bytes(pr0[j] + po, pn, b->pf_l2);
     __m512 vv[8];
     const char *vr = (const char *)b->v[j] + c0 * elt; /* one address, constant offsets */
     DECODE_UNROLL(8)
@@ -197,7 +181,7 @@ DECODE_UNROLL(8)
     }
   }
   for (int j = b->n; PF && j < b->pn; j++)
-    prefetch_row(pr0[j] + po, pn, b->pf_l2);
+    attn_decode_pf_bytes(pr0[j] + po, pn, b->pf_l2);
   DECODE_UNROLL(8)
   for (int r = 0; r < RT; r++)
 DECODE_UNROLL(8)
@@ -262,7 +246,7 @@ ATTN_AVX512_INLINE void kt_pass(const attn_decode_block *b, const float *q, floa
   for (int64_t d = 0; d < Dh; d += H) {
     DECODE_UNROLL(2)
     for (int t = 0; t < T; t++) /* bytes [32 d, 32 (d + H)) of the next tile */
-      if (pf[t] && (d & 1) == 0) pf_line(pf[t] + 16 * d, b->pf_l2);
+      if (pf[t] && (d & 1) == 0) attn_decode_pf_line(pf[t] + 16 * d, b->pf_l2);
     DECODE_UNROLL(4)
     for (int h = 0; h < H; h++) {
       __m512 kv[2];
@@ -300,7 +284,7 @@ ATTN_AVX512_INLINE void kt_tile(const attn_decode_block *b, const float *q, floa
     kt_pass(b, q, s, i, dt, RT, 2, PF, D);
   if (i < b->nt) kt_pass(b, q, s, i, dt, RT, 1, PF, D);
   for (int x = b->nt; PF && x < b->pnt; x++)
-    prefetch_row(b->pkt[x], 32 * D, b->pf_l2);
+    attn_decode_pf_bytes(b->pkt[x], 32 * D, b->pf_l2);
 }
 
 ATTN_AVX512_INLINE void row_tile(int KT, const attn_decode_block *b, const float *q, float *s,
@@ -541,7 +525,7 @@ VNNI_INLINE void i8_transpose_keys(const attn_decode_block *b, int j0, __m512i *
       x[j] = _mm512_xor_si512(
           _mm512_maskz_loadu_epi8(m, (const int8_t *)b->k[j0 + (j < n ? j : 0)] + c), flip);
     for (int j = j0; j < j0 + 16 && j < b->pn; j++) /* the next block's keys, these depths */
-      pf_line((const char *)b->pk[j] + c, b->pf_l2);
+      attn_decode_pf_line((const char *)b->pk[j] + c, b->pf_l2);
     transpose16_epi32(x);
     DECODE_UNROLL(16)
     for (int i = 0; i < 16; i++)
@@ -564,7 +548,7 @@ VNNI_INLINE void i8t_rows(const uint8_t *kt, int64_t nq, const int8_t *q8, int64
   int64_t i = 0;
   DECODE_UNROLL(4)
   for (; i + 2 <= nq; i += 2) {
-    pf_line(pf + 64 * i, l2), pf_line(pf + 64 * i + 64, l2);
+    attn_decode_pf_line(pf + 64 * i, l2), attn_decode_pf_line(pf + 64 * i + 64, l2);
     const __m512i k = _mm512_loadu_si512(kt + 64 * i), k2 = _mm512_loadu_si512(kt + 64 * i + 64);
     DECODE_UNROLL(8)
     for (int r = 0; r < RT; r++) {
@@ -576,7 +560,7 @@ VNNI_INLINE void i8t_rows(const uint8_t *kt, int64_t nq, const int8_t *q8, int64
     }
   }
   if (i < nq) {
-    pf_line(pf + 64 * i, l2);
+    attn_decode_pf_line(pf + 64 * i, l2);
     const __m512i k = _mm512_loadu_si512(kt + 64 * i);
     DECODE_UNROLL(8)
     for (int r = 0; r < RT; r++) {
@@ -746,7 +730,7 @@ VNNI_INLINE void i8pv_slab(const attn_decode_block *b, int j0, const uint32_t *w
   const __m512i perm = _mm512_set_epi32(15, 11, 7, 3, 14, 10, 6, 2, 13, 9, 5, 1, 12, 8, 4, 0);
   for (int j = 0; j < n; j += 4) { /* a missing key: row j again, its weight 0 */
     for (int i = j0 + j; PF && i < j0 + j + 4 && i < b->pn; i++)
-      pf_line((const char *)b->pv[i] + c0, b->pf_l2);
+      attn_decode_pf_line((const char *)b->pv[i] + c0, b->pf_l2);
     const int8_t *v0 = (const int8_t *)b->v[j0 + j] + c0;
     const int8_t *v1 = j + 1 < n ? (const int8_t *)b->v[j0 + j + 1] + c0 : v0;
     const int8_t *v2 = j + 2 < n ? (const int8_t *)b->v[j0 + j + 2] + c0 : v0;
@@ -774,7 +758,7 @@ VNNI_INLINE void i8pv_slab(const attn_decode_block *b, int j0, const uint32_t *w
     }
   }
   for (int i = j0 + ((n + 3) & ~3); PF && i < j0 + 16 && i < b->pn; i++)
-    pf_line((const char *)b->pv[i] + c0, b->pf_l2);
+    attn_decode_pf_line((const char *)b->pv[i] + c0, b->pf_l2);
   DECODE_UNROLL(4)
   for (int r = 0; r < RT; r++) {
     const __m512 sr = _mm512_set1_ps(ws[r]);
@@ -861,7 +845,7 @@ VNNI_INLINE void i8t_pair(const attn_decode_block *b, int i, const int8_t *q8, i
     a[r] = a2[r] = _mm512_setzero_si512();
   DECODE_UNROLL(2)
   for (int64_t d = 0; d < nq; d++) {
-    pf_line(pf0 + 64 * d, b->pf_l2), pf_line(pf1 + 64 * d, b->pf_l2);
+    attn_decode_pf_line(pf0 + 64 * d, b->pf_l2), attn_decode_pf_line(pf1 + 64 * d, b->pf_l2);
     const __m512i x0 = _mm512_loadu_si512(k0 + 64 * d), x1 = _mm512_loadu_si512(k1 + 64 * d);
     DECODE_UNROLL(8)
     for (int r = 0; r < RT; r++) {
@@ -916,7 +900,7 @@ VNNI_INLINE void i8t_blocks(const attn_decode_block *b, const int8_t *q8, int64_
     if (R - r >= 1) i8t_tile(b, i, q8 + r * ldq, ldq, qsum + r, qscale + r, s + r * NB, pf, 1);
   }
   for (i = b->nt; i < b->pnt; i++)
-    prefetch_row(b->pkt[i], 16 * D, b->pf_l2);
+    attn_decode_pf_bytes(b->pkt[i], 16 * D, b->pf_l2);
 }
 
 VNNI_TARGET static void scores_i8t_vnni(const attn_decode_block *b, const int8_t *q8, int64_t ldq,
@@ -943,7 +927,7 @@ VNNI_INLINE void i8pvt_slab(const uint8_t *const *vq, int nquad, const uint32_t 
   for (int q = 0; q < nquad; q++) {
     if (pf && q < 4)
       for (int k = 0; k < nv; k++)
-        pf_line(pf + q * 4 * Dv + 4 * c0 + 64 * k, l2);
+        attn_decode_pf_line(pf + q * 4 * Dv + 4 * c0 + 64 * k, l2);
     __m512i y[4];
     DECODE_UNROLL(4)
     for (int k = 0; k < 4; k++)
@@ -1008,7 +992,7 @@ VNNI_INLINE int i8pvt_tile(const attn_decode_block *b, const float *p, const flo
       i8pvt_slab(vq, nquad, w32, ws, cr, acc, Dv, c0, (int)((Dv - c0) / 16), pf, b->pf_l2, RT);
   }
   for (; PF && v < b->pnt; v++)
-    prefetch_row(b->pvt[v], 16 * Dv, b->pf_l2);
+    attn_decode_pf_bytes(b->pvt[v], 16 * Dv, b->pf_l2);
   return 1;
 }
 

@@ -19,26 +19,12 @@
 
 #include "attn/tensor.h"
 #include "kernels/arch/avx512/decode_kt_store.h"
+#include "kernels/arch/avx512/decode_prefetch.h"
 #include "kernels/arch/isa_targets.h"
 
 enum { NB = ATTN_DECODE_NB };
 
 #define BF_INLINE ATTN_AVX512_BF16_INLINE
-
-/* the line at p into L1, or into L2 only (l2: the block's pf_l2, as in
- * decode_avx512.c) */
-BF_INLINE void pf_line(const void *p, int l2) {
-  if (l2)
-    _mm_prefetch((const char *)p, _MM_HINT_T1);
-  else
-    _mm_prefetch((const char *)p, _MM_HINT_T0);
-}
-
-BF_INLINE void prefetch_bytes(const void *p, int64_t n, int l2) {
-  const char *c = (const char *)p;
-  for (int64_t o = 0; o < n; o += 64)
-    pf_line(c + o, l2);
-}
 
 BF_INLINE __m512 dot(__m512 acc, __m512i a, __m512i b) {
   return _mm512_dpbf16_ps(acc, (__m512bh)a, (__m512bh)b);
@@ -82,7 +68,7 @@ BF_INLINE void kt_pass(const attn_decode_block *b, const uint16_t *qb, int64_t l
       __m512i kv[2];
       DECODE_UNROLL(2)
       for (int t = 0; t < T; t++) {
-        if (pf[t]) pf_line(pf[t] + 32 * (i + h), b->pf_l2);
+        if (pf[t]) attn_decode_pf_line(pf[t] + 32 * (i + h), b->pf_l2);
         kv[t] = _mm512_permutexvar_epi16(perm, _mm512_loadu_si512(kt[t] + 32 * (i + h)));
       }
       DECODE_UNROLL(8)
@@ -119,7 +105,7 @@ BF_INLINE void kt_tile(const attn_decode_block *b, const uint16_t *qb, int64_t l
     kt_pass(b, qb, ldq, s, i, RT, 2, PF, D);
   if (i < b->nt) kt_pass(b, qb, ldq, s, i, RT, 1, PF, D);
   for (int x = b->nt; PF && x < b->pnt; x++)
-    prefetch_bytes(b->pkt[x], 32 * D, b->pf_l2);
+    attn_decode_pf_bytes(b->pkt[x], 32 * D, b->pf_l2);
 }
 
 /* all R rows in tiles of 8, 4, 2, 1; the first tile prefetches */
@@ -176,9 +162,10 @@ BF_INLINE void pv_slab(const attn_decode_block *b, const uint32_t *wp, const flo
   const int n = b->n, np = (n + 1) / 2;
   for (int jp = 0; jp < np; jp++) {
     const int j = 2 * jp;
-    if (PF && j < b->pn) prefetch_bytes((const uint16_t *)b->pv[j] + c0, 2 * (c1 - c0), b->pf_l2);
+    if (PF && j < b->pn)
+      attn_decode_pf_bytes((const uint16_t *)b->pv[j] + c0, 2 * (c1 - c0), b->pf_l2);
     if (PF && j + 1 < b->pn)
-      prefetch_bytes((const uint16_t *)b->pv[j + 1] + c0, 2 * (c1 - c0), b->pf_l2);
+      attn_decode_pf_bytes((const uint16_t *)b->pv[j + 1] + c0, 2 * (c1 - c0), b->pf_l2);
     const uint16_t *v0 = (const uint16_t *)b->v[j] + c0;
     const uint16_t *v1 = j + 1 < n ? (const uint16_t *)b->v[j + 1] + c0 : NULL;
     __m512i pl[4], ph[4];
@@ -203,7 +190,7 @@ BF_INLINE void pv_slab(const attn_decode_block *b, const uint32_t *wp, const flo
     }
   }
   for (int j = 2 * np; PF && j < b->pn; j++)
-    prefetch_bytes((const uint16_t *)b->pv[j] + c0, 2 * (c1 - c0), b->pf_l2);
+    attn_decode_pf_bytes((const uint16_t *)b->pv[j] + c0, 2 * (c1 - c0), b->pf_l2);
   DECODE_UNROLL(8)
   for (int r = 0; r < RT; r++) {
     DECODE_UNROLL(4)
