@@ -21,10 +21,10 @@
 #include "kernels/arch/amx/amx.h"
 #include "kernels/cpu.h"
 
+static int vendor_intel; /* GenuineIntel (detect): the decode's prefetch hint */
+
 #if defined(__x86_64__)
 #include <cpuid.h>
-
-static int vendor_intel; /* GenuineIntel (detect): the decode's prefetch hint */
 
 static unsigned long long xgetbv0(void) {
   unsigned lo, hi;
