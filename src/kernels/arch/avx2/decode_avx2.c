@@ -11,6 +11,7 @@
 
 #include "attn/tensor.h"
 #include "kernels/arch/avx2/vexp_avx2.h"
+#include "kernels/arch/decode_prefetch.h"
 #include "kernels/arch/isa_targets.h"
 
 enum { NB = ATTN_DECODE_NB };
@@ -46,23 +47,6 @@ ATTN_AVX2_INLINE float hsum8(__m256 x) {
 
 ATTN_AVX2_INLINE int64_t elt_of(int dt) { return dt == ATTN_F32 ? 4 : dt == ATTN_I8 ? 1 : 2; }
 
-/* the line at p into L1 (T0), or into L2 only (T1) where the block says so
- * (attn_decode_block.pf_l2: a cache read from memory on a CPU that gains by
- * it, attn_cpu_decode_pf_l2) */
-ATTN_AVX2_INLINE void pf_line(const void *p, int l2) {
-  if (l2)
-    _mm_prefetch((const char *)p, _MM_HINT_T1);
-  else
-    _mm_prefetch((const char *)p, _MM_HINT_T0);
-}
-
-/* the cache lines of bytes [p, p + n) prefetched (pf_line) */
-ATTN_AVX2_INLINE void prefetch_row(const void *p, int64_t n, int l2) {
-  const char *c = (const char *)p;
-  for (int64_t o = 0; o < n; o += 64)
-    pf_line(c + o, l2);
-}
-
 /* columns [c0, c1) of the next block's V rows prefetched (ATTN_DECODE_KV_SWAP: the
  * share of its K rows these columns are of V's) */
 ATTN_AVX2_INLINE void prefetch_v(const attn_decode_block *b, int64_t c0, int64_t c1, int dt) {
@@ -70,11 +54,11 @@ ATTN_AVX2_INLINE void prefetch_v(const attn_decode_block *b, int64_t c0, int64_t
   if (ATTN_DECODE_KV_SWAP(dt)) {
     const int64_t k0 = c0 * b->D / b->Dv, k1 = c1 * b->D / b->Dv;
     for (int j = 0; j < b->pn; j++)
-      prefetch_row((const char *)b->pk[j] + k0 * elt, (k1 - k0) * elt, b->pf_l2);
+      attn_decode_pf_bytes((const char *)b->pk[j] + k0 * elt, (k1 - k0) * elt, b->pf_l2);
     return;
   }
   for (int j = 0; j < b->pn; j++)
-    prefetch_row((const char *)b->pv[j] + c0 * elt, (c1 - c0) * elt, b->pf_l2);
+    attn_decode_pf_bytes((const char *)b->pv[j] + c0 * elt, (c1 - c0) * elt, b->pf_l2);
 }
 
 /* the sums of a, b, c, d's lanes, in that order */
@@ -93,10 +77,10 @@ ATTN_AVX2_INLINE void scores_keys(const attn_decode_block *b, const float *q, fl
   __m256 a[8]; /* a[r KJ + k] */
   if (PF && ATTN_DECODE_KV_SWAP(dt)) /* this block's V rows of these keys */
     for (int k = 0; k < KJ && j0 + k < b->n; k++)
-      prefetch_row(b->v[j0 + k], b->Dv * elt_of(dt), b->pf_l2);
+      attn_decode_pf_bytes(b->v[j0 + k], b->Dv * elt_of(dt), b->pf_l2);
   else if (PF) /* the next block's rows of these keys, one burst per KJ rows */
     for (int k = 0; k < KJ && j0 + k < b->pn; k++)
-      prefetch_row(b->pk[j0 + k], D * elt_of(dt), b->pf_l2);
+      attn_decode_pf_bytes(b->pk[j0 + k], D * elt_of(dt), b->pf_l2);
   DECODE_UNROLL(8)
   for (int i = 0; i < RT * KJ; i++)
     a[i] = _mm256_setzero_ps();
@@ -248,7 +232,7 @@ ATTN_AVX2_INLINE void kt_pass(const attn_decode_block *b, const float *q, float 
   const uint16_t *pf = PF && i < b->pnt ? (const uint16_t *)b->pkt[i] : NULL;
   const int64_t Dh = D - D % H;
   for (int64_t d = 0; d < Dh; d += H) {
-    if (pf && (d & 1) == 0) pf_line(pf + 16 * d, b->pf_l2);
+    if (pf && (d & 1) == 0) attn_decode_pf_line(pf + 16 * d, b->pf_l2);
     DECODE_UNROLL(4)
     for (int h = 0; h < H; h++) {
       const __m256 k0 = load_kt8(dt, kt + 16 * (d + h)), k1 = load_kt8(dt, kt + 16 * (d + h) + 8);
@@ -299,7 +283,7 @@ ATTN_AVX2_INLINE void kt_tile(const attn_decode_block *b, const float *q, float 
   for (int i = 0; i < b->nt; i++)
     kt_pass(b, q, s, i, dt, RT, PF, D);
   for (int x = b->nt; PF && x < b->pnt; x++)
-    prefetch_row(b->pkt[x], 32 * D, b->pf_l2);
+    attn_decode_pf_bytes(b->pkt[x], 32 * D, b->pf_l2);
 }
 
 ATTN_AVX2_INLINE void row_tile(int KT, const attn_decode_block *b, const float *q, float *s, int dt,

@@ -15,8 +15,8 @@
 
 #include "attn/tensor.h"
 #include "kernels/arch/avx512/decode_kt_store.h"
-#include "kernels/arch/avx512/decode_prefetch.h"
 #include "kernels/arch/avx512/vexp_avx512.h"
+#include "kernels/arch/decode_prefetch.h"
 #include "kernels/arch/isa_targets.h"
 
 enum { NB = ATTN_DECODE_NB };

@@ -1,0 +1,28 @@
+/* The x86-64 decode kernels' prefetches (avx512/decode_avx512.c,
+ * avx512/decode_avx512_bf16.c, avx2/decode_avx2.c): a line into L1 (T0), or
+ * into L2 only (T1) where the block says so (attn_decode_block.pf_l2: the
+ * call reads its cache from memory on a CPU whose L1 miss buffers bound it,
+ * attn_cpu_decode_pf_l2). Prefetches need no target beyond x86-64's base:
+ * inlined into each level's kernels. */
+#ifndef ATTN_DECODE_PREFETCH_H
+#define ATTN_DECODE_PREFETCH_H
+
+#include <immintrin.h>
+#include <stdint.h>
+
+static inline __attribute__((always_inline)) void attn_decode_pf_line(const void *p, int l2) {
+  if (l2)
+    _mm_prefetch((const char *)p, _MM_HINT_T1);
+  else
+    _mm_prefetch((const char *)p, _MM_HINT_T0);
+}
+
+/* the cache lines of bytes [p, p + n) */
+static inline __attribute__((always_inline)) void attn_decode_pf_bytes(const void *p, int64_t n,
+                                                                       int l2) {
+  const char *c = (const char *)p;
+  for (int64_t o = 0; o < n; o += 64)
+    attn_decode_pf_line(c + o, l2);
+}
+
+#endif
