@@ -30,10 +30,11 @@ typedef struct {
   int avx_vnni; /* VEX VPDPBUSD (Alder Lake, Zen 5): the avx2 level's int8 decode */
   /* AVX512_BF16's dot product (VDPBF16PS) runs at least at the f32 FMA's
    * rate, so the automatic choices take it for bf16 data (GEMM, flash
-   * attention, the decode over a bf16 cache): AMD Zen 4 and Zen 5. Intel's
-   * cores run it at half the f32 FMA's rate (measured: docs/ISA.md), and
-   * there the bf16 data are widened to f32 instead (the forced paths still
-   * run it). ATTN_BF16_DOT=1 / 0 overrides the vendor's rule. */
+   * attention, the decode over a bf16 cache): AMD Zen 4 and Zen 5. The
+   * Intel Xeon measured (Emerald Rapids, docs/ISA.md) runs it at half the
+   * f32 FMA's rate, and the rule takes every Intel CPU as that one (not
+   * measured on others): there the bf16 data are widened to f32 instead (the
+   * forced paths still run it). ATTN_BF16_DOT=1 / 0 overrides the rule. */
   int bf16_dot_fast;
 } attn_cpu_features;
 /* The features the active level may use (all 0 at the generic level). */

@@ -31,8 +31,8 @@ void attn_prec_info_get(attn_precision p, attn_prec_info *out) {
                ATTN_PREC_AUTO_MARGIN);
     else if (attn_cpu()->avx512_bf16 && !attn_cpu()->bf16_dot_fast)
       snprintf(out->why, sizeof out->why,
-               "no fast bf16 unit at the %s level (AVX512_BF16 at half "
-               "the f32 FMA's rate here): bf16 storage on f32 FMAs (%s), about f32's speed",
+               "no fast bf16 unit at the %s level (AVX512_BF16 not faster than f32 "
+               "here: bf16_dot_fast 0): bf16 storage on f32 FMAs (%s), about f32's speed",
                level, gemm);
     else if (strcmp(gemm, "portable"))
       snprintf(out->why, sizeof out->why, "no bf16 unit (AVX512_BF16 or AMX-BF16) at the %s level: "
