@@ -201,6 +201,14 @@ $(BUILD)/tests/test_kernel_calls: tests/test_kernel_calls.sh tools/check_kernel_
 	@printf '#!/bin/sh\n# written by the Makefile\ncd "%s" || exit 1\nexec sh tests/test_kernel_calls.sh "%s"\n' '$(CURDIR)' '$(BUILD)' > $@
 	@chmod +x $@
 
+# no AVX-512/AMX instruction outside the code only such a CPU reaches
+# (tools/check_isa_objects.sh, by tests/test_isa_objects.sh, on this build's objects)
+TEST_BIN += $(BUILD)/tests/test_isa_objects
+$(BUILD)/tests/test_isa_objects: tests/test_isa_objects.sh tools/check_isa_objects.sh $(LIB_OBJ) $(APP_OBJ) $(CLI_OBJ)
+	@mkdir -p $(dir $@)
+	@printf '#!/bin/sh\n# written by the Makefile\ncd "%s" || exit 1\nexec env CC="%s" sh tests/test_isa_objects.sh "%s"\n' '$(CURDIR)' '$(CC)' '$(BUILD)' > $@
+	@chmod +x $@
+
 # Each test program is built and run on its own, so one failure does not hide
 # the others; tests/run.sh adds up the counts. RUNNER="qemu-aarch64 -L
 # /usr/aarch64-linux-gnu" (say) runs every test program and the attn tool

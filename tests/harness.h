@@ -34,6 +34,32 @@ static char h_skip_why[256];
     fflush(stdout);                                                                    \
   } while (0)
 
+/* ATTN_TEST_SAMPLE=k (CI's emulated-Haswell suite, where qemu runs the
+ * AVX2 kernels ~300x slower than the CPU): the sweeps that ask h_sample()
+ * before each case run about one case in k, picked by a hash of the case's
+ * number in the program (the same cases on every run; the first always).
+ * Unset, empty or 1 (every native run): every case. What the sample leaves
+ * out is run natively at every level; the emulator's own job, an
+ * instruction this CPU lacks on its path, is also checked over every
+ * function by tests/test_isa_objects.sh. */
+static inline int h_sample_every(void) {
+  static int k = 0;
+  if (k == 0) {
+    const char *e = getenv("ATTN_TEST_SAMPLE");
+    k = e && atoi(e) > 1 ? atoi(e) : 1;
+  }
+  return k;
+}
+static inline int h_sample(void) {
+  static unsigned n = 0;
+  const int k = h_sample_every();
+  unsigned h = n++ * 2654435761u;
+  h ^= h >> 15;
+  h *= 2246822519u;
+  h ^= h >> 13;
+  return k == 1 || n == 1 || h % (unsigned)k == 0;
+}
+
 #define CHECK(cond)                                                                    \
   do {                                                                                 \
     if (!(cond)) {                                                                     \

@@ -152,6 +152,7 @@ static void release(results *r) {
 }
 
 static void compare(const vcfg *c, unsigned seed) {
+  if (!h_sample()) return; /* ATTN_TEST_SAMPLE (tests/harness.h) */
   vprob p;
   make(c, seed, &p);
   results m;

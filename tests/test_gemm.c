@@ -26,7 +26,7 @@ typedef struct {
 
 /* Runs one case on `path` and on the reference; returns 1 if within the
  * bound (bit-identical when exact), 0 otherwise (printing the case). */
-static int run_case(attn_gemm_path path, gemm_case g, int exact, unsigned seed) {
+static int run_case_always(attn_gemm_path path, gemm_case g, int exact, unsigned seed) {
   int64_t ar = g.ta ? g.K : g.M, ac = g.ta ? g.M : g.K; /* stored A [ar, ac] */
   int64_t br = g.tb ? g.N : g.K, bc = g.tb ? g.K : g.N; /* stored B [br, bc] */
   int64_t lda = ac + g.pad, ldb = bc + g.pad, ldc = g.N + g.pad;
@@ -89,6 +89,11 @@ static int run_case(attn_gemm_path path, gemm_case g, int exact, unsigned seed) 
   free(R);
   free(C0);
   return ok;
+}
+
+/* run_case_always, or (ATTN_TEST_SAMPLE, tests/harness.h) 1 for a case the sample leaves out */
+static int run_case(attn_gemm_path path, gemm_case g, int exact, unsigned seed) {
+  return !h_sample() || run_case_always(path, g, exact, seed);
 }
 
 static const int64_t SIZES[] = {1, 2, 3, 5, 7, 13, 17, 31, 33, 63, 65, 127, 129, 255, 257};
@@ -159,9 +164,12 @@ static void test_large_blocked_shapes(void) {
       {1300, 40, 70, 1, 0, 1.0f, 1.0f, 3}, /* more rows than one a~ block of any kernel */
   };
   attn_gemm_path paths[] = {ATTN_GEMM_AUTO, ATTN_GEMM_GENERIC, ATTN_GEMM_PACKED};
-  for (int p = 0; p < 3; p++) {
-    for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++)
-      CHECK(run_case(paths[p], cs[c], 0, 100 + (unsigned)c));
+  /* sampled (ATTN_TEST_SAMPLE): the level's kernel alone, on the smaller
+   * shapes that still span several blocks of each kind */
+  const int sampled = h_sample_every() > 1;
+  for (int p = sampled ? 2 : 0; p < 3; p++) {
+    for (size_t c = sampled ? 3 : 0; c < sizeof cs / sizeof cs[0]; c++)
+      CHECK(run_case_always(paths[p], cs[c], 0, 100 + (unsigned)c));
   }
 }
 
@@ -236,7 +244,7 @@ static void test_thread_count_does_not_change_bits(void) {
   fill_uniform(B, (long)(N * K), 12, -1.0f, 1.0f);
   int saved = attn_get_num_threads();
   attn_gemm_path paths[] = {ATTN_GEMM_AUTO, ATTN_GEMM_GENERIC, ATTN_GEMM_PACKED};
-  for (int p = 0; p < 3; p++) {
+  for (int p = h_sample_every() > 1 ? 2 : 0; p < 3; p++) { /* sampled: the level's kernel */
     for (int tb = 0; tb < 2; tb++) {
       attn_set_num_threads(1);
       fill_uniform(C1, (long)(M * N), 13, -1.0f, 1.0f);

@@ -74,6 +74,7 @@ static void compare_case(attn_lowp_path path, const sdpa_cfg *c, unsigned seed, 
 }
 
 static void for_each_path(const sdpa_cfg *c, unsigned seed, int backward) {
+  if (!h_sample()) return; /* ATTN_TEST_SAMPLE (tests/harness.h) */
   for (int i = 0; i < NPATHS; i++)
     if (attn_sdpa_bf16_path_available(PATHS[i])) compare_case(PATHS[i], c, seed, backward);
 }

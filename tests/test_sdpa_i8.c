@@ -67,6 +67,7 @@ static void compare_case(int pi, const sdpa_cfg *c, unsigned seed) {
 }
 
 static void for_each_path(const sdpa_cfg *c, unsigned seed) {
+  if (!h_sample()) return; /* ATTN_TEST_SAMPLE (tests/harness.h) */
   for (int pi = 0; pi < 3; pi++)
     if (attn_sdpa_i8_path_available(paths[pi])) compare_case(pi, c, seed);
 }

@@ -29,7 +29,7 @@ static volatile int sink_i;
 
 /* Each loop runs `iters` steps and returns ops done (multiply-adds x 2). */
 #if defined(__x86_64__)
-__attribute__((target("avx512f,avx512bw,avx512bf16"))) static double loop_bf16(long iters) {
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) static double loop_bf16_avx512(long iters) {
   __m512 acc[CHAINS];
   __m512bh a = (__m512bh)_mm512_set1_epi16(0x3a80), b = (__m512bh)_mm512_set1_epi16(0x3a80);
   for (int i = 0; i < CHAINS; i++) acc[i] = _mm512_set1_ps((float)i);
@@ -42,7 +42,7 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"))) static double loop_bf16(l
   return 2.0 * 32 * CHAINS * (double)iters; /* 16 lanes x 2 pairs */
 }
 
-__attribute__((target("avx512f,avx512bw,avx512vnni"))) static double loop_vnni(long iters) {
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) static double loop_vnni_avx512(long iters) {
   __m512i acc[CHAINS];
   __m512i a = _mm512_set1_epi8(3), b = _mm512_set1_epi8(-2);
   for (int i = 0; i < CHAINS; i++) acc[i] = _mm512_set1_epi32(i);
@@ -129,10 +129,8 @@ static int peak_available(peak_kind k) {
 static double run_loop(peak_kind k, long iters) {
 #if defined(__x86_64__)
   switch (k) {
-  case PK_BF16:
-    return loop_bf16(iters);
-  case PK_VNNI:
-    return loop_vnni(iters);
+  case PK_BF16: return loop_bf16_avx512(iters);
+  case PK_VNNI: return loop_vnni_avx512(iters);
   case PK_AMX_BF16:
     return loop_amx_bf16(iters);
   case PK_AMX_I8:
