@@ -206,7 +206,7 @@ $(BUILD)/tests/test_kernel_calls: tests/test_kernel_calls.sh tools/check_kernel_
 TEST_BIN += $(BUILD)/tests/test_isa_objects
 $(BUILD)/tests/test_isa_objects: tests/test_isa_objects.sh tools/check_isa_objects.sh $(LIB_OBJ) $(APP_OBJ) $(CLI_OBJ)
 	@mkdir -p $(dir $@)
-	@printf '#!/bin/sh\n# written by the Makefile\ncd "%s" || exit 1\nexec env CC="%s" sh tests/test_isa_objects.sh "%s"\n' '$(CURDIR)' '$(CC)' '$(BUILD)' > $@
+	@printf '#!/bin/sh\n# written by the Makefile\ncd "%s" || exit 1\nexec env CC="%s" ATTN_TEST_CFLAGS="%s" sh tests/test_isa_objects.sh "%s"\n' '$(CURDIR)' '$(CC)' '$(strip $(CFLAGS))' '$(BUILD)' > $@
 	@chmod +x $@
 
 # Each test program is built and run on its own, so one failure does not hide
