@@ -13,7 +13,7 @@
 # or address-size prefix, is 0x62 is EVEX-encoded (AVX-512; in 64-bit mode
 # 0x62 is nothing else); tile*/tdp*/ldtilecfg/sttilecfg are AMX.
 # Usage: check_isa_objects.sh [BUILD] (default build). Prints each function
-# out of place ("FILE: FUNCTION: N AVX-512 instructions, first: ...") and
+# out of place ("FILE: FUNCTION: N AVX-512/AMX instructions, first: ...") and
 # exits 1, else one "isa objects ok: ..." line; 2 when it cannot read the
 # objects, 3 when they are not x86-64 (nothing to check). OBJDUMP=... picks
 # objdump.
