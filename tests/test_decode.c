@@ -421,6 +421,92 @@ static void test_ukr_level_matches_generic(void) {
   }
 }
 
+/* The level's plain-block softmax (attn_decode_ops.softmax, where it has
+ * one) against its contract (decode_ukr.h) computed here with expf: R 1-8
+ * rows (the AVX-512 kernel's tiles of 4 and its single rows), n 32, 13 and
+ * 1 keys, f32 and int8 (ks on the scores, vs on the weights); rows of the
+ * first block (m -inf), with a running max above the block's (corr exactly
+ * 1), all keys -inf (left alone: m, l untouched, corr 1, p 0), some keys
+ * -inf, a NaN key (it reaches p and l). m the same bits; the rest within
+ * expf's rounding. */
+static void test_softmax_level(void) {
+  const attn_decode_ops *lv = attn_kern_get()->decode;
+  if (!lv->softmax) {
+    SKIP("level %s has no block softmax", attn_isa_name(attn_isa_active()));
+    return;
+  }
+  enum { NB = ATTN_DECODE_NB, RMAX = 8 };
+  static const int Rs[] = {1, 3, 4, 5, 8}, ns[] = {NB, 13, 1};
+  for (int i8 = 0; i8 < 2; i8++)
+    for (int ri = 0; ri < 5; ri++)
+      for (int ni = 0; ni < 3; ni++) {
+        const int R = Rs[ri], n = ns[ni];
+        attn_decode_block b = {.dtype = i8 ? ATTN_I8 : ATTN_F32, .n = n, .D = 8, .Dv = 8};
+        float s[RMAX * NB], s0[RMAX * NB], p[RMAX * NB], m[RMAX], l[RMAX], corr[RMAX];
+        float wp[RMAX * NB], wm[RMAX], wl[RMAX], wc[RMAX];
+        int alone[RMAX];
+        fill_uniform(s0, RMAX * NB, 31 + ri * 3 + ni, -6, 6);
+        fill_uniform(b.ks, NB, 41, 0.5f, 1.5f);
+        fill_uniform(b.vs, NB, 42, 0.01f, 0.1f);
+        int want_any = 0;
+        for (int r = 0; r < R; r++) {
+          const int kind =
+              (r + ri + ni) % 5; /* 0 plain, 1 m above, 2 all -inf, 3 some -inf, 4 NaN */
+          float *sr = s0 + r * NB;
+          m[r] = kind == 1 ? 40.0f : r % 2 ? -INFINITY : 1.5f;
+          l[r] = m[r] == -INFINITY ? 0.0f : 2.0f + r;
+          if (kind == 2)
+            for (int j = 0; j < n; j++)
+              sr[j] = -INFINITY;
+          if (kind == 3)
+            for (int j = 0; j < n; j += 3)
+              sr[j] = -INFINITY;
+          if (kind == 4) sr[n / 2] = NAN;
+          /* the contract */
+          float bm = -INFINITY;
+          int nan = 0;
+          for (int j = 0; j < n; j++) {
+            const float x = i8 ? sr[j] * b.ks[j] : sr[j];
+            if (x != x)
+              nan = 1;
+            else if (x > bm)
+              bm = x;
+          }
+          wm[r] = m[r], wl[r] = l[r], wc[r] = 1.0f;
+          for (int j = 0; j < NB; j++)
+            wp[r * NB + j] = 0.0f;
+          alone[r] = bm == -INFINITY && !nan;
+          if (alone[r]) continue;
+          want_any = 1;
+          const float mn = bm > m[r] ? bm : m[r];
+          wc[r] = mn == m[r] ? 1.0f : expf(m[r] - mn);
+          double sum = 0;
+          for (int j = 0; j < n; j++) {
+            const float x = i8 ? sr[j] * b.ks[j] : sr[j], e = expf(x - mn);
+            sum += e;
+            wp[r * NB + j] = i8 ? e * b.vs[j] : e;
+          }
+          wl[r] = (float)(l[r] * wc[r] + sum);
+          wm[r] = mn;
+        }
+        memcpy(s, s0, sizeof s);
+        for (int i = 0; i < RMAX * NB; i++)
+          p[i] = 7.0f; /* entries past n: 0 after the call */
+        const float m0[RMAX] = {m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7]};
+        const float l0[RMAX] = {l[0], l[1], l[2], l[3], l[4], l[5], l[6], l[7]};
+        const int any = lv->softmax(&b, s, p, R, m, l, corr);
+        CHECK(any == want_any);
+        for (int r = 0; r < R; r++) {
+          CHECK(memcmp(&m[r], &wm[r], sizeof(float)) == 0);
+          if (wm[r] == m0[r]) CHECK(corr[r] == 1.0f); /* exactly */
+          if (alone[r]) CHECK(memcmp(&l[r], &l0[r], sizeof(float)) == 0);
+        }
+        CHECK_CLOSE("corr", corr, wc, R, 1e-30, 2e-6);
+        CHECK_CLOSE("l", l, wl, R, 1e-30, 2e-6);
+        CHECK_CLOSE("p", p, wp, R * NB, 1e-30, 2e-6);
+      }
+}
+
 /* The level's K-tiled scores (scores_kt, where it has them) against the
  * generic scores on the same keys in rows: R 1-16 rows (tiles of 8, 4, 2,
  * 1), D 37 (an odd depth) and 128, blocks from lane toff 0, 5 and 15 of
@@ -1113,6 +1199,7 @@ int main(void) {
   RUN(test_thread_count_same_bits);
   RUN(test_item_runs);
   RUN(test_ukr_level_matches_generic);
+  RUN(test_softmax_level);
   RUN(test_nan_in_cache_propagates);
   RUN(test_i8dot_exact);
   RUN(test_i8pv_exact);

@@ -17,12 +17,38 @@ static inline __attribute__((always_inline)) void attn_decode_pf_line(const void
     _mm_prefetch((const char *)p, _MM_HINT_T0);
 }
 
+/* n lines, stride bytes apart from p (n a constant where it is inlined):
+ * the hint tested once, not once per line */
+static inline __attribute__((always_inline)) void attn_decode_pf_lines(const void *p, int n,
+                                                                       int64_t stride, int l2) {
+  const char *c = (const char *)p;
+  if (l2)
+    for (int i = 0; i < n; i++)
+      _mm_prefetch(c + i * stride, _MM_HINT_T1);
+  else
+    for (int i = 0; i < n; i++)
+      _mm_prefetch(c + i * stride, _MM_HINT_T0);
+}
+
+/* the lines at p and q, the hint tested once */
+static inline __attribute__((always_inline)) void attn_decode_pf_pair(const void *p, const void *q,
+                                                                      int l2) {
+  if (l2)
+    _mm_prefetch((const char *)p, _MM_HINT_T1), _mm_prefetch((const char *)q, _MM_HINT_T1);
+  else
+    _mm_prefetch((const char *)p, _MM_HINT_T0), _mm_prefetch((const char *)q, _MM_HINT_T0);
+}
+
 /* the cache lines of bytes [p, p + n) */
 static inline __attribute__((always_inline)) void attn_decode_pf_bytes(const void *p, int64_t n,
                                                                        int l2) {
   const char *c = (const char *)p;
-  for (int64_t o = 0; o < n; o += 64)
-    attn_decode_pf_line(c + o, l2);
+  if (l2)
+    for (int64_t o = 0; o < n; o += 64)
+      _mm_prefetch(c + o, _MM_HINT_T1);
+  else
+    for (int64_t o = 0; o < n; o += 64)
+      _mm_prefetch(c + o, _MM_HINT_T0);
 }
 
 #endif

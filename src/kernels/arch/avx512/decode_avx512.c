@@ -376,76 +376,97 @@ ATTN_AVX512_INLINE __m128 hmax4(__m512 a, __m512 b, __m512 c, __m512 d) {
   return _mm_max_ps(_mm256_castps256_ps128(y), _mm256_extractf128_ps(y, 1));
 }
 
-/* rows r .. r + RT - 1 (RT 1 or 4) of the softmax; 1 if any changed */
+/* the maxima of a .. h's lanes, in that order: hmax4's network on eight
+ * vectors (24 instructions against 64 for eight reductions; a max is a max
+ * in any order, so the same values) */
+ATTN_AVX512_INLINE __m256 hmax8(__m512 a, __m512 b, __m512 c, __m512 d, __m512 e, __m512 f,
+                                __m512 g, __m512 h) {
+  const __m512 ab = _mm512_max_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
+  const __m512 cd = _mm512_max_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
+  const __m512 ef = _mm512_max_ps(_mm512_unpacklo_ps(e, f), _mm512_unpackhi_ps(e, f));
+  const __m512 gh = _mm512_max_ps(_mm512_unpacklo_ps(g, h), _mm512_unpackhi_ps(g, h));
+  /* per 128-bit lane: a .. d's partial maxima; e .. h's */
+  const __m512 x = _mm512_max_ps(_mm512_shuffle_ps(ab, cd, _MM_SHUFFLE(1, 0, 1, 0)),
+                                 _mm512_shuffle_ps(ab, cd, _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m512 y = _mm512_max_ps(_mm512_shuffle_ps(ef, gh, _MM_SHUFFLE(1, 0, 1, 0)),
+                                 _mm512_shuffle_ps(ef, gh, _MM_SHUFFLE(3, 2, 3, 2)));
+  /* lanes: x0|x2, x1|x3, y0|y2, y1|y3; then x's two, y's two */
+  const __m512 z = _mm512_max_ps(_mm512_shuffle_f32x4(x, y, _MM_SHUFFLE(1, 0, 1, 0)),
+                                 _mm512_shuffle_f32x4(x, y, _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m512 u = _mm512_shuffle_f32x4(z, z, _MM_SHUFFLE(3, 1, 2, 0));
+  return _mm256_max_ps(_mm512_castps512_ps256(u), _mm512_extractf32x8_ps(u, 1));
+}
+
+/* rows r .. r + RT - 1 (RT 1 or 4) of the softmax; 1 if any changed. The
+ * rows' state (block maxima, new maxima, corrections, sums) goes from one
+ * step to the next in vector and mask registers (built from scalars on the
+ * stack, the vector of the new maxima waited on stores it could not be
+ * forwarded from, in the chain the rest of the block waits for) */
 ATTN_AVX512_INLINE int softmax_rows(float *s, float *p, int64_t r, float *m, float *l, float *corr,
                                     const __mmask16 *live, const __m512 *ks, const __m512 *vs,
                                     int i8, int RT) {
   __m512 x[4][NV], mx[4];
-  int nan[4];
+  unsigned nan = 0; /* bit i: row i has a NaN */
   DECODE_UNROLL(4)
   for (int i = 0; i < RT; i++) {
     mx[i] = _mm512_set1_ps(-INFINITY);
-    nan[i] = 0;
     DECODE_UNROLL(4)
     for (int v = 0; v < NV; v++) {
       x[i][v] = _mm512_maskz_loadu_ps(live[v], s + (r + i) * NB + 16 * v);
       if (i8) x[i][v] = _mm512_mul_ps(x[i][v], ks[v]);
       const __mmask16 ok = _mm512_mask_cmp_ps_mask(live[v], x[i][v], x[i][v], _CMP_ORD_Q);
-      nan[i] |= ok != live[v]; /* a NaN */
+      nan |= (unsigned)(ok != live[v]) << i;
       mx[i] = _mm512_mask_max_ps(mx[i], ok, mx[i], x[i][v]);
     }
   }
-  float bm[4]; /* each row's block max over its finite keys; -inf if none */
-  if (RT == 4)
-    _mm_storeu_ps(bm, hmax4(mx[0], mx[1], mx[2], mx[3]));
-  else
-    bm[0] = _mm512_reduce_max_ps(mx[0]);
-  int any = 0, on[4];
-  /* the rows' new maxima and corrections, e^(m - m') in one vector (1
-   * where m' = m; a row left alone keeps m and gets 1) */
-  float mn[4] = {0, 0, 0, 0}, mo[4] = {0, 0, 0, 0}, cr[4];
-  DECODE_UNROLL(4)
-  for (int i = 0; i < RT; i++) {
-    on[i] = !(bm[i] == -INFINITY && !nan[i]);
-    mo[i] = m[r + i];
-    mn[i] = on[i] && bm[i] > mo[i] ? bm[i] : mo[i];
-  }
-  const __m128 vmo = _mm_loadu_ps(mo), vmn = _mm_loadu_ps(mn);
+  /* each row's block max over its finite keys (-inf if none) and old max
+   * (lanes past RT: 0, as their new one) */
+  const __mmask8 rows = (__mmask8)((1u << RT) - 1);
+  const __m128 bm =
+      RT == 4 ? hmax4(mx[0], mx[1], mx[2], mx[3]) : _mm_set_ss(_mm512_reduce_max_ps(mx[0]));
+  const __m128 mo = RT == 4 ? _mm_loadu_ps(m + r) : _mm_load_ss(m + r);
+  /* on: the rows with a finite key or a NaN here (the others left alone:
+   * they keep m, corr 1, p 0); their new maxima max(m, bm) */
+  const __mmask8 ninf = _mm_cmp_ps_mask(bm, _mm_set1_ps(-INFINITY), _CMP_EQ_OQ);
+  const __mmask8 on = rows & (__mmask8) ~(ninf & ~nan);
+  const __m128 mn = _mm_mask_mov_ps(mo, _mm_mask_cmp_ps_mask(on, bm, mo, _CMP_GT_OQ), bm);
+  /* e^(m - m'), 1 where m' = m */
   const __m128 ex =
-      _mm512_castps512_ps128(attn_vexp16_avx512(_mm512_zextps128_ps512(_mm_sub_ps(vmo, vmn))));
-  _mm_storeu_ps(cr, _mm_blendv_ps(ex, _mm_set1_ps(1.0f), _mm_cmpeq_ps(vmn, vmo)));
+      _mm512_castps512_ps128(attn_vexp16_avx512(_mm512_zextps128_ps512(_mm_sub_ps(mo, mn))));
+  const __m128 cr = _mm_mask_mov_ps(ex, _mm_cmp_ps_mask(mn, mo, _CMP_EQ_OQ), _mm_set1_ps(1.0f));
+  if (RT == 4)
+    _mm_storeu_ps(corr + r, cr), _mm_storeu_ps(m + r, mn);
+  else
+    _mm_store_ss(corr + r, cr), _mm_store_ss(m + r, mn);
   __m512 sum[4];
   DECODE_UNROLL(4)
   for (int i = 0; i < RT; i++) {
-    const int64_t rr = r + i;
+    float *pr = p + (r + i) * NB;
     sum[i] = _mm512_setzero_ps();
-    corr[rr] = cr[i];
-    if (!on[i]) { /* nothing allowed here: the row unchanged */
+    if (!(on >> i & 1)) { /* nothing allowed here: the row unchanged */
       DECODE_UNROLL(4)
       for (int v = 0; v < NV; v++)
-        _mm512_storeu_ps(p + rr * NB + 16 * v, _mm512_setzero_ps());
+        _mm512_storeu_ps(pr + 16 * v, _mm512_setzero_ps());
       continue;
     }
-    any = 1;
-    m[rr] = mn[i];
-    const __m512 vm = _mm512_set1_ps(mn[i]);
+    const __m512 vm = _mm512_permutexvar_ps(_mm512_set1_epi32(i), _mm512_castps128_ps512(mn));
     DECODE_UNROLL(4)
     for (int v = 0; v < NV; v++) {
       __m512 e = _mm512_maskz_mov_ps(live[v], attn_vexp16_avx512(_mm512_sub_ps(x[i][v], vm)));
       sum[i] = _mm512_add_ps(sum[i], e);
       if (i8) e = _mm512_mul_ps(e, vs[v]);
-      _mm512_storeu_ps(p + rr * NB + 16 * v, e);
+      _mm512_storeu_ps(pr + 16 * v, e);
     }
   }
-  float su[4];
-  if (RT == 4)
-    _mm_storeu_ps(su, hsum4(sum[0], sum[1], sum[2], sum[3]));
-  else
-    su[0] = _mm512_reduce_add_ps(sum[0]);
-  DECODE_UNROLL(4)
-  for (int i = 0; i < RT; i++)
-    if (on[i]) l[r + i] = l[r + i] * corr[r + i] + su[i];
-  return any;
+  /* l' = l corr + the sum (a product, then a sum: as the portable loop) */
+  if (RT == 4) {
+    const __m128 lo = _mm_loadu_ps(l + r);
+    const __m128 ln = _mm_add_ps(_mm_mul_ps(lo, cr), hsum4(sum[0], sum[1], sum[2], sum[3]));
+    _mm_storeu_ps(l + r, _mm_mask_mov_ps(lo, on, ln));
+  } else if (on) {
+    l[r] = l[r] * corr[r] + _mm512_reduce_add_ps(sum[0]);
+  }
+  return on != 0;
 }
 
 ATTN_AVX512 static int softmax_avx512(const attn_decode_block *b, float *s, float *p, int64_t R,
@@ -682,15 +703,27 @@ VNNI_INLINE int i8pv_quantize_all(const attn_decode_block *b, const float *p,
   for (int v = 0; v < NG; v++) { /* (a group past n: zeros, its maxima 0) */
     const __mmask16 live = live16(b->n, v);
     DECODE_UNROLL(4)
-    for (int r = 0; r < RT; r++) {
-      x[v][r] = _mm512_maskz_loadu_ps(live, p + r * NB + 16 * v);
-      bad |= _mm512_mask_cmp_ps_mask(live, x[v][r], _mm512_setzero_ps(), _CMP_NGE_UQ);
-      w[4 * v + r] = _mm512_reduce_max_ps(x[v][r]);
+    for (int r = 0; r < 4; r++) { /* (rows past RT: zeros, not used) */
+      x[v][r] = r < RT ? _mm512_maskz_loadu_ps(live, p + r * NB + 16 * v) : _mm512_setzero_ps();
+      if (r < RT) bad |= _mm512_mask_cmp_ps_mask(live, x[v][r], _mm512_setzero_ps(), _CMP_NGE_UQ);
     }
   }
-  if (bad) return 0;               /* a weight NaN or negative: the maxima are then not used */
-  for (int i = 0; i < NG * 4; i++) /* (the unused entries are 1) */
-    if (w[i] > 3.4028235e38f || (w[i] > 0.0f && w[i] < ATTN_DECODE_I8PV_MIN_W)) return 0;
+  if (bad) return 0; /* a weight NaN or negative: the maxima are then not used */
+  if (NG == 2) {     /* the 8 maxima at once (hmax8), checked in one vector */
+    const __m256 W = hmax8(x[0][0], x[0][1], x[0][2], x[0][3], x[1][0], x[1][1], x[1][2], x[1][3]);
+    const __m256 z = _mm256_setzero_ps();
+    if (_mm256_cmp_ps_mask(W, _mm256_set1_ps(3.4028235e38f), _CMP_GT_OQ) |
+        (_mm256_cmp_ps_mask(W, z, _CMP_GT_OQ) &
+         _mm256_cmp_ps_mask(W, _mm256_set1_ps(ATTN_DECODE_I8PV_MIN_W), _CMP_LT_OQ)))
+      return 0;
+    _mm256_storeu_ps(w, W);
+  } else {
+    for (int v = 0; v < NG; v++)
+      for (int r = 0; r < RT; r++)
+        w[4 * v + r] = _mm512_reduce_max_ps(x[v][r]);
+    for (int i = 0; i < NG * 4; i++) /* (the unused entries are 1) */
+      if (w[i] > 3.4028235e38f || (w[i] > 0.0f && w[i] < ATTN_DECODE_I8PV_MIN_W)) return 0;
+  }
   for (int i = 0; i < NW; i += 8) {
     const __m256 W = _mm256_loadu_ps(w + i);
     _mm256_storeu_ps(inv + i, _mm256_div_ps(_mm256_set1_ps(255.0f), W));
@@ -845,7 +878,7 @@ VNNI_INLINE void i8t_pair(const attn_decode_block *b, int i, const int8_t *q8, i
     a[r] = a2[r] = _mm512_setzero_si512();
   DECODE_UNROLL(2)
   for (int64_t d = 0; d < nq; d++) {
-    attn_decode_pf_line(pf0 + 64 * d, b->pf_l2), attn_decode_pf_line(pf1 + 64 * d, b->pf_l2);
+    attn_decode_pf_pair(pf0 + 64 * d, pf1 + 64 * d, b->pf_l2);
     const __m512i x0 = _mm512_loadu_si512(k0 + 64 * d), x1 = _mm512_loadu_si512(k1 + 64 * d);
     DECODE_UNROLL(8)
     for (int r = 0; r < RT; r++) {
@@ -925,9 +958,7 @@ VNNI_INLINE void i8pvt_slab(const uint8_t *const *vq, int nquad, const uint32_t 
     a[i] = _mm512_setzero_si512();
   DECODE_UNROLL(5)
   for (int q = 0; q < nquad; q++) {
-    if (pf && q < 4)
-      for (int k = 0; k < nv; k++)
-        attn_decode_pf_line(pf + q * 4 * Dv + 4 * c0 + 64 * k, l2);
+    if (pf && q < 4) attn_decode_pf_lines(pf + q * 4 * Dv + 4 * c0, nv, 64, l2);
     __m512i y[4];
     DECODE_UNROLL(4)
     for (int k = 0; k < 4; k++)
