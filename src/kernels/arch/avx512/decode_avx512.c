@@ -244,9 +244,11 @@ ATTN_AVX512_INLINE void kt_pass(const attn_decode_block *b, const float *q, floa
   }
   const int64_t Dh = D - D % H;
   for (int64_t d = 0; d < Dh; d += H) {
-    DECODE_UNROLL(2)
-    for (int t = 0; t < T; t++) /* bytes [32 d, 32 (d + H)) of the next tile */
-      if (pf[t] && (d & 1) == 0) attn_decode_pf_line(pf[t] + 16 * d, b->pf_l2);
+    /* bytes [32 d, 32 (d + H)) of the next tiles (the hint tested once) */
+    if (T == 2 && pf[1] && (d & 1) == 0)
+      attn_decode_pf_pair(pf[0] + 16 * d, pf[1] + 16 * d, b->pf_l2);
+    else if (pf[0] && (d & 1) == 0)
+      attn_decode_pf_line(pf[0] + 16 * d, b->pf_l2);
     DECODE_UNROLL(4)
     for (int h = 0; h < H; h++) {
       __m512 kv[2];
@@ -993,6 +995,12 @@ VNNI_INLINE int i8pvt_tile(const attn_decode_block *b, const float *p, const flo
   uint32_t w32a[NG][4 * 5];
   float wsa[NG][4];
   if (!i8pv_quantize_all(b, p, w32a, wsa, RT)) return 0;
+  /* corrections all 1 (the running maxima unchanged, the common block):
+   * acc's products with them left out (x 1: the same bits) */
+  int unit = 1;
+  for (int r = 0; r < RT; r++)
+    unit &= corr[r] == 1.0f;
+  const float *cr0 = unit ? NULL : corr;
   int v = 0;
   for (; 16 * v < b->n; v++) {
     uint32_t *w32 = w32a[v];
@@ -1012,7 +1020,7 @@ VNNI_INLINE int i8pvt_tile(const attn_decode_block *b, const float *p, const flo
       vq[q] = (const uint8_t *)b->vt[L >> 4] + ((L >> 2) & 3) * 4 * Dv;
     }
     const char *pf = PF && v < b->pnt ? (const char *)b->pvt[v] : NULL;
-    const float *cr = v ? NULL : corr;
+    const float *cr = v ? NULL : cr0;
     int64_t c0 = 0;
     if (nquad == 4) /* a whole group on whole quads: the loops' counts constants */
       for (; c0 + 64 <= Dv; c0 += 64)
