@@ -27,6 +27,7 @@
  * memory), stealing from the fullest run when its own is done. A unit is one
  * item, or, with pages of at most a block, a chunk's KV heads run together
  * block by block (run_unit). Neither changes an item's arithmetic. */
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -695,18 +696,24 @@ static attn_status quantize_queries(call_t *c) {
   for (int64_t r = 0; r < rows; r++) {
     const float *x = c->q + r * D;
     int8_t *y = c->q8 + r * c->ldq;
+    const float sc = c->scale;
     float amax = 0.0f;
+    int bad = 0; /* a value NaN or infinite (its comparison false) */
+                 /* (vectorised: the test of each value and the max reduced apart, with
+                  * no exit from the loop; a max is a max in any order) */
+#pragma omp simd reduction(max : amax) reduction(| : bad)
     for (int64_t e = 0; e < D; e++) {
-      const float v = x[e] * c->scale;
-      if (!isfinite(v)) {
-        free(c->q8), free(c->qscale);
-        c->q8 = NULL, c->qscale = c->qsum = NULL;
-        c->i8dot = 0;
-        return ATTN_OK;
-      }
-      amax = fabsf(v) > amax ? fabsf(v) : amax;
+      const float a = fabsf(x[e] * sc);
+      bad |= !(a <= FLT_MAX);
+      amax = a > amax ? a : amax;
     }
-    const float inv = amax > 0.0f ? 127.0f / amax : 0.0f, sc = c->scale;
+    if (bad) {
+      free(c->q8), free(c->qscale);
+      c->q8 = NULL, c->qscale = c->qsum = NULL;
+      c->i8dot = 0;
+      return ATTN_OK;
+    }
+    const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
     int32_t sum = 0;
     /* rounded to nearest even by the 1.5 x 2^23 shift (|v| <= 127 here:
      * nearbyintf's result in the default rounding mode, without a libm call
