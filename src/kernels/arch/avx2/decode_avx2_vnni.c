@@ -30,6 +30,19 @@ enum { NB = ATTN_DECODE_NB };
 #define AVNNI_TARGET __attribute__((target("avx2,fma,f16c,avxvnni")))
 #define AVNNI_INLINE static inline __attribute__((always_inline)) AVNNI_TARGET
 
+/* acc + the u8 x s8 dot products of u's and s's dwords (VPDPBUSD, VEX), in
+ * place: GCC 12 kept the loops' accumulators in other registers than the
+ * instruction writes and copied them to and fro around each one (as
+ * decode_avx512.c's vnni_acc) */
+AVNNI_INLINE __m256i avnni_acc(__m256i acc, __m256i u, __m256i s) {
+#if defined(__GNUC__) && !defined(__clang__)
+  __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u), "x"(s));
+  return acc;
+#else
+  return _mm256_dpbusd_avx_epi32(acc, u, s);
+#endif
+}
+
 enum { MAXQ = ATTN_DECODE_I8DOT_MAX_D / 4 }; /* dwords of a transposed group of keys */
 
 /* bytes c .. c + 31 of row p (n of them there, n <= 32; the rest 0) */
@@ -100,7 +113,7 @@ AVNNI_INLINE void rows_t(const __m256i *kt, int64_t nq, const int8_t *q8, int64_
     for (int r = 0; r < RT; r++) {
       int32_t qd;
       memcpy(&qd, q8 + r * ldq + 4 * i, sizeof qd);
-      a[r] = _mm256_dpbusd_avx_epi32(a[r], k, _mm256_set1_epi32(qd));
+      a[r] = avnni_acc(a[r], k, _mm256_set1_epi32(qd));
     }
   }
   DECODE_UNROLL(4)
@@ -218,7 +231,7 @@ AVNNI_INLINE void pv_slab(const attn_decode_block *b, int j0, const uint32_t *w3
       const __m256i wr = _mm256_set1_epi32((int)w32[r * 4 + j / 4]);
       DECODE_UNROLL(4)
       for (int k = 0; k < 4; k++)
-        a[r * 4 + k] = _mm256_dpbusd_avx_epi32(a[r * 4 + k], wr, y[k]);
+        a[r * 4 + k] = avnni_acc(a[r * 4 + k], wr, y[k]);
     }
   }
   for (int i = j0 + ((n + 3) & ~3); PF && i < j0 + 16 && i < b->pn; i++)
@@ -292,7 +305,7 @@ AVNNI_INLINE void rows_tiled(const attn_decode_block *b, const uint8_t *kt, int 
     for (int r = 0; r < RT; r++) {
       int32_t qd;
       memcpy(&qd, q8 + r * ldq + 4 * i, sizeof qd);
-      a[r] = _mm256_dpbusd_avx_epi32(a[r], k, _mm256_set1_epi32(qd));
+      a[r] = avnni_acc(a[r], k, _mm256_set1_epi32(qd));
     }
   }
   const int first = j0 + 8 * h; /* the block's key in this half's lane 0 */
@@ -309,6 +322,39 @@ AVNNI_INLINE void rows_tiled(const attn_decode_block *b, const uint8_t *kt, int 
   }
 }
 
+/* rows_tiled for both halves of the tile at once (h 0 and 1: 2 RT chains
+ * of VPDPBUSD, not RT, against its latency of ~6 cycles; each query dword
+ * broadcast once for both): the same sums, the same stores */
+AVNNI_INLINE void rows_tiled2(const attn_decode_block *b, const uint8_t *kt, int64_t nq,
+                              const int8_t *q8, int64_t ldq, const float *qsum, const float *qscale,
+                              float *s, int j0, int RT) {
+  __m256i a[2][4];
+  DECODE_UNROLL(4)
+  for (int r = 0; r < RT; r++)
+    a[0][r] = a[1][r] = _mm256_setzero_si256();
+  for (int64_t i = 0; i < nq; i++) {
+    const __m256i k0 = _mm256_loadu_si256((const __m256i *)(kt + 64 * i));
+    const __m256i k1 = _mm256_loadu_si256((const __m256i *)(kt + 64 * i + 32));
+    DECODE_UNROLL(4)
+    for (int r = 0; r < RT; r++) {
+      int32_t qd;
+      memcpy(&qd, q8 + r * ldq + 4 * i, sizeof qd);
+      const __m256i qb = _mm256_set1_epi32(qd);
+      a[0][r] = avnni_acc(a[0][r], k0, qb);
+      a[1][r] = avnni_acc(a[1][r], k1, qb);
+    }
+  }
+  DECODE_UNROLL(2)
+  for (int h = 0; h < 2; h++) {
+    const int first = j0 + 8 * h; /* the block's key in this half's lane 0 (>= 0) */
+    DECODE_UNROLL(4)
+    for (int r = 0; r < RT; r++) {
+      const __m256 x = _mm256_sub_ps(_mm256_cvtepi32_ps(a[h][r]), _mm256_set1_ps(128.0f * qsum[r]));
+      _mm256_storeu_ps(s + r * NB + first, _mm256_mul_ps(x, _mm256_set1_ps(qscale[r])));
+    }
+  }
+}
+
 AVNNI_TARGET static void scores_i8t_avxvnni(const attn_decode_block *b, const int8_t *q8,
                                             int64_t ldq, const float *qsum, const float *qscale,
                                             int64_t R, float *s) {
@@ -319,6 +365,16 @@ AVNNI_TARGET static void scores_i8t_avxvnni(const attn_decode_block *b, const in
       for (int64_t o = 0; o < 16 * b->D; o += 64)
         _mm_prefetch((const char *)b->pkt[i] + o, _MM_HINT_T0);
     const int j0 = 16 * i - b->toff;
+    if (j0 >= 0 && j0 + 16 <= b->n) { /* all 16 keys in the block: both halves at once */
+      int64_t r = 0;
+      for (; R - r >= 4; r += 4)
+        rows_tiled2(b, kt, nq, q8 + r * ldq, ldq, qsum + r, qscale + r, s + r * NB, j0, 4);
+      if (R - r >= 2)
+        rows_tiled2(b, kt, nq, q8 + r * ldq, ldq, qsum + r, qscale + r, s + r * NB, j0, 2), r += 2;
+      if (R - r >= 1)
+        rows_tiled2(b, kt, nq, q8 + r * ldq, ldq, qsum + r, qscale + r, s + r * NB, j0, 1);
+      continue;
+    }
     for (int h = 0; h < 2; h++) {
       if (j0 + 8 * h >= b->n || j0 + 8 * h + 8 <= 0) continue; /* no key of the block there */
       int64_t r = 0;
@@ -359,7 +415,7 @@ AVNNI_INLINE void pv_slab_tiled(const uint8_t *const *vq, int nquad, const uint3
       const __m256i wr = _mm256_set1_epi32((int)w32[r * 5 + q]);
       DECODE_UNROLL(4)
       for (int k = 0; k < 4; k++)
-        a[r * 4 + k] = _mm256_dpbusd_avx_epi32(a[r * 4 + k], wr, y[k]);
+        a[r * 4 + k] = avnni_acc(a[r * 4 + k], wr, y[k]);
     }
   }
   DECODE_UNROLL(2)
@@ -420,6 +476,114 @@ AVNNI_INLINE void pv_tile_tiled(const attn_decode_block *b, const float *p, cons
       _mm_prefetch((const char *)b->pvt[g] + o, _MM_HINT_T0);
 }
 
+/* the maxima of a, b, c, d's lanes, in that order (a shuffle network: 9
+ * instructions against 4 reductions of 6) */
+AVNNI_INLINE __m128 hmax4_256(__m256 a, __m256 b, __m256 c, __m256 d) {
+  const __m256 ab = _mm256_max_ps(_mm256_unpacklo_ps(a, b), _mm256_unpackhi_ps(a, b));
+  const __m256 cd = _mm256_max_ps(_mm256_unpacklo_ps(c, d), _mm256_unpackhi_ps(c, d));
+  const __m256 x = _mm256_max_ps(_mm256_shuffle_ps(ab, cd, _MM_SHUFFLE(1, 0, 1, 0)),
+                                 _mm256_shuffle_ps(ab, cd, _MM_SHUFFLE(3, 2, 3, 2)));
+  return _mm_max_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
+}
+
+/* The tiled P·V of up to 4 rows (R: the common GQA group of one query
+ * token), every row's weights of both groups checked and quantised at once
+ * before any acc is written (pv_check's refusals and pv_quantize's values:
+ * the same bits), their maxima in one network and one division for all,
+ * the check from the vectors the quantisation loads (pv_check read every
+ * weight once more, with a branch per vector); then the rows two at a time
+ * as pv_tile_tiled */
+AVNNI_INLINE int pv_rows_tiled4(const attn_decode_block *b, const float *p, const float *corr,
+                                int64_t R, float *acc) {
+  enum { NG = ATTN_DECODE_NB / 16 };
+  const int64_t Dv = b->Dv;
+  const __m256 z = _mm256_setzero_ps();
+  __m256 x[NG][4][2], mx[NG][4];
+  int bad = 0;
+  for (int g = 0; g < NG; g++) { /* (a group past n, a row past R: zeros, its maxima 0) */
+    const __m256 l0 = live8(b->n, 2 * g), l1 = live8(b->n, 2 * g + 1);
+    DECODE_UNROLL(4)
+    for (int r = 0; r < 4; r++) {
+      const float *pr = p + r * NB + 16 * g;
+      x[g][r][0] = r < R ? _mm256_blendv_ps(z, _mm256_loadu_ps(pr), l0) : z;
+      x[g][r][1] = r < R ? _mm256_blendv_ps(z, _mm256_loadu_ps(pr + 8), l1) : z;
+      bad |= _mm256_movemask_ps(_mm256_or_ps(_mm256_cmp_ps(x[g][r][0], z, _CMP_NGE_UQ),
+                                             _mm256_cmp_ps(x[g][r][1], z, _CMP_NGE_UQ)));
+      mx[g][r] = _mm256_max_ps(x[g][r][0], x[g][r][1]);
+    }
+  }
+  if (bad) return 0; /* a weight NaN or negative */
+  float w[NG * 4], inv[NG * 4], sc[NG * 4];
+  for (int g = 0; g < NG; g++) { /* row r's largest of group g at w[4 g + r] */
+    const __m128 W = hmax4_256(mx[g][0], mx[g][1], mx[g][2], mx[g][3]);
+    if (_mm_movemask_ps(_mm_cmpgt_ps(W, _mm_set1_ps(3.4028235e38f))) ||
+        _mm_movemask_ps(_mm_and_ps(_mm_cmpgt_ps(W, _mm_setzero_ps()),
+                                   _mm_cmplt_ps(W, _mm_set1_ps(ATTN_DECODE_I8PV_MIN_W)))))
+      return 0; /* infinite, or a group's largest in (0, the minimum) */
+    _mm_storeu_ps(w + 4 * g, W);
+    _mm_storeu_ps(inv + 4 * g, _mm_div_ps(_mm_set1_ps(255.0f), W));
+    _mm_storeu_ps(sc + 4 * g, _mm_div_ps(W, _mm_set1_ps(255.0f)));
+  }
+  uint32_t w32a[NG][4 * 5];
+  float wsa[NG][4];
+  for (int g = 0; 16 * g < b->n; g++) {
+    const int sh = (b->toff + 16 * g) & 3;
+    DECODE_UNROLL(4)
+    for (int r = 0; r < 4; r++) {
+      if (r >= R) continue;
+      uint32_t q4[4] = {0, 0, 0, 0};
+      wsa[g][r] = 0.0f;
+      if (w[4 * g + r] != 0.0f) { /* pv_quantize's conversion */
+        const __m256 f = _mm256_set1_ps(inv[4 * g + r]);
+        const __m256i u0 = _mm256_cvttps_epi32(_mm256_round_ps(
+            _mm256_mul_ps(x[g][r][0], f), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        const __m256i u1 = _mm256_cvttps_epi32(_mm256_round_ps(
+            _mm256_mul_ps(x[g][r][1], f), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        const __m256i h = _mm256_permute4x64_epi64(_mm256_packus_epi32(u0, u1), 0xD8);
+        _mm_storeu_si128((__m128i *)q4, _mm_packus_epi16(_mm256_castsi256_si128(h),
+                                                         _mm256_extracti128_si256(h, 1)));
+        wsa[g][r] = sc[4 * g + r];
+      }
+      uint32_t *wr = w32a[g] + 5 * r;
+      if (!sh) {
+        memcpy(wr, q4, sizeof q4), wr[4] = 0;
+      } else { /* moved up by sh bytes onto the quads */
+        uint8_t wb[24] = {0};
+        memcpy(wb + sh, q4, sizeof q4);
+        memcpy(wr, wb, 5 * sizeof(uint32_t));
+      }
+    }
+  }
+  for (int64_t r = 0; r < R; r += 2) {
+    const int PF = r == 0;
+    int g = 0;
+    for (; 16 * g < b->n; g++) {
+      const int first = b->toff + 16 * g, sh = first & 3, L0 = first - sh;
+      const int nk = b->n - 16 * g < 16 ? b->n - 16 * g : 16;
+      const int nquad = (sh + nk + 3) >> 2;
+      const uint8_t *vq[5];
+      for (int q = 0; q < nquad; q++) {
+        const int L = L0 + 4 * q;
+        vq[q] = (const uint8_t *)b->vt[L >> 4] + ((L >> 2) & 3) * 4 * Dv;
+      }
+      const char *pf = PF && g < b->pnt ? (const char *)b->pvt[g] : NULL;
+      const uint32_t *w32 = w32a[g] + 5 * r;
+      const float *ws = wsa[g] + r, *cr = g ? NULL : corr + r;
+      for (int64_t c0 = 0; c0 < Dv; c0 += 32) {
+        const int64_t cn = Dv - c0 < 32 ? Dv - c0 : 32;
+        if (R - r >= 2)
+          pv_slab_tiled(vq, nquad, w32, ws, cr, acc + r * Dv, Dv, c0, cn, pf, 2);
+        else
+          pv_slab_tiled(vq, nquad, w32, ws, cr, acc + r * Dv, Dv, c0, cn, pf, 1);
+      }
+    }
+    for (; PF && g < b->pnt; g++)
+      for (int64_t o = 0; o < 16 * Dv; o += 64)
+        _mm_prefetch((const char *)b->pvt[g] + o, _MM_HINT_T0);
+  }
+  return 1;
+}
+
 /* pv_i8 (TILED 0) or pv_i8t (1): the weights checked, then the rows two at
  * a time (the last one alone), the first tile prefetching */
 AVNNI_INLINE int pv_rows(const attn_decode_block *b, const float *p, const float *corr, int64_t R,
@@ -445,7 +609,7 @@ AVNNI_TARGET static int pv_i8_avxvnni(const attn_decode_block *b, const float *p
 
 AVNNI_TARGET static int pv_i8t_avxvnni(const attn_decode_block *b, const float *p,
                                        const float *corr, int64_t R, float *acc) {
-  return pv_rows(b, p, corr, R, acc, 1);
+  return R <= 4 ? pv_rows_tiled4(b, p, corr, R, acc) : pv_rows(b, p, corr, R, acc, 1);
 }
 
 const attn_decode_ops *attn_decode_ops_avx2_vnni(void) {
