@@ -571,10 +571,17 @@ AVNNI_INLINE int pv_rows_tiled4(const attn_decode_block *b, const float *p, cons
       const float *ws = wsa[g] + r, *cr = g ? NULL : corr + r;
       for (int64_t c0 = 0; c0 < Dv; c0 += 32) {
         const int64_t cn = Dv - c0 < 32 ? Dv - c0 : 32;
-        if (R - r >= 2)
-          pv_slab_tiled(vq, nquad, w32, ws, cr, acc + r * Dv, Dv, c0, cn, pf, 2);
+        float *ar = acc + r * Dv;
+        /* a whole group on whole quads, 32 columns: the loops' counts
+         * constants (with them in registers, the accumulators stay in theirs) */
+        if (nquad == 4 && cn == 32 && R - r >= 2)
+          pv_slab_tiled(vq, 4, w32, ws, cr, ar, Dv, c0, 32, pf, 2);
+        else if (nquad == 4 && cn == 32)
+          pv_slab_tiled(vq, 4, w32, ws, cr, ar, Dv, c0, 32, pf, 1);
+        else if (R - r >= 2)
+          pv_slab_tiled(vq, nquad, w32, ws, cr, ar, Dv, c0, cn, pf, 2);
         else
-          pv_slab_tiled(vq, nquad, w32, ws, cr, acc + r * Dv, Dv, c0, cn, pf, 1);
+          pv_slab_tiled(vq, nquad, w32, ws, cr, ar, Dv, c0, cn, pf, 1);
       }
     }
     for (; PF && g < b->pnt; g++)
