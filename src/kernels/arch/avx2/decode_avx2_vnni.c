@@ -432,6 +432,27 @@ AVNNI_INLINE void pv_slab_tiled(const uint8_t *const *vq, int nquad, const uint3
   }
 }
 
+/* the quads group g's keys lie in (4, or 5 from a lane not a multiple of 4):
+ * vq[q] their bytes; returns how many */
+AVNNI_INLINE int group_quads(const attn_decode_block *b, int g, const uint8_t **vq) {
+  const int first = b->toff + 16 * g, sh = first & 3, L0 = first - sh;
+  const int nk = b->n - 16 * g < 16 ? b->n - 16 * g : 16;
+  const int nquad = (sh + nk + 3) >> 2;
+  for (int q = 0; q < nquad; q++) {
+    const int L = L0 + 4 * q;
+    vq[q] = (const uint8_t *)b->vt[L >> 4] + ((L >> 2) & 3) * 4 * b->Dv;
+  }
+  return nquad;
+}
+
+/* a row's 16 u8 weights of a group (q4) laid on its quads: moved up by the
+ * group's first lane within its quad (sh), 5 words, the rest 0 */
+AVNNI_INLINE void put_quads(uint32_t *wr, const uint32_t *q4, int sh) {
+  uint8_t wb[24] = {0};
+  memcpy(wb + sh, q4, 4 * sizeof(uint32_t));
+  memcpy(wr, wb, 5 * sizeof(uint32_t));
+}
+
 /* the block's groups of 16 keys as pv_tile, their weights laid on the quads
  * the group's keys lie in (4, or 5 from a lane not a multiple of 4) */
 AVNNI_INLINE void pv_tile_tiled(const attn_decode_block *b, const float *p, const float *corr,
@@ -448,24 +469,16 @@ AVNNI_INLINE void pv_tile_tiled(const attn_decode_block *b, const float *p, cons
     DECODE_UNROLL(2)
     for (int r = 0; r < RT; r++) {
       uint32_t q4[4];
-      uint8_t wb[24] = {0};
       wsa[g][r] = pv_quantize(b, p + r * NB, g, q4);
-      memcpy(wb + sh, q4, sizeof q4);
-      memcpy(w32a[g] + 5 * r, wb, 5 * sizeof(uint32_t));
+      put_quads(w32a[g] + 5 * r, q4, sh);
     }
   }
   int g = 0;
   for (; 16 * g < b->n; g++) {
     const uint32_t *w32 = w32a[g];
     const float *ws = wsa[g];
-    const int first = b->toff + 16 * g, sh = first & 3, L0 = first - sh;
-    const int nk = b->n - 16 * g < 16 ? b->n - 16 * g : 16;
-    const int nquad = (sh + nk + 3) >> 2;
     const uint8_t *vq[5];
-    for (int q = 0; q < nquad; q++) {
-      const int L = L0 + 4 * q;
-      vq[q] = (const uint8_t *)b->vt[L >> 4] + ((L >> 2) & 3) * 4 * Dv;
-    }
+    const int nquad = group_quads(b, g, vq);
     const char *pf = PF && g < b->pnt ? (const char *)b->pvt[g] : NULL;
     for (int64_t c0 = 0; c0 < Dv; c0 += 32)
       pv_slab_tiled(vq, nquad, w32, ws, g ? NULL : corr, acc, Dv, c0, Dv - c0 < 32 ? Dv - c0 : 32,
@@ -545,27 +558,18 @@ AVNNI_INLINE int pv_rows_tiled4(const attn_decode_block *b, const float *p, cons
         wsa[g][r] = sc[4 * g + r];
       }
       uint32_t *wr = w32a[g] + 5 * r;
-      if (!sh) {
+      if (!sh)
         memcpy(wr, q4, sizeof q4), wr[4] = 0;
-      } else { /* moved up by sh bytes onto the quads */
-        uint8_t wb[24] = {0};
-        memcpy(wb + sh, q4, sizeof q4);
-        memcpy(wr, wb, 5 * sizeof(uint32_t));
-      }
+      else
+        put_quads(wr, q4, sh);
     }
   }
   for (int64_t r = 0; r < R; r += 2) {
     const int PF = r == 0;
     int g = 0;
     for (; 16 * g < b->n; g++) {
-      const int first = b->toff + 16 * g, sh = first & 3, L0 = first - sh;
-      const int nk = b->n - 16 * g < 16 ? b->n - 16 * g : 16;
-      const int nquad = (sh + nk + 3) >> 2;
       const uint8_t *vq[5];
-      for (int q = 0; q < nquad; q++) {
-        const int L = L0 + 4 * q;
-        vq[q] = (const uint8_t *)b->vt[L >> 4] + ((L >> 2) & 3) * 4 * Dv;
-      }
+      const int nquad = group_quads(b, g, vq);
       const char *pf = PF && g < b->pnt ? (const char *)b->pvt[g] : NULL;
       const uint32_t *w32 = w32a[g] + 5 * r;
       const float *ws = wsa[g] + r, *cr = g ? NULL : corr + r;
