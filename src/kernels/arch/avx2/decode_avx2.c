@@ -283,6 +283,9 @@ ATTN_AVX2_INLINE void kt_pass(const attn_decode_block *b, const float *q, float 
   } else { /* lanes of keys in [0, n) */
     const int lo = j0 < 0 ? -j0 : 0, hi = b->n - j0 < 16 ? b->n - j0 : 16;
     float tmp[16];
+    /* (unrolled: a row index at run time here kept a[] in memory, stored at
+     * every step of the loop above) */
+    DECODE_UNROLL(4)
     for (int r = 0; r < RT; r++) {
       _mm256_storeu_ps(tmp, a[r * 2]);
       _mm256_storeu_ps(tmp + 8, a[r * 2 + 1]);
