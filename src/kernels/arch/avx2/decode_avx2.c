@@ -143,7 +143,8 @@ ATTN_AVX2_INLINE void scores_tile(const attn_decode_block *b, const float *q, fl
 
 /* RT rows' output accumulators (acc: their first) += p · the block's
  * values over columns c0 .. c0 + 8 SL, all present: RT SL = 8 accumulators
- * in registers across the block's keys */
+ * in registers across the block's keys; PF: the next block's rows of these
+ * columns prefetched, one per key */
 ATTN_AVX2_INLINE void pv_slab(const attn_decode_block *b, const float *p, const float *corr,
                               float *acc, int64_t c0, int dt, int RT, int SL, int PF, int64_t Dv) {
   __m256 a[8]; /* a[r SL + e] */
