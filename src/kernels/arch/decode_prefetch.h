@@ -42,13 +42,7 @@ static inline __attribute__((always_inline)) void attn_decode_pf_pair(const void
 /* the cache lines of bytes [p, p + n) */
 static inline __attribute__((always_inline)) void attn_decode_pf_bytes(const void *p, int64_t n,
                                                                        int l2) {
-  const char *c = (const char *)p;
-  if (l2)
-    for (int64_t o = 0; o < n; o += 64)
-      _mm_prefetch(c + o, _MM_HINT_T1);
-  else
-    for (int64_t o = 0; o < n; o += 64)
-      _mm_prefetch(c + o, _MM_HINT_T0);
+  attn_decode_pf_lines(p, (int)((n + 63) / 64), 64, l2);
 }
 
 #endif

@@ -699,8 +699,8 @@ static attn_status quantize_queries(call_t *c) {
     const float sc = c->scale;
     float amax = 0.0f;
     int bad = 0; /* a value NaN or infinite (its comparison false) */
-                 /* (vectorised: the test of each value and the max reduced apart, with
-                  * no exit from the loop; a max is a max in any order) */
+    /* vectorised: each value's test and the max reduced apart, with no exit
+     * from the loop (a max is a max in any order) */
 #pragma omp simd reduction(max : amax) reduction(| : bad)
     for (int64_t e = 0; e < D; e++) {
       const float a = fabsf(x[e] * sc);

@@ -453,11 +453,40 @@ AVNNI_INLINE void put_quads(uint32_t *wr, const uint32_t *q4, int sh) {
   memcpy(wr, wb, 5 * sizeof(uint32_t));
 }
 
+/* RT rows (acc, corr: their first) += the block's groups of 16 keys of V,
+ * group g's weights of row r at w32 + g gw + 5 r (on its quads), its scale
+ * at ws[g gs + r], the correction on the first; PF: the next block's V tiles
+ * prefetched. Whole groups on whole quads of 32 columns go through a call
+ * with its counts constant (at run time the column loop's branches kept the
+ * accumulators moving between registers). */
+AVNNI_INLINE void pv_apply_tiled(const attn_decode_block *b, const uint32_t *w32, int gw,
+                                 const float *ws, int gs, const float *corr, float *acc, int RT,
+                                 int PF) {
+  const int64_t Dv = b->Dv;
+  int g = 0;
+  for (; 16 * g < b->n; g++) {
+    const uint8_t *vq[5];
+    const int nquad = group_quads(b, g, vq);
+    const char *pf = PF && g < b->pnt ? (const char *)b->pvt[g] : NULL;
+    const uint32_t *wg = w32 + g * gw;
+    const float *sg = ws + g * gs, *cr = g ? NULL : corr;
+    for (int64_t c0 = 0; c0 < Dv; c0 += 32) {
+      const int64_t cn = Dv - c0 < 32 ? Dv - c0 : 32;
+      if (nquad == 4 && cn == 32)
+        pv_slab_tiled(vq, 4, wg, sg, cr, acc, Dv, c0, 32, pf, RT);
+      else
+        pv_slab_tiled(vq, nquad, wg, sg, cr, acc, Dv, c0, cn, pf, RT);
+    }
+  }
+  for (; PF && g < b->pnt; g++)
+    for (int64_t o = 0; o < 16 * Dv; o += 64)
+      _mm_prefetch((const char *)b->pvt[g] + o, _MM_HINT_T0);
+}
+
 /* the block's groups of 16 keys as pv_tile, their weights laid on the quads
  * the group's keys lie in (4, or 5 from a lane not a multiple of 4) */
 AVNNI_INLINE void pv_tile_tiled(const attn_decode_block *b, const float *p, const float *corr,
                                 float *acc, int RT, int PF) {
-  const int64_t Dv = b->Dv;
   enum { NG = ATTN_DECODE_NB / 16 };
   uint32_t w32a[NG][2 * 5];
   float wsa[NG][2];
@@ -473,20 +502,7 @@ AVNNI_INLINE void pv_tile_tiled(const attn_decode_block *b, const float *p, cons
       put_quads(w32a[g] + 5 * r, q4, sh);
     }
   }
-  int g = 0;
-  for (; 16 * g < b->n; g++) {
-    const uint32_t *w32 = w32a[g];
-    const float *ws = wsa[g];
-    const uint8_t *vq[5];
-    const int nquad = group_quads(b, g, vq);
-    const char *pf = PF && g < b->pnt ? (const char *)b->pvt[g] : NULL;
-    for (int64_t c0 = 0; c0 < Dv; c0 += 32)
-      pv_slab_tiled(vq, nquad, w32, ws, g ? NULL : corr, acc, Dv, c0, Dv - c0 < 32 ? Dv - c0 : 32,
-                    pf, RT);
-  }
-  for (; PF && g < b->pnt; g++)
-    for (int64_t o = 0; o < 16 * Dv; o += 64)
-      _mm_prefetch((const char *)b->pvt[g] + o, _MM_HINT_T0);
+  pv_apply_tiled(b, w32a[0], 2 * 5, wsa[0], 2, corr, acc, RT, PF);
 }
 
 /* the maxima of a, b, c, d's lanes, in that order (a shuffle network: 9
@@ -509,7 +525,6 @@ AVNNI_INLINE __m128 hmax4_256(__m256 a, __m256 b, __m256 c, __m256 d) {
 AVNNI_INLINE int pv_rows_tiled4(const attn_decode_block *b, const float *p, const float *corr,
                                 int64_t R, float *acc) {
   enum { NG = ATTN_DECODE_NB / 16 };
-  const int64_t Dv = b->Dv;
   const __m256 z = _mm256_setzero_ps();
   __m256 x[NG][4][2], mx[NG][4];
   int bad = 0;
@@ -564,34 +579,11 @@ AVNNI_INLINE int pv_rows_tiled4(const attn_decode_block *b, const float *p, cons
         put_quads(wr, q4, sh);
     }
   }
-  for (int64_t r = 0; r < R; r += 2) {
-    const int PF = r == 0;
-    int g = 0;
-    for (; 16 * g < b->n; g++) {
-      const uint8_t *vq[5];
-      const int nquad = group_quads(b, g, vq);
-      const char *pf = PF && g < b->pnt ? (const char *)b->pvt[g] : NULL;
-      const uint32_t *w32 = w32a[g] + 5 * r;
-      const float *ws = wsa[g] + r, *cr = g ? NULL : corr + r;
-      for (int64_t c0 = 0; c0 < Dv; c0 += 32) {
-        const int64_t cn = Dv - c0 < 32 ? Dv - c0 : 32;
-        float *ar = acc + r * Dv;
-        /* a whole group on whole quads, 32 columns: the loops' counts
-         * constants (with them in registers, the accumulators stay in theirs) */
-        if (nquad == 4 && cn == 32 && R - r >= 2)
-          pv_slab_tiled(vq, 4, w32, ws, cr, ar, Dv, c0, 32, pf, 2);
-        else if (nquad == 4 && cn == 32)
-          pv_slab_tiled(vq, 4, w32, ws, cr, ar, Dv, c0, 32, pf, 1);
-        else if (R - r >= 2)
-          pv_slab_tiled(vq, nquad, w32, ws, cr, ar, Dv, c0, cn, pf, 2);
-        else
-          pv_slab_tiled(vq, nquad, w32, ws, cr, ar, Dv, c0, cn, pf, 1);
-      }
-    }
-    for (; PF && g < b->pnt; g++)
-      for (int64_t o = 0; o < 16 * Dv; o += 64)
-        _mm_prefetch((const char *)b->pvt[g] + o, _MM_HINT_T0);
-  }
+  for (int64_t r = 0; r < R; r += 2) /* two rows at a time, the first two prefetching */
+    if (R - r >= 2)
+      pv_apply_tiled(b, w32a[0] + 5 * r, 4 * 5, wsa[0] + r, 4, corr + r, acc + r * b->Dv, 2, r == 0);
+    else
+      pv_apply_tiled(b, w32a[0] + 5 * r, 4 * 5, wsa[0] + r, 4, corr + r, acc + r * b->Dv, 1, r == 0);
   return 1;
 }
 

@@ -680,9 +680,7 @@ VNNI_INLINE float i8pv_quantize(const attn_decode_block *b, const float *pr, int
   return w / 255.0f;
 }
 
-/* groups of 16 keys in a block; NW: entries of their rows' maxima (4 rows
- * a group), whole vectors of 8 */
-enum { NG = ATTN_DECODE_NB / 16, NW = (NG * 4 + 7) / 8 * 8 };
+enum { NG = ATTN_DECODE_NB / 16 }; /* groups of 16 keys in a block */
 
 /* RT rows' weights of every group of the block quantised at once (their
  * maxima, quotients and conversions independent, before any group's P·V:
@@ -696,10 +694,8 @@ enum { NG = ATTN_DECODE_NB / 16, NW = (NG * 4 + 7) / 8 * 8 };
  * vectors and maxima the quantisation has. */
 VNNI_INLINE int i8pv_quantize_all(const attn_decode_block *b, const float *p,
                                   uint32_t (*w32)[4 * 5], float (*ws)[4], int RT) {
+  _Static_assert(NG == 2, "the maxima's network takes the 2 groups of a block of 32 keys");
   __m512 x[NG][4];
-  float w[NW], inv[NW], sc[NW];
-  for (int i = 0; i < NW; i++)
-    w[i] = 1.0f;
   __mmask16 bad = 0;
   DECODE_UNROLL(2)
   for (int v = 0; v < NG; v++) { /* (a group past n: zeros, its maxima 0) */
@@ -711,26 +707,16 @@ VNNI_INLINE int i8pv_quantize_all(const attn_decode_block *b, const float *p,
     }
   }
   if (bad) return 0; /* a weight NaN or negative: the maxima are then not used */
-  if (NG == 2) {     /* the 8 maxima at once (hmax8), checked in one vector */
-    const __m256 W = hmax8(x[0][0], x[0][1], x[0][2], x[0][3], x[1][0], x[1][1], x[1][2], x[1][3]);
-    const __m256 z = _mm256_setzero_ps();
-    if (_mm256_cmp_ps_mask(W, _mm256_set1_ps(3.4028235e38f), _CMP_GT_OQ) |
-        (_mm256_cmp_ps_mask(W, z, _CMP_GT_OQ) &
-         _mm256_cmp_ps_mask(W, _mm256_set1_ps(ATTN_DECODE_I8PV_MIN_W), _CMP_LT_OQ)))
-      return 0;
-    _mm256_storeu_ps(w, W);
-  } else {
-    for (int v = 0; v < NG; v++)
-      for (int r = 0; r < RT; r++)
-        w[4 * v + r] = _mm512_reduce_max_ps(x[v][r]);
-    for (int i = 0; i < NG * 4; i++) /* (the unused entries are 1) */
-      if (w[i] > 3.4028235e38f || (w[i] > 0.0f && w[i] < ATTN_DECODE_I8PV_MIN_W)) return 0;
-  }
-  for (int i = 0; i < NW; i += 8) {
-    const __m256 W = _mm256_loadu_ps(w + i);
-    _mm256_storeu_ps(inv + i, _mm256_div_ps(_mm256_set1_ps(255.0f), W));
-    _mm256_storeu_ps(sc + i, _mm256_div_ps(W, _mm256_set1_ps(255.0f)));
-  }
+  /* the 8 maxima at once (hmax8, row r of group v at 4 v + r), checked in one vector */
+  const __m256 W = hmax8(x[0][0], x[0][1], x[0][2], x[0][3], x[1][0], x[1][1], x[1][2], x[1][3]);
+  if (_mm256_cmp_ps_mask(W, _mm256_set1_ps(3.4028235e38f), _CMP_GT_OQ) |
+      (_mm256_cmp_ps_mask(W, _mm256_setzero_ps(), _CMP_GT_OQ) &
+       _mm256_cmp_ps_mask(W, _mm256_set1_ps(ATTN_DECODE_I8PV_MIN_W), _CMP_LT_OQ)))
+    return 0;
+  float w[8], inv[8], sc[8];
+  _mm256_storeu_ps(w, W);
+  _mm256_storeu_ps(inv, _mm256_div_ps(_mm256_set1_ps(255.0f), W));
+  _mm256_storeu_ps(sc, _mm256_div_ps(W, _mm256_set1_ps(255.0f)));
   DECODE_UNROLL(2)
   for (int v = 0; v < NG; v++) {
     DECODE_UNROLL(4)
