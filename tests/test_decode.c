@@ -956,6 +956,64 @@ static void test_i8_nan_query(void) {
   dprob_free(&p);
 }
 
+/* The query rows' quantisation (attn_decode_quantize_q8) by hand on a row
+ * built for it (ties to even, the clamp's end, a zero row, an overflowing
+ * product and a NaN refused), and the level's quantize_q8 (where it has one)
+ * with the same bits on rows of every length to 256 (tails of 1-15), the
+ * padding zeroed to ldq */
+static void test_quantize_q8_level(void) {
+  enum { DMAX = 256, ROWS = 4 };
+  static float x[ROWS * DMAX];
+  static int8_t y0[ROWS * DMAX], y1[ROWS * DMAX];
+  float s0[ROWS], s1[ROWS], m0[ROWS], m1[ROWS];
+  /* row 0: max |x sc| 127 (so 127 / amax = 1): 2.5 -> 2, 3.5 -> 4, -4.5 -> -4,
+   * -127 -> -127; row 1 zero; sc 1 */
+  const float r0[8] = {2.5f, 3.5f, -4.5f, 127.0f, -127.0f, 0.49f, -0.5f, 1.5f};
+  const int8_t w0[8] = {2, 4, -4, 127, -127, 0, 0, 2};
+  memset(x, 0, sizeof x);
+  memcpy(x, r0, sizeof r0);
+  memset(y0, 0x55, sizeof y0);
+  CHECK(attn_decode_quantize_q8(x, 2, 8, 1.0f, y0, 64, s0, m0) == 0);
+  CHECK(memcmp(y0, w0, 8) == 0);
+  CHECK(s0[0] == 1.0f && m0[0] == 2.0f + 4 - 4 + 127 - 127 + 0 + 0 + 2);
+  int pad = 0;
+  for (int e = 8; e < 128; e++)
+    pad += y0[e] != 0;
+  CHECK(pad == 0 && s0[1] == 0.0f && m0[1] == 0.0f);
+  x[1] = 3e38f; /* times sc 2: inf */
+  CHECK(attn_decode_quantize_q8(x, 1, 8, 2.0f, y0, 64, s0, m0) == 1);
+  x[1] = NAN;
+  CHECK(attn_decode_quantize_q8(x, 1, 8, 1.0f, y0, 64, s0, m0) == 1);
+
+  const attn_decode_ops *lv = attn_kern_get()->decode;
+  if (!lv->quantize_q8) {
+    SKIP("level %s has no quantize_q8 (the portable loop)", attn_isa_name(attn_isa_active()));
+    return;
+  }
+  static const int dims[] = {1, 7, 15, 16, 17, 37, 64, 100, 128, 200, 255, 256};
+  int bad = 0;
+  for (int di = 0; di < (int)(sizeof dims / sizeof dims[0]); di++) {
+    const int D = dims[di], ldq = (D + 63) / 64 * 64;
+    fill_uniform(x, ROWS * D, 70 + di, -3.0f, 3.0f);
+    for (int e = 0; e < D; e++)
+      x[1 * D + e] = 0.0f;      /* a zero row */
+    x[2 * D + (D - 1)] = 40.0f; /* a row's max in its tail */
+    for (int e = 0; e < D; e += 3)
+      x[3 * D + e] = (float)(e % 9) - 4.5f; /* halves: ties at 127 / 4.5 scale */
+    memset(y0, 0x55, sizeof y0), memset(y1, 0x2a, sizeof y1);
+    const float sc = 0.0883883f;
+    CHECK(attn_decode_quantize_q8(x, ROWS, D, sc, y0, ldq, s0, m0) == 0);
+    CHECK(lv->quantize_q8(x, ROWS, D, sc, y1, ldq, s1, m1) == 0);
+    bad += memcmp(y0, y1, (size_t)(ROWS * ldq)) != 0;
+    bad += memcmp(s0, s1, sizeof s0) != 0 || memcmp(m0, m1, sizeof m0) != 0;
+    x[2 * D + D / 2] = INFINITY; /* refused in row 2 */
+    CHECK(lv->quantize_q8(x, ROWS, D, sc, y1, ldq, s1, m1) == 1);
+    x[2 * D + D / 2] = NAN;
+    CHECK(lv->quantize_q8(x, ROWS, D, sc, y1, ldq, s1, m1) == 1);
+  }
+  CHECK(bad == 0);
+}
+
 /* decode_run with the cache in the given layout */
 static void decode_layout(dcase c, int layout, int th, int pv_f32, int nanq, float *out,
                           float *lse) {
@@ -1205,6 +1263,7 @@ int main(void) {
   RUN(test_i8pv_exact);
   RUN(test_i8pv_error);
   RUN(test_i8_nan_query);
+  RUN(test_quantize_q8_level);
   RUN(test_tiled_same_bits);
   RUN(test_scores_kt_level);
   RUN(test_ktiled_layout);

@@ -682,6 +682,44 @@ static attn_status run_wave(const call_t *c, int64_t p0, int64_t p1, int64_t nit
  * symmetric per row, scale max|x| / 127, rounded to nearest even, zero from
  * D to ldq. With a NaN or inf anywhere nothing is set and the call takes the
  * float path, which carries them. ATTN_ENOMEM. */
+int attn_decode_quantize_q8(const float *x, int64_t rows, int64_t D, float sc, int8_t *y,
+                            int64_t ldy, float *scale, float *sum) {
+  for (int64_t r = 0; r < rows; r++) {
+    const float *xr = x + r * D;
+    int8_t *yr = y + r * ldy;
+    float amax = 0.0f;
+    int bad = 0; /* a value NaN or infinite (its comparison false) */
+    /* vectorised: each value's test and the max reduced apart, with no exit
+     * from the loop (a max is a max in any order) */
+#pragma omp simd reduction(max : amax) reduction(| : bad)
+    for (int64_t e = 0; e < D; e++) {
+      const float a = fabsf(xr[e] * sc);
+      bad |= !(a <= FLT_MAX);
+      amax = a > amax ? a : amax;
+    }
+    if (bad) return 1;
+    const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+    int32_t s = 0;
+    /* rounded to nearest even by the 1.5 x 2^23 shift (|v| <= 127 here:
+     * nearbyintf's result in the default rounding mode, without a libm call
+     * per element, which was 4 % of an int8 call at Lk 8k) */
+#pragma omp simd reduction(+ : s)
+    for (int64_t e = 0; e < D; e++) {
+      float v = (xr[e] * sc * inv + 12582912.0f) - 12582912.0f;
+      v = v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v;
+      yr[e] = (int8_t)v;
+      s += (int32_t)v;
+    }
+    memset(yr + D, 0, (size_t)(ldy - D));
+    scale[r] = amax / 127.0f;
+    sum[r] = (float)s;
+  }
+  return 0;
+}
+
+/* The call's query rows for the int8 dot products (the level's quantize_q8:
+ * the portable loop compiled for the baseline ISA was 10 % of an int8 call
+ * at Lk 512); a row that is not finite leaves them to the f32 path. */
 static attn_status quantize_queries(call_t *c) {
   const int64_t D = c->d->D, rows = c->d->B * c->d->Hq * c->d->Lq;
   c->q8 = malloc((size_t)(rows * c->ldq));
@@ -693,41 +731,13 @@ static attn_status quantize_queries(call_t *c) {
                           (long long)rows);
   }
   c->qsum = c->qscale + rows;
-  for (int64_t r = 0; r < rows; r++) {
-    const float *x = c->q + r * D;
-    int8_t *y = c->q8 + r * c->ldq;
-    const float sc = c->scale;
-    float amax = 0.0f;
-    int bad = 0; /* a value NaN or infinite (its comparison false) */
-    /* vectorised: each value's test and the max reduced apart, with no exit
-     * from the loop (a max is a max in any order) */
-#pragma omp simd reduction(max : amax) reduction(| : bad)
-    for (int64_t e = 0; e < D; e++) {
-      const float a = fabsf(x[e] * sc);
-      bad |= !(a <= FLT_MAX);
-      amax = a > amax ? a : amax;
-    }
-    if (bad) {
-      free(c->q8), free(c->qscale);
-      c->q8 = NULL, c->qscale = c->qsum = NULL;
-      c->i8dot = 0;
-      return ATTN_OK;
-    }
-    const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
-    int32_t sum = 0;
-    /* rounded to nearest even by the 1.5 x 2^23 shift (|v| <= 127 here:
-     * nearbyintf's result in the default rounding mode, without a libm call
-     * per element, which was 4 % of an int8 call at Lk 8k) */
-#pragma omp simd reduction(+ : sum)
-    for (int64_t e = 0; e < D; e++) {
-      float v = (x[e] * sc * inv + 12582912.0f) - 12582912.0f;
-      v = v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v;
-      y[e] = (int8_t)v;
-      sum += (int32_t)v;
-    }
-    memset(y + D, 0, (size_t)(c->ldq - D));
-    c->qscale[r] = amax / 127.0f;
-    c->qsum[r] = (float)sum;
+  const attn_decode_ops *ops = c->kern->decode;
+  const int bad = (ops->quantize_q8 ? ops->quantize_q8 : attn_decode_quantize_q8)(
+      c->q, rows, D, c->scale, c->q8, c->ldq, c->qscale, c->qsum);
+  if (bad) {
+    free(c->q8), free(c->qscale);
+    c->q8 = NULL, c->qscale = c->qsum = NULL;
+    c->i8dot = 0;
   }
   return ATTN_OK;
 }

@@ -118,7 +118,22 @@ typedef struct {
                          float *s);
   void (*pv_bf16)(const attn_decode_block *b, const float *p, const float *corr, int64_t R,
                   float *acc);
+  /* May be NULL (then attn_decode_quantize_q8, the same bits). scores_i8's
+   * query rows from f32 ones: attn_decode_quantize_q8's contract. */
+  int (*quantize_q8)(const float *x, int64_t rows, int64_t D, float sc, int8_t *y, int64_t ldy,
+                     float *scale, float *sum);
 } attn_decode_ops;
+
+/* scores_i8's query rows: for r < rows, with a_e = |x[r D + e] sc| (a
+ * product rounded to f32) and amax their max, y[r ldy + e] = (x sc) (127 /
+ * amax) rounded to the nearest integer (ties to even) and clamped to
+ * [-127, 127] (0 where amax is 0; each product and the quotient rounded to
+ * f32), y zero from D to ldy, scale[r] = amax / 127, sum[r] = the sum of
+ * the row's y (exact). Returns 0; 1 if some a_e is not finite (NaN, inf, or
+ * a product that overflows), with rows before it written. The portable
+ * loop (decode.c); the levels' quantize_q8 give its bits. */
+int attn_decode_quantize_q8(const float *x, int64_t rows, int64_t D, float sc, int8_t *y,
+                            int64_t ldy, float *scale, float *sum);
 
 /* Which rows the x86 micro-kernels prefetch. Otherwise: scores the next
  * block's K rows, P·V its V rows, a block ahead. For f32 (1 here): scores

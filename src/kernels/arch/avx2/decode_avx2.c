@@ -5,6 +5,7 @@
 #include "kernels/kern.h"
 
 #if defined(__x86_64__)
+#include <float.h>
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
@@ -442,8 +443,62 @@ ATTN_AVX2 static int softmax_avx2(const attn_decode_block *b, float *s, float *p
   return any;
 }
 
-static const attn_decode_ops ops = {"avx2", 1,    scores_avx2, pv_avx2,        softmax_avx2, NULL,
-                                    NULL,   NULL, NULL,        scores_kt_avx2, NULL,         NULL};
+/* attn_decode_quantize_q8's bits (as the AVX-512 one: the same products,
+ * an exact max, the conversion to nearest even, the same clamp); a row's
+ * tail of D % 8 values through a buffer */
+ATTN_AVX2 static int quantize_q8_avx2(const float *x, int64_t rows, int64_t D, float sc, int8_t *y,
+                                      int64_t ldy, float *scale, float *sum) {
+  const __m256 vsc = _mm256_set1_ps(sc), big = _mm256_set1_ps(FLT_MAX);
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  const __m256i lo = _mm256_set1_epi32(-127), hi = _mm256_set1_epi32(127);
+  const int64_t D8 = D / 8 * 8;
+  for (int64_t r = 0; r < rows; r++) {
+    const float *xr = x + r * D;
+    int8_t *yr = y + r * ldy;
+    float tail[8] = {0};
+    memcpy(tail, xr + D8, (size_t)(D - D8) * sizeof(float));
+    __m256 mx = _mm256_setzero_ps();
+    int bad = 0;
+    for (int64_t e = 0; e < D; e += 8) {
+      const __m256 xv = e < D8 ? _mm256_loadu_ps(xr + e) : _mm256_loadu_ps(tail);
+      const __m256 a = _mm256_andnot_ps(sign, _mm256_mul_ps(xv, vsc));
+      bad |= _mm256_movemask_ps(_mm256_cmp_ps(a, big, _CMP_NLE_UQ)); /* inf or NaN */
+      mx = _mm256_max_ps(mx, a);
+    }
+    if (bad) return 1;
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    const float amax = _mm_cvtss_f32(_mm_max_ss(m4, _mm_movehdup_ps(m4)));
+    const __m256 vinv = _mm256_set1_ps(amax > 0.0f ? 127.0f / amax : 0.0f);
+    __m256i vs = _mm256_setzero_si256();
+    for (int64_t e = 0; e < D; e += 8) {
+      const __m256 xv = e < D8 ? _mm256_loadu_ps(xr + e) : _mm256_loadu_ps(tail);
+      const __m256 v = _mm256_mul_ps(_mm256_mul_ps(xv, vsc), vinv);
+      const __m256i q = _mm256_min_epi32(_mm256_max_epi32(_mm256_cvtps_epi32(v), lo), hi);
+      vs = _mm256_add_epi32(vs, q);
+      const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+      const __m128i b8 = _mm_packs_epi16(w, w);
+      if (e < D8)
+        _mm_storel_epi64((__m128i *)(yr + e), b8);
+      else {
+        int8_t t8[16];
+        _mm_storeu_si128((__m128i *)t8, b8);
+        memcpy(yr + e, t8, (size_t)(D - D8));
+      }
+    }
+    memset(yr + D, 0, (size_t)(ldy - D));
+    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(vs), _mm256_extracti128_si256(vs, 1));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(1, 0, 3, 2)));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(2, 3, 0, 1)));
+    scale[r] = amax / 127.0f;
+    sum[r] = (float)_mm_cvtsi128_si32(s4);
+  }
+  return 0;
+}
+
+static const attn_decode_ops ops = {
+    "avx2",         1,    scores_avx2, pv_avx2,         softmax_avx2, NULL, NULL, NULL, NULL,
+    scores_kt_avx2, NULL, NULL,        quantize_q8_avx2};
 
 const attn_decode_ops *attn_decode_ops_avx2(void) { return &ops; }
 #else

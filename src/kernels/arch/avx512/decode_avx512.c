@@ -9,6 +9,7 @@
 #include "kernels/kern.h"
 
 #if defined(__x86_64__)
+#include <float.h>
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
@@ -1073,13 +1074,59 @@ ATTN_AVX512 static void scores_kt_avx512(const attn_decode_block *b, const float
     f16 ? scores_rows(b, q, R, s, ATTN_F16, b->D, 1) : scores_rows(b, q, R, s, ATTN_BF16, b->D, 1);
 }
 
-static const attn_decode_ops ops = {"avx512", 1,    scores_avx512, pv_avx512, softmax_avx512,
-                                    NULL,     NULL, NULL,          NULL,      scores_kt_avx512,
-                                    NULL,     NULL};
+/* attn_decode_quantize_q8's bits: the same products, an exact max, the
+ * conversion to nearest even (the default rounding mode, as the portable
+ * loop's 1.5 x 2^23 shift), the same clamp */
+ATTN_AVX512 static int quantize_q8_avx512(const float *x, int64_t rows, int64_t D, float sc,
+                                          int8_t *y, int64_t ldy, float *scale, float *sum) {
+  const __m512 vsc = _mm512_set1_ps(sc), big = _mm512_set1_ps(FLT_MAX);
+  const __m512i lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127);
+  for (int64_t r = 0; r < rows; r++) {
+    const float *xr = x + r * D;
+    int8_t *yr = y + r * ldy;
+    __m512 mx = _mm512_setzero_ps();
+    __mmask16 bad = 0;
+    for (int64_t e = 0; e < D; e += 16) {
+      const __mmask16 k = D - e >= 16 ? 0xffff : (__mmask16)((1u << (D - e)) - 1);
+      const __m512 a = _mm512_abs_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(k, xr + e), vsc));
+      bad |= _mm512_cmp_ps_mask(a, big, _CMP_NLE_UQ); /* inf or NaN */
+      mx = _mm512_max_ps(mx, a);
+    }
+    if (bad) return 1;
+    const float amax = _mm512_reduce_max_ps(mx);
+    const __m512 vinv = _mm512_set1_ps(amax > 0.0f ? 127.0f / amax : 0.0f);
+    __m512i vs = _mm512_setzero_si512();
+    for (int64_t e = 0; e < D; e += 16) {
+      const __mmask16 k = D - e >= 16 ? 0xffff : (__mmask16)((1u << (D - e)) - 1);
+      const __m512 v = _mm512_mul_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(k, xr + e), vsc), vinv);
+      const __m512i q = _mm512_min_epi32(_mm512_max_epi32(_mm512_cvtps_epi32(v), lo), hi);
+      vs = _mm512_add_epi32(vs, q);
+      _mm_mask_storeu_epi8(yr + e, k, _mm512_cvtepi32_epi8(q));
+    }
+    memset(yr + D, 0, (size_t)(ldy - D));
+    scale[r] = amax / 127.0f;
+    sum[r] = (float)_mm512_reduce_add_epi32(vs);
+  }
+  return 0;
+}
+
+static const attn_decode_ops ops = {"avx512",
+                                    1,
+                                    scores_avx512,
+                                    pv_avx512,
+                                    softmax_avx512,
+                                    NULL,
+                                    NULL,
+                                    NULL,
+                                    NULL,
+                                    scores_kt_avx512,
+                                    NULL,
+                                    NULL,
+                                    quantize_q8_avx512};
 static const attn_decode_ops ops_vnni = {
-    "avx512_vnni",  1,          scores_avx512,   pv_avx512,   softmax_avx512,
-    scores_i8_vnni, pv_i8_vnni, scores_i8t_vnni, pv_i8t_vnni, scores_kt_avx512,
-    NULL,           NULL};
+    "avx512_vnni",  1,          scores_avx512,     pv_avx512,   softmax_avx512,
+    scores_i8_vnni, pv_i8_vnni, scores_i8t_vnni,   pv_i8t_vnni, scores_kt_avx512,
+    NULL,           NULL,       quantize_q8_avx512};
 
 const attn_decode_ops *attn_decode_ops_avx512(void) { return &ops; }
 const attn_decode_ops *attn_decode_ops_avx512_vnni(void) { return &ops_vnni; }

@@ -76,7 +76,7 @@ static void pv_generic(const attn_decode_block *b, const float *p, const float *
     }
 }
 
-static const attn_decode_ops ops = {"generic", 0,    scores_generic, pv_generic, NULL, NULL,
+static const attn_decode_ops ops = {"generic", 0,    scores_generic, pv_generic, NULL, NULL, NULL,
                                     NULL,      NULL, NULL,           NULL,       NULL, NULL};
 
 const attn_decode_ops *attn_decode_ops_generic(void) { return &ops; }

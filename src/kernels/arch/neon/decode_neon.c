@@ -134,7 +134,7 @@ static void pv_neon(const attn_decode_block *b, const float *p, const float *cor
   }
 }
 
-static const attn_decode_ops ops = {"neon", 0,    scores_neon, pv_neon, NULL, NULL,
+static const attn_decode_ops ops = {"neon", 0,    scores_neon, pv_neon, NULL, NULL, NULL,
                                     NULL,   NULL, NULL,        NULL,    NULL, NULL};
 
 const attn_decode_ops *attn_decode_ops_neon(void) { return &ops; }
