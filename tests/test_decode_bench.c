@@ -1,7 +1,8 @@
 /* `attn bench decode` and `attn bench membw` run and print what they say:
  * the CPU line, the bandwidth measured in the run, one row per dtype and
  * Lk whose cache size is the K/V bytes of that shape (int8 with its
- * scales) and whose GB/s is those bytes over the time; bad options exit 2.
+ * scales) and whose GB/s is those bytes over the time, and the cache over
+ * the last-level cache where the CPU says its size; bad options exit 2.
  * Nothing is timed against a target here (a shared machine). */
 #include <unistd.h>
 
@@ -14,7 +15,7 @@ static int run(const char *args) {
   return tool_run("", bin, dir, args, out, sizeof out, err, sizeof err);
 }
 
-/* the row of dtype t at Lk n: its numbers into v (up to 12), their count */
+/* the row of dtype t at Lk n: its numbers into v (up to 13), their count */
 static int row(const char *t, long n, double *v) {
   char key[64];
   snprintf(key, sizeof key, "\n%5s %7ld ", t, n);
@@ -22,7 +23,7 @@ static int row(const char *t, long n, double *v) {
   if (!p) return 0;
   p += strlen(key);
   int k = 0;
-  while (k < 12) {
+  while (k < 13) {
     char *end;
     double x = strtod(p, &end);
     if (end == p) break;
@@ -40,14 +41,22 @@ static void test_bench_decode_rows(void) {
   CHECK(strstr(out, "4 query heads over 2 KV heads, D=32, 2 threads") != NULL);
   static const char *const types[] = {"f16", "int8", "int8r"}; /* int8r: the rows layout */
   static const long lks[] = {40, 300};
+  long llc = 0; /* as the bench finds it */
+#if defined(_SC_LEVEL3_CACHE_SIZE) && defined(_SC_LEVEL2_CACHE_SIZE)
+  llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  if (llc <= 0) llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+  CHECK((strstr(out, "\nlast-level cache: ") != NULL) == (llc > 0));
   for (int t = 0; t < 3; t++)
     for (int i = 0; i < 2; i++) {
-      double v[12];
+      double v[13];
       int k = row(types[t], lks[i], v);
-      /* cache_MiB ms GB/s %bw %bw_p tok/s paged_ms paged/c pg_ceil ms_1thr GB/s_1 split_x */
-      CHECK(k == 12);
+      /* cache_MiB ms GB/s %bw %bw_p tok/s paged_ms paged/c pg_ceil ms_1thr GB/s_1 split_x,
+       * xLLC (- where unknown) */
+      CHECK(k == (llc > 0 ? 13 : 12));
       if (k < 12) continue;
       const double bytes = lks[i] * 2.0 * (2 * 32 * (t ? 1 : 2) + (t ? 8 : 0));
+      if (k == 13) CHECK(fabs(v[12] - bytes / (double)llc) <= 0.006);
       CHECK(fabs(v[0] - bytes / 1048576.0) <= 0.051);
       /* %bw_p of a 10 KiB cache against a 4 MiB read may print 0.0 */
       CHECK(v[1] > 0 && v[4] >= 0 && v[6] > 0 && v[8] > 0 && v[9] > 0);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "apps/tools/bench.h"
 #include "attn.h"
@@ -52,7 +53,10 @@ static void dec_usage(FILE *out) {
                "  page of one head's rows, prefetched as the decode loop prefetches, over\n"
                "  reading in order (attn bench membw --chunk; one measurement each: as noisy\n"
                "  as the machine's bandwidth);\n"
-               "  1 thread's time and T threads' speed-up over it (split-KV). int8f: the int8\n"
+               "  1 thread's time and T threads' speed-up over it (split-KV); xLLC: the cache\n"
+               "  over the CPU's last-level cache (-: unknown): below about 1 a call reads much\n"
+               "  of the cache from there, not from memory, and the %%bw columns can pass 100.\n"
+               "  int8f: the int8\n"
                "  cache with P·V in f32 (int8_pv_f32); int8r, f16r, bf16r: the cache in rows,\n"
                "  where int8, f16 and bf16 are in the library's layout (tiled where the level\n"
                "  has its kernels); bf16f: the bf16 cache with scores and P·V in f32 (bf16_f32\n"
@@ -216,9 +220,16 @@ int attn_bench_decode_main(int argc, char **argv) {
   printf("memory read bandwidth measured now (attn bench membw, %d MiB): %d threads %.1f GB/s, "
          "1 thread %.1f GB/s\n",
          mib, o.threads, bw, bw1);
-  printf("%5s %7s %9s %9s %7s %6s %6s %9s %9s %7s %7s %9s %7s %7s\n", "dtype", "Lk", "cache_MiB",
-         "ms", "GB/s", "%bw", "%bw_p", "tok/s", "paged_ms", "paged/c", "pg_ceil", "ms_1thr",
-         "GB/s_1", "split_x");
+  /* the last-level cache (sysconf; 0 where it does not say) */
+  long llc = 0;
+#if defined(_SC_LEVEL3_CACHE_SIZE) && defined(_SC_LEVEL2_CACHE_SIZE)
+  llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  if (llc <= 0) llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+  if (llc > 0) printf("last-level cache: %.1f MiB (xLLC: the cache over it)\n", llc / 1048576.0);
+  printf("%5s %7s %9s %9s %7s %6s %6s %9s %9s %7s %7s %9s %7s %7s %5s\n", "dtype", "Lk",
+         "cache_MiB", "ms", "GB/s", "%bw", "%bw_p", "tok/s", "paged_ms", "paged/c", "pg_ceil",
+         "ms_1thr", "GB/s_1", "split_x", "xLLC");
   /* the paired read (%bw_p): a buffer of the membw size (512 MiB unless
    * --membw-mib says otherwise) */
   const size_t rbytes = (size_t)mib << 20;
@@ -316,7 +327,10 @@ int attn_bench_decode_main(int argc, char **argv) {
       } else {
         printf(" %9s %7s %7s", "-", "-", "-");
       }
-      printf("\n");
+      if (llc > 0)
+        printf(" %5.2f\n", bytes / (double)llc);
+      else
+        printf(" %5s\n", "-");
       fflush(stdout);
     }
     free(table);
