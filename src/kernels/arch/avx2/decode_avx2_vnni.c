@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "attn/tensor.h"
+#include "kernels/arch/decode_prefetch.h"
 
 enum { NB = ATTN_DECODE_NB };
 
@@ -84,8 +85,7 @@ AVNNI_INLINE void transpose_keys(const attn_decode_block *b, int j0, __m256i *kt
   const int n = b->n - j0;
   const __m256i flip = _mm256_set1_epi8((char)0x80);
   for (int j = j0; j < j0 + 8 && j < b->pn; j++) /* the next block's keys */
-    for (int64_t c = 0; c < D; c += 64)
-      _mm_prefetch((const char *)b->pk[j] + c, _MM_HINT_T0);
+    attn_decode_pf_bytes(b->pk[j], D, b->pf_l2);
   for (int64_t c = 0; c < ldq; c += 32) {
     const int64_t left = D - c > 0 ? D - c : 0;
     __m256i x[8];
@@ -212,7 +212,7 @@ AVNNI_INLINE void pv_slab(const attn_decode_block *b, int j0, const uint32_t *w3
     a[i] = _mm256_setzero_si256();
   for (int j = 0; j < n; j += 4) { /* a missing key: row j again, its weight 0 */
     for (int i = j0 + j; PF && i < j0 + j + 4 && i < b->pn; i++)
-      _mm_prefetch((const char *)b->pv[i] + c0, _MM_HINT_T0);
+      attn_decode_pf_line((const char *)b->pv[i] + c0, b->pf_l2);
     const int8_t *v0 = (const int8_t *)b->v[j0 + j];
     const int8_t *v1 = j + 1 < n ? (const int8_t *)b->v[j0 + j + 1] : v0;
     const int8_t *v2 = j + 2 < n ? (const int8_t *)b->v[j0 + j + 2] : v0;
@@ -235,7 +235,7 @@ AVNNI_INLINE void pv_slab(const attn_decode_block *b, int j0, const uint32_t *w3
     }
   }
   for (int i = j0 + ((n + 3) & ~3); PF && i < j0 + 16 && i < b->pn; i++)
-    _mm_prefetch((const char *)b->pv[i] + c0, _MM_HINT_T0);
+    attn_decode_pf_line((const char *)b->pv[i] + c0, b->pf_l2);
   DECODE_UNROLL(2)
   for (int r = 0; r < RT; r++) {
     /* cv[e]: columns 8 e .. 8 e + 7 (128-bit lane e / 2 of a[r 4 + 2 (e % 2)] and of the next) */
@@ -362,8 +362,7 @@ AVNNI_TARGET static void scores_i8t_avxvnni(const attn_decode_block *b, const in
   for (int i = 0; i < b->nt; i++) {
     const uint8_t *kt = (const uint8_t *)b->kt[i];
     if (i < b->pnt) /* the next block's tile */
-      for (int64_t o = 0; o < 16 * b->D; o += 64)
-        _mm_prefetch((const char *)b->pkt[i] + o, _MM_HINT_T0);
+      attn_decode_pf_bytes(b->pkt[i], 16 * b->D, b->pf_l2);
     const int j0 = 16 * i - b->toff;
     if (j0 >= 0 && j0 + 16 <= b->n) { /* all 16 keys in the block: both halves at once */
       int64_t r = 0;
@@ -388,23 +387,24 @@ AVNNI_TARGET static void scores_i8t_avxvnni(const attn_decode_block *b, const in
     }
   }
   for (int i = b->nt; i < b->pnt; i++)
-    for (int64_t o = 0; o < 16 * b->D; o += 64)
-      _mm_prefetch((const char *)b->pkt[i] + o, _MM_HINT_T0);
+    attn_decode_pf_bytes(b->pkt[i], 16 * b->D, b->pf_l2);
 }
 
 /* RT rows += nquad quads (vq[q]; w32[r * 5 + q]: row r's weights) over
- * columns c0 .. c0 + cn - 1 (cn 16 or 32) */
+ * columns c0 .. c0 + cn - 1 (cn 16 or 32); pf (or NULL): the next block's
+ * tile of this group, these columns of its quads prefetched with the hint l2
+ * (attn_decode_block.pf_l2; a constant in the calls of whole groups: tested
+ * per quad at run time, the level's int8 decode ran ~4 % slower in cache) */
 AVNNI_INLINE void pv_slab_tiled(const uint8_t *const *vq, int nquad, const uint32_t *w32,
                                 const float *ws, const float *corr, float *acc, int64_t Dv,
-                                int64_t c0, int64_t cn, const char *pf, int RT) {
+                                int64_t c0, int64_t cn, const char *pf, int l2, int RT) {
   __m256i a[8]; /* a[r 4 + k]: row r's columns c0 + 8 k .. + 7 */
   DECODE_UNROLL(8)
   for (int i = 0; i < 4 * RT; i++)
     a[i] = _mm256_setzero_si256();
   const int nv = (int)(cn / 8);
   for (int q = 0; q < nquad; q++) {
-    if (pf && q < 4) _mm_prefetch(pf + q * 4 * Dv + 4 * c0, _MM_HINT_T0);
-    if (pf && q < 4 && cn > 16) _mm_prefetch(pf + q * 4 * Dv + 4 * c0 + 64, _MM_HINT_T0);
+    if (pf && q < 4) attn_decode_pf_lines(pf + q * 4 * Dv + 4 * c0, cn > 16 ? 2 : 1, 64, l2);
     __m256i y[4];
     DECODE_UNROLL(4)
     for (int k = 0; k < 4; k++)
@@ -472,15 +472,16 @@ AVNNI_INLINE void pv_apply_tiled(const attn_decode_block *b, const uint32_t *w32
     const float *sg = ws + g * gs, *cr = g ? NULL : corr;
     for (int64_t c0 = 0; c0 < Dv; c0 += 32) {
       const int64_t cn = Dv - c0 < 32 ? Dv - c0 : 32;
-      if (nquad == 4 && cn == 32)
-        pv_slab_tiled(vq, 4, wg, sg, cr, acc, Dv, c0, 32, pf, RT);
+      if (nquad == 4 && cn == 32 && b->pf_l2) /* the hint a constant too */
+        pv_slab_tiled(vq, 4, wg, sg, cr, acc, Dv, c0, 32, pf, 1, RT);
+      else if (nquad == 4 && cn == 32)
+        pv_slab_tiled(vq, 4, wg, sg, cr, acc, Dv, c0, 32, pf, 0, RT);
       else
-        pv_slab_tiled(vq, nquad, wg, sg, cr, acc, Dv, c0, cn, pf, RT);
+        pv_slab_tiled(vq, nquad, wg, sg, cr, acc, Dv, c0, cn, pf, b->pf_l2, RT);
     }
   }
   for (; PF && g < b->pnt; g++)
-    for (int64_t o = 0; o < 16 * Dv; o += 64)
-      _mm_prefetch((const char *)b->pvt[g] + o, _MM_HINT_T0);
+    attn_decode_pf_bytes(b->pvt[g], 16 * Dv, b->pf_l2);
 }
 
 /* the block's groups of 16 keys as pv_tile, their weights laid on the quads
