@@ -170,6 +170,10 @@ DECODE_UNROLL(8)
       attn_decode_pf_bytes(pr0[j] + po, pn, b->pf_l2);
     __m512 vv[8];
     const char *vr = (const char *)b->v[j] + c0 * elt; /* one address, constant offsets */
+    /* (vr itself in a register: GCC otherwise kept each vector's offset c0 elt + 64 e as an
+     * invariant, spilled them to vector registers and moved them back once per key, a port-0
+     * move per load) */
+    __asm__("" : "+r"(vr));
     DECODE_UNROLL(8)
     for (int e = 0; e < SL; e++)
       vv[e] = FULL ? load16_full(dt, vr, 16 * e) : load16(dt, vr, 16 * e, m[e]);
