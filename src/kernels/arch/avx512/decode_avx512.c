@@ -951,7 +951,7 @@ VNNI_INLINE void i8pvt_slab(const uint8_t *const *vq, int nquad, const uint32_t 
     a[i] = _mm512_setzero_si512();
   DECODE_UNROLL(5)
   for (int q = 0; q < nquad; q++) {
-    if (pf && q < 4) attn_decode_pf_lines(pf + q * 4 * Dv + 4 * c0, nv, 64, l2);
+    if (pf && q < 4) attn_decode_pf_lines_disp(pf + q * 4 * Dv + 4 * c0, nv, 64, l2);
     __m512i y[4];
     DECODE_UNROLL(4)
     for (int k = 0; k < 4; k++)
