@@ -37,6 +37,17 @@ static void test_bench_decode_rows(void) {
   CHECK(run("bench decode --lk 40 300 --dtype f16 int8 int8r --heads 4 --kv-heads 2 --dim 32 "
             "--runs 1 --membw-mib 4 --threads 2") == 0);
   CHECK(strstr(out, "CPU: ") == out);
+  /* the family and model where /proc/cpuinfo gives them (x86) */
+  int fam = 0;
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (f) {
+    char line[512];
+    while (!fam && fgets(line, sizeof line, f))
+      fam = !strncmp(line, "cpu family", 10);
+    fclose(f);
+  }
+  const char *nl = strchr(out, '\n'), *fm = strstr(out, " (family ");
+  if (fam) CHECK(fm != NULL && nl != NULL && fm < nl && strstr(fm, " model ") < nl);
   CHECK(strstr(out, "memory read bandwidth measured now") != NULL);
   CHECK(strstr(out, "4 query heads over 2 KV heads, D=32, 2 threads") != NULL);
   static const char *const types[] = {"f16", "int8", "int8r"}; /* int8r: the rows layout */

@@ -27,31 +27,61 @@
 #include <arm_neon.h>
 #endif
 
+/* the value of a /proc/cpuinfo line whose key (before the tabs and ':') is
+ * key, or NULL */
+static const char *cpuinfo_value(const char *line, const char *key) {
+  const size_t k = strlen(key);
+  if (strncmp(line, key, k)) return NULL;
+  const char *c = line + k;
+  while (*c == ' ' || *c == '\t')
+    c++;
+  if (*c != ':') return NULL;
+  c++;
+  while (*c == ' ' || *c == '\t')
+    c++;
+  return c;
+}
+
+/* The CPU's name, its family and model (x86) or implementer and part (arm64)
+ * where /proc/cpuinfo gives them (a name such as "Intel(R) Xeon(R)
+ * Processor" does not tell the generations apart), and the logical CPUs. */
 void attn_bench_cpu_name(char *buf, size_t n) {
   snprintf(buf, n, "unknown CPU");
+  char name[256] = "", fam[32] = "", model[32] = "", impl[32] = "", part[32] = "";
   FILE *f = fopen("/proc/cpuinfo", "r");
-  if (!f) return;
-  char line[512];
-  while (fgets(line, sizeof line, f)) {
-    /* x86: "model name"; arm64: "Model" or "CPU part" lines vary */
-    if (!strncmp(line, "model name", 10) || !strncmp(line, "Model", 5)) {
-      const char *c = strchr(line, ':');
-      if (!c) continue;
-      c++;
-      while (*c == ' ' || *c == '\t')
-        c++;
-      snprintf(buf, n, "%s", c);
-      buf[strcspn(buf, "\n")] = '\0';
-      break;
+  if (f) {
+    char line[512];
+    /* the first processor's lines (x86: "model name"; arm64: "Model" where the kernel
+     * gives it, and "CPU implementer", "CPU part") */
+    while (fgets(line, sizeof line, f)) {
+      line[strcspn(line, "\n")] = '\0';
+      const char *v;
+      if (!name[0] &&
+          ((v = cpuinfo_value(line, "model name")) || (v = cpuinfo_value(line, "Model"))))
+        snprintf(name, sizeof name, "%s", v);
+      else if (!fam[0] && (v = cpuinfo_value(line, "cpu family")))
+        snprintf(fam, sizeof fam, "%s", v);
+      else if (!model[0] && (v = cpuinfo_value(line, "model")))
+        snprintf(model, sizeof model, "%s", v);
+      else if (!impl[0] && (v = cpuinfo_value(line, "CPU implementer")))
+        snprintf(impl, sizeof impl, "%s", v);
+      else if (!part[0] && (v = cpuinfo_value(line, "CPU part")))
+        snprintf(part, sizeof part, "%s", v);
     }
+    fclose(f);
   }
-  fclose(f);
+  if (name[0]) snprintf(buf, n, "%s", name);
+  size_t l = strlen(buf);
+  if (fam[0] && model[0])
+    snprintf(buf + l, n - l, " (family %s model %s)", fam, model);
+  else if (impl[0] && part[0])
+    snprintf(buf + l, n - l, " (implementer %s part %s)", impl, part);
   long cpus = 0;
 #ifdef _SC_NPROCESSORS_ONLN
   cpus = sysconf(_SC_NPROCESSORS_ONLN);
 #endif
   if (cpus > 0) {
-    size_t l = strlen(buf);
+    l = strlen(buf);
     snprintf(buf + l, n - l, ", %ld logical CPUs", cpus);
   }
 }
