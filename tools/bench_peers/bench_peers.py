@@ -171,13 +171,14 @@ def cpu_has_avx512():
 
 def measure_peak(attn_bin, threads):
     """`attn bench peak`'s THREADS-thread figure for the active level (its
-    first line), GFLOP/s, and that level's name."""
+    line "fp32 FMA peak (LEVEL, ...)", after the CPU's), GFLOP/s, and that
+    level's name."""
     try:
         out = subprocess.run([attn_bin, "bench", "peak", "--threads", str(threads)], check=True,
                              capture_output=True, text=True).stdout
     except (OSError, subprocess.CalledProcessError) as e:
         fail("attn bench peak failed: %s" % e)
-    first = out.splitlines()[0] if out else ""
+    first = next((l for l in out.splitlines() if l.startswith("fp32 FMA peak")), "")
     lv = re.search(r"peak \(([^,]+),", first)
     m = re.search(r"%s ([0-9.]+) GFLOP/s" % ("1 thread" if threads == 1 else
                                              "%d threads" % threads), first)

@@ -246,6 +246,9 @@ int attn_bench_gemm_main(int argc, char **argv) {
 
   int saved = attn_get_num_threads();
   double peak = attn_bench_peak_gflops(threads);
+  char cpu[256];
+  attn_bench_cpu_name(cpu, sizeof cpu);
+  printf("CPU: %s\n", cpu);
   printf("level %s (%s)\n", attn_isa_name(attn_isa_active()), attn_isa_reason());
   printf("f32 GEMM, path %s, %d thread%s; fp32 FMA peak (%s) measured now: %.1f GFLOP/s "
          "(per CPU-second x threads: %.1f)\n",

@@ -209,6 +209,9 @@ int attn_bench_peak_main(int argc, char **argv) {
       return 2;
     }
   }
+  char cpu[256];
+  attn_bench_cpu_name(cpu, sizeof cpu);
+  printf("CPU: %s\n", cpu);
   double p1 = attn_bench_peak_gflops(1);
   printf("fp32 FMA peak (%s, %d accumulators): 1 thread %.1f GFLOP/s", attn_bench_peak_isa(),
          peak_chains(), p1);

@@ -641,6 +641,9 @@ int attn_bench_sdpa_main(int argc, char **argv) {
   int saved = attn_get_num_threads();
   double peak = attn_bench_peak_gflops(o.threads), peak1 = attn_bench_peak_gflops(1);
   attn_set_num_threads(o.threads);
+  char cpu[256];
+  attn_bench_cpu_name(cpu, sizeof cpu);
+  printf("CPU: %s; level %s\n", cpu, attn_isa_name(attn_isa_active()));
   printf("sdpa %s, backend %s, B=%d H=%d D=%d%s", o.backward ? "backward" : "forward",
          o.dtype == DT_BF16  ? "bf16 flash"
          : o.dtype == DT_F16 ? "fp16 flash (f32 arithmetic)"
