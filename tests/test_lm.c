@@ -1,6 +1,7 @@
 /* The language model (src/apps/lm): forward logits, loss and every gradient
  * against PyTorch (tools/golden_lm.py), the KV-cache decoder against the full
  * forward, sampling, thread-count determinism, model files, bad input. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -198,6 +199,90 @@ static void run_once(attn_lm_model *m, const int32_t *ids, const int32_t *tg, in
   attn_lm_saved_free(&s);
 }
 
+/* the sampler before its top-k selection (every candidate sorted), as the
+ * reference: the same order, sums and draw */
+typedef struct {
+  double p;
+  int32_t id;
+} ref_cand;
+
+static int ref_by_prob(const void *a, const void *b) {
+  const ref_cand *x = a, *y = b;
+  if (x->p != y->p) return x->p > y->p ? -1 : 1;
+  return (x->id > y->id) - (x->id < y->id);
+}
+
+static int32_t ref_sample(const attn_lm_sampling *s, const float *lg, int64_t V, uint64_t step) {
+  int32_t best = s->min_id;
+  for (int64_t j = s->min_id; j < V; j++)
+    if (lg[j] > lg[best]) best = (int32_t)j;
+  const int64_t n = V - s->min_id;
+  ref_cand *c = malloc((size_t)n * sizeof *c);
+  for (int64_t j = 0; j < n; j++) {
+    c[j].id = (int32_t)(j + s->min_id);
+    c[j].p = exp(((double)lg[c[j].id] - lg[best]) / s->temperature);
+  }
+  qsort(c, (size_t)n, sizeof *c, ref_by_prob);
+  int64_t keep = s->top_k > 0 && s->top_k < n ? s->top_k : n;
+  double mass = 0;
+  for (int64_t j = 0; j < keep; j++)
+    mass += c[j].p;
+  if (s->top_p < 1.0f) {
+    const double want = (double)s->top_p * mass;
+    double acc = 0;
+    for (int64_t j = 0; j < keep; j++) {
+      acc += c[j].p;
+      if (acc >= want) {
+        keep = j + 1, mass = acc;
+        break;
+      }
+    }
+  }
+  const double u = (double)attn_rng_uniform(s->seed, step) * mass;
+  double acc = 0;
+  int32_t pick = c[keep - 1].id;
+  for (int64_t j = 0; j < keep; j++) {
+    acc += c[j].p;
+    if (u < acc) {
+      pick = c[j].id;
+      break;
+    }
+  }
+  free(c);
+  return pick;
+}
+
+/* top-k by selection (a heap of the k first) picks what the full sort picks:
+ * 4,096 ids with many ties (logits on a grid of 0.25), k 1 .. V - 1 and 0,
+ * top-p 1, 0.95, 0.3, min_id 0 and 4, 64 steps each */
+static void test_sampling_top_k_selection(void) {
+  enum { V = 4096 };
+  static float lg[V];
+  static const int ks[] = {1, 2, 3, 40, 41, 1000, V - 5, V - 1, V, V + 7, 0};
+  static const float ps[] = {1.0f, 0.95f, 0.3f};
+  uint32_t st = 12345u;
+  int bad = 0, n = 0;
+  for (int rep = 0; rep < 2; rep++) {
+    for (int64_t j = 0; j < V; j++) {
+      st = st * 1664525u + 1013904223u;
+      lg[j] = (float)((st >> 8) % 64) * 0.25f - 8.0f;
+    }
+    for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++)
+      for (int pi = 0; pi < 3; pi++) {
+        attn_lm_sampling s;
+        attn_lm_sampling_default(&s);
+        s.top_k = ks[ki], s.top_p = ps[pi], s.min_id = rep ? 4 : 0, s.seed = 7 + (uint64_t)rep;
+        for (uint64_t t = 0; t < 64; t++) {
+          int32_t a = -1;
+          CHECK_OK(attn_lm_sample(&s, lg, V, t, &a));
+          bad += a != ref_sample(&s, lg, V, t);
+          n++;
+        }
+      }
+  }
+  CHECK(bad == 0 && n == 2 * 11 * 3 * 64);
+}
+
 static void test_same_bits_for_any_thread_count(void) {
   const int64_t V = 300, B = 3, T = 70;
   attn_lm_model m = lm_small_model(V, 64, 4, 128, 2, 256, 11);
@@ -349,6 +434,7 @@ int main(int argc, char **argv) {
   RUN(test_golden_untied_forward_backward);
   RUN(test_kv_cache_decoder_matches_full_forward);
   RUN(test_sampling);
+  RUN(test_sampling_top_k_selection);
   RUN(test_same_bits_for_any_thread_count);
   RUN(test_generation_attention_and_errors);
   RUN(test_perplexity_windows);
