@@ -153,6 +153,34 @@ static void test_generic_path_matches_reference(void) { sweep(ATTN_GEMM_GENERIC,
 
 static void test_small_path_is_bit_identical_to_reference(void) { sweep(ATTN_GEMM_SMALL, 1); }
 
+/* One row times Bᵀ (the decode steps' Linears: the level's gemv_nt) with the
+ * reference's bits: outputs in whole and partial vectors and groups of
+ * vectors (8 / 32 at avx2, 16 / 64 at avx512), a vocabulary-sized N, depths
+ * 1 .. 300, A's row in place or strided (transa), alpha / beta, padded B */
+static void test_small_gemv_rows_bit_identical(void) {
+  static const int64_t ns[] = {1, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65, 100, 4096};
+  static const int64_t ks[] = {1, 5, 128, 300};
+  int fails = 0;
+  unsigned seed = 900;
+  for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
+    for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++)
+      for (int ab = 0; ab < 4; ab++) {
+        if (ns[ni] == 4096 && (ks[ki] == 300 || ab % 2)) continue; /* (time) */
+        gemm_case g = {1,
+                       ns[ni],
+                       ks[ki],
+                       (int)(ni + ki) % 2,
+                       1,
+                       ALPHA_BETA[ab][0],
+                       ALPHA_BETA[ab][1],
+                       (int64_t)((ni + ab) % 3)};
+        fails += !run_case_always(ATTN_GEMM_SMALL, g, 1, seed++);
+        g.M = 1, g.ta = !g.ta;
+        fails += !run_case_always(ATTN_GEMM_AUTO, g, 1, seed++); /* auto takes it at M = 1 */
+      }
+  CHECK(fails == 0);
+}
+
 /* Sizes that span several k, row and column blocks of both kernels, and the
  * Transformer shapes (Linear: x [M, 512] · Wᵀ, W [2048, 512]; backward with
  * transa=1), through the public entry point. */
@@ -313,6 +341,7 @@ static void test_huge_sizes_are_refused(void) {
 
 int main(void) {
   RUN(test_small_path_is_bit_identical_to_reference);
+  RUN(test_small_gemv_rows_bit_identical);
   RUN(test_generic_path_matches_reference);
   RUN(test_level_path_matches_reference);
   RUN(test_level_panel_edges);

@@ -39,6 +39,7 @@ static void row_fill(attn_row_ops *dst, const attn_row_ops *src) {
   FILL(minmax_row);
   FILL(quantize_row_u8);
   FILL(dequant_row);
+  FILL(gemv_nt);
   FILL(f16_to_f32);
   FILL(f32_to_f16);
   FILL(f32_to_bf16);

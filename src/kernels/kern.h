@@ -68,6 +68,13 @@ typedef struct {
    * wrapping int32 arithmetic; bit-identical to generic */
   void (*dequant_row)(const int32_t *acc, int64_t n, float sx, int32_t zx, const float *sw,
                       const int32_t *cs, const float *b, float *y);
+  /* one row of the small GEMM path with B transposed (attn_gemm_small_f32's
+   * bits: the decode steps' Linears, M = 1): for j < N, acc = the sum over p
+   * = 0 .. K-1 in order of a[p inca] B[j ldb + p], each product rounded,
+   * then added (no FMA); c[j] = alpha acc, or alpha acc + beta c[j] where
+   * beta != 0. N, K > 0. */
+  void (*gemv_nt)(int64_t N, int64_t K, float alpha, const float *a, int64_t inca, const float *B,
+                  int64_t ldb, float beta, float *c);
   /* conversions, bit-identical to the portable ones (round to nearest even;
    * NaN stays NaN) */
   void (*f16_to_f32)(const uint16_t *x, float *y, int64_t n);

@@ -150,6 +150,32 @@ static attn_status gemm_packed(const attn_gemm_kernel_f32 *kr, int transa, int t
   return ATTN_OK;
 }
 
+/* One row times Bᵀ (a decode step's Linear, M = 1): the level's vector form of
+ * the small path's loop, the same bits; the outputs split over the threads
+ * in runs of 64 from 2^18 multiply-adds on (a language model's output
+ * layer: ~50 us of work, against the few us of waking a thread), each
+ * output computed as alone, so any thread count gives the same bits. */
+static void gemv_rows(int64_t inca, int64_t N, int64_t K, float alpha, const float *A,
+                      const float *B, int64_t ldb, float beta, float *C) {
+  const attn_row_ops *ro = &attn_kern_get()->row;
+  const double work = (double)N * (double)K;
+  int nt = work >= 262144.0 ? attn_get_num_threads() : 1;
+  if (nt > (int)(work / 131072.0)) nt = (int)(work / 131072.0);
+  if (nt > N / 64) nt = (int)(N / 64);
+  if (nt <= 1) {
+    ro->gemv_nt(N, K, alpha, A, inca, B, ldb, beta, C);
+    return;
+  }
+  const int64_t runs = attn_ceil_div(N, 64);
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nt) schedule(static)
+#endif
+  for (int t = 0; t < nt; t++) {
+    const int64_t j0 = runs * t / nt * 64, j1 = attn_min64(runs * (t + 1) / nt * 64, N);
+    if (j0 < j1) ro->gemv_nt(j1 - j0, K, alpha, A, inca, B + j0 * ldb, ldb, beta, C + j0);
+  }
+}
+
 /* 1 if a [rows, width] matrix (rows, width >= 1) with row stride ld spans
  * more elements or bytes than int64 / size_t hold */
 static int gemm_extent(int64_t rows, int64_t ld, int64_t width) {
@@ -190,6 +216,10 @@ attn_status attn_gemm_f32_path(attn_gemm_path path, int transa, int transb, int6
   if (path == ATTN_GEMM_AUTO) {
     double work = (double)M * (double)N * (double)K;
     path = K == 0 || M == 1 || work < ATTN_GEMM_SMALL_WORK ? ATTN_GEMM_SMALL : ATTN_GEMM_PACKED;
+  }
+  if (path == ATTN_GEMM_SMALL && M == 1 && transb && K > 0) {
+    gemv_rows(transa ? lda : 1, N, K, alpha, A, B, ldb, beta, C);
+    return ATTN_OK;
   }
   if (path == ATTN_GEMM_SMALL || K == 0) {
     attn_gemm_small_f32(transa, transb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);

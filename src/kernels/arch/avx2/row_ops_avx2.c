@@ -225,6 +225,7 @@ static const attn_row_ops avx2_row_ops = {
     .minmax_row = attn_minmax_row_avx2,
     .quantize_row_u8 = attn_quantize_row_u8_avx2,
     .dequant_row = attn_dequant_row_avx2,
+    .gemv_nt = attn_gemv_nt_avx2,
     .f16_to_f32 = attn_f16_to_f32_avx2,
     .f32_to_f16 = attn_f32_to_f16_avx2,
     .f32_to_bf16 = attn_f32_to_bf16_avx2,

@@ -20,6 +20,7 @@ static const attn_row_ops avx512_row_ops = {
     .minmax_row = attn_minmax_row_avx512,
     .quantize_row_u8 = attn_quantize_row_u8_avx512,
     .dequant_row = attn_dequant_row_avx512,
+    .gemv_nt = attn_gemv_nt_avx512,
     .f16_to_f32 = attn_lowp_f16_to_f32_avx512,
     .f32_to_f16 = attn_f32_to_f16_avx512,
     .f32_to_bf16 = attn_lowp_f32_to_bf16_avx512,

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "kernels/gemm/gemm_internal.h"
+#include "kernels/rows/elementwise_internal.h"
 #include "kernels/util.h"
 
 
@@ -134,4 +135,10 @@ void attn_gemm_small_f32(int transa, int transb, int64_t M, int64_t N, int64_t K
         for (int64_t j = 0; j < nj; j++) c[j] = alpha * acc[j] + beta * c[j];
     }
   }
+}
+
+/* attn_row_ops.gemv_nt: the small path on one row (a at stride inca) */
+void attn_gemv_nt_generic(int64_t N, int64_t K, float alpha, const float *a, int64_t inca,
+                          const float *B, int64_t ldb, float beta, float *c) {
+  attn_gemm_small_f32(inca != 1, 1, 1, N, K, alpha, a, inca != 1 ? inca : K, B, ldb, beta, c, N);
 }

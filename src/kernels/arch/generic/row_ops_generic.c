@@ -29,6 +29,7 @@ static const attn_row_ops generic_row_ops = {
     .minmax_row = attn_minmax_row_generic,
     .quantize_row_u8 = attn_quantize_row_u8_generic,
     .dequant_row = attn_dequant_row_generic,
+    .gemv_nt = attn_gemv_nt_generic,
     .f16_to_f32 = attn_f16_to_f32_n,
     .f32_to_f16 = attn_f32_to_f16_n,
     .f32_to_bf16 = attn_f32_to_bf16_n,
