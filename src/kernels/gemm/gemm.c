@@ -160,7 +160,7 @@ static void gemv_rows(int64_t inca, int64_t N, int64_t K, float alpha, const flo
   const attn_row_ops *ro = &attn_kern_get()->row;
   const double work = (double)N * (double)K;
   int nt = work >= 262144.0 ? attn_get_num_threads() : 1;
-  if (nt > (int)(work / 131072.0)) nt = (int)(work / 131072.0);
+  if ((double)nt > work / 131072.0) nt = (int)(work / 131072.0);
   if (nt > N / 64) nt = (int)(N / 64);
   if (nt <= 1) {
     ro->gemv_nt(N, K, alpha, A, inca, B, ldb, beta, C);
