@@ -156,8 +156,10 @@ static void print_levels(void) {
                    (r->dequant_row == G->dequant_row) + (r->f16_to_f32 == G->f16_to_f32) +
                    (r->f32_to_f16 == G->f32_to_f16) + (r->f32_to_bf16 == G->f32_to_bf16) +
                    (r->bf16_to_f32 == G->bf16_to_f32) + (r->f32_round_bf16 == G->f32_round_bf16) +
-                   (r->sdpa_dropout == G->sdpa_dropout);
-    enum { ENTRIES = 17 }; /* the function pointers of attn_row_ops (after its name) */
+                   (r->sdpa_dropout == G->sdpa_dropout) + (r->gemv_nt == G->gemv_nt);
+    /* the function pointers of attn_row_ops (after its name); gemv_nt is tested against the
+     * reference GEMM in test_gemm */
+    enum { ENTRIES = 18 };
     _Static_assert(sizeof(attn_row_ops) == sizeof(const char *) + ENTRIES * sizeof(void (*)(void)),
                    "a new attn_row_ops entry: count it here");
     printf(" %s (%d of %d entries vector)", attn_isa_name((attn_isa)i), ENTRIES - portable, ENTRIES);
