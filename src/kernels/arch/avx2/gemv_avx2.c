@@ -1,7 +1,8 @@
 /* attn_row_ops.gemv_nt on AVX2: gemv_avx512.c's scheme with 8 outputs a
- * vector (lane l: B row j0 + l, read a column at a time by a gather), 32
- * outputs together; the same bits as the small GEMM path (mul, then add, in
- * the order of p). */
+ * vector (lane l: output j0 + l), 8 B rows' next 8 values loaded as they
+ * lie and transposed in the registers (24 shuffles for 64 values); the same
+ * bits as the small GEMM path (mul, then add, in the order of p). (Until
+ * 2026-12-06 a gather read each column of 8.) */
 #include "kernels/rows/elementwise_internal.h"
 
 #if defined(__x86_64__)
@@ -9,48 +10,69 @@
 
 #include "kernels/arch/avx2/avx2_internal.h"
 
-/* T vectors of outputs j0 .. j0 + 8 T - 1 (the first n of the last one) */
-static inline __attribute__((always_inline)) AVX2_TARGET void
-gemv_block(int64_t K, float alpha, const float *a, int64_t inca, const float *B, int64_t ldb,
-           float beta, float *c, __m256i idx, int n, int T) {
+#define GEMV_INLINE static inline __attribute__((always_inline)) AVX2_TARGET
+
+/* x[i] lane j <- x[j] lane i (8 x 8 floats) */
+GEMV_INLINE void transpose8_ps(__m256 *x) {
+  __m256 t[8], u[8];
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; k++) {
+    t[2 * k] = _mm256_unpacklo_ps(x[2 * k], x[2 * k + 1]);
+    t[2 * k + 1] = _mm256_unpackhi_ps(x[2 * k], x[2 * k + 1]);
+  }
+  /* u[4 h + m] 128-bit lane g: rows 4 h .. 4 h + 3's value 4 g + m */
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; h++) {
+    u[4 * h] = _mm256_shuffle_ps(t[4 * h], t[4 * h + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    u[4 * h + 1] = _mm256_shuffle_ps(t[4 * h], t[4 * h + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    u[4 * h + 2] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    u[4 * h + 3] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+#pragma GCC unroll 4
+  for (int m = 0; m < 4; m++) {
+    x[m] = _mm256_permute2f128_ps(u[m], u[4 + m], 0x20);
+    x[4 + m] = _mm256_permute2f128_ps(u[m], u[4 + m], 0x31);
+  }
+}
+
+/* outputs j0 .. j0 + n - 1 (n <= 8: B's rows from B, c from c) */
+GEMV_INLINE void gemv_block(int64_t K, float alpha, const float *a, int64_t inca, const float *B,
+                            int64_t ldb, float beta, float *c, int n) {
   const __m256i lane = _mm256_set_epi32(7, 6, 5, 4, 3, 2, 1, 0);
-  const __m256 last = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(n), lane));
-  const __m256 all = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
-  __m256 s[4];
-  for (int t = 0; t < T; t++)
-    s[t] = _mm256_setzero_ps();
-  for (int64_t p = 0; p < K; p++) {
-    const __m256 ap = _mm256_set1_ps(a[p * inca]);
-    for (int t = 0; t < T; t++) {
-      const float *b = B + 8 * t * ldb + p;
-      const __m256 x =
-          _mm256_mask_i32gather_ps(_mm256_setzero_ps(), b, idx, t == T - 1 ? last : all, 4);
-      s[t] = _mm256_add_ps(s[t], _mm256_mul_ps(ap, x));
+  __m256 s = _mm256_setzero_ps();
+  for (int64_t p0 = 0; p0 < K; p0 += 8) {
+    const int np = K - p0 < 8 ? (int)(K - p0) : 8;
+    __m256 x[8];
+    if (n == 8 && np == 8) {
+#pragma GCC unroll 8
+      for (int l = 0; l < 8; l++)
+        x[l] = _mm256_loadu_ps(B + l * ldb + p0);
+    } else { /* rows past n: 0 (not read); values past K: 0 (not read) */
+      const __m256i km = _mm256_cmpgt_epi32(_mm256_set1_epi32(np), lane);
+#pragma GCC unroll 8
+      for (int l = 0; l < 8; l++)
+        x[l] = l < n ? _mm256_maskload_ps(B + l * ldb + p0, km) : _mm256_setzero_ps();
+    }
+    transpose8_ps(x); /* x[q]: the outputs' values at p0 + q */
+    if (np == 8) {
+#pragma GCC unroll 8
+      for (int q = 0; q < 8; q++)
+        s = _mm256_add_ps(s, _mm256_mul_ps(_mm256_set1_ps(a[(p0 + q) * inca]), x[q]));
+    } else {
+      for (int q = 0; q < np; q++)
+        s = _mm256_add_ps(s, _mm256_mul_ps(_mm256_set1_ps(a[(p0 + q) * inca]), x[q]));
     }
   }
-  const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
-  for (int t = 0; t < T; t++) {
-    const __m256i k = _mm256_castps_si256(t == T - 1 ? last : all);
-    __m256 y = _mm256_mul_ps(va, s[t]);
-    if (beta != 0.0f) y = _mm256_add_ps(y, _mm256_mul_ps(vb, _mm256_maskload_ps(c + 8 * t, k)));
-    _mm256_maskstore_ps(c + 8 * t, k, y);
-  }
+  const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), lane);
+  __m256 y = _mm256_mul_ps(_mm256_set1_ps(alpha), s);
+  if (beta != 0.0f)
+    y = _mm256_add_ps(y, _mm256_mul_ps(_mm256_set1_ps(beta), _mm256_maskload_ps(c, m)));
+  _mm256_maskstore_ps(c, m, y);
 }
 
 AVX2_TARGET void attn_gemv_nt_avx2(int64_t N, int64_t K, float alpha, const float *a, int64_t inca,
                                    const float *B, int64_t ldb, float beta, float *c) {
-  if (ldb > INT32_MAX / 8) { /* a gather's offsets are 32-bit */
-    attn_gemv_nt_generic(N, K, alpha, a, inca, B, ldb, beta, c);
-    return;
-  }
-  const __m256i idx =
-      _mm256_mullo_epi32(_mm256_set_epi32(7, 6, 5, 4, 3, 2, 1, 0), _mm256_set1_epi32((int)ldb));
-  int64_t j = 0;
-  for (; j + 32 <= N; j += 32)
-    gemv_block(K, alpha, a, inca, B + j * ldb, ldb, beta, c + j, idx, 8, 4);
-  for (; j < N; j += 8) {
-    const int64_t left = N - j;
-    gemv_block(K, alpha, a, inca, B + j * ldb, ldb, beta, c + j, idx, left >= 8 ? 8 : (int)left, 1);
-  }
+  for (int64_t j = 0; j < N; j += 8)
+    gemv_block(K, alpha, a, inca, B + j * ldb, ldb, beta, c + j, N - j < 8 ? (int)(N - j) : 8);
 }
 #endif
