@@ -154,8 +154,8 @@ static void test_generic_path_matches_reference(void) { sweep(ATTN_GEMM_GENERIC,
 static void test_small_path_is_bit_identical_to_reference(void) { sweep(ATTN_GEMM_SMALL, 1); }
 
 /* One row times Bᵀ (the decode steps' Linears: the level's gemv_nt) with the
- * reference's bits: outputs in whole and partial vectors (8 at avx2, 16 at
- * avx512: the rows transposed in tiles of 8 x 8 / 16 x 16), a
+ * reference's bits: outputs in whole and partial vectors (4 at neon, 8 at
+ * avx2, 16 at avx512: the rows transposed in tiles of 4 x 4, 8 x 8, 16 x 16), a
  * vocabulary-sized N, depths 1 .. 512 (whole and partial tiles along p), A's
  * row in place or strided (transa), alpha / beta, padded B */
 static void test_small_gemv_rows_bit_identical(void) {

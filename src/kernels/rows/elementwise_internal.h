@@ -38,13 +38,15 @@ void attn_layernorm_row_f32_generic(const float *x, const float *w, const float 
 void attn_layernorm_backward_row_f32_generic(const float *x, const float *w, float mean,
                                              float rstd, const float *dy, float *dx, int64_t n);
 void attn_minmax_row_generic(const float *x, int64_t n, float *lo, float *hi, int *bad);
-/* attn_row_ops.gemv_nt (gemm_generic.c; gemv_avx2.c, gemv_avx512.c) */
+/* attn_row_ops.gemv_nt (gemm_generic.c; gemv_avx2.c, gemv_avx512.c, gemv_neon.c) */
 void attn_gemv_nt_generic(int64_t N, int64_t K, float alpha, const float *a, int64_t inca,
                           const float *B, int64_t ldb, float beta, float *c);
 void attn_gemv_nt_avx2(int64_t N, int64_t K, float alpha, const float *a, int64_t inca,
                        const float *B, int64_t ldb, float beta, float *c);
 void attn_gemv_nt_avx512(int64_t N, int64_t K, float alpha, const float *a, int64_t inca,
                          const float *B, int64_t ldb, float beta, float *c);
+void attn_gemv_nt_neon(int64_t N, int64_t K, float alpha, const float *a, int64_t inca,
+                       const float *B, int64_t ldb, float beta, float *c);
 void attn_quantize_row_u8_generic(const float *x, int64_t n, float s, int32_t z, uint8_t *q);
 void attn_dequant_row_generic(const int32_t *acc, int64_t n, float sx, int32_t zx,
                               const float *sw, const int32_t *cs, const float *b, float *y);

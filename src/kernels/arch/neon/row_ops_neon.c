@@ -508,6 +508,7 @@ static const attn_row_ops neon_row_ops = {
     .minmax_row = minmax_row_neon,
     .quantize_row_u8 = quantize_row_u8_neon,
     .dequant_row = dequant_row_neon,
+    .gemv_nt = attn_gemv_nt_neon,
     .f16_to_f32 = f16_to_f32_neon,
     .f32_to_f16 = f32_to_f16_neon,
     .f32_to_bf16 = f32_to_bf16_neon,
