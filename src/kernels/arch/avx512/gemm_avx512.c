@@ -6,6 +6,7 @@
 #include "kernels/gemm/gemm_ukr.h"
 
 #if defined(__x86_64__)
+#include "kernels/arch/avx512/transpose16_avx512.h"
 #include "kernels/arch/isa_targets.h"
 #include <immintrin.h>
 
@@ -70,31 +71,6 @@ ATTN_AVX512 static void ukr_rows_avx512_14x32(int64_t kc, const float *a, int64_
   ukr_14x32(kc, a, lda, 1, b, c, ldc, alpha, beta);
 }
 
-/* out[p] = column p of the 16x16 block r[row] (r[row][p]). */
-ATTN_AVX512 static void transpose16(const __m512 r[16], __m512 out[16]) {
-  __m512 t[16], u[16];
-  for (int i = 0; i < 8; i++) { /* pairs of rows, interleaved within 128-bit lanes */
-    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-  }
-  for (int i = 0; i < 4; i++) { /* u[4i+q]: rows 4i..4i+3 at p = q, q+4, q+8, q+12 */
-    u[4 * i + 0] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
-    u[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
-    u[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
-    u[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
-  }
-  for (int q = 0; q < 4; q++) { /* gather the four 4-row groups of p = q, q+4, q+8, q+12 */
-    __m512 v0 = _mm512_shuffle_f32x4(u[q], u[4 + q], 0x88);     /* p=q, q+8 */
-    __m512 v1 = _mm512_shuffle_f32x4(u[q], u[4 + q], 0xDD);     /* p=q+4, q+12 */
-    __m512 v2 = _mm512_shuffle_f32x4(u[8 + q], u[12 + q], 0x88);
-    __m512 v3 = _mm512_shuffle_f32x4(u[8 + q], u[12 + q], 0xDD);
-    out[q] = _mm512_shuffle_f32x4(v0, v2, 0x88);
-    out[q + 8] = _mm512_shuffle_f32x4(v0, v2, 0xDD);
-    out[q + 4] = _mm512_shuffle_f32x4(v1, v3, 0x88);
-    out[q + 12] = _mm512_shuffle_f32x4(v1, v3, 0xDD);
-  }
-}
-
 /* Up to 16 rows of a row-major matrix (rows src + r*ld, r < nrows) over
  * depth [0, kc), written transposed: dst[p*dst_ld + r] for r < width (rows
  * past nrows zero), in 16x16 blocks so every row is read a line at a time. */
@@ -107,7 +83,7 @@ ATTN_AVX512 static void pack_transposed(const float *src, int64_t ld, int64_t nr
     __mmask16 pm = (__mmask16)((1u << np) - 1);
     for (int i = 0; i < 16; i++)
       r[i] = i < nrows ? _mm512_maskz_loadu_ps(pm, src + i * ld + p) : _mm512_setzero_ps();
-    transpose16(r, out);
+    attn_transpose16_ps(r, out);
     for (int64_t q = 0; q < np; q++) _mm512_mask_storeu_ps(dst + (p + q) * dst_ld, wmask, out[q]);
   }
 }

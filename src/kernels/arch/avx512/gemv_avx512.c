@@ -12,39 +12,9 @@
 #if defined(__x86_64__)
 #include <stdint.h>
 
+#include "kernels/arch/avx512/transpose16_avx512.h"
 #include "kernels/arch/isa_targets.h"
 #include <immintrin.h>
-
-/* x[i] lane j <- x[j] lane i (16 x 16 floats) */
-ATTN_AVX512_INLINE void transpose16_ps(__m512 *x) {
-  __m512 t[16], u[16];
-#pragma GCC unroll 8
-  for (int k = 0; k < 8; k++) {
-    t[2 * k] = _mm512_unpacklo_ps(x[2 * k], x[2 * k + 1]);
-    t[2 * k + 1] = _mm512_unpackhi_ps(x[2 * k], x[2 * k + 1]);
-  }
-#pragma GCC unroll 4
-  for (int k = 0; k < 4; k++) {
-    const __m512d a = _mm512_castps_pd(t[4 * k]), b = _mm512_castps_pd(t[4 * k + 1]);
-    const __m512d c = _mm512_castps_pd(t[4 * k + 2]), d = _mm512_castps_pd(t[4 * k + 3]);
-    u[4 * k] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
-    u[4 * k + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
-    u[4 * k + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
-    u[4 * k + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
-  }
-  /* u[4 q + m] lane 4 g + i: row 4 q + i's value 4 g + m; 128-bit lanes across */
-#pragma GCC unroll 4
-  for (int m = 0; m < 4; m++) {
-    const __m512 x0 = _mm512_shuffle_f32x4(u[m], u[4 + m], _MM_SHUFFLE(1, 0, 1, 0));
-    const __m512 x1 = _mm512_shuffle_f32x4(u[8 + m], u[12 + m], _MM_SHUFFLE(1, 0, 1, 0));
-    const __m512 x2 = _mm512_shuffle_f32x4(u[m], u[4 + m], _MM_SHUFFLE(3, 2, 3, 2));
-    const __m512 x3 = _mm512_shuffle_f32x4(u[8 + m], u[12 + m], _MM_SHUFFLE(3, 2, 3, 2));
-    x[m] = _mm512_shuffle_f32x4(x0, x1, _MM_SHUFFLE(2, 0, 2, 0));
-    x[4 + m] = _mm512_shuffle_f32x4(x0, x1, _MM_SHUFFLE(3, 1, 3, 1));
-    x[8 + m] = _mm512_shuffle_f32x4(x2, x3, _MM_SHUFFLE(2, 0, 2, 0));
-    x[12 + m] = _mm512_shuffle_f32x4(x2, x3, _MM_SHUFFLE(3, 1, 3, 1));
-  }
-}
 
 /* outputs j0 .. j0 + n - 1 (n <= 16: B's rows from B, c from c) */
 ATTN_AVX512_INLINE void gemv_block(int64_t K, float alpha, const float *a, int64_t inca,
@@ -63,14 +33,15 @@ ATTN_AVX512_INLINE void gemv_block(int64_t K, float alpha, const float *a, int64
       for (int l = 0; l < 16; l++)
         x[l] = l < n ? _mm512_maskz_loadu_ps(km, B + l * ldb + p0) : _mm512_setzero_ps();
     }
-    transpose16_ps(x); /* x[q]: the outputs' values at p0 + q */
+    __m512 xt[16];
+    attn_transpose16_ps(x, xt); /* xt[q]: the outputs' values at p0 + q */
     if (np == 16) {
 #pragma GCC unroll 16
       for (int q = 0; q < 16; q++)
-        s = _mm512_add_ps(s, _mm512_mul_ps(_mm512_set1_ps(a[(p0 + q) * inca]), x[q]));
+        s = _mm512_add_ps(s, _mm512_mul_ps(_mm512_set1_ps(a[(p0 + q) * inca]), xt[q]));
     } else {
       for (int q = 0; q < np; q++)
-        s = _mm512_add_ps(s, _mm512_mul_ps(_mm512_set1_ps(a[(p0 + q) * inca]), x[q]));
+        s = _mm512_add_ps(s, _mm512_mul_ps(_mm512_set1_ps(a[(p0 + q) * inca]), xt[q]));
     }
   }
   const __mmask16 m = (__mmask16)((1u << n) - 1);
