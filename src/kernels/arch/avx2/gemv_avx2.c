@@ -12,29 +12,6 @@
 
 #define GEMV_INLINE static inline __attribute__((always_inline)) AVX2_TARGET
 
-/* x[i] lane j <- x[j] lane i (8 x 8 floats) */
-GEMV_INLINE void transpose8_ps(__m256 *x) {
-  __m256 t[8], u[8];
-#pragma GCC unroll 4
-  for (int k = 0; k < 4; k++) {
-    t[2 * k] = _mm256_unpacklo_ps(x[2 * k], x[2 * k + 1]);
-    t[2 * k + 1] = _mm256_unpackhi_ps(x[2 * k], x[2 * k + 1]);
-  }
-  /* u[4 h + m] 128-bit lane g: rows 4 h .. 4 h + 3's value 4 g + m */
-#pragma GCC unroll 2
-  for (int h = 0; h < 2; h++) {
-    u[4 * h] = _mm256_shuffle_ps(t[4 * h], t[4 * h + 2], _MM_SHUFFLE(1, 0, 1, 0));
-    u[4 * h + 1] = _mm256_shuffle_ps(t[4 * h], t[4 * h + 2], _MM_SHUFFLE(3, 2, 3, 2));
-    u[4 * h + 2] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], _MM_SHUFFLE(1, 0, 1, 0));
-    u[4 * h + 3] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], _MM_SHUFFLE(3, 2, 3, 2));
-  }
-#pragma GCC unroll 4
-  for (int m = 0; m < 4; m++) {
-    x[m] = _mm256_permute2f128_ps(u[m], u[4 + m], 0x20);
-    x[4 + m] = _mm256_permute2f128_ps(u[m], u[4 + m], 0x31);
-  }
-}
-
 /* outputs j0 .. j0 + n - 1 (n <= 8: B's rows from B, c from c) */
 GEMV_INLINE void gemv_block(int64_t K, float alpha, const float *a, int64_t inca, const float *B,
                             int64_t ldb, float beta, float *c, int n) {
@@ -53,7 +30,7 @@ GEMV_INLINE void gemv_block(int64_t K, float alpha, const float *a, int64_t inca
       for (int l = 0; l < 8; l++)
         x[l] = l < n ? _mm256_maskload_ps(B + l * ldb + p0, km) : _mm256_setzero_ps();
     }
-    transpose8_ps(x); /* x[q]: the outputs' values at p0 + q */
+    attn_transpose8_ps(x); /* x[q]: the outputs' values at p0 + q (avx2_internal.h) */
     if (np == 8) {
 #pragma GCC unroll 8
       for (int q = 0; q < 8; q++)
