@@ -252,26 +252,37 @@ static int32_t ref_sample(const attn_lm_sampling *s, const float *lg, int64_t V,
   return pick;
 }
 
-/* top-k by selection (a heap of the k first) picks what the full sort picks:
- * 4,096 ids with many ties (logits on a grid of 0.25), k 1 .. V - 1 and 0,
- * top-p 1, 0.95, 0.3, min_id 0 and 4, 64 steps each */
+/* top-k by selection (a heap of the k first, over the ids whose logit is
+ * within T / 100 of the k-th largest) picks what the full sort picks: 4,096
+ * ids with many ties (logits on a grid of 0.25), k 1 .. V - 1 and 0, top-p
+ * 1, 0.95, 0.3, min_id 0 and 4, 64 steps each; then logits of any float
+ * value (ids just either side of the cut), logits spread over [-3000, 0]
+ * (the k-th one's p below 2^-1000 for the larger k: every id taken), some
+ * -inf, and temperatures 0.05 and 3 */
 static void test_sampling_top_k_selection(void) {
-  enum { V = 4096 };
+  enum { V = 4096, REPS = 5 };
   static float lg[V];
   static const int ks[] = {1, 2, 3, 40, 41, 1000, V - 5, V - 1, V, V + 7, 0};
   static const float ps[] = {1.0f, 0.95f, 0.3f};
+  static const float temps[REPS] = {0.8f, 0.8f, 0.05f, 3.0f, 0.8f};
   uint32_t st = 12345u;
   int bad = 0, n = 0;
-  for (int rep = 0; rep < 2; rep++) {
+  for (int rep = 0; rep < REPS; rep++) {
     for (int64_t j = 0; j < V; j++) {
       st = st * 1664525u + 1013904223u;
-      lg[j] = (float)((st >> 8) % 64) * 0.25f - 8.0f;
+      if (rep < 2)
+        lg[j] = (float)((st >> 8) % 64) * 0.25f - 8.0f;
+      else if (rep < 4)
+        lg[j] = (float)(st >> 8) * 0x1p-21f - 4.0f; /* [-4, 4), all 24 bits */
+      else
+        lg[j] = (st >> 8) % 97 == 0 ? -INFINITY : -(float)(st >> 8) * 0x1p-24f * 3000.0f;
     }
     for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++)
       for (int pi = 0; pi < 3; pi++) {
         attn_lm_sampling s;
         attn_lm_sampling_default(&s);
-        s.top_k = ks[ki], s.top_p = ps[pi], s.min_id = rep ? 4 : 0, s.seed = 7 + (uint64_t)rep;
+        s.top_k = ks[ki], s.top_p = ps[pi], s.min_id = rep % 2 ? 4 : 0, s.seed = 7 + (uint64_t)rep;
+        s.temperature = temps[rep];
         for (uint64_t t = 0; t < 64; t++) {
           int32_t a = -1;
           CHECK_OK(attn_lm_sample(&s, lg, V, t, &a));
@@ -280,7 +291,7 @@ static void test_sampling_top_k_selection(void) {
         }
       }
   }
-  CHECK(bad == 0 && n == 2 * 11 * 3 * 64);
+  CHECK(bad == 0 && n == REPS * 11 * 3 * 64);
 }
 
 static void test_same_bits_for_any_thread_count(void) {

@@ -53,6 +53,19 @@ static void sift_down(cand *c, int64_t k, int64_t i) {
   }
 }
 
+/* h[i] sifted down the min-heap h[0..k) */
+static void fsift_down(float *h, int64_t k, int64_t i) {
+  for (;;) {
+    int64_t w = 2 * i + 1; /* the smaller child */
+    if (w >= k) return;
+    if (w + 1 < k && h[w + 1] < h[w]) w++;
+    if (!(h[w] < h[i])) return;
+    const float t = h[i];
+    h[i] = h[w], h[w] = t;
+    i = w;
+  }
+}
+
 /* c[0..k) = the first k of c[0..n) in by_prob's order, sorted (the rest of
  * c in no order): a heap of the k first so far, each later candidate
  * replacing its root when it comes before it. The order is total, so these
@@ -69,6 +82,56 @@ static void first_k(cand *c, int64_t n, int64_t k) {
   qsort(c, (size_t)k, sizeof *c, by_prob);
 }
 
+/* the k-th largest of x[0..n) (1 <= k <= n, none NaN), counted with
+ * multiplicity: a min-heap h[0..k) of the k largest so far */
+static float kth_largest(const float *x, int64_t n, int64_t k, float *h) {
+  for (int64_t i = 0; i < k; i++)
+    h[i] = x[i];
+  for (int64_t i = k / 2 - 1; i >= 0; i--)
+    fsift_down(h, k, i);
+  for (int64_t j = k; j < n; j++)
+    if (x[j] > h[0]) {
+      h[0] = x[j];
+      fsift_down(h, k, 0);
+    }
+  return h[0];
+}
+
+/* The candidates whose probability can be among the keep most likely, with
+ * their probabilities, into c; how many (>= keep), or -1 where this does
+ * not apply (the caller then takes every id). The keep-th largest logit L
+ * has p(L) = e^((L - best) / T); an id whose logit is below L - T / 100 has
+ * an exact p at most e^(-1/100) p(L), and its computed p (exp within an ulp,
+ * the argument's rounding far below 1/100) is below the computed p(L): it
+ * comes after the keep ids of logit >= L in by_prob's order, whatever its
+ * id. So the first keep of the candidates are the first keep of all ids, in
+ * the same order, with the same p: the same draw, for ~keep exponentials
+ * instead of V. Not where a logit is NaN (by_prob's order is not total
+ * there) or p(L) is below 2^-1000 (subnormal spacing). */
+static int64_t likely(const attn_lm_sampling *s, const float *logits, int64_t V, int32_t best,
+                      int64_t keep, cand *c) {
+  const int64_t n = V - s->min_id;
+  if (keep * 4 > n) return -1; /* most ids kept anyway */
+  const float *x = logits + s->min_id;
+  for (int64_t j = 0; j < n; j++)
+    if (x[j] != x[j]) return -1;
+  float *h = malloc((size_t)keep * sizeof *h);
+  if (!h) return -1;
+  const float L = kth_largest(x, n, keep, h);
+  free(h);
+  const double T = s->temperature, top = logits[best];
+  if (!(exp(((double)L - top) / T) >= 0x1p-1000)) return -1;
+  const double cut = (double)L - T / 100.0;
+  int64_t m = 0;
+  for (int64_t j = 0; j < n; j++)
+    if ((double)x[j] >= cut) {
+      c[m].id = (int32_t)(j + s->min_id);
+      c[m].p = exp(((double)x[j] - top) / T);
+      m++;
+    }
+  return m;
+}
+
 attn_status attn_lm_sample(const attn_lm_sampling *s, const float *logits, int64_t V, uint64_t step,
                            int32_t *out) {
   attn_status st = attn_lm_sampling_check(s);
@@ -82,14 +145,19 @@ attn_status attn_lm_sample(const attn_lm_sampling *s, const float *logits, int64
     *out = best;
     return ATTN_OK;
   }
-  const int64_t n = V - s->min_id;
+  int64_t n = V - s->min_id;
   cand *c = malloc((size_t)n * sizeof *c);
   if (!c) return attn_set_error(ATTN_ENOMEM, "sampling: out of memory");
-  for (int64_t j = 0; j < n; j++) {
-    c[j].id = (int32_t)(j + s->min_id);
-    c[j].p = exp(((double)logits[c[j].id] - logits[best]) / s->temperature);
-  }
   int64_t keep = s->top_k > 0 && s->top_k < n ? s->top_k : n;
+  const int64_t m = keep < n ? likely(s, logits, V, best, keep, c) : -1;
+  if (m >= keep) {
+    n = m;
+  } else {
+    for (int64_t j = 0; j < n; j++) {
+      c[j].id = (int32_t)(j + s->min_id);
+      c[j].p = exp(((double)logits[c[j].id] - logits[best]) / s->temperature);
+    }
+  }
   if (keep < n)
     first_k(c, n, keep);
   else
