@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 /* The tool's path into bin (argv0: this test program's argv[0]). */
 static inline void tool_path(const char *argv0, char *bin, size_t n) {
@@ -40,13 +41,17 @@ static inline void tool_slurp(const char *path, char *buf, size_t n) {
  * NULL). Returns the exit status, 128 if the tool did not exit. */
 static inline int tool_run(const char *prefix, const char *bin, const char *dir, const char *args,
                            char *out, size_t nout, char *err, size_t nerr) {
+  /* files named for this process: suites run side by side (CI's two
+   * emulated ones) would otherwise read each other's output */
   char cmd[4096], op[512], ep[512];
-  snprintf(op, sizeof op, "%s/tool_stdout.txt", dir);
-  snprintf(ep, sizeof ep, "%s/tool_stderr.txt", dir);
+  snprintf(op, sizeof op, "%s/tool_stdout.%ld.txt", dir, (long)getpid());
+  snprintf(ep, sizeof ep, "%s/tool_stderr.%ld.txt", dir, (long)getpid());
   snprintf(cmd, sizeof cmd, "%s '%s' %s >'%s' 2>'%s' </dev/null", prefix, bin, args, op, ep);
   int rc = system(cmd);
   if (out) tool_slurp(op, out, nout);
   if (err) tool_slurp(ep, err, nerr);
+  remove(op);
+  remove(ep);
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
 }
 
