@@ -40,6 +40,8 @@
 #if defined(__aarch64__)
 #include <arm_neon.h>
 
+#include "kernels/arch/neon/transpose4_neon.h"
+
 enum { NEON_MR = 8, NEON_NR = 12 };
 
 /* rows i of C: c[i][0..2] += b0..b2 * lane L of A register av */
@@ -97,28 +99,16 @@ static void ukr_neon_8x12(int64_t kc, const float *a, const float *b, float *c, 
   NEON_STORE(7);
 }
 
-/* o[k] = lane k of r0..r3 (the 4x4 block transposed) */
-static inline void transpose4(float32x4_t r0, float32x4_t r1, float32x4_t r2, float32x4_t r3,
-                              float32x4_t o[4]) {
-  float32x4_t t0 = vtrn1q_f32(r0, r1), t1 = vtrn2q_f32(r0, r1); /* (r0,r1) at lanes 0,2 / 1,3 */
-  float32x4_t t2 = vtrn1q_f32(r2, r3), t3 = vtrn2q_f32(r2, r3);
-  float64x2_t d0 = vreinterpretq_f64_f32(t0), d1 = vreinterpretq_f64_f32(t1);
-  float64x2_t d2 = vreinterpretq_f64_f32(t2), d3 = vreinterpretq_f64_f32(t3);
-  o[0] = vreinterpretq_f32_f64(vtrn1q_f64(d0, d2));
-  o[1] = vreinterpretq_f32_f64(vtrn1q_f64(d1, d3));
-  o[2] = vreinterpretq_f32_f64(vtrn2q_f64(d0, d2));
-  o[3] = vreinterpretq_f32_f64(vtrn2q_f64(d1, d3));
-}
-
 /* 4 rows src + r*ld (r < 4) over depth [0, kc), written transposed:
- * dst[p*dst_ld + r]; depth in steps of 4 through transpose4, the rest one
+ * dst[p*dst_ld + r]; depth in steps of 4 through attn_transpose4_neon, the rest one
  * element at a time. */
 static void pack4_transposed(const float *src, int64_t ld, int64_t kc, float *dst, int64_t dst_ld) {
   const float *s0 = src, *s1 = src + ld, *s2 = src + 2 * ld, *s3 = src + 3 * ld;
   int64_t p = 0;
   for (; p + 4 <= kc; p += 4) {
     float32x4_t o[4];
-    transpose4(vld1q_f32(s0 + p), vld1q_f32(s1 + p), vld1q_f32(s2 + p), vld1q_f32(s3 + p), o);
+    attn_transpose4_neon(vld1q_f32(s0 + p), vld1q_f32(s1 + p), vld1q_f32(s2 + p), vld1q_f32(s3 + p),
+                         o);
     vst1q_f32(dst + (p + 0) * dst_ld, o[0]);
     vst1q_f32(dst + (p + 1) * dst_ld, o[1]);
     vst1q_f32(dst + (p + 2) * dst_ld, o[2]);

@@ -11,6 +11,8 @@
 #include <arm_neon.h>
 #include <stdint.h>
 
+#include "kernels/arch/neon/transpose4_neon.h"
+
 /* the first np (1..4) values at p, the rest 0 */
 static inline float32x4_t load4(const float *p, int np) {
   if (np == 4) return vld1q_f32(p);
@@ -18,16 +20,6 @@ static inline float32x4_t load4(const float *p, int np) {
   for (int i = 0; i < np; i++)
     t[i] = p[i];
   return vld1q_f32(t);
-}
-
-/* x[i] lane j <- x[j] lane i (4 x 4 floats) */
-static inline void transpose4(float32x4_t *x) {
-  const float32x4_t t0 = vtrn1q_f32(x[0], x[1]), t1 = vtrn2q_f32(x[0], x[1]);
-  const float32x4_t t2 = vtrn1q_f32(x[2], x[3]), t3 = vtrn2q_f32(x[2], x[3]);
-  x[0] = vreinterpretq_f32_f64(vtrn1q_f64(vreinterpretq_f64_f32(t0), vreinterpretq_f64_f32(t2)));
-  x[1] = vreinterpretq_f32_f64(vtrn1q_f64(vreinterpretq_f64_f32(t1), vreinterpretq_f64_f32(t3)));
-  x[2] = vreinterpretq_f32_f64(vtrn2q_f64(vreinterpretq_f64_f32(t0), vreinterpretq_f64_f32(t2)));
-  x[3] = vreinterpretq_f32_f64(vtrn2q_f64(vreinterpretq_f64_f32(t1), vreinterpretq_f64_f32(t3)));
 }
 
 /* outputs j0 .. j0 + n - 1 (n <= 16: B's rows from B, c from c), in groups of 4 */
@@ -43,9 +35,10 @@ static void gemv_block(int64_t K, float alpha, const float *a, int64_t inca, con
         const int row = 4 * g + l;
         x[l] = row < n ? load4(B + row * ldb + p0, np) : vdupq_n_f32(0.0f);
       }
-      transpose4(x); /* x[q]: the group's values at p0 + q */
+      float32x4_t xt[4]; /* xt[q]: the group's values at p0 + q */
+      attn_transpose4_neon(x[0], x[1], x[2], x[3], xt);
       for (int q = 0; q < np; q++)
-        s[g] = vaddq_f32(s[g], vmulq_n_f32(x[q], a[(p0 + q) * inca]));
+        s[g] = vaddq_f32(s[g], vmulq_n_f32(xt[q], a[(p0 + q) * inca]));
     }
   }
   for (int g = 0; g < G; g++) {
