@@ -255,6 +255,11 @@ bench-peers: $(BUILD)/attn $(BUILD)/libattn.so
 golden:
 	/usr/bin/python3 tools/gen_golden.py tests/golden
 
+# the Unicode ranges of GPT-2's pre-tokenizer (src/apps/text/unicode_tables.c, committed)
+.PHONY: unicode-classes
+unicode-classes:
+	/usr/bin/python3 tools/gen_unicode_classes.py src/apps/text/unicode_tables.c
+
 # attn against cases ported from FlashAttention's, PyTorch's and ggml's test suites
 # (docs/VARIANTS.md "Peer suite"; needs /usr/bin/python3 with torch; not part of make test)
 .PHONY: peer-suite
