@@ -330,6 +330,49 @@ def gpt2():
         "last_hidden_state_1layer": f32(h1), "logits_1layer": f32(logits1)})
 
 
+GEN_CORPUS = """It was the best of times, it was the worst of times, it was the age of wisdom,
+it was the age of foolishness, it was the epoch of belief, it was the epoch of incredulity,
+it was the season of Light, it was the season of Darkness, it was the spring of hope, it was
+the winter of despair, we had everything before us, we had nothing before us."""
+
+
+def gpt2_generate():
+    """hf/gpt2gen: a GPT-2 with a tokenizer (vocab.json + merges.txt +
+    tokenizer.json, trained by tools/gpt2_bpe_ref.py) and the greedy
+    continuation of a prompt by the full forward at every step, in float64:
+    the prompt's ids (the reference encoder's), the 24 ids and each step's
+    logits [24, V]; every step's best logit leads the second by > 1e-3."""
+    import gpt2_bpe_ref as ref
+    vocab, merges = ref.train(GEN_CORPUS, 120)
+    d = os.path.join(OUT, "gpt2gen")
+    full = ref.write_hf(d, vocab, merges)
+    c = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "vocab_size": len(full),
+         "n_embd": 32, "n_layer": 2, "n_head": 4, "n_inner": None, "n_positions": 64,
+         "n_ctx": 64, "activation_function": "gelu_new", "layer_norm_epsilon": 1e-5,
+         "scale_attn_weights": True, "bos_token_id": len(full) - 1,
+         "eos_token_id": len(full) - 1}
+    torch.manual_seed(0)
+    m = GPT2LMHeadModel(c).to(DT).eval()
+    randomize(m, 3)
+    save_model(m, c, "gpt2gen")
+    prompt = "It was the age of wisdom, it was"
+    ids = ref.Encoder(full, merges).encode(prompt)
+    seq, steps = list(ids), []
+    with torch.no_grad():
+        for _ in range(24):
+            _, logits = m(torch.tensor([seq]))
+            last = logits[0, -1]
+            top = last.topk(2).values
+            assert top[0] - top[1] > 1e-3, "a near tie at step %d" % len(steps)
+            steps.append(f32(last))
+            seq.append(int(last.argmax()))
+    st.save(os.path.join(OUT, "gpt2gen_expected.safetensors"), {
+        "prompt_ids": torch.tensor(ids, dtype=torch.int32),
+        "greedy_ids": torch.tensor(seq[len(ids):], dtype=torch.int32),
+        "step_logits": torch.stack(steps)}, {"prompt": prompt})
+
+
 if __name__ == "__main__":
     bert()
     gpt2()
+    gpt2_generate()

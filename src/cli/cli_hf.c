@@ -16,6 +16,7 @@
 
 static void hf_usage(FILE *f) {
   fprintf(f, "usage: attn hf run DIR --input-ids ID,ID,... [options]\n"
+             "       attn hf generate DIR [--prompt TEXT] [options]   (attn hf generate --help)\n"
              "       attn hf export-tokenizer MODEL.safetensors OUT.json\n"
              "\n"
              "run: DIR holds a Hugging Face checkpoint, config.json + model.safetensors, of a\n"
@@ -220,7 +221,7 @@ static int hf_export_tokenizer(int argc, char **argv) {
 }
 
 int attn_cmd_hf(int argc, char **argv) {
-  static const char *const subs[] = {"run", "export-tokenizer"};
+  static const char *const subs[] = {"run", "generate", "export-tokenizer"};
   cli_args a;
   cli_args_init(&a, argc, argv, 1, NULL);
   int r = cli_args_next(&a);
@@ -234,11 +235,15 @@ int attn_cmd_hf(int argc, char **argv) {
     cli_set_command("hf run");
     return hf_run(argc, argv);
   }
+  if (!strcmp(a.val, "generate")) {
+    cli_set_command("hf generate");
+    return attn_cmd_hf_generate(argc, argv);
+  }
   if (!strcmp(a.val, "export-tokenizer")) {
     cli_set_command("hf export-tokenizer");
     return hf_export_tokenizer(argc, argv);
   }
-  const char *near = cli_nearest(a.val, subs, 2);
+  const char *near = cli_nearest(a.val, subs, 3);
   if (near) return cli_usage("unknown subcommand '%s'; did you mean '%s'?", a.val, near);
   cli_usage("unknown subcommand '%s'", a.val);
   hf_usage(stderr);

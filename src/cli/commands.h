@@ -47,6 +47,7 @@ int attn_cmd_predict(int argc, char **argv);
 int attn_cmd_ensemble(int argc, char **argv);
 int attn_cmd_quantize(int argc, char **argv);
 int attn_cmd_hf(int argc, char **argv);
+int attn_cmd_hf_generate(int argc, char **argv); /* attn hf generate (cli_hf_generate.c) */
 int attn_cmd_g2p(int argc, char **argv);
 int attn_cmd_lm(int argc, char **argv);
 

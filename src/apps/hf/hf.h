@@ -23,8 +23,16 @@ typedef struct {
   attn_params p;
   const char *model_type; /* "bert" | "gpt2" */
   int ignored;            /* tensors of the file not used */
+  int64_t bos_token_id, eos_token_id; /* config.json's (GPT-2 default 50256, when below
+                                       * vocab_size); -1: none (BERT, null) */
   char first_ignored[ATTN_PARAM_NAME_MAX];
 } attn_hf;
+
+/* config.json's bos_token_id / eos_token_id for config c (absent: GPT2Config's
+ * 50256, or -1 where that is not below vocab_size, and for BERT; null: -1).
+ * ATTN_EFORMAT for an id that is not an integer below vocab_size. */
+attn_status attn_hf_special_ids(const char *json, size_t len, const attn_hf_config *c, int64_t *bos,
+                                int64_t *eos);
 
 /* config.json text -> c (HF's defaults for absent keys: BertConfig's,
  * GPT2Config's). ATTN_EFORMAT for bad JSON or mistyped keys,

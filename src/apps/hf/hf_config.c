@@ -146,6 +146,34 @@ attn_status attn_hf_config_parse(const char *json, size_t len, attn_hf_config *c
   return st;
 }
 
+attn_status attn_hf_special_ids(const char *json, size_t len, const attn_hf_config *c, int64_t *bos,
+                                int64_t *eos) {
+  if (!json || !c || !bos || !eos) return attn_set_error(ATTN_EINVAL, "hf config: NULL argument");
+  const int64_t def = c->arch == ATTN_HF_GPT2 ? 50256 : -1;
+  *bos = *eos = def;
+  json_value *v = NULL;
+  char err[160];
+  if (attn_json_parse_limited(json, len, 100000, &v, err, sizeof err))
+    return attn_set_error(ATTN_EFORMAT, "config.json: %s", err);
+  static const char *const keys[2] = {"bos_token_id", "eos_token_id"};
+  int64_t *dst[2] = {bos, eos};
+  attn_status st = ATTN_OK;
+  for (int i = 0; i < 2 && !st; i++) {
+    const json_value *x = attn_json_get(v, keys[i]);
+    if (!x) continue;
+    if (x->type == JSON_NULL)
+      *dst[i] = -1;
+    else if (x->type == JSON_NUMBER && x->is_uint && x->uint < (uint64_t)c->vocab_size)
+      *dst[i] = (int64_t)x->uint;
+    else
+      st = attn_set_error(ATTN_EFORMAT, "config.json: %s is not a token id below vocab_size %lld",
+                          keys[i], (long long)c->vocab_size);
+  }
+  if (!st && (*bos >= c->vocab_size || *eos >= c->vocab_size)) *bos = *eos = -1;
+  attn_json_free(v);
+  return st;
+}
+
 attn_status attn_hf_parse_ids(const char *s, int32_t **ids, int64_t *n) {
   if (!s || !ids || !n) return attn_set_error(ATTN_EINVAL, "input ids: NULL argument");
   *ids = NULL;

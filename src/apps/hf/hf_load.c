@@ -213,6 +213,7 @@ attn_status attn_hf_from_st(const attn_hf_config *c, const attn_st *st, attn_hf 
   if (!h) return attn_set_error(ATTN_ENOMEM, "hf: out of memory");
   attn_params_init(&h->p);
   h->c = *c;
+  h->bos_token_id = h->eos_token_id = -1;
   int bert = c->arch == ATTN_HF_BERT;
   h->model_type = bert ? "bert" : "gpt2";
   const char *prefix = "";
@@ -277,7 +278,9 @@ attn_status attn_hf_load(const char *dir, attn_hf **out) {
                        : attn_set_error(ATTN_EIO, "%s: %s", path,
                                         errno ? strerror(errno) : "cannot read it");
   attn_hf_config c;
+  int64_t bos = -1, eos = -1;
   if (!s) s = attn_hf_config_parse(json, len, &c);
+  if (!s) s = attn_hf_special_ids(json, len, &c, &bos, &eos);
   if (s && json) attn_prefix_error(s, dir);
   free(json);
   attn_st *st = NULL;
@@ -288,6 +291,7 @@ attn_status attn_hf_load(const char *dir, attn_hf **out) {
   if (!s) {
     s = attn_hf_from_st(&c, st, out);
     if (s) attn_prefix_error(s, path);
+    if (!s) (*out)->bos_token_id = bos, (*out)->eos_token_id = eos;
   }
   attn_st_free(st);
   free(path);

@@ -24,11 +24,11 @@ static void copy_probs(float *out, const float *step, int64_t LH, int64_t rows, 
     }
 }
 
-attn_status attn_lm_generate(const attn_lm_model *m, const int32_t *prompt, int64_t np,
-                             int64_t n_new, const attn_lm_sampling *s, const attn_lm_kv_spec *kv,
-                             int want_probs, attn_lm_token_fn cb, void *user,
-                             attn_lm_generation *out) {
-  if (!m || !prompt || !s || !out) return attn_set_error(ATTN_EINVAL, "lm generate: NULL argument");
+attn_status attn_lm_generate_steps(const attn_lm_stepper *sp, const int32_t *prompt, int64_t np,
+                                   int64_t n_new, const attn_lm_sampling *s, int want_probs,
+                                   attn_lm_token_fn cb, void *user, attn_lm_generation *out) {
+  if (!sp || !sp->step || !prompt || !s || !out)
+    return attn_set_error(ATTN_EINVAL, "lm generate: NULL argument");
   memset(out, 0, sizeof *out);
   attn_status st = attn_lm_sampling_check(s);
   if (st) return st;
@@ -37,14 +37,7 @@ attn_status attn_lm_generate(const attn_lm_model *m, const int32_t *prompt, int6
   if (n_new < 1)
     return attn_set_error(ATTN_EINVAL, "lm generate: %lld new tokens (at least 1)",
                           (long long)n_new);
-  if (np + n_new > m->c.max_len)
-    return attn_set_error(ATTN_EINVAL,
-                          "lm generate: the prompt's %lld tokens + %lld new ones exceed the "
-                          "model's context of %lld tokens (shorten the prompt or ask fewer)",
-                          (long long)np, (long long)n_new, (long long)m->c.max_len);
-  const int64_t V = m->c.vocab, LH = m->c.layers * m->c.heads, ctx = np + n_new;
-  attn_lm_decoder d;
-  if ((st = attn_lm_decoder_init(&d, m, kv, ctx))) return st;
+  const int64_t V = sp->vocab, LH = sp->probs_rows, ctx = np + n_new;
   float *logits = malloc((size_t)V * sizeof *logits);
   float *step = want_probs ? malloc((size_t)(LH * ctx) * sizeof *step) : NULL;
   out->ids = malloc((size_t)n_new * sizeof *out->ids);
@@ -52,7 +45,7 @@ attn_status attn_lm_generate(const attn_lm_model *m, const int32_t *prompt, int6
   if (!logits || !out->ids || (want_probs && (!step || !out->probs)))
     st = attn_set_error(ATTN_ENOMEM, "lm generate: out of memory");
   const double t0 = attn_train_now();
-  if (!st) st = attn_lm_decoder_step(&d, prompt, np, NULL, logits, NULL);
+  if (!st) st = sp->step(sp->decoder, prompt, np, logits, NULL);
   const double t1 = attn_train_now();
   out->prefill_s = t1 - t0;
   for (int64_t t = 0; !st && t < n_new; t++) {
@@ -61,16 +54,40 @@ attn_status attn_lm_generate(const attn_lm_model *m, const int32_t *prompt, int6
     out->ids[t] = id;
     out->n = t + 1;
     if (cb) cb(id, user);
+    const int more = t + 1 < n_new && id != sp->eos;
     /* the last token is fed only for its attention */
-    if (t + 1 < n_new || want_probs)
-      st = attn_lm_decoder_step(&d, &id, 1, NULL, t + 1 < n_new ? logits : NULL, step);
+    if (more || want_probs) st = sp->step(sp->decoder, &id, 1, more ? logits : NULL, step);
     if (!st && want_probs) copy_probs(out->probs, step, LH, n_new, ctx, t, 1, np + t + 1);
+    if (!more) break;
   }
   out->decode_s = attn_train_now() - t1;
   out->context = np + out->n;
   free(logits);
   free(step);
-  attn_lm_decoder_free(&d);
   if (st) attn_lm_generation_free(out);
+  return st;
+}
+
+static attn_status lm_step(void *d, const int32_t *ids, int64_t n, float *last, float *probs) {
+  return attn_lm_decoder_step(d, ids, n, NULL, last, probs);
+}
+
+attn_status attn_lm_generate(const attn_lm_model *m, const int32_t *prompt, int64_t np,
+                             int64_t n_new, const attn_lm_sampling *s, const attn_lm_kv_spec *kv,
+                             int want_probs, attn_lm_token_fn cb, void *user,
+                             attn_lm_generation *out) {
+  if (!m || !prompt || !s || !out) return attn_set_error(ATTN_EINVAL, "lm generate: NULL argument");
+  memset(out, 0, sizeof *out);
+  if (np >= 1 && n_new >= 1 && np + n_new > m->c.max_len)
+    return attn_set_error(ATTN_EINVAL,
+                          "lm generate: the prompt's %lld tokens + %lld new ones exceed the "
+                          "model's context of %lld tokens (shorten the prompt or ask fewer)",
+                          (long long)np, (long long)n_new, (long long)m->c.max_len);
+  attn_lm_decoder d;
+  attn_status st = attn_lm_decoder_init(&d, m, kv, np >= 1 && n_new >= 1 ? np + n_new : 1);
+  if (st) return st;
+  const attn_lm_stepper sp = {lm_step, &d, m->c.vocab, m->c.layers * m->c.heads, -1};
+  st = attn_lm_generate_steps(&sp, prompt, np, n_new, s, want_probs, cb, user, out);
+  attn_lm_decoder_free(&d);
   return st;
 }

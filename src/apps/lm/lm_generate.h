@@ -66,6 +66,25 @@ typedef struct {
 } attn_lm_generation;
 void attn_lm_generation_free(attn_lm_generation *g);
 
+/* The loop for any incremental decoder (the LM's above, GPT-2's in
+ * apps/hf/hf_generate.h): step feeds n tokens at the next positions and
+ * writes the last one's logits [vocab] into last (NULL: not wanted) and,
+ * with probs, the attention rows [probs_rows, n, len + n]. */
+typedef attn_status (*attn_lm_step_fn)(void *decoder, const int32_t *ids, int64_t n, float *last,
+                                       float *probs);
+typedef struct {
+  attn_lm_step_fn step;
+  void *decoder;
+  int64_t vocab;
+  int64_t probs_rows; /* layers * heads of the attention probabilities */
+  int32_t eos;        /* >= 0: generation ends once this id is drawn (it is in ids); -1: none */
+} attn_lm_stepper;
+/* prompt [np] (np >= 1), then up to n_new tokens drawn (fewer when eos is
+ * drawn); the caller checks np + n_new against the model's context. */
+attn_status attn_lm_generate_steps(const attn_lm_stepper *sp, const int32_t *prompt, int64_t np,
+                                   int64_t n_new, const attn_lm_sampling *s, int want_probs,
+                                   attn_lm_token_fn cb, void *user, attn_lm_generation *out);
+
 /* prompt [np] (np >= 1), n_new tokens drawn; np + n_new <= the model's
  * max_len (else ATTN_EINVAL saying so). want_probs: each new token's
  * attention over the prompt and the tokens before it, every layer and head

@@ -1,0 +1,139 @@
+/* GPT-2's incremental decoder (hf_generate.h): each block on the new
+ * positions only, keys and values through the LM's KV cache seam. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "apps/hf/hf_generate.h"
+#include "attn/kernels.h"
+
+void attn_hf_decoder_free(attn_hf_decoder *d) {
+  if (!d) return;
+  attn_lm_kv_free(&d->kv);
+  attn_ffn_saved_free(&d->fs);
+  free(d->scratch);
+  memset(d, 0, sizeof *d);
+}
+
+attn_status attn_hf_decoder_init(attn_hf_decoder *d, const attn_hf *h, const attn_lm_kv_spec *kv,
+                                 int64_t cap) {
+  if (!d || !h || !h->p.data) return attn_set_error(ATTN_EINVAL, "hf decoder: NULL argument");
+  memset(d, 0, sizeof *d);
+  const attn_hf_config *c = &h->c;
+  if (c->arch != ATTN_HF_GPT2)
+    return attn_set_error(ATTN_EUNSUPPORTED,
+                          "hf decoder: model_type '%s' is an encoder; generation needs gpt2",
+                          h->model_type);
+  d->h = h;
+  const int64_t H = c->num_heads, P = c->max_positions;
+  return attn_lm_kv_init(&d->kv, kv, (int)c->num_layers, H, H, c->hidden_size / H,
+                         cap > 0 && cap < P ? cap : P);
+}
+
+int64_t attn_hf_decoder_len(const attn_hf_decoder *d) {
+  return d && d->h ? attn_lm_kv_len(&d->kv, 0) : 0;
+}
+
+static attn_status reserve(attn_hf_decoder *d, int64_t n) {
+  if (n <= d->cap) return ATTN_OK;
+  const int64_t E = d->h->c.hidden_size;
+  float *s = realloc(d->scratch, (size_t)(n * (7 * E + 2)) * sizeof *s);
+  if (!s)
+    return attn_set_error(ATTN_ENOMEM, "hf decoder: out of memory for %lld positions",
+                          (long long)n);
+  d->scratch = s;
+  d->cap = n;
+  return ATTN_OK;
+}
+
+/* y [n, out] = x · W_jᵀ + b_j: projection j (q, k, v) of the packed in_proj */
+static attn_status project(const attn_mha *a, const attn_params *p, int j, const float *x, float *y,
+                           int64_t n) {
+  const float *W = attn_params_data(p, a->w[j]) + a->wo[j];
+  const float *b = a->b[j] >= 0 ? attn_params_data(p, a->b[j]) + a->bo[j] : NULL;
+  return attn_dense_forward_f32(x, W, b, y, n, a->in[j], a->out[j]);
+}
+
+static void add_rows(float *x, const float *y, int64_t n) {
+  for (int64_t i = 0; i < n; i++)
+    x[i] += y[i];
+}
+
+attn_status attn_hf_decoder_step(attn_hf_decoder *d, const int32_t *ids, int64_t n, float *logits,
+                                 float *last) {
+  if (!d || !d->h || !ids) return attn_set_error(ATTN_EINVAL, "hf decoder step: NULL argument");
+  const attn_hf *h = d->h;
+  const attn_hf_model *m = &h->m;
+  const attn_params *p = &h->p;
+  const int64_t E = h->c.hidden_size, V = h->c.vocab_size;
+  const int64_t pos = attn_hf_decoder_len(d);
+  if (n < 1 || pos + n > d->kv.cap)
+    return attn_set_error(
+        ATTN_EINVAL, "hf decoder: %lld new positions after %lld exceed the %s of %lld tokens",
+        (long long)n, (long long)pos,
+        d->kv.cap == h->c.max_positions ? "model's n_positions" : "decoder's cache",
+        (long long)d->kv.cap);
+  for (int64_t i = 0; i < n; i++)
+    if (ids[i] < 0 || ids[i] >= V)
+      return attn_set_error(ATTN_EINVAL, "hf decoder: token id %d outside the vocabulary of %lld",
+                            ids[i], (long long)V);
+  attn_status st = reserve(d, n);
+  if (st) return st;
+  const int64_t R = n * E;
+  float *x = d->scratch, *a = x + R, *q = a + R, *k = q + R, *v = k + R, *c = v + R, *o = c + R;
+  float *mean = o + R, *rstd = mean + n;
+  const attn_nn_ctx ctx = {0};
+  if ((st = attn_embedding_f32(ids, n, attn_params_data(p, m->word), V, E, x))) return st;
+  add_rows(x, attn_params_data(p, m->position) + pos * E, R);
+  for (int l = 0; l < (int)h->c.num_layers; l++) {
+    const attn_encoder_layer *L = &m->layers[l];
+    if ((st = attn_layernorm_forward(&L->norm1, p, x, a, mean, rstd, n)) ||
+        (st = project(&L->self_attn, p, 0, a, q, n)) ||
+        (st = project(&L->self_attn, p, 1, a, k, n)) ||
+        (st = project(&L->self_attn, p, 2, a, v, n)) ||
+        (st = attn_lm_kv_step(&d->kv, l, q, k, v, n, c, NULL)) ||
+        (st = attn_linear_forward(&L->self_attn.out_lin, p, c, o, n)))
+      return st;
+    add_rows(x, o, R);
+    if ((st = attn_layernorm_forward(&L->norm2, p, x, a, mean, rstd, n)) ||
+        (st = attn_ffn_forward(&L->ff, p, &ctx, &d->fs, a, o, n)))
+      return st;
+    add_rows(x, o, R);
+  }
+  if ((st = attn_layernorm_forward(&m->norm, p, x, a, mean, rstd, n))) return st;
+  const float *W = attn_params_data(p, m->lm_head >= 0 ? m->lm_head : m->word);
+  if (logits) {
+    st = attn_dense_forward_f32(a, W, NULL, logits, n, E, V);
+    if (!st && last) memcpy(last, logits + (n - 1) * V, (size_t)V * sizeof *last);
+    return st;
+  }
+  return last ? attn_dense_forward_f32(a + (n - 1) * E, W, NULL, last, 1, E, V) : ATTN_OK;
+}
+
+static attn_status step(void *d, const int32_t *ids, int64_t n, float *last, float *probs) {
+  (void)probs;
+  return attn_hf_decoder_step(d, ids, n, NULL, last);
+}
+
+attn_status attn_hf_generate(const attn_hf *h, const int32_t *prompt, int64_t np, int64_t n_new,
+                             const attn_lm_sampling *s, const attn_lm_kv_spec *kv, int32_t eos,
+                             attn_lm_token_fn cb, void *user, attn_lm_generation *out) {
+  if (!h || !prompt || !s || !out) return attn_set_error(ATTN_EINVAL, "hf generate: NULL argument");
+  memset(out, 0, sizeof *out);
+  if (h->c.arch != ATTN_HF_GPT2)
+    return attn_set_error(ATTN_EUNSUPPORTED,
+                          "hf generate: model_type '%s' is an encoder; generation needs gpt2",
+                          h->model_type);
+  const int64_t P = h->c.max_positions;
+  if (np >= 1 && n_new >= 1 && np + n_new > P)
+    return attn_set_error(ATTN_EINVAL,
+                          "hf generate: the prompt's %lld tokens + %lld new ones exceed the "
+                          "model's %lld positions (n_positions; shorten the prompt or ask fewer)",
+                          (long long)np, (long long)n_new, (long long)P);
+  attn_hf_decoder d;
+  attn_status st = attn_hf_decoder_init(&d, h, kv, np >= 1 && n_new >= 1 ? np + n_new : 1);
+  if (st) return st;
+  const attn_lm_stepper sp = {step, &d, h->c.vocab_size, 0, eos};
+  st = attn_lm_generate_steps(&sp, prompt, np, n_new, s, 0, cb, user, out);
+  attn_hf_decoder_free(&d);
+  return st;
+}

@@ -1,0 +1,40 @@
+/* Generation with a Hugging Face GPT-2 checkpoint (apps/hf/hf.h): an
+ * incremental decoder over the language model's KV cache seam
+ * (apps/lm/lm_kvcache.h: f32, f16, bf16 or int8, contiguous or paged) and
+ * the LM's sampling and generation loop (apps/lm/lm_generate.h).
+ * docs/HF.md "Generation". */
+#ifndef ATTN_APPS_HF_GENERATE_H
+#define ATTN_APPS_HF_GENERATE_H
+
+#include "apps/hf/hf.h"
+#include "apps/lm/lm_generate.h"
+
+typedef struct {
+  const attn_hf *h;
+  attn_lm_kv kv;
+  int64_t cap;    /* rows of the scratch */
+  float *scratch; /* x, a, q, k, v, ctx, o [cap, E], stats [2, cap] */
+  attn_ffn_saved fs;
+} attn_hf_decoder;
+
+/* GPT-2 only (ATTN_EUNSUPPORTED for BERT). kv: the cache's storage (NULL:
+ * f32 contiguous); cap: the most tokens (<= 0 or above n_positions:
+ * n_positions). */
+attn_status attn_hf_decoder_init(attn_hf_decoder *d, const attn_hf *h, const attn_lm_kv_spec *kv,
+                                 int64_t cap);
+void attn_hf_decoder_free(attn_hf_decoder *d);
+int64_t attn_hf_decoder_len(const attn_hf_decoder *d);
+/* The n tokens ids at positions len..len+n-1: logits [n, V] of each (may
+ * be NULL), last [V] the last one's (may be NULL). Equals
+ * attn_hf_model_forward over the whole sequence within float rounding
+ * (tests/test_hf_generate.c). */
+attn_status attn_hf_decoder_step(attn_hf_decoder *d, const int32_t *ids, int64_t n, float *logits,
+                                 float *last);
+
+/* prompt [np] then up to n_new tokens (np + n_new <= n_positions, else
+ * ATTN_EINVAL saying so); eos >= 0 ends it once drawn. */
+attn_status attn_hf_generate(const attn_hf *h, const int32_t *prompt, int64_t np, int64_t n_new,
+                             const attn_lm_sampling *s, const attn_lm_kv_spec *kv, int32_t eos,
+                             attn_lm_token_fn cb, void *user, attn_lm_generation *out);
+
+#endif
