@@ -14,6 +14,9 @@
 
 #define DIR "tests/golden/hf/gpt2gen"
 #define STEPS 24
+/* int8 weights against the f32 reference: the quantization of 7 Linears
+ * per position through 2 layers (logits of magnitude ~10; 0.20 measured) */
+#define INT8_ATOL 0.4
 
 static char bin[1024];
 
@@ -71,7 +74,8 @@ static void test_greedy_matches_reference(void) {
   attn_lm_sampling_default(&s);
   s.temperature = 0;
   attn_lm_generation g;
-  CHECK_OK(attn_hf_generate(f.h, f.prompt, f.np, STEPS, &s, NULL, -1, NULL, NULL, &g));
+  CHECK_OK(attn_hf_generate(f.h, f.prompt, f.np, STEPS, &s, NULL, ATTN_HF_WEIGHTS_F32, -1, NULL,
+                            NULL, &g));
   CHECK(g.n == STEPS && g.context == f.np + STEPS);
   int same = g.n == STEPS;
   for (int64_t i = 0; same && i < STEPS; i++)
@@ -84,11 +88,12 @@ out:
 
 /* the prompt, then the reference's greedy ids one by one: each step's
  * logits against torch's; returns the logits [STEPS, V] (free()) */
-static float *step_logits(const fixture *f, const attn_lm_kv_spec *kv, double atol, double rtol) {
+static float *step_logits_w(const fixture *f, const attn_lm_kv_spec *kv, attn_hf_weights w,
+                            double atol, double rtol) {
   const int64_t V = f->h->c.vocab_size;
   float *out = malloc((size_t)(STEPS * V) * sizeof *out);
   attn_hf_decoder d;
-  CHECK_OK(attn_hf_decoder_init(&d, f->h, kv, 0));
+  CHECK_OK(attn_hf_decoder_init(&d, f->h, kv, w, 0));
   CHECK_OK(attn_hf_decoder_step(&d, f->prompt, f->np, NULL, out));
   for (int t = 1; t < STEPS; t++)
     CHECK_OK(attn_hf_decoder_step(&d, &f->greedy[t - 1], 1, NULL, out + t * V));
@@ -98,12 +103,17 @@ static float *step_logits(const fixture *f, const attn_lm_kv_spec *kv, double at
   return out;
 }
 
+static float *step_logits(const fixture *f, const attn_lm_kv_spec *kv, double atol, double rtol) {
+  return step_logits_w(f, kv, ATTN_HF_WEIGHTS_F32, atol, rtol);
+}
+
 static void test_step_logits_every_cache(void) {
   fixture f;
   if (!load(&f)) goto out;
   const int64_t n = STEPS * f.h->c.vocab_size;
   /* f32: rounding only (2 layers, E 32); f16 / bf16 / int8 keys and values:
-   * their rounding through 2 layers (logits of magnitude ~10) */
+   * their rounding through 2 layers (logits of magnitude ~10). Measured at
+   * every level: 6e-6, 1.7e-3, 1.2e-2, 3.8e-2 */
   static const struct {
     const char *name;
     double atol;
@@ -124,6 +134,37 @@ out:
   unload(&f);
 }
 
+/* int8 weights (every Linear and the LM head, activations per row): the
+ * logits near torch's f32 ones, and the greedy continuation's tokens mostly
+ * the same */
+static void test_int8_weights(void) {
+  fixture f;
+  if (!load(&f)) goto out;
+  float *got = step_logits_w(&f, NULL, ATTN_HF_WEIGHTS_INT8, INT8_ATOL, 1e-2);
+  attn_hf_decoder d;
+  CHECK_OK(attn_hf_decoder_init(&d, f.h, NULL, ATTN_HF_WEIGHTS_INT8, 0));
+  CHECK(d.ql && attn_qlinear_set_count(d.ql) == 6 * f.h->c.num_layers + 1);
+  attn_hf_decoder_free(&d);
+  /* the argmax where torch's lead is clear */
+  const int64_t V = f.h->c.vocab_size;
+  int agree = 0, clear = 0;
+  for (int t = 0; t < STEPS; t++) {
+    const float *r = f.logits + t * V, *g = got + t * V;
+    int64_t br = 0, bg = 0, second = -1;
+    for (int64_t v = 1; v < V; v++) {
+      if (r[v] > r[br]) br = v;
+      if (g[v] > g[bg]) bg = v;
+    }
+    for (int64_t v = 0; v < V; v++)
+      if (v != br && (second < 0 || r[v] > r[second])) second = v;
+    if (r[br] - r[second] > 2 * INT8_ATOL) clear++, agree += bg == br;
+  }
+  CHECK(clear >= STEPS / 2 && agree == clear);
+  free(got);
+out:
+  unload(&f);
+}
+
 /* pieces of 3, 1, 7, 2, ... tokens against attn's full forward of the same ids */
 static void test_pieces_equal_full_forward(void) {
   fixture f;
@@ -136,7 +177,7 @@ static void test_pieces_equal_full_forward(void) {
         *got = malloc((size_t)(L * V) * sizeof *got);
   CHECK_OK(attn_hf_model_forward(&f.h->m, &f.h->p, NULL, ids, NULL, 1, L, -1, NULL, NULL, full));
   attn_hf_decoder d;
-  CHECK_OK(attn_hf_decoder_init(&d, f.h, NULL, L));
+  CHECK_OK(attn_hf_decoder_init(&d, f.h, NULL, ATTN_HF_WEIGHTS_F32, L));
   static const int pieces[] = {3, 1, 7, 2, 1, 1, 16, 5, 4};
   int64_t at = 0;
   for (size_t i = 0; i < sizeof pieces / sizeof pieces[0]; i++) {
@@ -165,7 +206,8 @@ static void test_threads_same_bits(void) {
   float *lg[2];
   for (int k = 0; k < 2; k++) {
     attn_set_num_threads(k + 1);
-    CHECK_OK(attn_hf_generate(f.h, f.prompt, f.np, STEPS, &s, NULL, -1, NULL, NULL, &g[k]));
+    CHECK_OK(attn_hf_generate(f.h, f.prompt, f.np, STEPS, &s, NULL, ATTN_HF_WEIGHTS_F32, -1, NULL,
+                              NULL, &g[k]));
     lg[k] = step_logits(&f, NULL, 1e-4, 1e-4);
   }
   attn_set_num_threads(keep);
@@ -197,7 +239,8 @@ static void test_stops_at_eos(void) {
   while (f.greedy[first] != eos)
     first++; /* its first appearance, <= 5 */
   streamed = 0;
-  CHECK_OK(attn_hf_generate(f.h, f.prompt, f.np, STEPS, &s, NULL, eos, count_token, NULL, &g));
+  CHECK_OK(attn_hf_generate(f.h, f.prompt, f.np, STEPS, &s, NULL, ATTN_HF_WEIGHTS_F32, eos,
+                            count_token, NULL, &g));
   CHECK(g.n == first + 1 && g.ids[first] == eos && streamed == first + 1);
   CHECK(g.context == f.np + first + 1);
   attn_lm_generation_free(&g);
@@ -212,18 +255,26 @@ static void test_errors(void) {
   attn_lm_sampling_default(&s);
   attn_lm_generation g;
   const int64_t P = f.h->c.max_positions;
-  CHECK_ERR(attn_hf_generate(f.h, f.prompt, f.np, P, &s, NULL, -1, NULL, NULL, &g), ATTN_EINVAL);
+  CHECK_ERR(
+      attn_hf_generate(f.h, f.prompt, f.np, P, &s, NULL, ATTN_HF_WEIGHTS_F32, -1, NULL, NULL, &g),
+      ATTN_EINVAL);
   CHECK(strstr(attn_last_error(), "exceed the model's 64 positions") != NULL);
   const int32_t bad = (int32_t)f.h->c.vocab_size;
-  CHECK_ERR(attn_hf_generate(f.h, &bad, 1, 4, &s, NULL, -1, NULL, NULL, &g), ATTN_EINVAL);
+  CHECK_ERR(attn_hf_generate(f.h, &bad, 1, 4, &s, NULL, ATTN_HF_WEIGHTS_F32, -1, NULL, NULL, &g),
+            ATTN_EINVAL);
   CHECK(strstr(attn_last_error(), "outside the vocabulary") != NULL);
-  CHECK_ERR(attn_hf_generate(f.h, f.prompt, 0, 4, &s, NULL, -1, NULL, NULL, &g), ATTN_EINVAL);
+  CHECK_ERR(
+      attn_hf_generate(f.h, f.prompt, 0, 4, &s, NULL, ATTN_HF_WEIGHTS_F32, -1, NULL, NULL, &g),
+      ATTN_EINVAL);
   s.top_p = 0;
-  CHECK_ERR(attn_hf_generate(f.h, f.prompt, f.np, 4, &s, NULL, -1, NULL, NULL, &g), ATTN_EINVAL);
+  CHECK_ERR(
+      attn_hf_generate(f.h, f.prompt, f.np, 4, &s, NULL, ATTN_HF_WEIGHTS_F32, -1, NULL, NULL, &g),
+      ATTN_EINVAL);
   attn_hf *bert = NULL;
   CHECK_OK(attn_hf_load("tests/golden/hf/bert", &bert));
   attn_hf_decoder d;
-  if (bert) CHECK_ERR(attn_hf_decoder_init(&d, bert, NULL, 0), ATTN_EUNSUPPORTED);
+  if (bert)
+    CHECK_ERR(attn_hf_decoder_init(&d, bert, NULL, ATTN_HF_WEIGHTS_F32, 0), ATTN_EUNSUPPORTED);
   CHECK(strstr(attn_last_error(), "generation needs gpt2") != NULL);
   attn_hf_free(bert);
 out:
@@ -274,6 +325,7 @@ int main(int argc, char **argv) {
   RUN(test_prompt_tokens_and_config);
   RUN(test_greedy_matches_reference);
   RUN(test_step_logits_every_cache);
+  RUN(test_int8_weights);
   RUN(test_pieces_equal_full_forward);
   RUN(test_threads_same_bits);
   RUN(test_stops_at_eos);

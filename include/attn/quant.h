@@ -57,6 +57,11 @@ ATTN_API attn_status attn_dequantize_st(const attn_st *in, attn_st **out);
  * weights (attn_dequantize_st + attn_params_load_st); biases come from p. */
 ATTN_API attn_status attn_qlinear_set_build(attn_qlinear_set **out, const attn_st *st,
                                             const attn_params *p);
+/* One more entry: W [out, in] quantized as attn_qlinear_quantize does (per
+ * output channel; bias b may be NULL), keyed by W's storage. *s NULL: a new
+ * set. For int8 inference of an f32 model without a quantized file. */
+ATTN_API attn_status attn_qlinear_set_add_f32(attn_qlinear_set **s, const float *W, const float *b,
+                                              int64_t out, int64_t in);
 ATTN_API void attn_qlinear_set_free(attn_qlinear_set *s);
 ATTN_API int attn_qlinear_set_count(const attn_qlinear_set *s);
 /* The entry for weight storage W with that shape, else NULL. */

@@ -26,6 +26,9 @@ static void usage(FILE *f) {
           "  --tokens N (64)   new tokens at most     --seed S (1)\n"
           "  --temperature T (0.8; 0: greedy) --top-k K (40; 0: all) --top-p P (0.95)\n"
           "  --ignore-eos      go on after the eos token (config.json's eos_token_id)\n"
+          "  --weights f32     the Linears' and LM head's weights: f32 (the checkpoint's) or\n"
+          "                    int8 (per output channel, quantized on load; activations per\n"
+          "                    row at run time: a quarter of the bytes a token reads)\n"
           "  --kv-cache f32    the cache's storage: f32 | f16 | bf16 | int8, each contiguous or\n"
           "                    -paged          --kv-page-size N  tokens a page (16)\n"
           "  --quiet           print only the text\n"
@@ -36,16 +39,19 @@ typedef struct {
   const char *dir, *prompt, *prompt_file, *ids, *tok_dir, *kv_name;
   int64_t tokens, kv_page;
   int ignore_eos, quiet;
+  attn_hf_weights weights;
   attn_lm_sampling smp;
 } gen_opts;
 
 static int parse(int argc, char **argv, gen_opts *o) {
-  static const cli_opt opts[] = {
-      {"--prompt", CLI_VALUE},      {"--prompt-file", CLI_VALUE}, {"--input-ids", CLI_VALUE},
-      {"--tokenizer", CLI_VALUE},   {"--tokens", CLI_VALUE},      {"--seed", CLI_VALUE},
-      {"--temperature", CLI_VALUE}, {"--top-k", CLI_VALUE},       {"--top-p", CLI_VALUE},
-      {"--ignore-eos", CLI_FLAG},   {"--kv-cache", CLI_VALUE},    {"--kv-page-size", CLI_VALUE},
-      {"--quiet", CLI_FLAG},        {"--threads", CLI_VALUE},     {NULL, 0}};
+  static const cli_opt opts[] = {{"--prompt", CLI_VALUE},      {"--prompt-file", CLI_VALUE},
+                                 {"--input-ids", CLI_VALUE},   {"--tokenizer", CLI_VALUE},
+                                 {"--tokens", CLI_VALUE},      {"--seed", CLI_VALUE},
+                                 {"--temperature", CLI_VALUE}, {"--top-k", CLI_VALUE},
+                                 {"--top-p", CLI_VALUE},       {"--ignore-eos", CLI_FLAG},
+                                 {"--kv-cache", CLI_VALUE},    {"--kv-page-size", CLI_VALUE},
+                                 {"--quiet", CLI_FLAG},        {"--threads", CLI_VALUE},
+                                 {"--weights", CLI_VALUE},     {NULL, 0}};
   memset(o, 0, sizeof *o);
   o->tokens = 64;
   o->kv_page = -1;
@@ -69,6 +75,9 @@ static int parse(int argc, char **argv, gen_opts *o) {
       o->tok_dir = v;
     } else if (!strcmp(k, "--kv-cache")) {
       o->kv_name = v;
+    } else if (!strcmp(k, "--weights")) {
+      if (strcmp(v, "f32") && strcmp(v, "int8")) return cli_usage("--weights '%s': f32 or int8", v);
+      o->weights = !strcmp(v, "int8") ? ATTN_HF_WEIGHTS_INT8 : ATTN_HF_WEIGHTS_F32;
     } else if (!strcmp(k, "--ignore-eos")) {
       o->ignore_eos = 1;
     } else if (!strcmp(k, "--quiet")) {
@@ -194,7 +203,8 @@ int attn_cmd_hf_generate(int argc, char **argv) {
       free(p);
     }
   }
-  if (!st) st = attn_hf_generate(h, ids, np, o.tokens, &o.smp, &kv, eos, print_token, &sc, &g);
+  if (!st)
+    st = attn_hf_generate(h, ids, np, o.tokens, &o.smp, &kv, o.weights, eos, print_token, &sc, &g);
   if (st) {
     rc = cli_fail(NULL);
   } else {
@@ -202,10 +212,11 @@ int attn_cmd_hf_generate(int argc, char **argv) {
     printf("\n");
     if (!o.quiet)
       printf("-- %lld tokens in %.2f s: %.1f tokens/s (prompt: %lld tokens in %.2f s; context "
-             "%lld tokens; %s%s; kv cache %s; %d threads)\n",
+             "%lld tokens; %s%s; %s weights; kv cache %s; %d threads)\n",
              (long long)g.n, g.decode_s, g.decode_s > 0 ? (double)g.n / g.decode_s : 0.0,
              (long long)np, g.prefill_s, (long long)g.context, h->model_type,
              g.n && g.ids[g.n - 1] == eos ? ", stopped at eos" : "",
+             o.weights == ATTN_HF_WEIGHTS_INT8 ? "int8" : "f32",
              attn_lm_kv_spec_name(&kv, kvn, sizeof kvn), attn_get_num_threads());
   }
   attn_lm_generation_free(&g);

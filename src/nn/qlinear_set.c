@@ -40,6 +40,16 @@ int64_t attn_qlinear_set_bytes(const attn_qlinear_set *s) {
   return b;
 }
 
+static attn_status grow(attn_qlinear_set *s) {
+  if (s->n < s->cap) return ATTN_OK;
+  int cap = s->cap ? 2 * s->cap : 16;
+  qset_entry *e = realloc(s->e, sizeof *e * (size_t)cap);
+  if (!e) return attn_set_error(ATTN_ENOMEM, "qlinear_set: out of memory");
+  s->e = e;
+  s->cap = cap;
+  return ATTN_OK;
+}
+
 /* One entry for rows [r0, r0 + rows) of the weight W [*, in] (bias b, may be
  * NULL), with the file's int8 values q and scales sc for those rows. The
  * weights in p are the dequantized sc * q, which quantize back to q (the
@@ -47,20 +57,29 @@ int64_t attn_qlinear_set_bytes(const attn_qlinear_set *s) {
  * int8 Linear is exactly the file's. */
 static attn_status add(attn_qlinear_set *s, const float *W, const float *b, const int8_t *q,
                        const float *sc, int64_t rows, int64_t in) {
-  if (s->n == s->cap) {
-    int cap = s->cap ? 2 * s->cap : 16;
-    qset_entry *e = realloc(s->e, sizeof *e * (size_t)cap);
-    if (!e) return attn_set_error(ATTN_ENOMEM, "qlinear_set: out of memory");
-    s->e = e;
-    s->cap = cap;
-  }
-  qset_entry *e = &s->e[s->n];
-  attn_status st = attn_qlinear_quantize(&e->q, W, b, rows, in);
+  attn_status st = grow(s);
   if (st) return st;
+  qset_entry *e = &s->e[s->n];
+  if ((st = attn_qlinear_quantize(&e->q, W, b, rows, in))) return st;
   if (!memcmp(e->q.w, q, (size_t)(rows * in)))
     memcpy(e->q.scale, sc, sizeof(float) * (size_t)rows);
   e->W = W, e->out = rows, e->in = in;
   s->n++;
+  return ATTN_OK;
+}
+
+attn_status attn_qlinear_set_add_f32(attn_qlinear_set **s, const float *W, const float *b,
+                                     int64_t out, int64_t in) {
+  if (!s || !W) return attn_set_error(ATTN_EINVAL, "qlinear_set_add: NULL argument");
+  if (!*s && !(*s = calloc(1, sizeof **s)))
+    return attn_set_error(ATTN_ENOMEM, "qlinear_set_add: out of memory");
+  attn_qlinear_set *t = *s;
+  attn_status st = grow(t);
+  if (st) return st;
+  qset_entry *e = &t->e[t->n];
+  if ((st = attn_qlinear_quantize(&e->q, W, b, out, in))) return st;
+  e->W = W, e->out = out, e->in = in;
+  t->n++;
   return ATTN_OK;
 }
 

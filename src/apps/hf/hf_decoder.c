@@ -10,12 +10,39 @@ void attn_hf_decoder_free(attn_hf_decoder *d) {
   if (!d) return;
   attn_lm_kv_free(&d->kv);
   attn_ffn_saved_free(&d->fs);
+  attn_qlinear_set_free(d->ql);
   free(d->scratch);
   memset(d, 0, sizeof *d);
 }
 
+/* every Linear of the layers and the LM head, quantized into d->ql */
+static attn_status quantize(attn_hf_decoder *d) {
+  const attn_hf *h = d->h;
+  const attn_params *p = &h->p;
+  const attn_hf_model *m = &h->m;
+  attn_status st = ATTN_OK;
+  for (int l = 0; l < (int)h->c.num_layers && !st; l++) {
+    const attn_encoder_layer *L = &m->layers[l];
+    const attn_mha *a = &L->self_attn;
+    for (int j = 0; j < 3 && !st; j++)
+      st = attn_qlinear_set_add_f32(&d->ql, attn_params_data(p, a->w[j]) + a->wo[j],
+                                    a->b[j] >= 0 ? attn_params_data(p, a->b[j]) + a->bo[j] : NULL,
+                                    a->out[j], a->in[j]);
+    const attn_linear *lin[3] = {&a->out_lin, &L->ff.l1, &L->ff.l2};
+    for (int j = 0; j < 3 && !st; j++)
+      st = attn_qlinear_set_add_f32(&d->ql, attn_params_data(p, lin[j]->weight),
+                                    lin[j]->bias >= 0 ? attn_params_data(p, lin[j]->bias) : NULL,
+                                    lin[j]->out, lin[j]->in);
+  }
+  if (!st)
+    st = attn_qlinear_set_add_f32(&d->ql,
+                                  attn_params_data(p, m->lm_head >= 0 ? m->lm_head : m->word), NULL,
+                                  h->c.vocab_size, h->c.hidden_size);
+  return st;
+}
+
 attn_status attn_hf_decoder_init(attn_hf_decoder *d, const attn_hf *h, const attn_lm_kv_spec *kv,
-                                 int64_t cap) {
+                                 attn_hf_weights weights, int64_t cap) {
   if (!d || !h || !h->p.data) return attn_set_error(ATTN_EINVAL, "hf decoder: NULL argument");
   memset(d, 0, sizeof *d);
   const attn_hf_config *c = &h->c;
@@ -23,10 +50,17 @@ attn_status attn_hf_decoder_init(attn_hf_decoder *d, const attn_hf *h, const att
     return attn_set_error(ATTN_EUNSUPPORTED,
                           "hf decoder: model_type '%s' is an encoder; generation needs gpt2",
                           h->model_type);
+  if (weights != ATTN_HF_WEIGHTS_F32 && weights != ATTN_HF_WEIGHTS_INT8)
+    return attn_set_error(ATTN_EINVAL, "hf decoder: unknown weights %d", (int)weights);
+  if (attn_activation_gated(c->activation))
+    return attn_set_error(ATTN_EUNSUPPORTED, "hf decoder: a gated activation");
   d->h = h;
   const int64_t H = c->num_heads, P = c->max_positions;
-  return attn_lm_kv_init(&d->kv, kv, (int)c->num_layers, H, H, c->hidden_size / H,
-                         cap > 0 && cap < P ? cap : P);
+  attn_status st = attn_lm_kv_init(&d->kv, kv, (int)c->num_layers, H, H, c->hidden_size / H,
+                                   cap > 0 && cap < P ? cap : P);
+  if (!st && weights == ATTN_HF_WEIGHTS_INT8) st = quantize(d);
+  if (st) attn_hf_decoder_free(d);
+  return st;
 }
 
 int64_t attn_hf_decoder_len(const attn_hf_decoder *d) {
@@ -46,11 +80,11 @@ static attn_status reserve(attn_hf_decoder *d, int64_t n) {
 }
 
 /* y [n, out] = x · W_jᵀ + b_j: projection j (q, k, v) of the packed in_proj */
-static attn_status project(const attn_mha *a, const attn_params *p, int j, const float *x, float *y,
-                           int64_t n) {
+static attn_status project(const attn_nn_ctx *ctx, const attn_mha *a, const attn_params *p, int j,
+                           const float *x, float *y, int64_t n) {
   const float *W = attn_params_data(p, a->w[j]) + a->wo[j];
   const float *b = a->b[j] >= 0 ? attn_params_data(p, a->b[j]) + a->bo[j] : NULL;
-  return attn_dense_forward_f32(x, W, b, y, n, a->in[j], a->out[j]);
+  return attn_dense_forward_ctx(ctx, x, W, b, y, n, a->in[j], a->out[j]);
 }
 
 static void add_rows(float *x, const float *y, int64_t n) {
@@ -81,17 +115,19 @@ attn_status attn_hf_decoder_step(attn_hf_decoder *d, const int32_t *ids, int64_t
   const int64_t R = n * E;
   float *x = d->scratch, *a = x + R, *q = a + R, *k = q + R, *v = k + R, *c = v + R, *o = c + R;
   float *mean = o + R, *rstd = mean + n;
-  const attn_nn_ctx ctx = {0};
+  attn_nn_ctx ctx;
+  memset(&ctx, 0, sizeof ctx);
+  ctx.qlinears = d->ql; /* NULL: the f32 path */
   if ((st = attn_embedding_f32(ids, n, attn_params_data(p, m->word), V, E, x))) return st;
   add_rows(x, attn_params_data(p, m->position) + pos * E, R);
   for (int l = 0; l < (int)h->c.num_layers; l++) {
     const attn_encoder_layer *L = &m->layers[l];
     if ((st = attn_layernorm_forward(&L->norm1, p, x, a, mean, rstd, n)) ||
-        (st = project(&L->self_attn, p, 0, a, q, n)) ||
-        (st = project(&L->self_attn, p, 1, a, k, n)) ||
-        (st = project(&L->self_attn, p, 2, a, v, n)) ||
+        (st = project(&ctx, &L->self_attn, p, 0, a, q, n)) ||
+        (st = project(&ctx, &L->self_attn, p, 1, a, k, n)) ||
+        (st = project(&ctx, &L->self_attn, p, 2, a, v, n)) ||
         (st = attn_lm_kv_step(&d->kv, l, q, k, v, n, c, NULL)) ||
-        (st = attn_linear_forward(&L->self_attn.out_lin, p, c, o, n)))
+        (st = attn_linear_forward_ctx(&L->self_attn.out_lin, p, &ctx, c, o, n)))
       return st;
     add_rows(x, o, R);
     if ((st = attn_layernorm_forward(&L->norm2, p, x, a, mean, rstd, n)) ||
@@ -102,11 +138,11 @@ attn_status attn_hf_decoder_step(attn_hf_decoder *d, const int32_t *ids, int64_t
   if ((st = attn_layernorm_forward(&m->norm, p, x, a, mean, rstd, n))) return st;
   const float *W = attn_params_data(p, m->lm_head >= 0 ? m->lm_head : m->word);
   if (logits) {
-    st = attn_dense_forward_f32(a, W, NULL, logits, n, E, V);
+    st = attn_dense_forward_ctx(&ctx, a, W, NULL, logits, n, E, V);
     if (!st && last) memcpy(last, logits + (n - 1) * V, (size_t)V * sizeof *last);
     return st;
   }
-  return last ? attn_dense_forward_f32(a + (n - 1) * E, W, NULL, last, 1, E, V) : ATTN_OK;
+  return last ? attn_dense_forward_ctx(&ctx, a + (n - 1) * E, W, NULL, last, 1, E, V) : ATTN_OK;
 }
 
 static attn_status step(void *d, const int32_t *ids, int64_t n, float *last, float *probs) {
@@ -115,8 +151,9 @@ static attn_status step(void *d, const int32_t *ids, int64_t n, float *last, flo
 }
 
 attn_status attn_hf_generate(const attn_hf *h, const int32_t *prompt, int64_t np, int64_t n_new,
-                             const attn_lm_sampling *s, const attn_lm_kv_spec *kv, int32_t eos,
-                             attn_lm_token_fn cb, void *user, attn_lm_generation *out) {
+                             const attn_lm_sampling *s, const attn_lm_kv_spec *kv,
+                             attn_hf_weights weights, int32_t eos, attn_lm_token_fn cb, void *user,
+                             attn_lm_generation *out) {
   if (!h || !prompt || !s || !out) return attn_set_error(ATTN_EINVAL, "hf generate: NULL argument");
   memset(out, 0, sizeof *out);
   if (h->c.arch != ATTN_HF_GPT2)
@@ -130,7 +167,7 @@ attn_status attn_hf_generate(const attn_hf *h, const int32_t *prompt, int64_t np
                           "model's %lld positions (n_positions; shorten the prompt or ask fewer)",
                           (long long)np, (long long)n_new, (long long)P);
   attn_hf_decoder d;
-  attn_status st = attn_hf_decoder_init(&d, h, kv, np >= 1 && n_new >= 1 ? np + n_new : 1);
+  attn_status st = attn_hf_decoder_init(&d, h, kv, weights, np >= 1 && n_new >= 1 ? np + n_new : 1);
   if (st) return st;
   const attn_lm_stepper sp = {step, &d, h->c.vocab_size, 0, eos};
   st = attn_lm_generate_steps(&sp, prompt, np, n_new, s, 0, cb, user, out);

@@ -8,6 +8,7 @@
 
 #include "apps/hf/hf.h"
 #include "apps/lm/lm_generate.h"
+#include "attn/quant.h"
 
 typedef struct {
   const attn_hf *h;
@@ -15,13 +16,20 @@ typedef struct {
   int64_t cap;    /* rows of the scratch */
   float *scratch; /* x, a, q, k, v, ctx, o [cap, E], stats [2, cap] */
   attn_ffn_saved fs;
+  attn_qlinear_set *ql; /* int8 weights: every Linear and the LM head; NULL: f32 */
 } attn_hf_decoder;
 
+/* The weights the decoder's Linears and LM head read: the checkpoint's f32,
+ * or int8 per output channel with each row of activations quantized to u8
+ * at run time (attn_qlinear: VNNI where the CPU has it), a quarter of the
+ * bytes a token reads. */
+typedef enum { ATTN_HF_WEIGHTS_F32 = 0, ATTN_HF_WEIGHTS_INT8 = 1 } attn_hf_weights;
+
 /* GPT-2 only (ATTN_EUNSUPPORTED for BERT). kv: the cache's storage (NULL:
- * f32 contiguous); cap: the most tokens (<= 0 or above n_positions:
- * n_positions). */
+ * f32 contiguous); weights: above (int8 quantizes them here); cap: the most
+ * tokens (<= 0 or above n_positions: n_positions). */
 attn_status attn_hf_decoder_init(attn_hf_decoder *d, const attn_hf *h, const attn_lm_kv_spec *kv,
-                                 int64_t cap);
+                                 attn_hf_weights weights, int64_t cap);
 void attn_hf_decoder_free(attn_hf_decoder *d);
 int64_t attn_hf_decoder_len(const attn_hf_decoder *d);
 /* The n tokens ids at positions len..len+n-1: logits [n, V] of each (may
@@ -34,7 +42,8 @@ attn_status attn_hf_decoder_step(attn_hf_decoder *d, const int32_t *ids, int64_t
 /* prompt [np] then up to n_new tokens (np + n_new <= n_positions, else
  * ATTN_EINVAL saying so); eos >= 0 ends it once drawn. */
 attn_status attn_hf_generate(const attn_hf *h, const int32_t *prompt, int64_t np, int64_t n_new,
-                             const attn_lm_sampling *s, const attn_lm_kv_spec *kv, int32_t eos,
-                             attn_lm_token_fn cb, void *user, attn_lm_generation *out);
+                             const attn_lm_sampling *s, const attn_lm_kv_spec *kv,
+                             attn_hf_weights weights, int32_t eos, attn_lm_token_fn cb, void *user,
+                             attn_lm_generation *out);
 
 #endif
