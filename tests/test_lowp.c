@@ -24,10 +24,26 @@ typedef struct {
 } shape;
 /* awkward sizes: 1, 3, 17, 31, 33, 64, 65, 129; depths off every multiple of
  * 2/4/16/32/64 and deeper than one k block */
-static const shape SHAPES[] = {{1, 1, 1},     {3, 17, 31},   {17, 33, 65},  {31, 64, 129},
-                               {33, 65, 3},   {64, 31, 17},  {65, 129, 33}, {129, 3, 64},
-                               {1, 129, 65},  {129, 1, 129}, {40, 50, 1001}, {70, 97, 301},
-                               {33, 31, 2},   {5, 7, 255},   {9, 40, 2100}};
+static const shape SHAPES[] = {{1, 1, 1},
+                               {3, 17, 31},
+                               {17, 33, 65},
+                               {31, 64, 129},
+                               {33, 65, 3},
+                               {64, 31, 17},
+                               {65, 129, 33},
+                               {129, 3, 64},
+                               {1, 129, 65},
+                               {129, 1, 129},
+                               {40, 50, 1001},
+                               {70, 97, 301},
+                               {33, 31, 2},
+                               {5, 7, 255},
+                               {9, 40, 2100},
+                               /* one row (the int8 kernels' one-row micro-kernel): depth
+                                * quads in fours, a remainder, several k blocks */
+                               {1, 97, 1001},
+                               {1, 40, 16},
+                               {1, 33, 2100}};
 
 static unsigned lcg(unsigned *s) {
   *s = *s * 1664525u + 1013904223u;

@@ -197,7 +197,10 @@ static void chunk(const plan *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
                         pc == 0 ? e->beta : 1.0f);
               continue;
             }
-            kr->ukr(kcp, ap, b, tile);
+            if (rows == 1 && kr->ukr_row)
+              kr->ukr_row(kcp, ap, b, tile);
+            else
+              kr->ukr(kcp, ap, b, tile);
             e->fn(e, tile, nr, ic + ir, jc + jr, rows, cols, pc == 0);
           }
         }

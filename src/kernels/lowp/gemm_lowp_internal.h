@@ -35,6 +35,10 @@ struct attn_lowp_kernel {
   int int_acc;      /* tile holds s32 (else f32) */
   /* tile[mr * nr] (row-major, overwritten) = a~[kcp] · b~[kcp] */
   void (*ukr)(int64_t kcp, const void *a, const void *b, void *tile);
+  /* Optional (integer tiles): row 0 of the tile only, the same values (the
+   * driver's call for a tile with one valid row: one-token inference reads
+   * the weights at the memory's speed instead of computing mr rows). */
+  void (*ukr_row)(int64_t kcp, const void *a, const void *b, void *tile);
   /* Optional (f32 tiles): c[mr, nr] (row stride ldc) = alpha * a~ · b~ +
    * beta * c, beta == 0: c write-only (the f32 GEMM's micro-kernel
    * contract, gemm_ukr.h). The driver calls it instead of ukr
