@@ -76,12 +76,48 @@ AVX2_TARGET static void ukr_i8_avx2_4x32(int64_t kcp, const void *av, const void
     }
 }
 
+/* Row 0 of the tile alone (one-row tiles: one-token inference): its quad
+ * widened and broadcast once per depth step, the 32 columns in 8
+ * accumulators; the same sums as ukr_i8_avx2_4x32's row 0 (exact). */
+AVX2_TARGET static void ukr_i8_avx2_1x32(int64_t kcp, const void *av, const void *bv, void *tv) {
+  const uint8_t *a = av;
+  const int8_t *b = bv;
+  int32_t *t = tv;
+  __m256i c[NR / 4];
+  for (int i = 0; i < NR / 4; i++)
+    c[i] = _mm256_setzero_si256();
+  for (int64_t q = 0; q < kcp / 4; q++, a += 4 * MR, b += 4 * NR) {
+    int32_t quad;
+    memcpy(&quad, a, 4);
+    const __m256i x = _mm256_broadcastq_epi64(_mm_cvtepu8_epi16(_mm_cvtsi32_si128(quad)));
+#pragma GCC unroll 8
+    for (int i = 0; i < NR / 4; i++) {
+      __m256i bi = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(b + 16 * i)));
+      c[i] = _mm256_add_epi32(_mm256_madd_epi16(x, bi), c[i]);
+    }
+  }
+  for (int p = 0; p < NR / 8; p++) {
+    __m256i s = _mm256_hadd_epi32(c[2 * p], c[2 * p + 1]);
+    _mm256_store_si256((__m256i *)(t + 8 * p), _mm256_permute4x64_epi64(s, 0xD8));
+  }
+}
+
 static const attn_lowp_kernel kernel = {
-    .name = "avx2 i8 4x32 (vpmaddwd)", .path = "avx2_i16",
-    .mr = MR, .nr = NR, .ga = 4, .gb = 4, .kgroup = 4,
-    .mc = 4 * 96, .kc = 512, .nc = 1024,
-    .pa = LOWP_U8, .pb = LOWP_S8, .int_acc = 1,
+    .name = "avx2 i8 4x32 (vpmaddwd)",
+    .path = "avx2_i16",
+    .mr = MR,
+    .nr = NR,
+    .ga = 4,
+    .gb = 4,
+    .kgroup = 4,
+    .mc = 4 * 96,
+    .kc = 512,
+    .nc = 1024,
+    .pa = LOWP_U8,
+    .pb = LOWP_S8,
+    .int_acc = 1,
     .ukr = ukr_i8_avx2_4x32,
+    .ukr_row = ukr_i8_avx2_1x32,
 };
 
 const attn_lowp_kernel *attn_lowp_kernel_i8_avx2(void) { return &kernel; }
