@@ -252,6 +252,12 @@ bench-g2p: $(BUILD)/attn
 bench-peers: $(BUILD)/attn $(BUILD)/libattn.so
 	@sh tools/bench_peers/bench_peers.sh $(BUILD)/attn $(BENCH_PEERS_ARGS)
 
+# GPT-2-small-shaped generation: attn hf generate (f32 and int8 weights) and PyTorch, tokens/s
+# at 1 and 2 threads in one run (docs/HF.md "Generation"; needs /usr/bin/python3 with torch)
+.PHONY: bench-gpt2
+bench-gpt2: $(BUILD)/attn
+	@sh tools/bench_gpt2.sh $(BUILD)/attn
+
 golden:
 	/usr/bin/python3 tools/gen_golden.py tests/golden
 
