@@ -9,7 +9,7 @@ FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 30
 FUZZ_JOBS ?= 2
 # the mail reader's target needs GMime
-FUZZ_ALL := json safetensors sdpa layer bpe model decode $(if $(filter gmime-3.0,$(APP_PKGS)),mail)
+FUZZ_ALL := json safetensors sdpa layer bpe gpt2tok model decode $(if $(filter gmime-3.0,$(APP_PKGS)),mail)
 FUZZ_TARGETS ?= $(FUZZ_ALL)
 FUZZ_BIN := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
 

@@ -12,13 +12,24 @@
 
 #define GEMV_INLINE static inline __attribute__((always_inline)) AVX2_TARGET
 
-/* outputs j0 .. j0 + n - 1 (n <= 8: B's rows from B, c from c) */
+/* Software prefetch PF floats ahead along the 8 rows, then into the next
+ * block's (gemv_avx512.c: rows from memory are streams the hardware
+ * prefetcher starts late); one line per row every 16 values. */
+enum { PF = 256 };
+
+/* outputs j0 .. j0 + n - 1 (n <= 8: B's rows from B, c from c); next: the
+ * next block's first row, NULL when there is no whole next block */
 GEMV_INLINE void gemv_block(int64_t K, float alpha, const float *a, int64_t inca, const float *B,
-                            int64_t ldb, float beta, float *c, int n) {
+                            int64_t ldb, float beta, float *c, int n, const float *next) {
   const __m256i lane = _mm256_set_epi32(7, 6, 5, 4, 3, 2, 1, 0);
   __m256 s = _mm256_setzero_ps();
   for (int64_t p0 = 0; p0 < K; p0 += 8) {
     const int np = K - p0 < 8 ? (int)(K - p0) : 8;
+    const float *pf = p0 + PF < K ? B + p0 + PF : next ? next + (p0 + PF - K) : NULL;
+    if (pf && n == 8 && !(p0 & 15) && p0 + PF - K < K)
+#pragma GCC unroll 8
+      for (int l = 0; l < 8; l++)
+        _mm_prefetch((const char *)(pf + l * ldb), _MM_HINT_T0);
     __m256 x[8];
     if (n == 8 && np == 8) {
 #pragma GCC unroll 8
@@ -50,6 +61,7 @@ GEMV_INLINE void gemv_block(int64_t K, float alpha, const float *a, int64_t inca
 AVX2_TARGET void attn_gemv_nt_avx2(int64_t N, int64_t K, float alpha, const float *a, int64_t inca,
                                    const float *B, int64_t ldb, float beta, float *c) {
   for (int64_t j = 0; j < N; j += 8)
-    gemv_block(K, alpha, a, inca, B + j * ldb, ldb, beta, c + j, N - j < 8 ? (int)(N - j) : 8);
+    gemv_block(K, alpha, a, inca, B + j * ldb, ldb, beta, c + j, N - j < 8 ? (int)(N - j) : 8,
+               j + 16 <= N ? B + (j + 8) * ldb : NULL);
 }
 #endif

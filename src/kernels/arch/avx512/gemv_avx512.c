@@ -16,12 +16,28 @@
 #include "kernels/arch/isa_targets.h"
 #include <immintrin.h>
 
-/* outputs j0 .. j0 + n - 1 (n <= 16: B's rows from B, c from c) */
+/* Software prefetch distance along B's rows, in floats: each of the 16
+ * rows' line PF floats ahead, and past a row's end the same place in the
+ * next block's rows. From memory the 16 rows (a few KB apart) are 16
+ * streams the hardware prefetcher starts late on every row: one row of a
+ * 50,257 x 768 matrix twice the L3 (Intel Xeon EMR, 1 thread) 7.9 GB/s
+ * without, 12.1 with PF 256 (11.8 at 128, 10.6 at 512); 2 threads 20 ->
+ * 28.9 GB/s. */
+enum { PF = 256 };
+
+/* outputs j0 .. j0 + n - 1 (n <= 16: B's rows from B, c from c); next: the
+ * next block's first row, NULL when there is no whole next block */
 ATTN_AVX512_INLINE void gemv_block(int64_t K, float alpha, const float *a, int64_t inca,
-                                   const float *B, int64_t ldb, float beta, float *c, int n) {
+                                   const float *B, int64_t ldb, float beta, float *c, int n,
+                                   const float *next) {
   __m512 s = _mm512_setzero_ps();
   for (int64_t p0 = 0; p0 < K; p0 += 16) {
     const int np = K - p0 < 16 ? (int)(K - p0) : 16;
+    const float *pf = p0 + PF < K ? B + p0 + PF : next ? next + (p0 + PF - K) : NULL;
+    if (pf && n == 16 && p0 + PF - K < K)
+#pragma GCC unroll 16
+      for (int l = 0; l < 16; l++)
+        _mm_prefetch((const char *)(pf + l * ldb), _MM_HINT_T0);
     __m512 x[16];
     if (n == 16 && np == 16) {
 #pragma GCC unroll 16
@@ -55,6 +71,7 @@ ATTN_AVX512 void attn_gemv_nt_avx512(int64_t N, int64_t K, float alpha, const fl
                                      int64_t inca, const float *B, int64_t ldb, float beta,
                                      float *c) {
   for (int64_t j = 0; j < N; j += 16)
-    gemv_block(K, alpha, a, inca, B + j * ldb, ldb, beta, c + j, N - j < 16 ? (int)(N - j) : 16);
+    gemv_block(K, alpha, a, inca, B + j * ldb, ldb, beta, c + j, N - j < 16 ? (int)(N - j) : 16,
+               j + 32 <= N ? B + (j + 16) * ldb : NULL);
 }
 #endif
