@@ -125,6 +125,48 @@ static void test_kv_cache_decoder_matches_full_forward(void) {
   attn_lm_free(&m);
 }
 
+/* int8 weights (every Linear and the head): the logits near the f32
+ * forward's, and the same argmax wherever that leads by more than twice the
+ * error (12 of the 21 positions) */
+static void test_int8_weights_decoder(void) {
+  const int64_t V = 60, T = 21;
+  attn_lm_model m = lm_small_model(V, 32, 4, 64, 3, 256, 5);
+  int32_t ids[T];
+  lm_fill_ids(ids, T, V, 3);
+  attn_lm_saved s = {0};
+  const attn_nn_ctx ctx = {0};
+  CHECK_OK(attn_lm_forward(&m, &ctx, &s, ids, 1, T));
+  attn_lm_decoder d;
+  CHECK_OK(attn_lm_decoder_init(&d, &m, NULL, 0));
+  CHECK_OK(attn_lm_decoder_set_int8(&d));
+  CHECK(d.ql && attn_qlinear_set_count(d.ql) == 6 * 3 + 1);
+  float *lg = malloc((size_t)(T * V) * sizeof *lg);
+  CHECK_OK(attn_lm_decoder_step(&d, ids, 5, lg, NULL, NULL));
+  for (int64_t t = 5; t < T; t++)
+    CHECK_OK(attn_lm_decoder_step(&d, ids + t, 1, lg + t * V, NULL, NULL));
+  /* 7 quantized products per position through 3 layers: 0.057 measured at
+   * every level */
+  double err = CHECK_CLOSE("int8-weight logits", lg, s.logits, T * V, 0.12, 1e-2);
+  CHECK(err > 0); /* the weights are quantized: not the f32 bits */
+  int clear = 0, agree = 0;
+  for (int64_t t = 0; t < T; t++) {
+    const float *r = s.logits + t * V, *g = lg + t * V;
+    int64_t br = 0, bg = 0, second = br == 0 ? 1 : 0;
+    for (int64_t v = 1; v < V; v++) {
+      if (r[v] > r[br]) br = v;
+      if (g[v] > g[bg]) bg = v;
+    }
+    for (int64_t v = 0; v < V; v++)
+      if (v != br && r[v] > r[second]) second = v;
+    if (r[br] - r[second] > 0.12) clear++, agree += bg == br;
+  }
+  CHECK(clear >= T / 2 && agree == clear);
+  attn_lm_decoder_free(&d);
+  free(lg);
+  attn_lm_saved_free(&s);
+  attn_lm_free(&m);
+}
+
 static void test_sampling(void) {
   const int64_t V = 40;
   float lg[V];
@@ -315,13 +357,13 @@ static void test_same_bits_for_any_thread_count(void) {
   attn_lm_sampling_default(&s);
   attn_lm_generation a = {0}, b = {0};
   attn_set_num_threads(1);
-  CHECK_OK(attn_lm_generate(&m, ids, 9, 30, &s, NULL, 0, NULL, NULL, &a));
+  CHECK_OK(attn_lm_generate(&m, ids, 9, 30, &s, NULL, 0, 0, NULL, NULL, &a));
   attn_set_num_threads(3);
-  CHECK_OK(attn_lm_generate(&m, ids, 9, 30, &s, NULL, 0, NULL, NULL, &b));
+  CHECK_OK(attn_lm_generate(&m, ids, 9, 30, &s, NULL, 0, 0, NULL, NULL, &b));
   CHECK(a.n == 30 && b.n == 30 && a.ids && b.ids && !memcmp(a.ids, b.ids, 30 * sizeof *a.ids));
   attn_lm_generation_free(&b);
   s.seed = 2; /* another seed: another text */
-  CHECK_OK(attn_lm_generate(&m, ids, 9, 30, &s, NULL, 0, NULL, NULL, &b));
+  CHECK_OK(attn_lm_generate(&m, ids, 9, 30, &s, NULL, 0, 0, NULL, NULL, &b));
   CHECK(b.n == 30 && memcmp(a.ids, b.ids, 30 * sizeof *a.ids));
   attn_set_num_threads(nt);
   attn_lm_generation_free(&a);
@@ -336,7 +378,7 @@ static void test_generation_attention_and_errors(void) {
   attn_lm_sampling s;
   attn_lm_sampling_default(&s);
   attn_lm_generation g = {0};
-  CHECK_OK(attn_lm_generate(&m, p, 5, 7, &s, NULL, 1, NULL, NULL, &g));
+  CHECK_OK(attn_lm_generate(&m, p, 5, 7, &s, NULL, 0, 1, NULL, NULL, &g));
   CHECK(g.n == 7 && g.context == 12 && g.probs);
   for (int64_t r = 0; g.probs && r < 2 * 2 * 7; r++) { /* [layers, H, 7, 12] */
     double sum = 0;
@@ -346,12 +388,12 @@ static void test_generation_attention_and_errors(void) {
     CHECK(g.probs[r * 12 + 11] == 0.0f || r % 7 == 6); /* only the last row sees the last token */
   }
   attn_lm_generation_free(&g);
-  CHECK_ERR(attn_lm_generate(&m, p, 0, 7, &s, NULL, 0, NULL, NULL, &g), ATTN_EINVAL);
+  CHECK_ERR(attn_lm_generate(&m, p, 0, 7, &s, NULL, 0, 0, NULL, NULL, &g), ATTN_EINVAL);
   CHECK(strstr(attn_last_error(), "empty prompt") != NULL);
-  CHECK_ERR(attn_lm_generate(&m, p, 5, 252, &s, NULL, 0, NULL, NULL, &g), ATTN_EINVAL);
+  CHECK_ERR(attn_lm_generate(&m, p, 5, 252, &s, NULL, 0, 0, NULL, NULL, &g), ATTN_EINVAL);
   CHECK(strstr(attn_last_error(), "context of 256") != NULL);
   s.top_p = 0.0f;
-  CHECK_ERR(attn_lm_generate(&m, p, 5, 7, &s, NULL, 0, NULL, NULL, &g), ATTN_EINVAL);
+  CHECK_ERR(attn_lm_generate(&m, p, 5, 7, &s, NULL, 0, 0, NULL, NULL, &g), ATTN_EINVAL);
   int32_t bad = 50;
   attn_lm_saved sv = {0};
   CHECK_ERR(attn_lm_forward(&m, NULL, &sv, &bad, 1, 1), ATTN_EINVAL);
@@ -444,6 +486,7 @@ int main(int argc, char **argv) {
   RUN(test_golden_tied_forward_backward);
   RUN(test_golden_untied_forward_backward);
   RUN(test_kv_cache_decoder_matches_full_forward);
+  RUN(test_int8_weights_decoder);
   RUN(test_sampling);
   RUN(test_sampling_top_k_selection);
   RUN(test_same_bits_for_any_thread_count);

@@ -201,18 +201,19 @@ static void test_generation_same_for_threads_and_layouts(void) {
   attn_lm_generation a = {0}, b = {0};
   const int nt = attn_get_num_threads();
   attn_set_num_threads(1);
-  CHECK_OK(attn_lm_generate(&m, p, 9, 30, &s, NULL, 1, NULL, NULL, &a));
+  CHECK_OK(attn_lm_generate(&m, p, 9, 30, &s, NULL, 0, 1, NULL, NULL, &a));
   const int64_t np = m.c.layers * m.c.heads * 30 * 39;
   const attn_lm_kv_spec specs[] = {{ATTN_F32, 0}, {ATTN_F32, 4}, {ATTN_F32, 16}};
   for (int i = 0; i < 3; i++) {
     attn_set_num_threads(2 - (i == 1));
-    CHECK_OK(attn_lm_generate(&m, p, 9, 30, &s, &specs[i], 1, NULL, NULL, &b));
+    CHECK_OK(attn_lm_generate(&m, p, 9, 30, &s, &specs[i], 0, 1, NULL, NULL, &b));
     CHECK(a.n == 30 && b.n == 30 && !memcmp(a.ids, b.ids, 30 * sizeof *a.ids));
     CHECK(a.probs && b.probs && !memcmp(a.probs, b.probs, (size_t)np * sizeof *a.probs));
     attn_lm_generation_free(&b);
   }
   /* int8: a cache of its own that still generates (its text may differ) */
-  CHECK_OK(attn_lm_generate(&m, p, 9, 30, &s, &(attn_lm_kv_spec){ATTN_I8, 8}, 1, NULL, NULL, &b));
+  CHECK_OK(
+      attn_lm_generate(&m, p, 9, 30, &s, &(attn_lm_kv_spec){ATTN_I8, 8}, 0, 1, NULL, NULL, &b));
   CHECK(b.n == 30 && b.context == 39);
   for (int64_t r = 0; b.probs && r < np / 39; r++) {
     double sum = 0;

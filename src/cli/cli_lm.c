@@ -47,6 +47,8 @@ static void usage(FILE *f) {
       "  --kv-cache f32    the cache's storage: f32 | f16 | bf16 | int8, each contiguous or\n"
       "                    -paged (f16-paged; paged = f32-paged)\n"
       "  --kv-page-size N  tokens a page of a paged cache (16)\n"
+      "  --weights f32     the Linears' and head's weights: f32, or int8 (per output channel,\n"
+      "                    quantized on load; activations per row at run time)\n"
       "  --save-attention OUT.safetensors  each new token's attention over the prompt and\n"
       "                    the tokens before it (every layer and head), for attn viz\n"
       "  --quiet           print only the text (no tokens/s line)\n"
@@ -85,6 +87,7 @@ static const cli_opt opts[] = {{"--data", CLI_VALUE},
                                {"--top-p", CLI_VALUE},
                                {"--kv-cache", CLI_VALUE},
                                {"--kv-page-size", CLI_VALUE},
+                               {"--weights", CLI_VALUE},
                                {"--save-attention", CLI_VALUE},
                                {"--quiet", CLI_FLAG},
                                {"--threads", CLI_VALUE},
@@ -92,7 +95,7 @@ static const cli_opt opts[] = {{"--data", CLI_VALUE},
 
 typedef struct {
   const char *data, *prompt, *prompt_file, *kv_name, *save;
-  int data_set, seq_set, quiet, threads, vocab;
+  int data_set, seq_set, quiet, threads, vocab, int8_weights;
   int64_t tokens, kv_page; /* kv_page -1: not given */
   attn_lm_config mc;
   attn_lm_train_opts to;
@@ -123,7 +126,10 @@ static int set_opt(lm_opts *o, const char *k, const char *v) {
     o->prompt_file = v;
   else if (!strcmp(k, "--kv-cache"))
     o->kv_name = v;
-  else if (!strcmp(k, "--kv-page-size")) {
+  else if (!strcmp(k, "--weights")) {
+    if (strcmp(v, "f32") && strcmp(v, "int8")) return cli_usage("--weights '%s': f32 or int8", v);
+    o->int8_weights = !strcmp(v, "int8");
+  } else if (!strcmp(k, "--kv-page-size")) {
     /* 0 and above reach the cache's own check (attn_lm_kv_spec_parse) */
     if (!cli_parse_i64(v, &o->kv_page) || o->kv_page < 0)
       return cli_usage("--kv-page-size %s: a page holds 1..%d tokens", v, ATTN_LM_KV_PAGE_MAX);
@@ -329,8 +335,8 @@ static int cmd_generate(lm_opts *o) {
   stream_ctx sc = {bpe};
   if (!st) {
     if (!o->quiet) fwrite(p, 1, tlen, stdout);
-    st = attn_lm_generate(&m, ids, (int64_t)np, o->tokens, &o->smp, &kv, o->save != NULL,
-                          print_token, &sc, &g);
+    st = attn_lm_generate(&m, ids, (int64_t)np, o->tokens, &o->smp, &kv, o->int8_weights,
+                          o->save != NULL, print_token, &sc, &g);
   }
   if (st)
     r = cli_fail(NULL);

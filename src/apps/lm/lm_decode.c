@@ -10,6 +10,7 @@ void attn_lm_decoder_free(attn_lm_decoder *d) {
   if (!d) return;
   attn_lm_kv_free(&d->kv);
   attn_ffn_saved_free(&d->fs);
+  attn_qlinear_set_free(d->ql);
   free(d->scratch);
   memset(d, 0, sizeof *d);
 }
@@ -22,6 +23,34 @@ attn_status attn_lm_decoder_init(attn_lm_decoder *d, const attn_lm_model *m,
   const int64_t H = m->c.heads;
   return attn_lm_kv_init(&d->kv, kv, (int)m->c.layers, H, H, m->c.d_model / H,
                          cap > 0 && cap < m->c.max_len ? cap : m->c.max_len);
+}
+
+static attn_status add_linear(attn_lm_decoder *d, const attn_linear *l) {
+  const attn_params *p = &d->m->p;
+  return attn_qlinear_set_add_f32(&d->ql, attn_params_data(p, l->weight),
+                                  l->bias >= 0 ? attn_params_data(p, l->bias) : NULL, l->out,
+                                  l->in);
+}
+
+attn_status attn_lm_decoder_set_int8(attn_lm_decoder *d) {
+  if (!d || !d->m) return attn_set_error(ATTN_EINVAL, "lm decoder: NULL argument");
+  if (d->ql) return ATTN_OK;
+  const attn_lm_model *m = d->m;
+  attn_status st = ATTN_OK;
+  for (int l = 0; l < (int)m->c.layers && !st; l++) {
+    const attn_linear *lin[6] = {&m->att[l].q, &m->att[l].k,  &m->att[l].v,
+                                 &m->att[l].o, &m->ffn[l].l1, &m->ffn[l].l2};
+    for (int j = 0; j < 6 && !st; j++)
+      st = add_linear(d, lin[j]);
+  }
+  if (!st)
+    st = attn_qlinear_set_add_f32(&d->ql, attn_params_data(&m->p, m->head_w), NULL, m->c.vocab,
+                                  m->c.d_model);
+  if (st) {
+    attn_qlinear_set_free(d->ql);
+    d->ql = NULL;
+  }
+  return st;
 }
 
 int64_t attn_lm_decoder_len(const attn_lm_decoder *d) { return d ? attn_lm_kv_len(&d->kv, 0) : 0; }
@@ -59,20 +88,22 @@ attn_status attn_lm_decoder_step(attn_lm_decoder *d, const int32_t *ids, int64_t
   float *x = d->scratch, *a = x + R, *q = a + R, *k = q + R, *v = k + R, *c = v + R, *o = c + R;
   float *mean = o + R, *rstd = mean + n;
   const attn_params *p = &m->p;
-  const attn_nn_ctx ctx = {0};
+  attn_nn_ctx ctx;
+  memset(&ctx, 0, sizeof ctx);
+  ctx.qlinears = d->ql; /* NULL: f32 */
   if ((st = attn_embedding_f32(ids, n, attn_params_data(p, m->wte), V, E, x))) return st;
   for (int l = 0; l < (int)m->c.layers; l++) {
     const attn_vattn *at = &m->att[l];
     if ((st = attn_layernorm_forward(&m->ln1[l], p, x, a, mean, rstd, n)) ||
-        (st = attn_linear_forward(&at->q, p, a, q, n)) ||
-        (st = attn_linear_forward(&at->k, p, a, k, n)) ||
-        (st = attn_linear_forward(&at->v, p, a, v, n)) ||
+        (st = attn_linear_forward_ctx(&at->q, p, &ctx, a, q, n)) ||
+        (st = attn_linear_forward_ctx(&at->k, p, &ctx, a, k, n)) ||
+        (st = attn_linear_forward_ctx(&at->v, p, &ctx, a, v, n)) ||
         (st = attn_rope_partial_f32(q, q, 1, n, H, hd, hd, 10000.0f, pos, ATTN_ROPE_HALF)) ||
         (st = attn_rope_partial_f32(k, k, 1, n, H, hd, hd, 10000.0f, pos, ATTN_ROPE_HALF)) ||
         (st = attn_lm_kv_step(&d->kv, l, q, k, v, n, c,
                               probs ? probs + (int64_t)l * H * n * (pos + n) : NULL)))
       return st;
-    if ((st = attn_linear_forward(&at->o, p, c, o, n))) return st;
+    if ((st = attn_linear_forward_ctx(&at->o, p, &ctx, c, o, n))) return st;
     for (int64_t i = 0; i < R; i++)
       x[i] += o[i];
     if ((st = attn_layernorm_forward(&m->ln2[l], p, x, a, mean, rstd, n)) ||
@@ -84,9 +115,9 @@ attn_status attn_lm_decoder_step(attn_lm_decoder *d, const int32_t *ids, int64_t
   if ((st = attn_layernorm_forward(&m->lnf, p, x, a, mean, rstd, n))) return st;
   const float *W = attn_params_data(p, m->head_w);
   if (logits) {
-    st = attn_dense_forward_f32(a, W, NULL, logits, n, E, V);
+    st = attn_dense_forward_ctx(&ctx, a, W, NULL, logits, n, E, V);
     if (!st && last) memcpy(last, logits + (n - 1) * V, (size_t)V * sizeof *last);
     return st;
   }
-  return last ? attn_dense_forward_f32(a + (n - 1) * E, W, NULL, last, 1, E, V) : ATTN_OK;
+  return last ? attn_dense_forward_ctx(&ctx, a + (n - 1) * E, W, NULL, last, 1, E, V) : ATTN_OK;
 }

@@ -8,6 +8,7 @@
 
 #include "apps/lm/lm_kvcache.h"
 #include "apps/lm/lm_model.h"
+#include "attn/quant.h"
 
 /* ---- the incremental decoder ------------------------------------------------ */
 typedef struct {
@@ -16,6 +17,7 @@ typedef struct {
   int64_t cap;    /* rows of the scratch below */
   float *scratch; /* x, a, q, k, v, ctx, o [cap, E], stats [2, cap] */
   attn_ffn_saved fs;
+  attn_qlinear_set *ql; /* int8 weights (attn_lm_decoder_set_int8); NULL: f32 */
 } attn_lm_decoder;
 
 /* kv: the cache's storage (NULL: f32 contiguous); cap: the most tokens it
@@ -24,6 +26,10 @@ attn_status attn_lm_decoder_init(attn_lm_decoder *d, const attn_lm_model *m,
                                  const attn_lm_kv_spec *kv, int64_t cap);
 void attn_lm_decoder_free(attn_lm_decoder *d);
 int64_t attn_lm_decoder_len(const attn_lm_decoder *d);
+/* From now on every Linear and the LM head read int8 weights, quantized
+ * here per output channel, each row of activations per row at run time
+ * (attn_qlinear, as attn hf generate --weights int8). */
+attn_status attn_lm_decoder_set_int8(attn_lm_decoder *d);
 /* The n tokens ids at positions len..len+n-1 (len + n <= cap): logits
  * [n, V] of each (NULL: only the last row, into last [V] when not NULL);
  * probs (may be NULL): [layers, H, n, len + n] the attention of the new
@@ -86,13 +92,13 @@ attn_status attn_lm_generate_steps(const attn_lm_stepper *sp, const int32_t *pro
                                    attn_lm_token_fn cb, void *user, attn_lm_generation *out);
 
 /* prompt [np] (np >= 1), n_new tokens drawn; np + n_new <= the model's
- * max_len (else ATTN_EINVAL saying so). want_probs: each new token's
- * attention over the prompt and the tokens before it, every layer and head
- * (one more step feeds the last token). kv: the cache's storage (NULL: f32
- * contiguous; the f32 caches, contiguous or paged, give the same bits). */
+ * max_len (else ATTN_EINVAL saying so). int8_weights: attn_lm_decoder_set_int8. want_probs: each
+ * new token's attention over the prompt and the tokens before it, every layer and head (one more
+ * step feeds the last token). kv: the cache's storage (NULL: f32 contiguous; the f32 caches,
+ * contiguous or paged, give the same bits). */
 attn_status attn_lm_generate(const attn_lm_model *m, const int32_t *prompt, int64_t np,
                              int64_t n_new, const attn_lm_sampling *s, const attn_lm_kv_spec *kv,
-                             int want_probs, attn_lm_token_fn cb, void *user,
+                             int int8_weights, int want_probs, attn_lm_token_fn cb, void *user,
                              attn_lm_generation *out);
 
 #endif
