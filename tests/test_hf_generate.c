@@ -20,6 +20,10 @@
 
 static char bin[1024];
 
+static const char *tok_bytes(const void *tok, int32_t id, size_t *len) {
+  return attn_gpt2_bpe_token(tok, id, len);
+}
+
 typedef struct {
   attn_hf *h;
   attn_gpt2_bpe *tok;
@@ -74,7 +78,7 @@ static void test_greedy_matches_reference(void) {
   attn_lm_sampling_default(&s);
   s.temperature = 0;
   attn_lm_generation g;
-  CHECK_OK(attn_hf_generate(f.h, f.prompt, f.np, STEPS, &s, NULL, ATTN_HF_WEIGHTS_F32, -1, NULL,
+  CHECK_OK(attn_hf_generate(f.h, f.prompt, f.np, STEPS, &s, NULL, ATTN_HF_WEIGHTS_F32, -1, 0, NULL,
                             NULL, &g));
   CHECK(g.n == STEPS && g.context == f.np + STEPS);
   int same = g.n == STEPS;
@@ -94,9 +98,9 @@ static float *step_logits_w(const fixture *f, const attn_lm_kv_spec *kv, attn_hf
   float *out = malloc((size_t)(STEPS * V) * sizeof *out);
   attn_hf_decoder d;
   CHECK_OK(attn_hf_decoder_init(&d, f->h, kv, w, 0));
-  CHECK_OK(attn_hf_decoder_step(&d, f->prompt, f->np, NULL, out));
+  CHECK_OK(attn_hf_decoder_step(&d, f->prompt, f->np, NULL, out, NULL));
   for (int t = 1; t < STEPS; t++)
-    CHECK_OK(attn_hf_decoder_step(&d, &f->greedy[t - 1], 1, NULL, out + t * V));
+    CHECK_OK(attn_hf_decoder_step(&d, &f->greedy[t - 1], 1, NULL, out + t * V, NULL));
   CHECK(attn_hf_decoder_len(&d) == f->np + STEPS - 1);
   CHECK_CLOSE("step logits", out, f->logits, STEPS * V, atol, rtol);
   attn_hf_decoder_free(&d);
@@ -181,13 +185,13 @@ static void test_pieces_equal_full_forward(void) {
   static const int pieces[] = {3, 1, 7, 2, 1, 1, 16, 5, 4};
   int64_t at = 0;
   for (size_t i = 0; i < sizeof pieces / sizeof pieces[0]; i++) {
-    CHECK_OK(attn_hf_decoder_step(&d, ids + at, pieces[i], got + at * V, NULL));
+    CHECK_OK(attn_hf_decoder_step(&d, ids + at, pieces[i], got + at * V, NULL, NULL));
     at += pieces[i];
   }
   CHECK(at == L);
   CHECK_CLOSE("pieces vs forward", got, full, L * V, 1e-4, 1e-4);
   /* the cache is full: one more is refused */
-  CHECK_ERR(attn_hf_decoder_step(&d, ids, 1, NULL, got), ATTN_EINVAL);
+  CHECK_ERR(attn_hf_decoder_step(&d, ids, 1, NULL, got, NULL), ATTN_EINVAL);
   attn_hf_decoder_free(&d);
   free(full);
   free(got);
@@ -206,8 +210,8 @@ static void test_threads_same_bits(void) {
   float *lg[2];
   for (int k = 0; k < 2; k++) {
     attn_set_num_threads(k + 1);
-    CHECK_OK(attn_hf_generate(f.h, f.prompt, f.np, STEPS, &s, NULL, ATTN_HF_WEIGHTS_F32, -1, NULL,
-                              NULL, &g[k]));
+    CHECK_OK(attn_hf_generate(f.h, f.prompt, f.np, STEPS, &s, NULL, ATTN_HF_WEIGHTS_F32, -1, 0,
+                              NULL, NULL, &g[k]));
     lg[k] = step_logits(&f, NULL, 1e-4, 1e-4);
   }
   attn_set_num_threads(keep);
@@ -217,6 +221,46 @@ static void test_threads_same_bits(void) {
     attn_lm_generation_free(&g[k]);
     free(lg[k]);
   }
+out:
+  unload(&f);
+}
+
+/* want_probs: each new token's attention rows (its query at prompt + t)
+ * against torch's attention of the whole greedy sequence */
+static void test_attention_matches_reference(void) {
+  fixture f;
+  if (!load(&f)) goto out;
+  const attn_tensor *pt = attn_st_get(f.e, "attn_probs");
+  const int64_t H = f.h->c.num_heads, Ly = f.h->c.num_layers, L = f.np + STEPS;
+  CHECK(pt && attn_tensor_numel(pt) == Ly * H * L * L);
+  if (!pt) goto out;
+  const float *ref = pt->data;
+  attn_lm_sampling s;
+  attn_lm_sampling_default(&s);
+  s.temperature = 0;
+  attn_lm_generation g;
+  CHECK_OK(attn_hf_generate(f.h, f.prompt, f.np, STEPS, &s, NULL, ATTN_HF_WEIGHTS_F32, -1, 1, NULL,
+                            NULL, &g));
+  CHECK(g.probs && g.n == STEPS && g.context == L);
+  /* g.probs [layers, heads, STEPS, L]; ref [layers, heads, L, L] rows f.np .. L-1 */
+  float *want = malloc((size_t)(Ly * H * STEPS * L) * sizeof *want);
+  for (int64_t lh = 0; lh < Ly * H; lh++)
+    memcpy(want + lh * STEPS * L, ref + (lh * L + f.np) * L, (size_t)(STEPS * L) * sizeof *want);
+  if (g.probs) CHECK_CLOSE("attention", g.probs, want, Ly * H * STEPS * L, 1e-5, 1e-4);
+  free(want);
+  /* the file for attn viz */
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/attn_hfgen_%ld.safetensors", (long)getpid());
+  CHECK_OK(attn_lm_save_attention(path, &g, Ly, H, f.prompt, f.np, tok_bytes, f.tok));
+  attn_st *st = NULL;
+  CHECK_OK(attn_st_load(path, &st));
+  const attn_tensor *t = st ? attn_st_get(st, "attn") : NULL;
+  CHECK(t && t->ndim == 4 && t->shape[2] == STEPS && t->shape[3] == L);
+  CHECK(st && attn_st_meta(st, "key_tokens") && attn_st_meta(st, "query_tokens") &&
+        !strcmp(attn_st_meta(st, "model.kind"), "decoder"));
+  attn_st_free(st);
+  remove(path);
+  attn_lm_generation_free(&g);
 out:
   unload(&f);
 }
@@ -239,7 +283,7 @@ static void test_stops_at_eos(void) {
   while (f.greedy[first] != eos)
     first++; /* its first appearance, <= 5 */
   streamed = 0;
-  CHECK_OK(attn_hf_generate(f.h, f.prompt, f.np, STEPS, &s, NULL, ATTN_HF_WEIGHTS_F32, eos,
+  CHECK_OK(attn_hf_generate(f.h, f.prompt, f.np, STEPS, &s, NULL, ATTN_HF_WEIGHTS_F32, eos, 0,
                             count_token, NULL, &g));
   CHECK(g.n == first + 1 && g.ids[first] == eos && streamed == first + 1);
   CHECK(g.context == f.np + first + 1);
@@ -255,21 +299,21 @@ static void test_errors(void) {
   attn_lm_sampling_default(&s);
   attn_lm_generation g;
   const int64_t P = f.h->c.max_positions;
-  CHECK_ERR(
-      attn_hf_generate(f.h, f.prompt, f.np, P, &s, NULL, ATTN_HF_WEIGHTS_F32, -1, NULL, NULL, &g),
-      ATTN_EINVAL);
+  CHECK_ERR(attn_hf_generate(f.h, f.prompt, f.np, P, &s, NULL, ATTN_HF_WEIGHTS_F32, -1, 0, NULL,
+                             NULL, &g),
+            ATTN_EINVAL);
   CHECK(strstr(attn_last_error(), "exceed the model's 64 positions") != NULL);
   const int32_t bad = (int32_t)f.h->c.vocab_size;
-  CHECK_ERR(attn_hf_generate(f.h, &bad, 1, 4, &s, NULL, ATTN_HF_WEIGHTS_F32, -1, NULL, NULL, &g),
+  CHECK_ERR(attn_hf_generate(f.h, &bad, 1, 4, &s, NULL, ATTN_HF_WEIGHTS_F32, -1, 0, NULL, NULL, &g),
             ATTN_EINVAL);
   CHECK(strstr(attn_last_error(), "outside the vocabulary") != NULL);
   CHECK_ERR(
-      attn_hf_generate(f.h, f.prompt, 0, 4, &s, NULL, ATTN_HF_WEIGHTS_F32, -1, NULL, NULL, &g),
+      attn_hf_generate(f.h, f.prompt, 0, 4, &s, NULL, ATTN_HF_WEIGHTS_F32, -1, 0, NULL, NULL, &g),
       ATTN_EINVAL);
   s.top_p = 0;
-  CHECK_ERR(
-      attn_hf_generate(f.h, f.prompt, f.np, 4, &s, NULL, ATTN_HF_WEIGHTS_F32, -1, NULL, NULL, &g),
-      ATTN_EINVAL);
+  CHECK_ERR(attn_hf_generate(f.h, f.prompt, f.np, 4, &s, NULL, ATTN_HF_WEIGHTS_F32, -1, 0, NULL,
+                             NULL, &g),
+            ATTN_EINVAL);
   attn_hf *bert = NULL;
   CHECK_OK(attn_hf_load("tests/golden/hf/bert", &bert));
   attn_hf_decoder d;
@@ -313,6 +357,17 @@ static void test_cli(void) {
   CHECK(run("hf generate " DIR " --prompt a --input-ids 1") == 2);
   CHECK(strstr(err, "one of --prompt, --prompt-file and --input-ids") != NULL);
   CHECK(run("hf generate " DIR " --kv-cache f12") == 2 && strstr(err, "f12") != NULL);
+  snprintf(cmd, sizeof cmd,
+           "hf generate " DIR " --prompt 'It was' --tokens 3 --quiet --save-attention "
+           "/tmp/attn_hfgen_cli_%ld.safetensors",
+           (long)getpid());
+  CHECK(run(cmd) == 0);
+  snprintf(cmd, sizeof cmd, "/tmp/attn_hfgen_cli_%ld.safetensors", (long)getpid());
+  attn_st *st = NULL;
+  CHECK_OK(attn_st_load(cmd, &st));
+  CHECK(st && attn_st_get(st, "attn") && attn_st_meta(st, "prompt_tokens"));
+  attn_st_free(st);
+  remove(cmd);
   CHECK(run("hf generate tests/golden/hf/bert --input-ids 1") == 1);
   CHECK(strstr(err, "generation needs gpt2") != NULL);
   free(want);
@@ -328,6 +383,7 @@ int main(int argc, char **argv) {
   RUN(test_int8_weights);
   RUN(test_pieces_equal_full_forward);
   RUN(test_threads_same_bits);
+  RUN(test_attention_matches_reference);
   RUN(test_stops_at_eos);
   RUN(test_errors);
   RUN(test_cli);

@@ -197,7 +197,9 @@ class GPT2Attention(nn.Module):
         l = x.shape[1]
         causal = self.bias[:, :, :l, :l]
         w = torch.where(causal, w, torch.tensor(torch.finfo(w.dtype).min, dtype=w.dtype))
-        ctx = w.softmax(-1) @ v
+        p = w.softmax(-1)
+        self.last_probs = p  # [B, H, L, L], for the generation golden
+        ctx = p @ v
         b, h, _, d = ctx.shape
         return self.c_proj(ctx.permute(0, 2, 1, 3).reshape(b, l, h * d))
 
@@ -341,7 +343,8 @@ def gpt2_generate():
     tokenizer.json, trained by tools/gpt2_bpe_ref.py) and the greedy
     continuation of a prompt by the full forward at every step, in float64:
     the prompt's ids (the reference encoder's), the 24 ids and each step's
-    logits [24, V]; every step's best logit leads the second by > 1e-3."""
+    logits [24, V]; every step's best logit leads the second by > 1e-3; and
+    the attention probabilities [layers, heads, L, L] of prompt + the 24."""
     import gpt2_bpe_ref as ref
     vocab, merges = ref.train(GEN_CORPUS, 120)
     d = os.path.join(OUT, "gpt2gen")
@@ -366,10 +369,12 @@ def gpt2_generate():
             assert top[0] - top[1] > 1e-3, "a near tie at step %d" % len(steps)
             steps.append(f32(last))
             seq.append(int(last.argmax()))
+        m(torch.tensor([seq]))  # the whole sequence's attention, every layer
+        probs = torch.stack([blk.attn.last_probs[0] for blk in m.transformer.h])
     st.save(os.path.join(OUT, "gpt2gen_expected.safetensors"), {
         "prompt_ids": torch.tensor(ids, dtype=torch.int32),
         "greedy_ids": torch.tensor(seq[len(ids):], dtype=torch.int32),
-        "step_logits": torch.stack(steps)}, {"prompt": prompt})
+        "step_logits": torch.stack(steps), "attn_probs": f32(probs)}, {"prompt": prompt})
 
 
 if __name__ == "__main__":

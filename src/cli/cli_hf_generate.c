@@ -31,12 +31,14 @@ static void usage(FILE *f) {
           "                    row at run time: a quarter of the bytes a token reads)\n"
           "  --kv-cache f32    the cache's storage: f32 | f16 | bf16 | int8, each contiguous or\n"
           "                    -paged          --kv-page-size N  tokens a page (16)\n"
+          "  --save-attention OUT.safetensors  each new token's attention over the prompt\n"
+          "                    and the tokens before it (every layer and head), for attn viz\n"
           "  --quiet           print only the text\n"
           "  --threads N       threads (results do not depend on it)\n");
 }
 
 typedef struct {
-  const char *dir, *prompt, *prompt_file, *ids, *tok_dir, *kv_name;
+  const char *dir, *prompt, *prompt_file, *ids, *tok_dir, *kv_name, *save;
   int64_t tokens, kv_page;
   int ignore_eos, quiet;
   attn_hf_weights weights;
@@ -44,14 +46,23 @@ typedef struct {
 } gen_opts;
 
 static int parse(int argc, char **argv, gen_opts *o) {
-  static const cli_opt opts[] = {{"--prompt", CLI_VALUE},      {"--prompt-file", CLI_VALUE},
-                                 {"--input-ids", CLI_VALUE},   {"--tokenizer", CLI_VALUE},
-                                 {"--tokens", CLI_VALUE},      {"--seed", CLI_VALUE},
-                                 {"--temperature", CLI_VALUE}, {"--top-k", CLI_VALUE},
-                                 {"--top-p", CLI_VALUE},       {"--ignore-eos", CLI_FLAG},
-                                 {"--kv-cache", CLI_VALUE},    {"--kv-page-size", CLI_VALUE},
-                                 {"--quiet", CLI_FLAG},        {"--threads", CLI_VALUE},
-                                 {"--weights", CLI_VALUE},     {NULL, 0}};
+  static const cli_opt opts[] = {{"--prompt", CLI_VALUE},
+                                 {"--prompt-file", CLI_VALUE},
+                                 {"--input-ids", CLI_VALUE},
+                                 {"--tokenizer", CLI_VALUE},
+                                 {"--tokens", CLI_VALUE},
+                                 {"--seed", CLI_VALUE},
+                                 {"--temperature", CLI_VALUE},
+                                 {"--top-k", CLI_VALUE},
+                                 {"--top-p", CLI_VALUE},
+                                 {"--ignore-eos", CLI_FLAG},
+                                 {"--kv-cache", CLI_VALUE},
+                                 {"--kv-page-size", CLI_VALUE},
+                                 {"--quiet", CLI_FLAG},
+                                 {"--threads", CLI_VALUE},
+                                 {"--weights", CLI_VALUE},
+                                 {"--save-attention", CLI_VALUE},
+                                 {NULL, 0}};
   memset(o, 0, sizeof *o);
   o->tokens = 64;
   o->kv_page = -1;
@@ -75,6 +86,8 @@ static int parse(int argc, char **argv, gen_opts *o) {
       o->tok_dir = v;
     } else if (!strcmp(k, "--kv-cache")) {
       o->kv_name = v;
+    } else if (!strcmp(k, "--save-attention")) {
+      o->save = v;
     } else if (!strcmp(k, "--weights")) {
       if (strcmp(v, "f32") && strcmp(v, "int8")) return cli_usage("--weights '%s': f32 or int8", v);
       o->weights = !strcmp(v, "int8") ? ATTN_HF_WEIGHTS_INT8 : ATTN_HF_WEIGHTS_F32;
@@ -118,6 +131,18 @@ static int parse(int argc, char **argv, gen_opts *o) {
     return cli_usage("one of --prompt, --prompt-file and --input-ids");
   if (attn_lm_sampling_check(&o->smp)) return cli_usage("%s", attn_last_error());
   return CLI_OK;
+}
+
+static const char *tok_bytes(const void *tok, int32_t id, size_t *len) {
+  return attn_gpt2_bpe_token(tok, id, len);
+}
+
+/* without a tokenizer: the id as the label (copied by the caller at once) */
+static const char *id_bytes(const void *tok, int32_t id, size_t *len) {
+  static char buf[16];
+  (void)tok;
+  *len = (size_t)snprintf(buf, sizeof buf, "%d", (int)id);
+  return buf;
 }
 
 typedef struct {
@@ -204,7 +229,8 @@ int attn_cmd_hf_generate(int argc, char **argv) {
     }
   }
   if (!st)
-    st = attn_hf_generate(h, ids, np, o.tokens, &o.smp, &kv, o.weights, eos, print_token, &sc, &g);
+    st = attn_hf_generate(h, ids, np, o.tokens, &o.smp, &kv, o.weights, eos, o.save != NULL,
+                          print_token, &sc, &g);
   if (st) {
     rc = cli_fail(NULL);
   } else {
@@ -219,6 +245,10 @@ int attn_cmd_hf_generate(int argc, char **argv) {
              o.weights == ATTN_HF_WEIGHTS_INT8 ? "int8" : "f32",
              attn_lm_kv_spec_name(&kv, kvn, sizeof kvn), attn_get_num_threads());
   }
+  if (!st && o.save &&
+      attn_lm_save_attention(o.save, &g, h->c.num_layers, h->c.num_heads, ids, np,
+                             tok ? tok_bytes : id_bytes, tok))
+    rc = cli_fail(o.save);
   attn_lm_generation_free(&g);
   free(ids);
   free(text);

@@ -249,57 +249,8 @@ static void print_token(int32_t id, void *user) {
   fflush(stdout);
 }
 
-/* a token as a label: its bytes with control characters as \n, \t or ?, and
- * bytes of no complete UTF-8 character (a token may end inside one) as ? */
-static char *label(const attn_bpe *bpe, int32_t id) {
-  size_t n = 0;
-  const unsigned char *b = (const unsigned char *)attn_bpe_token(bpe, id, &n);
-  char *o = malloc(2 * n + 1);
-  if (!o) return NULL;
-  size_t k = 0;
-  for (size_t i = 0; i < n; i++) {
-    const unsigned c = b[i];
-    if (c == '\n' || c == '\t')
-      o[k++] = '\\', o[k++] = c == '\n' ? 'n' : 't';
-    else if (c < 0x20 || c == 0x7f)
-      o[k++] = '?';
-    else if (c < 0x80)
-      o[k++] = (char)c;
-    else {
-      const size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
-      size_t j = 1;
-      while (len > 1 && j < len && i + j < n && (b[i + j] & 0xC0) == 0x80)
-        j++;
-      if (len > 1 && j == len) {
-        memcpy(o + k, b + i, len);
-        k += len, i += len - 1;
-      } else {
-        o[k++] = '?';
-      }
-    }
-  }
-  o[k] = '\0';
-  return o;
-}
-
-static int save_attention(const char *path, const attn_lm_model *m, const attn_bpe *bpe,
-                          const int32_t *prompt, int64_t np, const attn_lm_generation *g) {
-  const int64_t ctx = np + g->n;
-  char **lab = calloc((size_t)ctx, sizeof *lab);
-  int bad = !lab;
-  for (int64_t i = 0; !bad && i < ctx; i++)
-    bad = !(lab[i] = label(bpe, i < np ? prompt[i] : g->ids[i - np]));
-  char npb[32];
-  snprintf(npb, sizeof npb, "%lld", (long long)np);
-  const char *kv[] = {"model.kind", "decoder", "prompt_tokens", npb, NULL};
-  attn_status st =
-      bad ? attn_set_error(ATTN_ENOMEM, "out of memory")
-          : attn_viz_save_f32(path, g->probs, m->c.layers, m->c.heads, g->n, ctx,
-                              (const char *const *)lab + np, (const char *const *)lab, kv);
-  for (int64_t i = 0; lab && i < ctx; i++)
-    free(lab[i]);
-  free(lab);
-  return st ? cli_fail(path) : CLI_OK;
+static const char *bpe_bytes(const void *tok, int32_t id, size_t *len) {
+  return attn_bpe_token(tok, id, len);
 }
 
 static int cmd_generate(lm_opts *o) {
@@ -349,7 +300,9 @@ static int cmd_generate(lm_opts *o) {
              (long long)g.n, g.decode_s, g.decode_s > 0 ? (double)g.n / g.decode_s : 0.0, np,
              g.prefill_s, (long long)g.context, attn_lm_kv_spec_name(&kv, kvn, sizeof kvn),
              attn_get_num_threads());
-    if (o->save) r = save_attention(o->save, &m, bpe, ids, (int64_t)np, &g);
+    if (o->save && attn_lm_save_attention(o->save, &g, m.c.layers, m.c.heads, ids, (int64_t)np,
+                                          bpe_bytes, bpe))
+      r = cli_fail(o->save);
   }
   attn_lm_generation_free(&g);
   free(ids);

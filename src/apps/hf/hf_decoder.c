@@ -93,7 +93,7 @@ static void add_rows(float *x, const float *y, int64_t n) {
 }
 
 attn_status attn_hf_decoder_step(attn_hf_decoder *d, const int32_t *ids, int64_t n, float *logits,
-                                 float *last) {
+                                 float *last, float *probs) {
   if (!d || !d->h || !ids) return attn_set_error(ATTN_EINVAL, "hf decoder step: NULL argument");
   const attn_hf *h = d->h;
   const attn_hf_model *m = &h->m;
@@ -126,7 +126,9 @@ attn_status attn_hf_decoder_step(attn_hf_decoder *d, const int32_t *ids, int64_t
         (st = project(&ctx, &L->self_attn, p, 0, a, q, n)) ||
         (st = project(&ctx, &L->self_attn, p, 1, a, k, n)) ||
         (st = project(&ctx, &L->self_attn, p, 2, a, v, n)) ||
-        (st = attn_lm_kv_step(&d->kv, l, q, k, v, n, c, NULL)) ||
+        (st =
+             attn_lm_kv_step(&d->kv, l, q, k, v, n, c,
+                             probs ? probs + (int64_t)l * h->c.num_heads * n * (pos + n) : NULL)) ||
         (st = attn_linear_forward_ctx(&L->self_attn.out_lin, p, &ctx, c, o, n)))
       return st;
     add_rows(x, o, R);
@@ -146,14 +148,13 @@ attn_status attn_hf_decoder_step(attn_hf_decoder *d, const int32_t *ids, int64_t
 }
 
 static attn_status step(void *d, const int32_t *ids, int64_t n, float *last, float *probs) {
-  (void)probs;
-  return attn_hf_decoder_step(d, ids, n, NULL, last);
+  return attn_hf_decoder_step(d, ids, n, NULL, last, probs);
 }
 
 attn_status attn_hf_generate(const attn_hf *h, const int32_t *prompt, int64_t np, int64_t n_new,
                              const attn_lm_sampling *s, const attn_lm_kv_spec *kv,
-                             attn_hf_weights weights, int32_t eos, attn_lm_token_fn cb, void *user,
-                             attn_lm_generation *out) {
+                             attn_hf_weights weights, int32_t eos, int want_probs,
+                             attn_lm_token_fn cb, void *user, attn_lm_generation *out) {
   if (!h || !prompt || !s || !out) return attn_set_error(ATTN_EINVAL, "hf generate: NULL argument");
   memset(out, 0, sizeof *out);
   if (h->c.arch != ATTN_HF_GPT2)
@@ -169,8 +170,8 @@ attn_status attn_hf_generate(const attn_hf *h, const int32_t *prompt, int64_t np
   attn_hf_decoder d;
   attn_status st = attn_hf_decoder_init(&d, h, kv, weights, np >= 1 && n_new >= 1 ? np + n_new : 1);
   if (st) return st;
-  const attn_lm_stepper sp = {step, &d, h->c.vocab_size, 0, eos};
-  st = attn_lm_generate_steps(&sp, prompt, np, n_new, s, 0, cb, user, out);
+  const attn_lm_stepper sp = {step, &d, h->c.vocab_size, h->c.num_layers * h->c.num_heads, eos};
+  st = attn_lm_generate_steps(&sp, prompt, np, n_new, s, want_probs, cb, user, out);
   attn_hf_decoder_free(&d);
   return st;
 }

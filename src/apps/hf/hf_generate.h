@@ -33,17 +33,20 @@ attn_status attn_hf_decoder_init(attn_hf_decoder *d, const attn_hf *h, const att
 void attn_hf_decoder_free(attn_hf_decoder *d);
 int64_t attn_hf_decoder_len(const attn_hf_decoder *d);
 /* The n tokens ids at positions len..len+n-1: logits [n, V] of each (may
- * be NULL), last [V] the last one's (may be NULL). Equals
- * attn_hf_model_forward over the whole sequence within float rounding
- * (tests/test_hf_generate.c). */
+ * be NULL), last [V] the last one's (may be NULL), probs [layers, heads, n,
+ * len + n] the new positions' attention (may be NULL; 0 after each).
+ * Equals attn_hf_model_forward over the whole sequence within float
+ * rounding (tests/test_hf_generate.c). */
 attn_status attn_hf_decoder_step(attn_hf_decoder *d, const int32_t *ids, int64_t n, float *logits,
-                                 float *last);
+                                 float *last, float *probs);
 
 /* prompt [np] then up to n_new tokens (np + n_new <= n_positions, else
- * ATTN_EINVAL saying so); eos >= 0 ends it once drawn. */
+ * ATTN_EINVAL saying so); eos >= 0 ends it once drawn. want_probs: each new
+ * token's attention in out->probs [layers, heads, n, context]
+ * (attn_lm_generate's; attn_lm_save_attention writes it for attn viz). */
 attn_status attn_hf_generate(const attn_hf *h, const int32_t *prompt, int64_t np, int64_t n_new,
                              const attn_lm_sampling *s, const attn_lm_kv_spec *kv,
-                             attn_hf_weights weights, int32_t eos, attn_lm_token_fn cb, void *user,
-                             attn_lm_generation *out);
+                             attn_hf_weights weights, int32_t eos, int want_probs,
+                             attn_lm_token_fn cb, void *user, attn_lm_generation *out);
 
 #endif

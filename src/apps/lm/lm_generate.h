@@ -101,4 +101,19 @@ attn_status attn_lm_generate(const attn_lm_model *m, const int32_t *prompt, int6
                              int int8_weights, int want_probs, attn_lm_token_fn cb, void *user,
                              attn_lm_generation *out);
 
+/* ---- the attention of a generation as a file (lm_attention_file.c) ------------- */
+/* A token's bytes (*len) for the labels; NULL: none. */
+typedef const char *(*attn_lm_token_bytes_fn)(const void *tok, int32_t id, size_t *len);
+/* g (generated with want_probs; layers x heads attention rows) into path for
+ * attn viz: tensor "attn" [layers, heads, new tokens, prompt + new tokens],
+ * the tokens' labels (attn_lm_token_label), metadata model.kind "decoder"
+ * and prompt_tokens. */
+attn_status attn_lm_save_attention(const char *path, const attn_lm_generation *g, int64_t layers,
+                                   int64_t heads, const int32_t *prompt, int64_t np,
+                                   attn_lm_token_bytes_fn bytes, const void *tok);
+/* A token's bytes as a label (malloc'd): \n and \t written out, other
+ * control bytes and bytes of no complete UTF-8 character (a token may end
+ * inside one) as '?'. NULL when out of memory. */
+char *attn_lm_token_label(const char *bytes, size_t n);
+
 #endif
