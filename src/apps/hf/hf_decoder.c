@@ -67,18 +67,6 @@ int64_t attn_hf_decoder_len(const attn_hf_decoder *d) {
   return d && d->h ? attn_lm_kv_len(&d->kv, 0) : 0;
 }
 
-static attn_status reserve(attn_hf_decoder *d, int64_t n) {
-  if (n <= d->cap) return ATTN_OK;
-  const int64_t E = d->h->c.hidden_size;
-  float *s = realloc(d->scratch, (size_t)(n * (7 * E + 2)) * sizeof *s);
-  if (!s)
-    return attn_set_error(ATTN_ENOMEM, "hf decoder: out of memory for %lld positions",
-                          (long long)n);
-  d->scratch = s;
-  d->cap = n;
-  return ATTN_OK;
-}
-
 /* y [n, out] = x · W_jᵀ + b_j: projection j (q, k, v) of the packed in_proj */
 static attn_status project(const attn_nn_ctx *ctx, const attn_mha *a, const attn_params *p, int j,
                            const float *x, float *y, int64_t n) {
@@ -110,7 +98,7 @@ attn_status attn_hf_decoder_step(attn_hf_decoder *d, const int32_t *ids, int64_t
     if (ids[i] < 0 || ids[i] >= V)
       return attn_set_error(ATTN_EINVAL, "hf decoder: token id %d outside the vocabulary of %lld",
                             ids[i], (long long)V);
-  attn_status st = reserve(d, n);
+  attn_status st = attn_lm_scratch_reserve(&d->scratch, &d->cap, n, E);
   if (st) return st;
   const int64_t R = n * E;
   float *x = d->scratch, *a = x + R, *q = a + R, *k = q + R, *v = k + R, *c = v + R, *o = c + R;
@@ -139,12 +127,7 @@ attn_status attn_hf_decoder_step(attn_hf_decoder *d, const int32_t *ids, int64_t
   }
   if ((st = attn_layernorm_forward(&m->norm, p, x, a, mean, rstd, n))) return st;
   const float *W = attn_params_data(p, m->lm_head >= 0 ? m->lm_head : m->word);
-  if (logits) {
-    st = attn_dense_forward_ctx(&ctx, a, W, NULL, logits, n, E, V);
-    if (!st && last) memcpy(last, logits + (n - 1) * V, (size_t)V * sizeof *last);
-    return st;
-  }
-  return last ? attn_dense_forward_ctx(&ctx, a + (n - 1) * E, W, NULL, last, 1, E, V) : ATTN_OK;
+  return attn_lm_head_logits(&ctx, a, W, n, E, V, logits, last);
 }
 
 static attn_status step(void *d, const int32_t *ids, int64_t n, float *last, float *probs) {

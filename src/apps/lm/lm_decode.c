@@ -55,16 +55,24 @@ attn_status attn_lm_decoder_set_int8(attn_lm_decoder *d) {
 
 int64_t attn_lm_decoder_len(const attn_lm_decoder *d) { return d ? attn_lm_kv_len(&d->kv, 0) : 0; }
 
-static attn_status reserve(attn_lm_decoder *d, int64_t n) {
-  if (n <= d->cap) return ATTN_OK;
-  const int64_t E = d->m->c.d_model;
-  float *s = realloc(d->scratch, (size_t)(n * (7 * E + 2)) * sizeof *s);
+attn_status attn_lm_scratch_reserve(float **scratch, int64_t *cap, int64_t n, int64_t E) {
+  if (n <= *cap) return ATTN_OK;
+  float *s = realloc(*scratch, (size_t)(n * (7 * E + 2)) * sizeof *s);
   if (!s)
-    return attn_set_error(ATTN_ENOMEM, "lm decoder: out of memory for %lld positions",
-                          (long long)n);
-  d->scratch = s;
-  d->cap = n;
+    return attn_set_error(ATTN_ENOMEM, "decoder: out of memory for %lld positions", (long long)n);
+  *scratch = s;
+  *cap = n;
   return ATTN_OK;
+}
+
+attn_status attn_lm_head_logits(const attn_nn_ctx *ctx, const float *a, const float *W, int64_t n,
+                                int64_t E, int64_t V, float *logits, float *last) {
+  if (logits) {
+    attn_status st = attn_dense_forward_ctx(ctx, a, W, NULL, logits, n, E, V);
+    if (!st && last) memcpy(last, logits + (n - 1) * V, (size_t)V * sizeof *last);
+    return st;
+  }
+  return last ? attn_dense_forward_ctx(ctx, a + (n - 1) * E, W, NULL, last, 1, E, V) : ATTN_OK;
 }
 
 attn_status attn_lm_decoder_step(attn_lm_decoder *d, const int32_t *ids, int64_t n, float *logits,
@@ -82,7 +90,7 @@ attn_status attn_lm_decoder_step(attn_lm_decoder *d, const int32_t *ids, int64_t
     if (ids[i] < 0 || ids[i] >= V)
       return attn_set_error(ATTN_EINVAL, "lm decoder: token id %d outside the vocabulary of %lld",
                             ids[i], (long long)V);
-  attn_status st = reserve(d, n);
+  attn_status st = attn_lm_scratch_reserve(&d->scratch, &d->cap, n, E);
   if (st) return st;
   const int64_t R = n * E;
   float *x = d->scratch, *a = x + R, *q = a + R, *k = q + R, *v = k + R, *c = v + R, *o = c + R;
@@ -113,11 +121,5 @@ attn_status attn_lm_decoder_step(attn_lm_decoder *d, const int32_t *ids, int64_t
       x[i] += o[i];
   }
   if ((st = attn_layernorm_forward(&m->lnf, p, x, a, mean, rstd, n))) return st;
-  const float *W = attn_params_data(p, m->head_w);
-  if (logits) {
-    st = attn_dense_forward_ctx(&ctx, a, W, NULL, logits, n, E, V);
-    if (!st && last) memcpy(last, logits + (n - 1) * V, (size_t)V * sizeof *last);
-    return st;
-  }
-  return last ? attn_dense_forward_ctx(&ctx, a + (n - 1) * E, W, NULL, last, 1, E, V) : ATTN_OK;
+  return attn_lm_head_logits(&ctx, a, attn_params_data(p, m->head_w), n, E, V, logits, last);
 }

@@ -38,6 +38,14 @@ attn_status attn_lm_decoder_set_int8(attn_lm_decoder *d);
 attn_status attn_lm_decoder_step(attn_lm_decoder *d, const int32_t *ids, int64_t n, float *logits,
                                  float *last, float *probs);
 
+/* Shared by the incremental decoders (this one, apps/hf's GPT-2): the
+ * scratch x, a, q, k, v, ctx, o [n, E] and stats [2, n] grown to n rows; and
+ * the head: logits [n, V] = a · Wᵀ (NULL: only the last row, into last [V]
+ * when not NULL; with logits, last gets a copy of its last row). */
+attn_status attn_lm_scratch_reserve(float **scratch, int64_t *cap, int64_t n, int64_t E);
+attn_status attn_lm_head_logits(const attn_nn_ctx *ctx, const float *a, const float *W, int64_t n,
+                                int64_t E, int64_t V, float *logits, float *last);
+
 /* ---- sampling ----------------------------------------------------------------
  * temperature 0: the argmax (greedy). Else softmax(logits / temperature)
  * restricted to the top_k most likely ids (0: all), then to the smallest
