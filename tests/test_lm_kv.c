@@ -1,4 +1,4 @@
-/* The language model's KV cache (src/apps/lm/lm_kvcache.h) on attn_kvc and
+/* The language model's KV cache (src/apps/gen/gen_kvcache.h) on attn_kvc and
  * attn_decode_forward: the seam against the SDPA's math path for every
  * storage (prefill, decode steps of 1, 3 and 17 tokens, GQA), the
  * probabilities it saves, the same bits for 1 and 2 threads and for a
@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "apps/gen/gen_kvcache.h"
 #include "apps/lm/lm_generate.h"
-#include "apps/lm/lm_kvcache.h"
 #include "apps/lm/lm_model.h"
 #include "attn/kernels.h"
 #include "attn/sdpa.h"

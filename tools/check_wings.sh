@@ -6,11 +6,13 @@
 #
 # Rules, read from every `#include "apps/..."` line of ROOT/src:
 #   shared pieces (text, viz,        include only other shared pieces;
-#     train)                         train is the applications' training
+#     train, gen)                    train is the applications' training
 #                                    kit (batch plans, progress and ETA,
 #                                    time plans, the precision choice,
 #                                    data parallelism): nothing of any
-#                                    application;
+#                                    application; gen the generating
+#                                    applications' kit (KV cache seam,
+#                                    sampling, the loop);
 #   applications (classifier, hf, lm, include only shared pieces, never
 #     seq2seq)                       another application; each one's own
 #                                    training lives in its wing, on the kit;
@@ -19,7 +21,7 @@
 # it; every apps file lives in a wing (no src/apps/*.c or *.h); the library
 # (src/core, kernels, nn, io, train) includes nothing of src/apps. A new wing
 # gets its kind below first.
-SHARED="text viz train"
+SHARED="text viz train gen"
 APPS="classifier hf lm seq2seq"
 TOOLS="tools"
 

@@ -1,13 +1,13 @@
 /* Generation with a Hugging Face GPT-2 checkpoint (apps/hf/hf.h): an
  * incremental decoder over the language model's KV cache seam
- * (apps/lm/lm_kvcache.h: f32, f16, bf16 or int8, contiguous or paged) and
+ * (apps/gen/gen_kvcache.h: f32, f16, bf16 or int8, contiguous or paged) and
  * the LM's sampling and generation loop (apps/lm/lm_generate.h).
  * docs/HF.md "Generation". */
 #ifndef ATTN_APPS_HF_GENERATE_H
 #define ATTN_APPS_HF_GENERATE_H
 
+#include "apps/gen/gen.h"
 #include "apps/hf/hf.h"
-#include "apps/lm/lm_generate.h"
 #include "attn/quant.h"
 
 typedef struct {

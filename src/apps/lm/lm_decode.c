@@ -1,5 +1,5 @@
 /* The LM's incremental decoder: each block on the new positions only, keys
- * and values through the KV cache seam (lm_generate.h, lm_kvcache.h). */
+ * and values through the KV cache seam (lm_generate.h, apps/gen/gen_kvcache.h). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,26 +54,6 @@ attn_status attn_lm_decoder_set_int8(attn_lm_decoder *d) {
 }
 
 int64_t attn_lm_decoder_len(const attn_lm_decoder *d) { return d ? attn_lm_kv_len(&d->kv, 0) : 0; }
-
-attn_status attn_lm_scratch_reserve(float **scratch, int64_t *cap, int64_t n, int64_t E) {
-  if (n <= *cap) return ATTN_OK;
-  float *s = realloc(*scratch, (size_t)(n * (7 * E + 2)) * sizeof *s);
-  if (!s)
-    return attn_set_error(ATTN_ENOMEM, "decoder: out of memory for %lld positions", (long long)n);
-  *scratch = s;
-  *cap = n;
-  return ATTN_OK;
-}
-
-attn_status attn_lm_head_logits(const attn_nn_ctx *ctx, const float *a, const float *W, int64_t n,
-                                int64_t E, int64_t V, float *logits, float *last) {
-  if (logits) {
-    attn_status st = attn_dense_forward_ctx(ctx, a, W, NULL, logits, n, E, V);
-    if (!st && last) memcpy(last, logits + (n - 1) * V, (size_t)V * sizeof *last);
-    return st;
-  }
-  return last ? attn_dense_forward_ctx(ctx, a + (n - 1) * E, W, NULL, last, 1, E, V) : ATTN_OK;
-}
 
 attn_status attn_lm_decoder_step(attn_lm_decoder *d, const int32_t *ids, int64_t n, float *logits,
                                  float *last, float *probs) {

@@ -2,7 +2,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "apps/lm/lm_generate.h"
+#include "apps/gen/gen.h"
 #include "attn/kernels.h"
 
 void attn_lm_sampling_default(attn_lm_sampling *s) {

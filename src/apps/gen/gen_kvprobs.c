@@ -1,5 +1,5 @@
-/* The LM cache's attention probabilities (lm_kvprobs.h). */
-#include "apps/lm/lm_kvprobs.h"
+/* The cache's attention probabilities (gen_kvprobs.h). */
+#include "apps/gen/gen_kvprobs.h"
 
 #include <math.h>
 #include <stdlib.h>

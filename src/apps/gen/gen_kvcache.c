@@ -1,11 +1,11 @@
-/* The LM's KV cache on attn_kvc and attn_decode_forward (lm_kvcache.h). */
-#include "apps/lm/lm_kvcache.h"
+/* The generation kit's KV cache on attn_kvc and attn_decode_forward (gen_kvcache.h). */
+#include "apps/gen/gen_kvcache.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "apps/lm/lm_kvprobs.h"
+#include "apps/gen/gen_kvprobs.h"
 #include "attn/sdpa.h"
 #include "attn/tensor.h"
 

@@ -1,8 +1,8 @@
 /* The attention probabilities of the LM's cached attention, for
- * --save-attention (lm_kvcache.h): computed apart from the kernel, in
+ * --save-attention (gen_kvcache.h): computed apart from the kernel, in
  * double, from the keys it read. */
-#ifndef ATTN_APPS_LM_KVPROBS_H
-#define ATTN_APPS_LM_KVPROBS_H
+#ifndef ATTN_APPS_GEN_KVPROBS_H
+#define ATTN_APPS_GEN_KVPROBS_H
 
 #include <stdint.h>
 

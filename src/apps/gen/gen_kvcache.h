@@ -1,12 +1,12 @@
-/* The language model's KV cache and the one seam where new tokens attend
- * over it (docs/LM.md, "The KV cache"). One attn_kvc (attn/decode.h) per
- * layer, stored as f32, f16, bf16 or int8, contiguous or paged; the new
+/* The KV cache of the generating applications (the LM's, GPT-2's) and the
+ * one seam where new tokens attend over it (docs/LM.md, "The KV cache"). One attn_kvc
+ * (attn/decode.h) per layer, stored as f32, f16, bf16 or int8, contiguous or paged; the new
  * positions attend with attn_decode_forward (split-KV, the same bits for
  * any thread count and page size), except a prompt's first step (an empty
  * cache and more than one token), which runs the causal SDPA (flash) on the
  * step's own f32 keys and values and then stores them in the cache. */
-#ifndef ATTN_APPS_LM_KVCACHE_H
-#define ATTN_APPS_LM_KVCACHE_H
+#ifndef ATTN_APPS_GEN_KVCACHE_H
+#define ATTN_APPS_GEN_KVCACHE_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apps/lm/lm_generate.h"
+#include "apps/gen/gen.h"
 #include "apps/viz/viz.h"
 
 char *attn_lm_token_label(const char *bytes, size_t n) {
