@@ -368,6 +368,9 @@ static void test_cli(void) {
   CHECK(st && attn_st_get(st, "attn") && attn_st_meta(st, "prompt_tokens"));
   attn_st_free(st);
   remove(cmd);
+  CHECK(run("hf generate " DIR " --prompt hi --tokens 100") == 1 && !out[0]);
+  CHECK(strstr(err, "the prompt is 2 tokens long; with --tokens 100 that exceeds the model's 64 "
+                    "positions") != NULL);
   CHECK(run("hf generate tests/golden/hf/bert --input-ids 1") == 1);
   CHECK(strstr(err, "generation needs gpt2") != NULL);
   free(want);

@@ -202,6 +202,11 @@ int attn_cmd_hf_generate(int argc, char **argv) {
   if (attn_lm_kv_spec_parse(o.kv_name, o.kv_page, &kv)) return cli_usage("%s", attn_last_error());
   attn_hf *h = NULL;
   if (attn_hf_load(o.dir, &h)) return cli_fail(NULL);
+  if (h->c.arch != ATTN_HF_GPT2) {
+    rc = cli_error(o.dir, "model_type '%s' is an encoder; generation needs gpt2", h->model_type);
+    attn_hf_free(h);
+    return rc;
+  }
   attn_gpt2_bpe *tok = NULL;
   attn_status st = ATTN_OK;
   st = attn_gpt2_bpe_load_dir(o.tok_dir ? o.tok_dir : o.dir, &tok);
@@ -215,6 +220,11 @@ int attn_cmd_hf_generate(int argc, char **argv) {
   char *text = NULL;
   size_t tlen = 0;
   if (!st) st = prompt_ids(&o, h, tok, &ids, &np, &text, &tlen);
+  if (!st && np + o.tokens > h->c.max_positions) /* said before the prompt is printed */
+    st = attn_set_error(ATTN_EINVAL,
+                        "the prompt is %lld tokens long; with --tokens %lld that exceeds the "
+                        "model's %lld positions (n_positions)",
+                        (long long)np, (long long)o.tokens, (long long)h->c.max_positions);
   const int32_t eos = o.ignore_eos ? -1 : (int32_t)h->eos_token_id;
   stream_ctx sc = {tok, eos, o.quiet};
   attn_lm_generation g = {0};
