@@ -19,6 +19,11 @@
  * the head: logits [n, V] = a · Wᵀ (NULL: only the last row, into last [V]
  * when not NULL; with logits, last gets a copy of its last row). */
 attn_status attn_lm_scratch_reserve(float **scratch, int64_t *cap, int64_t n, int64_t E);
+/* A step's arguments: 1 <= n, pos + n <= cap (ATTN_EINVAL "WHO: n new
+ * positions after pos exceed the CAP_NAME of cap tokens"), every id in [0,
+ * V) ("WHO: token id outside the vocabulary of V"). */
+attn_status attn_lm_step_check(const char *who, const int32_t *ids, int64_t n, int64_t pos,
+                               int64_t cap, const char *cap_name, int64_t V);
 attn_status attn_lm_head_logits(const attn_nn_ctx *ctx, const float *a, const float *W, int64_t n,
                                 int64_t E, int64_t V, float *logits, float *last);
 

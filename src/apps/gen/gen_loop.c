@@ -16,6 +16,20 @@ attn_status attn_lm_scratch_reserve(float **scratch, int64_t *cap, int64_t n, in
   return ATTN_OK;
 }
 
+attn_status attn_lm_step_check(const char *who, const int32_t *ids, int64_t n, int64_t pos,
+                               int64_t cap, const char *cap_name, int64_t V) {
+  if (n < 1 || pos + n > cap)
+    return attn_set_error(ATTN_EINVAL,
+                          "%s: %lld new positions after %lld exceed the %s of %lld "
+                          "tokens",
+                          who, (long long)n, (long long)pos, cap_name, (long long)cap);
+  for (int64_t i = 0; i < n; i++)
+    if (ids[i] < 0 || ids[i] >= V)
+      return attn_set_error(ATTN_EINVAL, "%s: token id %d outside the vocabulary of %lld", who,
+                            ids[i], (long long)V);
+  return ATTN_OK;
+}
+
 attn_status attn_lm_head_logits(const attn_nn_ctx *ctx, const float *a, const float *W, int64_t n,
                                 int64_t E, int64_t V, float *logits, float *last) {
   if (logits) {

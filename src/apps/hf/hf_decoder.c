@@ -88,17 +88,11 @@ attn_status attn_hf_decoder_step(attn_hf_decoder *d, const int32_t *ids, int64_t
   const attn_params *p = &h->p;
   const int64_t E = h->c.hidden_size, V = h->c.vocab_size;
   const int64_t pos = attn_hf_decoder_len(d);
-  if (n < 1 || pos + n > d->kv.cap)
-    return attn_set_error(
-        ATTN_EINVAL, "hf decoder: %lld new positions after %lld exceed the %s of %lld tokens",
-        (long long)n, (long long)pos,
-        d->kv.cap == h->c.max_positions ? "model's n_positions" : "decoder's cache",
-        (long long)d->kv.cap);
-  for (int64_t i = 0; i < n; i++)
-    if (ids[i] < 0 || ids[i] >= V)
-      return attn_set_error(ATTN_EINVAL, "hf decoder: token id %d outside the vocabulary of %lld",
-                            ids[i], (long long)V);
-  attn_status st = attn_lm_scratch_reserve(&d->scratch, &d->cap, n, E);
+  attn_status st = attn_lm_step_check(
+      "hf decoder", ids, n, pos, d->kv.cap,
+      d->kv.cap == h->c.max_positions ? "model's n_positions" : "decoder's cache", V);
+  if (st) return st;
+  st = attn_lm_scratch_reserve(&d->scratch, &d->cap, n, E);
   if (st) return st;
   const int64_t R = n * E;
   float *x = d->scratch, *a = x + R, *q = a + R, *k = q + R, *v = k + R, *c = v + R, *o = c + R;

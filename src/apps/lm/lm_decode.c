@@ -61,16 +61,11 @@ attn_status attn_lm_decoder_step(attn_lm_decoder *d, const int32_t *ids, int64_t
   const attn_lm_model *m = d->m;
   const int64_t E = m->c.d_model, H = m->c.heads, hd = E / H, V = m->c.vocab;
   const int64_t pos = attn_lm_decoder_len(d);
-  if (n < 1 || pos + n > d->kv.cap)
-    return attn_set_error(
-        ATTN_EINVAL, "lm decoder: %lld new positions after %lld exceed the %s of %lld tokens",
-        (long long)n, (long long)pos,
-        d->kv.cap == m->c.max_len ? "model's context" : "decoder's cache", (long long)d->kv.cap);
-  for (int64_t i = 0; i < n; i++)
-    if (ids[i] < 0 || ids[i] >= V)
-      return attn_set_error(ATTN_EINVAL, "lm decoder: token id %d outside the vocabulary of %lld",
-                            ids[i], (long long)V);
-  attn_status st = attn_lm_scratch_reserve(&d->scratch, &d->cap, n, E);
+  attn_status st =
+      attn_lm_step_check("lm decoder", ids, n, pos, d->kv.cap,
+                         d->kv.cap == m->c.max_len ? "model's context" : "decoder's cache", V);
+  if (st) return st;
+  st = attn_lm_scratch_reserve(&d->scratch, &d->cap, n, E);
   if (st) return st;
   const int64_t R = n * E;
   float *x = d->scratch, *a = x + R, *q = a + R, *k = q + R, *v = k + R, *c = v + R, *o = c + R;
