@@ -147,7 +147,7 @@ static void test_int8_weights(void) {
   float *got = step_logits_w(&f, NULL, ATTN_HF_WEIGHTS_INT8, INT8_ATOL, 1e-2);
   attn_hf_decoder d;
   CHECK_OK(attn_hf_decoder_init(&d, f.h, NULL, ATTN_HF_WEIGHTS_INT8, 0));
-  CHECK(d.ql && attn_qlinear_set_count(d.ql) == 6 * f.h->c.num_layers + 1);
+  CHECK(d.work.ql && attn_qlinear_set_count(d.work.ql) == 6 * f.h->c.num_layers + 1);
   attn_hf_decoder_free(&d);
   /* the argmax where torch's lead is clear */
   const int64_t V = f.h->c.vocab_size;

@@ -139,7 +139,7 @@ static void test_int8_weights_decoder(void) {
   attn_lm_decoder d;
   CHECK_OK(attn_lm_decoder_init(&d, &m, NULL, 0));
   CHECK_OK(attn_lm_decoder_set_int8(&d));
-  CHECK(d.ql && attn_qlinear_set_count(d.ql) == 6 * 3 + 1);
+  CHECK(d.work.ql && attn_qlinear_set_count(d.work.ql) == 6 * 3 + 1);
   float *lg = malloc((size_t)(T * V) * sizeof *lg);
   CHECK_OK(attn_lm_decoder_step(&d, ids, 5, lg, NULL, NULL));
   for (int64_t t = 5; t < T; t++)

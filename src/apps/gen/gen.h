@@ -12,9 +12,22 @@
 
 #include "apps/gen/gen_kvcache.h"
 #include "attn/nn.h"
+#include "attn/quant.h"
 
 /* ---- for incremental decoders (gen_loop.c) ---------------------------------
- * Shared by the LM's decoder and apps/hf's GPT-2 one: the
+ * What an incremental decoder (the LM's, GPT-2's) holds besides its model:
+ * the cache, the step's scratch, the FFN's saved rows, the int8 Linears. */
+typedef struct {
+  attn_lm_kv kv;
+  int64_t cap;    /* rows of the scratch */
+  float *scratch; /* x, a, q, k, v, ctx, o [cap, E], stats [2, cap] */
+  attn_ffn_saved fs;
+  attn_qlinear_set *ql; /* int8 weights: every Linear and the LM head; NULL: f32 */
+} attn_lm_decoder_work;
+/* Frees what w holds and zeroes it. */
+void attn_lm_decoder_work_free(attn_lm_decoder_work *w);
+
+/* Shared by the LM's decoder and apps/hf's GPT-2 one: the
  * scratch x, a, q, k, v, ctx, o [n, E] and stats [2, n] grown to n rows; and
  * the head: logits [n, V] = a · Wᵀ (NULL: only the last row, into last [V]
  * when not NULL; with logits, last gets a copy of its last row). */

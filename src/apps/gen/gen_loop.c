@@ -6,6 +6,15 @@
 #include "apps/gen/gen.h"
 #include "apps/train/train_progress.h"
 
+void attn_lm_decoder_work_free(attn_lm_decoder_work *w) {
+  if (!w) return;
+  attn_lm_kv_free(&w->kv);
+  attn_ffn_saved_free(&w->fs);
+  attn_qlinear_set_free(w->ql);
+  free(w->scratch);
+  memset(w, 0, sizeof *w);
+}
+
 attn_status attn_lm_scratch_reserve(float **scratch, int64_t *cap, int64_t n, int64_t E) {
   if (n <= *cap) return ATTN_OK;
   float *s = realloc(*scratch, (size_t)(n * (7 * E + 2)) * sizeof *s);

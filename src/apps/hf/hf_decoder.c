@@ -8,14 +8,11 @@
 
 void attn_hf_decoder_free(attn_hf_decoder *d) {
   if (!d) return;
-  attn_lm_kv_free(&d->kv);
-  attn_ffn_saved_free(&d->fs);
-  attn_qlinear_set_free(d->ql);
-  free(d->scratch);
+  attn_lm_decoder_work_free(&d->work);
   memset(d, 0, sizeof *d);
 }
 
-/* every Linear of the layers and the LM head, quantized into d->ql */
+/* every Linear of the layers and the LM head, quantized into d->work.ql */
 static attn_status quantize(attn_hf_decoder *d) {
   const attn_hf *h = d->h;
   const attn_params *p = &h->p;
@@ -25,17 +22,17 @@ static attn_status quantize(attn_hf_decoder *d) {
     const attn_encoder_layer *L = &m->layers[l];
     const attn_mha *a = &L->self_attn;
     for (int j = 0; j < 3 && !st; j++)
-      st = attn_qlinear_set_add_f32(&d->ql, attn_params_data(p, a->w[j]) + a->wo[j],
+      st = attn_qlinear_set_add_f32(&d->work.ql, attn_params_data(p, a->w[j]) + a->wo[j],
                                     a->b[j] >= 0 ? attn_params_data(p, a->b[j]) + a->bo[j] : NULL,
                                     a->out[j], a->in[j]);
     const attn_linear *lin[3] = {&a->out_lin, &L->ff.l1, &L->ff.l2};
     for (int j = 0; j < 3 && !st; j++)
-      st = attn_qlinear_set_add_f32(&d->ql, attn_params_data(p, lin[j]->weight),
+      st = attn_qlinear_set_add_f32(&d->work.ql, attn_params_data(p, lin[j]->weight),
                                     lin[j]->bias >= 0 ? attn_params_data(p, lin[j]->bias) : NULL,
                                     lin[j]->out, lin[j]->in);
   }
   if (!st)
-    st = attn_qlinear_set_add_f32(&d->ql,
+    st = attn_qlinear_set_add_f32(&d->work.ql,
                                   attn_params_data(p, m->lm_head >= 0 ? m->lm_head : m->word), NULL,
                                   h->c.vocab_size, h->c.hidden_size);
   return st;
@@ -56,7 +53,7 @@ attn_status attn_hf_decoder_init(attn_hf_decoder *d, const attn_hf *h, const att
     return attn_set_error(ATTN_EUNSUPPORTED, "hf decoder: a gated activation");
   d->h = h;
   const int64_t H = c->num_heads, P = c->max_positions;
-  attn_status st = attn_lm_kv_init(&d->kv, kv, (int)c->num_layers, H, H, c->hidden_size / H,
+  attn_status st = attn_lm_kv_init(&d->work.kv, kv, (int)c->num_layers, H, H, c->hidden_size / H,
                                    cap > 0 && cap < P ? cap : P);
   if (!st && weights == ATTN_HF_WEIGHTS_INT8) st = quantize(d);
   if (st) attn_hf_decoder_free(d);
@@ -64,7 +61,7 @@ attn_status attn_hf_decoder_init(attn_hf_decoder *d, const attn_hf *h, const att
 }
 
 int64_t attn_hf_decoder_len(const attn_hf_decoder *d) {
-  return d && d->h ? attn_lm_kv_len(&d->kv, 0) : 0;
+  return d && d->h ? attn_lm_kv_len(&d->work.kv, 0) : 0;
 }
 
 /* y [n, out] = x · W_jᵀ + b_j: projection j (q, k, v) of the packed in_proj */
@@ -89,17 +86,18 @@ attn_status attn_hf_decoder_step(attn_hf_decoder *d, const int32_t *ids, int64_t
   const int64_t E = h->c.hidden_size, V = h->c.vocab_size;
   const int64_t pos = attn_hf_decoder_len(d);
   attn_status st = attn_lm_step_check(
-      "hf decoder", ids, n, pos, d->kv.cap,
-      d->kv.cap == h->c.max_positions ? "model's n_positions" : "decoder's cache", V);
+      "hf decoder", ids, n, pos, d->work.kv.cap,
+      d->work.kv.cap == h->c.max_positions ? "model's n_positions" : "decoder's cache", V);
   if (st) return st;
-  st = attn_lm_scratch_reserve(&d->scratch, &d->cap, n, E);
+  st = attn_lm_scratch_reserve(&d->work.scratch, &d->work.cap, n, E);
   if (st) return st;
   const int64_t R = n * E;
-  float *x = d->scratch, *a = x + R, *q = a + R, *k = q + R, *v = k + R, *c = v + R, *o = c + R;
+  float *x = d->work.scratch, *a = x + R, *q = a + R, *k = q + R, *v = k + R, *c = v + R,
+        *o = c + R;
   float *mean = o + R, *rstd = mean + n;
   attn_nn_ctx ctx;
   memset(&ctx, 0, sizeof ctx);
-  ctx.qlinears = d->ql; /* NULL: the f32 path */
+  ctx.qlinears = d->work.ql; /* NULL: the f32 path */
   if ((st = attn_embedding_f32(ids, n, attn_params_data(p, m->word), V, E, x))) return st;
   add_rows(x, attn_params_data(p, m->position) + pos * E, R);
   for (int l = 0; l < (int)h->c.num_layers; l++) {
@@ -109,13 +107,13 @@ attn_status attn_hf_decoder_step(attn_hf_decoder *d, const int32_t *ids, int64_t
         (st = project(&ctx, &L->self_attn, p, 1, a, k, n)) ||
         (st = project(&ctx, &L->self_attn, p, 2, a, v, n)) ||
         (st =
-             attn_lm_kv_step(&d->kv, l, q, k, v, n, c,
+             attn_lm_kv_step(&d->work.kv, l, q, k, v, n, c,
                              probs ? probs + (int64_t)l * h->c.num_heads * n * (pos + n) : NULL)) ||
         (st = attn_linear_forward_ctx(&L->self_attn.out_lin, p, &ctx, c, o, n)))
       return st;
     add_rows(x, o, R);
     if ((st = attn_layernorm_forward(&L->norm2, p, x, a, mean, rstd, n)) ||
-        (st = attn_ffn_forward(&L->ff, p, &ctx, &d->fs, a, o, n)))
+        (st = attn_ffn_forward(&L->ff, p, &ctx, &d->work.fs, a, o, n)))
       return st;
     add_rows(x, o, R);
   }

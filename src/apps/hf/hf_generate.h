@@ -12,11 +12,7 @@
 
 typedef struct {
   const attn_hf *h;
-  attn_lm_kv kv;
-  int64_t cap;    /* rows of the scratch */
-  float *scratch; /* x, a, q, k, v, ctx, o [cap, E], stats [2, cap] */
-  attn_ffn_saved fs;
-  attn_qlinear_set *ql; /* int8 weights: every Linear and the LM head; NULL: f32 */
+  attn_lm_decoder_work work; /* cache, scratch, int8 weights (apps/gen/gen.h) */
 } attn_hf_decoder;
 
 /* The weights the decoder's Linears and LM head read: the checkpoint's f32,

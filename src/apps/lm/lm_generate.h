@@ -14,11 +14,7 @@
 /* ---- the incremental decoder ------------------------------------------------ */
 typedef struct {
   const attn_lm_model *m;
-  attn_lm_kv kv;
-  int64_t cap;    /* rows of the scratch below */
-  float *scratch; /* x, a, q, k, v, ctx, o [cap, E], stats [2, cap] */
-  attn_ffn_saved fs;
-  attn_qlinear_set *ql; /* int8 weights (attn_lm_decoder_set_int8); NULL: f32 */
+  attn_lm_decoder_work work; /* cache, scratch, int8 weights (apps/gen/gen.h) */
 } attn_lm_decoder;
 
 /* kv: the cache's storage (NULL: f32 contiguous); cap: the most tokens it
