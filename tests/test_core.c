@@ -1,5 +1,6 @@
 /* Status codes, messages, dtypes and half-precision conversions. */
 #include "harness.h"
+#include "kernels/cpu.h"
 
 static void test_error_message_is_set_and_cleared(void) {
   attn_clear_error();
@@ -68,6 +69,44 @@ static void test_cpu_features_are_consistent(void) {
   CHECK(attn_get_num_threads() >= 1);
 }
 
+/* Cache sizes: sysfs's size strings parsed, bad ones refused; the levels
+ * outside 1-4 unknown; the last level the highest one known; on Linux
+ * with sysfs, L1's size the one cpu0's first data cache gives. */
+static void test_cache_sizes(void) {
+  CHECK(attn_cpu_cache_size_parse("32K") == 32768);
+  CHECK(attn_cpu_cache_size_parse("512K\n") == 524288);
+  CHECK(attn_cpu_cache_size_parse("32768K\n") == 32 << 20);
+  CHECK(attn_cpu_cache_size_parse("32M") == 32 << 20);
+  CHECK(attn_cpu_cache_size_parse("1G") == 1 << 30);
+  CHECK(attn_cpu_cache_size_parse("4096") == 4096);
+  CHECK(attn_cpu_cache_size_parse("") == -1);
+  CHECK(attn_cpu_cache_size_parse("K") == -1);
+  CHECK(attn_cpu_cache_size_parse("12X") == -1);
+  CHECK(attn_cpu_cache_size_parse("-5K") == -1);
+  CHECK(attn_cpu_cache_size_parse("99999999999999999999K") == -1);
+  CHECK(attn_cpu_cache_size_parse(NULL) == -1);
+  CHECK(attn_cpu_cache_bytes(0) == 0 && attn_cpu_cache_bytes(5) == 0);
+  int64_t top = 0;
+  for (int level = 1; level <= 4; level++) {
+    CHECK(attn_cpu_cache_bytes(level) >= 0);
+    if (level >= 2 && attn_cpu_cache_bytes(level) > 0) top = attn_cpu_cache_bytes(level);
+  }
+  CHECK(attn_cpu_llc_bytes() == top);
+  FILE *f = fopen("/sys/devices/system/cpu/cpu0/cache/index0/size", "r");
+  char buf[32] = "", type[32] = "";
+  if (f) {
+    if (!fgets(buf, sizeof buf, f)) buf[0] = 0;
+    fclose(f);
+    FILE *t = fopen("/sys/devices/system/cpu/cpu0/cache/index0/type", "r");
+    if (t) {
+      if (!fgets(type, sizeof type, t)) type[0] = 0;
+      fclose(t);
+    }
+    /* index0 is L1 data on x86 and arm64 Linux */
+    if (!strncmp(type, "Data", 4)) CHECK(attn_cpu_cache_bytes(1) == attn_cpu_cache_size_parse(buf));
+  }
+}
+
 /* ISA levels: generic is always there; every available level can be
  * switched to and reports itself; unknown and unavailable names are refused
  * with the available levels in the message; the active level comes back. */
@@ -120,6 +159,7 @@ int main(void) {
   RUN(test_bf16_rounds_to_nearest_even);
   RUN(test_f16_matches_ieee_half);
   RUN(test_cpu_features_are_consistent);
+  RUN(test_cache_sizes);
   RUN(test_isa_levels);
   RUN(test_version_matches_the_header);
   HARNESS_END();

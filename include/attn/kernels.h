@@ -37,6 +37,12 @@ typedef struct {
    * forced paths still run it). ATTN_BF16_DOT=1 / 0 overrides the rule. */
   int bf16_dot_fast;
 } attn_cpu_features;
+/* The size in bytes of the CPU's data (or unified) cache of a level (1-4;
+ * per core or shared, as the CPU has it), from Linux's sysfs (what lscpu
+ * shows), else sysconf; 0 where unknown or for another level. */
+ATTN_API int64_t attn_cpu_cache_bytes(int level);
+/* The last level's (the highest of 2-4 that is known; 0: none). */
+ATTN_API int64_t attn_cpu_llc_bytes(void);
 /* The features the active level may use (all 0 at the generic level). */
 ATTN_API const attn_cpu_features *attn_cpu(void);
 /* What the CPU itself reports, whatever the level. */

@@ -12,6 +12,7 @@
  * ATTN_CPU caps the level; the features attn_cpu() reports are those the
  * active level may use, so ATTN_CPU=avx2 also switches off AVX-512's
  * low-precision units. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -203,6 +204,77 @@ void attn_amx_set_request_hook(int (*request)(void)) {
   pthread_mutex_unlock(&amx_lock);
 }
 
+/* ---- cache sizes (attn/kernels.h) ----------------------------------------- */
+
+int64_t attn_cpu_cache_size_parse(const char *s) {
+  if (!s) return -1;
+  char *end;
+  errno = 0;
+  const unsigned long long v = strtoull(s, &end, 10);
+  if (end == s || errno || v > (1ull << 40)) return -1;
+  int64_t mul = 1;
+  if (*end == 'K') mul = 1024, end++;
+  else if (*end == 'M') mul = 1024 * 1024, end++;
+  else if (*end == 'G') mul = 1024 * 1024 * 1024, end++;
+  while (*end == '\n' || *end == ' ')
+    end++;
+  return *end ? -1 : (int64_t)v * mul;
+}
+
+/* a short sysfs file's first line, or "" */
+static void read_line(const char *path, char *buf, size_t n) {
+  buf[0] = 0;
+  FILE *f = fopen(path, "r");
+  if (!f) return;
+  if (!fgets(buf, (int)n, f)) buf[0] = 0;
+  fclose(f);
+}
+
+static int64_t cache_bytes[5]; /* [level]: data or unified cache, 0: unknown */
+static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
+
+static void cache_detect(void) {
+  /* Linux's sysfs, as lscpu reads it: glibc's sysconf computes the sizes
+   * from cpuid itself, and on an AMD EPYC Zen 3 VM it gave a 256 MiB L3
+   * where the CPU and sysfs say 32 MiB */
+  for (int i = 0; i < 16; i++) {
+    char path[96], lv[32], type[32], size[32];
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+    read_line(path, lv, sizeof lv);
+    const int level = atoi(lv);
+    if (level < 1 || level > 4) continue;
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
+    read_line(path, type, sizeof type);
+    if (!strncmp(type, "Instruction", 11)) continue;
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+    read_line(path, size, sizeof size);
+    const int64_t b = attn_cpu_cache_size_parse(size);
+    if (b > cache_bytes[level]) cache_bytes[level] = b;
+  }
+#if defined(_SC_LEVEL1_DCACHE_SIZE) && defined(_SC_LEVEL2_CACHE_SIZE) &&                         \
+    defined(_SC_LEVEL3_CACHE_SIZE) && defined(_SC_LEVEL4_CACHE_SIZE)
+  const int names[5] = {0, _SC_LEVEL1_DCACHE_SIZE, _SC_LEVEL2_CACHE_SIZE, _SC_LEVEL3_CACHE_SIZE,
+                        _SC_LEVEL4_CACHE_SIZE};
+  for (int level = 1; level <= 4; level++)
+    if (cache_bytes[level] <= 0) { /* no sysfs (not Linux, a container without it) */
+      const long v = sysconf(names[level]);
+      cache_bytes[level] = v > 0 ? (int64_t)v : 0;
+    }
+#endif
+}
+
+int64_t attn_cpu_cache_bytes(int level) {
+  if (level < 1 || level > 4) return 0;
+  pthread_once(&cache_once, cache_detect);
+  return cache_bytes[level];
+}
+
+int64_t attn_cpu_llc_bytes(void) {
+  for (int level = 4; level >= 2; level--)
+    if (attn_cpu_cache_bytes(level) > 0) return attn_cpu_cache_bytes(level);
+  return 0;
+}
+
 /* ---- the decode's prefetch hint (cpu.h) ---------------------------------- */
 
 int attn_decode_pf_l2_rule(int intel, int64_t llc_bytes, int64_t bytes) {
@@ -215,12 +287,7 @@ static pthread_once_t pf_once = PTHREAD_ONCE_INIT;
 
 static void pf_init(void) {
   attn_cpu_detected(); /* the vendor */
-  long l3 = 0, l2 = 0;
-#if defined(_SC_LEVEL3_CACHE_SIZE) && defined(_SC_LEVEL2_CACHE_SIZE)
-  l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
-#endif
-  llc_bytes = l3 > 0 ? l3 : l2 > 0 ? l2 : 0;
+  llc_bytes = attn_cpu_llc_bytes();
   const char *e = getenv("ATTN_DECODE_PF");
   if (e && !strcmp(e, "l1")) pf_mode = 0;
   if (e && !strcmp(e, "l2")) pf_mode = 1;

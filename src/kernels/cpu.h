@@ -42,6 +42,9 @@ int attn_amx_permission(void);
  * 260 in L3 1.1-1.4x slower), else 0. ATTN_DECODE_PF=l1 or l2 forces one;
  * hints never change a result. */
 int attn_cpu_decode_pf_l2(int64_t bytes);
+/* a sysfs cache size ("32K", "512K", "32768K", "32M"; a number alone:
+ * bytes) in bytes, -1 if it is none (tests) */
+int64_t attn_cpu_cache_size_parse(const char *s);
 /* the rule itself (tests) */
 int attn_decode_pf_l2_rule(int intel, int64_t llc_bytes, int64_t bytes);
 /* tests: -1 the rule, 0 L1, 1 L2 (not while other threads run kernels) */

@@ -220,12 +220,8 @@ int attn_bench_decode_main(int argc, char **argv) {
   printf("memory read bandwidth measured now (attn bench membw, %d MiB): %d threads %.1f GB/s, "
          "1 thread %.1f GB/s\n",
          mib, o.threads, bw, bw1);
-  /* the last-level cache (sysconf; 0 where it does not say) */
-  long llc = 0;
-#if defined(_SC_LEVEL3_CACHE_SIZE) && defined(_SC_LEVEL2_CACHE_SIZE)
-  llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  if (llc <= 0) llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
-#endif
+  /* the last-level cache (sysfs, else sysconf; 0 where neither says) */
+  const long long llc = (long long)attn_cpu_llc_bytes();
   if (llc > 0) printf("last-level cache: %.1f MiB (xLLC: the cache over it)\n", llc / 1048576.0);
   printf("%5s %7s %9s %9s %7s %6s %6s %9s %9s %7s %7s %9s %7s %7s %5s\n", "dtype", "Lk",
          "cache_MiB", "ms", "GB/s", "%bw", "%bw_p", "tok/s", "paged_ms", "paged/c", "pg_ceil",

@@ -141,7 +141,9 @@ int attn_decode_quantize_q8(const float *x, int64_t rows, int64_t D, float sc, i
  * a 32-key block of f32 rows at D 128 is 16 KiB of K and 16 of V, and with
  * the next block's K arriving while this block's V waits for P·V the L1D
  * (48 KiB on Zen 5) held 48 KiB of them; now 32. (f16 and bf16 ran slower
- * that way: docs/DECODE.md.) */
+ * that way: docs/DECODE.md.) The AVX-512 level's; the avx2 level prefetches
+ * the next block's K in scores and its V in P·V, each in address order
+ * (decode_avx2.c's pf_spread: a Zen 3's 32 KiB L1D). */
 #define ATTN_DECODE_KV_SWAP(dt) ((dt) == ATTN_F32)
 
 /* the smallest nonzero row weight pv_i8 takes (255 / w stays finite, with room) */

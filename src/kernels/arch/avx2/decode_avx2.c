@@ -48,22 +48,29 @@ ATTN_AVX2_INLINE float hsum8(__m256 x) {
 
 ATTN_AVX2_INLINE int64_t elt_of(int dt) { return dt == ATTN_F32 ? 4 : dt == ATTN_I8 ? 1 : 2; }
 
-/* columns [c0, c1) of the next block's V rows prefetched (ATTN_DECODE_KV_SWAP: the
- * share of its K rows these columns are of V's) */
+/* Step g of a loop of st steps: lines g lt / st .. (g + 1) lt / st - 1 of
+ * the rows' lt lines in address order (line i: row i / lpr, its bytes 64 (i
+ * % lpr) on), those of rows below nrows: the next block's K or V rows as
+ * one stream of lines, row after row, spread over the loop that reads this
+ * block, not in bursts and not column slab by column slab across the rows.
+ * On an AMD EPYC Zen 3 (32 KiB L1D), Lk 32k, 2 threads, f32 read 58-77 %
+ * of the bandwidth this way against 50-64 % with ATTN_DECODE_KV_SWAP's
+ * order (this block's V in scores, the next block's K by column slabs in
+ * P·V), which the AVX-512 level keeps for Zen 5's 48 KiB L1D: this memory
+ * reads whole rows in order ~1.25x faster than column slabs across them
+ * (docs/DECODE.md, "Zen 3"). With constant shapes (head dim
+ * 128) the divisions are shifts. */
+ATTN_AVX2_INLINE void pf_spread(const void *const *rows, int nrows, int64_t lpr, int64_t lt,
+                                int64_t g, int64_t st, int l2) {
+  for (int64_t i = g * lt / st; i < (g + 1) * lt / st; i++)
+    if (i / lpr < nrows) attn_decode_pf_line((const char *)rows[i / lpr] + 64 * (i % lpr), l2);
+}
+
+/* Without constant shapes: the next block's row j, columns [c0, c1) */
 ATTN_AVX2_INLINE void prefetch_row(const attn_decode_block *b, int j, int64_t c0, int64_t c1,
                                    int dt) {
   const int64_t elt = elt_of(dt);
-  if (ATTN_DECODE_KV_SWAP(dt)) {
-    const int64_t k0 = c0 * b->D / b->Dv, k1 = c1 * b->D / b->Dv;
-    attn_decode_pf_bytes((const char *)b->pk[j] + k0 * elt, (k1 - k0) * elt, b->pf_l2);
-  } else {
-    attn_decode_pf_bytes((const char *)b->pv[j] + c0 * elt, (c1 - c0) * elt, b->pf_l2);
-  }
-}
-
-ATTN_AVX2_INLINE void prefetch_v(const attn_decode_block *b, int64_t c0, int64_t c1, int dt) {
-  for (int j = 0; j < b->pn; j++)
-    prefetch_row(b, j, c0, c1, dt);
+  attn_decode_pf_bytes((const char *)b->pv[j] + c0 * elt, (c1 - c0) * elt, b->pf_l2);
 }
 
 /* the sums of a, b, c, d's lanes, in that order */
@@ -74,29 +81,33 @@ ATTN_AVX2_INLINE __m128 hsum4(__m256 a, __m256 b, __m256 c, __m256 d) {
 
 /* scores of RT query rows (q: their first) against KJ keys j0.. of the
  * block: RT KJ <= 8 accumulators, each q vector loaded once for the KJ
- * keys, each key vector once for the RT rows; the row's tail through a
- * zero-padded copy */
+ * keys (into a register: GCC otherwise folded it into each of the KJ FMAs,
+ * 1.3x slower on Zen 3, whose loads then bound the loop), each key vector
+ * once for the RT rows; the row's tail through a zero-padded copy; PF: the
+ * next block's rows of these keys prefetched, spread over the steps */
 ATTN_AVX2_INLINE void scores_keys(const attn_decode_block *b, const float *q, float *s, int j0,
                                   int dt, int RT, int KJ, int PF, int64_t D) {
   const int64_t Df = D & ~(int64_t)7;
   __m256 a[8]; /* a[r KJ + k] */
-  if (PF && ATTN_DECODE_KV_SWAP(dt)) /* this block's V rows of these keys */
-    for (int k = 0; k < KJ && j0 + k < b->n; k++)
-      attn_decode_pf_bytes(b->v[j0 + k], b->Dv * elt_of(dt), b->pf_l2);
-  else if (PF) /* the next block's rows of these keys, one burst per KJ rows */
-    for (int k = 0; k < KJ && j0 + k < b->pn; k++)
+  const int pn = b->pn - j0 < KJ ? b->pn - j0 : KJ;     /* the next block's rows of these keys */
+  const int64_t lpr = (D * elt_of(dt) + 63) / 64;      /* lines per row */
+  const int spread = __builtin_constant_p(D) && Df > 0; /* else a burst */
+  if (PF && !spread)
+    for (int k = 0; k < pn; k++)
       attn_decode_pf_bytes(b->pk[j0 + k], D * elt_of(dt), b->pf_l2);
   DECODE_UNROLL(8)
   for (int i = 0; i < RT * KJ; i++)
     a[i] = _mm256_setzero_ps();
   for (int64_t c = 0; c < Df; c += 8) {
     __m256 kv[4];
+    if (PF && spread) pf_spread(b->pk + j0, pn, lpr, KJ * lpr, c / 8, Df / 8, b->pf_l2);
 DECODE_UNROLL(4)
     for (int k = 0; k < KJ; k++)
       kv[k] = load8(dt, b->k[j0 + k], c);
 DECODE_UNROLL(4)
     for (int r = 0; r < RT; r++) {
-      const __m256 qv = _mm256_loadu_ps(q + r * D + c);
+      __m256 qv = _mm256_loadu_ps(q + r * D + c);
+      __asm__("" : "+x"(qv));
 DECODE_UNROLL(4)
       for (int k = 0; k < KJ; k++)
         a[r * KJ + k] = _mm256_fmadd_ps(qv, kv[k], a[r * KJ + k]);
@@ -144,10 +155,16 @@ ATTN_AVX2_INLINE void scores_tile(const attn_decode_block *b, const float *q, fl
 
 /* RT rows' output accumulators (acc: their first) += p · the block's
  * values over columns c0 .. c0 + 8 SL, all present: RT SL = 8 accumulators
- * in registers across the block's keys; PF: the next block's rows of these
- * columns prefetched, one per key */
+ * in registers across the block's keys; PF: the next block's V rows
+ * prefetched, spread over the keys */
 ATTN_AVX2_INLINE void pv_slab(const attn_decode_block *b, const float *p, const float *corr,
-                              float *acc, int64_t c0, int dt, int RT, int SL, int PF, int64_t Dv) {
+                              float *acc, int64_t c0, int dt, int RT, int SL, int PF,
+                              int64_t Dv) {
+  /* constant shapes: the next block's V lines in address order over the
+   * slabs' steps (slab si, key j: step si NB + j); else per key its row's
+   * columns of this slab */
+  const int spread = __builtin_constant_p(Dv);
+  const int64_t lpr = (Dv * elt_of(dt) + 63) / 64, g0 = c0 / (8 * SL) * NB;
   __m256 a[8]; /* a[r SL + e] */
 DECODE_UNROLL(4)
   for (int r = 0; r < RT; r++) {
@@ -157,10 +174,10 @@ DECODE_UNROLL(4)
       a[r * SL + e] = _mm256_mul_ps(_mm256_loadu_ps(acc + r * Dv + c0 + 8 * e), cr);
   }
   for (int j = 0; j < b->n; j++) {
-    /* the next block's row j, these columns: one row per key (a burst of
-     * all of them before the slab stalled on the core's miss buffers: a
-     * quarter of an f16 P·V's time on an Intel Xeon, 1.10-1.13x) */
-    if (PF && j < b->pn) prefetch_row(b, j, c0, c0 + 8 * SL, dt);
+    if (PF && spread)
+      pf_spread(b->pv, b->pn, lpr, NB * lpr, g0 + j, Dv / (8 * SL) * NB, b->pf_l2);
+    else if (PF && j < b->pn)
+      prefetch_row(b, j, c0, c0 + 8 * SL, dt);
     __m256 vv[4];
 DECODE_UNROLL(4)
     for (int e = 0; e < SL; e++)
@@ -173,8 +190,11 @@ DECODE_UNROLL(4)
         a[r * SL + e] = _mm256_fmadd_ps(pr, vv[e], a[r * SL + e]);
     }
   }
-  for (int j = b->n; PF && j < b->pn; j++)
-    prefetch_row(b, j, c0, c0 + 8 * SL, dt);
+  for (int j = b->n; PF && j < NB; j++) /* the steps of keys this block lacks */
+    if (spread)
+      pf_spread(b->pv, b->pn, lpr, NB * lpr, g0 + j, Dv / (8 * SL) * NB, b->pf_l2);
+    else if (j < b->pn)
+      prefetch_row(b, j, c0, c0 + 8 * SL, dt);
   DECODE_UNROLL(4)
   for (int r = 0; r < RT; r++)
 DECODE_UNROLL(4)
@@ -203,20 +223,17 @@ DECODE_UNROLL(4)
   }
 }
 
-/* slabs of SL = 8 / RT vectors (at most 4), then single vectors, then the tail */
+/* slabs of SL = 8 / RT vectors (at most 4), then single vectors, then the
+ * tail; PF: the next block's V rows prefetched over the slabs' keys, the
+ * lines in address order (pf_spread) where Dv is a constant */
 ATTN_AVX2_INLINE void pv_tile(const attn_decode_block *b, const float *p, const float *corr,
                               float *acc, int dt, int RT, int PF, int64_t Dv) {
   const int SL = RT >= 4 ? 2 : 4;
   int64_t c = 0;
-  /* the next block's rows, these columns: spread over the slab's keys; for
-   * f32 (its K rows, ATTN_DECODE_KV_SWAP) all before the slab, which ran
-   * 1.4x faster there than spread (Intel Xeon, Lk 1k / 4k) */
-  const int spread = !ATTN_DECODE_KV_SWAP(dt);
-  for (; c + 8 * SL <= Dv; c += 8 * SL) {
-    if (PF && !spread) prefetch_v(b, c, c + 8 * SL, dt);
-    pv_slab(b, p, corr, acc, c, dt, RT, SL, PF && spread, Dv);
-  }
-  if (PF && c < Dv) prefetch_v(b, c, Dv, dt);
+  for (; c + 8 * SL <= Dv; c += 8 * SL)
+    pv_slab(b, p, corr, acc, c, dt, RT, SL, PF, Dv);
+  for (int j = 0; PF && c < Dv && j < b->pn; j++) /* the columns no slab took */
+    prefetch_row(b, j, c, Dv, dt);
   for (; c + 8 <= Dv; c += 8)
     pv_slab(b, p, corr, acc, c, dt, RT, 1, 0, Dv);
   if (c < Dv) pv_tail(b, p, corr, acc, c, Dv - c, dt, RT, Dv);
