@@ -62,6 +62,12 @@ ATTN_AVX2_INLINE int64_t elt_of(int dt) { return dt == ATTN_F32 ? 4 : dt == ATTN
  * 128) the divisions are shifts. */
 ATTN_AVX2_INLINE void pf_spread(const void *const *rows, int nrows, int64_t lpr, int64_t lt,
                                 int64_t g, int64_t st, int l2) {
+  if (lt <= st) { /* at most one line a step: no loop */
+    const int64_t x = g * lt, i = x / st;
+    if (x % st < lt && i / lpr < nrows)
+      attn_decode_pf_line((const char *)rows[i / lpr] + 64 * (i % lpr), l2);
+    return;
+  }
   for (int64_t i = g * lt / st; i < (g + 1) * lt / st; i++)
     if (i / lpr < nrows) attn_decode_pf_line((const char *)rows[i / lpr] + 64 * (i % lpr), l2);
 }
@@ -165,6 +171,8 @@ ATTN_AVX2_INLINE void pv_slab(const attn_decode_block *b, const float *p, const 
    * columns of this slab */
   const int spread = __builtin_constant_p(Dv);
   const int64_t lpr = (Dv * elt_of(dt) + 63) / 64, g0 = c0 / (8 * SL) * NB;
+  const void *const *pvr = b->pv; /* (locals: GCC reloaded them from b at every key) */
+  const int pn = b->pn, l2 = b->pf_l2;
   __m256 a[8]; /* a[r SL + e] */
 DECODE_UNROLL(4)
   for (int r = 0; r < RT; r++) {
@@ -175,8 +183,8 @@ DECODE_UNROLL(4)
   }
   for (int j = 0; j < b->n; j++) {
     if (PF && spread)
-      pf_spread(b->pv, b->pn, lpr, NB * lpr, g0 + j, Dv / (8 * SL) * NB, b->pf_l2);
-    else if (PF && j < b->pn)
+      pf_spread(pvr, pn, lpr, NB * lpr, g0 + j, Dv / (8 * SL) * NB, l2);
+    else if (PF && j < pn)
       prefetch_row(b, j, c0, c0 + 8 * SL, dt);
     __m256 vv[4];
 DECODE_UNROLL(4)
@@ -192,8 +200,8 @@ DECODE_UNROLL(4)
   }
   for (int j = b->n; PF && j < NB; j++) /* the steps of keys this block lacks */
     if (spread)
-      pf_spread(b->pv, b->pn, lpr, NB * lpr, g0 + j, Dv / (8 * SL) * NB, b->pf_l2);
-    else if (j < b->pn)
+      pf_spread(pvr, pn, lpr, NB * lpr, g0 + j, Dv / (8 * SL) * NB, l2);
+    else if (j < pn)
       prefetch_row(b, j, c0, c0 + 8 * SL, dt);
   DECODE_UNROLL(4)
   for (int r = 0; r < RT; r++)
@@ -374,10 +382,10 @@ ATTN_AVX2_INLINE void pv_dt(const attn_decode_block *b, const float *p, const fl
 }
 
 /* and one for head dim 128 (the common one) with its loop counts and offsets
- * constant; not for int8, which comes here only where the level has no
- * integer kernels or P·V falls back to f32 */
+ * constant; int8 too, which comes here on CPUs without AVX-VNNI (Zen 2 and
+ * 3, Intel before Alder Lake: every int8 block) */
 ATTN_AVX2 static void scores_avx2(const attn_decode_block *b, const float *q, int64_t R, float *s) {
-  if (b->D == 128 && b->dtype != ATTN_I8)
+  if (b->D == 128)
     scores_dt(b, q, R, s, 128);
   else
     scores_dt(b, q, R, s, b->D);
@@ -385,7 +393,7 @@ ATTN_AVX2 static void scores_avx2(const attn_decode_block *b, const float *q, in
 
 ATTN_AVX2 static void pv_avx2(const attn_decode_block *b, const float *p, const float *corr,
                               int64_t R, float *acc) {
-  if (b->Dv == 128 && b->dtype != ATTN_I8)
+  if (b->Dv == 128)
     pv_dt(b, p, corr, R, acc, 128);
   else
     pv_dt(b, p, corr, R, acc, b->Dv);
