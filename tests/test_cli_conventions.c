@@ -255,6 +255,7 @@ static void test_computing_commands_take_threads(void) {
   }
   CHECK(tool_run("ATTN_NUM_THREADS=3", bin, dir, "version", out, sizeof out, err, sizeof err) == 0);
   CHECK(strstr(out, "\nthreads: 3\n") != NULL);
+  CHECK(strstr(out, "\ncaches: ") != NULL); /* the sizes, or "unknown" */
   CHECK(tool_run("ATTN_NUM_THREADS=many", bin, dir, "version", out, sizeof out, err, sizeof err) ==
         2);
   CHECK(!strcmp(err, "attn version: ATTN_NUM_THREADS 'many': expected an integer in [1, 4096]\n"));

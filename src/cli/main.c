@@ -61,6 +61,23 @@ static void print_features(const char *label, const attn_cpu_features *f) {
          f->amx_bf16 ? " amx_bf16" : "", f->amx_int8 ? " amx_int8" : "", f->neon ? " neon" : "");
 }
 
+/* "caches: L1d 32 KiB, L2 512 KiB, L3 32 MiB" (those the CPU reports) */
+static void print_caches(void) {
+  static const char *const name[5] = {"", "L1d", "L2", "L3", "L4"};
+  printf("caches:");
+  int any = 0;
+  for (int level = 1; level <= 4; level++) {
+    const int64_t b = attn_cpu_cache_bytes(level);
+    if (b <= 0) continue;
+    const int mib = b >= (1 << 20) && b % (1 << 20) == 0;
+    printf("%s %s %lld %s", any ? "," : "", name[level],
+           (long long)(mib ? b >> 20 : b >= 1024 ? b >> 10 : b),
+           mib ? "MiB" : b >= 1024 ? "KiB" : "B");
+    any = 1;
+  }
+  printf("%s\n", any ? "" : " unknown");
+}
+
 int attn_cmd_version(int argc, char **argv) {
   cli_args a;
   cli_args_init(&a, argc, argv, 1, NULL);
@@ -68,8 +85,8 @@ int attn_cmd_version(int argc, char **argv) {
   if (r == CLI_HELP) {
     printf("usage: attn version\n"
            "  the version (also attn --version / -V: that line only), the ISA level in use and\n"
-           "  why, the levels this CPU and build have, CPU features, threads, and what\n"
-           "  --precision auto would consider on this machine.\n");
+           "  why, the levels this CPU and build have, CPU features, cache sizes, threads,\n"
+           "  and what --precision auto would consider on this machine.\n");
     return CLI_OK;
   }
   if (r == CLI_ARG) return cli_usage("unexpected argument '%s' (usage: attn version)", a.val);
@@ -81,6 +98,7 @@ int attn_cmd_version(int argc, char **argv) {
   printf("\n");
   print_features("cpu", attn_cpu_detected());
   print_features("in use", attn_cpu());
+  print_caches();
   printf("threads: %d\n", attn_get_num_threads());
   printf("mpi: %s\n", attn_dist_mpi_built() ? "yes (mpirun -np P attn train ...; docs/DISTRIBUTED.md)"
                                             : "no (built without MPI: make MPI=1)");
