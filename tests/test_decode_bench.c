@@ -52,11 +52,7 @@ static void test_bench_decode_rows(void) {
   CHECK(strstr(out, "4 query heads over 2 KV heads, D=32, 2 threads") != NULL);
   static const char *const types[] = {"f16", "int8", "int8r"}; /* int8r: the rows layout */
   static const long lks[] = {40, 300};
-  long llc = 0; /* as the bench finds it */
-#if defined(_SC_LEVEL3_CACHE_SIZE) && defined(_SC_LEVEL2_CACHE_SIZE)
-  llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  if (llc <= 0) llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
-#endif
+  const long long llc = (long long)attn_cpu_llc_bytes(); /* as the bench finds it */
   CHECK((strstr(out, "\nlast-level cache: ") != NULL) == (llc > 0));
   for (int t = 0; t < 3; t++)
     for (int i = 0; i < 2; i++) {
