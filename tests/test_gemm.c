@@ -306,7 +306,7 @@ static void test_nc_fits_l2(void) {
   CHECK(attn_gemm_nc_fit(960, 32, 256, 1 << 20) == 768);
   CHECK(attn_gemm_nc_fit(512, 16, 384, 4096) == 16);     /* never below nr */
   CHECK(attn_gemm_nc_fit(512, 16, 384, 0) == 512);       /* unknown L2: as tuned */
-  CHECK(attn_cpu_l2_bytes() >= 0);
+  CHECK(attn_cpu_cache_bytes(2) >= 0);
 }
 
 static void test_bad_arguments(void) {

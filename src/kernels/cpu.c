@@ -281,13 +281,11 @@ int attn_decode_pf_l2_rule(int intel, int64_t llc_bytes, int64_t bytes) {
   return intel && llc_bytes > 0 && bytes > llc_bytes / 3;
 }
 
-static int pf_mode = -1;  /* -1: the rule, 0: L1, 1: L2 */
-static int64_t llc_bytes; /* the last-level cache (0: unknown) */
+static int pf_mode = -1; /* -1: the rule, 0: L1, 1: L2 */
 static pthread_once_t pf_once = PTHREAD_ONCE_INIT;
 
 static void pf_init(void) {
   attn_cpu_detected(); /* the vendor */
-  llc_bytes = attn_cpu_llc_bytes();
   const char *e = getenv("ATTN_DECODE_PF");
   if (e && !strcmp(e, "l1")) pf_mode = 0;
   if (e && !strcmp(e, "l2")) pf_mode = 1;
@@ -295,7 +293,7 @@ static void pf_init(void) {
 
 int attn_cpu_decode_pf_l2(int64_t bytes) {
   pthread_once(&pf_once, pf_init);
-  return pf_mode >= 0 ? pf_mode : attn_decode_pf_l2_rule(vendor_intel, llc_bytes, bytes);
+  return pf_mode >= 0 ? pf_mode : attn_decode_pf_l2_rule(vendor_intel, attn_cpu_llc_bytes(), bytes);
 }
 
 void attn_cpu_set_decode_pf(int mode) {

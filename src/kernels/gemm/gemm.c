@@ -122,7 +122,7 @@ static attn_status gemm_packed(const attn_gemm_kernel_f32 *kr, int transa, int t
   /* Buffers sized for the largest chunk, one pair per thread, 64-aligned. */
   int64_t rows = attn_ceil_div(g.mp, g.tm) * kr->mr, cols = attn_ceil_div(g.np, g.tn) * kr->nr;
   g.mc = attn_ceil_div(attn_ceil_div(rows, attn_ceil_div(rows, kr->mc)), kr->mr) * kr->mr; /* balanced */
-  g.nc = attn_min64(attn_gemm_nc_fit(kr->nc, kr->nr, g.kc, attn_cpu_l2_bytes()), cols);
+  g.nc = attn_min64(attn_gemm_nc_fit(kr->nc, kr->nr, g.kc, attn_cpu_cache_bytes(2)), cols);
   int64_t asize = (g.mc * g.kc + 15) / 16 * 16, bsize = (g.kc * g.nc + 15) / 16 * 16;
   size_t per_thread = sizeof(float) * (size_t)(asize + bsize);
   float *buf = aligned_alloc(64, per_thread * (size_t)nt);

@@ -28,8 +28,6 @@ attn_status attn_gemm_f32_path(attn_gemm_path path, int transa, int transb, int6
                                int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                                const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
 
-/* The L2 cache size per core in bytes (sysconf; 0 if unknown). */
-int64_t attn_cpu_l2_bytes(void);
 /* The b~ block width used: the kernel's nc (tuned for its CPU), cut to a
  * multiple of nr (at least nr) so that a kc x nc block of b~ takes at most
  * 3/4 of an L2 of l2 bytes (0: unknown, nc kept). With the rest of L2 left
