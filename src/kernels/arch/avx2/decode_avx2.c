@@ -31,11 +31,13 @@ ATTN_AVX2_INLINE __m256 load8(int dt, const void *row, int64_t c) {
   }
 }
 
+ATTN_AVX2_INLINE int64_t elt_of(int dt) { return dt == ATTN_F32 ? 4 : dt == ATTN_I8 ? 1 : 2; }
+
 /* elements c..c+n-1 (n < 8) of a row, the rest 0 */
 ATTN_AVX2_INLINE __m256 load8_tail(int dt, const void *row, int64_t c, int64_t n) {
-  const size_t elt = dt == ATTN_F32 ? 4 : dt == ATTN_I8 ? 1 : 2;
+  const int64_t elt = elt_of(dt);
   unsigned char tmp[32] = {0};
-  memcpy(tmp, (const char *)row + c * (int64_t)elt, (size_t)n * elt);
+  memcpy(tmp, (const char *)row + c * elt, (size_t)(n * elt));
   return load8(dt, tmp, 0);
 }
 
@@ -45,8 +47,6 @@ ATTN_AVX2_INLINE float hsum8(__m256 x) {
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
   return _mm_cvtss_f32(s);
 }
-
-ATTN_AVX2_INLINE int64_t elt_of(int dt) { return dt == ATTN_F32 ? 4 : dt == ATTN_I8 ? 1 : 2; }
 
 /* Step g of a loop of st steps: lines g lt / st .. (g + 1) lt / st - 1 of
  * the rows' lt lines in address order (line i: row i / lpr, its bytes 64 (i
