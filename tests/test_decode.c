@@ -422,23 +422,23 @@ static void test_ukr_level_matches_generic(void) {
 }
 
 /* The level's plain-block softmax (attn_decode_ops.softmax, where it has
- * one) against its contract (decode_ukr.h) computed here with expf: R 1-8
- * rows (the AVX-512 kernel's tiles of 4 and its single rows), n 32, 13 and
- * 1 keys, f32 and int8 (ks on the scores, vs on the weights); rows of the
- * first block (m -inf), with a running max above the block's (corr exactly
- * 1), all keys -inf (left alone: m, l untouched, corr 1, p 0), some keys
- * -inf, a NaN key (it reaches p and l). m the same bits; the rest within
- * expf's rounding. */
+ * one) against its contract (decode_ukr.h) computed here with expf: R 1-12
+ * rows (the AVX-512 kernel's tiles of 4 and its single rows, the avx2
+ * kernel's groups of 8), n 32, 13 and 1 keys, f32 and int8 (ks on the
+ * scores, vs on the weights); rows of the first block (m -inf), with a
+ * running max above the block's (corr exactly 1), all keys -inf (left
+ * alone: m, l untouched, corr 1, p 0), some keys -inf, a NaN key (it
+ * reaches p and l). m the same bits; the rest within expf's rounding. */
 static void test_softmax_level(void) {
   const attn_decode_ops *lv = attn_kern_get()->decode;
   if (!lv->softmax) {
     SKIP("level %s has no block softmax", attn_isa_name(attn_isa_active()));
     return;
   }
-  enum { NB = ATTN_DECODE_NB, RMAX = 8 };
-  static const int Rs[] = {1, 3, 4, 5, 8}, ns[] = {NB, 13, 1};
+  enum { NB = ATTN_DECODE_NB, RMAX = 12 };
+  static const int Rs[] = {1, 3, 4, 5, 8, 12}, ns[] = {NB, 13, 1};
   for (int i8 = 0; i8 < 2; i8++)
-    for (int ri = 0; ri < 5; ri++)
+    for (int ri = 0; ri < 6; ri++)
       for (int ni = 0; ni < 3; ni++) {
         const int R = Rs[ri], n = ns[ni];
         attn_decode_block b = {.dtype = i8 ? ATTN_I8 : ATTN_F32, .n = n, .D = 8, .Dv = 8};
@@ -492,8 +492,9 @@ static void test_softmax_level(void) {
         memcpy(s, s0, sizeof s);
         for (int i = 0; i < RMAX * NB; i++)
           p[i] = 7.0f; /* entries past n: 0 after the call */
-        const float m0[RMAX] = {m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7]};
-        const float l0[RMAX] = {l[0], l[1], l[2], l[3], l[4], l[5], l[6], l[7]};
+        float m0[RMAX], l0[RMAX];
+        memcpy(m0, m, sizeof m0);
+        memcpy(l0, l, sizeof l0);
         const int any = lv->softmax(&b, s, p, R, m, l, corr);
         CHECK(any == want_any);
         for (int r = 0; r < R; r++) {

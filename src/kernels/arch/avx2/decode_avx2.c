@@ -104,6 +104,10 @@ ATTN_AVX2_INLINE void scores_keys(const attn_decode_block *b, const float *q, fl
   DECODE_UNROLL(8)
   for (int i = 0; i < RT * KJ; i++)
     a[i] = _mm256_setzero_ps();
+  /* at head dim 128 the 16 steps unrolled: pf_spread's lines then constants
+   * (its divisions and tests gone; on a Zen 3, scores of a resident block
+   * 1.15-1.3x faster) */
+  DECODE_UNROLL(16)
   for (int64_t c = 0; c < Df; c += 8) {
     __m256 kv[4];
     if (PF && spread) pf_spread(b->pk + j0, pn, lpr, KJ * lpr, c / 8, Df / 8, b->pf_l2);
@@ -181,6 +185,7 @@ DECODE_UNROLL(4)
     for (int e = 0; e < SL; e++)
       a[r * SL + e] = _mm256_mul_ps(_mm256_loadu_ps(acc + r * Dv + c0 + 8 * e), cr);
   }
+  DECODE_UNROLL(8) /* (f16's P·V 1.2x on a Zen 3; f32, int8 the same) */
   for (int j = 0; j < b->n; j++) {
     if (PF && spread)
       pf_spread(pvr, pn, lpr, NB * lpr, g0 + j, Dv / (8 * SL) * NB, l2);
@@ -429,41 +434,65 @@ ATTN_AVX2 static int softmax_avx2(const attn_decode_block *b, float *s, float *p
     vs[h] = i8 ? _mm256_blendv_ps(zero, _mm256_loadu_ps(b->vs + 8 * h), live[h]) : zero;
   }
   int any = 0;
-  for (int64_t r = 0; r < R; r++) {
-    __m256 x[NV], mx = ninf;
-    int nan = 0;
-    DECODE_UNROLL(8)
-    for (int h = 0; h < NV; h++) {
-      x[h] = _mm256_blendv_ps(zero, _mm256_loadu_ps(s + r * NB + 8 * h), live[h]);
-      if (i8) x[h] = _mm256_mul_ps(x[h], ks[h]);
-      const __m256 ok = _mm256_and_ps(_mm256_cmp_ps(x[h], x[h], _CMP_ORD_Q), live[h]);
-      nan |= _mm256_movemask_ps(_mm256_xor_ps(ok, live[h]));
-      mx = _mm256_max_ps(mx, _mm256_blendv_ps(ninf, x[h], ok));
-    }
-    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
-    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
-    const float bm = _mm_cvtss_f32(m4);
-    if (bm == -INFINITY && !nan) {
-      corr[r] = 1.0f;
+  /* rows in groups of 8, each pass over a group's rows independent from row
+   * to row (the out-of-order core overlaps them): the block maxima (the
+   * scaled, masked scores written back to s), the new maxima and
+   * corrections, the exponentials */
+  for (int64_t r0 = 0; r0 < R; r0 += 8) {
+    const int rn = R - r0 < 8 ? (int)(R - r0) : 8;
+    float bm[8], mn[8];
+    int nan[8];
+    for (int i = 0; i < rn; i++) {
+      float *sr = s + (r0 + i) * NB;
+      __m256 mx = ninf, un = zero;
       DECODE_UNROLL(8)
-      for (int h = 0; h < NV; h++)
-        _mm256_storeu_ps(p + r * NB + 8 * h, zero);
-      continue;
+      for (int h = 0; h < NV; h++) {
+        /* keys past n: 0 in s, -inf for the max; a NaN: noted in un, passed
+         * over by the max (vmaxps gives its second operand then) */
+        __m256 x = _mm256_blendv_ps(zero, _mm256_loadu_ps(sr + 8 * h), live[h]);
+        if (i8) x = _mm256_mul_ps(x, ks[h]);
+        un = _mm256_or_ps(un, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+        mx = _mm256_max_ps(_mm256_blendv_ps(ninf, x, live[h]), mx);
+        _mm256_storeu_ps(sr + 8 * h, x);
+      }
+      const int bad = _mm256_movemask_ps(un);
+      __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+      m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+      m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+      bm[i] = _mm_cvtss_f32(m4);
+      nan[i] = bad;
     }
-    any = 1;
-    const float mn = bm > m[r] ? bm : m[r];
-    corr[r] = mn == m[r] ? 1.0f : expf(m[r] - mn);
-    const __m256 vm = _mm256_set1_ps(mn);
-    __m256 sum = zero;
-    DECODE_UNROLL(8)
-    for (int h = 0; h < NV; h++) {
-      const __m256 e = _mm256_and_ps(attn_vexp8_avx2(_mm256_sub_ps(x[h], vm)), live[h]);
-      sum = _mm256_add_ps(sum, e);
-      _mm256_storeu_ps(p + r * NB + 8 * h, i8 ? _mm256_mul_ps(e, vs[h]) : e);
+    for (int i = 0; i < rn; i++) {
+      const int64_t r = r0 + i;
+      if (bm[i] == -INFINITY && !nan[i]) {
+        corr[r] = 1.0f;
+        continue;
+      }
+      any = 1;
+      mn[i] = bm[i] > m[r] ? bm[i] : m[r];
+      corr[r] = mn[i] == m[r] ? 1.0f : expf(m[r] - mn[i]);
     }
-    l[r] = l[r] * corr[r] + hsum8(sum);
-    m[r] = mn;
+    for (int i = 0; i < rn; i++) {
+      const int64_t r = r0 + i;
+      float *sr = s + r * NB, *pr = p + r * NB;
+      if (bm[i] == -INFINITY && !nan[i]) {
+        DECODE_UNROLL(8)
+        for (int h = 0; h < NV; h++)
+          _mm256_storeu_ps(pr + 8 * h, zero);
+        continue;
+      }
+      const __m256 vm = _mm256_set1_ps(mn[i]);
+      __m256 sum = zero;
+      DECODE_UNROLL(8)
+      for (int h = 0; h < NV; h++) {
+        const __m256 e =
+            _mm256_and_ps(attn_vexp8_avx2(_mm256_sub_ps(_mm256_loadu_ps(sr + 8 * h), vm)), live[h]);
+        sum = _mm256_add_ps(sum, e);
+        _mm256_storeu_ps(pr + 8 * h, i8 ? _mm256_mul_ps(e, vs[h]) : e);
+      }
+      l[r] = l[r] * corr[r] + hsum8(sum);
+      m[r] = mn[i];
+    }
   }
   return any;
 }
