@@ -277,8 +277,12 @@ ATTN_AVX2_INLINE void kt_pass(const attn_decode_block *b, const float *q, float 
   const uint16_t *kt = (const uint16_t *)b->kt[i];
   const uint16_t *pf = PF && i < b->pnt ? (const uint16_t *)b->pkt[i] : NULL;
   const int64_t Dh = D - D % H;
+  const int l2 = b->pf_l2; /* (a local: GCC reloaded it from b at every step) */
+  /* unrolled 4 steps: which steps prefetch, constant (f16 scores 1.1x on a
+   * Zen 3) */
+  DECODE_UNROLL(4)
   for (int64_t d = 0; d < Dh; d += H) {
-    if (pf && (d & 1) == 0) attn_decode_pf_line(pf + 16 * d, b->pf_l2);
+    if (pf && (d & 1) == 0) attn_decode_pf_line(pf + 16 * d, l2);
     DECODE_UNROLL(4)
     for (int h = 0; h < H; h++) {
       const __m256 k0 = load_kt8(dt, kt + 16 * (d + h)), k1 = load_kt8(dt, kt + 16 * (d + h) + 8);
