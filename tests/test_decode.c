@@ -617,7 +617,8 @@ static void test_ktiled_layout(void) {
 
 /* the level's int8 dot product (where it has one): the exact integer sums
  * of the quantised rows and the keys, times the row scales, bit for bit;
- * odd sizes (R 11, 13 keys) and D 37 (a tail) and 256 (the largest) */
+ * odd sizes (R 11, 13 keys) and D 37 (a tail) and 256 (the largest); keys
+ * of -128 among them */
 static void test_i8dot_exact(void) {
   const attn_decode_ops *lv = attn_kern_get()->decode;
   if (!lv->scores_i8) {
@@ -635,6 +636,8 @@ static void test_i8dot_exact(void) {
     for (int j = 0; j < N; j++)
       for (int e = 0; e < D; e++)
         k[j][e] = NEXT8();
+    for (int j = 0; j < N; j += 3) /* -128: a valid key (the AVX2 kernel takes its magnitude) */
+      k[j][(j * 7) % D] = -128, k[j][D - 1] = -128;
     memset(q8, 0, sizeof q8);
     for (int r = 0; r < R; r++) {
       for (int e = 0; e < D; e++)

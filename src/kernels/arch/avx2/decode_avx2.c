@@ -417,6 +417,135 @@ ATTN_AVX2 static void scores_kt_avx2(const attn_decode_block *b, const float *q,
     f16 ? scores_rows(b, q, R, s, ATTN_F16, b->D, 1) : scores_rows(b, q, R, s, ATTN_BF16, b->D, 1);
 }
 
+/* decode_ukr.h's scores_i8 without AVX-VNNI: 32 products of a query row
+ * and a key in one VPMADDUBSW, the key's sign moved onto the query (VPSIGNB:
+ * q8 is in [-127, 127], its negation exact) and the key's magnitude unsigned
+ * (VPABSB: -128 as 128): a pair of products is at most 2 x 128 x 127 =
+ * 32,512 in magnitude, so the 16-bit pair sums never saturate; VPMADDWD by
+ * ones widens them to 32 bits. The integer sums exact, as the contract asks
+ * (the same bits as the VNNI kernels). RT rows x KJ keys from j0, RT KJ <= 8
+ * accumulators (with the keys, their magnitudes, a query vector and the
+ * ones: 14 registers); a row's tail (D % 32) through a zero-padded copy of
+ * the key (q8 is zero past D, up to ldq); PF as scores_keys. */
+ATTN_AVX2_INLINE __m256i i8_dot32(__m256i acc, __m256i q, __m256i k, __m256i ka, __m256i ones) {
+  const __m256i t = _mm256_maddubs_epi16(ka, _mm256_sign_epi8(q, k));
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(t, ones));
+}
+
+/* the sums of RT rows x KJ keys' accumulators (a[r KJ + k]) as floats times
+ * their row's scale, into s */
+ATTN_AVX2_INLINE void i8_store(const __m256i *a, const float *qscale, float *s, int j0, int RT,
+                               int KJ) {
+  if (KJ == 2 && RT % 2 == 0) { /* two rows' two keys a vector: r, r + 1 x k 0, 1 */
+    DECODE_UNROLL(2)
+    for (int r = 0; r < RT; r += 2) {
+      const __m256i t = _mm256_hadd_epi32(_mm256_hadd_epi32(a[2 * r], a[2 * r + 1]),
+                                          _mm256_hadd_epi32(a[2 * r + 2], a[2 * r + 3]));
+      const __m128i x = _mm_add_epi32(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
+      const __m128 f = _mm_mul_ps(_mm_cvtepi32_ps(x), _mm_setr_ps(qscale[r], qscale[r], qscale[r + 1],
+                                                                  qscale[r + 1]));
+      _mm_storel_pi((__m64 *)(s + r * NB + j0), f);
+      _mm_storeh_pi((__m64 *)(s + (r + 1) * NB + j0), f);
+    }
+    return;
+  }
+  int32_t sum[8];
+  int i = 0;
+  DECODE_UNROLL(2)
+  for (; i + 4 <= RT * KJ; i += 4) {
+    const __m256i t = _mm256_hadd_epi32(_mm256_hadd_epi32(a[i], a[i + 1]),
+                                        _mm256_hadd_epi32(a[i + 2], a[i + 3]));
+    _mm_storeu_si128((__m128i *)(sum + i),
+                     _mm_add_epi32(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1)));
+  }
+  DECODE_UNROLL(2)
+  for (; i < RT * KJ; i++) {
+    int32_t v[8];
+    _mm256_storeu_si256((__m256i *)v, a[i]);
+    sum[i] = v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7];
+  }
+  DECODE_UNROLL(4)
+  for (int r = 0; r < RT; r++)
+    DECODE_UNROLL(2)
+    for (int k = 0; k < KJ; k++)
+      s[r * NB + j0 + k] = (float)sum[r * KJ + k] * qscale[r];
+}
+
+ATTN_AVX2_INLINE void i8_keys(const attn_decode_block *b, const int8_t *q8, int64_t ldq,
+                              const float *qscale, float *s, int j0, int RT, int KJ, int PF,
+                              int64_t D) {
+  const int64_t D32 = D & ~(int64_t)31;
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i a[8]; /* a[r KJ + k] */
+  const int pn = b->pn - j0 < KJ ? b->pn - j0 : KJ;
+  const int64_t lpr = (D + 63) / 64;
+  const int spread = __builtin_constant_p(D) && D32 > 0;
+  if (PF && !spread)
+    for (int k = 0; k < pn; k++)
+      attn_decode_pf_bytes(b->pk[j0 + k], D, b->pf_l2);
+  DECODE_UNROLL(8)
+  for (int i = 0; i < RT * KJ; i++)
+    a[i] = _mm256_setzero_si256();
+  DECODE_UNROLL(8)
+  for (int64_t c = 0; c < D; c += 32) {
+    __m256i kv[2], ka[2];
+    if (PF && spread && c < D32)
+      pf_spread(b->pk + j0, pn, lpr, KJ * lpr, c / 32, D32 / 32, b->pf_l2);
+    DECODE_UNROLL(2)
+    for (int k = 0; k < KJ; k++) {
+      const int8_t *kr = (const int8_t *)b->k[j0 + k] + c;
+      if (c < D32)
+        kv[k] = _mm256_loadu_si256((const __m256i *)kr);
+      else {
+        int8_t tmp[32] = {0};
+        memcpy(tmp, kr, (size_t)(D - D32));
+        kv[k] = _mm256_loadu_si256((const __m256i *)tmp);
+      }
+      ka[k] = _mm256_abs_epi8(kv[k]);
+    }
+    DECODE_UNROLL(4)
+    for (int r = 0; r < RT; r++) {
+      const __m256i qv = _mm256_loadu_si256((const __m256i *)(q8 + r * ldq + c));
+      DECODE_UNROLL(2)
+      for (int k = 0; k < KJ; k++)
+        a[r * KJ + k] = i8_dot32(a[r * KJ + k], qv, kv[k], ka[k], ones);
+    }
+    /* one step's registers at a time: GCC otherwise hoisted the next steps'
+     * loads above this one's products and spilled accumulators (1.2x) */
+    if (RT * KJ == 8)
+      __asm__("" : "+x"(a[0]), "+x"(a[1]), "+x"(a[2]), "+x"(a[3]), "+x"(a[4]), "+x"(a[5]),
+              "+x"(a[6]), "+x"(a[7]));
+  }
+  i8_store(a, qscale, s, j0, RT, KJ);
+}
+
+/* RT rows against the block: pairs of keys, then one */
+ATTN_AVX2_INLINE void i8_tile(const attn_decode_block *b, const int8_t *q8, int64_t ldq,
+                              const float *qscale, float *s, int RT, int PF, int64_t D) {
+  int j = 0;
+  for (; j + 2 <= b->n; j += 2)
+    i8_keys(b, q8, ldq, qscale, s, j, RT, 2, PF, D);
+  if (j < b->n) i8_keys(b, q8, ldq, qscale, s, j, RT, 1, PF, D);
+}
+
+ATTN_AVX2_INLINE void i8_rows(const attn_decode_block *b, const int8_t *q8, int64_t ldq,
+                              const float *qscale, int64_t R, float *s, int64_t D) {
+  int64_t r = 0;
+  int pf = 1;
+  for (; R - r >= 4; r += 4, pf = 0)
+    i8_tile(b, q8 + r * ldq, ldq, qscale + r, s + r * NB, 4, pf, D);
+  if (R - r >= 2) i8_tile(b, q8 + r * ldq, ldq, qscale + r, s + r * NB, 2, pf, D), r += 2, pf = 0;
+  if (R - r >= 1) i8_tile(b, q8 + r * ldq, ldq, qscale + r, s + r * NB, 1, pf, D);
+}
+
+ATTN_AVX2 static void scores_i8_avx2(const attn_decode_block *b, const int8_t *q8, int64_t ldq,
+                                     const float *qsum, const float *qscale, int64_t R, float *s) {
+  if (b->D == 128)
+    i8_rows(b, q8, ldq, qscale, R, s, 128);
+  else
+    i8_rows(b, q8, ldq, qscale, R, s, b->D);
+}
+
 /* lanes 8 h .. 8 h + 7 of a row below n: all ones */
 ATTN_AVX2_INLINE __m256 live8(int n, int h) {
   const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
@@ -555,8 +684,8 @@ ATTN_AVX2 static int quantize_q8_avx2(const float *x, int64_t rows, int64_t D, f
 }
 
 static const attn_decode_ops ops = {
-    "avx2",         1,    scores_avx2, pv_avx2,         softmax_avx2, NULL, NULL, NULL, NULL,
-    scores_kt_avx2, NULL, NULL,        quantize_q8_avx2};
+    "avx2",         1,    scores_avx2, pv_avx2,         softmax_avx2, scores_i8_avx2, NULL, NULL,
+    NULL,           scores_kt_avx2, NULL, NULL,        quantize_q8_avx2};
 
 const attn_decode_ops *attn_decode_ops_avx2(void) { return &ops; }
 #else
