@@ -574,7 +574,7 @@ ATTN_AVX2 static int softmax_avx2(const attn_decode_block *b, float *s, float *p
   for (int64_t r0 = 0; r0 < R; r0 += 8) {
     const int rn = R - r0 < 8 ? (int)(R - r0) : 8;
     float bm[8], mn[8];
-    int nan[8];
+    int alone[8]; /* no key of the row here (all -inf, none NaN) */
     for (int i = 0; i < rn; i++) {
       float *sr = s + (r0 + i) * NB;
       __m256 mx = ninf, un = zero;
@@ -588,16 +588,15 @@ ATTN_AVX2 static int softmax_avx2(const attn_decode_block *b, float *s, float *p
         mx = _mm256_max_ps(_mm256_blendv_ps(ninf, x, live[h]), mx);
         _mm256_storeu_ps(sr + 8 * h, x);
       }
-      const int bad = _mm256_movemask_ps(un);
       __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
       m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
       m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
       bm[i] = _mm_cvtss_f32(m4);
-      nan[i] = bad;
+      alone[i] = bm[i] == -INFINITY && !_mm256_movemask_ps(un);
     }
     for (int i = 0; i < rn; i++) {
       const int64_t r = r0 + i;
-      if (bm[i] == -INFINITY && !nan[i]) {
+      if (alone[i]) {
         corr[r] = 1.0f;
         continue;
       }
@@ -608,7 +607,7 @@ ATTN_AVX2 static int softmax_avx2(const attn_decode_block *b, float *s, float *p
     for (int i = 0; i < rn; i++) {
       const int64_t r = r0 + i;
       float *sr = s + r * NB, *pr = p + r * NB;
-      if (bm[i] == -INFINITY && !nan[i]) {
+      if (alone[i]) {
         DECODE_UNROLL(8)
         for (int h = 0; h < NV; h++)
           _mm256_storeu_ps(pr + 8 * h, zero);
