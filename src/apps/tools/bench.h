@@ -41,6 +41,9 @@ static const attn_bench_entry attn_bench_table[] = {
  * AVX-512, AVX2+FMA, else scalar C), best of ten ~20 ms runs. Measured
  * once per thread count per process, then cached. */
 double attn_bench_peak_gflops(int threads);
+/* One ~5 ms run of the same loop, not cached: the FMA rate of this moment
+ * (the core's clock and the host's other load move it between minutes). */
+double attn_bench_peak_now_gflops(int threads);
 /* The same loop's flops per CPU-second of the process x threads (fastest
  * run): the peak without the time other processes took on a busy machine. */
 double attn_bench_peak_cpu_gflops(int threads);

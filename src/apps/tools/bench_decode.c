@@ -47,7 +47,12 @@ static void dec_usage(FILE *out) {
                "  Lk tokens (default 1024 4096 8192 16384 32768 65536), per cache dtype (all).\n"
                "  Columns: median ms per call with T threads (default all), K/V GB/s (the bytes\n"
                "  of the cache the call reads, int8 scales included) and %% of the memory read\n"
-               "  bandwidth measured now with T threads, tokens/s (B Q / time); a paged cache\n"
+               "  bandwidth measured now with T threads; %%bw_p: the same against a read of\n"
+               "  the membw buffer right after each run (the median over the runs); %%fma_p:\n"
+               "  the call's flops (2 per query row, key or value and element) per second over\n"
+               "  the fp32 FMA loop's rate timed right after each run (attn bench peak's loop):\n"
+               "  the share of this moment's compute ceiling, which an int8 cache meets before\n"
+               "  the bandwidth on AVX2 (docs/DECODE.md); tokens/s (B Q / time); a paged cache\n"
                "  of P-token pages (16) in shuffled order and its time over the contiguous one,\n"
                "  next to pg_ceil: the memory's own time for reading in shuffled chunks of one\n"
                "  page of one head's rows, prefetched as the decode loop prefetches, over\n"
@@ -70,24 +75,29 @@ static void dec_usage(FILE *out) {
  * gets the median over the runs of the calls' bytes per second (cbytes)
  * over the read's: the fraction of this moment's memory bandwidth the calls
  * reach, robust to the host's bandwidth moving between runs (the read also
- * leaves the last-level cache without the KV cache before each run) */
+ * leaves the last-level cache without the KV cache before each run); and
+ * *fma_p the median of the calls' flops per second (cflops: 2 per query
+ * row, key or value and element) over the FMA loop's rate timed right after
+ * (attn_bench_peak_now_gflops): the share of this moment's compute ceiling */
 static double time_calls(const attn_decode_desc *d, const attn_kv_view *v, const float *q,
                          float *out, int threads, int runs, const float *rd, size_t rbytes,
-                         double cbytes, double *paired) {
+                         double cbytes, double *paired, double cflops, double *fma_p) {
   attn_set_num_threads(threads);
   double t0 = attn_bench_now();
   if (attn_decode_forward(d, v, q, out, NULL)) return -1;
   double one = attn_bench_now() - t0;
   int reps = one > 0.01 ? 1 : (int)(0.01 / (one > 1e-7 ? one : 1e-7)) + 1;
-  double t[MAX_RUNS], ratio[MAX_RUNS];
+  double t[MAX_RUNS], ratio[MAX_RUNS], fr[MAX_RUNS];
   for (int r = 0; r < runs; r++) {
     t0 = attn_bench_now();
     for (int k = 0; k < reps; k++)
       attn_decode_forward(d, v, q, out, NULL);
     t[r] = (attn_bench_now() - t0) / reps;
     if (rd) ratio[r] = cbytes / t[r] / ((double)rbytes / attn_bench_read_once(rd, rbytes, threads));
+    if (fma_p) fr[r] = cflops / t[r] / (attn_bench_peak_now_gflops(threads) * 1e9);
   }
   if (rd) *paired = attn_bench_median(ratio, runs);
+  if (fma_p) *fma_p = attn_bench_median(fr, runs);
   return attn_bench_median(t, runs);
 }
 
@@ -223,9 +233,9 @@ int attn_bench_decode_main(int argc, char **argv) {
   /* the last-level cache (sysfs, else sysconf; 0 where neither says) */
   const long long llc = (long long)attn_cpu_llc_bytes();
   if (llc > 0) printf("last-level cache: %.1f MiB (xLLC: the cache over it)\n", llc / 1048576.0);
-  printf("%5s %7s %9s %9s %7s %6s %6s %9s %9s %7s %7s %9s %7s %7s %5s\n", "dtype", "Lk",
-         "cache_MiB", "ms", "GB/s", "%bw", "%bw_p", "tok/s", "paged_ms", "paged/c", "pg_ceil",
-         "ms_1thr", "GB/s_1", "split_x", "xLLC");
+  printf("%5s %7s %9s %9s %7s %6s %6s %6s %9s %9s %7s %7s %9s %7s %7s %5s\n", "dtype", "Lk",
+         "cache_MiB", "ms", "GB/s", "%bw", "%bw_p", "%fma_p", "tok/s", "paged_ms", "paged/c",
+         "pg_ceil", "ms_1thr", "GB/s_1", "split_x", "xLLC");
   /* the paired read (%bw_p): a buffer of the membw size (512 MiB unless
    * --membw-mib says otherwise) */
   const size_t rbytes = (size_t)mib << 20;
@@ -301,24 +311,28 @@ int attn_bench_decode_main(int argc, char **argv) {
       pv.seq_lens = lens;
       const double rows = (double)o.B * (double)o.lk[i] * o.Hkv;
       const double bytes = rows * (2.0 * o.D * elt + (dt == ATTN_I8 ? 8.0 : 0.0));
-      double paired = 0;
-      const double tm = time_calls(&d, &cv, q, out, o.threads, o.runs, rd, rbytes, bytes, &paired);
+      /* each query row's multiply-adds with each key's D and each value's D elements */
+      const double flops = 2.0 * o.B * o.Hq * o.Lq * (double)o.lk[i] * 2.0 * o.D;
+      double paired = 0, fma_p = 0;
+      const double tm = time_calls(&d, &cv, q, out, o.threads, o.runs, rd, rbytes, bytes, &paired,
+                                   flops, &fma_p);
       if (tm < 0) {
         fprintf(stderr, "attn bench decode: %s\n", attn_last_error());
         rc = 1;
         break;
       }
       const double gbs = bytes / tm * 1e-9;
-      printf("%5s %7lld %9.1f %9.4g %7.2f %6.1f %6.1f %9.1f", tn, o.lk[i], bytes / 1048576.0,
-             tm * 1e3, gbs, 100.0 * gbs / bw, 100.0 * paired, (double)o.B * o.Lq / tm);
+      printf("%5s %7lld %9.1f %9.4g %7.2f %6.1f %6.1f %6.1f %9.1f", tn, o.lk[i], bytes / 1048576.0,
+             tm * 1e3, gbs, 100.0 * gbs / bw, 100.0 * paired, 100.0 * fma_p,
+             (double)o.B * o.Lq / tm);
       if (pc) {
-        const double tp = time_calls(&d, &pv, q, out, o.threads, o.runs, NULL, 0, 0, NULL);
+        const double tp = time_calls(&d, &pv, q, out, o.threads, o.runs, NULL, 0, 0, NULL, 0, NULL);
         printf(" %9.4g %7.3f %7.3f", tp * 1e3, tp / tm, pg_ceil);
       } else {
         printf(" %9s %7s %7s", "-", "-", "-");
       }
       if (o.single && o.threads > 1) {
-        const double t1 = time_calls(&d, &cv, q, out, 1, o.runs, NULL, 0, 0, NULL);
+        const double t1 = time_calls(&d, &cv, q, out, 1, o.runs, NULL, 0, 0, NULL, 0, NULL);
         printf(" %9.4g %7.2f %7.2f", t1 * 1e3, bytes / t1 * 1e-9, t1 / tm);
       } else {
         printf(" %9s %7s %7s", "-", "-", "-");

@@ -141,17 +141,11 @@ enum { PEAK_MAX_THREADS = 256 };
 static double peak_cache[ATTN_ISA_COUNT][PEAK_MAX_THREADS + 1],
     peak_cpu_cache[ATTN_ISA_COUNT][PEAK_MAX_THREADS + 1];
 
-double attn_bench_peak_gflops(int threads) {
-  if (threads <= 0) threads = attn_get_num_threads();
-  if (threads > PEAK_MAX_THREADS) threads = PEAK_MAX_THREADS;
-  const int lv = (int)attn_isa_active();
-  if (peak_cache[lv][threads] > 0) return peak_cache[lv][threads];
-  /* ~20 ms per run (calibrated on one thread, fastest of 3 tries, so a
-   * preempted try cannot shrink the runs), then best of 10: short runs are
-   * more often left alone on a busy machine, and the fastest is the peak */
+/* the loop's iterations for ~20 ms on one thread at level lv (calibrated
+ * once: fastest of 3 tries, so a preempted try cannot shrink the runs) */
+static long peak_iters(int lv) {
   static long iters_of[ATTN_ISA_COUNT];
-  long iters = iters_of[lv];
-  if (!iters) {
+  if (!iters_of[lv]) {
     long n = 1 << 14;
     double t;
     for (;;) {
@@ -163,8 +157,19 @@ double attn_bench_peak_gflops(int threads) {
       if (t >= 0.002) break;
       n *= 4;
     }
-    iters = iters_of[lv] = (long)((double)n * 0.02 / t) + 1;
+    iters_of[lv] = (long)((double)n * 0.02 / t) + 1;
   }
+  return iters_of[lv];
+}
+
+double attn_bench_peak_gflops(int threads) {
+  if (threads <= 0) threads = attn_get_num_threads();
+  if (threads > PEAK_MAX_THREADS) threads = PEAK_MAX_THREADS;
+  const int lv = (int)attn_isa_active();
+  if (peak_cache[lv][threads] > 0) return peak_cache[lv][threads];
+  /* ~20 ms per run, then best of 10: short runs are more often left alone on
+   * a busy machine, and the fastest is the peak */
+  const long iters = peak_iters(lv);
   double best = 1e30, best_cpu = 1e30;
   for (int r = 0; r < 10; r++) {
     double cpu, tr = time_loop(threads, iters, &cpu);
@@ -175,6 +180,14 @@ double attn_bench_peak_gflops(int threads) {
   peak_cache[lv][threads] = flops / best * 1e-9;
   peak_cpu_cache[lv][threads] = flops / (best_cpu / threads) * 1e-9;
   return peak_cache[lv][threads];
+}
+
+double attn_bench_peak_now_gflops(int threads) {
+  if (threads <= 0) threads = attn_get_num_threads();
+  if (threads > PEAK_MAX_THREADS) threads = PEAK_MAX_THREADS;
+  const long iters = peak_iters((int)attn_isa_active()) / 4 + 1;
+  const double t = time_loop(threads, iters, NULL);
+  return 2.0 * peak_chains() * peak_lanes() * (double)iters * threads / t * 1e-9;
 }
 
 double attn_bench_peak_cpu_gflops(int threads) {
