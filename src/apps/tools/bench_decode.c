@@ -70,34 +70,42 @@ static void dec_usage(FILE *out) {
                "  these in the default list.\n");
 }
 
-/* median seconds per call; with rd (a buffer of rbytes, much larger than
- * the caches), each run's calls are followed by one read of it, and *paired
- * gets the median over the runs of the calls' bytes per second (cbytes)
- * over the read's: the fraction of this moment's memory bandwidth the calls
- * reach, robust to the host's bandwidth moving between runs (the read also
- * leaves the last-level cache without the KV cache before each run); and
- * *fma_p the median of the calls' flops per second (cflops: 2 per query
- * row, key or value and element) over the FMA loop's rate timed right after
- * (attn_bench_peak_now_gflops): the share of this moment's compute ceiling */
+/* What a timing measures beside the calls, right after each run: one read
+ * of rd (rbytes, a buffer much larger than the caches; it also leaves the
+ * last-level cache without the KV cache before each run) and a ~5 ms run of
+ * the FMA loop (attn_bench_peak_now_gflops). bw: the median over the runs
+ * of the calls' bytes per second (cbytes per call) over the read's, the
+ * fraction of this moment's memory bandwidth the calls reach, robust to the
+ * host's bandwidth moving between runs; fma: the median of the calls' flops
+ * per second (cflops: 2 per query row, key or value and element) over the
+ * loop's, the share of this moment's compute ceiling. */
+typedef struct {
+  const float *rd;
+  size_t rbytes;
+  double cbytes, cflops;
+  double bw, fma; /* out */
+} paired_reads;
+
+/* median seconds per call; pr (or NULL): the paired measurements above */
 static double time_calls(const attn_decode_desc *d, const attn_kv_view *v, const float *q,
-                         float *out, int threads, int runs, const float *rd, size_t rbytes,
-                         double cbytes, double *paired, double cflops, double *fma_p) {
+                         float *out, int threads, int runs, paired_reads *pr) {
   attn_set_num_threads(threads);
   double t0 = attn_bench_now();
   if (attn_decode_forward(d, v, q, out, NULL)) return -1;
   double one = attn_bench_now() - t0;
   int reps = one > 0.01 ? 1 : (int)(0.01 / (one > 1e-7 ? one : 1e-7)) + 1;
-  double t[MAX_RUNS], ratio[MAX_RUNS], fr[MAX_RUNS];
+  double t[MAX_RUNS], bw[MAX_RUNS], fma[MAX_RUNS];
   for (int r = 0; r < runs; r++) {
     t0 = attn_bench_now();
     for (int k = 0; k < reps; k++)
       attn_decode_forward(d, v, q, out, NULL);
     t[r] = (attn_bench_now() - t0) / reps;
-    if (rd) ratio[r] = cbytes / t[r] / ((double)rbytes / attn_bench_read_once(rd, rbytes, threads));
-    if (fma_p) fr[r] = cflops / t[r] / (attn_bench_peak_now_gflops(threads) * 1e9);
+    if (!pr) continue;
+    bw[r] = pr->cbytes / t[r] /
+            ((double)pr->rbytes / attn_bench_read_once(pr->rd, pr->rbytes, threads));
+    fma[r] = pr->cflops / t[r] / (attn_bench_peak_now_gflops(threads) * 1e9);
   }
-  if (rd) *paired = attn_bench_median(ratio, runs);
-  if (fma_p) *fma_p = attn_bench_median(fr, runs);
+  if (pr) pr->bw = attn_bench_median(bw, runs), pr->fma = attn_bench_median(fma, runs);
   return attn_bench_median(t, runs);
 }
 
@@ -312,10 +320,11 @@ int attn_bench_decode_main(int argc, char **argv) {
       const double rows = (double)o.B * (double)o.lk[i] * o.Hkv;
       const double bytes = rows * (2.0 * o.D * elt + (dt == ATTN_I8 ? 8.0 : 0.0));
       /* each query row's multiply-adds with each key's D and each value's D elements */
-      const double flops = 2.0 * o.B * o.Hq * o.Lq * (double)o.lk[i] * 2.0 * o.D;
-      double paired = 0, fma_p = 0;
-      const double tm = time_calls(&d, &cv, q, out, o.threads, o.runs, rd, rbytes, bytes, &paired,
-                                   flops, &fma_p);
+      paired_reads pr = {.rd = rd,
+                         .rbytes = rbytes,
+                         .cbytes = bytes,
+                         .cflops = 2.0 * o.B * o.Hq * o.Lq * (double)o.lk[i] * 2.0 * o.D};
+      const double tm = time_calls(&d, &cv, q, out, o.threads, o.runs, &pr);
       if (tm < 0) {
         fprintf(stderr, "attn bench decode: %s\n", attn_last_error());
         rc = 1;
@@ -323,16 +332,16 @@ int attn_bench_decode_main(int argc, char **argv) {
       }
       const double gbs = bytes / tm * 1e-9;
       printf("%5s %7lld %9.1f %9.4g %7.2f %6.1f %6.1f %6.1f %9.1f", tn, o.lk[i], bytes / 1048576.0,
-             tm * 1e3, gbs, 100.0 * gbs / bw, 100.0 * paired, 100.0 * fma_p,
+             tm * 1e3, gbs, 100.0 * gbs / bw, 100.0 * pr.bw, 100.0 * pr.fma,
              (double)o.B * o.Lq / tm);
       if (pc) {
-        const double tp = time_calls(&d, &pv, q, out, o.threads, o.runs, NULL, 0, 0, NULL, 0, NULL);
+        const double tp = time_calls(&d, &pv, q, out, o.threads, o.runs, NULL);
         printf(" %9.4g %7.3f %7.3f", tp * 1e3, tp / tm, pg_ceil);
       } else {
         printf(" %9s %7s %7s", "-", "-", "-");
       }
       if (o.single && o.threads > 1) {
-        const double t1 = time_calls(&d, &cv, q, out, 1, o.runs, NULL, 0, 0, NULL, 0, NULL);
+        const double t1 = time_calls(&d, &cv, q, out, 1, o.runs, NULL);
         printf(" %9.4g %7.2f %7.2f", t1 * 1e3, bytes / t1 * 1e-9, t1 / tm);
       } else {
         printf(" %9s %7s %7s", "-", "-", "-");

@@ -162,6 +162,11 @@ static long peak_iters(int lv) {
   return iters_of[lv];
 }
 
+/* the loop's flops in iters iterations on each of threads threads */
+static double loop_flops(long iters, int threads) {
+  return 2.0 * peak_chains() * peak_lanes() * (double)iters * threads;
+}
+
 double attn_bench_peak_gflops(int threads) {
   if (threads <= 0) threads = attn_get_num_threads();
   if (threads > PEAK_MAX_THREADS) threads = PEAK_MAX_THREADS;
@@ -176,7 +181,7 @@ double attn_bench_peak_gflops(int threads) {
     if (tr < best) best = tr;
     if (cpu < best_cpu) best_cpu = cpu;
   }
-  double flops = 2.0 * peak_chains() * peak_lanes() * (double)iters * threads;
+  const double flops = loop_flops(iters, threads);
   peak_cache[lv][threads] = flops / best * 1e-9;
   peak_cpu_cache[lv][threads] = flops / (best_cpu / threads) * 1e-9;
   return peak_cache[lv][threads];
@@ -186,8 +191,7 @@ double attn_bench_peak_now_gflops(int threads) {
   if (threads <= 0) threads = attn_get_num_threads();
   if (threads > PEAK_MAX_THREADS) threads = PEAK_MAX_THREADS;
   const long iters = peak_iters((int)attn_isa_active()) / 4 + 1;
-  const double t = time_loop(threads, iters, NULL);
-  return 2.0 * peak_chains() * peak_lanes() * (double)iters * threads / t * 1e-9;
+  return loop_flops(iters, threads) / time_loop(threads, iters, NULL) * 1e-9;
 }
 
 double attn_bench_peak_cpu_gflops(int threads) {
